@@ -1,0 +1,139 @@
+"""The one Report that carries everything, and its schema-versioned JSON form.
+
+The advisor is a pure function of a Report, so a report saved on a colleague's
+machine can be diagnosed here. Keys documented in resources/report.schema.json
+are a public contract: add fields, never rename or remove them without bumping
+SCHEMA_VERSION.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cpudoctor.probes.cpu import CpuInfo
+from cpudoctor.probes.software import Software
+from cpudoctor.probes.topology import Topology
+from cpudoctor.serde import SchemaError, from_data, to_data
+
+SCHEMA_VERSION = 1
+REPORT_KIND = "cpudoctor-report"
+
+
+@dataclass
+class Finding:
+    """One advisor result. Data only: the GUI, CLI and exporters render it."""
+
+    code: str                              # stable, e.g. ISA001
+    symbol: str                            # readable, e.g. avx512-not-usable
+    category: str                          # isa, torch, threads, blas, topology, os, memory, myth, ...
+    severity: str                          # ok | info | warning | error
+    title: str
+    why: str = ""
+    fix: str = ""
+    snippet: str = ""                      # what to type (bash unless snippet_lang says otherwise)
+    snippet_lang: str = "bash"
+    docs: str = ""                         # docs anchor, e.g. docs/rules.md#isa001
+    evidence: dict[str, Any] = field(default_factory=dict)   # report field path -> value used
+    fields_used: list[str] = field(default_factory=list)
+
+
+@dataclass
+class BenchRun:
+    """A finished lab job (train, gemm, sweep, quant) with its settings and figures."""
+
+    kind: str
+    settings: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, Any] = field(default_factory=dict)
+    status: str = "ok"                     # ok | cancelled | crashed | error
+    started_at: str | None = None
+    note: str = ""
+
+
+@dataclass
+class ThreadRecommendation:
+    """The thread sweep's best setting; the advisor prefers it over heuristics."""
+
+    threads: int
+    interop_threads: int | None = None
+    cpus: list[int] | None = None          # pinning set, None = no pinning
+    variant: str = ""                      # e.g. "one CCX", "NUMA node 0", "all cores, no SMT"
+    samples_per_s: float | None = None
+    default_samples_per_s: float | None = None
+    model: str | None = None
+
+
+@dataclass
+class Meta:
+    kind: str = REPORT_KIND
+    generated_at: str = ""                 # ISO 8601, UTC
+    tool_version: str = ""
+    root: str = "/"                        # the filesystem root the probes read
+    platform: str = ""                     # sys.platform of the machine that made it
+    redacted: bool = True                  # identifying details replaced by placeholders
+
+
+@dataclass
+class Report:
+    schema_version: int = SCHEMA_VERSION
+    meta: Meta = field(default_factory=Meta)
+    cpu: CpuInfo = field(default_factory=CpuInfo)
+    topology: Topology = field(default_factory=Topology)
+    software: Software | None = None
+    findings: list[Finding] = field(default_factory=list)
+    benchmarks: list[BenchRun] = field(default_factory=list)
+    recommendation: ThreadRecommendation | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_data(self)
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, sort_keys=False, ensure_ascii=False)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> "Report":
+        if not isinstance(data, dict):
+            raise ReportError("not a CPU Doctor report: the JSON is not an object")
+        if data.get("meta", {}).get("kind") != REPORT_KIND or "schema_version" not in data:
+            raise ReportError("not a CPU Doctor report: no 'schema_version' / 'meta.kind' = cpudoctor-report")
+        version = data["schema_version"]
+        if version != SCHEMA_VERSION:
+            raise ReportError(
+                f"report schema version {version} is not supported by this CPU Doctor "
+                f"(it reads version {SCHEMA_VERSION}); update CPU Doctor or re-export the report"
+            )
+        try:
+            return from_data(cls, data)
+        except SchemaError as exc:
+            raise ReportError(f"the report is damaged: {exc}") from None
+
+    @classmethod
+    def from_json(cls, text: str) -> "Report":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ReportError(f"not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}") from None
+        return cls.from_dict(data)
+
+    @classmethod
+    def load(cls, path: Path | str) -> "Report":
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ReportError(f"cannot read {path}: {exc.strerror or exc}") from None
+        except UnicodeDecodeError:
+            raise ReportError(f"{path} is not a text file, so not a CPU Doctor report") from None
+        return cls.from_json(text)
+
+
+class ReportError(ValueError):
+    """A report could not be read; the message says why and what to do."""
+
+
+def utc_now_iso() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()

@@ -1,0 +1,136 @@
+"""The software stack: OS, Python, DL packages, PyTorch build, BLAS, thread env, ISA risk.
+
+CONTRACT (see issue 5): implementation pending. torch and every DL package are
+only ever imported in child processes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class OsInfo:
+    system: str | None = None              # Linux, Darwin, Windows
+    distro: str | None = None              # e.g. "Debian GNU/Linux"
+    distro_version: str | None = None
+    kernel: str | None = None
+    libc: str | None = None                # e.g. "glibc 2.36"
+    wsl: int | None = None                 # 1, 2, or None (not WSL)
+    virtualization: str | None = None      # kvm, vmware, hyperv, ... or None
+    vm: bool | None = None
+    container: str | None = None           # docker, podman, kubernetes, lxc, ... or None
+    governor: str | None = None            # performance, powersave, schedutil, ...
+    cpufreq_driver: str | None = None      # amd-pstate, amd-pstate-epp, acpi-cpufreq, intel_pstate
+    boost: bool | None = None
+    thp: str | None = None                 # always | madvise | never
+    mem_total_bytes: int | None = None
+    mem_available_bytes: int | None = None
+    swap_total_bytes: int | None = None
+    swap_used_bytes: int | None = None
+    cgroup_memory_limit_bytes: int | None = None
+    hostname: str | None = None            # redacted by exports unless asked for
+
+
+@dataclass
+class PythonInfo:
+    version: str | None = None
+    implementation: str | None = None
+    executable: str | None = None
+    env_kind: str | None = None            # venv | conda | system
+    env_name: str | None = None
+
+
+@dataclass
+class PackageInfo:
+    name: str
+    version: str | None = None
+    build: str | None = None               # cpu | cuda | rocm | unknown
+    detail: str = ""                       # e.g. "+cu121", "CUDA 12.1"
+
+
+@dataclass
+class TorchBuild:
+    status: str = "not_installed"          # ok | not_installed | crashed | error | timeout
+    version: str | None = None
+    cpu_capability: str | None = None      # DEFAULT | AVX2 | AVX512 | ZVECTOR | ...
+    mkl_available: bool | None = None
+    mkl_version: str | None = None
+    mkldnn_available: bool | None = None
+    mkldnn_version: str | None = None
+    openmp: str | None = None              # e.g. "GNU libgomp", "Intel OpenMP (libiomp5)", "LLVM libomp"
+    parallel_backend: str | None = None    # OpenMP | native thread pool | TBB
+    intra_op_threads: int | None = None
+    inter_op_threads: int | None = None
+    bf16_supported: bool | None = None     # torch.backends.mkldnn.is_bf16_supported() or equivalent
+    cuda_version: str | None = None
+    hip_version: str | None = None
+    signal: int | None = None              # the child died of this signal
+    signal_name: str | None = None         # "SIGILL" ...
+    error: str | None = None               # "Illegal instruction: ..." / Python error text
+    seconds: float | None = None
+
+
+@dataclass
+class BlasLib:
+    """One native threadpool library loaded by numpy/torch (threadpoolctl's view)."""
+
+    user_api: str | None = None            # blas | openmp
+    internal_api: str | None = None        # openblas | mkl | blis | openmp | ...
+    library: str | None = None             # file name only (never a home path)
+    version: str | None = None
+    num_threads: int | None = None
+    threading_layer: str | None = None
+    architecture: str | None = None        # OpenBLAS core type, e.g. Haswell, Zen
+
+
+@dataclass
+class NumpyInfo:
+    version: str | None = None
+    simd_baseline: list[str] = field(default_factory=list)
+    simd_dispatched: list[str] = field(default_factory=list)
+    blas: list[BlasLib] = field(default_factory=list)
+    error: str | None = None
+
+
+@dataclass
+class IsaRisk:
+    package: str
+    installed: bool
+    version: str | None = None
+    needs: list[str] = field(default_factory=list)      # flags / x86-64 level the build needs
+    missing: list[str] = field(default_factory=list)    # of those, what this CPU lacks
+    at_risk: bool = False
+    note: str = ""
+
+
+@dataclass
+class ImportCheck:
+    package: str
+    module: str
+    status: str = "skipped"                # ok | crashed | error | timeout | skipped
+    signal: int | None = None
+    signal_name: str | None = None
+    message: str = ""
+    seconds: float | None = None
+
+
+@dataclass
+class Software:
+    os: OsInfo = field(default_factory=OsInfo)
+    python: PythonInfo = field(default_factory=PythonInfo)
+    packages: list[PackageInfo] = field(default_factory=list)
+    torch: TorchBuild = field(default_factory=TorchBuild)
+    numpy: NumpyInfo = field(default_factory=NumpyInfo)
+    loaded_libs: list[BlasLib] = field(default_factory=list)   # all threadpools in a torch+numpy child
+    thread_env: dict[str, str] = field(default_factory=dict)   # whitelisted names only
+    preload_libs: list[str] = field(default_factory=list)      # LD_PRELOAD reduced to names (jemalloc, tcmalloc)
+    isa_risks: list[IsaRisk] = field(default_factory=list)
+    import_checks: list[ImportCheck] = field(default_factory=list)
+    children_ran: bool = False             # False for the cheap, instant part only
+    notes: list[str] = field(default_factory=list)
+
+
+def probe_software(root: Path = Path("/"), children: bool = True) -> Software:
+    raise NotImplementedError

@@ -1,0 +1,42 @@
+"""Shared fixtures: the real-machine corpus and its ground truth."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+CORPUS = Path(os.environ.get("CPUDOCTOR_CORPUS", REPO.parent / "shared" / "corpus"))
+
+
+def _manifest() -> dict:
+    path = CORPUS / "manifest.json"
+    if not path.is_file():
+        return {"machines": {}, "summary": {}}
+    return json.loads(path.read_text())
+
+
+MANIFEST = _manifest()
+MACHINES = sorted(MANIFEST["machines"])
+HWLOC_MACHINES = [m for m in MACHINES if m.startswith("hwloc-")]
+
+
+@pytest.fixture(scope="session")
+def corpus() -> Path:
+    if not CORPUS.is_dir():
+        pytest.skip(f"corpus not found at {CORPUS} (set CPUDOCTOR_CORPUS)")
+    return CORPUS
+
+
+@pytest.fixture(scope="session")
+def manifest() -> dict:
+    if not MANIFEST["machines"]:
+        pytest.skip(f"corpus manifest not found under {CORPUS}")
+    return MANIFEST
+
+
+def machine_root(name: str) -> Path:
+    return CORPUS / "machines" / name
