@@ -52,4 +52,5 @@ class CpuInfo:
 
 
 def probe_cpu(root: Path = Path("/")) -> CpuInfo:
-    raise NotImplementedError
+    # TEMPORARY scaffold until the probe lands (same session).
+    return CpuInfo(notes=['cpu probe not implemented yet'])

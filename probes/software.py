@@ -133,4 +133,5 @@ class Software:
 
 
 def probe_software(root: Path = Path("/"), children: bool = True) -> Software:
-    raise NotImplementedError
+    # TEMPORARY scaffold until the probe lands (same session).
+    return Software(notes=['software probe not implemented yet'])

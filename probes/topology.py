@@ -77,4 +77,5 @@ class Topology:
 
 
 def probe_topology(root: Path = Path("/"), live: bool | None = None) -> Topology:
-    raise NotImplementedError
+    # TEMPORARY scaffold until the probe lands (same session).
+    return Topology(notes=['topology probe not implemented yet'])
