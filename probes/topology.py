@@ -1,12 +1,31 @@
 """Packages, NUMA nodes, L3 (CCX) domains, cores and threads, affinity and cgroup limits.
 
-CONTRACT (fields are a public JSON contract, see issue 3): implementation pending.
+CONTRACT (fields are a public JSON contract, see issue 3). Everything comes from
+sysfs under ``root`` (``/sys/devices/system/{cpu,node}``), checked against
+hwloc's own expected output on every machine of the corpus; /proc/cpuinfo and
+then psutil are the fallbacks where there is no sysfs (dumps, macOS, Windows).
 """
 
 from __future__ import annotations
 
+import math
+import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from cpudoctor.probes._cgroup import CgroupLimits, read_cgroup_limits
+from cpudoctor.probes._fs import (
+    format_cpulist,
+    list_dir,
+    parse_cpulist,
+    parse_cpumask,
+    parse_size,
+    read_int,
+    read_lines,
+    read_text,
+    under,
+)
 
 
 @dataclass
@@ -53,6 +72,7 @@ class Affinity:
     cgroup_cpuset: list[int] | None = None
     cpu_quota: float | None = None         # in CPUs, from cpu.max / cfs_quota_us; None = unlimited/unknown
     usable_cpus: int | None = None         # min(len(allowed), ceil(quota))
+    allowed_mems: list[int] | None = None  # cgroup cpuset memory nodes; None = unrestricted/unknown
 
 
 @dataclass
@@ -76,6 +96,368 @@ class Topology:
     notes: list[str] = field(default_factory=list)
 
 
+# ---------------------------------------------------------------------------
+# Probe
+
+_CPU_DIR = "/sys/devices/system/cpu"
+_NODE_DIR = "/sys/devices/system/node"
+
+
+@dataclass
+class _Cpu:
+    """What sysfs says about one online logical CPU (internal)."""
+
+    id: int
+    package: int | None = None
+    die: int | None = None
+    core_id: int | None = None
+    siblings: list[int] = field(default_factory=list)
+
+
 def probe_topology(root: Path = Path("/"), live: bool | None = None) -> Topology:
-    # TEMPORARY scaffold until the probe lands (same session).
-    return Topology(notes=['topology probe not implemented yet'])
+    """Read the CPU topology under ``root``.
+
+    ``live`` says whether ``root`` is the running system (then
+    ``os.sched_getaffinity`` is this process's affinity); by default it is
+    true exactly when ``root`` is ``/``. For a captured tree the cgroup
+    cpuset found in the tree is the allowed set instead.
+    """
+    root = Path(root)
+    if live is None:
+        live = _is_live_root(root)
+    cpu_dir = under(root, _CPU_DIR)
+    # Method 1: sysfs (Linux). Method 2: /proc/cpuinfo only (dumps, odd
+    # containers). Method 3: psutil counts on the live machine (macOS, Windows).
+    if _cpu_numbers(cpu_dir):
+        topo = _from_sysfs(root)
+    elif read_text(under(root, "/proc/cpuinfo")):
+        topo = _from_cpuinfo(root)
+    elif live:
+        topo = _from_psutil()
+    else:
+        return Topology(notes=[f"no /sys/devices/system/cpu and no /proc/cpuinfo under {root}: topology unknown"])
+    _fill_affinity(topo, root, live)
+    return topo
+
+
+def _is_live_root(root: Path) -> bool:
+    try:
+        return root.resolve() == Path("/").resolve()
+    except OSError:
+        return False
+
+
+def _cpu_numbers(cpu_dir: Path) -> list[int]:
+    return sorted(int(n[3:]) for n in list_dir(cpu_dir) if n.startswith("cpu") and n[3:].isdigit())
+
+
+def _cpuset_file(directory: Path, name: str, mask_name: str | None = None) -> list[int] | None:
+    """``<name>_list`` (cpulist), else the hex mask ``<mask_name or name>`` in ``directory``."""
+    cpus = parse_cpulist(read_text(directory / f"{name}_list"))
+    if cpus is None:
+        cpus = parse_cpumask(read_text(directory / (mask_name or name)))
+    return cpus
+
+
+def _online_cpus(cpu_dir: Path, present: list[int]) -> list[int]:
+    """Online CPUs: the ``online`` list, else each cpuN/online flag, else topology/ present.
+
+    Old kernels (96em64t) have no ``online`` file; an offline CPU keeps its
+    cpuN directory but loses ``topology/``.
+    """
+    listed = parse_cpulist(read_text(cpu_dir / "online"))
+    if listed is not None:
+        return sorted(set(listed) & set(present)) if present else listed
+    online = []
+    for n in present:
+        flag = read_int(cpu_dir / f"cpu{n}" / "online")
+        if flag == 0:
+            continue
+        if flag == 1 or (cpu_dir / f"cpu{n}" / "topology").is_dir():
+            online.append(n)
+    return online
+
+
+def _read_cpu(cpu_dir: Path, n: int, online: set[int]) -> _Cpu:
+    topo_dir = cpu_dir / f"cpu{n}" / "topology"
+    package = read_int(topo_dir / "physical_package_id")
+    if package is not None and package < 0:        # some VMs and ARM boards say -1
+        package = 0
+    die = read_int(topo_dir / "die_id")
+    siblings = _cpuset_file(topo_dir, "core_cpus")
+    if siblings is None:
+        siblings = _cpuset_file(topo_dir, "thread_siblings")
+    sib = sorted((set(siblings or []) & online) | {n})
+    return _Cpu(n, package, die if die is not None and die >= 0 else None, read_int(topo_dir / "core_id"), sib)
+
+
+def _group_cores(cpus: dict[int, _Cpu]) -> list[list[int]]:
+    """Physical cores as lists of online CPUs.
+
+    A core is a set of SMT siblings (``core_cpus`` / ``thread_siblings``),
+    split further when its members report different ``core_id``s.
+
+    Why the split: on AMD family 0x15 (Bulldozer/Piledriver CMT) Linux reports
+    the two integer cores of a compute unit as thread siblings, but each has its
+    own ``core_id`` (and /proc/cpuinfo says 8 cores, 16 siblings per package).
+    hwloc applies an x86 quirk for exactly this and counts 64 Cores x 1 PU on a
+    4x Opteron 6276, which is our ground truth: each integer core has its own
+    scheduler, integer units and L1D, so for thread placement it behaves like a
+    core (the shared FPU is reported as the shared L2/compute unit group
+    instead, in ``l2_groups``). On every other CPU, SMT siblings share one
+    ``core_id`` and the split changes nothing.
+    """
+    seen: set[int] = set()
+    cores: list[list[int]] = []
+    for n in sorted(cpus):
+        if n in seen:
+            continue
+        group = [c for c in cpus[n].siblings if c in cpus] or [n]
+        by_id: dict[tuple[int | None, int | None, int | None], list[int]] = {}
+        for c in group:
+            info = cpus[c]
+            by_id.setdefault((info.package, info.die, info.core_id), []).append(c)
+        for members in by_id.values():
+            members = sorted(set(members) - seen)
+            if members:
+                cores.append(members)
+                seen.update(members)
+    cores.sort(key=lambda m: m[0])
+    return cores
+
+
+def _read_caches(cpu_dir: Path, online: list[int]) -> tuple[bool, dict[int, list[tuple[frozenset[int], int | None]]]]:
+    """Per level: distinct (CPU set, size) of data/unified caches, from cache/index*/.
+
+    Returns (any cache directory seen, {level: [(cpus, size_bytes)]}).
+    ``shared_cpu_list`` may include offline CPUs (offline-cpu0-node0), so every
+    set is intersected with the online CPUs; old kernels only have
+    ``shared_cpu_map``.
+    """
+    online_set = set(online)
+    found = False
+    levels: dict[int, dict[frozenset[int], int | None]] = {}
+    for n in online:
+        cache_dir = cpu_dir / f"cpu{n}" / "cache"
+        for name in list_dir(cache_dir):
+            if not name.startswith("index"):
+                continue
+            idx = cache_dir / name
+            level = read_int(idx / "level")
+            if level is None:
+                continue
+            found = True
+            if (read_text(idx / "type") or "Unified").lower() == "instruction":
+                continue
+            shared = _cpuset_file(idx, "shared_cpu", "shared_cpu_map")
+            members = frozenset((set(shared or []) & online_set) | {n})
+            per_level = levels.setdefault(level, {})
+            if members not in per_level or per_level[members] is None:
+                per_level[members] = parse_size(read_text(idx / "size"))
+    return found, {lvl: sorted(d.items(), key=lambda kv: min(kv[0])) for lvl, d in levels.items()}
+
+
+def _read_numa(root: Path, online: list[int], topo: Topology) -> None:
+    node_dir = under(root, _NODE_DIR)
+    present = sorted(int(n[4:]) for n in list_dir(node_dir) if n.startswith("node") and n[4:].isdigit())
+    listed = parse_cpulist(read_text(node_dir / "online"))
+    ids = sorted(set(listed) & set(present)) if listed is not None else present
+    online_set = set(online)
+    if not ids:
+        topo.notes.append("no NUMA nodes in /sys/devices/system/node: assuming one node")
+        topo.numa_nodes = [NumaNode(0, list(online), [10])]
+        return
+    for k in ids:
+        d = node_dir / f"node{k}"
+        cpus = parse_cpulist(read_text(d / "cpulist"))
+        if cpus is None:
+            cpus = parse_cpumask(read_text(d / "cpumap")) or []
+        cpus = sorted(set(cpus) & online_set)
+        distances = [int(x) for x in (read_text(d / "distance") or "").split() if x.lstrip("-").isdigit()]
+        topo.numa_nodes.append(NumaNode(k, cpus, distances))
+        for line in read_lines(d / "meminfo") or []:
+            if "MemTotal:" in line:
+                parts = line.split("MemTotal:", 1)[1].split()
+                try:
+                    topo.numa_memory_bytes[str(k)] = int(parts[0]) * (1024 if parts[1:2] == ["kB"] else 1)
+                except (ValueError, IndexError):
+                    pass
+                break
+        if not cpus:
+            topo.cpuless_numa_nodes.append(k)
+    without = online_set - {c for node in topo.numa_nodes for c in node.cpus}
+    if without:
+        topo.notes.append(
+            f"CPUs {format_cpulist(without)} belong to no online NUMA node (their node is offline); "
+            "their memory is always remote")
+
+
+def _from_sysfs(root: Path) -> Topology:
+    cpu_dir = under(root, _CPU_DIR)
+    topo = Topology(source="sysfs")
+    present = _cpu_numbers(cpu_dir)
+    online = _online_cpus(cpu_dir, present)
+    online_set = set(online)
+    topo.online_cpus = online
+    offline = parse_cpulist(read_text(cpu_dir / "offline"))
+    offline_set = (set(offline) & set(present)) if offline is not None else set()
+    topo.offline_cpus = sorted((set(present) - online_set) | offline_set - online_set)
+    topo.logical_cpus = len(online)
+
+    cpus = {n: _read_cpu(cpu_dir, n, online_set) for n in online}
+    no_topo = [n for n in online if not (cpu_dir / f"cpu{n}" / "topology").is_dir()]
+    if no_topo:
+        topo.notes.append(f"CPUs {format_cpulist(no_topo)} have no topology/ directory: each counted as its own core")
+
+    # Packages and dies.
+    by_pkg: dict[int, list[int]] = {}
+    for n, info in cpus.items():
+        by_pkg.setdefault(info.package if info.package is not None else 0, []).append(n)
+    for pid in sorted(by_pkg, key=lambda p: min(by_pkg[p])):
+        dies = sorted({cpus[n].die for n in by_pkg[pid] if cpus[n].die is not None})
+        topo.package_list.append(Package(pid, sorted(by_pkg[pid]), dies))
+    topo.packages = len(topo.package_list)
+
+    # Caches.
+    found, levels = _read_caches(cpu_dir, online)
+    topo.l3_known = found
+    if not found:
+        topo.notes.append("no cache information in sysfs (container, VM or WSL): L3 (CCX) domains unknown")
+    else:
+        topo.l3_domains = [L3Domain(sorted(s), size) for s, size in levels.get(3, [])]
+        if not topo.l3_domains:
+            topo.notes.append("the CPUs report no L3 cache")
+
+    # Cores.
+    core_groups = _group_cores(cpus)
+    topo.cores = len(core_groups)
+    topo.smt_threads_per_core = max((len(g) for g in core_groups), default=None)
+    core_of = {c: i for i, g in enumerate(core_groups) for c in g}
+    topo.l2_groups = [
+        sorted(s) for s, _ in levels.get(2, []) if len({core_of.get(c) for c in s}) > 1
+    ] if found else []
+
+    _read_numa(root, online, topo)
+    l3_of = {c: i for i, d in enumerate(topo.l3_domains) for c in d.cpus}
+    numa_of = {c: node.id for node in topo.numa_nodes for c in node.cpus}
+    for g in core_groups:
+        info = cpus[g[0]]
+        topo.core_list.append(Core(
+            package=info.package if info.package is not None else 0,
+            core_id=info.core_id if info.core_id is not None else g[0],
+            cpus=g, die=info.die, l3=l3_of.get(g[0]), numa=numa_of.get(g[0])))
+    if topo.offline_cpus:
+        topo.notes.append(f"CPUs {format_cpulist(topo.offline_cpus)} are offline")
+    return topo
+
+
+def _from_cpuinfo(root: Path) -> Topology:
+    """Counts from /proc/cpuinfo alone (no sysfs): packages, cores, logical CPUs.
+
+    Some dumps keep only the first processor entry; ``siblings`` and ``cpu
+    cores`` are per package, so the counts come from them when they exceed
+    the entries listed.
+    """
+    topo = Topology(source="cpuinfo")
+    entries: list[dict[str, str]] = []
+    current: dict[str, str] = {}
+    for line in (read_text(under(root, "/proc/cpuinfo")) or "").splitlines():
+        if not line.strip():
+            if current:
+                entries.append(current)
+            current = {}
+            continue
+        key, _, value = line.partition(":")
+        current[key.strip()] = value.strip()
+    if current:
+        entries.append(current)
+    procs = [e for e in entries if "processor" in e]
+    if not procs:
+        topo.notes.append("/proc/cpuinfo lists no processors: topology unknown")
+        return topo
+    pkgs = sorted({e.get("physical id", "0") for e in procs})
+    topo.packages = len(pkgs)
+    try:
+        siblings = int(procs[0].get("siblings", "0"))
+        per_pkg_cores = int(procs[0].get("cpu cores", "0"))
+    except ValueError:
+        siblings = per_pkg_cores = 0
+    distinct_cores = {(e.get("physical id"), e.get("core id")) for e in procs if "core id" in e}
+    topo.logical_cpus = max(len(procs), siblings * len(pkgs))
+    topo.cores = max(len(distinct_cores), per_pkg_cores * len(pkgs)) or None
+    if topo.cores:
+        topo.smt_threads_per_core = max(1, topo.logical_cpus // topo.cores)
+    if len(procs) < topo.logical_cpus:
+        topo.notes.append(
+            f"/proc/cpuinfo lists {len(procs)} processor(s) but says {siblings} per package: "
+            "counts taken from 'siblings' and 'cpu cores'")
+    try:
+        topo.online_cpus = sorted(int(e["processor"]) for e in procs)
+    except ValueError:
+        pass
+    if len(topo.online_cpus) != topo.logical_cpus:
+        topo.online_cpus = list(range(topo.logical_cpus))
+    topo.notes.append("no /sys/devices/system/cpu: L3 (CCX) domains and NUMA nodes unknown")
+    return topo
+
+
+def _from_psutil() -> Topology:
+    """Counts only, for platforms without sysfs (macOS, Windows)."""
+    import psutil  # imported here: only the non-Linux path needs it
+
+    topo = Topology(source="psutil")
+    topo.logical_cpus = psutil.cpu_count(logical=True)
+    topo.cores = psutil.cpu_count(logical=False)
+    if topo.logical_cpus:
+        topo.online_cpus = list(range(topo.logical_cpus))
+    if topo.cores and topo.logical_cpus:
+        topo.smt_threads_per_core = max(1, topo.logical_cpus // topo.cores)
+    topo.notes.append(
+        f"no Linux sysfs on {sys.platform}: only CPU counts are known (packages, L3 (CCX) domains "
+        "and NUMA nodes unknown)")
+    return topo
+
+
+def _fill_affinity(topo: Topology, root: Path, live: bool) -> None:
+    aff = topo.affinity
+    limits = read_cgroup_limits(root) if sys.platform.startswith("linux") or not live else CgroupLimits()
+    online = set(topo.online_cpus)
+    if limits.cpuset_cpus is not None:
+        aff.cgroup_cpuset = sorted(set(limits.cpuset_cpus) & online) if online else limits.cpuset_cpus
+        aff.allowed_mems = limits.cpuset_mems
+    aff.cpu_quota = limits.cpu_quota
+    if live and hasattr(os, "sched_getaffinity"):
+        try:
+            aff.allowed_cpus = sorted(os.sched_getaffinity(0))
+        except OSError as exc:
+            topo.notes.append(f"sched_getaffinity failed ({exc}): affinity unknown")
+    elif live:
+        try:
+            import psutil
+
+            aff.allowed_cpus = sorted(psutil.Process().cpu_affinity())
+        except Exception:  # noqa: BLE001 - macOS has no cpu_affinity; psutil may be absent
+            pass
+    if aff.allowed_cpus is None:
+        if aff.cgroup_cpuset is not None:
+            aff.allowed_cpus = list(aff.cgroup_cpuset)
+        elif topo.online_cpus:
+            aff.allowed_cpus = list(topo.online_cpus)
+    if aff.allowed_cpus is not None:
+        usable = len(aff.allowed_cpus)
+        if aff.cpu_quota is not None:
+            usable = max(1, min(usable, math.ceil(aff.cpu_quota - 1e-9)))
+        aff.usable_cpus = usable
+    elif aff.cpu_quota is not None:
+        aff.usable_cpus = max(1, math.ceil(aff.cpu_quota - 1e-9))
+    if aff.allowed_cpus is not None and topo.logical_cpus and len(aff.allowed_cpus) < topo.logical_cpus:
+        how = "the cgroup cpuset" if aff.allowed_cpus == aff.cgroup_cpuset else "the CPU affinity"
+        topo.notes.append(
+            f"{how} allows {len(aff.allowed_cpus)} of {topo.logical_cpus} CPUs "
+            f"({format_cpulist(aff.allowed_cpus)}): size thread pools to that")
+    if aff.cpu_quota is not None:
+        topo.notes.append(
+            f"cgroup CPU quota = {aff.cpu_quota:g} CPUs ({limits.quota_path}): more busy threads than "
+            f"{aff.usable_cpus} only add throttling")
+    if live:   # a captured tree without cgroup files is normal, not worth a note
+        topo.notes.extend(limits.notes)

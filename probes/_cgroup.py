@@ -1,0 +1,189 @@
+"""Cgroup limits on where and how much this process may run: cpuset and CPU quota.
+
+A container limited to 4 CPUs on a 64-core host must be seen as 4: thread
+counts derived from ``os.cpu_count()`` there oversubscribe badly. Two limits
+matter and both are read here, from files under ``root`` only:
+
+* the **cpuset** (which CPUs / memory nodes): cgroup v2 ``cpuset.cpus.effective``,
+  cgroup v1 ``cpuset.cpus`` (or ``cpus`` with the ``noprefix`` option), or the
+  legacy cpuset filesystem ``cpus``;
+* the **CPU quota** (how much CPU time): cgroup v2 ``cpu.max`` (``"400000 100000"``
+  = 4 CPUs, ``"max 100000"`` = unlimited), cgroup v1 ``cpu.cfs_quota_us`` /
+  ``cpu.cfs_period_us`` (quota ``-1`` = unlimited).
+
+The mount points come from ``/proc/self/mounts`` (falling back to
+``/proc/mounts``), the process's cgroup path from ``/proc/self/cgroup`` and,
+for the legacy cpuset filesystem, ``/proc/self/cpuset``. This follows hwloc's
+``hwloc_find_linux_cgroup_mntpnt``: a cgroup2 mount only counts for the cpuset
+when its ``cgroup.controllers`` lists ``cpuset``. The quota is the smallest
+limit found walking from the process's cgroup up to the mount root, because
+a parent's limit caps every child.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cpudoctor.probes._fs import parse_cpulist, read_lines, read_text, under
+
+
+@dataclass
+class Mount:
+    path: str          # mount point, absolute inside the tree ("/sys/fs/cgroup")
+    fstype: str        # cgroup2 | cgroup | cpuset
+    options: list[str]
+
+
+@dataclass
+class CgroupLimits:
+    """What the cgroups say. None = no limit found (or unknown), see ``notes``."""
+
+    cpuset_cpus: list[int] | None = None
+    cpuset_mems: list[int] | None = None
+    cpu_quota: float | None = None        # in CPUs (quota / period); None = unlimited or unknown
+    version: str | None = None            # "v2", "v1", "cpuset" (legacy fs) for the cpuset source
+    cpuset_path: str | None = None        # file the cpuset was read from, relative to root
+    quota_path: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def read_mounts(root: Path) -> list[Mount]:
+    """cgroup-related mounts, from /proc/self/mounts or /proc/mounts."""
+    lines = read_lines(under(root, "/proc/self/mounts"))
+    if lines is None:
+        lines = read_lines(under(root, "/proc/mounts")) or []
+    mounts: list[Mount] = []
+    for line in lines:
+        parts = line.split()
+        if len(parts) < 4 or parts[2] not in ("cgroup2", "cgroup", "cpuset"):
+            continue
+        mounts.append(Mount(parts[1].replace("\\040", " "), parts[2], parts[3].split(",")))
+    return mounts
+
+
+def read_self_cgroup(root: Path) -> dict[str, str]:
+    """/proc/self/cgroup as {controller: path}; the v2 entry is under key ``""``."""
+    result: dict[str, str] = {}
+    for line in read_lines(under(root, "/proc/self/cgroup")) or []:
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        _, controllers, path = parts
+        if not controllers:
+            result[""] = path
+        for name in controllers.split(","):
+            if name:
+                result[name] = path
+    return result
+
+
+def _candidate_dirs(root: Path, mount: str, cg_path: str | None) -> list[Path]:
+    """The process's cgroup directory under a mount, then the mount root.
+
+    Inside a cgroup namespace the path in /proc/self/cgroup is "/" while the
+    mount shows the container's own cgroup, so the mount root is the fallback.
+    """
+    base = under(root, mount)
+    dirs = []
+    if cg_path and cg_path.strip("/"):
+        dirs.append(base / cg_path.strip("/"))
+    dirs.append(base)
+    return dirs
+
+
+def _ancestors(root: Path, mount: str, cg_path: str | None) -> list[Path]:
+    """The process's cgroup dir and each parent up to the mount root (child first)."""
+    base = under(root, mount)
+    parts = [p for p in (cg_path or "").split("/") if p]
+    return [base.joinpath(*parts[:i]) for i in range(len(parts), -1, -1)]
+
+
+def _rel(root: Path, path: Path) -> str:
+    try:
+        return "/" + str(path.relative_to(root))
+    except ValueError:
+        return str(path)
+
+
+def _read_cpuset(root: Path, mounts: list[Mount], cg: dict[str, str], limits: CgroupLimits) -> None:
+    legacy_path = read_text(under(root, "/proc/self/cpuset"))
+    for m in mounts:
+        if m.fstype == "cgroup2":
+            controllers = (read_text(under(root, m.path) / "cgroup.controllers") or "").split()
+            if "cpuset" not in controllers:
+                continue
+            # v2 path: the "0::" line; old trees only kept /proc/self/cpuset (same path).
+            cg_path = cg.get("", legacy_path)
+            names, mems, version = ("cpuset.cpus.effective", "cpuset.cpus"), ("cpuset.mems.effective", "cpuset.mems"), "v2"
+        elif m.fstype == "cpuset" or (m.fstype == "cgroup" and "cpuset" in m.options):
+            cg_path = cg.get("cpuset", legacy_path)
+            if m.fstype == "cpuset" or "noprefix" in m.options:
+                names, mems, version = ("cpus",), ("mems",), "cpuset"
+            else:
+                names, mems, version = ("cpuset.effective_cpus", "cpuset.cpus"), ("cpuset.effective_mems", "cpuset.mems"), "v1"
+        else:
+            continue
+        for d in _candidate_dirs(root, m.path, cg_path):
+            for name in names:
+                cpus = parse_cpulist(read_text(d / name))
+                if cpus:       # an empty v1 cpuset.cpus means "not set here"
+                    limits.cpuset_cpus = cpus
+                    limits.version = version
+                    limits.cpuset_path = _rel(root, d / name)
+                    for mname in mems:
+                        mem = parse_cpulist(read_text(d / mname))
+                        if mem:
+                            limits.cpuset_mems = mem
+                            break
+                    return
+
+
+def _read_quota(root: Path, mounts: list[Mount], cg: dict[str, str], limits: CgroupLimits) -> None:
+    best: tuple[float, Path] | None = None
+    for m in mounts:
+        if m.fstype == "cgroup2":
+            for d in _ancestors(root, m.path, cg.get("")):
+                text = read_text(d / "cpu.max")
+                if not text:
+                    continue
+                parts = text.split()
+                if parts[0] == "max":
+                    continue
+                try:
+                    quota = int(parts[0])
+                    period = int(parts[1]) if len(parts) > 1 else 100_000
+                except ValueError:
+                    limits.notes.append(f"could not parse {_rel(root, d / 'cpu.max')!r}: {text!r}")
+                    continue
+                if quota > 0 and period > 0 and (best is None or quota / period < best[0]):
+                    best = (quota / period, d / "cpu.max")
+        elif m.fstype == "cgroup" and "cpu" in m.options:
+            for d in _ancestors(root, m.path, cg.get("cpu")):
+                q_text = read_text(d / "cpu.cfs_quota_us")
+                p_text = read_text(d / "cpu.cfs_period_us")
+                if q_text is None or p_text is None:
+                    continue
+                try:
+                    quota, period = int(q_text), int(p_text)
+                except ValueError:
+                    limits.notes.append(f"could not parse CFS quota in {_rel(root, d)!r}")
+                    continue
+                if quota > 0 and period > 0 and (best is None or quota / period < best[0]):
+                    best = (quota / period, d / "cpu.cfs_quota_us")
+    if best is not None:
+        limits.cpu_quota = best[0]
+        limits.quota_path = _rel(root, best[1])
+
+
+def read_cgroup_limits(root: Path = Path("/")) -> CgroupLimits:
+    """The cpuset and CPU quota of this process (or of the process that captured ``root``)."""
+    limits = CgroupLimits()
+    mounts = read_mounts(root)
+    if not mounts:
+        limits.notes.append("no cgroup mounts listed in /proc/self/mounts: cgroup limits unknown")
+        return limits
+    cg = read_self_cgroup(root)
+    _read_cpuset(root, mounts, cg, limits)
+    _read_quota(root, mounts, cg, limits)
+    return limits
