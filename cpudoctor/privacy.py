@@ -1,0 +1,249 @@
+"""Redaction of identifying details before a report leaves the machine.
+
+Reports get pasted into public bug trackers, so by default every export goes
+through :func:`redact_report` (structured data) *and* :func:`Redactor.text`
+(the rendered output, belt and braces): the host name becomes ``<hostname>``,
+the user name ``<user>``, home folders ``~``, MAC addresses ``<mac>``, UUIDs
+``<uuid>`` and serial numbers ``<serial>``. Only whitelisted environment
+variables (thread/BLAS/OpenMP knobs) survive. Passing
+``include_identifying=True`` is the explicit opt-in that keeps everything;
+``Meta.redacted`` records which one happened.
+
+Why both levels: the structured pass keeps the JSON honest (a hostname field
+becomes a placeholder, not a mangled string), and the text pass catches the
+same strings wherever a renderer or a probe note happened to copy them.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import getpass
+import os
+import re
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cpudoctor.report import Report
+
+HOSTNAME = "<hostname>"
+USER = "<user>"
+HOME = "~"
+MAC = "<mac>"
+UUID = "<uuid>"
+SERIAL = "<serial>"
+
+# Environment variables that describe threading / math-library behaviour and
+# carry no identity. Names are matched exactly or by prefix; anything that
+# smells of a credential is dropped even when the prefix matches.
+ENV_EXACT = frozenset({
+    "OMP_NUM_THREADS", "OMP_PROC_BIND", "OMP_PLACES", "OMP_DYNAMIC", "OMP_SCHEDULE",
+    "OMP_WAIT_POLICY", "OMP_MAX_ACTIVE_LEVELS", "OMP_STACKSIZE", "OMP_THREAD_LIMIT",
+    "GOMP_CPU_AFFINITY", "GOMP_SPINCOUNT", "KMP_AFFINITY", "KMP_BLOCKTIME", "KMP_HW_SUBSET",
+    "KMP_SETTINGS", "KMP_DUPLICATE_LIB_OK", "MKL_NUM_THREADS", "MKL_DYNAMIC", "MKL_THREADING_LAYER",
+    "MKL_ENABLE_INSTRUCTIONS", "MKL_DEBUG_CPU_TYPE", "MKL_CBWR", "OPENBLAS_NUM_THREADS",
+    "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OPENBLAS_VERBOSE", "GOTO_NUM_THREADS",
+    "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS", "NUMEXPR_MAX_THREADS",
+    "TORCH_NUM_THREADS", "TORCH_NUM_INTEROP_THREADS", "ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA",
+    "DNNL_MAX_CPU_ISA", "ONEDNN_VERBOSE", "DNNL_VERBOSE", "ONEDNN_DEFAULT_FPMATH_MODE",
+    "MALLOC_CONF", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "TF_ENABLE_ONEDNN_OPTS",
+    "CUDA_VISIBLE_DEVICES", "PYTORCH_JIT", "LD_BIND_NOW",
+})
+ENV_PREFIXES = ("OMP_", "KMP_", "GOMP_", "MKL_", "OPENBLAS_", "BLIS_", "ONEDNN_", "DNNL_",
+                "TORCH_", "PYTORCH_", "ATEN_", "NUMEXPR_", "TF_")
+_SECRETISH = re.compile(r"TOKEN|SECRET|PASS|KEY|CRED|AUTH|COOKIE|SESSION|PRIVATE|CERT|URL|HOST|USER|HOME|PATH",
+                        re.IGNORECASE)
+
+_MAC_RE = re.compile(r"(?<![0-9A-Fa-f:-])(?:[0-9A-Fa-f]{2}([:-]))(?:[0-9A-Fa-f]{2}\1){4}[0-9A-Fa-f]{2}(?![0-9A-Fa-f:-])")
+_UUID_RE = re.compile(r"\b[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}\b")
+_SERIAL_RE = re.compile(r"(?i)\b(serial(?:[ _-]?(?:number|no\.?|num))?|s/n|product_uuid|board_serial|chassis_serial)"
+                        r"(\s*[:=]\s*|\s+)([^\s,;]+)")
+# Home folders of any user, on any platform: /home/x, /Users/x, C:\Users\x (either slash).
+_HOME_RE = re.compile(r"(?:(?<![\w.~-])/(?:home|Users)/(?!<user>)[^/\\\s\"'<>:&;]+|\b[A-Za-z]:[\\/]+Users[\\/]+(?!<user>)[^/\\\s\"'<>:&;]+)")
+_KEY_IDENTIFYING = re.compile(r"(?i)serial|uuid|hostname|host_name|mac_?addr|username|user_name")
+
+# User names that identify nobody; replacing them would mangle ordinary words
+# ("root" appears in `--root`, report.meta.root, "/root" is not personal).
+_GENERIC_USERS = frozenset({"root", "user", "admin", "nobody", "runner", "ubuntu", "debian", "guest",
+                            "default", "docker", "jovyan", "vagrant", "pi"})
+_MIN_TOKEN = 3                             # shorter host/user names would hit ordinary words
+
+
+def env_whitelisted(name: str) -> bool:
+    """True when an environment variable may appear in a report."""
+    if name in ENV_EXACT:
+        return True
+    return name.startswith(ENV_PREFIXES) and not _SECRETISH.search(name)
+
+
+def filter_env(env: dict[str, str]) -> dict[str, str]:
+    """The whitelisted subset of ``env``, using the software probe's own rules when present.
+
+    The probe already filters when it records ``thread_env``; this runs again
+    because a report may have been written by another (older, buggy, edited)
+    tool before it is shared.
+    """
+    try:
+        from cpudoctor.probes.envvars import filter_thread_env
+    except ImportError:
+        return {k: v for k, v in env.items() if env_whitelisted(k)}
+    return {k: v for k, v in filter_thread_env(env).items() if env_whitelisted(k) or k == "LD_PRELOAD"}
+
+
+@dataclass
+class Identity:
+    """The identifying strings of a machine and user, gathered once per export."""
+
+    hostnames: set[str] = field(default_factory=set)
+    users: set[str] = field(default_factory=set)
+    homes: set[str] = field(default_factory=set)
+
+    @classmethod
+    def current(cls, report: Report | None = None) -> "Identity":
+        """This machine's names, plus those recorded in ``report`` (it may come from elsewhere)."""
+        ident = cls()
+        for getter in (socket.gethostname, _fqdn, _uname_node):
+            try:
+                name = getter()
+            except Exception:  # noqa: BLE001 - a missing resolver must not break an export
+                continue
+            if name:
+                ident.hostnames.add(name)
+                ident.hostnames.add(name.split(".")[0])
+        for var in ("USER", "LOGNAME", "USERNAME"):
+            if os.environ.get(var):
+                ident.users.add(os.environ[var])
+        try:
+            ident.users.add(getpass.getuser())
+        except Exception:  # noqa: BLE001 - no passwd entry in some containers
+            pass
+        for home in (os.environ.get("HOME"), os.environ.get("USERPROFILE"), _home()):
+            if home:
+                ident.homes.add(home.rstrip("/\\") or home)
+                ident.users.add(Path(home).name)
+        if report is not None and report.software is not None and report.software.os.hostname:
+            host = report.software.os.hostname
+            ident.hostnames.update({host, host.split(".")[0]})
+        ident.hostnames = {h for h in ident.hostnames if len(h) >= _MIN_TOKEN and h.lower() != "localhost"}
+        ident.users = {u for u in ident.users if len(u) >= _MIN_TOKEN and u.lower() not in _GENERIC_USERS}
+        ident.homes = {h for h in ident.homes if len(h) > 1 and h not in ("/", "/root")}
+        return ident
+
+
+def _fqdn() -> str:
+    # getfqdn can block on DNS; only use what the local resolver answers quickly.
+    return ""
+
+
+def _uname_node() -> str:
+    return os.uname().nodename if hasattr(os, "uname") else ""
+
+
+def _home() -> str:
+    try:
+        return str(Path.home())
+    except (RuntimeError, KeyError):
+        return ""
+
+
+class Redactor:
+    """Replaces identifying strings in text; one instance per export."""
+
+    def __init__(self, identity: Identity | None = None):
+        self.identity = identity or Identity.current()
+        homes = sorted(self.identity.homes, key=len, reverse=True)
+        self._home_re = (re.compile("|".join(re.escape(h) + r"(?=$|[/\\\s\"'<>:,;)\]])" for h in homes))
+                         if homes else None)
+        self._host_re = self._words(self.identity.hostnames)
+        self._user_re = self._words(self.identity.users)
+
+    @staticmethod
+    def _words(names: set[str]) -> re.Pattern[str] | None:
+        if not names:
+            return None
+        alts = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+        # Not inside a longer word or a placeholder; case-insensitive (host names are).
+        return re.compile(rf"(?<![\w<])(?:{alts})(?![\w>])", re.IGNORECASE)
+
+    def text(self, value: str, html: bool = False) -> str:
+        """``value`` with every identifying string replaced by its placeholder.
+
+        ``html``: the text is markup, so placeholders are inserted escaped
+        (``&lt;hostname&gt;``) instead of becoming bogus tags.
+        """
+        if not value:
+            return value
+        ph = _escaped if html else (lambda s: s)
+        if self._home_re is not None:
+            value = self._home_re.sub(HOME, value)
+        value = _HOME_RE.sub(HOME, value)
+        value = _UUID_RE.sub(ph(UUID), value)
+        value = _MAC_RE.sub(ph(MAC), value)
+        value = _SERIAL_RE.sub(lambda m: f"{m.group(1)}{m.group(2)}{ph(SERIAL)}", value)
+        if self._host_re is not None:
+            value = self._host_re.sub(ph(HOSTNAME), value)
+        if self._user_re is not None:
+            value = self._user_re.sub(ph(USER), value)
+        return value
+
+    def data(self, value: Any, key: str = "") -> Any:
+        """Redact plain JSON-like data (dicts from evidence/metrics/settings) recursively."""
+        if isinstance(value, str):
+            if key and _KEY_IDENTIFYING.search(key):
+                return HOSTNAME if "host" in key.lower() else (USER if "user" in key.lower() else SERIAL)
+            return self.text(value)
+        if isinstance(value, dict):
+            return {self.text(str(k)): self.data(v, str(k)) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.data(v, key) for v in value]
+        if isinstance(value, tuple):
+            return tuple(self.data(v, key) for v in value)
+        return value
+
+    def dataclass(self, obj: Any) -> Any:
+        """Redact every string field of a dataclass tree in place and return it."""
+        for f in dataclasses.fields(obj):
+            val = getattr(obj, f.name)
+            if dataclasses.is_dataclass(val) and not isinstance(val, type):
+                self.dataclass(val)
+            elif isinstance(val, list):
+                setattr(obj, f.name, [self.dataclass(v) if dataclasses.is_dataclass(v) else self.data(v, f.name)
+                                      for v in val])
+            elif isinstance(val, (str, dict, tuple)):
+                setattr(obj, f.name, self.data(val, f.name if isinstance(val, str) else ""))
+        return obj
+
+
+def redact_report(report: Report, include_identifying: bool = False,
+                  identity: Identity | None = None) -> Report:
+    """A copy of ``report`` fit for sharing; the original is never modified.
+
+    With ``include_identifying`` the copy keeps every detail (the explicit
+    opt-in) and ``meta.redacted`` is False. The thread-env whitelist is
+    enforced either way: arbitrary environment variables never belong in a
+    report, whatever the user ticks.
+    """
+    out = copy.deepcopy(report)
+    if out.software is not None:
+        out.software.thread_env = filter_env(out.software.thread_env)
+    if include_identifying:
+        out.meta.redacted = False
+        return out
+    redactor = Redactor(identity or Identity.current(report))
+    if out.software is not None and out.software.os.hostname:
+        out.software.os.hostname = HOSTNAME
+    redactor.dataclass(out)
+    out.meta.redacted = True
+    return out
+
+
+def redact_text(text: str, report: Report | None = None, identity: Identity | None = None,
+                html: bool = False) -> str:
+    """Redact already-rendered text (Markdown, plain text, or HTML with ``html=True``)."""
+    return Redactor(identity or Identity.current(report)).text(text, html=html)
+
+
+def _escaped(placeholder: str) -> str:
+    return placeholder.replace("<", "&lt;").replace(">", "&gt;")
