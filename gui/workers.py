@@ -1,0 +1,94 @@
+"""Run a callable off the GUI thread and report through signals (superqt's worker pattern).
+
+``Worker(fn, *args)`` is a QRunnable for the global QThreadPool. It emits
+``started``, then ``result(value)`` or ``error(exception)``, then ``finished``,
+always in that order; an exception in ``fn`` becomes an ``error`` signal, never a
+crash of the thread. Signals are queued to the receiver's thread, so slots run
+on the GUI thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from typing import Any, Callable
+
+from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
+
+log = logging.getLogger(__name__)
+
+# Workers started by run_in_thread stay referenced here until they finish, so a
+# caller that drops its reference cannot have the signals object collected mid-run.
+_LIVE: set["Worker"] = set()
+
+
+class WorkerSignals(QObject):
+    started = Signal()
+    result = Signal(object)
+    error = Signal(object)          # the exception, with ``.traceback_text`` set
+    finished = Signal()
+
+
+class Worker(QRunnable):
+    """One call of ``fn(*args, **kwargs)`` on a pool thread."""
+
+    def __init__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any):
+        super().__init__()
+        self.fn = fn
+        self.args = args
+        self.kwargs = kwargs
+        self.signals = WorkerSignals()
+        # the pool must not delete us while Python still holds the signals object
+        self.setAutoDelete(False)
+
+    # convenient aliases, so callers write worker.result.connect(...)
+    @property
+    def started(self):
+        return self.signals.started
+
+    @property
+    def result(self):
+        return self.signals.result
+
+    @property
+    def error(self):
+        return self.signals.error
+
+    @property
+    def finished(self):
+        return self.signals.finished
+
+    def run(self) -> None:  # runs on a pool thread
+        self.signals.started.emit()
+        try:
+            value = self.fn(*self.args, **self.kwargs)
+        except Exception as exc:  # noqa: BLE001 - every failure becomes an error signal
+            exc.traceback_text = traceback.format_exc()  # type: ignore[attr-defined]
+            log.debug("worker %s failed:\n%s", getattr(self.fn, "__name__", self.fn), exc.traceback_text)
+            self.signals.error.emit(exc)
+        else:
+            self.signals.result.emit(value)
+        finally:
+            self.signals.finished.emit()
+
+    def start(self, pool: QThreadPool | None = None) -> "Worker":
+        (pool or QThreadPool.globalInstance()).start(self)
+        return self
+
+
+def run_in_thread(fn: Callable[..., Any], *args: Any,
+                  on_result: Callable[[Any], None] | None = None,
+                  on_error: Callable[[BaseException], None] | None = None,
+                  on_finished: Callable[[], None] | None = None,
+                  pool: QThreadPool | None = None, **kwargs: Any) -> Worker:
+    """Start ``fn`` on the pool with the given slots connected; returns the worker."""
+    worker = Worker(fn, *args, **kwargs)
+    _LIVE.add(worker)
+    worker.finished.connect(lambda: _LIVE.discard(worker))
+    if on_result is not None:
+        worker.result.connect(on_result)
+    if on_error is not None:
+        worker.error.connect(on_error)
+    if on_finished is not None:
+        worker.finished.connect(on_finished)
+    return worker.start(pool)
