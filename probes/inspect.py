@@ -1,0 +1,616 @@
+"""What a running process (a training job) is doing right now, sampled over a few seconds.
+
+Everything comes from /proc under ``root`` so a fake tree can stand in for a
+real one in tests: per-thread CPU time and the CPU each thread last ran on
+(``task/*/stat``), run-queue waits (``task/*/schedstat``), affinity and memory
+(``status``), the cgroup CPU quota, the thread environment (``environ``,
+whitelisted), the native libraries (``maps``, file names only) and the
+children (DataLoader workers). The advisor's process rules turn the result
+into findings; nothing here judges.
+
+Sampling reads a few small files per thread every ``interval`` seconds; CPU%
+is the change in utime+stime over the window (100 = one CPU busy), and a
+migration is a change of the last-ran-on CPU between two samples (a lower
+bound: moves between samples are invisible).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from cpudoctor.probes import procfs
+from cpudoctor.probes._fs import read_text
+from cpudoctor.probes.envvars import filter_thread_env, preload_names
+from cpudoctor.probes.topology import Topology
+
+# --- results ---------------------------------------------------------------------------
+
+
+@dataclass
+class ThreadInfo:
+    tid: int
+    name: str                              # comm, as the program named the thread (15 chars max)
+    state: str                             # last state seen: R, S, D, ...
+    cpu_percent: float | None = None       # over the window, 100 = one CPU
+    last_cpu: int | None = None            # stat field 39 at the last sample
+    cpus_seen: list[int] = field(default_factory=list)   # every CPU seen at a sample, in order first seen
+    migrations: int = 0                    # CPU changes between consecutive samples (lower bound)
+    runnable_share: float | None = None    # share of samples in state R (running or waiting for a CPU)
+    wait_percent: float | None = None      # run-queue wait over the window (schedstat), 100 = whole window
+    l3: int | None = None                  # index into Topology.l3_domains of last_cpu
+    numa: int | None = None                # NUMA node id of last_cpu
+    core: int | None = None                # index into Topology.core_list of last_cpu
+
+
+@dataclass
+class NativeLib:
+    file: str                              # file name only, never the folder
+    kind: str                              # openmp | blas | dnn | threads | allocator | framework
+    label: str                             # "GNU OpenMP (libgomp)"
+    runtime: str | None = None             # gomp | iomp | llvm for OpenMP runtimes
+    origin: str = ""                       # the Python package that ships it ("torch", "numpy.libs"), "system" or ""
+
+
+@dataclass
+class ChildProcess:
+    pid: int
+    name: str
+    cmdline: str = ""                      # home folders replaced by ~
+    threads: int | None = None
+    cpu_percent: float | None = None
+    rss_bytes: int | None = None
+    runnable_mean: float | None = None     # mean threads in state R over the samples
+
+
+@dataclass
+class Inspection:
+    """One process over a sampling window. None = unknown; ``notes`` say why."""
+
+    pid: int
+    name: str | None = None
+    cmdline: str | None = None             # home folders replaced by ~
+    is_python: bool = False
+    uid: int | None = None
+    status: str = "ok"                     # ok | exited (exited during the window: partial data)
+    window_s: float | None = None          # seconds actually covered
+    samples: int = 0
+    num_threads: int | None = None
+    threads: list[ThreadInfo] = field(default_factory=list)
+    cpu_percent: float | None = None       # whole process over the window, 100 = one CPU
+    runnable_mean: float | None = None     # mean threads in R (process + children) per sample
+    runnable_max: int | None = None
+    wait_percent: float | None = None      # sum of threads' run-queue waits, 100 = one thread waiting all the time
+    migrations: int | None = None          # over all threads
+    affinity: list[int] | None = None      # Cpus_allowed_list
+    cgroup_path: str | None = None
+    cpu_quota: float | None = None         # CPUs, None = no quota found
+    usable_cpus: int | None = None         # min(len(affinity), ceil(quota))
+    nice: int | None = None
+    env: dict[str, str] = field(default_factory=dict)   # whitelisted thread variables only
+    env_readable: bool = False
+    env_error: str | None = None
+    preload: list[str] = field(default_factory=list)    # LD_PRELOAD file names
+    libraries: list[NativeLib] = field(default_factory=list)
+    libraries_readable: bool = False
+    libraries_error: str | None = None
+    children: list[ChildProcess] = field(default_factory=list)
+    children_threads: int | None = None
+    children_cpu_percent: float | None = None
+    rss_bytes: int | None = None
+    swap_bytes: int | None = None
+    major_faults: int | None = None        # over the window
+    major_faults_per_s: float | None = None
+    topology_known: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def openmp_runtimes(self) -> list[NativeLib]:
+        return [lib for lib in self.libraries if lib.kind == "openmp"]
+
+    @property
+    def access_limited(self) -> bool:
+        """True when the environment or the libraries were refused (another user's process)."""
+        return bool((self.env_error and "permission" in self.env_error)
+                    or (self.libraries_error and "permission" in self.libraries_error))
+
+
+class InspectError(Exception):
+    """The process cannot be inspected at all; ``kind`` is not_found | denied | exited | unsupported."""
+
+    def __init__(self, message: str, kind: str):
+        super().__init__(message)
+        self.kind = kind
+
+
+# --- native libraries ------------------------------------------------------------------
+
+
+@lru_cache(maxsize=1)
+def _lib_patterns() -> tuple[tuple[re.Pattern[str], dict], ...]:
+    from cpudoctor.resources import load_json
+
+    return tuple((re.compile(e["pattern"]), e) for e in load_json("native_libs.json")["libraries"])
+
+
+_SITE_RE = re.compile(r"/(?:site|dist)-packages/([^/]+)/")
+
+
+def _origin(path: str) -> str:
+    """Which Python package ships the file (``torch``, ``numpy.libs``), ``system`` or ``""``."""
+    m = _SITE_RE.search(path)
+    if m:
+        return m.group(1)
+    if path.startswith(("/usr/lib", "/lib", "/usr/local/lib", "/opt/")):
+        return "system"
+    if "/conda" in path or "/miniforge" in path or "/mambaforge" in path:
+        return "conda"
+    return ""
+
+
+def classify_libraries(paths: list[str]) -> list[NativeLib]:
+    """The recognised native libraries among mapped file paths (file names kept, folders dropped).
+
+    The same file name from two folders is two entries: two copies of libgomp
+    are two OpenMP thread pools, just like libgomp + libiomp5.
+    """
+    out: list[NativeLib] = []
+    seen: set[tuple[str, str]] = set()
+    for path in paths:
+        name = path.rsplit("/", 1)[-1]
+        for pattern, entry in _lib_patterns():
+            if pattern.search(name):
+                key = (name, path.rsplit("/", 1)[0])
+                if key not in seen:
+                    seen.add(key)
+                    out.append(NativeLib(file=name, kind=entry["kind"], label=entry["label"],
+                                         runtime=entry.get("runtime"), origin=_origin(path)))
+                break
+    return out
+
+
+# --- topology ---------------------------------------------------------------------------
+
+
+@dataclass
+class CpuPlace:
+    l3: int | None = None
+    numa: int | None = None
+    core: int | None = None
+
+
+def locate_cpu(topo: Topology | None, cpu: int | None) -> CpuPlace:
+    """Where a logical CPU sits: its L3 (CCX) index, NUMA node id and core index."""
+    place = CpuPlace()
+    if topo is None or cpu is None:
+        return place
+    for i, dom in enumerate(topo.l3_domains):
+        if cpu in dom.cpus:
+            place.l3 = i
+            break
+    for node in topo.numa_nodes:
+        if cpu in node.cpus:
+            place.numa = node.id
+            break
+    for i, core in enumerate(topo.core_list):
+        if cpu in core.cpus:
+            place.core = i
+            if place.l3 is None and core.l3 is not None:
+                place.l3 = core.l3
+            if place.numa is None and core.numa is not None:
+                place.numa = core.numa
+            break
+    return place
+
+
+def place_threads(insp: Inspection, topo: Topology | None) -> None:
+    """Fill each thread's l3/numa/core from its last CPU (also used to re-map live markers)."""
+    insp.topology_known = bool(topo and (topo.l3_domains or topo.core_list or topo.numa_nodes))
+    for t in insp.threads:
+        p = locate_cpu(topo, t.last_cpu)
+        t.l3, t.numa, t.core = p.l3, p.numa, p.core
+
+
+# --- helpers ----------------------------------------------------------------------------
+
+
+def _is_python(cmd: list[str] | None, comm: str | None) -> bool:
+    if comm and comm.lower().startswith(("python", "pytest", "ipykernel", "jupyter", "torchrun", "accelerate")):
+        return True
+    if not cmd:
+        return False
+    first = cmd[0].rsplit("/", 1)[-1].lower()
+    return "python" in first or any("python" in a.rsplit("/", 1)[-1].lower() for a in cmd[:2])
+
+
+def _join_cmd(cmd: list[str] | None, limit: int = 400) -> str:
+    if not cmd:
+        return ""
+    # Control characters (a `python -c` script's newlines) would break one-line displays.
+    text = procfs.redact_paths(" ".join(" ".join(a.split()) if any(c in a for c in "\n\r\t") else a for a in cmd))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _why(problem: str | None, detail: str, what: str, pid: int, uid: int | None) -> str:
+    if problem == "denied":
+        owner = f" (uid {uid})" if uid is not None else ""
+        return (f"cannot read the {what} of process {pid}: permission denied - it belongs to another "
+                f"user{owner}; run CPU Doctor as that user or with sudo to see it")
+    if problem == "gone":
+        return f"the {what} of process {pid} is not available: the process exited (or /proc lacks it)"
+    return f"cannot read the {what} of process {pid} ({detail or 'unreadable'})"
+
+
+def _proc_alive(root: Path, pid: int, starttime: int) -> procfs.TaskStat | None:
+    """The process's stat, or None when it is gone, a zombie, or the PID was reused."""
+    text = read_text(procfs.proc_dir(root, pid) / "stat")
+    if not text:
+        return None
+    try:
+        st = procfs.parse_stat(text)
+    except procfs.StatParseError:
+        return None
+    if st.starttime != starttime or st.state in ("Z", "X", "x"):
+        return None
+    return st
+
+
+def open_process(pid: int, root: Path = Path("/")) -> procfs.TaskStat:
+    """The process's stat line, or :class:`InspectError` saying clearly why not."""
+    if pid <= 0:
+        raise InspectError(f"{pid} is not a process ID (give a positive number)", "not_found")
+    pdir = procfs.proc_dir(root, pid)
+    if not procfs.under(root, "/proc").is_dir():
+        raise InspectError(f"no /proc under {root}: process inspection needs Linux", "unsupported")
+    r = procfs.read_reason(pdir / "stat")
+    if r.text is None:
+        if r.problem == "denied":
+            raise InspectError(f"process {pid} cannot be read: permission denied; run CPU Doctor as its "
+                               f"owner or with sudo", "denied")
+        raise InspectError(f"no process with PID {pid} (it may have exited); pick one from "
+                           f"`cpudoctor inspect --list`", "not_found")
+    try:
+        st = procfs.parse_stat(r.text)
+    except procfs.StatParseError as exc:
+        raise InspectError(f"process {pid}: unreadable stat ({exc})", "unsupported") from None
+    if st.state in ("Z", "X", "x"):
+        raise InspectError(f"process {pid} has already exited (zombie waiting for its parent)", "exited")
+    if st.ppid == 2 or pid == 2:
+        raise InspectError(f"process {pid} is a kernel thread, not a program", "not_found")
+    return st
+
+
+# --- the sampler -------------------------------------------------------------------------
+
+
+@dataclass
+class _Track:
+    name: str
+    state: str
+    first_ticks: int
+    last_ticks: int
+    first_t: float
+    last_t: float
+    cpus: list[int]
+    last_cpu: int | None
+    migrations: int = 0
+    r_count: int = 0
+    samples: int = 0
+    sched0: tuple[int, int] | None = None
+    sched1: tuple[int, int] | None = None
+
+
+def inspect_process(
+    pid: int,
+    seconds: float = 2.0,
+    root: Path = Path("/"),
+    topology: Topology | None = None,
+    interval: float | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+    should_stop: Callable[[], bool] | None = None,
+) -> Inspection:
+    """Sample ``pid`` for ``seconds`` and describe it.
+
+    Raises :class:`InspectError` when nothing can be read (no such PID, kernel
+    thread, zombie, unreadable stat). A process that exits during the window
+    gives ``status="exited"`` with the data gathered so far and a note.
+    ``clock``/``sleep`` are injectable so a fake /proc tree can be stepped
+    deterministically; ``should_stop`` lets a GUI cancel early.
+    """
+    root = Path(root)
+    first = open_process(pid, root)
+    pdir = procfs.proc_dir(root, pid)
+    insp = Inspection(pid=pid, name=first.comm, nice=first.nice)
+    seconds = max(0.0, float(seconds))
+    if interval is None:
+        interval = max(0.1, seconds / 40) if seconds > 0 else 0.1
+
+    # Static facts, read once at the start.
+    status_r = procfs.read_reason(pdir / "status")
+    status = procfs.parse_status(status_r.text) if status_r.text else {}
+    insp.uid = procfs.status_uid(status)
+    cmd = procfs.read_cmdline(root, pid)
+    insp.cmdline = _join_cmd(cmd) if cmd is not None else None
+    insp.is_python = _is_python(cmd, first.comm)
+    insp.affinity = procfs.status_cpus_allowed(status)
+    if insp.affinity is None:
+        insp.notes.append("CPU affinity unknown: no Cpus_allowed_list in /proc/<pid>/status")
+    quota = procfs.read_cgroup_quota(root, pid)
+    insp.cgroup_path = quota.path
+    insp.cpu_quota = quota.quota_cpus
+    if quota.path is None:
+        insp.notes.append("cgroup unknown: /proc/<pid>/cgroup unreadable")
+    elif not quota.readable:
+        insp.notes.append("no cpu controller files under /sys/fs/cgroup for this process: CPU quota unknown")
+    insp.usable_cpus = procfs.usable_cpus(insp.affinity, insp.cpu_quota)
+
+    env_r = procfs.read_reason(pdir / "environ", binary_nul=True)
+    if env_r.text is not None:
+        raw = procfs.parse_environ(env_r.text)
+        insp.env = filter_thread_env(raw)
+        insp.preload = preload_names(raw.get("LD_PRELOAD"))
+        insp.env_readable = True
+    else:
+        insp.env_error = _why(env_r.problem, env_r.detail, "environment", pid, insp.uid)
+        insp.notes.append(insp.env_error)
+
+    maps_r = procfs.read_reason(pdir / "maps")
+    if maps_r.text is not None:
+        insp.libraries = classify_libraries(procfs.parse_maps_paths(maps_r.text))
+        insp.libraries_readable = True
+        if not maps_r.text.strip() and insp.env_readable is False:
+            insp.notes.append("the memory map is empty: the process may be exiting")
+    else:
+        insp.libraries_error = _why(maps_r.problem, maps_r.detail, "loaded libraries", pid, insp.uid)
+        insp.notes.append(insp.libraries_error)
+
+    # Children: DataLoader workers and any grandchildren, fixed at the start.
+    child_pids = procfs.descendants(root, pid)
+    child_first: dict[int, procfs.TaskStat] = {}
+    for c in child_pids:
+        text = read_text(procfs.proc_dir(root, c) / "stat")
+        if text:
+            try:
+                child_first[c] = procfs.parse_stat(text)
+            except procfs.StatParseError:
+                pass
+    child_r: dict[int, int] = {c: 0 for c in child_first}
+
+    tracks: dict[int, _Track] = {}
+    runnable_counts: list[int] = []
+    t_start = clock()
+    proc_first_ticks = first.cpu_ticks
+    proc_last = first
+    t_last = t_start
+    exited_at: float | None = None
+    deadline = t_start + seconds
+
+    def take(now: float, last: bool = False) -> bool:
+        """One sample of every thread; False when the process is gone."""
+        nonlocal proc_last, t_last
+        st = _proc_alive(root, pid, first.starttime)
+        if st is None:
+            return False
+        tasks = procfs.read_task_stats(root, pid)
+        if not tasks:
+            return False
+        proc_last, t_last = st, now
+        running = 0
+        for tid, ts in tasks.items():
+            tr = tracks.get(tid)
+            if tr is None:
+                tr = tracks[tid] = _Track(ts.comm, ts.state, ts.cpu_ticks, ts.cpu_ticks, now, now, [], ts.processor)
+                tr.sched0 = procfs.read_schedstat(root, pid, tid)
+            else:
+                if ts.processor is not None and tr.last_cpu is not None and ts.processor != tr.last_cpu:
+                    tr.migrations += 1
+                tr.last_ticks, tr.last_t = ts.cpu_ticks, now
+            tr.name, tr.state, tr.last_cpu = ts.comm, ts.state, ts.processor
+            if ts.processor is not None and ts.processor not in tr.cpus:
+                tr.cpus.append(ts.processor)
+            tr.samples += 1
+            if ts.state == "R":
+                tr.r_count += 1
+                running += 1
+            if last:
+                tr.sched1 = procfs.read_schedstat(root, pid, tid)
+        for c in child_first:
+            for cts in procfs.read_task_stats(root, c).values():
+                if cts.state == "R":
+                    running += 1
+                    child_r[c] += 1
+        runnable_counts.append(running)
+        return True
+
+    if not take(t_start):
+        raise InspectError(f"process {pid} exited before it could be sampled", "exited")
+    while True:
+        now = clock()
+        if now >= deadline or (should_stop is not None and should_stop()):
+            break
+        sleep(min(interval, max(0.0, deadline - now)))
+        now = clock()
+        final = now >= deadline
+        if not take(now, last=final):
+            exited_at = now
+            break
+        if final:
+            break
+    if exited_at is None and tracks:
+        # Final schedstat reading when the loop ended without a "last" sample (stop / zero window).
+        for tid, tr in tracks.items():
+            if tr.sched1 is None:
+                tr.sched1 = procfs.read_schedstat(root, pid, tid)
+
+    window = max(t_last - t_start, 0.0)
+    insp.window_s = round(window, 3)
+    insp.samples = len(runnable_counts)
+    if exited_at is not None:
+        insp.status = "exited"
+        insp.notes.append(f"process {pid} exited {exited_at - t_start:.1f} s into the {seconds:g} s window: "
+                          f"the figures cover only the {window:.1f} s before it ended")
+
+    # Threads.
+    hz = procfs.CLK_TCK
+    for tid in sorted(tracks):
+        tr = tracks[tid]
+        span = tr.last_t - tr.first_t
+        cpu = (tr.last_ticks - tr.first_ticks) / hz / span * 100 if span > 0 else None
+        wait = None
+        if tr.sched0 and tr.sched1 and span > 0:
+            wait = max(0.0, (tr.sched1[1] - tr.sched0[1]) / 1e9 / span * 100)
+        insp.threads.append(ThreadInfo(
+            tid=tid, name=tr.name, state=tr.state,
+            cpu_percent=round(cpu, 1) if cpu is not None else None,
+            last_cpu=tr.last_cpu, cpus_seen=tr.cpus, migrations=tr.migrations,
+            runnable_share=round(tr.r_count / tr.samples, 2) if tr.samples else None,
+            wait_percent=round(wait, 1) if wait is not None else None,
+        ))
+    insp.num_threads = proc_last.num_threads
+    if window > 0:
+        insp.cpu_percent = round((proc_last.cpu_ticks - proc_first_ticks) / hz / window * 100, 1)
+        waits = [t.wait_percent for t in insp.threads if t.wait_percent is not None]
+        insp.wait_percent = round(sum(waits), 1) if waits else None
+        if not waits:
+            insp.notes.append("run-queue waits unknown: no task schedstat (kernel without CONFIG_SCHEDSTATS/SCHED_INFO)")
+    else:
+        insp.notes.append("the window was too short to measure CPU use")
+    insp.migrations = sum(t.migrations for t in insp.threads)
+    if runnable_counts:
+        insp.runnable_mean = round(sum(runnable_counts) / len(runnable_counts), 2)
+        insp.runnable_max = max(runnable_counts)
+    if insp.samples < 3:
+        insp.notes.append(f"only {insp.samples} sample(s): migrations and runnable counts are rough")
+
+    # Memory.
+    end_status = procfs.parse_status(read_text(pdir / "status") or "") or status
+    insp.rss_bytes = procfs.status_kib(end_status, "VmRSS")
+    if insp.rss_bytes is None and proc_last.rss_pages:
+        insp.rss_bytes = proc_last.rss_pages * procfs.PAGE_SIZE
+    insp.swap_bytes = procfs.status_kib(end_status, "VmSwap")
+    insp.major_faults = proc_last.majflt - first.majflt
+    if window > 0:
+        insp.major_faults_per_s = round(insp.major_faults / window, 1)
+
+    # Children at the end of the window (those gone by then keep their start data).
+    total_child_threads = 0
+    total_child_cpu = 0.0
+    for c, st0 in child_first.items():
+        text = read_text(procfs.proc_dir(root, c) / "stat")
+        st1 = None
+        if text:
+            try:
+                st1 = procfs.parse_stat(text)
+            except procfs.StatParseError:
+                st1 = None
+            if st1 is not None and st1.starttime != st0.starttime:
+                st1 = None
+        st = st1 or st0
+        cpu = None
+        if st1 is not None and window > 0:
+            cpu = round((st1.cpu_ticks - st0.cpu_ticks) / hz / window * 100, 1)
+            total_child_cpu += cpu
+        total_child_threads += st.num_threads
+        insp.children.append(ChildProcess(
+            pid=c, name=st.comm, cmdline=_join_cmd(procfs.read_cmdline(root, c), 200),
+            threads=st.num_threads, cpu_percent=cpu, rss_bytes=st.rss_pages * procfs.PAGE_SIZE,
+            runnable_mean=round(child_r[c] / insp.samples, 2) if insp.samples else None,
+        ))
+    if child_first:
+        insp.children_threads = total_child_threads
+        insp.children_cpu_percent = round(total_child_cpu, 1)
+
+    if topology is None:
+        try:
+            from cpudoctor.probes.topology import probe_topology
+
+            topology = probe_topology(root)
+        except Exception as exc:  # noqa: BLE001 - a topology failure must not lose the inspection
+            insp.notes.append(f"topology unknown ({exc}): threads are not mapped to L3/NUMA")
+    place_threads(insp, topology)
+    if not insp.topology_known:
+        insp.notes.append("topology unknown: threads are shown by CPU number only")
+    return insp
+
+
+# --- the picker's process list -----------------------------------------------------------
+
+
+@dataclass
+class ProcessEntry:
+    pid: int
+    name: str
+    cmdline: str                           # home folders replaced by ~
+    is_python: bool
+    threads: int | None = None
+    cpu_percent: float | None = None       # since the previous snapshot, 100 = one CPU
+    rss_bytes: int | None = None
+    own: bool = True                       # same user as the caller (inspectable in full)
+
+
+def _snapshot(root: Path) -> dict[int, procfs.TaskStat]:
+    out: dict[int, procfs.TaskStat] = {}
+    for p in procfs.list_pids(root):
+        text = read_text(procfs.proc_dir(root, p) / "stat")
+        if not text:
+            continue
+        try:
+            out[p] = procfs.parse_stat(text)
+        except procfs.StatParseError:
+            continue
+    return out
+
+
+def list_processes(
+    root: Path = Path("/"),
+    interval: float = 0.3,
+    exclude_self: bool = True,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> list[ProcessEntry]:
+    """Processes for the picker: Python ones first, then the others, each by CPU% (busiest first).
+
+    Kernel threads are left out, and with ``exclude_self`` (the default) so
+    are the caller and everything it started (the GUI's own lab children).
+    """
+    root = Path(root)
+    t0 = clock()
+    before = _snapshot(root)
+    if interval > 0:
+        sleep(interval)
+    t1 = clock()
+    after = _snapshot(root)
+    excluded: set[int] = set()
+    if exclude_self:
+        me = os.getpid()
+        excluded = {me, *procfs.descendants(root, me, after)}
+    my_uid = os.geteuid() if hasattr(os, "geteuid") else None
+    hz = procfs.CLK_TCK
+    entries: list[ProcessEntry] = []
+    for pid, st in after.items():
+        if pid in excluded or pid == 2 or st.ppid == 2 or st.state in ("Z", "X"):
+            continue
+        cmd = procfs.read_cmdline(root, pid)
+        if not cmd and st.ppid in (0, 2):
+            continue                       # kernel thread
+        prev = before.get(pid)
+        cpu = None
+        if prev is not None and prev.starttime == st.starttime and t1 > t0:
+            cpu = round((st.cpu_ticks - prev.cpu_ticks) / hz / (t1 - t0) * 100, 1)
+        status = procfs.parse_status(read_text(procfs.proc_dir(root, pid) / "status") or "")
+        uid = procfs.status_uid(status)
+        rss = procfs.status_kib(status, "VmRSS")
+        entries.append(ProcessEntry(
+            pid=pid, name=st.comm, cmdline=_join_cmd(cmd, 300) or f"[{st.comm}]",
+            is_python=_is_python(cmd, st.comm), threads=st.num_threads, cpu_percent=cpu,
+            rss_bytes=rss if rss is not None else st.rss_pages * procfs.PAGE_SIZE,
+            own=(uid is None or my_uid is None or my_uid == 0 or uid == my_uid),
+        ))
+    entries.sort(key=lambda e: (not e.is_python, -(e.cpu_percent or 0.0), e.pid))
+    return entries
