@@ -1,12 +1,17 @@
 """The software stack: OS, Python, DL packages, PyTorch build, BLAS, thread env, ISA risk.
 
-CONTRACT (see issue 5): implementation pending. torch and every DL package are
-only ever imported in child processes.
+Half of "why is CPU training slow or crashing" is the software, not the chip.
+torch and every DL package are only ever imported in child processes (a build
+made for a newer CPU kills its importer with SIGILL); this process reads files
+and package metadata only. ``probe_software(children=False)`` is the instant
+part; the children (PyTorch facts, NumPy/BLAS, one import check per package)
+run at the same time, each with a timeout.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from collections.abc import Mapping
 from pathlib import Path
 
 
@@ -52,7 +57,7 @@ class PackageInfo:
 
 @dataclass
 class TorchBuild:
-    status: str = "not_installed"          # ok | not_installed | crashed | error | timeout
+    status: str = "not_installed"          # ok | not_installed | skipped (quick probe) | crashed | error | timeout
     version: str | None = None
     cpu_capability: str | None = None      # DEFAULT | AVX2 | AVX512 | ZVECTOR | ...
     mkl_available: bool | None = None
@@ -70,6 +75,9 @@ class TorchBuild:
     signal_name: str | None = None         # "SIGILL" ...
     error: str | None = None               # "Illegal instruction: ..." / Python error text
     seconds: float | None = None
+    blas: str | None = None                # BLAS_INFO of the build: mkl, openblas, accelerate, ...
+    compiler: str | None = None            # e.g. "GCC 13.3"
+    import_seconds: float | None = None    # time of `import torch` alone, in the child
 
 
 @dataclass
@@ -92,6 +100,7 @@ class NumpyInfo:
     simd_dispatched: list[str] = field(default_factory=list)
     blas: list[BlasLib] = field(default_factory=list)
     error: str | None = None
+    simd_not_found: list[str] = field(default_factory=list)  # dispatch targets compiled in but missing on this CPU
 
 
 @dataclass
@@ -132,6 +141,19 @@ class Software:
     notes: list[str] = field(default_factory=list)
 
 
-def probe_software(root: Path = Path("/"), children: bool = True) -> Software:
-    # TEMPORARY scaffold until the probe lands (same session).
-    return Software(notes=['software probe not implemented yet'])
+def probe_software(
+    root: Path = Path("/"),
+    children: bool = True,
+    *,
+    environ: "Mapping[str, str] | None" = None,
+    timeout: float = 60.0,
+) -> Software:
+    """Probe the software stack; ``children=False`` returns at once without child processes.
+
+    For a captured tree (``root`` is not ``/``) only the file-based OS facts
+    are filled in: the Python, packages and children of *this* process say
+    nothing about that machine.
+    """
+    from cpudoctor.probes.stack import probe_stack  # noqa: PLC0415 - keeps this contract module light
+
+    return probe_stack(Path(root), children=children, environ=environ, timeout=timeout)

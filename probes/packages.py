@@ -1,0 +1,158 @@
+"""Installed deep-learning packages and the Python running them, from metadata only.
+
+Importing torch or tensorflow to ask their version can kill the caller with
+SIGILL, so this module never imports them: it reads ``importlib.metadata``
+(the installed ``*.dist-info``), which is safe and takes milliseconds. Which
+distributions to look for comes from ``resources/isa_floors.json``.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata as metadata
+import os
+import re
+import sys
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from cpudoctor import resources
+from cpudoctor.probes.software import PackageInfo, PythonInfo
+
+
+@dataclass(frozen=True)
+class KnownPackage:
+    """One entry of isa_floors.json's package list."""
+
+    name: str
+    label: str
+    module: str
+    distributions: tuple[str, ...]
+
+
+def known_packages() -> list[KnownPackage]:
+    return [
+        KnownPackage(p["name"], p.get("label", p["name"]), p["module"], tuple(p["distributions"]))
+        for p in resources.load_json("isa_floors.json")["packages"]
+    ]
+
+
+def normalize(name: str) -> str:
+    """PEP 503 name normalisation: ``Intel_Extension.For-PyTorch`` -> ``intel-extension-for-pytorch``."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+_CUDA_LOCAL = re.compile(r"^cu(\d+)$")
+_ROCM_LOCAL = re.compile(r"^rocm(\d+(?:\.\d+)*)$")
+
+
+def build_kind(dist_name: str, version: str | None, requires: Iterable[str] = (), platform: str = sys.platform) -> tuple[str, str]:
+    """``(build, detail)``: cpu | cuda | rocm | xpu | unknown, and the evidence.
+
+    Method 1: the local version label PyTorch's own indexes use (``+cpu``,
+    ``+cu121``, ``+rocm6.0``, ``+xpu``). Method 2: the distribution name
+    (``onnxruntime-gpu``, ``tensorflow-cpu``, ``jax-cuda12-plugin``). Method 3:
+    NVIDIA runtime wheels among the requirements (PyPI's Linux torch is a CUDA
+    build without a local label). macOS builds are CPU (+MPS) builds.
+    """
+    dist = normalize(dist_name)
+    local = version.split("+", 1)[1].lower() if version and "+" in version else ""
+    for part in local.split("."):
+        if part == "cpu":
+            return "cpu", "+cpu"
+        m = _CUDA_LOCAL.match(part)
+        if m:
+            digits = m.group(1)
+            return "cuda", f"+cu{digits} (CUDA {digits[:-1]}.{digits[-1]})" if len(digits) >= 2 else f"+cu{digits}"
+        if part.startswith("rocm"):
+            m = _ROCM_LOCAL.match(local) or _ROCM_LOCAL.match(part)
+            return "rocm", f"+{m.group(0) if m else part}"
+        if part == "xpu":
+            return "xpu", "+xpu"
+    if dist.endswith("-cpu"):
+        return "cpu", "CPU-only distribution"
+    if "cuda" in dist or dist.endswith("-gpu"):
+        return "cuda", "CUDA distribution"
+    if "rocm" in dist:
+        return "rocm", "ROCm distribution"
+    if any(normalize(r).startswith("nvidia-") for r in requires):
+        return "cuda", "depends on NVIDIA CUDA wheels"
+    if platform == "darwin":
+        return "cpu", "macOS build"
+    if dist in ("numpy", "scipy", "zentorch", "torchvision", "torchaudio", "jax", "intel-extension-for-pytorch"):
+        return "cpu", ""
+    if dist == "jaxlib":
+        return "cpu", "CUDA/ROCm support comes from separate plug-ins"
+    return "unknown", ""
+
+
+def installed_distributions(dists: Iterable[metadata.Distribution] | None = None) -> dict[str, tuple[str, str | None, list[str]]]:
+    """Normalised name -> (name as installed, version, requirements) for every distribution.
+
+    One scan of sys.path (``metadata.distributions()``) instead of one per name.
+    """
+    out: dict[str, tuple[str, str | None, list[str]]] = {}
+    for dist in metadata.distributions() if dists is None else dists:
+        try:
+            name = dist.metadata["Name"]
+        except (KeyError, TypeError):
+            continue
+        if not name:
+            continue
+        key = normalize(name)
+        if key in out:  # the first on sys.path wins, as import would
+            continue
+        try:
+            requires = list(dist.requires or [])
+        except Exception:  # noqa: BLE001 - broken metadata must not break the probe
+            requires = []
+        out[key] = (name, dist.version, requires)
+    return out
+
+
+def probe_packages(dists: Iterable[metadata.Distribution] | None = None, platform: str = sys.platform) -> list[PackageInfo]:
+    """Every installed distribution of the known DL packages, in table order."""
+    installed = installed_distributions(dists)
+    found: list[PackageInfo] = []
+    for known in known_packages():
+        for dist_name in known.distributions:
+            entry = installed.get(normalize(dist_name))
+            if entry is None:
+                continue
+            name, version, requires = entry
+            build, detail = build_kind(name, version, requires, platform)
+            found.append(PackageInfo(name=normalize(name), version=version, build=build, detail=detail))
+    return found
+
+
+def package_of(dist_name: str) -> KnownPackage | None:
+    """The known package a distribution belongs to (``onnxruntime-gpu`` -> onnxruntime)."""
+    key = normalize(dist_name)
+    for known in known_packages():
+        if key in (normalize(d) for d in known.distributions):
+            return known
+    return None
+
+
+def probe_python(environ: Mapping[str, str] | None = None) -> PythonInfo:
+    """This interpreter: version, implementation, executable, venv/conda env name.
+
+    The executable path is stored as is; exports redact home paths.
+    """
+    env = os.environ if environ is None else environ
+    info = PythonInfo(
+        version=".".join(str(p) for p in sys.version_info[:3]),
+        implementation=sys.implementation.name,
+        executable=sys.executable or None,
+    )
+    prefix = sys.prefix
+    if os.path.isdir(os.path.join(prefix, "conda-meta")):
+        info.env_kind = "conda"
+        # CONDA_DEFAULT_ENV is "base" or an env name; a path-style value is reduced to its last part.
+        name = env.get("CONDA_DEFAULT_ENV") or os.path.basename(prefix.rstrip(os.sep))
+        info.env_name = os.path.basename(name.rstrip("/\\")) or None
+    elif sys.prefix != getattr(sys, "base_prefix", sys.prefix):
+        info.env_kind = "venv"
+        info.env_name = os.path.basename(prefix.rstrip(os.sep)) or None
+    else:
+        info.env_kind = "system"
+    return info

@@ -1,0 +1,227 @@
+"""Assemble :class:`Software` from the OS, package, environment and child probes.
+
+The cheap part (files, metadata, environment) takes milliseconds and is
+always done; the children run concurrently so the slowest one (usually
+``import torch``) bounds the wall time. Every failure becomes a field plus a
+note, never an exception.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from cpudoctor import resources
+from cpudoctor.probes._fs import read_text, under
+from cpudoctor.probes.children import ChildResult, ChildSpec, python_argv, run_children
+from cpudoctor.probes.cpu import CpuInfo, probe_cpu
+from cpudoctor.probes.envvars import filter_thread_env, preload_names
+from cpudoctor.probes.importcheck import import_spec, to_import_check
+from cpudoctor.probes.isarisk import assess, isa_hint
+from cpudoctor.probes.osinfo import probe_os
+from cpudoctor.probes.packages import known_packages, package_of, probe_packages, probe_python
+from cpudoctor.probes.software import BlasLib, ImportCheck, NumpyInfo, PackageInfo, Software, TorchBuild
+
+
+def _is_live(root: Path) -> bool:
+    try:
+        return root.resolve() == Path("/").resolve()
+    except OSError:
+        return str(root) == "/"
+
+
+def cpu_for_risk(root: Path) -> CpuInfo:
+    """The CPU probe's answer, with flags read straight from cpuinfo if it has none.
+
+    The ISA comparison needs only the flags line; reading it here keeps the
+    risk table working even when the full CPU probe cannot classify the chip.
+    """
+    try:
+        cpu = probe_cpu(root)
+    except Exception:  # noqa: BLE001 - a probe bug must not take the software probe down
+        cpu = CpuInfo()
+    if not cpu.flags:
+        text = read_text(under(root, "/proc/cpuinfo")) or ""
+        for line in text.splitlines():
+            key, sep, value = line.partition(":")
+            if sep and key.strip() == "flags":
+                cpu.flags = value.split()
+                break
+    if cpu.arch is None and cpu.flags:
+        cpu.arch = "x86_64" if "lm" in cpu.flags else None
+    if cpu.arch is None and _is_live(root):
+        cpu.arch = platform.machine() or None
+    return cpu
+
+
+def _openmp_label(libs: list[str]) -> str | None:
+    labels: list[str] = []
+    for lib in libs:
+        for entry in resources.load_json("software_facts.json")["openmp_runtimes"]:
+            # libomp must not match libgomp: compare at the start of the file name.
+            if lib.startswith(entry["match"]) and entry["label"] not in labels:
+                labels.append(entry["label"])
+    return " + ".join(labels) or None
+
+
+def _blas_libs(items: Any) -> list[BlasLib]:
+    out: list[BlasLib] = []
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, dict):
+            out.append(BlasLib(**{k: item.get(k) for k in BlasLib.__dataclass_fields__}))
+    return out
+
+
+def _numpy_info(data: dict[str, Any], result: ChildResult) -> NumpyInfo:
+    info = NumpyInfo()
+    facts = data.get("numpy")
+    if isinstance(facts, dict):
+        info.version = facts.get("version")
+        info.simd_baseline = list(facts.get("simd_baseline") or [])
+        info.simd_dispatched = list(facts.get("simd_dispatched") or [])
+        info.simd_not_found = list(facts.get("simd_not_found") or [])
+    elif data.get("numpy_error"):
+        info.error = data["numpy_error"]
+    elif not result.ok:
+        info.error = result.diagnosis.message
+    info.blas = _blas_libs(data.get("numpy_blas"))
+    return info
+
+
+def _torch_build(result: ChildResult, torch_pkg: PackageInfo | None) -> TorchBuild:
+    data = result.data
+    build = TorchBuild(status="ok", seconds=round(result.seconds, 3))
+    facts = data.get("torch")
+    if isinstance(facts, dict):
+        for key in ("version", "cpu_capability", "mkl_available", "mkl_version", "mkldnn_available", "mkldnn_version",
+                    "parallel_backend", "intra_op_threads", "inter_op_threads", "bf16_supported", "cuda_version",
+                    "hip_version", "blas", "compiler", "import_seconds"):
+            if key in facts:
+                setattr(build, key, facts[key])
+        libs = list(data.get("mapped_libs") or []) + [b.library for b in _blas_libs(data.get("loaded_libs")) if b.user_api == "openmp" and b.library]
+        build.openmp = _openmp_label(libs) or (facts.get("openmp_spec") if build.parallel_backend == "OpenMP" else None)
+    d = result.diagnosis
+    if isinstance(facts, dict) and d.kind == "ok":
+        return build
+    build.version = build.version or (torch_pkg.version if torch_pkg else None)
+    if d.kind == "timeout":
+        build.status, build.error = "timeout", d.message
+    elif d.signal is not None and not isinstance(facts, dict):
+        build.status, build.signal, build.signal_name, build.error = "crashed", d.signal, d.signal_name, d.message
+    elif data.get("torch_error"):
+        build.status, build.error = "error", f"import torch failed: {data['torch_error']}"
+    elif d.kind != "ok":
+        # torch imported, then the child died later (e.g. in threadpoolctl): keep the facts, say so.
+        build.status = "ok" if isinstance(facts, dict) else "error"
+        build.error = d.message
+    return build
+
+
+def probe_stack(root: Path, *, children: bool = True, environ: Mapping[str, str] | None = None, timeout: float = 60.0) -> Software:
+    live = _is_live(root)
+    env = dict(os.environ if environ is None else environ) if live else None
+    sw = Software()
+    sw.os, notes = probe_os(root, environ=env)
+    sw.notes.extend(notes)
+    if not live:
+        sw.notes.append(
+            f"captured tree at {root}: only file-based OS facts were read; Python, packages, "
+            "thread environment and child checks describe the machine running CPU Doctor, so they were skipped"
+        )
+        return sw
+
+    assert env is not None
+    sw.python = probe_python(env)
+    sw.packages = probe_packages()
+    sw.thread_env = filter_thread_env(env)
+    sw.preload_libs = preload_names(env.get("LD_PRELOAD"))
+    cpu = cpu_for_risk(root)
+    sw.isa_risks = assess(cpu, sw.packages)
+    if not cpu.flags:
+        sw.notes.append("CPU flags unknown: the Illegal-instruction risk table could not be checked")
+
+    # One entry per known package that is installed (the first distribution found).
+    installed: dict[str, PackageInfo] = {}
+    for pkg in sw.packages:
+        known = package_of(pkg.name)
+        if known and known.name not in installed:
+            installed[known.name] = pkg
+    torch_pkg = installed.get("torch")
+    if not children:
+        sw.torch = TorchBuild(status="not_installed" if torch_pkg is None else "skipped", version=torch_pkg.version if torch_pkg else None)
+        sw.numpy = NumpyInfo(version=installed["numpy"].version if "numpy" in installed else None)
+        sw.notes.append("child checks not run (quick probe): PyTorch build facts, BLAS libraries and import checks are missing")
+        return sw
+
+    child_env = dict(env)
+    child_env.setdefault("PYTHONUNBUFFERED", "1")
+    specs: list[ChildSpec] = []
+    roles: list[tuple[str, str, str]] = []   # (role, package, module)
+
+    def hint(package: str):
+        version = installed[package].version if package in installed else None
+        return lambda: isa_hint(cpu, package, version)
+
+    if torch_pkg is not None:
+        argv = python_argv("-m", "cpudoctor.probes.torch_facts", *(["--numpy"] if "numpy" in installed else []))
+        specs.append(ChildSpec(argv, what="import torch (PyTorch facts)", timeout=timeout, isa_hint=hint("torch"), env=child_env))
+        roles.append(("torch", "torch", "torch"))
+    elif "numpy" in installed:
+        specs.append(ChildSpec(python_argv("-m", "cpudoctor.probes.blas_facts"), what="numpy/BLAS facts", timeout=timeout,
+                               isa_hint=hint("numpy"), env=child_env))
+        roles.append(("blas", "numpy", "numpy"))
+    modules = {k.name: k.module for k in known_packages()}
+    for name in installed:
+        if name == "torch":
+            continue  # the torch facts child is torch's import check
+        spec = import_spec(modules[name], f"import {modules[name]}", timeout, hint(name))
+        spec.env = child_env
+        specs.append(spec)
+        roles.append(("import", name, modules[name]))
+
+    results = run_children(specs)
+    sw.children_ran = True
+    checks: list[ImportCheck] = []
+    for (role, package, module), result in zip(roles, results):
+        if role == "torch":
+            sw.torch = _torch_build(result, torch_pkg)
+            sw.numpy = _numpy_info(result.data, result)
+            sw.loaded_libs = _blas_libs(result.data.get("loaded_libs"))
+            check = to_import_check(package, module, result)
+            if isinstance(result.data.get("torch"), dict):
+                check.status, check.signal, check.signal_name = "ok", None, None
+                check.message = f"import torch works ({result.data['torch'].get('import_seconds', 0):.2f} s)"
+            elif result.data.get("torch_error"):
+                check.status, check.message = "error", result.data["torch_error"]
+            checks.append(check)
+        elif role == "blas":
+            sw.numpy = _numpy_info(result.data, result)
+            sw.loaded_libs = list(sw.numpy.blas)
+        else:
+            checks.append(to_import_check(package, module, result))
+    if torch_pkg is None:
+        sw.torch = TorchBuild(status="not_installed")
+    sw.import_checks = sorted(checks, key=lambda c: list(installed).index(c.package) if c.package in installed else 99)
+    _mark_crashes(sw)
+    _runtime_notes(sw)
+    return sw
+
+
+def _mark_crashes(sw: Software) -> None:
+    """A package whose import died of SIGILL is at risk whatever the table says."""
+    for check in sw.import_checks:
+        if check.signal_name != "SIGILL":
+            continue
+        for risk in sw.isa_risks:
+            if risk.package == check.package and not risk.at_risk:
+                risk.at_risk = True
+                risk.note = (risk.note + "; " if risk.note else "") + "its import check died with SIGILL (Illegal instruction)"
+
+
+def _runtime_notes(sw: Software) -> None:
+    runtimes = {b.library.split(".so")[0].split("-")[0] for b in sw.loaded_libs if b.user_api == "openmp" and b.library}
+    if len(runtimes) > 1:
+        sw.notes.append("several OpenMP runtimes are loaded together (" + ", ".join(sorted(runtimes)) + "): their thread pools compete")
