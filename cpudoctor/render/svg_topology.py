@@ -23,8 +23,9 @@ PU_W, PU_H = 30, 18
 GAP = 5
 PAD = 6
 LABEL_H = 17
-# Wrap widths per container kind (inner width in px); cores wrap by count instead.
-WRAP = {"core": 10_000, "l3": 1100, "numa": 1180, "package": 1220, "machine": 1240}
+# Inner wrap width per container kind, as an inset from the whole map's width; cores also wrap by count.
+INSET = {"machine": 0, "package": 2 * PAD + 2, "numa": 4 * PAD + 4, "l3": 6 * PAD + 6}
+DEFAULT_WIDTH = 1240
 CORES_PER_ROW = 8
 STYLE_CLASS = {"package": "tp-pkg", "numa": "tp-numa", "l3": "tp-l3", "core": "tp-core", "pu": "tp-pu",
                "machine": "tp-machine"}
@@ -155,17 +156,17 @@ def _fill(parent: Box, cores: list[Core], levels: list[str], topo: Topology, onl
         _fill(box, members, rest, topo, online)
 
 
-def layout(box: Box) -> None:
+def layout(box: Box, max_width: int = DEFAULT_WIDTH) -> None:
     """Assign sizes bottom-up with row wrapping; positions are relative to the parent."""
     if box.kind == "pu":
         box.w, box.h = PU_W, PU_H
         return
     for child in box.children:
-        layout(child)
+        layout(child, max_width)
     pad = 3 if box.kind == "core" else PAD
     gap = 2 if box.kind == "core" else GAP
     top = 14 if box.kind == "core" else (LABEL_H if box.kind != "machine" else 0)
-    wrap = WRAP[box.kind]
+    wrap = 10_000 if box.kind == "core" else max_width - INSET[box.kind] - 2 * pad
     x = y = row_h = inner_w = col = 0
     for child in box.children:
         if x > 0 and (x + child.w > wrap or (child.kind == "core" and col == CORES_PER_ROW)):
@@ -203,15 +204,19 @@ def _emit(box: Box, ox: int, oy: int, out: list[str]) -> None:
         _emit(child, x, y, out)
 
 
-def render_svg(topo: Topology, title: str = "CPU topology") -> str:
-    """The whole map as one ``<svg>`` element (no XML declaration: it is inlined in HTML)."""
+def render_svg(topo: Topology, title: str = "CPU topology", max_width: int = DEFAULT_WIDTH) -> str:
+    """The whole map as one ``<svg>`` element (no XML declaration: it is inlined in HTML).
+
+    ``max_width`` is where rows wrap (px); a narrow value (a printed page) stacks
+    packages and NUMA nodes vertically instead of shrinking the text.
+    """
     machine = build_tree(topo)
     if not machine.children:
         msg = "Topology unknown" + (f": {topo.notes[0]}" if topo.notes else "")
         return (f'<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="{escape(title)}" '
                 f'viewBox="0 0 600 40" width="600" height="40"><style>{SVG_STYLE}</style>'
                 f'<text class="tp-s" x="8" y="24">{escape(msg)}</text></svg>')
-    layout(machine)
+    layout(machine, max_width)
     out: list[str] = []
     _emit(machine, 0, 0, out)
     w, h = machine.w, machine.h

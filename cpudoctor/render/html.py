@@ -1,0 +1,353 @@
+"""A report as one self-contained HTML file: inline CSS, inline SVG, no scripts, no fetches.
+
+Meant to be attached to a bug report or mailed to a colleague, so it must open
+anywhere, offline, and look calm in light and dark mode. Every value from the
+report is escaped: CPU brand strings, package names and finding texts are data,
+never markup.
+
+``images="resources"`` is the variant for Qt's QTextDocument (PDF export): Qt's
+rich-text engine knows no inline SVG, flexbox or media queries, so pictures
+are referenced by name (``<img src="cpudoctor:topology">``) and the caller
+supplies them rasterised; the layout uses plain tables.
+"""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any, Literal
+
+from cpudoctor.render.svg_chart import find_series, line_chart
+from cpudoctor.render.svg_topology import render_svg
+from cpudoctor.report import BenchRun, Finding, Report
+
+Images = Literal["inline", "resources"]
+SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2, "ok": 3}
+SEVERITY_LABEL = {"error": "Error", "warning": "Warning", "info": "Info", "ok": "OK"}
+
+CSS = """
+:root{--bg:#fbfbfc;--fg:#1f2933;--muted:#5f6b77;--card:#ffffff;--line:#e1e5ea;--code:#f3f5f7;
+--ok:#2e7d4f;--info:#2f6fbf;--warning:#a86400;--error:#c0392b;--accent:#2f6fbf}
+@media (prefers-color-scheme: dark){:root{--bg:#15181b;--fg:#e6e9ec;--muted:#9aa5b1;--card:#1c2024;
+--line:#2d3339;--code:#23282d;--ok:#5cc38a;--info:#6aa5ef;--warning:#f0a545;--error:#f0776a;--accent:#6aa5ef}}
+*{box-sizing:border-box}
+body{margin:0;background:var(--bg);color:var(--fg);font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,
+"Helvetica Neue",Arial,sans-serif}
+main{max-width:1280px;margin:0 auto;padding:24px 28px 48px}
+header h1{font-size:26px;margin:0 0 2px}
+header .chip{font-size:18px;color:var(--muted);margin:0 0 10px}
+.meta{color:var(--muted);font-size:13px}
+.badge{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;font-weight:600;
+border:1px solid currentColor;margin-left:6px}
+section{background:var(--card);border:1px solid var(--line);border-radius:8px;padding:14px 18px;margin:16px 0}
+h2{font-size:18px;margin:0 0 10px}
+h3{font-size:15px;margin:14px 0 6px}
+table{border-collapse:collapse;margin:4px 0 8px}
+td,th{padding:3px 14px 3px 0;text-align:left;vertical-align:top;border-bottom:1px solid var(--line)}
+th{color:var(--muted);font-weight:500;white-space:nowrap}
+code,pre{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:13px}
+pre{background:var(--code);padding:8px 10px;border-radius:6px;overflow:auto;margin:6px 0}
+.yes{color:var(--ok);font-weight:600}.no{color:var(--muted)}
+.sev-ok{color:var(--ok)}.sev-info{color:var(--info)}.sev-warning{color:var(--warning)}.sev-error{color:var(--error)}
+.finding{border-left:4px solid var(--line);padding:4px 12px;margin:10px 0}
+.finding.error{border-color:var(--error)}.finding.warning{border-color:var(--warning)}
+.finding.info{border-color:var(--info)}.finding.ok{border-color:var(--ok)}
+.finding .title{font-weight:600}.finding .code{color:var(--muted);font-size:13px;margin-left:6px}
+.summary span{margin-right:16px}
+.map{overflow-x:auto;padding:4px 0}.map svg{max-width:100%;height:auto}
+.flags{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px;color:var(--muted);word-spacing:4px}
+details summary{cursor:pointer;color:var(--accent)}
+.note{color:var(--muted);font-size:13px}
+footer{color:var(--muted);font-size:12px;text-align:center;margin-top:24px}
+"""
+
+# QTextDocument understands a small CSS subset; keep it to colours, fonts and borders.
+PRINT_CSS = """
+body{font-family:'DejaVu Sans',Arial,sans-serif;font-size:9pt;color:#1f2933}
+h1{font-size:17pt;margin:0}h2{font-size:12.5pt;margin-top:14pt;color:#1f2933;border-bottom:1px solid #c9d0d8}
+h3{font-size:10pt;margin-top:8pt}
+.chip{font-size:12pt;color:#5f6b77}.meta,.note,.code{color:#5f6b77;font-size:8pt}
+th{color:#5f6b77;font-weight:normal;text-align:left;padding:1px 14px 1px 0}
+td{padding:1px 14px 1px 0}
+pre,code{font-family:'DejaVu Sans Mono',monospace;font-size:8pt;background-color:#f3f5f7}
+.yes{color:#2e7d4f;font-weight:bold}.no{color:#5f6b77}
+.sev-ok{color:#2e7d4f}.sev-info{color:#2f6fbf}.sev-warning{color:#a86400}.sev-error{color:#c0392b}
+.title{font-weight:bold}.flags{font-family:'DejaVu Sans Mono',monospace;font-size:7.5pt;color:#5f6b77}
+"""
+
+
+def e(value: Any) -> str:
+    """Escape anything for HTML text and attribute context."""
+    return escape("" if value is None else str(value), quote=True)
+
+
+def _unknown(value: Any) -> str:
+    return "unknown" if value is None or value == "" else str(value)
+
+
+def _yes(flag: bool | None) -> str:
+    if flag is None:
+        return '<span class="no">unknown</span>'
+    return '<span class="yes">yes</span>' if flag else '<span class="no">no</span>'
+
+
+def _rows(rows: list[tuple[str, str]]) -> str:
+    """A two-column table; values must already be escaped/marked up."""
+    return '<table cellspacing=0>' + "".join(f"<tr><th>{e(k)}</th><td>{v}</td></tr>" for k, v in rows) + "</table>"
+
+
+def _size(n: int | None) -> str:
+    if n is None:
+        return "unknown"
+    for unit, div in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= div:
+            return f"{n / div:.1f} {unit}".replace(".0 ", " ")
+    return f"{n} B"
+
+
+def _cpulist(cpus: list[int] | None) -> str:
+    from cpudoctor.probes._fs import format_cpulist
+
+    return "unknown" if cpus is None else (format_cpulist(cpus) or "none")
+
+
+def title_of(report: Report) -> str:
+    return report.cpu.brand or report.cpu.microarchitecture or "Unknown CPU"
+
+
+# --- sections -----------------------------------------------------------------
+
+def _header(report: Report) -> str:
+    m = report.meta
+    counts = _severity_counts(report.findings)
+    summary = " ".join(f'<span class="sev-{s}">{n} {SEVERITY_LABEL[s].lower()}</span>'
+                       for s, n in counts.items() if n)
+    privacy = ("identifying details replaced by placeholders" if m.redacted
+               else "includes identifying details (host name, user, paths)")
+    where = "" if m.root in ("/", "") else f" · analysed tree: <code>{e(m.root)}</code>"
+    return (f'<header><h1>CPU Doctor report</h1><p class="chip">{e(title_of(report))}</p>'
+            f'<p class="meta">Generated {e(m.generated_at or "unknown")} by CPU Doctor {e(m.tool_version)}'
+            f" on {e(m.platform or 'unknown platform')}{where} · {e(privacy)}</p>"
+            + (f'<p class="summary">{summary}</p>' if summary else "") + "</header>")
+
+
+def _severity_counts(findings: list[Finding]) -> dict[str, int]:
+    counts = {s: 0 for s in SEVERITY_ORDER}
+    for f in findings:
+        counts[f.severity] = counts.get(f.severity, 0) + 1
+    return counts
+
+
+def _chip(report: Report) -> str:
+    c = report.cpu
+    clocks = " / ".join(f"{v:.0f} MHz" for v in (c.base_mhz, c.max_mhz) if v)
+    rows = [("Model", e(_unknown(c.brand))), ("Vendor", e(f"{_unknown(c.vendor)} ({c.vendor_id})" if c.vendor_id
+                                                         else _unknown(c.vendor))),
+            ("Microarchitecture", e(_unknown(c.microarchitecture))), ("Codename", e(_unknown(c.codename))),
+            ("Product line", e(_unknown(c.product_line))), ("Architecture", e(_unknown(c.arch))),
+            ("Family / model / stepping", e(" / ".join(_unknown(v) for v in (c.family, c.model, c.stepping)))),
+            ("Clocks (base / max)", e(clocks or "unknown")), ("Virtual machine", _yes(c.hypervisor))]
+    notes = "".join(f'<p class="note">{e(n)}</p>' for n in c.notes)
+    return f'<section id="chip"><h2>Chip</h2>{_rows(rows)}{notes}</section>'
+
+
+def _isa(report: Report) -> str:
+    c, v = report.cpu, report.cpu.isa
+    rows = [("AVX-512 usable", _yes(v.avx512_usable) + (f" — {e(v.avx512_reason)}" if v.avx512_reason else "")),
+            ("AVX-512 subsets", e(", ".join(v.avx512_subsets) or "none")),
+            ("PyTorch AVX-512 kernels", _yes(v.avx512_torch_kernels)),
+            ("AVX2 / FMA / F16C / BMI2", " / ".join(_yes(x) for x in (v.avx2, v.fma, v.f16c, v.bmi2))),
+            ("AVX-VNNI / AVX-512 VNNI / AVX-512 BF16", " / ".join(_yes(x) for x in (v.avx_vnni, v.avx512_vnni,
+                                                                                  v.avx512_bf16))),
+            ("AMX", e(", ".join(v.amx) or "none")),
+            ("x86-64 level", e(f"v{v.x86_64_level}" if v.x86_64_level else "unknown")),
+            ("Widest vector", e(f"{v.vector_width_bits} bit" if v.vector_width_bits else "unknown"))]
+    if v.datapath_note:
+        rows.append(("Datapath", e(v.datapath_note)))
+    flags = (f'<details><summary>All {len(c.flags)} CPU flags</summary><p class="flags">{e(" ".join(c.flags))}</p>'
+             "</details>") if c.flags else ""
+    return f'<section id="isa"><h2>Instruction sets</h2>{_rows(rows)}{flags}</section>'
+
+
+def _topology(report: Report, images: Images, pictures: dict[str, str]) -> str:
+    t = report.topology
+    smt = f"{t.smt_threads_per_core} per core" if t.smt_threads_per_core else "unknown"
+    rows = [("Packages", e(_unknown(t.packages))), ("Physical cores", e(_unknown(t.cores))),
+            ("Logical CPUs", e(_unknown(t.logical_cpus))), ("Hardware threads", e(smt)),
+            ("NUMA nodes", e(len(t.numa_nodes) if t.numa_nodes else "unknown")),
+            ("L3 caches (CCX on AMD)", e(len(t.l3_domains) if t.l3_known or t.l3_domains else "unknown")),
+            ("Online CPUs", e(_cpulist(t.online_cpus) if t.online_cpus else "unknown"))]
+    if t.offline_cpus:
+        rows.append(("Offline CPUs", e(_cpulist(t.offline_cpus))))
+    a = t.affinity
+    if a.allowed_cpus is not None:
+        rows.append(("This process may use", e(f"{len(a.allowed_cpus)} CPUs ({_cpulist(a.allowed_cpus)})")))
+    if a.cpu_quota is not None:
+        rows.append(("cgroup CPU quota", e(f"{a.cpu_quota:g} CPUs")))
+    svg = render_svg(t, title=f"Topology of {title_of(report)}", max_width=1240 if images == "inline" else 680)
+    if images == "inline":
+        pic = f'<div class="map">{svg}</div>'
+    else:
+        pictures["topology"] = svg
+        pic = '<p><img src="cpudoctor:topology"></p>'
+    l3 = ""
+    if t.l3_domains:
+        l3 = ("<details><summary>L3 domains</summary><table cellspacing=0><tr><th>#</th><th>CPUs</th><th>Size</th></tr>"
+              + "".join(f"<tr><td>{i}</td><td>{e(_cpulist(d.cpus))}</td><td>{e(_size(d.size_bytes))}</td></tr>"
+                        for i, d in enumerate(t.l3_domains)) + "</table></details>")
+    numa = ""
+    if t.numa_nodes:
+        numa = ("<details><summary>NUMA nodes</summary><table cellspacing=0><tr><th>Node</th><th>CPUs</th><th>Memory</th>"
+                "<th>Distances</th></tr>"
+                + "".join(f"<tr><td>{n.id}</td><td>{e(_cpulist(n.cpus))}</td>"
+                          f"<td>{e(_size(t.numa_memory_bytes.get(str(n.id))))}</td>"
+                          f"<td>{e(' '.join(map(str, n.distances)))}</td></tr>" for n in t.numa_nodes)
+                + "</table></details>")
+    notes = "".join(f'<p class="note">{e(n)}</p>' for n in t.notes)
+    return f'<section id="topology"><h2>Topology</h2>{_rows(rows)}{pic}{l3}{numa}{notes}</section>'
+
+
+def _software(report: Report) -> str:
+    sw = report.software
+    if sw is None:
+        return '<section id="software"><h2>Software stack</h2><p class="note">Not probed.</p></section>'
+    o, p, t = sw.os, sw.python, sw.torch
+    rows = [("OS", e(" ".join(x for x in (o.distro, o.distro_version) if x) or _unknown(o.system))),
+            ("Kernel", e(_unknown(o.kernel))), ("C library", e(_unknown(o.libc))),
+            ("Virtualisation / container", e(", ".join(x for x in (o.virtualization, o.container) if x) or "none")),
+            ("CPU governor / driver", e(f"{_unknown(o.governor)} / {_unknown(o.cpufreq_driver)}")),
+            ("Transparent huge pages", e(_unknown(o.thp))), ("Memory", e(_size(o.mem_total_bytes))),
+            ("Python", e(" ".join(x for x in (p.implementation, p.version) if x) or "unknown")
+             + (e(f" ({p.env_kind})") if p.env_kind else ""))]
+    if o.hostname:
+        rows.append(("Host name", e(o.hostname)))
+    torch_rows = [("Status", e(t.status)), ("Version", e(_unknown(t.version))),
+                  ("CPU capability", e(_unknown(t.cpu_capability))),
+                  ("Parallel backend / OpenMP", e(f"{_unknown(t.parallel_backend)} / {_unknown(t.openmp)}")),
+                  ("MKL / oneDNN", f"{_yes(t.mkl_available)} / {_yes(t.mkldnn_available)}"),
+                  ("Threads (intra / inter-op)", e(f"{_unknown(t.intra_op_threads)} / {_unknown(t.inter_op_threads)}")),
+                  ("bf16 supported", _yes(t.bf16_supported))]
+    if t.error or t.signal_name:
+        torch_rows.append(("Error", e(" ".join(x for x in (t.signal_name, t.error) if x))))
+    env = (_rows([(k, f"<code>{e(v)}</code>") for k, v in sorted(sw.thread_env.items())]) if sw.thread_env
+           else '<p class="note">No thread-related environment variables are set.</p>')
+    libs = sw.loaded_libs or sw.numpy.blas
+    blas = ("<table cellspacing=0><tr><th>Library</th><th>API</th><th>Version</th><th>Threads</th><th>Core type</th></tr>"
+            + "".join(f"<tr><td>{e(b.library or b.internal_api)}</td><td>{e(b.internal_api)}</td>"
+                      f"<td>{e(_unknown(b.version))}</td><td>{e(_unknown(b.num_threads))}</td>"
+                      f"<td>{e(b.architecture or '')}</td></tr>" for b in libs) + "</table>") if libs else ""
+    pkgs = ""
+    if sw.packages:
+        pkgs = (f"<details><summary>{len(sw.packages)} packages</summary><table cellspacing=0><tr><th>Package</th><th>Version</th>"
+                "<th>Build</th></tr>" + "".join(f"<tr><td>{e(k.name)}</td><td>{e(_unknown(k.version))}</td>"
+                                                f"<td>{e(k.build or '')} {e(k.detail)}</td></tr>" for k in sw.packages)
+                + "</table></details>")
+    risks = [r for r in sw.isa_risks if r.at_risk]
+    risk = ("<h3>Illegal-instruction risk</h3><table cellspacing=0>" + "".join(
+        f"<tr><td>{e(r.package)} {e(r.version or '')}</td><td>needs {e(', '.join(r.missing))}</td>"
+        f"<td>{e(r.note)}</td></tr>" for r in risks) + "</table>") if risks else ""
+    crashed = [c for c in sw.import_checks if c.status not in ("ok", "skipped")]
+    imports = ("<h3>Import checks that failed</h3><table cellspacing=0>" + "".join(
+        f"<tr><td>{e(c.module)}</td><td>{e(c.status)} {e(c.signal_name or '')}</td><td>{e(c.message)}</td></tr>"
+        for c in crashed) + "</table>") if crashed else ""
+    preload = f"<p>Preloaded: <code>{e(' '.join(sw.preload_libs))}</code></p>" if sw.preload_libs else ""
+    notes = "".join(f'<p class="note">{e(n)}</p>' for n in sw.notes)
+    return (f'<section id="software"><h2>Software stack</h2>{_rows(rows)}<h3>PyTorch</h3>{_rows(torch_rows)}'
+            f"<h3>Thread environment</h3>{env}{preload}"
+            + (f"<h3>BLAS and OpenMP libraries</h3>{blas}" if blas else "")
+            + f"{pkgs}{risk}{imports}{notes}</section>")
+
+
+def _findings(report: Report) -> str:
+    if not report.findings:
+        return ('<section id="findings"><h2>Findings</h2><p class="note">The advisor has not run on this report '
+                "(or found nothing to say).</p></section>")
+    items = []
+    for f in sorted(report.findings, key=lambda f: (SEVERITY_ORDER.get(f.severity, 9), f.code)):
+        sev = f.severity if f.severity in SEVERITY_ORDER else "info"
+        parts = [f'<div class="finding {sev}"><p><span class="sev-{sev}">{e(SEVERITY_LABEL[sev])}</span> · '
+                 f'<span class="title">{e(f.title)}</span><span class="code">{e(f.code)} {e(f.symbol)}</span></p>']
+        if f.why:
+            parts.append(f"<p>{e(f.why)}</p>")
+        if f.fix:
+            parts.append(f"<p><b>Fix:</b> {e(f.fix)}</p>")
+        if f.snippet:
+            parts.append(f'<pre><code class="language-{e(f.snippet_lang)}">{e(f.snippet)}</code></pre>')
+        if f.evidence:
+            parts.append("<details><summary>Evidence</summary>" + _rows(
+                [(k, f"<code>{e(_short(v))}</code>") for k, v in f.evidence.items()]) + "</details>")
+        if f.docs:
+            parts.append(f'<p class="note">More: {e(f.docs)}</p>')
+        parts.append("</div>")
+        items.append("".join(parts))
+    return f'<section id="findings"><h2>Findings</h2>{"".join(items)}</section>'
+
+
+def _short(value: Any, limit: int = 300) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _benchmarks(report: Report, images: Images, pictures: dict[str, str]) -> str:
+    if not report.benchmarks and report.recommendation is None:
+        return ""
+    parts = ['<section id="benchmarks"><h2>Benchmarks</h2>']
+    rec = report.recommendation
+    if rec is not None:
+        gain = ""
+        if rec.samples_per_s and rec.default_samples_per_s:
+            gain = f" — {rec.samples_per_s / rec.default_samples_per_s:.2f}× the PyTorch default"
+        where = f", CPUs {_cpulist(rec.cpus)}" if rec.cpus else ""
+        parts.append(f"<p><b>Recommended:</b> {e(rec.threads)} threads"
+                     + (f", {e(rec.interop_threads)} inter-op" if rec.interop_threads else "")
+                     + f"{e(where)}" + (f" ({e(rec.variant)})" if rec.variant else "") + e(gain) + "</p>")
+    for i, run in enumerate(report.benchmarks):
+        parts.append(_bench(run, i, images, pictures))
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def _bench(run: BenchRun, index: int, images: Images, pictures: dict[str, str]) -> str:
+    head = f"<h3>{e(run.kind)}" + (f" · {e(run.started_at)}" if run.started_at else "") + (
+        f' · <span class="sev-warning">{e(run.status)}</span>' if run.status != "ok" else "") + "</h3>"
+    settings = ("<p class=\"note\">" + e(", ".join(f"{k}={_short(v, 60)}" for k, v in run.settings.items()))
+                + "</p>") if run.settings else ""
+    scalars = [(k, v) for k, v in run.metrics.items() if not isinstance(v, (list, dict))]
+    table = _rows([(k, e(f"{v:,.4g}" if isinstance(v, float) else v)) for k, v in scalars]) if scalars else ""
+    charts = []
+    for j, series in enumerate(find_series(run.metrics, run.kind)):
+        svg = line_chart(series)
+        if images == "inline":
+            charts.append(f'<div class="map">{svg}</div>')
+        else:
+            name = f"chart{index}_{j}"
+            pictures[name] = svg
+            charts.append(f'<p><img src="cpudoctor:{name}"></p>')
+    note = f'<p class="note">{e(run.note)}</p>' if run.note else ""
+    return head + settings + table + "".join(charts) + note
+
+
+def _notes(report: Report) -> str:
+    if not report.notes:
+        return ""
+    return ('<section id="notes"><h2>Notes</h2><ul>' + "".join(f"<li>{e(n)}</li>" for n in report.notes)
+            + "</ul></section>")
+
+
+def build_html(report: Report, images: Images = "inline") -> tuple[str, dict[str, str]]:
+    """The page, and (for ``images="resources"``) the SVG pictures it references by name."""
+    pictures: dict[str, str] = {}
+    body = "".join([_header(report), _chip(report), _isa(report), _topology(report, images, pictures),
+                    _software(report), _findings(report), _benchmarks(report, images, pictures), _notes(report)])
+    css = CSS if images == "inline" else PRINT_CSS
+    page = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            '<meta name="color-scheme" content="light dark">'
+            f"<title>CPU Doctor report — {e(title_of(report))}</title><style>{css}</style></head>"
+            f"<body><main>{body}<footer>Made with CPU Doctor {e(report.meta.tool_version)} · "
+            f"schema {e(report.schema_version)}</footer></main></body></html>\n")
+    return page, pictures
+
+
+def render_html(report: Report) -> str:
+    """The self-contained HTML page (what ``render(report, "html")`` returns)."""
+    return build_html(report, "inline")[0]

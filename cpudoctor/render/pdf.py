@@ -1,0 +1,111 @@
+"""PDF through Qt's own printing (QTextDocument + QPdfWriter): no extra dependency.
+
+Qt needs a QGuiApplication for fonts. From the GUI one exists already; from
+the CLI or a test without a display, this module starts one on the
+``offscreen`` platform, so ``cpudoctor report --format pdf`` works over SSH.
+The HTML comes from :func:`cpudoctor.render.html.build_html` with
+``images="resources"``: Qt's rich text has no inline SVG, so each picture is
+rasterised (at 3x, so it stays sharp when zoomed) and handed to the document
+as a named image resource.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+_IMG_RE = re.compile(r'<img src="cpudoctor:([A-Za-z0-9_]+)">')
+_SVG_SIZE_RE = re.compile(r'<svg[^>]*\bwidth="(\d+)"[^>]*\bheight="(\d+)"')
+TEXT_WIDTH_PX = 680          # A4 minus 15 mm margins, in Qt's 96-dpi layout units
+SCALE = 3
+
+
+def _ensure_gui_app():
+    """The running QGuiApplication, or a new offscreen one when none exists."""
+    from PySide6.QtCore import QCoreApplication
+
+    app = QCoreApplication.instance()
+    if app is not None:
+        from PySide6.QtGui import QGuiApplication
+
+        if not isinstance(app, QGuiApplication):
+            raise RuntimeError("PDF export needs a Qt GUI application, but a console-only QCoreApplication "
+                               "is running; export HTML instead and print it to PDF from a browser")
+        return app
+    if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY") and os.name == "posix":
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from PySide6.QtGui import QGuiApplication
+
+    try:
+        app = QGuiApplication(["cpudoctor"])
+    except Exception as exc:  # noqa: BLE001 - Qt aborts differ by platform
+        raise RuntimeError(f"cannot start Qt to write the PDF ({exc}); export HTML instead") from None
+    _ensure_gui_app.app = app  # keep it alive for the process lifetime
+    return app
+
+
+def _rasterise(svg: str, width: int, height: int):
+    from PySide6.QtCore import QByteArray, Qt
+    from PySide6.QtGui import QImage, QPainter
+    from PySide6.QtSvg import QSvgRenderer
+
+    renderer = QSvgRenderer(QByteArray(svg.encode("utf-8")))
+    image = QImage(width * SCALE, height * SCALE, QImage.Format.Format_ARGB32)
+    image.fill(Qt.GlobalColor.white)
+    painter = QPainter(image)
+    painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+    painter.setRenderHint(QPainter.RenderHint.TextAntialiasing)
+    renderer.render(painter)
+    painter.end()
+    return image
+
+
+def pdf_from_html(page: str, pictures: dict[str, str] | None = None, title: str = "CPU Doctor report") -> bytes:
+    """Lay out ``page`` (Qt rich-text HTML) on A4 and return the PDF bytes."""
+    _ensure_gui_app()
+    from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QMarginsF, QSizeF, QUrl
+    from PySide6.QtGui import QPageLayout, QPageSize, QPdfWriter, QTextDocument
+
+    pictures = pictures or {}
+    doc = QTextDocument()
+    sizes: dict[str, tuple[int, int]] = {}
+    for name, svg in pictures.items():
+        m = _SVG_SIZE_RE.search(svg)
+        w, h = (int(m.group(1)), int(m.group(2))) if m else (600, 300)
+        shown_w = min(w, TEXT_WIDTH_PX)
+        shown_h = max(1, round(h * shown_w / w))
+        sizes[name] = (shown_w, shown_h)
+        doc.addResource(QTextDocument.ResourceType.ImageResource, QUrl(f"cpudoctor:{name}"),
+                        _rasterise(svg, w, h))
+
+    def _sized(m: re.Match[str]) -> str:
+        w, h = sizes.get(m.group(1), (TEXT_WIDTH_PX, 300))
+        return f'<img src="cpudoctor:{m.group(1)}" width="{w}" height="{h}">'
+
+    doc.setHtml(_IMG_RE.sub(_sized, page))
+    # Lay out on an A4 text area measured in 96-dpi px; print_() scales it onto the page.
+    doc.setDocumentMargin(0)
+    doc.setPageSize(QSizeF(TEXT_WIDTH_PX, TEXT_WIDTH_PX * 267 / 180))
+    doc.setMetaInformation(QTextDocument.MetaInformation.DocumentTitle, title)
+    data = QByteArray()
+    buf = QBuffer(data)
+    buf.open(QIODevice.OpenModeFlag.WriteOnly)
+    writer = QPdfWriter(buf)
+    writer.setTitle(title)
+    writer.setCreator("CPU Doctor")
+    writer.setPageSize(QPageSize(QPageSize.PageSizeId.A4))
+    writer.setPageMargins(QMarginsF(15, 15, 15, 15), QPageLayout.Unit.Millimeter)
+    doc.print_(writer)
+    buf.close()
+    out = bytes(data.data())
+    if not out.startswith(b"%PDF"):
+        raise RuntimeError("Qt produced no PDF output; export HTML instead")
+    return out
+
+
+def render_pdf(report) -> bytes:
+    """The report as PDF bytes (no redaction here: :mod:`cpudoctor.export` does that)."""
+    from cpudoctor.render.html import build_html
+
+    page, pictures = build_html(report, images="resources")
+    return pdf_from_html(page, pictures, title=f"CPU Doctor report — {report.cpu.brand or 'unknown CPU'}")
