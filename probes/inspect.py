@@ -242,7 +242,7 @@ def _why(problem: str | None, detail: str, what: str, pid: int, uid: int | None)
         return (f"cannot read the {what} of process {pid}: permission denied - it belongs to another "
                 f"user{owner}; run CPU Doctor as that user or with sudo to see it")
     if problem == "gone":
-        return f"the {what} of process {pid} is not available: the process exited (or /proc lacks it)"
+        return f"cannot read the {what} of process {pid}: the process exited (or /proc lacks the file)"
     return f"cannot read the {what} of process {pid} ({detail or 'unreadable'})"
 
 
@@ -389,7 +389,7 @@ def inspect_process(
     proc_last = first
     t_last = t_start
     exited_at: float | None = None
-    deadline = t_start + seconds
+    deadline = t_start + seconds - 1e-6     # float steps (0.1 x 10) must not add a sample
 
     def take(now: float, last: bool = False) -> bool:
         """One sample of every thread; False when the process is gone."""
