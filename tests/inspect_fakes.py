@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from cpudoctor.probes.topology import Core, L3Domain, NumaNode, Topology
+
 
 def stat_line(pid: int, comm: str, *, state: str = "S", ppid: int = 1, utime: int = 0, stime: int = 0,
               processor: int = 0, num_threads: int = 1, majflt: int = 0, nice: int = 0,
@@ -106,3 +108,12 @@ class StepClock:
         self.sleeps += 1
         if self.on_sleep is not None:
             self.on_sleep(self.sleeps, self.t)
+
+
+def two_ccx_topology() -> Topology:
+    """8 CPUs: 2 CCXs of 2 cores x 2 SMT threads, 2 NUMA nodes (siblings n and n+4)."""
+    cores = [Core(package=0, core_id=c, cpus=[c, c + 4], l3=c // 2, numa=c // 2) for c in range(4)]
+    return Topology(packages=1, cores=4, logical_cpus=8, online_cpus=list(range(8)),
+                    l3_domains=[L3Domain([0, 1, 4, 5], 16 << 20), L3Domain([2, 3, 6, 7], 16 << 20)],
+                    numa_nodes=[NumaNode(0, [0, 1, 4, 5]), NumaNode(1, [2, 3, 6, 7])],
+                    core_list=cores, smt_threads_per_core=2, l3_known=True, source="test")

@@ -17,21 +17,12 @@ from cpudoctor.probes import procfs
 from cpudoctor.probes.inspect import (
     InspectError, classify_libraries, inspect_process, list_processes, locate_cpu, place_threads,
 )
-from cpudoctor.probes.topology import Core, L3Domain, NumaNode, Topology
-from inspect_fakes import FakeProc, StepClock, stat_line
+from cpudoctor.probes.topology import Topology
+from inspect_fakes import FakeProc, StepClock, stat_line, two_ccx_topology
 
 PY = sys.executable
 TORCH_LIB = Path(__import__("importlib.util").util.find_spec("torch").origin).parent / "lib"
 HZ = procfs.CLK_TCK
-
-
-def two_ccx_topology() -> Topology:
-    """8 CPUs: 2 CCXs of 2 cores x 2 SMT threads, 2 NUMA nodes (siblings n and n+4)."""
-    cores = [Core(package=0, core_id=c, cpus=[c, c + 4], l3=c // 2, numa=c // 2) for c in range(4)]
-    return Topology(packages=1, cores=4, logical_cpus=8, online_cpus=list(range(8)),
-                    l3_domains=[L3Domain([0, 1, 4, 5], 16 << 20), L3Domain([2, 3, 6, 7], 16 << 20)],
-                    numa_nodes=[NumaNode(0, [0, 1, 4, 5]), NumaNode(1, [2, 3, 6, 7])],
-                    core_list=cores, smt_threads_per_core=2, l3_known=True, source="test")
 
 
 # --- parsing ------------------------------------------------------------------------------

@@ -1,0 +1,649 @@
+"""Rules for one running process: why is this training job slow right now?
+
+Input is an :class:`~cpudoctor.probes.inspect.Inspection` (plus the machine's
+Topology), output is :class:`~cpudoctor.report.Finding` objects with stable
+codes ``PROC001``... Each rule is a small pure function registered with
+:func:`proc_rule`; its docstring has the fixed sections ``What it checks`` /
+``Why it matters`` / ``Fix`` (registration fails without them). The machine
+rules in :mod:`cpudoctor.advisor.engine` take a Report; these take an
+Inspection, so they live in their own registry with the same conventions.
+
+Fixes carry the exact command to relaunch the job: the CPU set from the
+topology (one CCX, one NUMA node, one thread per core), the pinning prefix
+from :mod:`cpudoctor.advisor.pinning` when it is available, and the thread
+variables, in front of the process's own (redacted) command line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect as _inspect
+import re
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from cpudoctor.probes._fs import format_cpulist
+from cpudoctor.probes.inspect import Inspection, ThreadInfo
+from cpudoctor.probes.topology import Topology
+from cpudoctor.report import Finding
+
+SEVERITIES = ("ok", "info", "warning", "error")
+_RANK = {s: i for i, s in enumerate(SEVERITIES)}
+DOC_SECTIONS = ("What it checks", "Why it matters", "Fix")
+_SECTION_RE = re.compile(r"^(What it checks|Why it matters|Fix):\s*$", re.MULTILINE)
+
+# A thread counts as busy at a quarter of a CPU over the window: OpenMP workers
+# of a training step sit well above it, idle pools (inter-op, autograd) below.
+BUSY_PERCENT = 25.0
+# Thread-count variables a relaunch sets; OMP covers libgomp/libiomp, the rest
+# their own pools (OpenBLAS and MKL ignore OMP_NUM_THREADS in some builds).
+THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+class ProcRuleError(ValueError):
+    """A process rule was registered wrongly."""
+
+
+@dataclass(frozen=True)
+class ProcRule:
+    code: str
+    symbol: str
+    category: str
+    severity: str
+    title: str
+    func: Callable[["Context"], list[Finding]]
+    doc: str
+
+    def sections(self) -> dict[str, str]:
+        doc = _inspect.cleandoc(self.doc)
+        matches = list(_SECTION_RE.finditer(doc))
+        out = {}
+        for i, m in enumerate(matches):
+            end = matches[i + 1].start() if i + 1 < len(matches) else len(doc)
+            out[m.group(1)] = " ".join(doc[m.end():end].split())
+        return out
+
+
+_REGISTRY: dict[str, ProcRule] = {}
+
+
+def proc_rule(code: str, symbol: str, *, category: str, severity: str, title: str) -> Callable:
+    def register(fn: Callable[["Context"], list[Finding]]) -> Callable[["Context"], list[Finding]]:
+        if not re.match(r"^PROC\d{3}$", code):
+            raise ProcRuleError(f"{code}: process rule codes are PROC and 3 digits")
+        if code in _REGISTRY and _REGISTRY[code].func.__qualname__ != fn.__qualname__:
+            raise ProcRuleError(f"{code} is already used by {_REGISTRY[code].symbol}")
+        if severity not in SEVERITIES:
+            raise ProcRuleError(f"{code}: bad severity {severity!r}")
+        rule_ = ProcRule(code, symbol, category, severity, title, fn, _inspect.cleandoc(fn.__doc__ or ""))
+        missing = [s for s in DOC_SECTIONS if not rule_.sections().get(s)]
+        if missing:
+            raise ProcRuleError(f"{code}: the docstring lacks {', '.join(missing)}")
+        _REGISTRY[code] = rule_
+        return fn
+
+    return register
+
+
+def process_rules() -> list[ProcRule]:
+    return sorted(_REGISTRY.values(), key=lambda r: r.code)
+
+
+def resolve(code_or_symbol: str) -> ProcRule | None:
+    key = code_or_symbol.strip()
+    return _REGISTRY.get(key.upper()) or next((r for r in _REGISTRY.values() if r.symbol == key.lower()), None)
+
+
+# --- context shared by the rules ----------------------------------------------------------
+
+
+@dataclass
+class Context:
+    insp: Inspection
+    topo: Topology | None
+
+    @property
+    def usable(self) -> int | None:
+        return self.insp.usable_cpus
+
+    def allowed(self) -> list[int]:
+        cpus = self.insp.affinity or (self.topo.online_cpus if self.topo else []) or []
+        return sorted(cpus)
+
+    def busy_threads(self) -> list[ThreadInfo]:
+        return [t for t in self.insp.threads if (t.cpu_percent or 0.0) >= BUSY_PERCENT]
+
+    def env_int(self, name: str) -> int | None:
+        try:
+            return int(self.insp.env.get(name, "").strip())
+        except ValueError:
+            return None
+
+    def evidence(self, **values: Any) -> dict[str, Any]:
+        return {k: v for k, v in values.items() if v is not None}
+
+    # -- relaunch commands --
+
+    def command(self) -> str:
+        cmd = (self.insp.cmdline or "").strip()
+        if not cmd or len(cmd) > 200 or "\n" in cmd:
+            return "python train.py  # your command"
+        return cmd
+
+    def physical_first(self, cpus: list[int]) -> list[int]:
+        """One CPU per physical core among ``cpus`` (the first sibling)."""
+        if not self.topo or not self.topo.core_list:
+            return sorted(cpus)
+        wanted = set(cpus)
+        picked = []
+        for core in self.topo.core_list:
+            inside = sorted(wanted.intersection(core.cpus))
+            if inside:
+                picked.append(inside[0])
+        return sorted(picked) or sorted(cpus)
+
+    def relaunch(self, cpus: list[int] | None, threads: int, numa_node: int | None = None,
+                 extra_env: dict[str, str] | None = None) -> str:
+        """``<pinning prefix> env OMP_NUM_THREADS=n ... <command>`` as one line."""
+        env = {name: str(threads) for name in THREAD_VARS}
+        if cpus:
+            env["OMP_PLACES"] = "cores"
+            env["OMP_PROC_BIND"] = "close"
+        env.update(extra_env or {})
+        env_part = "env " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+        prefix = launch_prefix(self.topo, cpus, numa_node) if cpus else ""
+        return " ".join(p for p in (prefix, env_part, self.command()) if p)
+
+
+def launch_prefix(topo: Topology | None, cpus: list[int], numa_node: int | None = None) -> str:
+    """``numactl``/``taskset`` prefix, from :mod:`cpudoctor.advisor.pinning` when it exists."""
+    try:
+        from cpudoctor.advisor import pinning  # owned by the topology work
+    except ImportError:
+        pinning = None
+    fn = getattr(pinning, "launch_prefix", None) if pinning is not None else None
+    if fn is not None and topo is not None:
+        try:
+            prefix = fn(topo, cpus, numa_node=numa_node)
+        except (TypeError, ValueError):
+            prefix = None
+        if prefix:
+            return str(prefix)
+    if numa_node is not None:
+        return f"numactl --cpunodebind={numa_node} --membind={numa_node}"
+    return f"taskset -c {format_cpulist(cpus)}"
+
+
+def _finding(severity: str, title: str, why: str, fix: str, snippet: str = "",
+             evidence: dict[str, Any] | None = None, lang: str = "bash") -> Finding:
+    return Finding(code="", symbol="", category="", severity=severity, title=title, why=why, fix=fix,
+                   snippet=snippet, snippet_lang=lang, evidence=evidence or {},
+                   fields_used=sorted((evidence or {}).keys()))
+
+
+def _best_domain(ctx: Context, domains: list[list[int]], n: int) -> int | None:
+    """Index of the domain that holds the most busy threads and has room for ``n`` threads."""
+    allowed = set(ctx.allowed())
+    busy = ctx.busy_threads()
+    best, best_score = None, -1
+    for i, cpus in enumerate(domains):
+        room = len(ctx.physical_first(sorted(set(cpus) & allowed))) if allowed else len(cpus)
+        if room < n:
+            continue
+        score = sum(1 for t in busy if t.last_cpu in cpus)
+        if score > best_score:
+            best, best_score = i, score
+    return best
+
+
+# --- the rules --------------------------------------------------------------------------------
+
+
+@proc_rule("PROC001", "oversubscribed", category="threads", severity="error",
+           title="More runnable threads than usable CPUs")
+def oversubscribed(ctx: Context) -> list[Finding]:
+    """
+    What it checks:
+        The mean number of threads of the process and its children that were runnable (state R)
+        at each sample, and the time they spent waiting on a run queue, against the usable CPUs
+        (affinity and cgroup quota).
+
+    Why it matters:
+        OpenMP and BLAS pools assume one CPU per thread. With more runnable threads than CPUs the
+        kernel time-slices them, threads waiting at a barrier spin while the thread they wait for
+        is descheduled, and a step can take several times longer than with fewer threads.
+
+    Fix:
+        Set OMP_NUM_THREADS (and MKL/OpenBLAS) to the usable CPUs minus the DataLoader workers,
+        or call torch.set_num_threads(n) first thing in the script.
+    """
+    i = ctx.insp
+    usable = ctx.usable
+    if usable is None or i.runnable_mean is None:
+        return []
+    wait = i.wait_percent
+    over = i.runnable_mean - usable
+    # Runnable beyond the CPUs, confirmed by real run-queue waiting when schedstat is there.
+    if over < 0.5 or (wait is not None and wait < 50.0):
+        return []
+    sev = "error" if i.runnable_mean >= 2 * usable else "warning"
+    workers = len(i.children)
+    threads = max(1, usable - workers) if workers < usable else 1
+    why = (f"On average {i.runnable_mean:g} threads wanted a CPU (peak {i.runnable_max}) but only {usable} "
+           f"CPU{'s' if usable != 1 else ''} are usable")
+    if wait is not None:
+        why += f"; together they waited {wait / 100:.1f} s per second on run queues"
+    why += ". Time-slicing makes OpenMP barriers spin on descheduled threads."
+    fix = (f"Relaunch with {threads} compute thread{'s' if threads != 1 else ''}"
+           + (f" (leaving {workers} CPU{'s' if workers != 1 else ''} for the {workers} DataLoader workers)" if workers else "")
+           + ", or call torch.set_num_threads(" + str(threads) + ") at the top of the script.")
+    return [_finding(sev, f"Oversubscribed: {i.runnable_mean:g} runnable threads on {usable} usable CPUs", why, fix,
+                     ctx.relaunch(None, threads),
+                     ctx.evidence(runnable_mean=i.runnable_mean, runnable_max=i.runnable_max, usable_cpus=usable,
+                                  wait_percent=wait, num_threads=i.num_threads, children=workers))]
+
+
+def _spread(ctx: Context, kind: str) -> list[Finding]:
+    topo = ctx.topo
+    busy = ctx.busy_threads()
+    if topo is None or len(busy) < 2:
+        return []
+    if kind == "ccx":
+        domains = [d.cpus for d in topo.l3_domains]
+        ids = list(range(len(domains)))
+        name, names = "CCX (L3 domain)", "CCXs (L3 domains)"
+    else:
+        nodes = [n for n in topo.numa_nodes if n.cpus]
+        domains = [n.cpus for n in nodes]
+        ids = [n.id for n in nodes]
+        name, names = "NUMA node", "NUMA nodes"
+    if len(domains) < 2:
+        return []
+    used: set[int] = set()
+    for t in busy:
+        for cpu in t.cpus_seen or ([t.last_cpu] if t.last_cpu is not None else []):
+            for idx, cpus in enumerate(domains):
+                if cpu in cpus:
+                    used.add(idx)
+    if len(used) < 2:
+        return []
+    n = len(busy)
+    best = _best_domain(ctx, domains, n)
+    if best is None:
+        return []                      # the job does not fit one domain: spreading is right
+    allowed = set(ctx.allowed())
+    cpus = ctx.physical_first(sorted(set(domains[best]) & allowed) if allowed else domains[best])
+    label = f"{name} {ids[best]}"
+    why = (f"{n} busy threads ran on {len(used)} different {names} during the window, yet {n} threads fit "
+           f"in {label} alone ({len(cpus)} cores). ")
+    if kind == "ccx":
+        why += ("Each CCX has its own L3: threads that share data across CCXs pay cross-die latency and "
+                "cannot share the cache, and the scheduler keeps moving them.")
+    else:
+        why += ("Memory lives on the node that first touched it: threads on the other node read it over "
+                "the inter-socket/die link at lower bandwidth and higher latency.")
+    numa_node = ids[best] if kind == "numa" else None
+    fix = f"Pin the job to {label} (CPUs {format_cpulist(cpus)}) with {n} threads bound to cores."
+    return [_finding("warning", f"Threads spread over {len(used)} {names} while the job fits one", why, fix,
+                     ctx.relaunch(cpus, n, numa_node=numa_node),
+                     ctx.evidence(busy_threads=n, domains_used=sorted(ids[u] for u in used),
+                                  target=label, target_cpus=format_cpulist(cpus)))]
+
+
+@proc_rule("PROC002", "spread-over-ccx", category="topology", severity="warning",
+           title="Busy threads spread over several CCXs while the job fits one")
+def spread_over_ccx(ctx: Context) -> list[Finding]:
+    """
+    What it checks:
+        Which L3 domains (one per CCX on AMD Zen) the busy threads ran on during the window, and
+        whether one L3 domain has enough cores for all of them.
+
+    Why it matters:
+        On Zen each CCX has its own L3. A small job whose threads are spread over CCXs cannot
+        share its working set in one cache and pays cross-CCX latency at every barrier.
+
+    Fix:
+        Pin the job to one CCX with taskset (or OMP_PLACES/OMP_PROC_BIND) and as many threads as
+        that CCX has cores.
+    """
+    return _spread(ctx, "ccx")
+
+
+@proc_rule("PROC003", "spread-over-numa", category="topology", severity="warning",
+           title="Busy threads spread over NUMA nodes while the job fits one")
+def spread_over_numa(ctx: Context) -> list[Finding]:
+    """
+    What it checks:
+        Which NUMA nodes the busy threads ran on during the window, and whether one node has
+        enough cores for all of them.
+
+    Why it matters:
+        A thread on the far node reads tensors allocated on the near one through the
+        inter-socket link: lower bandwidth, higher latency, and the slowest thread sets the
+        pace of every parallel region.
+
+    Fix:
+        Bind CPUs and memory to one node with numactl --cpunodebind=N --membind=N.
+    """
+    return _spread(ctx, "numa")
+
+
+@proc_rule("PROC004", "smt-siblings-busy", category="topology", severity="warning",
+           title="Two busy threads on the SMT siblings of one core")
+def smt_siblings_busy(ctx: Context) -> list[Finding]:
+    """
+    What it checks:
+        Whether two busy threads last ran on the two hardware threads of the same physical core
+        while the process may use enough cores to give each thread its own.
+
+    Why it matters:
+        SMT siblings share one core's vector units; two GEMM threads on one core each run at
+        about half speed, and the whole parallel region waits for them.
+
+    Fix:
+        Use at most one compute thread per physical core and bind them (OMP_PLACES=cores,
+        OMP_PROC_BIND=close), or pin to one CPU per core with taskset.
+    """
+    topo = ctx.topo
+    if topo is None or not topo.core_list or (topo.smt_threads_per_core or 1) < 2:
+        return []
+    busy = ctx.busy_threads()
+    by_core: dict[int, list[ThreadInfo]] = {}
+    for t in busy:
+        if t.core is not None:
+            by_core.setdefault(t.core, []).append(t)
+    shared = {c: ts for c, ts in by_core.items() if len({t.last_cpu for t in ts}) >= 2}
+    if not shared:
+        return []
+    allowed = ctx.allowed()
+    cores = ctx.physical_first(allowed)
+    if len(busy) > len(cores):
+        return []                      # more busy threads than cores: siblings are unavoidable
+    pairs = [f"core {topo.core_list[c].core_id} (CPUs {format_cpulist([t.last_cpu for t in ts if t.last_cpu is not None])})"
+             for c, ts in sorted(shared.items())]
+    why = (f"{len(shared)} core{'s' if len(shared) != 1 else ''} ran two busy threads of this job on their SMT "
+           f"siblings ({'; '.join(pairs[:4])}) while {len(cores)} cores are usable for {len(busy)} busy threads. "
+           "Siblings share one core's FMA units, so both run at about half speed.")
+    fix = f"Give each of the {len(busy)} threads its own core: one CPU per core, threads bound to cores."
+    return [_finding("warning", "SMT siblings both busy while cores are free", why, fix,
+                     ctx.relaunch(cores[:max(len(busy), 1)], len(busy)),
+                     ctx.evidence(busy_threads=len(busy), shared_cores=len(shared), usable_cores=len(cores)))]
+
+
+@proc_rule("PROC005", "two-openmp-runtimes", category="blas", severity="error",
+           title="Two OpenMP runtimes loaded in one process")
+def two_openmp_runtimes(ctx: Context) -> list[Finding]:
+    """
+    What it checks:
+        The OpenMP runtimes in the process's memory map: GNU libgomp, Intel libiomp5, LLVM libomp,
+        and several copies of the same one shipped by different packages.
+
+    Why it matters:
+        Each runtime keeps its own thread pool, unaware of the other: together they start twice
+        the threads the CPU has, their spin-waits fight for cores, and mixing libiomp5 with
+        libgomp is a known source of crashes and wrong thread counts (OMP Error #15).
+
+    Fix:
+        Install packages built against the same runtime (pip's torch and numpy, or conda's
+        consistently), or make one runtime serve both (LD_PRELOAD it first); in the meantime
+        limit every pool with OMP_NUM_THREADS.
+    """
+    runtimes = ctx.insp.openmp_runtimes
+    if len(runtimes) < 2:
+        return []
+    kinds = sorted({lib.runtime or lib.file for lib in runtimes})
+    listed = ", ".join(f"{lib.file}" + (f" (from {lib.origin})" if lib.origin else "") for lib in runtimes)
+    usable = ctx.usable or len(ctx.allowed()) or 1
+    if len(kinds) >= 2:
+        title = f"{len(kinds)} different OpenMP runtimes loaded: {listed}"
+        sev = "error"
+        why = ("Each runtime has its own thread pool that does not know the other: both size themselves to "
+               "the whole machine, their spin-waits compete for the same cores, and libiomp5 + libgomp in one "
+               "process is a classic cause of slowdowns, hangs and 'OMP: Error #15' crashes.")
+        fix = ("Use packages built against one runtime: e.g. pip-only torch and numpy (libgomp), or conda with "
+               "one OpenMP (llvm-openmp or intel-openmp) for everything. Never 'fix' it with "
+               "KMP_DUPLICATE_LIB_OK=TRUE, which only hides the crash. Until then cap every pool.")
+    else:
+        title = f"{len(runtimes)} copies of the same OpenMP runtime loaded: {listed}"
+        sev = "warning"
+        why = ("Two copies of one runtime (bundled by two packages) are two separate thread pools: each starts "
+               "its own threads and neither counts the other's, so the process oversubscribes its CPUs when both "
+               "are busy.")
+        fix = "Limit both pools with the same thread count, or install packages that share one copy."
+    return [_finding(sev, title, why, fix, ctx.relaunch(None, max(1, usable // 2 if len(kinds) >= 2 else usable)),
+                     ctx.evidence(openmp_runtimes=[lib.file for lib in runtimes],
+                                  origins=[lib.origin for lib in runtimes]))]
+
+
+@proc_rule("PROC006", "worker-thread-explosion", category="threads", severity="warning",
+           title="DataLoader workers times threads far exceed the CPUs")
+def worker_thread_explosion(ctx: Context) -> list[Finding]:
+    """
+    What it checks:
+        The child processes (DataLoader workers) and their thread counts: workers x threads per
+        worker plus the main process's threads, against the usable CPUs.
+
+    Why it matters:
+        Every worker that touches numpy, OpenCV or torch ops starts its own BLAS/OpenMP pool sized
+        to the whole machine. Eight workers on a 16-CPU box then own 128 threads that fight the
+        training threads for cores whenever they compute.
+
+    Fix:
+        Limit threads inside the workers (worker_init_fn calling torch.set_num_threads(1) and
+        threadpoolctl's threadpool_limits(1)), or start the job with OPENBLAS_NUM_THREADS=1 and
+        set torch.set_num_threads in the main process explicitly.
+    """
+    i = ctx.insp
+    usable = ctx.usable
+    if usable is None or len(i.children) < 2 or i.children_threads is None:
+        return []
+    per_worker = max((c.threads or 0) for c in i.children)
+    total = i.children_threads + (i.num_threads or 0)
+    if per_worker < 3 or total <= 2 * usable:
+        return []
+    workers = len(i.children)
+    why = (f"{workers} child processes run {i.children_threads} threads (up to {per_worker} each) beside the "
+           f"main process's {i.num_threads}: {total} threads for {usable} usable CPUs. Each worker's BLAS/OpenMP "
+           "pool is sized for the whole machine and competes with the training threads when it computes.")
+    main_threads = max(1, usable - workers)
+    snippet = (
+        "import torch\n"
+        "from threadpoolctl import threadpool_limits\n\n"
+        "def worker_init_fn(_):\n"
+        "    torch.set_num_threads(1)          # torch ops inside the worker\n"
+        "    threadpool_limits(1)              # numpy/scipy BLAS and OpenMP pools\n\n"
+        f"torch.set_num_threads({main_threads})  # main process: usable CPUs minus workers\n"
+        f"loader = torch.utils.data.DataLoader(dataset, num_workers={workers}, worker_init_fn=worker_init_fn)\n"
+    )
+    fix = (f"Give each worker one thread and the training process {main_threads} (the usable CPUs minus the "
+           f"workers); as a launch-time alternative: {ctx.relaunch(None, main_threads, extra_env={'OPENBLAS_NUM_THREADS': '1'})}")
+    return [_finding("warning", f"{workers} workers x up to {per_worker} threads: {total} threads on {usable} CPUs",
+                     why, fix, snippet,
+                     ctx.evidence(workers=workers, children_threads=i.children_threads, per_worker_max=per_worker,
+                                  main_threads=i.num_threads, usable_cpus=usable), lang="python")]
+
+
+@proc_rule("PROC007", "swapping", category="memory", severity="error",
+           title="The process is swapping")
+def swapping(ctx: Context) -> list[Finding]:
+    """
+    What it checks:
+        The process's swap use (VmSwap) and its rate of major page faults (pages read back from
+        disk) over the window.
+
+    Why it matters:
+        A page fault that goes to disk costs milliseconds, a million times a cache hit. A
+        training loop that swaps runs at the disk's speed whatever the CPU does.
+
+    Fix:
+        Use less memory (smaller batch, fewer DataLoader workers: each holds a copy of the
+        dataset object, prefetch_factor) or add RAM; check other memory users.
+    """
+    i = ctx.insp
+    swap = i.swap_bytes or 0
+    rate = i.major_faults_per_s or 0.0
+    if swap < 64 * 2**20 and rate < 100:
+        return []
+    sev = "error" if rate >= 1000 or (i.rss_bytes and swap > i.rss_bytes) else "warning"
+    parts = []
+    if swap:
+        parts.append(f"{swap / 2**20:.0f} MiB of the process are swapped out")
+    if rate:
+        parts.append(f"{rate:.0f} major page faults per second (pages read back from disk)")
+    why = "; ".join(parts) + ". Each major fault stalls a thread for milliseconds."
+    fix = ("Reduce memory: a smaller batch, fewer DataLoader workers (each keeps a copy of the dataset object), "
+           "a lower prefetch_factor, or more RAM. Check `free -h` for other memory users.")
+    return [_finding(sev, "The process is swapping", why, fix, "",
+                     ctx.evidence(swap_bytes=swap, major_faults_per_s=rate, rss_bytes=i.rss_bytes))]
+
+
+@proc_rule("PROC008", "starved-threads", category="threads", severity="warning",
+           title="Low CPU use with many threads: the job waits (often on data loading)")
+def starved_threads(ctx: Context) -> list[Finding]:
+    """
+    What it checks:
+        The CPU the process used over the window against the threads it has and the CPUs it may
+        use, and whether its children (DataLoader workers) were busy meanwhile.
+
+    Why it matters:
+        A training process with many compute threads that uses a fraction of one CPU is waiting:
+        for batches from the DataLoader, for disk or network, or on a lock. More threads will not
+        help; the input pipeline is the bottleneck.
+
+    Fix:
+        Profile the input pipeline: more DataLoader workers (from the spare CPUs),
+        persistent_workers=True, lighter per-sample transforms, a faster data format. Check that
+        the training threads are not simply idle between small steps.
+    """
+    i = ctx.insp
+    usable = ctx.usable
+    if i.cpu_percent is None or usable is None or (i.num_threads or 0) < 4 or i.status != "ok":
+        return []
+    capacity = min(i.num_threads or 1, usable) * 100
+    if capacity < 200 or i.cpu_percent >= 0.3 * capacity:
+        return []
+    child_cpu = i.children_cpu_percent or 0.0
+    if i.children and child_cpu >= 50:
+        title = "The training process mostly waits while its DataLoader workers are busy"
+        why = (f"The main process used {i.cpu_percent:.0f}% CPU (of up to {capacity:.0f}% for its {i.num_threads} "
+               f"threads on {usable} CPUs) while its {len(i.children)} workers used {child_cpu:.0f}%: "
+               "it is waiting for batches.")
+        fix = ("Make data loading faster: more workers if CPUs are spare, persistent_workers=True, "
+               "cheaper transforms, or pre-processed data.")
+    else:
+        title = f"Only {i.cpu_percent:.0f}% CPU with {i.num_threads} threads: the job is waiting"
+        why = (f"The process used {i.cpu_percent:.0f}% CPU over the window, far below the {capacity:.0f}% its "
+               f"{i.num_threads} threads could use on {usable} CPUs"
+               + (f"; its {len(i.children)} children used {child_cpu:.0f}%" if i.children else "")
+               + ". It waits on I/O, a lock, a single-threaded step, or data loading in the main process.")
+        fix = ("Find the wait: py-spy dump --pid PID shows where each thread is. With num_workers=0, move data "
+               "loading to DataLoader workers.")
+    return [_finding("warning", title, why, fix, f"py-spy dump --pid {i.pid}",
+                     ctx.evidence(cpu_percent=i.cpu_percent, num_threads=i.num_threads, usable_cpus=usable,
+                                  children_cpu_percent=i.children_cpu_percent))]
+
+
+@proc_rule("PROC009", "threads-exceed-usable", category="threads", severity="warning",
+           title="The thread variables ask for more threads than the process may use")
+def threads_exceed_usable(ctx: Context) -> list[Finding]:
+    """
+    What it checks:
+        OMP_NUM_THREADS, MKL_NUM_THREADS and OPENBLAS_NUM_THREADS in the process's environment
+        against its usable CPUs (affinity and cgroup quota).
+
+    Why it matters:
+        In a container or under taskset the machine has more CPUs than the job may use; a thread
+        count copied from a guide or from nproc on the host oversubscribes the job's CPUs.
+
+    Fix:
+        Set the variables to the usable CPU count (minus DataLoader workers).
+    """
+    usable = ctx.usable
+    if usable is None:
+        return []
+    too_many = {n: ctx.env_int(n) for n in THREAD_VARS if (ctx.env_int(n) or 0) > usable}
+    if not too_many:
+        return []
+    listed = ", ".join(f"{k}={v}" for k, v in too_many.items())
+    why = (f"{listed} but the process may use {usable} CPU{'s' if usable != 1 else ''}"
+           + (f" (cgroup quota {ctx.insp.cpu_quota:g} CPUs)" if ctx.insp.cpu_quota else "")
+           + ": the extra threads time-slice on the same CPUs.")
+    workers = len(ctx.insp.children)
+    threads = max(1, usable - workers) if workers < usable else 1
+    return [_finding("warning", f"{listed} exceeds the {usable} usable CPUs", why,
+                     f"Relaunch with {threads} threads.", ctx.relaunch(None, threads),
+                     ctx.evidence(usable_cpus=usable, cpu_quota=ctx.insp.cpu_quota, **too_many))]
+
+
+@proc_rule("PROC010", "threads-migrate", category="topology", severity="info",
+           title="Busy threads keep moving between CPUs")
+def threads_migrate(ctx: Context) -> list[Finding]:
+    """
+    What it checks:
+        How often the busy threads were seen on a different CPU from one sample to the next,
+        when the process is not pinned (its affinity allows more CPUs than it has busy threads).
+
+    Why it matters:
+        A thread that moves loses its warm L1/L2 (and L3 when it crosses a CCX); with OpenMP the
+        slowest thread sets the pace, so a few moves per step cost a few percent.
+
+    Fix:
+        Bind threads to cores with OMP_PLACES=cores OMP_PROC_BIND=close (plus a CPU set with
+        taskset when other jobs share the machine).
+    """
+    i = ctx.insp
+    busy = ctx.busy_threads()
+    if len(busy) < 1 or not i.window_s or i.samples < 4:
+        return []
+    allowed = ctx.allowed()
+    if len(allowed) <= len(busy):
+        return []
+    moves = sum(t.migrations for t in busy)
+    per_s = moves / i.window_s / len(busy)
+    if per_s < 1.0:
+        return []
+    cpus = ctx.physical_first(allowed)[: len(busy)]
+    why = (f"{len(busy)} busy threads changed CPU {moves} times in {i.window_s:.1f} s (at least: moves between "
+           "samples are not seen). Each move cools the thread's caches.")
+    return [_finding("info", f"Busy threads migrate ({per_s:.1f} moves per thread per second)", why,
+                     "Bind the threads to cores.", ctx.relaunch(cpus or None, len(busy)),
+                     ctx.evidence(busy_threads=len(busy), migrations=moves, window_s=i.window_s))]
+
+
+# --- running them ---------------------------------------------------------------------------------
+
+
+def run_process_rules(insp: Inspection, topo: Topology | None = None, only: set[str] | None = None,
+                      *, strict: bool = False) -> list[Finding]:
+    """All (or ``only`` these codes/symbols) process rules over one inspection, worst first."""
+    ctx = Context(insp, topo)
+    wanted = None
+    if only is not None:
+        wanted = set()
+        for item in only:
+            r = resolve(item)
+            if r is None:
+                raise KeyError(f"no process rule {item!r}; known: {', '.join(_REGISTRY)}")
+            wanted.add(r.code)
+    out: list[Finding] = []
+    for r in process_rules():
+        if wanted is not None and r.code not in wanted:
+            continue
+        try:
+            produced = r.func(ctx)
+        except Exception as exc:  # noqa: BLE001 - one broken rule must not hide the others
+            if strict:
+                raise
+            out.append(Finding(code=r.code, symbol=r.symbol, category="internal", severity="info",
+                               title=f"Rule {r.code} ({r.symbol}) could not run",
+                               why=f"{type(exc).__name__}: {exc}. This is a bug in CPU Doctor."))
+            continue
+        for f in produced:
+            if _RANK[f.severity] > _RANK[r.severity]:
+                raise ProcRuleError(f"{r.code} produced {f.severity} but is registered as at most {r.severity}")
+            out.append(dataclasses.replace(f, code=r.code, symbol=r.symbol, category=r.category,
+                                           docs=f"docs/rules.md#{r.code.lower()}"))
+    out.sort(key=lambda f: (-_RANK[f.severity], f.code))
+    return out

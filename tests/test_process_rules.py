@@ -1,0 +1,237 @@
+"""Process rules: one firing and one quiet inspection per rule, and the relaunch commands."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from cpudoctor.advisor import process_rules as pr
+from cpudoctor.probes.inspect import ChildProcess, Inspection, NativeLib, ThreadInfo, inspect_process, place_threads
+from cpudoctor.probes.topology import Topology
+from inspect_fakes import FakeProc, StepClock, two_ccx_topology
+
+GOMP = NativeLib("libgomp.so.1", "openmp", "GNU OpenMP (libgomp)", "gomp", "torch")
+IOMP = NativeLib("libiomp5.so", "openmp", "Intel OpenMP (libiomp5)", "iomp", "intel_openmp")
+
+
+def healthy(**kw) -> Inspection:
+    """A well-behaved 2-thread job on one CCX of the 8-CPU test topology."""
+    threads = [
+        ThreadInfo(100, "python", "R", cpu_percent=95.0, last_cpu=0, cpus_seen=[0]),
+        ThreadInfo(101, "python", "R", cpu_percent=90.0, last_cpu=1, cpus_seen=[1]),
+        ThreadInfo(102, "python", "S", cpu_percent=0.0, last_cpu=5, cpus_seen=[5]),
+    ]
+    base = dict(pid=100, name="python", cmdline="python train.py --epochs 3", is_python=True, window_s=2.0,
+                samples=21, num_threads=3, threads=threads, cpu_percent=185.0, runnable_mean=2.0, runnable_max=2,
+                wait_percent=3.0, migrations=0, affinity=list(range(8)), usable_cpus=8,
+                env={"OMP_NUM_THREADS": "2"}, env_readable=True, libraries=[GOMP], libraries_readable=True,
+                rss_bytes=800 << 20, swap_bytes=0, major_faults=0, major_faults_per_s=0.0)
+    base.update(kw)
+    insp = Inspection(**base)
+    place_threads(insp, two_ccx_topology())
+    return insp
+
+
+def codes(insp: Inspection, only: str | None = None, topo: Topology | None = None) -> list[str]:
+    found = pr.run_process_rules(insp, topo if topo is not None else two_ccx_topology(),
+                                 only={only} if only else None, strict=True)
+    return [f.code for f in found]
+
+
+def test_healthy_job_has_no_findings():
+    assert codes(healthy()) == []
+
+
+def test_every_rule_documented_and_codes_stable():
+    rules = pr.process_rules()
+    assert [r.code for r in rules] == [f"PROC{n:03d}" for n in range(1, 11)]
+    assert len({r.symbol for r in rules}) == len(rules)
+    for r in rules:
+        assert set(r.sections()) == {"What it checks", "Why it matters", "Fix"}, r.code
+        assert pr.resolve(r.symbol) is r and pr.resolve(r.code.lower()) is r
+
+
+def test_registration_refuses_missing_doc_sections():
+    with pytest.raises(pr.ProcRuleError, match="lacks"):
+        @pr.proc_rule("PROC999", "bad-rule", category="threads", severity="info", title="x")
+        def bad(ctx):
+            """What it checks: only this."""
+            return []
+
+
+# --- PROC001 oversubscribed ---
+
+def test_oversubscribed_fires_with_relaunch():
+    insp = healthy(runnable_mean=9.5, runnable_max=12, wait_percent=480.0, num_threads=12,
+                   env={"OMP_NUM_THREADS": "12"})
+    [f] = pr.run_process_rules(insp, two_ccx_topology(), only={"PROC001"}, strict=True)
+    assert f.severity == "warning" and f.category == "threads" and "9.5 runnable threads on 8" in f.title
+    assert f.snippet == ("env OMP_NUM_THREADS=8 MKL_NUM_THREADS=8 OPENBLAS_NUM_THREADS=8 "
+                         "python train.py --epochs 3")
+    assert f.evidence["usable_cpus"] == 8 and f.docs == "docs/rules.md#proc001"
+
+
+def test_oversubscribed_error_at_double_and_quiet_without_waits():
+    assert pr.run_process_rules(healthy(runnable_mean=17.0, wait_percent=900.0), two_ccx_topology(),
+                                only={"PROC001"})[0].severity == "error"
+    # Many runnable by sampling but no run-queue wait measured: not oversubscribed.
+    assert codes(healthy(runnable_mean=9.0, wait_percent=10.0), "PROC001") == []
+
+
+def test_oversubscribed_leaves_cpus_for_workers():
+    kids = [ChildProcess(200 + i, "python", threads=1, cpu_percent=20.0) for i in range(3)]
+    insp = healthy(runnable_mean=12.0, wait_percent=300.0, children=kids, children_threads=3)
+    [f] = pr.run_process_rules(insp, two_ccx_topology(), only={"PROC001"})
+    assert "OMP_NUM_THREADS=5 " in f.snippet and "3 DataLoader workers" in f.fix
+
+
+# --- PROC002 / PROC003 spread ---
+
+def spread() -> Inspection:
+    threads = [
+        ThreadInfo(100, "python", "R", cpu_percent=95.0, last_cpu=0, cpus_seen=[0]),
+        ThreadInfo(101, "python", "R", cpu_percent=90.0, last_cpu=2, cpus_seen=[1, 2]),
+    ]
+    return healthy(threads=threads)
+
+
+def test_spread_over_ccx_and_numa_fire_with_pinning():
+    found = {f.code: f for f in pr.run_process_rules(spread(), two_ccx_topology(), strict=True)}
+    ccx, numa = found["PROC002"], found["PROC003"]
+    # Two busy threads fit in CCX 0 (cores 0 and 1 -> CPUs 0,1; siblings 4,5 left out).
+    assert ccx.snippet.startswith("taskset -c 0-1 env OMP_NUM_THREADS=2 ") and "OMP_PLACES=cores" in ccx.snippet
+    assert ccx.snippet.endswith("python train.py --epochs 3")
+    assert numa.snippet.startswith("numactl --cpunodebind=0 --membind=0 env OMP_NUM_THREADS=2")
+    assert ccx.evidence["domains_used"] == [0, 1]
+
+
+def test_spread_quiet_when_job_does_not_fit_one_ccx():
+    threads = [ThreadInfo(100 + i, "python", "R", cpu_percent=90.0, last_cpu=c, cpus_seen=[c])
+               for i, c in enumerate([0, 1, 2])]     # 3 busy threads > 2 cores per CCX
+    assert codes(healthy(threads=threads), "PROC002") == []
+    assert codes(healthy(threads=threads), "PROC003") == []
+
+
+def test_spread_quiet_on_one_ccx_machine():
+    topo = two_ccx_topology()
+    topo = dataclasses.replace(topo, l3_domains=topo.l3_domains[:1], numa_nodes=topo.numa_nodes[:1])
+    assert codes(spread(), "PROC002", topo) == []
+
+
+# --- PROC004 SMT siblings ---
+
+def test_smt_siblings_both_busy():
+    threads = [ThreadInfo(100, "python", "R", cpu_percent=95.0, last_cpu=0, cpus_seen=[0]),
+               ThreadInfo(101, "python", "R", cpu_percent=90.0, last_cpu=4, cpus_seen=[4])]
+    [f] = pr.run_process_rules(healthy(threads=threads), two_ccx_topology(), only={"PROC004"})
+    assert "core 0 (CPUs 0,4)" in f.why
+    assert f.snippet.startswith("taskset -c 0-1 env OMP_NUM_THREADS=2")
+
+
+def test_smt_siblings_quiet_when_cores_are_all_busy():
+    threads = [ThreadInfo(100 + c, "python", "R", cpu_percent=90.0, last_cpu=c, cpus_seen=[c]) for c in range(8)]
+    assert codes(healthy(threads=threads), "PROC004") == []
+
+
+# --- PROC005 OpenMP runtimes ---
+
+def test_two_different_openmp_runtimes_is_an_error():
+    [f] = pr.run_process_rules(healthy(libraries=[GOMP, IOMP]), two_ccx_topology(), only={"PROC005"})
+    assert f.severity == "error" and "libgomp.so.1 (from torch), libiomp5.so (from intel_openmp)" in f.title
+    assert "KMP_DUPLICATE_LIB_OK" in f.fix and f.snippet.startswith("env OMP_NUM_THREADS=4 ")
+
+
+def test_two_copies_of_libgomp_is_a_warning():
+    system = NativeLib("libgomp.so.1.0.0", "openmp", "GNU OpenMP (libgomp)", "gomp", "system")
+    [f] = pr.run_process_rules(healthy(libraries=[GOMP, system]), two_ccx_topology(), only={"PROC005"})
+    assert f.severity == "warning" and "2 copies" in f.title
+
+
+def test_two_openmp_runtimes_from_fake_proc_maps(tmp_path):
+    """No libiomp5 is installed here, so the maps file of a fake /proc root lists both runtimes."""
+    fp = FakeProc(tmp_path)
+    fp.add_process(321, maps=["/env/lib/python3.11/site-packages/torch/lib/libgomp.so.1",
+                              "/env/lib/libiomp5.so", "/env/lib/libmkl_intel_thread.so.2"],
+                   threads={321: dict(processor=0)})
+    clock = StepClock()
+    insp = inspect_process(321, 0.3, root=tmp_path, topology=two_ccx_topology(), clock=clock, sleep=clock.sleep)
+    found = pr.run_process_rules(insp, two_ccx_topology(), strict=True)
+    assert [f.code for f in found] == ["PROC005"] and found[0].severity == "error"
+    assert found[0].evidence["openmp_runtimes"] == ["libgomp.so.1", "libiomp5.so"]
+
+
+# --- PROC006 workers x threads ---
+
+def test_worker_thread_explosion():
+    kids = [ChildProcess(200 + i, "python", threads=9, cpu_percent=30.0) for i in range(4)]
+    insp = healthy(children=kids, children_threads=36)
+    [f] = pr.run_process_rules(insp, two_ccx_topology(), only={"PROC006"})
+    assert f.snippet_lang == "python" and "threadpool_limits(1)" in f.snippet
+    assert "torch.set_num_threads(4)" in f.snippet and "num_workers=4" in f.snippet
+    assert "4 workers x up to 9 threads: 39 threads on 8 CPUs" == f.title
+
+
+def test_single_thread_workers_are_fine():
+    kids = [ChildProcess(200 + i, "python", threads=1, cpu_percent=30.0) for i in range(6)]
+    assert codes(healthy(children=kids, children_threads=6), "PROC006") == []
+
+
+# --- PROC007 swapping ---
+
+def test_swapping():
+    [f] = pr.run_process_rules(healthy(swap_bytes=512 << 20, major_faults_per_s=40.0), two_ccx_topology(),
+                               only={"PROC007"})
+    assert f.severity == "warning" and "512 MiB" in f.why
+    assert pr.run_process_rules(healthy(major_faults_per_s=2500.0), two_ccx_topology(),
+                                only={"PROC007"})[0].severity == "error"
+    assert codes(healthy(swap_bytes=4 << 20, major_faults_per_s=3.0), "PROC007") == []
+
+
+# --- PROC008 starved ---
+
+def test_starved_waiting_on_workers():
+    threads = [ThreadInfo(100 + i, "python", "S", cpu_percent=5.0, last_cpu=i) for i in range(8)]
+    kids = [ChildProcess(200 + i, "python", threads=1, cpu_percent=95.0) for i in range(2)]
+    insp = healthy(threads=threads, num_threads=8, cpu_percent=40.0, children=kids, children_threads=2,
+                   children_cpu_percent=190.0, runnable_mean=2.0)
+    [f] = pr.run_process_rules(insp, two_ccx_topology(), only={"PROC008"})
+    assert "DataLoader workers are busy" in f.title and f.snippet == "py-spy dump --pid 100"
+
+
+def test_starved_quiet_for_busy_job_and_for_exited():
+    assert codes(healthy(num_threads=8, cpu_percent=700.0), "PROC008") == []
+    assert codes(healthy(num_threads=8, cpu_percent=10.0, status="exited"), "PROC008") == []
+
+
+# --- PROC009 env asks too much ---
+
+def test_thread_env_exceeds_quota():
+    insp = healthy(env={"OMP_NUM_THREADS": "64", "MKL_NUM_THREADS": "4"}, cpu_quota=4.0, usable_cpus=4)
+    [f] = pr.run_process_rules(insp, two_ccx_topology(), only={"PROC009"})
+    assert f.title == "OMP_NUM_THREADS=64 exceeds the 4 usable CPUs" and "cgroup quota 4 CPUs" in f.why
+    assert "OMP_NUM_THREADS=4" in f.snippet
+    assert codes(healthy(env={"OMP_NUM_THREADS": "8"}), "PROC009") == []
+
+
+# --- PROC010 migrations ---
+
+def test_threads_migrate():
+    threads = [ThreadInfo(100, "python", "R", cpu_percent=95.0, last_cpu=3, cpus_seen=[0, 1, 2, 3], migrations=12),
+               ThreadInfo(101, "python", "R", cpu_percent=90.0, last_cpu=1, cpus_seen=[1, 0], migrations=6)]
+    [f] = pr.run_process_rules(healthy(threads=threads), two_ccx_topology(), only={"PROC010"})
+    assert f.severity == "info" and "18 times in 2.0 s" in f.why
+    assert codes(healthy(), "PROC010") == []
+
+
+def test_unknown_command_gets_placeholder_and_rules_survive_unknowns():
+    insp = healthy(cmdline=None, runnable_mean=20.0, wait_percent=900.0)
+    [f] = pr.run_process_rules(insp, None, only={"PROC001"})
+    assert f.snippet.endswith("python train.py  # your command")
+    # Everything unknown: no rule fires, none crashes.
+    assert pr.run_process_rules(Inspection(pid=1), None, strict=True) == []
+
+
+def test_unknown_rule_code():
+    with pytest.raises(KeyError, match="no process rule"):
+        pr.run_process_rules(healthy(), None, only={"PROC404"})
