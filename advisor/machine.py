@@ -1,0 +1,222 @@
+"""Quantities derived from a Report that several rules and the snippets need.
+
+Each helper reads through :class:`~cpudoctor.advisor.engine.Facts` so the
+fields it relied on end up in the finding's evidence. Everything returns None
+when the report does not know, never a guess.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from typing import Any
+
+from cpudoctor.advisor.engine import Facts
+from cpudoctor.report import Report
+
+# Variables that set the size of a thread pool, in the order the runtimes read them.
+THREAD_VARS: tuple[str, ...] = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+# Variables that pin or bind OpenMP threads (any one of them counts as "pinned").
+PINNING_VARS: tuple[str, ...] = ("OMP_PLACES", "OMP_PROC_BIND", "GOMP_CPU_AFFINITY", "KMP_AFFINITY")
+
+
+@lru_cache(maxsize=1)
+def knowledge() -> dict[str, Any]:
+    from cpudoctor.resources import load_json
+
+    return load_json("advisor_knowledge.json")
+
+
+def gib(n: int | float | None) -> str:
+    """Bytes as a short GiB figure: ``17179869184`` -> ``"16 GiB"``, ``1.5 GiB``."""
+    if n is None:
+        return "unknown"
+    v = n / 2**30
+    return f"{v:.0f} GiB" if v >= 10 or v == int(v) else f"{v:.1f} GiB"
+
+
+def env(f: Facts, name: str) -> str | None:
+    """A whitelisted environment variable from the report (None when unset or unknown)."""
+    value = f.get(f"software.thread_env.{name}")
+    return None if value is None else str(value)
+
+
+def env_int(f: Facts, name: str) -> int | None:
+    value = env(f, name)
+    if value is None:
+        return None
+    try:
+        # OMP_NUM_THREADS may be a nesting list "8,2": the first level counts.
+        return int(str(value).split(",")[0].strip())
+    except ValueError:
+        return None
+
+
+def usable_cpu_list(f: Facts) -> list[int] | None:
+    """The CPUs this process may run on: the affinity/cgroup set, else every online CPU."""
+    allowed = f.get("topology.affinity.allowed_cpus")
+    if allowed:
+        return sorted(allowed)
+    online = f.get("topology.online_cpus")
+    return sorted(online) if online else None
+
+
+def usable_cpus(f: Facts) -> int | None:
+    """How many CPUs' worth of time the process may use (affinity and cgroup quota)."""
+    usable = f.get("topology.affinity.usable_cpus")
+    if usable:
+        return int(usable)
+    cpus = usable_cpu_list(f)
+    quota = f.get("topology.affinity.cpu_quota")
+    n = len(cpus) if cpus else f.get("topology.logical_cpus")
+    if n and quota:
+        return max(1, min(int(n), math.ceil(quota)))
+    return int(n) if n else None
+
+
+def usable_physical_cores(f: Facts) -> int | None:
+    """Physical cores among the usable CPUs, capped by the cgroup quota.
+
+    Compute-bound kernels (GEMM, convolutions) saturate a core's vector units
+    with one thread, so this is the right default thread count.
+    """
+    cores = f.get("topology.core_list", record=False) or []
+    allowed = set(usable_cpu_list(f) or [])
+    n: int | None = None
+    if cores and allowed:
+        n = sum(1 for c in cores if allowed.intersection(c.cpus))
+        f.record("topology.core_list", f"{len(cores)} cores")
+    if not n:
+        total_cores = f.get("topology.cores")
+        logical = f.get("topology.logical_cpus")
+        if total_cores and allowed and logical and len(allowed) < logical:
+            # Restricted set but no per-core map: assume SMT siblings are spread evenly.
+            n = max(1, round(len(allowed) * total_cores / logical))
+        else:
+            n = total_cores
+    if not n:
+        return None
+    quota = f.get("topology.affinity.cpu_quota")
+    if quota:
+        n = max(1, min(n, math.ceil(quota)))
+    return int(n)
+
+
+def smt_threads(f: Facts) -> int | None:
+    smt = f.get("topology.smt_threads_per_core")
+    if smt:
+        return int(smt)
+    cores, logical = f.get("topology.cores"), f.get("topology.logical_cpus")
+    if cores and logical:
+        return max(1, logical // cores)
+    return None
+
+
+def recommended_threads(report: Report, f: Facts | None = None) -> tuple[int, str]:
+    """(threads, where the number comes from): the sweep's measurement first, else physical cores."""
+    f = f or Facts(report)
+    rec = f.get("recommendation")
+    if rec is not None and rec.threads:
+        what = f"the thread sweep's best setting ({rec.variant})" if rec.variant else "the thread sweep's best setting"
+        return int(rec.threads), what
+    n = usable_physical_cores(f)
+    if n:
+        return n, f"{n} usable physical core{'s' if n != 1 else ''}"
+    cpus = usable_cpus(f)
+    if cpus:
+        return cpus, f"{cpus} usable CPU{'s' if cpus != 1 else ''}"
+    return 1, "unknown CPU count (1 is safe; raise it)"
+
+
+def flags(f: Facts) -> set[str]:
+    return set(f.get("cpu.flags") or [])
+
+
+def is_x86(f: Facts) -> bool | None:
+    arch = f.get("cpu.arch")
+    if arch:
+        return arch in ("x86_64", "amd64", "i686", "i386", "x86")
+    vendor = f.get("cpu.vendor")
+    if vendor:
+        return vendor in ("AMD", "Intel", "Hygon", "Zhaoxin", "VIA")
+    return None
+
+
+def expected_torch_capability(f: Facts) -> str | None:
+    """What PyTorch's dispatcher should pick from this CPU's flags (x86 only)."""
+    if not is_x86(f):
+        return None
+    if not f.get("cpu.flags"):
+        return None
+    fma = bool(f.get("cpu.isa.fma"))
+    if f.get("cpu.isa.avx512_torch_kernels") and fma:
+        return "AVX512"
+    if f.get("cpu.isa.avx2") and fma:
+        return "AVX2"
+    return "DEFAULT"
+
+
+def torch_installed(f: Facts) -> bool:
+    return f.get("software.torch.status") not in (None, "not_installed")
+
+
+def torch_build(f: Facts) -> str | None:
+    """cpu | cuda | rocm | None, from the package metadata or the torch child."""
+    for pkg in f.get("software.packages", record=False) or []:
+        if pkg.name == "torch" and pkg.build and pkg.build != "unknown":
+            f.record("software.packages[torch].build", pkg.build)
+            return pkg.build
+    if f.get("software.torch.hip_version"):
+        return "rocm"
+    if f.get("software.torch.cuda_version"):
+        return "cuda"
+    version = f.get("software.torch.version") or ""
+    if "+cpu" in version:
+        return "cpu"
+    if "+cu" in version:
+        return "cuda"
+    if "+rocm" in version:
+        return "rocm"
+    return None
+
+
+def package(report: Report, name: str):
+    """The PackageInfo for ``name`` (None when not installed or unknown)."""
+    sw = report.software
+    if sw is None:
+        return None
+    for pkg in sw.packages:
+        if pkg.name.lower().replace("_", "-") == name.lower():
+            return pkg
+    return None
+
+
+def gpu_present(f: Facts, kind: str) -> bool | None:
+    """Whether an NVIDIA (``cuda``) or AMD (``rocm``) GPU was seen; None when the report cannot say.
+
+    The software probe may add a GPU list; until then only a torch child that
+    actually saw a device can answer.
+    """
+    gpus = f.get("software.gpus", record=False)
+    if isinstance(gpus, list):
+        f.record("software.gpus", gpus)
+        vendors = {str(getattr(g, "vendor", g)).lower() for g in gpus}
+        want = "nvidia" if kind == "cuda" else "amd"
+        return any(want in v for v in vendors)
+    count = f.get("software.torch.device_count", record=False)
+    if isinstance(count, int) and torch_build(f) == kind:
+        f.record("software.torch.device_count", count)
+        return count > 0
+    return None
+
+
+def l3_count(f: Facts) -> int:
+    doms = f.get("topology.l3_domains", record=False) or []
+    f.record("topology.l3_domains", f"{len(doms)} L3 domain{'s' if len(doms) != 1 else ''}")
+    return len(doms)
+
+
+def numa_count(f: Facts) -> int:
+    nodes = [n for n in (f.get("topology.numa_nodes", record=False) or []) if n.cpus]
+    f.record("topology.numa_nodes", f"{len(nodes)} NUMA node{'s' if len(nodes) != 1 else ''} with CPUs")
+    return len(nodes)

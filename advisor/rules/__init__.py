@@ -1,0 +1,14 @@
+"""The rules, one module per category. Importing this package registers them all."""
+
+from cpudoctor.advisor.rules import (  # noqa: F401  (import = registration)
+    allocators,
+    blas,
+    environment,
+    isa,
+    myths,
+    os_memory,
+    precision,
+    threads,
+    topology,
+    torch,
+)

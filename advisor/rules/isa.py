@@ -1,0 +1,303 @@
+"""Instruction sets: what the silicon has, what the OS lets through, what the builds need."""
+
+from __future__ import annotations
+
+from cpudoctor.advisor import machine, snippets
+from cpudoctor.advisor.engine import Facts, rule
+from cpudoctor.report import Finding, Report
+
+
+def _uarch(f: Facts) -> str | None:
+    u = f.get("cpu.microarchitecture")
+    return u.lower() if u else None
+
+
+@rule("ISA001", "avx512-not-usable", category="isa", severity="warning",
+      title="AVX-512 in the silicon but hidden from programs")
+def avx512_not_usable(report: Report) -> list[Finding]:
+    """What it checks:
+        Whether the CPU's micro-architecture implements AVX-512 (Skylake-SP and later Xeons,
+        Ice/Tiger/Rocket Lake, Zen4, Zen5) while the kernel does not report ``avx512f`` and
+        ``avx512cd``, so no program may use it.
+
+    Why it matters:
+        oneDNN, MKL and PyTorch pick their fastest kernels from what the OS reports. A hypervisor
+        that masks AVX-512 (common on cloud VMs with an old CPU model, or live-migration pools),
+        or a kernel booted with ``clearcpuid``/``noxsave``, halves the vector width: GEMM and
+        convolutions run the AVX2 code path at up to half the FLOP/s.
+
+    Fix:
+        On a VM, ask for a CPU model that passes AVX-512 through (libvirt ``host-passthrough``,
+        ``-cpu host`` in QEMU, a newer instance type in the cloud). On bare metal, remove
+        ``clearcpuid=``/``noxsave`` from the kernel command line and update the kernel.
+    """
+    f = Facts(report)
+    if not f.get("cpu.flags") or not machine.is_x86(f):
+        return []
+    uarch = _uarch(f)
+    usable = f.get("cpu.isa.avx512_usable")
+    if usable:
+        subsets = f.get("cpu.isa.avx512_subsets") or []
+        return [f.finding("ok", f"AVX-512 is usable ({', '.join(subsets) or 'F, CD'})")]
+    silicon = machine.knowledge()["avx512_silicon"]["uarchs"]
+    if uarch not in silicon:
+        label = uarch or "this CPU"
+        return [f.finding("ok", f"AVX-512: not part of {label}; AVX2-class kernels are the best available")]
+    hyper = f.get("cpu.hypervisor")
+    virt = f.get("software.os.virtualization")
+    who = f"the hypervisor{f' ({virt})' if virt else ''}" if hyper else "the operating system or firmware"
+    why = (f"This is a {uarch} CPU ({silicon[uarch]}), which has AVX-512, but the kernel reports no "
+           f"avx512f/avx512cd, so {who} hides it. PyTorch, oneDNN and MKL then run their AVX2 kernels, "
+           f"with half the vector width for GEMM and convolutions.")
+    if hyper:
+        fix = ("Give the VM a CPU model that passes AVX-512 through: libvirt <cpu mode='host-passthrough'/>, "
+               "QEMU -cpu host, or an instance type whose CPU model exposes AVX-512.")
+        snippet = "# libvirt (virsh edit VM):\n#   <cpu mode='host-passthrough' check='none'/>\n# QEMU:\nqemu-system-x86_64 -cpu host ..."
+    else:
+        fix = ("Check /proc/cmdline for clearcpuid= or noxsave and remove them, and use a kernel newer than "
+               "the CPU (older kernels do not enable its XSAVE state).")
+        snippet = "cat /proc/cmdline\ngrep -o 'avx512[a-z_0-9]*' /proc/cpuinfo | sort -u"
+    return [f.finding("warning", "AVX-512 is in the silicon but hidden from programs", why=why, fix=fix, snippet=snippet)]
+
+
+@rule("ISA002", "torch-capability-below-cpu", category="isa", severity="warning",
+      title="PyTorch runs slower kernels than the CPU supports")
+def torch_capability_below_cpu(report: Report) -> list[Finding]:
+    """What it checks:
+        PyTorch's run-time kernel choice (``torch.backends.cpu.get_cpu_capability()``: DEFAULT,
+        AVX2 or AVX512) against what the CPU's flags allow (AVX512 needs F+BW+DQ+VL and FMA,
+        AVX2 needs AVX2 and FMA), and whether ``ATEN_CPU_CAPABILITY`` forces it lower. Also notes
+        AVX-512 CPUs whose subsets are too few for PyTorch's AVX512 kernels (e.g. Xeon Phi).
+
+    Why it matters:
+        PyTorch's vectorised element-wise, reduction and activation kernels are compiled three
+        times and picked at start-up. Running the DEFAULT (SSE) kernels on an AVX2 machine, or
+        AVX2 on an AVX-512 machine, costs up to 2x on those operators.
+
+    Fix:
+        Unset ``ATEN_CPU_CAPABILITY`` (it can only lower the choice), and update PyTorch if an old
+        build does not know this CPU's AVX-512.
+    """
+    f = Facts(report)
+    status = f.get("software.torch.status")
+    if status != "ok":
+        return []
+    actual = f.get("software.torch.cpu_capability")
+    expected = machine.expected_torch_capability(f)
+    rank = machine.knowledge()["torch_cpu_capability"]["rank"]
+    if not actual or expected is None or actual.upper() not in rank:
+        return []
+    forced = machine.env(f, "ATEN_CPU_CAPABILITY")
+    if rank[actual.upper()] < rank[expected]:
+        why = (f"The CPU's flags allow PyTorch's {expected} kernels, but this PyTorch "
+               f"({f.get('software.torch.version') or 'unknown version'}) runs {actual}.")
+        if forced:
+            why += f" ATEN_CPU_CAPABILITY={forced} is set in the environment and forces it down."
+            fix = "Unset ATEN_CPU_CAPABILITY where it is set (shell profile, launch script, container image)."
+            snippet = snippets.unset_lines(["ATEN_CPU_CAPABILITY"])
+        else:
+            why += " Vectorised operators then run at up to half their speed."
+            fix = "Update PyTorch to a release that dispatches this CPU's best kernels."
+            snippet = snippets.install_commands(report)
+        return [f.finding("warning", f"PyTorch uses {actual} kernels; this CPU can run {expected}",
+                          why=why, fix=fix, snippet=snippet)]
+    if f.get("cpu.isa.avx512_usable") and not f.get("cpu.isa.avx512_torch_kernels"):
+        subsets = ", ".join(f.get("cpu.isa.avx512_subsets") or [])
+        return [f.finding("info", f"AVX-512 is usable but not for PyTorch's AVX512 kernels ({subsets})",
+                          why=(f"PyTorch's AVX512 kernels need the F, BW, DQ and VL subsets; this CPU has {subsets}, "
+                               f"so PyTorch runs its {actual} kernels. oneDNN and MKL still use what there is."),
+                          fix="Nothing to change: this is the best PyTorch build for this CPU.")]
+    return [f.finding("ok", f"PyTorch runs its best kernels for this CPU ({actual})")]
+
+
+def _sigill_checks(f: Facts) -> list[tuple[str, str]]:
+    """(package, message) for every import that died of SIGILL."""
+    out: list[tuple[str, str]] = []
+    if f.get("software.torch.status") == "crashed" and f.get("software.torch.signal_name") == "SIGILL":
+        out.append(("torch", f.get("software.torch.error") or "Illegal instruction"))
+    for chk in f.get("software.import_checks", record=False) or []:
+        if chk.status == "crashed" and chk.signal_name == "SIGILL" and chk.package not in {p for p, _ in out}:
+            f.record(f"software.import_checks[{chk.package}]", f"crashed {chk.signal_name}")
+            out.append((chk.package, chk.message or "Illegal instruction"))
+    return out
+
+
+def _risk_for(f: Facts, package: str):
+    for risk in f.get("software.isa_risks", record=False) or []:
+        if risk.package == package:
+            return risk
+    return None
+
+
+@rule("ISA003", "illegal-instruction", category="isa", severity="error",
+      title="Importing a package crashes with Illegal instruction")
+def illegal_instruction(report: Report) -> list[Finding]:
+    """What it checks:
+        Whether importing PyTorch or another installed deep-learning package in a child process
+        died of signal SIGILL ("Illegal instruction"), and which instructions the package build
+        needs that this CPU lacks (from the ISA-floor table).
+
+    Why it matters:
+        A binary built for a newer instruction set (AVX, AVX2, x86-64-v2/v3) kills the whole Python
+        process the moment it runs one such instruction, with no Python traceback. Nothing can
+        catch it; every script that imports the package dies.
+
+    Fix:
+        Install a build made for this CPU: an older release whose floor the CPU meets, a conda-forge
+        build, or a build from source with the right ``-march``. Running on a newer CPU also works.
+    """
+    f = Facts(report)
+    crashed = _sigill_checks(f)
+    if not crashed:
+        if f.get("software.children_ran"):
+            return [f.finding("ok", "Installed deep-learning packages import without Illegal instruction")]
+        return []
+    out = []
+    for package, message in crashed:
+        risk = _risk_for(f, package)
+        missing = ", ".join(risk.missing) if risk and risk.missing else ""
+        brand = f.get("cpu.brand") or "this CPU"
+        why = f"Importing {package} in a child process died with SIGILL ({message.strip()[:160]})."
+        if missing:
+            why += f" The installed build needs {missing}, which {brand} lacks."
+        if risk and risk.note:
+            why += f" {risk.note}"
+        fix = (f"Install a {package} build that matches this CPU (an older release, a conda-forge build, or "
+               f"one compiled from source), or run on a CPU that has {missing or 'the instructions it needs'}.")
+        snippet = snippets.install_commands(report) if package == "torch" else f"python -m pip install --force-reinstall '{package}<VERSION'  # a release whose ISA floor this CPU meets"
+        out.append(f.finding("error", f"{package} crashes on import: Illegal instruction", why=why, fix=fix, snippet=snippet))
+    return out
+
+
+@rule("ISA004", "import-failed", category="isa", severity="error",
+      title="A package crashed, failed or hung on import")
+def import_failed(report: Report) -> list[Finding]:
+    """What it checks:
+        The import checks (each installed deep-learning package imported in its own child process
+        with a timeout): crashes by a signal other than SIGILL, Python errors, and timeouts.
+
+    Why it matters:
+        A package that segfaults or raises on import breaks every training script that uses it;
+        a hanging import usually means a broken CUDA/ROCm driver stack or a deadlocked OpenMP
+        runtime. The exit status says which: SIGSEGV and SIGABRT point at mixed native libraries.
+
+    Fix:
+        Reinstall the package in a clean environment (``python -m venv``) with versions that match
+        each other; the message of the failed import names the library that failed.
+    """
+    f = Facts(report)
+    checks = f.get("software.import_checks", record=False) or []
+    out = []
+    seen = set()
+    torch_status = f.get("software.torch.status")
+    if torch_status in ("crashed", "error", "timeout") and f.get("software.torch.signal_name") != "SIGILL":
+        checks = [_TorchCheck(torch_status, f.get("software.torch.signal_name"), f.get("software.torch.error") or "")] + list(checks)
+    for chk in checks:
+        if chk.status not in ("crashed", "error", "timeout") or chk.package in seen:
+            continue
+        if chk.status == "crashed" and chk.signal_name == "SIGILL":
+            continue  # ISA003 explains these
+        seen.add(chk.package)
+        f.record(f"software.import_checks[{chk.package}]", f"{chk.status} {chk.signal_name or ''}".strip())
+        if chk.status == "crashed":
+            sev, what = "error", f"crashed with {chk.signal_name or 'a signal'}"
+        elif chk.status == "timeout":
+            sev, what = "warning", "did not finish importing before the time limit"
+        else:
+            sev, what = "error", "raised an error"
+        why = f"Importing {chk.package} in a child process {what}."
+        if chk.message:
+            why += f" Message: {chk.message.strip()[:200]}"
+        out.append(f.finding(sev, f"{chk.package} {what} on import", why=why,
+                             fix=("Reinstall it in a clean virtual environment with matching versions; "
+                                  "the message names the library that failed."),
+                             snippet=f"python -m venv fresh-env && . fresh-env/bin/activate\npython -m pip install {chk.package}"))
+    if not out and checks and all(c.status in ("ok", "skipped") for c in checks):
+        return [f.finding("ok", f"All {sum(1 for c in checks if c.status == 'ok')} import checks passed")]
+    return out
+
+
+class _TorchCheck:
+    """The torch child's result shaped like an ImportCheck."""
+
+    def __init__(self, status: str, signal_name: str | None, message: str):
+        self.package, self.status, self.signal_name, self.message = "torch", status, signal_name, message
+
+
+@rule("ISA005", "package-isa-floor", category="isa", severity="error",
+      title="An installed package needs instructions this CPU lacks")
+def package_isa_floor(report: Report) -> list[Finding]:
+    """What it checks:
+        The ISA-risk table: for each installed package build, the instruction sets it requires
+        (TensorFlow wheels: AVX; numpy 2.x: the x86-64 baseline it was built for; jaxlib, onnxruntime
+        ...) against this CPU's flags. Packages that would be at risk if installed are listed too.
+
+    Why it matters:
+        A package at risk imports fine until the first function that uses the missing instruction,
+        then the process dies with "Illegal instruction" — often minutes into a run.
+
+    Fix:
+        Replace the package with a release or build that matches this CPU before it crashes a run;
+        do not install the ones listed as "at risk if installed".
+    """
+    f = Facts(report)
+    risks = f.get("software.isa_risks", record=False)
+    if risks is None:
+        return []
+    crashed = {p for p, _ in _sigill_checks(Facts(report))}
+    out = []
+    installed_risk = [r for r in risks if r.at_risk and r.installed and r.package not in crashed]
+    future_risk = [r for r in risks if r.at_risk and not r.installed]
+    for r in installed_risk:
+        f.record(f"software.isa_risks[{r.package}]", {"needs": r.needs, "missing": r.missing})
+        brand = f.get("cpu.brand") or "this CPU"
+        out.append(f.finding(
+            "error", f"{r.package} {r.version or ''} needs {', '.join(r.missing)}, which this CPU lacks".replace("  ", " "),
+            why=(f"The installed {r.package} build requires {', '.join(r.needs)}; {brand} lacks {', '.join(r.missing)}. "
+                 f"It will die with Illegal instruction the first time that code runs. {r.note}").strip(),
+            fix=f"Replace {r.package} with a build for this CPU (an older release or a conda-forge build).",
+        ))
+    if future_risk:
+        names = ", ".join(f"{r.package} ({', '.join(r.missing)})" for r in future_risk)
+        f.record("software.isa_risks[not installed]", [r.package for r in future_risk])
+        out.append(f.finding("info", f"Do not install stock builds of: {', '.join(r.package for r in future_risk)}",
+                             why=f"Their usual builds need instructions this CPU lacks: {names}.",
+                             fix="Use builds compiled for this CPU (conda-forge, or from source) if you need them."))
+    if not out and risks:
+        return [f.finding("ok", f"Every installed package's ISA floor is met ({sum(1 for r in risks if r.installed)} checked)")]
+    return out
+
+
+@rule("ISA006", "fma-masked", category="isa", severity="warning",
+      title="AVX2 without FMA: PyTorch falls back to its slowest kernels")
+def fma_masked(report: Report) -> list[Finding]:
+    """What it checks:
+        A CPU that reports ``avx2`` but not ``fma`` — every AVX2 CPU ever made has FMA3, so this is
+        a hypervisor's CPU model masking it (e.g. a KVM guest with a generic CPU type).
+
+    Why it matters:
+        PyTorch's AVX2 kernels and oneDNN's AVX2 code need AVX2 *and* FMA. Without FMA, PyTorch
+        dispatches its DEFAULT (SSE) kernels and GEMMs lose half their FLOP/s (one fused
+        multiply-add becomes two instructions).
+
+    Fix:
+        Give the VM the host's CPU model (libvirt ``host-passthrough``, QEMU ``-cpu host``) or a
+        named model with FMA (``Haswell`` or later, ``EPYC``).
+    """
+    f = Facts(report)
+    flags = machine.flags(f)
+    if not flags or not machine.is_x86(f):
+        return []
+    if "avx2" not in flags:
+        return []
+    if "fma" in flags:
+        return [f.finding("ok", "AVX2 and FMA are both available")]
+    hyper = f.get("cpu.hypervisor")
+    return [f.finding(
+        "warning", "AVX2 is reported without FMA" + (" (the hypervisor masks it)" if hyper else ""),
+        why=(f"{f.get('cpu.brand') or 'This CPU'} reports avx2 but not fma; no real AVX2 CPU lacks FMA3, so "
+             f"{'the VM' if hyper else 'the kernel/firmware'} hides it. PyTorch needs both for its AVX2 kernels and "
+             "runs DEFAULT (SSE) kernels instead; GEMM throughput halves."),
+        fix="Pass the host CPU model through to the VM (host-passthrough / -cpu host).",
+        snippet="# libvirt: <cpu mode='host-passthrough' check='none'/>\nqemu-system-x86_64 -cpu host ...",
+    )]

@@ -1,0 +1,146 @@
+"""Thread counts: set at all, within the CPUs the process may use, one per physical core."""
+
+from __future__ import annotations
+
+from cpudoctor.advisor import machine, snippets
+from cpudoctor.advisor.engine import Facts, rule
+from cpudoctor.report import Finding, Report
+
+
+def _set_counts(f: Facts) -> dict[str, int]:
+    """Thread-count variables that are set (and parse as numbers)."""
+    out = {}
+    for name in machine.THREAD_VARS:
+        n = machine.env_int(f, name)
+        if n is not None:
+            out[name] = n
+    return out
+
+
+def _limit_text(f: Facts, usable: int) -> str:
+    quota = f.get("topology.affinity.cpu_quota")
+    allowed = f.get("topology.affinity.allowed_cpus")
+    logical = f.get("topology.logical_cpus")
+    parts = []
+    if allowed and logical and len(allowed) < logical:
+        parts.append(f"the affinity/cpuset allows {len(allowed)} of {logical} CPUs")
+    if quota:
+        parts.append(f"the cgroup CPU quota is {quota:g} CPUs")
+    return f"{usable} usable CPUs" + (f" ({'; '.join(parts)})" if parts else "")
+
+
+@rule("THR001", "thread-env-unset", category="threads", severity="info",
+      title="Thread counts are left to each library's default")
+def thread_env_unset(report: Report) -> list[Finding]:
+    """What it checks:
+        Whether ``OMP_NUM_THREADS`` is set in the environment the report was made in.
+
+    Why it matters:
+        Without it every library guesses on its own: PyTorch takes the number of physical cores of
+        the whole machine (ignoring cgroup quotas), numpy's OpenBLAS takes every logical CPU, and
+        each DataLoader worker process starts its own pools. An explicit count makes runs
+        reproducible and keeps pools from fighting.
+
+    Fix:
+        Export ``OMP_NUM_THREADS`` (and ``MKL_NUM_THREADS``) to the usable physical cores — or to
+        the thread sweep's best count — before Python starts.
+    """
+    f = Facts(report)
+    if f.get("software") is None:
+        return []
+    value = machine.env(f, "OMP_NUM_THREADS")
+    if value is not None:
+        return [f.finding("ok", f"OMP_NUM_THREADS is set ({value})")]
+    plan = snippets.thread_plan(report)
+    torch_default = f.get("software.torch.intra_op_threads")
+    why = "OMP_NUM_THREADS is not set, so each library picks its own thread count"
+    why += f": PyTorch chose {torch_default}." if torch_default else "."
+    why += f" This machine's best default is {plan.threads} ({plan.source})."
+    return [f.finding("info", "OMP_NUM_THREADS is not set", why=why,
+                      fix=f"Set the thread count explicitly to {plan.threads} before Python starts.",
+                      snippet=snippets.shell_exports(report, "bash"))]
+
+
+@rule("THR002", "threads-above-usable-cpus", category="threads", severity="warning",
+      title="More threads than CPUs the process may use")
+def threads_above_usable(report: Report) -> list[Finding]:
+    """What it checks:
+        Each thread-count variable (``OMP_NUM_THREADS``, ``MKL_NUM_THREADS``,
+        ``OPENBLAS_NUM_THREADS``) and PyTorch's actual intra-op thread count against the usable
+        CPUs: the affinity mask / cgroup cpuset and the cgroup CPU quota (``cpu.max``).
+
+    Why it matters:
+        OpenMP threads spin and then wait at every barrier for the slowest one. With more threads
+        than CPUs, some threads wait for a time slice while the rest spin: in a container limited
+        to 4 CPUs, 64 threads make every parallel region several times slower, not faster.
+        PyTorch's default ignores cgroup quotas, so containers hit this by default.
+
+    Fix:
+        Set the thread counts to the usable CPUs (better: the usable physical cores).
+    """
+    f = Facts(report)
+    usable = machine.usable_cpus(f)
+    if not usable:
+        return []
+    counts = _set_counts(f)
+    torch_threads = f.get("software.torch.intra_op_threads")
+    if torch_threads:
+        counts.setdefault("torch intra-op threads", int(torch_threads))
+    if not counts:
+        return []
+    over = {k: v for k, v in counts.items() if v > usable}
+    if not over:
+        return [f.finding("ok", f"Thread counts fit the {usable} usable CPUs ({max(counts.values())} at most)")]
+    worst = max(over.values())
+    plan = snippets.thread_plan(report)
+    return [f.finding(
+        "warning", f"{worst} threads on {usable} usable CPUs",
+        why=(f"{', '.join(f'{k}={v}' for k, v in over.items())} but this process may use {_limit_text(f, usable)}. "
+             f"That is {worst / usable:.1f}x oversubscribed: threads wait for time slices at every OpenMP barrier."),
+        fix=f"Lower the thread counts to {plan.threads} ({plan.source}).",
+        snippet=snippets.shell_exports(report, "bash"))]
+
+
+@rule("THR003", "threads-count-smt", category="threads", severity="warning",
+      title="Thread count includes SMT siblings")
+def threads_count_smt(report: Report) -> list[Finding]:
+    """What it checks:
+        Whether the thread count (``OMP_NUM_THREADS`` or PyTorch's intra-op threads) is above the
+        number of usable physical cores on a CPU with SMT (2 hardware threads per core), i.e. it
+        counts logical CPUs.
+
+    Why it matters:
+        Two threads on one core share its vector units, caches and load ports. GEMM and
+        convolution kernels already keep the FMA units busy with one thread, so the sibling adds
+        contention, not FLOP/s; training is typically a few percent to 20% slower than with one
+        thread per core, and the extra threads make barriers slower.
+
+    Fix:
+        Use one thread per physical core (the thread sweep measures both), and leave the SMT
+        siblings to DataLoader workers.
+    """
+    f = Facts(report)
+    smt = machine.smt_threads(f)
+    cores = machine.usable_physical_cores(f)
+    usable = machine.usable_cpus(f)
+    if not smt or not cores or not usable:
+        return []
+    count = machine.env_int(f, "OMP_NUM_THREADS")
+    source = "OMP_NUM_THREADS"
+    if count is None:
+        count = f.get("software.torch.intra_op_threads")
+        source = "PyTorch's intra-op thread count"
+    if not count:
+        return []
+    if smt < 2:
+        return [f.finding("ok", "No SMT: one thread per core already")]
+    if count <= cores:
+        return [f.finding("ok", f"{source} = {count} stays within the {cores} physical cores")]
+    if count > usable:
+        return []  # THR002 reports this, with the bigger problem first
+    return [f.finding(
+        "warning", f"{count} threads on {cores} physical cores: SMT siblings are counted",
+        why=(f"{source} is {count}, but the usable CPUs hold only {cores} physical cores ({smt} hardware threads each). "
+             f"{count - cores} threads share a core's FMA units with another compute thread."),
+        fix=f"Use {cores} threads (one per physical core) and give the siblings to DataLoader workers.",
+        snippet=snippets.shell_exports(report, "bash"))]

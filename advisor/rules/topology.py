@@ -1,0 +1,110 @@
+"""Thread placement across CCXs (L3 domains) and NUMA nodes."""
+
+from __future__ import annotations
+
+from cpudoctor.advisor import machine, snippets
+from cpudoctor.advisor.engine import Facts, rule
+from cpudoctor.probes._fs import format_cpulist
+from cpudoctor.report import Finding, Report
+
+
+def _pinned_by(f: Facts) -> str | None:
+    for name in machine.PINNING_VARS:
+        value = machine.env(f, name)
+        if value:
+            return f"{name}={value}"
+    return None
+
+
+def _spanned(groups: list[list[int]], usable: list[int] | None) -> int:
+    if not usable:
+        return len(groups)
+    u = set(usable)
+    return sum(1 for g in groups if u.intersection(g))
+
+
+@rule("TOPO001", "numa-unpinned", category="topology", severity="warning",
+      title="Threads may spread over several NUMA nodes without pinning")
+def numa_unpinned(report: Report) -> list[Finding]:
+    """What it checks:
+        Machines with more than one NUMA node (multi-socket, EPYC in NPS2/NPS4, Xeon SNC) where the
+        process may run on CPUs of several nodes and no OpenMP binding (``OMP_PLACES``,
+        ``OMP_PROC_BIND``, ``GOMP_CPU_AFFINITY``, ``KMP_AFFINITY``) is set.
+
+    Why it matters:
+        Memory is allocated on the node of the thread that first touches it. Unbound threads
+        migrate between nodes and then read their tensors over the inter-socket or inter-die link,
+        at roughly 1.5-2x the latency and a fraction of local bandwidth (see the node distances).
+        One job per NUMA node, bound with ``numactl``, usually trains faster than one job over all.
+
+    Fix:
+        Bind the job to one node (``numactl --cpunodebind=N --membind=N``), or run one process per
+        node (DistributedDataParallel with the gloo backend), with ``OMP_PLACES=cores
+        OMP_PROC_BIND=close``.
+    """
+    f = Facts(report)
+    nodes = [n for n in (f.get("topology.numa_nodes", record=False) or []) if n.cpus]
+    machine.numa_count(f)
+    if len(nodes) < 2:
+        return [f.finding("ok", "One NUMA node: no cross-node memory traffic")] if nodes else []
+    usable = machine.usable_cpu_list(f)
+    spanned = _spanned([n.cpus for n in nodes], usable)
+    pinned = _pinned_by(f)
+    if spanned < 2:
+        return [f.finding("ok", f"The process is confined to one of the {len(nodes)} NUMA nodes")]
+    if pinned:
+        return [f.finding("ok", f"Threads are bound ({pinned}) across {spanned} NUMA nodes")]
+    dist = nodes[0].distances
+    far = max(dist) if dist else None
+    near = min(dist) if dist else None
+    ratio = f" Remote memory here is {far / near:.1f}x the local distance ({near} vs {far})." if far and near else ""
+    return [f.finding(
+        "warning", f"Threads can spread over {spanned} NUMA nodes unpinned",
+        why=(f"The process may run on {len(usable or [])} CPUs over {spanned} NUMA nodes and no OpenMP binding is set, "
+             f"so threads migrate and read memory allocated on other nodes.{ratio}"),
+        fix="Run one job per NUMA node, bound with numactl (CPUs and memory).",
+        snippet=snippets.pinned_launches(report))]
+
+
+@rule("TOPO002", "ccx-unpinned", category="topology", severity="info",
+      title="Threads spread over several L3 caches (CCXs) without pinning")
+def ccx_unpinned(report: Report) -> list[Finding]:
+    """What it checks:
+        CPUs with more than one L3 cache domain (AMD CCXs: two per CCD on Zen2, one per CCD on
+        Zen3 and later) where the process may run on several and no OpenMP binding is set, and no
+        thread sweep recommendation chose a CPU set.
+
+    Why it matters:
+        Each CCX has its own L3; data shared between threads on different CCXs travels through the
+        Infinity Fabric at several times the L3 latency, and unbound threads migrate and lose their
+        warm cache. Small models whose working set fits one L3 often train faster on one CCX than
+        spread over all of them — the thread sweep measures it.
+
+    Fix:
+        Bind threads (``OMP_PLACES=cores OMP_PROC_BIND=close``) and, for small jobs, pin to one CCX
+        with ``taskset``; or run the thread sweep and use its pinning.
+    """
+    f = Facts(report)
+    doms = f.get("topology.l3_domains", record=False) or []
+    n = machine.l3_count(f)
+    if n < 2:
+        return [f.finding("ok", "One L3 cache: every core shares it")] if n == 1 else []
+    usable = machine.usable_cpu_list(f)
+    spanned = _spanned([d.cpus for d in doms], usable)
+    if spanned < 2:
+        return [f.finding("ok", f"The process is confined to one of the {n} L3 domains")]
+    pinned = _pinned_by(f)
+    rec = f.get("recommendation")
+    if pinned:
+        return [f.finding("ok", f"Threads are bound ({pinned}) across {spanned} L3 domains")]
+    if rec is not None and rec.cpus:
+        return [f.finding("ok", f"The thread sweep recommends pinning to CPUs {format_cpulist(rec.cpus)}")]
+    sizes = sorted({d.size_bytes for d in doms if d.size_bytes})
+    size = f" of {', '.join(f'{s // 2**20} MiB' for s in sizes)} each" if sizes else ""
+    per = len(doms[0].cpus)
+    return [f.finding(
+        "info", f"Threads can spread over {spanned} L3 domains (CCXs) unpinned",
+        why=(f"This CPU has {n} L3 caches{size}, {per} CPUs per L3. Unbound threads migrate between them and share "
+             "data over the Infinity Fabric instead of a common L3; small models often train faster on one CCX."),
+        fix="Bind threads to cores, and try one CCX per job (the thread sweep measures which is faster).",
+        snippet=snippets.pinned_launches(report))]

@@ -1,0 +1,403 @@
+"""What to type: shell exports, Python settings, pinned launches, installs, a launch script.
+
+Every generator takes the Report, so the numbers are this machine's: the
+thread count comes from the thread sweep's recommendation when the report has
+one, else from the usable physical cores (affinity and cgroup quota
+respected). CPU sets for pinning come from the report's topology (one L3
+domain = one CCX on AMD; NUMA nodes), through the pinning generator
+:mod:`cpudoctor.advisor.pinning` when it is available.
+
+No shell is assumed: exports exist for bash/zsh, fish, PowerShell and cmd.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+
+from cpudoctor import __version__
+from cpudoctor.advisor import machine
+from cpudoctor.advisor.engine import Facts
+from cpudoctor.probes._fs import format_cpulist
+from cpudoctor.report import Report
+
+SHELLS: tuple[str, ...] = ("bash", "zsh", "fish", "powershell", "cmd")
+SHELL_LABELS: dict[str, str] = {
+    "bash": "bash", "zsh": "zsh", "fish": "fish", "powershell": "PowerShell", "cmd": "cmd.exe",
+}
+# Syntax-highlighting / file-type names for Finding.snippet_lang and saved scripts.
+SCRIPT_SUFFIX: dict[str, str] = {"bash": ".sh", "zsh": ".zsh", "fish": ".fish", "powershell": ".ps1", "cmd": ".cmd"}
+
+CPU_WHEEL_INDEX = "https://download.pytorch.org/whl/cpu"
+
+
+@dataclass
+class ThreadPlan:
+    """The thread settings every snippet uses, and where each number comes from."""
+
+    threads: int
+    source: str
+    interop: int = 1
+    workers: int = 0
+    cpus: list[int] | None = None          # pin to these (None = no pinning)
+    variant: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+def thread_plan(report: Report) -> ThreadPlan:
+    f = Facts(report)
+    threads, source = machine.recommended_threads(report, f)
+    rec = report.recommendation
+    interop = rec.interop_threads if rec is not None and rec.interop_threads else 1
+    cpus = list(rec.cpus) if rec is not None and rec.cpus else None
+    usable = machine.usable_cpus(f) or threads
+    # DataLoader workers get what the compute threads leave (SMT siblings, spare
+    # cores), at most 4: decoding small images rarely needs more, and every
+    # worker holds its own copy of the dataset object.
+    spare = max(0, usable - threads)
+    workers = min(4, spare)
+    plan = ThreadPlan(threads=threads, source=source, interop=interop, workers=workers, cpus=cpus,
+                      variant=rec.variant if rec is not None else "")
+    if workers == 0:
+        plan.notes.append("no CPU is left over for DataLoader workers: load data in the main process "
+                          "(num_workers=0) or give up one compute thread per worker")
+    return plan
+
+
+# ---------------------------------------------------------------- env exports
+
+def thread_env(report: Report, plan: ThreadPlan | None = None, *, pinned: bool = False) -> dict[str, str]:
+    """The environment variables to set, in the order to show them."""
+    plan = plan or thread_plan(report)
+    n = str(plan.threads)
+    out = {"OMP_NUM_THREADS": n, "MKL_NUM_THREADS": n, "OPENBLAS_NUM_THREADS": n}
+    if pinned:
+        out["OMP_PLACES"] = "cores"
+        out["OMP_PROC_BIND"] = "close"
+    return out
+
+
+def _quote_ps(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def export_lines(env: dict[str, str], shell: str = "bash") -> str:
+    """``env`` as commands for ``shell`` (bash, zsh, fish, powershell, cmd)."""
+    shell = normalise_shell(shell)
+    lines = []
+    for name, value in env.items():
+        if shell in ("bash", "zsh"):
+            lines.append(f"export {name}={shlex.quote(value)}")
+        elif shell == "fish":
+            lines.append(f"set -gx {name} {shlex.quote(value)}")
+        elif shell == "powershell":
+            lines.append(f"$env:{name} = {_quote_ps(value)}")
+        else:  # cmd: no quoting; the value must not contain & | < > ^
+            lines.append(f"set {name}={value}")
+    return "\n".join(lines)
+
+
+def unset_lines(names: list[str], shell: str = "bash") -> str:
+    shell = normalise_shell(shell)
+    out = []
+    for name in names:
+        if shell in ("bash", "zsh"):
+            out.append(f"unset {name}")
+        elif shell == "fish":
+            out.append(f"set -e {name}")
+        elif shell == "powershell":
+            out.append(f"Remove-Item Env:{name} -ErrorAction SilentlyContinue")
+        else:
+            out.append(f"set {name}=")
+    return "\n".join(out)
+
+
+def normalise_shell(shell: str) -> str:
+    s = shell.strip().lower().replace(".exe", "")
+    s = {"pwsh": "powershell", "ps": "powershell", "sh": "bash", "cmd.exe": "cmd"}.get(s, s)
+    if s not in SHELLS:
+        raise ValueError(f"unknown shell {shell!r}; choose one of {', '.join(SHELLS)}")
+    return s
+
+
+def shell_exports(report: Report, shell: str = "bash", *, pinned: bool = False) -> str:
+    plan = thread_plan(report)
+    comment = "#" if normalise_shell(shell) != "cmd" else "rem"
+    head = f"{comment} {plan.threads} threads: {plan.source}"
+    return head + "\n" + export_lines(thread_env(report, plan, pinned=pinned), shell)
+
+
+# ---------------------------------------------------------------- Python
+
+def python_settings(report: Report) -> str:
+    """torch thread settings and a DataLoader line with this machine's numbers."""
+    plan = thread_plan(report)
+    lines = [
+        "import torch",
+        "",
+        f"torch.set_num_threads({plan.threads})  # intra-op: {plan.source}",
+        f"torch.set_num_interop_threads({plan.interop})  # call before any parallel work, once per process",
+        "",
+        "loader = torch.utils.data.DataLoader(",
+        "    dataset, batch_size=64, shuffle=True,",
+        f"    num_workers={plan.workers},"
+        + ("  # spare CPUs beside the compute threads" if plan.workers else "  # no spare CPU: load in the main process"),
+    ]
+    if plan.workers:
+        lines.append("    persistent_workers=True,  # do not re-fork workers every epoch")
+    lines.append("    pin_memory=False,  # pinned memory only speeds up copies to a GPU")
+    lines.append(")")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- pinning
+
+@dataclass
+class PinTarget:
+    """One place to pin a job: a CCX (L3 domain) or a NUMA node, with its CPUs."""
+
+    kind: str          # "ccx" | "numa" | "cpus"
+    index: int         # L3 domain index or NUMA node id
+    cpus: list[int]
+    label: str
+
+
+def pin_targets(report: Report) -> list[PinTarget]:
+    """NUMA nodes (when more than one) and L3 domains (when more than one), usable CPUs only."""
+    topo = report.topology
+    usable = set(report.topology.affinity.allowed_cpus or topo.online_cpus or [])
+    out: list[PinTarget] = []
+    nodes = [n for n in topo.numa_nodes if n.cpus]
+    if len(nodes) > 1:
+        for n in nodes:
+            cpus = sorted(set(n.cpus) & usable) if usable else sorted(n.cpus)
+            if cpus:
+                out.append(PinTarget("numa", n.id, cpus, f"NUMA node {n.id} (CPUs {format_cpulist(cpus)})"))
+    if len(topo.l3_domains) > 1:
+        for i, d in enumerate(topo.l3_domains):
+            cpus = sorted(set(d.cpus) & usable) if usable else sorted(d.cpus)
+            if cpus:
+                size = f", {d.size_bytes // 2**20} MiB L3" if d.size_bytes else ""
+                out.append(PinTarget("ccx", i, cpus, f"L3 domain {i} / CCX (CPUs {format_cpulist(cpus)}{size})"))
+    return out
+
+
+def _physical_first(report: Report, cpus: list[int]) -> list[int]:
+    """One CPU per physical core among ``cpus`` (the first sibling), for compute threads."""
+    cores = report.topology.core_list
+    if not cores:
+        return cpus
+    wanted = set(cpus)
+    picked = []
+    for core in cores:
+        inside = sorted(wanted.intersection(core.cpus))
+        if inside:
+            picked.append(inside[0])
+    return sorted(picked) or cpus
+
+
+def pinned_command(report: Report, target: PinTarget, command: str = "python train.py") -> str:
+    """A one-line launch pinned to ``target`` (numactl for NUMA nodes, taskset for CPU sets)."""
+    threads = len(_physical_first(report, target.cpus))
+    pin = _pinning_prefix(report, target)
+    env = f"OMP_NUM_THREADS={threads} MKL_NUM_THREADS={threads} OMP_PLACES=cores OMP_PROC_BIND=close"
+    return f"{pin} env {env} {command}"
+
+
+def _pinning_prefix(report: Report, target: PinTarget) -> str:
+    """``numactl``/``taskset`` prefix for a target, via advisor.pinning when it exists."""
+    try:
+        from cpudoctor.advisor import pinning  # owned by the topology work; optional until it lands
+    except ImportError:
+        pinning = None
+    if pinning is not None:
+        prefix = _from_pinning_module(pinning, report, target)
+        if prefix:
+            return prefix
+    if target.kind == "numa":
+        return f"numactl --cpunodebind={target.index} --membind={target.index}"
+    return f"taskset -c {format_cpulist(target.cpus)}"
+
+
+def _from_pinning_module(pinning, report: Report, target: PinTarget) -> str | None:
+    fn = getattr(pinning, "launch_prefix", None)
+    if fn is None:
+        return None
+    try:
+        return fn(report.topology, target.cpus, numa_node=target.index if target.kind == "numa" else None)
+    except TypeError:
+        return None
+
+
+def pinned_launches(report: Report, command: str = "python train.py") -> str:
+    """One pinned launch per NUMA node and per CCX, commented; empty when there is one of each."""
+    targets = pin_targets(report)
+    if not targets:
+        return ""
+    lines = []
+    for t in targets:
+        lines.append(f"# {t.label}")
+        lines.append(pinned_command(report, t, command))
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- installs
+
+def install_commands(report: Report, *, manager: str | None = None) -> str:
+    """Install (or replace with) the CPU build of PyTorch, for this OS, Python and env manager."""
+    sw = report.software
+    system = (sw.os.system if sw else None) or _system_from_platform(report.meta.platform)
+    env_kind = sw.python.env_kind if sw else None
+    manager = manager or ("conda" if env_kind == "conda" else "pip")
+    pkgs = ["torch"]
+    if sw is not None:
+        names = {p.name.lower() for p in sw.packages}
+        pkgs += [p for p in ("torchvision", "torchaudio") if p in names]
+    py = "py -m pip" if system == "Windows" else "python -m pip"
+    lines: list[str] = []
+    build = machine.torch_build(Facts(report)) if sw else None
+    if manager == "conda":
+        if build in ("cuda", "rocm"):
+            lines.append(f"conda remove --yes {' '.join(pkgs)} pytorch-cuda")
+        lines.append("conda install --yes -c conda-forge pytorch-cpu" + (" torchvision" if "torchvision" in pkgs else ""))
+        return "\n".join(lines)
+    if build in ("cuda", "rocm"):
+        lines.append(f"{py} uninstall -y {' '.join(pkgs)}")
+        if build == "cuda" and system != "Windows":
+            lines.append(f"{py} list --format=freeze | grep -o '^nvidia-[^=]*' | xargs -r {py} uninstall -y")
+        if build == "rocm":
+            lines.append(f"{py} uninstall -y pytorch-triton-rocm")
+    if system == "Darwin":
+        lines.append(f"{py} install {' '.join(pkgs)}  # PyPI's macOS wheels are the CPU/MPS build")
+    else:
+        lines.append(f"{py} install {' '.join(pkgs)} --index-url {CPU_WHEEL_INDEX}")
+    return "\n".join(lines)
+
+
+def _system_from_platform(platform: str) -> str:
+    if platform.startswith("win"):
+        return "Windows"
+    if platform == "darwin":
+        return "Darwin"
+    return "Linux"
+
+
+# ---------------------------------------------------------------- launch script
+
+def launch_script(report: Report, shell: str = "bash") -> str:
+    """A complete script to save: thread settings, pinning when it helps, then runs the given command."""
+    shell = normalise_shell(shell)
+    plan = thread_plan(report)
+    target = _best_target(report, plan)
+    cpu = report.cpu.brand or report.cpu.microarchitecture or "this CPU"
+    header = [
+        f"CPU Doctor {__version__} launch script for {cpu}",
+        f"{plan.threads} compute threads: {plan.source}.",
+    ]
+    if target is not None:
+        header.append(f"Pinned to {target.label}.")
+    env = thread_env(report, plan, pinned=target is not None)
+    if target is not None:
+        n = str(len(_physical_first(report, target.cpus)))
+        env.update(OMP_NUM_THREADS=n, MKL_NUM_THREADS=n, OPENBLAS_NUM_THREADS=n)
+    if shell in ("bash", "zsh"):
+        return _script_posix(shell, header, env, report, target)
+    if shell == "fish":
+        return _script_fish(header, env, report, target)
+    if shell == "powershell":
+        return _script_powershell(header, env, target)
+    return _script_cmd(header, env, target)
+
+
+def _best_target(report: Report, plan: ThreadPlan) -> PinTarget | None:
+    """Pin when the sweep chose a CPU set; otherwise the whole machine (no pinning)."""
+    if plan.cpus:
+        return PinTarget("cpus", 0, plan.cpus, f"CPUs {format_cpulist(plan.cpus)} ({plan.variant or 'thread sweep'})")
+    return None
+
+
+def _script_posix(shell: str, header: list[str], env: dict[str, str], report: Report, target: PinTarget | None) -> str:
+    lines = [f"#!/usr/bin/env {shell}"]
+    lines += [f"# {h}" for h in header]
+    lines += [
+        "# Usage: ./launch" + SCRIPT_SUFFIX[shell] + " train.py [args...]",
+        "set -eu",
+        'if [ "$#" -eq 0 ]; then',
+        '  echo "usage: $0 SCRIPT.py [ARGS...]" >&2',
+        "  exit 2",
+        "fi",
+        export_lines(env, shell),
+    ]
+    if target is not None:
+        prefix = _pinning_prefix(report, target)
+        lines.append(f'exec {prefix} "${{PYTHON:-python3}}" "$@"')
+    else:
+        lines.append('exec "${PYTHON:-python3}" "$@"')
+    return "\n".join(lines) + "\n"
+
+
+def _script_fish(header: list[str], env: dict[str, str], report: Report, target: PinTarget | None) -> str:
+    lines = ["#!/usr/bin/env fish"]
+    lines += [f"# {h}" for h in header]
+    lines += [
+        "# Usage: ./launch.fish train.py [args...]",
+        "if test (count $argv) -eq 0",
+        '    echo "usage: (status filename) SCRIPT.py [ARGS...]" >&2',
+        "    exit 2",
+        "end",
+        export_lines(env, "fish"),
+        "set -q PYTHON; or set PYTHON python3",
+    ]
+    prefix = (_pinning_prefix(report, target) + " ") if target is not None else ""
+    lines.append(f"exec {prefix}$PYTHON $argv")
+    return "\n".join(lines) + "\n"
+
+
+def _affinity_mask(cpus: list[int]) -> int | None:
+    """Windows affinity mask for CPUs 0-63 (processor group 0); None beyond."""
+    if not cpus or max(cpus) >= 64:
+        return None
+    mask = 0
+    for c in cpus:
+        mask |= 1 << c
+    return mask
+
+
+def _script_powershell(header: list[str], env: dict[str, str], target: PinTarget | None) -> str:
+    lines = [f"# {h}" for h in header]
+    lines += [
+        "# Usage: .\\launch.ps1 train.py [args...]",
+        "if ($args.Count -eq 0) { Write-Error 'usage: launch.ps1 SCRIPT.py [ARGS...]'; exit 2 }",
+        export_lines(env, "powershell"),
+        "$python = if ($env:PYTHON) { $env:PYTHON } else { 'python' }",
+    ]
+    mask = _affinity_mask(target.cpus) if target is not None else None
+    if mask is not None:
+        lines += [
+            "$p = Start-Process -FilePath $python -ArgumentList $args -NoNewWindow -PassThru",
+            f"$p.ProcessorAffinity = [IntPtr]0x{mask:X}",
+            "$p.WaitForExit()",
+            "exit $p.ExitCode",
+        ]
+    else:
+        lines += ["& $python @args", "exit $LASTEXITCODE"]
+    return "\n".join(lines) + "\n"
+
+
+def _script_cmd(header: list[str], env: dict[str, str], target: PinTarget | None) -> str:
+    lines = ["@echo off"]
+    lines += [f"rem {h}" for h in header]
+    lines += [
+        "rem Usage: launch.cmd train.py [args...]",
+        'if "%~1"=="" (echo usage: %~nx0 SCRIPT.py [ARGS...] 1>&2 & exit /b 2)',
+        "setlocal",
+        export_lines(env, "cmd"),
+        'if not defined PYTHON set PYTHON=python',
+    ]
+    mask = _affinity_mask(target.cpus) if target is not None else None
+    if mask is not None:
+        lines.append(f'start "" /b /wait /affinity {mask:X} "%PYTHON%" %*')
+    else:
+        lines.append('"%PYTHON%" %*')
+    lines.append("exit /b %ERRORLEVEL%")
+    return "\r\n".join(lines) + "\r\n"
