@@ -185,7 +185,17 @@ def isa_hint(cpu: CpuInfo, package: str, version: str | None) -> str:
     if floor and floor.needs and flags:
         missing = missing_for(floor.needs, flags)
         if missing:
-            return f"{package} {version or ''} needs {', '.join(floor.needs)}; this CPU lacks {', '.join(missing)}".replace("  ", " ")
+            fix = _install_hint(package)
+            text = f"{package} {version or ''} needs {', '.join(floor.needs)}; this CPU lacks {', '.join(missing)}".replace("  ", " ")
+            return text + (f"; fix: {fix}" if fix else "")
     lacking = [f for f in ("avx", "avx2", "fma", "avx512f") if flags and f not in flags]
     lacks = f", without {', '.join(lacking)}" if lacking else ""
-    return f"the {package} build uses an instruction this CPU does not have; {have}{lacks}"
+    fix = _install_hint(package)
+    return f"the {package} build uses an instruction this CPU does not have; {have}{lacks}" + (f"; try: {fix}" if fix else "")
+
+
+def _install_hint(package: str) -> str:
+    for entry in resources.load_json("isa_floors.json")["packages"]:
+        if entry["name"] == package:
+            return entry.get("install_hint", "")
+    return ""

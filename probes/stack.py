@@ -50,6 +50,8 @@ def cpu_for_risk(root: Path) -> CpuInfo:
             if sep and key.strip() == "flags":
                 cpu.flags = value.split()
                 break
+            if sep and key.strip() == "Features" and cpu.arch is None:
+                cpu.arch = "aarch64"  # ARM kernels print "Features", x86 kernels "flags"
     if cpu.arch is None and cpu.flags:
         cpu.arch = "x86_64" if "lm" in cpu.flags else None
     if cpu.arch is None and _is_live(root):
@@ -167,7 +169,7 @@ def probe_stack(root: Path, *, children: bool = True, environ: Mapping[str, str]
 
     if torch_pkg is not None:
         argv = python_argv("-m", "cpudoctor.probes.torch_facts", *(["--numpy"] if "numpy" in installed else []))
-        specs.append(ChildSpec(argv, what="import torch (PyTorch facts)", timeout=timeout, isa_hint=hint("torch"), env=child_env))
+        specs.append(ChildSpec(argv, what="import torch", timeout=timeout, isa_hint=hint("torch"), env=child_env))
         roles.append(("torch", "torch", "torch"))
     elif "numpy" in installed:
         specs.append(ChildSpec(python_argv("-m", "cpudoctor.probes.blas_facts"), what="numpy/BLAS facts", timeout=timeout,

@@ -1,0 +1,116 @@
+"""The ISA-floor table and the risk verdicts, checked against real machines' flags."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import MACHINES, MANIFEST, machine_root
+
+from cpudoctor import resources
+from cpudoctor.probes.cpu import CpuInfo
+from cpudoctor.probes.isarisk import assess, expand_needs, isa_hint, missing_for, version_key, x86_64_level
+from cpudoctor.probes.packages import known_packages
+from cpudoctor.probes.software import PackageInfo
+from cpudoctor.probes.stack import cpu_for_risk
+
+OPTERON = "hwloc-16amd64-8n2c"           # Opteron 865 (K8): no SSE4, no AVX
+HASWELL = "hwloc-offline-cpu0-node0"     # Xeon E5-2680 v3: AVX2, no AVX-512
+
+
+def risks(cpu, packages=()):
+    return {r.package: r for r in assess(cpu, list(packages))}
+
+
+def test_table_is_well_formed():
+    table = resources.load_json("isa_floors.json")
+    levels = table["x86_64_levels"]
+    assert set(levels) >= {"x86-64-v1", "x86-64-v2", "x86-64-v3", "x86-64-v4", "reason"}
+    names = [p["name"] for p in table["packages"]]
+    assert len(names) == len(set(names))
+    for pkg in table["packages"]:
+        assert pkg["module"] and pkg["distributions"]
+        for floor in pkg["floors"]:
+            assert floor["reason"], pkg["name"]
+            assert floor["confidence"] in ("documented", "reported", "unverified")
+            assert floor["failure"] in ("sigill", "import_error")
+            if floor["confidence"] == "unverified":
+                assert "unverified" in floor["reason"]
+            for need in floor["needs"]:
+                assert need in levels or need.islower() and " " not in need
+    assert {k.name for k in known_packages()} >= {"torch", "tensorflow", "onnxruntime", "jaxlib", "numpy",
+                                                  "intel-extension-for-pytorch", "zentorch", "scipy"}
+
+
+def test_levels_and_versions():
+    v2 = set(expand_needs(["x86-64-v2"]))
+    assert {"sse4_2", "popcnt", "ssse3"} <= v2 and "sse2" not in v2
+    assert x86_64_level(set()) is None
+    flags = set(expand_needs(["x86-64-v1"])) | v2
+    assert x86_64_level(flags) == 2
+    assert missing_for(["x86-64-v2", "avx"], {"sse2"})[0].startswith("x86-64-v2 (")
+    assert version_key("2.4.0rc1+cpu") == (2, 4, 0) and version_key(None) == ()
+
+
+def test_old_opteron_without_avx(corpus):
+    cpu = cpu_for_risk(machine_root(OPTERON))
+    assert "avx" not in cpu.flags and "sse2" in cpu.flags
+    r = risks(cpu, [PackageInfo("tensorflow", "2.16.1"), PackageInfo("numpy", "2.4.6")])
+    assert r["tensorflow"].installed and r["tensorflow"].at_risk and r["tensorflow"].missing == ["avx"]
+    assert "Illegal instruction" in r["tensorflow"].note
+    assert r["numpy"].at_risk and r["numpy"].missing[0].startswith("x86-64-v2 (")
+    assert "numpy<2.4" in r["numpy"].note
+    # Not installed, still flagged: installing them would fail here.
+    assert not r["jaxlib"].installed and r["jaxlib"].at_risk
+    assert r["intel-extension-for-pytorch"].at_risk and r["zentorch"].at_risk
+    assert not r["torch"].at_risk  # the x86-64 baseline with run-time dispatch
+    assert "x86-64-v1" in isa_hint(cpu, "torch", "2.13.0") and "without avx" in isa_hint(cpu, "torch", "2.13.0")
+    # numpy before 2.4 only needed SSE3, which this Opteron has.
+    assert not risks(cpu, [PackageInfo("numpy", "2.3.5")])["numpy"].at_risk
+
+
+def test_haswell_runs_avx2_builds_not_old_ipex(corpus):
+    cpu = cpu_for_risk(machine_root(HASWELL))
+    r = risks(cpu, [PackageInfo("intel-extension-for-pytorch", "1.9.0")])
+    assert r["intel-extension-for-pytorch"].at_risk  # pre-1.10 forced AVX-512
+    assert "x86-64-v4" in r["intel-extension-for-pytorch"].missing[0]
+    r = risks(cpu, [PackageInfo("intel-extension-for-pytorch", "2.8.0")])
+    assert not any(x.at_risk for x in r.values())
+
+
+X86 = [m for m in MACHINES if MANIFEST["machines"][m].get("cpuinfo", {}).get("vendor_id") in ("AuthenticAMD", "GenuineIntel", "HygonGenuine")]
+
+
+@pytest.mark.parametrize("name", X86)
+def test_corpus_ground_truth(corpus, name):
+    truth = MANIFEST["machines"][name]["cpuinfo"]
+    avx2 = truth["flags_key"]["avx2"]
+    avx = truth.get("flags_extra", {}).get("avx", avx2)
+    r = risks(cpu_for_risk(machine_root(name)))
+    assert r["tensorflow"].at_risk == (not avx)
+    assert r["jaxlib"].at_risk == (not avx)
+    assert r["intel-extension-for-pytorch"].at_risk == (not avx2)
+    if not truth.get("flags_extra", {}).get("sse4_2", True):
+        assert r["numpy"].at_risk
+
+
+def test_arm_tree_is_not_judged_by_x86_floors(corpus):
+    cpu = cpu_for_risk(machine_root("hwloc-128arm-2pa2n8cluster4co"))
+    r = risks(cpu)
+    assert not any(x.at_risk for x in r.values())
+    assert "not x86" in r["tensorflow"].note
+
+
+def test_unknown_flags_never_claim_risk():
+    r = risks(CpuInfo())
+    assert not any(x.at_risk for x in r.values()) and "unknown" in r["tensorflow"].note
+
+
+@pytest.mark.hardware
+def test_this_machine_has_no_risk():
+    cpu = cpu_for_risk(Path("/"))
+    if "avx512f" not in cpu.flags:
+        pytest.skip("expects the AVX-512 (Zen5) build machine")
+    r = risks(cpu, [PackageInfo("torch", "2.13.0+cpu"), PackageInfo("numpy", "2.4.6")])
+    assert not any(x.at_risk for x in r.values())
+    assert all(not x.missing for x in r.values())

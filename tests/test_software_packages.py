@@ -1,0 +1,117 @@
+"""Installed DL packages from metadata alone: names, versions, cpu/cuda/rocm builds."""
+
+from __future__ import annotations
+
+import importlib.metadata as metadata
+
+import pytest
+
+from cpudoctor.probes import packages as pk
+from cpudoctor.probes.packages import build_kind, normalize, package_of, probe_packages, probe_python
+
+
+class FakeDist:
+    """Mirrors the two attributes of importlib.metadata.Distribution the probe reads."""
+
+    def __init__(self, name: str, version: str, requires: list[str] | None = None):
+        self.metadata = {"Name": name}
+        self.version = version
+        self.requires = requires
+
+
+@pytest.mark.parametrize(
+    "name, version, requires, expected",
+    [
+        ("torch", "2.3.1+cpu", [], ("cpu", "+cpu")),
+        ("torch", "2.3.1+cu121", [], ("cuda", "+cu121 (CUDA 12.1)")),
+        ("torch", "2.1.0+cu118", [], ("cuda", "+cu118 (CUDA 11.8)")),
+        ("torch", "2.4.0+rocm6.1", [], ("rocm", "+rocm6.1")),
+        ("torch", "2.5.0+xpu", [], ("xpu", "+xpu")),
+        ("torch", "2.5.0", ["nvidia-cublas-cu12==12.4.5.8; platform_system == 'Linux'"], ("cuda", "depends on NVIDIA CUDA wheels")),
+        ("onnxruntime-gpu", "1.18.0", [], ("cuda", "CUDA distribution")),
+        ("onnxruntime-rocm", "1.18.0", [], ("rocm", "ROCm distribution")),
+        ("tensorflow-cpu", "2.16.1", [], ("cpu", "CPU-only distribution")),
+        ("jax-cuda12-plugin", "0.4.30", [], ("cuda", "CUDA distribution")),
+        ("numpy", "2.4.6", [], ("cpu", "")),
+    ],
+)
+def test_build_kind(name, version, requires, expected):
+    assert build_kind(name, version, requires, platform="linux") == expected
+
+
+def test_macos_torch_is_cpu_build():
+    assert build_kind("torch", "2.3.1", [], platform="darwin")[0] == "cpu"
+
+
+def test_normalize_and_package_of():
+    assert normalize("Intel_Extension.For-PyTorch") == "intel-extension-for-pytorch"
+    assert package_of("onnxruntime-gpu").name == "onnxruntime"
+    assert package_of("tf-nightly").name == "tensorflow"
+    assert package_of("requests") is None
+
+
+def _patch(monkeypatch, dists):
+    monkeypatch.setattr(pk.metadata, "distributions", lambda: iter(dists))
+
+
+def test_cpu_stack_from_patched_metadata(monkeypatch):
+    _patch(monkeypatch, [
+        FakeDist("torch", "2.13.0+cpu"), FakeDist("torchvision", "0.28.0+cpu"), FakeDist("numpy", "2.4.6"),
+        FakeDist("requests", "2.32.0"), FakeDist("Intel_Extension_For_PyTorch", "2.8.0"),
+    ])
+    found = {p.name: p for p in probe_packages(platform="linux")}
+    assert set(found) == {"torch", "torchvision", "numpy", "intel-extension-for-pytorch"}
+    assert found["torch"].build == "cpu" and found["torchvision"].version == "0.28.0+cpu"
+
+
+def test_cuda_and_rocm_stacks_from_patched_metadata(monkeypatch):
+    _patch(monkeypatch, [
+        FakeDist("torch", "2.5.1+cu124"), FakeDist("onnxruntime-gpu", "1.20.0"), FakeDist("jaxlib", "0.4.35"),
+        FakeDist("jax-cuda12-plugin", "0.4.35"), FakeDist("tensorflow", "2.18.0", ["numpy"]),
+    ])
+    found = {p.name: p for p in probe_packages(platform="linux")}
+    assert found["torch"].build == "cuda" and "CUDA 12.4" in found["torch"].detail
+    assert found["onnxruntime-gpu"].build == "cuda"
+    assert found["jaxlib"].build == "cpu" and found["jax-cuda12-plugin"].build == "cuda"
+    assert found["tensorflow"].build == "unknown"
+    _patch(monkeypatch, [FakeDist("torch", "2.4.0+rocm6.1"), FakeDist("onnxruntime-rocm", "1.19.0")])
+    found = {p.name: p for p in probe_packages(platform="linux")}
+    assert found["torch"].build == "rocm" and found["onnxruntime-rocm"].build == "rocm"
+
+
+def test_first_distribution_on_path_wins_and_broken_metadata_is_skipped(monkeypatch):
+    class Broken:
+        metadata = {}
+        version = "1"
+        requires = None
+
+    _patch(monkeypatch, [FakeDist("numpy", "2.4.6"), Broken(), FakeDist("numpy", "1.26.4")])
+    assert [(p.name, p.version) for p in probe_packages()] == [("numpy", "2.4.6")]
+
+
+def test_never_imports_the_packages(monkeypatch):
+    import sys
+
+    before = set(sys.modules)
+    probe_packages()
+    assert not {"torch", "tensorflow", "jax", "onnxruntime"} & (set(sys.modules) - before)
+
+
+def test_python_env_kinds(monkeypatch, tmp_path):
+    info = probe_python({})
+    assert info.version and info.implementation == "cpython" and info.executable
+    assert info.env_kind in ("venv", "conda", "system")
+    conda = tmp_path / "envs" / "dl"
+    (conda / "conda-meta").mkdir(parents=True)
+    monkeypatch.setattr(pk.sys, "prefix", str(conda))
+    info = probe_python({"CONDA_DEFAULT_ENV": "dl"})
+    assert (info.env_kind, info.env_name) == ("conda", "dl")
+    # A path-valued CONDA_DEFAULT_ENV is reduced to its name, never the folder.
+    info = probe_python({"CONDA_DEFAULT_ENV": "/home/alice/envs/dl"})
+    assert info.env_name == "dl"
+
+
+def test_real_metadata_sees_this_venvs_torch():
+    names = {p.name for p in probe_packages()}
+    assert "numpy" in names  # a declared dependency of cpudoctor
+    assert metadata.version("numpy") in {p.version for p in probe_packages()}

@@ -1,0 +1,89 @@
+"""The whole software probe: captured trees, the quick part, secrets, a crashing torch, the real torch."""
+
+from __future__ import annotations
+
+import importlib.metadata as metadata
+import os
+from pathlib import Path
+
+import pytest
+from conftest import machine_root
+
+from cpudoctor.collect import collect_report
+from cpudoctor.probes.software import Software, probe_software
+from cpudoctor.report import Report
+
+
+def test_captured_tree_gets_file_facts_only(corpus):
+    sw = probe_software(machine_root("hwloc-offline-cpu0-node0"))
+    assert sw.os.vm is False
+    assert sw.python.version is None and sw.packages == [] and sw.import_checks == [] and sw.thread_env == {}
+    assert not sw.children_ran
+    assert any("captured tree" in n for n in sw.notes)
+
+
+def test_quick_part_runs_no_children(monkeypatch):
+    import cpudoctor.probes.stack as stack
+
+    monkeypatch.setattr(stack, "run_children", lambda specs: pytest.fail("children=False must not start children"))
+    sw = probe_software(children=False)
+    assert not sw.children_ran
+    assert sw.python.version and sw.os.system == "Linux"
+    assert {p.name for p in sw.packages} >= {"numpy"}
+    assert sw.isa_risks and sw.torch.status in ("skipped", "not_installed")
+
+
+def test_planted_secrets_never_reach_the_report(monkeypatch):
+    monkeypatch.setenv("CPUDOCTOR_TEST_SECRET", "hunter2")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI-hunter2-EXAMPLEKEY")
+    monkeypatch.setenv("TORCH_HUB_TOKEN", "hunter2-token")
+    monkeypatch.setenv("LD_PRELOAD", "/home/alice/secretdir/libjemalloc.so.2")
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    report = Report(software=probe_software(children=False))
+    text = report.to_json()
+    assert "hunter2" not in text and "EXAMPLEKEY" not in text
+    assert "alice" not in text and "secretdir" not in text
+    sw = Report.from_json(text).software
+    assert sw.thread_env["OMP_NUM_THREADS"] == "2"
+    assert sw.preload_libs == ["libjemalloc.so.2"] and sw.thread_env["LD_PRELOAD"] == "libjemalloc.so.2"
+
+
+def test_fake_torch_dying_of_sigill_is_reported_as_illegal_instruction(tmp_path):
+    # A "torch" earlier on PYTHONPATH than the real one kills itself the way an AVX2 build does on an old CPU.
+    fake = tmp_path / "torch"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("import os, signal\nos.kill(os.getpid(), signal.SIGILL)\n")
+    env = dict(os.environ, PYTHONPATH=str(tmp_path))
+    sw = probe_software(environ=env, timeout=60)
+    if not any(p.name == "torch" for p in sw.packages):
+        pytest.skip("torch is not installed in this environment")
+    assert sw.torch.status == "crashed" and sw.torch.signal_name == "SIGILL"
+    assert sw.torch.error.startswith("Illegal instruction")
+    assert "this CPU" in sw.torch.error  # names what the CPU has or lacks
+    check = next(c for c in sw.import_checks if c.package == "torch")
+    assert check.status == "crashed" and check.signal_name == "SIGILL"
+    assert next(r for r in sw.isa_risks if r.package == "torch").at_risk
+    # numpy was probed before torch in the same child and survives the crash.
+    assert sw.numpy.version == metadata.version("numpy")
+
+
+@pytest.mark.hardware
+def test_real_run_against_this_machines_torch():
+    try:
+        torch_version = metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        pytest.skip("torch is not installed")
+    report = collect_report(Path("/"))
+    sw: Software = report.software
+    assert sw.children_ran
+    assert sw.torch.status == "ok" and sw.torch.version == torch_version
+    assert sw.torch.cpu_capability in ("DEFAULT", "AVX2", "AVX512", "AVX512_BF16", "AMX", "NO AVX", "ZVECTOR", "VSX")
+    assert sw.torch.intra_op_threads and sw.torch.intra_op_threads >= 1
+    assert sw.torch.mkldnn_available is not None and sw.torch.parallel_backend
+    if sw.torch.parallel_backend == "OpenMP":
+        assert sw.torch.openmp
+    assert {c.package: c.status for c in sw.import_checks}["torch"] == "ok"
+    assert sw.numpy.version == metadata.version("numpy") and sw.numpy.simd_baseline
+    assert all("/" not in (lib.library or "") for lib in sw.loaded_libs + sw.numpy.blas)
+    # The report round-trips through JSON unchanged.
+    assert Report.from_json(report.to_json()).software == sw
