@@ -230,9 +230,8 @@ def _read_caches(cpu_dir: Path, online: list[int]) -> tuple[bool, dict[int, list
     """Per level: distinct (CPU set, size) of data/unified caches, from cache/index*/.
 
     Returns (any cache directory seen, {level: [(cpus, size_bytes)]}).
-    ``shared_cpu_list`` may include offline CPUs (offline-cpu0-node0), so every
-    set is intersected with the online CPUs; old kernels only have
-    ``shared_cpu_map``.
+    The shared sets may include offline CPUs (offline-cpu0-node0), so every
+    set is intersected with the online CPUs.
     """
     online_set = set(online)
     found = False
@@ -249,7 +248,13 @@ def _read_caches(cpu_dir: Path, online: list[int]) -> tuple[bool, dict[int, list
             found = True
             if (read_text(idx / "type") or "Unified").lower() == "instruction":
                 continue
-            shared = _cpuset_file(idx, "shared_cpu", "shared_cpu_map")
+            # hwloc reads shared_cpu_map; the two files come from one kernel mask,
+            # but edited dumps (64amd64: map says the L2 is shared by the compute
+            # unit, list says not) can disagree, and the map is the older, always
+            # present file (96em64t has no list at all). So: map first.
+            shared = parse_cpumask(read_text(idx / "shared_cpu_map"))
+            if shared is None:
+                shared = parse_cpulist(read_text(idx / "shared_cpu_list"))
             members = frozenset((set(shared or []) & online_set) | {n})
             per_level = levels.setdefault(level, {})
             if members not in per_level or per_level[members] is None:

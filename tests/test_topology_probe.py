@@ -1,0 +1,353 @@
+"""Topology probe: every corpus machine against hwloc's ground truth, plus synthetic edge cases."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import HWLOC_MACHINES, MACHINES, machine_root
+from cpudoctor.probes._cgroup import read_cgroup_limits
+from cpudoctor.probes._fs import format_cpulist, parse_cpulist
+from cpudoctor.probes.topology import Topology, probe_topology
+from cpudoctor.serde import from_data, to_data
+
+PYCPUINFO = [m for m in MACHINES if m.startswith("pycpuinfo-")]
+CGROUP_TREES = [
+    "hwloc-16amd64-8n2c-cpusets",
+    "hwloc-16amd64-4n4c-cgroup-distance-merge",
+    "hwloc-32amd64-4s2n4c-cgroup2",
+]
+
+
+def _sets(items) -> list[str]:
+    return sorted(format_cpulist(c) for c in items)
+
+
+@pytest.mark.parametrize("name", HWLOC_MACHINES)
+def test_hwloc_machine_matches_ground_truth(manifest, name):
+    gt = manifest["machines"][name]["ground_truth"]
+    topo = probe_topology(machine_root(name))
+    assert topo.source == "sysfs"
+    assert topo.packages == gt["packages"]
+    assert len(topo.numa_nodes) == gt["numa_nodes"]
+    assert len(topo.l3_domains) == gt["l3_caches"]
+    assert topo.cores == gt["cores"]
+    assert topo.logical_cpus == gt["pus"]
+    assert topo.online_cpus == parse_cpulist(gt["pu_list"])
+    # NUMA nodes: OS index and PU set, in order.
+    assert [(n.id, format_cpulist(n.cpus)) for n in topo.numa_nodes] == [
+        (d["os_index"], d["pus"]) for d in gt["numa_nodes_detail"]]
+    # L3: PU sets and exact sizes; the public list is sorted by first CPU.
+    assert sorted((format_cpulist(d.cpus), d.size_bytes) for d in topo.l3_domains) == sorted(
+        (d["pus"], d["size_kib_exact"] * 1024) for d in gt.get("l3_detail", []))
+    assert [d.cpus[0] for d in topo.l3_domains] == sorted(d.cpus[0] for d in topo.l3_domains)
+    assert sorted({d.size_bytes // 1024 for d in topo.l3_domains}) == sorted(gt.get("l3_size_kib_exact", []))
+    # Packages: physical_package_id (36, 8442, ...) and PU sets.
+    assert sorted((p.id, format_cpulist(p.cpus)) for p in topo.package_list) == sorted(
+        (d["os_index"], d["pus"]) for d in gt["packages_detail"])
+    # Every online CPU is in exactly one core; cores agree with the per-CPU lists.
+    all_cpus = sorted(c for core in topo.core_list for c in core.cpus)
+    assert all_cpus == topo.online_cpus
+    assert len(topo.core_list) == topo.cores
+    assert topo.l3_known is True
+
+
+def test_bulldozer_cmt_is_64_cores_of_one_thread(manifest):
+    """hwloc's ground truth: compute-unit pairs with distinct core_ids are two cores."""
+    for name in ("hwloc-64amd64-4s2n4ca2co", "hwloc-x86linux-64amd64-4p2n4ca2co"):
+        topo = probe_topology(machine_root(name))
+        naive = manifest["machines"][name]["sysfs_naive_reading"]
+        assert topo.cores == 64 and topo.smt_threads_per_core == 1
+        assert naive["cores_by_thread_siblings"] == 32   # what a naive reader gets
+        # the compute units stay visible as shared-L2 pairs
+        assert len(topo.l2_groups) == 32 and all(len(g) == 2 for g in topo.l2_groups)
+
+
+def test_offline_cpus_and_offline_node():
+    topo = probe_topology(machine_root("hwloc-offline-cpu0-node0"))
+    assert topo.offline_cpus == [0, 1, 2, 3, 21, 22, 23]
+    # L3 shared_cpu_list and node1/cpulist include offline CPUs; they must be dropped.
+    assert all(c in topo.online_cpus for d in topo.l3_domains for c in d.cpus)
+    assert [n.id for n in topo.numa_nodes] == [1]
+    assert any("no online NUMA node" in n for n in topo.notes)
+    pkg0_core = next(c for c in topo.core_list if c.cpus == [4])
+    assert pkg0_core.numa is None and pkg0_core.l3 == 0
+
+
+def test_sparse_numa_ids_and_distances():
+    topo = probe_topology(machine_root("hwloc-48amd64-4pa2n6c-sparse"))
+    ids = [n.id for n in topo.numa_nodes]
+    assert ids == [0, 1, 2, 33, 34, 45, 72, 73]
+    node33 = topo.numa_nodes[3]
+    assert node33.distances == [22, 16, 16, 10, 16, 16, 22, 22]
+    assert all(len(n.distances) == len(ids) for n in topo.numa_nodes)
+    assert topo.numa_memory_bytes["33"] == 16777216 * 1024
+
+
+def test_nul_bytes_everywhere_arm():
+    topo = probe_topology(machine_root("hwloc-128arm-2pa2n8cluster4co"))
+    assert sorted(p.id for p in topo.package_list) == [36, 8442]
+    assert topo.cores == 128 and topo.logical_cpus == 128
+
+
+def test_no_l3_on_k8_is_known_absent():
+    topo = probe_topology(machine_root("hwloc-16amd64-8n2c"))
+    assert topo.l3_known is True and topo.l3_domains == []
+    assert any("no L3" in n for n in topo.notes)
+
+
+@pytest.mark.parametrize("name", CGROUP_TREES)
+def test_cgroup_allowed_view(manifest, name):
+    """A captured tree: the cpuset found in it is the allowed set (hwloc's default view)."""
+    allowed = manifest["machines"][name]["ground_truth"]["cgroup_allowed_view_from_hwloc_expected_output"]
+    topo = probe_topology(machine_root(name), live=False)
+    assert format_cpulist(topo.affinity.allowed_cpus) == allowed["pu_list"]
+    assert topo.affinity.usable_cpus == allowed["pus"]
+    allowed_set = set(topo.affinity.allowed_cpus)
+    # Objects seen through the cpuset: non-empty PU sets agree with hwloc's allowed view.
+    l3_view = [format_cpulist(sorted(set(d.cpus) & allowed_set)) for d in topo.l3_domains]
+    assert [s for s in l3_view if s] == [s for s in allowed["l3_pu_sets"] if s]
+    pkg_view = [format_cpulist(sorted(set(p.cpus) & allowed_set)) for p in topo.package_list]
+    assert sorted(s for s in pkg_view if s) == sorted(s for s in allowed["package_pu_sets"] if s)
+    # NUMA nodes hwloc keeps are the allowed memory nodes.
+    mems = topo.affinity.allowed_mems
+    assert mems is not None and len([n for n in topo.numa_nodes if n.id in mems]) == allowed["numa_nodes"]
+    numa_view = [format_cpulist(sorted(set(n.cpus) & allowed_set)) for n in topo.numa_nodes if n.id in mems]
+    assert numa_view == allowed["numa_pu_sets"]
+    assert any("allows" in n for n in topo.notes)
+
+
+@pytest.mark.parametrize("name", PYCPUINFO)
+def test_cpuinfo_only_dumps(manifest, name):
+    gt = manifest["machines"][name]["ground_truth"]
+    topo = probe_topology(machine_root(name), live=False)
+    assert topo.source == "cpuinfo"
+    assert (topo.packages, topo.cores, topo.logical_cpus) == (gt["packages"], gt["cores"], gt["pus"])
+    assert topo.l3_known is False and topo.l3_domains == []
+    assert any("unknown" in n for n in topo.notes)
+
+
+def test_every_corpus_machine_probes_without_error():
+    for name in MACHINES:
+        topo = probe_topology(machine_root(name), live=False)
+        assert isinstance(topo, Topology)
+        # public JSON contract, exact keys
+        data = to_data(topo)
+        assert all(set(d) == {"cpus", "size_bytes"} for d in data["l3_domains"])
+        assert all(set(d) == {"id", "cpus", "distances"} for d in data["numa_nodes"])
+        assert from_data(Topology, data) == topo
+
+
+def test_empty_root_gives_unknown_with_note(tmp_path):
+    topo = probe_topology(tmp_path, live=False)
+    assert topo.logical_cpus is None and topo.notes
+
+
+def test_live_machine_is_consistent():
+    topo = probe_topology()
+    assert topo.logical_cpus and topo.cores and topo.cores <= topo.logical_cpus
+    assert topo.affinity.allowed_cpus and topo.affinity.usable_cpus
+    assert set(topo.affinity.allowed_cpus) <= set(topo.online_cpus)
+
+
+# ---------------------------------------------------------------------------
+# Synthetic sysfs trees
+
+
+def _w(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text + "\n")
+
+
+def build_tree(root: Path, *, packages: int, ccx_per_pkg: list[list[int]], smt: int = 2,
+               l3_kib: list[int] | None = None, numa: list[list[int]] | None = None,
+               distances: list[list[int]] | None = None, offline: list[int] = (), caches: bool = True,
+               smt_interleave: bool = True) -> dict[int, int]:
+    """A Zen-like tree. ``ccx_per_pkg[p]`` = core counts of each CCX (L3) of package p.
+
+    CPU numbering follows Linux on AMD: all first threads, then all second
+    threads (``cpu + n_cores`` is the sibling). Returns {cpu: l3 index}.
+    """
+    cpu_root = root / "sys/devices/system/cpu"
+    n_cores = sum(sum(c) for c in ccx_per_pkg)
+    l3_members: list[list[int]] = []
+    core = 0
+    core_info = []
+    for pkg in range(packages):
+        for ccx_cores in ccx_per_pkg[pkg]:
+            members = []
+            for _ in range(ccx_cores):
+                threads = [core + t * n_cores for t in range(smt)] if smt_interleave else [core]
+                members += threads
+                core_info.append((pkg, core, threads))
+                core += 1
+            l3_members.append(sorted(members))
+    l3_of = {c: i for i, m in enumerate(l3_members) for c in m}
+    all_cpus = sorted(c for _, _, t in core_info for c in t)
+    online = [c for c in all_cpus if c not in offline]
+    _w(cpu_root / "online", format_cpulist(online))
+    _w(cpu_root / "possible", format_cpulist(all_cpus))
+    if offline:
+        _w(cpu_root / "offline", format_cpulist(offline))
+    for pkg, core_id, threads in core_info:
+        for c in threads:
+            d = cpu_root / f"cpu{c}"
+            if c in offline:
+                _w(d / "online", "0")
+                continue
+            _w(d / "topology/physical_package_id", str(pkg))
+            _w(d / "topology/die_id", str(l3_of[c]))
+            _w(d / "topology/core_id", str(core_id))
+            _w(d / "topology/thread_siblings_list", format_cpulist(threads))
+            if caches:
+                _w(d / "cache/index0/level", "1")
+                _w(d / "cache/index0/type", "Data")
+                _w(d / "cache/index0/size", "32K")
+                _w(d / "cache/index0/shared_cpu_list", format_cpulist(threads))
+                _w(d / "cache/index1/level", "1")
+                _w(d / "cache/index1/type", "Instruction")
+                _w(d / "cache/index1/size", "32K")
+                _w(d / "cache/index1/shared_cpu_list", format_cpulist(threads))
+                _w(d / "cache/index2/level", "2")
+                _w(d / "cache/index2/type", "Unified")
+                _w(d / "cache/index2/size", "1024K")
+                _w(d / "cache/index2/shared_cpu_list", format_cpulist(threads))
+                _w(d / "cache/index3/level", "3")
+                _w(d / "cache/index3/type", "Unified")
+                size = (l3_kib or [32768] * len(l3_members))[l3_of[c]]
+                _w(d / "cache/index3/size", f"{size}K")
+                _w(d / "cache/index3/shared_cpu_list", format_cpulist(l3_members[l3_of[c]]))
+    node_root = root / "sys/devices/system/node"
+    numa = numa if numa is not None else [all_cpus]
+    _w(node_root / "online", format_cpulist(range(len(numa))))
+    for k, cpus in enumerate(numa):
+        _w(node_root / f"node{k}/cpulist", format_cpulist(cpus))
+        row = distances[k] if distances else [10 if i == k else 32 for i in range(len(numa))]
+        _w(node_root / f"node{k}/distance", " ".join(map(str, row)))
+        _w(node_root / f"node{k}/meminfo", f"Node {k} MemTotal:       65536000 kB\nNode {k} MemFree: 1 kB")
+    return l3_of
+
+
+def test_asymmetric_l3_7950x3d(tmp_path):
+    build_tree(tmp_path, packages=1, ccx_per_pkg=[[8, 8]], l3_kib=[98304, 32768])
+    topo = probe_topology(tmp_path, live=False)
+    assert topo.cores == 16 and topo.logical_cpus == 32 and topo.smt_threads_per_core == 2
+    assert [(format_cpulist(d.cpus), d.size_bytes) for d in topo.l3_domains] == [
+        ("0-7,16-23", 96 << 20), ("8-15,24-31", 32 << 20)]
+    assert topo.core_list[0].cpus == [0, 16] and topo.core_list[0].l3 == 0
+    assert topo.core_list[15].l3 == 1
+
+
+def test_zen2_two_ccx_per_ccd(tmp_path):
+    # Ryzen 9 3950X: 2 CCDs x 2 CCX x 4 cores, 16 MiB L3 per CCX.
+    build_tree(tmp_path, packages=1, ccx_per_pkg=[[4, 4, 4, 4]], l3_kib=[16384] * 4)
+    topo = probe_topology(tmp_path, live=False)
+    assert len(topo.l3_domains) == 4
+    assert [format_cpulist(d.cpus) for d in topo.l3_domains] == ["0-3,16-19", "4-7,20-23", "8-11,24-27", "12-15,28-31"]
+    assert all(d.size_bytes == 16 << 20 for d in topo.l3_domains)
+
+
+def test_two_socket_nps4_epyc(tmp_path):
+    # 2 x 32 cores, 8 CCX of 4 cores per socket, NPS4: 4 nodes per socket, 2 CCX each.
+    n_cores = 64
+    nodes = []
+    for k in range(8):
+        cores = range(k * 8, k * 8 + 8)
+        nodes.append(sorted(list(cores) + [c + n_cores for c in cores]))
+    dist = [[10 if i == j else (12 if i // 4 == j // 4 else 32) for j in range(8)] for i in range(8)]
+    build_tree(tmp_path, packages=2, ccx_per_pkg=[[4] * 8, [4] * 8], numa=nodes, distances=dist)
+    topo = probe_topology(tmp_path, live=False)
+    assert topo.packages == 2 and topo.cores == 64 and topo.logical_cpus == 128
+    assert len(topo.numa_nodes) == 8 and len(topo.l3_domains) == 16
+    assert topo.numa_nodes[5].distances == dist[5]
+    assert topo.numa_nodes[0].cpus == list(range(8)) + list(range(64, 72))
+    assert {c.numa for c in topo.core_list if c.package == 1} == {4, 5, 6, 7}
+    assert topo.numa_memory_bytes == {str(k): 65536000 * 1024 for k in range(8)}
+
+
+def test_smt_off(tmp_path):
+    build_tree(tmp_path, packages=1, ccx_per_pkg=[[8, 8]], smt=1)
+    topo = probe_topology(tmp_path, live=False)
+    assert topo.cores == topo.logical_cpus == 16 and topo.smt_threads_per_core == 1
+
+
+def test_offline_cpus_synthetic(tmp_path):
+    # 8 cores x 2 threads, siblings are n and n + 8; cpu3 (core 3) and cpu12 (core 4) offline
+    build_tree(tmp_path, packages=1, ccx_per_pkg=[[4, 4]], offline=[3, 12])
+    topo = probe_topology(tmp_path, live=False)
+    assert topo.offline_cpus == [3, 12]
+    assert topo.logical_cpus == 14 and topo.cores == 8
+    assert 3 not in topo.l3_domains[0].cpus and 12 not in topo.l3_domains[1].cpus
+    # a core with one thread offline keeps its online sibling
+    assert next(c for c in topo.core_list if 11 in c.cpus).cpus == [11]
+    assert next(c for c in topo.core_list if 4 in c.cpus).cpus == [4]
+    assert any("offline" in n for n in topo.notes)
+
+
+def test_no_cache_dirs(tmp_path):
+    build_tree(tmp_path, packages=1, ccx_per_pkg=[[4]], caches=False)
+    topo = probe_topology(tmp_path, live=False)
+    assert topo.l3_known is False and topo.l3_domains == []
+    assert any("cache" in n and "unknown" in n for n in topo.notes)
+    assert topo.cores == 4 and topo.logical_cpus == 8
+
+
+def _cgroup_v2(root: Path, cpu_max: str, cpuset: str | None = None, path: str = "/docker/abc") -> None:
+    _w(root / "proc/self/mounts", "cgroup2 /sys/fs/cgroup cgroup2 rw,nosuid 0 0")
+    _w(root / "proc/self/cgroup", f"0::{path}")
+    base = root / "sys/fs/cgroup"
+    _w(base / "cgroup.controllers", "cpuset cpu io memory")
+    _w(base / path.strip("/") / "cpu.max", cpu_max)
+    if cpuset is not None:
+        _w(base / path.strip("/") / "cpuset.cpus.effective", cpuset)
+
+
+def test_cgroup_v2_quota_four_cpus(tmp_path):
+    build_tree(tmp_path, packages=1, ccx_per_pkg=[[8, 8]])
+    _cgroup_v2(tmp_path, "400000 100000")
+    topo = probe_topology(tmp_path, live=False)
+    assert topo.affinity.cpu_quota == 4.0
+    assert topo.affinity.usable_cpus == 4
+    assert len(topo.affinity.allowed_cpus) == 32
+    assert any("quota" in n for n in topo.notes)
+
+
+def test_cgroup_v2_quota_parent_limit_and_fraction(tmp_path):
+    _cgroup_v2(tmp_path, "max 100000", cpuset="2-5")
+    _w(tmp_path / "sys/fs/cgroup/docker/cpu.max", "150000 100000")     # parent caps the child
+    limits = read_cgroup_limits(tmp_path)
+    assert limits.cpu_quota == 1.5 and limits.cpuset_cpus == [2, 3, 4, 5] and limits.version == "v2"
+    build_tree(tmp_path, packages=1, ccx_per_pkg=[[4]])
+    topo = probe_topology(tmp_path, live=False)
+    assert topo.affinity.allowed_cpus == [2, 3, 4, 5]
+    assert topo.affinity.usable_cpus == 2          # ceil(1.5)
+
+
+def test_cgroup_v2_unlimited(tmp_path):
+    _cgroup_v2(tmp_path, "max 100000")
+    assert read_cgroup_limits(tmp_path).cpu_quota is None
+
+
+def test_cgroup_v1_quota_and_cpuset(tmp_path):
+    build_tree(tmp_path, packages=1, ccx_per_pkg=[[8, 8]])
+    _w(tmp_path / "proc/self/mounts", "\n".join([
+        "cgroup /sys/fs/cgroup/cpu,cpuacct cgroup rw,nosuid,cpu,cpuacct 0 0",
+        "cgroup /sys/fs/cgroup/cpuset cgroup rw,nosuid,cpuset 0 0"]))
+    _w(tmp_path / "proc/self/cgroup", "4:cpu,cpuacct:/kubepods/pod1\n3:cpuset:/kubepods/pod1\n0::/")
+    cpu = tmp_path / "sys/fs/cgroup/cpu,cpuacct/kubepods/pod1"
+    _w(cpu / "cpu.cfs_quota_us", "250000")
+    _w(cpu / "cpu.cfs_period_us", "100000")
+    _w(tmp_path / "sys/fs/cgroup/cpuset/kubepods/pod1/cpuset.cpus", "0-7")
+    topo = probe_topology(tmp_path, live=False)
+    assert topo.affinity.cpu_quota == 2.5
+    assert topo.affinity.cgroup_cpuset == list(range(8))
+    assert topo.affinity.usable_cpus == 3
+
+
+def test_cgroup_v1_unlimited_quota(tmp_path):
+    _w(tmp_path / "proc/self/mounts", "cgroup /sys/fs/cgroup/cpu cgroup rw,cpu 0 0")
+    _w(tmp_path / "proc/self/cgroup", "1:cpu:/")
+    _w(tmp_path / "sys/fs/cgroup/cpu/cpu.cfs_quota_us", "-1")
+    _w(tmp_path / "sys/fs/cgroup/cpu/cpu.cfs_period_us", "100000")
+    assert read_cgroup_limits(tmp_path).cpu_quota is None
