@@ -1,0 +1,319 @@
+"""Pack the /proc and /sys files the probes read into a tarball, like hwloc-gather-topology.
+
+``cpudoctor report --root EXTRACTED`` on another machine then gives the same
+CPU, topology and OS answers as on this one. What goes in:
+
+* the files the probes really read on this machine, recorded by running them
+  in a child process under a Python audit hook (``open``/``listdir`` events),
+  so the capture follows the probes as they evolve; plus
+* a fixed list in the spirit of hwloc-gather-topology (cpuinfo, topology,
+  caches, cpufreq, NUMA nodes, cgroup limits), so a capture is complete even
+  when a probe skipped a file on this machine.
+
+Both are filtered through an allowlist: nothing outside CPU/NUMA/cgroup/OS
+release facts, DMI *names* only (never serials or UUIDs), ``/proc/self/status``
+cut down to its CPU/memory-affinity lines, mount tables cut down to cgroup
+mounts (they otherwise list home folders). Symlinks that the probes follow
+(``cpuN/cpufreq -> ../cpufreq/policyN``, ``/sys/class/dmi/id``) are kept as
+links next to the files they point to.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import io
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import tarfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cpudoctor import __version__
+
+# (glob relative to the root) — the hwloc-gather-topology style fixed list.
+STATIC_GLOBS = (
+    "proc/cpuinfo", "proc/meminfo", "proc/version", "proc/swaps", "proc/sys/kernel/osrelease",
+    "proc/self/status", "proc/self/cgroup", "proc/self/cpuset", "proc/self/mounts", "proc/mounts", "proc/1/cgroup",
+    "proc/hwloc-nofile-info",
+    "etc/os-release", "usr/lib/os-release",
+    "sys/devices/system/cpu/*", "sys/devices/system/cpu/smt/*", "sys/devices/system/cpu/cpufreq/boost",
+    "sys/devices/system/cpu/intel_pstate/no_turbo", "sys/devices/system/cpu/amd_pstate/status",
+    "sys/devices/system/cpu/cpu[0-9]*/online", "sys/devices/system/cpu/cpu[0-9]*/cpu_capacity",
+    "sys/devices/system/cpu/cpu[0-9]*/topology/*",
+    "sys/devices/system/cpu/cpu[0-9]*/cache/index[0-9]*/*",
+    "sys/devices/system/cpu/cpu[0-9]*/cpufreq/*",
+    "sys/devices/system/cpu/cpu[0-9]*/node[0-9]*",
+    "sys/devices/system/cpu/cpu[0-9]*/regs/identification/midr_el1",
+    "sys/devices/system/cpu/cpu[0-9]*/acpi_cppc/*perf*",
+    "sys/devices/system/node/*", "sys/devices/system/node/node[0-9]*/cpulist",
+    "sys/devices/system/node/node[0-9]*/cpumap", "sys/devices/system/node/node[0-9]*/distance",
+    "sys/devices/system/node/node[0-9]*/meminfo",
+    "sys/class/dmi/id/product_name", "sys/class/dmi/id/product_family", "sys/class/dmi/id/sys_vendor",
+    "sys/class/dmi/id/board_name", "sys/class/dmi/id/board_vendor", "sys/class/dmi/id/bios_vendor",
+    "sys/class/dmi/id/bios_version", "sys/class/dmi/id/bios_date",
+    "sys/kernel/mm/transparent_hugepage/enabled", "sys/kernel/mm/transparent_hugepage/defrag",
+    "sys/hypervisor/type",
+)
+# What may ever be packed (after symlinks are resolved), however it was found.
+ALLOW = (
+    "proc/cpuinfo", "proc/meminfo", "proc/version", "proc/swaps", "proc/sys/kernel/osrelease",
+    "proc/self/status", "proc/self/cgroup", "proc/self/cpuset", "proc/self/mounts", "proc/mounts",
+    "proc/1/cgroup", "proc/hwloc-nofile-info", "etc/os-release", "usr/lib/os-release",
+    "sys/devices/system/cpu/*", "sys/devices/system/node/*", "sys/kernel/mm/transparent_hugepage/*",
+    "sys/hypervisor/type", "sys/fs/cgroup/*", "dev/cpuset/*", "cgroup/*",
+    "sys/class/dmi/id", "sys/devices/virtual/dmi/id/*",
+)
+DMI_NAMES = {"product_name", "product_family", "product_version", "sys_vendor", "board_name", "board_vendor",
+             "bios_vendor", "bios_version", "bios_date"}
+# Never, even when a probe reads them: identity, secrets, or just noise.
+DENY = re.compile(r"(serial|uuid|asset_tag|/environ$|/cmdline$|/maps$|/smaps|/fd/|/exe$|/cwd$|/stat$|"
+                  r"/crash_notes|/uevent$|/power/|/subsystem|/driver$|/firmware_node|/hotplug/|/msr/)")
+CGROUP_FILES = ("cpuset.cpus", "cpuset.cpus.effective", "cpuset.mems", "cpuset.mems.effective", "cpu.max",
+                "memory.max", "memory.high", "cgroup.controllers", "cpuset.effective_cpus", "cpuset.effective_mems",
+                "cpu.cfs_quota_us", "cpu.cfs_period_us", "memory.limit_in_bytes")
+STATUS_KEEP = ("Cpus_allowed", "Mems_allowed")
+CGROUP_FS = {"cgroup", "cgroup2", "cpuset"}
+TOP = "cpudoctor-capture"
+
+
+class CaptureError(Exception):
+    """The capture could not be made; the message says what to do."""
+
+
+@dataclass
+class CaptureResult:
+    path: Path
+    files: int = 0
+    links: int = 0
+    bytes: int = 0
+    traced: int = 0                       # how many of the files came from the probes' own reads
+    skipped: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        kib = self.bytes / 1024
+        return (f"Packed {self.files} files and {self.links} symlinks ({kib:.1f} KiB of data) into {self.path}\n"
+                f"Analyse it anywhere: tar xzf {self.path.name} && cpudoctor report --root {TOP}")
+
+
+def allowed(rel: str) -> bool:
+    if DENY.search("/" + rel):
+        return False
+    if rel.startswith(("sys/devices/virtual/dmi/id/", "sys/class/dmi/id/")):
+        return rel.rsplit("/", 1)[-1] in DMI_NAMES
+    return any(rel == pat or fnmatch.fnmatchcase(rel, pat) for pat in ALLOW)
+
+
+def _resolve(root: Path, rel: str) -> tuple[str, list[tuple[str, str]]]:
+    """``rel`` with symlinked components resolved inside ``root``, and the links met on the way.
+
+    ``proc/self`` is kept as it is (it names the capturing process, and the
+    probes on the other side read ``proc/self`` too).
+    """
+    links: list[tuple[str, str]] = []
+    parts = [p for p in rel.split("/") if p]
+    done: list[str] = []
+    guard = 0
+    while parts:
+        guard += 1
+        if guard > 200:
+            break
+        part = parts.pop(0)
+        cur = "/".join(done + [part])
+        full = root / cur
+        if cur in ("proc/self", "proc/1") or not full.is_symlink():
+            done.append(part)
+            continue
+        target = os.readlink(full)
+        links.append((cur, target))
+        base = [] if target.startswith("/") else list(done)
+        for t in target.split("/"):
+            if t in ("", "."):
+                continue
+            if t == "..":
+                if base:
+                    base.pop()
+            else:
+                base.append(t)
+        parts = base + parts
+        done = []
+    return "/".join(done), links
+
+
+def _filter_content(rel: str, data: bytes) -> bytes:
+    """Cut files that hold more than the probes need down to the lines they use."""
+    if rel.endswith("/status") and rel.startswith("proc/"):
+        return b"".join(ln for ln in data.splitlines(keepends=True) if ln.startswith(tuple(
+            k.encode() for k in STATUS_KEEP)))
+    if rel.endswith("mounts") and rel.startswith("proc/"):
+        keep = []
+        for ln in data.splitlines(keepends=True):
+            fields = ln.split()
+            if len(fields) >= 3 and fields[2].decode(errors="replace") in CGROUP_FS | {"proc", "sysfs"}:
+                keep.append(ln)
+        return b"".join(keep)
+    return data
+
+
+def _cgroup_paths(root: Path) -> list[str]:
+    """The cgroup files that limit this process: its own cgroup dir and every ancestor."""
+    from cpudoctor.probes._fs import read_text
+
+    mounts = read_text(root / "proc/self/mounts") or read_text(root / "proc/mounts") or ""
+    cg = read_text(root / "proc/self/cgroup") or ""
+    out: list[str] = []
+    for line in cg.splitlines():
+        bits = line.split(":", 2)
+        if len(bits) != 3:
+            continue
+        controllers, path = bits[1], bits[2]
+        for m in mounts.splitlines():
+            f = m.split()
+            if len(f) < 4 or f[2] not in CGROUP_FS:
+                continue
+            if f[2] == "cgroup2" and controllers != "":
+                continue
+            if f[2] == "cgroup" and not set(controllers.split(",")) & set(f[3].split(",")):
+                continue
+            mount = f[1].lstrip("/")
+            segs = [s for s in path.split("/") if s]
+            for depth in range(len(segs) + 1):
+                d = "/".join([mount] + segs[:depth])
+                out += [f"{d}/{name}" for name in CGROUP_FILES]
+    return out
+
+
+def trace_probe_reads(timeout: float = 60.0) -> list[str]:
+    """Paths the probes open or list on this machine (absolute), from a child process."""
+    try:
+        proc = subprocess.run([sys.executable, "-m", "cpudoctor.capture", "--trace"], capture_output=True,
+                              text=True, timeout=timeout, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    if proc.returncode != 0:
+        return []
+    try:
+        return [p for p in json.loads(proc.stdout.strip().splitlines()[-1]) if isinstance(p, str)]
+    except (ValueError, IndexError):
+        return []
+
+
+def _trace_main() -> None:
+    seen: set[str] = set()
+    pid = str(os.getpid())
+
+    def hook(event: str, args: tuple) -> None:
+        if event in ("open", "os.listdir", "os.scandir") and args and isinstance(args[0], (str, Path)):
+            seen.add(os.path.abspath(str(args[0])))
+
+    sys.addaudithook(hook)
+    from cpudoctor.collect import collect_report
+
+    collect_report(Path("/"), software=True, children=False)
+    out = []
+    for p in sorted(seen):
+        p = re.sub(rf"^/proc/(?:{pid}|thread-self)(?=/|$)", "/proc/self", p)
+        if p.startswith(("/proc/", "/sys/", "/etc/os-release", "/usr/lib/os-release")):
+            out.append(p)
+    sys.stdout.write(json.dumps(out) + "\n")
+
+
+def capture(output: Path | str, root: Path | str = Path("/"), force: bool = False,
+            trace: bool = True) -> CaptureResult:
+    """Write the capture tarball atomically; CaptureError on any problem, nothing half-written."""
+    from cpudoctor.fileio import WriteError, atomic_write
+
+    output, root = Path(output).expanduser(), Path(root)
+    if output.exists() and not force:
+        raise CaptureError(f"{output} already exists; choose another name or pass --force to replace it")
+    if not output.parent.is_dir():
+        raise CaptureError(f"the folder {output.parent} does not exist; create it or choose another")
+    if not (root / "proc").is_dir() and not (root / "sys").is_dir():
+        raise CaptureError(f"{root} has neither proc/ nor sys/: not a machine tree")
+
+    wanted: dict[str, None] = {}
+    traced: set[str] = set()
+    for pattern in STATIC_GLOBS:
+        for hit in sorted(root.glob(pattern)):
+            wanted[hit.relative_to(root).as_posix()] = None
+    for rel in _cgroup_paths(root):
+        wanted[rel] = None
+    if trace and root == Path("/"):
+        for p in trace_probe_reads():
+            rel = p.lstrip("/")
+            traced.add(rel)
+            wanted[rel] = None
+
+    result = CaptureResult(path=output)
+    members: dict[str, tarfile.TarInfo] = {}
+    blobs: dict[str, bytes] = {}
+    now = time.time()
+
+    def add_dir(rel: str) -> None:
+        while rel and f"{TOP}/{rel}" not in members:
+            ti = tarfile.TarInfo(f"{TOP}/{rel}")
+            ti.type, ti.mode, ti.mtime = tarfile.DIRTYPE, 0o755, now
+            members[ti.name] = ti
+            rel = rel.rpartition("/")[0]
+
+    for rel in wanted:
+        real, links = _resolve(root, rel)
+        if not real or not allowed(real):
+            continue
+        ok_links = [(lk, tg) for lk, tg in links if allowed(lk) or lk.startswith("sys/class/dmi")]
+        full = root / real
+        name = f"{TOP}/{real}"
+        if full.is_dir():
+            add_dir(real)                 # listed by a probe, or the target of a kept link (cpuN/nodeK)
+        elif name not in members:
+            try:
+                data = full.read_bytes()
+            except (OSError, ValueError):
+                continue                  # unreadable (permissions, write-only sysfs attribute): skip
+            data = _filter_content(real, data)
+            add_dir(real.rpartition("/")[0])
+            ti = tarfile.TarInfo(name)
+            ti.size, ti.mode, ti.mtime = len(data), 0o444, now
+            members[name] = ti
+            blobs[name] = data
+            result.files += 1
+            result.bytes += len(data)
+            if rel in traced:
+                result.traced += 1
+        for lk, tg in ok_links:
+            lname = f"{TOP}/{lk}"
+            if lname in members:
+                continue
+            if tg.startswith("/"):               # keep the tree relocatable
+                tg = os.path.relpath(tg.lstrip("/"), lk.rpartition("/")[0] or ".")
+            add_dir(lk.rpartition("/")[0])
+            ti = tarfile.TarInfo(lname)
+            ti.type, ti.linkname, ti.mode, ti.mtime = tarfile.SYMTYPE, tg, 0o777, now
+            members[lname] = ti
+            result.links += 1
+
+    meta = json.dumps({"kind": "cpudoctor-capture", "tool_version": __version__, "machine": platform.machine(),
+                       "files": result.files, "links": result.links,
+                       "root": "/" if root == Path("/") else "<given --root>"}, indent=2).encode()
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz", compresslevel=9) as tar:
+        info = tarfile.TarInfo(f"{TOP}/capture.json")
+        info.size, info.mtime = len(meta), now
+        tar.addfile(info, io.BytesIO(meta))
+        for name in sorted(members, key=lambda n: (members[n].type != tarfile.DIRTYPE, n)):
+            ti = members[name]
+            tar.addfile(ti, io.BytesIO(blobs[name]) if name in blobs else None)
+    try:
+        atomic_write(output, buf.getvalue(), overwrite=force)
+    except WriteError as exc:
+        raise CaptureError(exc.strerror or str(exc)) from None
+    return result
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--trace"]:
+        _trace_main()

@@ -1,0 +1,237 @@
+"""What differs between two reports: before/after a fix, or machine A against machine B.
+
+The diff is data (:class:`Comparison`), rendered as text, Markdown or JSON, so
+the CLI and the GUI's side-by-side dialog show the same thing. Only
+differences are listed; an empty section means "same".
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from cpudoctor.probes._fs import format_cpulist
+from cpudoctor.report import BenchRun, Report
+
+SEVERITY_RANK = {"ok": 0, "info": 1, "warning": 2, "error": 3}
+
+
+@dataclass
+class Change:
+    """One field that differs: ``a`` in the first report, ``b`` in the second."""
+
+    section: str                           # chip | flags | topology | software | packages | threads | findings | benchmarks
+    item: str
+    a: Any = None
+    b: Any = None
+    note: str = ""                         # e.g. "new", "resolved", "1.23x"
+
+
+@dataclass
+class Comparison:
+    label_a: str
+    label_b: str
+    changes: list[Change] = field(default_factory=list)
+
+    def section(self, name: str) -> list[Change]:
+        return [c for c in self.changes if c.section == name]
+
+    @property
+    def same(self) -> bool:
+        return not self.changes
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"a": self.label_a, "b": self.label_b, "changes": [asdict(c) for c in self.changes]}
+
+
+SECTIONS = ("chip", "flags", "topology", "software", "packages", "threads", "findings", "benchmarks")
+SECTION_TITLES = {"chip": "Chip", "flags": "CPU flags", "topology": "Topology", "software": "Software",
+                  "packages": "Packages", "threads": "Thread environment", "findings": "Findings",
+                  "benchmarks": "Benchmarks"}
+
+
+def label(report: Report) -> str:
+    """``AMD EPYC 9354 (2026-11-30)``: what the user recognises a report by."""
+    date = (report.meta.generated_at or "")[:10]
+    return f"{report.cpu.brand or 'unknown CPU'}" + (f" ({date})" if date else "")
+
+
+def _field(changes: list[Change], section: str, item: str, a: Any, b: Any) -> None:
+    if a != b:
+        changes.append(Change(section, item, a, b))
+
+
+def _cpus(cpus: list[int] | None) -> str | None:
+    return None if cpus is None else format_cpulist(cpus)
+
+
+def compare(a: Report, b: Report, label_a: str | None = None, label_b: str | None = None) -> Comparison:
+    """Every difference between ``a`` and ``b`` that matters for deep-learning performance."""
+    out = Comparison(label_a or label(a), label_b or label(b))
+    ch = out.changes
+    for name in ("brand", "vendor", "microarchitecture", "codename", "family", "model", "stepping", "base_mhz",
+                 "max_mhz", "hypervisor"):
+        _field(ch, "chip", name, getattr(a.cpu, name), getattr(b.cpu, name))
+    for name in ("avx512_usable", "avx512_torch_kernels", "avx2", "fma", "avx_vnni", "avx512_vnni", "avx512_bf16",
+                 "amx", "x86_64_level", "vector_width_bits"):
+        _field(ch, "chip", f"isa.{name}", getattr(a.cpu.isa, name), getattr(b.cpu.isa, name))
+    fa, fb = set(a.cpu.flags), set(b.cpu.flags)
+    if fb - fa:
+        ch.append(Change("flags", "added", None, sorted(fb - fa), f"{len(fb - fa)} only in B"))
+    if fa - fb:
+        ch.append(Change("flags", "removed", sorted(fa - fb), None, f"{len(fa - fb)} only in A"))
+
+    ta, tb = a.topology, b.topology
+    for name in ("packages", "cores", "logical_cpus", "smt_threads_per_core"):
+        _field(ch, "topology", name, getattr(ta, name), getattr(tb, name))
+    _field(ch, "topology", "numa_nodes", [_cpus(n.cpus) for n in ta.numa_nodes], [_cpus(n.cpus) for n in tb.numa_nodes])
+    _field(ch, "topology", "l3_domains", [_cpus(d.cpus) for d in ta.l3_domains], [_cpus(d.cpus) for d in tb.l3_domains])
+    _field(ch, "topology", "l3_sizes", sorted({d.size_bytes for d in ta.l3_domains if d.size_bytes}),
+           sorted({d.size_bytes for d in tb.l3_domains if d.size_bytes}))
+    _field(ch, "topology", "offline_cpus", _cpus(ta.offline_cpus), _cpus(tb.offline_cpus))
+    _field(ch, "topology", "allowed_cpus", _cpus(ta.affinity.allowed_cpus), _cpus(tb.affinity.allowed_cpus))
+    _field(ch, "topology", "cpu_quota", ta.affinity.cpu_quota, tb.affinity.cpu_quota)
+
+    _software(ch, a, b)
+    _findings(ch, a, b)
+    _benchmarks(ch, a.benchmarks, b.benchmarks)
+    ra, rb = a.recommendation, b.recommendation
+    _field(ch, "benchmarks", "recommended threads", ra.threads if ra else None, rb.threads if rb else None)
+    return out
+
+
+def _software(ch: list[Change], a: Report, b: Report) -> None:
+    sa, sb = a.software, b.software
+    if sa is None or sb is None:
+        _field(ch, "software", "probed", sa is not None, sb is not None)
+        return
+    for name in ("distro", "distro_version", "kernel", "libc", "virtualization", "container", "governor",
+                 "cpufreq_driver", "boost", "thp", "mem_total_bytes", "cgroup_memory_limit_bytes"):
+        _field(ch, "software", f"os.{name}", getattr(sa.os, name), getattr(sb.os, name))
+    _field(ch, "software", "python", sa.python.version, sb.python.version)
+    for name in ("status", "version", "cpu_capability", "openmp", "parallel_backend", "mkl_available",
+                 "mkldnn_available", "intra_op_threads", "inter_op_threads", "bf16_supported"):
+        _field(ch, "software", f"torch.{name}", getattr(sa.torch, name), getattr(sb.torch, name))
+    _field(ch, "software", "numpy.blas", [f"{x.internal_api} {x.version or ''}".strip() for x in sa.numpy.blas],
+           [f"{x.internal_api} {x.version or ''}".strip() for x in sb.numpy.blas])
+    _field(ch, "software", "preload_libs", sa.preload_libs, sb.preload_libs)
+    pa = {p.name: p for p in sa.packages}
+    pb = {p.name: p for p in sb.packages}
+    for name in sorted(pa.keys() | pb.keys()):
+        va = pa[name].version if name in pa else None
+        vb = pb[name].version if name in pb else None
+        if va != vb:
+            note = "added" if name not in pa else "removed" if name not in pb else "changed"
+            ch.append(Change("packages", name, va, vb, note))
+    ea, eb = sa.thread_env, sb.thread_env
+    for name in sorted(ea.keys() | eb.keys()):
+        if ea.get(name) != eb.get(name):
+            note = "set" if name not in ea else "unset" if name not in eb else "changed"
+            ch.append(Change("threads", name, ea.get(name), eb.get(name), note))
+
+
+def _findings(ch: list[Change], a: Report, b: Report) -> None:
+    fa = {f.code: f for f in a.findings}
+    fb = {f.code: f for f in b.findings}
+    for code in sorted(fa.keys() | fb.keys()):
+        x, y = fa.get(code), fb.get(code)
+        if x is None and y is not None:
+            ch.append(Change("findings", f"{code} {y.title}", None, y.severity, "new"))
+        elif y is None and x is not None:
+            ch.append(Change("findings", f"{code} {x.title}", x.severity, None, "resolved"))
+        elif x is not None and y is not None and x.severity != y.severity:
+            better = SEVERITY_RANK.get(y.severity, 1) < SEVERITY_RANK.get(x.severity, 1)
+            ch.append(Change("findings", f"{code} {y.title}", x.severity, y.severity,
+                             "better" if better else "worse"))
+
+
+def _figures(run: BenchRun) -> dict[str, float]:
+    return {k: float(v) for k, v in run.metrics.items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}
+
+
+def _benchmarks(ch: list[Change], a: list[BenchRun], b: list[BenchRun]) -> None:
+    """Compare the last run of each kind (a report may hold several runs of one kind)."""
+    last_a = {r.kind: r for r in a if r.status == "ok"}
+    last_b = {r.kind: r for r in b if r.status == "ok"}
+    for kind in sorted(last_a.keys() | last_b.keys()):
+        ra, rb = last_a.get(kind), last_b.get(kind)
+        if ra is None or rb is None:
+            ch.append(Change("benchmarks", kind, "run" if ra else None, "run" if rb else None,
+                             "only in B" if ra is None else "only in A"))
+            continue
+        xa, xb = _figures(ra), _figures(rb)
+        for name in sorted(xa.keys() | xb.keys()):
+            va, vb = xa.get(name), xb.get(name)
+            if va == vb:
+                continue
+            note = f"{vb / va:.2f}x" if va and vb is not None else ""
+            ch.append(Change("benchmarks", f"{kind}.{name}", va, vb, note))
+
+
+# --- renderers ------------------------------------------------------------------
+
+def _show(v: Any) -> str:
+    if v is None:
+        return "—"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        return f"{v:,.4g}"
+    if isinstance(v, list):
+        return ", ".join(_show(x) for x in v) if v else "none"
+    return str(v)
+
+
+def render_text(cmp: Comparison) -> str:
+    lines = [f"A: {cmp.label_a}", f"B: {cmp.label_b}", ""]
+    if cmp.same:
+        return "\n".join(lines + ["No differences."]) + "\n"
+    for sec in SECTIONS:
+        items = cmp.section(sec)
+        if not items:
+            continue
+        lines.append(f"{SECTION_TITLES[sec]}:")
+        for c in items:
+            if sec == "flags":
+                lines.append(f"  {c.item} ({c.note}): {_show(c.b if c.item == 'added' else c.a)}")
+            else:
+                note = f"  [{c.note}]" if c.note else ""
+                lines.append(f"  {c.item}: {_show(c.a)} -> {_show(c.b)}{note}")
+        lines.append("")
+    lines.append(f"{len(cmp.changes)} differences.")
+    return "\n".join(lines) + "\n"
+
+
+def _md(v: Any) -> str:
+    return _show(v).replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def render_markdown(cmp: Comparison) -> str:
+    lines = ["# CPU Doctor: report comparison", "", f"- **A:** {_md(cmp.label_a)}", f"- **B:** {_md(cmp.label_b)}", ""]
+    if cmp.same:
+        return "\n".join(lines + ["No differences."]) + "\n"
+    for sec in SECTIONS:
+        items = cmp.section(sec)
+        if not items:
+            continue
+        lines += [f"## {SECTION_TITLES[sec]}", ""]
+        if sec == "flags":
+            for c in items:
+                flags = c.b if c.item == "added" else c.a
+                lines += ["<details>", f"<summary>{c.item.capitalize()}: {c.note}</summary>", "",
+                          "```text", " ".join(flags or []), "```", "", "</details>", ""]
+            continue
+        lines += ["| | A | B | |", "|---|---|---|---|"]
+        lines += [f"| {_md(c.item)} | {_md(c.a)} | {_md(c.b)} | {_md(c.note)} |" for c in items]
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def render_json(cmp: Comparison) -> str:
+    return json.dumps(cmp.to_dict(), indent=2, ensure_ascii=False) + "\n"
+
+
+RENDERERS = {"text": render_text, "md": render_markdown, "json": render_json}
