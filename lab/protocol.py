@@ -58,19 +58,19 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def encode(kind: str, **fields: Any) -> str:
-    """One protocol line (without the newline)."""
-    if kind not in TYPES:
-        raise ValueError(f"unknown message type {kind!r}; one of {', '.join(TYPES)}")
-    return json.dumps({"type": kind, **_clean(fields)}, separators=(",", ":"), allow_nan=False)
+def encode(msg_type: str, /, **fields: Any) -> str:
+    """One protocol line (without the newline). Fields may use any name, even ``kind``."""
+    if msg_type not in TYPES:
+        raise ValueError(f"unknown message type {msg_type!r}; one of {', '.join(TYPES)}")
+    return json.dumps({"type": msg_type, **_clean(fields)}, separators=(",", ":"), allow_nan=False)
 
 
 _emit_lock = threading.Lock()
 
 
-def emit(kind: str, stream: TextIO | None = None, **fields: Any) -> None:
+def emit(msg_type: str, /, stream: TextIO | None = None, **fields: Any) -> None:
     """Write one message line and flush, so the parent sees it at once."""
-    line = encode(kind, **fields)
+    line = encode(msg_type, **fields)
     out = stream or sys.stdout
     with _emit_lock:
         out.write(line + "\n")

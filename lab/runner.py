@@ -61,7 +61,10 @@ def memory_total() -> int | None:
 
 
 def isa_hint(root: str = "/") -> str:
-    """What the torch build needs, and what this CPU reports, for a SIGILL message (no torch import)."""
+    """What the torch build needs vs what this CPU has, for a SIGILL message (no torch import).
+
+    The floors are data (resources/isa_floors.json, read by probes/isarisk.py).
+    """
     from importlib import metadata
     from pathlib import Path
 
@@ -71,14 +74,11 @@ def isa_hint(root: str = "/") -> str:
         version = None
     try:
         from cpudoctor.probes.cpu import probe_cpu
+        from cpudoctor.probes.isarisk import isa_hint as floor_hint
 
-        flags = set(probe_cpu(Path(root)).flags)
+        return floor_hint(probe_cpu(Path(root)), "torch", version)
     except Exception:  # noqa: BLE001 - the hint must never fail the diagnosis
-        flags = set()
-    have = ", ".join(f"{f} {'yes' if f in flags else 'no'}" for f in ("avx", "avx2", "fma", "avx512f")) if flags else "flags unknown"
-    build = f"torch {version}" if version else "this torch build"
-    return (f"{build} for x86-64 runs AVX/AVX2 code on its default path (pytorch/pytorch#37577, #43300); "
-            f"this CPU reports {have}. Install a build made for this CPU, or run on a newer CPU")
+        return f"torch {version or ''} uses an instruction this CPU does not have".replace("  ", " ")
 
 
 @dataclass

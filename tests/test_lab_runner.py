@@ -1,0 +1,110 @@
+"""Child jobs through the non-Qt runner: progress, results, cancel, crash diagnosis."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import textwrap
+import time
+
+from cpudoctor.lab import runner
+
+# A protocol-speaking child that stops when asked, like the real jobs.
+COOPERATIVE = textwrap.dedent("""
+    import time
+    from cpudoctor.lab import protocol
+    args, stop = protocol.parse_job_argv()
+    step = 0
+    while not stop.is_set() and step < args.get("steps", 10**9):
+        step += 1
+        protocol.progress(step=step, loss=1.0 / step, accuracy=0.1, samples_per_s=100.0, elapsed=step * 0.01)
+        time.sleep(0.01)
+    protocol.result(status="cancelled" if stop.is_set() else "ok", steps=step)
+""")
+
+# A child that ignores stop requests and SIGTERM: only SIGKILL ends it.
+STUBBORN = textwrap.dedent("""
+    import signal, sys, time, json
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    print(json.dumps({"type": "progress", "step": 1, "elapsed": 0.0}), flush=True)
+    while True:
+        time.sleep(0.05)
+""")
+
+
+def _wait_for_progress(job, limit: float = 30.0) -> None:
+    deadline = time.monotonic() + limit
+    while not job.outcome.progress and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert job.outcome.progress, "the child sent no progress"
+
+
+def _argv(code: str, args: str = "{}") -> list[str]:
+    return [sys.executable, "-c", code, "--json-args", args, "--control", "stdin"]
+
+
+def test_progress_and_result_are_collected():
+    seen = []
+    out = runner.run_job("fake", {}, on_message=seen.append, argv=_argv(COOPERATIVE, '{"steps": 5}'))
+    assert out.status == "ok" and out.returncode == 0
+    assert [p["step"] for p in out.progress] == [1, 2, 3, 4, 5]
+    assert out.result == {"status": "ok", "steps": 5}
+    assert [m.type for m in seen] == ["progress"] * 5 + ["result"]
+
+
+def test_cancel_of_a_cooperative_child_keeps_partial_results():
+    job = runner.Job(_argv(COOPERATIVE)).start()
+    _wait_for_progress(job)
+    out = job.stop()
+    assert out.status == "cancelled"
+    assert out.returncode == 0 and out.result["status"] == "cancelled"
+    assert out.progress and out.result["steps"] >= out.progress[-1]["step"]
+
+
+def test_cancel_of_a_stubborn_child_ends_in_kill():
+    job = runner.Job(_argv(STUBBORN)).start()
+    _wait_for_progress(job)
+    out = job.stop(ask_wait=0.1, term_wait=0.1)
+    assert out.returncode == -signal.SIGKILL
+    assert out.status == "cancelled" and out.progress == [{"step": 1, "elapsed": 0.0}]
+
+
+def test_sigill_child_is_diagnosed_with_the_isa_hint():
+    code = ("import os, signal, json; print(json.dumps({'type': 'progress', 'step': 1, 'elapsed': 0}), flush=True);"
+            "os.kill(os.getpid(), signal.SIGILL)")
+    out = runner.run_job("train", {}, argv=[sys.executable, "-c", code])
+    assert out.status == "crashed" and out.diagnosis.kind == "illegal_instruction"
+    assert out.message.startswith("Illegal instruction") and "torch" in out.message
+    assert out.progress == [{"step": 1, "elapsed": 0}]
+
+
+def test_oom_kill_is_diagnosed_with_the_memory_seen():
+    # Simulated OOM: hold 64 MiB long enough for the watcher to see it, then SIGKILL ourselves.
+    code = ("import os, signal, time; b = bytearray(64 << 20); b[::4096] = b'x' * len(b[::4096]);"
+            "time.sleep(0.8); os.kill(os.getpid(), signal.SIGKILL)")
+    out = runner.run_job("train", {}, argv=[sys.executable, "-c", code])
+    assert out.status == "crashed" and out.diagnosis.kind == "out_of_memory"
+    assert "out-of-memory" in out.message and "used up to" in out.message
+    assert out.peak_rss_bytes is not None and out.peak_rss_bytes > 60 << 20
+
+
+def test_python_error_and_protocol_error():
+    out = runner.run_job("train", {}, argv=[sys.executable, "-c", "raise ValueError('boom')"])
+    assert out.status == "error" and out.message.endswith("ValueError: boom")
+    code = "from cpudoctor.lab import protocol; protocol.error('torch.compile failed: no compiler', kind='compile'); raise SystemExit(3)"
+    out = runner.run_job("train", {}, argv=[sys.executable, "-c", code])
+    assert out.status == "error" and out.message == "torch.compile failed: no compiler"
+    assert out.error["kind"] == "compile"
+
+
+def test_classify_other_signal_and_missing_result():
+    status, diag = runner.classify(-signal.SIGSEGV, result=None, error=None, stop_requested=False)
+    assert status == "crashed" and diag.signal_name == "SIGSEGV"
+    status, diag = runner.classify(0, result=None, error=None, stop_requested=False)
+    assert status == "error" and "without a result" in diag.message
+
+
+def test_job_command_uses_this_python_and_the_module():
+    argv = runner.job_command("gemm", {"size": 64})
+    assert argv[:3] == [sys.executable, "-m", "cpudoctor.lab.gemm"] and argv[-2:] == ["--control", "stdin"]
+    assert runner.format_bytes(3 * 1024 ** 3) == "3.0 GiB"

@@ -1,0 +1,59 @@
+"""A short real training run in a child process: loss falls, accuracy beats chance clearly."""
+
+from __future__ import annotations
+
+import pytest
+
+from cpudoctor.lab import runner
+from cpudoctor.lab.settings import SettingsError, TrainSettings
+
+
+def test_short_training_run_learns():
+    args = TrainSettings(steps=60, seconds=None, batch_size=32, eval_samples=300, threads=1).to_dict()
+    out = runner.run_job("train", args, timeout=120)
+    assert out.status == "ok", out.message
+    r = out.result
+    assert r["steps"] == 60 and r["threads"] == 1
+    assert r["final_loss"] < 0.6 * r["initial_loss"]
+    assert r["eval_accuracy"] > 0.3            # chance is 0.1
+    assert r["samples_per_s"] > 0 and r["parameters"] == 32 * 9 + 32 + 32 * 13 * 13 * 10 + 10
+    steps = [p["step"] for p in out.progress]
+    assert steps == sorted(steps) and steps[-1] == 60
+    assert all({"step", "loss", "accuracy", "samples_per_s", "elapsed"} <= set(p) for p in out.progress)
+
+
+def test_bad_settings_are_an_error_result_not_a_traceback():
+    out = runner.run_job("train", {"batch_size": 0})
+    assert out.status == "error" and out.message == "batch size must be between 1 and 65536, not 0"
+    out = runner.run_job("train", {"data": "mnist", "mnist_dir": "/nonexistent/mnist", "steps": 1})
+    assert out.status == "error" and "/nonexistent/mnist is not a folder" in out.message
+
+
+def test_settings_validation_messages():
+    with pytest.raises(SettingsError, match="model must be one of"):
+        TrainSettings(model="vgg").validate()
+    with pytest.raises(SettingsError, match="give steps or seconds"):
+        TrainSettings(steps=None, seconds=None).validate()
+    with pytest.raises(SettingsError, match="unknown training setting"):
+        TrainSettings.from_dict({"epochs": 3})
+    assert TrainSettings(cpus=[3, 1, 1]).validate().cpus == [1, 3]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("extra", [{"dtype": "bf16"}, {"channels_last": True}, {"model": "lenet5"},
+                                   {"optimizer": "sgd", "cpus": [0]}])
+def test_variants_run(extra):
+    args = {**TrainSettings(steps=15, seconds=None, batch_size=32, eval_samples=0).to_dict(), **extra}
+    out = runner.run_job("train", args, timeout=120)
+    assert out.status == "ok", out.message
+    assert out.result["final_loss"] < out.result["initial_loss"]
+    if "cpus" in extra:
+        assert out.result["cpus"] == [0]
+
+
+@pytest.mark.slow
+def test_resnet18_has_eleven_million_parameters():
+    out = runner.run_job("train", {"model": "resnet18", "steps": 2, "seconds": None, "batch_size": 4,
+                                   "warmup_steps": 0, "eval_samples": 0}, timeout=120)
+    assert out.status == "ok", out.message
+    assert 11_000_000 < out.result["parameters"] < 11_400_000
