@@ -157,7 +157,11 @@ def expected_torch_capability(f: Facts) -> str | None:
 
 
 def torch_installed(f: Facts) -> bool:
-    return f.get("software.torch.status") not in (None, "not_installed")
+    """torch is installed (its child ran, or the quick probe found its package metadata)."""
+    status = f.get("software.torch.status")
+    if status == "skipped":
+        return any(p.name == "torch" for p in (f.get("software.packages", record=False) or []))
+    return status not in (None, "not_installed")
 
 
 def torch_build(f: Facts) -> str | None:

@@ -91,7 +91,7 @@ def virtual_machine(report: Report) -> list[Finding]:
     if smt == 1 and cpus and cpus > 1:
         why += " The guest reports no SMT, so it cannot tell whether two vCPUs share one physical core."
     return [f.finding(
-        "info", f"Running in a virtual machine ({virt or 'hypervisor flag set'})",
+        "info", "Running in a virtual machine" + (f" ({virt})" if virt else ""),
         why=why,
         fix="Ask for host-passthrough CPUs with pinned vCPUs for training, and trust the thread sweep over core counts.",
         snippet="grep -c ^processor /proc/cpuinfo\ngrep -E '^(steal|cpu )' /proc/stat  # steal time: column 8")]
@@ -127,7 +127,13 @@ def container(report: Report) -> list[Finding]:
         why += f" with a CPU quota of {quota:g} CPUs" + (f" on a host with {logical} CPUs" if logical else "")
     if limit:
         why += f" and a {machine.gib(limit)} memory limit"
-    why += ". Libraries size their thread pools from the host's CPUs, not the quota; the memory limit kills with SIGKILL."
+    why += "."
+    if quota:
+        why += " Libraries size their thread pools from the host's CPUs, not the quota, and are throttled every 100 ms."
+    else:
+        why += " No CPU quota applies, so thread counts follow the CPUs the container sees."
+    if limit:
+        why += " Going over the memory limit kills the job with SIGKILL (exit 137), without a traceback."
     return [f.finding(
         "info", f"Running in a {kind} container" + (f" limited to {quota:g} CPUs" if quota else ""),
         why=why,

@@ -26,8 +26,7 @@ def torch_missing(report: Report) -> list[Finding]:
     f = Facts(report)
     if f.get("software") is None:
         return []
-    status = f.get("software.torch.status")
-    if status == "not_installed":
+    if not machine.torch_installed(f):
         env = f.get("software.python.env_kind")
         ver = f.get("software.python.version")
         return [f.finding(

@@ -1,0 +1,268 @@
+"""The one generator of pinning snippets: taskset, numactl, OpenMP and Python variants.
+
+Given a set of logical CPUs and the machine's Topology, say how to run a job
+on exactly those CPUs, in each of the forms people paste into a shell or a
+launcher script. The topology map (selection), the advisor (recommendations)
+and the process inspector all call :func:`pinning_plan`, so the snippets look
+the same everywhere.
+
+Why several forms: ``taskset`` only restricts the process; ``numactl`` also
+places memory (``--membind``), which matters as soon as a set spans or
+excludes NUMA nodes; OpenMP's ``OMP_PLACES``/``OMP_PROC_BIND`` pin each
+worker thread to one core, which keeps PyTorch's intra-op threads from
+migrating across CCXs (each L3 is private to its CCX on AMD, so a migrating
+thread refills its cache from memory). ``GOMP_CPU_AFFINITY`` is libgomp's
+older, per-thread list (PyTorch wheels on Linux use libgomp).
+
+Thread count: one OpenMP thread per *physical core* of the set. SMT siblings
+share the core's vector units, so a second GEMM thread on the sibling only
+competes with the first (PyTorch's own launcher and Intel's tuning guides do
+the same).
+
+Pure functions returning dataclasses; no Qt, no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from cpudoctor.probes._fs import format_cpulist
+from cpudoctor.probes.topology import Topology
+
+DEFAULT_COMMAND = "python train.py"
+
+KINDS = ("taskset", "numactl", "openmp", "gomp", "python")
+
+
+@dataclass(frozen=True)
+class Snippet:
+    """One way to pin: ``text`` is what to paste, ``note`` says when to use it."""
+
+    kind: str              # one of KINDS
+    label: str             # tab title: "taskset", "numactl", "OpenMP", ...
+    text: str
+    note: str = ""
+
+
+@dataclass
+class PinningPlan:
+    """Everything about one CPU set: where it lies, how many threads, and the snippets."""
+
+    cpus: list[int]
+    cpulist: str                                   # "0-7,64-71"
+    threads: int                                   # OMP_NUM_THREADS: physical cores in the set
+    cores: list[list[int]] = field(default_factory=list)        # the set's CPUs grouped by core
+    numa_nodes: list[int] = field(default_factory=list)         # nodes the set touches
+    whole_numa_nodes: bool = False                 # the set is exactly the CPUs of those nodes
+    l3_domains: list[int] = field(default_factory=list)         # indexes into topology.l3_domains
+    snippets: list[Snippet] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def snippet(self, kind: str) -> Snippet:
+        for s in self.snippets:
+            if s.kind == kind:
+                return s
+        raise KeyError(f"no {kind!r} snippet; kinds: {', '.join(s.kind for s in self.snippets)}")
+
+
+# ---------------------------------------------------------------------------
+# CPU sets the GUI and advisor offer as one-click selections
+
+
+def l3_cpu_sets(topo: Topology) -> list[list[int]]:
+    """One CPU set per L3 domain (= per CCX on AMD), in the topology's order."""
+    return [list(d.cpus) for d in topo.l3_domains]
+
+
+def numa_cpu_sets(topo: Topology) -> dict[int, list[int]]:
+    """NUMA node id -> its CPUs; CPU-less nodes (memory only) are left out."""
+    return {n.id: list(n.cpus) for n in topo.numa_nodes if n.cpus}
+
+
+def package_cpu_sets(topo: Topology) -> dict[int, list[int]]:
+    """physical_package_id -> its CPUs."""
+    return {p.id: list(p.cpus) for p in topo.package_list}
+
+
+def cores_of(cpus: list[int] | set[int], topo: Topology) -> list[list[int]]:
+    """The set's CPUs grouped by physical core (cores in first-CPU order).
+
+    CPUs the topology does not know (no core list: psutil/cpuinfo sources)
+    count as one core each.
+    """
+    wanted = set(cpus)
+    groups: list[list[int]] = []
+    known: set[int] = set()
+    for core in topo.core_list:
+        members = [c for c in core.cpus if c in wanted]
+        known.update(core.cpus)
+        if members:
+            groups.append(members)
+    groups.extend([c] for c in sorted(wanted - known))
+    groups.sort(key=lambda g: g[0])
+    return groups
+
+
+def one_thread_per_core(cpus: list[int] | set[int], topo: Topology) -> list[int]:
+    """The first hardware thread of each core in the set: no two CPUs share a core."""
+    return [g[0] for g in cores_of(cpus, topo)]
+
+
+# ---------------------------------------------------------------------------
+# Snippets
+
+
+def _omp_places(groups: list[list[int]]) -> str:
+    """OpenMP place list, compressed with the ``{a,b}:count:stride`` interval form.
+
+    Consecutive places that are the previous place shifted by the same stride
+    collapse into one interval, so 64 cores of a CCD-ordered EPYC become
+    ``{0,64}:32:1,...`` rather than a 64-item list.
+    """
+    out: list[str] = []
+    i = 0
+    while i < len(groups):
+        base = groups[i]
+        j = i + 1
+        stride = None
+        while j < len(groups) and len(groups[j]) == len(base):
+            delta = groups[j][0] - groups[j - 1][0]
+            if delta <= 0 or any(b - a != delta for a, b in zip(groups[j - 1], groups[j])):
+                break
+            if stride is None:
+                stride = delta
+            elif delta != stride:
+                break
+            j += 1
+        place = "{" + ",".join(map(str, base)) + "}"
+        count = j - i
+        if count >= 3:
+            out.append(f"{place}:{count}:{stride}" if stride != 1 else f"{place}:{count}")
+            i = j
+        else:
+            out.append(place)
+            i += 1
+    return ",".join(out)
+
+
+def _nodes_of(cpus: set[int], topo: Topology) -> tuple[list[int], bool]:
+    touched = [n.id for n in topo.numa_nodes if cpus & set(n.cpus)]
+    node_cpus = {c for n in topo.numa_nodes if n.id in touched for c in n.cpus}
+    whole = bool(touched) and node_cpus == cpus
+    return touched, whole
+
+
+def pinning_plan(cpus: list[int] | set[int], topo: Topology, command: str = DEFAULT_COMMAND) -> PinningPlan:
+    """Pinning snippets for running ``command`` on exactly ``cpus``.
+
+    An empty set gives a plan with no snippets and a warning, never an error:
+    the GUI calls this on every selection change.
+    """
+    wanted = sorted(set(cpus))
+    plan = PinningPlan(cpus=wanted, cpulist=format_cpulist(wanted), threads=0)
+    if not wanted:
+        plan.warnings.append("no CPUs selected: click a core, an L3 domain or a NUMA node")
+        return plan
+    wanted_set = set(wanted)
+    plan.cores = cores_of(wanted, topo)
+    plan.threads = len(plan.cores)
+    plan.numa_nodes, plan.whole_numa_nodes = _nodes_of(wanted_set, topo)
+    plan.l3_domains = [i for i, d in enumerate(topo.l3_domains) if wanted_set & set(d.cpus)]
+    _add_warnings(plan, wanted_set, topo)
+
+    cl = plan.cpulist
+    n = plan.threads
+    firsts = [g[0] for g in plan.cores]
+    nodes = format_cpulist(plan.numa_nodes)
+    smt_note = (f" ({len(wanted)} hardware threads on {n} cores: one thread per core, "
+                "SMT siblings left for the OS)" if len(wanted) > n else "")
+
+    plan.snippets.append(Snippet(
+        "taskset", "taskset",
+        f"OMP_NUM_THREADS={n} taskset -c {cl} {command}",
+        "Restricts the process (and all its threads) to these CPUs. Memory is not placed."
+        + smt_note))
+
+    if plan.whole_numa_nodes:
+        numactl = f"OMP_NUM_THREADS={n} numactl --cpunodebind={nodes} --membind={nodes} {command}"
+        note = (f"The set is exactly NUMA node{'s' if len(plan.numa_nodes) > 1 else ''} {nodes}: "
+                "bind both the CPUs and the memory to it.")
+    elif len(plan.numa_nodes) == 1:
+        numactl = f"OMP_NUM_THREADS={n} numactl --physcpubind={cl} --membind={nodes} {command}"
+        note = f"All CPUs are on NUMA node {nodes}: allocate memory there too."
+    else:
+        numactl = f"OMP_NUM_THREADS={n} numactl --physcpubind={cl} --localalloc {command}"
+        note = ("The set spans NUMA nodes " + (nodes or "?") + " partly: each thread allocates "
+                "on its own node (--localalloc).")
+    if not topo.numa_nodes:
+        note = "NUMA layout unknown: only the CPUs are bound."
+        numactl = f"OMP_NUM_THREADS={n} numactl --physcpubind={cl} {command}"
+    plan.snippets.append(Snippet("numactl", "numactl", numactl, note))
+
+    places = _omp_places(plan.cores)
+    plan.snippets.append(Snippet(
+        "openmp", "OpenMP",
+        "\n".join([
+            f"export OMP_NUM_THREADS={n}",
+            f'export OMP_PLACES="{places}"',
+            "export OMP_PROC_BIND=close",
+            f"{command}",
+        ]),
+        "One place per physical core; OMP_PROC_BIND=close keeps thread i on place i. "
+        "Works for libgomp (PyTorch) and Intel OpenMP."))
+
+    plan.snippets.append(Snippet(
+        "gomp", "GOMP_CPU_AFFINITY",
+        f'OMP_NUM_THREADS={n} GOMP_CPU_AFFINITY="{format_cpulist(firsts).replace(",", " ")}" {command}',
+        "libgomp only (PyTorch Linux wheels): thread i runs on the i-th CPU listed, "
+        "the first hardware thread of each core."))
+
+    plan.snippets.append(Snippet(
+        "python", "Python",
+        "\n".join([
+            "import os",
+            f'os.sched_setaffinity(0, {{{", ".join(map(str, wanted))}}})'
+            if len(wanted) <= 16 else
+            f"os.sched_setaffinity(0, {_py_set(wanted)})",
+            "import torch  # after setting affinity, before any parallel work",
+            f"torch.set_num_threads({n})",
+        ]),
+        "Inside the script, before torch starts its thread pool (Linux only)."))
+    return plan
+
+
+def _py_set(cpus: list[int]) -> str:
+    """A compact Python expression for a CPU set: unions of ranges."""
+    parts = []
+    for chunk in format_cpulist(cpus).split(","):
+        if "-" in chunk:
+            lo, hi = chunk.split("-")
+            parts.append(f"*range({lo}, {int(hi) + 1})")
+        else:
+            parts.append(chunk)
+    return "{" + ", ".join(parts) + "}"
+
+
+def _add_warnings(plan: PinningPlan, wanted: set[int], topo: Topology) -> None:
+    if topo.online_cpus:
+        missing = wanted - set(topo.online_cpus)
+        if missing:
+            plan.warnings.append(f"CPUs {format_cpulist(missing)} are not online on this machine")
+    allowed = topo.affinity.allowed_cpus
+    if allowed is not None:
+        blocked = wanted - set(allowed) - (wanted - set(topo.online_cpus) if topo.online_cpus else set())
+        if blocked:
+            plan.warnings.append(
+                f"CPUs {format_cpulist(blocked)} are outside this process's allowed set "
+                f"({format_cpulist(allowed)}): taskset/numactl will fail or silently drop them")
+    quota = topo.affinity.usable_cpus
+    if quota is not None and topo.affinity.cpu_quota is not None and plan.threads > quota:
+        plan.warnings.append(
+            f"{plan.threads} threads but the cgroup CPU quota allows {topo.affinity.cpu_quota:g} CPUs: "
+            f"use at most {quota} threads")
+    if len(plan.l3_domains) > 1:
+        plan.warnings.append(
+            f"the set spans {len(plan.l3_domains)} L3 domains (CCXs): threads that share data "
+            "will talk across the fabric")
+    if len(plan.numa_nodes) > 1 and not plan.whole_numa_nodes:
+        plan.warnings.append(f"the set covers NUMA nodes {format_cpulist(plan.numa_nodes)} only in part")
