@@ -195,7 +195,8 @@ def probe_stack(root: Path, *, children: bool = True, environ: Mapping[str, str]
             check = to_import_check(package, module, result)
             if isinstance(result.data.get("torch"), dict):
                 check.status, check.signal, check.signal_name = "ok", None, None
-                check.message = f"import torch works ({result.data['torch'].get('import_seconds', 0):.2f} s)"
+                check.message = "import torch works"
+                check.seconds = result.data["torch"].get("import_seconds", check.seconds)
             elif result.data.get("torch_error"):
                 check.status, check.message = "error", result.data["torch_error"]
             checks.append(check)
