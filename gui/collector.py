@@ -104,6 +104,10 @@ class ReportCollector(QObject):
         if stage == "cheap" or stage == "advisor" or not self._run_advisor(gen):
             self._set_busy(False)
 
+    def _finish(self, message: str = "Ready") -> None:
+        self._set_busy(False)
+        self.model.status_message.emit(message)
+
     def _cheap_done(self, gen: int, report: Report) -> None:
         if not self._current(gen):
             return
@@ -115,7 +119,7 @@ class ReportCollector(QObject):
                           on_result=lambda sw: self._software_done(gen, report, sw),
                           on_error=lambda e: self._fail(gen, "software", e))
         elif not self._run_advisor(gen):
-            self._set_busy(False)
+            self._finish()
 
     def _software_done(self, gen: int, report: Report, software) -> None:
         if not self._current(gen):
@@ -124,8 +128,7 @@ class ReportCollector(QObject):
         self.model.set_report(report)
         self.stage_done.emit("software")
         if not self._run_advisor(gen):
-            self._set_busy(False)
-            self.model.status_message.emit("Ready")
+            self._finish()
 
     def _run_advisor(self, gen: int) -> bool:
         """Start the advisor on the model's report; False when there is none to run."""
@@ -144,7 +147,6 @@ class ReportCollector(QObject):
             return
         self.model.set_findings(list(findings))
         self.stage_done.emit("advisor")
-        self._set_busy(False)
         problems = sum(1 for f in findings if getattr(f, "severity", "") in ("warning", "error"))
-        self.model.status_message.emit(
-            f"Ready — {problems} thing{'s' if problems != 1 else ''} to look at" if problems else "Ready — no problems found")
+        self._finish(f"Ready — {problems} thing{'s' if problems != 1 else ''} to look at"
+                     if problems else "Ready — no problems found")

@@ -1,0 +1,234 @@
+"""Start the window: ``cpudoctor`` with no command, and the ``cpudoctor-gui`` script.
+
+Before Qt is touched, two cases that would otherwise end in Qt's abort
+("could not load the Qt platform plugin xcb") are caught and answered in the
+terminal instead: no display at all (SSH session, server, container), and a
+display but missing X libraries. Either way the doctor report is printed, and
+the message says how to get the window.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+
+from cpudoctor import __version__
+
+log = logging.getLogger(__name__)
+
+# Libraries Qt 6's xcb platform plugin loads that minimal installs lack, with the
+# Debian/Ubuntu package that provides each.
+XCB_LIBS: tuple[tuple[str, str], ...] = (
+    ("libxcb-cursor.so.0", "libxcb-cursor0"),
+    ("libxcb-icccm.so.4", "libxcb-icccm4"),
+    ("libxcb-keysyms.so.1", "libxcb-keysyms1"),
+    ("libxcb-image.so.0", "libxcb-image0"),
+    ("libxcb-render-util.so.0", "libxcb-render-util0"),
+    ("libxcb-xkb.so.1", "libxcb-xkb1"),
+    ("libxkbcommon-x11.so.0", "libxkbcommon-x11-0"),
+    ("libxcb-shape.so.0", "libxcb-shape0"),
+)
+APT_PACKAGES = ("xvfb",) + tuple(pkg for _, pkg in XCB_LIBS)
+HOW_TO_GET_THE_WINDOW = (
+    "To get the window: run `cpudoctor` inside a desktop session, over SSH with X forwarding "
+    "(`ssh -X host cpudoctor`), or on a virtual display (`xvfb-run -a cpudoctor`)."
+)
+
+
+def needs_display(env: dict[str, str] | None = None, platform: str | None = None) -> bool:
+    """True when Qt would look for a display server and none is there (Linux/BSD only)."""
+    env = os.environ if env is None else env
+    platform = sys.platform if platform is None else platform
+    if not platform.startswith(("linux", "freebsd", "openbsd", "netbsd")):
+        return False                        # macOS and Windows always have their own platform
+    if env.get("QT_QPA_PLATFORM"):
+        return False                        # an explicit choice (offscreen, vnc, eglfs, ...) is respected
+    return not (env.get("DISPLAY") or env.get("WAYLAND_DISPLAY"))
+
+
+def uses_xcb(env: dict[str, str] | None = None, platform: str | None = None) -> bool:
+    """True when Qt will load its xcb (X11) plugin."""
+    env = os.environ if env is None else env
+    platform = sys.platform if platform is None else platform
+    if not platform.startswith("linux"):
+        return False
+    qpa = env.get("QT_QPA_PLATFORM", "")
+    if qpa:
+        return qpa.split(":")[0].split(";")[0] == "xcb"
+    return bool(env.get("DISPLAY")) and not env.get("WAYLAND_DISPLAY")
+
+
+def missing_xcb_libs(load=ctypes.CDLL) -> list[tuple[str, str]]:
+    """(library, Debian package) for each xcb library the dynamic loader cannot open.
+
+    dlopen is the very test Qt's plugin loader will do, so it is exact where
+    ``ctypes.util.find_library`` (ldconfig's cache) can miss LD_LIBRARY_PATH.
+    """
+    missing = []
+    for lib, pkg in XCB_LIBS:
+        try:
+            load(lib)
+        except OSError:
+            missing.append((lib, pkg))
+    return missing
+
+
+def terminal_report() -> int:
+    """Print the doctor report (or the text report) in the terminal."""
+    from cpudoctor import cli
+    from cpudoctor.commands import COMMANDS
+
+    argv = ["doctor"] if "doctor" in COMMANDS else ["report", "--format", "text"]
+    return cli.main(argv)
+
+
+def _explain_no_display() -> None:
+    print("CPU Doctor: no display here (DISPLAY and WAYLAND_DISPLAY are not set), "
+          "so the report is printed in the terminal instead.", file=sys.stderr)
+    print(HOW_TO_GET_THE_WINDOW, file=sys.stderr)
+    print(file=sys.stderr)
+
+
+def _explain_missing_libs(missing: list[tuple[str, str]]) -> None:
+    names = ", ".join(f"{lib} (package {pkg})" for lib, pkg in missing)
+    print(f"CPU Doctor: the window needs X11 libraries that are not installed: {names}.", file=sys.stderr)
+    print("Install them (Debian/Ubuntu) with:", file=sys.stderr)
+    print(f"    sudo apt-get install -y {' '.join(APT_PACKAGES)}", file=sys.stderr)
+    print("Meanwhile, here is the report in the terminal.", file=sys.stderr)
+    print(file=sys.stderr)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="cpudoctor-gui", description="CPU Doctor's window.")
+    p.add_argument("report", nargs="?", help="open this saved report (JSON) read-only")
+    p.add_argument("--version", action="version", version=f"cpudoctor {__version__}")
+    # Hidden: for tests, screenshots and CI.
+    p.add_argument("--screenshot", metavar="PATH", help=argparse.SUPPRESS)
+    p.add_argument("--screenshot-delay", type=int, default=2500, metavar="MS", help=argparse.SUPPRESS)
+    p.add_argument("--page", help=argparse.SUPPRESS)
+    p.add_argument("--theme", choices=("system", "light", "dark"), default="system", help=argparse.SUPPRESS)
+    p.add_argument("--size", metavar="WxH", help=argparse.SUPPRESS)
+    p.add_argument("--no-children", action="store_true", help=argparse.SUPPRESS)
+    return p
+
+
+def dark_palette():
+    from PySide6.QtGui import QColor, QPalette
+
+    pal = QPalette()
+    roles = {
+        QPalette.ColorRole.Window: "#25282c", QPalette.ColorRole.WindowText: "#e6e8eb",
+        QPalette.ColorRole.Base: "#1d1f22", QPalette.ColorRole.AlternateBase: "#2a2d31",
+        QPalette.ColorRole.ToolTipBase: "#2f3237", QPalette.ColorRole.ToolTipText: "#e6e8eb",
+        QPalette.ColorRole.Text: "#e6e8eb", QPalette.ColorRole.Button: "#2f3237",
+        QPalette.ColorRole.ButtonText: "#e6e8eb", QPalette.ColorRole.BrightText: "#ff6b6b",
+        QPalette.ColorRole.Highlight: "#3d7ab8", QPalette.ColorRole.HighlightedText: "#ffffff",
+        QPalette.ColorRole.Link: "#6fb0e8", QPalette.ColorRole.PlaceholderText: "#9aa1a9",
+        QPalette.ColorRole.Light: "#3a3e44", QPalette.ColorRole.Midlight: "#33373c",
+        QPalette.ColorRole.Mid: "#2b2e33", QPalette.ColorRole.Dark: "#151719", QPalette.ColorRole.Shadow: "#000000",
+    }
+    for role, colour in roles.items():
+        pal.setColor(role, QColor(colour))
+    for role in (QPalette.ColorRole.WindowText, QPalette.ColorRole.Text, QPalette.ColorRole.ButtonText):
+        pal.setColor(QPalette.ColorGroup.Disabled, role, QColor("#6b7178"))
+    return pal
+
+
+def apply_theme(app, theme: str = "system") -> None:
+    """Fusion style with a light or dark palette; 'system' follows the desktop's colour scheme."""
+    from PySide6.QtCore import Qt
+
+    app.setStyle("Fusion")
+    hints = app.styleHints()
+    scheme = hints.colorScheme() if hasattr(hints, "colorScheme") else None
+    dark = theme == "dark" or (theme == "system" and scheme == Qt.ColorScheme.Dark)
+    app.setPalette(dark_palette() if dark else app.style().standardPalette())
+
+
+def _parse_size(text: str | None) -> tuple[int, int] | None:
+    if not text:
+        return None
+    try:
+        w, h = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        return None
+    return w, h
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+
+    if needs_display():
+        _explain_no_display()
+        return terminal_report()
+    if uses_xcb():
+        missing = missing_xcb_libs()
+        if missing:
+            _explain_missing_libs(missing)
+            return terminal_report()
+
+    from PySide6.QtCore import QSettings, QTimer
+    from PySide6.QtWidgets import QApplication
+
+    import pyqtgraph as pg
+
+    from cpudoctor.gui.icons import app_icon
+    from cpudoctor.gui.main_window import APP_NAME, MainWindow
+    from cpudoctor.gui.model import AppModel
+
+    app = QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "cpudoctor"])
+    app.setApplicationName(APP_NAME)
+    app.setApplicationDisplayName(APP_NAME)
+    app.setOrganizationName("CPU Doctor")
+    app.setApplicationVersion(__version__)
+    app.setDesktopFileName("cpudoctor")
+    app.setWindowIcon(app_icon())
+    apply_theme(app, args.theme)
+    if args.theme == "system":
+        hints = app.styleHints()
+        if hasattr(hints, "colorSchemeChanged"):
+            hints.colorSchemeChanged.connect(lambda _scheme: apply_theme(app, "system"))
+    pg.setConfigOptions(antialias=True)
+
+    model = AppModel()
+    window = MainWindow(model, settings=QSettings(), children=not args.no_children)
+    size = _parse_size(args.size)
+    if size:
+        window.resize(*size)
+    if args.page:
+        window.show_page(args.page)
+    if args.report:
+        window._collect_on_show = False
+        if not window.open_report(Path(args.report)):
+            window._collect_on_show = True
+    window.show()
+
+    # Ctrl+C in the terminal closes the window properly (settings saved);
+    # the timer lets the Python interpreter see the signal while Qt's loop runs.
+    signal.signal(signal.SIGINT, lambda *_: window.close())
+    tick = QTimer(window)
+    tick.timeout.connect(lambda: None)
+    tick.start(500)
+
+    if args.screenshot:
+        def grab() -> None:
+            out = Path(args.screenshot)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            ok = window.grab().save(str(out))
+            if not ok:
+                print(f"cpudoctor-gui: could not write the screenshot {out}", file=sys.stderr)
+            window.close()
+            app.exit(0 if ok else 1)
+
+        QTimer.singleShot(max(0, args.screenshot_delay), grab)
+    return app.exec()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

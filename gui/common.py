@@ -1,0 +1,137 @@
+"""Small shared pieces of the window: number formatting, cards, badges, severity colours.
+
+Colours follow the palette (``palette(...)`` in style sheets) so the same code
+reads well in light and dark mode; the few fixed colours (badge states,
+severities) are chosen to keep contrast on both.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QFormLayout, QFrame, QLabel, QVBoxLayout, QWidget
+
+UNKNOWN = "—"
+
+SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2, "ok": 3}
+SEVERITY_COLOUR = {"error": "#d9534f", "warning": "#e0a030", "info": "#4a90c2", "ok": "#3fa36b"}
+SEVERITY_LABEL = {"error": "Problem", "warning": "Warning", "info": "Note", "ok": "OK"}
+
+# badge state -> (background, foreground)
+BADGE_STYLE = {
+    "yes": ("#2e8b57", "#ffffff"),
+    "caveat": ("#c98a1a", "#ffffff"),
+    "no": ("#8a8f96", "#ffffff"),
+    "unknown": ("#b8bcc2", "#2b2b2b"),
+}
+
+
+def human_bytes(n: int | float | None, unknown: str = UNKNOWN) -> str:
+    """1536 -> '1.5 KiB'; binary units, as cache and memory sizes are quoted."""
+    if n is None:
+        return unknown
+    n = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            if unit == "B":
+                return f"{int(n)} B"
+            return f"{n:.1f} {unit}".replace(".0 ", " ")
+        n /= 1024
+    return f"{n:.1f} TiB"
+
+
+def human_mhz(mhz: float | None, unknown: str = UNKNOWN) -> str:
+    if mhz is None or mhz <= 0:
+        return unknown
+    return f"{mhz / 1000:.2f} GHz" if mhz >= 1000 else f"{mhz:.0f} MHz"
+
+
+def cpu_ranges(cpus: list[int]) -> str:
+    """[0,1,2,3,8] -> '0-3,8' (the kernel's cpulist form)."""
+    if not cpus:
+        return ""
+    out = []
+    start = prev = cpus[0]
+    for c in cpus[1:] + [None]:  # type: ignore[list-item]
+        if c is not None and c == prev + 1:
+            prev = c
+            continue
+        out.append(str(start) if start == prev else f"{start}-{prev}")
+        if c is not None:
+            start = prev = c
+    return ",".join(out)
+
+
+def text_or_unknown(value, unknown: str = UNKNOWN) -> str:
+    return unknown if value is None or value == "" else str(value)
+
+
+class Card(QFrame):
+    """A titled panel with a two-column form, like one box of CPU-Z."""
+
+    def __init__(self, title: str, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setObjectName("card")
+        self.setStyleSheet(
+            "QFrame#card { border: 1px solid palette(midlight); border-radius: 8px; background: palette(base); }"
+            "QFrame#card QLabel { background: transparent; }")
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(14, 10, 14, 12)
+        outer.setSpacing(6)
+        heading = QLabel(title)
+        heading.setObjectName("cardTitle")
+        font = heading.font()
+        font.setBold(True)
+        heading.setFont(font)
+        outer.addWidget(heading)
+        self.form = QFormLayout()
+        self.form.setLabelAlignment(Qt.AlignmentFlag.AlignLeft)
+        self.form.setHorizontalSpacing(16)
+        self.form.setVerticalSpacing(4)
+        self.form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        outer.addLayout(self.form)
+        outer.addStretch(1)
+        self._values: dict[str, QLabel] = {}
+
+    def row(self, label: str) -> QLabel:
+        """The value label of row ``label`` (created on first use)."""
+        if label not in self._values:
+            name = QLabel(label)
+            name.setStyleSheet("color: palette(placeholder-text);")
+            value = QLabel(UNKNOWN)
+            value.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            value.setWordWrap(True)
+            self.form.addRow(name, value)
+            self._values[label] = value
+        return self._values[label]
+
+    def set(self, label: str, text: str, tooltip: str = "") -> None:
+        value = self.row(label)
+        value.setText(text)
+        value.setToolTip(tooltip)
+
+    def value(self, label: str) -> str:
+        return self._values[label].text() if label in self._values else ""
+
+
+class Badge(QLabel):
+    """A rounded pill: 'AVX2', green when present, grey when not, amber with a caveat."""
+
+    def __init__(self, text: str = "", state: str = "unknown", parent: QWidget | None = None):
+        super().__init__(text, parent)
+        self.state = ""
+        self.set_state(state)
+
+    def set_state(self, state: str, text: str | None = None, tooltip: str | None = None) -> None:
+        bg, fg = BADGE_STYLE[state]
+        self.state = state
+        if text is not None:
+            self.setText(text)
+        if tooltip is not None:
+            self.setToolTip(tooltip)
+        self.setStyleSheet(
+            f"QLabel {{ background: {bg}; color: {fg}; border-radius: 9px; padding: 2px 10px; font-weight: 600; }}")
+
+
+def severity_dot(severity: str) -> str:
+    """Rich-text coloured dot for a severity (used inline in labels)."""
+    return f'<span style="color:{SEVERITY_COLOUR.get(severity, "#888")}">●</span>'

@@ -1,0 +1,393 @@
+"""The main window: a sidebar of pages, a stacked page area, toolbar, menus and status bar.
+
+Pages are found by module name (``gui/<name>_page.py``, class ``<Name>Page``,
+see the contract in gui/__init__.py). While other parts are still being built
+a page module may be absent: it is skipped, but only when the module itself is
+missing — an import error inside a page is a bug and propagates.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import platform
+import sys
+from pathlib import Path
+
+from PySide6.QtCore import QByteArray, QSettings, QSize, Qt, QTimer
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtWidgets import (QFileDialog, QFrame, QHBoxLayout, QLabel, QListWidget, QListWidgetItem,
+                               QMainWindow, QMessageBox, QProgressBar, QPushButton, QSizePolicy, QStackedWidget,
+                               QToolBar, QVBoxLayout, QWidget)
+
+from cpudoctor import __version__
+from cpudoctor.gui.collector import ReportCollector
+from cpudoctor.gui.icons import app_icon, icon
+from cpudoctor.gui.model import AppModel
+from cpudoctor.gui.sampler import DEFAULT_HZ, LiveSampler
+from cpudoctor.report import Report, ReportError
+
+log = logging.getLogger(__name__)
+
+APP_NAME = "CPU Doctor"
+# (module under cpudoctor.gui, class name) in sidebar order
+PAGES: tuple[tuple[str, str], ...] = (
+    ("overview_page", "OverviewPage"),
+    ("flags_page", "FlagsPage"),
+    ("topology_page", "TopologyPage"),
+    ("monitor_page", "MonitorPage"),
+    ("training_page", "TrainingPage"),
+    ("advisor_page", "AdvisorPage"),
+    ("inspector_page", "InspectorPage"),
+    ("report_page", "ReportPage"),
+)
+
+
+def import_optional(module: str):
+    """``cpudoctor.gui.<module>``, or None when exactly that module does not exist yet."""
+    full = f"cpudoctor.gui.{module}"
+    try:
+        return importlib.import_module(full)
+    except ModuleNotFoundError as exc:
+        if exc.name != full:
+            raise
+        return None
+
+
+def page_classes() -> list[type]:
+    """The page classes that are installed, in sidebar order."""
+    out = []
+    for module, cls in PAGES:
+        mod = import_optional(module)
+        if mod is None:
+            log.info("page %s is not installed yet; skipped", module)
+            continue
+        out.append(getattr(mod, cls))
+    return out
+
+
+def versions() -> list[tuple[str, str]]:
+    """Versions shown by About (never imports torch: that happens in child processes only)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from PySide6 import __version__ as pyside_version
+    from PySide6.QtCore import qVersion
+
+    def dist(name: str) -> str:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return "not installed"
+
+    return [("CPU Doctor", __version__),
+            ("Python", f"{platform.python_version()} ({platform.python_implementation()})"),
+            ("Qt", qVersion()),
+            ("PySide6", pyside_version),
+            ("pyqtgraph", dist("pyqtgraph")),
+            ("psutil", dist("psutil")),
+            ("numpy", dist("numpy"))]
+
+
+class ReadOnlyBanner(QFrame):
+    """'You are looking at a saved report of another machine' with a way back."""
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setObjectName("banner")
+        self.setStyleSheet("QFrame#banner { background: #fff4d6; border-bottom: 1px solid #e0c070; }"
+                           "QFrame#banner QLabel { color: #5a4a10; background: transparent; }")
+        h = QHBoxLayout(self)
+        h.setContentsMargins(16, 6, 10, 6)
+        self.label = QLabel()
+        self.label.setWordWrap(True)
+        self.back = QPushButton("Back to this machine")
+        h.addWidget(self.label, 1)
+        h.addWidget(self.back)
+
+    def show_report(self, report: Report, label: str) -> None:
+        brand = report.cpu.brand or "unknown CPU"
+        date = (report.meta.generated_at or "unknown date").replace("T", " ")[:16]
+        self.label.setText(f"<b>Read-only:</b> {label} — {brand}, captured {date} UTC. "
+                           "The Monitor still shows this machine.")
+
+
+class MainWindow(QMainWindow):
+    def __init__(self, model: AppModel | None = None, settings: QSettings | None = None,
+                 root: Path = Path("/"), collect: bool = True, children: bool = True,
+                 parent: QWidget | None = None):
+        super().__init__(parent)
+        self.model = model or AppModel(self)
+        self.settings = settings if settings is not None else QSettings()
+        self.setWindowTitle(APP_NAME)
+        self.setWindowIcon(app_icon())
+        self.setMinimumSize(QSize(900, 600))
+
+        self.collector = ReportCollector(self.model, root=root, children=children, parent=self)
+        self.sampler = LiveSampler(self.model, rate_hz=self._setting_float("monitor/rate_hz", DEFAULT_HZ), parent=self)
+        self.pages: dict[str, QWidget] = {}
+        self.report_actions = None
+
+        self._build_central()
+        self._build_pages()
+        self._build_actions()
+        self._build_status()
+        self._wire()
+        self._restore()
+        self._collect_on_show = collect
+
+    # -- building -------------------------------------------------------------
+    def _build_central(self) -> None:
+        central = QWidget()
+        h = QHBoxLayout(central)
+        h.setContentsMargins(0, 0, 0, 0)
+        h.setSpacing(0)
+        self.sidebar = QListWidget()
+        self.sidebar.setObjectName("sidebar")
+        self.sidebar.setIconSize(QSize(22, 22))
+        self.sidebar.setFixedWidth(176)
+        self.sidebar.setFrameShape(QFrame.Shape.NoFrame)
+        self.sidebar.setStyleSheet(
+            "QListWidget#sidebar { background: palette(window); border-right: 1px solid palette(midlight);"
+            " padding-top: 8px; outline: 0; }"
+            "QListWidget#sidebar::item { padding: 8px 10px; margin: 1px 6px; border-radius: 6px; }"
+            "QListWidget#sidebar::item:selected { background: palette(highlight); color: palette(highlighted-text); }")
+        right = QWidget()
+        v = QVBoxLayout(right)
+        v.setContentsMargins(0, 0, 0, 0)
+        v.setSpacing(0)
+        self.banner = ReadOnlyBanner()
+        self.banner.hide()
+        self.stack = QStackedWidget()
+        v.addWidget(self.banner)
+        v.addWidget(self.stack, 1)
+        h.addWidget(self.sidebar)
+        h.addWidget(right, 1)
+        self.setCentralWidget(central)
+
+    def _build_pages(self) -> None:
+        for cls in page_classes():
+            page = cls(self.model)
+            self.pages[cls.title] = page
+            self.stack.addWidget(page)
+            item = QListWidgetItem(icon(cls.icon_name), cls.title)
+            item.setSizeHint(QSize(160, 38))
+            self.sidebar.addItem(item)
+            nav = getattr(page, "navigate", None)
+            if nav is not None and hasattr(nav, "connect"):
+                nav.connect(self.show_page)
+        self.sidebar.currentRowChanged.connect(self._on_row)
+
+    def _build_actions(self) -> None:
+        export_mod = import_optional("export")
+        if export_mod is not None and hasattr(export_mod, "ReportActions"):
+            self.report_actions = export_mod.ReportActions(self.model, self)
+        ra = self.report_actions
+
+        self.refresh_action = QAction(icon("refresh"), "&Refresh", self)
+        self.refresh_action.setShortcut(QKeySequence.StandardKey.Refresh)
+        self.refresh_action.setToolTip("Probe this machine again")
+        self.refresh_action.triggered.connect(self.refresh)
+        if ra is not None and getattr(ra, "open_report", None) is not None:
+            self.open_action = ra.open_report
+        else:
+            self.open_action = QAction(icon("open"), "&Open report…", self)
+            self.open_action.setShortcut(QKeySequence.StandardKey.Open)
+            self.open_action.triggered.connect(self.open_report_dialog)
+        if self.open_action.icon().isNull():
+            self.open_action.setIcon(icon("open"))
+        self.export_action = getattr(ra, "export_quick", None) if ra is not None else None
+        if self.export_action is not None and self.export_action.icon().isNull():
+            self.export_action.setIcon(icon("export"))
+        self.about_action = QAction(icon("about"), "&About CPU Doctor", self)
+        self.about_action.triggered.connect(self.about)
+        self.quit_action = QAction(icon("quit"), "&Quit", self)
+        self.quit_action.setShortcut(QKeySequence.StandardKey.Quit)
+        self.quit_action.triggered.connect(self.close)
+
+        tb = QToolBar("Main")
+        tb.setObjectName("main_toolbar")
+        tb.setMovable(False)
+        tb.setIconSize(QSize(20, 20))
+        tb.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        if self.export_action is not None:
+            tb.addAction(self.export_action)
+        tb.addAction(self.open_action)
+        tb.addAction(self.refresh_action)
+        spacer = QWidget()
+        spacer.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        tb.addWidget(spacer)
+        tb.addAction(self.about_action)
+        self.addToolBar(tb)
+        self.toolbar = tb
+
+        menu = self.menuBar()
+        file_menu = menu.addMenu("&File")
+        for name in ("export_quick", "export_as", "copy_markdown"):
+            act = getattr(ra, name, None) if ra is not None else None
+            if act is not None:
+                file_menu.addAction(act)
+        file_menu.addAction(self.open_action)
+        for name in ("compare", "capture"):
+            act = getattr(ra, name, None) if ra is not None else None
+            if act is not None:
+                file_menu.addAction(act)
+        file_menu.addSeparator()
+        file_menu.addAction(self.refresh_action)
+        file_menu.addSeparator()
+        file_menu.addAction(self.quit_action)
+        view_menu = menu.addMenu("&View")
+        for i, title in enumerate(self.pages):
+            act = QAction(icon(type(self.pages[title]).icon_name), title, self)
+            if i < 9:
+                act.setShortcut(QKeySequence(f"Ctrl+{i + 1}"))
+            act.triggered.connect(lambda _=False, t=title: self.show_page(t))
+            view_menu.addAction(act)
+        help_menu = menu.addMenu("&Help")
+        help_menu.addAction(self.about_action)
+
+    def _build_status(self) -> None:
+        sb = self.statusBar()
+        self.busy = QProgressBar()
+        self.busy.setRange(0, 0)
+        self.busy.setFixedWidth(110)
+        self.busy.setMaximumHeight(12)
+        self.busy.setTextVisible(False)
+        self.busy.hide()
+        self.source_label = QLabel("This machine")
+        self.source_label.setStyleSheet("color: palette(placeholder-text); padding: 0 8px;")
+        sb.addPermanentWidget(self.busy)
+        sb.addPermanentWidget(self.source_label)
+
+    def _wire(self) -> None:
+        m = self.model
+        m.status_message.connect(lambda text: self.statusBar().showMessage(text, 8000))
+        m.report_changed.connect(self._on_report)
+        self.collector.busy_changed.connect(self.busy.setVisible)
+        self.banner.back.clicked.connect(self.refresh)
+        monitor = self.pages.get("Monitor")
+        if monitor is not None:
+            monitor.set_rate(self.sampler.rate_hz)
+            monitor.rate_changed.connect(self._set_rate)
+            monitor.paused_changed.connect(self._set_paused)
+
+    # -- settings -------------------------------------------------------------
+    def _setting_float(self, key: str, default: float) -> float:
+        try:
+            return float(self.settings.value(key, default))
+        except (TypeError, ValueError):
+            return default
+
+    def _restore(self) -> None:
+        geometry = self.settings.value("window/geometry")
+        if isinstance(geometry, QByteArray) and not geometry.isEmpty():
+            self.restoreGeometry(geometry)
+        else:
+            self.resize(1180, 780)
+        state = self.settings.value("window/state")
+        if isinstance(state, QByteArray) and not state.isEmpty():
+            self.restoreState(state)
+        last = self.settings.value("window/page", "Overview")
+        titles = list(self.pages)
+        self.sidebar.setCurrentRow(titles.index(last) if last in titles else 0)
+
+    def save_settings(self) -> None:
+        self.settings.setValue("window/geometry", self.saveGeometry())
+        self.settings.setValue("window/state", self.saveState())
+        self.settings.setValue("window/page", self.current_page_title())
+        self.settings.setValue("monitor/rate_hz", self.sampler.rate_hz)
+        self.settings.sync()
+
+    # -- behaviour ------------------------------------------------------------
+    def current_page_title(self) -> str:
+        page = self.stack.currentWidget()
+        return type(page).title if page is not None else ""
+
+    def show_page(self, title: str) -> None:
+        titles = list(self.pages)
+        if title in titles:
+            self.sidebar.setCurrentRow(titles.index(title))
+
+    def _on_row(self, row: int) -> None:
+        if row >= 0:
+            self.stack.setCurrentIndex(row)
+
+    def _on_report(self, report: Report) -> None:
+        m = self.model
+        self.source_label.setText(m.source_label)
+        if m.read_only:
+            self.banner.show_report(report, m.source_label)
+            self.banner.show()
+            self.setWindowTitle(f"{APP_NAME} — {m.source_label}")
+        else:
+            self.banner.hide()
+            self.setWindowTitle(APP_NAME)
+
+    def _set_rate(self, hz: float) -> None:
+        self.sampler.set_rate(hz)
+        self.settings.setValue("monitor/rate_hz", self.sampler.rate_hz)
+
+    def _set_paused(self, paused: bool) -> None:
+        if paused:
+            self.sampler.pause()
+        elif self.isVisible():
+            self.sampler.resume()
+
+    def refresh(self) -> None:
+        """Probe this machine again (also leaves a report opened from a file)."""
+        self.model.read_only = False
+        self.collector.start()
+
+    def open_report_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open a CPU Doctor report", "",
+                                              "CPU Doctor reports (*.json);;All files (*)")
+        if path:
+            self.open_report(Path(path))
+
+    def open_report(self, path: Path) -> bool:
+        """Show a saved report read-only; a bad file gets a message, not a crash."""
+        try:
+            report = Report.load(path)
+        except ReportError as exc:
+            QMessageBox.warning(self, "Cannot open the report", str(exc))
+            return False
+        self.collector.cancel()
+        self.model.set_report(report, read_only=True, label=f"Report {Path(path).name}")
+        return True
+
+    def about(self) -> None:
+        rows = "".join(f"<tr><td>{k}</td><td>&nbsp;&nbsp;{v}</td></tr>" for k, v in versions())
+        QMessageBox.about(self, "About CPU Doctor",
+                          "<h3>CPU Doctor</h3><p>Is this CPU set up well for deep learning? "
+                          "What to change, and why.</p>"
+                          f"<table>{rows}</table>"
+                          f"<p style='color:gray'>{sys.platform}, {platform.machine()}</p>")
+
+    # -- lifecycle ------------------------------------------------------------
+    def showEvent(self, event) -> None:  # noqa: N802 - Qt API
+        super().showEvent(event)
+        monitor = self.pages.get("Monitor")
+        if not (monitor is not None and monitor.paused):
+            self.sampler.start()
+        if self._collect_on_show:
+            self._collect_on_show = False
+            # after the first paint, so the window appears before any probe runs
+            QTimer.singleShot(0, self.collector.start)
+
+    def hideEvent(self, event) -> None:  # noqa: N802 - Qt API
+        super().hideEvent(event)
+        self.sampler.pause()
+
+    def changeEvent(self, event) -> None:  # noqa: N802 - Qt API
+        super().changeEvent(event)
+        if event.type() == event.Type.WindowStateChange:
+            monitor = self.pages.get("Monitor")
+            if self.isMinimized():
+                self.sampler.pause()        # nobody looks at a minimised window
+            elif self.isVisible() and not (monitor is not None and monitor.paused):
+                self.sampler.start()
+
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt API
+        self.save_settings()
+        self.sampler.stop()
+        self.collector.cancel()
+        super().closeEvent(event)

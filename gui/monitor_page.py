@@ -1,0 +1,434 @@
+"""Monitor: per-core load as a heat strip grouped by CCX, total load, clocks, temperatures, memory.
+
+Samples arrive through ``model.sample`` (see gui/sampler.py) and go into
+fixed-size ring buffers (:class:`MonitorHistory`, no Qt), so hours of
+monitoring use the same memory as a minute. Drawing happens only while the
+page is visible; a hidden page just appends. A sensor that is missing (VMs,
+containers) is shown as unavailable, never as a flat zero line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QRectF, Qt, Signal
+from PySide6.QtGui import QColor, QPalette
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+
+from cpudoctor.gui.common import human_bytes, human_mhz
+from cpudoctor.gui.icons import icon
+from cpudoctor.gui.model import AppModel
+from cpudoctor.gui.sampler import DEFAULT_HZ, RATES_HZ
+from cpudoctor.probes.live import Sample
+from cpudoctor.probes.ringbuffer import RingBuffer, RingBuffer2D
+from cpudoctor.report import Report
+
+# 15 minutes at the fastest rate; memory is fixed by this, whatever the run time.
+CAPACITY = 9000
+MAX_TEMP_SERIES = 8
+WINDOWS_S: tuple[tuple[str, int], ...] = (("1 min", 60), ("2 min", 120), ("5 min", 300), ("15 min", 900))
+DEFAULT_WINDOW_S = 120
+GIB = 1024 ** 3
+LINE_COLOURS = ("#4a90c2", "#e07b39", "#3fa36b", "#b05fc2", "#d9534f", "#8a8f96", "#c9a227", "#2bb3b3")
+
+
+@dataclass
+class CpuGroup:
+    label: str               # "CCX 0"
+    cpus: list[int]          # logical CPU numbers, in display order
+
+
+def cpu_groups(report: Report | None, cpu_ids: list[int]) -> list[CpuGroup]:
+    """CPUs grouped by L3 domain (one CCX on AMD), in the order the heat strip shows them.
+
+    CPUs the topology does not place go last, in an "other" group; without a
+    topology everything is one group.
+    """
+    live = set(cpu_ids)
+    groups: list[CpuGroup] = []
+    placed: set[int] = set()
+    domains = report.topology.l3_domains if report is not None else []
+    if len(domains) > 1 or (domains and len(domains[0].cpus) < len(cpu_ids)):
+        name = "CCX" if report is not None and (report.cpu.vendor or "").upper() in ("AMD", "HYGON") else "L3"
+        for i, d in enumerate(domains):
+            cpus = [c for c in d.cpus if c in live and c not in placed]
+            if cpus:
+                groups.append(CpuGroup(f"{name} {i}", cpus))
+                placed.update(cpus)
+    rest = [c for c in cpu_ids if c not in placed]
+    if rest:
+        groups.append(CpuGroup("other" if groups else "CPUs", rest))
+    return groups
+
+
+class MonitorHistory:
+    """Ring buffers for everything the monitor draws; constant memory. No Qt."""
+
+    def __init__(self, capacity: int = CAPACITY):
+        self.capacity = capacity
+        self.cpu_ids: list[int] = []
+        self.t = RingBuffer(capacity)
+        self.total = RingBuffer(capacity)
+        self.per_cpu: RingBuffer2D | None = None
+        self.freq_avg = RingBuffer(capacity)
+        self.freq_max = RingBuffer(capacity)
+        self.mem_used = RingBuffer(capacity)
+        self.swap_used = RingBuffer(capacity)
+        self.temps: dict[str, RingBuffer] = {}
+        self.last: Sample | None = None
+
+    def clear(self) -> None:
+        self.__init__(self.capacity)
+
+    @property
+    def nbytes(self) -> int:
+        bufs = [self.t, self.total, self.freq_avg, self.freq_max, self.mem_used, self.swap_used,
+                *self.temps.values()] + ([self.per_cpu] if self.per_cpu is not None else [])
+        return sum(b.nbytes for b in bufs)
+
+    def append(self, s: Sample) -> None:
+        if s.cpu_ids != self.cpu_ids or self.per_cpu is None:
+            # first sample, or CPUs went on/offline: the old rows no longer line up
+            self.clear()
+            self.cpu_ids = list(s.cpu_ids)
+            self.per_cpu = RingBuffer2D(self.capacity, max(1, len(s.cpu_ids)))
+        n_before = len(self.t)
+        self.t.append(s.t)
+        self.total.append(s.total_percent)
+        self.per_cpu.append(s.cpu_percent)
+        if s.freq_mhz:
+            self.freq_avg.append(sum(s.freq_mhz) / len(s.freq_mhz) / 1000.0)    # GHz
+            self.freq_max.append(max(s.freq_mhz) / 1000.0)
+        else:
+            self.freq_avg.append(None)
+            self.freq_max.append(None)
+        self.mem_used.append(s.mem_used_bytes / GIB if s.mem_used_bytes is not None else None)
+        self.swap_used.append(s.swap_used_bytes / GIB if s.swap_used_bytes is not None else None)
+        for key in list(s.temps_c)[:MAX_TEMP_SERIES]:
+            if key not in self.temps and len(self.temps) < MAX_TEMP_SERIES:
+                buf = RingBuffer(self.capacity)
+                for _ in range(min(n_before, self.capacity)):
+                    buf.append(None)       # no value before the sensor appeared
+                self.temps[key] = buf
+        for key, buf in self.temps.items():
+            buf.append(s.temps_c.get(key))
+        self.last = s
+
+    def window(self, seconds: float) -> tuple[int, np.ndarray]:
+        """(n, x): the newest ``n`` samples within ``seconds``, x = seconds before the newest."""
+        t = self.t.last()
+        if t.size == 0:
+            return 0, t
+        start = int(np.searchsorted(t, t[-1] - seconds, side="left"))
+        x = t[start:] - t[-1]
+        return x.size, x
+
+
+class MonitorPage(QWidget):
+    title = "Monitor"
+    icon_name = "monitor"
+
+    paused_changed = Signal(bool)          # True = paused (the window stops its sampler)
+    rate_changed = Signal(float)           # Hz
+
+    def __init__(self, model: AppModel, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.model = model
+        self.history = MonitorHistory()
+        self.window_s = DEFAULT_WINDOW_S
+        self.paused = False
+        self._topology_report: Report | None = None
+        self._groups: list[CpuGroup] = []
+        self._order: np.ndarray | None = None     # column indexes of per_cpu in display order
+        self._dirty = True
+        self._clock_top = 0.5
+        self._build()
+        model.sample.connect(self.on_sample)
+        model.report_changed.connect(self.on_report)
+        if model.report is not None:
+            self.on_report(model.report)
+
+    # -- layout -------------------------------------------------------------
+    def _build(self) -> None:
+        v = QVBoxLayout(self)
+        v.setContentsMargins(18, 12, 18, 12)
+        v.setSpacing(8)
+        bar = QHBoxLayout()
+        self.pause_button = QPushButton(icon("pause"), "Pause")
+        self.pause_button.setCheckable(True)
+        self.pause_button.toggled.connect(self.set_paused)
+        self.rate_box = QComboBox()
+        for hz in RATES_HZ:
+            self.rate_box.addItem(f"{hz:g} Hz", hz)
+        self.rate_box.setCurrentIndex(RATES_HZ.index(DEFAULT_HZ))
+        self.rate_box.currentIndexChanged.connect(lambda i: self.rate_changed.emit(float(self.rate_box.itemData(i))))
+        self.window_box = QComboBox()
+        for label, secs in WINDOWS_S:
+            self.window_box.addItem(label, secs)
+        self.window_box.setCurrentIndex([s for _, s in WINDOWS_S].index(DEFAULT_WINDOW_S))
+        self.window_box.currentIndexChanged.connect(lambda i: self.set_window(self.window_box.itemData(i)))
+        self.summary = QLabel("Waiting for the first sample…")
+        self.summary.setStyleSheet("color: palette(placeholder-text);")
+        bar.addWidget(self.pause_button)
+        bar.addSpacing(12)
+        bar.addWidget(QLabel("Sample rate"))
+        bar.addWidget(self.rate_box)
+        bar.addSpacing(12)
+        bar.addWidget(QLabel("History"))
+        bar.addWidget(self.window_box)
+        bar.addStretch(1)
+        bar.addWidget(self.summary)
+        v.addLayout(bar)
+
+        pal = self.palette()
+        self._fg = pal.color(QPalette.ColorRole.Text)
+        self._muted = pal.color(QPalette.ColorRole.PlaceholderText)
+        self.graphics = pg.GraphicsLayoutWidget()
+        self.graphics.setBackground(pal.color(QPalette.ColorRole.Base))
+        self.graphics.ci.setContentsMargins(4, 4, 4, 4)
+        self.graphics.ci.setSpacing(10)
+        v.addWidget(self.graphics, 1)
+
+        self.heat_plot = self._plot("Per-core load", row=0, col=0, colspan=2)
+        self.heat = pg.ImageItem(axisOrder="row-major")
+        self.heat.setLookupTable(self._heat_lut())
+        self.heat.setLevels([0, 100])
+        self.heat_plot.addItem(self.heat)
+        self.heat_plot.invertY(True)
+        self.heat_plot.getAxis("left").setWidth(58)
+        self._separators: list[pg.InfiniteLine] = []
+
+        self.total_plot = self._plot("Total load", row=1, col=0)
+        self.total_plot.setYRange(0, 100, padding=0.02)
+        self.total_plot.setLabel("left", "%", color=self._muted.name())
+        self.total_curve = self.total_plot.plot(pen=pg.mkPen(LINE_COLOURS[0], width=1.5),
+                                                fillLevel=0, brush=QColor(74, 144, 194, 50))
+        self.clock_plot = self._plot("Clock", row=1, col=1)
+        self.clock_plot.setLabel("left", "GHz", color=self._muted.name())
+        self.clock_avg = self.clock_plot.plot(pen=pg.mkPen(LINE_COLOURS[0], width=1.5), name="average")
+        self.clock_max = self.clock_plot.plot(pen=pg.mkPen(LINE_COLOURS[1], width=1), name="fastest core")
+        self.temp_plot = self._plot("Temperature", row=2, col=0)
+        self.temp_plot.setLabel("left", "°C", color=self._muted.name())
+        self.temp_curves: dict[str, pg.PlotDataItem] = {}
+        self.mem_plot = self._plot("Memory", row=2, col=1)
+        self.mem_plot.setLabel("left", "GiB", color=self._muted.name())
+        self.mem_curve = self.mem_plot.plot(pen=pg.mkPen(LINE_COLOURS[2], width=1.5),
+                                            fillLevel=0, brush=QColor(63, 163, 107, 45), name="used")
+        self.swap_curve = self.mem_plot.plot(pen=pg.mkPen(LINE_COLOURS[3], width=1), name="swap used")
+        self.graphics.ci.layout.setColumnStretchFactor(0, 1)
+        self.graphics.ci.layout.setColumnStretchFactor(1, 1)
+        self.graphics.ci.layout.setRowStretchFactor(0, 4)
+        self.graphics.ci.layout.setRowStretchFactor(1, 3)
+        self.graphics.ci.layout.setRowStretchFactor(2, 3)
+
+        self.unavailable: dict[str, pg.TextItem] = {}
+        for key, plot in (("clock", self.clock_plot), ("temp", self.temp_plot)):
+            item = pg.TextItem("", color=self._muted, anchor=(0.5, 0.5))
+            item.setVisible(False)
+            plot.addItem(item, ignoreBounds=True)
+            self.unavailable[key] = item
+        self.set_window(self.window_s)
+
+    def _plot(self, title: str, row: int, col: int, colspan: int = 1) -> pg.PlotItem:
+        p = self.graphics.addPlot(row=row, col=col, colspan=colspan)
+        p.setTitle(title, color=self._fg.name(), size="10pt")
+        p.setMouseEnabled(x=False, y=False)
+        p.setMenuEnabled(False)
+        p.hideButtons()
+        p.setClipToView(True)
+        p.setDownsampling(auto=True, mode="peak")
+        p.showGrid(x=False, y=True, alpha=0.15)
+        for name in ("left", "bottom"):
+            axis = p.getAxis(name)
+            axis.setTextPen(self._muted)
+            axis.setPen(pg.mkPen(self._muted, width=1))
+        p.getAxis("left").setWidth(58)
+        if row == 2 or colspan == 2:
+            p.setLabel("bottom", "seconds ago", color=self._muted.name())
+        return p
+
+    def _heat_lut(self) -> np.ndarray:
+        base = self.palette().color(QPalette.ColorRole.Base)
+        cmap = pg.ColorMap([0.0, 0.15, 0.5, 0.8, 1.0],
+                           [base, QColor("#9cc3df"), QColor("#4a90c2"), QColor("#e0a030"), QColor("#d9534f")])
+        return cmap.getLookupTable(0.0, 1.0, 256)
+
+    # -- controls -----------------------------------------------------------
+    def set_paused(self, paused: bool) -> None:
+        """Freeze the monitor (the window also stops sampling while paused)."""
+        if paused == self.paused:
+            return
+        self.paused = paused
+        self.pause_button.blockSignals(True)
+        self.pause_button.setChecked(paused)
+        self.pause_button.blockSignals(False)
+        self.pause_button.setText("Resume" if paused else "Pause")
+        self.pause_button.setIcon(icon("resume" if paused else "pause"))
+        self.paused_changed.emit(paused)
+        self._update_summary()
+
+    def set_rate(self, hz: float) -> None:
+        """Show ``hz`` as the selected rate (nearest offered value)."""
+        i = min(range(len(RATES_HZ)), key=lambda k: abs(RATES_HZ[k] - hz))
+        self.rate_box.blockSignals(True)
+        self.rate_box.setCurrentIndex(i)
+        self.rate_box.blockSignals(False)
+        self._update_summary()
+
+    @property
+    def rate_hz(self) -> float:
+        return float(self.rate_box.currentData())
+
+    def set_window(self, seconds: int) -> None:
+        self.window_s = int(seconds)
+        for p in (self.heat_plot, self.total_plot, self.clock_plot, self.temp_plot, self.mem_plot):
+            p.setXRange(-self.window_s, 0, padding=0)
+        self._dirty = True
+        self.redraw()
+
+    # -- data ---------------------------------------------------------------
+    def on_report(self, report: Report) -> None:
+        # Grouping must describe *this* machine: a report opened from a file
+        # describes another one, so keep the last live topology.
+        if not self.model.read_only:
+            self._topology_report = report
+            self._order = None
+            self._dirty = True
+
+    def on_sample(self, sample: Sample) -> None:
+        if self.paused:
+            return
+        self.history.append(sample)
+        self._dirty = True
+        if self.isVisible():
+            self.redraw()
+
+    def showEvent(self, event) -> None:  # noqa: N802 - Qt API
+        super().showEvent(event)
+        if self._dirty:
+            self.redraw()
+
+    def _update_order(self) -> None:
+        ids = self.history.cpu_ids
+        self._groups = cpu_groups(self._topology_report, ids)
+        index = {c: i for i, c in enumerate(ids)}
+        order = [index[c] for g in self._groups for c in g.cpus]
+        self._order = np.array(order, dtype=np.intp)
+        # axis ticks: group names at group middles, CPU numbers when they fit
+        major, minor, row = [], [], 0
+        for line in self._separators:
+            self.heat_plot.removeItem(line)
+        self._separators = []
+        for gi, g in enumerate(self._groups):
+            if len(self._groups) > 1:
+                major.append((row + len(g.cpus) / 2, g.label))
+            if gi > 0:
+                sep = pg.InfiniteLine(pos=row, angle=0, pen=pg.mkPen(self._fg, width=1))
+                self.heat_plot.addItem(sep, ignoreBounds=True)
+                self._separators.append(sep)
+            row += len(g.cpus)
+        n = len(order)
+        if n <= 32:
+            minor = [(i + 0.5, f"cpu {ids[k]}") for i, k in enumerate(order)]
+        axis = self.heat_plot.getAxis("left")
+        axis.setTicks([major, minor] if major else [minor or [(n / 2, f"{n} CPUs")]])
+        self.heat_plot.setYRange(0, max(n, 1), padding=0)
+
+    def redraw(self) -> None:
+        """Draw the visible window from the buffers (cheap: a few setData calls)."""
+        self._dirty = False
+        h = self.history
+        n, x = h.window(self.window_s)
+        if n == 0 or h.per_cpu is None:
+            return
+        if self._order is None or len(self._order) != h.per_cpu.width:
+            self._update_order()
+        rows = h.per_cpu.last(n)[:, self._order]            # (time, cpu)
+        img = rows.T                                         # (cpu, time): row-major image
+        self.heat.setImage(img, autoLevels=False, levels=(0, 100))
+        x0 = float(x[0]) if n > 1 else -1.0
+        width = max(-x0, 1e-3)
+        self.heat.setRect(QRectF(x0, 0, width, img.shape[0]))
+
+        self.total_curve.setData(x, h.total.last(n))
+        last = h.last
+        self.total_plot.setTitle(f"Total load — {last.total_percent:.0f} %", color=self._fg.name(), size="10pt")
+
+        favg = h.freq_avg.last(n)
+        clocks_ok = last.freq_mhz is not None
+        self._set_unavailable("clock", self.clock_plot, not clocks_ok and np.isnan(favg).all(),
+                              "Clock speed unavailable here\n(no cpufreq: VM or container)")
+        fmax = h.freq_max.last(n)
+        self.clock_avg.setData(x, favg)
+        self.clock_max.setData(x, fmax)
+        if clocks_ok:
+            # from zero, so a steady clock reads as steady instead of as noise around 2.596
+            self._clock_top = max(self._clock_top, float(np.nanmax(fmax)) * 1.15)
+            self.clock_plot.setYRange(0, self._clock_top, padding=0)
+            self.clock_plot.setTitle(f"Clock — {human_mhz(sum(last.freq_mhz) / len(last.freq_mhz))} avg, "
+                                     f"fastest {human_mhz(max(last.freq_mhz))}", color=self._fg.name(), size="10pt")
+        else:
+            self.clock_plot.setTitle("Clock — unavailable", color=self._fg.name(), size="10pt")
+
+        self._draw_temps(x, n)
+
+        self.mem_curve.setData(x, h.mem_used.last(n))
+        self.swap_curve.setData(x, h.swap_used.last(n))
+        if last.mem_total_bytes:
+            self.mem_plot.setYRange(0, last.mem_total_bytes / GIB, padding=0.02)
+            swap = ""
+            if last.swap_total_bytes:
+                swap = f", swap {human_bytes(last.swap_used_bytes)} of {human_bytes(last.swap_total_bytes)}"
+            self.mem_plot.setTitle(f"Memory — {human_bytes(last.mem_used_bytes)} of "
+                                   f"{human_bytes(last.mem_total_bytes)}{swap}",
+                                   color=self._fg.name(), size="10pt")
+        self._update_summary()
+
+    def _draw_temps(self, x: np.ndarray, n: int) -> None:
+        h = self.history
+        for i, (key, buf) in enumerate(h.temps.items()):
+            curve = self.temp_curves.get(key)
+            if curve is None:
+                if not self.temp_curves:
+                    self.temp_plot.addLegend(offset=(8, 4), labelTextColor=self._muted)
+                curve = self.temp_plot.plot(pen=pg.mkPen(LINE_COLOURS[i % len(LINE_COLOURS)], width=1.5), name=key)
+                self.temp_curves[key] = curve
+            curve.setData(x, buf.last(n))
+        temps = h.last.temps_c if h.last else {}
+        self._set_unavailable("temp", self.temp_plot, not temps,
+                              "No CPU temperature sensor\n(VM, container, or driver not loaded)")
+        if temps:
+            hottest = max(temps.items(), key=lambda kv: kv[1])
+            self.temp_plot.setTitle(f"Temperature — {hottest[1]:.0f} °C ({hottest[0]})",
+                                    color=self._fg.name(), size="10pt")
+        else:
+            self.temp_plot.setTitle("Temperature — unavailable", color=self._fg.name(), size="10pt")
+
+    def _set_unavailable(self, key: str, plot: pg.PlotItem, missing: bool, text: str) -> None:
+        item = self.unavailable[key]
+        if missing:
+            plot.setYRange(0, 1, padding=0)
+            plot.getAxis("left").setStyle(showValues=False)
+            item.setText(text)
+            item.setPos(-self.window_s / 2, 0.5)
+        elif item.isVisible():
+            plot.getAxis("left").setStyle(showValues=True)
+            plot.enableAutoRange(axis="y")
+        item.setVisible(missing)
+
+    def _update_summary(self) -> None:
+        h = self.history
+        if self.paused:
+            self.summary.setText("Paused")
+            return
+        if h.last is None:
+            return
+        groups = len(self._groups)
+        where = f" in {groups} groups" if groups > 1 else ""
+        self.summary.setText(f"Live · {self.rate_hz:g} Hz · {len(h.cpu_ids)} CPUs{where}")
+
+    def is_unavailable(self, key: str) -> bool:
+        """True while the plot ``key`` ('clock' or 'temp') shows 'unavailable' (for tests)."""
+        return self.unavailable[key].isVisible()

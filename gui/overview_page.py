@@ -1,0 +1,305 @@
+"""Overview: the chip at a glance, calm and readable, like CPU-Z's first tab.
+
+Everything comes from the model's report (this machine, or a report opened from
+a file); the live clock and memory lines follow ``model.sample`` while the page
+is visible. Unknown values show a dash with the probe's note as the tooltip.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (QGridLayout, QHBoxLayout, QLabel, QScrollArea, QSizePolicy, QVBoxLayout,
+                               QWidget)
+
+from cpudoctor.gui.common import (SEVERITY_LABEL, SEVERITY_ORDER, UNKNOWN, Badge, Card, cpu_ranges,
+                                  human_bytes, human_mhz, severity_dot, text_or_unknown)
+from cpudoctor.gui.model import AppModel
+from cpudoctor.report import Finding, Report
+
+TOP_FINDINGS = 5
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def ccx_layout(report: Report) -> str:
+    """'8 × L3 of 32 MiB, 8 cores each' from the topology's L3 domains."""
+    topo = report.topology
+    if not topo.l3_domains:
+        return "unknown (no cache information)" if not topo.l3_known else "no L3 cache"
+    cores_per: Counter[int] = Counter(c.l3 for c in topo.core_list if c.l3 is not None)
+    shapes = Counter((len(d.cpus), cores_per.get(i), d.size_bytes) for i, d in enumerate(topo.l3_domains))
+    parts = []
+    for (threads, cores, size), n in sorted(shapes.items(), key=lambda kv: -kv[1]):
+        who = _plural(cores, "core") if cores else _plural(threads, "CPU")
+        if cores and threads != cores:
+            who += f" / {threads} threads"
+        parts.append(f"{n} × L3 {human_bytes(size, 'size unknown')} ({who} each)")
+    return "; ".join(parts)
+
+
+def numa_layout(report: Report) -> str:
+    nodes = report.topology.numa_nodes
+    if not nodes:
+        return UNKNOWN
+    if len(nodes) == 1:
+        return "1 node (uniform memory)"
+    detail = ", ".join(f"node {n.id}: CPUs {cpu_ranges(n.cpus) or 'none'}" for n in nodes[:4])
+    more = f", … {len(nodes) - 4} more" if len(nodes) > 4 else ""
+    return f"{len(nodes)} nodes — {detail}{more}"
+
+
+class OverviewPage(QWidget):
+    title = "Overview"
+    icon_name = "overview"
+
+    navigate = Signal(str)                 # page title to switch to (e.g. "Advisor")
+
+    def __init__(self, model: AppModel, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.model = model
+        self._build()
+        model.report_changed.connect(self.show_report)
+        model.findings_changed.connect(self.show_findings)
+        model.sample.connect(self.on_sample)
+        if model.report is not None:
+            self.show_report(model.report)
+        else:
+            self.name.setText("Reading this machine…")
+
+    # -- layout -------------------------------------------------------------
+    def _build(self) -> None:
+        scroll = QScrollArea(self)
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        body = QWidget()
+        scroll.setWidget(body)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.addWidget(scroll)
+
+        v = QVBoxLayout(body)
+        v.setContentsMargins(24, 18, 24, 18)
+        v.setSpacing(12)
+
+        self.name = QLabel()
+        font = self.name.font()
+        font.setPointSizeF(font.pointSizeF() * 1.6)
+        font.setBold(True)
+        self.name.setFont(font)
+        self.name.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.subtitle = QLabel()
+        self.subtitle.setStyleSheet("color: palette(placeholder-text);")
+        v.addWidget(self.name)
+        v.addWidget(self.subtitle)
+
+        badges = QHBoxLayout()
+        badges.setSpacing(6)
+        self.badges: dict[str, Badge] = {}
+        for key in ("AVX2", "FMA", "AVX-512", "VNNI", "BF16", "AMX", "x86-64"):
+            b = Badge(key)
+            self.badges[key] = b
+            badges.addWidget(b)
+        badges.addStretch(1)
+        v.addLayout(badges)
+        self.verdict = QLabel()
+        self.verdict.setWordWrap(True)
+        v.addWidget(self.verdict)
+
+        grid = QGridLayout()
+        grid.setSpacing(12)
+        self.cards = {name: Card(name) for name in ("Processor", "Cores and caches", "Clocks", "Memory", "System")}
+        grid.addWidget(self.cards["Processor"], 0, 0)
+        grid.addWidget(self.cards["Cores and caches"], 0, 1)
+        grid.addWidget(self.cards["Clocks"], 1, 0)
+        grid.addWidget(self.cards["Memory"], 1, 1)
+        grid.addWidget(self.cards["System"], 2, 0, 1, 2)
+        grid.setColumnStretch(0, 1)
+        grid.setColumnStretch(1, 1)
+        v.addLayout(grid)
+
+        self.findings_card = Card("Top findings")
+        self.findings_label = QLabel("The advisor runs once the software check is done.")
+        self.findings_label.setWordWrap(True)
+        self.findings_label.setTextFormat(Qt.TextFormat.RichText)
+        self.findings_label.setOpenExternalLinks(False)
+        self.findings_label.linkActivated.connect(lambda _: self.navigate.emit("Advisor"))
+        self.findings_card.form.addRow(self.findings_label)
+        v.addWidget(self.findings_card)
+
+        self.notes = QLabel()
+        self.notes.setWordWrap(True)
+        self.notes.setStyleSheet("color: palette(placeholder-text);")
+        self.notes.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Minimum)
+        v.addWidget(self.notes)
+        v.addStretch(1)
+
+    # -- filling in ---------------------------------------------------------
+    def show_report(self, report: Report) -> None:
+        cpu, topo, sw = report.cpu, report.topology, report.software
+        isa = cpu.isa
+        self.name.setText(cpu.brand or "Unknown processor")
+        sub = [s for s in (cpu.codename, cpu.microarchitecture, cpu.product_line) if s]
+        source = self.model.source_label if self.model.read_only else ""
+        self.subtitle.setText("  ·  ".join(sub + ([source] if source else [])) or "Identity unknown")
+
+        self._badges(report)
+        why = isa.avx512_reason or ""
+        if isa.datapath_note:
+            why = f"{why} {isa.datapath_note}".strip()
+        self.verdict.setText(f"<b>AVX-512:</b> {why}" if why else "")
+        self.verdict.setVisible(bool(why))
+
+        p = self.cards["Processor"]
+        p.set("Vendor", text_or_unknown(cpu.vendor) + (f" ({cpu.vendor_id})" if cpu.vendor_id else ""))
+        p.set("Codename", text_or_unknown(cpu.codename))
+        p.set("Microarchitecture", text_or_unknown(cpu.microarchitecture))
+        p.set("Product line", text_or_unknown(cpu.product_line))
+        fms = [cpu.family, cpu.model, cpu.stepping]
+        p.set("Family / model / stepping", UNKNOWN if cpu.family is None else
+              " / ".join("?" if x is None else f"{x} (0x{x:x})" for x in fms))
+        p.set("Architecture", text_or_unknown(cpu.arch))
+        p.set("Virtual machine", UNKNOWN if cpu.hypervisor is None else
+              ("yes — the hypervisor may hide CPU features" if cpu.hypervisor else "no"))
+
+        c = self.cards["Cores and caches"]
+        threads = f"{topo.logical_cpus} threads" if topo.logical_cpus else ""
+        cores = f"{topo.cores} cores" if topo.cores else ""
+        c.set("Cores / threads", " / ".join(x for x in (cores, threads) if x) or UNKNOWN)
+        c.set("Sockets", text_or_unknown(topo.packages))
+        c.set("SMT", UNKNOWN if topo.smt_threads_per_core is None else
+              ("off" if topo.smt_threads_per_core == 1 else f"{topo.smt_threads_per_core} threads per core"))
+        c.set("CCX (L3) layout", ccx_layout(report))
+        total_l3 = sum(d.size_bytes or 0 for d in topo.l3_domains)
+        c.set("L3 total", human_bytes(total_l3) if total_l3 else UNKNOWN)
+        c.set("NUMA", numa_layout(report))
+        aff = topo.affinity
+        usable = aff.usable_cpus
+        if usable is not None and topo.logical_cpus and usable < topo.logical_cpus:
+            c.set("Usable here", f"{usable} of {topo.logical_cpus} CPUs (affinity / cgroup limit)")
+        else:
+            c.set("Usable here", text_or_unknown(usable and f"{usable} CPUs"))
+        if topo.offline_cpus:
+            c.set("Offline CPUs", cpu_ranges(topo.offline_cpus))
+
+        k = self.cards["Clocks"]
+        k.set("Base", human_mhz(cpu.base_mhz))
+        k.set("Max (boost)", human_mhz(cpu.max_mhz))
+        k.row("Now")
+        os_ = sw.os if sw else None
+        k.set("Governor", text_or_unknown(os_ and os_.governor))
+        k.set("Driver", text_or_unknown(os_ and os_.cpufreq_driver))
+        k.set("Boost", UNKNOWN if not os_ or os_.boost is None else ("on" if os_.boost else "off"))
+
+        m = self.cards["Memory"]
+        m.set("Total", human_bytes(os_ and os_.mem_total_bytes))
+        m.set("Available", human_bytes(os_ and os_.mem_available_bytes))
+        m.row("In use now")
+        if os_ and os_.swap_total_bytes is not None:
+            m.set("Swap", "none" if os_.swap_total_bytes == 0 else
+                  f"{human_bytes(os_.swap_used_bytes)} used of {human_bytes(os_.swap_total_bytes)}")
+        else:
+            m.set("Swap", UNKNOWN)
+        m.set("Transparent huge pages", text_or_unknown(os_ and os_.thp))
+        if os_ and os_.cgroup_memory_limit_bytes:
+            m.set("Container limit", human_bytes(os_.cgroup_memory_limit_bytes))
+
+        s = self.cards["System"]
+        if os_:
+            distro = " ".join(x for x in (os_.distro, os_.distro_version) if x)
+            s.set("OS", distro or text_or_unknown(os_.system))
+            s.set("Kernel", text_or_unknown(os_.kernel))
+            s.set("C library", text_or_unknown(os_.libc))
+            virt = [x for x in (os_.virtualization, os_.container and f"container: {os_.container}",
+                                os_.wsl and f"WSL{os_.wsl}") if x]
+            s.set("Runs in", ", ".join(virt) if virt else ("bare metal" if os_.vm is False else UNKNOWN))
+        if sw:
+            py = sw.python
+            s.set("Python", " ".join(x for x in (py.implementation, py.version,
+                                                    py.env_kind and f"({py.env_kind})") if x) or UNKNOWN)
+            t = sw.torch
+            if not sw.children_ran:
+                s.set("PyTorch", "not checked yet (checked in a child process, never in this one)")
+            elif t.status == "ok":
+                s.set("PyTorch", f"{t.version} — CPU capability {t.cpu_capability or '?'}, "
+                                 f"{t.intra_op_threads or '?'} threads")
+            else:
+                s.set("PyTorch", {"not_installed": "not installed"}.get(t.status, t.status)
+                      + (f" ({t.signal_name})" if t.signal_name else ""), t.error or "")
+
+        notes = [*cpu.notes, *topo.notes, *((sw.notes if sw else []))]
+        self.notes.setText("Unknown values: " + " · ".join(dict.fromkeys(notes)) if notes else "")
+        self.notes.setVisible(bool(notes))
+        self.show_findings(list(report.findings))
+
+    def _badges(self, report: Report) -> None:
+        isa = report.cpu.isa
+        known = bool(report.cpu.flags)
+
+        def simple(key: str, present: bool, what: str) -> None:
+            state = "yes" if present else ("no" if known else "unknown")
+            self.badges[key].set_state(state, tooltip=f"{what}: {'yes' if present else 'no' if known else 'unknown'}")
+
+        simple("AVX2", isa.avx2, "256-bit vectors (AVX2), the floor of most PyTorch kernels")
+        simple("FMA", isa.fma, "Fused multiply-add")
+        a = self.badges["AVX-512"]
+        if isa.avx512_usable and isa.avx512_torch_kernels:
+            a.set_state("yes", "AVX-512", isa.avx512_reason)
+        elif isa.avx512_usable:
+            a.set_state("caveat", "AVX-512 (partial)", isa.avx512_reason)
+        else:
+            a.set_state("no" if known else "unknown", "AVX-512", isa.avx512_reason or "")
+        if isa.avx512_subsets:
+            a.setToolTip(f"{a.toolTip()}\nSubsets: {', '.join(isa.avx512_subsets)}".strip())
+        vnni = [n for n, ok in (("AVX512-VNNI", isa.avx512_vnni), ("AVX-VNNI", isa.avx_vnni)) if ok]
+        self.badges["VNNI"].set_state("yes" if vnni else ("no" if known else "unknown"),
+                                      tooltip="int8 dot products (quantised inference): " + (", ".join(vnni) or "no"))
+        self.badges["BF16"].set_state(
+            "yes" if isa.avx512_bf16 else ("no" if known else "unknown"),
+            tooltip="Native bfloat16 (AVX512-BF16): bf16 autocast is fast" if isa.avx512_bf16 else
+            "No native bfloat16: bf16 autocast is emulated and usually slower than float32")
+        amx = self.badges["AMX"]
+        amx.set_state("yes" if isa.amx else ("no" if known else "unknown"),
+                      "AMX" + (f" ({', '.join(isa.amx)})" if isa.amx else ""),
+                      "Advanced Matrix Extensions (tile matrix multiply)")
+        lvl = self.badges["x86-64"]
+        if isa.x86_64_level:
+            lvl.set_state("yes", f"x86-64-v{isa.x86_64_level}", "The psABI micro-architecture level this CPU meets")
+        else:
+            lvl.set_state("unknown", "x86-64 level ?", "Not an x86 CPU, or its flags are unknown")
+
+    def show_findings(self, findings: list[Finding]) -> None:
+        if not findings:
+            if self.model.report is not None and self.model.report.software and self.model.report.software.children_ran:
+                self.findings_label.setText("No findings.")
+            return
+        ranked = sorted(findings, key=lambda f: SEVERITY_ORDER.get(f.severity, 9))
+        rows = []
+        for f in ranked[:TOP_FINDINGS]:
+            rows.append(f"{severity_dot(f.severity)} <b>{SEVERITY_LABEL.get(f.severity, f.severity)}</b>"
+                        f" &nbsp;{_esc(f.title)} <span style='color:gray'>({_esc(f.code)})</span>")
+        more = len(ranked) - TOP_FINDINGS
+        tail = f"<br><a href='advisor'>{'All ' + str(len(ranked)) + ' findings' if more > 0 else 'Details'}"\
+               f" in the Advisor…</a>"
+        self.findings_label.setText("<br>".join(rows) + tail)
+
+    def on_sample(self, sample) -> None:
+        if not self.isVisible() or self.model.read_only:
+            return   # live values describe this machine, not a report opened from a file
+        if sample.freq_mhz:
+            lo, hi = min(sample.freq_mhz), max(sample.freq_mhz)
+            avg = sum(sample.freq_mhz) / len(sample.freq_mhz)
+            span = "" if hi - lo < 50 else f" (from {human_mhz(lo)} to {human_mhz(hi)})"
+            self.cards["Clocks"].set("Now", f"{human_mhz(avg)} average{span}")
+        else:
+            self.cards["Clocks"].set("Now", "unavailable (no clock sensor here)")
+        if sample.mem_total_bytes:
+            self.cards["Memory"].set(
+                "In use now", f"{human_bytes(sample.mem_used_bytes)} of {human_bytes(sample.mem_total_bytes)}")
+
+
+def _esc(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
