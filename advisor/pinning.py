@@ -262,7 +262,7 @@ def _add_warnings(plan: PinningPlan, wanted: set[int], topo: Topology) -> None:
             f"use at most {quota} threads")
     if len(plan.l3_domains) > 1:
         plan.warnings.append(
-            f"the set spans {len(plan.l3_domains)} L3 domains (CCXs): threads that share data "
-            "will talk across the fabric")
+            f"the set spans {len(plan.l3_domains)} L3 domains (CCXs on AMD): threads sharing data "
+            "talk across the fabric, and each domain warms its own cache")
     if len(plan.numa_nodes) > 1 and not plan.whole_numa_nodes:
         plan.warnings.append(f"the set covers NUMA nodes {format_cpulist(plan.numa_nodes)} only in part")
