@@ -232,7 +232,8 @@ def _join_cmd(cmd: list[str] | None, limit: int = 400) -> str:
     if not cmd:
         return ""
     # Control characters (a `python -c` script's newlines) would break one-line displays.
-    text = procfs.redact_paths(" ".join(" ".join(a.split()) if any(c in a for c in "\n\r\t") else a for a in cmd))
+    args = procfs.redact_args(cmd)
+    text = procfs.redact_paths(" ".join(" ".join(a.split()) if any(c in a for c in "\n\r\t") else a for a in args))
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -357,6 +357,33 @@ def redact_paths(text: str) -> str:
     return _HOME_RE.sub("~", text)
 
 
+_SECRET_ARG_RE = re.compile(r"(?i)token|secret|passw|api[_-]?key|credential|auth")
+
+
+def redact_args(args: list[str]) -> list[str]:
+    """Command-line arguments with secret-looking values replaced: ``--hf-token X``, ``password=X``.
+
+    Training scripts take API keys on the command line often enough that a
+    pasted inspection must not carry them.
+    """
+    out: list[str] = []
+    hide_next = False
+    for arg in args:
+        if hide_next and not arg.startswith("-"):
+            out.append("<redacted>")
+            hide_next = False
+            continue
+        hide_next = False
+        name, sep, _value = arg.partition("=")
+        if _SECRET_ARG_RE.search(name):
+            if sep:
+                out.append(f"{name}=<redacted>")
+                continue
+            hide_next = arg.startswith("-")
+        out.append(arg)
+    return out
+
+
 def read_cmdline(root: Path, pid: int) -> list[str] | None:
     r = read_reason(proc_dir(root, pid) / "cmdline", binary_nul=True)
     if r.text is None:

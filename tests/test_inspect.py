@@ -85,6 +85,14 @@ def test_redact_paths():
     assert procfs.redact_paths("/rootfs/data") == "/rootfs/data"
 
 
+def test_redact_args_hides_secret_values():
+    args = ["python", "train.py", "--hf-token", "abc123", "--lr", "0.1", "WANDB_API_KEY=zzz", "--password=pw",
+            "--auth", "--epochs", "3"]
+    assert procfs.redact_args(args) == ["python", "train.py", "--hf-token", "<redacted>", "--lr", "0.1",
+                                        "WANDB_API_KEY=<redacted>", "--password=<redacted>", "--auth",
+                                        "--epochs", "3"]
+
+
 def test_cgroup_quota_v2_takes_the_tightest_parent(tmp_path):
     fp = FakeProc(tmp_path)
     fp.add_process(10, cgroup="0::/kubepods/pod1/ctr\n")

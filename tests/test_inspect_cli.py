@@ -1,0 +1,129 @@
+"""`cpudoctor inspect`: text and JSON output, --list, and one-line errors with exit code 2."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from cpudoctor.cli import main
+from inspect_fakes import FakeProc
+
+PY = sys.executable
+
+
+@pytest.fixture
+def fake_root(tmp_path) -> Path:
+    """A fake /proc with one idle Python job that loads libgomp and libiomp5 (PROC005 fires)."""
+    fp = FakeProc(tmp_path)
+    fp.add_process(4321, "python", cmdline=["python", "/home/carol/train.py", "--api-key", "k-123"],
+                   environ={"OMP_NUM_THREADS": "2", "AWS_SECRET_ACCESS_KEY": "do-not-print"},
+                   maps=["/env/site-packages/torch/lib/libgomp.so.1", "/env/lib/libiomp5.so"],
+                   threads={4321: dict(processor=1), 4322: dict(processor=0, comm="worker thread")})
+    return tmp_path
+
+
+def test_text_output_on_fake_root(fake_root, capsys):
+    rc = main(["inspect", "4321", "--seconds", "0.3", "--root", str(fake_root)])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    assert out.startswith("Process 4321 (python)  python ~/train.py --api-key <redacted>\n")
+    assert "worker thread" in out and "OMP_NUM_THREADS=2" in out
+    assert "GNU OpenMP (libgomp): libgomp.so.1 [torch]" in out and "libiomp5.so" in out
+    assert "[✗] PROC005 2 different OpenMP runtimes loaded" in out
+    assert "do-not-print" not in out and "k-123" not in out and "carol" not in out
+    assert "1 finding (worst: error)." in out
+
+
+def test_json_output_round_trips(fake_root, capsys):
+    assert main(["inspect", "4321", "-s", "0.3", "--format", "json", "--root", str(fake_root)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["kind"] == "cpudoctor-inspection"
+    assert data["inspection"]["pid"] == 4321 and data["inspection"]["num_threads"] == 2
+    assert [t["tid"] for t in data["inspection"]["threads"]] == [4321, 4322]
+    assert data["inspection"]["env"] == {"OMP_NUM_THREADS": "2"}
+    assert [f["code"] for f in data["findings"]] == ["PROC005"]
+
+
+def test_output_file(fake_root, tmp_path, capsys):
+    target = tmp_path / "out" / "insp.json"
+    target.parent.mkdir()
+    assert main(["inspect", "4321", "-s", "0.2", "-f", "json", "-o", str(target), "--root", str(fake_root)]) == 0
+    assert json.loads(target.read_text())["inspection"]["pid"] == 4321
+    assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["inspect", "999999"], "no process with PID 999999 (it may have exited)"),
+    (["inspect"], "give a process ID, or --list to see the candidates"),
+])
+def test_bad_pid_is_one_line_exit_2(fake_root, capsys, argv, message):
+    rc = main(argv + ["--root", str(fake_root)])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert err.count("\n") == 1 and message in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv", [["inspect", "abc"], ["inspect", "-5"], ["inspect", "1", "--seconds", "0"],
+                                  ["inspect", "1", "--format", "xml"]])
+def test_bad_usage_exit_2(argv, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_process_exiting_mid_window_prints_partial_data_and_exits_2(capsys):
+    proc = subprocess.Popen([PY, "-c", "import time; print('ready', flush=True); time.sleep(0.6)"],
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "ready"
+    try:
+        rc = main(["inspect", str(proc.pid), "--seconds", "3"])
+    finally:
+        proc.wait(timeout=10)
+    out, err = capsys.readouterr()
+    assert rc == 2
+    assert f"Process {proc.pid}" in out and "exited during the window: partial data" in out
+    assert err.count("\n") == 1 and f"process {proc.pid} exited" in err
+
+
+def test_list_json_excludes_self(capsys):
+    assert main(["inspect", "--list", "--format", "json"]) == 0
+    entries = json.loads(capsys.readouterr().out)
+    assert entries and os.getpid() not in {e["pid"] for e in entries}
+    assert {"pid", "cmdline", "cpu_percent", "threads", "rss_bytes", "is_python"} <= set(entries[0])
+
+
+def test_list_text_on_fake_root(fake_root, capsys):
+    assert main(["inspect", "--list", "--root", str(fake_root)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["PID", "CPU%", "THR", "RSS", "COMMAND"]
+    assert lines[1].split()[0] == "4321" and "~/train.py" in lines[1]
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root and setpriv")
+def test_another_users_process_is_one_line_exit_2():
+    """The CLI run as nobody against a root process: environ and maps are refused by the kernel."""
+    target = subprocess.Popen(["sleep", "30"])
+    cwd = Path(tempfile.mkdtemp())
+    cwd.chmod(0o755)
+    try:
+        out = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                              PY, "-m", "cpudoctor", "inspect", str(target.pid), "-s", "0.3"],
+                             capture_output=True, text=True, timeout=60, cwd=cwd)
+    finally:
+        target.kill()
+        target.wait()
+        shutil.rmtree(cwd, ignore_errors=True)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.count("\n") == 1
+    assert f"process {target.pid} belongs to another user (uid 0)" in out.stderr
+    assert f"sudo cpudoctor inspect {target.pid}" in out.stderr
+    assert f"Process {target.pid} (sleep)" in out.stdout and "permission denied" in out.stdout
