@@ -1,10 +1,20 @@
 """CPU identity, flags and ISA verdicts.
 
-CONTRACT (fields are a public JSON contract, see issue 2): implementation pending.
+Linux (and any captured tree under ``root``): ``/proc/cpuinfo`` plus cpufreq /
+ACPI CPPC in sysfs, never py-cpuinfo in-process (it takes ~1.3 s and gets the
+L3 wrong). Other platforms, live only: py-cpuinfo, checked by a child process
+that executes CPUID + XGETBV (see :mod:`cpudoctor.probes.cpuid_check`).
+
+The micro-architecture comes from family/model (x86) or implementer/part (ARM)
+through ``resources/microarchitectures.json``; flags only cross-check it,
+because hypervisors mask flags but rarely the model.
 """
 
 from __future__ import annotations
 
+import platform
+import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,6 +38,7 @@ class IsaVerdict:
     x86_64_level: int | None = None        # 1-4 per the psABI; None on non-x86
     vector_width_bits: int | None = None   # widest usable SIMD register (128/256/512; SVE: vector length if known)
     datapath_note: str = ""                # e.g. "Zen4 executes 512-bit ops on 256-bit units"
+    datapath_bits: int | None = None       # native SIMD execution width of the micro-architecture, when known
 
 
 @dataclass
@@ -49,8 +60,277 @@ class CpuInfo:
     hypervisor: bool | None = None         # running under a hypervisor (flags may be masked)
     source: str = "unknown"                # procfs | py-cpuinfo | unknown
     notes: list[str] = field(default_factory=list)
+    microarchitecture_name: str | None = None  # human form: "Zen 5", "Neoverse V2"
+    arm_part: str | None = None            # ARM: CPU part of the fastest core, e.g. 0xd4f
+    arm_parts: list[str] = field(default_factory=list)  # ARM: every distinct CPU part (hybrid chips list several)
+    arm_variant: str | None = None         # ARM: CPU variant
+    logical_cpus_listed: int | None = None  # processor entries in cpuinfo (archspec dumps keep only one)
+    base_mhz_source: str | None = None     # cpufreq base_frequency | acpi_cppc nominal_freq | brand string
+    max_mhz_source: str | None = None      # cpufreq cpuinfo_max_freq
 
 
 def probe_cpu(root: Path = Path("/")) -> CpuInfo:
-    # TEMPORARY scaffold until the probe lands (same session).
-    return CpuInfo(notes=['cpu probe not implemented yet'])
+    """Identity, flags and ISA verdicts of the CPU under ``root``.
+
+    Never raises: a missing or garbled cpuinfo gives an unknown CpuInfo whose
+    ``notes`` say what was wrong.
+    """
+    from cpudoctor.probes._fs import read_text, under
+
+    root = Path(root)
+    path = under(root, "/proc/cpuinfo")
+    text = read_text(path)
+    if text is None and _is_live(root) and not sys.platform.startswith("linux"):
+        # Method 2 (macOS, Windows, BSD): py-cpuinfo, only where there is no procfs.
+        from cpudoctor.probes import _pycpuinfo
+
+        return _pycpuinfo.probe_live()
+    return cpu_from_cpuinfo_text(text, root=root, path=str(path))
+
+
+def cpu_from_cpuinfo_text(text: str | None, root: Path | None = None, path: str = "/proc/cpuinfo") -> CpuInfo:
+    """Build a CpuInfo from cpuinfo text (plus sysfs under ``root`` for clocks and MIDR)."""
+    from cpudoctor.probes._cpuinfo import parse_cpuinfo
+
+    cpu = CpuInfo()
+    parsed = parse_cpuinfo(text)
+    cpu.notes.extend(n.replace("/proc/cpuinfo", path) for n in parsed.notes)
+    if text is not None and "\ufffd" in text and parsed.processors:
+        cpu.notes.append(f"{path} contains bytes that are not text; those values were ignored")
+    if not parsed.processors:
+        cpu.notes.append("CPU identity unknown: " + ("no readable cpuinfo" if text is None else "cpuinfo has no usable entries"))
+        _fill_clocks(cpu, root)
+        return cpu
+    cpu.source = "procfs"
+    cpu.logical_cpus_listed = sum(1 for p in parsed.processors if "processor" in p) or None
+    is_arm = parsed.first("CPU implementer") is not None
+    if is_arm:
+        _fill_arm(cpu, parsed, root)
+    else:
+        _fill_x86(cpu, parsed)
+    _fill_flags(cpu, parsed)
+    cpu.arch = _arch(parsed, root, set(cpu.flags), is_arm)
+    match = _fill_uarch(cpu)
+    _fill_clocks(cpu, root)
+    _fill_isa(cpu, root, match)
+    return cpu
+
+
+# -- identity -------------------------------------------------------------
+
+def _int(text: str | None) -> int | None:
+    if text is None:
+        return None
+    text = text.strip()
+    try:
+        return int(text, 0) if text.lower().startswith("0x") else int(text)
+    except ValueError:
+        return None
+
+
+def _clean_brand(text: str | None) -> str | None:
+    if not text:
+        return None
+    brand = " ".join(text.replace("\ufffd", "").split())
+    return brand or None
+
+
+def _fill_x86(cpu: CpuInfo, parsed) -> None:
+    from cpudoctor.probes.uarch import vendor_short
+
+    cpu.vendor_id = parsed.first("vendor_id")
+    cpu.vendor = vendor_short(cpu.vendor_id)
+    if cpu.vendor_id and cpu.vendor is None:
+        cpu.notes.append(f"unknown CPU vendor id {cpu.vendor_id!r}")
+    cpu.brand = _clean_brand(parsed.first("model name"))
+    cpu.family = _int(parsed.first("cpu family"))
+    cpu.model = _int(parsed.first("model"))
+    cpu.stepping = _int(parsed.first("stepping"))
+    missing = [k for k, v in (("vendor_id", cpu.vendor_id), ("cpu family", cpu.family), ("model", cpu.model)) if v is None]
+    if missing:
+        cpu.notes.append(f"cpuinfo lacks {', '.join(missing)} (truncated or unusual file)")
+
+
+def _fill_arm(cpu: CpuInfo, parsed, root: Path | None) -> None:
+    from cpudoctor.probes.uarch import vendor_short
+
+    impl = parsed.first("CPU implementer")
+    cpu.vendor_id = impl.lower() if impl else None
+    cpu.vendor = vendor_short(cpu.vendor_id)
+    cpu.arm_parts = [p.lower() for p in parsed.values("CPU part")]
+    if not cpu.arm_parts and parsed.first("CPU part"):
+        cpu.arm_parts = [parsed.first("CPU part").lower()]
+    cpu.arm_variant = parsed.first("CPU variant")
+    cpu.stepping = None
+    cpu.brand = _clean_brand(parsed.first("model name", "Hardware"))
+
+
+def _fill_flags(cpu: CpuInfo, parsed) -> None:
+    sets = parsed.flag_sets()
+    if not sets and parsed.header:
+        for key in ("flags", "Features"):
+            if key in parsed.header:
+                sets = [set(parsed.header[key].split())]
+                break
+    if not sets:
+        cpu.notes.append("cpuinfo lists no flags: ISA verdicts are unknown")
+        return
+    common = set.intersection(*sets)
+    union = set.union(*sets)
+    first_order = next(p.get("flags") or p.get("Features") for p in parsed.processors if p.get("flags") or p.get("Features")) if any(
+        p.get("flags") or p.get("Features") for p in parsed.processors) else " ".join(sorted(common))
+    seen: set[str] = set()
+    ordered = []
+    for name in first_order.split():
+        if name in common and name not in seen and _flag_name_ok(name):
+            ordered.append(name)
+            seen.add(name)
+    cpu.flags = ordered
+    only_some = sorted(union - common)
+    if only_some:
+        cpu.notes.append(
+            f"flags differ between processors ({', '.join(only_some[:8])}{' ...' if len(only_some) > 8 else ''} "
+            "only on some): verdicts use the flags every processor has, since threads migrate"
+        )
+
+
+def _flag_name_ok(name: str) -> bool:
+    return bool(re.fullmatch(r"[a-z0-9_.]+", name))
+
+
+def _arch(parsed, root: Path | None, flags: set[str], is_arm: bool) -> str | None:
+    if root is not None and _is_live(root):
+        machine = platform.machine().lower()
+        return {"amd64": "x86_64", "arm64": "aarch64", "x64": "x86_64"}.get(machine, machine or None)
+    if is_arm:
+        arch = parsed.first("CPU architecture")
+        return "aarch64" if (arch or "").strip() in {"8", "9", "AArch64"} else "arm"
+    if parsed.first("vendor_id") is not None or flags:
+        return "x86_64" if "lm" in flags else "i686"
+    return None
+
+
+def _fill_uarch(cpu: CpuInfo):
+    from cpudoctor.probes.uarch import decode_arm, decode_x86
+
+    if cpu.arch in ("aarch64", "arm"):
+        match = decode_arm(cpu.vendor_id, cpu.arm_parts)
+        if match.uarch and cpu.arm_parts:
+            # The part that named the chip (the fastest core).
+            cpu.arm_part = _part_of(match, cpu) or cpu.arm_parts[0]
+        if cpu.brand is None and match.display:
+            company = cpu.vendor or "ARM"
+            name = match.codename if match.codename and "+" in match.codename else match.display
+            cpu.brand = name if name.startswith(company) else f"{company} {name}"
+            cpu.notes.append("ARM cpuinfo has no model name: the name is decoded from CPU implementer/part")
+    else:
+        match = decode_x86(cpu.vendor, cpu.family, cpu.model, cpu.stepping, cpu.brand)
+    cpu.microarchitecture = match.uarch
+    cpu.microarchitecture_name = match.display
+    cpu.codename = match.codename
+    cpu.product_line = match.product_line
+    cpu.notes.extend(match.notes)
+    return match
+
+
+def _part_of(match, cpu: CpuInfo) -> str | None:
+    from cpudoctor.resources import load_json
+
+    for row in load_json("microarchitectures.json")["arm"]:
+        if row["uarch"] == match.uarch and row["implementer"] == (cpu.vendor_id or "").lower():
+            for part in cpu.arm_parts:
+                if part in row["parts"]:
+                    return part
+    return None
+
+
+# -- clocks ---------------------------------------------------------------
+
+_BRAND_GHZ = re.compile(r"@\s*([0-9]+(?:\.[0-9]+)?)\s*([GM])Hz", re.IGNORECASE)
+
+
+def _fill_clocks(cpu: CpuInfo, root: Path | None) -> None:
+    """Base and max clock in MHz.
+
+    Method 1: cpufreq (``cpuinfo_max_freq``, ``base_frequency`` in kHz), per CPU
+    directory and per policy; the maximum over CPUs (hybrid parts: the P-cores).
+    Method 2: ACPI CPPC ``nominal_freq`` (MHz) for the base clock.
+    Method 3: the brand string's "@ 2.40GHz" (Intel prints the base clock there).
+    """
+    if root is not None:
+        max_khz, base_khz, nominal = _sysfs_clocks(root)
+        if max_khz:
+            cpu.max_mhz, cpu.max_mhz_source = max_khz / 1000.0, "cpufreq cpuinfo_max_freq"
+        if base_khz:
+            cpu.base_mhz, cpu.base_mhz_source = base_khz / 1000.0, "cpufreq base_frequency"
+        elif nominal:
+            cpu.base_mhz, cpu.base_mhz_source = float(nominal), "acpi_cppc nominal_freq"
+    if cpu.base_mhz is None and cpu.brand:
+        m = _BRAND_GHZ.search(cpu.brand)
+        if m:
+            value = float(m.group(1)) * (1000.0 if m.group(2).upper() == "G" else 1.0)
+            cpu.base_mhz, cpu.base_mhz_source = value, "brand string"
+    if cpu.max_mhz is not None and cpu.base_mhz is not None and cpu.max_mhz < cpu.base_mhz:
+        # Old kernels without boost information report the base clock as max.
+        cpu.notes.append("cpufreq max clock is below the base clock: boost is off or not reported")
+
+
+def _sysfs_clocks(root: Path) -> tuple[int | None, int | None, int | None]:
+    from cpudoctor.probes._fs import list_dir, read_int, under
+
+    base = under(root, "/sys/devices/system/cpu")
+    maxes: list[int] = []
+    bases: list[int] = []
+    nominals: list[int] = []
+    dirs = [base / n / "cpufreq" for n in list_dir(base) if re.fullmatch(r"cpu\d+", n)]
+    dirs += [base / "cpufreq" / n for n in list_dir(base / "cpufreq") if n.startswith("policy")]
+    for d in dirs:
+        v = read_int(d / "cpuinfo_max_freq")
+        if v and v > 0:
+            maxes.append(v)
+        b = read_int(d / "base_frequency")
+        if b and b > 0:
+            bases.append(b)
+    for n in list_dir(base):
+        if re.fullmatch(r"cpu\d+", n):
+            nom = read_int(base / n / "acpi_cppc" / "nominal_freq")
+            if nom and nom > 0:
+                nominals.append(nom)
+    return (max(maxes) if maxes else None, max(bases) if bases else None, max(nominals) if nominals else None)
+
+
+# -- ISA ------------------------------------------------------------------
+
+def _fill_isa(cpu: CpuInfo, root: Path | None, match=None) -> None:
+    from cpudoctor.probes import isa as _isa
+    from cpudoctor.probes._fs import read_int, under
+
+    flags = set(cpu.flags)
+    if cpu.arch in ("x86_64", "i686"):
+        cpu.hypervisor = "hypervisor" in flags
+    sve_bits = None
+    if root is not None and "sve" in flags:
+        # The default SVE vector length of new processes, in bytes (live systems only).
+        vl = read_int(under(root, "/proc/sys/abi/sve_default_vector_length"))
+        sve_bits = vl * 8 if vl and vl > 0 else None
+    if flags:
+        cpu.isa = _isa.isa_verdict(flags, cpu.arch, match, sve_bits)
+    if match is not None:
+        cpu.isa.datapath_bits = match.datapath_bits
+        if flags and match.expected_flags:
+            missing = [f for f in match.expected_flags if f not in flags]
+            if missing:
+                why = "the hypervisor masks them" if cpu.hypervisor else "BIOS settings, kernel boot options or an old kernel hide them"
+                cpu.notes.append(
+                    f"{match.display or match.uarch} normally reports {', '.join(missing)}, but this system does not "
+                    f"({why}); the verdicts follow what the OS reports"
+                )
+    if cpu.hypervisor:
+        cpu.notes.append("running under a hypervisor: it may mask CPU flags and the vCPU layout may not match the host")
+
+
+def _is_live(root: Path) -> bool:
+    try:
+        return Path(root).resolve() == Path("/")
+    except OSError:
+        return False

@@ -1,0 +1,96 @@
+"""CPU identity on platforms without /proc/cpuinfo (macOS, Windows, BSD), via py-cpuinfo.
+
+py-cpuinfo takes ~1.3 s (it starts its own CPUID child), so callers run this
+off the UI thread. Its CPUID flags ignore XCR0 and miss leaf 7 subleaf 1
+(avx512_bf16, avx_vnni) and the AMX bits, so on x86 the result is corrected by
+our own CPUID + XGETBV child (:mod:`cpudoctor.probes.cpuid_check`).
+"""
+
+from __future__ import annotations
+
+import platform
+
+from cpudoctor.probes.cpu import CpuInfo
+
+
+def normalise_flags(flags: list[str]) -> list[str]:
+    """py-cpuinfo / CPUID flag names -> Linux /proc/cpuinfo names (resources/flags.json aliases)."""
+    from cpudoctor.resources import load_json
+
+    aliases = load_json("flags.json")["aliases"]
+    out: list[str] = []
+    for name in flags:
+        name = aliases.get(name.lower(), name.lower())
+        if name not in out:
+            out.append(name)
+    return out
+
+
+def cpu_from_pycpuinfo(info: dict, cpuid=None) -> CpuInfo:
+    """Build a CpuInfo from ``cpuinfo.get_cpu_info()`` output (+ an optional CpuidResult)."""
+    from cpudoctor.probes import isa as _isa
+    from cpudoctor.probes.cpu import _clean_brand, _fill_clocks
+    from cpudoctor.probes.uarch import decode_arm, decode_brand, decode_x86, vendor_short
+
+    cpu = CpuInfo(source="py-cpuinfo")
+    arch_raw = (info.get("arch_string_raw") or platform.machine() or "").lower()
+    cpu.arch = {"amd64": "x86_64", "arm64": "aarch64", "x64": "x86_64"}.get(arch_raw, arch_raw or None)
+    cpu.vendor_id = info.get("vendor_id_raw") or None
+    cpu.vendor = vendor_short(cpu.vendor_id)
+    cpu.brand = _clean_brand(info.get("brand_raw"))
+    if cpu.vendor is None and cpu.brand and cpu.brand.startswith("Apple"):
+        cpu.vendor = "Apple"
+    for key in ("family", "model", "stepping"):
+        value = info.get(key)
+        setattr(cpu, key, value if isinstance(value, int) else None)
+    flags = normalise_flags(list(info.get("flags") or []))
+    if cpuid is not None and not cpuid.error:
+        # Our child knows leaf 7.1 and AMX, and XCR0: add what py-cpuinfo missed, drop what the OS disables.
+        flags += [f for f in cpuid.flags if f not in flags]
+        disabled = set(cpuid.os_disabled)
+        if disabled:
+            cpu.notes.append(f"CPUID reports {', '.join(sorted(disabled))} but the OS does not enable their register state (XCR0)")
+        flags = [f for f in flags if f not in disabled]
+    elif cpuid is not None and cpuid.error and cpu.arch == "x86_64":
+        cpu.notes.append(f"XCR0 could not be checked ({cpuid.error}): AVX-512 verdict trusts CPUID alone")
+    cpu.flags = flags
+    if cpu.arch in ("x86_64", "i686"):
+        match = decode_x86(cpu.vendor, cpu.family, cpu.model, cpu.stepping, cpu.brand)
+        cpu.hypervisor = "hypervisor" in flags
+    elif cpu.brand and decode_brand(cpu.brand).uarch:
+        match = decode_brand(cpu.brand)
+    else:
+        match = decode_arm(None, [])
+    cpu.microarchitecture, cpu.microarchitecture_name = match.uarch, match.display
+    cpu.codename, cpu.product_line = match.codename, match.product_line
+    cpu.notes.extend(match.notes)
+    hz = info.get("hz_advertised")
+    if isinstance(hz, (list, tuple)) and hz and isinstance(hz[0], (int, float)) and hz[0] > 0:
+        cpu.base_mhz, cpu.base_mhz_source = hz[0] / 1e6, "py-cpuinfo advertised clock"
+    _fill_clocks(cpu, None)
+    if flags:
+        cpu.isa = _isa.isa_verdict(set(flags), cpu.arch, match)
+        cpu.isa.datapath_bits = match.datapath_bits
+    elif cpu.arch == "aarch64":
+        # macOS on Apple silicon: every arm64 CPU has NEON; py-cpuinfo lists no flags there.
+        cpu.isa = _isa.isa_verdict({"asimd", "fp"}, cpu.arch, match)
+        cpu.notes.append("py-cpuinfo lists no flags on this platform: ISA verdicts assume the aarch64 baseline (NEON)")
+    return cpu
+
+
+def probe_live() -> CpuInfo:
+    """The live machine through py-cpuinfo (+ the CPUID/XGETBV child on x86). ~1.3 s."""
+    try:
+        import cpuinfo  # py-cpuinfo
+    except ImportError:
+        return CpuInfo(notes=["no /proc/cpuinfo and py-cpuinfo is not installed: CPU identity unknown (pip install py-cpuinfo)"])
+    try:
+        info = cpuinfo.get_cpu_info()
+    except Exception as exc:  # noqa: BLE001 - py-cpuinfo shells out to many tools; any failure -> unknown
+        return CpuInfo(notes=[f"py-cpuinfo failed ({type(exc).__name__}: {exc}): CPU identity unknown"])
+    cpuid = None
+    if platform.machine().lower() in {"x86_64", "amd64", "i386", "i686", "x86"}:
+        from cpudoctor.probes.cpuid_check import run_child
+
+        cpuid = run_child()
+    return cpu_from_pycpuinfo(info, cpuid)

@@ -1,0 +1,219 @@
+"""Cross-check /proc/cpuinfo against CPUID + XGETBV executed in a child process.
+
+Why a child: executing raw machine code can crash the interpreter (SELinux
+denying executable memory, an emulator without XGETBV), and under emulation
+(qemu-user, Rosetta 2) ``/proc/cpuinfo`` describes the *host*, while CPUID run
+by our own code describes the CPU that actually executes PyTorch. Run it with
+``python -m cpudoctor.probes.cpuid_check``: it prints one JSON object.
+
+Only for the live machine and only when asked (``cpudoctor report`` without
+``--fast``): it costs a Python start-up (~0.1-0.3 s).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+# XCR0 bits the OS sets when it saves a register state on context switch.
+XCR0_SSE, XCR0_AVX = 1 << 1, 1 << 2
+XCR0_AVX512 = (1 << 5) | (1 << 6) | (1 << 7)         # opmask, ZMM_Hi256, Hi16_ZMM
+XCR0_AMX = (1 << 17) | (1 << 18)                      # XTILECFG, XTILEDATA
+_REGS = {"eax": b"", "ebx": b"\x89\xd8", "ecx": b"\x89\xc8", "edx": b"\x89\xd0"}
+
+
+@dataclass
+class CpuidResult:
+    vendor_id: str | None = None
+    family: int | None = None
+    model: int | None = None
+    stepping: int | None = None
+    brand: str | None = None
+    xcr0: int | None = None
+    flags: list[str] = field(default_factory=list)       # CPUID bits, as kernel flag names
+    os_disabled: list[str] = field(default_factory=list)  # in CPUID but the OS does not save their state
+    error: str | None = None
+
+
+# -- the child side: runs CPUID in this process -----------------------------
+
+def _asm(code: bytes) -> int:
+    """Run position-independent x86 code returning a uint32 in eax."""
+    import ctypes
+
+    from cpuinfo.cpuinfo import ASM  # py-cpuinfo's portable executable-memory helper
+
+    asm = ASM(ctypes.c_uint32, (), [code])
+    asm.compile()
+    try:
+        return int(asm.run())
+    finally:
+        asm.free()
+
+
+def _cpuid(leaf: int, subleaf: int, reg: str) -> int:
+    code = (b"\x53"                                       # push rbx (callee-saved, CPUID clobbers it)
+            + b"\xb8" + leaf.to_bytes(4, "little")        # mov eax, leaf
+            + b"\xb9" + subleaf.to_bytes(4, "little")     # mov ecx, subleaf
+            + b"\x0f\xa2"                                 # cpuid
+            + _REGS[reg]                                  # mov eax, <reg>
+            + b"\x5b\xc3")                                # pop rbx; ret
+    return _asm(code)
+
+
+def _xgetbv0() -> int:
+    return _asm(b"\x31\xc9\x0f\x01\xd0\xc3")             # xor ecx,ecx; xgetbv; ret
+
+
+def read_cpuid() -> dict[str, Any]:
+    """CPUID identity + flags of the executing CPU. May crash: run it in a child."""
+    from cpudoctor.resources import load_json
+
+    max_leaf = _cpuid(0, 0, "eax")
+    vendor = b"".join(_cpuid(0, 0, r).to_bytes(4, "little") for r in ("ebx", "edx", "ecx")).decode("ascii", "replace")
+    eax1 = _cpuid(1, 0, "eax")
+    base_family = (eax1 >> 8) & 0xF
+    family = base_family + ((eax1 >> 20) & 0xFF if base_family == 0xF else 0)
+    model = (eax1 >> 4) & 0xF
+    if base_family in (0x6, 0xF):
+        model |= ((eax1 >> 16) & 0xF) << 4
+    max_ext = _cpuid(0x80000000, 0, "eax")
+    regs: dict[tuple[int, int, str], int] = {}
+
+    def reg(leaf: int, sub: int, name: str) -> int:
+        key = (leaf, sub, name)
+        if key not in regs:
+            ok = (leaf <= max_leaf) if leaf < 0x80000000 else (leaf <= max_ext)
+            if leaf == 7 and sub == 1 and ok:
+                ok = _cpuid(7, 0, "eax") >= 1
+            regs[key] = _cpuid(leaf, sub, name) if ok else 0
+        return regs[key]
+
+    flags = []
+    for name, entry in load_json("flags.json")["flags"].items():
+        spec = entry.get("cpuid")
+        if not spec:
+            continue
+        leaf_s, sub_s, reg_s, bit_s = spec.split(".")
+        if reg(int(leaf_s, 0), int(sub_s), reg_s) >> int(bit_s) & 1:
+            flags.append(name)
+    brand = None
+    if max_ext >= 0x80000004:
+        raw = b"".join(_cpuid(leaf, 0, r).to_bytes(4, "little")
+                       for leaf in (0x80000002, 0x80000003, 0x80000004) for r in ("eax", "ebx", "ecx", "edx"))
+        brand = " ".join(raw.split(b"\0")[0].decode("ascii", "replace").split()) or None
+    osxsave = bool(reg(1, 0, "ecx") >> 27 & 1)
+    xcr0 = _xgetbv0() if osxsave else None
+    return {"vendor_id": vendor, "family": family, "model": model, "stepping": eax1 & 0xF,
+            "brand": brand, "xcr0": xcr0, "flags": flags, "os_disabled": _os_disabled(flags, xcr0)}
+
+
+def _os_disabled(flags: list[str], xcr0: int | None) -> list[str]:
+    """CPUID flags whose register state the OS does not enable (so they must not be used)."""
+    state = xcr0 or 0
+    off = []
+    avx_family = {"avx", "avx2", "fma", "f16c", "avx_vnni", "avx_vnni_int8", "avx_vnni_int16", "avx_ne_convert",
+                  "avx_ifma", "vaes", "vpclmulqdq"}
+    for name in flags:
+        if name.startswith("avx512") and state & (XCR0_AVX512 | XCR0_AVX | XCR0_SSE) != (XCR0_AVX512 | XCR0_AVX | XCR0_SSE):
+            off.append(name)
+        elif name in avx_family and state & (XCR0_AVX | XCR0_SSE) != (XCR0_AVX | XCR0_SSE):
+            off.append(name)
+        elif name.startswith("amx_") and state & XCR0_AMX != XCR0_AMX:
+            off.append(name)
+    if sys.platform == "darwin" and any(n.startswith("avx512") for n in off):
+        # macOS enables AVX-512 state lazily, on first use: ask the kernel instead of XCR0.
+        try:
+            out = subprocess.run(["sysctl", "-n", "hw.optional.avx512f"], capture_output=True, text=True, timeout=5)
+            if out.stdout.strip() == "1":
+                off = [n for n in off if not n.startswith("avx512")]
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return off
+
+
+def main() -> int:
+    import platform
+
+    if platform.machine().lower() not in {"x86_64", "amd64", "i386", "i686", "x86"}:
+        print(json.dumps({"error": f"CPUID is x86-only; this is {platform.machine()}"}))
+        return 0
+    try:
+        data = read_cpuid()
+    except Exception as exc:  # noqa: BLE001 - report any failure as data, the parent decides
+        data = {"error": f"{type(exc).__name__}: {exc}"}
+    print(json.dumps(data))
+    return 0
+
+
+# -- the parent side ------------------------------------------------------
+
+def run_child(timeout: float = 20.0) -> CpuidResult:
+    """Run the CPUID reader in a child Python; never raises."""
+    from cpudoctor.probes.exitstatus import diagnose_exit
+
+    try:
+        proc = subprocess.run([sys.executable, "-m", "cpudoctor.probes.cpuid_check"],
+                              capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return CpuidResult(error=f"the CPUID check did not finish within {timeout:.0f} s")
+    except OSError as exc:
+        return CpuidResult(error=f"could not start the CPUID check: {exc.strerror or exc}")
+    if proc.returncode != 0:
+        diag = diagnose_exit(proc.returncode, stderr_tail=proc.stderr[-2000:], what="the CPUID check")
+        return CpuidResult(error=diag.message or f"the CPUID check exited with status {proc.returncode}")
+    try:
+        data = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (json.JSONDecodeError, IndexError):
+        return CpuidResult(error="the CPUID check printed no result")
+    result = CpuidResult(**{k: v for k, v in data.items() if k in CpuidResult.__dataclass_fields__})
+    return result
+
+
+def compare(cpu, result: CpuidResult) -> list[str]:
+    """Notes where /proc/cpuinfo and the executing CPU's CPUID disagree."""
+    if result.error:
+        return [f"CPUID cross-check skipped: {result.error}"]
+    notes = []
+    same_identity = (cpu.vendor_id, cpu.family, cpu.model) == (result.vendor_id, result.family, result.model)
+    if cpu.vendor_id and not same_identity:
+        notes.append(
+            f"/proc/cpuinfo describes {cpu.vendor_id} family {cpu.family} model {cpu.model}, but the CPU executing "
+            f"code reports {result.vendor_id} family {result.family} model {result.model}: this looks like emulation "
+            "(qemu-user, Rosetta 2), so /proc/cpuinfo shows the host. Trust the executing CPU's flags."
+        )
+    from cpudoctor.resources import load_json
+
+    comparable = {n for n, e in load_json("flags.json")["flags"].items() if e.get("cpuid")}
+    kernel = set(cpu.flags) & comparable
+    usable = set(result.flags) - set(result.os_disabled)
+    only_kernel = sorted(kernel - set(result.flags))
+    hidden = sorted((usable & comparable) - kernel)
+    disabled = sorted(set(result.os_disabled) & kernel)
+    if only_kernel:
+        it = "it" if len(only_kernel) == 1 else "them"
+        notes.append(
+            f"/proc/cpuinfo lists {', '.join(only_kernel)} but CPUID in a child process does not: the CPU that runs "
+            f"your code lacks {it} (emulation?), so code using {it} would crash with SIGILL."
+        )
+    if hidden:
+        it = "it" if len(hidden) == 1 else "them"
+        notes.append(
+            f"CPUID reports {', '.join(hidden)} but the kernel does not list {it}: the kernel disabled {it} "
+            f"(a known erratum or a boot option) or is older than the CPU; libraries that trust CPUID may still use {it}."
+        )
+    if disabled:
+        notes.append(f"XCR0 = {result.xcr0:#x}: the OS does not save the register state of {', '.join(disabled)}.")
+    return notes
+
+
+def cross_check(cpu, timeout: float = 20.0) -> list[str]:
+    """Run the child and compare; the notes go into ``cpu.notes`` (caller's choice)."""
+    return compare(cpu, run_child(timeout))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
