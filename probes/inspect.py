@@ -615,3 +615,77 @@ def list_processes(
         ))
     entries.sort(key=lambda e: (not e.is_python, -(e.cpu_percent or 0.0), e.pid))
     return entries
+
+
+# --- live markers ------------------------------------------------------------------------------
+
+
+@dataclass
+class ThreadPlace:
+    tid: int
+    name: str
+    cpu: int | None
+    cpu_percent: float | None              # since the previous poll; None on the first
+
+
+class ThreadTracker:
+    """Where each thread of a process is now, cheaply: one stat read per thread per poll.
+
+    Used for the topology map's live markers; CPU% is the change since the
+    previous poll. ``poll`` returns None once the process is gone (or the PID
+    was reused).
+    """
+
+    def __init__(self, pid: int, root: Path = Path("/"), clock: Callable[[], float] = time.monotonic):
+        self.pid = pid
+        self.root = Path(root)
+        self.clock = clock
+        self._starttime: int | None = None
+        self._prev: dict[int, int] = {}
+        self._prev_t: float | None = None
+
+    def poll(self) -> list[ThreadPlace] | None:
+        text = read_text(procfs.proc_dir(self.root, self.pid) / "stat")
+        if not text:
+            return None
+        try:
+            st = procfs.parse_stat(text)
+        except procfs.StatParseError:
+            return None
+        if self._starttime is None:
+            self._starttime = st.starttime
+        elif st.starttime != self._starttime or st.state in ("Z", "X"):
+            return None
+        now = self.clock()
+        tasks = procfs.read_task_stats(self.root, self.pid)
+        span = now - self._prev_t if self._prev_t is not None else 0.0
+        out = []
+        for tid in sorted(tasks):
+            ts = tasks[tid]
+            prev = self._prev.get(tid)
+            pct = None
+            if prev is not None and span > 0:
+                pct = round((ts.cpu_ticks - prev) / procfs.CLK_TCK / span * 100, 1)
+            out.append(ThreadPlace(tid, ts.comm, ts.processor, pct))
+        self._prev = {tid: ts.cpu_ticks for tid, ts in tasks.items()}
+        self._prev_t = now
+        return out
+
+
+def markers_by_cpu(places: list[ThreadPlace] | list[ThreadInfo], busy_only: bool = False,
+                   busy_percent: float = 25.0) -> tuple[dict[int, list[str]], dict[int, float]]:
+    """Thread labels per CPU (busiest first) and the process's CPU% per CPU, for the topology map."""
+    labels: dict[int, list[tuple[float, str]]] = {}
+    load: dict[int, float] = {}
+    for p in places:
+        cpu = p.cpu if isinstance(p, ThreadPlace) else p.last_cpu
+        if cpu is None:
+            continue
+        pct = p.cpu_percent
+        if busy_only and (pct or 0.0) < busy_percent:
+            continue
+        text = f"{p.name} {p.tid}" + (f" ({pct:.0f}%)" if pct is not None else "")
+        labels.setdefault(cpu, []).append((pct or 0.0, text))
+        load[cpu] = min(100.0, load.get(cpu, 0.0) + (pct or 0.0))
+    return ({cpu: [t for _, t in sorted(items, key=lambda x: -x[0])] for cpu, items in sorted(labels.items())},
+            load)

@@ -453,3 +453,28 @@ def test_list_processes_live_excludes_self_and_children():
         assert flags == sorted(flags, reverse=True)
     finally:
         _stop(proc)
+
+
+def test_thread_tracker_and_markers(tmp_path):
+    fp = FakeProc(tmp_path)
+    fp.add_process(55, "trainer", threads={55: dict(processor=1, utime=0), 56: dict(processor=3, utime=0)})
+    clock = StepClock()
+    tracker = __import__("cpudoctor.probes.inspect", fromlist=["ThreadTracker"]).ThreadTracker(55, tmp_path, clock)
+    first = tracker.poll()
+    assert [(p.tid, p.cpu, p.cpu_percent) for p in first] == [(55, 1, None), (56, 3, None)]
+    clock.t += 1.0
+    fp.set_thread(55, 55, processor=2, utime=HZ)            # one full CPU second
+    fp.set_thread(55, 56, processor=3, utime=HZ // 10)
+    second = tracker.poll()
+    assert [(p.tid, p.cpu, p.cpu_percent) for p in second] == [(55, 2, 100.0), (56, 3, 10.0)]
+    from cpudoctor.probes.inspect import markers_by_cpu
+
+    labels, load = markers_by_cpu(second)
+    assert labels == {2: ["trainer 55 (100%)"], 3: ["trainer 56 (10%)"]}
+    assert load == {2: 100.0, 3: 10.0}
+    assert markers_by_cpu(second, busy_only=True)[0] == {2: ["trainer 55 (100%)"]}
+    fp._meta[55]["starttime"] = 4242                         # PID reused by another program
+    fp.set_proc_stat(55)
+    assert tracker.poll() is None
+    fp.remove_process(55)
+    assert tracker.poll() is None
