@@ -1,0 +1,103 @@
+"""Thread-sweep variants from synthetic topologies, and the recommendation."""
+
+from __future__ import annotations
+
+import pytest
+
+from cpudoctor.lab import sweep
+from cpudoctor.probes.topology import Affinity, Core, L3Domain, NumaNode, Topology
+from cpudoctor.report import ThreadRecommendation
+
+
+def make_topology(cores: int, smt: int = 1, ccx_cores: int | None = None, numa: int = 1) -> Topology:
+    """A Ryzen/EPYC-like layout: core i has CPUs i, i+cores, ...; CCX and NUMA split cores in order."""
+    ncpu = cores * smt
+    core_list = [Core(0, i, [i + k * cores for k in range(smt)]) for i in range(cores)]
+    ccx_cores = ccx_cores or cores
+    l3 = [L3Domain(sorted(c for core in core_list[i:i + ccx_cores] for c in core.cpus))
+          for i in range(0, cores, ccx_cores)]
+    per = cores // numa
+    nodes = [NumaNode(n, sorted(c for core in core_list[n * per:(n + 1) * per] for c in core.cpus)) for n in range(numa)]
+    return Topology(packages=1, cores=cores, logical_cpus=ncpu, l3_domains=l3, numa_nodes=nodes,
+                    online_cpus=list(range(ncpu)), smt_threads_per_core=smt, core_list=core_list,
+                    affinity=Affinity(allowed_cpus=list(range(ncpu)), usable_cpus=ncpu))
+
+
+def names(vs):
+    return [v.name for v in vs]
+
+
+def test_two_vcpus_without_smt_like_this_vm():
+    vs = sweep.derive_variants(make_topology(2))
+    assert names(vs) == ["PyTorch defaults", "1 thread", "2 threads"]
+    assert vs[0].threads is None and vs[0].cpus is None
+
+
+def test_ryzen_16_cores_smt_two_ccx():
+    vs = sweep.derive_variants(make_topology(16, smt=2, ccx_cores=8))
+    by = {v.name: v for v in vs}
+    assert [v.threads for v in vs if v.group == "threads"] == [1, 2, 4, 8, 16, 32]
+    ccx = by["one CCX, no SMT (CPUs 0-7)"]
+    assert ccx.threads == 8 and ccx.cpus == list(range(8))
+    assert by["one CCX with SMT (CPUs 0-7,16-23)"].threads == 16
+    assert by["all cores, no SMT (CPUs 0-15)"].cpus == list(range(16))
+    assert by["all cores with SMT (CPUs 0-31)"].threads == 32
+    assert not any(v.name.startswith("NUMA") for v in vs)          # one node: nothing to compare
+    assert len({v.key() for v in vs}) == len(vs)
+
+
+def test_epyc_two_numa_nodes():
+    vs = sweep.derive_variants(make_topology(32, smt=2, ccx_cores=8, numa=2))
+    nodes = [v for v in vs if v.name.startswith("NUMA")]
+    assert [v.cpus for v in nodes] == [list(range(16)), list(range(16, 32))]
+    assert all(v.threads == 16 for v in nodes)
+
+
+def test_affinity_restricts_every_variant():
+    topo = make_topology(8, smt=2, ccx_cores=4)
+    vs = sweep.derive_variants(topo, allowed=[0, 1, 8, 9])
+    assert max(v.threads or 0 for v in vs) == 4
+    assert all(set(v.cpus or []) <= {0, 1, 8, 9} for v in vs)
+    assert "all cores, no SMT (CPUs 0-1)" in names(vs)
+    assert not any("CCX" in n for n in names(vs))                   # all allowed CPUs share one L3
+
+
+def test_unknown_topology_falls_back_to_the_allowed_cpus():
+    vs = sweep.derive_variants(Topology(), allowed=[0, 1, 2, 3])
+    assert [v.threads for v in vs] == [None, 1, 2, 4]
+
+
+def test_thread_ladder():
+    assert sweep.thread_ladder(1, 1) == [1]
+    assert sweep.thread_ladder(12, 6) == [1, 2, 4, 6, 8, 12]
+
+
+def _pt(variant, threads, sps, group="threads", cpus=None):
+    return {"variant": variant, "threads": threads, "samples_per_s": sps, "group": group, "cpus": cpus,
+            "threads_used": threads}
+
+
+def test_recommend_prefers_fewer_threads_within_tolerance():
+    points = [_pt("PyTorch defaults", None, 900.0, "default"), _pt("4 threads", 4, 1000.0), _pt("8 threads", 8, 1020.0),
+              _pt("16 threads", 16, 700.0), _pt("one CCX", 8, 990.0, "pinning", list(range(8)))]
+    rec = sweep.recommend(points, "simplecnn")
+    assert isinstance(rec, ThreadRecommendation)
+    assert rec.threads == 4 and rec.variant == "4 threads" and rec.cpus is None
+    assert rec.samples_per_s == 1000.0 and rec.default_samples_per_s == 900.0 and rec.model == "simplecnn"
+
+
+def test_recommend_clear_winner_and_nothing_measured():
+    rec = sweep.recommend([_pt("1 thread", 1, 100.0), _pt("pinned", 2, 300.0, "pinning", [0, 1])])
+    assert rec.variant == "pinned" and rec.cpus == [0, 1]
+    assert sweep.recommend([_pt("1 thread", 1, None)]) is None
+
+
+@pytest.mark.slow
+def test_real_sweep_on_this_machine():
+    from cpudoctor.lab import runner
+
+    out = runner.run_job("sweep", {"seconds": 1.5, "max_variants": 2, "train": {"batch_size": 32}}, timeout=180)
+    assert out.status == "ok", out.message
+    assert len(out.result["points"]) == 2 and len(out.progress) == 2
+    rec = out.result["recommendation"]
+    assert rec["threads"] >= 1 and rec["samples_per_s"] > 0
