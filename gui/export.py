@@ -1,0 +1,354 @@
+"""Report actions for the main window: one-click export, Export as..., copy, open, compare, capture.
+
+All rendering and file writing runs on the thread pool (PDF layout, a
+capture's child process); results come back through signals. Every export is
+redacted unless the user ticks "Include identifying details", and every
+failure is a message that says what to do; nothing is half-written (writes go
+through cpudoctor.fileio.atomic_write).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from pathlib import Path
+
+from PySide6.QtCore import QObject, QStandardPaths, QUrl, Signal
+from PySide6.QtGui import QAction, QDesktopServices, QGuiApplication, QKeySequence
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, QFileDialog, QFormLayout,
+                               QHBoxLayout, QLabel, QLineEdit, QMessageBox, QPushButton, QTextBrowser,
+                               QVBoxLayout, QWidget)
+
+from cpudoctor.export import FORMATS, ExportError, default_filename, export_report, format_for_path, unique_path
+from cpudoctor.gui.icons import icon
+from cpudoctor.gui.model import AppModel
+from cpudoctor.gui.workers import run_in_thread
+from cpudoctor.report import Report, ReportError
+
+PRIVACY_TEXT = "Include identifying details (host name, user, paths)"
+EXPORT_FORMATS = ("html", "md", "json", "pdf")
+
+
+def documents_folder() -> Path:
+    """The user's documents folder (XDG/Windows/macOS aware), or home when there is none."""
+    loc = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.DocumentsLocation)
+    folder = Path(loc) if loc else Path.home()
+    return folder if folder.is_dir() else Path.home()
+
+
+def saved_label(report: Report, path: Path | None = None) -> str:
+    """``AMD EPYC 9354 — saved 2026-11-30``: how an opened report is named in the window."""
+    date = (report.meta.generated_at or "")[:10] or "unknown date"
+    return f"{report.cpu.brand or (path.name if path else 'Unknown CPU')} — saved {date}"
+
+
+def load_report(path: Path | str) -> Report:
+    """Load a saved report and run the advisor on it (pure; findings reflect this CPU Doctor's rules)."""
+    report = Report.load(path)
+    try:
+        from cpudoctor.advisor import diagnose
+    except ImportError:
+        return report
+    try:
+        report.findings = diagnose(report)
+    except Exception:  # noqa: BLE001 - keep the saved findings when a rule chokes on an old report
+        pass
+    return report
+
+
+class ExportDialog(QDialog):
+    """Export as...: format, file and the privacy choice (off by default)."""
+
+    def __init__(self, parent: QWidget | None = None, fmt: str = "html"):
+        super().__init__(parent)
+        self.setWindowTitle("Export report")
+        self.format_box = QComboBox()
+        for f in EXPORT_FORMATS:
+            ext, label = FORMATS[f]
+            self.format_box.addItem(f"{label} ({ext})", f)
+        self.format_box.setCurrentIndex(EXPORT_FORMATS.index(fmt))
+        self.path_edit = QLineEdit(str(documents_folder() / default_filename(fmt)))
+        browse = QPushButton("Browse…")
+        browse.clicked.connect(self._browse)
+        row = QHBoxLayout()
+        row.addWidget(self.path_edit, 1)
+        row.addWidget(browse)
+        self.privacy = QCheckBox(PRIVACY_TEXT)
+        self.privacy.setChecked(False)
+        hint = QLabel("Off: host name, user name, home paths, MAC addresses and serial numbers are replaced "
+                      "by placeholders, so the file is safe to paste into a public bug tracker.")
+        hint.setWordWrap(True)
+        hint.setStyleSheet("color: palette(placeholder-text);")
+        form = QFormLayout()
+        form.addRow("Format", self.format_box)
+        form.addRow("File", row)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Cancel)
+        self.export_button = buttons.addButton("Export", QDialogButtonBox.ButtonRole.AcceptRole)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        lay = QVBoxLayout(self)
+        lay.addLayout(form)
+        lay.addWidget(self.privacy)
+        lay.addWidget(hint)
+        lay.addWidget(buttons)
+        self.format_box.currentIndexChanged.connect(self._format_changed)
+        self.resize(560, self.sizeHint().height())
+
+    @property
+    def fmt(self) -> str:
+        return self.format_box.currentData()
+
+    @property
+    def path(self) -> Path:
+        return Path(self.path_edit.text().strip()).expanduser()
+
+    def _format_changed(self) -> None:
+        p = self.path
+        self.path_edit.setText(str(p.with_suffix(FORMATS[self.fmt][0])))
+
+    def _browse(self) -> None:
+        filters = ";;".join(f"{FORMATS[f][1]} (*{FORMATS[f][0]})" for f in EXPORT_FORMATS)
+        chosen, _ = QFileDialog.getSaveFileName(self, "Export report", str(self.path), filters,
+                                                f"{FORMATS[self.fmt][1]} (*{FORMATS[self.fmt][0]})")
+        if chosen:
+            self.path_edit.setText(chosen)
+            self.format_box.setCurrentIndex(EXPORT_FORMATS.index(format_for_path(chosen, self.fmt)))
+
+
+class CompareDialog(QDialog):
+    """Pick two reports (or the current one and a file) and show what differs."""
+
+    def __init__(self, current: Report | None, current_label: str, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setWindowTitle("Compare reports")
+        self.current = current
+        self.current_label = current_label
+        self.a_edit, self.b_edit = QLineEdit(), QLineEdit()
+        self.a_edit.setPlaceholderText(f"(current: {current_label})" if current is not None else "first report…")
+        self.b_edit.setPlaceholderText("second report (JSON)…")
+        form = QFormLayout()
+        for label, edit in (("A", self.a_edit), ("B", self.b_edit)):
+            row = QHBoxLayout()
+            row.addWidget(edit, 1)
+            btn = QPushButton("Browse…")
+            btn.clicked.connect(lambda _=False, e=edit: self._browse(e))
+            row.addWidget(btn)
+            form.addRow(label, row)
+        self.fmt_box = QComboBox()
+        self.fmt_box.addItem("Table", "md")
+        self.fmt_box.addItem("Plain text", "text")
+        self.compare_button = QPushButton("Compare")
+        self.compare_button.clicked.connect(self.run_compare)
+        self.view = QTextBrowser()
+        self.view.setOpenExternalLinks(False)
+        self.status = QLabel()
+        self.status.setWordWrap(True)
+        top = QHBoxLayout()
+        top.addWidget(self.fmt_box)
+        top.addStretch(1)
+        top.addWidget(self.compare_button)
+        lay = QVBoxLayout(self)
+        lay.addLayout(form)
+        lay.addLayout(top)
+        lay.addWidget(self.status)
+        lay.addWidget(self.view, 1)
+        self.resize(820, 620)
+
+    def _browse(self, edit: QLineEdit) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Choose a CPU Doctor report", str(documents_folder()),
+                                              "CPU Doctor reports (*.json);;All files (*)")
+        if path:
+            edit.setText(path)
+
+    def _side(self, edit: QLineEdit) -> tuple[Report, str]:
+        text = edit.text().strip()
+        if not text:
+            if edit is self.a_edit and self.current is not None:
+                return self.current, self.current_label
+            raise ReportError("choose a report file for " + ("A" if edit is self.a_edit else "B"))
+        path = Path(text).expanduser()
+        try:
+            return Report.load(path), path.name
+        except ReportError as exc:
+            raise ReportError(f"{path.name}: {exc}") from None
+
+    def run_compare(self) -> bool:
+        from cpudoctor.compare import compare, label, render_markdown, render_text
+        from cpudoctor.privacy import redact_report
+
+        try:
+            (a, la), (b, lb) = self._side(self.a_edit), self._side(self.b_edit)
+        except ReportError as exc:
+            self.status.setText(str(exc))
+            self.view.clear()
+            return False
+        result = compare(redact_report(a), redact_report(b), f"{la}: {label(a)}", f"{lb}: {label(b)}")
+        self.status.setText("No differences." if result.same else f"{len(result.changes)} differences.")
+        if self.fmt_box.currentData() == "md":
+            self.view.setMarkdown(render_markdown(result))
+        else:
+            self.view.setPlainText(render_text(result))
+        self.result = result
+        return True
+
+
+class ReportActions(QObject):
+    """The File-menu/toolbar actions around reports; the main window places them."""
+
+    exported = Signal(object)          # Path written
+    failed = Signal(str)               # what went wrong, for the status bar / tests
+    captured = Signal(object)          # cpudoctor.capture.CaptureResult
+
+    def __init__(self, model: AppModel, window: QWidget):
+        super().__init__(window)
+        self.model = model
+        self.window = window
+        self.last_message: QMessageBox | None = None
+        self.workers: list = []
+
+        self.export_quick = QAction(icon("export"), "&Export report", self)
+        self.export_quick.setShortcut(QKeySequence("Ctrl+E"))
+        self.export_quick.setToolTip("Save this report as an HTML page in your documents folder "
+                                     "(identifying details replaced)")
+        self.export_quick.triggered.connect(self.quick_export)
+        self.export_as = QAction("Export &as…", self)
+        self.export_as.setShortcut(QKeySequence("Ctrl+Shift+E"))
+        self.export_as.triggered.connect(self.export_as_dialog)
+        self.copy_markdown = QAction("&Copy as Markdown", self)
+        self.copy_markdown.setShortcut(QKeySequence("Ctrl+Shift+C"))
+        self.copy_markdown.setToolTip("Copy a Markdown report for a GitHub issue (identifying details replaced)")
+        self.copy_markdown.triggered.connect(self.copy_as_markdown)
+        self.open_report = QAction(icon("open"), "&Open report…", self)
+        self.open_report.setShortcut(QKeySequence.StandardKey.Open)
+        self.open_report.setToolTip("Open a saved JSON report read-only (yours or someone else's)")
+        self.open_report.triggered.connect(self.open_report_dialog)
+        self.compare = QAction("Co&mpare reports…", self)
+        self.compare.triggered.connect(self.compare_dialog)
+        self.capture = QAction("Save machine &capture…", self)
+        self.capture.setToolTip("Pack the /proc and /sys files CPU Doctor reads, for `cpudoctor report --root`")
+        self.capture.triggered.connect(self.capture_dialog)
+        for act in (self.export_quick, self.export_as, self.copy_markdown):
+            act.setEnabled(model.report is not None)
+        model.report_changed.connect(self._on_report)
+
+    def _on_report(self, report) -> None:
+        for act in (self.export_quick, self.export_as, self.copy_markdown):
+            act.setEnabled(report is not None)
+
+    # --- export -------------------------------------------------------------------
+    def quick_export(self) -> None:
+        """One click: HTML, documents folder, timestamped name, never overwrites."""
+        if self.model.report is None:
+            return self._fail("There is no report yet: wait for the probe to finish.")
+        folder = documents_folder()
+        path = unique_path(folder, default_filename("html", _dt.datetime.now()))
+        self.start_export(self.model.report, "html", path, include_identifying=False, overwrite=False)
+
+    def export_as_dialog(self) -> None:
+        if self.model.report is None:
+            return self._fail("There is no report yet: wait for the probe to finish.")
+        dlg = ExportDialog(self.window)
+        if dlg.exec() != QDialog.DialogCode.Accepted:
+            return
+        path, overwrite = dlg.path, False
+        if path.exists():
+            answer = QMessageBox.question(self.window, "Replace file?", f"{path.name} already exists. Replace it?")
+            if answer != QMessageBox.StandardButton.Yes:
+                return
+            overwrite = True
+        self.start_export(self.model.report, dlg.fmt, path, dlg.privacy.isChecked(), overwrite)
+
+    def start_export(self, report: Report, fmt: str, path: Path, include_identifying: bool = False,
+                     overwrite: bool = False):
+        """Render and write on the pool; ``exported`` or ``failed`` follows."""
+        worker = run_in_thread(export_report, report, fmt, path, include_identifying, overwrite,
+                               on_result=self._exported, on_error=self._export_error)
+        self.workers.append(worker)
+        return worker
+
+    def _exported(self, path: Path) -> None:
+        self.exported.emit(path)
+        self.model.status_message.emit(f"Report saved to {path}")
+        box = QMessageBox(QMessageBox.Icon.Information, "Report saved", f"Saved <b>{path.name}</b>",
+                          QMessageBox.StandardButton.Close, self.window)
+        box.setInformativeText(f"in {path.parent}")
+        open_btn = box.addButton("Open", QMessageBox.ButtonRole.ActionRole)
+        folder_btn = box.addButton("Show in folder", QMessageBox.ButtonRole.ActionRole)
+        open_btn.clicked.connect(lambda: QDesktopServices.openUrl(QUrl.fromLocalFile(str(path))))
+        folder_btn.clicked.connect(lambda: QDesktopServices.openUrl(QUrl.fromLocalFile(str(path.parent))))
+        self.last_message = box
+        box.open()
+
+    def _export_error(self, exc: BaseException) -> None:
+        text = str(exc) if isinstance(exc, (ExportError, ReportError, OSError)) else f"Export failed: {exc}"
+        self._fail(text, "Could not export the report")
+
+    def _fail(self, text: str, title: str = "CPU Doctor") -> None:
+        self.failed.emit(text)
+        self.model.status_message.emit(text)
+        box = QMessageBox(QMessageBox.Icon.Warning, title, text, QMessageBox.StandardButton.Ok, self.window)
+        self.last_message = box
+        box.open()
+
+    def copy_as_markdown(self) -> str:
+        from cpudoctor.export import render_export
+
+        if self.model.report is None:
+            self._fail("There is no report yet: wait for the probe to finish.")
+            return ""
+        text = render_export(self.model.report, "md").decode("utf-8")
+        QGuiApplication.clipboard().setText(text)
+        self.model.status_message.emit("Report copied as Markdown (identifying details replaced)")
+        return text
+
+    # --- open / compare ---------------------------------------------------------
+    def open_report_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self.window, "Open a CPU Doctor report", str(documents_folder()),
+                                              "CPU Doctor reports (*.json);;All files (*)")
+        if path:
+            self.open_path(Path(path))
+
+    def open_path(self, path: Path) -> bool:
+        """Show a saved report read-only in every page; a bad file gets a clear message."""
+        try:
+            report = load_report(path)
+        except ReportError as exc:
+            self._fail(f"{Path(path).name}: {exc}", "Cannot open the report")
+            return False
+        collector = getattr(self.window, "collector", None)
+        if collector is not None and hasattr(collector, "cancel"):
+            collector.cancel()
+        self.model.set_report(report, read_only=True, label=saved_label(report, Path(path)))
+        return True
+
+    def compare_dialog(self) -> CompareDialog:
+        dlg = CompareDialog(self.model.report, self.model.source_label, self.window)
+        self.last_dialog = dlg
+        dlg.open()
+        return dlg
+
+    # --- capture ----------------------------------------------------------------
+    def capture_dialog(self) -> None:
+        name = f"cpudoctor-capture-{_dt.datetime.now():%Y-%m-%d-%H%M}.tar.gz"
+        path, _ = QFileDialog.getSaveFileName(self.window, "Save machine capture", str(documents_folder() / name),
+                                              "Capture (*.tar.gz)")
+        if path:
+            self.start_capture(Path(path), force=Path(path).exists())   # the dialog asked about replacing
+
+    def start_capture(self, path: Path, force: bool = False):
+        from cpudoctor.capture import capture
+
+        self.model.status_message.emit("Capturing /proc and /sys…")
+        worker = run_in_thread(capture, path, force=force, on_result=self._captured, on_error=self._export_error)
+        self.workers.append(worker)
+        return worker
+
+    def _captured(self, result) -> None:
+        self.captured.emit(result)
+        self.model.status_message.emit(result.summary().splitlines()[0])
+        box = QMessageBox(QMessageBox.Icon.Information, "Capture saved", result.summary().splitlines()[0],
+                          QMessageBox.StandardButton.Close, self.window)
+        box.setInformativeText(result.summary().splitlines()[1])
+        folder_btn = box.addButton("Show in folder", QMessageBox.ButtonRole.ActionRole)
+        folder_btn.clicked.connect(lambda: QDesktopServices.openUrl(QUrl.fromLocalFile(str(result.path.parent))))
+        self.last_message = box
+        box.open()

@@ -1,0 +1,124 @@
+"""The Report page: a preview of exactly what will be exported, with format, privacy and export buttons.
+
+The preview is rendered with the same code and the same redaction as the
+file, so what the user sees is what they share. Rendering runs on the thread
+pool (the HTML of a big machine is a few hundred KB).
+"""
+
+from __future__ import annotations
+
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QHBoxLayout, QLabel, QPushButton, QTextBrowser, QVBoxLayout,
+                               QWidget)
+
+from cpudoctor.export import render_export
+from cpudoctor.gui.export import PRIVACY_TEXT
+from cpudoctor.gui.model import AppModel
+from cpudoctor.gui.workers import run_in_thread
+
+PREVIEW_FORMATS = (("md", "Markdown (for GitHub issues)"), ("html", "HTML page"), ("json", "JSON"))
+
+
+class ReportPage(QWidget):
+    title = "Report"
+    icon_name = "report"
+
+    def __init__(self, model: AppModel, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.model = model
+        self.text = ""
+        self._generation = 0
+        self.format_box = QComboBox()
+        for key, label in PREVIEW_FORMATS:
+            self.format_box.addItem(label, key)
+        self.privacy = QCheckBox(PRIVACY_TEXT)
+        self.privacy.setChecked(False)
+        self.export_button = QPushButton("Export…")
+        self.copy_button = QPushButton("Copy")
+        self.copy_button.setToolTip("Copy the preview's text (as shown) to the clipboard")
+        self.status = QLabel()
+        self.status.setStyleSheet("color: palette(placeholder-text);")
+        self.preview = QTextBrowser()
+        self.preview.setOpenExternalLinks(True)
+        bar = QHBoxLayout()
+        bar.addWidget(QLabel("Format"))
+        bar.addWidget(self.format_box)
+        bar.addWidget(self.privacy)
+        bar.addStretch(1)
+        bar.addWidget(self.copy_button)
+        bar.addWidget(self.export_button)
+        lay = QVBoxLayout(self)
+        lay.addLayout(bar)
+        lay.addWidget(self.status)
+        lay.addWidget(self.preview, 1)
+        self.format_box.currentIndexChanged.connect(self.refresh)
+        self.privacy.toggled.connect(self.refresh)
+        self.copy_button.clicked.connect(self.copy)
+        self.export_button.clicked.connect(self.export)
+        for sig in (model.report_changed, model.findings_changed, model.benchmarks_changed,
+                    model.recommendation_changed):
+            sig.connect(lambda *_: self.refresh())
+        self.refresh()
+
+    @property
+    def fmt(self) -> str:
+        return self.format_box.currentData()
+
+    def refresh(self) -> None:
+        report = self.model.report
+        enabled = report is not None
+        self.copy_button.setEnabled(enabled)
+        self.export_button.setEnabled(enabled)
+        if report is None:
+            self.status.setText("No report yet: the probe is still running.")
+            self.preview.clear()
+            return
+        self._generation += 1
+        gen, fmt = self._generation, self.fmt
+        self.status.setText("Rendering…")
+        run_in_thread(render_export, report, fmt, self.privacy.isChecked(),
+                      on_result=lambda data, g=gen, f=fmt: self._show(g, f, data),
+                      on_error=lambda exc: self.status.setText(f"Could not render the report: {exc}"))
+
+    def _show(self, gen: int, fmt: str, data: bytes) -> None:
+        if gen != self._generation:       # a newer request superseded this one
+            return
+        self.text = data.decode("utf-8")
+        if fmt == "md":
+            self.preview.setMarkdown(self.text)
+        elif fmt == "html":
+            self.preview.setHtml(self.text)
+        else:
+            self.preview.setPlainText(self.text)
+        privacy = ("identifying details included" if self.privacy.isChecked()
+                   else "host name, user and paths replaced by placeholders")
+        self.status.setText(f"{self.model.source_label} · {len(data) / 1024:.0f} KiB · {privacy}")
+        self.rendered = fmt
+
+    def copy(self) -> None:
+        QGuiApplication.clipboard().setText(self.text)
+        self.model.status_message.emit("Report copied to the clipboard")
+
+    def export(self) -> None:
+        """Open Export as… preset to this page's format and privacy choice."""
+        from pathlib import Path
+
+        from PySide6.QtWidgets import QDialog, QMessageBox
+
+        from cpudoctor.gui.export import ExportDialog, ReportActions
+
+        dlg = ExportDialog(self, self.fmt)
+        dlg.privacy.setChecked(self.privacy.isChecked())
+        if dlg.exec() != QDialog.DialogCode.Accepted or self.model.report is None:
+            return
+        path: Path = dlg.path
+        overwrite = False
+        if path.exists():
+            if QMessageBox.question(self, "Replace file?", f"{path.name} already exists. Replace it?") != \
+                    QMessageBox.StandardButton.Yes:
+                return
+            overwrite = True
+        actions = getattr(self.window(), "report_actions", None)
+        if not isinstance(actions, ReportActions):
+            actions = self._actions = ReportActions(self.model, self)
+        actions.start_export(self.model.report, dlg.fmt, path, dlg.privacy.isChecked(), overwrite)

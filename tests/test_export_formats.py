@@ -1,0 +1,150 @@
+"""Every export format, for a hand-built EPYC report and for a real corpus machine."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from conftest import machine_root
+from cpudoctor.export import ExportError, default_filename, export_report, format_for_path, render_export, unique_path
+from cpudoctor.report import Report
+from export_samples import BRAND, epyc_topology, sample_report
+
+
+class _Collector(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.tags: dict[str, int] = {}
+        self.text: list[str] = []
+        self.scripts = 0
+
+    def handle_starttag(self, tag, attrs):
+        self.tags[tag] = self.tags.get(tag, 0) + 1
+        if tag == "script" or any(k in ("src", "href") and v and v.startswith(("http", "//")) for k, v in attrs):
+            self.scripts += 1
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def _parse(html: str) -> _Collector:
+    p = _Collector()
+    p.feed(html)
+    p.close()
+    return p
+
+
+def test_html_is_self_contained_with_svg_map_and_chart():
+    html = render_export(sample_report(), "html").decode()
+    p = _parse(html)
+    assert p.tags["svg"] >= 2                  # topology map + sweep chart
+    assert p.tags["rect"] >= 64 + 128           # one box per core and per hardware thread
+    assert p.scripts == 0                       # no scripts, no remote resources
+    text = " ".join(p.text)
+    for needle in (BRAND, "Instruction sets", "Topology", "Software stack", "Findings", "Benchmarks",
+                   "export OMP_NUM_THREADS=64", "OMP_NUM_THREADS counts SMT siblings"):
+        assert needle in text
+    assert "prefers-color-scheme: dark" in html
+
+
+def test_html_escapes_report_data():
+    r = sample_report()
+    r.cpu.brand = '<script>alert("x")</script> & Co'
+    r.findings[0].title = "<img src=x onerror=alert(1)>"
+    html = render_export(r, "html").decode()
+    assert "<script>" not in html and "<img src=x" not in html
+    assert "&lt;script&gt;" in html
+    assert _parse(html).scripts == 0
+
+
+def test_markdown_has_sections_and_details():
+    md = render_export(sample_report(), "md").decode()
+    assert "<details>" in md and "</details>" in md
+    assert "## Findings" in md and "## Benchmarks" in md
+    assert "export OMP_NUM_THREADS=64" in md
+    assert md.count("<details>") == md.count("</details>")
+
+
+def test_json_round_trips():
+    data = render_export(sample_report(), "json")
+    back = Report.from_json(data.decode())
+    assert back.cpu.brand == BRAND
+    assert back.topology.cores == 64 and len(back.topology.l3_domains) == 8
+    assert back.meta.redacted is True
+
+
+@pytest.mark.skipif(shutil.which("pdftotext") is None, reason="pdftotext (poppler-utils) not installed")
+def test_pdf_has_chip_name(tmp_path):
+    data = render_export(sample_report(), "pdf")
+    assert data.startswith(b"%PDF")
+    pdf = tmp_path / "r.pdf"
+    pdf.write_bytes(data)
+    text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
+    assert BRAND in text and "Findings" in text
+
+
+@pytest.mark.parametrize("machine", ["hwloc-64amd64-4s2n4ca2co", "hwloc-memorysidecaches"])
+def test_corpus_machine_every_format(corpus, manifest, machine, tmp_path):
+    from cpudoctor.collect import collect_report
+
+    report = collect_report(machine_root(machine), software=False, children=False)
+    truth = manifest["machines"][machine]["ground_truth"]
+    html = render_export(report, "html").decode()
+    p = _parse(html)
+    assert p.tags.get("svg", 0) >= 1
+    if report.topology.core_list:                  # topology probe landed: one PU box per logical CPU
+        assert html.count('class="tp-pu') == truth["pus"]
+    if report.cpu.brand:
+        assert report.cpu.brand in html
+    md = render_export(report, "md").decode()
+    assert md.strip()
+    assert Report.from_json(render_export(report, "json").decode()).topology.cores == report.topology.cores
+    for fmt in ("html", "md", "json", "pdf"):
+        out = export_report(report, fmt, tmp_path / f"r{default_filename(fmt)[-5:]}")
+        assert out.stat().st_size > 0
+
+
+def test_existing_file_is_refused_and_kept(tmp_path):
+    target = tmp_path / "r.html"
+    target.write_text("precious")
+    with pytest.raises(ExportError, match="already exists"):
+        export_report(sample_report(), "html", target, overwrite=False)
+    assert target.read_text() == "precious"
+    export_report(sample_report(), "html", target, overwrite=True)
+    assert "CPU Doctor report" in target.read_text()
+
+
+def test_unwritable_folder_gives_clear_message(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(ExportError, match="does not exist"):
+        export_report(sample_report(), "html", blocker / "r.html")      # fails even as root
+    with pytest.raises(ExportError, match="cannot write"):
+        export_report(sample_report(), "json", Path("/proc/cpudoctor-test.json"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]      # no temp files left behind
+
+
+def test_names_and_formats(tmp_path):
+    import datetime as dt
+
+    assert default_filename("html", dt.datetime(2026, 11, 30, 10, 12)) == "cpudoctor-report-2026-11-30-1012.html"
+    assert format_for_path("x.PDF") == "pdf" and format_for_path("x.markdown") == "md"
+    (tmp_path / "a.html").write_text("")
+    assert unique_path(tmp_path, "a.html").name == "a-2.html"
+
+
+def test_topology_svg_nests_snc_and_degrades():
+    from cpudoctor.probes.topology import Topology
+    from cpudoctor.render.svg_topology import build_tree, render_svg
+
+    tree = build_tree(epyc_topology(packages=1, ccx_per_pkg=2, cores_per_ccx=4))
+    pkg = tree.children[0]
+    assert [c.kind for c in pkg.children] == ["numa"]
+    assert [c.kind for c in pkg.children[0].children] == ["l3", "l3"]
+    assert "Topology unknown" in render_svg(Topology(notes=["no sysfs"]))
