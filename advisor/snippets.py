@@ -12,11 +12,12 @@ No shell is assumed: exports exist for bash/zsh, fish, PowerShell and cmd.
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass, field
 
 from cpudoctor import __version__
-from cpudoctor.advisor import machine
+from cpudoctor.advisor import machine, pinning
 from cpudoctor.advisor.engine import Facts
 from cpudoctor.probes._fs import format_cpulist
 from cpudoctor.report import Report
@@ -178,55 +179,29 @@ def pin_targets(report: Report) -> list[PinTarget]:
             cpus = sorted(set(d.cpus) & usable) if usable else sorted(d.cpus)
             if cpus:
                 size = f", {d.size_bytes // 2**20} MiB L3" if d.size_bytes else ""
-                out.append(PinTarget("ccx", i, cpus, f"L3 domain {i} / CCX (CPUs {format_cpulist(cpus)}{size})"))
+                what = f"L3 domain {i} / CCX" if report.cpu.vendor in ("AMD", "Hygon") else f"L3 domain {i}"
+                out.append(PinTarget("ccx", i, cpus, f"{what} (CPUs {format_cpulist(cpus)}{size})"))
     return out
 
 
-def _physical_first(report: Report, cpus: list[int]) -> list[int]:
-    """One CPU per physical core among ``cpus`` (the first sibling), for compute threads."""
-    cores = report.topology.core_list
-    if not cores:
-        return cpus
-    wanted = set(cpus)
-    picked = []
-    for core in cores:
-        inside = sorted(wanted.intersection(core.cpus))
-        if inside:
-            picked.append(inside[0])
-    return sorted(picked) or cpus
-
-
 def pinned_command(report: Report, target: PinTarget, command: str = "python train.py") -> str:
-    """A one-line launch pinned to ``target`` (numactl for NUMA nodes, taskset for CPU sets)."""
-    threads = len(_physical_first(report, target.cpus))
-    pin = _pinning_prefix(report, target)
-    env = f"OMP_NUM_THREADS={threads} MKL_NUM_THREADS={threads} OMP_PLACES=cores OMP_PROC_BIND=close"
-    return f"{pin} env {env} {command}"
+    """A one-line launch pinned to ``target``: numactl for a NUMA node (CPUs and memory), else taskset.
+
+    The text comes from the shared pinning generator, so the topology map, the
+    inspector and the advisor print the same commands.
+    """
+    plan = pinning.pinning_plan(target.cpus, report.topology, command)
+    whole_node = plan.whole_numa_nodes and len([n for n in report.topology.numa_nodes if n.cpus]) > 1
+    kind = "numactl" if target.kind == "numa" or whole_node else "taskset"
+    return plan.snippet(kind).text
 
 
 def _pinning_prefix(report: Report, target: PinTarget) -> str:
-    """``numactl``/``taskset`` prefix for a target, via advisor.pinning when it exists."""
-    try:
-        from cpudoctor.advisor import pinning  # owned by the topology work; optional until it lands
-    except ImportError:
-        pinning = None
-    if pinning is not None:
-        prefix = _from_pinning_module(pinning, report, target)
-        if prefix:
-            return prefix
-    if target.kind == "numa":
-        return f"numactl --cpunodebind={target.index} --membind={target.index}"
-    return f"taskset -c {format_cpulist(target.cpus)}"
-
-
-def _from_pinning_module(pinning, report: Report, target: PinTarget) -> str | None:
-    fn = getattr(pinning, "launch_prefix", None)
-    if fn is None:
-        return None
-    try:
-        return fn(report.topology, target.cpus, numa_node=target.index if target.kind == "numa" else None)
-    except TypeError:
-        return None
+    """The ``numactl ...``/``taskset ...`` part alone, for scripts that set the env themselves."""
+    marker = "@@CMD@@"
+    text = pinned_command(report, target, marker)
+    text = re.sub(r"^OMP_NUM_THREADS=\d+\s+", "", text)
+    return text.replace(marker, "").strip()
 
 
 def pinned_launches(report: Report, command: str = "python train.py") -> str:
@@ -298,7 +273,7 @@ def launch_script(report: Report, shell: str = "bash") -> str:
         header.append(f"Pinned to {target.label}.")
     env = thread_env(report, plan, pinned=target is not None)
     if target is not None:
-        n = str(len(_physical_first(report, target.cpus)))
+        n = str(pinning.pinning_plan(target.cpus, report.topology).threads)
         env.update(OMP_NUM_THREADS=n, MKL_NUM_THREADS=n, OPENBLAS_NUM_THREADS=n)
     if shell in ("bash", "zsh"):
         return _script_posix(shell, header, env, report, target)
