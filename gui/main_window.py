@@ -120,7 +120,7 @@ class MainWindow(QMainWindow):
         self.settings = settings if settings is not None else QSettings()
         self.setWindowTitle(APP_NAME)
         self.setWindowIcon(app_icon())
-        self.setMinimumSize(QSize(900, 600))
+        self.setMinimumSize(QSize(760, 520))
 
         self.collector = ReportCollector(self.model, root=root, children=children, parent=self)
         self.sampler = LiveSampler(self.model, rate_hz=self._setting_float("monitor/rate_hz", DEFAULT_HZ), parent=self)

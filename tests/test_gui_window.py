@@ -1,0 +1,225 @@
+"""The main window: pages, actions, settings, read-only reports, background collection."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from PySide6.QtCore import QPoint, QSize
+from PySide6.QtWidgets import QMessageBox
+
+from gui_support import no_qt_leaks, settings  # noqa: F401 - fixtures
+
+from cpudoctor.gui import main_window as mw
+from cpudoctor.gui.icons import icon, known_icons
+from cpudoctor.gui.main_window import MainWindow, import_optional, versions
+from cpudoctor.gui.model import AppModel
+from cpudoctor.probes.cpu import CpuInfo
+from cpudoctor.report import Meta, Report
+
+
+def installed_pages() -> list[tuple[str, str]]:
+    return [(m, c) for m, c in mw.PAGES if importlib.util.find_spec(f"cpudoctor.gui.{m}") is not None]
+
+
+@pytest.fixture
+def window(qtbot, settings):  # noqa: F811
+    model = AppModel()
+    win = MainWindow(model, settings=settings, collect=False)
+    qtbot.addWidget(win)
+    win.show()
+    qtbot.waitExposed(win)
+    yield win
+    win.close()
+
+
+def test_window_opens_with_every_present_page(window):
+    expected = installed_pages()
+    assert {"overview_page", "flags_page", "monitor_page"} <= {m for m, _ in expected}
+    assert window.sidebar.count() == window.stack.count() == len(expected)
+    for row, (module, cls_name) in enumerate(expected):
+        page = window.stack.widget(row)
+        assert type(page).__name__ == cls_name
+        assert window.sidebar.item(row).text() == type(page).title
+        assert not icon(type(page).icon_name).isNull()
+    assert window.windowTitle() == "CPU Doctor"
+    assert not window.windowIcon().isNull()
+    for title in window.pages:                      # every page can be shown
+        window.show_page(title)
+        assert window.current_page_title() == title
+
+
+def test_toolbar_has_the_main_actions(window):
+    texts = [a.text().replace("&", "") for a in window.toolbar.actions() if a.text()]
+    assert any("Open" in t for t in texts) and "Refresh" in texts and any("About" in t for t in texts)
+    if import_optional("export") is not None:
+        assert window.export_action is not None and window.export_action in window.toolbar.actions()
+    menus = [a.text().replace("&", "") for a in window.menuBar().actions()]
+    assert menus == ["File", "View", "Help"]
+
+
+def test_missing_page_module_is_skipped_but_broken_import_raises(monkeypatch):
+    assert import_optional("no_such_page_module") is None
+    real = importlib.import_module
+
+    def broken(name, *a, **k):
+        if name == "cpudoctor.gui.overview_page":
+            raise ModuleNotFoundError("No module named 'somelib'", name="somelib")
+        return real(name, *a, **k)
+
+    monkeypatch.setattr(mw.importlib, "import_module", broken)
+    with pytest.raises(ModuleNotFoundError):
+        mw.page_classes()
+
+
+def test_settings_persist(qtbot, settings):  # noqa: F811
+    first = MainWindow(AppModel(), settings=settings, collect=False)
+    qtbot.addWidget(first)
+    first.show()
+    qtbot.waitExposed(first)
+    first.resize(QSize(780, 540))
+    first.move(QPoint(9, 11))
+    first.show_page("Monitor")
+    first.pages["Monitor"].rate_box.setCurrentIndex(first.pages["Monitor"].rate_box.findData(5.0))
+    assert first.sampler.rate_hz == 5.0
+    where = first.geometry().topLeft()
+    first.close()
+
+    second = MainWindow(AppModel(), settings=settings, collect=False)
+    qtbot.addWidget(second)
+    second.show()
+    qtbot.waitExposed(second)
+    assert second.current_page_title() == "Monitor"
+    assert second.size() == QSize(780, 540)        # the offscreen screen is 800 x 600
+    # offscreen reports no window frame on restore, so y may shift by a title bar
+    delta = second.geometry().topLeft() - where
+    assert abs(delta.x()) <= 2 and 0 <= delta.y() <= 32, delta
+    assert second.sampler.rate_hz == 5.0
+    assert second.pages["Monitor"].rate_hz == 5.0
+    assert settings.fileName().endswith("cpudoctor-test.ini")    # the temp file, never ~/.config
+    second.close()
+
+
+def test_sampler_runs_only_while_shown_and_not_paused(window, qtbot):
+    assert window.sampler.running
+    monitor = window.pages["Monitor"]
+    monitor.pause_button.click()
+    assert monitor.paused and not window.sampler.running
+    monitor.pause_button.click()
+    assert window.sampler.running
+    window.close()
+    assert not window.sampler.running
+
+
+def _saved_report() -> Report:
+    return Report(meta=Meta(generated_at="2026-05-04T10:20:00+00:00", tool_version="0.1.0"),
+                  cpu=CpuInfo(brand="AMD Ryzen 9 7950X 16-Core Processor", vendor="AMD"))
+
+
+def test_read_only_banner_and_back_to_this_machine(window, qtbot):
+    window.model.set_report(_saved_report(), read_only=True, label="Report colleague.json")
+    assert window.banner.isVisible()
+    text = window.banner.label.text()
+    assert "AMD Ryzen 9 7950X" in text and "2026-05-04 10:20" in text and "colleague.json" in text
+    assert "colleague.json" in window.windowTitle()
+    window.collector.children = False
+    with qtbot.waitSignal(window.collector.stage_done, timeout=20_000):
+        window.banner.back.click()
+    assert not window.model.read_only and not window.banner.isVisible()
+    qtbot.waitUntil(lambda: not window.collector.busy, timeout=30_000)
+    assert window.model.report.meta.generated_at != "2026-05-04T10:20:00+00:00"   # this machine's, fresh
+
+
+def test_open_report_file_and_bad_file(window, tmp_path, monkeypatch):
+    good = tmp_path / "good.json"
+    good.write_text(_saved_report().to_json())
+    assert window.open_report(good)
+    assert window.model.read_only and window.model.report.cpu.brand.startswith("AMD Ryzen 9")
+    shown = []
+    monkeypatch.setattr(QMessageBox, "warning", lambda *a: shown.append(a[2]))
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"hello": 1}))
+    assert not window.open_report(bad)
+    assert shown and "not a CPU Doctor report" in shown[0]
+
+
+def test_collector_fills_the_model_in_the_background(qtbot):
+    from cpudoctor.gui.collector import ReportCollector
+
+    model = AppModel()
+    collector = ReportCollector(model, children=False)
+    with qtbot.waitSignal(model.report_changed, timeout=20_000) as got:
+        collector.start()
+    report = got.args[0]
+    assert report.topology.logical_cpus and report.software is not None
+    assert not report.software.children_ran          # the cheap stage: no child processes
+    qtbot.waitUntil(lambda: not collector.busy, timeout=30_000)
+
+
+def test_stale_results_are_dropped(qtbot):
+    from cpudoctor.gui.collector import ReportCollector
+
+    model = AppModel()
+    collector = ReportCollector(model, children=False)
+    seen = []
+    model.report_changed.connect(seen.append)
+    collector.start()
+    collector.cancel()                               # e.g. a report was opened meanwhile
+    from PySide6.QtCore import QThreadPool
+    QThreadPool.globalInstance().waitForDone(20_000)
+    qtbot.wait(50)
+    assert seen == []
+
+
+def test_about_lists_versions_without_torch():
+    names = [name for name, _ in versions()]
+    assert names[:5] == ["CPU Doctor", "Python", "Qt", "PySide6", "pyqtgraph"] and "psutil" in names
+    assert "torch" not in " ".join(names).lower()
+
+
+def test_every_icon_the_code_names_exists():
+    import re
+    from pathlib import Path
+
+    gui = Path(mw.__file__).parent
+    named = set()
+    for f in gui.glob("*.py"):
+        text = f.read_text()
+        named |= set(re.findall(r'\bicon\("([a-z_]+)"\)', text))
+        named |= set(re.findall(r'icon_name = "([a-z_]+)"', text))
+    assert {"overview", "flags", "monitor", "refresh", "open", "about"} <= named
+    assert named <= set(known_icons()), named - set(known_icons())
+    with pytest.raises(FileNotFoundError, match="known icons"):
+        icon("no-such-icon")
+
+
+def test_gui_process_never_imports_torch(tmp_path):
+    """Build the window and collect the cheap report in a fresh process: torch stays out."""
+    script = textwrap.dedent("""
+        import sys
+        from PySide6.QtCore import QSettings, QThreadPool
+        from PySide6.QtWidgets import QApplication
+        app = QApplication([])
+        from cpudoctor.gui.main_window import MainWindow
+        from cpudoctor.gui.model import AppModel
+        model = AppModel()
+        w = MainWindow(model, settings=QSettings(sys.argv[1], QSettings.Format.IniFormat), children=False)
+        w.show()
+        for _ in range(200):
+            app.processEvents()
+            QThreadPool.globalInstance().waitForDone(20)
+            if model.report is not None and not w.collector.busy:
+                break
+        assert model.report is not None, "no report collected"
+        w.close()
+        print("TORCH", "torch" in sys.modules)
+    """)
+    env = {**__import__("os").environ, "QT_QPA_PLATFORM": "offscreen"}
+    out = subprocess.run([sys.executable, "-c", script, str(tmp_path / "s.ini")], capture_output=True,
+                         text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr
+    assert "TORCH False" in out.stdout, out.stdout + out.stderr
