@@ -11,11 +11,15 @@ from cpudoctor.probes.children import ChildResult, ChildSpec, python_argv
 from cpudoctor.probes.software import ImportCheck
 
 # The child imports the module and prints how long it took; nothing else.
+# os._exit skips interpreter teardown, which for torch-sized packages costs
+# more than the import itself and says nothing about whether it works.
 _IMPORT_CODE = (
-    "import importlib, json, sys, time\n"
+    "import importlib, json, os, sys, time\n"
     "t = time.perf_counter()\n"
     "importlib.import_module(sys.argv[1])\n"
     "print(json.dumps({'seconds': time.perf_counter() - t}), flush=True)\n"
+    "sys.stderr.flush()\n"
+    "os._exit(0)\n"
 )
 
 
@@ -30,6 +34,8 @@ def to_import_check(package: str, module: str, result: ChildResult) -> ImportChe
     if d.kind == "ok":
         check.status = "ok"
         check.message = f"import {module} works"
+        if isinstance(result.data.get("seconds"), (int, float)):
+            check.seconds = round(float(result.data["seconds"]), 3)
     elif d.kind == "timeout":
         check.status = "timeout"
         check.message = d.message
