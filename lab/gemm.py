@@ -142,6 +142,7 @@ def run(s: GemmSettings, stop: protocol.StopFlag, root: Path = Path("/")) -> dic
         if status == "cancelled":
             break
         del op
+    notes_extra = _clock_notes(points)
     pk_any = peaklib.peak(1, "fp32", m["microarchitecture"], brand=m["brand"], max_mhz=s.clock_mhz or m["max_mhz"],
                           base_mhz=m["base_mhz"], fallback_mhz=m["cpuinfo_mhz"])
     return {
@@ -149,7 +150,7 @@ def run(s: GemmSettings, stop: protocol.StopFlag, root: Path = Path("/")) -> dic
         "size": s.size,
         "points": points,
         "machine": {**m, "avx512_bf16": "avx512_bf16" in flags, "amx_bf16": "amx_bf16" in flags},
-        "peak_notes": pk_any.notes,
+        "peak_notes": pk_any.notes + notes_extra,
         "peak_source": pk_any.per_cycle.source if pk_any.per_cycle else None,
         "fp32_flops_per_cycle": pk_any.per_cycle.flops_per_cycle if pk_any.per_cycle else None,
         "numpy_blas": blas,
@@ -157,6 +158,17 @@ def run(s: GemmSettings, stop: protocol.StopFlag, root: Path = Path("/")) -> dic
         "elapsed": round(time.perf_counter() - start, 3),
         "settings": s.to_dict(),
     }
+
+
+def _clock_notes(points: list[dict[str, Any]]) -> list[str]:
+    """A point above its peak means the clock assumed is too low: say what clock it implies."""
+    over = [p for p in points if p.get("utilisation") and p["utilisation"] > 1.0]
+    if not over:
+        return []
+    worst = max(over, key=lambda p: p["utilisation"])
+    return [f"{worst['backend']} at {worst['threads']} thread(s) measured {worst['utilisation']:.0%} of the computed peak: "
+            f"the cores ran at least {worst['utilisation']:.2f}x the clock assumed (boost), so the percentages are upper "
+            "bounds; give the real all-core clock with clock_mhz / --clock-mhz"]
 
 
 def main(argv: list[str] | None = None) -> int:
