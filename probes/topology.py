@@ -92,7 +92,8 @@ class Topology:
     cpuless_numa_nodes: list[int] = field(default_factory=list)
     affinity: Affinity = field(default_factory=Affinity)
     l3_known: bool = False                 # False when there were no cache dirs (container, VM, WSL)
-    source: str = "unknown"                # sysfs | psutil | unknown
+    source: str = "unknown"                # sysfs | cpuinfo | psutil | unknown
+    vendor: str | None = None              # /proc/cpuinfo vendor_id ("AuthenticAMD"): an L3 is a CCX on AMD/Hygon
     notes: list[str] = field(default_factory=list)
 
 
@@ -136,8 +137,17 @@ def probe_topology(root: Path = Path("/"), live: bool | None = None) -> Topology
         topo = _from_psutil()
     else:
         return Topology(notes=[f"no /sys/devices/system/cpu and no /proc/cpuinfo under {root}: topology unknown"])
+    if topo.vendor is None:
+        topo.vendor = _cpuinfo_vendor(root)
     _fill_affinity(topo, root, live)
     return topo
+
+
+def _cpuinfo_vendor(root: Path) -> str | None:
+    for line in read_lines(under(root, "/proc/cpuinfo")) or []:
+        if line.startswith("vendor_id"):
+            return line.partition(":")[2].strip() or None
+    return None
 
 
 def _is_live_root(root: Path) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import pytest
@@ -20,14 +21,16 @@ CGROUP_TREES = [
 ]
 
 
-def _sets(items) -> list[str]:
-    return sorted(format_cpulist(c) for c in items)
+@functools.lru_cache(maxsize=None)
+def corpus_topology(name: str) -> Topology:
+    """Probe a corpus tree once per session (tests only read the result)."""
+    return probe_topology(machine_root(name), live=False)
 
 
 @pytest.mark.parametrize("name", HWLOC_MACHINES)
 def test_hwloc_machine_matches_ground_truth(manifest, name):
     gt = manifest["machines"][name]["ground_truth"]
-    topo = probe_topology(machine_root(name))
+    topo = corpus_topology(name)
     assert topo.source == "sysfs"
     assert topo.packages == gt["packages"]
     assert len(topo.numa_nodes) == gt["numa_nodes"]
@@ -56,7 +59,7 @@ def test_hwloc_machine_matches_ground_truth(manifest, name):
 def test_bulldozer_cmt_is_64_cores_of_one_thread(manifest):
     """hwloc's ground truth: compute-unit pairs with distinct core_ids are two cores."""
     for name in ("hwloc-64amd64-4s2n4ca2co", "hwloc-x86linux-64amd64-4p2n4ca2co"):
-        topo = probe_topology(machine_root(name))
+        topo = corpus_topology(name)
         naive = manifest["machines"][name]["sysfs_naive_reading"]
         assert topo.cores == 64 and topo.smt_threads_per_core == 1
         assert naive["cores_by_thread_siblings"] == 32   # what a naive reader gets
@@ -65,7 +68,7 @@ def test_bulldozer_cmt_is_64_cores_of_one_thread(manifest):
 
 
 def test_offline_cpus_and_offline_node():
-    topo = probe_topology(machine_root("hwloc-offline-cpu0-node0"))
+    topo = corpus_topology("hwloc-offline-cpu0-node0")
     assert topo.offline_cpus == [0, 1, 2, 3, 21, 22, 23]
     # L3 shared_cpu_list and node1/cpulist include offline CPUs; they must be dropped.
     assert all(c in topo.online_cpus for d in topo.l3_domains for c in d.cpus)
@@ -76,7 +79,7 @@ def test_offline_cpus_and_offline_node():
 
 
 def test_sparse_numa_ids_and_distances():
-    topo = probe_topology(machine_root("hwloc-48amd64-4pa2n6c-sparse"))
+    topo = corpus_topology("hwloc-48amd64-4pa2n6c-sparse")
     ids = [n.id for n in topo.numa_nodes]
     assert ids == [0, 1, 2, 33, 34, 45, 72, 73]
     node33 = topo.numa_nodes[3]
@@ -86,13 +89,13 @@ def test_sparse_numa_ids_and_distances():
 
 
 def test_nul_bytes_everywhere_arm():
-    topo = probe_topology(machine_root("hwloc-128arm-2pa2n8cluster4co"))
+    topo = corpus_topology("hwloc-128arm-2pa2n8cluster4co")
     assert sorted(p.id for p in topo.package_list) == [36, 8442]
     assert topo.cores == 128 and topo.logical_cpus == 128
 
 
 def test_no_l3_on_k8_is_known_absent():
-    topo = probe_topology(machine_root("hwloc-16amd64-8n2c"))
+    topo = corpus_topology("hwloc-16amd64-8n2c")
     assert topo.l3_known is True and topo.l3_domains == []
     assert any("no L3" in n for n in topo.notes)
 
@@ -101,7 +104,7 @@ def test_no_l3_on_k8_is_known_absent():
 def test_cgroup_allowed_view(manifest, name):
     """A captured tree: the cpuset found in it is the allowed set (hwloc's default view)."""
     allowed = manifest["machines"][name]["ground_truth"]["cgroup_allowed_view_from_hwloc_expected_output"]
-    topo = probe_topology(machine_root(name), live=False)
+    topo = corpus_topology(name)
     assert format_cpulist(topo.affinity.allowed_cpus) == allowed["pu_list"]
     assert topo.affinity.usable_cpus == allowed["pus"]
     allowed_set = set(topo.affinity.allowed_cpus)
@@ -121,7 +124,7 @@ def test_cgroup_allowed_view(manifest, name):
 @pytest.mark.parametrize("name", PYCPUINFO)
 def test_cpuinfo_only_dumps(manifest, name):
     gt = manifest["machines"][name]["ground_truth"]
-    topo = probe_topology(machine_root(name), live=False)
+    topo = corpus_topology(name)
     assert topo.source == "cpuinfo"
     assert (topo.packages, topo.cores, topo.logical_cpus) == (gt["packages"], gt["cores"], gt["pus"])
     assert topo.l3_known is False and topo.l3_domains == []
@@ -130,7 +133,7 @@ def test_cpuinfo_only_dumps(manifest, name):
 
 def test_every_corpus_machine_probes_without_error():
     for name in MACHINES:
-        topo = probe_topology(machine_root(name), live=False)
+        topo = corpus_topology(name)
         assert isinstance(topo, Topology)
         # public JSON contract, exact keys
         data = to_data(topo)
@@ -160,7 +163,7 @@ def _w(path: Path, text: str) -> None:
     path.write_text(text + "\n")
 
 
-def build_tree(root: Path, *, packages: int, ccx_per_pkg: list[list[int]], smt: int = 2,
+def build_sysfs(root: Path, *, packages: int, ccx_per_pkg: list[list[int]], smt: int = 2,
                l3_kib: list[int] | None = None, numa: list[list[int]] | None = None,
                distances: list[list[int]] | None = None, offline: list[int] = (), caches: bool = True,
                smt_interleave: bool = True) -> dict[int, int]:
@@ -230,7 +233,7 @@ def build_tree(root: Path, *, packages: int, ccx_per_pkg: list[list[int]], smt: 
 
 
 def test_asymmetric_l3_7950x3d(tmp_path):
-    build_tree(tmp_path, packages=1, ccx_per_pkg=[[8, 8]], l3_kib=[98304, 32768])
+    build_sysfs(tmp_path, packages=1, ccx_per_pkg=[[8, 8]], l3_kib=[98304, 32768])
     topo = probe_topology(tmp_path, live=False)
     assert topo.cores == 16 and topo.logical_cpus == 32 and topo.smt_threads_per_core == 2
     assert [(format_cpulist(d.cpus), d.size_bytes) for d in topo.l3_domains] == [
@@ -241,7 +244,7 @@ def test_asymmetric_l3_7950x3d(tmp_path):
 
 def test_zen2_two_ccx_per_ccd(tmp_path):
     # Ryzen 9 3950X: 2 CCDs x 2 CCX x 4 cores, 16 MiB L3 per CCX.
-    build_tree(tmp_path, packages=1, ccx_per_pkg=[[4, 4, 4, 4]], l3_kib=[16384] * 4)
+    build_sysfs(tmp_path, packages=1, ccx_per_pkg=[[4, 4, 4, 4]], l3_kib=[16384] * 4)
     topo = probe_topology(tmp_path, live=False)
     assert len(topo.l3_domains) == 4
     assert [format_cpulist(d.cpus) for d in topo.l3_domains] == ["0-3,16-19", "4-7,20-23", "8-11,24-27", "12-15,28-31"]
@@ -256,7 +259,7 @@ def test_two_socket_nps4_epyc(tmp_path):
         cores = range(k * 8, k * 8 + 8)
         nodes.append(sorted(list(cores) + [c + n_cores for c in cores]))
     dist = [[10 if i == j else (12 if i // 4 == j // 4 else 32) for j in range(8)] for i in range(8)]
-    build_tree(tmp_path, packages=2, ccx_per_pkg=[[4] * 8, [4] * 8], numa=nodes, distances=dist)
+    build_sysfs(tmp_path, packages=2, ccx_per_pkg=[[4] * 8, [4] * 8], numa=nodes, distances=dist)
     topo = probe_topology(tmp_path, live=False)
     assert topo.packages == 2 and topo.cores == 64 and topo.logical_cpus == 128
     assert len(topo.numa_nodes) == 8 and len(topo.l3_domains) == 16
@@ -267,14 +270,14 @@ def test_two_socket_nps4_epyc(tmp_path):
 
 
 def test_smt_off(tmp_path):
-    build_tree(tmp_path, packages=1, ccx_per_pkg=[[8, 8]], smt=1)
+    build_sysfs(tmp_path, packages=1, ccx_per_pkg=[[8, 8]], smt=1)
     topo = probe_topology(tmp_path, live=False)
     assert topo.cores == topo.logical_cpus == 16 and topo.smt_threads_per_core == 1
 
 
 def test_offline_cpus_synthetic(tmp_path):
     # 8 cores x 2 threads, siblings are n and n + 8; cpu3 (core 3) and cpu12 (core 4) offline
-    build_tree(tmp_path, packages=1, ccx_per_pkg=[[4, 4]], offline=[3, 12])
+    build_sysfs(tmp_path, packages=1, ccx_per_pkg=[[4, 4]], offline=[3, 12])
     topo = probe_topology(tmp_path, live=False)
     assert topo.offline_cpus == [3, 12]
     assert topo.logical_cpus == 14 and topo.cores == 8
@@ -286,7 +289,7 @@ def test_offline_cpus_synthetic(tmp_path):
 
 
 def test_no_cache_dirs(tmp_path):
-    build_tree(tmp_path, packages=1, ccx_per_pkg=[[4]], caches=False)
+    build_sysfs(tmp_path, packages=1, ccx_per_pkg=[[4]], caches=False)
     topo = probe_topology(tmp_path, live=False)
     assert topo.l3_known is False and topo.l3_domains == []
     assert any("cache" in n and "unknown" in n for n in topo.notes)
@@ -304,7 +307,7 @@ def _cgroup_v2(root: Path, cpu_max: str, cpuset: str | None = None, path: str = 
 
 
 def test_cgroup_v2_quota_four_cpus(tmp_path):
-    build_tree(tmp_path, packages=1, ccx_per_pkg=[[8, 8]])
+    build_sysfs(tmp_path, packages=1, ccx_per_pkg=[[8, 8]])
     _cgroup_v2(tmp_path, "400000 100000")
     topo = probe_topology(tmp_path, live=False)
     assert topo.affinity.cpu_quota == 4.0
@@ -318,7 +321,7 @@ def test_cgroup_v2_quota_parent_limit_and_fraction(tmp_path):
     _w(tmp_path / "sys/fs/cgroup/docker/cpu.max", "150000 100000")     # parent caps the child
     limits = read_cgroup_limits(tmp_path)
     assert limits.cpu_quota == 1.5 and limits.cpuset_cpus == [2, 3, 4, 5] and limits.version == "v2"
-    build_tree(tmp_path, packages=1, ccx_per_pkg=[[4]])
+    build_sysfs(tmp_path, packages=1, ccx_per_pkg=[[4]])
     topo = probe_topology(tmp_path, live=False)
     assert topo.affinity.allowed_cpus == [2, 3, 4, 5]
     assert topo.affinity.usable_cpus == 2          # ceil(1.5)
@@ -330,7 +333,7 @@ def test_cgroup_v2_unlimited(tmp_path):
 
 
 def test_cgroup_v1_quota_and_cpuset(tmp_path):
-    build_tree(tmp_path, packages=1, ccx_per_pkg=[[8, 8]])
+    build_sysfs(tmp_path, packages=1, ccx_per_pkg=[[8, 8]])
     _w(tmp_path / "proc/self/mounts", "\n".join([
         "cgroup /sys/fs/cgroup/cpu,cpuacct cgroup rw,nosuid,cpu,cpuacct 0 0",
         "cgroup /sys/fs/cgroup/cpuset cgroup rw,nosuid,cpuset 0 0"]))
@@ -351,3 +354,68 @@ def test_cgroup_v1_unlimited_quota(tmp_path):
     _w(tmp_path / "sys/fs/cgroup/cpu/cpu.cfs_quota_us", "-1")
     _w(tmp_path / "sys/fs/cgroup/cpu/cpu.cfs_period_us", "100000")
     assert read_cgroup_limits(tmp_path).cpu_quota is None
+
+
+# ---------------------------------------------------------------------------
+# Rendering (text tree like lstopo-no-graphics, Markdown)
+
+from cpudoctor.render.topology import build_tree, cache_size, cpus_text, markdown_lines, text_lines  # noqa: E402
+
+
+@pytest.mark.parametrize("name", HWLOC_MACHINES)
+def test_tree_holds_every_core_once(name):
+    topo = corpus_topology(name)
+    tree = build_tree(topo)
+    cores = [n for n in tree.walk() if n.kind == "core"]
+    assert sorted(n.index for n in cores) == list(range(topo.cores))
+    # every node's CPUs lie inside its parent's
+    def check(node):
+        for child in node.children:
+            assert set(child.cpus) <= set(node.cpus) or node.kind == "machine"
+            check(child)
+    check(tree)
+    lines = text_lines(topo)
+    pus = [int(tok) for ln in lines for cell in ln.split("Core ")[1:] for tok in cell.split("PU")[1].split()]
+    assert sorted(pus) == topo.online_cpus
+
+
+def test_tree_nesting_follows_the_machine():
+    # IBM x3950: each NUMA node spans 4 packages.
+    tree = build_tree(corpus_topology("hwloc-96em64t-4no4pa3ca2co"))
+    assert [c.kind for c in tree.children] == ["numa"] * 4
+    assert {g.kind for c in tree.children for g in c.children} == {"package"}
+    # SNC2: one L3 per package holds two NUMA nodes.
+    tree = build_tree(corpus_topology("hwloc-memorysidecaches"))
+    pkg = tree.children[0]
+    assert pkg.kind == "package" and pkg.children[0].kind == "l3"
+    assert [c.kind for c in pkg.children[0].children] == ["numa", "numa"]
+    # usual AMD: package > NUMA > L3 (CCX)
+    tree = build_tree(corpus_topology("hwloc-32amd64-4s2n4c-cgroup2"))
+    assert [n.kind for n in tree.walk()][:5] == ["machine", "package", "numa", "l3", "core"]
+
+
+def test_text_and_markdown_sections():
+    topo = corpus_topology("hwloc-32amd64-4s2n4c-cgroup2")
+    text = "\n".join(text_lines(topo))
+    assert text.startswith("4 packages, 32 cores, 32 logical CPUs (no SMT), 8 L3 domains (CCXs), 8 NUMA nodes")
+    assert "L3 5118 KiB · CCX 3  CPUs 12-15" in text
+    assert "Usable: 6 CPUs" in text and "allowed 0-5 by the cgroup cpuset" in text
+    md = markdown_lines(topo)
+    assert "| CCX | L3 size | Package | NUMA node | Cores | CPUs |" in md
+    assert "| 3 | 5118 KiB | 1 | 3 | 4 | 12-15 |" in md
+    assert md.count("```text") == 1 and md[-1] == "</details>"
+
+
+def test_render_unknown_topology_does_not_crash():
+    topo = corpus_topology("archspec-rocky9-zen5")
+    assert text_lines(topo)[0].endswith("L3 unknown")
+    assert markdown_lines(Topology())
+
+
+def test_render_helpers():
+    assert cache_size(32 << 20) == "32 MiB"
+    assert cache_size(28160 * 1024) == "27.5 MiB"
+    assert cache_size(5118 * 1024) == "5118 KiB"
+    assert cpus_text(list(range(0, 80, 2))) == "0-78:2"
+    assert cpus_text([0, 1, 2, 3]) == "0-3"
+    assert parse_cpulist(cpus_text(list(range(1, 80, 4)) + [90])) == list(range(1, 80, 4)) + [90]
