@@ -107,6 +107,7 @@ class Inspection:
     major_faults: int | None = None        # over the window
     major_faults_per_s: float | None = None
     topology_known: bool = False
+    denied: list[str] = field(default_factory=list)   # what the kernel refused: "environment", "libraries"
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -116,8 +117,7 @@ class Inspection:
     @property
     def access_limited(self) -> bool:
         """True when the environment or the libraries were refused (another user's process)."""
-        return bool((self.env_error and "permission" in self.env_error)
-                    or (self.libraries_error and "permission" in self.libraries_error))
+        return bool(self.denied)
 
 
 class InspectError(Exception):
@@ -359,6 +359,8 @@ def inspect_process(
         insp.env_readable = True
     else:
         insp.env_error = _why(env_r.problem, env_r.detail, "environment", pid, insp.uid)
+        if env_r.problem == "denied":
+            insp.denied.append("environment")
         insp.notes.append(insp.env_error)
 
     maps_r = procfs.read_reason(pdir / "maps")
@@ -369,6 +371,8 @@ def inspect_process(
             insp.notes.append("the memory map is empty: the process may be exiting")
     else:
         insp.libraries_error = _why(maps_r.problem, maps_r.detail, "loaded libraries", pid, insp.uid)
+        if maps_r.problem == "denied":
+            insp.denied.append("libraries")
         insp.notes.append(insp.libraries_error)
 
     # Children: DataLoader workers and any grandchildren, fixed at the start.
