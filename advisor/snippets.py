@@ -366,7 +366,7 @@ def _script_cmd(header: list[str], env: dict[str, str], target: PinTarget | None
         "rem Usage: launch.cmd train.py [args...]",
         'if "%~1"=="" (echo usage: %~nx0 SCRIPT.py [ARGS...] 1>&2 & exit /b 2)',
         "setlocal",
-        export_lines(env, "cmd"),
+        *export_lines(env, "cmd").splitlines(),
         'if not defined PYTHON set PYTHON=python',
     ]
     mask = _affinity_mask(target.cpus) if target is not None else None

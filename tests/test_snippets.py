@@ -1,0 +1,211 @@
+"""Snippet generators: real shells parse what we print, and CPU lists match the topology."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cpudoctor.advisor import snippets
+from cpudoctor.advisor.engine import run_rules
+from cpudoctor.probes._fs import parse_cpulist
+from cpudoctor.report import Report, ThreadRecommendation
+
+SCENARIOS = Path(__file__).parent / "fixtures" / "scenarios"
+ALL = sorted(SCENARIOS.glob("*.json"))
+# One multi-NUMA Intel, one multi-CCX AMD (hand-made L3 sets), one Kunpeng ARM, one plain zen3.
+VARIED = ["cascadelake-2s-two-openmp", "ryzen2700x-cuda-wheel", "kunpeng-arm-numa", "zen3-healthy",
+          "k10-container-quota", "ryzen2700x-sweep-recommends-one-ccx"]
+
+
+def _load(name: str) -> Report:
+    return Report.load(SCENARIOS / f"{name}.json")
+
+
+def _bash_n(text: str, tmp_path: Path, shell: str = "bash") -> None:
+    path = tmp_path / "snippet.sh"
+    path.write_text(text)
+    res = subprocess.run([shell, "-n", str(path)], capture_output=True, text=True, timeout=20)
+    assert res.returncode == 0, f"{shell} -n failed:\n{res.stderr}\n---\n{text}"
+
+
+# ------------------------------------------------------------------ bash
+
+@pytest.mark.parametrize("path", ALL, ids=lambda p: p.stem)
+def test_every_bash_snippet_of_every_scenario_parses(path, tmp_path):
+    report = Report.load(path)
+    for f in run_rules(report, strict=True):
+        if f.snippet and f.snippet_lang == "bash":
+            _bash_n(f.snippet, tmp_path)
+
+
+@pytest.mark.parametrize("name", VARIED)
+def test_generated_shell_code_parses(name, tmp_path):
+    r = _load(name)
+    _bash_n(snippets.shell_exports(r, "bash"), tmp_path)
+    _bash_n(snippets.shell_exports(r, "bash", pinned=True), tmp_path)
+    _bash_n(snippets.install_commands(r), tmp_path)
+    _bash_n(snippets.pinned_launches(r) or ":", tmp_path)
+    _bash_n(snippets.launch_script(r, "bash"), tmp_path)
+    _bash_n(snippets.launch_script(r, "zsh"), tmp_path, "dash")  # POSIX subset; zsh itself may be absent
+    compile(snippets.python_settings(r).replace("dataset,", "[],"), "<python_settings>", "exec")
+
+
+def test_bash_launch_script_runs_and_sets_the_threads(tmp_path):
+    """Execute the saved script for real: it exports the counts and runs the given program."""
+    r = _load("zen3-healthy")
+    script = tmp_path / "launch.sh"
+    script.write_text(snippets.launch_script(r, "bash"))
+    script.chmod(0o755)
+    probe = tmp_path / "probe.py"
+    probe.write_text("import os; print(os.environ['OMP_NUM_THREADS'], os.environ['MKL_NUM_THREADS'])\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OMP_", "MKL_"))}
+    env["PYTHON"] = shutil.which("python3") or "python3"
+    res = subprocess.run([str(script), str(probe)], capture_output=True, text=True, env=env, timeout=30)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split() == ["16", "16"]  # Ryzen 9 5950X: 16 physical cores
+    usage = subprocess.run([str(script)], capture_output=True, text=True, env=env, timeout=30)
+    assert usage.returncode == 2 and "usage" in usage.stderr
+
+
+# ------------------------------------------------------------------ fish / PowerShell / cmd
+
+def _fish_sanity(text: str) -> None:
+    assert "export " not in text and "$(" not in text and "${" not in text
+    opens = sum(1 for line in text.splitlines() if re.match(r"\s*(if|for|while|function|begin)\b", line))
+    ends = sum(1 for line in text.splitlines() if line.strip() == "end")
+    assert opens == ends
+
+
+@pytest.mark.parametrize("name", VARIED)
+def test_fish(name, tmp_path):
+    r = _load(name)
+    for text in (snippets.shell_exports(r, "fish"), snippets.launch_script(r, "fish")):
+        _fish_sanity(text)
+        if shutil.which("fish"):
+            path = tmp_path / "s.fish"
+            path.write_text(text)
+            res = subprocess.run(["fish", "--no-execute", str(path)], capture_output=True, text=True, timeout=20)
+            assert res.returncode == 0, res.stderr + "\n" + text
+
+
+def _powershell_sanity(text: str) -> None:
+    for line in text.splitlines():
+        s = line.strip()
+        if not s or s.startswith("#"):
+            continue
+        assert not s.startswith(("export ", "set ", "unset ")), s
+        assert s.count("'") % 2 == 0 and s.count('"') % 2 == 0, s
+        assert s.count("{") == s.count("}") and s.count("(") == s.count(")"), s
+    for m in re.finditer(r"^\$env:(\w+) = '([^']*)'$", text, re.M):
+        assert m.group(1).isupper()
+
+
+@pytest.mark.parametrize("name", VARIED)
+def test_powershell_and_cmd(name):
+    r = _load(name)
+    ps = snippets.shell_exports(r, "powershell")
+    _powershell_sanity(ps)
+    assert re.search(r"^\$env:OMP_NUM_THREADS = '\d+'$", ps, re.M)
+    _powershell_sanity(snippets.launch_script(r, "powershell"))
+    if shutil.which("pwsh"):
+        res = subprocess.run(["pwsh", "-NoProfile", "-Command", ps], capture_output=True, text=True, timeout=60)
+        assert res.returncode == 0, res.stderr
+    cmd = snippets.launch_script(r, "cmd")
+    assert cmd.startswith("@echo off\r\n") and cmd.endswith("\r\n")
+    assert re.search(r"^set OMP_NUM_THREADS=\d+\r$", cmd, re.M)
+
+
+def test_windows_affinity_mask_matches_the_cpus():
+    r = _load("ryzen2700x-sweep-recommends-one-ccx")
+    assert "/affinity F " in snippets.launch_script(r, "cmd")            # CPUs 0-3
+    assert "[IntPtr]0xF" in snippets.launch_script(r, "powershell")
+    assert snippets._affinity_mask([0, 64]) is None                        # beyond processor group 0
+
+
+def test_unknown_shell_is_a_clear_error():
+    with pytest.raises(ValueError, match="fish"):
+        snippets.shell_exports(_load("zen3-healthy"), "tcsh")
+    assert snippets.normalise_shell("pwsh") == "powershell"
+
+
+# ------------------------------------------------------------------ numbers from the report
+
+def test_threads_come_from_the_recommendation_first():
+    r = _load("zen3-healthy")
+    assert snippets.thread_plan(r).threads == 16            # usable physical cores
+    r.recommendation = ThreadRecommendation(threads=12, interop_threads=2, variant="all cores, no SMT")
+    plan = snippets.thread_plan(r)
+    assert (plan.threads, plan.interop) == (12, 2)
+    assert "export OMP_NUM_THREADS=12" in snippets.shell_exports(r)
+    py = snippets.python_settings(r)
+    assert "torch.set_num_threads(12)" in py and "torch.set_num_interop_threads(2)" in py
+
+
+def test_threads_respect_quota_and_cpuset(manifest):
+    assert snippets.thread_plan(_load("k10-container-quota")).threads == 4
+    cg = _load("k10-cgroup-cpuset")
+    allowed = cg.topology.affinity.allowed_cpus
+    assert snippets.thread_plan(cg).threads == len(allowed) == cg.topology.affinity.usable_cpus
+
+
+def _cpus_of_command(cmd: str, numa: dict[int, list[int]]) -> list[int]:
+    """The CPUs a taskset/numactl command line confines the job to."""
+    if m := re.search(r"taskset -c (\S+) ", cmd):
+        return parse_cpulist(m.group(1))
+    if m := re.search(r"--physcpubind=(\S+) ", cmd):
+        return parse_cpulist(m.group(1))
+    m = re.search(r"--cpunodebind=(\S+) --membind=(\S+) ", cmd)
+    assert m and m.group(1) == m.group(2), cmd
+    return sorted(c for node in parse_cpulist(m.group(1)) for c in numa[node])
+
+
+@pytest.mark.parametrize("name", ["cascadelake-2s-two-openmp", "kunpeng-arm-numa", "ryzen2700x-cuda-wheel"])
+def test_pinned_cpu_lists_match_the_topology(name, manifest):
+    r = _load(name)
+    targets = snippets.pin_targets(r)
+    numa = {n.id: sorted(n.cpus) for n in r.topology.numa_nodes if n.cpus}
+    l3 = [sorted(d.cpus) for d in r.topology.l3_domains]
+    text = snippets.pinned_launches(r)
+    for t in targets:
+        if t.kind == "numa":
+            assert t.cpus == numa[t.index]
+            assert f"numactl --cpunodebind={t.index} --membind={t.index}" in text
+        else:
+            assert t.cpus == l3[t.index]
+            assert _cpus_of_command(snippets.pinned_command(r, t), numa) == l3[t.index]
+    assert len([t for t in targets if t.kind == "numa"]) == (len(numa) if len(numa) > 1 else 0)
+    machine = r.to_dict().get("meta", {}).get("root", "").split("/")[-1]
+    truth = manifest["machines"].get(machine, {}).get("ground_truth")
+    if truth and truth.get("numa_nodes_detail"):
+        expected = {n["os_index"]: parse_cpulist(n["pus"]) for n in truth["numa_nodes_detail"]}
+        got = {t.index: t.cpus for t in targets if t.kind == "numa"}
+        assert got == expected
+
+
+def test_install_commands_follow_os_manager_and_build():
+    r = _load("ryzen2700x-cuda-wheel")
+    pip = snippets.install_commands(r)
+    assert pip.splitlines()[0] == "python -m pip uninstall -y torch"
+    assert pip.endswith("--index-url https://download.pytorch.org/whl/cpu")
+    r.software.python.env_kind = "conda"
+    assert "conda install --yes -c conda-forge pytorch-cpu" in snippets.install_commands(r)
+    r.software.python.env_kind = "venv"
+    r.software.os.system = "Windows"
+    win = snippets.install_commands(r)
+    assert win.startswith("py -m pip uninstall") and "grep" not in win
+    r.software.os.system = "Darwin"
+    assert "--index-url" not in snippets.install_commands(r).splitlines()[-1]
+
+
+def test_workers_use_spare_cpus_only():
+    r = _load("zen3-healthy")                       # 16 cores, 32 threads
+    assert snippets.thread_plan(r).workers == 4
+    r.recommendation = ThreadRecommendation(threads=32)
+    plan = snippets.thread_plan(r)
+    assert plan.workers == 0 and plan.notes
+    assert "num_workers=0" in snippets.python_settings(r)
