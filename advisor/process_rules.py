@@ -237,7 +237,8 @@ def oversubscribed(ctx: Context) -> list[Finding]:
         why += f"; together they waited {wait / 100:.1f} s per second on run queues"
     why += ". Time-slicing makes OpenMP barriers spin on descheduled threads."
     fix = (f"Relaunch with {threads} compute thread{'s' if threads != 1 else ''}"
-           + (f" (leaving {workers} CPU{'s' if workers != 1 else ''} for the {workers} DataLoader workers)" if workers else "")
+           + (f" (leaving {workers} CPU{'s' if workers != 1 else ''} for the DataLoader "
+              f"worker{'s' if workers != 1 else ''})" if workers else "")
            + ", or call torch.set_num_threads(" + str(threads) + ") at the top of the script.")
     return [_finding(sev, f"Oversubscribed: {i.runnable_mean:g} runnable threads on {usable} usable CPUs", why, fix,
                      ctx.relaunch(None, threads),

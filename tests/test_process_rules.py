@@ -83,7 +83,7 @@ def test_oversubscribed_leaves_cpus_for_workers():
     kids = [ChildProcess(200 + i, "python", threads=1, cpu_percent=20.0) for i in range(3)]
     insp = healthy(runnable_mean=12.0, wait_percent=300.0, children=kids, children_threads=3)
     [f] = pr.run_process_rules(insp, two_ccx_topology(), only={"PROC001"})
-    assert "OMP_NUM_THREADS=5 " in f.snippet and "3 DataLoader workers" in f.fix
+    assert "OMP_NUM_THREADS=5 " in f.snippet and "leaving 3 CPUs for the DataLoader workers" in f.fix
 
 
 # --- PROC002 / PROC003 spread ---
