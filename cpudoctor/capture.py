@@ -75,7 +75,7 @@ DENY = re.compile(r"(serial|uuid|asset_tag|/environ$|/cmdline$|/maps$|/smaps|/fd
                   r"/crash_notes|/uevent$|/power/|/subsystem|/driver$|/firmware_node|/hotplug/|/msr/)")
 CGROUP_FILES = ("cpuset.cpus", "cpuset.cpus.effective", "cpuset.mems", "cpuset.mems.effective", "cpu.max",
                 "memory.max", "memory.high", "cgroup.controllers", "cpuset.effective_cpus", "cpuset.effective_mems",
-                "cpu.cfs_quota_us", "cpu.cfs_period_us", "memory.limit_in_bytes")
+                "cpu.cfs_quota_us", "cpu.cfs_period_us", "memory.limit_in_bytes", "cpus", "mems")
 STATUS_KEEP = ("Cpus_allowed", "Mems_allowed")
 CGROUP_FS = {"cgroup", "cgroup2", "cpuset"}
 TOP = "cpudoctor-capture"
@@ -160,30 +160,39 @@ def _filter_content(rel: str, data: bytes) -> bytes:
 
 
 def _cgroup_paths(root: Path) -> list[str]:
-    """The cgroup files that limit this process: its own cgroup dir and every ancestor."""
+    """The cgroup files that limit this process: its own cgroup dir and every ancestor, per mount.
+
+    Mirrors what the topology probe reads: the path comes from /proc/self/cgroup
+    (per controller) or, in old trees, /proc/self/cpuset; mounts from the
+    mount table, wherever they are (/sys/fs/cgroup, /cgroup/unified, /dev/cpuset).
+    """
     from cpudoctor.probes._fs import read_text
 
     mounts = read_text(root / "proc/self/mounts") or read_text(root / "proc/mounts") or ""
-    cg = read_text(root / "proc/self/cgroup") or ""
-    out: list[str] = []
-    for line in cg.splitlines():
+    legacy = (read_text(root / "proc/self/cpuset") or "").strip() or None
+    cg: dict[str, str] = {}
+    for line in (read_text(root / "proc/self/cgroup") or "").splitlines():
         bits = line.split(":", 2)
-        if len(bits) != 3:
+        if len(bits) == 3:
+            for ctrl in bits[1].split(",") if bits[1] else [""]:
+                cg[ctrl] = bits[2]
+    out: list[str] = []
+    for m in mounts.splitlines():
+        f = m.split()
+        if len(f) < 4 or f[2] not in CGROUP_FS:
             continue
-        controllers, path = bits[1], bits[2]
-        for m in mounts.splitlines():
-            f = m.split()
-            if len(f) < 4 or f[2] not in CGROUP_FS:
-                continue
-            if f[2] == "cgroup2" and controllers != "":
-                continue
-            if f[2] == "cgroup" and not set(controllers.split(",")) & set(f[3].split(",")):
-                continue
-            mount = f[1].lstrip("/")
-            segs = [s for s in path.split("/") if s]
-            for depth in range(len(segs) + 1):
-                d = "/".join([mount] + segs[:depth])
-                out += [f"{d}/{name}" for name in CGROUP_FILES]
+        options = f[3].split(",")
+        if f[2] == "cgroup2":
+            path = cg.get("", legacy)
+        elif f[2] == "cpuset":
+            path = cg.get("cpuset", legacy)
+        else:
+            path = next((cg[o] for o in options if o in cg), legacy if "cpuset" in options else None)
+        mount = f[1].replace("\\040", " ").strip("/")
+        segs = [s for s in (path or "").split("/") if s]
+        for depth in range(len(segs) + 1):
+            d = "/".join([mount] + segs[:depth])
+            out += [f"{d}/{name}" for name in CGROUP_FILES]
     return out
 
 
@@ -240,7 +249,8 @@ def capture(output: Path | str, root: Path | str = Path("/"), force: bool = Fals
     for pattern in STATIC_GLOBS:
         for hit in sorted(root.glob(pattern)):
             wanted[hit.relative_to(root).as_posix()] = None
-    for rel in _cgroup_paths(root):
+    cgroup_files = set(_cgroup_paths(root))
+    for rel in cgroup_files:
         wanted[rel] = None
     if trace and root == Path("/"):
         for p in trace_probe_reads():
@@ -262,7 +272,7 @@ def capture(output: Path | str, root: Path | str = Path("/"), force: bool = Fals
 
     for rel in wanted:
         real, links = _resolve(root, rel)
-        if not real or not allowed(real):
+        if not real or not (allowed(real) or (rel in cgroup_files and real == rel)):
             continue
         ok_links = [(lk, tg) for lk, tg in links if allowed(lk) or lk.startswith("sys/class/dmi")]
         full = root / real

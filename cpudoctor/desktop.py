@@ -74,7 +74,7 @@ def entry_text(command: list[str], icon: Path) -> str:
     return "\n".join([
         "[Desktop Entry]",
         "Type=Application",
-        "Version=1.5",
+        "Version=1.0",
         "Name=CPU Doctor",
         "GenericName=CPU checkup for deep learning",
         "Comment=Is this CPU set up well for deep learning? Shows why and how to fix it",

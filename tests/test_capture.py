@@ -1,0 +1,131 @@
+"""Capture: the tarball holds what the probes need (and nothing personal), and `--root` on it agrees."""
+
+from __future__ import annotations
+
+import os
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from conftest import machine_root
+from cpudoctor.capture import TOP, CaptureError, allowed, capture
+from cpudoctor.probes.topology import probe_topology
+from cpudoctor.serde import to_data
+
+
+def _extract(tarball: Path, dest: Path) -> Path:
+    with tarfile.open(tarball) as tar:
+        tar.extractall(dest, filter="tar")
+    return dest / TOP
+
+
+@pytest.mark.hardware
+def test_live_capture_gives_same_topology(tmp_path):
+    result = capture(tmp_path / "live.tar.gz")
+    assert result.files > 5 and result.bytes > 0
+    assert result.traced > 0                             # the probes' own reads were recorded
+    root = _extract(result.path, tmp_path / "x")
+    assert to_data(probe_topology(root)) == to_data(probe_topology(Path("/")))
+    assert (root / "proc/cpuinfo").read_text() == Path("/proc/cpuinfo").read_text()
+
+
+@pytest.mark.parametrize("machine", ["hwloc-64amd64-4s2n4ca2co", "hwloc-offline-cpu0-node0",
+                                     "hwloc-32amd64-4s2n4c-cgroup2", "hwloc-128arm-2pa2n8cluster4co"])
+def test_corpus_capture_round_trip_via_cli(corpus, machine, tmp_path, capsys):
+    from cpudoctor.cli import main
+
+    out = tmp_path / "c.tar.gz"
+    assert main(["capture", "-o", str(out), "--root", str(machine_root(machine))]) == 0
+    printed = capsys.readouterr().out
+    assert "Packed" in printed and "files" in printed and "KiB" in printed
+    root = _extract(out, tmp_path / "x")
+    assert to_data(probe_topology(root)) == to_data(probe_topology(machine_root(machine)))
+
+
+def _fake_tree(tmp_path: Path) -> Path:
+    root = tmp_path / "root"
+    cpu = root / "sys/devices/system/cpu"
+    for n in (0, 1):
+        (cpu / f"cpu{n}/topology").mkdir(parents=True)
+        (cpu / f"cpu{n}/topology/core_id").write_text(f"{n}\n")
+        (cpu / f"cpu{n}/topology/physical_package_id").write_text("0\n")
+        (cpu / f"cpufreq/policy{n}").mkdir(parents=True)
+        (cpu / f"cpufreq/policy{n}/scaling_governor").write_text("performance\n")
+        os.symlink(f"../cpufreq/policy{n}", cpu / f"cpu{n}/cpufreq")
+    (cpu / "online").write_text("0-1\n")
+    dmi = root / "sys/devices/virtual/dmi/id"
+    dmi.mkdir(parents=True)
+    for name, value in (("product_name", "ProArt X670E"), ("product_serial", "SECRET-SERIAL-1"),
+                        ("product_uuid", "4c4c4544-0042-3010-8052-b4c04f4e4b33"), ("sys_vendor", "ASUS")):
+        (dmi / name).write_text(value + "\n")
+    (root / "sys/class/dmi").mkdir(parents=True)
+    os.symlink("../../devices/virtual/dmi/id", root / "sys/class/dmi/id")
+    (root / "proc/self").mkdir(parents=True)
+    (root / "proc/cpuinfo").write_text("processor\t: 0\nmodel name\t: Test CPU\n")
+    (root / "proc/self/status").write_text("Name:\tpython\nUid:\t1000\t1000\nCpus_allowed_list:\t0-1\n"
+                                           "Mems_allowed_list:\t0\n")
+    (root / "proc/self/mounts").write_text("/dev/sda1 /home/alice ext4 rw 0 0\n"
+                                           "cgroup2 /sys/fs/cgroup cgroup2 rw,nosuid 0 0\n")
+    (root / "proc/self/cgroup").write_text("0::/user.slice\n")
+    (root / "proc/self/environ").write_text("TOKEN=abc")
+    cg = root / "sys/fs/cgroup/user.slice"
+    cg.mkdir(parents=True)
+    (cg / "cpu.max").write_text("150000 100000\n")
+    (root / "sys/fs/cgroup/cpu.max").write_text("max 100000\n")
+    return root
+
+
+def test_symlinks_kept_and_personal_data_left_out(tmp_path):
+    result = capture(tmp_path / "c.tar.gz", root=_fake_tree(tmp_path))
+    with tarfile.open(result.path) as tar:
+        members = {m.name.removeprefix(TOP + "/"): m for m in tar.getmembers()}
+        link = members["sys/devices/system/cpu/cpu0/cpufreq"]
+        assert link.issym() and link.linkname == "../cpufreq/policy0"
+        assert members["sys/class/dmi/id"].issym()
+        status = tar.extractfile(members["proc/self/status"]).read().decode()
+        mounts = tar.extractfile(members["proc/self/mounts"]).read().decode()
+        data = b"".join(tar.extractfile(m).read() for m in tar.getmembers() if m.isfile())
+    assert "sys/devices/system/cpu/cpufreq/policy1/scaling_governor" in members
+    assert "sys/devices/virtual/dmi/id/product_name" in members
+    assert not any("serial" in n or "uuid" in n or "environ" in n for n in members)
+    assert status == "Cpus_allowed_list:\t0-1\nMems_allowed_list:\t0\n"
+    assert "alice" not in mounts and "cgroup2" in mounts
+    assert b"SECRET-SERIAL" not in data and b"4c4c4544" not in data and b"TOKEN" not in data
+    assert "sys/fs/cgroup/user.slice/cpu.max" in members and "sys/fs/cgroup/cpu.max" in members
+    root = _extract(result.path, tmp_path / "x")
+    assert (root / "sys/devices/system/cpu/cpu1/cpufreq/scaling_governor").read_text() == "performance\n"
+    assert result.links == 3
+
+
+def test_refuses_overwrite_and_bad_places(tmp_path):
+    root = _fake_tree(tmp_path)
+    out = tmp_path / "c.tar.gz"
+    out.write_bytes(b"keep me")
+    with pytest.raises(CaptureError, match="already exists"):
+        capture(out, root=root)
+    assert out.read_bytes() == b"keep me"
+    capture(out, root=root, force=True)
+    assert tarfile.is_tarfile(out)
+    with pytest.raises(CaptureError, match="does not exist"):
+        capture(tmp_path / "c.tar.gz" / "x.tar.gz", root=root)
+    with pytest.raises(CaptureError, match="not a machine tree"):
+        capture(tmp_path / "d.tar.gz", root=tmp_path / "root" / "sys" / "devices")
+
+
+def test_cli_overwrite_is_one_line(tmp_path, capsys):
+    from cpudoctor.cli import main
+
+    out = tmp_path / "c.tar.gz"
+    out.write_bytes(b"x")
+    assert main(["capture", "-o", str(out), "--root", str(_fake_tree(tmp_path))]) == 2
+    err = capsys.readouterr().err
+    assert "--force" in err and len(err.strip().splitlines()) == 1
+
+
+def test_allowlist():
+    assert allowed("sys/devices/system/cpu/cpu3/topology/core_id")
+    assert allowed("sys/devices/virtual/dmi/id/product_name")
+    assert not allowed("sys/devices/virtual/dmi/id/board_serial")
+    assert not allowed("proc/self/environ") and not allowed("proc/self/maps")
+    assert not allowed("home/alice/.bashrc") and not allowed("sys/class/net/eth0/address")

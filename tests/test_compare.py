@@ -1,0 +1,106 @@
+"""Comparing two reports: structured diff, renderers, CLI round trip and bad files."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cpudoctor.compare import compare, render_json, render_markdown, render_text
+from cpudoctor.report import BenchRun, Finding
+from export_samples import epyc_topology, sample_report
+
+
+def _after():
+    b = sample_report()
+    b.meta.generated_at = "2026-12-01T08:00:00+00:00"
+    b.cpu.flags = [f for f in b.cpu.flags if f != "avx512_bf16"] + ["amx_tile"]
+    b.topology = epyc_topology(packages=1)
+    b.software.thread_env = {"OMP_NUM_THREADS": "32", "KMP_AFFINITY": "compact"}
+    b.software.torch.version = "2.4.0+cpu"
+    b.software.packages[1].version = "2.0.0"
+    b.findings = [f for f in b.findings if f.code != "THR001"]
+    b.findings[0].severity = "warning"                    # ISA001 ok -> warning
+    b.findings.append(Finding(code="MEM002", symbol="thp-never", category="memory", severity="info",
+                              title="Transparent huge pages are off"))
+    b.benchmarks[1] = BenchRun(kind="gemm", settings={}, metrics={"gflops": 5750.8, "seconds": 0.024})
+    return b
+
+
+def test_structured_diff():
+    cmp = compare(sample_report(), _after())
+    by = {(c.section, c.item): c for c in cmp.changes}
+    assert by[("flags", "added")].b == ["amx_tile"]
+    assert by[("flags", "removed")].a == ["avx512_bf16"]
+    assert by[("topology", "packages")].a == 2 and by[("topology", "packages")].b == 1
+    assert by[("threads", "OMP_NUM_THREADS")].note == "changed"
+    assert by[("threads", "KMP_AFFINITY")].note == "set"
+    assert by[("software", "torch.version")].b == "2.4.0+cpu"
+    assert by[("packages", "numpy")].note == "changed"
+    findings = {c.item.split()[0]: c.note for c in cmp.section("findings")}
+    assert findings == {"THR001": "resolved", "ISA001": "worse", "MEM002": "new"}
+    gflops = by[("benchmarks", "gemm.gflops")]
+    assert gflops.note == "2.00x"
+    assert not any(c.section == "chip" for c in cmp.changes)
+
+
+def test_same_report_has_no_differences():
+    cmp = compare(sample_report(), sample_report())
+    assert cmp.same
+    assert "No differences." in render_text(cmp)
+
+
+def test_renderers():
+    cmp = compare(sample_report(), _after())
+    text = render_text(cmp)
+    assert "Findings:" in text and "resolved" in text and "2.00x" in text
+    md = render_markdown(cmp)
+    assert "## Findings" in md and "<details>" in md and "| gemm.gflops |" in md
+    data = json.loads(render_json(cmp))
+    assert data["changes"] and {"section", "item", "a", "b", "note"} <= set(data["changes"][0])
+
+
+def _run_cli(argv, capsys):
+    from cpudoctor.cli import main
+
+    code = main(argv)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_cli_round_trip(tmp_path, capsys):
+    from cpudoctor.export import export_report
+
+    a = export_report(sample_report(), "json", tmp_path / "a.json")
+    b = export_report(_after(), "json", tmp_path / "b.json")
+    code, out, err = _run_cli(["compare", str(a), str(b), "--format", "json"], capsys)
+    assert code == 0, err
+    items = {c["item"] for c in json.loads(out)["changes"]}
+    assert "torch.version" in items and "added" in items
+    code, out, _ = _run_cli(["compare", str(a), str(b)], capsys)
+    assert code == 0 and "A: AMD EPYC 9354" in out
+
+
+@pytest.mark.parametrize("content, message", [
+    ("{not json", "not valid JSON"),
+    ('{"hello": 1}', "not a CPU Doctor report"),
+    ('{"schema_version": 99, "meta": {"kind": "cpudoctor-report"}}', "schema version 99"),
+    ('[1, 2]', "not a CPU Doctor report"),
+    ('{"schema_version": 1, "meta": {"kind": "cpudoctor-report"}, "cpu": {"flags": 7}}', "damaged"),
+])
+def test_cli_bad_files(tmp_path, capsys, content, message):
+    from cpudoctor.export import export_report
+
+    good = export_report(sample_report(), "json", tmp_path / "good.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text(content)
+    code, out, err = _run_cli(["compare", str(good), str(bad)], capsys)
+    assert code == 2 and out == ""
+    assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_cli_missing_and_binary_file(tmp_path, capsys):
+    binary = tmp_path / "x.json"
+    binary.write_bytes(b"\xff\xfe\x00\x81")
+    code, _, err = _run_cli(["compare", str(tmp_path / "nope.json"), str(binary)], capsys)
+    assert code == 2 and "cannot read" in err

@@ -1,0 +1,97 @@
+"""install-desktop: the .desktop entry and icon land in XDG_DATA_HOME; uninstall removes exactly them."""
+
+from __future__ import annotations
+
+import configparser
+import shutil
+import subprocess
+
+import pytest
+
+from cpudoctor import desktop
+
+
+@pytest.fixture
+def xdg(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "share"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    return tmp_path / "share"
+
+
+def _entry(path):
+    cp = configparser.ConfigParser(interpolation=None)
+    cp.optionxform = str
+    cp.read(path)
+    return cp["Desktop Entry"]
+
+
+def _tree(root):
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+
+
+def test_install_and_uninstall(xdg, tmp_path):
+    other = xdg / "applications" / "someone-else.desktop"
+    other.parent.mkdir(parents=True)
+    other.write_text("[Desktop Entry]\nName=Other\n")
+    p = desktop.install(command=[str(tmp_path / "bin dir" / "cpudoctor-gui")])
+    assert p.entry == xdg / "applications" / "cpudoctor.desktop"
+    assert p.icon == xdg / "icons/hicolor/scalable/apps/cpudoctor.svg"
+    e = _entry(p.entry)
+    assert e["Type"] == "Application" and e["Name"] == "CPU Doctor" and e["Terminal"] == "false"
+    assert e["Exec"] == f'"{tmp_path}/bin dir/cpudoctor-gui"'
+    assert e["Icon"] == str(p.icon)
+    assert p.icon.read_bytes().lstrip().startswith((b"<svg", b"<?xml"))
+    first = p.entry.read_bytes()
+    desktop.install(command=[str(tmp_path / "bin dir" / "cpudoctor-gui")])        # idempotent
+    assert p.entry.read_bytes() == first
+    assert _tree(xdg) == ["applications/cpudoctor.desktop", "applications/someone-else.desktop",
+                          "icons/hicolor/scalable/apps/cpudoctor.svg"]
+    assert set(desktop.uninstall()) == {p.entry, p.icon}
+    assert _tree(xdg) == ["applications/someone-else.desktop"]
+    assert desktop.uninstall() == []
+
+
+@pytest.mark.skipif(shutil.which("desktop-file-validate") is None, reason="desktop-file-utils not installed")
+def test_entry_validates(xdg):
+    p = desktop.install(command=["/usr/bin/cpudoctor-gui"])
+    out = subprocess.run(["desktop-file-validate", str(p.entry)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_foreign_entry_is_left_alone(xdg):
+    entry = xdg / "applications" / "cpudoctor.desktop"
+    entry.parent.mkdir(parents=True)
+    entry.write_text("[Desktop Entry]\nName=My own\n")
+    with pytest.raises(desktop.DesktopError, match="not written by CPU Doctor"):
+        desktop.install(command=["/x"])
+    with pytest.raises(desktop.DesktopError):
+        desktop.uninstall()
+    assert entry.read_text() == "[Desktop Entry]\nName=My own\n"
+
+
+def test_relative_xdg_is_ignored(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_DATA_HOME", "relative/dir")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert desktop.paths().entry == tmp_path / ".local/share/applications/cpudoctor.desktop"
+
+
+def test_exec_quoting():
+    assert desktop._exec_quote("/usr/bin/cpudoctor-gui") == "/usr/bin/cpudoctor-gui"
+    assert desktop._exec_quote('/a b/"x"$') == '"/a b/\\"x\\"\\$"'
+    assert desktop._exec_quote("/100%/x") == "/100%%/x"
+
+
+def test_gui_command_points_at_an_existing_launcher():
+    cmd = desktop.gui_command()
+    assert cmd and (cmd[0].endswith("cpudoctor-gui") or cmd[1:] == ["-m", "cpudoctor.gui.app"])
+
+
+def test_cli(xdg, capsys):
+    from cpudoctor.cli import main
+
+    assert main(["install-desktop"]) == 0
+    assert "Installed" in capsys.readouterr().out
+    assert (xdg / "applications/cpudoctor.desktop").is_file()
+    assert main(["install-desktop", "--uninstall"]) == 0
+    assert "Removed" in capsys.readouterr().out
+    assert not (xdg / "applications/cpudoctor.desktop").exists()
