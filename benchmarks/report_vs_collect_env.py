@@ -2,8 +2,9 @@
 
 Runs, interleaved so machine load hits both alike:
   * ``python -m torch.utils.collect_env`` (a fresh process, as users run it);
-  * the full software probe in a fresh process (``python -c ... probe_software()``);
-  * the full software probe in this process (what the GUI pays: children only);
+  * the full software probe in a fresh process, cache off (``python -c ...``);
+  * the full software probe in this process, cache off (what the GUI pays the first time);
+  * the full software probe in this process with a warm cache (every later time);
   * the quick part (``children=False``) in this process.
 Prints medians and the ratios probe / collect_env. Usage:
 
@@ -16,11 +17,13 @@ import argparse
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 from cpudoctor.probes.software import probe_software
 
-PROBE_CODE = "from cpudoctor.probes.software import probe_software; probe_software()"
+PROBE_CODE = "from cpudoctor.probes.software import probe_software; probe_software(cache=False)"
 
 
 def timed_subprocess(argv: list[str]) -> float:
@@ -48,14 +51,17 @@ def main() -> int:
         return 2
 
     runs: dict[str, list[float]] = {"collect_env (process)": [], "probe, full (process)": [],
-                                    "probe, full (in-process)": [], "probe, quick (in-process)": []}
-    # One warm-up of each, so the page cache is equally warm for both.
+                                    "probe, full (in-process)": [], "probe, warm cache": [],
+                                    "probe, quick (in-process)": []}
+    cache = Path(tempfile.mkdtemp(prefix="cpudoctor-bench-"))
+    # One warm-up of each, so the page cache is equally warm for both (and the probe cache is filled).
     timed_subprocess([sys.executable, "-m", "torch.utils.collect_env"])
-    probe_software()
+    probe_software(cache=cache)
     for _ in range(args.reps):
         runs["collect_env (process)"].append(timed_subprocess([sys.executable, "-m", "torch.utils.collect_env"]))
         runs["probe, full (process)"].append(timed_subprocess([sys.executable, "-c", PROBE_CODE]))
-        runs["probe, full (in-process)"].append(timed_call(probe_software))
+        runs["probe, full (in-process)"].append(timed_call(lambda: probe_software(cache=False)))
+        runs["probe, warm cache"].append(timed_call(lambda: probe_software(cache=cache)))
         runs["probe, quick (in-process)"].append(timed_call(lambda: probe_software(children=False)))
 
     base = statistics.median(runs["collect_env (process)"])

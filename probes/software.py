@@ -138,6 +138,7 @@ class Software:
     isa_risks: list[IsaRisk] = field(default_factory=list)
     import_checks: list[ImportCheck] = field(default_factory=list)
     children_ran: bool = False             # False for the cheap, instant part only
+    children_cached: bool = False          # the children's results came from the cache (nothing they depend on changed)
     notes: list[str] = field(default_factory=list)
 
 
@@ -147,13 +148,16 @@ def probe_software(
     *,
     environ: "Mapping[str, str] | None" = None,
     timeout: float = 60.0,
+    cache: bool | Path = True,
 ) -> Software:
     """Probe the software stack; ``children=False`` returns at once without child processes.
 
     For a captured tree (``root`` is not ``/``) only the file-based OS facts
     are filled in: the Python, packages and children of *this* process say
-    nothing about that machine.
+    nothing about that machine. ``cache`` reuses the children's results while
+    the installation, CPU, kernel and environment are unchanged (True: the user
+    cache folder, a Path: that folder, False: always run them).
     """
     from cpudoctor.probes.stack import probe_stack  # noqa: PLC0415 - keeps this contract module light
 
-    return probe_stack(Path(root), children=children, environ=environ, timeout=timeout)
+    return probe_stack(Path(root), children=children, environ=environ, timeout=timeout, cache=cache)

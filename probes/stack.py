@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from cpudoctor import resources
+from cpudoctor.probes import childcache
 from cpudoctor.probes._fs import read_text, under
 from cpudoctor.probes.children import ChildResult, ChildSpec, python_argv, run_children
 from cpudoctor.probes.cpu import CpuInfo, probe_cpu
@@ -122,7 +123,14 @@ def _torch_build(result: ChildResult, torch_pkg: PackageInfo | None) -> TorchBui
     return build
 
 
-def probe_stack(root: Path, *, children: bool = True, environ: Mapping[str, str] | None = None, timeout: float = 60.0) -> Software:
+def probe_stack(
+    root: Path,
+    *,
+    children: bool = True,
+    environ: Mapping[str, str] | None = None,
+    timeout: float = 60.0,
+    cache: bool | Path = True,
+) -> Software:
     live = _is_live(root)
     env = dict(os.environ if environ is None else environ) if live else None
     sw = Software()
@@ -184,7 +192,16 @@ def probe_stack(root: Path, *, children: bool = True, environ: Mapping[str, str]
         specs.append(spec)
         roles.append(("import", name, modules[name]))
 
-    results = run_children(specs)
+    folder = (cache if isinstance(cache, Path) else childcache.default_dir(env)) if cache else None
+    key = childcache.fingerprint(specs, {n: (p.version, modules[n]) for n, p in installed.items()}, cpu.flags, child_env)
+    results = childcache.load(folder, key, specs)
+    sw.children_cached = results is not None
+    if results is None:
+        results = run_children(specs)
+        childcache.save(folder, key, results)
+    else:
+        sw.notes.append("PyTorch facts and import checks were reused from CPU Doctor's cache: the installation, "
+                        "CPU, kernel and environment are unchanged since they last ran")
     sw.children_ran = True
     checks: list[ImportCheck] = []
     for (role, package, module), result in zip(roles, results):
