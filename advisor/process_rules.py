@@ -613,6 +613,68 @@ def threads_migrate(ctx: Context) -> list[Finding]:
                      ctx.evidence(busy_threads=len(busy), migrations=moves, window_s=i.window_s))]
 
 
+@proc_rule("PROC011", "myth-env-in-process", category="myth", severity="warning",
+           title="The job sets variables from guides that nothing reads")
+def myth_env_in_process(ctx: Context) -> list[Finding]:
+    """
+    What it checks:
+        The process's whitelisted environment against the variables popular guides recommend but
+        no library reads (TORCH_LOOP_CORE_PINNING and friends; the list and the reason for each
+        live in resources/advisor_knowledge.json, shared with the machine rules).
+
+    Why it matters:
+        The user believes the job is pinned or tuned while nothing changed; the real problem stays.
+
+    Fix:
+        Remove the variable and use the setting that exists (OpenMP binding, taskset/numactl,
+        OMP_NUM_THREADS).
+    """
+    from cpudoctor.resources import load_json
+
+    myths: dict[str, str] = load_json("advisor_knowledge.json").get("myth_env", {})
+    hits = {k: v for k, v in ctx.insp.env.items() if k in myths}
+    if not hits:
+        return []
+    listed = ", ".join(f"{k}={v}" for k, v in hits.items())
+    why = " ".join(f"{k}: {myths[k]}." for k in hits)
+    return [_finding("warning", f"{listed}: set for this job, read by nothing", why,
+                     "Remove it; pin and size threads with settings that exist.",
+                     "unset " + " ".join(hits) + "\n" + ctx.relaunch(None, ctx.usable or 1),
+                     ctx.evidence(**hits))]
+
+
+@proc_rule("PROC012", "kmp-vars-ignored", category="myth", severity="warning",
+           title="KMP_* variables set, but only GNU libgomp is loaded")
+def kmp_vars_ignored(ctx: Context) -> list[Finding]:
+    """
+    What it checks:
+        KMP_AFFINITY, KMP_BLOCKTIME and other KMP_* variables in the process's environment, while
+        the only OpenMP runtime in its memory map is GNU libgomp (what pip's PyTorch ships).
+
+    Why it matters:
+        KMP_* settings are read by Intel's libiomp5 and LLVM's libomp only. Intel tuning guides
+        recommend them, but with libgomp they do nothing: the threads are neither bound nor tuned.
+
+    Fix:
+        Use the OpenMP standard variables libgomp reads: OMP_PLACES=cores and
+        OMP_PROC_BIND=close (GOMP_SPINCOUNT for the wait policy), or preload libiomp5 on purpose.
+    """
+    i = ctx.insp
+    kmp = {k: v for k, v in i.env.items() if k.startswith("KMP_") and k != "KMP_DUPLICATE_LIB_OK"}
+    runtimes = {lib.runtime for lib in i.openmp_runtimes}
+    if not kmp or not i.libraries_readable or runtimes != {"gomp"}:
+        return []
+    listed = ", ".join(f"{k}={v}" for k, v in kmp.items())
+    why = (f"{listed} is set, but the process runs GNU libgomp only ({', '.join(lib.file for lib in i.openmp_runtimes)}); "
+           "KMP_* variables are read by Intel libiomp5 and LLVM libomp, not by libgomp, so they change nothing.")
+    cpus = ctx.physical_first(ctx.allowed())
+    threads = len(cpus) or (ctx.usable or 1)
+    snippet = "unset " + " ".join(kmp) + "\n" + ctx.relaunch(cpus or None, threads)
+    return [_finding("warning", f"{', '.join(kmp)} ignored: this job's OpenMP is libgomp", why,
+                     "Drop the KMP_* variables and bind with OMP_PLACES/OMP_PROC_BIND, which libgomp reads.",
+                     snippet, ctx.evidence(runtimes=sorted(runtimes), **kmp))]
+
+
 # --- running them ---------------------------------------------------------------------------------
 
 

@@ -45,7 +45,7 @@ def test_healthy_job_has_no_findings():
 
 def test_every_rule_documented_and_codes_stable():
     rules = pr.process_rules()
-    assert [r.code for r in rules] == [f"PROC{n:03d}" for n in range(1, 11)]
+    assert [r.code for r in rules] == [f"PROC{n:03d}" for n in range(1, 13)]
     assert len({r.symbol for r in rules}) == len(rules)
     for r in rules:
         assert set(r.sections()) == {"What it checks", "Why it matters", "Fix"}, r.code
@@ -235,3 +235,24 @@ def test_unknown_command_gets_placeholder_and_rules_survive_unknowns():
 def test_unknown_rule_code():
     with pytest.raises(KeyError, match="no process rule"):
         pr.run_process_rules(healthy(), None, only={"PROC404"})
+
+
+# --- PROC011 / PROC012 myths ---
+
+def test_myth_env_from_shared_knowledge():
+    [f] = pr.run_process_rules(healthy(env={"TORCH_LOOP_CORE_PINNING": "1", "OMP_NUM_THREADS": "2"}),
+                               two_ccx_topology(), only={"PROC011"})
+    assert f.category == "myth" and "TORCH_LOOP_CORE_PINNING=1" in f.title
+    assert "No such variable exists in PyTorch" in f.why and f.snippet.startswith("unset TORCH_LOOP_CORE_PINNING")
+    assert codes(healthy(), "PROC011") == []
+
+
+def test_kmp_vars_ignored_with_libgomp_only():
+    env = {"KMP_AFFINITY": "granularity=fine,compact,1,0", "KMP_BLOCKTIME": "1", "OMP_NUM_THREADS": "4"}
+    [f] = pr.run_process_rules(healthy(env=env), two_ccx_topology(), only={"PROC012"})
+    assert "KMP_AFFINITY, KMP_BLOCKTIME ignored" in f.title
+    assert f.snippet.splitlines()[0] == "unset KMP_AFFINITY KMP_BLOCKTIME"
+    assert "OMP_PLACES=cores OMP_PROC_BIND=close" in f.snippet and "taskset -c 0-3" in f.snippet
+    # With Intel OpenMP loaded the KMP_* variables do work.
+    assert codes(healthy(env=env, libraries=[IOMP]), "PROC012") == []
+    assert codes(healthy(env=env, libraries_readable=False, libraries=[]), "PROC012") == []
