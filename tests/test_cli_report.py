@@ -1,0 +1,167 @@
+"""``cpudoctor report`` through the real entry point (in-process ``main`` and the installed script)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import MANIFEST, REPO, machine_root
+from cpudoctor.cli import main
+from cpudoctor.report import Report
+
+SCRIPT = Path(sys.executable).with_name("cpudoctor")
+ZEN5 = "archspec-rocky9-zen5"
+GENOA = "archspec-rocky8.5-zen4"
+RAPTOR = "hwloc-20em64t-hybrid-1p6c2t+2ca4co1t"
+
+
+def _run(capsys, *argv: str) -> tuple[int, str, str]:
+    """main() as the console script runs it: argparse errors raise SystemExit(2)."""
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _brand(name: str) -> str:
+    return " ".join(MANIFEST["machines"][name]["cpuinfo"]["model_name"].split())
+
+
+@pytest.mark.parametrize("name", [ZEN5, GENOA, RAPTOR, "hwloc-128arm-2pa2n8cluster4co", "pycpuinfo-fedora29-ryzen7-2700x-kvm"])
+def test_json_on_corpus_root_matches_manifest_and_round_trips(name, corpus, capsys):
+    code, out, err = _run(capsys, "report", "--fast", "--root", str(machine_root(name)), "--format", "json")
+    assert code == 0, err
+    data = json.loads(out)
+    ci = MANIFEST["machines"][name]["cpuinfo"]
+    cpu = data["cpu"]
+    if "vendor_id" in ci:
+        assert (cpu["vendor_id"], cpu["family"], cpu["model"], cpu["stepping"]) == (
+            ci["vendor_id"], int(ci["cpu_family"]), int(ci["model"]), int(ci["stepping"]))
+        assert cpu["brand"] == _brand(name)
+    else:
+        assert cpu["vendor_id"] == ci["cpu_implementer"] and ci["cpu_part"] in cpu["arm_parts"]
+    assert cpu["isa"]["avx512_usable"] is bool(ci["avx512"])
+    assert isinstance(cpu["isa"]["avx512_subsets"], list) and isinstance(cpu["flags"], list)
+    assert data["meta"]["root"] == str(machine_root(name))
+    report = Report.from_json(out)
+    assert report.to_dict() == data                      # lossless round trip
+    assert Report.from_json(report.to_json()).to_dict() == data
+
+
+def test_markdown_and_text_contain_brand_and_verdicts(corpus, capsys):
+    root = str(machine_root(GENOA))
+    code, md, _ = _run(capsys, "report", "--fast", "--root", root, "--format", "md")
+    assert code == 0
+    assert md.startswith(f"# CPU Doctor report: {_brand(GENOA)}")
+    assert "| [✓] | AVX-512 |" in md and "Genoa" in md and "256-bit units" in md
+    assert "<details>" in md and "## Topology" in md and "## Software" in md
+    code, text, _ = _run(capsys, "report", "--fast", "--root", root, "--format", "text")
+    assert code == 0
+    assert text.startswith(f"CPU Doctor report: {_brand(GENOA)}")
+    for needle in ("Instruction sets for deep learning", "[✓] AVX-512", "zen4", "x86-64-v4", "Topology", "Software"):
+        assert needle in text
+    # The CPU sections (ours) wrap at 100 columns; topology/software sections are checked by their owners.
+    cpu_part = text.split("\nTopology\n", 1)[0].splitlines()[3:]
+    assert max(len(line) for line in cpu_part) <= 100
+
+
+def test_format_is_inferred_from_output_name(corpus, tmp_path, capsys):
+    out = tmp_path / "zen5.json"
+    code, stdout, err = _run(capsys, "report", "--fast", "--root", str(machine_root(ZEN5)), "-o", str(out))
+    assert code == 0 and stdout == "" and err == ""
+    assert Report.load(out).cpu.microarchitecture == "zen5"
+    md = tmp_path / "zen5.md"
+    assert _run(capsys, "report", "--fast", "--root", str(machine_root(ZEN5)), "-o", str(md))[0] == 0
+    assert md.read_text().startswith("# CPU Doctor report: AMD Ryzen 9 9950X")
+
+
+def test_live_machine_fast(capsys):
+    code, out, err = _run(capsys, "report", "--fast", "--format", "json")
+    assert code == 0, err
+    report = Report.from_json(out)
+    assert report.cpu.source in ("procfs", "py-cpuinfo")
+    assert report.cpu.brand and report.cpu.brand in _run(capsys, "report", "--fast")[1]
+    assert not any("CPUID" in n for n in report.cpu.notes), "--fast must not run the CPUID child"
+
+
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (["--root", "/definitely/not/here"], "no such folder"),
+        (["--root", __file__], "not a folder"),
+        (["--format", "xml"], "invalid choice"),
+        (["-o", "/definitely/not/here/report.json"], "does not exist"),
+        (["--bogus"], "unrecognized arguments"),
+    ],
+)
+def test_bad_usage_is_one_line_exit_2(argv, fragment, capsys):
+    code, out, err = _run(capsys, "report", "--fast", *argv)
+    assert code == 2 and out == ""
+    _assert_one_line(err, fragment)
+
+
+def test_root_without_proc_or_sys_is_rejected(tmp_path, capsys):
+    (tmp_path / "something").write_text("x")
+    code, _, err = _run(capsys, "report", "--fast", "--root", str(tmp_path))
+    assert code == 2
+    _assert_one_line(err, "no proc/cpuinfo")
+
+
+def test_output_is_a_folder(tmp_path, capsys):
+    code, _, err = _run(capsys, "report", "--fast", "--root", str(machine_root(ZEN5)), "-o", str(tmp_path))
+    assert code == 2
+    _assert_one_line(err, "it is a folder")
+
+
+def test_garbled_tree_still_reports(tmp_path, capsys):
+    (tmp_path / "proc").mkdir()
+    (tmp_path / "proc" / "cpuinfo").write_bytes(b"\x00\xff garbage \x13" * 50)
+    code, out, err = _run(capsys, "report", "--fast", "--root", str(tmp_path), "--format", "json")
+    assert code == 0, err
+    report = Report.from_json(out)
+    assert report.cpu.vendor is None and report.cpu.notes
+
+
+# -- through the installed console script --------------------------------
+
+def test_script_json_round_trip(corpus):
+    proc = subprocess.run([str(SCRIPT), "report", "--fast", "--root", str(machine_root(RAPTOR)), "--format", "json"],
+                          capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    report = Report.from_json(proc.stdout)
+    assert report.cpu.microarchitecture == "raptorlake" and report.cpu.max_mhz == 5200.0
+    assert report.topology.logical_cpus == MANIFEST["machines"][RAPTOR]["ground_truth"]["pus"]
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["--root", "/definitely/not/here"], "no such folder"),
+    (["--format", "yaml"], "invalid choice"),
+    (["-o", "/proc/cpudoctor-cannot-write.txt"], "cannot write"),
+])
+def test_script_errors_have_no_traceback(argv, fragment):
+    proc = subprocess.run([str(SCRIPT), "report", "--fast", *argv], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    _assert_one_line(proc.stderr, fragment)
+
+
+@pytest.mark.slow
+def test_full_live_report_runs_the_cpuid_cross_check():
+    """Without --fast the live report runs its child checks; on x86 the CPUID cross-check adds no emulation warning."""
+    proc = subprocess.run([str(SCRIPT), "report", "--format", "json"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    report = Report.from_json(proc.stdout)
+    if report.cpu.arch == "x86_64":
+        assert not any("emulation" in n or "cross-check skipped" in n for n in report.cpu.notes), report.cpu.notes
+
+
+def _assert_one_line(err: str, fragment: str) -> None:
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1, err
+    assert fragment in lines[0] and "Traceback" not in err
+    assert lines[0].startswith(("cpudoctor report: error:", "cpudoctor: error:"))
