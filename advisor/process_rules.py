@@ -40,6 +40,7 @@ BUSY_PERCENT = 25.0
 # Thread-count variables a relaunch sets; OMP covers libgomp/libiomp, the rest
 # their own pools (OpenBLAS and MKL ignore OMP_NUM_THREADS in some builds).
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+DOCS_PAGE = "docs/process_rules.md"
 
 
 class ProcRuleError(ValueError):
@@ -701,12 +702,44 @@ def run_process_rules(insp: Inspection, topo: Topology | None = None, only: set[
                 raise
             out.append(Finding(code=r.code, symbol=r.symbol, category="internal", severity="info",
                                title=f"Rule {r.code} ({r.symbol}) could not run",
-                               why=f"{type(exc).__name__}: {exc}. This is a bug in CPU Doctor."))
+                               why=f"{type(exc).__name__}: {exc}. This is a bug in CPU Doctor.",
+                               docs=f"{DOCS_PAGE}#{r.code.lower()}"))
             continue
         for f in produced:
             if _RANK[f.severity] > _RANK[r.severity]:
                 raise ProcRuleError(f"{r.code} produced {f.severity} but is registered as at most {r.severity}")
             out.append(dataclasses.replace(f, code=r.code, symbol=r.symbol, category=r.category,
-                                           docs=f"docs/rules.md#{r.code.lower()}"))
+                                           docs=f"{DOCS_PAGE}#{r.code.lower()}"))
     out.sort(key=lambda f: (-_RANK[f.severity], f.code))
     return out
+
+
+def render_process_rules_md() -> str:
+    """docs/process_rules.md, generated from the registry (a test keeps the file in sync)."""
+    lines = [
+        "# Process rules (`cpudoctor inspect`)",
+        "",
+        "Generated from the registry by `python -m cpudoctor.advisor.process_rules`; do not edit by hand.",
+        "Checks run on one running process (the Inspector page and `cpudoctor inspect PID`), with stable",
+        "codes. Each fix comes with the command to relaunch the job (pinning + thread variables).",
+        "",
+        "| Code | Symbol | Category | Worst severity | Title |",
+        "|---|---|---|---|---|",
+    ]
+    rules = process_rules()
+    for r in rules:
+        lines.append(f"| [{r.code}](#{r.code.lower()}) | `{r.symbol}` | {r.category} | {r.severity} | {r.title} |")
+    for r in rules:
+        sec = r.sections()
+        lines += ["", f'<a id="{r.code.lower()}"></a>', f"## {r.code} `{r.symbol}`: {r.title}", "",
+                  f"Worst severity: **{r.severity}**", ""]
+        lines += [f"**What it checks.** {sec['What it checks']}", "",
+                  f"**Why it matters.** {sec['Why it matters']}", "",
+                  f"**Fix.** {sec['Fix']}"]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.stdout.write(render_process_rules_md())

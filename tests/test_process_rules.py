@@ -69,7 +69,7 @@ def test_oversubscribed_fires_with_relaunch():
     assert f.severity == "warning" and f.category == "threads" and "9.5 runnable threads on 8" in f.title
     assert f.snippet == ("env OMP_NUM_THREADS=8 MKL_NUM_THREADS=8 OPENBLAS_NUM_THREADS=8 "
                          "python train.py --epochs 3")
-    assert f.evidence["usable_cpus"] == 8 and f.docs == "docs/rules.md#proc001"
+    assert f.evidence["usable_cpus"] == 8 and f.docs == "docs/process_rules.md#proc001"
 
 
 def test_oversubscribed_error_at_double_and_quiet_without_waits():
@@ -256,3 +256,11 @@ def test_kmp_vars_ignored_with_libgomp_only():
     # With Intel OpenMP loaded the KMP_* variables do work.
     assert codes(healthy(env=env, libraries=[IOMP]), "PROC012") == []
     assert codes(healthy(env=env, libraries_readable=False, libraries=[]), "PROC012") == []
+
+
+def test_docs_page_is_in_sync():
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "docs" / "process_rules.md"
+    assert path.read_text(encoding="utf-8") == pr.render_process_rules_md(), (
+        "docs/process_rules.md is out of date: run `python -m cpudoctor.advisor.process_rules > docs/process_rules.md`")
