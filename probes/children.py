@@ -75,10 +75,13 @@ def parse_json_lines(stdout: str) -> dict[str, Any]:
 
 def _kill_group(proc: subprocess.Popen) -> None:
     """Stop the child and anything it started: ask, then kill (it may ignore SIGTERM)."""
+    if not hasattr(os, "killpg"):  # Windows: no process groups to signal
+        proc.kill()
+        return
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(proc.pid, sig)
-        except (ProcessLookupError, PermissionError, OSError):
+        except OSError:  # already gone, or not ours
             return
         try:
             proc.wait(timeout=1.0)

@@ -68,11 +68,11 @@ def applicable_floor(package: str, version: str | None) -> Floor | None:
 
 
 def level_flags(level: int) -> list[str]:
-    """All cpuinfo flags x86-64-v``level`` implies (cumulative)."""
-    table = resources.load_json("isa_floors.json")["x86_64_levels"]
+    """All cpuinfo flags x86-64-v``level`` implies (cumulative), from resources/x86_64_levels.json."""
     flags: list[str] = []
-    for n in range(1, level + 1):
-        flags.extend(table.get(f"x86-64-v{n}", []))
+    for entry in resources.load_json("x86_64_levels.json")["levels"]:
+        if entry["level"] <= level:
+            flags.extend(f for f in entry["flags"] if f not in flags)
     return flags
 
 
