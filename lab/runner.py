@@ -143,7 +143,7 @@ def classify(
     return ("crashed" if diag.kind in ("illegal_instruction", "out_of_memory", "signal") else "error"), diag
 
 
-def _tree_rss(pid: int) -> int | None:
+def tree_rss(pid: int) -> int | None:
     """Resident memory of the child and its children (the sweep starts grandchildren)."""
     try:
         import psutil
@@ -220,7 +220,7 @@ class Job:
 
     def _watch_memory(self) -> None:
         while not self._done.is_set() and self._proc is not None and self._proc.poll() is None:
-            rss = _tree_rss(self._proc.pid)
+            rss = tree_rss(self._proc.pid)
             if rss is not None:
                 self.outcome.peak_rss_bytes = max(rss, self.outcome.peak_rss_bytes or 0)
             self._done.wait(0.2)

@@ -1,0 +1,619 @@
+"""The Training page: micro-training, thread sweep, GEMM and int8 benchmarks, measured here.
+
+Every job runs in a child process through :class:`JobRunner`; this page only
+reads JSON lines, so torch is never imported in the GUI. Live plots follow the
+running job, a table keeps every run to compare (partial results of a
+cancelled or crashed run stay), and "Use these settings" hands the best
+measured setting to the advisor as a ThreadRecommendation.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any, Callable
+
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QPalette
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFormLayout, QGroupBox, QHBoxLayout,
+                               QHeaderView, QLabel, QLineEdit, QPushButton, QSpinBox, QSplitter,
+                               QTableWidget, QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget)
+
+from cpudoctor.gui.job_runner import JobRunner
+from cpudoctor.gui.model import AppModel
+from cpudoctor.lab.runner import JobOutcome, job_command
+from cpudoctor.lab.settings import MODELS, SettingsError, TrainSettings
+from cpudoctor.report import BenchRun, ThreadRecommendation, utc_now_iso
+
+LINE_COLOURS = ("#4a90c2", "#e0a030", "#3fa36b", "#b05cc6", "#d9534f")
+TABLE_COLUMNS = ("Job", "Settings", "Samples/s", "Result", "Accuracy", "Status", "Note")
+MODEL_LABELS = {"simplecnn": "SimpleCNN", "lenet5": "LeNet-5", "resnet18": "ResNet-18 (28x28)"}
+
+
+def _fmt(value: Any, spec: str = ",.0f", unknown: str = "—") -> str:
+    return unknown if value is None else format(value, spec)
+
+
+class TrainingPage(QWidget):
+    title = "Training"
+    icon_name = "training"
+
+    def __init__(self, model: AppModel, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.model = model
+        # The argv for a job; tests swap in a tiny fake child speaking the protocol.
+        self.job_argv: Callable[[str, dict[str, Any]], list[str]] = job_command
+        self.runner = JobRunner(self)
+        self.runner.progress.connect(self._on_progress)
+        self.runner.log.connect(self._on_log)
+        self.runner.finished.connect(self._on_finished)
+        self.current_job: str | None = None
+        self.current_settings: dict[str, Any] = {}
+        self.started_at: str | None = None
+        self.runs: list[BenchRun] = []
+        self.best: ThreadRecommendation | None = None
+        self._steps: list[float] = []
+        self._series: dict[str, list[float]] = {"loss": [], "accuracy": [], "samples_per_s": []}
+        self._build()
+        model.report_changed.connect(self._on_report)
+        self._on_report(model.report)
+
+    # ------------------------------------------------------------------ layout
+
+    def _build(self) -> None:
+        root = QHBoxLayout(self)
+        split = QSplitter(Qt.Orientation.Horizontal)
+        root.addWidget(split)
+        split.addWidget(self._build_form())
+        right = QWidget()
+        rv = QVBoxLayout(right)
+        rv.setContentsMargins(0, 0, 0, 0)
+        self.status = QLabel("Ready. Jobs run in a separate process; the window stays responsive.")
+        self.status.setWordWrap(True)
+        self.status.setTextFormat(Qt.TextFormat.RichText)
+        self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        rv.addWidget(self.status)
+        self.tabs = QTabWidget()
+        self.tabs.addTab(self._build_live_plots(), "Live")
+        self.tabs.addTab(self._build_sweep_tab(), "Thread sweep")
+        self.tabs.addTab(self._build_bench_tab(), "GEMM && int8")
+        rv.addWidget(self.tabs, 3)
+        self.table = QTableWidget(0, len(TABLE_COLUMNS))
+        self.table.setHorizontalHeaderLabels(TABLE_COLUMNS)
+        self.table.verticalHeader().setVisible(False)
+        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.table.horizontalHeader().setStretchLastSection(True)
+        rv.addWidget(QLabel("<b>Runs</b> (compare settings; cancelled and crashed runs keep their partial figures)"))
+        rv.addWidget(self.table, 2)
+        use_row = QHBoxLayout()
+        self.best_label = QLabel("No measured setting yet.")
+        self.best_label.setWordWrap(True)
+        self.use_button = QPushButton("Use these settings")
+        self.use_button.setToolTip("Hand the fastest measured setting to the advisor's snippets")
+        self.use_button.setEnabled(False)
+        self.use_button.clicked.connect(self.use_best)
+        use_row.addWidget(self.best_label, 1)
+        use_row.addWidget(self.use_button)
+        rv.addLayout(use_row)
+        split.addWidget(right)
+        split.setStretchFactor(1, 1)
+
+    def _build_form(self) -> QWidget:
+        box = QGroupBox("Micro-training")
+        form = QFormLayout(box)
+        self.model_box = QComboBox()
+        for key, label in MODEL_LABELS.items():
+            self.model_box.addItem(label, key)
+            self.model_box.setItemData(self.model_box.count() - 1, MODELS[key], Qt.ItemDataRole.ToolTipRole)
+        form.addRow("Model", self.model_box)
+        self.data_box = QComboBox()
+        self.data_box.addItem("Synthetic (learnable, no download)", "synthetic")
+        self.data_box.addItem("MNIST from a folder", "mnist")
+        self.data_box.currentIndexChanged.connect(self._data_changed)
+        form.addRow("Data", self.data_box)
+        self.mnist_edit = QLineEdit()
+        self.mnist_edit.setPlaceholderText("folder with train-images-idx3-ubyte[.gz]")
+        self.mnist_browse = QPushButton("Browse…")
+        self.mnist_browse.clicked.connect(self._browse_mnist)
+        row = QHBoxLayout()
+        row.addWidget(self.mnist_edit, 1)
+        row.addWidget(self.mnist_browse)
+        self.mnist_row = QWidget()
+        self.mnist_row.setLayout(row)
+        row.setContentsMargins(0, 0, 0, 0)
+        form.addRow("MNIST folder", self.mnist_row)
+        self.threads_spin = self._spin(0, 1024, 0, "PyTorch default")
+        self.threads_spin.setToolTip("torch.set_num_threads: intra-op threads")
+        form.addRow("Threads", self.threads_spin)
+        self.interop_spin = self._spin(0, 1024, 0, "PyTorch default")
+        self.interop_spin.setToolTip("torch.set_num_interop_threads")
+        form.addRow("Inter-op threads", self.interop_spin)
+        self.batch_spin = self._spin(1, 8192, 64)
+        form.addRow("Batch size", self.batch_spin)
+        self.opt_box = QComboBox()
+        self.opt_box.addItem("Adam", "adam")
+        self.opt_box.addItem("SGD (momentum 0.9)", "sgd")
+        form.addRow("Optimizer", self.opt_box)
+        self.dtype_box = QComboBox()
+        self.dtype_box.addItem("fp32", "fp32")
+        self.dtype_box.addItem("bf16 autocast", "bf16")
+        self.dtype_box.setToolTip("bf16 is fast only with AVX512_BF16 or AMX; elsewhere it is often slower than fp32")
+        form.addRow("Precision", self.dtype_box)
+        self.channels_last = QCheckBox("channels_last memory format")
+        form.addRow("", self.channels_last)
+        self.compile_check = QCheckBox("torch.compile (needs a C compiler)")
+        form.addRow("", self.compile_check)
+        self.length_box = QComboBox()
+        self.length_box.addItem("seconds", "seconds")
+        self.length_box.addItem("steps", "steps")
+        self.length_spin = self._spin(1, 100_000, 20)
+        lrow = QHBoxLayout()
+        lrow.setContentsMargins(0, 0, 0, 0)
+        lrow.addWidget(self.length_spin)
+        lrow.addWidget(self.length_box)
+        lw = QWidget()
+        lw.setLayout(lrow)
+        form.addRow("Run for", lw)
+        self.pin_box = QComboBox()
+        self.pin_box.addItem("No pinning", None)
+        self.pin_box.setToolTip("Pin the training process to a CCX, NUMA node or core set (sched_setaffinity)")
+        form.addRow("Pin to", self.pin_box)
+        buttons = QHBoxLayout()
+        self.train_button = QPushButton("Train")
+        self.train_button.clicked.connect(self.start_training)
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setEnabled(False)
+        self.cancel_button.clicked.connect(self.cancel)
+        buttons.addWidget(self.train_button)
+        buttons.addWidget(self.cancel_button)
+        form.addRow(buttons)
+        self._data_changed()
+        return box
+
+    @staticmethod
+    def _spin(lo: int, hi: int, value: int, special: str = "") -> QSpinBox:
+        spin = QSpinBox()
+        spin.setRange(lo, hi)
+        spin.setValue(value)
+        if special:
+            spin.setSpecialValueText(special)
+        return spin
+
+    def _plot(self, title: str, y_label: str, x_label: str = "step") -> pg.PlotWidget:
+        """A plot in the palette's colours (readable in light and dark mode), like the Monitor page."""
+        pal = self.palette()
+        fg, muted = pal.color(QPalette.ColorRole.Text), pal.color(QPalette.ColorRole.PlaceholderText)
+        w = pg.PlotWidget()
+        w.setBackground(pal.color(QPalette.ColorRole.Base))
+        item = w.getPlotItem()
+        item.setTitle(title, color=fg.name(), size="10pt")
+        item.hideButtons()
+        for name in ("left", "bottom"):
+            axis = item.getAxis(name)
+            axis.setTextPen(muted)
+            axis.setPen(pg.mkPen(muted, width=1))
+        w.setLabel("bottom", x_label, color=muted.name())
+        w.setLabel("left", y_label, color=muted.name())
+        w.showGrid(x=True, y=True, alpha=0.15)
+        w.setDownsampling(mode="peak")
+        w.setClipToView(True)
+        w.setMenuEnabled(False)
+        return w
+
+    def _build_live_plots(self) -> QWidget:
+        w = QWidget()
+        lay = QHBoxLayout(w)
+        self.loss_plot = self._plot("Loss", "cross-entropy")
+        self.acc_plot = self._plot("Accuracy", "fraction")
+        self.acc_plot.setYRange(0, 1)
+        self.speed_plot = self._plot("Throughput", "samples/s")
+        self.curves = {
+            "loss": self.loss_plot.plot(pen=pg.mkPen(LINE_COLOURS[0], width=1.5)),
+            "accuracy": self.acc_plot.plot(pen=pg.mkPen(LINE_COLOURS[2], width=1.5)),
+            "samples_per_s": self.speed_plot.plot(pen=pg.mkPen(LINE_COLOURS[1], width=1.5)),
+        }
+        for p in (self.loss_plot, self.acc_plot, self.speed_plot):
+            lay.addWidget(p)
+        return w
+
+    def _build_sweep_tab(self) -> QWidget:
+        w = QWidget()
+        lay = QVBoxLayout(w)
+        row = QHBoxLayout()
+        self.sweep_button = QPushButton("Run thread sweep")
+        self.sweep_button.setToolTip("Trains the chosen model at 1..N threads and in pinning variants; "
+                                     "each run in a fresh process")
+        self.sweep_button.clicked.connect(self.start_sweep)
+        self.sweep_seconds = self._spin(1, 600, 8)
+        self.sweep_seconds.setSuffix(" s per variant")
+        row.addWidget(self.sweep_button)
+        row.addWidget(self.sweep_seconds)
+        row.addStretch(1)
+        lay.addLayout(row)
+        self.sweep_plot = self._plot("Samples/s against threads", "samples/s", "threads")
+        self.sweep_plot.addLegend(offset=(10, 10))
+        self.sweep_unpinned = self.sweep_plot.plot(pen=pg.mkPen(LINE_COLOURS[0], width=1.5), symbol="o",
+                                                   symbolBrush=LINE_COLOURS[0], name="threads, not pinned")
+        self.sweep_pinned = self.sweep_plot.plot(pen=None, symbol="s", symbolBrush=LINE_COLOURS[1],
+                                                 name="pinned variants")
+        self.sweep_default = self.sweep_plot.plot(pen=None, symbol="t", symbolBrush=LINE_COLOURS[4],
+                                                  name="PyTorch defaults")
+        lay.addWidget(self.sweep_plot)
+        self.sweep_points: list[dict[str, Any]] = []
+        return w
+
+    def _build_bench_tab(self) -> QWidget:
+        w = QWidget()
+        lay = QVBoxLayout(w)
+        row = QHBoxLayout()
+        self.gemm_button = QPushButton("Run GEMM")
+        self.gemm_button.setToolTip("torch and numpy matmul GFLOP/s against this CPU's theoretical peak")
+        self.gemm_button.clicked.connect(self.start_gemm)
+        self.gemm_size = self._spin(64, 16384, 4096)
+        self.gemm_size.setPrefix("n = ")
+        self.quant_button = QPushButton("Run int8 vs fp32")
+        self.quant_button.setToolTip("Dynamic int8 quantisation of an MLP: latency at batch 1 and 64")
+        self.quant_button.clicked.connect(self.start_quant)
+        for x in (self.gemm_button, self.gemm_size, self.quant_button):
+            row.addWidget(x)
+        row.addStretch(1)
+        lay.addLayout(row)
+        self.bench_text = QLabel("GEMM shows how close matmul gets to the theoretical peak "
+                                 "(cores × clock × FLOP/cycle); int8 shows what VNNI buys.")
+        self.bench_text.setWordWrap(True)
+        self.bench_text.setTextFormat(Qt.TextFormat.RichText)
+        self.bench_text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.bench_text.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        lay.addWidget(self.bench_text, 1)
+        return w
+
+    # ------------------------------------------------------------------ model
+
+    def _on_report(self, report) -> None:
+        """Pinning choices come from the topology of the machine being shown."""
+        self.pin_box.clear()
+        self.pin_box.addItem("No pinning", None)
+        if report is not None and report.topology is not None:
+            from cpudoctor.lab.sweep import derive_variants
+
+            try:
+                allowed = report.topology.affinity.allowed_cpus or report.topology.online_cpus or None
+                for v in derive_variants(report.topology, allowed):
+                    if v.group == "pinning" and v.cpus:
+                        self.pin_box.addItem(v.name, v.cpus)
+            except Exception as exc:  # noqa: BLE001 - a strange topology must not break the page
+                self._set_status(f"Pinning choices unavailable: {exc}", "info")
+        read_only = bool(self.model.read_only)
+        for b in (self.train_button, self.sweep_button, self.gemm_button, self.quant_button):
+            b.setEnabled(not read_only and not self.runner.is_running())
+        if read_only:
+            self._set_status("This is a saved report: the lab measures this machine, so its jobs are off while "
+                             "a saved report is shown.", "info")
+
+    def _data_changed(self) -> None:
+        self.mnist_row.setEnabled(self.data_box.currentData() == "mnist")
+
+    def _browse_mnist(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Folder with the MNIST IDX files", self.mnist_edit.text())
+        if folder:
+            self.mnist_edit.setText(folder)
+
+    # ------------------------------------------------------------------ settings
+
+    def train_settings(self) -> TrainSettings:
+        """The form as validated settings (SettingsError names the bad field)."""
+        by_steps = self.length_box.currentData() == "steps"
+        s = TrainSettings(
+            model=self.model_box.currentData(),
+            data=self.data_box.currentData(),
+            mnist_dir=self.mnist_edit.text().strip() or None,
+            batch_size=self.batch_spin.value(),
+            optimizer=self.opt_box.currentData(),
+            dtype=self.dtype_box.currentData(),
+            channels_last=self.channels_last.isChecked(),
+            compile=self.compile_check.isChecked(),
+            threads=self.threads_spin.value() or None,
+            interop_threads=self.interop_spin.value() or None,
+            steps=self.length_spin.value() if by_steps else None,
+            seconds=None if by_steps else float(self.length_spin.value()),
+            cpus=self.pin_box.currentData(),
+        )
+        return s.validate()
+
+    # ------------------------------------------------------------------ jobs
+
+    def start_training(self) -> None:
+        try:
+            settings = self.train_settings().to_dict()
+        except SettingsError as exc:
+            self._set_status(f"Check the settings: {exc}", "warning")
+            return
+        self._reset_live()
+        self._start("train", settings)
+
+    def start_sweep(self) -> None:
+        try:
+            s = self.train_settings()
+        except SettingsError as exc:
+            self._set_status(f"Check the settings: {exc}", "warning")
+            return
+        keep = ("model", "data", "mnist_dir", "batch_size", "optimizer", "dtype", "channels_last", "compile")
+        args: dict[str, Any] = {"seconds": float(self.sweep_seconds.value()), "train": {k: getattr(s, k) for k in keep}}
+        if self.model.report is not None and self.model.report.topology.online_cpus:
+            from cpudoctor.serde import to_data
+
+            args["topology"] = to_data(self.model.report.topology)
+        self.sweep_points = []
+        self._redraw_sweep()
+        self.tabs.setCurrentIndex(1)
+        self._start("sweep", args)
+
+    def start_gemm(self) -> None:
+        self.tabs.setCurrentIndex(2)
+        self._start("gemm", {"size": self.gemm_size.value()})
+
+    def start_quant(self) -> None:
+        self.tabs.setCurrentIndex(2)
+        self._start("quant", {})
+
+    def _start(self, job: str, args: dict[str, Any]) -> None:
+        if self.runner.is_running():
+            self._set_status("A job is already running; cancel it first.", "info")
+            return
+        self.current_job = job
+        self.current_settings = args
+        self.started_at = utc_now_iso()
+        self._set_running(True)
+        self._set_status(f"Running the {job} job … (Cancel stops it within a second)", "info")
+        self.runner.start_argv(self.job_argv(job, args), job=job)
+
+    def cancel(self) -> None:
+        if self.runner.is_running():
+            self._set_status("Stopping …", "info")
+            self.runner.cancel()
+
+    def _set_running(self, running: bool) -> None:
+        off = running or bool(self.model.read_only)
+        for b in (self.train_button, self.sweep_button, self.gemm_button, self.quant_button):
+            b.setEnabled(not off)
+        self.cancel_button.setEnabled(running)
+
+    # ------------------------------------------------------------------ live data
+
+    def _reset_live(self) -> None:
+        self._steps = []
+        for k in self._series:
+            self._series[k] = []
+            self.curves[k].setData([], [])
+
+    def _on_progress(self, data: dict) -> None:
+        job = self.current_job
+        if job == "train":
+            step = data.get("step")
+            if step is None:
+                return
+            self._steps.append(float(step))
+            for key in self._series:
+                v = data.get(key)
+                self._series[key].append(float("nan") if v is None else float(v))
+            for key, curve in self.curves.items():
+                curve.setData(self._steps, self._series[key], connect="finite")
+            sps = data.get("samples_per_s")
+            self._set_status(f"Training: step {step}, loss {_fmt(data.get('loss'), '.3f')}, accuracy "
+                             f"{_fmt(data.get('accuracy'), '.0%')}, {_fmt(sps)} samples/s", "info")
+        elif job == "sweep":
+            self.sweep_points.append(data)
+            self._redraw_sweep()
+            self._set_status(f"Sweep {data.get('step')}/{data.get('total')}: {html.escape(str(data.get('variant')))} "
+                             f"{_fmt(data.get('samples_per_s'))} samples/s", "info")
+        elif job == "gemm":
+            self._set_status(f"GEMM {data.get('step')}/{data.get('total')}: {data.get('backend')} at "
+                             f"{data.get('threads')} threads, {_fmt(data.get('gflops'), ',.1f')} GFLOP/s", "info")
+            self._show_gemm(self._progress_points())
+        elif job == "quant":
+            self._set_status(f"int8 vs fp32: batch {data.get('batch')} done", "info")
+
+    def _progress_points(self) -> list[dict[str, Any]]:
+        return list(self.runner._outcome.progress)
+
+    def _redraw_sweep(self) -> None:
+        unpinned = sorted(((p.get("threads_used") or p.get("threads"), p.get("samples_per_s"))
+                           for p in self.sweep_points if p.get("group") == "threads" and p.get("samples_per_s")),
+                          key=lambda t: t[0])
+        pinned = [(p.get("threads_used") or p.get("threads"), p.get("samples_per_s"))
+                  for p in self.sweep_points if p.get("group") == "pinning" and p.get("samples_per_s")]
+        default = [(p.get("threads_used") or 0, p.get("samples_per_s"))
+                   for p in self.sweep_points if p.get("group") == "default" and p.get("samples_per_s")]
+        for curve, pts in ((self.sweep_unpinned, unpinned), (self.sweep_pinned, pinned), (self.sweep_default, default)):
+            curve.setData([float(x) for x, _ in pts], [float(y) for _, y in pts])
+
+    def _on_log(self, text: str) -> None:
+        if text.strip():
+            self.status.setToolTip(text[-500:])
+
+    # ------------------------------------------------------------------ finished
+
+    def _on_finished(self, outcome: JobOutcome) -> None:
+        job = self.current_job or self.runner.job
+        self._set_running(False)
+        run = self._bench_run(job, outcome)
+        self.runs.append(run)
+        self.model.add_benchmark(run)
+        self._add_row(job, run, outcome)
+        if job == "gemm" and (outcome.result or outcome.progress):
+            self._show_gemm((outcome.result or {}).get("points") or outcome.progress, outcome.result)
+        if job == "quant" and outcome.result:
+            self._show_quant(outcome.result)
+        self._update_best(job, outcome)
+        if outcome.status == "ok":
+            self._set_status(f"The {job} job finished.", "ok")
+        elif outcome.status == "cancelled":
+            self._set_status(f"The {job} job was cancelled; what it measured so far is kept below.", "info")
+        else:
+            detail = html.escape(outcome.message)
+            kept = " Partial results are kept below." if outcome.progress else ""
+            self._set_status(f"The {job} job stopped: {detail}.{kept} The app is fine; change the settings "
+                             "and try again.", "warning")
+        self.current_job = None
+
+    def _bench_run(self, job: str, outcome: JobOutcome) -> BenchRun:
+        r = outcome.result or {}
+        last = outcome.progress[-1] if outcome.progress else {}
+        metrics: dict[str, Any]
+        if job == "train":
+            metrics = {k: r.get(k, last.get(k.replace("final_", "").replace("train_", "")))
+                       for k in ("samples_per_s", "final_loss", "train_accuracy")}
+            metrics.update({k: r.get(k) for k in ("initial_loss", "eval_accuracy", "steps", "threads",
+                                                  "interop_threads", "elapsed") if k in r})
+            if not r:
+                metrics.update(steps=last.get("step"), elapsed=last.get("elapsed"))
+        elif job == "sweep":
+            metrics = {"points": r.get("points", outcome.progress), "recommendation": r.get("recommendation")}
+        else:
+            metrics = {"points": r.get("points", outcome.progress)}
+            for k in ("vnni", "vnni_note", "peak_notes", "machine"):
+                if k in r:
+                    metrics[k] = r[k]
+        note = "" if outcome.status == "ok" else outcome.message
+        return BenchRun(kind=job, settings=dict(self.current_settings), metrics=metrics, status=outcome.status,
+                        started_at=self.started_at, note=note)
+
+    def _describe(self, job: str, settings: dict[str, Any], result: dict[str, Any] | None) -> str:
+        if job == "train":
+            parts = [MODEL_LABELS.get(settings.get("model"), settings.get("model")), settings.get("dtype"),
+                     f"batch {settings.get('batch_size')}"]
+            threads = (result or {}).get("threads") or settings.get("threads")
+            parts.append(f"{threads} threads" if threads else "default threads")
+            if settings.get("cpus"):
+                from cpudoctor.probes._fs import format_cpulist
+
+                parts.append(f"CPUs {format_cpulist(settings['cpus'])}")
+            if settings.get("channels_last"):
+                parts.append("channels_last")
+            if settings.get("compile"):
+                parts.append("compiled")
+            return ", ".join(str(p) for p in parts)
+        if job == "sweep":
+            model = settings.get("train", {}).get("model", "simplecnn")
+            return f"{MODEL_LABELS.get(model, model)}, {settings.get('seconds'):g} s per variant"
+        if job == "gemm":
+            return f"n = {settings.get('size', 4096)}"
+        return "MLP, batch 1 and 64"
+
+    def _add_row(self, job: str, run: BenchRun, outcome: JobOutcome) -> None:
+        m = run.metrics
+        sps = m.get("samples_per_s")
+        loss = m.get("final_loss")
+        acc = m.get("eval_accuracy", m.get("train_accuracy"))
+        if job == "sweep" and m.get("recommendation"):
+            rec = m["recommendation"]
+            sps = rec.get("samples_per_s")
+            loss = f"best: {rec.get('variant')}"
+        if job == "gemm":
+            pts = [p for p in m.get("points") or [] if p.get("gflops")]
+            best = max(pts, key=lambda p: p["gflops"], default=None)
+            sps = None
+            loss = f"{best['gflops']:,.1f} GFLOP/s ({best['backend']})" if best else None
+        if job == "quant":
+            pts = m.get("points") or []
+            loss = "; ".join(f"b{p['batch']}: x{p['speedup']:.2f}" for p in pts if p.get("speedup")) or None
+        values = [
+            job, self._describe(job, run.settings, outcome.result),
+            _fmt(sps) if isinstance(sps, (int, float)) else "—",
+            (f"loss {loss:.3f}" if isinstance(loss, float) else (loss or "—")),
+            _fmt(acc, ".1%") if isinstance(acc, (int, float)) else "—",
+            run.status, run.note,
+        ]
+        r = self.table.rowCount()
+        self.table.insertRow(r)
+        for c, v in enumerate(values):
+            item = QTableWidgetItem(str(v))
+            if c == TABLE_COLUMNS.index("Note") and v:
+                item.setToolTip(str(v))
+            self.table.setItem(r, c, item)
+
+    def _update_best(self, job: str, outcome: JobOutcome) -> None:
+        """The fastest measured training setting (a sweep's recommendation wins when it exists)."""
+        from cpudoctor.serde import from_data
+
+        rec = None
+        if job == "sweep" and outcome.result and outcome.result.get("recommendation"):
+            rec = from_data(ThreadRecommendation, outcome.result["recommendation"])
+        elif job == "train" and outcome.status == "ok" and outcome.result and outcome.result.get("samples_per_s"):
+            r = outcome.result
+            s = self.current_settings
+            if self.best is None or (self.best.model == s.get("model") and r["samples_per_s"] > (self.best.samples_per_s or 0)) \
+                    or self.best.model != s.get("model"):
+                label = "measured run" + (f", CPUs {s['cpus']}" if s.get("cpus") else "")
+                rec = ThreadRecommendation(threads=int(r.get("threads") or 1), interop_threads=s.get("interop_threads"),
+                                           cpus=s.get("cpus"), variant=label, samples_per_s=r["samples_per_s"],
+                                           default_samples_per_s=None, model=s.get("model"))
+        if rec is None:
+            return
+        self.best = rec
+        extra = ""
+        if rec.default_samples_per_s:
+            extra = f" — {rec.samples_per_s / rec.default_samples_per_s:.2f}× the PyTorch defaults"
+        pin = f", pinned to CPUs {rec.cpus}" if rec.cpus else ""
+        self.best_label.setText(f"Best: {html.escape(rec.variant)} — {rec.threads} threads{pin}, "
+                                f"{_fmt(rec.samples_per_s)} samples/s{extra}")
+        self.use_button.setEnabled(True)
+
+    def use_best(self) -> None:
+        if self.best is None:
+            return
+        self.model.set_recommendation(self.best)
+        self.model.status_message.emit(f"Advisor snippets now use {self.best.threads} threads "
+                                       f"({self.best.variant}).")
+        self._set_status(f"The advisor now uses {self.best.threads} threads ({html.escape(self.best.variant)}).", "ok")
+
+    # ------------------------------------------------------------------ benchmark text
+
+    def _show_gemm(self, points: list[dict[str, Any]], result: dict[str, Any] | None = None) -> None:
+        rows = []
+        for p in points:
+            if not p.get("backend"):
+                continue
+            util = f"{p['utilisation']:.0%}" if p.get("utilisation") is not None else "—"
+            peak = _fmt(p.get("peak_gflops"), ",.0f")
+            rows.append(f"<tr><td>{p['backend']}</td><td align='right'>{p['threads']}</td>"
+                        f"<td align='right'>{p['gflops']:,.1f}</td><td align='right'>{peak}</td>"
+                        f"<td align='right'>{util}</td></tr>")
+        notes = ""
+        if result:
+            m = result.get("machine") or {}
+            notes = (f"<p>Micro-architecture: {html.escape(str(m.get('microarchitecture') or 'unknown'))}, "
+                     f"{m.get('physical_cores')} physical cores. "
+                     + " ".join(html.escape(n) for n in result.get("peak_notes", [])) + "</p>")
+        self.bench_text.setText("<b>GEMM</b><table cellspacing='6'><tr><th align='left'>backend</th><th>threads</th>"
+                                "<th>GFLOP/s</th><th>peak</th><th>of peak</th></tr>" + "".join(rows) + "</table>" + notes)
+
+    def _show_quant(self, r: dict[str, Any]) -> None:
+        rows = "".join(f"<tr><td align='right'>{p['batch']}</td><td align='right'>{p['fp32_ms']:.3f}</td>"
+                       f"<td align='right'>{p['int8_ms']:.3f}</td><td align='right'>{_fmt(p.get('speedup'), '.2f')}×</td></tr>"
+                       for p in r.get("points", []))
+        self.bench_text.setText("<b>Dynamic int8 vs fp32 (MLP)</b><table cellspacing='6'><tr><th>batch</th>"
+                                "<th>fp32 ms</th><th>int8 ms</th><th>speed-up</th></tr>" + rows + "</table>"
+                                f"<p>{html.escape(str(r.get('vnni_note', '')))}. Top-1 agreement with fp32: "
+                                f"{_fmt(r.get('top1_agreement'), '.1%')}.</p>")
+
+    # ------------------------------------------------------------------ status
+
+    def _set_status(self, text: str, severity: str = "info") -> None:
+        colour = {"ok": "#3fa36b", "warning": "#c98a1a", "info": "palette(text)"}.get(severity, "palette(text)")
+        self.status.setText(f"<span style='color:{colour}'>{text}</span>" if severity != "info" else text)
+
+    def closeEvent(self, event) -> None:  # noqa: N802 - Qt API
+        self.shutdown()
+        super().closeEvent(event)
+
+    def shutdown(self) -> None:
+        """Stop a running job (the window calls this on quit; tests on teardown)."""
+        if self.runner.is_running():
+            self.runner.cancel()
+            self.runner.wait_finished(2000)
+            if self.runner.is_running():
+                self.runner._kill()
+                self.runner.wait_finished(1000)
