@@ -103,6 +103,31 @@ def _explain_missing_libs(missing: list[tuple[str, str]]) -> None:
     print(file=sys.stderr)
 
 
+def guard_pyside_refcount_bug() -> bool:
+    """Survive PySide6 6.12.0 on Python < 3.12; True when the guard was needed.
+
+    That abi3 build returns None/True/False without taking a reference (fine on
+    3.12+, where they are immortal); on 3.11 every void Qt call drops one and the
+    process aborts within seconds ("none_dealloc"). pyproject pins <6.12 on 3.11;
+    if such a build is installed anyway, give the three singletons a reference
+    count they can never lose, which is what Python 3.12 does itself.
+    """
+    if sys.version_info >= (3, 12):
+        return False
+    try:
+        import shiboken6
+    except ImportError:
+        return False
+    version = getattr(shiboken6, "__version__", "")
+    if not version.startswith("6.12."):
+        return False
+    for obj in (None, True, False):
+        ctypes.c_ssize_t.from_address(id(obj)).value += 1 << 40
+    log.warning("PySide6 %s has a reference-counting bug on Python %d.%d; worked around. "
+                "Install PySide6-Essentials<6.12 for a clean setup.", version, *sys.version_info[:2])
+    return True
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="cpudoctor-gui", description="CPU Doctor's window.")
     p.add_argument("report", nargs="?", help="open this saved report (JSON) read-only")
@@ -173,6 +198,7 @@ def main(argv: list[str] | None = None) -> int:
             _explain_missing_libs(missing)
             return terminal_report()
 
+    guard_pyside_refcount_bug()
     from PySide6.QtCore import QSettings, QTimer
     from PySide6.QtWidgets import QApplication
 

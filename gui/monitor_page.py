@@ -15,7 +15,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QPalette
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from cpudoctor.gui.common import human_bytes, human_mhz
 from cpudoctor.gui.icons import icon
@@ -182,6 +182,35 @@ class MonitorPage(QWidget):
         bar.addWidget(self.summary)
         v.addLayout(bar)
 
+        tiles = QHBoxLayout()
+        tiles.setSpacing(10)
+        self.tiles: dict[str, QLabel] = {}
+        for key, caption in (("load", "Total load"), ("clock", "Clock"), ("temp", "Temperature"),
+                             ("memory", "Memory")):
+            frame = QFrame()
+            frame.setObjectName("tile")
+            frame.setStyleSheet("QFrame#tile { border: 1px solid palette(midlight); border-radius: 8px;"
+                                " background: palette(base); } QFrame#tile QLabel { background: transparent; }")
+            fl = QVBoxLayout(frame)
+            fl.setContentsMargins(12, 6, 12, 8)
+            fl.setSpacing(0)
+            cap = QLabel(caption)
+            cap.setStyleSheet("color: palette(placeholder-text);")
+            value = QLabel("—")
+            font = value.font()
+            font.setPointSizeF(font.pointSizeF() * 1.35)
+            font.setBold(True)
+            value.setFont(font)
+            detail = QLabel("")
+            detail.setStyleSheet("color: palette(placeholder-text);")
+            fl.addWidget(cap)
+            fl.addWidget(value)
+            fl.addWidget(detail)
+            self.tiles[key] = value
+            self.tiles[key + "_detail"] = detail
+            tiles.addWidget(frame, 1)
+        v.addLayout(tiles)
+
         pal = self.palette()
         self._fg = pal.color(QPalette.ColorRole.Text)
         self._muted = pal.color(QPalette.ColorRole.PlaceholderText)
@@ -192,6 +221,9 @@ class MonitorPage(QWidget):
         v.addWidget(self.graphics, 1)
 
         self.heat_plot = self._plot("Per-core load", row=0, col=0, colspan=2)
+        # the four small plots sit in their own grid so their columns share the width evenly
+        self.small = self.graphics.ci.addLayout(row=1, col=0)
+        self.small.setSpacing(10)
         self.heat = pg.ImageItem(axisOrder="row-major")
         self.heat.setLookupTable(self._heat_lut())
         self.heat.setLevels([0, 100])
@@ -200,28 +232,27 @@ class MonitorPage(QWidget):
         self.heat_plot.getAxis("left").setWidth(58)
         self._separators: list[pg.InfiniteLine] = []
 
-        self.total_plot = self._plot("Total load", row=1, col=0)
+        self.total_plot = self._plot("Total load", row=1, col=0, parent=self.small)
         self.total_plot.setYRange(0, 100, padding=0.02)
         self.total_plot.setLabel("left", "%", color=self._muted.name())
         self.total_curve = self.total_plot.plot(pen=pg.mkPen(LINE_COLOURS[0], width=1.5),
                                                 fillLevel=0, brush=QColor(74, 144, 194, 50))
-        self.clock_plot = self._plot("Clock", row=1, col=1)
+        self.clock_plot = self._plot("Clock", row=1, col=1, parent=self.small)
         self.clock_plot.setLabel("left", "GHz", color=self._muted.name())
         self.clock_avg = self.clock_plot.plot(pen=pg.mkPen(LINE_COLOURS[0], width=1.5), name="average")
         self.clock_max = self.clock_plot.plot(pen=pg.mkPen(LINE_COLOURS[1], width=1), name="fastest core")
-        self.temp_plot = self._plot("Temperature", row=2, col=0)
+        self.temp_plot = self._plot("Temperature", row=2, col=0, parent=self.small)
         self.temp_plot.setLabel("left", "°C", color=self._muted.name())
         self.temp_curves: dict[str, pg.PlotDataItem] = {}
-        self.mem_plot = self._plot("Memory", row=2, col=1)
+        self.mem_plot = self._plot("Memory", row=2, col=1, parent=self.small)
         self.mem_plot.setLabel("left", "GiB", color=self._muted.name())
         self.mem_curve = self.mem_plot.plot(pen=pg.mkPen(LINE_COLOURS[2], width=1.5),
                                             fillLevel=0, brush=QColor(63, 163, 107, 45), name="used")
         self.swap_curve = self.mem_plot.plot(pen=pg.mkPen(LINE_COLOURS[3], width=1), name="swap used")
-        self.graphics.ci.layout.setColumnStretchFactor(0, 1)
-        self.graphics.ci.layout.setColumnStretchFactor(1, 1)
-        self.graphics.ci.layout.setRowStretchFactor(0, 4)
+        self.small.layout.setColumnStretchFactor(0, 1)
+        self.small.layout.setColumnStretchFactor(1, 1)
+        self.graphics.ci.layout.setRowStretchFactor(0, 2)
         self.graphics.ci.layout.setRowStretchFactor(1, 3)
-        self.graphics.ci.layout.setRowStretchFactor(2, 3)
 
         self.unavailable: dict[str, pg.TextItem] = {}
         for key, plot in (("clock", self.clock_plot), ("temp", self.temp_plot)):
@@ -231,8 +262,11 @@ class MonitorPage(QWidget):
             self.unavailable[key] = item
         self.set_window(self.window_s)
 
-    def _plot(self, title: str, row: int, col: int, colspan: int = 1) -> pg.PlotItem:
-        p = self.graphics.addPlot(row=row, col=col, colspan=colspan)
+    def _plot(self, title: str, row: int, col: int, colspan: int = 1, parent=None) -> pg.PlotItem:
+        layout = parent if parent is not None else self.graphics.ci
+        p = layout.addPlot(row=row - (1 if parent is not None else 0), col=col, colspan=colspan)
+        if parent is not None:
+            p.setPreferredWidth(100)      # equal start, so the stretch factors split the width evenly
         p.setTitle(title, color=self._fg.name(), size="10pt")
         p.setMouseEnabled(x=False, y=False)
         p.setMenuEnabled(False)
@@ -354,11 +388,12 @@ class MonitorPage(QWidget):
 
         self.total_curve.setData(x, h.total.last(n))
         last = h.last
-        self.total_plot.setTitle(f"Total load — {last.total_percent:.0f} %", color=self._fg.name(), size="10pt")
+        self._tile("load", f"{last.total_percent:.0f} %",
+                   f"busiest CPU {max(last.cpu_percent):.0f} %" if last.cpu_percent else "")
 
         favg = h.freq_avg.last(n)
         clocks_ok = last.freq_mhz is not None
-        self._set_unavailable("clock", self.clock_plot, not clocks_ok and np.isnan(favg).all(),
+        self._set_unavailable("clock", self.clock_plot, bool(not clocks_ok and np.isnan(favg).all()),
                               "Clock speed unavailable here\n(no cpufreq: VM or container)")
         fmax = h.freq_max.last(n)
         self.clock_avg.setData(x, favg)
@@ -367,10 +402,10 @@ class MonitorPage(QWidget):
             # from zero, so a steady clock reads as steady instead of as noise around 2.596
             self._clock_top = max(self._clock_top, float(np.nanmax(fmax)) * 1.15)
             self.clock_plot.setYRange(0, self._clock_top, padding=0)
-            self.clock_plot.setTitle(f"Clock — {human_mhz(sum(last.freq_mhz) / len(last.freq_mhz))} avg, "
-                                     f"fastest {human_mhz(max(last.freq_mhz))}", color=self._fg.name(), size="10pt")
+            self._tile("clock", human_mhz(sum(last.freq_mhz) / len(last.freq_mhz)),
+                       f"average · fastest core {human_mhz(max(last.freq_mhz))}")
         else:
-            self.clock_plot.setTitle("Clock — unavailable", color=self._fg.name(), size="10pt")
+            self._tile("clock", "unavailable", "no clock sensor here (VM or container)")
 
         self._draw_temps(x, n)
 
@@ -381,9 +416,8 @@ class MonitorPage(QWidget):
             swap = ""
             if last.swap_total_bytes:
                 swap = f", swap {human_bytes(last.swap_used_bytes)} of {human_bytes(last.swap_total_bytes)}"
-            self.mem_plot.setTitle(f"Memory — {human_bytes(last.mem_used_bytes)} of "
-                                   f"{human_bytes(last.mem_total_bytes)}{swap}",
-                                   color=self._fg.name(), size="10pt")
+            self._tile("memory", f"{human_bytes(last.mem_used_bytes)}",
+                       f"in use of {human_bytes(last.mem_total_bytes)}{swap}")
         self._update_summary()
 
     def _draw_temps(self, x: np.ndarray, n: int) -> None:
@@ -401,13 +435,22 @@ class MonitorPage(QWidget):
                               "No CPU temperature sensor\n(VM, container, or driver not loaded)")
         if temps:
             hottest = max(temps.items(), key=lambda kv: kv[1])
-            self.temp_plot.setTitle(f"Temperature — {hottest[1]:.0f} °C ({hottest[0]})",
-                                    color=self._fg.name(), size="10pt")
+            self._tile("temp", f"{hottest[1]:.0f} °C", hottest[0])
         else:
-            self.temp_plot.setTitle("Temperature — unavailable", color=self._fg.name(), size="10pt")
+            self._tile("temp", "unavailable", "no CPU sensor (VM, container, or driver)")
+
+    def _tile(self, key: str, value: str, detail: str = "") -> None:
+        """Set a live value tile; Qt relayouts only when the text really changes."""
+        for label, text in ((self.tiles[key], value), (self.tiles[key + "_detail"], detail)):
+            if label.text() != text:
+                label.setText(text)
 
     def _set_unavailable(self, key: str, plot: pg.PlotItem, missing: bool, text: str) -> None:
         item = self.unavailable[key]
+        if missing == item.isVisible() and (not missing or item.toPlainText() == text):
+            if missing:
+                item.setPos(-self.window_s / 2, 0.5)
+            return
         if missing:
             plot.setYRange(0, 1, padding=0)
             plot.getAxis("left").setStyle(showValues=False)

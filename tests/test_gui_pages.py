@@ -1,0 +1,275 @@
+"""Overview, Flags and Monitor pages, built offscreen and fed through the AppModel."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gui_support import no_qt_leaks  # noqa: F401 - fixture
+
+from conftest import MANIFEST, machine_root
+from cpudoctor.gui import flags_page as fp
+from cpudoctor.gui.flags_page import CAT, FLAG, MEANING, PRESENT_ROLE, SHOW_MISSING, SHOW_PRESENT, FlagsPage
+from cpudoctor.gui.model import AppModel
+from cpudoctor.gui.monitor_page import CAPACITY, MonitorHistory, MonitorPage, cpu_groups
+from cpudoctor.gui.overview_page import OverviewPage, ccx_layout
+from cpudoctor.probes.cpu import CpuInfo, IsaVerdict
+from cpudoctor.probes.live import Sample
+from cpudoctor.probes.topology import probe_topology
+from cpudoctor.report import Finding, Report
+
+ZEN_TREE = "hwloc-64amd64-4s2n4ca2co"          # 4 sockets, 8 L3 domains of 8 CPUs
+
+
+def zen4_report() -> Report:
+    isa = IsaVerdict(avx512_usable=True, avx512_torch_kernels=True, avx2=True, fma=True, avx512_vnni=True,
+                     avx512_bf16=True, x86_64_level=4, avx512_subsets=["F", "CD", "BW", "DQ", "VL", "BF16"],
+                     avx512_reason="avx512f and avx512cd are reported, so the OS saves the ZMM registers.",
+                     datapath_note="Zen4 executes 512-bit ops on 256-bit units.")
+    cpu = CpuInfo(vendor="AMD", vendor_id="AuthenticAMD", brand="AMD Ryzen 9 7950X 16-Core Processor",
+                  family=25, model=97, stepping=2, microarchitecture="zen4", codename="Raphael",
+                  product_line="Ryzen desktop", arch="x86_64", max_mhz=5881.0, hypervisor=False,
+                  flags=["fpu", "sse2", "avx", "avx2", "fma", "avx512f", "avx512cd", "avx512bw", "avx512dq",
+                         "avx512vl", "avx512_bf16", "avx512_vnni", "zz_future_flag"], isa=isa)
+    return Report(cpu=cpu, topology=probe_topology(machine_root(ZEN_TREE)))
+
+
+@pytest.fixture
+def model() -> AppModel:
+    return AppModel()
+
+
+def _page(qtbot, cls, model):
+    page = cls(model)
+    qtbot.addWidget(page)
+    page.resize(1100, 800)
+    page.show()
+    qtbot.waitExposed(page)
+    return page
+
+
+# -- Overview ---------------------------------------------------------------
+
+def test_overview_shows_the_chip(qtbot, model, corpus):
+    page = _page(qtbot, OverviewPage, model)
+    assert "Reading" in page.name.text()
+    model.set_report(zen4_report())
+    assert page.name.text() == "AMD Ryzen 9 7950X 16-Core Processor"
+    assert "Raphael" in page.subtitle.text() and "zen4" in page.subtitle.text()
+    assert {k: b.state for k, b in page.badges.items()} == {
+        "AVX2": "yes", "FMA": "yes", "AVX-512": "yes", "VNNI": "yes", "BF16": "yes", "AMX": "no", "x86-64": "yes"}
+    assert page.badges["x86-64"].text() == "x86-64-v4"
+    assert "256-bit units" in page.verdict.text()
+    truth = MANIFEST["machines"][ZEN_TREE]["ground_truth"]
+    cores = page.cards["Cores and caches"]
+    assert cores.value("CCX (L3) layout").startswith(f"{truth['l3_caches']} × L3 6 MiB")
+    assert cores.value("NUMA").startswith(f"{truth['numa_nodes']} nodes")
+    assert cores.value("Sockets") == str(truth["packages"])
+    assert cores.value("L3 total") == "48 MiB"
+    assert page.cards["Clocks"].value("Max (boost)") == "5.88 GHz"
+
+
+def test_overview_partial_avx512_is_amber(qtbot, model):
+    page = _page(qtbot, OverviewPage, model)
+    r = Report(cpu=CpuInfo(flags=["avx512f", "avx512cd"], isa=IsaVerdict(
+        avx512_usable=True, avx512_torch_kernels=False, avx2=True, avx512_reason="Knights Landing: F+CD+ER+PF only")))
+    model.set_report(r)
+    assert page.badges["AVX-512"].state == "caveat"
+    assert "partial" in page.badges["AVX-512"].text()
+
+
+def test_overview_top_findings_in_severity_order(qtbot, model):
+    page = _page(qtbot, OverviewPage, model)
+    model.set_report(zen4_report())
+    sev = ["info", "ok", "warning", "error", "info", "warning", "ok"]
+    model.set_findings([Finding(code=f"T{i:03d}", symbol=f"t{i}", category="test", severity=s, title=f"Title {i}")
+                        for i, s in enumerate(sev)])
+    text = page.findings_label.text()
+    assert text.index("Title 3") < text.index("Title 2") < text.index("Title 5") < text.index("Title 0")
+    assert "Title 1" not in text and "All 7 findings" in text       # top five, and a link to the rest
+
+
+def test_overview_live_clock_and_memory(qtbot, model):
+    page = _page(qtbot, OverviewPage, model)
+    model.set_report(zen4_report())
+    model.sample.emit(Sample(t=1.0, cpu_ids=[0, 1], cpu_percent=[10, 20], freq_mhz=[3000.0, 5000.0],
+                             mem_total_bytes=64 * 2**30, mem_used_bytes=16 * 2**30))
+    assert page.cards["Clocks"].value("Now").startswith("4.00 GHz average")
+    assert page.cards["Memory"].value("In use now") == "16 GiB of 64 GiB"
+    model.sample.emit(Sample(t=2.0, cpu_ids=[0, 1], cpu_percent=[10, 20], freq_mhz=None))
+    assert "unavailable" in page.cards["Clocks"].value("Now")
+
+
+# -- Flags ------------------------------------------------------------------
+
+def _visible(page: FlagsPage, column: int) -> list[str]:
+    return [page.proxy.index(r, column).data() for r in range(page.proxy.rowCount())]
+
+
+def test_flags_table_filters(qtbot, model):
+    page = _page(qtbot, FlagsPage, model)
+    model.set_report(zen4_report())
+    total = page.source.rowCount()
+    assert total >= 13
+    page.search.setText("avx512")
+    rows = list(zip(_visible(page, FLAG), _visible(page, MEANING)))
+    assert rows and all("avx512" in f"{f} {m}".lower() for f, m in rows)
+    assert "avx512f" in [f for f, _ in rows]
+    page.show_box.setCurrentText(SHOW_PRESENT)
+    present = [page.proxy.index(r, FLAG).data(PRESENT_ROLE) for r in range(page.proxy.rowCount())]
+    assert present and all(p is True for p in [page.proxy.index(r, 2).data(PRESENT_ROLE)
+                                                 for r in range(page.proxy.rowCount())])
+    page.show_box.setCurrentText(SHOW_MISSING)
+    assert "avx512f" not in _visible(page, FLAG)
+    page.search.clear()
+    page.show_box.setCurrentIndex(0)
+    assert page.proxy.rowCount() == total
+    assert page.count.text() == f"{total} of {total} flags"
+    # category filter
+    idx = page.category.findData("other")
+    page.category.setCurrentIndex(idx)
+    assert set(_visible(page, CAT)) == {"other"} and "zz_future_flag" in _visible(page, FLAG)
+
+
+def test_flags_meanings_from_resources_and_unknown_flag(qtbot, model):
+    page = _page(qtbot, FlagsPage, model)
+    model.set_report(zen4_report())
+    page.search.setText("zz_future_flag")
+    assert _visible(page, FLAG) == ["zz_future_flag"] and _visible(page, MEANING) == [""]
+    if page.meanings:                              # resources/flags.json is installed
+        page.search.setText("avx2")
+        meanings = dict(zip(_visible(page, FLAG), _visible(page, MEANING)))
+        assert meanings["avx2"] == page.meanings["avx2"][1] != ""
+        # ARM-only flags are not listed for an x86 CPU
+        page.search.setText("asimd")
+        assert "asimd" not in _visible(page, FLAG)
+
+
+def test_flags_without_flags_json(qtbot, model, monkeypatch):
+    from cpudoctor import resources
+
+    def missing(name):
+        raise FileNotFoundError(name)
+
+    monkeypatch.setattr(resources, "load_json", missing)
+    page = _page(qtbot, FlagsPage, model)
+    model.set_report(zen4_report())
+    assert page.source.rowCount() == 13            # exactly the CPU's flags, meanings empty
+    assert set(_visible(page, MEANING)) == {""}
+
+
+def test_flags_avx512_verdict_in_words(qtbot, model):
+    page = _page(qtbot, FlagsPage, model)
+    model.set_report(zen4_report())
+    assert "usable" in page.verdict_title.text() and "PyTorch" in page.verdict_title.text()
+    text = page.verdict_text.text()
+    assert "ZMM" in text and "F, BW, DQ and VL" in text and "256-bit units" in text
+    model.set_report(Report(cpu=CpuInfo(flags=["avx2"], isa=IsaVerdict(avx2=True, avx512_reason="no avx512f"))))
+    assert page.verdict_title.text() == "AVX-512: not usable"
+
+
+def test_flag_catalogue_formats():
+    assert fp._entry("x", "plain meaning") == ("x", "", "plain meaning")
+    assert fp._entry("x", {"category": "simd", "meaning": "m"}) == ("x", "simd", "m")
+    assert fp._entry("", {"flag": "avx2", "group": "simd", "dl": "d"}) == ("avx2", "simd", "d")
+
+
+# -- Monitor ----------------------------------------------------------------
+
+def _samples(n: int, cpus: list[int], hz: float = 2.0, temps: bool = True, freq: bool = True):
+    for i in range(n):
+        load = [float((i + c) % 101) for c in range(len(cpus))]
+        yield Sample(t=100.0 + i / hz, cpu_ids=cpus, cpu_percent=load,
+                     freq_mhz=[3000.0 + c for c in cpus] if freq else None,
+                     temps_c={"k10temp Tctl": 50.0 + i % 10, "k10temp Tccd1": 45.0} if temps else {},
+                     mem_total_bytes=32 * 2**30, mem_used_bytes=8 * 2**30,
+                     swap_total_bytes=0, swap_used_bytes=0)
+
+
+def test_cpu_groups_follow_l3_domains(corpus):
+    report = zen4_report()
+    truth = MANIFEST["machines"][ZEN_TREE]["ground_truth"]
+    groups = cpu_groups(report, list(range(64)))
+    assert [g.label for g in groups] == [f"CCX {i}" for i in range(truth["l3_caches"])]
+    assert [f"{g.cpus[0]}-{g.cpus[-1]}" for g in groups] == truth["l3_pu_sets"]
+    assert cpu_groups(None, [0, 1, 2])[0].cpus == [0, 1, 2]
+
+
+def test_monitor_plots_follow_injected_samples(qtbot, model):
+    model.set_report(zen4_report())
+    page = _page(qtbot, MonitorPage, model)
+    cpus = list(range(64))
+    for s in _samples(300, cpus):                  # 150 s at 2 Hz; the window shows 120 s
+        model.sample.emit(s)
+    img = page.heat.image
+    assert img.shape == (64, 241)                  # CPUs x samples in the last 120 s
+    assert img[5, -1] == (299 + 5) % 101           # row = CPU in CCX order, last column = newest
+    x, y = page.total_curve.getData()
+    assert len(x) == 241 and x[-1] == 0 and x[0] == -120
+    assert y[-1] == pytest.approx(np.mean([(299 + c) % 101 for c in cpus]))
+    assert not page.is_unavailable("temp") and not page.is_unavailable("clock")
+    assert set(page.temp_curves) == {"k10temp Tctl", "k10temp Tccd1"}
+    ticks = page.heat_plot.getAxis("left")._tickLevels[0]
+    assert [label for _, label in ticks] == [f"CCX {i}" for i in range(8)]
+    assert page.tiles["load"].text() == f"{np.mean([(299 + c) % 101 for c in cpus]):.0f} %"
+    assert page.tiles["temp"].text() == "59 °C" and page.tiles["clock"].text() == "3.03 GHz"
+    assert page.tiles["memory"].text() == "8 GiB" and "of 32 GiB" in page.tiles["memory_detail"].text()
+
+
+def test_monitor_missing_sensors_are_unavailable_not_zero(qtbot, model):
+    page = _page(qtbot, MonitorPage, model)
+    for s in _samples(10, [0, 1], temps=False, freq=False):
+        model.sample.emit(s)
+    assert page.is_unavailable("temp") and page.is_unavailable("clock")
+    _, y = page.clock_avg.getData()
+    assert np.isnan(y).all()                       # gaps, never a false 0 GHz
+    assert page.tiles["temp"].text() == "unavailable" and page.tiles["clock"].text() == "unavailable"
+
+
+def test_monitor_pause_freezes_and_hidden_page_does_not_draw(qtbot, model):
+    page = _page(qtbot, MonitorPage, model)
+    with qtbot.waitSignal(page.paused_changed):
+        page.pause_button.click()
+    for s in _samples(5, [0, 1]):
+        model.sample.emit(s)
+    assert len(page.history.t) == 0
+    page.pause_button.click()
+    page.hide()
+    for s in _samples(5, [0, 1]):
+        model.sample.emit(s)
+    assert len(page.history.t) == 5 and page.heat.image is None     # stored, not drawn
+    page.show()
+    qtbot.waitExposed(page)
+    assert page.heat.image.shape == (2, 5)
+
+
+def test_monitor_rate_choice_is_signalled(qtbot, model):
+    page = _page(qtbot, MonitorPage, model)
+    with qtbot.waitSignal(page.rate_changed) as got:
+        page.rate_box.setCurrentIndex(page.rate_box.findData(10.0))
+    assert got.args == [10.0]
+    page.set_rate(0.5)
+    assert page.rate_hz == 0.5
+
+
+def test_history_stays_bounded_after_100k_samples():
+    h = MonitorHistory()
+    gen = _samples(100_000, list(range(16)))
+    first = next(gen)
+    h.append(first)
+    size = h.nbytes
+    for s in gen:
+        h.append(s)
+    assert len(h.t) == CAPACITY and len(h.per_cpu) == CAPACITY
+    assert h.nbytes == size
+    n, x = h.window(120)
+    assert n == 241 and x[0] == -120.0
+
+
+def test_history_resets_when_cpus_change():
+    h = MonitorHistory()
+    for s in _samples(5, [0, 1, 2, 3]):
+        h.append(s)
+    for s in _samples(3, [0, 1, 3]):               # CPU 2 went offline
+        h.append(s)
+    assert h.cpu_ids == [0, 1, 3] and len(h.t) == 3 and h.per_cpu.width == 3
