@@ -376,3 +376,37 @@ def _script_cmd(header: list[str], env: dict[str, str], target: PinTarget | None
         lines.append('"%PYTHON%" %*')
     lines.append("exit /b %ERRORLEVEL%")
     return "\r\n".join(lines) + "\r\n"
+
+
+# ---------------------------------------------------------------- shell translation
+
+_EXPORT_RE = re.compile(r"^(\s*)export\s+(.+)$")
+_UNSET_RE = re.compile(r"^(\s*)unset\s+(.+)$")
+_ASSIGN_RE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=('(?:[^']*)'|\"(?:[^\"]*)\"|\S*)")
+
+
+def translate(snippet: str, shell: str) -> str:
+    """Rewrite a bash snippet's ``export``/``unset`` lines and comments for ``shell``.
+
+    Other lines (commands such as ``numactl ...``) are kept: they are the same
+    in every shell that has the program. Used by the GUI's shell selector.
+    """
+    shell = normalise_shell(shell)
+    if shell in ("bash", "zsh"):
+        return snippet
+    out = []
+    for line in snippet.splitlines():
+        m = _EXPORT_RE.match(line)
+        if m and _ASSIGN_RE.search(m.group(2)) and "$(" not in line and "`" not in line:
+            env = {k: v.strip("'\"") for k, v in _ASSIGN_RE.findall(m.group(2))}
+            out += [m.group(1) + s for s in export_lines(env, shell).splitlines()]
+            continue
+        m = _UNSET_RE.match(line)
+        if m:
+            out += [m.group(1) + s for s in unset_lines(m.group(2).split(), shell).splitlines()]
+            continue
+        if shell == "cmd" and line.lstrip().startswith("#"):
+            out.append(line.replace("#", "rem", 1))
+            continue
+        out.append(line)
+    return "\n".join(out)

@@ -164,7 +164,11 @@ def illegal_instruction(report: Report) -> list[Finding]:
             why += f" {risk.note}"
         fix = (f"Install a {package} build that matches this CPU (an older release, a conda-forge build, or "
                f"one compiled from source), or run on a CPU that has {missing or 'the instructions it needs'}.")
-        snippet = snippets.install_commands(report) if package == "torch" else f"python -m pip install --force-reinstall '{package}<VERSION'  # a release whose ISA floor this CPU meets"
+        if package == "torch":
+            snippet = snippets.install_commands(report)
+        else:
+            snippet = (f"python -m pip uninstall -y {package}  # this build cannot run here\n"
+                       f"# then install a build for this CPU, e.g. from conda-forge: conda install -c conda-forge {package}")
         out.append(f.finding("error", f"{package} crashes on import: Illegal instruction", why=why, fix=fix, snippet=snippet))
     return out
 

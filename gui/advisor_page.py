@@ -1,0 +1,406 @@
+"""Advisor page: what is wrong, why, and exactly what to type.
+
+Findings come from the model (the collector runs the advisor after each probe
+stage; "Re-run" diagnoses ``model.report`` again on a worker thread). They are
+grouped by severity with counts, filtered by a search box, and the selected
+one shows its why, its fix and its snippet, translated to the chosen shell.
+With nothing selected the details pane shows this machine's recommended
+settings. "Save launch script..." writes a complete script for the chosen shell
+(atomically). The page never calls a probe: it only reads the model.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+from pathlib import Path
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QFont, QFontDatabase, QGuiApplication
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QMessageBox,
+                               QPlainTextEdit, QPushButton, QSplitter, QStyle, QTextBrowser, QTreeWidget,
+                               QTreeWidgetItem, QVBoxLayout, QWidget)
+
+from cpudoctor.advisor import snippets
+from cpudoctor.advisor.engine import CATEGORIES
+from cpudoctor.gui.common import SEVERITY_COLOUR
+from cpudoctor.gui.model import AppModel
+from cpudoctor.gui.workers import run_in_thread
+from cpudoctor.report import Finding, Report
+
+GROUPS: tuple[tuple[str, str], ...] = (
+    ("error", "Problems"),
+    ("warning", "Warnings"),
+    ("info", "Suggestions"),
+    ("ok", "Passed"),
+)
+FINDING_ROLE = Qt.ItemDataRole.UserRole + 1
+SHELL_CHOICES: tuple[tuple[str, str], ...] = tuple((s, snippets.SHELL_LABELS[s]) for s in snippets.SHELLS)
+
+
+def matches(finding: Finding, text: str) -> bool:
+    """Case-insensitive match of the filter text against code, symbol, title, category and why."""
+    text = text.strip().lower()
+    if not text:
+        return True
+    hay = " ".join((finding.code, finding.symbol, finding.title, finding.category,
+                    CATEGORIES.get(finding.category, ""), finding.why)).lower()
+    return all(word in hay for word in text.split())
+
+
+class AdvisorPage(QWidget):
+    title = "Advisor"
+    icon_name = "advisor"
+
+    script_saved = Signal(str)             # path of a saved launch script
+
+    def __init__(self, model: AppModel, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.model = model
+        self._findings: list[Finding] = []
+        self._worker = None
+        self._build()
+        model.report_changed.connect(self._on_report)
+        model.findings_changed.connect(self.set_findings)
+        model.recommendation_changed.connect(self._on_recommendation)
+        if model.report is not None:
+            self._on_report(model.report)
+            self.set_findings(list(model.report.findings))
+        else:
+            self._show_details(None)
+
+    # ------------------------------------------------------------------ layout
+
+    def _build(self) -> None:
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(16, 12, 16, 12)
+        outer.setSpacing(8)
+
+        head = QHBoxLayout()
+        self.heading = QLabel("Advisor")
+        font = self.heading.font()
+        font.setPointSizeF(font.pointSizeF() * 1.3)
+        font.setBold(True)
+        self.heading.setFont(font)
+        self.source = QLabel("")
+        self.source.setStyleSheet("color: palette(placeholder-text);")
+        head.addWidget(self.heading)
+        head.addWidget(self.source)
+        head.addStretch(1)
+        self.counts = QLabel("")
+        self.counts.setTextFormat(Qt.TextFormat.RichText)
+        head.addWidget(self.counts)
+        outer.addLayout(head)
+
+        bar = QHBoxLayout()
+        self.filter = QLineEdit()
+        self.filter.setPlaceholderText("Filter: code, title or category (e.g. THR, numa, bf16)")
+        self.filter.setClearButtonEnabled(True)
+        self.filter.textChanged.connect(self._apply_filter)
+        self.show_passed = QCheckBox("Show passed checks")
+        self.show_passed.setChecked(True)
+        self.show_passed.toggled.connect(self._apply_filter)
+        self.rerun_button = QPushButton("Re-run")
+        self.rerun_button.setToolTip("Diagnose the current report again (after a sweep, or with new rules)")
+        self.rerun_button.clicked.connect(self.rerun)
+        self.save_button = QPushButton("Save launch script…")
+        self.save_button.setToolTip("A complete script with this machine's thread settings and pinning")
+        self.save_button.clicked.connect(lambda: self.save_launch_script())
+        bar.addWidget(self.filter, 1)
+        bar.addWidget(self.show_passed)
+        bar.addWidget(self.rerun_button)
+        bar.addWidget(self.save_button)
+        outer.addLayout(bar)
+
+        split = QSplitter(Qt.Orientation.Horizontal)
+        self.tree = QTreeWidget()
+        self.tree.setHeaderLabels(["Check", "Code", "Category"])
+        self.tree.setRootIsDecorated(True)
+        self.tree.setUniformRowHeights(True)
+        self.tree.setAlternatingRowColors(True)
+        header = self.tree.header()
+        header.setStretchLastSection(False)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        header.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(2, QHeaderView.ResizeMode.ResizeToContents)
+        self.tree.currentItemChanged.connect(lambda cur, _prev: self._show_details(self._finding_of(cur)))
+        split.addWidget(self.tree)
+
+        right = QWidget()
+        rv = QVBoxLayout(right)
+        rv.setContentsMargins(8, 0, 0, 0)
+        self.details_title = QLabel("")
+        self.details_title.setWordWrap(True)
+        tfont = self.details_title.font()
+        tfont.setBold(True)
+        tfont.setPointSizeF(tfont.pointSizeF() * 1.1)
+        self.details_title.setFont(tfont)
+        self.details = QTextBrowser()
+        self.details.setOpenExternalLinks(False)
+        snippet_bar = QHBoxLayout()
+        self.snippet_label = QLabel("What to type")
+        self.shell = QComboBox()
+        for key, label in SHELL_CHOICES:
+            self.shell.addItem(label, key)
+        self.shell.setToolTip("Shell the snippet and the launch script are written for")
+        self.shell.currentIndexChanged.connect(lambda _i: self._refresh_snippet())
+        self.copy_button = QPushButton("Copy")
+        self.copy_button.clicked.connect(self.copy_snippet)
+        snippet_bar.addWidget(self.snippet_label)
+        snippet_bar.addStretch(1)
+        snippet_bar.addWidget(QLabel("Shell:"))
+        snippet_bar.addWidget(self.shell)
+        snippet_bar.addWidget(self.copy_button)
+        self.snippet = QPlainTextEdit()
+        self.snippet.setReadOnly(True)
+        mono = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
+        mono.setStyleHint(QFont.StyleHint.Monospace)
+        self.snippet.setFont(mono)
+        self.snippet.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        rv.addWidget(self.details_title)
+        rv.addWidget(self.details, 3)
+        rv.addLayout(snippet_bar)
+        rv.addWidget(self.snippet, 2)
+        split.addWidget(right)
+        split.setStretchFactor(0, 1)
+        split.setStretchFactor(1, 1)
+        split.setSizes([420, 520])
+        outer.addWidget(split, 1)
+
+        style = self.style()
+        self._icons = {
+            "error": style.standardIcon(QStyle.StandardPixmap.SP_MessageBoxCritical),
+            "warning": style.standardIcon(QStyle.StandardPixmap.SP_MessageBoxWarning),
+            "info": style.standardIcon(QStyle.StandardPixmap.SP_MessageBoxInformation),
+            "ok": style.standardIcon(QStyle.StandardPixmap.SP_DialogApplyButton),
+        }
+        self._current: Finding | None = None
+        self._raw_snippet = ""
+        self._snippet_lang = "bash"
+
+    # ------------------------------------------------------------------ model
+
+    def _on_report(self, report: Report) -> None:
+        self.source.setText(f"— {self.model.source_label}")
+        self.save_button.setEnabled(report is not None)
+        self.rerun_button.setEnabled(report is not None)
+        if self._current is None:
+            self._show_details(None)
+
+    def _on_recommendation(self, _rec) -> None:
+        """A sweep result changes thread counts in fixes and snippets: diagnose again."""
+        if self.model.report is not None:
+            self.rerun()
+
+    def set_findings(self, findings: list[Finding]) -> None:
+        keep = (self._current.code, self._current.title) if self._current is not None else None
+        self._findings = list(findings)
+        self.tree.blockSignals(True)
+        self.tree.clear()
+        self._groups: dict[str, QTreeWidgetItem] = {}
+        for severity, label in GROUPS:
+            group = QTreeWidgetItem([label])
+            group.setIcon(0, self._icons[severity])
+            gfont = group.font(0)
+            gfont.setBold(True)
+            group.setFont(0, gfont)
+            group.setData(0, Qt.ItemDataRole.UserRole, severity)
+            group.setFlags(Qt.ItemFlag.ItemIsEnabled)
+            self.tree.addTopLevelItem(group)
+            self._groups[severity] = group
+        selected = None
+        for f in sorted(self._findings, key=lambda f: (list(CATEGORIES).index(f.category) if f.category in CATEGORIES else 99, f.code)):
+            group = self._groups.get(f.severity)
+            if group is None:
+                continue
+            item = QTreeWidgetItem([f.title, f.code, CATEGORIES.get(f.category, f.category)])
+            item.setIcon(0, self._icons[f.severity])
+            item.setToolTip(0, f.why or f.title)
+            item.setData(0, FINDING_ROLE, f)
+            group.addChild(item)
+            if keep is not None and (f.code, f.title) == keep:
+                selected = item
+        for severity, group in self._groups.items():
+            group.setExpanded(severity != "ok")
+        self.tree.blockSignals(False)
+        self._apply_filter()
+        self._update_counts()
+        if selected is not None:
+            self.tree.setCurrentItem(selected)
+        else:
+            self._show_details(None)
+
+    def _update_counts(self) -> None:
+        parts = []
+        for severity, label in GROUPS:
+            n = sum(1 for f in self._findings if f.severity == severity)
+            colour = SEVERITY_COLOUR[severity]
+            word = label.lower() if n != 1 or severity == "ok" else label.lower().rstrip("s")
+            parts.append(f'<span style="color:{colour}">●</span> {n} {word}')
+        self.counts.setText("&nbsp;&nbsp;".join(parts) if self._findings else "No findings yet")
+
+    def counts_by_severity(self) -> dict[str, int]:
+        return {s: sum(1 for f in self._findings if f.severity == s) for s, _ in GROUPS}
+
+    # ------------------------------------------------------------------ filter
+
+    def _apply_filter(self) -> None:
+        text = self.filter.text()
+        for severity, group in getattr(self, "_groups", {}).items():
+            shown = 0
+            for i in range(group.childCount()):
+                child = group.child(i)
+                visible = matches(child.data(0, FINDING_ROLE), text) and (severity != "ok" or self.show_passed.isChecked())
+                child.setHidden(not visible)
+                shown += visible
+            total = group.childCount()
+            label = dict(GROUPS)[severity]
+            group.setText(0, f"{label} ({shown})" if shown == total else f"{label} ({shown} of {total})")
+            group.setHidden(shown == 0)
+
+    def visible_codes(self) -> list[str]:
+        out = []
+        for group in getattr(self, "_groups", {}).values():
+            if group.isHidden():
+                continue
+            for i in range(group.childCount()):
+                child = group.child(i)
+                if not child.isHidden():
+                    out.append(child.data(0, FINDING_ROLE).code)
+        return out
+
+    # ------------------------------------------------------------------ details
+
+    @staticmethod
+    def _finding_of(item: QTreeWidgetItem | None) -> Finding | None:
+        return item.data(0, FINDING_ROLE) if item is not None else None
+
+    def select(self, code: str) -> bool:
+        """Select the first finding with ``code`` (used by the Overview's top findings)."""
+        for group in self._groups.values():
+            for i in range(group.childCount()):
+                child = group.child(i)
+                if child.data(0, FINDING_ROLE).code == code.upper():
+                    self.tree.setCurrentItem(child)
+                    return True
+        return False
+
+    def _show_details(self, finding: Finding | None) -> None:
+        self._current = finding
+        report = self.model.report
+        if finding is None:
+            if report is None:
+                self.details_title.setText("No report yet")
+                self.details.setHtml("<p>The advisor runs as soon as the probes have read this machine.</p>")
+                self._set_snippet("", "bash")
+                return
+            plan = snippets.thread_plan(report)
+            self.details_title.setText("Recommended settings for this machine")
+            notes = "".join(f"<li>{html.escape(n)}</li>" for n in plan.notes)
+            self.details.setHtml(
+                f"<p><b>{plan.threads}</b> compute threads: {html.escape(plan.source)}.</p>"
+                f"<p>DataLoader workers: <b>{plan.workers}</b>. Select a finding on the left for its why and fix.</p>"
+                + (f"<ul>{notes}</ul>" if notes else ""))
+            text = snippets.shell_exports(report, "bash") + "\n\n# Python\n" + "\n".join(
+                "# " + line if line else "#" for line in snippets.python_settings(report).splitlines())
+            self._set_snippet(text, "bash")
+            return
+        colour = SEVERITY_COLOUR.get(finding.severity, "#888")
+        self.details_title.setText(f"{finding.title}  ({finding.code})")
+        parts = [f'<p><span style="color:{colour}">●</span> <b>{finding.severity.upper()}</b> · '
+                 f"{html.escape(CATEGORIES.get(finding.category, finding.category))} · "
+                 f"<code>{html.escape(finding.symbol)}</code></p>"]
+        if finding.why:
+            parts.append(f"<h4>Why</h4><p>{html.escape(finding.why)}</p>")
+        if finding.fix:
+            parts.append(f"<h4>Fix</h4><p>{html.escape(finding.fix)}</p>")
+        if finding.evidence:
+            rows = "".join(f"<tr><td><code>{html.escape(k)}</code></td>"
+                           f"<td>{html.escape('not set / unknown' if v is None else str(v))}</td></tr>"
+                           for k, v in finding.evidence.items())
+            parts.append(f"<h4>From the report</h4><table cellspacing='4'>{rows}</table>")
+        parts.append(f"<p style='color:gray'>Details: <code>cpudoctor explain {finding.code}</code> · {html.escape(finding.docs)}</p>")
+        self.details.setHtml("".join(parts))
+        self._set_snippet(finding.snippet, finding.snippet_lang)
+
+    def _set_snippet(self, text: str, lang: str) -> None:
+        self._raw_snippet = text
+        self._snippet_lang = lang
+        self._refresh_snippet()
+
+    def _refresh_snippet(self) -> None:
+        shell_based = self._snippet_lang == "bash"
+        self.shell.setEnabled(shell_based or not self._raw_snippet)
+        text = self._raw_snippet
+        if shell_based and text:
+            text = snippets.translate(text, self.current_shell())
+        self.snippet.setPlainText(text)
+        self.snippet_label.setText("What to type" if shell_based else f"What to type ({self._snippet_lang})")
+        self.copy_button.setEnabled(bool(text))
+
+    def current_shell(self) -> str:
+        return str(self.shell.currentData())
+
+    def snippet_text(self) -> str:
+        return self.snippet.toPlainText()
+
+    def copy_snippet(self) -> None:
+        text = self.snippet_text()
+        if text:
+            QGuiApplication.clipboard().setText(text)
+            self.model.status_message.emit("Snippet copied to the clipboard")
+
+    # ------------------------------------------------------------------ actions
+
+    def rerun(self) -> None:
+        """Diagnose ``model.report`` again on a worker; the result goes through ``model.set_findings``."""
+        report = self.model.report
+        if report is None:
+            return
+        from cpudoctor.advisor import diagnose
+
+        self.rerun_button.setEnabled(False)
+        self.model.status_message.emit("Running the advisor…")
+
+        def done(findings: list[Finding]) -> None:
+            if self.model.report is report:
+                self.model.set_findings(findings)
+                problems = sum(1 for f in findings if f.severity in ("warning", "error"))
+                self.model.status_message.emit(f"Advisor: {problems} problem{'s' if problems != 1 else ''} found")
+
+        def failed(exc: BaseException) -> None:
+            self.model.status_message.emit(f"The advisor failed: {exc}")
+
+        self._worker = run_in_thread(diagnose, report, on_result=done, on_error=failed,
+                                     on_finished=lambda: self.rerun_button.setEnabled(self.model.report is not None))
+
+    def save_launch_script(self, path: str | os.PathLike | None = None) -> Path | None:
+        """Write the launch script for the selected shell (asks for a file when ``path`` is None)."""
+        report = self.model.report
+        if report is None:
+            return None
+        shell = self.current_shell()
+        text = snippets.launch_script(report, shell)
+        if path is None:
+            suffix = snippets.SCRIPT_SUFFIX[shell]
+            start = str(Path.home() / f"launch-train{suffix}")
+            chosen, _ = QFileDialog.getSaveFileName(self, "Save launch script", start,
+                                                    f"{snippets.SHELL_LABELS[shell]} script (*{suffix});;All files (*)")
+            if not chosen:
+                return None
+            path = chosen
+        from cpudoctor.fileio import WriteError, atomic_write
+
+        try:
+            written = atomic_write(path, text)
+            if shell in ("bash", "zsh", "fish"):
+                written.chmod(0o755)
+        except (WriteError, OSError) as exc:
+            message = str(exc.strerror or exc) if isinstance(exc, WriteError) else str(exc)
+            self.model.status_message.emit(message)
+            if self.isVisible():
+                QMessageBox.warning(self, "Launch script not saved", message)
+            return None
+        self.model.status_message.emit(f"Launch script saved to {written}")
+        self.script_saved.emit(str(written))
+        return written

@@ -1,0 +1,172 @@
+"""Advisor page, offscreen: groups and counts, filter, details, shell selector, copy, save, re-run."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from PySide6.QtGui import QGuiApplication
+
+from gui_support import no_qt_leaks  # noqa: F401 - fixture
+
+from cpudoctor.advisor import diagnose
+from cpudoctor.gui.advisor_page import GROUPS, AdvisorPage, matches
+from cpudoctor.gui.model import AppModel
+from cpudoctor.report import Report, ThreadRecommendation
+
+SCENARIOS = Path(__file__).parent / "fixtures" / "scenarios"
+
+
+def _report(name: str, findings: bool = True) -> Report:
+    r = Report.load(SCENARIOS / f"{name}.json")
+    if findings:
+        r.findings = diagnose(r)
+    return r
+
+
+@pytest.fixture
+def page(qtbot):
+    model = AppModel()
+    p = AdvisorPage(model)
+    qtbot.addWidget(p)
+    return p
+
+
+def _group(page, severity):
+    return page._groups[severity]
+
+
+def test_page_metadata_and_empty_state(page):
+    assert AdvisorPage.title == "Advisor" and AdvisorPage.icon_name == "advisor"
+    assert page.details_title.text() == "No report yet"
+    assert not page.save_button.isEnabled() or page.model.report is None
+
+
+def test_icon_exists():
+    from cpudoctor.gui.icons import known_icons
+
+    assert "advisor" in known_icons()
+
+
+def test_findings_grouped_by_severity_with_counts(page):
+    r = _report("k10-tensorflow-sigill")
+    page.model.set_report(r)
+    counts = page.counts_by_severity()
+    assert counts == {s: sum(1 for f in r.findings if f.severity == s) for s, _ in GROUPS}
+    assert counts["error"] >= 1
+    err = _group(page, "error")
+    assert err.text(0) == f"Problems ({counts['error']})"
+    assert err.childCount() == counts["error"]
+    assert err.child(0).text(1) == "ISA003"
+    assert ("1 problem" if counts["error"] == 1 else f"{counts['error']} problems") in page.counts.text()
+
+
+def test_filter_hides_non_matching(page):
+    page.model.set_report(_report("skylake-avx512-no-bf16-myths"))
+    page.filter.setText("myth")
+    codes = page.visible_codes()
+    assert codes and all(c.startswith("MYTH") for c in codes)
+    assert _group(page, "ok").isHidden()
+    page.filter.setText("numa")
+    assert set(page.visible_codes()) <= {"TOPO001", "TOPO002"}
+    page.filter.clear()
+    page.show_passed.setChecked(False)
+    assert _group(page, "ok").isHidden()
+    assert "ISA001" not in page.visible_codes()  # a passed check on this CPU
+
+
+def test_matches_helper():
+    f = _report("k10-container-quota").findings[0]
+    assert matches(f, "") and matches(f, f.code.lower())
+    assert not matches(f, "zzzz-nothing")
+
+
+def test_details_and_shell_selector(page):
+    page.model.set_report(_report("k10-container-quota"))
+    assert page.select("THR002")
+    assert "THR002" in page.details_title.text()
+    html = page.details.toPlainText()
+    assert "Why" in html and "Fix" in html and "4 usable CPUs" in html
+    assert "topology.affinity.usable_cpus" in html  # evidence table
+    assert "export OMP_NUM_THREADS=4" in page.snippet_text()
+    for key, expected in (("fish", "set -gx OMP_NUM_THREADS 4"), ("powershell", "$env:OMP_NUM_THREADS = '4'"),
+                          ("cmd", "set OMP_NUM_THREADS=4"), ("bash", "export OMP_NUM_THREADS=4")):
+        page.shell.setCurrentIndex(page.shell.findData(key))
+        assert expected in page.snippet_text()
+
+
+def test_python_snippet_disables_shell_selector(page):
+    page.model.set_report(_report("sapphirerapids-amx"))
+    assert page.select("PREC001")
+    assert "torch.autocast" in page.snippet_text()
+    assert not page.shell.isEnabled()
+    assert "python" in page.snippet_label.text()
+
+
+def test_copy_button(page):
+    page.model.set_report(_report("k10-container-quota"))
+    page.select("THR002")
+    page.copy_button.click()
+    assert QGuiApplication.clipboard().text() == page.snippet_text()
+
+
+def test_nothing_selected_shows_recommended_settings(page):
+    page.model.set_report(_report("zen3-healthy"))
+    page.tree.setCurrentItem(None)
+    assert page.details_title.text() == "Recommended settings for this machine"
+    assert "export OMP_NUM_THREADS=16" in page.snippet_text()
+    assert "torch.set_num_threads(16)" in page.snippet_text()
+
+
+def test_save_launch_script_is_runnable(page, tmp_path):
+    page.model.set_report(_report("ryzen2700x-sweep-recommends-one-ccx"))
+    page.shell.setCurrentIndex(page.shell.findData("bash"))
+    target = tmp_path / "launch.sh"
+    written = page.save_launch_script(target)
+    assert written == target and os.access(target, os.X_OK)
+    text = target.read_text()
+    assert "taskset -c 0-3" in text and "export OMP_NUM_THREADS=4" in text
+    assert subprocess.run(["bash", "-n", str(target)]).returncode == 0
+    page.shell.setCurrentIndex(page.shell.findData("powershell"))
+    ps = page.save_launch_script(tmp_path / "launch.ps1")
+    assert "$env:OMP_NUM_THREADS = '4'" in ps.read_text()
+
+
+def test_save_launch_script_error_keeps_page_alive(page, tmp_path):
+    page.model.set_report(_report("zen3-healthy"))
+    messages = []
+    page.model.status_message.connect(messages.append)
+    assert page.save_launch_script(tmp_path / "missing-dir" / "launch.sh") is None
+    assert "does not exist" in messages[-1]
+
+
+def test_rerun_rediagnoses_and_sets_findings(page, qtbot):
+    r = _report("k10-container-quota", findings=False)
+    page.model.set_report(r)
+    assert page.counts_by_severity() == {s: 0 for s, _ in GROUPS}
+    with qtbot.waitSignal(page.model.findings_changed, timeout=10_000) as blocker:
+        page.rerun()
+    assert any(f.code == "THR002" and f.severity == "warning" for f in blocker.args[0])
+    assert page.counts_by_severity()["warning"] >= 1
+    assert r.findings == blocker.args[0]
+    qtbot.waitUntil(page.rerun_button.isEnabled, timeout=10_000)
+
+
+def test_recommendation_change_rediagnoses(page, qtbot):
+    page.model.set_report(_report("zen3-healthy"))
+    page.tree.setCurrentItem(None)
+    with qtbot.waitSignal(page.model.findings_changed, timeout=10_000):
+        page.model.set_recommendation(ThreadRecommendation(threads=12, variant="all cores, no SMT"))
+    page.tree.setCurrentItem(None)
+    assert "export OMP_NUM_THREADS=12" in page.snippet_text()
+    qtbot.waitUntil(page.rerun_button.isEnabled, timeout=10_000)
+
+
+def test_selection_survives_new_findings(page):
+    r = _report("k10-container-quota")
+    page.model.set_report(r)
+    page.select("THR002")
+    page.model.set_findings(list(r.findings))
+    assert "THR002" in page.details_title.text()
