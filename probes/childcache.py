@@ -16,6 +16,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import signal
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -123,7 +124,7 @@ def load(folder: Path | None, key: str, specs: Sequence[ChildSpec]) -> list[Chil
         res = ChildResult(what=spec.what, returncode=rc, data=dict(item.get("data") or {}),
                           stderr_tail=str(item.get("stderr_tail") or ""), seconds=float(item.get("seconds") or 0.0))
         hint = ""
-        if rc is not None and rc < 0 and -rc == 4:  # SIGILL: re-explain with today's table
+        if rc in (-signal.SIGILL, 128 + signal.SIGILL):  # re-explain with today's table
             hint = spec.isa_hint() if callable(spec.isa_hint) else spec.isa_hint
         res.diagnosis = diagnose_exit(rc, stderr_tail=res.stderr_tail, isa_hint=hint, what=spec.what)
         results.append(res)

@@ -33,15 +33,22 @@ def test_quick_part_runs_no_children(monkeypatch):
     assert sw.isa_risks and sw.torch.status in ("skipped", "not_installed")
 
 
-def test_planted_secrets_never_reach_the_report(monkeypatch):
+@pytest.mark.parametrize("children", [False, True])
+def test_planted_secrets_never_reach_the_report(monkeypatch, tmp_path, children):
     monkeypatch.setenv("CPUDOCTOR_TEST_SECRET", "hunter2")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI-hunter2-EXAMPLEKEY")
     monkeypatch.setenv("TORCH_HUB_TOKEN", "hunter2-token")
-    monkeypatch.setenv("LD_PRELOAD", "/home/alice/secretdir/libjemalloc.so.2")
+    monkeypatch.setenv("LD_PRELOAD", "/home/alice/secretdir/libjemalloc.so.2" if not children else "")
     monkeypatch.setenv("OMP_NUM_THREADS", "2")
-    report = Report(software=probe_software(children=False))
+    report = Report(software=probe_software(children=children, cache=tmp_path))
     text = report.to_json()
     assert "hunter2" not in text and "EXAMPLEKEY" not in text
+    # Nor in the children's cache, which stores a hash of the environment only.
+    for cached in tmp_path.iterdir():
+        assert "hunter2" not in cached.read_text()
+    if children:
+        assert report.software.children_ran and report.software.thread_env["OMP_NUM_THREADS"] == "2"
+        return
     assert "alice" not in text and "secretdir" not in text
     sw = Report.from_json(text).software
     assert sw.thread_env["OMP_NUM_THREADS"] == "2"
