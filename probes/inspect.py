@@ -382,9 +382,13 @@ def inspect_process(
         text = read_text(procfs.proc_dir(root, c) / "stat")
         if text:
             try:
-                child_first[c] = procfs.parse_stat(text)
+                cst = procfs.parse_stat(text)
             except procfs.StatParseError:
-                pass
+                continue
+            if cst.state in ("Z", "X"):
+                insp.notes.append(f"child {c} has exited but was not reaped by its parent (zombie)")
+                continue
+            child_first[c] = cst
     child_r: dict[int, int] = {c: 0 for c in child_first}
 
     tracks: dict[int, _Track] = {}

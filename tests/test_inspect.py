@@ -478,3 +478,27 @@ def test_thread_tracker_and_markers(tmp_path):
     assert tracker.poll() is None
     fp.remove_process(55)
     assert tracker.poll() is None
+
+
+def test_real_children_are_seen_with_their_threads():
+    """A parent with two busy worker processes, like DataLoader workers."""
+    worker = ("import os, time\np = os.getppid()\nend = time.time() + 20\n"
+              "while os.getppid() == p and time.time() < end:\n    sum(range(1000))\n")
+    code = ("import subprocess, sys, time\n"
+            f"ps = [subprocess.Popen([sys.executable, '-c', {worker!r}]) for _ in range(2)]\n"
+            "time.sleep(0.3)\nprint('ready', flush=True)\ntime.sleep(30)\n")
+    proc = _start(code)
+    try:
+        insp = inspect_process(proc.pid, seconds=0.6)
+    finally:
+        _stop(proc)
+        for c in insp.children if "insp" in locals() else []:
+            try:
+                os.kill(c.pid, 9)
+            except ProcessLookupError:
+                pass
+    assert len(insp.children) == 2 and insp.children_threads == 2
+    assert all(c.cpu_percent is not None and c.cpu_percent > 5 for c in insp.children)
+    assert all("os.getppid()" in c.cmdline and "\n" not in c.cmdline for c in insp.children)
+    assert insp.children_cpu_percent == pytest.approx(sum(c.cpu_percent for c in insp.children), abs=0.2)
+    assert insp.cpu_percent < 20                     # the parent itself only sleeps
