@@ -1,0 +1,260 @@
+"""The Inspector page, offscreen: picker, inspection on a worker thread, results, copy, live markers."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+
+import pytest
+from PySide6.QtCore import QThread, QThreadPool, QTimer
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QApplication
+
+from PySide6.QtCore import QUrl
+
+from cpudoctor.gui.inspector_page import InspectorPage
+from cpudoctor.gui.model import AppModel
+from cpudoctor.probes.inspect import (ChildProcess, Inspection, InspectError, NativeLib, ProcessEntry, ThreadInfo,
+                                      ThreadPlace, place_threads)
+from cpudoctor.probes.topology import Topology
+from inspect_fakes import two_ccx_topology
+
+
+@pytest.fixture(autouse=True)
+def no_qt_leaks(qapp):
+    """Fail a test that leaves a pool job, a running QThread or an active QTimer behind."""
+    yield
+    assert QThreadPool.globalInstance().waitForDone(30_000)
+    QApplication.processEvents()
+    timers = [t for w in QApplication.topLevelWidgets() for t in w.findChildren(QTimer)
+              if t.isActive() and isinstance(t.parent(), InspectorPage)]
+    assert not timers, "the inspector left its live timer running"
+    assert not [t for t in qapp.findChildren(QThread) if t.isRunning()]
+
+
+ENTRIES = [
+    ProcessEntry(200, "python", "python train.py --epochs 3", True, 4, 190.0, 900 << 20),
+    ProcessEntry(201, "python3", "python3 -m http.server", True, 1, 0.0, 20 << 20),
+    ProcessEntry(300, "bash", "bash", False, 1, 0.0, 4 << 20),
+    ProcessEntry(301, "postgres", "postgres -D /var/lib/pg", False, 6, 3.0, 60 << 20, own=False),
+]
+
+
+def fake_inspection(pid: int = 200) -> Inspection:
+    threads = [ThreadInfo(pid, "python", "R", cpu_percent=97.0, last_cpu=0, cpus_seen=[0, 2], migrations=3),
+               ThreadInfo(pid + 1, "python", "R", cpu_percent=88.0, last_cpu=2, cpus_seen=[2]),
+               ThreadInfo(pid + 2, "pt_autograd", "S", cpu_percent=0.0, last_cpu=5, cpus_seen=[5])]
+    insp = Inspection(pid=pid, name="python", cmdline="python train.py --epochs 3", is_python=True, window_s=1.0,
+                      samples=11, num_threads=3, threads=threads, cpu_percent=185.0, runnable_mean=2.0,
+                      runnable_max=2, wait_percent=2.0, migrations=3, affinity=list(range(8)), usable_cpus=8,
+                      nice=0, env={"OMP_NUM_THREADS": "2"}, env_readable=True, libraries_readable=True,
+                      libraries=[NativeLib("libgomp.so.1", "openmp", "GNU OpenMP (libgomp)", "gomp", "torch"),
+                                 NativeLib("libiomp5.so", "openmp", "Intel OpenMP (libiomp5)", "iomp", "")],
+                      children=[ChildProcess(pid + 10, "python", "python train.py", 1, 40.0, 300 << 20)],
+                      children_threads=1, children_cpu_percent=40.0, rss_bytes=900 << 20, swap_bytes=0,
+                      major_faults=0, major_faults_per_s=0.0, notes=["a note for the user"])
+    place_threads(insp, two_ccx_topology())
+    return insp
+
+
+class FakeTracker:
+    def __init__(self, pid: int):
+        self.pid = pid
+        self.polls = 0
+
+    def poll(self):
+        self.polls += 1
+        if self.polls >= 3:
+            return None                          # the process exited
+        return [ThreadPlace(self.pid, "python", 1, 99.0), ThreadPlace(self.pid + 1, "python", 6, 50.0)]
+
+
+@pytest.fixture
+def page(qtbot):
+    model = AppModel()
+    p = InspectorPage(model)
+    qtbot.addWidget(p)
+    calls: dict = {"threads": [], "markers": [], "loads": []}
+
+    def fake_inspect(pid, seconds, topology=None, should_stop=None):
+        calls["threads"].append(threading.current_thread() is threading.main_thread())
+        calls["seconds"] = seconds
+        if pid == 404:
+            raise InspectError("no process with PID 404 (it may have exited); pick one from the list", "not_found")
+        return fake_inspection(pid)
+
+    p.list_fn = lambda: list(ENTRIES)
+    p.inspect_fn = fake_inspect
+    p.topology_fn = two_ccx_topology
+    p.tracker_factory = FakeTracker
+    p.topology_map.set_markers = lambda m: calls["markers"].append(m)
+    p.topology_map.set_load = lambda m: calls["loads"].append(m)
+    p.calls = calls
+    yield p
+    p.live_timer.stop()
+    p.hide()
+
+
+def _list(qtbot, page):
+    with qtbot.waitSignal(page.processes_listed, timeout=10_000):
+        page.refresh_processes()
+
+
+def test_page_contract():
+    assert InspectorPage.title == "Inspector" and InspectorPage.icon_name == "inspector"
+    from cpudoctor.gui.icons import known_icons
+
+    assert "inspector" in known_icons()
+
+
+def test_picker_lists_filters_and_selects(qtbot, page):
+    _list(qtbot, page)
+    t = page.process_table
+    assert t.rowCount() == 4
+    assert [t.item(r, 0).text() for r in range(4)] == ["200", "201", "300", "301"]
+    assert t.item(0, 4).text() == "python train.py --epochs 3" and t.item(0, 1).text() == "190"
+    page.filter_edit.setText("http")
+    assert page.visible_pids() == [201]
+    page.filter_edit.setText("")
+    page.python_only.setChecked(True)
+    assert page.visible_pids() == [200, 201]
+    page.python_only.setChecked(False)
+    page.select_pid(300)
+    assert page.selected_pid() == 300 and page.pid_edit.text() == "300"
+    assert "sudo" in t.item(3, 0).toolTip()
+
+
+def test_inspect_runs_off_the_ui_thread_and_fills_the_view(qtbot, page):
+    _list(qtbot, page)
+    page.select_pid(200)
+    page.seconds_spin.setValue(1.5)
+    with qtbot.waitSignal(page.inspection_done, timeout=10_000):
+        page.start_inspection()
+        assert not page.inspect_button.isEnabled() and page.stop_button.isEnabled()
+    qtbot.waitUntil(lambda: page.inspect_button.isEnabled(), timeout=5000)
+    assert page.calls["threads"] == [False] and page.calls["seconds"] == 1.5
+    # Findings: two OpenMP runtimes, with the relaunch command and a working copy button.
+    codes = [f.code for f in page.findings]
+    assert "PROC005" in codes
+    i5 = codes.index("PROC005")
+    proc5 = page.findings[i5]
+    html = page.findings_view.toHtml()
+    assert "PROC005" in html and f"copy:{i5}" in html and "Copy command" in html
+    page.findings_view.anchorClicked.emit(QUrl(f"copy:{i5}"))
+    assert QGuiApplication.clipboard().text() == proc5.snippet
+    assert "OMP_NUM_THREADS=" in proc5.snippet
+    # Threads table, busiest first, with the CCX/NUMA of the last CPU.
+    tt = page.thread_table
+    assert tt.rowCount() == 3 and tt.item(0, 0).text() == "200" and tt.item(0, 2).text() == "97"
+    assert (tt.item(1, 3).text(), tt.item(1, 4).text(), tt.item(1, 5).text()) == ("2", "1", "1")
+    assert "Seen on CPUs 0,2" in tt.item(0, 0).toolTip()
+    # Libraries, env, children, memory.
+    assert [page.lib_table.item(r, 2).text() for r in range(2)] == ["libgomp.so.1", "libiomp5.so"]
+    assert (page.env_table.item(0, 0).text(), page.env_table.item(0, 1).text()) == ("OMP_NUM_THREADS", "2")
+    assert page.child_table.rowCount() == 1 and page.tabs.tabText(3) == "Children (1)"
+    assert page.memory_card.value("Resident (RSS)") == "900 MiB"
+    assert page.process_card.value("Usable CPUs") == "8"
+    assert "a note for the user" in page.notes_label.text()
+    # The map got the threads as markers on their CPUs, and their load.
+    assert page.calls["markers"][-1] == {0: ["python 200 (97%)"], 2: ["python 201 (88%)"], 5: ["pt_autograd 202 (0%)"]}
+    assert page.calls["loads"][-1][0] == 97.0 and page.calls["loads"][-1][7] == 0.0    # every CPU, 0 = none
+    # Copy as text: the CLI's rendering, safe to paste.
+    text = page.text()
+    assert text.startswith("Process 200 (python)") and "PROC005" in text
+    page.copy_all_button.click()
+    assert QGuiApplication.clipboard().text() == text
+
+
+def test_live_markers_refresh_while_visible_and_stop_on_exit(qtbot, page):
+    page.show()
+    qtbot.waitUntil(lambda: page.process_table.rowCount() == 4, timeout=10_000)   # first show lists
+    page.pid_edit.setText("200")
+    with qtbot.waitSignal(page.inspection_done, timeout=10_000):
+        page.start_inspection()
+    assert page.live_timer.isActive()
+    page.live_timer.setInterval(20)
+    qtbot.waitUntil(lambda: {1: ["python 200 (99%)"], 6: ["python 201 (50%)"]} in page.calls["markers"],
+                    timeout=5000)
+    # The fake tracker reports the process gone on its third poll: markers cleared, timer stopped.
+    qtbot.waitUntil(lambda: not page.live_timer.isActive(), timeout=5000)
+    assert page.calls["markers"][-1] == {} and "exited" in page.map_caption.text()
+
+
+def test_hidden_page_stops_live_timer(qtbot, page):
+    page.show()
+    qtbot.waitUntil(lambda: page.process_table.rowCount() == 4, timeout=10_000)
+    page.pid_edit.setText("201")
+    with qtbot.waitSignal(page.inspection_done, timeout=10_000):
+        page.start_inspection()
+    assert page.live_timer.isActive()
+    page.hide()
+    assert not page.live_timer.isActive()
+
+
+def test_errors_are_one_clear_message(qtbot, page):
+    page.pid_edit.setText("404")
+    with qtbot.waitSignal(page.inspect_failed, timeout=10_000) as blocker:
+        page.start_inspection()
+    assert blocker.args[0].startswith("no process with PID 404")
+    assert page.status_label.text().startswith("No process with PID 404")
+    qtbot.waitUntil(lambda: page.inspect_button.isEnabled(), timeout=5000)
+    page.pid_edit.setText("abc")
+    page.start_inspection()
+    assert "is not a process ID" in page.status_label.text() and page.inspect_button.isEnabled()
+
+
+def test_real_topology_map_gets_markers(qtbot):
+    """No recorder: the real TopologyMap widget holds the markers on the inspected threads' CPUs."""
+    page = InspectorPage(AppModel())
+    qtbot.addWidget(page)
+    page.inspect_fn = lambda pid, seconds, topology=None, should_stop=None: fake_inspection(pid)
+    page.topology_fn = two_ccx_topology
+    page.tracker_factory = FakeTracker
+    page.pid_edit.setText("200")
+    with qtbot.waitSignal(page.inspection_done, timeout=10_000):
+        page.start_inspection()
+    m = page.topology_map
+    assert set(m.pu_items) == set(range(8))
+    assert m.pu_items[0].markers == ["python 200 (97%)"] and m.pu_items[2].markers == ["python 201 (88%)"]
+    assert m.pu_items[3].markers == [] and m.pu_items[0].load == 97.0 and m.pu_items[3].load == 0.0
+
+
+def test_report_topology_feeds_the_map_unless_read_only(qtbot):
+    from cpudoctor.report import Report
+
+    model = AppModel()
+    page = InspectorPage(model)
+    qtbot.addWidget(page)
+    topo = two_ccx_topology()
+    model.set_report(Report(topology=topo))
+    assert page.topology is topo
+    other = InspectorPage(model)
+    qtbot.addWidget(other)
+    model.set_report(Report(topology=Topology()), read_only=True, label="colleague.json")
+    assert other.topology is topo          # a saved report from another machine never replaces this one
+
+
+@pytest.mark.slow
+def test_real_process_end_to_end(qtbot):
+    """The real lister and sampler against a real child: the page shows it and finds no problem."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time; print('ready', flush=True); time.sleep(30)"],
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "ready"
+    try:
+        page = InspectorPage(AppModel())
+        qtbot.addWidget(page)
+        page.list_fn = lambda: __import__("cpudoctor.probes.inspect", fromlist=["x"]).list_processes(
+            interval=0.1, exclude_self=False)
+        _list(qtbot, page)
+        assert page.select_pid(proc.pid)
+        page.seconds_spin.setValue(0.5)
+        with qtbot.waitSignal(page.inspection_done, timeout=20_000) as blocker:
+            page.start_inspection()
+        insp = blocker.args[0]
+        assert insp.pid == proc.pid and insp.is_python and insp.status == "ok"
+        assert page.thread_table.rowCount() == insp.num_threads
+        page.live_timer.stop()
+    finally:
+        proc.kill()
+        proc.wait()
