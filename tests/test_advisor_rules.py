@@ -10,7 +10,7 @@ import pytest
 
 from cpudoctor import advisor
 from cpudoctor.advisor import engine
-from cpudoctor.report import Report
+from cpudoctor.report import Report, ThreadRecommendation
 
 SCENARIOS = Path(__file__).parent / "fixtures" / "scenarios"
 SCENARIO_FILES = sorted(SCENARIOS.glob("*.json"))
@@ -306,3 +306,11 @@ def test_docs_rules_md_is_in_sync():
     path = Path(__file__).resolve().parents[1] / "docs" / "rules.md"
     assert path.read_text(encoding="utf-8") == render_rules_md(), (
         "docs/rules.md is out of date: run `python -m cpudoctor.advisor.rulesdoc > docs/rules.md`")
+
+
+def test_smt_rule_defers_to_a_measured_sweep():
+    r = _load("zen5-smt-threads")
+    assert engine.run_rules(r, only={"THR003"}, strict=True)[0].severity == "warning"
+    r.recommendation = ThreadRecommendation(threads=32, variant="all threads")
+    f = engine.run_rules(r, only={"THR003"}, strict=True)[0]
+    assert f.severity == "ok" and "sweep" in f.title

@@ -209,3 +209,21 @@ def test_workers_use_spare_cpus_only():
     plan = snippets.thread_plan(r)
     assert plan.workers == 0 and plan.notes
     assert "num_workers=0" in snippets.python_settings(r)
+
+
+def test_translate_rewrites_exports_for_each_shell(tmp_path):
+    bash = ("# 4 threads\nexport OMP_NUM_THREADS=4\nexport OMP_PLACES=cores OMP_PROC_BIND=close\n"
+            "unset TORCH_LOOP_CORE_PINNING\nexport LD_PRELOAD=\"$(ldconfig -p | head -1)\"\nnumactl -N 0 python t.py")
+    assert snippets.translate(bash, "zsh") == bash
+    fish = snippets.translate(bash, "fish")
+    assert "set -gx OMP_PLACES cores\nset -gx OMP_PROC_BIND close" in fish and "set -e TORCH_LOOP_CORE_PINNING" in fish
+    assert "numactl -N 0 python t.py" in fish
+    ps = snippets.translate(bash, "powershell")
+    assert "$env:OMP_NUM_THREADS = '4'" in ps and "Remove-Item Env:TORCH_LOOP_CORE_PINNING" in ps
+    assert 'export LD_PRELOAD="$(ldconfig' in ps  # command substitutions are left alone, not mangled
+    cmd = snippets.translate(bash, "cmd")
+    assert cmd.startswith("rem 4 threads") and "set OMP_NUM_THREADS=4" in cmd and "set TORCH_LOOP_CORE_PINNING=" in cmd
+    if shutil.which("fish"):
+        path = tmp_path / "t.fish"
+        path.write_text(snippets.translate("export A=1\nunset B", "fish"))
+        assert subprocess.run(["fish", "--no-execute", str(path)]).returncode == 0

@@ -77,17 +77,18 @@ def bf16_autocast(report: Report) -> list[Finding]:
             snippet_lang="python")]
     slow = machine.knowledge()["bf16"]["slowdown_without_native"]
     uarch = f.get("cpu.microarchitecture") or "this CPU"
+    lacks = "lacks AVX512_BF16 and AMX" if machine.is_x86(f) else "lacks the Arm BF16 extension"
     if ratio is not None and ratio > 1.0:
         return [f.finding(
             "warning", f"bf16 training measured {ratio:.1f}x slower than fp32 here",
-            why=(f"{uarch} has no AVX512_BF16 or AMX, so bf16 is emulated with conversions. The lab measured "
+            why=(f"{uarch} {lacks}, so bf16 is emulated with conversions. The lab measured "
                  f"{numbers} (fp32 vs bf16)."),
             fix="Train in fp32: remove torch.autocast(dtype=torch.bfloat16) on this machine.",
             snippet="# drop the autocast context on this CPU; fp32 is faster here\nloss = loss_fn(model(x), y)",
             snippet_lang="python")]
     return [f.finding(
         "info", "Train in fp32: bf16 autocast would be slower on this CPU",
-        why=(f"{uarch} lacks AVX512_BF16 and AMX, so bf16 is emulated with conversions around every operation; "
+        why=(f"{uarch} {lacks}, so bf16 is emulated with conversions around every operation; "
              f"guides that advise bf16 autocast assume newer CPUs. Training was measured ~{slow:.0f}x slower than fp32 "
              "on a Zen3 Ryzen."),
         fix="Keep fp32 training; use the lab's bf16 run to see the figure for this machine.",

@@ -102,9 +102,13 @@ def ccx_unpinned(report: Report) -> list[Finding]:
     sizes = sorted({d.size_bytes for d in doms if d.size_bytes})
     size = f" of {', '.join(f'{s // 2**20} MiB' for s in sizes)} each" if sizes else ""
     per = len(doms[0].cpus)
+    amd = f.get("cpu.vendor") in ("AMD", "Hygon")
+    domain = "L3 domains (CCXs)" if amd else "L3 domains"
+    link = {"AMD": "the Infinity Fabric", "Hygon": "the Infinity Fabric", "Intel": "the mesh/ring or UPI"}.get(
+        f.get("cpu.vendor") or "", "the chip's interconnect")
     return [f.finding(
-        "info", f"Threads can spread over {spanned} L3 domains (CCXs) unpinned",
+        "info", f"Threads can spread over {spanned} {domain} unpinned",
         why=(f"This CPU has {n} L3 caches{size}, {per} CPUs per L3. Unbound threads migrate between them and share "
-             "data over the Infinity Fabric instead of a common L3; small models often train faster on one CCX."),
-        fix="Bind threads to cores, and try one CCX per job (the thread sweep measures which is faster).",
+             f"data over {link} instead of a common L3; small models often train faster on one L3 domain."),
+        fix="Bind threads to cores, and try one L3 domain per job (the thread sweep measures which is faster).",
         snippet=snippets.pinned_launches(report))]
