@@ -107,19 +107,20 @@ def _torch_build(result: ChildResult, torch_pkg: PackageInfo | None) -> TorchBui
         libs = list(data.get("mapped_libs") or []) + [b.library for b in _blas_libs(data.get("loaded_libs")) if b.user_api == "openmp" and b.library]
         build.openmp = _openmp_label(libs) or (facts.get("openmp_spec") if build.parallel_backend == "OpenMP" else None)
     d = result.diagnosis
-    if isinstance(facts, dict) and d.kind == "ok":
+    if isinstance(facts, dict):
+        if d.kind != "ok":
+            # torch imported and answered; the child died afterwards (e.g. in threadpoolctl). Keep the facts.
+            build.error = d.message
         return build
-    build.version = build.version or (torch_pkg.version if torch_pkg else None)
+    build.version = torch_pkg.version if torch_pkg else None
     if d.kind == "timeout":
         build.status, build.error = "timeout", d.message
-    elif d.signal is not None and not isinstance(facts, dict):
+    elif d.signal is not None:
         build.status, build.signal, build.signal_name, build.error = "crashed", d.signal, d.signal_name, d.message
     elif data.get("torch_error"):
         build.status, build.error = "error", f"import torch failed: {data['torch_error']}"
-    elif d.kind != "ok":
-        # torch imported, then the child died later (e.g. in threadpoolctl): keep the facts, say so.
-        build.status = "ok" if isinstance(facts, dict) else "error"
-        build.error = d.message
+    else:
+        build.status, build.error = "error", d.message if d.kind != "ok" else "the PyTorch child printed no facts"
     return build
 
 

@@ -94,3 +94,24 @@ def test_real_run_against_this_machines_torch():
     assert all("/" not in (lib.library or "") for lib in sw.loaded_libs + sw.numpy.blas)
     # The report round-trips through JSON unchanged.
     assert Report.from_json(report.to_json()).software == sw
+
+
+@pytest.mark.parametrize(
+    "body, status, text",
+    [
+        ("raise ImportError('libcudart.so.12: cannot open shared object file')", "error", "libcudart.so.12"),
+        ("import time\ntime.sleep(30)", "timeout", "did not finish in time"),
+    ],
+)
+def test_fake_torch_import_error_and_hang(tmp_path, body, status, text):
+    fake = tmp_path / "torch"
+    fake.mkdir()
+    (fake / "__init__.py").write_text(body + "\n")
+    sw = probe_software(environ=dict(os.environ, PYTHONPATH=str(tmp_path)), timeout=1.5, cache=False)
+    if not any(p.name == "torch" for p in sw.packages):
+        pytest.skip("torch is not installed in this environment")
+    assert sw.torch.status == status and text in sw.torch.error
+    assert sw.torch.version == metadata.version("torch")  # from metadata when the child could not say
+    check = next(c for c in sw.import_checks if c.package == "torch")
+    assert check.status == status
+    assert not next(r for r in sw.isa_risks if r.package == "torch").at_risk  # not an ISA problem
