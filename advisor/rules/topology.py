@@ -58,6 +58,14 @@ def numa_unpinned(report: Report) -> list[Finding]:
     far = max(dist) if dist else None
     near = min(dist) if dist else None
     ratio = f" Remote memory here is {far / near:.1f}x the local distance ({near} vs {far})." if far and near else ""
+    env_known = f.get("software", record=False) is not None
+    if not env_known:
+        return [f.finding(
+            "info", f"{spanned} NUMA nodes: bind each job to one",
+            why=(f"The CPUs span {spanned} NUMA nodes. This report has no environment (a captured tree), so whether "
+                 f"the job binds its threads is unknown; unbound threads read memory on other nodes.{ratio}"),
+            fix="Run one job per NUMA node, bound with numactl (CPUs and memory).",
+            snippet=snippets.pinned_launches(report))]
     return [f.finding(
         "warning", f"Threads can spread over {spanned} NUMA nodes unpinned",
         why=(f"The process may run on {len(usable or [])} CPUs over {spanned} NUMA nodes and no OpenMP binding is set, "
