@@ -212,7 +212,7 @@ def pinning_plan(cpus: list[int] | set[int], topo: Topology, command: str = DEFA
         "Works for libgomp (PyTorch) and Intel OpenMP."))
 
     plan.snippets.append(Snippet(
-        "gomp", "GOMP_CPU_AFFINITY",
+        "gomp", "GOMP",
         f'OMP_NUM_THREADS={n} GOMP_CPU_AFFINITY="{format_cpulist(firsts).replace(",", " ")}" {command}',
         "libgomp only (PyTorch Linux wheels): thread i runs on the i-th CPU listed, "
         "the first hardware thread of each core."))

@@ -639,10 +639,12 @@ class TopologyMap(QGraphicsView):
                 self._apply_selection(set(cpus), emit=True)
         self._press_pos = None
         self._band = None
+        event.accept()
 
     def _on_rubber_band(self, rect: QRect, from_scene: QPointF, to_scene: QPointF) -> None:
+        # the viewport rect is reliable; the scene points Qt passes are not under a zoomed transform
         if not rect.isNull():
-            self._band = QRectF(from_scene, to_scene).normalized()
+            self._band = self.mapToScene(rect).boundingRect()
 
     # -- events -------------------------------------------------------------
 
@@ -699,11 +701,11 @@ class LoadLegend(QWidget):
     def __init__(self, map_widget: TopologyMap, parent: QWidget | None = None):
         super().__init__(parent)
         self.map = map_widget
-        self.setMinimumHeight(22)
+        self.setMinimumHeight(max(24, self.fontMetrics().height() + 8))
         self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
 
     def sizeHint(self) -> QSize:
-        return QSize(520, 24)
+        return QSize(620, max(24, self.fontMetrics().height() + 8))
 
     def paintEvent(self, event) -> None:
         c = self.map.colours

@@ -1,0 +1,374 @@
+"""Topology page: the live map, a legend, one-click CPU sets and the pinning snippets for the selection.
+
+Select cores, an L3 domain (CCX) or a NUMA node in the map, or with the
+Select buttons, and the panel below shows how to run a job on exactly those
+CPUs (taskset, numactl, OpenMP, GOMP_CPU_AFFINITY, Python), from the same
+generator the advisor uses (:mod:`cpudoctor.advisor.pinning`).
+
+The page only listens to the model: ``report_changed`` brings the topology,
+``sample`` the live load and clocks (the main window's sampler emits them).
+A saved report of another machine shows its topology without live load.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QFontDatabase, QGuiApplication
+from PySide6.QtWidgets import (QFileDialog, QHBoxLayout, QLabel, QLineEdit, QMenu, QPlainTextEdit, QPushButton,
+                               QSplitter, QTabWidget, QToolButton, QVBoxLayout, QWidget)
+
+from cpudoctor.advisor.pinning import (PinningPlan, l3_cpu_sets, numa_cpu_sets, one_thread_per_core,
+                                       pinning_plan)
+from cpudoctor.gui.model import AppModel
+from cpudoctor.gui.topology_map import LoadLegend, TopologyMap
+from cpudoctor.probes.live import Sample
+from cpudoctor.probes.topology import Topology
+from cpudoctor.render.topology import cache_size, cpus_text, is_ccx_vendor, summary_line, usable_line
+from cpudoctor.report import Report
+
+MAX_INLINE_BUTTONS = 8        # more CCXs / nodes than this go into a drop-down menu
+
+
+class TopologyPage(QWidget):
+    title = "Topology"
+    icon_name = "topology"
+
+    def __init__(self, model: AppModel, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.model = model
+        self.topology: Topology | None = None
+        self.plan: PinningPlan | None = None
+        self._live = True
+
+        self.map = TopologyMap(self)
+        self.legend = LoadLegend(self.map, self)
+        self.summary = QLabel()
+        self.summary.setWordWrap(True)
+        self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.limits = QLabel()
+        self.limits.setWordWrap(True)
+
+        # Select row: per-CCX and per-NUMA buttons (or menus), whole machine, one thread per core, clear.
+        self.select_row = QHBoxLayout()
+        self.select_row.setSpacing(4)
+        self.select_label = QLabel("Select:")
+        self.all_button = QPushButton("All")
+        self.all_button.setToolTip("Every CPU this process may use")
+        self.all_button.clicked.connect(self._select_all)
+        self.per_core_button = QPushButton("One thread per core")
+        self.per_core_button.setToolTip("Keep only the first hardware thread of each selected core (drop SMT siblings)")
+        self.per_core_button.clicked.connect(self._one_per_core)
+        self.clear_button = QPushButton("Clear")
+        self.clear_button.clicked.connect(self.map.clear_selection)
+        self.ccx_buttons: list[QPushButton] = []
+        self.numa_buttons: list[QPushButton] = []
+        self.ccx_menu_button = QToolButton()
+        self.ccx_menu_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        self.numa_menu_button = QToolButton()
+        self.numa_menu_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        self._dynamic_select = QHBoxLayout()
+        self._dynamic_select.setSpacing(4)
+        self.select_row.addWidget(self.select_label)
+        self.select_row.addLayout(self._dynamic_select)
+        self.select_row.addWidget(self.all_button)
+        self.select_row.addWidget(self.per_core_button)
+        self.select_row.addWidget(self.clear_button)
+        self.select_row.addStretch(1)
+        self.zoom_out = QPushButton("−")
+        self.zoom_out.setToolTip("Zoom out (ctrl+wheel)")
+        self.zoom_out.setFixedWidth(30)
+        self.zoom_out.clicked.connect(lambda: self.map.zoom_by(1 / 1.25))
+        self.fit_button = QPushButton("Fit")
+        self.fit_button.setToolTip("Show the whole machine")
+        self.fit_button.clicked.connect(self.map.fit)
+        self.zoom_in = QPushButton("+")
+        self.zoom_in.setToolTip("Zoom in (ctrl+wheel)")
+        self.zoom_in.setFixedWidth(30)
+        self.zoom_in.clicked.connect(lambda: self.map.zoom_by(1.25))
+        self.export_svg_button = QPushButton("Export SVG…")
+        self.export_svg_button.clicked.connect(lambda: self._export("svg"))
+        self.export_png_button = QPushButton("Export PNG…")
+        self.export_png_button.clicked.connect(lambda: self._export("png"))
+        for w in (self.zoom_out, self.fit_button, self.zoom_in, self.export_svg_button, self.export_png_button):
+            self.select_row.addWidget(w)
+
+        # Snippet panel.
+        self.selection_label = QLabel()
+        self.selection_label.setWordWrap(True)
+        self.warnings_label = QLabel()
+        self.warnings_label.setWordWrap(True)
+        self.warnings_label.setStyleSheet("color: #b3741a;")
+        self.command_edit = QLineEdit("python train.py")
+        self.command_edit.setToolTip("The command the snippets run")
+        self.command_edit.textChanged.connect(lambda _t: self._update_snippets())
+        self.tabs = QTabWidget()
+        self.tabs.setDocumentMode(True)
+        self.snippet_views: dict[str, QPlainTextEdit] = {}
+        self.note_label = QLabel()
+        self.note_label.setWordWrap(True)
+        note_font = self.note_label.font()
+        note_font.setItalic(True)
+        self.note_label.setFont(note_font)
+        self.tabs.currentChanged.connect(lambda _i: self._show_note())
+        self.copy_button = QPushButton("Copy")
+        self.copy_button.setToolTip("Copy the snippet of the open tab")
+        self.copy_button.clicked.connect(self.copy_current)
+
+        cmd_row = QHBoxLayout()
+        cmd_row.addWidget(self.selection_label, 1)
+        cmd_row.addWidget(QLabel("Command:"))
+        cmd_row.addWidget(self.command_edit)
+        copy_row = QHBoxLayout()
+        copy_row.addWidget(self.note_label, 1)
+        copy_row.addWidget(self.copy_button, 0, Qt.AlignmentFlag.AlignTop)
+
+        panel = QWidget()
+        pv = QVBoxLayout(panel)
+        pv.setContentsMargins(0, 4, 0, 0)
+        pv.addLayout(cmd_row)
+        pv.addWidget(self.warnings_label)
+        pv.addWidget(self.tabs, 1)
+        pv.addLayout(copy_row)
+
+        top = QWidget()
+        tv = QVBoxLayout(top)
+        tv.setContentsMargins(0, 0, 0, 0)
+        tv.addWidget(self.map, 1)
+        tv.addWidget(self.legend)
+
+        self.splitter = QSplitter(Qt.Orientation.Vertical)
+        self.splitter.addWidget(top)
+        self.splitter.addWidget(panel)
+        self.splitter.setStretchFactor(0, 3)
+        self.splitter.setStretchFactor(1, 1)
+        self.splitter.setChildrenCollapsible(False)
+
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(16, 12, 16, 12)
+        heading = QLabel("Topology")
+        f = heading.font()
+        f.setPointSizeF(f.pointSizeF() * 1.4)
+        f.setBold(True)
+        heading.setFont(f)
+        outer.addWidget(heading)
+        outer.addWidget(self.summary)
+        outer.addWidget(self.limits)
+        outer.addLayout(self.select_row)
+        outer.addWidget(self.splitter, 1)
+
+        self.map.selection_changed.connect(self._on_selection)
+        model.report_changed.connect(self.on_report)
+        model.sample.connect(self.on_sample)
+        if model.report is not None:
+            self.on_report(model.report)
+        else:
+            self._set_topology(None)
+
+    # -- model --------------------------------------------------------------
+
+    def on_report(self, report: Report) -> None:
+        # A saved report shows another machine: this machine's live load would be wrong there.
+        self._live = not self.model.read_only
+        if not self._live:
+            self.map.loads.clear()
+            self.map.clocks.clear()
+        self._set_topology(report.topology if report is not None else None)
+
+    def on_sample(self, sample: Sample) -> None:
+        if not self._live:
+            return
+        self.map.set_load(sample.load_by_cpu())
+        if sample.freq_mhz:
+            self.map.set_clocks(dict(zip(sample.cpu_ids, sample.freq_mhz)))
+
+    # -- building -----------------------------------------------------------
+
+    def _set_topology(self, topo: Topology | None) -> None:
+        self.topology = topo
+        self.map.set_topology(topo)
+        if topo is None:
+            self.summary.setText("Waiting for the system report…")
+            self.limits.setText("")
+        else:
+            self.summary.setText(summary_line(topo))
+            extra = []
+            usable = usable_line(topo)
+            if usable:
+                extra.append(usable)
+            if topo.offline_cpus:
+                extra.append(f"Offline CPUs: {cpus_text(topo.offline_cpus)}")
+            if topo.cpuless_numa_nodes:
+                extra.append("Memory-only NUMA nodes: " + ", ".join(map(str, topo.cpuless_numa_nodes)))
+            extra += [n for n in topo.notes if "offline" not in n]
+            self.limits.setText("\n".join(extra))
+            self.limits.setVisible(bool(extra))
+        self._rebuild_select_buttons()
+        self._on_selection(self.map.selected_cpus())
+
+    def _rebuild_select_buttons(self) -> None:
+        while self._dynamic_select.count():
+            item = self._dynamic_select.takeAt(0)
+            w = item.widget()
+            if w is not None:
+                w.setParent(None)
+                w.deleteLater()
+        self.ccx_buttons, self.numa_buttons = [], []
+        topo = self.topology
+        has = topo is not None and bool(topo.core_list)
+        for w in (self.all_button, self.per_core_button, self.clear_button, self.export_svg_button,
+                  self.export_png_button, self.fit_button, self.zoom_in, self.zoom_out):
+            w.setEnabled(has)
+        if not has:
+            return
+        ccx = is_ccx_vendor(topo)
+        l3_sets = l3_cpu_sets(topo)
+        l3_entries = [(f"CCX {i}" if ccx else f"L3 #{i}",
+                       f"{'CCX' if ccx else 'L3'} {i}: {cache_size(topo.l3_domains[i].size_bytes)} L3, "
+                       f"CPUs {cpus_text(cpus)}", cpus) for i, cpus in enumerate(l3_sets)]
+        numa_entries = [(f"Node {nid}", f"NUMA node {nid}: CPUs {cpus_text(cpus)}", cpus)
+                        for nid, cpus in numa_cpu_sets(topo).items()]
+        if len(l3_entries) > 1:
+            self._add_group(l3_entries, self.ccx_buttons, "CCX" if ccx else "L3")
+        if len(numa_entries) > 1:
+            self._add_group(numa_entries, self.numa_buttons, "NUMA node")
+
+    def _add_group(self, entries, buttons: list, name: str) -> None:
+        if len(entries) <= MAX_INLINE_BUTTONS:
+            for text, tip, cpus in entries:
+                b = QPushButton(text)
+                b.setToolTip(tip + "\nctrl-click adds to the selection")
+                b.clicked.connect(lambda _=False, c=cpus: self._select_set(c))
+                self._dynamic_select.addWidget(b)
+                buttons.append(b)
+            return
+        b = QToolButton()
+        b.setText(name)
+        b.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        menu = QMenu(b)
+        for text, tip, cpus in entries:
+            act = menu.addAction(tip)
+            act.triggered.connect(lambda _=False, c=cpus: self._select_set(c))
+        b.setMenu(menu)
+        self._dynamic_select.addWidget(b)
+        buttons.append(b)
+
+    # -- selection and snippets --------------------------------------------
+
+    def _select_set(self, cpus: list[int]) -> None:
+        mods = QGuiApplication.keyboardModifiers()
+        if mods & Qt.KeyboardModifier.ControlModifier:
+            self.map.set_selection(set(self.map.selected_cpus()) | set(cpus))
+        else:
+            self.map.set_selection(cpus)
+
+    def _select_all(self) -> None:
+        topo = self.topology
+        if topo is None:
+            return
+        allowed = topo.affinity.allowed_cpus if self._live and topo.affinity.allowed_cpus else topo.online_cpus
+        self.map.set_selection(allowed)
+
+    def _one_per_core(self) -> None:
+        if self.topology is None:
+            return
+        current = self.map.selected_cpus() or list(self.topology.online_cpus)
+        self.map.set_selection(one_thread_per_core(current, self.topology))
+
+    def _on_selection(self, cpus: list[int]) -> None:
+        self.per_core_button.setEnabled(self.topology is not None and bool(self.topology.core_list))
+        self._update_snippets()
+
+    def _update_snippets(self) -> None:
+        cpus = self.map.selected_cpus()
+        topo = self.topology
+        current = self.tabs.tabText(self.tabs.currentIndex()) if self.tabs.count() else None
+        if topo is None or not cpus:
+            self.plan = None
+            self.selection_label.setText("Select CPUs in the map (click a thread, core, L3 or NUMA label; "
+                                         "drag a rectangle; ctrl-click to add) to get pinning commands.")
+            self.warnings_label.setVisible(False)
+            self._set_tabs([])
+            self.copy_button.setEnabled(False)
+            self.note_label.setText("")
+            return
+        command = self.command_edit.text().strip() or "python train.py"
+        plan = pinning_plan(cpus, topo, command=command)
+        self.plan = plan
+        where = []
+        if plan.l3_domains:
+            word = "CCX" if is_ccx_vendor(topo) else "L3"
+            where.append(f"{word} {', '.join(map(str, plan.l3_domains))}")
+        if plan.numa_nodes:
+            where.append(f"NUMA node{'s' if len(plan.numa_nodes) > 1 else ''} "
+                         f"{', '.join(map(str, plan.numa_nodes))}")
+        self.selection_label.setText(
+            f"<b>{len(cpus)} CPU{'s' if len(cpus) != 1 else ''}</b> on {plan.threads} "
+            f"core{'s' if plan.threads != 1 else ''}: {cpus_text(cpus)}"
+            + (f" — {'; '.join(where)}" if where else ""))
+        self.warnings_label.setText("\n".join(f"⚠ {w}" for w in plan.warnings))
+        self.warnings_label.setVisible(bool(plan.warnings))
+        self._set_tabs(plan.snippets, keep=current)
+        self.copy_button.setEnabled(True)
+        self._show_note()
+
+    def _set_tabs(self, snippets, keep: str | None = None) -> None:
+        labels = [s.label for s in snippets]
+        existing = [self.tabs.tabText(i) for i in range(self.tabs.count())]
+        if labels != existing:
+            self.tabs.blockSignals(True)
+            self.tabs.clear()
+            self.snippet_views = {}
+            mono = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
+            for s in snippets:
+                view = QPlainTextEdit()
+                view.setReadOnly(True)
+                view.setFont(mono)
+                view.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
+                self.tabs.addTab(view, s.label)
+                self.snippet_views[s.kind] = view
+            self.tabs.blockSignals(False)
+            if keep in labels:
+                self.tabs.setCurrentIndex(labels.index(keep))
+        for s in snippets:
+            view = self.snippet_views[s.kind]
+            if view.toPlainText() != s.text:
+                view.setPlainText(s.text)
+
+    def _show_note(self) -> None:
+        if self.plan is None or not self.plan.snippets:
+            self.note_label.setText("")
+            return
+        i = self.tabs.currentIndex()
+        if 0 <= i < len(self.plan.snippets):
+            self.note_label.setText(self.plan.snippets[i].note)
+
+    def current_snippet_text(self) -> str:
+        if self.plan is None or not self.plan.snippets:
+            return ""
+        i = max(0, self.tabs.currentIndex())
+        return self.plan.snippets[i].text
+
+    def copy_current(self) -> None:
+        text = self.current_snippet_text()
+        if text:
+            QGuiApplication.clipboard().setText(text)
+            self.model.status_message.emit(f"Copied the {self.plan.snippets[self.tabs.currentIndex()].label} "
+                                           "snippet")
+
+    # -- export -------------------------------------------------------------
+
+    def _export(self, fmt: str) -> None:
+        caption = "Export topology map as SVG" if fmt == "svg" else "Export topology map as PNG"
+        filt = "SVG image (*.svg)" if fmt == "svg" else "PNG image (*.png)"
+        path, _ = QFileDialog.getSaveFileName(self, caption, f"topology.{fmt}", filt)
+        if not path:
+            return
+        if not path.lower().endswith(f".{fmt}"):
+            path += f".{fmt}"
+        try:
+            (self.map.export_svg if fmt == "svg" else self.map.export_png)(path)
+        except OSError as exc:
+            self.model.status_message.emit(f"Export failed: {exc}")
+            return
+        self.model.status_message.emit(f"Saved the topology map to {path}")
+

@@ -1,0 +1,274 @@
+"""Topology map widget and page, offscreen with pytest-qt."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+import pytest
+from PySide6.QtCore import QPoint, Qt
+from PySide6.QtGui import QGuiApplication
+
+from conftest import machine_root
+from cpudoctor.advisor.pinning import l3_cpu_sets, pinning_plan
+from cpudoctor.gui.model import AppModel
+from cpudoctor.gui.topology_map import BoxItem, MapColours, PUItem, TopologyMap
+from cpudoctor.gui.topology_page import TopologyPage
+from cpudoctor.probes.live import Sample
+from cpudoctor.probes.topology import (Affinity, Core, L3Domain, NumaNode, Package, Topology,
+                                       probe_topology)
+from cpudoctor.report import Report
+from gui_support import no_qt_leaks  # noqa: F401  (autouse fixture)
+
+LARGE = "hwloc-128arm-2pa2n8cluster4co"
+
+
+def epyc_2x64() -> Topology:
+    """2 x 64-core EPYC, SMT on, NPS1: 16 CCXs of 8 cores, sibling of c is c + 128."""
+    n = 128
+    cores = [Core(i // 64, i % 64, [i, i + n], l3=i // 8, numa=i // 64) for i in range(n)]
+    l3 = [L3Domain(sorted(c for i in range(j * 8, j * 8 + 8) for c in (i, i + n)), 32 << 20) for j in range(16)]
+    numa = [NumaNode(k, sorted(c for co in cores if co.numa == k for c in co.cpus), [10 if k == m else 32 for m in range(2)])
+            for k in range(2)]
+    return Topology(packages=2, cores=n, logical_cpus=2 * n, l3_domains=l3, numa_nodes=numa,
+                    online_cpus=list(range(2 * n)), smt_threads_per_core=2,
+                    package_list=[Package(k, numa[k].cpus) for k in range(2)], core_list=cores,
+                    affinity=Affinity(allowed_cpus=list(range(2 * n)), usable_cpus=2 * n),
+                    l3_known=True, source="sysfs", vendor="AuthenticAMD")
+
+
+@pytest.fixture
+def large_map(qtbot):
+    topo = probe_topology(machine_root(LARGE), live=False)
+    m = TopologyMap()
+    qtbot.addWidget(m)
+    m.resize(1100, 700)
+    m.show()
+    m.set_topology(topo)
+    return m, topo
+
+
+def _boxes(m: TopologyMap, kind: str) -> list[BoxItem]:
+    return sorted((i for i in m.scene().items() if isinstance(i, BoxItem) and i.kind == kind),
+                  key=lambda b: b.cpus[0])
+
+
+def test_builds_for_largest_corpus_machine(large_map):
+    m, topo = large_map
+    pus = [i for i in m.scene().items() if isinstance(i, PUItem)]
+    assert len(pus) == topo.logical_cpus == 128
+    assert sorted(p.cpu for p in pus) == topo.online_cpus
+    assert len(_boxes(m, "core")) == topo.cores
+    assert len(_boxes(m, "l3")) == len(topo.l3_domains) == 4
+    assert len(_boxes(m, "numa")) == len(topo.numa_nodes) == 4
+    assert len(_boxes(m, "package")) == topo.packages == 2
+    # every PU sits inside its core's box, every core inside its L3's box
+    for core in _boxes(m, "core"):
+        for pu in core.childItems():
+            assert core.sceneBoundingRect().contains(pu.sceneBoundingRect())
+    for l3 in _boxes(m, "l3"):
+        cores = [c for c in _boxes(m, "core") if set(c.cpus) <= set(l3.cpus)]
+        assert len(cores) == len(l3.cpus)      # Kunpeng: 1 thread per core
+        assert all(l3.sceneBoundingRect().contains(c.sceneBoundingRect()) for c in cores)
+
+
+def test_layout_fits_the_window_and_wraps(qtbot):
+    m = TopologyMap()
+    qtbot.addWidget(m)
+    m.resize(1000, 700)
+    m.show()
+    m.set_topology(epyc_2x64())
+    m.fit()
+    rect = m.scene().sceneRect()
+    vp = m.viewport().size()
+    assert rect.width() * m.zoom() <= vp.width() + 1 and rect.height() * m.zoom() <= vp.height() + 1
+    assert m.zoom() >= 0.6                  # still legible: PU numbers >= ~8 px tall
+    # PUs do not overlap
+    rects = sorted((p.sceneBoundingRect().x(), p.sceneBoundingRect().y()) for p in m.pu_items.values())
+    assert len(set(rects)) == 256
+    # zoom, then fit brings back the same fitted view
+    fitted = m.zoom()
+    m.zoom_by(2.0)
+    assert m.zoom() == pytest.approx(2 * fitted)
+    assert m.transform().m11() == pytest.approx(2 * fitted)
+    m.fit()
+    assert m.zoom() == pytest.approx(fitted)
+
+
+def test_colouring_follows_injected_load(large_map):
+    m, topo = large_map
+    m.set_load({0: 0.0, 1: 50.0, 2: 100.0})
+    colours = MapColours.from_palette(m.palette())
+    fill = {c: m.pu_items[c].fill() for c in (0, 1, 2)}
+    assert fill[0] == colours.load(0.0) and fill[2] == colours.load(100.0)
+    # busier = darker, monotonically
+    assert fill[0].lightnessF() > fill[1].lightnessF() > fill[2].lightnessF()
+    # the rendered pixel in the middle of PU 2 has the load colour (number drawn elsewhere)
+    img = m.grab().toImage()
+    pu = m.pu_items[2]
+    corner = m.mapFromScene(pu.sceneBoundingRect().topLeft() + pu.boundingRect().center() * 0.25)
+    px = img.pixelColor(corner.x(), corner.y())
+    assert abs(px.red() - fill[2].red()) < 30 and abs(px.blue() - fill[2].blue()) < 30
+    # a later sample changes only what it lists
+    m.set_load({2: 0.0})
+    assert m.pu_items[2].fill() == colours.load(0.0) and m.pu_items[1].load == 50.0
+
+
+def test_click_selects_l3_and_snippet_is_right(qtbot, large_map):
+    m, topo = large_map
+    l3 = _boxes(m, "l3")[1]
+    header = m.mapFromScene(l3.sceneBoundingRect().topLeft()) + QPoint(12, 6)
+    with qtbot.waitSignal(m.selection_changed, timeout=2000) as sig:
+        qtbot.mouseClick(m.viewport(), Qt.MouseButton.LeftButton, pos=header)
+    assert sig.args[0] == topo.l3_domains[1].cpus == list(range(32, 64))
+    plan = pinning_plan(m.selected_cpus(), topo)
+    assert plan.snippet("taskset").text == "OMP_NUM_THREADS=32 taskset -c 32-63 python train.py"
+    assert plan.snippet("numactl").text == (
+        "OMP_NUM_THREADS=32 numactl --cpunodebind=1 --membind=1 python train.py")   # L3 == NUMA node on Kunpeng
+    # ctrl-click on a PU of another L3 adds it; ctrl-click again removes it
+    pu = m.pu_items[5]
+    pos = m.mapFromScene(pu.sceneBoundingRect().center())
+    qtbot.mouseClick(m.viewport(), Qt.MouseButton.LeftButton, Qt.KeyboardModifier.ControlModifier, pos)
+    assert m.selected_cpus() == [5] + list(range(32, 64))
+    qtbot.mouseClick(m.viewport(), Qt.MouseButton.LeftButton, Qt.KeyboardModifier.ControlModifier, pos)
+    assert m.selected_cpus() == list(range(32, 64))
+    # plain click on a core selects just that core
+    qtbot.mouseClick(m.viewport(), Qt.MouseButton.LeftButton, pos=pos)
+    assert m.selected_cpus() == [5]
+
+
+def test_rubber_band_selects_covered_threads(qtbot):
+    m = TopologyMap()
+    qtbot.addWidget(m)
+    m.resize(1000, 700)
+    m.show()
+    m.set_topology(epyc_2x64())
+    a = m.mapFromScene(m.pu_items[0].sceneBoundingRect().center())
+    b = m.mapFromScene(m.pu_items[1].sceneBoundingRect().center())
+    vp = m.viewport()
+    qtbot.mousePress(vp, Qt.MouseButton.LeftButton, pos=a - QPoint(2, 2))
+    from PySide6.QtGui import QMouseEvent
+    from PySide6.QtCore import QEvent, QPointF
+    for p in (a + QPoint(10, 0), b + QPoint(0, 1)):
+        ev = QMouseEvent(QEvent.Type.MouseMove, QPointF(p), QPointF(vp.mapToGlobal(p)), Qt.MouseButton.NoButton,
+                         Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier)
+        QGuiApplication.sendEvent(vp, ev)
+    with qtbot.waitSignal(m.selection_changed, timeout=2000) as sig:
+        qtbot.mouseRelease(vp, Qt.MouseButton.LeftButton, pos=b + QPoint(0, 1))
+    # PU 0 and 1 are in cores 0 and 1 (first row); the band also covers their SMT siblings 128, 129
+    assert {0, 1} <= set(sig.args[0]) and set(sig.args[0]) <= {0, 1, 128, 129}
+
+
+def test_tooltip_names_core_siblings_l3_peers_numa_and_clock(large_map):
+    m, topo = large_map
+    m.set_clocks({40: 2600.0})
+    m.set_load({40: 37.0})
+    tip = m.pu_tooltip(40)
+    assert "CPU 40" in tip and "NUMA node: 1" in tip and "2.60 GHz" in tip and "load 37%" in tip
+    assert "L3 #1 peers" in tip and "32-39,41-63" in tip
+    epyc = TopologyMap()
+    epyc.set_topology(epyc_2x64())
+    tip = epyc.pu_tooltip(3)
+    assert "SMT siblings: 131" in tip and "CCX 0 peers" in tip
+    epyc.deleteLater()
+
+
+def test_markers_show_on_threads(large_map):
+    m, _ = large_map
+    m.set_markers({7: ["python (pid 42)", "worker-1"]})
+    assert m.pu_items[7].markers == ["python (pid 42)", "worker-1"]
+    assert "worker-1" in m.pu_tooltip(7)
+    m.set_markers({})
+    assert m.pu_items[7].markers == []
+
+
+def test_svg_and_png_export(tmp_path, large_map):
+    m, topo = large_map
+    m.set_load({c: (c * 7) % 100 for c in topo.online_cpus})
+    svg = m.export_svg(tmp_path / "map.svg")
+    root = ET.parse(svg).getroot()
+    assert root.tag.endswith("svg")
+    texts = {t.text.strip() for t in root.iter() if t.tag.endswith("text") and t.text}
+    assert {"0", "127"} <= texts and any("L3" in t for t in texts)
+    png = m.export_png(tmp_path / "map.png")
+    data = png.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+
+
+def test_unknown_topology_shows_message_not_crash(qtbot, tmp_path):
+    m = TopologyMap()
+    qtbot.addWidget(m)
+    m.set_topology(probe_topology(machine_root("archspec-rocky9-zen5"), live=False))
+    assert m.pu_items == {} and "unknown" in m._empty_text
+    assert m.export_png(tmp_path / "empty.png").stat().st_size > 0
+    m.set_topology(None)
+    m.set_load({0: 50.0})            # no items: ignored
+
+
+# ---------------------------------------------------------------------------
+# Page
+
+
+def _page(qtbot, topo: Topology, read_only: bool = False) -> tuple[TopologyPage, AppModel]:
+    model = AppModel()
+    page = TopologyPage(model)
+    qtbot.addWidget(page)
+    page.resize(1200, 850)
+    page.show()
+    report = Report()
+    report.topology = topo
+    model.set_report(report, read_only=read_only)
+    return page, model
+
+
+def test_page_selects_ccx_and_copies_snippet(qtbot):
+    topo = epyc_2x64()
+    page, model = _page(qtbot, topo)
+    assert page.title == "Topology" and page.icon_name == "topology"
+    assert "128 cores, 256 logical CPUs (SMT 2), 16 L3 domains (CCXs), 2 NUMA nodes" in page.summary.text()
+    # 16 CCXs -> one drop-down; 2 NUMA nodes -> 2 buttons
+    assert len(page.ccx_buttons) == 1 and [b.text() for b in page.numa_buttons] == ["Node 0", "Node 1"]
+    act = page.ccx_buttons[0].menu().actions()[3]
+    assert act.text().startswith("CCX 3: 32 MiB L3, CPUs 24-31,152-159")
+    act.trigger()
+    assert page.map.selected_cpus() == l3_cpu_sets(topo)[3]
+    assert [page.tabs.tabText(i) for i in range(page.tabs.count())] == ["taskset", "numactl", "OpenMP", "GOMP",
+                                                                        "Python"]
+    page.tabs.setCurrentIndex(0)
+    page.copy_current()
+    assert QGuiApplication.clipboard().text() == "OMP_NUM_THREADS=8 taskset -c 24-31,152-159 python train.py"
+    assert "8 cores" in page.selection_label.text() and "CCX 3" in page.selection_label.text()
+    page.command_edit.setText("torchrun --nproc-per-node 1 train.py")
+    assert page.current_snippet_text().endswith("torchrun --nproc-per-node 1 train.py")
+    # numa button -> cpunodebind
+    page.numa_buttons[1].click()
+    page.tabs.setCurrentIndex(1)
+    assert "--cpunodebind=1 --membind=1" in page.current_snippet_text()
+    # one thread per core keeps 64 first threads
+    page.per_core_button.click()
+    assert page.map.selected_cpus() == list(range(64, 128))
+    page.clear_button.click()
+    assert page.map.selected_cpus() == [] and page.tabs.count() == 0
+
+
+def test_page_follows_samples_and_ignores_them_for_saved_reports(qtbot):
+    topo = probe_topology(machine_root("hwloc-memorysidecaches"), live=False)
+    page, model = _page(qtbot, topo)
+    assert len(page.map.pu_items) == 80
+    model.sample.emit(Sample(t=1.0, cpu_ids=[0, 1], cpu_percent=[90.0, 10.0], freq_mhz=[3000.0, 2000.0]))
+    assert page.map.pu_items[0].load == 90.0 and page.map.clocks[1] == 2000.0
+    # a saved report of another machine: no live load drawn on it
+    page2, model2 = _page(qtbot, topo, read_only=True)
+    model2.sample.emit(Sample(t=1.0, cpu_ids=[0], cpu_percent=[90.0]))
+    assert page2.map.pu_items[0].load is None
+
+
+def test_page_without_report_and_with_unknown_topology(qtbot):
+    model = AppModel()
+    page = TopologyPage(model)
+    qtbot.addWidget(page)
+    assert "Waiting" in page.summary.text() and not page.all_button.isEnabled()
+    report = Report()
+    report.topology = probe_topology(machine_root("pycpuinfo-ubuntu22.04-ryzen7-2700x"), live=False)
+    model.set_report(report)
+    assert "16 logical CPUs" in page.summary.text()
+    assert page.map.pu_items == {}
