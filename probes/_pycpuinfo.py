@@ -93,4 +93,22 @@ def probe_live() -> CpuInfo:
         from cpudoctor.probes.cpuid_check import run_child
 
         cpuid = run_child()
-    return cpu_from_pycpuinfo(info, cpuid)
+    cpu = cpu_from_pycpuinfo(info, cpuid)
+    if _rosetta():
+        cpu.notes.append("this x86 Python runs under Rosetta 2 on Apple silicon: x86 code is translated (no AVX-512, "
+                         "slow AVX); install the native arm64 Python and PyTorch instead")
+    return cpu
+
+
+def _rosetta() -> bool:
+    """macOS: sysctl.proc_translated is 1 for a process translated by Rosetta 2."""
+    import subprocess
+    import sys
+
+    if sys.platform != "darwin":
+        return False
+    try:
+        out = subprocess.run(["sysctl", "-n", "sysctl.proc_translated"], capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return out.stdout.strip() == "1"

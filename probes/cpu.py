@@ -109,7 +109,7 @@ def cpu_from_cpuinfo_text(text: str | None, root: Path | None = None, path: str 
     else:
         _fill_x86(cpu, parsed)
     _fill_flags(cpu, parsed)
-    cpu.arch = _arch(parsed, root, set(cpu.flags), is_arm)
+    cpu.arch = _arch(cpu, parsed, root, set(cpu.flags), is_arm)
     match = _fill_uarch(cpu)
     _fill_clocks(cpu, root)
     _fill_isa(cpu, root, match)
@@ -198,16 +198,35 @@ def _flag_name_ok(name: str) -> bool:
     return bool(re.fullmatch(r"[a-z0-9_.]+", name))
 
 
-def _arch(parsed, root: Path | None, flags: set[str], is_arm: bool) -> str | None:
-    if root is not None and _is_live(root):
-        machine = platform.machine().lower()
-        return {"amd64": "x86_64", "arm64": "aarch64", "x64": "x86_64"}.get(machine, machine or None)
+def _arch(cpu: CpuInfo, parsed, root: Path | None, flags: set[str], is_arm: bool) -> str | None:
+    """The architecture cpuinfo describes; on the live machine checked against this interpreter's.
+
+    Under qemu-user or Rosetta, /proc/cpuinfo describes the host while this
+    process runs emulated: keep the cpuinfo view (so flags and verdicts agree)
+    and say so loudly.
+    """
     if is_arm:
         arch = parsed.first("CPU architecture")
-        return "aarch64" if (arch or "").strip() in {"8", "9", "AArch64"} else "arm"
-    if parsed.first("vendor_id") is not None or flags:
-        return "x86_64" if "lm" in flags else "i686"
-    return None
+        described = "aarch64" if (arch or "").strip() in {"8", "9", "AArch64"} else "arm"
+    elif parsed.first("vendor_id") is not None or flags:
+        described = "x86_64" if "lm" in flags else "i686"
+    else:
+        described = None
+    if root is not None and _is_live(root):
+        machine = platform.machine().lower()
+        running = {"amd64": "x86_64", "arm64": "aarch64", "x64": "x86_64"}.get(machine, machine or None)
+        if described is None:
+            return running
+        if running and _arch_family(running) != _arch_family(described):
+            cpu.notes.append(
+                f"/proc/cpuinfo describes an {described} CPU but this Python runs as {running}: it is emulated "
+                "(qemu-user, Rosetta 2, box64), so the flags below are the host's, not what your code can use"
+            )
+    return described
+
+
+def _arch_family(arch: str) -> str:
+    return "x86" if arch in {"x86_64", "i686", "i386", "x86"} else "arm" if arch in {"aarch64", "arm", "armv7l", "armv8l"} else arch
 
 
 def _fill_uarch(cpu: CpuInfo):

@@ -419,3 +419,16 @@ def test_this_machine_cpuid_child_agrees_on_identity():
     assert (result.vendor_id, result.family, result.model, result.stepping) == (cpu.vendor_id, cpu.family, cpu.model, cpu.stepping)
     assert not any("emulation" in n or "SIGILL" in n for n in compare(cpu, result))
     assert "avx512f" in result.flags and "avx512f" not in result.os_disabled
+
+
+def test_emulation_is_noted_when_cpuinfo_and_interpreter_disagree(monkeypatch):
+    """qemu-user on an ARM host: /proc/cpuinfo says aarch64 while this Python runs as x86_64."""
+    import platform
+
+    arm_text = (machine_root("archspec-ubuntu22.04-neoverse_v2") / "proc/cpuinfo").read_text()
+    monkeypatch.setattr(platform, "machine", lambda: "x86_64")
+    cpu = cpu_from_cpuinfo_text(arm_text, root=Path("/"))
+    assert cpu.arch == "aarch64" and cpu.microarchitecture == "neoverse_v2"
+    assert any("emulated" in n for n in cpu.notes)
+    monkeypatch.setattr(platform, "machine", lambda: "aarch64")
+    assert not any("emulated" in n for n in cpu_from_cpuinfo_text(arm_text, root=Path("/")).notes)
