@@ -1,0 +1,113 @@
+"""Start-up decisions made before Qt is touched: no display, missing X libraries, the terminal fallback."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from cpudoctor.gui import app
+
+
+def test_needs_display():
+    assert app.needs_display({}, "linux")
+    assert not app.needs_display({"DISPLAY": ":0"}, "linux")
+    assert not app.needs_display({"WAYLAND_DISPLAY": "wayland-0"}, "linux")
+    assert not app.needs_display({"QT_QPA_PLATFORM": "offscreen"}, "linux")   # an explicit choice wins
+    assert not app.needs_display({}, "darwin") and not app.needs_display({}, "win32")
+
+
+def test_uses_xcb():
+    assert app.uses_xcb({"DISPLAY": ":0"}, "linux")
+    assert not app.uses_xcb({"DISPLAY": ":0", "WAYLAND_DISPLAY": "w"}, "linux")
+    assert app.uses_xcb({"QT_QPA_PLATFORM": "xcb"}, "linux")
+    assert not app.uses_xcb({"QT_QPA_PLATFORM": "offscreen", "DISPLAY": ":0"}, "linux")
+    assert not app.uses_xcb({"DISPLAY": ":0"}, "darwin")
+
+
+def test_missing_xcb_libs_names_libraries_and_packages():
+    absent = {"libxcb-cursor.so.0", "libxkbcommon-x11.so.0"}
+
+    def load(name):
+        if name in absent:
+            raise OSError(f"{name}: cannot open shared object file")
+
+    assert app.missing_xcb_libs(load) == [("libxcb-cursor.so.0", "libxcb-cursor0"),
+                                          ("libxkbcommon-x11.so.0", "libxkbcommon-x11-0")]
+    assert app.missing_xcb_libs(lambda name: None) == []
+
+
+@pytest.fixture
+def fake_cli(monkeypatch):
+    calls = []
+    from cpudoctor import cli
+
+    monkeypatch.setattr(cli, "main", lambda argv=None: calls.append(argv) or 0)
+    return calls
+
+
+def test_no_display_prints_the_report_and_how_to_get_the_window(monkeypatch, capsys, fake_cli):
+    for var in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(app.sys, "platform", "linux")
+    assert app.main([]) == 0
+    err = capsys.readouterr().err
+    assert "no display" in err and "xvfb-run" in err and "ssh -X" in err
+    from cpudoctor.commands import COMMANDS
+    assert fake_cli == [["doctor"] if "doctor" in COMMANDS else ["report", "--format", "text"]]
+
+
+def test_missing_libs_print_the_apt_command(monkeypatch, capsys, fake_cli):
+    monkeypatch.setenv("DISPLAY", ":77")
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    monkeypatch.delenv("QT_QPA_PLATFORM", raising=False)
+    monkeypatch.setattr(app.sys, "platform", "linux")
+    monkeypatch.setattr(app, "missing_xcb_libs", lambda: [("libxcb-cursor.so.0", "libxcb-cursor0")])
+    assert app.main([]) == 0
+    err = capsys.readouterr().err
+    assert "libxcb-cursor.so.0 (package libxcb-cursor0)" in err
+    assert ("apt-get install -y xvfb libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-image0 "
+            "libxcb-render-util0 libxcb-xkb1 libxkbcommon-x11-0 libxcb-shape0") in err
+    assert len(fake_cli) == 1                       # and the report was printed instead
+
+
+def test_terminal_report_prefers_doctor(monkeypatch, fake_cli):
+    import cpudoctor.commands as commands
+
+    monkeypatch.setattr(commands, "COMMANDS", ("report",))
+    app.terminal_report()
+    monkeypatch.setattr(commands, "COMMANDS", ("report", "doctor"))
+    app.terminal_report()
+    assert fake_cli == [["report", "--format", "text"], ["doctor"]]
+
+
+@pytest.mark.slow
+def test_terminal_fallback_for_real(tmp_path):
+    """A child process with no display at all: real report text on stdout, advice on stderr, no Qt abort."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
+    env["XDG_CONFIG_HOME"] = str(tmp_path)
+    out = subprocess.run([sys.executable, "-c", "from cpudoctor.gui.app import main; raise SystemExit(main([]))"],
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert "xvfb-run" in out.stderr
+    assert "could not load the Qt platform plugin" not in out.stderr
+    assert out.stdout.strip(), out.stderr            # the report itself
+    assert out.returncode in (0, 1), out.stderr      # doctor exits 1 when it found problems
+
+
+def test_screenshot_option_writes_a_png(tmp_path):
+    shot = tmp_path / "shot.png"
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
+    out = subprocess.run([sys.executable, "-m", "cpudoctor.gui.app", "--screenshot", str(shot),
+                          "--screenshot-delay", "300", "--no-children", "--page", "Flags"],
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr
+    assert shot.is_file() and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_pyside_guard_is_a_no_op_on_good_builds(monkeypatch):
+    import shiboken6
+
+    monkeypatch.setattr(shiboken6, "__version__", "6.11.3", raising=False)
+    assert app.guard_pyside_refcount_bug() is False
