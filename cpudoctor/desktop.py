@@ -110,7 +110,8 @@ def install(env: dict[str, str] | None = None, command: list[str] | None = None)
         atomic_write(p.entry, text)
     except (OSError, WriteError) as exc:
         raise DesktopError(f"cannot install the launcher: {getattr(exc, 'strerror', None) or exc}") from None
-    _refresh_caches(p)
+    # No update-desktop-database: the entry declares no MimeType, and menus pick up
+    # new files in applications/ by themselves; running it would write a cache we do not own.
     return p
 
 
@@ -126,7 +127,6 @@ def uninstall(env: dict[str, str] | None = None) -> list[Path]:
         if p.icon.exists():
             p.icon.unlink()
             removed.append(p.icon)
-    _refresh_caches(p)
     return removed
 
 
@@ -135,18 +135,6 @@ def _read(path: Path) -> str:
         return path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return ""
-
-
-def _refresh_caches(p: DesktopPaths) -> None:
-    """Tell the desktop about the change when the tool exists; harmless when it does not."""
-    import subprocess
-
-    tool = shutil.which("update-desktop-database")
-    if tool:
-        try:
-            subprocess.run([tool, str(p.entry.parent)], capture_output=True, timeout=10, check=False)
-        except (OSError, subprocess.TimeoutExpired):
-            pass
 
 
 def describe(command: list[str]) -> str:

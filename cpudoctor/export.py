@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 from cpudoctor.fileio import WriteError, atomic_write
-from cpudoctor.privacy import Identity, Redactor, redact_report
+from cpudoctor.privacy import Identity, Redactor, redact_markdown, redact_report
 from cpudoctor.report import Report
 
 # format -> (file extension, label for file dialogs)
@@ -99,7 +99,9 @@ def render_export(report: Report, fmt: str, include_identifying: bool = False) -
         except RuntimeError as exc:
             raise ExportError(str(exc)) from None
     text = _markdown_or_text(shared, fmt)
-    return (redactor.text(text) if redactor else text).encode("utf-8")
+    if redactor is not None:
+        text = redact_markdown(redactor, text) if fmt == "md" else redactor.text(text)
+    return text.encode("utf-8")
 
 
 def export_report(report: Report, fmt: str, path: Path | str, include_identifying: bool = False,

@@ -239,6 +239,32 @@ def redact_report(report: Report, include_identifying: bool = False,
     return out
 
 
+_CODE_RE = re.compile(r"(^[ \t]*````.*?^[ \t]*````[ \t]*$|^[ \t]*```.*?^[ \t]*```[ \t]*$|`[^`\n]+`)",
+                      re.MULTILINE | re.DOTALL)
+
+
+def redact_markdown(redactor: "Redactor", text: str) -> str:
+    """Redact Markdown: placeholders stay literal inside code, and are escaped (``\\<user\\>``) outside.
+
+    A bare ``<hostname>`` in Markdown is an unknown HTML tag: GitHub strips it
+    and Qt's reader swallows the rest of the paragraph.
+    """
+    out, pos = [], 0
+    for m in _CODE_RE.finditer(text):
+        out.append(_md_escape_placeholders(redactor.text(text[pos:m.start()])))
+        out.append(redactor.text(m.group(0)))
+        pos = m.end()
+    out.append(_md_escape_placeholders(redactor.text(text[pos:])))
+    return "".join(out)
+
+
+_PLACEHOLDER_RE = re.compile(r"(?<!\\)<(hostname|user|mac|uuid|serial|path)(?<!\\)>")
+
+
+def _md_escape_placeholders(text: str) -> str:
+    return _PLACEHOLDER_RE.sub(r"\\<\1\\>", text)
+
+
 def redact_text(text: str, report: Report | None = None, identity: Identity | None = None,
                 html: bool = False) -> str:
     """Redact already-rendered text (Markdown, plain text, or HTML with ``html=True``)."""

@@ -31,7 +31,7 @@ def test_live_capture_gives_same_topology(tmp_path):
 
 
 @pytest.mark.parametrize("machine", ["hwloc-64amd64-4s2n4ca2co", "hwloc-offline-cpu0-node0",
-                                     "hwloc-32amd64-4s2n4c-cgroup2", "hwloc-128arm-2pa2n8cluster4co"])
+                                     "hwloc-32amd64-4s2n4c-cgroup2", "hwloc-nvidia-dgx-gb10"])
 def test_corpus_capture_round_trip_via_cli(corpus, machine, tmp_path, capsys):
     from cpudoctor.cli import main
 

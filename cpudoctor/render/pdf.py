@@ -34,10 +34,15 @@ def _ensure_gui_app():
         return app
     if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY") and os.name == "posix":
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    from PySide6.QtGui import QGuiApplication
+    try:
+        # A QApplication (not just QGuiApplication) so a later widget in the same
+        # process (the GUI, pytest-qt) can reuse it instead of aborting.
+        from PySide6.QtWidgets import QApplication as _App
+    except ImportError:
+        from PySide6.QtGui import QGuiApplication as _App
 
     try:
-        app = QGuiApplication(["cpudoctor"])
+        app = _App(["cpudoctor"])
     except Exception as exc:  # noqa: BLE001 - Qt aborts differ by platform
         raise RuntimeError(f"cannot start Qt to write the PDF ({exc}); export HTML instead") from None
     _ensure_gui_app.app = app  # keep it alive for the process lifetime

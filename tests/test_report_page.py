@@ -1,0 +1,165 @@
+"""Report page and report actions, offscreen: preview, one-click export, copy, open, compare, capture."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("PySide6")
+
+from PySide6.QtGui import QGuiApplication  # noqa: E402
+from PySide6.QtWidgets import QMessageBox, QWidget  # noqa: E402
+
+from cpudoctor.export import export_report  # noqa: E402
+from cpudoctor.gui import export as gexport  # noqa: E402
+from cpudoctor.gui.export import CompareDialog, ExportDialog, ReportActions  # noqa: E402
+from cpudoctor.gui.model import AppModel  # noqa: E402
+from cpudoctor.gui.report_page import ReportPage  # noqa: E402
+from export_samples import BRAND, sample_report  # noqa: E402
+
+
+@pytest.fixture
+def docs(tmp_path, monkeypatch):
+    folder = tmp_path / "Documents"
+    folder.mkdir()
+    monkeypatch.setattr(gexport, "documents_folder", lambda: folder)
+    return folder
+
+
+@pytest.fixture
+def actions(qtbot):
+    window = QWidget()
+    qtbot.addWidget(window)
+    model = AppModel()
+    ra = ReportActions(model, window)
+    return model, ra
+
+
+def _wait_worker(qtbot, worker):
+    qtbot.waitUntil(lambda: worker not in gexport.__dict__.get("_never", ()) and _done(worker), timeout=20000)
+
+
+def _done(worker) -> bool:
+    from cpudoctor.gui import workers
+
+    return worker not in workers._LIVE
+
+
+def test_page_previews_redacted_markdown_and_html(qtbot, monkeypatch):
+    monkeypatch.setattr("socket.gethostname", lambda: "build-box-7")
+    model = AppModel()
+    page = ReportPage(model)
+    qtbot.addWidget(page)
+    assert page.title == "Report" and page.icon_name == "report"
+    assert not page.export_button.isEnabled()
+    model.set_report(sample_report())
+    qtbot.waitUntil(lambda: "EPYC 9354" in page.preview.toPlainText(), timeout=10000)
+    assert "build-box-7" not in page.preview.toPlainText()
+    assert "Findings" in page.preview.toPlainText()
+    page.format_box.setCurrentIndex(page.format_box.findData("html"))
+    qtbot.waitUntil(lambda: getattr(page, "rendered", "") == "html", timeout=10000)
+    assert "Instruction sets" in page.preview.toPlainText()
+    page.privacy.setChecked(True)
+    qtbot.waitUntil(lambda: "build-box-7" in page.preview.toPlainText(), timeout=10000)
+    page.copy()
+    assert "build-box-7" in QGuiApplication.clipboard().text()
+
+
+def test_quick_export_writes_timestamped_html(qtbot, actions, docs):
+    model, ra = actions
+    assert not ra.export_quick.isEnabled()
+    model.set_report(sample_report())
+    assert ra.export_quick.isEnabled()
+    with qtbot.waitSignal(ra.exported, timeout=20000) as blocker:
+        ra.export_quick.trigger()
+    path = Path(blocker.args[0])
+    assert path.parent == docs and path.suffix == ".html"
+    assert path.name.startswith(f"cpudoctor-report-{dt.date.today():%Y-%m-%d}-")
+    assert "<svg" in path.read_text() and BRAND in path.read_text()
+    buttons = [b.text() for b in ra.last_message.buttons()]
+    assert "Open" in buttons and "Show in folder" in buttons
+    with qtbot.waitSignal(ra.exported, timeout=20000) as second:    # a second click never overwrites
+        ra.export_quick.trigger()
+    assert Path(second.args[0]) != path and path.exists()
+    ra.last_message.close()
+
+
+def test_export_failure_is_a_clear_message(qtbot, actions, tmp_path):
+    model, ra = actions
+    model.set_report(sample_report())
+    blocker_file = tmp_path / "file"
+    blocker_file.write_text("x")
+    with qtbot.waitSignal(ra.failed, timeout=20000) as blocker:
+        ra.start_export(model.report, "pdf", blocker_file / "r.pdf")
+    assert "does not exist" in blocker.args[0]
+    assert ra.last_message.icon() == QMessageBox.Icon.Warning
+    ra.last_message.close()
+
+
+def test_export_dialog_defaults(qtbot, docs):
+    dlg = ExportDialog(None, "html")
+    qtbot.addWidget(dlg)
+    assert not dlg.privacy.isChecked()
+    assert dlg.privacy.text() == "Include identifying details (host name, user, paths)"
+    assert [dlg.format_box.itemData(i) for i in range(dlg.format_box.count())] == ["html", "md", "json", "pdf"]
+    dlg.format_box.setCurrentIndex(3)
+    assert dlg.path.suffix == ".pdf" and dlg.path.parent == docs
+
+
+def test_copy_markdown(qtbot, actions, monkeypatch):
+    monkeypatch.setattr("socket.gethostname", lambda: "build-box-7")
+    model, ra = actions
+    model.set_report(sample_report())
+    ra.copy_markdown.trigger()
+    text = QGuiApplication.clipboard().text()
+    assert "## Findings" in text and "build-box-7" not in text
+
+
+def test_open_saved_report_read_only_with_advisor(qtbot, actions, tmp_path):
+    model, ra = actions
+    saved = export_report(sample_report(), "json", tmp_path / "a.json")
+    with qtbot.waitSignal(model.report_changed, timeout=5000):
+        assert ra.open_path(saved)
+    assert model.read_only is True
+    assert model.source_label == f"{BRAND} — saved 2026-11-30"
+    assert model.report.cpu.brand == BRAND
+
+
+@pytest.mark.parametrize("content, message", [("{oops", "not valid JSON"), ('{"a": 1}', "not a CPU Doctor report"),
+                                              ('{"schema_version": 7, "meta": {"kind": "cpudoctor-report"}}',
+                                               "schema version 7")])
+def test_open_bad_files(qtbot, actions, tmp_path, content, message):
+    model, ra = actions
+    bad = tmp_path / "bad.json"
+    bad.write_text(content)
+    with qtbot.waitSignal(ra.failed, timeout=5000) as blocker:
+        assert not ra.open_path(bad)
+    assert message in blocker.args[0] and model.report is None
+    ra.last_message.close()
+
+
+def test_compare_dialog_current_vs_file(qtbot, tmp_path):
+    current = sample_report()
+    other = sample_report()
+    other.software.torch.version = "2.5.0+cpu"
+    path = export_report(other, "json", tmp_path / "b.json")
+    dlg = CompareDialog(current, "This machine")
+    qtbot.addWidget(dlg)
+    dlg.b_edit.setText(str(path))
+    assert dlg.run_compare()
+    assert "torch.version" in dlg.view.toPlainText() and "2.5.0+cpu" in dlg.view.toPlainText()
+    dlg.b_edit.setText(str(tmp_path / "missing.json"))
+    assert not dlg.run_compare()
+    assert "cannot read" in dlg.status.text()
+
+
+def test_capture_action_in_worker(qtbot, actions, tmp_path):
+    model, ra = actions
+    out = tmp_path / "cap.tar.gz"
+    with qtbot.waitSignal(ra.captured, timeout=60000) as blocker:
+        ra.start_capture(out)
+    assert blocker.args[0].files > 0 and out.is_file()
+    ra.last_message.close()
