@@ -36,7 +36,7 @@ from cpudoctor.probes.topology import Topology
 class ThreadInfo:
     tid: int
     name: str                              # comm, as the program named the thread (15 chars max)
-    state: str                             # last state seen: R, S, D, ...
+    state: str                             # last state seen: R, S, D, ...; "exited" = ended in the window
     cpu_percent: float | None = None       # over the window, 100 = one CPU
     last_cpu: int | None = None            # stat field 39 at the last sample
     cpus_seen: list[int] = field(default_factory=list)   # every CPU seen at a sample, in order first seen
@@ -66,6 +66,7 @@ class ChildProcess:
     cpu_percent: float | None = None
     rss_bytes: int | None = None
     runnable_mean: float | None = None     # mean threads in state R over the samples
+    state: str = "running"                 # running | new (started during the window) | exited (during it)
 
 
 @dataclass
@@ -259,6 +260,15 @@ def _proc_alive(root: Path, pid: int, starttime: int) -> procfs.TaskStat | None:
     if st.starttime != starttime or st.state in ("Z", "X", "x"):
         return None
     return st
+
+
+def _uptime(root: Path) -> float | None:
+    """Seconds since boot (/proc/uptime), to age a process from its stat starttime."""
+    text = read_text(procfs.under(root, "/proc/uptime"))
+    try:
+        return float(text.split()[0]) if text else None
+    except (ValueError, IndexError):
+        return None
 
 
 def open_process(pid: int, root: Path = Path("/")) -> procfs.TaskStat:
@@ -475,7 +485,7 @@ def inspect_process(
         if tr.sched0 and tr.sched1 and span > 0:
             wait = max(0.0, (tr.sched1[1] - tr.sched0[1]) / 1e9 / span * 100)
         insp.threads.append(ThreadInfo(
-            tid=tid, name=tr.name, state=tr.state,
+            tid=tid, name=tr.name, state=tr.state if tr.last_t >= t_last else "exited",
             cpu_percent=round(cpu, 1) if cpu is not None else None,
             last_cpu=tr.last_cpu, cpus_seen=tr.cpus, migrations=tr.migrations,
             runnable_share=round(tr.r_count / tr.samples, 2) if tr.samples else None,
@@ -507,33 +517,57 @@ def inspect_process(
     if window > 0:
         insp.major_faults_per_s = round(insp.major_faults / window, 1)
 
-    # Children at the end of the window (those gone by then keep their start data).
+    # Children at the end of the window: those there from the start get CPU% over the window,
+    # workers started during it (a DataLoader's first iteration) over their life so far, and
+    # those that exited keep their start data without a CPU figure.
     total_child_threads = 0
     total_child_cpu = 0.0
-    for c, st0 in child_first.items():
+    end_stats: dict[int, procfs.TaskStat] = {}
+    for c in sorted(set(child_first) | set(procfs.descendants(root, pid) if insp.status == "ok" else [])):
         text = read_text(procfs.proc_dir(root, c) / "stat")
-        st1 = None
         if text:
             try:
-                st1 = procfs.parse_stat(text)
+                end_stats[c] = procfs.parse_stat(text)
             except procfs.StatParseError:
-                st1 = None
-            if st1 is not None and st1.starttime != st0.starttime:
-                st1 = None
-        st = st1 or st0
+                pass
+    uptime = _uptime(root)
+    for c in sorted(set(child_first) | set(end_stats)):
+        st0 = child_first.get(c)
+        st1 = end_stats.get(c)
+        if st1 is not None and (st1.state in ("Z", "X") or (st0 is not None and st1.starttime != st0.starttime)):
+            st1 = None
+        if st0 is None and st1 is None:
+            continue
         cpu = None
-        if st1 is not None and window > 0:
+        state = "running"
+        if st0 is None:
+            state = "new"
+            age = (uptime - st1.starttime / hz) if uptime is not None else None
+            span = min(window, age) if age is not None and age > 0 else None
+            if span:
+                cpu = round(st1.cpu_ticks / hz / span * 100, 1)
+        elif st1 is None:
+            state = "exited"
+        elif window > 0:
             cpu = round((st1.cpu_ticks - st0.cpu_ticks) / hz / window * 100, 1)
+        st = st1 or st0
+        if cpu is not None:
             total_child_cpu += cpu
-        total_child_threads += st.num_threads
+        if state != "exited":
+            total_child_threads += st.num_threads
         insp.children.append(ChildProcess(
             pid=c, name=st.comm, cmdline=_join_cmd(procfs.read_cmdline(root, c), 200),
             threads=st.num_threads, cpu_percent=cpu, rss_bytes=st.rss_pages * procfs.PAGE_SIZE,
-            runnable_mean=round(child_r[c] / insp.samples, 2) if insp.samples else None,
+            runnable_mean=round(child_r[c] / insp.samples, 2) if c in child_r and insp.samples else None,
+            state=state,
         ))
-    if child_first:
+    if insp.children:
         insp.children_threads = total_child_threads
         insp.children_cpu_percent = round(total_child_cpu, 1)
+    new = [c.pid for c in insp.children if c.state == "new"]
+    if new:
+        insp.notes.append(f"{len(new)} child process(es) started during the window (e.g. DataLoader workers "
+                          "starting an epoch): their CPU% covers only their life so far")
 
     if topology is None:
         try:

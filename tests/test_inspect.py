@@ -199,6 +199,33 @@ def test_fake_tree_process_exits_mid_window(tmp_path):
     assert any("exited" in n and "2 s window" in n for n in insp.notes)
 
 
+def test_fake_tree_children_started_and_exited_during_window(tmp_path):
+    fp = FakeProc(tmp_path)
+    (tmp_path / "proc/uptime").write_text("1010.00 2000.00\n")          # booted 1010 s ago
+    fp.add_process(40, "trainer", threads={40: dict(processor=0), 41: dict(processor=1)})
+    fp.add_process(50, "pt_data_worker", ppid=40)                       # exits mid-window
+
+    def step(n: int, now: float) -> None:
+        if n == 2:
+            fp.remove_process(50)
+            # A new worker, started 0.5 s ago (starttime in ticks since boot), 0.25 s of CPU so far.
+            fp.add_process(51, "pt_data_worker", ppid=40, starttime=int((1010.0 - 0.5) * HZ),
+                           threads={51: dict(utime=HZ // 4)})
+            fp.set_proc_stat(51, utime=HZ // 4)
+        if n == 3:
+            (fp.pdir(40) / "task" / "41").rename(tmp_path / "gone41")    # a thread ends
+
+    clock = StepClock(step)
+    insp = inspect_process(40, seconds=1.0, root=tmp_path, topology=Topology(), interval=0.25,
+                           clock=clock, sleep=clock.sleep)
+    kids = {c.pid: c for c in insp.children}
+    assert kids[50].state == "exited" and kids[50].cpu_percent is None
+    assert kids[51].state == "new" and kids[51].cpu_percent == pytest.approx(50.0)
+    assert insp.children_threads == 1                                   # the exited worker no longer counts
+    assert any("started during the window" in n for n in insp.notes)
+    assert {t.tid: t.state for t in insp.threads} == {40: "S", 41: "exited"}
+
+
 def test_fake_tree_pid_reuse_counts_as_exit(tmp_path):
     fp = FakeProc(tmp_path)
     fp.add_process(701, starttime=5)
