@@ -10,10 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-# Keys that start a new processor block (x86 and ARM both use "processor").
+# The key that starts a new processor block (x86 and ARM both use "processor").
 _BLOCK_KEY = "processor"
-# Field names of the flag list: x86 says "flags", ARM says "Features".
-FLAG_KEYS = ("flags", "Features")
 
 
 @dataclass
@@ -44,17 +42,9 @@ class CpuinfoText:
             value = proc.get(key)
             if value and value not in seen:
                 seen.append(value)
+        if not seen and self.header.get(key):
+            seen.append(self.header[key])      # old ARM kernels: identity printed once, after the blocks
         return seen
-
-    def flag_sets(self) -> list[set[str]]:
-        """The flag set of each processor that reports one."""
-        sets = []
-        for proc in self.processors:
-            for key in FLAG_KEYS:
-                if key in proc:
-                    sets.append(set(proc[key].split()))
-                    break
-        return sets
 
 
 def parse_cpuinfo(text: str | None) -> CpuinfoText:

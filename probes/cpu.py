@@ -103,7 +103,8 @@ def cpu_from_cpuinfo_text(text: str | None, root: Path | None = None, path: str 
         return cpu
     cpu.source = "procfs"
     cpu.logical_cpus_listed = sum(1 for p in parsed.processors if "processor" in p) or None
-    is_arm = parsed.first("CPU implementer") is not None
+    is_arm = parsed.first("CPU implementer") is not None or (
+        parsed.first("vendor_id") is None and parsed.first("Features") is not None)
     if is_arm:
         _fill_arm(cpu, parsed, root)
     else:
@@ -154,39 +155,61 @@ def _fill_x86(cpu: CpuInfo, parsed) -> None:
 def _fill_arm(cpu: CpuInfo, parsed, root: Path | None) -> None:
     from cpudoctor.probes.uarch import vendor_short
 
+    # Method 1: "CPU implementer" / "CPU part" lines. Method 2: the MIDR_EL1
+    # register the kernel exports per CPU, for cpuinfo files that lack them.
     impl = parsed.first("CPU implementer")
+    parts = [p.lower() for p in parsed.values("CPU part")]
+    variant = parsed.first("CPU variant")
+    if impl is None and root is not None:
+        impl, parts, variant = _midr(root)
+        if impl is not None:
+            cpu.notes.append("CPU implementer/part read from sysfs MIDR_EL1 (cpuinfo lacks them)")
     cpu.vendor_id = impl.lower() if impl else None
     cpu.vendor = vendor_short(cpu.vendor_id)
-    cpu.arm_parts = [p.lower() for p in parsed.values("CPU part")]
-    if not cpu.arm_parts and parsed.first("CPU part"):
-        cpu.arm_parts = [parsed.first("CPU part").lower()]
-    cpu.arm_variant = parsed.first("CPU variant")
-    cpu.stepping = None
+    cpu.arm_parts = parts
+    cpu.arm_variant = variant
     cpu.brand = _clean_brand(parsed.first("model name", "Hardware"))
 
 
+def _midr(root: Path) -> tuple[str | None, list[str], str | None]:
+    """Implementer, distinct parts and variant from ``cpuN/regs/identification/midr_el1``."""
+    from cpudoctor.probes._fs import list_dir, read_text, under
+
+    base = under(root, "/sys/devices/system/cpu")
+    impl = variant = None
+    parts: list[str] = []
+    for name in list_dir(base):
+        if not re.fullmatch(r"cpu\d+", name):
+            continue
+        text = read_text(base / name / "regs" / "identification" / "midr_el1")
+        try:
+            midr = int(text, 16) if text else None
+        except ValueError:
+            midr = None
+        if midr is None:
+            continue
+        impl = impl or f"0x{midr >> 24 & 0xFF:02x}"
+        variant = variant or f"0x{midr >> 20 & 0xF:x}"
+        part = f"0x{midr >> 4 & 0xFFF:03x}"
+        if part not in parts:
+            parts.append(part)
+    return impl, parts, variant
+
+
 def _fill_flags(cpu: CpuInfo, parsed) -> None:
-    sets = parsed.flag_sets()
-    if not sets and parsed.header:
-        for key in ("flags", "Features"):
-            if key in parsed.header:
-                sets = [set(parsed.header[key].split())]
-                break
-    if not sets:
+    lines = [p.get("flags") or p.get("Features") for p in parsed.processors]
+    lines = [ln for ln in lines if ln]
+    if not lines:
+        # Old ARM kernels print Features once, after the processor blocks.
+        lines = [ln for ln in (parsed.header.get("flags"), parsed.header.get("Features")) if ln]
+    if not lines:
         cpu.notes.append("cpuinfo lists no flags: ISA verdicts are unknown")
         return
+    sets = [set(ln.split()) for ln in lines]
     common = set.intersection(*sets)
-    union = set.union(*sets)
-    first_order = next(p.get("flags") or p.get("Features") for p in parsed.processors if p.get("flags") or p.get("Features")) if any(
-        p.get("flags") or p.get("Features") for p in parsed.processors) else " ".join(sorted(common))
-    seen: set[str] = set()
-    ordered = []
-    for name in first_order.split():
-        if name in common and name not in seen and _flag_name_ok(name):
-            ordered.append(name)
-            seen.add(name)
-    cpu.flags = ordered
-    only_some = sorted(union - common)
+    only_some = sorted(set.union(*sets) - common)
+    # Keep the kernel's order (grouped by CPUID word), without duplicates or garbage tokens.
+    cpu.flags = [name for name in dict.fromkeys(lines[0].split()) if name in common and _flag_name_ok(name)]
     if only_some:
         cpu.notes.append(
             f"flags differ between processors ({', '.join(only_some[:8])}{' ...' if len(only_some) > 8 else ''} "
@@ -206,8 +229,9 @@ def _arch(cpu: CpuInfo, parsed, root: Path | None, flags: set[str], is_arm: bool
     and say so loudly.
     """
     if is_arm:
-        arch = parsed.first("CPU architecture")
-        described = "aarch64" if (arch or "").strip() in {"8", "9", "AArch64"} else "arm"
+        arch = (parsed.first("CPU architecture") or "").strip()
+        # "asimd" is the aarch64 name of NEON (32-bit kernels say "neon").
+        described = "aarch64" if arch in {"8", "9", "AArch64"} or (not arch and "asimd" in flags) else "arm"
     elif parsed.first("vendor_id") is not None or flags:
         described = "x86_64" if "lm" in flags else "i686"
     else:

@@ -432,3 +432,22 @@ def test_emulation_is_noted_when_cpuinfo_and_interpreter_disagree(monkeypatch):
     assert any("emulated" in n for n in cpu.notes)
     monkeypatch.setattr(platform, "machine", lambda: "aarch64")
     assert not any("emulated" in n for n in cpu_from_cpuinfo_text(arm_text, root=Path("/")).notes)
+
+
+def test_arm_identity_from_sysfs_midr_when_cpuinfo_lacks_it(tmp_path):
+    """Some ARM kernels/containers print only Features; MIDR_EL1 in sysfs still names the cores (GB10 here)."""
+    import shutil
+
+    src = machine_root("hwloc-nvidia-dgx-gb10")
+    text = (src / "proc/cpuinfo").read_text()
+    stripped = "\n".join(ln for ln in text.splitlines() if not ln.startswith("CPU "))
+    (tmp_path / "proc").mkdir()
+    (tmp_path / "proc/cpuinfo").write_text(stripped)
+    for cpu_dir in (src / "sys/devices/system/cpu").glob("cpu[0-9]*"):
+        ident = cpu_dir / "regs/identification"
+        if ident.is_dir():
+            shutil.copytree(ident, tmp_path / "sys/devices/system/cpu" / cpu_dir.name / "regs/identification")
+    cpu = probe_cpu(tmp_path)
+    assert cpu.vendor == "ARM" and sorted(cpu.arm_parts) == ["0xd85", "0xd87"]
+    assert cpu.microarchitecture == "cortex_x925" and cpu.arch == "aarch64" and "sve2" in cpu.flags
+    assert any("MIDR_EL1" in n for n in cpu.notes)
