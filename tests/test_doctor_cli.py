@@ -164,3 +164,15 @@ def test_explain_prints_sections(capsys):
         assert section in out
     code, out, _ = _run(capsys, "explain", "torch-loop-core-pinning")
     assert code == 0 and out.startswith("MYTH001")
+
+
+@pytest.mark.hardware
+def test_this_machine_without_software(capsys):
+    """The live root, CPU and topology only: instant, and no software categories."""
+    code, out, err = _run(capsys, "doctor", "--no-software", "--format", "json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["source"] == "this machine"
+    cats = {f["category"] for f in data["findings"]}
+    assert "isa" in cats and "topology" in cats
+    assert not cats & {"torch", "threads", "blas", "myth"}
