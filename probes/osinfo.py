@@ -263,13 +263,16 @@ def probe_os(root: Path = Path("/"), environ: Mapping[str, str] | None = None) -
 
     proc_version = read_text(under(root, "/proc/version"))
     info.kernel = read_text(under(root, "/proc/sys/kernel/osrelease")) or kernel_from_proc_version(proc_version)
-    if proc_version or info.kernel:
-        info.system = "Linux"
-    elif live:
+    linux_tree = under(root, "/proc/cpuinfo").exists() or under(root, "/sys/devices/system/cpu").is_dir()
+    if proc_version or info.kernel or linux_tree:
+        info.system = "Linux"  # /proc and /sys in this shape exist only on Linux
+    elif live:  # macOS, Windows: ask the interpreter
         info.system = platform.system() or None
         info.kernel = platform.release() or None
     if info.system is None:
-        notes.append("operating system unknown: no /proc/version under the root")
+        notes.append("operating system unknown: no /proc or /sys under the root")
+    elif info.kernel is None and info.system == "Linux":
+        notes.append("kernel version unknown: no /proc/version under the root")
 
     name, version = parse_os_release(read_text(under(root, "/etc/os-release")) or read_text(under(root, "/usr/lib/os-release")))
     info.distro, info.distro_version = name, version

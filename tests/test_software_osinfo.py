@@ -154,6 +154,7 @@ def test_empty_root_is_unknown_not_a_crash(tmp_path):
 def test_corpus_physical_machines_are_not_vms(corpus, name):
     # Every hwloc tree is a physical machine: no 'hypervisor' flag, DMI names a board maker.
     info, notes = probe_os(machine_root(name))
+    assert info.system == "Linux" and info.kernel is None
     assert info.vm is False and info.virtualization is None
     assert info.container is None and info.wsl is None
     # Captured trees lack cpufreq governors and /proc/version: unknown with a note, never a crash.
