@@ -363,7 +363,12 @@ def _fill_isa(cpu: CpuInfo, root: Path | None, match=None) -> None:
         if flags and match.expected_flags:
             missing = [f for f in match.expected_flags if f not in flags]
             if missing:
-                why = "the hypervisor masks them" if cpu.hypervisor else "BIOS settings, kernel boot options or an old kernel hide them"
+                if cpu.hypervisor:
+                    why = "the hypervisor masks them"
+                elif cpu.product_line in {"Pentium", "Celeron", "Atom", "Processor N"}:
+                    why = f"Intel disables them on {cpu.product_line} parts"
+                else:
+                    why = "BIOS settings, kernel boot options or an old kernel hide them"
                 cpu.notes.append(
                     f"{match.display or match.uarch} normally reports {', '.join(missing)}, but this system does not "
                     f"({why}); the verdicts follow what the OS reports"

@@ -451,3 +451,14 @@ def test_arm_identity_from_sysfs_midr_when_cpuinfo_lacks_it(tmp_path):
     assert cpu.vendor == "ARM" and sorted(cpu.arm_parts) == ["0xd85", "0xd87"]
     assert cpu.microarchitecture == "cortex_x925" and cpu.arch == "aarch64" and "sve2" in cpu.flags
     assert any("MIDR_EL1" in n for n in cpu.notes)
+
+
+def test_cut_down_pentium_is_explained_not_blamed_on_the_bios():
+    """A Haswell Pentium G3258 (family 6 model 0x3C) has no AVX at all: that is the SKU, not a setting."""
+    text = ("processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 60\n"
+            "model name\t: Intel(R) Pentium(R) CPU G3258 @ 3.20GHz\nstepping\t: 3\n"
+            "flags\t\t: fpu cmov cx8 fxsr mmx syscall sse sse2 lm pni ssse3 cx16 sse4_1 sse4_2 popcnt lahf_lm movbe\n")
+    cpu = cpu_from_cpuinfo_text(text)
+    assert (cpu.microarchitecture, cpu.product_line, cpu.base_mhz) == ("haswell", "Pentium", 3200.0)
+    assert cpu.isa.x86_64_level == 2 and cpu.isa.vector_width_bits == 128
+    assert any("Intel disables them on Pentium parts" in n for n in cpu.notes)
