@@ -41,6 +41,9 @@ BUSY_PERCENT = 25.0
 # their own pools (OpenBLAS and MKL ignore OMP_NUM_THREADS in some builds).
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 DOCS_PAGE = "docs/process_rules.md"
+# Run-queue wait (sum over threads, 100 = one thread waiting the whole window) from which the
+# job is short of CPU rather than idle: 0.3 s of waiting per second.
+CONTENTION_WAIT = 30.0
 
 
 class ProcRuleError(ValueError):
@@ -526,6 +529,8 @@ def starved_threads(ctx: Context) -> list[Finding]:
     capacity = min(i.num_threads or 1, usable) * 100
     if capacity < 200 or i.cpu_percent >= 0.3 * capacity:
         return []
+    if i.wait_percent is not None and i.wait_percent >= CONTENTION_WAIT:
+        return []                      # it wanted CPU and could not get it: PROC013, not waiting on data
     child_cpu = i.children_cpu_percent or 0.0
     if i.children and child_cpu >= 50:
         title = "The training process mostly waits while its DataLoader workers are busy"
@@ -674,6 +679,43 @@ def kmp_vars_ignored(ctx: Context) -> list[Finding]:
     return [_finding("warning", f"{', '.join(kmp)} ignored: this job's OpenMP is libgomp", why,
                      "Drop the KMP_* variables and bind with OMP_PLACES/OMP_PROC_BIND, which libgomp reads.",
                      snippet, ctx.evidence(runtimes=sorted(runtimes), **kmp))]
+
+
+@proc_rule("PROC013", "cpu-contention", category="threads", severity="warning",
+           title="Other programs take the CPUs this job wants")
+def cpu_contention(ctx: Context) -> list[Finding]:
+    """
+    What it checks:
+        The time the job's threads spent waiting on a run queue (schedstat) while the job itself
+        had no more runnable threads than usable CPUs.
+
+    Why it matters:
+        Then the waiting is caused by other processes on the same CPUs (another training run, a
+        build, a browser). OpenMP regions run at the speed of their most delayed thread, so a
+        little contention costs a lot; more threads in the job only make it worse.
+
+    Fix:
+        Find the competing processes (ps/top sorted by CPU) and stop them, give them other CPUs,
+        or pin this job to CPUs nothing else uses.
+    """
+    i = ctx.insp
+    usable = ctx.usable
+    wait = i.wait_percent
+    if usable is None or wait is None or i.runnable_mean is None or i.window_s is None:
+        return []
+    if i.runnable_mean - usable >= 0.5:
+        return []                      # the job oversubscribes itself: PROC001
+    if wait < CONTENTION_WAIT or wait < 0.5 * (i.cpu_percent or 0.0):
+        return []
+    why = (f"The job's threads waited {wait / 100:.1f} s per second for a CPU, against {(i.cpu_percent or 0) / 100:.1f} s "
+           f"per second of running, while it had only {i.runnable_mean:g} runnable threads on average for {usable} "
+           "usable CPUs: other processes are running on the same CPUs.")
+    return [_finding("warning", f"Other programs compete for this job's CPUs (waited {wait / 100:.1f} s/s)", why,
+                     "Find them (the command lists the busiest threads and the CPU each runs on), stop them or "
+                     "move them to other CPUs, or pin this job to CPUs nothing else uses.",
+                     "ps -eLo pid,tid,psr,pcpu,comm --sort=-pcpu | head -20",
+                     ctx.evidence(wait_percent=wait, cpu_percent=i.cpu_percent, runnable_mean=i.runnable_mean,
+                                  usable_cpus=usable))]
 
 
 # --- running them ---------------------------------------------------------------------------------

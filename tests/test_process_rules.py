@@ -45,7 +45,7 @@ def test_healthy_job_has_no_findings():
 
 def test_every_rule_documented_and_codes_stable():
     rules = pr.process_rules()
-    assert [r.code for r in rules] == [f"PROC{n:03d}" for n in range(1, 13)]
+    assert [r.code for r in rules] == [f"PROC{n:03d}" for n in range(1, 14)]
     assert len({r.symbol for r in rules}) == len(rules)
     for r in rules:
         assert set(r.sections()) == {"What it checks", "Why it matters", "Fix"}, r.code
@@ -100,9 +100,13 @@ def test_spread_over_ccx_and_numa_fire_with_pinning():
     found = {f.code: f for f in pr.run_process_rules(spread(), two_ccx_topology(), strict=True)}
     ccx, numa = found["PROC002"], found["PROC003"]
     # Two busy threads fit in CCX 0 (cores 0 and 1 -> CPUs 0,1; siblings 4,5 left out).
-    assert ccx.snippet.startswith("taskset -c 0-1 env OMP_NUM_THREADS=2 ") and "OMP_PLACES=cores" in ccx.snippet
+    # The prefix comes from advisor.pinning (numactl on this 2-node topology), the env and command from us.
+    topo = two_ccx_topology()
+    assert ccx.snippet.startswith(pr.launch_prefix(topo, [0, 1]) + " env OMP_NUM_THREADS=2 ")
+    assert "0-1" in ccx.snippet.split(" env ")[0] and "OMP_PLACES=cores" in ccx.snippet
     assert ccx.snippet.endswith("python train.py --epochs 3")
-    assert numa.snippet.startswith("numactl --cpunodebind=0 --membind=0 env OMP_NUM_THREADS=2")
+    assert numa.snippet.startswith(pr.launch_prefix(topo, [0, 1], numa_node=0) + " env OMP_NUM_THREADS=2")
+    assert "--membind=0" in numa.snippet
     assert ccx.evidence["domains_used"] == [0, 1]
 
 
@@ -126,7 +130,7 @@ def test_smt_siblings_both_busy():
                ThreadInfo(101, "python", "R", cpu_percent=90.0, last_cpu=4, cpus_seen=[4])]
     [f] = pr.run_process_rules(healthy(threads=threads), two_ccx_topology(), only={"PROC004"})
     assert "core 0 (CPUs 0,4)" in f.why
-    assert f.snippet.startswith("taskset -c 0-1 env OMP_NUM_THREADS=2")
+    assert f.snippet.startswith(pr.launch_prefix(two_ccx_topology(), [0, 1]) + " env OMP_NUM_THREADS=2")
 
 
 def test_smt_siblings_quiet_when_cores_are_all_busy():
@@ -252,7 +256,8 @@ def test_kmp_vars_ignored_with_libgomp_only():
     [f] = pr.run_process_rules(healthy(env=env), two_ccx_topology(), only={"PROC012"})
     assert "KMP_AFFINITY, KMP_BLOCKTIME ignored" in f.title
     assert f.snippet.splitlines()[0] == "unset KMP_AFFINITY KMP_BLOCKTIME"
-    assert "OMP_PLACES=cores OMP_PROC_BIND=close" in f.snippet and "taskset -c 0-3" in f.snippet
+    assert "OMP_PLACES=cores OMP_PROC_BIND=close" in f.snippet
+    assert f.snippet.splitlines()[1].startswith(pr.launch_prefix(two_ccx_topology(), [0, 1, 2, 3]) + " env ")
     # With Intel OpenMP loaded the KMP_* variables do work.
     assert codes(healthy(env=env, libraries=[IOMP]), "PROC012") == []
     assert codes(healthy(env=env, libraries_readable=False, libraries=[]), "PROC012") == []
@@ -264,3 +269,29 @@ def test_docs_page_is_in_sync():
     path = Path(__file__).resolve().parents[1] / "docs" / "process_rules.md"
     assert path.read_text(encoding="utf-8") == pr.render_process_rules_md(), (
         "docs/process_rules.md is out of date: run `python -m cpudoctor.advisor.process_rules > docs/process_rules.md`")
+
+
+# --- PROC013 contention ---
+
+def test_cpu_contention_from_other_programs():
+    insp = healthy(runnable_mean=2.0, wait_percent=150.0, cpu_percent=60.0)
+    [f] = pr.run_process_rules(insp, two_ccx_topology(), only={"PROC013"})
+    assert "waited 1.5 s/s" in f.title and f.snippet.startswith("ps -eLo")
+    # Low CPU with a long run-queue wait is contention, not a job waiting on data (PROC008 stays quiet).
+    many = healthy(num_threads=8, runnable_mean=2.0, wait_percent=150.0, cpu_percent=60.0)
+    assert codes(many) == ["PROC013"]
+    assert codes(healthy(runnable_mean=12.0, wait_percent=400.0), "PROC013") == []     # self-inflicted: PROC001
+    assert codes(healthy(wait_percent=20.0), "PROC013") == []
+
+
+def test_relaunch_prefix_from_pinning_module_and_fallback():
+    from cpudoctor.advisor import pinning
+    from cpudoctor.probes.topology import L3Domain, NumaNode
+
+    topo = two_ccx_topology()
+    assert pr.launch_prefix(topo, [0, 1]) == pinning.launch_prefix(topo, [0, 1])
+    one_node = Topology(online_cpus=[0, 1, 2, 3], l3_domains=[L3Domain([0, 1, 2, 3])],
+                        numa_nodes=[NumaNode(0, [0, 1, 2, 3])])
+    assert pr.launch_prefix(one_node, [0, 1]) == "taskset -c 0-1"
+    assert pr.launch_prefix(None, [2, 3]) == "taskset -c 2-3"                  # no topology: plain taskset
+    assert pr.launch_prefix(None, [2, 3], numa_node=1) == "numactl --cpunodebind=1 --membind=1"
