@@ -164,7 +164,10 @@ class PinTarget:
 
 
 def pin_targets(report: Report) -> list[PinTarget]:
-    """NUMA nodes (when more than one) and L3 domains (when more than one), usable CPUs only."""
+    """NUMA nodes (when more than one) and L3 domains (when more than one), usable CPUs only.
+
+    An L3 domain with exactly the CPUs of a NUMA node is listed once, as the node.
+    """
     topo = report.topology
     usable = set(report.topology.affinity.allowed_cpus or topo.online_cpus or [])
     out: list[PinTarget] = []
@@ -177,7 +180,7 @@ def pin_targets(report: Report) -> list[PinTarget]:
     if len(topo.l3_domains) > 1:
         for i, d in enumerate(topo.l3_domains):
             cpus = sorted(set(d.cpus) & usable) if usable else sorted(d.cpus)
-            if cpus:
+            if cpus and not any(t.cpus == cpus for t in out):  # an L3 per NUMA node (Kunpeng): list it once
                 size = f", {d.size_bytes // 2**20} MiB L3" if d.size_bytes else ""
                 what = f"L3 domain {i} / CCX" if report.cpu.vendor in ("AMD", "Hygon") else f"L3 domain {i}"
                 out.append(PinTarget("ccx", i, cpus, f"{what} (CPUs {format_cpulist(cpus)}{size})"))
@@ -307,6 +310,10 @@ def _script_posix(shell: str, header: list[str], env: dict[str, str], report: Re
         prefix = _pinning_prefix(report, target)
         lines.append(f'exec {prefix} "${{PYTHON:-python3}}" "$@"')
     else:
+        alternatives = pinned_launches(report, 'python3 "$@"')
+        if alternatives:
+            lines.append("# Alternatives: one job per NUMA node or L3 domain (run the thread sweep to compare):")
+            lines += ["#   " + line.lstrip("# ") for line in alternatives.splitlines()]
         lines.append('exec "${PYTHON:-python3}" "$@"')
     return "\n".join(lines) + "\n"
 
