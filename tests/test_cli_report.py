@@ -165,3 +165,13 @@ def _assert_one_line(err: str, fragment: str) -> None:
     assert len(lines) == 1, err
     assert fragment in lines[0] and "Traceback" not in err
     assert lines[0].startswith(("cpudoctor report: error:", "cpudoctor: error:"))
+
+
+@pytest.mark.parametrize("name, mark", [
+    ("archspec-ubuntu20.04-zen3", "[-] AVX-512"),       # Zen 3 has no AVX-512: neutral, not an error
+    ("archspec-rocky9-zen5", "[✓] AVX-512"),
+    ("pycpuinfo-fedora29-ryzen7-2700x-kvm", "[✗] AVX2 + FMA"),   # the hypervisor hides FMA: a real problem
+])
+def test_text_marks(name, mark, corpus, capsys):
+    code, text, _ = _run(capsys, "report", "--fast", "--no-findings", "--root", str(machine_root(name)))
+    assert code == 0 and mark in text

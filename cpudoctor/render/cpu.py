@@ -90,7 +90,12 @@ def isa_rows(cpu: CpuInfo) -> list[IsaRow]:
     if isa.avx512_usable:
         rows.append(IsaRow(OK, "AVX-512", "usable: " + " ".join(isa.avx512_subsets), isa.avx512_reason))
     else:
-        rows.append(IsaRow(BAD if "avx512f" not in flags else WARN, "AVX-512", "not usable"
+        # Neutral when the silicon simply has none; a warning when it should (masked) or is half there.
+        from cpudoctor.probes.uarch import uarch_info
+
+        expected = (uarch_info(cpu.microarchitecture) or {}).get("expected_flags", [])
+        mark = WARN if ("avx512f" in expected or isa.avx512_subsets) else INFO
+        rows.append(IsaRow(mark, "AVX-512", "not usable"
                            + (f" (only {' '.join(isa.avx512_subsets)})" if isa.avx512_subsets else ""), isa.avx512_reason))
     if isa.avx512_usable:
         rows.append(IsaRow(OK if isa.avx512_torch_kernels else WARN, "PyTorch AVX512 kernels",
