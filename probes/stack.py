@@ -113,6 +113,11 @@ def _torch_build(result: ChildResult, torch_pkg: PackageInfo | None) -> TorchBui
             build.error = d.message
         return build
     build.version = torch_pkg.version if torch_pkg else None
+    if data.get("stage") == "importing numpy" and d.kind != "ok":
+        # The child died before it reached `import torch`: numpy's own import check tells the story.
+        build.status = "timeout" if d.kind == "timeout" else "error"
+        build.error = f"PyTorch was not checked: the child died importing numpy first ({d.message})"
+        return build
     if d.kind == "timeout":
         build.status, build.error = "timeout", d.message
     elif d.signal is not None:
@@ -217,6 +222,9 @@ def probe_stack(
                 check.seconds = result.data["torch"].get("import_seconds", check.seconds)
             elif result.data.get("torch_error"):
                 check.status, check.message = "error", result.data["torch_error"]
+            elif result.data.get("stage") == "importing numpy":
+                check.status, check.signal, check.signal_name = "skipped", None, None
+                check.message = sw.torch.error or "not checked"
             checks.append(check)
         elif role == "blas":
             sw.numpy = _numpy_info(result.data, result)

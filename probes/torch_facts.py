@@ -68,6 +68,7 @@ def torch_facts() -> dict[str, Any]:
 
 def main(argv: list[str]) -> int:
     if "--numpy" in argv:
+        emit({"stage": "importing numpy"})
         try:
             emit({"numpy": numpy_facts()})
         except Exception as exc:  # noqa: BLE001

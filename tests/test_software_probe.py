@@ -115,3 +115,19 @@ def test_fake_torch_import_error_and_hang(tmp_path, body, status, text):
     check = next(c for c in sw.import_checks if c.package == "torch")
     assert check.status == status
     assert not next(r for r in sw.isa_risks if r.package == "torch").at_risk  # not an ISA problem
+
+
+def test_numpy_dying_first_is_not_blamed_on_torch(tmp_path):
+    fake = tmp_path / "numpy"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("import os, signal\nos.kill(os.getpid(), signal.SIGILL)\n")
+    sw = probe_software(environ=dict(os.environ, PYTHONPATH=str(tmp_path)), cache=False)
+    names = {p.name for p in sw.packages}
+    if not {"torch", "numpy"} <= names:
+        pytest.skip("needs torch and numpy installed")
+    checks = {c.package: c for c in sw.import_checks}
+    assert checks["numpy"].status == "crashed" and checks["numpy"].signal_name == "SIGILL"
+    assert checks["torch"].status == "skipped"
+    assert sw.torch.status == "error" and "importing numpy" in sw.torch.error
+    assert next(r for r in sw.isa_risks if r.package == "numpy").at_risk
+    assert not next(r for r in sw.isa_risks if r.package == "torch").at_risk

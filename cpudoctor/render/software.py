@@ -153,7 +153,7 @@ def _imports_section(sw: Software) -> Section | None:
         took = f" ({c.seconds:.2f} s)" if c.seconds is not None else ""
         if c.status == "ok":
             s.bullets.append(f"{OK} import {c.module}{took}")
-        elif c.status == "timeout":
+        elif c.status in ("timeout", "skipped"):
             s.bullets.append(f"{WARN} import {c.module}: {c.message}")
         else:
             s.bullets.append(f"{BAD} import {c.module}: {c.message}")
