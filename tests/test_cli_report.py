@@ -175,3 +175,19 @@ def _assert_one_line(err: str, fragment: str) -> None:
 def test_text_marks(name, mark, corpus, capsys):
     code, text, _ = _run(capsys, "report", "--fast", "--no-findings", "--root", str(machine_root(name)))
     assert code == 0 and mark in text
+
+
+def test_masked_avx512_on_zen4_guest_is_a_warning(corpus):
+    """A Genoa guest whose hypervisor hides AVX-512: still zen4 by family/model, AVX-512 row warns."""
+    import re as _re
+
+    from cpudoctor.probes.cpu import cpu_from_cpuinfo_text
+    from cpudoctor.render.cpu import WARN, isa_rows
+
+    text = (machine_root(GENOA) / "proc/cpuinfo").read_text()
+    text = _re.sub(r"\bavx512\w*", "", text).replace("flags\t\t:", "flags\t\t: hypervisor")
+    cpu = cpu_from_cpuinfo_text(text)
+    assert cpu.microarchitecture == "zen4" and cpu.hypervisor and not cpu.isa.avx512_usable
+    row = next(r for r in isa_rows(cpu) if r.name == "AVX-512")
+    assert row.mark == WARN and "has AVX-512 but the OS does not report" in row.explain
+    assert any("hypervisor masks them" in n for n in cpu.notes)
