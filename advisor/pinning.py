@@ -42,6 +42,7 @@ class Snippet:
     label: str             # tab title: "taskset", "numactl", "OpenMP", ...
     text: str
     note: str = ""
+    prefix: str = ""       # the launcher alone ("numactl --cpunodebind=1 --membind=1"), no env, no command
 
 
 @dataclass
@@ -177,27 +178,28 @@ def pinning_plan(cpus: list[int] | set[int], topo: Topology, command: str = DEFA
     smt_note = (f" ({len(wanted)} hardware threads on {n} cores: one thread per core, "
                 "SMT siblings left for the OS)" if len(wanted) > n else "")
 
+    taskset = f"taskset -c {cl}"
     plan.snippets.append(Snippet(
         "taskset", "taskset",
-        f"OMP_NUM_THREADS={n} taskset -c {cl} {command}",
+        f"OMP_NUM_THREADS={n} {taskset} {command}",
         "Restricts the process (and all its threads) to these CPUs. Memory is not placed."
-        + smt_note))
+        + smt_note, taskset))
 
-    if plan.whole_numa_nodes:
-        numactl = f"OMP_NUM_THREADS={n} numactl --cpunodebind={nodes} --membind={nodes} {command}"
+    if not topo.numa_nodes:
+        numactl = f"numactl --physcpubind={cl}"
+        note = "NUMA layout unknown: only the CPUs are bound."
+    elif plan.whole_numa_nodes:
+        numactl = f"numactl --cpunodebind={nodes} --membind={nodes}"
         note = (f"The set is exactly NUMA node{'s' if len(plan.numa_nodes) > 1 else ''} {nodes}: "
                 "bind both the CPUs and the memory to it.")
     elif len(plan.numa_nodes) == 1:
-        numactl = f"OMP_NUM_THREADS={n} numactl --physcpubind={cl} --membind={nodes} {command}"
+        numactl = f"numactl --physcpubind={cl} --membind={nodes}"
         note = f"All CPUs are on NUMA node {nodes}: allocate memory there too."
     else:
-        numactl = f"OMP_NUM_THREADS={n} numactl --physcpubind={cl} --localalloc {command}"
+        numactl = f"numactl --physcpubind={cl} --localalloc"
         note = ("The set spans NUMA nodes " + (nodes or "?") + " partly: each thread allocates "
                 "on its own node (--localalloc).")
-    if not topo.numa_nodes:
-        note = "NUMA layout unknown: only the CPUs are bound."
-        numactl = f"OMP_NUM_THREADS={n} numactl --physcpubind={cl} {command}"
-    plan.snippets.append(Snippet("numactl", "numactl", numactl, note))
+    plan.snippets.append(Snippet("numactl", "numactl", f"OMP_NUM_THREADS={n} {numactl} {command}", note, numactl))
 
     places = _omp_places(plan.cores)
     plan.snippets.append(Snippet(
@@ -229,6 +231,26 @@ def pinning_plan(cpus: list[int] | set[int], topo: Topology, command: str = DEFA
         ]),
         "Inside the script, before torch starts its thread pool (Linux only)."))
     return plan
+
+
+def launch_prefix(topo: Topology, cpus: list[int] | set[int], numa_node: int | None = None) -> str:
+    """Only the launcher part (``numactl ...`` or ``taskset -c ...``) for ``cpus``.
+
+    For callers that build their own environment and command line (the
+    process inspector). With ``numa_node`` the memory is bound to that node
+    (numactl); without, only the CPUs are restricted (taskset), and the
+    caller's threads allocate on first touch, which stays local when they
+    are pinned inside one node.
+    """
+    if numa_node is not None:
+        node = next((nd for nd in topo.numa_nodes if nd.id == numa_node), None)
+        if node is not None and (not cpus or set(cpus) == set(node.cpus)):
+            return f"numactl --cpunodebind={numa_node} --membind={numa_node}"
+        return f"numactl --physcpubind={format_cpulist(cpus)} --membind={numa_node}"
+    plan = pinning_plan(cpus, topo)
+    if not plan.snippets:
+        raise ValueError("no CPUs to pin to")
+    return plan.snippet("taskset").prefix
 
 
 def _py_set(cpus: list[int]) -> str:

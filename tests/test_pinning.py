@@ -13,6 +13,7 @@ from cpudoctor.advisor.pinning import (
     _omp_places,
     cores_of,
     l3_cpu_sets,
+    launch_prefix,
     numa_cpu_sets,
     one_thread_per_core,
     package_cpu_sets,
@@ -153,3 +154,17 @@ def test_corpus_l3_domains_give_matching_snippets():
             assert len(places) == plan.threads
             assert len(places) == len([c for c in topo.core_list if c.l3 == i])
         assert sorted(c for s in package_cpu_sets(topo).values() for c in s) == topo.online_cpus
+
+
+def test_snippet_prefix_and_launch_prefix():
+    topo = zen_topology()
+    plan = pinning_plan(numa_cpu_sets(topo)[0], topo)
+    assert plan.snippet("numactl").prefix == "numactl --cpunodebind=0 --membind=0"
+    assert plan.snippet("taskset").prefix == "taskset -c 0-7,16-23"
+    assert launch_prefix(topo, numa_cpu_sets(topo)[1], numa_node=1) == "numactl --cpunodebind=1 --membind=1"
+    assert launch_prefix(topo, [4, 5], numa_node=0) == "numactl --physcpubind=4-5 --membind=0"
+    assert launch_prefix(topo, [4, 5]) == "taskset -c 4-5"
+    one_node = probe_topology(machine_root("hwloc-20em64t-hybrid-1p6c2t+2ca4co1t"), live=False)
+    assert launch_prefix(one_node, [0, 1, 2, 3]) == "taskset -c 0-3"
+    with pytest.raises(ValueError):
+        launch_prefix(one_node, [])
