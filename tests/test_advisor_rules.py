@@ -331,3 +331,13 @@ def test_knowledge_file_names_real_uarchs_and_carries_reasons():
     uarchs = load_json("microarchitectures.json")["uarchs"]
     with_avx512 = {k for k, v in uarchs.items() if "avx512f" in v.get("expected_flags", [])}
     assert with_avx512 <= set(know["avx512_silicon"]["uarchs"]), with_avx512 - set(know["avx512_silicon"]["uarchs"])
+
+
+@pytest.mark.parametrize("path", SCENARIO_FILES[:12], ids=lambda p: p.stem)
+def test_evidence_is_small_and_named_by_field_path(path):
+    """Evidence names the fields a finding used, with small values — never whole sub-reports."""
+    for f in engine.run_rules(Report.load(path), strict=True):
+        assert len(json.dumps(f.evidence, default=str)) < 2000, (f.code, f.evidence)
+        for key, value in f.evidence.items():
+            assert key.split(".")[0].split("[")[0] in ("cpu", "topology", "software", "recommendation", "benchmarks"), key
+            assert not (isinstance(value, dict) and len(value) > 8), (f.code, key)
