@@ -9,6 +9,7 @@ cannot be written is one line on stderr and exit code 2.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from cpudoctor.commands import CliError, emit, root_arg
@@ -50,6 +51,8 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     fmt = args.format or _format_from_output(args.output)
+    if fmt == "pdf" and (not args.output or args.output == "-") and sys.stdout.isatty():
+        raise CliError("a PDF is binary and would garble the terminal; give -o FILE.pdf (or pipe it)")
     root = root_arg(args.root)
     live = _is_live(root)
     if not live:
