@@ -81,7 +81,8 @@ def test_real_run_against_this_machines_torch():
     except metadata.PackageNotFoundError:
         pytest.skip("torch is not installed")
     report = collect_report(Path("/"), software=False)
-    report.software = sw = probe_software(cache=False)
+    sw: Software = probe_software(cache=False)
+    report.software = sw
     assert sw.children_ran and not sw.children_cached
     assert sw.torch.status == "ok" and sw.torch.version == torch_version
     assert sw.torch.cpu_capability in ("DEFAULT", "AVX2", "AVX512", "AVX512_BF16", "AMX", "NO AVX", "ZVECTOR", "VSX")
