@@ -13,6 +13,7 @@ supplies them rasterised; the layout uses plain tables.
 
 from __future__ import annotations
 
+import re
 from html import escape
 from typing import Any, Literal
 
@@ -69,6 +70,7 @@ h3{font-size:10pt;margin-top:8pt}
 th{color:#5f6b77;font-weight:normal;text-align:left;padding:1px 14px 1px 0}
 td{padding:1px 14px 1px 0}
 pre,code{font-family:'DejaVu Sans Mono',monospace;font-size:8pt;background-color:#f3f5f7}
+pre{white-space:pre-wrap}.summary{font-weight:bold;margin-top:6pt}
 .yes{color:#2e7d4f;font-weight:bold}.no{color:#5f6b77}
 .sev-ok{color:#2e7d4f}.sev-info{color:#2f6fbf}.sev-warning{color:#a86400}.sev-error{color:#c0392b}
 .title{font-weight:bold}.flags{font-family:'DejaVu Sans Mono',monospace;font-size:7.5pt;color:#5f6b77}
@@ -145,7 +147,7 @@ def _chip(report: Report) -> str:
             ("Microarchitecture", e(_unknown(c.microarchitecture))), ("Codename", e(_unknown(c.codename))),
             ("Product line", e(_unknown(c.product_line))), ("Architecture", e(_unknown(c.arch))),
             ("Family / model / stepping", e(" / ".join(_unknown(v) for v in (c.family, c.model, c.stepping)))),
-            ("Clocks (base / max)", e(clocks or "unknown")), ("Virtual machine", _yes(c.hypervisor))]
+            ("Clocks (base / max)", e(clocks or "unknown")), ("Virtual machine", e("unknown" if c.hypervisor is None else "yes" if c.hypervisor else "no"))]
     notes = "".join(f'<p class="note">{e(n)}</p>' for n in c.notes)
     return f'<section id="chip"><h2>Chip</h2>{_rows(rows)}{notes}</section>'
 
@@ -261,25 +263,38 @@ def _findings(report: Report) -> str:
     if not report.findings:
         return ('<section id="findings"><h2>Findings</h2><p class="note">The advisor has not run on this report '
                 "(or found nothing to say).</p></section>")
-    items = []
-    for f in sorted(report.findings, key=lambda f: (SEVERITY_ORDER.get(f.severity, 9), f.code)):
-        sev = f.severity if f.severity in SEVERITY_ORDER else "info"
-        parts = [f'<div class="finding {sev}"><p><span class="sev-{sev}">{e(SEVERITY_LABEL[sev])}</span> · '
-                 f'<span class="title">{e(f.title)}</span><span class="code">{e(f.code)} {e(f.symbol)}</span></p>']
-        if f.why:
-            parts.append(f"<p>{e(f.why)}</p>")
-        if f.fix:
-            parts.append(f"<p><b>Fix:</b> {e(f.fix)}</p>")
-        if f.snippet:
-            parts.append(f'<pre><code class="language-{e(f.snippet_lang)}">{e(f.snippet)}</code></pre>')
-        if f.evidence:
-            parts.append("<details><summary>Evidence</summary>" + _rows(
-                [(k, f"<code>{e(_short(v))}</code>") for k, v in f.evidence.items()]) + "</details>")
-        if f.docs:
-            parts.append(f'<p class="note">More: {e(f.docs)}</p>')
-        parts.append("</div>")
-        items.append("".join(parts))
+    ordered = sorted(report.findings, key=lambda f: (SEVERITY_ORDER.get(f.severity, 9), f.code))
+    problems = [f for f in ordered if f.severity != "ok"]
+    passed = [f for f in ordered if f.severity == "ok"]
+    items = [_finding(f) for f in problems]
+    if not problems:
+        items.append('<p class="sev-ok">No problems found.</p>')
+    if passed:
+        items.append(f"<details><summary>{len(passed)} checks passed</summary><ul>"
+                     + "".join(f'<li><span class="sev-ok">✓</span> {e(f.title)} '
+                               f'<span class="code">{e(f.code)}</span></li>' for f in passed)
+                     + "</ul></details>")
     return f'<section id="findings"><h2>Findings</h2>{"".join(items)}</section>'
+
+
+def _finding(f: Finding) -> str:
+    sev = f.severity if f.severity in SEVERITY_ORDER else "info"
+    parts = [f'<div class="finding {sev}"><p><span class="sev-{sev}">{e(SEVERITY_LABEL[sev])}</span> · '
+             f'<span class="title">{e(f.title)}</span>&nbsp;&nbsp;<span class="code">{e(f.code)} '
+             f"{e(f.symbol)}</span></p>"]
+    if f.why:
+        parts.append(f"<p>{e(f.why)}</p>")
+    if f.fix:
+        parts.append(f"<p><b>Fix:</b> {e(f.fix)}</p>")
+    if f.snippet:
+        parts.append(f'<pre><code class="language-{e(f.snippet_lang)}">{e(f.snippet)}</code></pre>')
+    if f.evidence:
+        parts.append("<details><summary>Evidence</summary>" + _rows(
+            [(k, f"<code>{e(_short(v))}</code>") for k, v in f.evidence.items()]) + "</details>")
+    if f.docs:
+        parts.append(f'<p class="note">More: {e(f.docs)}</p>')
+    parts.append("</div>")
+    return "".join(parts)
 
 
 def _short(value: Any, limit: int = 300) -> str:
@@ -339,6 +354,9 @@ def build_html(report: Report, images: Images = "inline") -> tuple[str, dict[str
     body = "".join([_header(report), _chip(report), _isa(report), _topology(report, images, pictures),
                     _software(report), _findings(report), _benchmarks(report, images, pictures), _notes(report)])
     css = CSS if images == "inline" else PRINT_CSS
+    if images == "resources":       # Qt rich text has no <details>: show them open, summary as a label
+        body = re.sub(r"<summary>(.*?)</summary>", r'<p class="summary">\1</p>', body)
+        body = re.sub(r"</?details>", "", body)
     page = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             '<meta name="color-scheme" content="light dark">'

@@ -198,7 +198,7 @@ def _emit(box: Box, ox: int, oy: int, out: list[str]) -> None:
         else:
             out.append(f'<text class="tp-t" x="{x + PAD}" y="{y + 13}">{escape(box.label)}</text>')
             if box.sub:
-                sx = x + PAD + 7 * len(box.label) + 8
+                sx = x + PAD + 7 * len(box.label) + 14
                 out.append(f'<text class="tp-s" x="{sx}" y="{y + 13}">{escape(box.sub)}</text>')
     for child in box.children:
         _emit(child, x, y, out)
