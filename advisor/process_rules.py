@@ -428,7 +428,8 @@ def worker_thread_explosion(ctx: Context) -> list[Finding]:
     """
     What it checks:
         The child processes (DataLoader workers) and their thread counts: workers x threads per
-        worker plus the main process's threads, against the usable CPUs.
+        worker plus the main process's threads, against the usable CPUs, when workers really ran
+        several threads at once (over one CPU each, or more than one runnable thread on average).
 
     Why it matters:
         Every worker that touches numpy, OpenCV or torch ops starts its own BLAS/OpenMP pool sized
@@ -448,10 +449,17 @@ def worker_thread_explosion(ctx: Context) -> list[Finding]:
     total = i.children_threads + (i.num_threads or 0)
     if per_worker < 3 or total <= 2 * usable:
         return []
+    # Idle pools cost memory, not time: only workers that really run several threads at once
+    # (more than one CPU busy, or more than one runnable thread on average) count.
+    parallel = [c for c in i.children
+                if (c.cpu_percent or 0.0) > 120.0 or (c.runnable_mean or 0.0) > 1.5]
+    if not parallel:
+        return []
     workers = len(i.children)
     why = (f"{workers} child processes run {i.children_threads} threads (up to {per_worker} each) beside the "
-           f"main process's {i.num_threads}: {total} threads for {usable} usable CPUs. Each worker's BLAS/OpenMP "
-           "pool is sized for the whole machine and competes with the training threads when it computes.")
+           f"main process's {i.num_threads}: {total} threads for {usable} usable CPUs, and {len(parallel)} of the "
+           "workers ran several threads at once in the window. Each worker's BLAS/OpenMP pool is sized for the "
+           "whole machine and competes with the training threads when it computes.")
     main_threads = max(1, usable - workers)
     snippet = (
         "import torch\n"

@@ -168,7 +168,10 @@ def test_two_openmp_runtimes_from_fake_proc_maps(tmp_path):
 # --- PROC006 workers x threads ---
 
 def test_worker_thread_explosion():
-    kids = [ChildProcess(200 + i, "python", threads=9, cpu_percent=30.0) for i in range(4)]
+    kids = [ChildProcess(200 + i, "python", threads=9, cpu_percent=30.0, runnable_mean=1.0) for i in range(4)]
+    # Idle pools in the workers (what forked DataLoader workers usually have): no finding.
+    assert codes(healthy(children=kids, children_threads=36), "PROC006") == []
+    kids[1] = ChildProcess(201, "python", threads=9, cpu_percent=240.0, runnable_mean=3.2)
     insp = healthy(children=kids, children_threads=36)
     [f] = pr.run_process_rules(insp, two_ccx_topology(), only={"PROC006"})
     assert f.snippet_lang == "python" and "threadpool_limits(1)" in f.snippet
