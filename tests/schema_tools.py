@@ -294,6 +294,12 @@ DOCS_INTRO = """\
 lists every field. It is generated from the dataclasses by `tests/schema_tools.py`; a test fails
 when the code and this page disagree.
 
+```bash
+cpudoctor report --format json -o report.json          # this machine (redacted)
+cpudoctor report --root captured-tree/ --format json   # a captured /proc + /sys tree
+python -m jsonschema -i report.json resources/report.schema.json   # any JSON Schema validator works
+```
+
 ## Stability
 
 * `schema_version` is `1`. Fields may be **added** within a version (readers ignore unknown keys and

@@ -191,3 +191,20 @@ def test_masked_avx512_on_zen4_guest_is_a_warning(corpus):
     row = next(r for r in isa_rows(cpu) if r.name == "AVX-512")
     assert row.mark == WARN and "has AVX-512 but the OS does not report" in row.explain
     assert any("hypervisor masks them" in n for n in cpu.notes)
+
+
+def test_render_dispatch_and_no_qt_for_text():
+    """Text, Markdown and JSON never import Qt (only the PDF path may)."""
+    code = ("import sys; from pathlib import Path; from cpudoctor.collect import collect_report; "
+            "from cpudoctor.render import render, FORMATS; "
+            "r = collect_report(Path('/'), software=False, children=False); "
+            "[render(r, f) for f in ('text', 'md', 'json')]; "
+            "assert not [m for m in sys.modules if m.startswith('PySide6')], 'Qt imported'; "
+            "print(sorted(FORMATS))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert {"json", "md", "text"} <= set(eval(proc.stdout))
+    from cpudoctor.render import render
+
+    with pytest.raises(KeyError, match="unknown report format"):
+        render(Report(), "yaml")
