@@ -341,3 +341,25 @@ def test_evidence_is_small_and_named_by_field_path(path):
         for key, value in f.evidence.items():
             assert key.split(".")[0].split("[")[0] in ("cpu", "topology", "software", "recommendation", "benchmarks"), key
             assert not (isinstance(value, dict) and len(value) > 8), (f.code, key)
+
+
+@pytest.mark.slow
+def test_myths_hold_for_the_installed_torch():
+    """Measure, don't trust guides: the installed torch has no such switch and no such variable."""
+    import importlib.util
+    import subprocess
+    import sys
+
+    spec = importlib.util.find_spec("torch")
+    if spec is None or spec.origin is None:
+        pytest.skip("torch is not installed in this environment")
+    root = Path(spec.origin).parent
+    hits = [p.name for p in root.rglob("*") if p.is_file() and p.suffix in (".py", ".so")
+            and b"TORCH_LOOP_CORE_PINNING" in p.read_bytes()]
+    assert hits == []
+    # torch is imported in a child only (the test process never imports it).
+    code = "import pkgutil, torch.backends as b; print(' '.join(m.name for m in pkgutil.iter_modules(b.__path__)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True).stdout
+    backends = set(out.split())
+    assert {"cpu", "mkl", "mkldnn", "openmp"} <= backends
+    assert "openblas" not in backends
