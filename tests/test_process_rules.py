@@ -298,3 +298,36 @@ def test_relaunch_prefix_from_pinning_module_and_fallback():
     assert pr.launch_prefix(one_node, [0, 1]) == "taskset -c 0-1"
     assert pr.launch_prefix(None, [2, 3]) == "taskset -c 2-3"                  # no topology: plain taskset
     assert pr.launch_prefix(None, [2, 3], numa_node=1) == "numactl --cpunodebind=1 --membind=1"
+
+
+@pytest.mark.slow
+def test_real_oversubscribed_torch_job_fires_proc001():
+    """A torch job with 4x more OpenMP threads than usable CPUs, inspected for real."""
+    import os
+    import subprocess
+    import sys
+
+    from cpudoctor.probes.topology import probe_topology
+
+    usable = len(os.sched_getaffinity(0))
+    threads = 4 * usable
+    code = ("import torch\n"
+            f"torch.set_num_threads({threads})\n"
+            "a = torch.randn(384, 384)\n"
+            "print('ready', flush=True)\n"
+            "while True:\n    a = torch.tanh(a @ a)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                            env=dict(os.environ, OMP_NUM_THREADS=str(threads)))
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        topo = probe_topology()
+        insp = inspect_process(proc.pid, seconds=1.0, topology=topo)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert insp.num_threads >= threads
+    found = {f.code: f for f in pr.run_process_rules(insp, topo, strict=True)}
+    assert "PROC001" in found, (insp.runnable_mean, insp.wait_percent, [f.code for f in found.values()])
+    f = found["PROC001"]
+    assert f"OMP_NUM_THREADS={usable}" in f.snippet and f.evidence["usable_cpus"] == usable
+    assert "PROC009" in found                      # OMP_NUM_THREADS above the usable CPUs, too
