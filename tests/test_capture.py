@@ -129,3 +129,24 @@ def test_allowlist():
     assert not allowed("sys/devices/virtual/dmi/id/board_serial")
     assert not allowed("proc/self/environ") and not allowed("proc/self/maps")
     assert not allowed("home/alice/.bashrc") and not allowed("sys/class/net/eth0/address")
+
+
+@pytest.mark.hardware
+def test_report_root_on_live_capture_matches_live_report(tmp_path, capsys):
+    """The issue's promise, end to end through the CLI: capture, extract, `report --root` = live topology."""
+    import json
+
+    from cpudoctor.cli import main
+
+    out = tmp_path / "live.tar.gz"
+    assert main(["capture", "-o", str(out)]) == 0
+    capsys.readouterr()
+    root = _extract(out, tmp_path / "x")
+    args = ["report", "--format", "json", "--fast", "--no-findings"]
+    assert main(args) == 0
+    live = json.loads(capsys.readouterr().out)
+    assert main(args + ["--root", str(root)]) == 0
+    captured = json.loads(capsys.readouterr().out)
+    assert captured["topology"] == live["topology"]
+    assert captured["cpu"]["flags"] == live["cpu"]["flags"]
+    assert captured["cpu"]["brand"] == live["cpu"]["brand"]

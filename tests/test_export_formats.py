@@ -148,3 +148,19 @@ def test_topology_svg_nests_snc_and_degrades():
     assert [c.kind for c in pkg.children] == ["numa"]
     assert [c.kind for c in pkg.children[0].children] == ["l3", "l3"]
     assert "Topology unknown" in render_svg(Topology(notes=["no sysfs"]))
+
+
+def test_full_disk_loses_nothing(tmp_path, monkeypatch):
+    import errno
+
+    target = tmp_path / "r.md"
+    target.write_text("old report")
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(ExportError, match="free some disk space"):
+        export_report(sample_report(), "md", target, overwrite=True)
+    assert target.read_text() == "old report"
+    assert [p.name for p in tmp_path.iterdir()] == ["r.md"]
