@@ -448,6 +448,9 @@ def inspect_process(
         return True
 
     if not take(t_start):
+        if _proc_alive(root, pid, first.starttime) is not None:
+            raise InspectError(f"cannot list the threads of process {pid} (/proc/{pid}/task is unreadable: "
+                               "a hardened /proc mount or a sandbox)", "denied")
         raise InspectError(f"process {pid} exited before it could be sampled", "exited")
     while True:
         now = clock()

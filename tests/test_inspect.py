@@ -310,6 +310,17 @@ def test_missing_pid_and_kernel_thread_and_zombie(tmp_path):
         inspect_process(5, 0.1, root=tmp_path / "nowhere")
 
 
+def test_unreadable_task_dir_is_not_called_an_exit(tmp_path):
+    fp = FakeProc(tmp_path)
+    fp.add_process(77)
+    import shutil as _sh
+
+    _sh.rmtree(fp.pdir(77) / "task")
+    with pytest.raises(InspectError, match="cannot list the threads of process 77") as e:
+        inspect_process(77, 0.1, root=tmp_path, topology=Topology())
+    assert e.value.kind == "denied"
+
+
 def test_locate_cpu_and_unknown_topology():
     topo = two_ccx_topology()
     p = locate_cpu(topo, 6)
