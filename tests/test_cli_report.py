@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
@@ -203,7 +204,7 @@ def test_render_dispatch_and_no_qt_for_text():
             "print(sorted(FORMATS))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert {"json", "md", "text"} <= set(eval(proc.stdout))
+    assert {"json", "md", "text"} <= set(ast.literal_eval(proc.stdout.strip()))
     from cpudoctor.render import render
 
     with pytest.raises(KeyError, match="unknown report format"):
