@@ -109,6 +109,15 @@ class OverviewPage(QWidget):
         self.verdict.setWordWrap(True)
         v.addWidget(self.verdict)
 
+        self.findings_card = Card("Top findings")
+        self.findings_label = QLabel("The advisor runs once the software check is done.")
+        self.findings_label.setWordWrap(True)
+        self.findings_label.setTextFormat(Qt.TextFormat.RichText)
+        self.findings_label.setOpenExternalLinks(False)
+        self.findings_label.linkActivated.connect(lambda _: self.navigate.emit("Advisor"))
+        self.findings_card.form.addRow(self.findings_label)
+        v.addWidget(self.findings_card)
+
         grid = QGridLayout()
         grid.setSpacing(12)
         self.cards = {name: Card(name) for name in ("Processor", "Cores and caches", "Clocks", "Memory", "System")}
@@ -120,15 +129,6 @@ class OverviewPage(QWidget):
         grid.setColumnStretch(0, 1)
         grid.setColumnStretch(1, 1)
         v.addLayout(grid)
-
-        self.findings_card = Card("Top findings")
-        self.findings_label = QLabel("The advisor runs once the software check is done.")
-        self.findings_label.setWordWrap(True)
-        self.findings_label.setTextFormat(Qt.TextFormat.RichText)
-        self.findings_label.setOpenExternalLinks(False)
-        self.findings_label.linkActivated.connect(lambda _: self.navigate.emit("Advisor"))
-        self.findings_card.form.addRow(self.findings_label)
-        v.addWidget(self.findings_card)
 
         self.notes = QLabel()
         self.notes.setWordWrap(True)
