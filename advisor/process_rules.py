@@ -764,6 +764,26 @@ def run_process_rules(insp: Inspection, topo: Topology | None = None, only: set[
     return out
 
 
+def explain_text(code_or_symbol: str) -> str | None:
+    """``cpudoctor explain PROC001`` text for a process rule, or None when it is not one."""
+    r = resolve(code_or_symbol)
+    if r is None:
+        return None
+    sec = r.sections()
+    return "\n".join([
+        f"{r.code} {r.symbol}: {r.title}",
+        f"Category: {r.category} (process rules, `cpudoctor inspect`); worst severity: {r.severity}",
+        "",
+        f"What it checks: {sec['What it checks']}",
+        "",
+        f"Why it matters: {sec['Why it matters']}",
+        "",
+        f"Fix: {sec['Fix']}",
+        "",
+        f"Docs: {DOCS_PAGE}#{r.code.lower()}",
+    ])
+
+
 def render_process_rules_md() -> str:
     """docs/process_rules.md, generated from the registry (a test keeps the file in sync)."""
     lines = [

@@ -52,6 +52,14 @@ def test_every_rule_documented_and_codes_stable():
         assert pr.resolve(r.symbol) is r and pr.resolve(r.code.lower()) is r
 
 
+def test_explain_text():
+    text = pr.explain_text("proc005")
+    assert text.startswith("PROC005 two-openmp-runtimes: Two OpenMP runtimes loaded in one process")
+    assert "Why it matters: Each runtime keeps its own thread pool" in text
+    assert text.endswith("Docs: docs/process_rules.md#proc005")
+    assert pr.explain_text("ISA001") is None
+
+
 def test_registration_refuses_missing_doc_sections():
     with pytest.raises(pr.ProcRuleError, match="lacks"):
         @pr.proc_rule("PROC999", "bad-rule", category="threads", severity="info", title="x")
