@@ -15,7 +15,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontDatabase, QGuiApplication
 from PySide6.QtWidgets import (QFileDialog, QHBoxLayout, QLabel, QLineEdit, QMenu, QPlainTextEdit, QPushButton,
-                               QSplitter, QTabWidget, QToolButton, QVBoxLayout, QWidget)
+                               QSplitter, QTabWidget, QVBoxLayout, QWidget)
 
 from cpudoctor.advisor.pinning import (PinningPlan, l3_cpu_sets, numa_cpu_sets, one_thread_per_core,
                                        pinning_plan)
@@ -62,10 +62,6 @@ class TopologyPage(QWidget):
         self.clear_button.clicked.connect(self.map.clear_selection)
         self.ccx_buttons: list[QPushButton] = []
         self.numa_buttons: list[QPushButton] = []
-        self.ccx_menu_button = QToolButton()
-        self.ccx_menu_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
-        self.numa_menu_button = QToolButton()
-        self.numa_menu_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         self._dynamic_select = QHBoxLayout()
         self._dynamic_select.setSpacing(4)
         self.select_row.addWidget(self.select_label)
@@ -241,9 +237,8 @@ class TopologyPage(QWidget):
                 self._dynamic_select.addWidget(b)
                 buttons.append(b)
             return
-        b = QToolButton()
-        b.setText(name)
-        b.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        b = QPushButton(name)
+        b.setToolTip(f"Select one {name}")
         menu = QMenu(b)
         for text, tip, cpus in entries:
             act = menu.addAction(tip)

@@ -419,3 +419,25 @@ def test_render_helpers():
     assert cpus_text(list(range(0, 80, 2))) == "0-78:2"
     assert cpus_text([0, 1, 2, 3]) == "0-3"
     assert parse_cpulist(cpus_text(list(range(1, 80, 4)) + [90])) == list(range(1, 80, 4)) + [90]
+
+
+def test_no_sysfs_on_live_system_uses_psutil_counts(tmp_path):
+    """macOS/Windows path: no /sys, no /proc: counts from psutil, topology unknown, a note."""
+    import psutil
+
+    topo = probe_topology(tmp_path, live=True)
+    assert topo.source == "psutil"
+    assert topo.logical_cpus == psutil.cpu_count(logical=True)
+    assert topo.cores == psutil.cpu_count(logical=False)
+    assert topo.l3_known is False and topo.l3_domains == [] and topo.numa_nodes == []
+    assert any("only CPU counts" in n for n in topo.notes)
+    assert "L3 unknown" in text_lines(topo)[0]
+
+
+def test_human_bytes_units():
+    from cpudoctor.render.topology import human_bytes
+
+    assert human_bytes(8 << 30) == "8 GiB"
+    assert human_bytes(int(6.1 * (1 << 30))) == "6.1 GiB"
+    assert human_bytes(512 << 30) == "512 GiB"
+    assert human_bytes(None) == "?"

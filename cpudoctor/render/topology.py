@@ -37,7 +37,7 @@ class Node:
 
 
 def human_bytes(n: int | None) -> str:
-    """1 decimal below 10 units, none above: 32 MiB, 5.0 MiB (5118 KiB), 62 GiB."""
+    """1 decimal below 10 units, none above: 6.1 GiB, 8 GiB (not 8.0), 62 GiB."""
     if n is None:
         return "?"
     value = float(n)
@@ -45,7 +45,8 @@ def human_bytes(n: int | None) -> str:
         if value < 1024 or unit == "TiB":
             if unit == "B":
                 return f"{int(value)} B"
-            return f"{value:.1f} {unit}" if value < 10 and value != int(value) else f"{value:.0f} {unit}"
+            text = f"{value:.1f}" if value < 10 else f"{value:.0f}"
+            return f"{text.removesuffix('.0')} {unit}"
         value /= 1024
     return f"{n} B"
 
