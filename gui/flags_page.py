@@ -12,7 +12,7 @@ import logging
 from typing import Any
 
 from PySide6.QtCore import QModelIndex, QSortFilterProxyModel, Qt
-from PySide6.QtGui import QStandardItem, QStandardItemModel
+from PySide6.QtGui import QColor, QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import (QComboBox, QFrame, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QTableView,
                                QVBoxLayout, QWidget)
 
@@ -235,13 +235,16 @@ class FlagsPage(QWidget):
                      QStandardItem({True: "✓ yes", False: "no", None: "?"}[is_present]),
                      QStandardItem(meaning)]
             items[CAT].setToolTip(self.categories.get(category, ""))
-            items[CAT].setData(f"{order.get(category, 99):02d} {category} {name}", SORT_ROLE)
+            # within a category, what this CPU has comes first
+            items[CAT].setData(f"{order.get(category, 99):02d} {category} {0 if is_present else 1} {name}",
+                               SORT_ROLE)
             items[FLAG].setData(name, SORT_ROLE)
             items[PRESENT].setData(f"{0 if is_present else 1} {order.get(category, 99):02d} {name}", SORT_ROLE)
             items[MEANING].setData(meaning.lower(), SORT_ROLE)
             items[PRESENT].setData(is_present, PRESENT_ROLE)
             if is_present:
                 items[FLAG].setData(_bold(items[FLAG]), Qt.ItemDataRole.FontRole)
+                items[PRESENT].setForeground(QColor("#2e8b57"))
             else:
                 items[FLAG].setForeground(self.palette().placeholderText())
             items[MEANING].setToolTip(meaning)
@@ -281,7 +284,7 @@ class FlagsPage(QWidget):
             head = "AVX-512: not usable"
         self.verdict_title.setText(head)
         parts = [isa.avx512_reason]
-        if isa.avx512_usable:
+        if isa.avx512_usable and "pytorch" not in isa.avx512_reason.lower():
             parts.append(("PyTorch's AVX-512 kernels need F, BW, DQ and VL; all are here."
                           if isa.avx512_torch_kernels else
                           "PyTorch's AVX-512 kernels need F, BW, DQ and VL together; this CPU lacks some, "

@@ -339,6 +339,14 @@ class MonitorPage(QWidget):
         if self.isVisible():
             self.redraw()
 
+    def changeEvent(self, event) -> None:  # noqa: N802 - Qt API
+        super().changeEvent(event)
+        if event.type() == event.Type.PaletteChange and hasattr(self, "graphics"):
+            # the desktop switched light/dark: plots are drawn with palette colours
+            pal = self.palette()
+            self.graphics.setBackground(pal.color(QPalette.ColorRole.Base))
+            self.heat.setLookupTable(self._heat_lut())
+
     def showEvent(self, event) -> None:  # noqa: N802 - Qt API
         super().showEvent(event)
         if self._dirty:

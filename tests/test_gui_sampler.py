@@ -9,6 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from gui_support import no_qt_leaks  # noqa: F401 - fixture
+
 from cpudoctor.probes import sampler as sampler_mod
 from cpudoctor.probes.live import Sample
 from cpudoctor.probes.ringbuffer import RingBuffer, RingBuffer2D
