@@ -258,3 +258,32 @@ def test_real_process_end_to_end(qtbot):
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_stop_ends_a_long_inspection_early(qtbot, page):
+    started = threading.Event()
+
+    def slow_inspect(pid, seconds, topology=None, should_stop=None):
+        started.set()
+        while not should_stop():                 # a 60 s window, stopped by the button
+            threading.Event().wait(0.01)
+        return fake_inspection(pid)
+
+    page.inspect_fn = slow_inspect
+    page.seconds_spin.setValue(60)
+    page.pid_edit.setText("200")
+    with qtbot.waitSignal(page.inspection_done, timeout=10_000):
+        page.start_inspection()
+        assert started.wait(5)
+        page.stop_button.click()
+    qtbot.waitUntil(lambda: page.inspect_button.isEnabled(), timeout=5000)
+    assert not page.stop_button.isEnabled() and not page.progress.isVisible()
+
+
+def test_page_module_does_not_import_torch():
+    code = ("import sys; import cpudoctor.gui.inspector_page; "
+            "print(any(m == 'torch' or m.startswith('torch.') for m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**__import__("os").environ, "QT_QPA_PLATFORM": "offscreen"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"
