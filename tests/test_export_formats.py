@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import machine_root
+from conftest import HWLOC_MACHINES, machine_root
 from cpudoctor.export import ExportError, default_filename, export_report, format_for_path, render_export, unique_path
 from cpudoctor.report import Report
 from export_samples import BRAND, epyc_topology, sample_report
@@ -148,6 +148,35 @@ def test_topology_svg_nests_snc_and_degrades():
     assert [c.kind for c in pkg.children] == ["numa"]
     assert [c.kind for c in pkg.children[0].children] == ["l3", "l3"]
     assert "Topology unknown" in render_svg(Topology(notes=["no sysfs"]))
+
+
+@pytest.mark.parametrize("machine, outer, inner", [
+    ("hwloc-96em64t-4no4pa3ca2co", "numa", "package"),      # 4 packages share each NUMA node
+    ("hwloc-memorysidecaches", "package", "l3"),            # SNC2: two NUMA nodes inside one L3
+    ("hwloc-64amd64-4s2n4ca2co", "package", "numa"),        # the usual Package > NUMA > L3
+])
+def test_topology_svg_nesting_follows_the_machine(corpus, manifest, machine, outer, inner):
+    from cpudoctor.probes.topology import probe_topology
+    from cpudoctor.render.svg_topology import build_tree, render_svg
+
+    topo = probe_topology(machine_root(machine))
+    tree = build_tree(topo)
+    assert {c.kind for c in tree.children} == {outer}
+    assert {g.kind for c in tree.children for g in c.children} == {inner}
+    assert render_svg(topo).startswith("<svg")
+
+
+@pytest.mark.parametrize("machine", HWLOC_MACHINES)
+def test_topology_svg_counts_match_hwloc(corpus, manifest, machine):
+    """Every box the map draws matches hwloc's own expected output for that machine."""
+    from cpudoctor.probes.topology import probe_topology
+    from cpudoctor.render.svg_topology import render_svg
+
+    svg = render_svg(probe_topology(machine_root(machine)))
+    truth = manifest["machines"][machine]["ground_truth"]
+    drawn = {kind: svg.count(f'class="tp-{kind}') for kind in ("pu", "core", "l3", "numa")}
+    assert drawn == {"pu": truth["pus"], "core": truth["cores"], "l3": truth["l3_caches"],
+                     "numa": truth["numa_nodes"]}
 
 
 def test_full_disk_loses_nothing(tmp_path, monkeypatch):

@@ -23,8 +23,7 @@ PU_W, PU_H = 30, 18
 GAP = 5
 PAD = 6
 LABEL_H = 17
-# Inner wrap width per container kind, as an inset from the whole map's width; cores also wrap by count.
-INSET = {"machine": 0, "package": 2 * PAD + 2, "numa": 4 * PAD + 4, "l3": 6 * PAD + 6}
+# Rows wrap at the map's width minus the padding of the boxes around; cores also wrap by count.
 DEFAULT_WIDTH = 1240
 CORES_PER_ROW = 8
 STYLE_CLASS = {"package": "tp-pkg", "numa": "tp-numa", "l3": "tp-l3", "core": "tp-core", "pu": "tp-pu",
@@ -72,7 +71,7 @@ def _size(n: int | None) -> str:
     for unit, div in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= div:
             val = n / div
-            return f"{val:.0f} {unit}" if val >= 10 or val == int(val) else f"{val:.1f} {unit}"
+            return f"{val:.1f}".rstrip("0").rstrip(".") + f" {unit}"
     return f"{n} B"
 
 
@@ -93,21 +92,48 @@ def _nests(inner: dict[object, set[int]], outer: dict[object, set[int]]) -> bool
 
 
 def build_tree(topo: Topology) -> Box:
-    """Turn the Topology into nested boxes (no coordinates yet)."""
-    cores = _cores(topo)
+    """Turn the Topology into nested boxes (no coordinates yet).
+
+    Usually Package > NUMA > L3. When whole packages share one NUMA node (old
+    multi-socket boards such as the IBM x3950: 4 packages per node) the NUMA
+    node is drawn around its packages instead of being repeated inside each.
+    """
+    cores = [c for c in _cores(topo) if c.cpus]
     machine = Box("machine")
-    pkg_ids = sorted({c.package for c in cores}, key=lambda p: min(
-        (min(c.cpus) for c in cores if c.package == p and c.cpus), default=0))
     online = set(topo.online_cpus) if topo.online_cpus else None
-    for pid in pkg_ids:
-        pcores = sorted((c for c in cores if c.package == pid and c.cpus), key=lambda c: min(c.cpus))
+    pkg_groups = _group(cores, lambda c: c.package)
+    numa_groups = _group(cores, lambda c: c.numa)
+    numa_outside = (bool(topo.numa_nodes) and None not in numa_groups and len(numa_groups) < len(pkg_groups)
+                    and _nests(pkg_groups, numa_groups))
+    if numa_outside:
+        for nid in _ordered(cores, lambda c: c.numa):
+            ncores = [c for c in cores if c.numa == nid]
+            box = Box("numa", f"NUMA node {nid}", _size(topo.numa_memory_bytes.get(str(nid))))
+            machine.children.append(box)
+            _packages(box, ncores, topo, online, numa=False)
+    else:
+        _packages(machine, cores, topo, online, numa=True)
+    return machine
+
+
+def _ordered(cores: list[Core], key) -> list[object]:
+    """Distinct keys in order of their lowest CPU number (how lstopo orders logical objects)."""
+    first: dict[object, int] = {}
+    for c in cores:
+        first[key(c)] = min(first.get(key(c), min(c.cpus)), min(c.cpus))
+    return sorted(first, key=lambda k: first[k])
+
+
+def _packages(parent: Box, cores: list[Core], topo: Topology, online: set[int] | None, numa: bool) -> None:
+    for pid in _ordered(cores, lambda c: c.package):
+        pcores = sorted((c for c in cores if c.package == pid), key=lambda c: min(c.cpus))
         nthreads = sum(len(c.cpus) for c in pcores)
         pkg = Box("package", f"Package P#{pid}", f"{len(pcores)} cores, {nthreads} threads")
-        machine.children.append(pkg)
+        parent.children.append(pkg)
         numa_groups = _group(pcores, lambda c: c.numa)
         l3_groups = _group(pcores, lambda c: c.l3)
         levels: list[str] = []
-        if len(numa_groups) >= 1 and None not in numa_groups and topo.numa_nodes:
+        if numa and None not in numa_groups and topo.numa_nodes:
             levels.append("numa")
         if None not in l3_groups and topo.l3_domains:
             levels.append("l3")
@@ -115,11 +141,10 @@ def build_tree(topo: Topology) -> Box:
             if _nests(l3_groups, numa_groups):
                 pass
             elif _nests(numa_groups, l3_groups):
-                levels = ["l3", "numa"]
+                levels = ["l3", "numa"]         # sub-NUMA clustering: nodes inside one L3
             else:
-                levels = ["l3"]
+                levels = ["l3"]                 # neither nests: leave NUMA out rather than draw it wrong
         _fill(pkg, pcores, levels, topo, online)
-    return machine
 
 
 def _group(cores: list[Core], key) -> dict[object, set[int]]:
@@ -139,11 +164,7 @@ def _fill(parent: Box, cores: list[Core], levels: list[str], topo: Topology, onl
         return
     level, rest = levels[0], levels[1:]
     key = (lambda c: c.numa) if level == "numa" else (lambda c: c.l3)
-    order: list[object] = []
-    for c in cores:
-        if key(c) not in order:
-            order.append(key(c))
-    for k in order:
+    for k in _ordered(cores, key):
         members = [c for c in cores if key(c) == k]
         if level == "numa":
             mem = topo.numa_memory_bytes.get(str(k))
@@ -156,17 +177,17 @@ def _fill(parent: Box, cores: list[Core], levels: list[str], topo: Topology, onl
         _fill(box, members, rest, topo, online)
 
 
-def layout(box: Box, max_width: int = DEFAULT_WIDTH) -> None:
+def layout(box: Box, max_width: int = DEFAULT_WIDTH, depth: int = 0) -> None:
     """Assign sizes bottom-up with row wrapping; positions are relative to the parent."""
     if box.kind == "pu":
         box.w, box.h = PU_W, PU_H
         return
     for child in box.children:
-        layout(child, max_width)
+        layout(child, max_width, depth + 1)
     pad = 3 if box.kind == "core" else PAD
     gap = 2 if box.kind == "core" else GAP
     top = 14 if box.kind == "core" else (LABEL_H if box.kind != "machine" else 0)
-    wrap = 10_000 if box.kind == "core" else max_width - INSET[box.kind] - 2 * pad
+    wrap = 10_000 if box.kind == "core" else max_width - depth * (2 * PAD + 2) - 2 * pad
     x = y = row_h = inner_w = col = 0
     for child in box.children:
         if x > 0 and (x + child.w > wrap or (child.kind == "core" and col == CORES_PER_ROW)):
