@@ -599,6 +599,8 @@ class InspectorPage(QWidget):
             self.topology_map.set_markers({})
             self.topology_map.set_load(self._full_load({}))
             return
+        if places and all(p.cpu_percent is None for p in places):
+            return                     # the first poll only primes the CPU-time deltas
         labels, load = markers_by_cpu(places)
         self.topology_map.set_markers(labels)
         self.topology_map.set_load(self._full_load(load))

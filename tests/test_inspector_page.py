@@ -65,7 +65,9 @@ class FakeTracker:
 
     def poll(self):
         self.polls += 1
-        if self.polls >= 3:
+        if self.polls == 1:                      # like the real tracker: no CPU% before a second poll
+            return [ThreadPlace(self.pid, "python", 1, None), ThreadPlace(self.pid + 1, "python", 6, None)]
+        if self.polls >= 4:
             return None                          # the process exited
         return [ThreadPlace(self.pid, "python", 1, 99.0), ThreadPlace(self.pid + 1, "python", 6, 50.0)]
 
@@ -176,6 +178,9 @@ def test_live_markers_refresh_while_visible_and_stop_on_exit(qtbot, page):
     page.live_timer.setInterval(20)
     qtbot.waitUntil(lambda: {1: ["python 200 (99%)"], 6: ["python 201 (50%)"]} in page.calls["markers"],
                     timeout=5000)
+    # The priming poll (no CPU% yet) never replaced the inspection's markers and load.
+    assert {1: ["python 200"], 6: ["python 201"]} not in page.calls["markers"]
+    assert all(load.get(0) in (97.0, 0.0) for load in page.calls["loads"])
     # The fake tracker reports the process gone on its third poll: markers cleared, timer stopped.
     qtbot.waitUntil(lambda: not page.live_timer.isActive(), timeout=5000)
     assert page.calls["markers"][-1] == {} and "exited" in page.map_caption.text()
