@@ -15,7 +15,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QPalette
-from PySide6.QtWidgets import QComboBox, QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QFrame, QGraphicsItem, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from cpudoctor.gui.common import human_bytes, human_mhz
 from cpudoctor.gui.icons import icon
@@ -229,6 +229,7 @@ class MonitorPage(QWidget):
         self.heat.setLevels([0, 100])
         self.heat_plot.addItem(self.heat)
         self.heat_plot.invertY(True)
+        self.heat_plot.showGrid(x=False, y=False)
         self.heat_plot.getAxis("left").setWidth(58)
         self._separators: list[pg.InfiniteLine] = []
 
@@ -239,6 +240,7 @@ class MonitorPage(QWidget):
                                                 fillLevel=0, brush=QColor(74, 144, 194, 50))
         self.clock_plot = self._plot("Clock", row=1, col=1, parent=self.small)
         self.clock_plot.setLabel("left", "GHz", color=self._muted.name())
+        self._legend(self.clock_plot)
         self.clock_avg = self.clock_plot.plot(pen=pg.mkPen(LINE_COLOURS[0], width=1.5), name="average")
         self.clock_max = self.clock_plot.plot(pen=pg.mkPen(LINE_COLOURS[1], width=1), name="fastest core")
         self.temp_plot = self._plot("Temperature", row=2, col=0, parent=self.small)
@@ -246,6 +248,7 @@ class MonitorPage(QWidget):
         self.temp_curves: dict[str, pg.PlotDataItem] = {}
         self.mem_plot = self._plot("Memory", row=2, col=1, parent=self.small)
         self.mem_plot.setLabel("left", "GiB", color=self._muted.name())
+        self._legend(self.mem_plot)
         self.mem_curve = self.mem_plot.plot(pen=pg.mkPen(LINE_COLOURS[2], width=1.5),
                                             fillLevel=0, brush=QColor(63, 163, 107, 45), name="used")
         self.swap_curve = self.mem_plot.plot(pen=pg.mkPen(LINE_COLOURS[3], width=1), name="swap used")
@@ -278,10 +281,21 @@ class MonitorPage(QWidget):
             axis = p.getAxis(name)
             axis.setTextPen(self._muted)
             axis.setPen(pg.mkPen(self._muted, width=1))
+            # Axes (and the grid they draw) change only when a range changes, yet the
+            # view repaints them every tick: drawing text is most of a frame's cost,
+            # so keep them as pixmaps until they really change.
+            axis.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
         p.getAxis("left").setWidth(58)
         if row == 2 or colspan == 2:
             p.setLabel("bottom", "seconds ago", color=self._muted.name())
         return p
+
+    def _legend(self, plot: pg.PlotItem) -> pg.LegendItem:
+        """A small legend in the top-right corner, on a veil so lines under it stay readable."""
+        veil = QColor(self.palette().color(QPalette.ColorRole.Base))
+        veil.setAlpha(210)
+        return plot.addLegend(offset=(-6, 2), labelTextColor=self._muted, brush=veil,
+                              labelTextSize="8pt", verSpacing=-6)
 
     def _heat_lut(self) -> np.ndarray:
         base = self.palette().color(QPalette.ColorRole.Base)
@@ -367,15 +381,19 @@ class MonitorPage(QWidget):
             if len(self._groups) > 1:
                 major.append((row + len(g.cpus) / 2, g.label))
             if gi > 0:
-                sep = pg.InfiniteLine(pos=row, angle=0, pen=pg.mkPen(self._fg, width=1))
+                gap = pg.mkPen(self.palette().color(QPalette.ColorRole.Base), width=2)
+                sep = pg.InfiniteLine(pos=row, angle=0, pen=gap)
                 self.heat_plot.addItem(sep, ignoreBounds=True)
                 self._separators.append(sep)
             row += len(g.cpus)
         n = len(order)
         if n <= 32:
             minor = [(i + 0.5, f"cpu {ids[k]}") for i, k in enumerate(order)]
+        elif not major:
+            step = next(st for st in (8, 16, 32, 64, 128, 256, 1 << 20) if n / st <= 8)
+            minor = [(i + 0.5, f"cpu {ids[k]}") for i, k in enumerate(order) if i % step == 0]
         axis = self.heat_plot.getAxis("left")
-        axis.setTicks([major, minor] if major else [minor or [(n / 2, f"{n} CPUs")]])
+        axis.setTicks([major, minor] if major else [minor])
         self.heat_plot.setYRange(0, max(n, 1), padding=0)
 
     def redraw(self) -> None:
@@ -434,7 +452,7 @@ class MonitorPage(QWidget):
             curve = self.temp_curves.get(key)
             if curve is None:
                 if not self.temp_curves:
-                    self.temp_plot.addLegend(offset=(8, 4), labelTextColor=self._muted)
+                    self._legend(self.temp_plot)
                 curve = self.temp_plot.plot(pen=pg.mkPen(LINE_COLOURS[i % len(LINE_COLOURS)], width=1.5), name=key)
                 self.temp_curves[key] = curve
             curve.setData(x, buf.last(n))
