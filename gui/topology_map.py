@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from PySide6.QtCore import QPointF, QRect, QRectF, QSize, Qt, Signal
-from PySide6.QtGui import (QColor, QFont, QFontMetricsF, QImage, QLinearGradient, QPainter, QPainterPath,
-                           QPalette, QPen)
+from PySide6.QtGui import (QBrush, QColor, QFont, QFontMetricsF, QImage, QKeySequence, QLinearGradient, QPainter,
+                           QPainterPath, QPalette, QPen)
 from PySide6.QtSvg import QSvgGenerator
 from PySide6.QtWidgets import (QGraphicsItem, QGraphicsScene, QGraphicsView, QSizePolicy, QStyleOptionGraphicsItem,
                                QWidget)
@@ -160,6 +160,7 @@ class PUItem(QGraphicsItem):
         self.load: float | None = None
         self.selected = False
         self.markers: list[str] = []
+        self.allowed = True            # False: outside this process's affinity / cgroup cpuset
         self.setAcceptHoverEvents(True)
         self.setZValue(4)
 
@@ -176,7 +177,14 @@ class PUItem(QGraphicsItem):
         painter.setBrush(fill)
         painter.setPen(QPen(c.highlight, 2.0) if self.selected else QPen(_mix(fill, c.text, 0.3), 1.0))
         painter.drawRoundedRect(r, 3, 3)
-        painter.setPen(c.on(fill))
+        if not self.allowed:
+            # hatched like lstopo's disallowed PUs: visible, but clearly not usable by this process
+            painter.setBrush(QBrush(_mix(c.background, c.text, 0.35), Qt.BrushStyle.BDiagPattern))
+            painter.setPen(Qt.PenStyle.NoPen)
+            painter.drawRoundedRect(r, 3, 3)
+            painter.setPen(c.muted)
+        else:
+            painter.setPen(c.on(fill))
         painter.setFont(self.owner.pu_font)
         painter.drawText(r, int(Qt.AlignmentFlag.AlignCenter), str(self.cpu))
         if self.markers:
@@ -280,9 +288,12 @@ class TopologyMap(QGraphicsView):
         self.tree = build_tree(topo)
         self._index(topo)
         self._build_items(self.tree, None)
+        allowed = topo.affinity.allowed_cpus
+        allowed_set = set(allowed) if allowed is not None else set(self.pu_items)
         for cpu, item in self.pu_items.items():
             item.load = self.loads.get(cpu)
             item.markers = self.markers.get(cpu, [])
+            item.allowed = cpu in allowed_set
         self.relayout()
         kept = old_selection & set(self.pu_items)
         self._apply_selection(kept, emit=kept != old_selection)
@@ -557,6 +568,9 @@ class TopologyMap(QGraphicsView):
                 peers = [c for c in d.cpus if c != cpu]
                 lines.append(f"{name} peers (share its L3): {cpus_text(peers)}")
             lines.append(f"NUMA node: {info['numa']}" if info["numa"] is not None else "NUMA node: none online")
+        item = self.pu_items.get(cpu)
+        if item is not None and not item.allowed:
+            lines.append("<i>Not allowed for this process (CPU affinity / cgroup cpuset)</i>")
         load = self.loads.get(cpu)
         clock = self.clocks.get(cpu)
         live = []
@@ -647,6 +661,20 @@ class TopologyMap(QGraphicsView):
             self._band = self.mapToScene(rect).boundingRect()
 
     # -- events -------------------------------------------------------------
+
+    def keyPressEvent(self, event) -> None:
+        if event.matches(QKeySequence.StandardKey.SelectAll):
+            self.set_selection([c for c, item in self.pu_items.items() if item.allowed])
+        elif event.key() == Qt.Key.Key_Escape:
+            self.clear_selection()
+        elif event.matches(QKeySequence.StandardKey.ZoomIn):
+            self.zoom_by(1.25)
+        elif event.matches(QKeySequence.StandardKey.ZoomOut):
+            self.zoom_by(1 / 1.25)
+        else:
+            super().keyPressEvent(event)
+            return
+        event.accept()
 
     def wheelEvent(self, event) -> None:
         if event.modifiers() & Qt.KeyboardModifier.ControlModifier:
@@ -756,4 +784,16 @@ class LoadLegend(QWidget):
         p.drawPath(path)
         p.setPen(self.palette().color(QPalette.ColorRole.WindowText))
         p.drawText(QRectF(x + 14, 0, 120, self.height()), int(Qt.AlignmentFlag.AlignVCenter), "Marked thread")
+        x += 14 + fm.horizontalAdvance("Marked thread") + 14
+        if any(not item.allowed for item in self.map.pu_items.values()):
+            box = QRectF(x, y, 18, 14)
+            p.setBrush(c.load(0))
+            p.setPen(QPen(c.box_edge["core"], 1))
+            p.drawRoundedRect(box, 3, 3)
+            p.setBrush(QBrush(_mix(c.background, c.text, 0.35), Qt.BrushStyle.BDiagPattern))
+            p.setPen(Qt.PenStyle.NoPen)
+            p.drawRoundedRect(box, 3, 3)
+            p.setPen(self.palette().color(QPalette.ColorRole.WindowText))
+            p.drawText(QRectF(box.right() + 5, 0, 200, self.height()), int(Qt.AlignmentFlag.AlignVCenter),
+                       "Not allowed (affinity / cgroup)")
         p.end()

@@ -23,10 +23,11 @@ from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.topology_map import LoadLegend, TopologyMap
 from cpudoctor.probes.live import Sample
 from cpudoctor.probes.topology import Topology
-from cpudoctor.render.topology import cache_size, cpus_text, is_ccx_vendor, summary_line, usable_line
+from cpudoctor.render.topology import (cache_size, cpus_text, display_notes, is_ccx_vendor, summary_line,
+                                       usable_line)
 from cpudoctor.report import Report
 
-MAX_INLINE_BUTTONS = 8        # more CCXs / nodes than this go into a drop-down menu
+MAX_INLINE_BUTTONS = 8        # more CCX + NUMA buttons than this: each group becomes a drop-down menu
 
 
 class TopologyPage(QWidget):
@@ -182,6 +183,7 @@ class TopologyPage(QWidget):
     def _set_topology(self, topo: Topology | None) -> None:
         self.topology = topo
         self.map.set_topology(topo)
+        self.legend.update()
         if topo is None:
             self.summary.setText("Waiting for the system report…")
             self.limits.setText("")
@@ -195,7 +197,7 @@ class TopologyPage(QWidget):
                 extra.append(f"Offline CPUs: {cpus_text(topo.offline_cpus)}")
             if topo.cpuless_numa_nodes:
                 extra.append("Memory-only NUMA nodes: " + ", ".join(map(str, topo.cpuless_numa_nodes)))
-            extra += [n for n in topo.notes if "offline" not in n]
+            extra += display_notes(topo)
             self.limits.setText("\n".join(extra))
             self.limits.setVisible(bool(extra))
         self._rebuild_select_buttons()
@@ -223,13 +225,17 @@ class TopologyPage(QWidget):
                        f"CPUs {cpus_text(cpus)}", cpus) for i, cpus in enumerate(l3_sets)]
         numa_entries = [(f"Node {nid}", f"NUMA node {nid}: CPUs {cpus_text(cpus)}", cpus)
                         for nid, cpus in numa_cpu_sets(topo).items()]
-        if len(l3_entries) > 1:
-            self._add_group(l3_entries, self.ccx_buttons, "CCX" if ccx else "L3")
-        if len(numa_entries) > 1:
-            self._add_group(numa_entries, self.numa_buttons, "NUMA node")
+        l3_entries = l3_entries if len(l3_entries) > 1 else []
+        numa_entries = numa_entries if len(numa_entries) > 1 else []
+        fits_all = len(l3_entries) + len(numa_entries) <= MAX_INLINE_BUTTONS
+        if l3_entries:
+            self._add_group(l3_entries, self.ccx_buttons, "CCX" if ccx else "L3", fits_all)
+        if numa_entries:
+            self._add_group(numa_entries, self.numa_buttons, "NUMA node",
+                            fits_all or len(numa_entries) <= MAX_INLINE_BUTTONS // 2)
 
-    def _add_group(self, entries, buttons: list, name: str) -> None:
-        if len(entries) <= MAX_INLINE_BUTTONS:
+    def _add_group(self, entries, buttons: list, name: str, inline: bool) -> None:
+        if inline:
             for text, tip, cpus in entries:
                 b = QPushButton(text)
                 b.setToolTip(tip + "\nctrl-click adds to the selection")

@@ -272,3 +272,25 @@ def test_page_without_report_and_with_unknown_topology(qtbot):
     model.set_report(report)
     assert "16 logical CPUs" in page.summary.text()
     assert page.map.pu_items == {}
+
+
+def test_disallowed_cpus_are_hatched_and_not_selected_by_select_all(qtbot):
+    """A cgroup-restricted tree: 6 of 32 CPUs allowed; the rest drawn hatched, left out of ctrl+A."""
+    topo = probe_topology(machine_root("hwloc-32amd64-4s2n4c-cgroup2"), live=False)
+    m = TopologyMap()
+    qtbot.addWidget(m)
+    m.resize(900, 600)
+    m.show()
+    m.set_topology(topo)
+    assert [c for c, item in m.pu_items.items() if item.allowed] == [0, 1, 2, 3, 4, 5]
+    assert "Not allowed" in m.pu_tooltip(17) and "Not allowed" not in m.pu_tooltip(3)
+    m.setFocus()
+    qtbot.keyClick(m, Qt.Key.Key_A, Qt.KeyboardModifier.ControlModifier)
+    assert m.selected_cpus() == [0, 1, 2, 3, 4, 5]
+    qtbot.keyClick(m, Qt.Key.Key_Escape)
+    assert m.selected_cpus() == []
+    # hatching is drawn: the disallowed PU's pixels are not uniform
+    img = m.grab().toImage()
+    r = m.mapFromScene(m.pu_items[20].sceneBoundingRect()).boundingRect().adjusted(3, 3, -3, -3)
+    colours = {img.pixelColor(x, y).rgb() for x in range(r.left(), r.right()) for y in range(r.top(), r.bottom())}
+    assert len(colours) > 3

@@ -175,6 +175,15 @@ def usable_line(topo: Topology) -> str | None:
         f" — {'; '.join(bits)}" if bits else "")
 
 
+_SHOWN_ELSEWHERE = ("the cgroup cpuset allows", "the CPU affinity allows", "cgroup CPU quota")
+
+
+def display_notes(topo: Topology) -> list[str]:
+    """Notes not already said by the Usable and Offline lines."""
+    return [n for n in topo.notes
+            if not n.startswith(_SHOWN_ELSEWHERE) and not (n.startswith("CPUs ") and n.endswith(" are offline"))]
+
+
 def _core_cells(topo: Topology, node: Node) -> list[str]:
     cells = []
     for child in node.children:
@@ -228,7 +237,7 @@ def text_lines(topo: Topology) -> list[str]:
     usable = usable_line(topo)
     if usable:
         lines.append(usable)
-    for note in topo.notes:
+    for note in display_notes(topo):
         lines.append(f"Note: {note}")
     return lines
 
@@ -264,7 +273,7 @@ def markdown_lines(topo: Topology) -> list[str]:
     usable = usable_line(topo)
     if usable:
         extra.append(f"- {usable}")
-    for note in topo.notes:
+    for note in display_notes(topo):
         extra.append(f"- Note: {_md_escape(note)}")
     if extra:
         lines += extra + [""]
