@@ -589,7 +589,8 @@ class TopologyMap(QGraphicsView):
     def box_tooltip(self, item: BoxItem) -> str:
         cpus = item.cpus
         n_cores = len({self._info_by_cpu.get(c, {}).get("core") for c in cpus})
-        text = f"<b>{item.label}</b><br>{n_cores} core{'s' if n_cores != 1 else ''}, {len(cpus)} CPUs: {cpus_text(cpus)}"
+        text = (f"<b>{item.label}</b><br>{n_cores} core{'s' if n_cores != 1 else ''}, "
+                f"{len(cpus)} CPUs: {cpus_text(cpus)}")
         loads = [self.loads[c] for c in cpus if c in self.loads]
         if loads:
             text += f"<br>average load {sum(loads) / len(loads):.0f}%"

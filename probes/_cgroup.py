@@ -115,13 +115,15 @@ def _read_cpuset(root: Path, mounts: list[Mount], cg: dict[str, str], limits: Cg
                 continue
             # v2 path: the "0::" line; old trees only kept /proc/self/cpuset (same path).
             cg_path = cg.get("", legacy_path)
-            names, mems, version = ("cpuset.cpus.effective", "cpuset.cpus"), ("cpuset.mems.effective", "cpuset.mems"), "v2"
+            names, mems, version = (("cpuset.cpus.effective", "cpuset.cpus"),
+                                    ("cpuset.mems.effective", "cpuset.mems"), "v2")
         elif m.fstype == "cpuset" or (m.fstype == "cgroup" and "cpuset" in m.options):
             cg_path = cg.get("cpuset", legacy_path)
             if m.fstype == "cpuset" or "noprefix" in m.options:
                 names, mems, version = ("cpus",), ("mems",), "cpuset"
             else:
-                names, mems, version = ("cpuset.effective_cpus", "cpuset.cpus"), ("cpuset.effective_mems", "cpuset.mems"), "v1"
+                names, mems, version = (("cpuset.effective_cpus", "cpuset.cpus"),
+                                        ("cpuset.effective_mems", "cpuset.mems"), "v1")
         else:
             continue
         for d in _candidate_dirs(root, m.path, cg_path):

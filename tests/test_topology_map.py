@@ -27,8 +27,8 @@ def epyc_2x64() -> Topology:
     n = 128
     cores = [Core(i // 64, i % 64, [i, i + n], l3=i // 8, numa=i // 64) for i in range(n)]
     l3 = [L3Domain(sorted(c for i in range(j * 8, j * 8 + 8) for c in (i, i + n)), 32 << 20) for j in range(16)]
-    numa = [NumaNode(k, sorted(c for co in cores if co.numa == k for c in co.cpus), [10 if k == m else 32 for m in range(2)])
-            for k in range(2)]
+    numa = [NumaNode(k, sorted(c for co in cores if co.numa == k for c in co.cpus),
+                     [10 if k == m else 32 for m in range(2)]) for k in range(2)]
     return Topology(packages=2, cores=n, logical_cpus=2 * n, l3_domains=l3, numa_nodes=numa,
                     online_cpus=list(range(2 * n)), smt_threads_per_core=2,
                     package_list=[Package(k, numa[k].cpus) for k in range(2)], core_list=cores,

@@ -441,3 +441,11 @@ def test_human_bytes_units():
     assert human_bytes(int(6.1 * (1 << 30))) == "6.1 GiB"
     assert human_bytes(512 << 30) == "512 GiB"
     assert human_bytes(None) == "?"
+
+
+def test_shared_l2_groups():
+    """Raptor Lake E-cores share one L2 per 4-core cluster; P-cores (SMT pairs) do not count."""
+    topo = corpus_topology("hwloc-20em64t-hybrid-1p6c2t+2ca4co1t")
+    assert topo.l2_groups == [[12, 13, 14, 15], [16, 17, 18, 19]]
+    assert topo.smt_threads_per_core == 2 and topo.cores == 14
+    assert corpus_topology("hwloc-memorysidecaches").l2_groups == []
