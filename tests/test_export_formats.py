@@ -87,6 +87,8 @@ def test_pdf_has_chip_name(tmp_path):
     pdf.write_bytes(data)
     text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
     assert BRAND in text and "Findings" in text
+    assert "Package P#1" in text and "NUMA node 1" in text      # the map is drawn as vectors, text included
+    assert len(data) < 2 << 20
 
 
 @pytest.mark.parametrize("machine", ["hwloc-64amd64-4s2n4ca2co", "hwloc-memorysidecaches"])

@@ -270,7 +270,8 @@ def _findings(report: Report) -> str:
     if not problems:
         items.append('<p class="sev-ok">No problems found.</p>')
     if passed:
-        items.append(f"<details><summary>{len(passed)} checks passed</summary><ul>"
+        noun = "check" if len(passed) == 1 else "checks"
+        items.append(f"<details><summary>{len(passed)} {noun} passed</summary><ul>"
                      + "".join(f'<li><span class="sev-ok">✓</span> {e(f.title)} '
                                f'<span class="code">{e(f.code)}</span></li>' for f in passed)
                      + "</ul></details>")

@@ -65,8 +65,77 @@ def _rasterise(svg: str, width: int, height: int):
     return image
 
 
+def _svg_handler():
+    """A QTextDocument object type that paints an SVG with QSvgRenderer: vectors in the PDF.
+
+    Built lazily (it subclasses Qt classes) and kept for the process lifetime:
+    the document layout holds only a raw pointer to it.
+    """
+    if getattr(_svg_handler, "instance", None) is not None:
+        return _svg_handler.instance
+    from PySide6.QtCore import QByteArray, QSizeF
+    from PySide6.QtGui import QPyTextObject
+    from PySide6.QtSvg import QSvgRenderer
+
+    class SvgObject(QPyTextObject):
+        def __init__(self):
+            super().__init__()
+            self.svgs: dict[str, tuple[QSvgRenderer, float, float]] = {}
+
+        def add(self, name: str, svg: str, w: float, h: float) -> None:
+            self.svgs[name] = (QSvgRenderer(QByteArray(svg.encode("utf-8"))), w, h)
+
+        def intrinsicSize(self, doc, pos, fmt):  # noqa: N802 - Qt override
+            _, w, h = self.svgs.get(fmt.property(_PROP_NAME), (None, 1.0, 1.0))
+            return QSizeF(w, h)
+
+        def drawObject(self, painter, rect, doc, pos, fmt):  # noqa: N802 - Qt override
+            renderer = self.svgs.get(fmt.property(_PROP_NAME), (None,))[0]
+            if renderer is not None:
+                renderer.render(painter, rect)
+
+    _svg_handler.instance = SvgObject()
+    return _svg_handler.instance
+
+
+_SVG_OBJECT = 0x1000 + 1        # QTextFormat.UserObject + 1
+_PROP_NAME = 0x100000 + 1       # QTextFormat.UserProperty + 1
+
+
+def _replace_images_with_svg(doc, names: set[str]) -> int:
+    """Swap each ``<img src="cpudoctor:NAME">`` for the vector SVG object; returns how many."""
+    from PySide6.QtGui import QTextCharFormat, QTextCursor
+
+    spots: list[tuple[int, int, str]] = []
+    block = doc.begin()
+    while block.isValid():
+        it = block.begin()
+        while not it.atEnd():
+            frag = it.fragment()
+            fmt = frag.charFormat()
+            if fmt.isImageFormat():
+                name = fmt.toImageFormat().name().removeprefix("cpudoctor:")
+                if name in names:
+                    spots.append((frag.position(), frag.length(), name))
+            it += 1
+        block = block.next()
+    for pos, length, name in reversed(spots):
+        cursor = QTextCursor(doc)
+        cursor.setPosition(pos)
+        cursor.setPosition(pos + length, QTextCursor.MoveMode.KeepAnchor)
+        obj = QTextCharFormat()
+        obj.setObjectType(_SVG_OBJECT)
+        obj.setProperty(_PROP_NAME, name)
+        cursor.insertText("\ufffc", obj)
+    return len(spots)
+
+
 def pdf_from_html(page: str, pictures: dict[str, str] | None = None, title: str = "CPU Doctor report") -> bytes:
-    """Lay out ``page`` (Qt rich-text HTML) on A4 and return the PDF bytes."""
+    """Lay out ``page`` (Qt rich-text HTML) on A4 and return the PDF bytes.
+
+    Pictures are drawn as vectors (sharp at any zoom, small files); where the
+    vector path is unavailable they are rasterised at 3x instead.
+    """
     _ensure_gui_app()
     from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QMarginsF, QSizeF, QUrl
     from PySide6.QtGui import QPageLayout, QPageSize, QPdfWriter, QTextDocument
@@ -74,20 +143,32 @@ def pdf_from_html(page: str, pictures: dict[str, str] | None = None, title: str 
     pictures = pictures or {}
     doc = QTextDocument()
     sizes: dict[str, tuple[int, int]] = {}
+    full: dict[str, tuple[int, int]] = {}
     for name, svg in pictures.items():
         m = _SVG_SIZE_RE.search(svg)
         w, h = (int(m.group(1)), int(m.group(2))) if m else (600, 300)
         shown_w = min(w, TEXT_WIDTH_PX)
-        shown_h = max(1, round(h * shown_w / w))
-        sizes[name] = (shown_w, shown_h)
-        doc.addResource(QTextDocument.ResourceType.ImageResource, QUrl(f"cpudoctor:{name}"),
-                        _rasterise(svg, w, h))
+        sizes[name] = (shown_w, max(1, round(h * shown_w / w)))
+        full[name] = (w, h)
 
     def _sized(m: re.Match[str]) -> str:
         w, h = sizes.get(m.group(1), (TEXT_WIDTH_PX, 300))
         return f'<img src="cpudoctor:{m.group(1)}" width="{w}" height="{h}">'
 
+    try:
+        handler = _svg_handler()
+        for name, svg in pictures.items():
+            handler.add(name, svg, *sizes[name])
+    except (ImportError, AttributeError, TypeError):
+        handler = None
+    if handler is None:
+        for name, svg in pictures.items():
+            doc.addResource(QTextDocument.ResourceType.ImageResource, QUrl(f"cpudoctor:{name}"),
+                            _rasterise(svg, *full[name]))
     doc.setHtml(_IMG_RE.sub(_sized, page))
+    if handler is not None:
+        doc.documentLayout().registerHandler(_SVG_OBJECT, handler)
+        _replace_images_with_svg(doc, set(pictures))
     # Lay out on an A4 text area measured in 96-dpi px; print_() scales it onto the page.
     doc.setDocumentMargin(0)
     doc.setPageSize(QSizeF(TEXT_WIDTH_PX, TEXT_WIDTH_PX * 267 / 180))
