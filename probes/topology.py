@@ -444,8 +444,12 @@ def _fill_affinity(topo: Topology, root: Path, live: bool) -> None:
     limits = read_cgroup_limits(root) if sys.platform.startswith("linux") or not live else CgroupLimits()
     online = set(topo.online_cpus)
     if limits.cpuset_cpus is not None:
-        aff.cgroup_cpuset = sorted(set(limits.cpuset_cpus) & online) if online else limits.cpuset_cpus
-        aff.allowed_mems = limits.cpuset_mems
+        cpuset = sorted(set(limits.cpuset_cpus) & online) if online else limits.cpuset_cpus
+        if cpuset:
+            aff.cgroup_cpuset = cpuset
+            aff.allowed_mems = limits.cpuset_mems
+        else:   # a cpuset naming no online CPU cannot be what the process runs on: ignore it
+            topo.notes.append(f"the cgroup cpuset ({limits.cpuset_path}) lists no online CPU: ignored")
     aff.cpu_quota = limits.cpu_quota
     if live and hasattr(os, "sched_getaffinity"):
         try:

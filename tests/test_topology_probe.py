@@ -449,3 +449,11 @@ def test_shared_l2_groups():
     assert topo.l2_groups == [[12, 13, 14, 15], [16, 17, 18, 19]]
     assert topo.smt_threads_per_core == 2 and topo.cores == 14
     assert corpus_topology("hwloc-memorysidecaches").l2_groups == []
+
+
+def test_cpuset_without_online_cpus_is_ignored(tmp_path):
+    build_sysfs(tmp_path, packages=1, ccx_per_pkg=[[4]])
+    _cgroup_v2(tmp_path, "max 100000", cpuset="40-47")
+    topo = probe_topology(tmp_path, live=False)
+    assert topo.affinity.cgroup_cpuset is None and topo.affinity.usable_cpus == 8
+    assert any("lists no online CPU" in n for n in topo.notes)
