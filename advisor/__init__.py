@@ -41,7 +41,17 @@ def explain(code: str) -> str:
 
     Raises UnknownRuleError (a KeyError) with the known codes when nothing matches.
     """
-    r = resolve(code)
+    try:
+        r = resolve(code)
+    except UnknownRuleError:
+        # Process rules (PROC0xx) judge a running process, not a report, and
+        # live in their own registry; `cpudoctor explain` covers both.
+        from cpudoctor.advisor.process_rules import explain_text
+
+        text = explain_text(code)
+        if text is None:
+            raise
+        return text + "\n"
     sections = r.sections()
     head = f"{r.code} ({r.symbol}) — {r.title}"
     lines = [head, "=" * len(head), f"Category: {CATEGORIES.get(r.category, r.category)}   Worst severity: {r.severity}"]

@@ -176,3 +176,11 @@ def test_this_machine_without_software(capsys):
     cats = {f["category"] for f in data["findings"]}
     assert "isa" in cats and "topology" in cats
     assert not cats & {"torch", "threads", "blas", "myth"}
+
+
+def test_explain_covers_process_rules_too():
+    """PROC rules live in the inspector's registry; `cpudoctor explain` must still know them."""
+    from cpudoctor import advisor
+
+    text = advisor.explain("PROC001")
+    assert text.startswith("PROC001") and "What it checks" in text and "Fix" in text
