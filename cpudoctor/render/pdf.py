@@ -13,11 +13,15 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 
 _IMG_RE = re.compile(r'<img src="cpudoctor:([A-Za-z0-9_]+)">')
 _SVG_SIZE_RE = re.compile(r'<svg[^>]*\bwidth="(\d+)"[^>]*\bheight="(\d+)"')
 TEXT_WIDTH_PX = 680          # A4 minus 15 mm margins, in Qt's 96-dpi layout units
 SCALE = 3
+# Qt's text layout and font engines are not safe to drive from two threads at
+# once (two exports started quickly from the GUI's pool): one PDF at a time.
+_LOCK = threading.Lock()
 
 
 def _ensure_gui_app():
@@ -68,11 +72,12 @@ def _rasterise(svg: str, width: int, height: int):
 def _svg_handler():
     """A QTextDocument object type that paints an SVG with QSvgRenderer: vectors in the PDF.
 
-    Built lazily (it subclasses Qt classes) and kept for the process lifetime:
-    the document layout holds only a raw pointer to it.
+    One per document (concurrent exports must not share pictures); the caller
+    keeps it alive while the document is printed, since the layout holds only
+    a raw pointer to it. The class is built lazily: it subclasses Qt classes.
     """
-    if getattr(_svg_handler, "instance", None) is not None:
-        return _svg_handler.instance
+    if getattr(_svg_handler, "cls", None) is not None:
+        return _svg_handler.cls()
     from PySide6.QtCore import QByteArray, QSizeF
     from PySide6.QtGui import QPyTextObject
     from PySide6.QtSvg import QSvgRenderer
@@ -94,8 +99,8 @@ def _svg_handler():
             if renderer is not None:
                 renderer.render(painter, rect)
 
-    _svg_handler.instance = SvgObject()
-    return _svg_handler.instance
+    _svg_handler.cls = SvgObject
+    return SvgObject()
 
 
 _SVG_OBJECT = 0x1000 + 1        # QTextFormat.UserObject + 1
@@ -137,10 +142,14 @@ def pdf_from_html(page: str, pictures: dict[str, str] | None = None, title: str 
     vector path is unavailable they are rasterised at 3x instead.
     """
     _ensure_gui_app()
+    with _LOCK:
+        return _pdf_from_html(page, pictures or {}, title)
+
+
+def _pdf_from_html(page: str, pictures: dict[str, str], title: str) -> bytes:
     from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QMarginsF, QSizeF, QUrl
     from PySide6.QtGui import QPageLayout, QPageSize, QPdfWriter, QTextDocument
 
-    pictures = pictures or {}
     doc = QTextDocument()
     sizes: dict[str, tuple[int, int]] = {}
     full: dict[str, tuple[int, int]] = {}
@@ -183,6 +192,7 @@ def pdf_from_html(page: str, pictures: dict[str, str] | None = None, title: str 
     writer.setPageMargins(QMarginsF(15, 15, 15, 15), QPageLayout.Unit.Millimeter)
     doc.print_(writer)
     buf.close()
+    del handler                     # only now: the layout no longer paints with it
     out = bytes(data.data())
     if not out.startswith(b"%PDF"):
         raise RuntimeError("Qt produced no PDF output; export HTML instead")
