@@ -198,13 +198,14 @@ def package(report: Report, name: str):
 def gpu_present(f: Facts, kind: str) -> bool | None:
     """Whether an NVIDIA (``cuda``) or AMD (``rocm``) GPU was seen; None when the report cannot say.
 
-    The software probe may add a GPU list; until then only a torch child that
-    actually saw a device can answer.
+    ``software.gpus`` (PCI display/accelerator devices; console adapters of
+    BMCs and VMs do not count) answers when the probe could read PCI sysfs;
+    otherwise only a torch child that actually saw a device can answer.
     """
     gpus = f.get("software.gpus", record=False)
     if isinstance(gpus, list):
         f.record("software.gpus", gpus)
-        vendors = {str(getattr(g, "vendor", g)).lower() for g in gpus}
+        vendors = {str(getattr(g, "vendor", g)).lower() for g in gpus if getattr(g, "compute", True)}
         want = "nvidia" if kind == "cuda" else "amd"
         return any(want in v for v in vendors)
     count = f.get("software.torch.device_count", record=False)

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from collections.abc import Mapping
 from pathlib import Path
 
+from cpudoctor.probes.gpu import GpuInfo
+
 
 @dataclass
 class OsInfo:
@@ -137,6 +139,7 @@ class Software:
     preload_libs: list[str] = field(default_factory=list)      # LD_PRELOAD reduced to names (jemalloc, tcmalloc)
     isa_risks: list[IsaRisk] = field(default_factory=list)
     import_checks: list[ImportCheck] = field(default_factory=list)
+    gpus: "list[GpuInfo] | None" = None    # PCI display/accelerator devices; None = unknown (no PCI sysfs)
     children_ran: bool = False             # False for the cheap, instant part only
     children_cached: bool = False          # the children's results came from the cache (nothing they depend on changed)
     notes: list[str] = field(default_factory=list)

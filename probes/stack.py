@@ -22,6 +22,7 @@ from cpudoctor.probes.cpu import CpuInfo, probe_cpu
 from cpudoctor.probes.envvars import filter_thread_env, preload_names
 from cpudoctor.probes.importcheck import import_spec, to_import_check
 from cpudoctor.probes.isarisk import assess, isa_hint
+from cpudoctor.probes.gpu import probe_gpus
 from cpudoctor.probes.osinfo import probe_os
 from cpudoctor.probes.packages import known_packages, package_of, probe_packages, probe_python
 from cpudoctor.probes.software import BlasLib, ImportCheck, NumpyInfo, PackageInfo, Software, TorchBuild
@@ -142,6 +143,8 @@ def probe_stack(
     sw = Software()
     sw.os, notes = probe_os(root, environ=env)
     sw.notes.extend(notes)
+    sw.gpus, gpu_notes = probe_gpus(root)
+    sw.notes.extend(gpu_notes)
     if not live:
         sw.notes.append(
             f"captured tree at {root}: only file-based OS facts were read; Python, packages, "
