@@ -223,3 +223,21 @@ def test_gui_process_never_imports_torch(tmp_path):
                          text=True, timeout=120, env=env)
     assert out.returncode == 0, out.stderr
     assert "TORCH False" in out.stdout, out.stdout + out.stderr
+
+
+def test_overview_link_opens_the_advisor(window):
+    if "Advisor" not in window.pages:
+        pytest.skip("the Advisor page is not installed yet")
+    window.show_page("Overview")
+    window.pages["Overview"].findings_label.linkActivated.emit("advisor")
+    assert window.current_page_title() == "Advisor"
+
+
+def test_keyboard_shortcuts_switch_pages(window, qtbot):
+    from PySide6.QtCore import Qt
+
+    titles = list(window.pages)
+    qtbot.keyClick(window, Qt.Key.Key_2, Qt.KeyboardModifier.ControlModifier)
+    assert window.current_page_title() == titles[1]
+    qtbot.keyClick(window, Qt.Key.Key_1, Qt.KeyboardModifier.ControlModifier)
+    assert window.current_page_title() == titles[0]
