@@ -1,0 +1,44 @@
+"""The thread-pool worker: result and error signals, in order, delivered on the GUI thread."""
+
+from __future__ import annotations
+
+import threading
+
+from PySide6.QtCore import QThread
+
+from gui_support import no_qt_leaks  # noqa: F401 - fixture
+
+from cpudoctor.gui.workers import Worker, run_in_thread
+
+
+def test_result_signal_order_and_threads(qtbot):
+    main = QThread.currentThread()
+    seen: list = []
+    ran_on: list = []
+
+    def work(a, b=0):
+        ran_on.append(threading.current_thread() is threading.main_thread())
+        return a + b
+
+    worker = Worker(work, 2, b=3)
+    worker.started.connect(lambda: seen.append("started"))
+    worker.result.connect(lambda v: seen.append(("result", v, QThread.currentThread() is main)))
+    worker.finished.connect(lambda: seen.append("finished"))
+    with qtbot.waitSignal(worker.finished, timeout=5000):
+        worker.start()
+    assert seen == ["started", ("result", 5, True), "finished"]
+    assert ran_on == [False]                        # the work itself ran off the GUI thread
+
+
+def test_exception_becomes_error_signal(qtbot):
+    errors: list = []
+    results: list = []
+
+    def boom():
+        raise ValueError("probe exploded")
+
+    run_in_thread(boom, on_result=results.append, on_error=errors.append)
+    qtbot.waitUntil(lambda: bool(errors), timeout=5000)
+    assert results == []
+    assert isinstance(errors[0], ValueError) and str(errors[0]) == "probe exploded"
+    assert "Traceback" in errors[0].traceback_text and "boom" in errors[0].traceback_text
