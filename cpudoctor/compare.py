@@ -148,8 +148,17 @@ def _findings(ch: list[Change], a: Report, b: Report) -> None:
 
 
 def _figures(run: BenchRun) -> dict[str, float]:
-    return {k: float(v) for k, v in run.metrics.items()
-            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}
+    """Headline numbers of a run: its scalar metrics and the best value of each measured series."""
+    from cpudoctor.render.svg_chart import find_charts
+
+    out = {k: float(v) for k, v in run.metrics.items()
+           if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}
+    for chart in find_charts(run.metrics):
+        if chart.bars:
+            out[f"best {chart.y_label}"] = max(v for _, v in chart.bars)
+        for series in chart.series:
+            out[f"peak {series.name}"] = max(y for _, y in series.points)
+    return out
 
 
 def _benchmarks(ch: list[Change], a: list[BenchRun], b: list[BenchRun]) -> None:

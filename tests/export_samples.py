@@ -83,13 +83,23 @@ def sample_report(hostname: str = "build-box-7", home: str = "/home/alice") -> R
                 title="CPU governor is schedutil", fix="Set the performance governor while training.",
                 snippet="sudo cpupower frequency-set -g performance"),
     ]
-    sweep = BenchRun(kind="sweep", settings={"model": "mlp", "batch": 64},
-                     metrics={"points": [{"threads": t, "samples_per_s": s} for t, s in
-                                         ((1, 210.0), (8, 1480.0), (16, 2610.0), (32, 4090.0), (64, 5020.0),
-                                          (128, 4410.0))],
-                              "best_threads": 64},
+    # The lab's real result shapes (lab/sweep.py, lab/gemm.py, gui/training_page.py).
+    ladder = [(None, None, "PyTorch defaults", "default", 4410.0)] + [
+        (t, None, f"{t} threads", "threads", s) for t, s in ((1, 210.0), (8, 1480.0), (16, 2610.0), (32, 4090.0),
+                                                             (64, 5020.0), (128, 4410.0))] + [
+        (8, list(range(8)), "one CCX, no SMT (CPUs 0-7)", "pinning", 1710.0),
+        (64, list(range(64)), "all cores, no SMT (CPUs 0-63)", "pinning", 5230.0)]
+    sweep = BenchRun(kind="sweep", settings={"model": "mlp", "batch_size": 64},
+                     metrics={"points": [{"variant": name, "group": group, "threads": t, "cpus": cpus,
+                                          "threads_used": t or 128, "samples_per_s": sps, "status": "ok"}
+                                         for t, cpus, name, group, sps in ladder],
+                              "recommendation": {"threads": 64, "variant": "all cores, no SMT"}},
                      started_at="2026-11-30T09:00:00+00:00")
-    gemm = BenchRun(kind="gemm", settings={"dtype": "fp32", "n": 4096}, metrics={"gflops": 2875.4, "seconds": 0.048})
+    gemm = BenchRun(kind="gemm", settings={"size": 2048},
+                    metrics={"points": [{"backend": "torch", "precision": prec, "threads": t, "size": 2048,
+                                         "gflops": g * (2.1 if prec == "bf16" else 1.0), "peak_gflops": 9000.0}
+                                        for prec in ("fp32", "bf16")
+                                        for t, g in ((1, 95.0), (16, 1380.0), (32, 2550.0), (64, 4410.0))]})
     return Report(
         meta=Meta(generated_at="2026-11-30T10:12:00+00:00", tool_version="0.1.0", root=f"{home}/captures/x",
                   platform="linux"),

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from cpudoctor.compare import compare, render_json, render_markdown, render_text
-from cpudoctor.report import BenchRun, Finding
+from cpudoctor.report import Finding
 from export_samples import epyc_topology, sample_report
 
 
@@ -23,7 +23,9 @@ def _after():
     b.findings[0].severity = "warning"                    # ISA001 ok -> warning
     b.findings.append(Finding(code="MEM002", symbol="thp-never", category="memory", severity="info",
                               title="Transparent huge pages are off"))
-    b.benchmarks[1] = BenchRun(kind="gemm", settings={}, metrics={"gflops": 5750.8, "seconds": 0.024})
+    for point in b.benchmarks[1].metrics["points"]:
+        point["gflops"] *= 2                                # twice as fast after the fix
+    b.benchmarks[0].metrics["points"][-1]["samples_per_s"] = 6276.0
     return b
 
 
@@ -39,8 +41,10 @@ def test_structured_diff():
     assert by[("packages", "numpy")].note == "changed"
     findings = {c.item.split()[0]: c.note for c in cmp.section("findings")}
     assert findings == {"THR001": "resolved", "ISA001": "worse", "MEM002": "new"}
-    gflops = by[("benchmarks", "gemm.gflops")]
-    assert gflops.note == "2.00x"
+    assert by[("benchmarks", "gemm.peak fp32")].note == "2.00x"
+    assert by[("benchmarks", "gemm.peak bf16")].note == "2.00x"
+    best = by[("benchmarks", "sweep.best samples/s")]
+    assert (best.a, best.b, best.note) == (5230.0, 6276.0, "1.20x")
     assert not any(c.section == "chip" for c in cmp.changes)
 
 
@@ -55,7 +59,7 @@ def test_renderers():
     text = render_text(cmp)
     assert "Findings:" in text and "resolved" in text and "2.00x" in text
     md = render_markdown(cmp)
-    assert "## Findings" in md and "<details>" in md and "| gemm.gflops |" in md
+    assert "## Findings" in md and "<details>" in md and "| gemm.peak fp32 |" in md
     data = json.loads(render_json(cmp))
     assert data["changes"] and {"section", "item", "a", "b", "note"} <= set(data["changes"][0])
 

@@ -17,7 +17,7 @@ import re
 from html import escape
 from typing import Any, Literal
 
-from cpudoctor.render.svg_chart import find_series, line_chart
+from cpudoctor.render.svg_chart import find_charts, measurement_tables, render_chart
 from cpudoctor.render.svg_topology import render_svg
 from cpudoctor.report import BenchRun, Finding, Report
 
@@ -330,14 +330,19 @@ def _bench(run: BenchRun, index: int, images: Images, pictures: dict[str, str]) 
     scalars = [(k, v) for k, v in run.metrics.items() if not isinstance(v, (list, dict))]
     table = _rows([(k, e(f"{v:,.4g}" if isinstance(v, float) else v)) for k, v in scalars]) if scalars else ""
     charts = []
-    for j, series in enumerate(find_series(run.metrics, run.kind)):
-        svg = line_chart(series)
+    for j, chart in enumerate(find_charts(run.metrics, run.kind)):
+        svg = render_chart(chart)
         if images == "inline":
             charts.append(f'<div class="map">{svg}</div>')
         else:
             name = f"chart{index}_{j}"
             pictures[name] = svg
             charts.append(f'<p><img src="cpudoctor:{name}"></p>')
+    for name, cols, rows in measurement_tables(run.metrics):
+        charts.append(f"<details><summary>{len(rows)} measurements ({e(name)})</summary>"
+                      "<table cellspacing=0><tr>" + "".join(f"<th>{e(c)}</th>" for c in cols) + "</tr>"
+                      + "".join("<tr>" + "".join(f"<td>{e(v)}</td>" for v in row) + "</tr>" for row in rows)
+                      + "</table></details>")
     note = f'<p class="note">{e(run.note)}</p>' if run.note else ""
     return head + settings + table + "".join(charts) + note
 

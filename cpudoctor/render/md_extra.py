@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cpudoctor.render.svg_chart import find_series
+from cpudoctor.render.svg_chart import find_charts, measurement_tables
 from cpudoctor.report import Report
 
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2, "ok": 3}
@@ -52,7 +52,7 @@ def findings_lines(report: Report) -> list[str]:
             out += ["", f"  {fence}{f.snippet_lang}", *("  " + ln for ln in f.snippet.splitlines()), f"  {fence}"]
         if f.evidence:
             out += [""] + ["  " + ln if ln else "" for ln in details(
-                "Evidence", [f"- `{md_escape(k)}`: `{_short(v)}`" for k, v in f.evidence.items()])]
+                "Evidence", [f"- `{_short(k, 80)}`: `{_short(v)}`" for k, v in f.evidence.items()])]
         out.append("")
     return out
 
@@ -80,17 +80,25 @@ def benchmarks_lines(report: Report) -> list[str]:
         out.append(f"### {md_escape(run.kind)}{status}")
         out.append("")
         if run.settings:
-            out.append("Settings: " + ", ".join(f"`{md_escape(k)}={_short(v, 60)}`" for k, v in run.settings.items()))
+            out.append("Settings: " + ", ".join(f"`{_short(k, 40)}={_short(v, 60)}`" for k, v in run.settings.items()))
             out.append("")
         scalars = [(k, v) for k, v in run.metrics.items() if not isinstance(v, (list, dict))]
         if scalars:
             out += ["| metric | value |", "|---|---|"]
             out += [f"| {md_escape(k)} | {f'{v:,.4g}' if isinstance(v, float) else md_escape(v)} |" for k, v in scalars]
             out.append("")
-        for series in find_series(run.metrics, run.kind):
-            rows = [f"| {x:g} | {y:,.4g} |" for x, y in series.points]
-            out += details(f"{md_escape(series.title)}: {len(rows)} points",
-                           [f"| {series.x_label} | {series.y_label} |", "|---:|---:|", *rows])
+        for chart in find_charts(run.metrics, run.kind):
+            if chart.bars:
+                label, value = max(chart.bars, key=lambda b: b[1])
+                out.append(f"- Best: **{md_escape(label)}**, {value:,.4g} {md_escape(chart.y_label)}")
+            for series in chart.series:
+                x, y = max(series.points, key=lambda p: p[1])
+                out.append(f"- Peak {md_escape(series.name)}: **{y:,.4g}** at {md_escape(chart.x_label)} {x:g}")
+        out.append("")
+        for name, cols, rows in measurement_tables(run.metrics):
+            body = ["| " + " | ".join(md_escape(c) for c in cols) + " |", "|" + "---|" * len(cols)]
+            body += ["| " + " | ".join(md_escape(v) for v in row) + " |" for row in rows]
+            out += details(f"{len(rows)} measurements ({md_escape(name)})", body)
         if run.note:
             out += [md_escape(run.note), ""]
     return out

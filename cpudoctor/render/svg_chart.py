@@ -1,50 +1,88 @@
-"""Small line charts as SVG strings, for benchmark series in HTML/PDF exports (no Qt)."""
+"""Small charts as SVG strings, for benchmark results in HTML/PDF exports (no Qt).
+
+The lab's results are lists of measurement dicts (``metrics["points"]``): the
+sweep's variants (``{"variant": ..., "threads": 8, "samples_per_s": ...}``),
+GEMM's thread ladder per precision (``{"threads", "precision", "gflops"}``),
+quantisation per batch size (``{"batch", "fp32_samples_per_s",
+"int8_samples_per_s"}``). :func:`find_charts` looks for these shapes rather
+than for one format, so a new job gets a chart without code here.
+"""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from html import escape
 from typing import Any
 
 X_KEYS = ("threads", "num_threads", "intra_op_threads", "batch", "batch_size", "n", "size", "x", "step")
-Y_PREFERRED = ("samples_per_s", "throughput", "gflops", "tokens_per_s", "items_per_s", "speedup", "y", "seconds")
+Y_PREFERRED = ("samples_per_s", "throughput", "gflops", "tokens_per_s", "items_per_s", "speedup", "y")
+LABEL_KEYS = ("variant", "name", "label")
+GROUP_KEYS = ("precision", "dtype", "backend", "library", "model")
+PALETTE = ("#2f6fbf", "#d9822b", "#2e7d4f", "#8e44ad", "#c0392b", "#16a085")
+FONT = "system-ui,-apple-system,'Segoe UI',Roboto,sans-serif"
 
 
 @dataclass
 class Series:
+    name: str
+    points: list[tuple[float, float]]
+
+
+@dataclass
+class Chart:
     title: str
     x_label: str
     y_label: str
-    points: list[tuple[float, float]]
+    series: list[Series] = field(default_factory=list)          # line chart
+    bars: list[tuple[str, float]] = field(default_factory=list)  # bar chart (label, value)
 
 
 def _num(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def find_series(metrics: dict[str, Any], kind: str = "") -> list[Series]:
-    """Series hidden in a BenchRun's metrics: lists of dicts that share a numeric x and y key.
+def _label(key: str) -> str:
+    return key.replace("_per_s", "/s").replace("_", " ")
 
-    The lab's result format is free-form (``{"points": [{"threads": 8, "samples_per_s": ...}]}``
-    and the like), so this looks for the shape rather than for one key name.
-    """
-    found: list[Series] = []
+
+def find_charts(metrics: dict[str, Any], kind: str = "") -> list[Chart]:
+    """Charts hidden in a BenchRun's metrics (see the module docstring)."""
+    charts: list[Chart] = []
     for name, value in metrics.items():
-        if not isinstance(value, list) or len(value) < 2 or not all(isinstance(p, dict) for p in value):
+        if not isinstance(value, list) or not value or not all(isinstance(p, dict) for p in value):
             continue
-        keys = [k for k in value[0] if all(_num(p.get(k)) for p in value)]
-        xk = next((k for k in X_KEYS if k in keys), None)
+        title = kind if name in ("points", "series", "results") else f"{kind} {name}".strip()
+        keys = list(dict.fromkeys(k for p in value for k in p))
+        numeric = [k for k in keys if sum(_num(p.get(k)) for p in value) >= 2]
+        ys = [k for k in Y_PREFERRED if k in numeric] or [k for k in numeric if k.endswith("_per_s")]
+        label_key = next((k for k in LABEL_KEYS if k in keys and all(isinstance(p.get(k), str) for p in value)), None)
+        if label_key and ys:
+            bars = [(p[label_key], float(p[ys[0]])) for p in value if _num(p.get(ys[0]))]
+            if len(bars) >= 2:
+                charts.append(Chart(f"{title}: {_label(ys[0])} per setting", "", _label(ys[0]), bars=bars))
+        xk = next((k for k in X_KEYS if k in numeric), None)
         if xk is None:
             continue
-        ys = [k for k in Y_PREFERRED if k in keys and k != xk] or [k for k in keys if k != xk]
-        if not ys:
+        y_keys = [k for k in numeric if k.endswith("_samples_per_s")] or ys[:1] or [k for k in numeric if k != xk][:1]
+        y_keys = [k for k in y_keys if k != xk]
+        if not y_keys:
             continue
-        yk = ys[0]
-        pts = sorted((float(p[xk]), float(p[yk])) for p in value)
-        title = f"{kind} {name}".strip() if name not in ("points", "series", "results") else kind or name
-        found.append(Series(title, xk.replace("_", " "), yk.replace("_per_s", "/s").replace("_", " "), pts))
-    return found
+        rows = [p for p in value if not label_key or p.get("group", "threads") == "threads"]
+        group = next((g for g in GROUP_KEYS if len({str(p.get(g)) for p in rows if g in p}) > 1), None)
+        series: list[Series] = []
+        for yk in y_keys:
+            groups = sorted({str(p.get(group)) for p in rows}) if group else [""]
+            for g in groups:
+                pts = sorted((float(p[xk]), float(p[yk])) for p in rows
+                             if _num(p.get(xk)) and _num(p.get(yk)) and (not group or str(p.get(group)) == g))
+                if len(pts) >= 2:
+                    label = " ".join(x for x in (g, _label(yk) if len(y_keys) > 1 else "") if x)
+                    series.append(Series(label or _label(yk), pts))
+        if series:
+            y_label = _label(y_keys[0]) if len(y_keys) == 1 else "samples/s"
+            charts.append(Chart(f"{title}: {y_label} vs {_label(xk)}", _label(xk), y_label, series=series))
+    return charts
 
 
 def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
@@ -58,19 +96,28 @@ def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
 
 
 def _fmt(v: float) -> str:
-    if abs(v) >= 1000:
+    if abs(v) >= 10_000:
         return f"{v / 1000:g}k"
     return f"{v:g}"
 
 
-def line_chart(series: Series, width: int = 560, height: int = 260) -> str:
-    """One series as a self-contained SVG line chart with axes, ticks and the best point marked."""
-    ml, mr, mt, mb = 56, 16, 28, 40
+_STYLE = (f"<style>.ch-ax{{stroke:#8b95a1;stroke-width:1}}.ch-gr{{stroke:#8b95a1;stroke-opacity:.25}}"
+          f".ch-t{{font:11px {FONT};fill:#55606b}}.ch-h{{font:600 12px {FONT};fill:#27313b}}"
+          f"@media (prefers-color-scheme: dark){{.ch-t{{fill:#aab3bc}}.ch-h{{fill:#e6e9ec}}}}</style>")
+
+
+def render_chart(chart: Chart, width: int = 600) -> str:
+    return bar_chart(chart, width) if chart.bars else line_chart(chart, width)
+
+
+def line_chart(chart: Chart, width: int = 600, height: int = 280) -> str:
+    """Series as a line chart with axes, ticks, a legend and each series' best point marked."""
+    legend_h = 16 * len(chart.series) if len(chart.series) > 1 else 0
+    ml, mr, mt, mb = 60, 16, 28 + legend_h, 40
     pw, ph = width - ml - mr, height - mt - mb
-    xs = [p[0] for p in series.points]
-    ys = [p[1] for p in series.points]
-    xt = _ticks(min(xs), max(xs))
-    yt = _ticks(min(0.0, min(ys)), max(ys))
+    xs = [x for s in chart.series for x, _ in s.points]
+    ys = [y for s in chart.series for _, y in s.points]
+    xt, yt = _ticks(min(xs), max(xs)), _ticks(min(0.0, min(ys)), max(ys))
     x0, x1, y0, y1 = xt[0], xt[-1], yt[0], yt[-1]
 
     def sx(v: float) -> float:
@@ -79,14 +126,9 @@ def line_chart(series: Series, width: int = 560, height: int = 260) -> str:
     def sy(v: float) -> float:
         return mt + ph - (v - y0) / ((y1 - y0) or 1) * ph
 
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="{escape(series.title)}" '
-           f'viewBox="0 0 {width} {height}" width="{width}" height="{height}" class="chart">',
-           "<style>.ch-ax{stroke:#8b95a1;stroke-width:1}.ch-gr{stroke:#8b95a1;stroke-opacity:.25}"
-           ".ch-ln{fill:none;stroke:#2f6fbf;stroke-width:2}.ch-pt{fill:#2f6fbf}.ch-best{fill:#d9822b}"
-           ".ch-t{font:11px system-ui,sans-serif;fill:#55606b}.ch-h{font:600 12px system-ui,sans-serif;fill:#27313b}"
-           "@media (prefers-color-scheme: dark){.ch-t{fill:#aab3bc}.ch-h{fill:#e6e9ec}.ch-ln{stroke:#6aa5ef}"
-           ".ch-pt{fill:#6aa5ef}}</style>",
-           f'<text class="ch-h" x="{ml}" y="16">{escape(series.title)}</text>']
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="{escape(chart.title)}" '
+           f'viewBox="0 0 {width} {height}" width="{width}" height="{height}" class="chart">', _STYLE,
+           f'<text class="ch-h" x="{ml}" y="16">{escape(chart.title)}</text>']
     for v in yt:
         out.append(f'<line class="ch-gr" x1="{ml}" x2="{ml + pw}" y1="{sy(v):.1f}" y2="{sy(v):.1f}"/>')
         out.append(f'<text class="ch-t" x="{ml - 6}" y="{sy(v) + 4:.1f}" text-anchor="end">{_fmt(v)}</text>')
@@ -95,16 +137,72 @@ def line_chart(series: Series, width: int = 560, height: int = 260) -> str:
     out.append(f'<line class="ch-ax" x1="{ml}" x2="{ml + pw}" y1="{mt + ph}" y2="{mt + ph}"/>')
     out.append(f'<line class="ch-ax" x1="{ml}" x2="{ml}" y1="{mt}" y2="{mt + ph}"/>')
     out.append(f'<text class="ch-t" x="{ml + pw / 2:.1f}" y="{height - 6}" text-anchor="middle">'
-               f'{escape(series.x_label)}</text>')
+               f"{escape(chart.x_label)}</text>")
     out.append(f'<text class="ch-t" transform="translate(14 {mt + ph / 2:.1f}) rotate(-90)" text-anchor="middle">'
-               f'{escape(series.y_label)}</text>')
-    pts = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in series.points)
-    out.append(f'<polyline class="ch-ln" points="{pts}"/>')
-    best = max(series.points, key=lambda p: p[1]) if "second" not in series.y_label else min(
-        series.points, key=lambda p: p[1])
-    for x, y in series.points:
-        cls = "ch-best" if (x, y) == best else "ch-pt"
-        out.append(f'<circle class="{cls}" cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="{4 if cls == "ch-best" else 3}">'
-                   f"<title>{escape(series.x_label)} {x:g}: {y:g}</title></circle>")
+               f"{escape(chart.y_label)}</text>")
+    for i, s in enumerate(chart.series):
+        color = PALETTE[i % len(PALETTE)]
+        if legend_h:
+            ly = 26 + 16 * i
+            out.append(f'<rect x="{ml}" y="{ly}" width="12" height="3" fill="{color}"/>'
+                       f'<text class="ch-t" x="{ml + 18}" y="{ly + 5}">{escape(s.name)}</text>')
+        pts = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in s.points)
+        out.append(f'<polyline fill="none" stroke="{color}" stroke-width="2" points="{pts}"/>')
+        best = max(s.points, key=lambda p: p[1])
+        for x, y in s.points:
+            r = 4.5 if (x, y) == best else 3
+            out.append(f'<circle fill="{color}" cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="{r}">'
+                       f"<title>{escape(s.name)}: {escape(chart.x_label)} {x:g} → {y:,.4g}</title></circle>")
     out.append("</svg>")
     return "".join(out)
+
+
+def bar_chart(chart: Chart, width: int = 600) -> str:
+    """Horizontal bars, one per setting, the best one highlighted and every value printed."""
+    label_w = min(300, 7 * max(len(lbl) for lbl, _ in chart.bars) + 10)
+    bar_h, gap, top = 16, 6, 28
+    height = top + len(chart.bars) * (bar_h + gap) + 8
+    vmax = max(v for _, v in chart.bars) or 1.0
+    span = width - label_w - 80
+    best = max(range(len(chart.bars)), key=lambda i: chart.bars[i][1])
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="{escape(chart.title)}" '
+           f'viewBox="0 0 {width} {height}" width="{width}" height="{height}" class="chart">', _STYLE,
+           f'<text class="ch-h" x="4" y="16">{escape(chart.title)}</text>']
+    for i, (label, value) in enumerate(chart.bars):
+        y = top + i * (bar_h + gap)
+        w = max(1.0, value / vmax * span)
+        color = PALETTE[1] if i == best else PALETTE[0]
+        short = label if len(label) <= 42 else label[:41] + "…"
+        out.append(f'<text class="ch-t" x="{label_w - 6}" y="{y + 12}" text-anchor="end">'
+                   f"<title>{escape(label)}</title>{escape(short)}</text>")
+        out.append(f'<rect x="{label_w}" y="{y}" width="{w:.1f}" height="{bar_h}" rx="2" fill="{color}"/>')
+        out.append(f'<text class="ch-t" x="{label_w + w + 6:.1f}" y="{y + 12}">{value:,.4g}'
+                   + (" (best)" if i == best else "") + "</text>")
+    out.append("</svg>")
+    return "".join(out)
+
+
+def measurement_tables(metrics: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]]]]:
+    """Every list of measurement dicts as (name, columns, rows of display strings), for tables."""
+    from cpudoctor.probes._fs import format_cpulist
+
+    tables = []
+    for name, value in metrics.items():
+        if not isinstance(value, list) or not value or not all(isinstance(p, dict) for p in value):
+            continue
+        cols = [k for k in dict.fromkeys(k for p in value for k in p)
+                if any(p.get(k) not in (None, "", []) for p in value) and k not in ("error",)]
+
+        def cell(v: Any) -> str:
+            if v is None:
+                return ""
+            if isinstance(v, float):
+                return f"{v:,.4g}"
+            if isinstance(v, list) and all(isinstance(x, int) for x in v):
+                return format_cpulist(v)
+            if isinstance(v, (list, dict)):
+                return str(v)
+            return str(v)
+
+        tables.append((name, cols, [[cell(p.get(k)) for k in cols] for p in value]))
+    return tables
