@@ -195,3 +195,23 @@ def test_full_disk_loses_nothing(tmp_path, monkeypatch):
         export_report(sample_report(), "md", target, overwrite=True)
     assert target.read_text() == "old report"
     assert [p.name for p in tmp_path.iterdir()] == ["r.md"]
+
+
+def test_charts_from_lab_result_shapes():
+    from cpudoctor.render.svg_chart import find_charts, render_chart
+
+    report = sample_report()
+    sweep, gemm = report.benchmarks
+    bars, ladder = find_charts(sweep.metrics, "sweep")
+    assert max(bars.bars, key=lambda b: b[1]) == ("all cores, no SMT (CPUs 0-63)", 5230.0)
+    assert [x for x, _ in ladder.series[0].points] == [1, 8, 16, 32, 64, 128]   # defaults/pinning left out
+    (lines,) = find_charts(gemm.metrics, "gemm")
+    assert sorted(s.name for s in lines.series) == ["bf16", "fp32"]
+    quant = {"points": [{"batch": b, "fp32_samples_per_s": 100.0 * b, "int8_samples_per_s": 180.0 * b,
+                         "speedup": 1.8} for b in (1, 8, 64)]}
+    (q,) = find_charts(quant, "quant")
+    assert len(q.series) == 2 and q.x_label == "batch"
+    for chart in (bars, ladder, lines, q):
+        svg = render_chart(chart)
+        assert _parse(svg).tags["svg"] == 1
+    assert find_charts({"points": [{"threads": None, "samples_per_s": None}]}, "x") == []
