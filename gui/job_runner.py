@@ -53,6 +53,11 @@ class JobRunner(QObject):
 
     # ------------------------------------------------------------------ control
 
+    @property
+    def outcome(self) -> JobOutcome:
+        """What the current (or last) job sent so far: progress, result, error."""
+        return self._outcome
+
     def is_running(self) -> bool:
         return self._proc is not None and self._proc.state() != QProcess.ProcessState.NotRunning
 

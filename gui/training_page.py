@@ -416,7 +416,7 @@ class TrainingPage(QWidget):
             self._set_status(f"int8 vs fp32: batch {data.get('batch')} done", "info")
 
     def _progress_points(self) -> list[dict[str, Any]]:
-        return list(self.runner._outcome.progress)
+        return list(self.runner.outcome.progress)
 
     def _redraw_sweep(self) -> None:
         unpinned = sorted(((p.get("threads_used") or p.get("threads"), p.get("samples_per_s"))

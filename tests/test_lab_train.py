@@ -29,6 +29,20 @@ def test_bad_settings_are_an_error_result_not_a_traceback():
     assert out.status == "error" and "/nonexistent/mnist is not a folder" in out.message
 
 
+def test_training_on_mnist_idx_files_from_a_folder(tmp_path):
+    import numpy as np
+
+    from cpudoctor.lab import data
+
+    rng = np.random.default_rng(0)
+    data.write_idx(tmp_path / "train-images-idx3-ubyte.gz", rng.integers(0, 256, (128, 28, 28), dtype=np.uint8))
+    data.write_idx(tmp_path / "train-labels-idx1-ubyte.gz", rng.integers(0, 10, 128).astype(np.uint8))
+    out = runner.run_job("train", {"data": "mnist", "mnist_dir": str(tmp_path), "steps": 3, "seconds": None,
+                                   "batch_size": 16, "threads": 1, "warmup_steps": 1})
+    assert out.status == "ok", out.message
+    assert out.result["steps"] == 3 and out.result["eval_accuracy"] is None     # no t10k files: no held-out score
+
+
 def test_settings_validation_messages():
     with pytest.raises(SettingsError, match="model must be one of"):
         TrainSettings(model="vgg").validate()

@@ -1,0 +1,74 @@
+"""`cpudoctor bench`: argument checks (one line, exit 2), text output, a real short run."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+
+import pytest
+
+from cpudoctor.cli import _Parser
+from cpudoctor.commands import CliError, bench
+from cpudoctor.lab.runner import JobOutcome
+
+
+def parse(*argv: str) -> argparse.Namespace:
+    p = _Parser(prog="cpudoctor")
+    sub = p.add_subparsers(dest="command", parser_class=_Parser)
+    bench.register(sub)
+    return p.parse_args(["bench", *argv])
+
+
+def test_bad_settings_are_one_line_cli_errors():
+    with pytest.raises(CliError, match="batch size must be between 1 and 65536, not 0"):
+        bench.run(parse("train", "--batch-size", "0"))
+    with pytest.raises(CliError, match="needs the folder"):
+        bench.run(parse("train", "--data", "mnist"))
+    with pytest.raises(CliError, match="size must be between"):
+        bench.run(parse("gemm", "--size", "3"))
+    with pytest.raises(SystemExit) as exc:
+        parse("gemm", "--threads", "x")
+    assert exc.value.code == 2
+
+
+def test_job_args_shapes():
+    a = bench.job_args(parse("train", "--threads", "2", "--cpus", "0-1", "--dtype", "bf16", "--steps", "7"))
+    assert a["threads"] == 2 and a["cpus"] == [0, 1] and a["dtype"] == "bf16" and a["steps"] == 7
+    s = bench.job_args(parse("sweep", "--seconds", "3", "--model", "lenet5"))
+    assert s == {"seconds": 3.0, "train": {"model": "lenet5", "data": "synthetic", "mnist_dir": None, "batch_size": 64,
+                                          "optimizer": "adam", "dtype": "fp32", "channels_last": False, "compile": False}}
+    g = bench.job_args(parse("gemm", "--backend", "numpy-fp64", "--threads", "1,2"))
+    assert g["backends"] == ["numpy-fp64"] and g["threads"] == [1, 2]
+    assert bench.job_args(parse("quant", "--batches", "1,8"))["batches"] == [1, 8]
+
+
+def test_text_output_of_each_job():
+    sweep = JobOutcome(result={"points": [
+        {"variant": "PyTorch defaults", "threads": None, "threads_used": 2, "samples_per_s": 500.0},
+        {"variant": "1 thread", "threads": 1, "threads_used": 1, "samples_per_s": 1000.0}],
+        "recommendation": {"variant": "1 thread", "threads": 1, "cpus": None, "samples_per_s": 1000.0,
+                           "default_samples_per_s": 500.0}})
+    text = bench.format_outcome("sweep", sweep)
+    assert "torch.set_num_threads(1)" in text and "2.00x the PyTorch defaults" in text and " 50%" in text
+    gemm = JobOutcome(result={"size": 64, "points": [{"backend": "torch-fp32", "threads": 1, "gflops": 100.0,
+                                                      "peak_gflops": 200.0, "utilisation": 0.5}],
+                              "machine": {"microarchitecture": "zen4", "physical_cores": 8}, "peak_notes": ["n1"]})
+    assert "50%" in bench.format_outcome("gemm", gemm) and "note: n1" in bench.format_outcome("gemm", gemm)
+    cancelled = JobOutcome(status="cancelled", progress=[{"step": 3, "loss": 1.0}])
+    assert bench.format_outcome("train", cancelled) == "Cancelled: partial results.\nLast progress: step 3, loss 1.0"
+
+
+def test_progress_bar_plain_lines_when_not_a_terminal():
+    buf = io.StringIO()
+    bar = bench.ProgressBar("bench train", stream=buf)
+    bar.update(0.5, "step 3")
+    bar.update(0.6, "step 4")          # within 2 s: not repeated in a log file
+    bar.close()
+    assert buf.getvalue() == "bench train: 50% step 3\n"
+
+
+def test_real_short_training_run_as_json(capsys):
+    code = bench.run(parse("train", "--steps", "8", "--seconds", "60", "--threads", "1", "--json", "--quiet"))
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["status"] == "ok" and out["result"]["steps"] == 8
