@@ -142,6 +142,24 @@ class ReportCollector(QObject):
                       on_error=lambda e: self._fail(gen, "advisor", e))
         return True
 
+    def diagnose_opened(self, report: Report) -> bool:
+        """Diagnose a report opened from a file that carries no findings (the advisor is a
+        pure function of the report, so a colleague's report can be diagnosed here)."""
+        diagnose = load_diagnose()
+        if diagnose is None or report.findings:
+            return False
+        self._generation += 1
+        gen = self._generation
+
+        def done(findings: list) -> None:
+            if gen == self._generation and self.model.report is report:
+                self.model.set_findings(list(findings))
+                self.stage_done.emit("advisor")
+
+        run_in_thread(diagnose, report, on_result=done,
+                      on_error=lambda e: self._fail(gen, "advisor", e))
+        return True
+
     def _advisor_done(self, gen: int, findings: list) -> None:
         if not self._current(gen):
             return

@@ -317,6 +317,7 @@ class MainWindow(QMainWindow):
         if m.read_only:
             self.banner.show_report(report, m.source_label)
             self.banner.show()
+            self.collector.diagnose_opened(report)
             self.setWindowTitle(f"{APP_NAME} — {m.source_label}")
         else:
             self.banner.hide()

@@ -143,8 +143,7 @@ class OverviewPage(QWidget):
         isa = cpu.isa
         self.name.setText(cpu.brand or "Unknown processor")
         sub = [s for s in (cpu.codename, cpu.microarchitecture, cpu.product_line) if s]
-        source = self.model.source_label if self.model.read_only else ""
-        self.subtitle.setText("  ·  ".join(sub + ([source] if source else [])) or "Identity unknown")
+        self.subtitle.setText("  ·  ".join(sub) or "Identity unknown")
 
         self._badges(report)
         why = isa.avx512_reason or ""
@@ -273,8 +272,13 @@ class OverviewPage(QWidget):
 
     def show_findings(self, findings: list[Finding]) -> None:
         if not findings:
-            if self.model.report is not None and self.model.report.software and self.model.report.software.children_ran:
+            report = self.model.report
+            if self.model.read_only:
+                self.findings_label.setText("No findings in this report.")
+            elif report is not None and report.software and report.software.children_ran:
                 self.findings_label.setText("No findings.")
+            else:
+                self.findings_label.setText("The advisor runs once the software check is done.")
             return
         ranked = sorted(findings, key=lambda f: SEVERITY_ORDER.get(f.severity, 9))
         rows = []
