@@ -10,6 +10,7 @@ through cpudoctor.fileio.atomic_write).
 from __future__ import annotations
 
 import datetime as _dt
+import re
 from pathlib import Path
 
 from PySide6.QtCore import QObject, QStandardPaths, QUrl, Signal
@@ -25,7 +26,17 @@ from cpudoctor.gui.workers import run_in_thread
 from cpudoctor.report import Report, ReportError
 
 PRIVACY_TEXT = "Include identifying details (host name, user, paths)"
+_SUMMARY_RE = re.compile(r"<summary>(.*?)</summary>")
+_DETAILS_RE = re.compile(r"</?details( open)?>")
 EXPORT_FORMATS = ("html", "md", "json", "pdf")
+
+
+def qt_markdown(text: str) -> str:
+    """GitHub Markdown for QTextBrowser: ``<details>`` shown open, the summary as a bold line.
+
+    Qt's Markdown reader treats raw HTML blocks as opaque and drops what follows.
+    """
+    return _SUMMARY_RE.sub(lambda m: f"\n**{m.group(1)}**\n", _DETAILS_RE.sub("", text))
 
 
 def documents_folder() -> Path:
@@ -184,7 +195,7 @@ class CompareDialog(QDialog):
         result = compare(redact_report(a), redact_report(b), f"{la}: {label(a)}", f"{lb}: {label(b)}")
         self.status.setText("No differences." if result.same else f"{len(result.changes)} differences.")
         if self.fmt_box.currentData() == "md":
-            self.view.setMarkdown(render_markdown(result))
+            self.view.setMarkdown(qt_markdown(render_markdown(result)))
         else:
             self.view.setPlainText(render_text(result))
         self.result = result

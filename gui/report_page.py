@@ -7,26 +7,14 @@ pool (the HTML of a big machine is a few hundred KB).
 
 from __future__ import annotations
 
-import re
-
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QHBoxLayout, QLabel, QPushButton, QTextBrowser, QVBoxLayout,
                                QWidget)
 
 from cpudoctor.export import render_export
-from cpudoctor.gui.export import PRIVACY_TEXT
+from cpudoctor.gui.export import PRIVACY_TEXT, qt_markdown
 from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.workers import run_in_thread
-
-_SUMMARY_RE = re.compile(r"<summary>(.*?)</summary>")
-_DETAILS_RE = re.compile(r"</?details( open)?>")
-
-
-def _for_qt_markdown(text: str) -> str:
-    """GitHub's ``<details>`` blocks shown open: Qt's Markdown reader drops what follows raw HTML."""
-    text = _SUMMARY_RE.sub(lambda m: f"\n**{m.group(1)}**\n", _DETAILS_RE.sub("", text))
-    return text
-
 
 PREVIEW_FORMATS = (("md", "Markdown (for GitHub issues)"), ("html", "HTML page"), ("json", "JSON"))
 
@@ -97,7 +85,7 @@ class ReportPage(QWidget):
             return
         self.text = data.decode("utf-8")
         if fmt == "md":
-            self.preview.setMarkdown(_for_qt_markdown(self.text))
+            self.preview.setMarkdown(qt_markdown(self.text))
         elif fmt == "html":
             self.preview.setHtml(self.text)
         else:
