@@ -13,7 +13,7 @@ import html
 from typing import Any, Callable
 
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QCoreApplication, Qt
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFormLayout, QGroupBox, QHBoxLayout,
                                QHeaderView, QLabel, QLineEdit, QPushButton, QSpinBox, QSplitter,
@@ -57,6 +57,9 @@ class TrainingPage(QWidget):
         self._build()
         model.report_changed.connect(self._on_report)
         self._on_report(model.report)
+        app = QCoreApplication.instance()
+        if app is not None:
+            app.aboutToQuit.connect(self.shutdown)      # never leave a training child behind
 
     # ------------------------------------------------------------------ layout
 

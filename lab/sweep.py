@@ -165,7 +165,8 @@ def run(args: dict[str, Any], stop: protocol.StopFlag, root: Path = Path("/")) -
         job = Job(job_command("train", settings), what=f"the training run '{v.name}'").start()
         while job._proc is not None and job._proc.poll() is None:
             if stop.is_set():
-                job.stop()
+                # Quicker than the parent's own stages, so this process can still send its partial result.
+                job.stop(ask_wait=0.3, term_wait=0.1)
                 break
             time.sleep(0.05)
         out = job.wait()

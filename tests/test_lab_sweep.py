@@ -101,3 +101,21 @@ def test_real_sweep_on_this_machine():
     assert len(out.result["points"]) == 2 and len(out.progress) == 2
     rec = out.result["recommendation"]
     assert rec["threads"] >= 1 and rec["samples_per_s"] > 0
+
+
+@pytest.mark.slow
+def test_cancelled_sweep_keeps_measured_variants():
+    import time
+
+    from cpudoctor.lab import runner
+
+    job = runner.Job(runner.job_command("sweep", {"seconds": 1.5, "train": {"batch_size": 32}})).start()
+    deadline = time.monotonic() + 120
+    while not job.outcome.progress and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert job.outcome.progress, "the sweep measured nothing"
+    out = job.stop()
+    assert out.status == "cancelled"
+    assert out.progress[0]["variant"] == "PyTorch defaults" and out.progress[0]["samples_per_s"] > 0
+    if out.result is not None:                    # the sweep had time to send its partial result
+        assert out.result["status"] == "cancelled" and out.result["points"]
