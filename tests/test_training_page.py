@@ -198,3 +198,29 @@ def test_icon_exists(qapp):
     from cpudoctor.gui.icons import icon
 
     assert not icon(TrainingPage.icon_name).isNull()
+
+
+def test_driving_the_page_in_a_fresh_process_never_imports_torch(tmp_path):
+    """Independent of test order: a clean interpreter runs a fake job through the page."""
+    import subprocess
+
+    code = textwrap.dedent(f"""
+        import sys
+        from PySide6.QtWidgets import QApplication
+        from PySide6.QtCore import QEventLoop, QTimer
+        app = QApplication([])
+        from cpudoctor.gui.model import AppModel
+        from cpudoctor.gui.training_page import TrainingPage
+        from cpudoctor.report import Report
+        m = AppModel(); m.set_report(Report())
+        p = TrainingPage(m)
+        p.job_argv = lambda job, args: [sys.executable, "-c", {FAKE!r}, job, "ok"]
+        loop = QEventLoop(); p.runner.finished.connect(lambda o: loop.quit())
+        QTimer.singleShot(20_000, loop.quit)
+        p.start_training(); loop.exec()
+        print(p.runs[-1].status, "torch" in sys.modules)
+    """)
+    env = {**__import__("os").environ, "QT_QPA_PLATFORM": "offscreen"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split()[-2:] == ["ok", "False"]
