@@ -68,6 +68,11 @@ _KEY_IDENTIFYING = re.compile(r"(?i)serial|uuid|hostname|host_name|mac_?addr|use
 # ("root" appears in `--root`, report.meta.root, "/root" is not personal).
 _GENERIC_USERS = frozenset({"root", "user", "admin", "nobody", "runner", "ubuntu", "debian", "guest",
                             "default", "docker", "jovyan", "vagrant", "pi"})
+# Default host names of distributions and images: they identify nobody, and
+# replacing them would turn "Debian GNU/Linux" into "<hostname> GNU/Linux".
+_GENERIC_HOSTS = frozenset({"localhost", "debian", "ubuntu", "fedora", "centos", "rocky", "almalinux", "alma",
+                            "archlinux", "arch", "linux", "raspberrypi", "kali", "pop-os", "manjaro", "opensuse",
+                            "host", "server", "desktop", "laptop", "computer", "workstation", "node", "buildkitsandbox"})
 _MIN_TOKEN = 3                             # shorter host/user names would hit ordinary words
 
 
@@ -126,10 +131,30 @@ class Identity:
         if report is not None and report.software is not None and report.software.os.hostname:
             host = report.software.os.hostname
             ident.hostnames.update({host, host.split(".")[0]})
-        ident.hostnames = {h for h in ident.hostnames if len(h) >= _MIN_TOKEN and h.lower() != "localhost"}
-        ident.users = {u for u in ident.users if len(u) >= _MIN_TOKEN and u.lower() not in _GENERIC_USERS}
+        # A name that is also a word of the report's technical content (user "amd",
+        # host "epyc") identifies nobody there, and replacing it would wreck the report.
+        vocabulary = _technical_words(report) if report is not None else set()
+        ident.hostnames = {h for h in ident.hostnames if len(h) >= _MIN_TOKEN
+                           and h.lower() not in _GENERIC_HOSTS | vocabulary}
+        ident.users = {u for u in ident.users if len(u) >= _MIN_TOKEN
+                       and u.lower() not in _GENERIC_USERS | _GENERIC_HOSTS | vocabulary}
         ident.homes = {h for h in ident.homes if len(h) > 1 and h not in ("/", "/root")}
         return ident
+
+
+def _technical_words(report: Report) -> set[str]:
+    """Lower-case words of the chip, flags, OS and package names in ``report``."""
+    c = report.cpu
+    texts = [c.brand, c.vendor, c.vendor_id, c.microarchitecture, c.codename, c.product_line, c.arch, *c.flags]
+    sw = report.software
+    if sw is not None:
+        texts += [sw.os.system, sw.os.distro, sw.os.kernel, sw.os.libc, sw.python.implementation,
+                  *(p.name for p in sw.packages)]
+    words: set[str] = set()
+    for t in texts:
+        if t:
+            words.update(w.lower() for w in re.split(r"[^\w.+-]+", t) if w)
+    return words
 
 
 def _fqdn() -> str:

@@ -89,3 +89,16 @@ def test_generic_user_names_are_not_replaced(monkeypatch):
     ident = Identity.current()
     assert "root" not in ident.users
     assert Redactor(ident).text("cpudoctor report --root /tmp/tree") == "cpudoctor report --root /tmp/tree"
+
+
+def test_names_that_are_technical_words_do_not_wreck_the_report(monkeypatch):
+    monkeypatch.setattr("socket.gethostname", lambda: "debian")
+    monkeypatch.setenv("USER", "amd")
+    monkeypatch.setenv("LOGNAME", "amd")
+    monkeypatch.setenv("HOME", "/home/amd")
+    report = sample_report(hostname="debian", home="/home/amd")
+    md = render_export(report, "md").decode()
+    assert "AMD EPYC 9354" in md and "Debian GNU/Linux" in md
+    assert "/home/amd" not in md                       # the home path is still replaced
+    shared = redact_report(report)
+    assert shared.software.os.hostname == "<hostname>"  # the field itself is always replaced
