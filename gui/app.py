@@ -223,17 +223,16 @@ def main(argv: list[str] | None = None) -> int:
     pg.setConfigOptions(antialias=True)
 
     model = AppModel()
-    window = MainWindow(model, settings=QSettings(), children=not args.no_children)
+    # With a report to open, this machine is probed only if that report cannot be read.
+    window = MainWindow(model, settings=QSettings(), collect=not args.report, children=not args.no_children)
     size = _parse_size(args.size)
     if size:
         window.resize(*size)
     if args.page:
         window.show_page(args.page)
-    if args.report:
-        window._collect_on_show = False
-        if not window.open_report(Path(args.report)):
-            window._collect_on_show = True
     window.show()
+    if args.report and not window.open_report(Path(args.report)):
+        window.refresh()
 
     # Ctrl+C in the terminal closes the window properly (settings saved);
     # the timer lets the Python interpreter see the signal while Qt's loop runs.
