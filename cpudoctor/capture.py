@@ -242,6 +242,9 @@ def capture(output: Path | str, root: Path | str = Path("/"), force: bool = Fals
     if not output.parent.is_dir():
         raise CaptureError(f"the folder {output.parent} does not exist; create it or choose another")
     if not (root / "proc").is_dir() and not (root / "sys").is_dir():
+        if root == Path("/"):
+            raise CaptureError(f"capture packs Linux /proc and /sys files; this system ({sys.platform}) has none: "
+                               "export a JSON report instead (cpudoctor report --format json -o FILE)")
         raise CaptureError(f"{root} has neither proc/ nor sys/: not a machine tree")
 
     wanted: dict[str, None] = {}
