@@ -52,12 +52,14 @@ def _icon(name: str, dark: bool) -> QIcon:
     ref = _icons_dir().joinpath(f"{name}.svg")
     if not ref.is_file():
         raise FileNotFoundError(f"no icon {name!r}; known icons: {', '.join(known_icons())}")
-    svg = ref.read_bytes()
-    if dark:
-        svg = svg.replace(BASE_COLOUR.encode(), DARK_COLOUR.encode())
+    base = ref.read_bytes()
+    svg = base.replace(BASE_COLOUR.encode(), DARK_COLOUR.encode()) if dark else base
+    # on a selected (highlighted) sidebar row the icon turns white, like its text
+    selected = base.replace(BASE_COLOUR.encode(), b"#ffffff")
     icon = QIcon()
     for size in _SIZES:
         icon.addPixmap(_render(svg, size))
+        icon.addPixmap(_render(selected, size), QIcon.Mode.Selected)
     return icon
 
 
