@@ -61,7 +61,8 @@ _UUID_RE = re.compile(r"\b[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-
 _SERIAL_RE = re.compile(r"(?i)\b(serial(?:[ _-]?(?:number|no\.?|num))?|s/n|product_uuid|board_serial|chassis_serial)"
                         r"(\s*[:=]\s*|\s+)([^\s,;]+)")
 # Home folders of any user, on any platform: /home/x, /Users/x, C:\Users\x (either slash).
-_HOME_RE = re.compile(r"(?:(?<![\w.~-])/(?:home|Users)/(?!<user>)[^/\\\s\"'<>:&;]+|\b[A-Za-z]:[\\/]+Users[\\/]+(?!<user>)[^/\\\s\"'<>:&;]+)")
+_HOME_RE = re.compile(r"(?:(?<![\w.~-])/(?:home|Users)/(?!<user>)[^/\\\s\"'<>:&;]+"
+                      r"|\b[A-Za-z]:[\\/]+Users[\\/]+(?!<user>)[^/\\\s\"'<>:&;]+)")
 _KEY_IDENTIFYING = re.compile(r"(?i)serial|uuid|hostname|host_name|mac_?addr|username|user_name")
 
 # User names that identify nobody; replacing them would mangle ordinary words

@@ -147,7 +147,8 @@ def _chip(report: Report) -> str:
             ("Microarchitecture", e(_unknown(c.microarchitecture))), ("Codename", e(_unknown(c.codename))),
             ("Product line", e(_unknown(c.product_line))), ("Architecture", e(_unknown(c.arch))),
             ("Family / model / stepping", e(" / ".join(_unknown(v) for v in (c.family, c.model, c.stepping)))),
-            ("Clocks (base / max)", e(clocks or "unknown")), ("Virtual machine", e("unknown" if c.hypervisor is None else "yes" if c.hypervisor else "no"))]
+            ("Clocks (base / max)", e(clocks or "unknown")),
+            ("Virtual machine", e("unknown" if c.hypervisor is None else "yes" if c.hypervisor else "no"))]
     notes = "".join(f'<p class="note">{e(n)}</p>' for n in c.notes)
     return f'<section id="chip"><h2>Chip</h2>{_rows(rows)}{notes}</section>'
 
