@@ -59,7 +59,7 @@ _SECRETISH = re.compile(r"TOKEN|SECRET|PASS|KEY|CRED|AUTH|COOKIE|SESSION|PRIVATE
 _MAC_RE = re.compile(r"(?<![0-9A-Fa-f:-])(?:[0-9A-Fa-f]{2}([:-]))(?:[0-9A-Fa-f]{2}\1){4}[0-9A-Fa-f]{2}(?![0-9A-Fa-f:-])")
 _UUID_RE = re.compile(r"\b[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}\b")
 _SERIAL_RE = re.compile(r"(?i)\b(serial(?:[ _-]?(?:number|no\.?|num))?|s/n|product_uuid|board_serial|chassis_serial)"
-                        r"(\s*[:=]\s*|\s+)([^\s,;]+)")
+                        r"(\s*[:=]\s*|\s+)((?=[^\s,;]*\d)[^\s,;]{3,})")
 # Home folders of any user, on any platform: /home/x, /Users/x, C:\Users\x (either slash).
 _HOME_RE = re.compile(r"(?:(?<![\w.~-])/(?:home|Users)/(?!<user>)[^/\\\s\"'<>:&;]+"
                       r"|\b[A-Za-z]:[\\/]+Users[\\/]+(?!<user>)[^/\\\s\"'<>:&;]+)")
