@@ -190,7 +190,9 @@ def _show(v: Any) -> str:
     if isinstance(v, float):
         return f"{v:,.4g}"
     if isinstance(v, list):
-        return ", ".join(_show(x) for x in v) if v else "none"
+        items = [_show(x) for x in v]
+        # CPU lists contain commas themselves ("0-7,64-71"): separate those with semicolons.
+        return ("; " if any("," in i for i in items) else ", ").join(items) if items else "none"
     return str(v)
 
 
