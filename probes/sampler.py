@@ -60,6 +60,11 @@ class Sampler:
 
     # With no CPU sensor found, look for one again this often (a driver may load later).
     REDISCOVER_S = 10.0
+    # Reading clocks is normally microseconds; on some many-CPU VMs /proc/cpuinfo makes
+    # the kernel sample every CPU and takes milliseconds. Then clocks are refreshed only
+    # this often, so the monitor's own cost stays small.
+    SLOW_CLOCKS_S = 0.005
+    SLOW_CLOCKS_EVERY_S = 5.0
 
     def __init__(self, root: Path = Path("/")):
         self.root = Path(root)
@@ -69,6 +74,8 @@ class Sampler:
         self._temp_inputs: list[_TempInput] = []
         self._discover_at = 0.0                              # monotonic time of the next hwmon scan
         self._state: dict[str, bool] = {}
+        self._freq_cache: list[float] | None = None
+        self._freq_next = 0.0                                # monotonic time clocks are read again
         self._prime()
 
     # -- load -------------------------------------------------------------
@@ -219,11 +226,26 @@ class Sampler:
         else:
             log.info("%s unavailable: %s", what, why)
 
+    def _clocks(self, now: float) -> list[float] | None:
+        if now < self._freq_next:
+            return self._freq_cache
+        start = time.perf_counter()
+        freqs = self._freqs()
+        took = time.perf_counter() - start
+        if took > self.SLOW_CLOCKS_S:
+            if not self._state.get("slow clocks"):      # logged once, not every 5 s
+                log.info("reading CPU clocks takes %.0f ms; refreshing them every %.0f s only",
+                         took * 1000, self.SLOW_CLOCKS_EVERY_S)
+                self._state["slow clocks"] = True
+            self._freq_next = now + self.SLOW_CLOCKS_EVERY_S
+        self._freq_cache = freqs
+        return freqs
+
     def sample(self) -> Sample:
         """One non-blocking sample."""
         t = time.monotonic()
         load = self._load()
-        freqs = self._freqs()
+        freqs = self._clocks(t)
         self._note("CPU clocks", freqs is not None, "no cpufreq and no 'cpu MHz' (virtual machine or container?)")
         temps = self._temps()
         self._note("CPU temperatures", bool(temps), "no k10temp/coretemp sensor (virtual machine, container, or driver not loaded)")

@@ -184,3 +184,19 @@ def test_live_sampler_publishes_samples(qtbot, fake_tree, fake_times):
         assert not live.running
     finally:
         live.pause()
+
+
+def test_slow_clock_reads_are_rate_limited(fake_tree, fake_times, monkeypatch):
+    s = Sampler(fake_tree)
+    calls = []
+
+    def slow():
+        calls.append(1)
+        sampler_mod.time.sleep(0.01)
+        return [1000.0, 1000.0]
+
+    monkeypatch.setattr(s, "_freqs", slow)
+    monkeypatch.setattr(Sampler, "SLOW_CLOCKS_S", 0.001)
+    for _ in range(5):
+        assert s.sample().freq_mhz == [1000.0, 1000.0]   # cached values, still reported
+    assert len(calls) == 1
