@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QRectF, Qt, Signal
+from PySide6.QtCore import QRectF, Signal
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QComboBox, QFrame, QGraphicsItem, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 

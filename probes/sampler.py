@@ -248,7 +248,8 @@ class Sampler:
         freqs = self._clocks(t)
         self._note("CPU clocks", freqs is not None, "no cpufreq and no 'cpu MHz' (virtual machine or container?)")
         temps = self._temps()
-        self._note("CPU temperatures", bool(temps), "no k10temp/coretemp sensor (virtual machine, container, or driver not loaded)")
+        self._note("CPU temperatures", bool(temps),
+                   "no k10temp/coretemp sensor (virtual machine, container, or driver not loaded)")
         mem = swap = None
         try:
             mem = psutil.virtual_memory()

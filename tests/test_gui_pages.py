@@ -12,7 +12,7 @@ from cpudoctor.gui import flags_page as fp
 from cpudoctor.gui.flags_page import CAT, FLAG, MEANING, PRESENT_ROLE, SHOW_MISSING, SHOW_PRESENT, FlagsPage
 from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.monitor_page import CAPACITY, MonitorHistory, MonitorPage, cpu_groups
-from cpudoctor.gui.overview_page import OverviewPage, ccx_layout
+from cpudoctor.gui.overview_page import OverviewPage, ccx_layout, numa_layout
 from cpudoctor.probes.cpu import CpuInfo, IsaVerdict
 from cpudoctor.probes.live import Sample
 from cpudoctor.probes.topology import probe_topology
@@ -67,6 +67,14 @@ def test_overview_shows_the_chip(qtbot, model, corpus):
     assert cores.value("Sockets") == str(truth["packages"])
     assert cores.value("L3 total") == "48 MiB"
     assert page.cards["Clocks"].value("Max (boost)") == "5.88 GHz"
+
+
+def test_layout_texts_on_real_trees(corpus):
+    truth = MANIFEST["machines"][ZEN_TREE]["ground_truth"]
+    report = Report(topology=probe_topology(machine_root(ZEN_TREE)))
+    assert ccx_layout(report) == f"{truth['l3_caches']} × L3 6 MiB (8 cores each)"
+    assert numa_layout(report).startswith(f"{truth['numa_nodes']} nodes — node 0: CPUs 0-7, node 1: CPUs 8-15")
+    assert ccx_layout(Report()) == "unknown (no cache information)"
 
 
 def test_overview_partial_avx512_is_amber(qtbot, model):

@@ -71,7 +71,8 @@ def test_load_clocks_temps_from_tree(fake_tree, fake_times):
 
 def test_cpuinfo_mhz_fallback_and_missing_sensors_are_none(tmp_path, fake_times):
     _write(tmp_path / "sys/devices/system/cpu/online", "0-1\n")
-    _write(tmp_path / "proc/cpuinfo", "processor\t: 0\ncpu MHz\t\t: 2596.120\n\nprocessor\t: 1\ncpu MHz\t\t: 2596.120\n")
+    _write(tmp_path / "proc/cpuinfo",
+           "processor\t: 0\ncpu MHz\t\t: 2596.120\n\nprocessor\t: 1\ncpu MHz\t\t: 2596.120\n")
     sample = Sampler(tmp_path).sample()
     assert sample.freq_mhz == pytest.approx([2596.12, 2596.12])
     assert sample.temps_c == {}                    # unavailable, not zero
