@@ -63,6 +63,31 @@ def cpu_groups(report: Report | None, cpu_ids: list[int]) -> list[CpuGroup]:
     return groups
 
 
+def heat_columns(x: np.ndarray, rows: np.ndarray, max_columns: int = 400) -> tuple[np.ndarray, float]:
+    """(image, x0): per-CPU rows resampled onto evenly spaced time columns from x0 to 0.
+
+    ``x`` are sample times in seconds before the newest (ascending, ``x[-1] == 0``);
+    ``rows`` is (samples, cpus). Sample ``i`` covers the interval (x[i-1], x[i]], so
+    each column takes the first sample at or after its centre. Columns stay true to
+    time when the rate changes, and an interval much longer than usual (the monitor
+    was paused) is left empty (NaN) instead of being stretched.
+    """
+    n = x.shape[0]
+    if n < 2:
+        return rows.T.copy(), -1.0
+    x0 = float(x[0])
+    span = -x0
+    usual = float(np.median(np.diff(x)))
+    # as many columns as the usual rate gives over the span, capped for drawing cost
+    cols = int(min(max_columns, max(n, span / usual if usual > 0 else n)))
+    centres = x0 + (np.arange(cols) + 0.5) * (span / cols)
+    idx = np.searchsorted(x, centres, side="left").clip(1, n - 1)
+    img = rows[idx].T.copy()
+    gaps = (x[idx] - x[idx - 1]) > max(3.0 * usual, 2.5)
+    img[:, gaps] = np.nan
+    return img, x0
+
+
 class MonitorHistory:
     """Ring buffers for everything the monitor draws; constant memory. No Qt."""
 
@@ -406,11 +431,9 @@ class MonitorPage(QWidget):
         if self._order is None or len(self._order) != h.per_cpu.width:
             self._update_order()
         rows = h.per_cpu.last(n)[:, self._order]            # (time, cpu)
-        img = rows.T                                         # (cpu, time): row-major image
+        img, x0 = heat_columns(x, rows)
         self.heat.setImage(img, autoLevels=False, levels=(0, 100))
-        x0 = float(x[0]) if n > 1 else -1.0
-        width = max(-x0, 1e-3)
-        self.heat.setRect(QRectF(x0, 0, width, img.shape[0]))
+        self.heat.setRect(QRectF(x0, 0, -x0, img.shape[0]))
 
         self.total_curve.setData(x, h.total.last(n))
         last = h.last

@@ -281,3 +281,22 @@ def test_history_resets_when_cpus_change():
     for s in _samples(3, [0, 1, 3]):               # CPU 2 went offline
         h.append(s)
     assert h.cpu_ids == [0, 1, 3] and len(h.t) == 3 and h.per_cpu.width == 3
+
+
+def test_heat_columns_stay_true_to_time_across_rate_changes_and_pauses():
+    from cpudoctor.gui.monitor_page import heat_columns
+
+    slow = np.arange(-120.0, -60.0, 0.5)                   # 2 Hz for a minute
+    fast = np.arange(-60.0, 0.0 + 1e-9, 0.1)                # then 10 Hz
+    x = np.concatenate([slow, fast])
+    rows = np.where(x < -60, 10.0, 90.0)[:, None]           # one CPU: 10 % then 90 %
+    img, x0 = heat_columns(x, rows, max_columns=240)
+    assert x0 == -120.0 and img.shape == (1, 240)
+    # half the columns (time), not 120 of 720 samples, show the slow minute
+    assert (img[0, :119] == 10.0).all() and (img[0, 121:] == 90.0).all()
+
+    paused = np.concatenate([np.arange(-120.0, -100.0, 0.5), np.arange(-20.0, 0.0 + 1e-9, 0.5)])
+    img, _ = heat_columns(paused, np.ones((paused.size, 2)), max_columns=120)
+    centres = -120.0 + (np.arange(120) + 0.5)
+    in_pause = (centres > -100.5) & (centres <= -20.0)        # the interval (last before, first after]
+    assert np.isnan(img[:, in_pause]).all() and not np.isnan(img[:, ~in_pause]).any()
