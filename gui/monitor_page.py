@@ -141,6 +141,16 @@ class MonitorHistory:
             buf.append(s.temps_c.get(key))
         self.last = s
 
+    def append_gap(self, t: float) -> None:
+        """A row of 'no data' at time ``t``, so lines break where the monitor was paused."""
+        if self.per_cpu is None or len(self.t) == 0:
+            return
+        self.t.append(t)
+        self.per_cpu.append([])
+        for buf in (self.total, self.freq_avg, self.freq_max, self.mem_used, self.swap_used,
+                    *self.temps.values()):
+            buf.append(None)
+
     def window(self, seconds: float) -> tuple[int, np.ndarray]:
         """(n, x): the newest ``n`` samples within ``seconds``, x = seconds before the newest."""
         t = self.t.last()
@@ -164,6 +174,7 @@ class MonitorPage(QWidget):
         self.history = MonitorHistory()
         self.window_s = DEFAULT_WINDOW_S
         self.paused = False
+        self._resumed = False
         self._topology_report: Report | None = None
         self._groups: list[CpuGroup] = []
         self._order: np.ndarray | None = None     # column indexes of per_cpu in display order
@@ -334,6 +345,7 @@ class MonitorPage(QWidget):
         if paused == self.paused:
             return
         self.paused = paused
+        self._resumed = not paused
         self.pause_button.blockSignals(True)
         self.pause_button.setChecked(paused)
         self.pause_button.blockSignals(False)
@@ -373,6 +385,9 @@ class MonitorPage(QWidget):
     def on_sample(self, sample: Sample) -> None:
         if self.paused:
             return
+        if self._resumed and self.history.cpu_ids == sample.cpu_ids:
+            self.history.append_gap(sample.t - 1e-3)
+        self._resumed = False
         self.history.append(sample)
         self._dirty = True
         if self.isVisible():

@@ -300,3 +300,18 @@ def test_heat_columns_stay_true_to_time_across_rate_changes_and_pauses():
     centres = -120.0 + (np.arange(120) + 0.5)
     in_pause = (centres > -100.5) & (centres <= -20.0)        # the interval (last before, first after]
     assert np.isnan(img[:, in_pause]).all() and not np.isnan(img[:, ~in_pause]).any()
+
+
+def test_lines_break_where_the_monitor_was_paused(qtbot, model):
+    page = _page(qtbot, MonitorPage, model)
+    samples = list(_samples(40, [0, 1]))
+    for s in samples[:10]:
+        model.sample.emit(s)
+    page.set_paused(True)
+    for s in samples[10:30]:
+        model.sample.emit(s)                       # dropped while paused
+    page.set_paused(False)
+    for s in samples[30:]:
+        model.sample.emit(s)
+    x, y = page.total_curve.getData()
+    assert len(x) == 21 and np.isnan(y[10]) and not np.isnan(np.delete(y, 10)).any()
