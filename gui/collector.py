@@ -74,7 +74,12 @@ class ReportCollector(QObject):
 
     def _current(self, generation: int) -> bool:
         """Still the newest run, and the model still shows this machine."""
-        return generation == self._generation and not self.model.read_only
+        if generation != self._generation:
+            return False
+        if self.model.read_only:
+            self._set_busy(False)           # a report was opened meanwhile: this run is moot
+            return False
+        return True
 
     def start(self) -> None:
         """Collect this machine's report again (drops any run in progress)."""

@@ -258,3 +258,21 @@ def test_keyboard_shortcuts_switch_pages(window, qtbot):
     assert window.current_page_title() == titles[1]
     qtbot.keyClick(window, Qt.Key.Key_1, Qt.KeyboardModifier.ControlModifier)
     assert window.current_page_title() == titles[0]
+
+
+def test_opening_a_report_mid_collection_stops_the_busy_indicator(qtbot):
+    from cpudoctor.gui.collector import ReportCollector
+
+    model = AppModel()
+    collector = ReportCollector(model, children=False)
+    collector.start()
+    model.set_report(_saved_report(), read_only=True, label="Report x.json")
+    qtbot.waitUntil(lambda: not collector.busy, timeout=20_000)
+    assert model.report.cpu.brand.startswith("AMD Ryzen 9")       # the opened report stays
+
+
+def test_about_dialog_lists_versions(window, monkeypatch):
+    shown = []
+    monkeypatch.setattr(mw.QMessageBox, "about", lambda parent, title, text: shown.append(text))
+    window.about_action.trigger()
+    assert shown and "PySide6" in shown[0] and "pyqtgraph" in shown[0] and "torch" not in shown[0].lower()
