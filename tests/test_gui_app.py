@@ -111,3 +111,16 @@ def test_pyside_guard_is_a_no_op_on_good_builds(monkeypatch):
 
     monkeypatch.setattr(shiboken6, "__version__", "6.11.3", raising=False)
     assert app.guard_pyside_refcount_bug() is False
+
+
+def test_pyside_guard_makes_singletons_unkillable_on_a_bad_build():
+    """In a child process: pretend shiboken 6.12.0 on Python 3.11; None/True/False get 2**40 references."""
+    script = ("import sys, shiboken6\n"
+              "shiboken6.__version__ = '6.12.0'\n"
+              "from cpudoctor.gui.app import guard_pyside_refcount_bug\n"
+              "active = guard_pyside_refcount_bug()\n"
+              "print(active, min(sys.getrefcount(o) for o in (None, True, False)) > 2**40)\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    expected = "True True" if sys.version_info < (3, 12) else "False False"
+    assert out.stdout.strip() == expected, out.stdout + out.stderr
