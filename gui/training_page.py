@@ -366,7 +366,8 @@ class TrainingPage(QWidget):
             self._set_status("A job is already running; cancel it first.", "info")
             return
         self.current_job = job
-        self.current_settings = args
+        # The topology handed to a sweep is already in the report: do not store it twice.
+        self.current_settings = {k: v for k, v in args.items() if k != "topology"}
         self.started_at = utc_now_iso()
         self._set_running(True)
         self._set_status(f"Running the {job} job … (Cancel stops it within a second)", "info")

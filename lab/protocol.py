@@ -73,8 +73,15 @@ def emit(msg_type: str, /, stream: TextIO | None = None, **fields: Any) -> None:
     line = encode(msg_type, **fields)
     out = stream or sys.stdout
     with _emit_lock:
-        out.write(line + "\n")
-        out.flush()
+        try:
+            out.write(line + "\n")
+            out.flush()
+        except BrokenPipeError:
+            # The parent is gone (window closed, `| head`): nobody is listening, end quietly.
+            import os
+
+            os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())
+            raise SystemExit(1) from None
 
 
 def progress(**fields: Any) -> None:

@@ -88,7 +88,11 @@ def run(s: QuantSettings, stop: protocol.StopFlag, root: Path = Path("/")) -> di
                     status = "cancelled"
                     break
                 med = statistics.median(times)
+                ordered = sorted(times)
                 row[f"{name}_ms"] = round(med * 1000, 4)
+                # The spread shows scheduler stalls (a busy machine can hold a thread for a whole time slice).
+                row[f"{name}_p10_ms"] = round(ordered[len(ordered) // 10] * 1000, 4)
+                row[f"{name}_p90_ms"] = round(ordered[(len(ordered) * 9) // 10] * 1000, 4)
                 row[f"{name}_samples_per_s"] = round(b / med, 1)
             if status == "cancelled":
                 break

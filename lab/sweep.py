@@ -124,7 +124,7 @@ def recommend(points: list[dict[str, Any]], model: str | None = None):
     default = next((p["samples_per_s"] for p in measured if p.get("group") == "default"), None)
     return ThreadRecommendation(
         threads=int(pick.get("threads_used") or pick.get("threads") or 1),
-        interop_threads=pick.get("interop_threads"),
+        interop_threads=None,              # the sweep leaves inter-op threads at PyTorch's default
         cpus=pick.get("cpus"),
         variant=pick["variant"],
         samples_per_s=pick["samples_per_s"],
