@@ -4,20 +4,20 @@ Nested boxes like hwloc's lstopo: Package > NUMA node > L3 (a CCX on AMD) >
 Core > hardware thread (PU, labelled with the OS CPU number). Used by the
 HTML export (inline) and, rasterised, by the PDF export.
 
-Levels are nested by what the machine really has: when NUMA nodes are larger
-than L3 domains (the usual case) they sit outside; on sub-NUMA-clustered Intel
-parts (SNC2: two nodes share one L3) the order flips; a level that nests
-neither way is left out rather than drawn wrongly. Rows wrap at a fixed width
-so a 2-socket, 384-thread EPYC stays legible instead of becoming a 20,000
-pixel wide strip.
+Levels nest as in the shared containment tree of cpudoctor.render.topology
+(the text report and the GUI map use the same), so all views agree. Rows
+wrap at a fixed width so a 2-socket, 384-thread EPYC stays legible instead of
+becoming a 20,000 pixel wide strip.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from html import escape
 
 from cpudoctor.probes.topology import Core, Topology
+from cpudoctor.render import topology as tree
 
 PU_W, PU_H = 30, 18
 GAP = 5
@@ -65,16 +65,6 @@ class Box:
     offline: bool = False
 
 
-def _size(n: int | None) -> str:
-    if not n:
-        return ""
-    for unit, div in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= div:
-            val = n / div
-            return f"{val:.1f}".rstrip("0").rstrip(".") + f" {unit}"
-    return f"{n} B"
-
-
 def _cores(topo: Topology) -> list[Core]:
     """The core list, or one synthetic core per online CPU when the probe had no core data."""
     if topo.core_list:
@@ -86,95 +76,36 @@ def _cores(topo: Topology) -> list[Core]:
     return [Core(package=pkg, core_id=c, cpus=[c], l3=l3_of.get(c), numa=numa_of.get(c)) for c in cpus]
 
 
-def _nests(inner: dict[object, set[int]], outer: dict[object, set[int]]) -> bool:
-    """Every inner group lies inside one outer group."""
-    return all(any(g <= o for o in outer.values()) for g in inner.values())
-
-
 def build_tree(topo: Topology) -> Box:
     """Turn the Topology into nested boxes (no coordinates yet).
 
-    Usually Package > NUMA > L3. When whole packages share one NUMA node (old
-    multi-socket boards such as the IBM x3950: 4 packages per node) the NUMA
-    node is drawn around its packages instead of being repeated inside each.
+    The nesting is the one shared containment tree of
+    :func:`cpudoctor.render.topology.build_tree` (the text report and the GUI
+    map draw the same), so every view agrees on where a NUMA node sits
+    (around packages on the IBM x3950, inside one L3 on SNC2 parts).
     """
-    cores = [c for c in _cores(topo) if c.cpus]
-    machine = Box("machine")
+    if not topo.core_list:
+        topo = dataclasses.replace(topo, core_list=_cores(topo))
     online = set(topo.online_cpus) if topo.online_cpus else None
-    pkg_groups = _group(cores, lambda c: c.package)
-    numa_groups = _group(cores, lambda c: c.numa)
-    numa_outside = (bool(topo.numa_nodes) and None not in numa_groups and len(numa_groups) < len(pkg_groups)
-                    and _nests(pkg_groups, numa_groups))
-    if numa_outside:
-        for nid in _ordered(cores, lambda c: c.numa):
-            ncores = [c for c in cores if c.numa == nid]
-            box = Box("numa", f"NUMA node {nid}", _size(topo.numa_memory_bytes.get(str(nid))))
-            machine.children.append(box)
-            _packages(box, ncores, topo, online, numa=False)
+    return _box(tree.build_tree(topo), topo, online)
+
+
+def _box(node: tree.Node, topo: Topology, online: set[int] | None) -> Box:
+    if node.kind == "core":
+        core = Box("core", node.label)
+        core.children = [Box("pu", str(cpu), offline=online is not None and cpu not in online) for cpu in node.cpus]
+        return core
+    cores = sum(1 for n in node.walk() if n.kind == "core")
+    if node.kind == "package":
+        box = Box("package", f"Package P#{node.index}", f"{cores} cores, {len(node.cpus)} threads")
+    elif node.kind == "numa":
+        box = Box("numa", node.label)
+    elif node.kind == "l3":
+        box = Box("l3", tree.l3_label(topo, node.index, short=True), f"{cores} cores")
     else:
-        _packages(machine, cores, topo, online, numa=True)
-    return machine
-
-
-def _ordered(cores: list[Core], key) -> list[object]:
-    """Distinct keys in order of their lowest CPU number (how lstopo orders logical objects)."""
-    first: dict[object, int] = {}
-    for c in cores:
-        first[key(c)] = min(first.get(key(c), min(c.cpus)), min(c.cpus))
-    return sorted(first, key=lambda k: first[k])
-
-
-def _packages(parent: Box, cores: list[Core], topo: Topology, online: set[int] | None, numa: bool) -> None:
-    for pid in _ordered(cores, lambda c: c.package):
-        pcores = sorted((c for c in cores if c.package == pid), key=lambda c: min(c.cpus))
-        nthreads = sum(len(c.cpus) for c in pcores)
-        pkg = Box("package", f"Package P#{pid}", f"{len(pcores)} cores, {nthreads} threads")
-        parent.children.append(pkg)
-        numa_groups = _group(pcores, lambda c: c.numa)
-        l3_groups = _group(pcores, lambda c: c.l3)
-        levels: list[str] = []
-        if numa and None not in numa_groups and topo.numa_nodes:
-            levels.append("numa")
-        if None not in l3_groups and topo.l3_domains:
-            levels.append("l3")
-        if levels == ["numa", "l3"]:
-            if _nests(l3_groups, numa_groups):
-                pass
-            elif _nests(numa_groups, l3_groups):
-                levels = ["l3", "numa"]         # sub-NUMA clustering: nodes inside one L3
-            else:
-                levels = ["l3"]                 # neither nests: leave NUMA out rather than draw it wrong
-        _fill(pkg, pcores, levels, topo, online)
-
-
-def _group(cores: list[Core], key) -> dict[object, set[int]]:
-    groups: dict[object, set[int]] = {}
-    for c in cores:
-        groups.setdefault(key(c), set()).update(c.cpus)
-    return groups
-
-
-def _fill(parent: Box, cores: list[Core], levels: list[str], topo: Topology, online: set[int] | None) -> None:
-    if not levels:
-        for c in cores:
-            core = Box("core", f"Core {c.core_id}")
-            for cpu in c.cpus:
-                core.children.append(Box("pu", str(cpu), offline=online is not None and cpu not in online))
-            parent.children.append(core)
-        return
-    level, rest = levels[0], levels[1:]
-    key = (lambda c: c.numa) if level == "numa" else (lambda c: c.l3)
-    for k in _ordered(cores, key):
-        members = [c for c in cores if key(c) == k]
-        if level == "numa":
-            mem = topo.numa_memory_bytes.get(str(k))
-            box = Box("numa", f"NUMA node {k}", _size(mem))
-        else:
-            dom = topo.l3_domains[k] if isinstance(k, int) and 0 <= k < len(topo.l3_domains) else None
-            size = _size(dom.size_bytes) if dom else ""
-            box = Box("l3", f"L3 {size}".strip(), f"{len(members)} cores")
-        parent.children.append(box)
-        _fill(box, members, rest, topo, online)
+        box = Box(node.kind, node.label)
+    box.children = [_box(child, topo, online) for child in node.children]
+    return box
 
 
 def layout(box: Box, max_width: int = DEFAULT_WIDTH, depth: int = 0) -> None:
