@@ -590,7 +590,7 @@ class TrainingPage(QWidget):
             m = result.get("machine") or {}
             notes = (f"<p>Micro-architecture: {html.escape(str(m.get('microarchitecture') or 'unknown'))}, "
                      f"{m.get('physical_cores')} physical cores. "
-                     + " ".join(html.escape(n) for n in result.get("peak_notes", [])) + "</p>")
+                     + " ".join(html.escape(n.rstrip(".")) + "." for n in result.get("peak_notes", [])) + "</p>")
         self.bench_text.setText("<b>GEMM</b><table cellspacing='6'><tr><th align='left'>backend</th><th>threads</th>"
                                 "<th>GFLOP/s</th><th>peak</th><th>of peak</th></tr>" + "".join(rows) + "</table>" + notes)
 

@@ -101,8 +101,6 @@ def run(s: GemmSettings, stop: protocol.StopFlag, root: Path = Path("/")) -> dic
     torch = None
     if need_torch:
         import torch  # noqa: F811 - only when a torch backend is asked for
-    blas = [{k: i.get(k) for k in ("internal_api", "version", "num_threads", "architecture")}
-            for i in threadpool_info() if i.get("user_api") == "blas"]
     points: list[dict[str, Any]] = []
     total = len(s.backends) * len(threads)
     start = time.perf_counter()
@@ -142,7 +140,15 @@ def run(s: GemmSettings, stop: protocol.StopFlag, root: Path = Path("/")) -> dic
         if status == "cancelled":
             break
         del op
+    # After the runs: numpy loads its BLAS only on first use.
+    blas = [{k: i.get(k) for k in ("internal_api", "version", "num_threads", "architecture")}
+            for i in threadpool_info() if i.get("user_api") == "blas"]
     notes_extra = _clock_notes(points)
+    forced = os.environ.get("OPENBLAS_CORETYPE")
+    if forced and any(b.get("internal_api") == "openblas" for b in blas):
+        # Named on purpose: a forced kernel caps numpy's GEMM whatever the CPU could do.
+        notes_extra.append(f"OPENBLAS_CORETYPE={forced} is set: numpy's OpenBLAS uses the {forced} kernels "
+                           "instead of the best ones for this CPU")
     pk_any = peaklib.peak(1, "fp32", m["microarchitecture"], brand=m["brand"], max_mhz=s.clock_mhz or m["max_mhz"],
                           base_mhz=m["base_mhz"], fallback_mhz=m["cpuinfo_mhz"])
     return {
