@@ -224,3 +224,50 @@ def test_driving_the_page_in_a_fresh_process_never_imports_torch(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split()[-2:] == ["ok", "False"]
+
+
+STUBBORN = textwrap.dedent("""
+    import json, signal, time
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    print(json.dumps({"type": "progress", "step": 1, "elapsed": 0.0}), flush=True)
+    while True:
+        time.sleep(0.05)
+""")
+
+
+def test_job_runner_kills_a_child_that_ignores_stop_and_sigterm(qtbot):
+    import signal
+
+    from cpudoctor.gui.job_runner import JobRunner
+
+    runner = JobRunner()
+    with qtbot.waitSignal(runner.progress, timeout=20_000):
+        runner.start_argv([sys.executable, "-c", STUBBORN], job="stubborn")
+    with qtbot.waitSignal(runner.finished, timeout=10_000) as blocker:
+        runner.cancel()
+    out = blocker.args[0]
+    assert out.returncode == -signal.SIGKILL and out.status == "cancelled"
+    assert out.progress == [{"step": 1, "elapsed": 0.0}] and not runner.is_running()
+
+
+def test_job_runner_diagnoses_an_oom_kill_with_the_memory_seen(qtbot):
+    from cpudoctor.gui.job_runner import JobRunner
+
+    code = ("import os, signal, time; b = bytearray(64 << 20); b[::4096] = b'x' * len(b[::4096]);"
+            "time.sleep(0.8); os.kill(os.getpid(), signal.SIGKILL)")
+    runner = JobRunner()
+    with qtbot.waitSignal(runner.finished, timeout=20_000) as blocker:
+        runner.start_argv([sys.executable, "-c", code], job="train")
+    out = blocker.args[0]
+    assert out.status == "crashed" and out.diagnosis.kind == "out_of_memory"
+    assert "used up to" in out.message and out.peak_rss_bytes > 60 << 20
+
+
+def test_job_runner_reports_a_program_that_cannot_start(qtbot):
+    from cpudoctor.gui.job_runner import JobRunner
+
+    runner = JobRunner()
+    with qtbot.waitSignal(runner.finished, timeout=10_000) as blocker:
+        runner.start_argv(["/nonexistent/python3"], job="train")
+    out = blocker.args[0]
+    assert out.status == "error" and "could not start" in out.message
