@@ -188,5 +188,10 @@ def parse_job_argv(argv: list[str] | None = None) -> tuple[dict[str, Any], StopF
         raise SystemExit(2)
     stop = StopFlag()
     if ns.control == "stdin":
+        # The parent decides when to stop: Ctrl-C in a terminal reaches the whole process group,
+        # and the parent turns it into a staged stop that still gets this job's partial result.
+        import signal
+
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         stop.watch_stdin()
     return args, stop

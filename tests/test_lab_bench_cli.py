@@ -72,3 +72,24 @@ def test_real_short_training_run_as_json(capsys):
     code = bench.run(parse("train", "--steps", "8", "--seconds", "60", "--threads", "1", "--json", "--quiet"))
     out = json.loads(capsys.readouterr().out)
     assert code == 0 and out["status"] == "ok" and out["result"]["steps"] == 8
+
+
+@pytest.mark.slow
+def test_ctrl_c_prints_partial_results_and_exits_130():
+    """Ctrl-C reaches the whole process group: the job ignores it, the CLI stops the job in stages."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    p = subprocess.Popen([sys.executable, "-m", "cpudoctor", "bench", "train", "--seconds", "60", "--threads", "1"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 60
+    line = ""
+    while "step" not in line and time.monotonic() < deadline:
+        line = p.stderr.readline()
+    os.killpg(p.pid, signal.SIGINT)
+    out, _ = p.communicate(timeout=30)
+    assert p.returncode == 130
+    assert out.startswith("Cancelled: partial results.") and "samples/s" in out
