@@ -76,7 +76,10 @@ def derive_variants(topo: Topology, allowed: list[int] | None = None) -> list[Va
     firsts = [g[0] for g in cores]
     smt = any(len(g) > 1 for g in cores)
     variants = [Variant("PyTorch defaults", None, None, "default")]
-    for t in thread_ladder(len(usable), len(cores)):
+    # A cgroup CPU quota (containers) caps useful threads below the CPUs we may run on.
+    quota = topo.affinity.usable_cpus
+    limit = min(len(usable), quota) if quota else len(usable)
+    for t in thread_ladder(limit, min(len(cores), limit)):
         variants.append(Variant(f"{t} thread{'s' if t > 1 else ''}", t, None, "threads"))
 
     def first_threads(cpus: set[int]) -> list[int]:
@@ -103,6 +106,9 @@ def derive_variants(topo: Topology, allowed: list[int] | None = None) -> list[Va
     out: list[Variant] = []
     seen: set[tuple] = set()
     for v in variants:
+        if v.threads is not None and v.threads > limit:
+            v.threads = limit
+            v.name += f", {limit} threads (CPU quota)"
         # Pinning to every usable CPU with one thread each is what the unpinned run already does.
         key = v.key() if v.cpus != usable or smt else (v.threads, None)
         if key not in seen:

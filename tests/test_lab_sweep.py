@@ -62,6 +62,15 @@ def test_affinity_restricts_every_variant():
     assert not any("CCX" in n for n in names(vs))                   # all allowed CPUs share one L3
 
 
+def test_cgroup_quota_caps_the_thread_counts():
+    topo = make_topology(16, smt=2, ccx_cores=8)
+    topo.affinity.usable_cpus = 4                     # e.g. docker --cpus=4 on a 32-thread Ryzen
+    vs = sweep.derive_variants(topo)
+    assert [v.threads for v in vs if v.group == "threads"] == [1, 2, 4]
+    assert all(v.threads <= 4 for v in vs if v.threads)
+    assert "one CCX, no SMT (CPUs 0-7), 4 threads (CPU quota)" in names(vs)
+
+
 def test_unknown_topology_falls_back_to_the_allowed_cpus():
     vs = sweep.derive_variants(Topology(), allowed=[0, 1, 2, 3])
     assert [v.threads for v in vs] == [None, 1, 2, 4]
