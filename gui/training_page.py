@@ -279,13 +279,12 @@ class TrainingPage(QWidget):
         self.pin_box.clear()
         self.pin_box.addItem("No pinning", None)
         if report is not None and report.topology is not None:
-            from cpudoctor.lab.sweep import derive_variants
+            from cpudoctor.lab.sweep import pinning_choices
 
             try:
                 allowed = report.topology.affinity.allowed_cpus or report.topology.online_cpus or None
-                for v in derive_variants(report.topology, allowed):
-                    if v.group == "pinning" and v.cpus:
-                        self.pin_box.addItem(v.name, v.cpus)
+                for label, cpus in pinning_choices(report.topology, allowed):
+                    self.pin_box.addItem(label, cpus)
             except Exception as exc:  # noqa: BLE001 - a strange topology must not break the page
                 self._set_status(f"Pinning choices unavailable: {exc}", "info")
         read_only = bool(self.model.read_only)

@@ -117,6 +117,26 @@ def derive_variants(topo: Topology, allowed: list[int] | None = None) -> list[Va
     return out
 
 
+def pinning_choices(topo: Topology, allowed: list[int] | None = None) -> list[tuple[str, list[int]]]:
+    """CPU sets a person may pin a training run to: each CCX (L3), each NUMA node, all cores without SMT."""
+    usable = usable_cpus(topo, allowed)
+    u = set(usable)
+    cores = _cores(topo, usable)
+    choices: list[tuple[str, list[int]]] = []
+    l3s = [sorted(set(d.cpus) & u) for d in topo.l3_domains]
+    l3s = [d for d in l3s if d]
+    if len(l3s) > 1:
+        choices += [(f"CCX {i} (CPUs {format_cpulist(d)})", d) for i, d in enumerate(l3s)]
+    nodes = [(n.id, sorted(set(n.cpus) & u)) for n in topo.numa_nodes]
+    nodes = [(i, c) for i, c in nodes if c]
+    if len(nodes) > 1:
+        choices += [(f"NUMA node {i} (CPUs {format_cpulist(c)})", c) for i, c in nodes]
+    if any(len(g) > 1 for g in cores):
+        firsts = [g[0] for g in cores]
+        choices.append((f"all cores, no SMT (CPUs {format_cpulist(firsts)})", firsts))
+    return choices
+
+
 def recommend(points: list[dict[str, Any]], model: str | None = None):
     """The best measured point as a ThreadRecommendation (fewest threads within TIE_TOLERANCE)."""
     from cpudoctor.report import ThreadRecommendation

@@ -76,6 +76,16 @@ def test_unknown_topology_falls_back_to_the_allowed_cpus():
     assert [v.threads for v in vs] == [None, 1, 2, 4]
 
 
+def test_pinning_choices_list_every_ccx_and_node():
+    choices = sweep.pinning_choices(make_topology(32, smt=2, ccx_cores=8, numa=2))
+    labels = [c[0] for c in choices]
+    assert labels[:4] == ["CCX 0 (CPUs 0-7,32-39)", "CCX 1 (CPUs 8-15,40-47)", "CCX 2 (CPUs 16-23,48-55)",
+                          "CCX 3 (CPUs 24-31,56-63)"]
+    assert labels[4:] == ["NUMA node 0 (CPUs 0-15,32-47)", "NUMA node 1 (CPUs 16-31,48-63)",
+                          "all cores, no SMT (CPUs 0-31)"]
+    assert sweep.pinning_choices(make_topology(2)) == []
+
+
 def test_thread_ladder():
     assert sweep.thread_ladder(1, 1) == [1]
     assert sweep.thread_ladder(12, 6) == [1, 2, 4, 6, 8, 12]

@@ -167,9 +167,9 @@ def test_gemm_and_quant_show_results(qtbot, page):
 def test_pinning_choices_come_from_the_topology(page):
     items = [page.pin_box.itemText(i) for i in range(page.pin_box.count())]
     assert items[0] == "No pinning"
-    assert "one CCX, no SMT (CPUs 0-3)" in items and "all cores, no SMT (CPUs 0-7)" in items
-    page.pin_box.setCurrentIndex(items.index("one CCX, no SMT (CPUs 0-3)"))
-    assert page.train_settings().cpus == [0, 1, 2, 3]
+    assert items[1:] == ["CCX 0 (CPUs 0-3,8-11)", "CCX 1 (CPUs 4-7,12-15)", "all cores, no SMT (CPUs 0-7)"]
+    page.pin_box.setCurrentIndex(items.index("CCX 1 (CPUs 4-7,12-15)"))
+    assert page.train_settings().cpus == [4, 5, 6, 7, 12, 13, 14, 15]
 
 
 def test_bad_settings_start_nothing(qtbot, page):
