@@ -71,3 +71,14 @@ def test_resnet18_has_eleven_million_parameters():
                                    "warmup_steps": 0, "eval_samples": 0}, timeout=120)
     assert out.status == "ok", out.message
     assert 11_000_000 < out.result["parameters"] < 11_400_000
+
+
+@pytest.mark.slow
+def test_torch_compile_runs_or_fails_calmly():
+    out = runner.run_job("train", {"steps": 6, "seconds": None, "batch_size": 16, "compile": True, "threads": 1,
+                                   "eval_samples": 0, "warmup_steps": 2}, timeout=300)
+    if out.status == "ok":
+        assert out.result["compile_s"] is not None and out.result["steps"] == 6
+    else:                                       # no C compiler, unsupported Python, ...: one clear line
+        assert out.status == "error" and out.error["kind"] == "compile", out.message
+        assert out.message.startswith("torch.compile")
