@@ -144,6 +144,10 @@ class TrainingPage(QWidget):
         self.dtype_box.addItem("bf16 autocast", "bf16")
         self.dtype_box.setToolTip("bf16 is fast only with AVX512_BF16 or AMX; elsewhere it is often slower than fp32")
         form.addRow("Precision", self.dtype_box)
+        self.bf16_hint = QLabel("")
+        self.bf16_hint.setWordWrap(True)
+        self.bf16_hint.setStyleSheet("color: palette(placeholder-text);")
+        form.addRow("", self.bf16_hint)
         self.channels_last = QCheckBox("channels_last memory format")
         form.addRow("", self.channels_last)
         self.compile_check = QCheckBox("torch.compile (needs a C compiler)")
@@ -287,12 +291,25 @@ class TrainingPage(QWidget):
                     self.pin_box.addItem(label, cpus)
             except Exception as exc:  # noqa: BLE001 - a strange topology must not break the page
                 self._set_status(f"Pinning choices unavailable: {exc}", "info")
+        self.bf16_hint.setText(self._bf16_hint(report))
         read_only = bool(self.model.read_only)
         for b in (self.train_button, self.sweep_button, self.gemm_button, self.quant_button):
             b.setEnabled(not read_only and not self.runner.is_running())
         if read_only:
             self._set_status("This is a saved report: the lab measures this machine, so its jobs are off while "
                              "a saved report is shown.", "info")
+
+    @staticmethod
+    def _bf16_hint(report) -> str:
+        """Whether bf16 can pay off on the CPU shown: native bf16 math (AVX512_BF16 or AMX) or not."""
+        if report is None or not report.cpu.flags:
+            return ""
+        isa = report.cpu.isa
+        native = [n for n, ok in (("AVX512_BF16", isa.avx512_bf16 or "avx512_bf16" in report.cpu.flags),
+                                  ("AMX-BF16", "bf16" in isa.amx or "amx_bf16" in report.cpu.flags)) if ok]
+        if native:
+            return f"This CPU has {' and '.join(native)}: bf16 can pay off for conv-heavy models; measure it."
+        return "This CPU has no native bf16 math (no AVX512_BF16/AMX): bf16 autocast is usually slower than fp32."
 
     def _data_changed(self) -> None:
         self.mnist_row.setEnabled(self.data_box.currentData() == "mnist")

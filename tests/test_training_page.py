@@ -172,6 +172,15 @@ def test_pinning_choices_come_from_the_topology(page):
     assert page.train_settings().cpus == [4, 5, 6, 7, 12, 13, 14, 15]
 
 
+def test_bf16_hint_follows_the_cpu(qtbot, page):
+    from cpudoctor.probes.cpu import CpuInfo, IsaVerdict
+
+    page.model.set_report(Report(cpu=CpuInfo(flags=["avx2", "avx512f", "avx512_bf16"], isa=IsaVerdict(avx512_bf16=True))))
+    assert "AVX512_BF16" in page.bf16_hint.text() and "pay off" in page.bf16_hint.text()
+    page.model.set_report(Report(cpu=CpuInfo(flags=["avx2", "fma"])))
+    assert "usually slower" in page.bf16_hint.text()
+
+
 def test_bad_settings_start_nothing(qtbot, page):
     page.data_box.setCurrentIndex(page.data_box.findData("mnist"))
     page.train_button.click()
