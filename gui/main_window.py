@@ -9,7 +9,6 @@ missing — an import error inside a page is a bug and propagates.
 from __future__ import annotations
 
 import importlib
-import logging
 import platform
 import sys
 from pathlib import Path
@@ -27,7 +26,6 @@ from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.sampler import DEFAULT_HZ, LiveSampler
 from cpudoctor.report import Report, ReportError
 
-log = logging.getLogger(__name__)
 
 APP_NAME = "CPU Doctor"
 # (module under cpudoctor.gui, class name) in sidebar order
@@ -43,27 +41,9 @@ PAGES: tuple[tuple[str, str], ...] = (
 )
 
 
-def import_optional(module: str):
-    """``cpudoctor.gui.<module>``, or None when exactly that module does not exist yet."""
-    full = f"cpudoctor.gui.{module}"
-    try:
-        return importlib.import_module(full)
-    except ModuleNotFoundError as exc:
-        if exc.name != full:
-            raise
-        return None
-
-
 def page_classes() -> list[type]:
-    """The page classes that are installed, in sidebar order."""
-    out = []
-    for module, cls in PAGES:
-        mod = import_optional(module)
-        if mod is None:
-            log.info("page %s is not installed yet; skipped", module)
-            continue
-        out.append(getattr(mod, cls))
-    return out
+    """The page classes in sidebar order (a missing page is a packaging bug: let it raise)."""
+    return [getattr(importlib.import_module(f"cpudoctor.gui.{module}"), cls) for module, cls in PAGES]
 
 
 def versions() -> list[tuple[str, str]]:
@@ -178,9 +158,9 @@ class MainWindow(QMainWindow):
         self.sidebar.currentRowChanged.connect(self._on_row)
 
     def _build_actions(self) -> None:
-        export_mod = import_optional("export")
-        if export_mod is not None and hasattr(export_mod, "ReportActions"):
-            self.report_actions = export_mod.ReportActions(self.model, self)
+        from cpudoctor.gui.export import ReportActions
+
+        self.report_actions = ReportActions(self.model, self)
         ra = self.report_actions
 
         self.refresh_action = QAction(icon("refresh"), "&Refresh", self)

@@ -16,7 +16,7 @@ from gui_support import no_qt_leaks, settings  # noqa: F401 - fixtures
 
 from cpudoctor.gui import main_window as mw
 from cpudoctor.gui.icons import icon, known_icons
-from cpudoctor.gui.main_window import MainWindow, import_optional, versions
+from cpudoctor.gui.main_window import MainWindow, versions
 from cpudoctor.gui.model import AppModel
 from cpudoctor.probes.cpu import CpuInfo
 from cpudoctor.report import Meta, Report
@@ -56,24 +56,19 @@ def test_window_opens_with_every_present_page(window):
 def test_toolbar_has_the_main_actions(window):
     texts = [a.text().replace("&", "") for a in window.toolbar.actions() if a.text()]
     assert any("Open" in t for t in texts) and "Refresh" in texts and any("About" in t for t in texts)
-    if import_optional("export") is not None:
-        assert window.export_action is not None and window.export_action in window.toolbar.actions()
+    assert window.export_action is not None and window.export_action in window.toolbar.actions()
     menus = [a.text().replace("&", "") for a in window.menuBar().actions()]
     assert menus == ["File", "View", "Help"]
 
 
-def test_missing_page_module_is_skipped_but_broken_import_raises(monkeypatch):
-    assert import_optional("no_such_page_module") is None
-    real = importlib.import_module
+def test_every_page_is_installed_and_follows_the_page_contract():
+    from cpudoctor.gui.icons import icon
 
-    def broken(name, *a, **k):
-        if name == "cpudoctor.gui.overview_page":
-            raise ModuleNotFoundError("No module named 'somelib'", name="somelib")
-        return real(name, *a, **k)
-
-    monkeypatch.setattr(mw.importlib, "import_module", broken)
-    with pytest.raises(ModuleNotFoundError):
-        mw.page_classes()
+    classes = mw.page_classes()
+    assert [c.__name__ for c in classes] == [cls for _, cls in mw.PAGES]
+    for cls in classes:
+        assert isinstance(cls.title, str) and cls.title
+        assert not icon(cls.icon_name).isNull(), cls.icon_name
 
 
 def test_settings_persist(qtbot, settings):  # noqa: F811

@@ -53,8 +53,6 @@ def test_corpus_machines_through_the_cpu_probe(name, manifest):
     from cpudoctor.probes.cpu import probe_cpu
 
     cpu = probe_cpu(machine_root(name))
-    if cpu.microarchitecture is None and any("not implemented" in n for n in cpu.notes):
-        pytest.skip("the CPU probe is still a scaffold")
     per = peak.flops_per_cycle(cpu.microarchitecture, "fp32", cpu.brand)
     assert (per.flops_per_cycle if per else None) == EXPECTED_VIA_PROBE[name], cpu.microarchitecture
 
