@@ -23,7 +23,7 @@ import dataclasses
 import inspect
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from cpudoctor.report import Finding, Report

@@ -49,7 +49,6 @@ def test_gui_never_imports_torch():
 
 def test_probes_and_advisor_import_without_qt_or_torch(monkeypatch):
     """Importing every probe/advisor module must not pull in Qt or torch."""
-    import importlib
     import subprocess
 
     mods = []

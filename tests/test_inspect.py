@@ -15,7 +15,7 @@ import pytest
 
 from cpudoctor.probes import procfs
 from cpudoctor.probes.inspect import (
-    InspectError, classify_libraries, inspect_process, list_processes, locate_cpu, place_threads,
+    InspectError, classify_libraries, inspect_process, list_processes, locate_cpu,
 )
 from cpudoctor.probes.topology import Topology
 from inspect_fakes import FakeProc, StepClock, stat_line, two_ccx_topology
