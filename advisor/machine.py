@@ -35,6 +35,11 @@ def gib(n: int | float | None) -> str:
     return f"{v:.0f} GiB" if v >= 10 or v == int(v) else f"{v:.1f} GiB"
 
 
+def env_known(f: Facts) -> bool:
+    """The report read the Python, packages and environment of its machine (not a captured tree)."""
+    return f.get("software", record=False) is not None and not f.get("software.captured", record=False)
+
+
 def env(f: Facts, name: str) -> str | None:
     """A whitelisted environment variable from the report (None when unset or unknown)."""
     value = f.get(f"software.thread_env.{name}")

@@ -142,6 +142,7 @@ class Software:
     gpus: "list[GpuInfo] | None" = None    # PCI display/accelerator devices; None = unknown (no PCI sysfs)
     children_ran: bool = False             # False for the cheap, instant part only
     children_cached: bool = False          # the children's results came from the cache (nothing they depend on changed)
+    captured: bool = False                 # a captured tree (root is not /): Python, packages, env and children unknown, not empty
     notes: list[str] = field(default_factory=list)
 
 

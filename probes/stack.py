@@ -146,6 +146,7 @@ def probe_stack(
     sw.gpus, gpu_notes = probe_gpus(root)
     sw.notes.extend(gpu_notes)
     if not live:
+        sw.captured = True
         sw.notes.append(
             f"captured tree at {root}: only file-based OS facts were read; Python, packages, "
             "thread environment and child checks describe the machine running CPU Doctor, so they were skipped"

@@ -42,7 +42,11 @@ def avx512_not_usable(report: Report) -> list[Finding]:
     silicon = machine.knowledge()["avx512_silicon"]["uarchs"]
     if uarch not in silicon:
         label = uarch or "this CPU"
-        return [f.finding("ok", f"AVX-512: not part of {label}; AVX2-class kernels are the best available")]
+        best = machine.expected_torch_capability(f)
+        kernels = {"AVX2": "AVX2 kernels are the best available",
+                   "DEFAULT": "PyTorch runs its DEFAULT (pre-AVX2) kernels here"}.get(
+                       best or "", "its widest vector kernels are the best available")
+        return [f.finding("ok", f"AVX-512: not part of {label}; {kernels}")]
     hyper = f.get("cpu.hypervisor")
     virt = f.get("software.os.virtualization")
     who = f"the hypervisor{f' ({virt})' if virt else ''}" if hyper else "the operating system or firmware"

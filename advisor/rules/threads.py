@@ -46,7 +46,7 @@ def thread_env_unset(report: Report) -> list[Finding]:
         the thread sweep's best count — before Python starts.
     """
     f = Facts(report)
-    if f.get("software", record=False) is None:
+    if not machine.env_known(f):
         return []
     value = machine.env(f, "OMP_NUM_THREADS")
     if value is not None:

@@ -16,6 +16,14 @@ def _pinned_by(f: Facts) -> str | None:
     return None
 
 
+def _cache_size(n: int) -> str:
+    """Exact, like lstopo: 32 MiB, 27.5 MiB, 5118 KiB (Magny-Cours), never floored to a wrong MiB."""
+    mib = n / 2**20
+    if mib >= 1 and round(mib, 1) * 2**20 == n:
+        return f"{mib:g} MiB"
+    return f"{n // 1024} KiB" if n % 1024 == 0 else f"{n} B"
+
+
 def _spanned(groups: list[list[int]], usable: list[int] | None) -> int:
     if not usable:
         return len(groups)
@@ -58,8 +66,7 @@ def numa_unpinned(report: Report) -> list[Finding]:
     far = max(dist) if dist else None
     near = min(dist) if dist else None
     ratio = f" Remote memory here is {far / near:.1f}x the local distance ({near} vs {far})." if far and near else ""
-    env_known = f.get("software", record=False) is not None
-    if not env_known:
+    if not machine.env_known(f):
         return [f.finding(
             "info", f"{spanned} NUMA nodes: bind each job to one",
             why=(f"The CPUs span {spanned} NUMA nodes. This report has no environment (a captured tree), so whether "
@@ -108,12 +115,23 @@ def ccx_unpinned(report: Report) -> list[Finding]:
     if rec is not None and rec.cpus:
         return [f.finding("ok", f"The thread sweep recommends pinning to CPUs {format_cpulist(rec.cpus)}")]
     sizes = sorted({d.size_bytes for d in doms if d.size_bytes})
-    size = f" of {', '.join(f'{s // 2**20} MiB' for s in sizes)} each" if sizes else ""
-    per = len(doms[0].cpus)
-    amd = f.get("cpu.vendor") in ("AMD", "Hygon")
-    domain = "L3 domains (CCXs)" if amd else "L3 domains"
-    link = {"AMD": "the Infinity Fabric", "Hygon": "the Infinity Fabric", "Intel": "the mesh/ring or UPI"}.get(
-        f.get("cpu.vendor") or "", "the chip's interconnect")
+    if len(sizes) == 1:
+        size = f" of {_cache_size(sizes[0])} each"
+    elif sizes:
+        size = f" ({' and '.join(_cache_size(s) for s in sizes)})"
+    else:
+        size = ""
+    counts = sorted({len(d.cpus) for d in doms})
+    per = " or ".join(str(c) for c in counts)
+    zen = f.get("cpu.vendor") in ("AMD", "Hygon") and (f.get("cpu.microarchitecture") or "").startswith("zen")
+    # CCX and Infinity Fabric are Zen terms; K8/K10/Bulldozer Opterons link their dies by HyperTransport.
+    domain = "L3 domains (CCXs)" if zen else "L3 domains"
+    if zen:
+        link = "the Infinity Fabric"
+    elif f.get("cpu.vendor") == "AMD":
+        link = "HyperTransport"
+    else:
+        link = {"Intel": "the mesh/ring or UPI"}.get(f.get("cpu.vendor") or "", "the chip's interconnect")
     return [f.finding(
         "info", f"Threads can spread over {spanned} {domain} unpinned",
         why=(f"This CPU has {n} L3 caches{size}, {per} CPUs per L3. Unbound threads migrate between them and share "

@@ -24,7 +24,7 @@ def torch_missing(report: Report) -> list[Finding]:
         ~5 GB for the CUDA build), or run CPU Doctor from the environment that has PyTorch.
     """
     f = Facts(report)
-    if f.get("software", record=False) is None:
+    if not machine.env_known(f):
         return []
     if not machine.torch_installed(f):
         env = f.get("software.python.env_kind")

@@ -173,7 +173,7 @@ def render_text(report, findings, label: str, *, verbose: bool = False, ascii_on
             elif f.severity == "info" and f.fix:
                 lines += _indent_wrapped(f.fix, 8)
             if verbose and f.evidence:
-                ev = ", ".join(f"{k}={v}" for k, v in f.evidence.items())
+                ev = ", ".join(f"{k}={_evidence_value(v)}" for k, v in f.evidence.items())
                 lines += _indent_wrapped("Evidence: " + ev, 8)
     lines += ["", summary_line(findings)]
     if any(f.severity in ("warning", "error") for f in findings):
@@ -183,6 +183,15 @@ def render_text(report, findings, label: str, *, verbose: bool = False, ascii_on
         text = text.replace("—", "-").replace("·", "-")
         text = text.encode("ascii", "replace").decode("ascii")
     return text
+
+
+def _evidence_value(value) -> str:
+    """Report values as a reader says them: unknown (not None), yes/no (not True/False)."""
+    if value is None:
+        return "unknown"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
 
 
 def _indent_wrapped(text: str, indent: int, width: int = 100) -> list[str]:

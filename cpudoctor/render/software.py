@@ -107,7 +107,8 @@ def _torch_section(sw: Software) -> Section | None:
     par = t.parallel_backend or "unknown"
     if t.openmp:
         par += f" ({t.openmp})"
-    s.lines.append(f"Parallel backend: {par}; threads: {t.intra_op_threads} intra-op, {t.inter_op_threads} inter-op")
+    s.lines.append(f"Parallel backend: {par}; threads: {t.intra_op_threads or 'unknown'} intra-op, "
+                   f"{t.inter_op_threads or 'unknown'} inter-op")
     s.lines.append(f"bf16 natively supported: {_yes(t.bf16_supported)}")
     if t.error:
         s.bullets.append(f"{WARN} {t.error}")
@@ -120,7 +121,10 @@ def _blas_section(sw: Software) -> Section | None:
     if n.version is None and not libs and not n.error:
         return None
     s = Section("NumPy and thread pools")
-    if n.version:
+    if n.version and not sw.children_ran and not (n.simd_baseline or n.simd_dispatched):
+        # The SIMD lists come from a numpy child; empty here means "not read", not "none".
+        s.lines.append(f"numpy {n.version}: SIMD features not read (quick probe)")
+    elif n.version:
         s.lines.append(f"numpy {n.version}: SIMD baseline {', '.join(n.simd_baseline) or 'none'}; "
                        f"dispatched {', '.join(n.simd_dispatched) or 'none'}")
     if n.error:

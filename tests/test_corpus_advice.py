@@ -1,0 +1,95 @@
+"""The advisor on every corpus machine, as ``cpudoctor report --root`` builds it: no wrong advice.
+
+A captured tree carries only file-based facts; the Python, packages and
+environment of the machine running CPU Doctor say nothing about it, so rules
+that need them stay silent instead of claiming "not installed" / "not set".
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import MACHINES, machine_root
+from cpudoctor import advisor
+from cpudoctor.collect import collect_report
+
+_REPORTS: dict = {}
+
+
+def _report(name: str):
+    if name not in _REPORTS:
+        _REPORTS[name] = collect_report(machine_root(name), software=True, children=False)
+    return _REPORTS[name]
+
+
+def _findings(name: str):
+    return advisor.diagnose(_report(name))
+
+
+@pytest.mark.parametrize("name", MACHINES)
+def test_captured_tree_is_marked_and_env_rules_stay_silent(name):
+    report = _report(name)
+    assert report.software is not None and report.software.captured
+    codes = {f.code for f in _findings(name) if f.severity != "ok"}
+    # Python/env of this process are not the captured machine's: no "torch missing", no "OMP unset".
+    assert not codes & {"TORCH001", "THR001"}, codes
+
+
+@pytest.mark.parametrize("name", MACHINES)
+def test_no_none_or_wrong_isa_claims(name):
+    report = _report(name)
+    for f in _findings(name):
+        for text in (f.title, f.why or "", f.fix or ""):
+            assert "None" not in text, (f.code, text)
+        if f.code == "ISA001" and not (report.cpu.isa.avx2 and report.cpu.isa.fma):
+            assert "AVX2 kernels are the best" not in f.title, f.title  # Opterons, Core 2, Westmere: no AVX2 kernels either
+
+
+def test_k10_l3_size_is_exact_and_not_called_infinity_fabric(manifest):
+    """Magny-Cours L3 is 5118 KiB: never floor it to '4 MiB'; K10 has HyperTransport, not IF."""
+    name = "hwloc-32amd64-4s2n4c-cgroup2"
+    assert manifest["machines"][name]["ground_truth"]["l3_size_kib_exact"] in (5118, [5118])
+    f = next(f for f in _findings(name) if f.code == "TOPO002")
+    assert "5118 KiB each" in f.why
+    assert "Infinity Fabric" not in f.why and "CCX" not in f.title
+    assert "HyperTransport" in f.why
+
+
+def test_asymmetric_l3_sizes_read_naturally():
+    """GB10: one 8 MiB and one 16 MiB L3, 10 CPUs each."""
+    f = next(f for f in _findings("hwloc-nvidia-dgx-gb10") if f.code == "TOPO002")
+    assert "(8 MiB and 16 MiB)" in f.why and "10 CPUs per L3" in f.why
+
+
+def test_bulldozer_isa001_names_the_default_kernels():
+    f = next(f for f in _findings("hwloc-64amd64-4s2n4ca2co") if f.code == "ISA001")
+    assert f.severity == "ok" and "DEFAULT" in f.title
+
+
+def test_live_report_still_gets_env_rules():
+    """The live machine is not captured: THR001/TORCH001 keep working there."""
+    report = collect_report(software=True, children=False)
+    assert not report.software.captured
+    assert "TORCH001" in {f.code for f in advisor.diagnose(report)}
+
+
+def _cli(capsys, *argv: str) -> tuple[int, str]:
+    from cpudoctor.cli import main
+
+    code = main(list(argv))
+    return code, capsys.readouterr().out
+
+
+def test_doctor_verbose_evidence_says_unknown_not_none(capsys):
+    code, out = _cli(capsys, "doctor", "-v", "--root", str(machine_root("archspec-rocky9-zen5")))
+    assert code == 0 and "Evidence:" in out
+    assert "=None" not in out and "=True" not in out and "=False" not in out
+    assert "cpu.hypervisor=no" in out
+
+
+def test_quick_report_does_not_claim_numpy_has_no_simd(capsys):
+    code, out = _cli(capsys, "report", "--fast")
+    assert code == 0
+    line = next((ln for ln in out.splitlines() if ln.strip().startswith("numpy ") and ":" in ln), None)
+    if line is not None:  # numpy is installed in the test venv
+        assert "SIMD features not read (quick probe)" in line and "none" not in line
