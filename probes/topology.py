@@ -94,6 +94,7 @@ class Topology:
     l3_known: bool = False                 # False when there were no cache dirs (container, VM, WSL)
     source: str = "unknown"                # sysfs | cpuinfo | psutil | unknown
     vendor: str | None = None              # /proc/cpuinfo vendor_id ("AuthenticAMD"): an L3 is a CCX on AMD/Hygon
+    cpu_family: int | None = None          # /proc/cpuinfo "cpu family": AMD L3s are CCXs from Zen (0x17) on, not on K8-Bulldozer
     notes: list[str] = field(default_factory=list)
 
 
@@ -139,6 +140,8 @@ def probe_topology(root: Path = Path("/"), live: bool | None = None) -> Topology
         return Topology(notes=[f"no /sys/devices/system/cpu and no /proc/cpuinfo under {root}: topology unknown"])
     if topo.vendor is None:
         topo.vendor = _cpuinfo_vendor(root)
+    if topo.cpu_family is None:
+        topo.cpu_family = _cpuinfo_family(root)
     _fill_affinity(topo, root, live)
     return topo
 
@@ -147,6 +150,16 @@ def _cpuinfo_vendor(root: Path) -> str | None:
     for line in read_lines(under(root, "/proc/cpuinfo")) or []:
         if line.startswith("vendor_id"):
             return line.partition(":")[2].strip() or None
+    return None
+
+
+def _cpuinfo_family(root: Path) -> int | None:
+    for line in read_lines(under(root, "/proc/cpuinfo")) or []:
+        if line.startswith("cpu family"):
+            try:
+                return int(line.partition(":")[2].strip())
+            except ValueError:
+                return None
     return None
 
 

@@ -397,13 +397,26 @@ def test_tree_nesting_follows_the_machine():
 def test_text_and_markdown_sections():
     topo = corpus_topology("hwloc-32amd64-4s2n4c-cgroup2")
     text = "\n".join(text_lines(topo))
-    assert text.startswith("4 packages, 32 cores, 32 logical CPUs (no SMT), 8 L3 domains (CCXs), 8 NUMA nodes")
-    assert "L3 5118 KiB · CCX 3  CPUs 12-15" in text
+    # K10 Magny-Cours (family 0x10): an L3 per die, but "CCX" is a Zen term.
+    assert topo.cpu_family == 0x10
+    assert text.startswith("4 packages, 32 cores, 32 logical CPUs (no SMT), 8 L3 domains, 8 NUMA nodes")
+    assert "L3 #3 · 5118 KiB  CPUs 12-15" in text and "CCX" not in text
     assert "Usable: 6 CPUs" in text and "allowed 0-5 by the cgroup cpuset" in text
     md = markdown_lines(topo)
-    assert "| CCX | L3 size | Package | NUMA node | Cores | CPUs |" in md
+    assert "| L3 | L3 size | Package | NUMA node | Cores | CPUs |" in md
     assert "| 3 | 5118 KiB | 1 | 3 | 4 | 12-15 |" in md
     assert md.count("```text") == 1 and md[-1] == "</details>"
+    # The same layout on a Zen part (family 0x17 and later) names its L3 domains CCXs.
+    topo.cpu_family = 0x19
+    text = "\n".join(text_lines(topo))
+    assert "8 L3 domains (CCXs)" in text and "L3 5118 KiB · CCX 3  CPUs 12-15" in text
+    assert "| CCX | L3 size | Package | NUMA node | Cores | CPUs |" in markdown_lines(topo)
+
+
+def test_no_l3_at_all_says_so():
+    """K8 Opterons have no L3: the summary says "no L3", not "0 L3 domains (CCXs)"."""
+    text = text_lines(corpus_topology("hwloc-16amd64-8n2c"))[0]
+    assert "no L3" in text and "0 L3" not in text and "CCX" not in text
 
 
 def test_render_unknown_topology_does_not_crash():

@@ -85,7 +85,10 @@ def cpus_text(cpus: list[int], limit: int = 40) -> str:
 
 
 def is_ccx_vendor(topo: Topology) -> bool:
-    return (topo.vendor or "") in CCX_VENDORS
+    """An L3 domain is a CCX on Zen (AMD family 0x17 and later, Hygon 0x18), not on K8/K10/Bulldozer."""
+    if (topo.vendor or "") not in CCX_VENDORS:
+        return False
+    return topo.cpu_family is None or topo.cpu_family >= 0x17
 
 
 def l3_label(topo: Topology, index: int, short: bool = False) -> str:
@@ -146,7 +149,9 @@ def summary_line(topo: Topology) -> str:
              plural(topo.logical_cpus, "logical CPU")]
     if topo.smt_threads_per_core:
         parts[-1] += f" (SMT {topo.smt_threads_per_core})" if topo.smt_threads_per_core > 1 else " (no SMT)"
-    if topo.l3_known:
+    if topo.l3_known and not topo.l3_domains:
+        parts.append("no L3")
+    elif topo.l3_known:
         n = len(topo.l3_domains)
         parts.append(f"{n} L3 domain{'' if n == 1 else 's'}" + (
             f" (CCX{'' if n == 1 else 's'})" if is_ccx_vendor(topo) else ""))
