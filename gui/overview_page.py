@@ -19,6 +19,18 @@ from cpudoctor.gui.model import AppModel
 from cpudoctor.report import Finding, Report
 
 TOP_FINDINGS = 5
+X86_BADGES = ("AVX2", "FMA", "AVX-512", "VNNI", "BF16", "AMX", "x86-64")
+# (badge, Features-line names that mean it, what it is for); the kernel's names, see
+# arch/arm64/kernel/cpuinfo.c
+ARM_BADGES: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    ("NEON", ("asimd",), "128-bit Advanced SIMD, the floor of Arm PyTorch kernels"),
+    ("FP16", ("asimdhp",), "Half-precision vector arithmetic"),
+    ("DOTPROD", ("asimddp",), "int8 dot products (quantised inference)"),
+    ("I8MM", ("i8mm",), "int8 matrix multiply (faster quantised GEMM)"),
+    ("BF16", ("bf16",), "Native bfloat16: bf16 autocast is fast"),
+    ("SVE", ("sve", "sve2"), "Scalable Vector Extension (wider vectors on Neoverse V1/V2, A64FX)"),
+)
+ARM_KEYS = frozenset(k for k, _n, _w in ARM_BADGES)
 
 
 def _plural(n: int, word: str) -> str:
@@ -99,7 +111,7 @@ class OverviewPage(QWidget):
         badges = QHBoxLayout()
         badges.setSpacing(6)
         self.badges: dict[str, Badge] = {}
-        for key in ("AVX2", "FMA", "AVX-512", "VNNI", "BF16", "AMX", "x86-64"):
+        for key in X86_BADGES + tuple(k for k, _f, _w in ARM_BADGES if k not in X86_BADGES):
             b = Badge(key)
             self.badges[key] = b
             badges.addWidget(b)
@@ -146,10 +158,15 @@ class OverviewPage(QWidget):
         self.subtitle.setText("  ·  ".join(sub) or "Identity unknown")
 
         self._badges(report)
-        why = isa.avx512_reason or ""
-        if isa.datapath_note:
-            why = f"{why} {isa.datapath_note}".strip()
-        self.verdict.setText(f"<b>AVX-512:</b> {why}" if why else "")
+        if is_arm(cpu.arch):
+            # AVX-512 means nothing on Arm: say what the vector unit is instead
+            why = isa.datapath_note or ""
+            self.verdict.setText(f"<b>SIMD:</b> {_esc(why)}" if why else "")
+        else:
+            why = isa.avx512_reason or ""
+            if isa.datapath_note:
+                why = f"{why} {isa.datapath_note}".strip()
+            self.verdict.setText(f"<b>AVX-512:</b> {why}" if why else "")
         self.verdict.setVisible(bool(why))
 
         p = self.cards["Processor"]
@@ -235,6 +252,12 @@ class OverviewPage(QWidget):
         self.show_findings(list(report.findings))
 
     def _badges(self, report: Report) -> None:
+        arm = is_arm(report.cpu.arch)
+        for key, badge in self.badges.items():
+            badge.setVisible(key in ARM_KEYS if arm else key in X86_BADGES)
+        if arm:
+            self._arm_badges(report)
+            return
         isa = report.cpu.isa
         known = bool(report.cpu.flags)
 
@@ -268,7 +291,17 @@ class OverviewPage(QWidget):
         if isa.x86_64_level:
             lvl.set_state("yes", f"x86-64-v{isa.x86_64_level}", "The psABI micro-architecture level this CPU meets")
         else:
-            lvl.set_state("unknown", "x86-64 level ?", "Not an x86 CPU, or its flags are unknown")
+            lvl.set_state("unknown", "x86-64 level unknown", "Not an x86 CPU, or its flags are unknown")
+
+    def _arm_badges(self, report: Report) -> None:
+        """Arm's features for deep learning, from /proc/cpuinfo's Features line."""
+        flags = set(report.cpu.flags)
+        known = bool(flags)
+        for key, names, what in ARM_BADGES:
+            present = bool(flags & set(names))
+            state = "yes" if present else ("no" if known else "unknown")
+            self.badges[key].set_state(state, key, f"{what}: {'yes' if present else 'no' if known else 'unknown'}"
+                                       f" (flag {' or '.join(names)})")
 
     def show_findings(self, findings: list[Finding]) -> None:
         if not findings:
@@ -303,6 +336,11 @@ class OverviewPage(QWidget):
         if sample.mem_total_bytes:
             self.cards["Memory"].set(
                 "In use now", f"{human_bytes(sample.mem_used_bytes)} of {human_bytes(sample.mem_total_bytes)}")
+
+
+def is_arm(arch: str | None) -> bool:
+    """True for 64/32-bit Arm, whose /proc/cpuinfo lists Features instead of x86 flags."""
+    return bool(arch) and arch.lower().startswith(("aarch64", "arm"))
 
 
 def _esc(text: str) -> str:

@@ -13,12 +13,13 @@ from cpudoctor.gui.flags_page import CAT, FLAG, MEANING, PRESENT_ROLE, SHOW_MISS
 from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.monitor_page import CAPACITY, MonitorHistory, MonitorPage, cpu_groups
 from cpudoctor.gui.overview_page import OverviewPage, ccx_layout, numa_layout
-from cpudoctor.probes.cpu import CpuInfo, IsaVerdict
+from cpudoctor.probes.cpu import CpuInfo, IsaVerdict, probe_cpu
 from cpudoctor.probes.live import Sample
 from cpudoctor.probes.topology import probe_topology
 from cpudoctor.report import Finding, Report
 
 ZEN_TREE = "hwloc-64amd64-4s2n4ca2co"          # 4 sockets, 8 L3 domains of 8 CPUs
+ARM_TREE = "hwloc-128arm-2pa2n8cluster4co"     # Kunpeng 920: asimd, asimdhp, asimddp; no SVE
 
 
 def zen4_report() -> Report:
@@ -56,7 +57,7 @@ def test_overview_shows_the_chip(qtbot, model, corpus):
     model.set_report(zen4_report())
     assert page.name.text() == "AMD Ryzen 9 7950X 16-Core Processor"
     assert "Raphael" in page.subtitle.text() and "zen4" in page.subtitle.text()
-    assert {k: b.state for k, b in page.badges.items()} == {
+    assert {k: b.state for k, b in page.badges.items() if b.isVisibleTo(page)} == {
         "AVX2": "yes", "FMA": "yes", "AVX-512": "yes", "VNNI": "yes", "BF16": "yes", "AMX": "no", "x86-64": "yes"}
     assert page.badges["x86-64"].text() == "x86-64-v4"
     assert "256-bit units" in page.verdict.text()
@@ -67,6 +68,20 @@ def test_overview_shows_the_chip(qtbot, model, corpus):
     assert cores.value("Sockets") == str(truth["packages"])
     assert cores.value("L3 total") == "48 MiB"
     assert page.cards["Clocks"].value("Max (boost)") == "5.88 GHz"
+
+
+def test_overview_arm_shows_arm_features_not_x86_ones(qtbot, model, corpus):
+    """An Arm report shows NEON/DOTPROD/SVE..., not grey AVX pills and an 'x86-64 level ?'."""
+    page = _page(qtbot, OverviewPage, model)
+    model.set_report(zen4_report())
+    cpu = probe_cpu(machine_root(ARM_TREE))
+    model.set_report(Report(cpu=cpu, topology=probe_topology(machine_root(ARM_TREE))))
+    shown = {k: b.state for k, b in page.badges.items() if b.isVisibleTo(page)}
+    assert shown == {"NEON": "yes", "FP16": "yes", "DOTPROD": "yes", "I8MM": "no", "BF16": "no", "SVE": "no"}
+    assert "AVX" not in page.verdict.text() and "NEON" in page.verdict.text()
+    assert all("?" not in b.text() for b in page.badges.values())
+    model.set_report(zen4_report())                     # and back: x86 pills again
+    assert page.badges["x86-64"].isVisibleTo(page) and not page.badges["NEON"].isVisibleTo(page)
 
 
 def test_layout_texts_on_real_trees(corpus):
