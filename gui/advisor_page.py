@@ -15,7 +15,7 @@ import html
 import os
 from pathlib import Path
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, QModelIndex, Qt, Signal
 from PySide6.QtGui import QFont, QFontDatabase, QGuiApplication
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QMessageBox,
                                QPlainTextEdit, QPushButton, QSplitter, QStyle, QTextBrowser, QTreeWidget,
@@ -36,6 +36,7 @@ GROUPS: tuple[tuple[str, str], ...] = (
 )
 FINDING_ROLE = Qt.ItemDataRole.UserRole + 1
 SHELL_CHOICES: tuple[tuple[str, str], ...] = tuple((s, snippets.SHELL_LABELS[s]) for s in snippets.SHELLS)
+NARROW_TREE_PX = 440       # below this the Category column is hidden (see _fit_category_column)
 
 
 def matches(finding: Finding, text: str) -> bool:
@@ -122,7 +123,10 @@ class AdvisorPage(QWidget):
         header.setStretchLastSection(False)
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
-        header.setSectionResizeMode(2, QHeaderView.ResizeMode.ResizeToContents)
+        # Category is elided, not sized to its contents: "WSL, VMs and containers" would
+        # otherwise squeeze the finding's title to "Try AM…" in a narrow window
+        header.setSectionResizeMode(2, QHeaderView.ResizeMode.Fixed)
+        self.tree.viewport().installEventFilter(self)
         self.tree.currentItemChanged.connect(lambda cur, _prev: self._show_details(self._finding_of(cur)))
         split.addWidget(self.tree)
 
@@ -178,6 +182,25 @@ class AdvisorPage(QWidget):
         self._raw_snippet = ""
         self._snippet_lang = "bash"
 
+    def eventFilter(self, obj, event) -> bool:  # noqa: N802 - Qt API
+        if obj is self.tree.viewport() and event.type() == QEvent.Type.Resize:
+            self._fit_category_column()
+        return super().eventFilter(obj, event)
+
+    def _fit_category_column(self) -> None:
+        """Category takes at most 40 % of what Code leaves, and goes away in a narrow tree.
+
+        The finding's title is what a person reads; the category is also in the
+        filter, the tooltip and the details pane.
+        """
+        header = self.tree.header()
+        room = self.tree.viewport().width() - header.sectionSize(1)
+        narrow = room < NARROW_TREE_PX
+        self.tree.setColumnHidden(2, narrow)
+        if not narrow:
+            wanted = max(self.tree.sizeHintForColumn(2), header.sectionSizeHint(2)) + 8
+            self.tree.setColumnWidth(2, max(60, min(wanted, int(room * 0.4))))
+
     # ------------------------------------------------------------------ model
 
     def _on_report(self, report: Report) -> None:
@@ -207,6 +230,8 @@ class AdvisorPage(QWidget):
             group.setData(0, Qt.ItemDataRole.UserRole, severity)
             group.setFlags(Qt.ItemFlag.ItemIsEnabled)
             self.tree.addTopLevelItem(group)
+            # "Suggestions (7)" spans the row: it is a heading, not a title to squeeze
+            self.tree.setFirstColumnSpanned(self.tree.indexOfTopLevelItem(group), QModelIndex(), True)
             self._groups[severity] = group
         selected = None
         for f in sorted(self._findings, key=lambda f: (list(CATEGORIES).index(f.category) if f.category in CATEGORIES else 99, f.code)):
@@ -216,6 +241,7 @@ class AdvisorPage(QWidget):
             item = QTreeWidgetItem([f.title, f.code, CATEGORIES.get(f.category, f.category)])
             item.setIcon(0, self._icons[f.severity])
             item.setToolTip(0, f.why or f.title)
+            item.setToolTip(2, item.text(2))
             item.setData(0, FINDING_ROLE, f)
             group.addChild(item)
             if keep is not None and (f.code, f.title) == keep:
@@ -224,6 +250,7 @@ class AdvisorPage(QWidget):
             group.setExpanded(severity != "ok")
         self.tree.blockSignals(False)
         self._apply_filter()
+        self._fit_category_column()
         self._update_counts()
         if selected is not None:
             self.tree.setCurrentItem(selected)
@@ -257,6 +284,12 @@ class AdvisorPage(QWidget):
             label = dict(GROUPS)[severity]
             group.setText(0, f"{label} ({shown})" if shown == total else f"{label} ({shown} of {total})")
             group.setHidden(shown == 0)
+        current = self.tree.currentItem()
+        if current is not None and (current.isHidden() or (current.parent() and current.parent().isHidden())):
+            # a finding the filter hides must not stay in the details pane (nor be what Copy copies)
+            self.tree.setCurrentItem(None)
+            self.tree.clearSelection()
+            self._show_details(None)
 
     def visible_codes(self) -> list[str]:
         out = []

@@ -170,3 +170,32 @@ def test_selection_survives_new_findings(page):
     page.select("THR002")
     page.model.set_findings(list(r.findings))
     assert "THR002" in page.details_title.text()
+
+
+def test_filter_that_hides_the_selected_finding_clears_the_details(page):
+    """The details pane and Copy never show a finding the filter has hidden."""
+    page.model.set_report(_report("k10-container-quota"))
+    assert page.select("THR002")
+    page.filter.setText("zzzz-nothing")
+    assert page.details_title.text() == "Recommended settings for this machine"
+    assert "THR002" not in page.snippet_text()
+
+
+def test_titles_keep_their_room_in_a_narrow_window(qtbot):
+    """A long category ("WSL, VMs and containers") must not squeeze the title to 'Try AM…'."""
+    model = AppModel()
+    p = AdvisorPage(model)
+    qtbot.addWidget(p)
+    p.resize(780, 600)
+    p.show()
+    qtbot.waitExposed(p)
+    model.set_report(_report("k10-container-quota"))
+    tree = p.tree
+    first = next(tree.topLevelItem(i).child(0) for i in range(tree.topLevelItemCount())
+                 if tree.topLevelItem(i).childCount())
+    qtbot.waitUntil(lambda: tree.columnWidth(0) >= 0.5 * tree.viewport().width())
+    assert tree.isFirstColumnSpanned(0, tree.rootIndex())               # group headings span the row
+    p.resize(1500, 900)
+    qtbot.waitUntil(lambda: not tree.isColumnHidden(2))                 # room again: Category is back
+    assert tree.columnWidth(0) >= tree.columnWidth(2)
+    assert first.toolTip(2) == first.text(2)
