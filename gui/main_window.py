@@ -13,8 +13,8 @@ import platform
 import sys
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QSettings, QSize, Qt, QTimer
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtCore import QByteArray, QEvent, QSettings, QSize, Qt, QTimer
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QPalette
 from PySide6.QtWidgets import (QFileDialog, QFrame, QHBoxLayout, QLabel, QListWidget, QListWidgetItem,
                                QMainWindow, QMessageBox, QProgressBar, QPushButton, QSizePolicy, QStackedWidget,
                                QToolBar, QVBoxLayout, QWidget)
@@ -74,8 +74,7 @@ class ReadOnlyBanner(QFrame):
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self.setObjectName("banner")
-        self.setStyleSheet("QFrame#banner { background: #fff4d6; border-bottom: 1px solid #e0c070; }"
-                           "QFrame#banner QLabel { color: #5a4a10; background: transparent; }")
+        self._restyle()
         h = QHBoxLayout(self)
         h.setContentsMargins(16, 6, 10, 6)
         self.label = QLabel()
@@ -83,6 +82,20 @@ class ReadOnlyBanner(QFrame):
         self.back = QPushButton("Back to this machine")
         h.addWidget(self.label, 1)
         h.addWidget(self.back)
+
+    def _restyle(self) -> None:
+        """Amber on light themes, a dim amber on dark ones (a pale banner glares in a dark window)."""
+        dark = self.palette().color(QPalette.ColorRole.Window).lightness() < 128
+        bg, border, fg = ("#4a3c14", "#7a6424", "#f3e2ae") if dark else ("#fff4d6", "#e0c070", "#5a4a10")
+        sheet = (f"QFrame#banner {{ background: {bg}; border-bottom: 1px solid {border}; }}"
+                 f"QFrame#banner QLabel {{ color: {fg}; background: transparent; }}")
+        if sheet != self.styleSheet():       # a new sheet can itself change the palette: no loop
+            self.setStyleSheet(sheet)
+
+    def changeEvent(self, event) -> None:  # noqa: N802 - Qt API
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange:
+            self._restyle()
 
     def show_report(self, report: Report, label: str) -> None:
         brand = report.cpu.brand or "unknown CPU"

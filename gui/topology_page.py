@@ -92,6 +92,9 @@ class TopologyPage(QWidget):
         # Snippet panel.
         self.selection_label = QLabel()
         self.selection_label.setWordWrap(True)
+        # room for two lines: a splitter pane ignores a wrapped label's height-for-width,
+        # so without it the hint is cut in half at small window sizes
+        self.selection_label.setMinimumHeight(2 * self.selection_label.fontMetrics().lineSpacing() + 4)
         self.warnings_label = QLabel()
         self.warnings_label.setWordWrap(True)
         self.warnings_label.setStyleSheet("color: #b3741a;")
@@ -285,8 +288,8 @@ class TopologyPage(QWidget):
         current = self.tabs.tabText(self.tabs.currentIndex()) if self.tabs.count() else None
         if topo is None or not cpus:
             self.plan = None
-            self.selection_label.setText("Select CPUs in the map (click a thread, core, L3 or NUMA label; "
-                                         "drag a rectangle; ctrl-click to add) to get pinning commands.")
+            self.selection_label.setText("Select CPUs for pinning commands: click a thread, core, L3 or NUMA "
+                                         "label, or drag a rectangle (ctrl-click adds).")
             self.warnings_label.setVisible(False)
             self._set_tabs([])
             self.copy_button.setEnabled(False)
