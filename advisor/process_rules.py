@@ -769,19 +769,19 @@ def explain_text(code_or_symbol: str) -> str | None:
     r = resolve(code_or_symbol)
     if r is None:
         return None
+    import textwrap
+
     sec = r.sections()
-    return "\n".join([
-        f"{r.code} {r.symbol}: {r.title}",
-        f"Category: {r.category} (process rules, `cpudoctor inspect`); worst severity: {r.severity}",
-        "",
-        f"What it checks: {sec['What it checks']}",
-        "",
-        f"Why it matters: {sec['Why it matters']}",
-        "",
-        f"Fix: {sec['Fix']}",
-        "",
-        f"Docs: {DOCS_PAGE}#{r.code.lower()}",
-    ])
+    # Same layout as the report rules' `cpudoctor explain` text: title bar, wrapped sections.
+    head = f"{r.code} ({r.symbol}) — {r.title}"
+    lines = [head, "=" * len(head),
+             f"Category: {r.category} (process rules, `cpudoctor inspect`)   Worst severity: {r.severity}"]
+    for name in ("What it checks", "Why it matters", "Fix"):
+        lines += ["", f"{name}:", *(textwrap.wrap(sec.get(name, ""), width=88, initial_indent="  ",
+                                                 subsequent_indent="  ", break_on_hyphens=False,
+                                                 break_long_words=False) or ["  -"])]
+    lines += ["", f"Docs: {DOCS_PAGE}#{r.code.lower()}"]
+    return "\n".join(lines)
 
 
 def render_process_rules_md() -> str:

@@ -124,7 +124,7 @@ def normalise_shell(shell: str) -> str:
 def shell_exports(report: Report, shell: str = "bash", *, pinned: bool = False) -> str:
     plan = thread_plan(report)
     comment = "#" if normalise_shell(shell) != "cmd" else "rem"
-    head = f"{comment} {plan.threads} threads: {plan.source}"
+    head = f"{comment} {plan.threads} thread{'' if plan.threads == 1 else 's'}: {plan.source}"
     return head + "\n" + export_lines(thread_env(report, plan, pinned=pinned), shell)
 
 

@@ -93,3 +93,9 @@ def test_quick_report_does_not_claim_numpy_has_no_simd(capsys):
     line = next((ln for ln in out.splitlines() if ln.strip().startswith("numpy ") and ":" in ln), None)
     if line is not None:  # numpy is installed in the test venv
         assert "SIMD features not read (quick probe)" in line and "none" not in line
+
+
+def test_doctor_header_counts_in_singular(capsys):
+    """A one-entry cpuinfo dump: '1 thread', never '1 threads'."""
+    code, out = _cli(capsys, "doctor", "--root", str(machine_root("archspec-ubuntu22.04-neoverse_v2")))
+    assert code == 0 and "· 1 thread" in out.splitlines()[0] and "1 threads" not in out

@@ -54,8 +54,10 @@ def test_every_rule_documented_and_codes_stable():
 
 def test_explain_text():
     text = pr.explain_text("proc005")
-    assert text.startswith("PROC005 two-openmp-runtimes: Two OpenMP runtimes loaded in one process")
-    assert "Why it matters: Each runtime keeps its own thread pool" in text
+    # Same layout as the report rules' explain text: "CODE (symbol) — title", underline, wrapped sections.
+    assert text.startswith("PROC005 (two-openmp-runtimes) — Two OpenMP runtimes loaded in one process\n===")
+    assert "\nWhy it matters:\n  Each runtime keeps its own thread pool" in text
+    assert max(len(line) for line in text.splitlines()) <= 90
     assert text.endswith("Docs: docs/process_rules.md#proc005")
     assert pr.explain_text("ISA001") is None
 

@@ -106,9 +106,9 @@ def _machine_line(report) -> str:
         parts.append(f"({cpu.microarchitecture})")
     counts = []
     if topo.cores:
-        counts.append(f"{topo.cores} cores")
+        counts.append(f"{topo.cores} core{'' if topo.cores == 1 else 's'}")
     if topo.logical_cpus:
-        counts.append(f"{topo.logical_cpus} threads")
+        counts.append(f"{topo.logical_cpus} thread{'' if topo.logical_cpus == 1 else 's'}")
     if counts:
         parts.append("· " + ", ".join(counts))
     sw = report.software
