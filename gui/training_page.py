@@ -106,6 +106,7 @@ class TrainingPage(QWidget):
     def _build_form(self) -> QWidget:
         box = QGroupBox("Micro-training")
         form = QFormLayout(box)
+        self._form = form
         self.model_box = QComboBox()
         for key, label in MODEL_LABELS.items():
             self.model_box.addItem(label, key)
@@ -223,6 +224,7 @@ class TrainingPage(QWidget):
         }
         for p in (self.loss_plot, self.acc_plot, self.speed_plot):
             lay.addWidget(p)
+        self._empty_ranges()
         return w
 
     def _build_sweep_tab(self) -> QWidget:
@@ -291,7 +293,9 @@ class TrainingPage(QWidget):
                     self.pin_box.addItem(label, cpus)
             except Exception as exc:  # noqa: BLE001 - a strange topology must not break the page
                 self._set_status(f"Pinning choices unavailable: {exc}", "info")
-        self.bf16_hint.setText(self._bf16_hint(report))
+        hint = self._bf16_hint(report)
+        self.bf16_hint.setText(hint)
+        self._form.setRowVisible(self.bf16_hint, bool(hint))    # no empty gap under Precision
         read_only = bool(self.model.read_only)
         for b in (self.train_button, self.sweep_button, self.gemm_button, self.quant_button):
             b.setEnabled(not read_only and not self.runner.is_running())
@@ -407,6 +411,12 @@ class TrainingPage(QWidget):
         for k in self._series:
             self._series[k] = []
             self.curves[k].setData([], [])
+        self._empty_ranges()
+
+    def _empty_ranges(self) -> None:
+        """Steps 0-100 while there is no data: pyqtgraph's 0-1 default crowds '0.20.40.60.8' into a narrow plot."""
+        for plot in (self.loss_plot, self.acc_plot, self.speed_plot):
+            plot.setXRange(0, 100, padding=0)
 
     def _on_progress(self, data: dict) -> None:
         job = self.current_job
@@ -418,6 +428,9 @@ class TrainingPage(QWidget):
             for key in self._series:
                 v = data.get(key)
                 self._series[key].append(float("nan") if v is None else float(v))
+            if len(self._steps) == 1:
+                for plot in (self.loss_plot, self.acc_plot, self.speed_plot):
+                    plot.enableAutoRange(axis="x")
             for key, curve in self.curves.items():
                 curve.setData(self._steps, self._series[key], connect="finite")
             sps = data.get("samples_per_s")

@@ -179,6 +179,21 @@ def test_bf16_hint_follows_the_cpu(qtbot, page):
     assert "AVX512_BF16" in page.bf16_hint.text() and "pay off" in page.bf16_hint.text()
     page.model.set_report(Report(cpu=CpuInfo(flags=["avx2", "fma"])))
     assert "usually slower" in page.bf16_hint.text()
+    assert page._form.isRowVisible(page.bf16_hint)
+    page.model.set_report(Report(topology=two_ccx_smt()))          # flags unknown: no hint, and no empty gap
+    assert page.bf16_hint.text() == "" and not page._form.isRowVisible(page.bf16_hint)
+
+
+def test_empty_plots_count_steps_not_fractions(qtbot, page):
+    """Before any data the x axes read 0-100 steps (0-1 crowded '0.20.40.60.8' into narrow plots)."""
+    for plot in (page.loss_plot, page.acc_plot, page.speed_plot):
+        assert plot.getPlotItem().viewRange()[0] == pytest.approx([0, 100])
+    page.show()
+    qtbot.waitExposed(page)
+    _run(qtbot, page, page.train_button.click)
+    box = page.loss_plot.getPlotItem().getViewBox()
+    assert box.autoRangeEnabled()[0]                                   # the data takes over the x axis
+    qtbot.waitUntil(lambda: box.viewRange()[0][1] < 10)                # ... which follows the 5 steps
 
 
 def test_bad_settings_start_nothing(qtbot, page):
