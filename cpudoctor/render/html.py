@@ -17,7 +17,10 @@ import re
 from html import escape
 from typing import Any, Literal
 
-from cpudoctor.render.svg_chart import find_charts, measurement_tables, render_chart
+from cpudoctor.render import cpu as cpu_sec
+from cpudoctor.render import software as sw_sec
+from cpudoctor.render.md_extra import evidence_value, kind_title, recommendation_text, settings_text
+from cpudoctor.render.svg_chart import find_charts, fmt_number, measurement_tables, metric_label, render_chart
 from cpudoctor.render.svg_topology import render_svg
 from cpudoctor.report import BenchRun, Finding, Report
 
@@ -58,6 +61,8 @@ pre{background:var(--code);padding:8px 10px;border-radius:6px;overflow:auto;marg
 .flags{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px;color:var(--muted);word-spacing:4px}
 details summary{cursor:pointer;color:var(--accent)}
 .note{color:var(--muted);font-size:13px}
+ul.checks{list-style:none;padding-left:4px}ul.lines{margin:4px 0 8px;padding-left:20px}
+.mark{font-family:ui-monospace,Menlo,Consolas,monospace;font-weight:600;white-space:nowrap}
 footer{color:var(--muted);font-size:12px;text-align:center;margin-top:24px}
 """
 
@@ -74,6 +79,8 @@ pre{white-space:pre-wrap}.summary{font-weight:bold;margin-top:6pt}
 .yes{color:#2e7d4f;font-weight:bold}.no{color:#5f6b77}
 .sev-ok{color:#2e7d4f}.sev-info{color:#2f6fbf}.sev-warning{color:#a86400}.sev-error{color:#c0392b}
 .title{font-weight:bold}.flags{font-family:'DejaVu Sans Mono',monospace;font-size:7.5pt;color:#5f6b77}
+.mark{font-family:'DejaVu Sans Mono',monospace;font-weight:bold}
+ul.checks{list-style:none}
 """
 
 
@@ -84,12 +91,6 @@ def e(value: Any) -> str:
 
 def _unknown(value: Any) -> str:
     return "unknown" if value is None or value == "" else str(value)
-
-
-def _yes(flag: bool | None) -> str:
-    if flag is None:
-        return '<span class="no">unknown</span>'
-    return '<span class="yes">yes</span>' if flag else '<span class="no">no</span>'
 
 
 def _rows(rows: list[tuple[str, str]]) -> str:
@@ -139,36 +140,39 @@ def _severity_counts(findings: list[Finding]) -> dict[str, int]:
     return counts
 
 
+# The text/Markdown marks, coloured: the same verdicts in every format.
+MARK_CLASS = {cpu_sec.OK: "sev-ok", cpu_sec.WARN: "sev-warning", cpu_sec.BAD: "sev-error", cpu_sec.INFO: "no"}
+
+
+def _mark(mark: str) -> str:
+    return f'<span class="mark {MARK_CLASS.get(mark, "no")}">{e(mark)}</span>'
+
+
 def _chip(report: Report) -> str:
+    """Identity rows shared with the text and Markdown reports (same labels, same wording)."""
     c = report.cpu
-    clocks = " / ".join(f"{v:.0f} MHz" for v in (c.base_mhz, c.max_mhz) if v)
-    rows = [("Model", e(_unknown(c.brand))), ("Vendor", e(f"{_unknown(c.vendor)} ({c.vendor_id})" if c.vendor_id
-                                                         else _unknown(c.vendor))),
-            ("Microarchitecture", e(_unknown(c.microarchitecture))), ("Codename", e(_unknown(c.codename))),
-            ("Product line", e(_unknown(c.product_line))), ("Architecture", e(_unknown(c.arch))),
-            ("Family / model / stepping", e(" / ".join(_unknown(v) for v in (c.family, c.model, c.stepping)))),
-            ("Clocks (base / max)", e(clocks or "unknown")),
-            ("Virtual machine", e("unknown" if c.hypervisor is None else "yes" if c.hypervisor else "no"))]
+    rows = [(k, e(v)) for k, v in cpu_sec.identity_rows(c)]
     notes = "".join(f'<p class="note">{e(n)}</p>' for n in c.notes)
     return f'<section id="chip"><h2>Chip</h2>{_rows(rows)}{notes}</section>'
 
 
 def _isa(report: Report) -> str:
-    c, v = report.cpu, report.cpu.isa
-    rows = [("AVX-512 usable", _yes(v.avx512_usable) + (f" — {e(v.avx512_reason)}" if v.avx512_reason else "")),
-            ("AVX-512 subsets", e(", ".join(v.avx512_subsets) or "none")),
-            ("PyTorch AVX-512 kernels", _yes(v.avx512_torch_kernels)),
-            ("AVX2 / FMA / F16C / BMI2", " / ".join(_yes(x) for x in (v.avx2, v.fma, v.f16c, v.bmi2))),
-            ("AVX-VNNI / AVX-512 VNNI / AVX-512 BF16", " / ".join(_yes(x) for x in (v.avx_vnni, v.avx512_vnni,
-                                                                                  v.avx512_bf16))),
-            ("AMX", e(", ".join(v.amx) or "none")),
-            ("x86-64 level", e(f"v{v.x86_64_level}" if v.x86_64_level else "unknown")),
-            ("Widest vector", e(f"{v.vector_width_bits} bit" if v.vector_width_bits else "unknown"))]
-    if v.datapath_note:
-        rows.append(("Datapath", e(v.datapath_note)))
-    flags = (f'<details><summary>All {len(c.flags)} CPU flags</summary><p class="flags">{e(" ".join(c.flags))}</p>'
-             "</details>") if c.flags else ""
-    return f'<section id="isa"><h2>Instruction sets</h2>{_rows(rows)}{flags}</section>'
+    """ISA verdicts with a mark and the why, as in the Markdown report; every flag by category below."""
+    c = report.cpu
+    rows = "".join(f"<tr><td>{_mark(r.mark)}</td><th>{e(r.name)}</th><td>{e(r.detail)}"
+                   + (f'<br><span class="note">{e(r.explain)}</span>' if r.explain else "") + "</td></tr>"
+                   for r in cpu_sec.isa_rows(c))
+    width = cpu_sec.width_line(c)
+    parts = [f'<section id="isa"><h2>Instruction sets for deep learning</h2><table cellspacing=0>{rows}</table>']
+    if width:
+        parts.append(f"<p><b>Vector width:</b> {e(width)}</p>")
+    if c.flags:
+        groups = "".join(f"<tr><th>{e(cpu_sec.category_title(cat))}</th><td class=\"flags\">{e(' '.join(names))}</td></tr>"
+                         for cat, names in cpu_sec.flag_groups(c.flags).items())
+        parts.append(f"<details><summary>All {len(c.flags)} CPU flags by category</summary>"
+                     f"<table cellspacing=0>{groups}</table></details>")
+    parts.append("</section>")
+    return "".join(parts)
 
 
 def _topology(report: Report, images: Images, pictures: dict[str, str]) -> str:
@@ -209,55 +213,53 @@ def _topology(report: Report, images: Images, pictures: dict[str, str]) -> str:
     return f'<section id="topology"><h2>Topology</h2>{_rows(rows)}{pic}{l3}{numa}{notes}</section>'
 
 
+# Sections whose lines are environment settings: shown as code.
+_CODE_SECTIONS = ("Thread and allocator environment",)
+_FOLD_ROWS = 8          # longer tables (packages) fold into <details>
+
+
 def _software(report: Report) -> str:
+    """The software stack from the sections the text and Markdown reports use, so all formats agree.
+
+    That also keeps a captured tree honest: its Python, PyTorch and packages
+    describe the machine running CPU Doctor, so those sections are absent
+    rather than shown as "not installed".
+    """
     sw = report.software
     if sw is None:
         return '<section id="software"><h2>Software stack</h2><p class="note">Not probed.</p></section>'
-    o, p, t = sw.os, sw.python, sw.torch
-    rows = [("OS", e(" ".join(x for x in (o.distro, o.distro_version) if x) or _unknown(o.system))),
-            ("Kernel", e(_unknown(o.kernel))), ("C library", e(_unknown(o.libc))),
-            ("Virtualisation / container", e(", ".join(x for x in (o.virtualization, o.container) if x) or "none")),
-            ("CPU governor / driver", e(f"{_unknown(o.governor)} / {_unknown(o.cpufreq_driver)}")),
-            ("Transparent huge pages", e(_unknown(o.thp))), ("Memory", e(_size(o.mem_total_bytes))),
-            ("Python", e(" ".join(x for x in (p.implementation, p.version) if x) or "unknown")
-             + (e(f" ({p.env_kind})") if p.env_kind else ""))]
-    if o.hostname:
-        rows.append(("Host name", e(o.hostname)))
-    torch_rows = [("Status", e(t.status)), ("Version", e(_unknown(t.version))),
-                  ("CPU capability", e(_unknown(t.cpu_capability))),
-                  ("Parallel backend / OpenMP", e(f"{_unknown(t.parallel_backend)} / {_unknown(t.openmp)}")),
-                  ("MKL / oneDNN", f"{_yes(t.mkl_available)} / {_yes(t.mkldnn_available)}"),
-                  ("Threads (intra / inter-op)", e(f"{_unknown(t.intra_op_threads)} / {_unknown(t.inter_op_threads)}")),
-                  ("bf16 supported", _yes(t.bf16_supported))]
-    if t.error or t.signal_name:
-        torch_rows.append(("Error", e(" ".join(x for x in (t.signal_name, t.error) if x))))
-    env = (_rows([(k, f"<code>{e(v)}</code>") for k, v in sorted(sw.thread_env.items())]) if sw.thread_env
-           else '<p class="note">No thread-related environment variables are set.</p>')
-    libs = sw.loaded_libs or sw.numpy.blas
-    blas = ("<table cellspacing=0><tr><th>Library</th><th>API</th><th>Version</th><th>Threads</th><th>Core type</th></tr>"
-            + "".join(f"<tr><td>{e(b.library or b.internal_api)}</td><td>{e(b.internal_api)}</td>"
-                      f"<td>{e(_unknown(b.version))}</td><td>{e(_unknown(b.num_threads))}</td>"
-                      f"<td>{e(b.architecture or '')}</td></tr>" for b in libs) + "</table>") if libs else ""
-    pkgs = ""
-    if sw.packages:
-        pkgs = (f"<details><summary>{len(sw.packages)} packages</summary><table cellspacing=0><tr><th>Package</th><th>Version</th>"
-                "<th>Build</th></tr>" + "".join(f"<tr><td>{e(k.name)}</td><td>{e(_unknown(k.version))}</td>"
-                                                f"<td>{e(k.build or '')} {e(k.detail)}</td></tr>" for k in sw.packages)
-                + "</table></details>")
-    risks = [r for r in sw.isa_risks if r.at_risk]
-    risk = ("<h3>Illegal-instruction risk</h3><table cellspacing=0>" + "".join(
-        f"<tr><td>{e(r.package)} {e(r.version or '')}</td><td>needs {e(', '.join(r.missing))}</td>"
-        f"<td>{e(r.note)}</td></tr>" for r in risks) + "</table>") if risks else ""
-    crashed = [c for c in sw.import_checks if c.status not in ("ok", "skipped")]
-    imports = ("<h3>Import checks that failed</h3><table cellspacing=0>" + "".join(
-        f"<tr><td>{e(c.module)}</td><td>{e(c.status)} {e(c.signal_name or '')}</td><td>{e(c.message)}</td></tr>"
-        for c in crashed) + "</table>") if crashed else ""
-    preload = f"<p>Preloaded: <code>{e(' '.join(sw.preload_libs))}</code></p>" if sw.preload_libs else ""
-    notes = "".join(f'<p class="note">{e(n)}</p>' for n in sw.notes)
-    return (f'<section id="software"><h2>Software stack</h2>{_rows(rows)}<h3>PyTorch</h3>{_rows(torch_rows)}'
-            f"<h3>Thread environment</h3>{env}{preload}"
-            + (f"<h3>BLAS and OpenMP libraries</h3>{blas}" if blas else "")
-            + f"{pkgs}{risk}{imports}{notes}</section>")
+    parts = ['<section id="software"><h2>Software stack</h2>']
+    if sw.os.hostname:
+        parts.append(_rows([("Host name", e(sw.os.hostname))]))
+    for sec in sw_sec.sections(sw):
+        if sec.title == "Notes":
+            parts += [f'<p class="note">{e(n)}</p>' for n in sec.lines]
+            continue
+        parts.append(f"<h3>{e(sec.title)}</h3>")
+        if sec.lines:
+            code = sec.title in _CODE_SECTIONS and bool(sw.thread_env)
+            parts.append('<ul class="lines">' + "".join(
+                f"<li>{f'<code>{e(line)}</code>' if code else e(line)}</li>" for line in sec.lines) + "</ul>")
+        if sec.table:
+            header, *rows = sec.table
+            table = ("<table cellspacing=0><tr>" + "".join(f"<th>{e(h)}</th>" for h in header) + "</tr>"
+                     + "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in rows)
+                     + "</table>")
+            if len(rows) > _FOLD_ROWS:
+                table = f"<details><summary>{len(rows)} {e(header[0])} rows</summary>{table}</details>"
+            parts.append(table)
+        if sec.bullets:
+            parts.append('<ul class="checks">' + "".join(f"<li>{_marked(b)}</li>" for b in sec.bullets) + "</ul>")
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def _marked(line: str) -> str:
+    """``[✓] text`` with the mark coloured."""
+    for mark in MARK_CLASS:
+        if line.startswith(mark):
+            return f"{_mark(mark)} {e(line[len(mark):].lstrip())}"
+    return e(line)
 
 
 def _findings(report: Report) -> str:
@@ -272,7 +274,7 @@ def _findings(report: Report) -> str:
         items.append('<p class="sev-ok">No problems found.</p>')
     if passed:
         noun = "check" if len(passed) == 1 else "checks"
-        items.append(f"<details><summary>{len(passed)} {noun} passed</summary><ul>"
+        items.append(f'<details><summary>{len(passed)} {noun} passed</summary><ul class="checks">'
                      + "".join(f'<li><span class="sev-ok">✓</span> {e(f.title)} '
                                f'<span class="code">{e(f.code)}</span></li>' for f in passed)
                      + "</ul></details>")
@@ -292,16 +294,11 @@ def _finding(f: Finding) -> str:
         parts.append(f'<pre><code class="language-{e(f.snippet_lang)}">{e(f.snippet)}</code></pre>')
     if f.evidence:
         parts.append("<details><summary>Evidence</summary>" + _rows(
-            [(k, f"<code>{e(_short(v))}</code>") for k, v in f.evidence.items()]) + "</details>")
-    if f.docs:
-        parts.append(f'<p class="note">More: {e(f.docs)}</p>')
+            [(k, e(evidence_value(v, 300))) for k, v in f.evidence.items()]) + "</details>")
+    parts.append(f'<p class="note">Details: <code>cpudoctor explain {e(f.code)}</code>'
+                 + (f" · {e(f.docs)}" if f.docs else "") + "</p>")
     parts.append("</div>")
     return "".join(parts)
-
-
-def _short(value: Any, limit: int = 300) -> str:
-    text = value if isinstance(value, str) else repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _benchmarks(report: Report, images: Images, pictures: dict[str, str]) -> str:
@@ -310,13 +307,7 @@ def _benchmarks(report: Report, images: Images, pictures: dict[str, str]) -> str
     parts = ['<section id="benchmarks"><h2>Benchmarks</h2>']
     rec = report.recommendation
     if rec is not None:
-        gain = ""
-        if rec.samples_per_s and rec.default_samples_per_s:
-            gain = f" — {rec.samples_per_s / rec.default_samples_per_s:.2f}× the PyTorch default"
-        where = f", CPUs {_cpulist(rec.cpus)}" if rec.cpus else ""
-        parts.append(f"<p><b>Recommended:</b> {e(rec.threads)} threads"
-                     + (f", {e(rec.interop_threads)} inter-op" if rec.interop_threads else "")
-                     + f"{e(where)}" + (f" ({e(rec.variant)})" if rec.variant else "") + e(gain) + "</p>")
+        parts.append(f"<p><b>Recommended:</b> {e(recommendation_text(rec))}</p>")
     for i, run in enumerate(report.benchmarks):
         parts.append(_bench(run, i, images, pictures))
     parts.append("</section>")
@@ -324,14 +315,13 @@ def _benchmarks(report: Report, images: Images, pictures: dict[str, str]) -> str
 
 
 def _bench(run: BenchRun, index: int, images: Images, pictures: dict[str, str]) -> str:
-    head = f"<h3>{e(run.kind)}" + (f" · {e(run.started_at)}" if run.started_at else "") + (
+    head = f"<h3>{e(kind_title(run.kind))}" + (f" · {e(run.started_at)}" if run.started_at else "") + (
         f' · <span class="sev-warning">{e(run.status)}</span>' if run.status != "ok" else "") + "</h3>"
-    settings = ("<p class=\"note\">" + e(", ".join(f"{k}={_short(v, 60)}" for k, v in run.settings.items()))
-                + "</p>") if run.settings else ""
-    scalars = [(k, v) for k, v in run.metrics.items() if not isinstance(v, (list, dict))]
-    table = _rows([(k, e(f"{v:,.4g}" if isinstance(v, float) else v)) for k, v in scalars]) if scalars else ""
+    settings = ('<p class="note">Settings: ' + e(", ".join(settings_text(run.settings))) + "</p>") if run.settings else ""
+    scalars = [(k, v) for k, v in run.metrics.items() if not isinstance(v, (list, dict)) and v is not None]
+    table = _rows([(metric_label(k), e(fmt_number(v))) for k, v in scalars]) if scalars else ""
     charts = []
-    for j, chart in enumerate(find_charts(run.metrics, run.kind)):
+    for j, chart in enumerate(find_charts(run.metrics, kind_title(run.kind))):
         svg = render_chart(chart)
         if images == "inline":
             charts.append(f'<div class="map">{svg}</div>')

@@ -10,11 +10,75 @@ from __future__ import annotations
 
 from typing import Any
 
-from cpudoctor.render.svg_chart import find_charts, measurement_tables
-from cpudoctor.report import Report
+from cpudoctor.render.svg_chart import find_charts, fmt_number, measurement_tables, metric_label
+from cpudoctor.report import Report, ThreadRecommendation
 
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2, "ok": 3}
 SEVERITY_MARK = {"error": "✗", "warning": "!", "info": "i", "ok": "✓"}
+# Lab job kinds as the Training page names them.
+KIND_TITLES = {"train": "Micro-training", "sweep": "Thread sweep", "gemm": "GEMM throughput",
+               "quant": "Dynamic int8 vs fp32 inference", "peak": "Peak FLOP/s"}
+
+
+def kind_title(kind: str) -> str:
+    return KIND_TITLES.get(kind, kind)
+
+
+def evidence_value(value: Any, limit: int = 200) -> str:
+    """An evidence value in words: None is "not set / unknown" (as the Advisor page says), True "yes".
+
+    Evidence keys are JSON paths of the report; the values are shown the way a
+    reader of a bug report understands them, not as Python reprs (``None``,
+    ``True``, ``[]``).
+    """
+    if value is None:
+        text = "not set / unknown"
+    elif isinstance(value, int) and not isinstance(value, bool):
+        text = str(value)
+    elif isinstance(value, (bool, float)):
+        text = fmt_number(value)
+    elif isinstance(value, (list, tuple)):
+        text = ", ".join(evidence_value(v, limit) for v in value) if value else "none"
+    elif isinstance(value, dict):
+        text = ", ".join(f"{k}={evidence_value(v, limit)}" for k, v in value.items()) if value else "none"
+    else:
+        text = str(value)
+    text = text.replace("\n", " ")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def settings_text(settings: dict[str, Any], limit: int = 60) -> list[str]:
+    """``key=value`` items of a job's settings; nested dicts flattened (``train.model=simplecnn``)."""
+    out: list[str] = []
+    for k, v in settings.items():
+        if isinstance(v, dict):
+            out += [f"{k}.{item}" for item in settings_text(v, limit)]
+        elif v is None or v == [] or v == {}:
+            continue
+        else:
+            out.append(f"{k}={evidence_value(v, limit)}")
+    return out
+
+
+def recommendation_text(rec: ThreadRecommendation) -> str:
+    """"2 threads, 1 inter-op, pinned to CPUs 0-7 (one CCX): 1.14× the PyTorch default"."""
+    from cpudoctor.probes._fs import format_cpulist
+
+    text = f"{rec.threads} thread{'' if rec.threads == 1 else 's'}"
+    if rec.interop_threads:
+        text += f", {rec.interop_threads} inter-op"
+    if rec.cpus:
+        text += f", pinned to CPUs {format_cpulist(rec.cpus)}"
+    # The sweep names plain thread-count variants "4 threads": saying it twice reads as a typo.
+    if rec.variant and rec.variant.strip().lower() not in (f"{rec.threads} threads", f"{rec.threads} thread"):
+        text += f" ({rec.variant})"
+    if rec.samples_per_s:
+        text += f": {fmt_number(rec.samples_per_s)} samples/s"
+        if rec.default_samples_per_s:
+            text += f", {rec.samples_per_s / rec.default_samples_per_s:.2f}× the PyTorch default"
+    if rec.model:
+        text += f" (model {rec.model})"
+    return text
 
 
 def md_escape(text: Any) -> str:
@@ -40,20 +104,31 @@ def findings_lines(report: Report) -> list[str]:
     out = ["## Findings", ""]
     if not report.findings:
         return out + ["_The advisor has not run on this report (or found nothing to say)._", ""]
-    for f in sorted(report.findings, key=lambda f: (SEVERITY_ORDER.get(f.severity, 9), f.code)):
+    ordered = sorted(report.findings, key=lambda f: (SEVERITY_ORDER.get(f.severity, 9), f.code))
+    problems = [f for f in ordered if f.severity != "ok"]
+    passed = [f for f in ordered if f.severity == "ok"]
+    if not problems:
+        out += ["**[✓] No problems found.**", ""]
+    for f in problems:
         mark = SEVERITY_MARK.get(f.severity, "i")
-        out.append(f"- **[{mark}] {md_escape(f.title)}** `{f.code}` {md_escape(f.symbol)}")
+        # Title, why and fix are separate paragraphs of the list item: consecutive lines would
+        # run together into one paragraph on GitHub.
+        out += [f"- **[{mark}] {md_escape(f.title)}** `{f.code}` {md_escape(f.symbol)}", ""]
         if f.why:
-            out.append(f"  {md_escape(f.why)}")
+            out += [f"  {md_escape(f.why)}", ""]
         if f.fix:
-            out.append(f"  **Fix:** {md_escape(f.fix)}")
+            out += [f"  **Fix:** {md_escape(f.fix)}", ""]
         if f.snippet:
             fence = "````" if "```" in f.snippet else "```"
-            out += ["", f"  {fence}{f.snippet_lang}", *("  " + ln for ln in f.snippet.splitlines()), f"  {fence}"]
+            out += [f"  {fence}{f.snippet_lang}", *("  " + ln for ln in f.snippet.splitlines()), f"  {fence}", ""]
         if f.evidence:
-            out += [""] + ["  " + ln if ln else "" for ln in details(
-                "Evidence", [f"- `{_short(k, 80)}`: `{_short(v)}`" for k, v in f.evidence.items()])]
-        out.append("")
+            out += ["  " + ln if ln else "" for ln in details(
+                "Evidence", [f"- `{_short(k, 80)}`: {md_escape(evidence_value(v))}" for k, v in f.evidence.items()])]
+        out += [f"  Details: `cpudoctor explain {f.code}`", ""]
+    if passed:
+        noun = "check" if len(passed) == 1 else "checks"
+        out += details(f"{len(passed)} {noun} passed",
+                       [f"- [✓] {md_escape(f.title)} `{f.code}`" for f in passed])
     return out
 
 
@@ -69,31 +144,30 @@ def benchmarks_lines(report: Report) -> list[str]:
     out = ["## Benchmarks", ""]
     rec = report.recommendation
     if rec is not None:
-        gain = ""
-        if rec.samples_per_s and rec.default_samples_per_s:
-            gain = f" ({rec.samples_per_s / rec.default_samples_per_s:.2f}× the PyTorch default)"
-        out += [f"**Recommended:** {rec.threads} threads"
-                + (f", {rec.interop_threads} inter-op" if rec.interop_threads else "")
-                + (f", {md_escape(rec.variant)}" if rec.variant else "") + gain, ""]
+        out += [f"**Recommended:** {md_escape(recommendation_text(rec))}", ""]
     for run in report.benchmarks:
         status = "" if run.status == "ok" else f" — **{md_escape(run.status)}**"
-        out.append(f"### {md_escape(run.kind)}{status}")
+        out.append(f"### {md_escape(kind_title(run.kind))}{status}")
         out.append("")
+        if run.started_at:
+            out += [f"_started {md_escape(run.started_at)}_", ""]
         if run.settings:
-            out.append("Settings: " + ", ".join(f"`{_short(k, 40)}={_short(v, 60)}`" for k, v in run.settings.items()))
+            out.append("Settings: " + ", ".join(f"`{_short(item, 80)}`" for item in settings_text(run.settings)))
             out.append("")
-        scalars = [(k, v) for k, v in run.metrics.items() if not isinstance(v, (list, dict))]
+        scalars = [(k, v) for k, v in run.metrics.items() if not isinstance(v, (list, dict)) and v is not None]
         if scalars:
             out += ["| metric | value |", "|---|---|"]
-            out += [f"| {md_escape(k)} | {f'{v:,.4g}' if isinstance(v, float) else md_escape(v)} |" for k, v in scalars]
+            out += [f"| {md_escape(metric_label(k))} | {md_escape(fmt_number(v))} |" for k, v in scalars]
             out.append("")
-        for chart in find_charts(run.metrics, run.kind):
+        for chart in find_charts(run.metrics, kind_title(run.kind)):
             if chart.bars:
                 label, value = max(chart.bars, key=lambda b: b[1])
-                out.append(f"- Best: **{md_escape(label)}**, {value:,.4g} {md_escape(chart.y_label)}")
+                out.append(f"- Best: **{md_escape(label)}**, {fmt_number(value)} {md_escape(chart.y_label)}")
             for series in chart.series:
                 x, y = max(series.points, key=lambda p: p[1])
-                out.append(f"- Peak {md_escape(series.name)}: **{y:,.4g}** at {md_escape(chart.x_label)} {x:g}")
+                unit = "" if chart.y_label in series.name else f" {chart.y_label}"
+                out.append(f"- Peak {md_escape(series.name)}: **{fmt_number(y)}**{md_escape(unit)} "
+                           f"at {md_escape(chart.x_label)} {x:g}")
         out.append("")
         for name, cols, rows in measurement_tables(run.metrics):
             body = ["| " + " | ".join(md_escape(c) for c in cols) + " |", "|" + "---|" * len(cols)]

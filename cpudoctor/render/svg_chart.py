@@ -42,8 +42,39 @@ def _num(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
+# Unit-bearing keys whose plain "underscores to spaces" reading would be wrong or ugly.
+_LABELS = {"gflops": "GFLOP/s", "best_gflops": "best GFLOP/s", "peak_gflops": "peak GFLOP/s",
+           "utilisation": "utilisation", "threads_used": "threads used", "interop_threads": "inter-op threads",
+           "elapsed": "elapsed (s)", "import_s": "import (s)", "compile_s": "compile (s)"}
+
+
 def _label(key: str) -> str:
-    return key.replace("_per_s", "/s").replace("_", " ")
+    return _LABELS.get(key) or key.replace("_per_s", "/s").replace("_", " ")
+
+
+def metric_label(key: str) -> str:
+    """A metric key as a reader sees it: ``fp32_samples_per_s`` -> ``fp32 samples/s``, ``gflops`` -> ``GFLOP/s``."""
+    return _label(str(key))
+
+
+def fmt_number(v: Any) -> str:
+    """A measured value without scientific notation: 258,912 / 487.8 / 0.3537; bools as yes/no."""
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if not isinstance(v, (int, float)):
+        return "" if v is None else str(v)
+    if isinstance(v, int):
+        return f"{v:,}"
+    if not math.isfinite(v):
+        return "n/a"
+    a = abs(v)
+    if a >= 1000:
+        return f"{v:,.0f}"
+    if a >= 100:
+        return f"{v:.1f}"
+    if a == 0 or a >= 0.001:
+        return f"{v:.4g}"
+    return f"{v:.2e}"
 
 
 def find_charts(metrics: dict[str, Any], kind: str = "") -> list[Chart]:
@@ -69,7 +100,10 @@ def find_charts(metrics: dict[str, Any], kind: str = "") -> list[Chart]:
         if not y_keys:
             continue
         rows = [p for p in value if not label_key or p.get("group", "threads") == "threads"]
-        group = next((g for g in GROUP_KEYS if len({str(p.get(g)) for p in rows if g in p}) > 1), None)
+        # The key that tells the most series apart: GEMM's "backend" (torch-fp32 vs numpy-fp32), not its
+        # "precision", which would join two libraries' points into one zig-zag line.
+        distinct = {g: len({str(p.get(g)) for p in rows if g in p}) for g in GROUP_KEYS}
+        group = max((g for g in GROUP_KEYS if distinct[g] > 1), key=lambda g: distinct[g], default=None)
         series: list[Series] = []
         for yk in y_keys:
             groups = sorted({str(p.get(group)) for p in rows}) if group else [""]
@@ -85,12 +119,15 @@ def find_charts(metrics: dict[str, Any], kind: str = "") -> list[Chart]:
     return charts
 
 
-def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
+def _ticks(lo: float, hi: float, n: int = 5, integer: bool = False) -> list[float]:
+    """Round tick values covering lo..hi; ``integer`` (thread counts, batch sizes) never ticks at 1.2."""
     if hi <= lo:
         hi = lo + 1
     raw = (hi - lo) / n
     mag = 10 ** math.floor(math.log10(raw))
     step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    if integer:
+        step = max(1.0, float(math.ceil(step)))
     first, last = math.floor(lo / step + 1e-9), math.ceil(hi / step - 1e-9)
     return [round(i * step, 10) for i in range(first, last + 1)]
 
@@ -111,13 +148,19 @@ def render_chart(chart: Chart, width: int = 600) -> str:
 
 
 def line_chart(chart: Chart, width: int = 600, height: int = 280) -> str:
-    """Series as a line chart with axes, ticks, a legend and each series' best point marked."""
+    """Series as a line chart with axes, ticks, a legend and each series' best point marked.
+
+    The legend adds to ``height`` rather than eating the plot: four GEMM
+    backends must not squeeze the lines into a strip.
+    """
     legend_h = 16 * len(chart.series) if len(chart.series) > 1 else 0
+    height += legend_h
     ml, mr, mt, mb = 60, 16, 28 + legend_h, 40
     pw, ph = width - ml - mr, height - mt - mb
     xs = [x for s in chart.series for x, _ in s.points]
     ys = [y for s in chart.series for _, y in s.points]
-    xt, yt = _ticks(min(xs), max(xs)), _ticks(min(0.0, min(ys)), max(ys))
+    xt = _ticks(min(xs), max(xs), integer=all(float(x).is_integer() for x in xs))
+    yt = _ticks(min(0.0, min(ys)), max(ys))
     x0, x1, y0, y1 = xt[0], xt[-1], yt[0], yt[-1]
 
     def sx(v: float) -> float:
@@ -152,7 +195,7 @@ def line_chart(chart: Chart, width: int = 600, height: int = 280) -> str:
         for x, y in s.points:
             r = 4.5 if (x, y) == best else 3
             out.append(f'<circle fill="{color}" cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="{r}">'
-                       f"<title>{escape(s.name)}: {escape(chart.x_label)} {x:g} → {y:,.4g}</title></circle>")
+                       f"<title>{escape(s.name)}: {escape(chart.x_label)} {x:g} → {fmt_number(y)}</title></circle>")
     out.append("</svg>")
     return "".join(out)
 
@@ -176,7 +219,7 @@ def bar_chart(chart: Chart, width: int = 600) -> str:
         out.append(f'<text class="ch-t" x="{label_w - 6}" y="{y + 12}" text-anchor="end">'
                    f"<title>{escape(label)}</title>{escape(short)}</text>")
         out.append(f'<rect x="{label_w}" y="{y}" width="{w:.1f}" height="{bar_h}" rx="2" fill="{color}"/>')
-        out.append(f'<text class="ch-t" x="{label_w + w + 6:.1f}" y="{y + 12}">{value:,.4g}'
+        out.append(f'<text class="ch-t" x="{label_w + w + 6:.1f}" y="{y + 12}">{fmt_number(value)}'
                    + (" (best)" if i == best else "") + "</text>")
     out.append("</svg>")
     return "".join(out)
@@ -196,13 +239,13 @@ def measurement_tables(metrics: dict[str, Any]) -> list[tuple[str, list[str], li
         def cell(v: Any) -> str:
             if v is None:
                 return ""
-            if isinstance(v, float):
-                return f"{v:,.4g}"
+            if isinstance(v, (bool, int, float)):
+                return fmt_number(v)
             if isinstance(v, list) and all(isinstance(x, int) for x in v):
                 return format_cpulist(v)
             if isinstance(v, (list, dict)):
                 return str(v)
             return str(v)
 
-        tables.append((name, cols, [[cell(p.get(k)) for k in cols] for p in value]))
+        tables.append((name, [metric_label(c) for c in cols], [[cell(p.get(k)) for k in cols] for p in value]))
     return tables

@@ -1,0 +1,153 @@
+"""What an exported report says, not only that it parses: wording a reader gets in every format.
+
+Regression tests for things found by reading real exports: Python reprs
+(``None``, ``True``) in evidence, findings run together into one Markdown
+paragraph, "not_installed" PyTorch on a captured tree, GEMM points of two
+libraries joined into one line, fractional thread-count ticks, "1 threads".
+"""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+
+from conftest import machine_root
+from cpudoctor.collect import collect_report
+from cpudoctor.export import render_export
+from cpudoctor.render.md_extra import evidence_value, recommendation_text, settings_text
+from cpudoctor.render.svg_chart import find_charts, fmt_number, line_chart, measurement_tables
+from cpudoctor.report import BenchRun, Finding, ThreadRecommendation
+from export_samples import sample_report
+
+
+class _Text(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.chunks: list[str] = []
+
+    def handle_data(self, data):
+        self.chunks.append(data.strip())
+
+
+def _html_text(report) -> list[str]:
+    p = _Text()
+    p.feed(render_export(report, "html").decode())
+    return [c for c in p.chunks if c]
+
+
+def _with_evidence():
+    r = sample_report()
+    r.findings.append(Finding(code="THR002", symbol="omp-unset", category="threads", severity="info",
+                              title="OMP_NUM_THREADS is not set", fix="Set it.",
+                              evidence={"software.thread_env.OMP_NUM_THREADS": None, "cpu.isa.avx512_bf16": True,
+                                        "cpu.isa.amx": [], "topology.cores": 64}))
+    return r
+
+
+def test_evidence_values_are_words_not_python_reprs():
+    r = _with_evidence()
+    text = _html_text(r)
+    assert "None" not in text and "True" not in text and "[]" not in text
+    assert "not set / unknown" in text and "yes" in text and "none" in text
+    md = render_export(r, "md").decode()
+    evidence = md[md.index("OMP\\_NUM\\_THREADS is not set"):]
+    assert "`software.thread_env.OMP_NUM_THREADS`: not set / unknown" in evidence
+    assert "`cpu.isa.avx512_bf16`: yes" in evidence
+    assert ": `None`" not in md and ": `True`" not in md
+    pdf_page = render_export(r, "pdf")
+    assert pdf_page.startswith(b"%PDF")
+
+
+def test_evidence_value_words():
+    assert evidence_value(None) == "not set / unknown"
+    assert evidence_value(False) == "no"
+    assert evidence_value([1, 2]) == "1, 2"
+    assert evidence_value({"a": None}) == "a=not set / unknown"
+    assert evidence_value("x" * 500, limit=50).endswith("…")
+
+
+def test_markdown_finding_parts_are_separate_paragraphs():
+    md = render_export(sample_report(), "md").decode().splitlines()
+    title = next(i for i, ln in enumerate(md) if "OMP\\_NUM\\_THREADS counts SMT siblings" in ln)
+    assert md[title].startswith("- **[!]")
+    assert md[title + 1] == ""                              # why starts a new paragraph
+    assert md[title + 2].startswith("  PyTorch runs one thread")
+    assert md[title + 3] == "" and md[title + 4].startswith("  **Fix:**")
+    assert "  Details: `cpudoctor explain THR001`" in md
+    # Passed checks fold away instead of filling the findings list.
+    assert any(ln.startswith("<summary>1 check passed") for ln in md)
+
+
+def test_html_findings_point_to_explain():
+    assert any("cpudoctor explain THR001" in c for c in _html_text(sample_report()))
+
+
+def test_captured_tree_html_matches_markdown_software(corpus, manifest):
+    """A --root report has no Python/PyTorch facts: the HTML must not claim torch is "not_installed"."""
+    root = machine_root("hwloc-64amd64-4s2n4ca2co")
+    report = collect_report(root, software=True, children=False)
+    assert report.software is not None and report.software.captured
+    text = " ".join(_html_text(report))
+    md = render_export(report, "md").decode()
+    assert "not_installed" not in text and "not_installed" not in md
+    assert "PyTorch build" not in text and "PyTorch build" not in md
+    assert "Operating system" in text and "Operating system" in md
+    # Chip rows use the same labels and wording as the text/Markdown report.
+    assert "Family / model" in text and "21 (0x15)" in text
+
+
+GEMM_POINTS = [{"backend": b, "library": b.split("-")[0], "precision": b.split("-")[1], "threads": t,
+                "size": 512, "gflops": g, "peak_gflops": 166.2 * t, "utilisation": g / (166.2 * t)}
+               for b, pts in (("torch-fp32", ((1, 108.3), (2, 28.8))), ("numpy-fp32", ((1, 125.9), (2, 200.2))),
+                              ("torch-bf16", ((1, 487.8), (2, 33.6))), ("numpy-fp64", ((1, 60.3), (2, 40.5))))
+               for t, g in pts]
+
+
+def test_gemm_chart_has_one_line_per_backend():
+    """Grouping by precision joined torch-fp32 and numpy-fp32 into one zig-zag line."""
+    (chart,) = find_charts({"points": GEMM_POINTS}, "GEMM throughput")
+    names = sorted(s.name for s in chart.series)
+    assert names == ["numpy-fp32", "numpy-fp64", "torch-bf16", "torch-fp32"]
+    for s in chart.series:
+        xs = [x for x, _ in s.points]
+        assert xs == sorted(set(xs))                        # one point per thread count
+    assert chart.y_label == "GFLOP/s"
+
+
+def test_thread_axis_has_whole_ticks_and_legend_does_not_squeeze_plot():
+    (chart,) = find_charts({"points": GEMM_POINTS}, "GEMM")
+    svg = line_chart(chart)
+    ticks = re.findall(r'text-anchor="middle">([0-9.]+)</text>', svg)
+    assert ticks and all("." not in t for t in ticks)
+    height = int(re.search(r'height="(\d+)"', svg).group(1))
+    assert height == 280 + 16 * 4
+
+
+def test_numbers_and_tables_read_without_scientific_notation():
+    assert fmt_number(258911.7) == "258,912"
+    assert fmt_number(487.83) == "487.8"
+    assert fmt_number(0.35366) == "0.3537"
+    assert fmt_number(True) == "yes" and fmt_number(110) == "110"
+    quant = [{"batch": 1, "fp32_samples_per_s": 8856.0, "int8_samples_per_s": 14282.8, "fp32_p90_ms": 0.1377},
+             {"batch": 64, "fp32_samples_per_s": 18071.5, "int8_samples_per_s": 258911.7, "fp32_p90_ms": 81.3}]
+    ((_, cols, rows),) = measurement_tables({"points": quant})
+    assert cols == ["batch", "fp32 samples/s", "int8 samples/s", "fp32 p90 ms"]
+    assert rows[1] == ["64", "18,072", "258,912", "81.3"]
+    r = sample_report()
+    r.benchmarks.append(BenchRun(kind="quant", metrics={"points": quant, "vnni": True}))
+    md = render_export(r, "md").decode()
+    assert "e+0" not in md
+    assert "### Dynamic int8 vs fp32 inference" in md and "| vnni | yes |" in md
+
+
+def test_recommendation_and_settings_wording():
+    assert recommendation_text(ThreadRecommendation(threads=1, variant="1 thread")) == "1 thread"
+    rec = ThreadRecommendation(threads=8, cpus=list(range(8)), variant="one CCX", samples_per_s=1710.0,
+                               default_samples_per_s=1500.0)
+    assert recommendation_text(rec) == "8 threads, pinned to CPUs 0-7 (one CCX): 1,710 samples/s, 1.14× the PyTorch default"
+    assert settings_text({"train": {"model": "simplecnn", "compile": False}, "seconds": 1.0, "cpus": None}) == [
+        "train.model=simplecnn", "train.compile=no", "seconds=1"]
+    r = sample_report()
+    r.benchmarks[0].settings = {"train": {"model": "simplecnn"}, "seconds": 8}
+    md = render_export(r, "md").decode()
+    assert "{'model'" not in md and "`train.model=simplecnn`" in md
