@@ -151,3 +151,21 @@ def test_recommendation_and_settings_wording():
     r.benchmarks[0].settings = {"train": {"model": "simplecnn"}, "seconds": 8}
     md = render_export(r, "md").decode()
     assert "{'model'" not in md and "`train.model=simplecnn`" in md
+
+
+def test_constant_columns_are_said_once_and_pdf_tables_fit():
+    from cpudoctor.render.svg_chart import split_constant_columns
+
+    ((_, cols, rows),) = measurement_tables({"points": GEMM_POINTS})
+    kept, kept_rows, same = split_constant_columns(cols, rows)
+    assert "size" not in kept and same == ["size 512"]
+    assert all(len(r) == len(kept) for r in kept_rows)
+    assert split_constant_columns(["a"], [["1"]]) == (["a"], [["1"]], [])   # one row: nothing to lift
+    r = sample_report()
+    r.benchmarks.append(BenchRun(kind="gemm", metrics={"points": GEMM_POINTS}))
+    md = render_export(r, "md").decode()
+    assert "Every row: size 512" in md
+    from cpudoctor.render.html import build_html
+
+    page, _ = build_html(r, images="resources")
+    assert '</table><p style="margin:0;font-size:4pt">' in page      # Qt drops margins after tables

@@ -20,7 +20,8 @@ from typing import Any, Literal
 from cpudoctor.render import cpu as cpu_sec
 from cpudoctor.render import software as sw_sec
 from cpudoctor.render.md_extra import evidence_value, kind_title, recommendation_text, settings_text
-from cpudoctor.render.svg_chart import find_charts, fmt_number, measurement_tables, metric_label, render_chart
+from cpudoctor.render.svg_chart import (find_charts, fmt_number, measurement_tables, metric_label, render_chart,
+                                        split_constant_columns)
 from cpudoctor.render.svg_topology import render_svg
 from cpudoctor.report import BenchRun, Finding, Report
 
@@ -81,6 +82,7 @@ pre{white-space:pre-wrap}.summary{font-weight:bold;margin-top:6pt}
 .title{font-weight:bold}.flags{font-family:'DejaVu Sans Mono',monospace;font-size:7.5pt;color:#5f6b77}
 .mark{font-family:'DejaVu Sans Mono',monospace;font-weight:bold}
 ul.checks{list-style:none}
+.mt{font-size:7.5pt}
 """
 
 
@@ -330,8 +332,10 @@ def _bench(run: BenchRun, index: int, images: Images, pictures: dict[str, str]) 
             pictures[name] = svg
             charts.append(f'<p><img src="cpudoctor:{name}"></p>')
     for name, cols, rows in measurement_tables(run.metrics):
+        cols, rows, same = split_constant_columns(cols, rows)
         charts.append(f"<details><summary>{len(rows)} measurements ({e(name)})</summary>"
-                      "<table cellspacing=0><tr>" + "".join(f"<th>{e(c)}</th>" for c in cols) + "</tr>"
+                      + (f'<p class="note">Every row: {e(", ".join(same))}</p>' if same else "")
+                      + '<table class="mt" cellspacing=0><tr>' + "".join(f"<th>{e(c)}</th>" for c in cols) + "</tr>"
                       + "".join("<tr>" + "".join(f"<td>{e(v)}</td>" for v in row) + "</tr>" for row in rows)
                       + "</table></details>")
     note = f'<p class="note">{e(run.note)}</p>' if run.note else ""
@@ -354,6 +358,8 @@ def build_html(report: Report, images: Images = "inline") -> tuple[str, dict[str
     if images == "resources":       # Qt rich text has no <details>: show them open, summary as a label
         body = re.sub(r"<summary>(.*?)</summary>", r'<p class="summary">\1</p>', body)
         body = re.sub(r"</?details>", "", body)
+        # Qt drops margins after a table, so a heading would touch the table above it: a tiny spacer paragraph.
+        body = body.replace("</table>", '</table><p style="margin:0;font-size:4pt">&nbsp;</p>')
     page = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             '<meta name="color-scheme" content="light dark">'

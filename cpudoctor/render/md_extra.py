@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cpudoctor.render.svg_chart import find_charts, fmt_number, measurement_tables, metric_label
+from cpudoctor.render.svg_chart import find_charts, fmt_number, measurement_tables, metric_label, split_constant_columns
 from cpudoctor.report import Report, ThreadRecommendation
 
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2, "ok": 3}
@@ -170,7 +170,9 @@ def benchmarks_lines(report: Report) -> list[str]:
                            f"at {md_escape(chart.x_label)} {x:g}")
         out.append("")
         for name, cols, rows in measurement_tables(run.metrics):
-            body = ["| " + " | ".join(md_escape(c) for c in cols) + " |", "|" + "---|" * len(cols)]
+            cols, rows, same = split_constant_columns(cols, rows)
+            body = [f"Every row: {md_escape(', '.join(same))}", ""] if same else []
+            body += ["| " + " | ".join(md_escape(c) for c in cols) + " |", "|" + "---|" * len(cols)]
             body += ["| " + " | ".join(md_escape(v) for v in row) + " |" for row in rows]
             out += details(f"{len(rows)} measurements ({md_escape(name)})", body)
         if run.note:

@@ -249,3 +249,19 @@ def measurement_tables(metrics: dict[str, Any]) -> list[tuple[str, list[str], li
 
         tables.append((name, [metric_label(c) for c in cols], [[cell(p.get(k)) for k in cols] for p in value]))
     return tables
+
+
+def split_constant_columns(cols: list[str], rows: list[list[str]]) -> tuple[list[str], list[list[str]], list[str]]:
+    """Columns that hold the same value in every row, lifted out as ``name value`` texts.
+
+    GEMM's table repeats ``size 512`` in every row; saying it once keeps the
+    table narrow enough for a printed page and a pasted issue.
+    """
+    if len(rows) < 2:
+        return cols, rows, []
+    const = [i for i in range(len(cols)) if len({r[i] for r in rows}) == 1 and rows[0][i] != ""]
+    if len(const) == len(cols):
+        return cols, rows, []
+    keep = [i for i in range(len(cols)) if i not in const]
+    return ([cols[i] for i in keep], [[r[i] for i in keep] for r in rows],
+            [f"{cols[i]} {rows[0][i]}" for i in const])
