@@ -169,3 +169,19 @@ def test_constant_columns_are_said_once_and_pdf_tables_fit():
 
     page, _ = build_html(r, images="resources")
     assert '</table><p style="margin:0;font-size:4pt">' in page      # Qt drops margins after tables
+
+
+def test_small_machine_map_is_enlarged_not_a_thumbnail():
+    from export_samples import epyc_topology
+
+    from cpudoctor.render.svg_topology import render_svg
+
+    small = epyc_topology(packages=1, ccx_per_pkg=1, cores_per_ccx=2, smt=1)
+    svg = render_svg(small, min_width=400)
+    vw, vh = map(int, re.search(r'viewBox="0 0 (\d+) (\d+)"', svg).groups())
+    w, h = map(int, re.search(r'<svg[^>]* width="(\d+)" height="(\d+)"', svg).groups())
+    assert vw < 400 and w == min(400, round(vw * 1.6)) and abs(h / w - vh / vw) < 0.02
+    big = render_svg(epyc_topology(), min_width=400)
+    assert re.search(r'viewBox="0 0 (\d+) \d+" width="\1"', big)        # large maps keep their size
+    html = render_export(sample_report(), "html").decode()
+    assert 'class="topology"' in html

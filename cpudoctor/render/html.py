@@ -192,7 +192,8 @@ def _topology(report: Report, images: Images, pictures: dict[str, str]) -> str:
         rows.append(("This process may use", e(f"{len(a.allowed_cpus)} CPUs ({_cpulist(a.allowed_cpus)})")))
     if a.cpu_quota is not None:
         rows.append(("cgroup CPU quota", e(f"{a.cpu_quota:g} CPUs")))
-    svg = render_svg(t, title=f"Topology of {title_of(report)}", max_width=1240 if images == "inline" else 680)
+    svg = render_svg(t, title=f"Topology of {title_of(report)}", max_width=1240 if images == "inline" else 680,
+                     min_width=400 if images == "inline" else 320)
     if images == "inline":
         pic = f'<div class="map">{svg}</div>'
     else:

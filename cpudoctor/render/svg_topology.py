@@ -156,11 +156,18 @@ def _emit(box: Box, ox: int, oy: int, out: list[str]) -> None:
         _emit(child, x, y, out)
 
 
-def render_svg(topo: Topology, title: str = "CPU topology", max_width: int = DEFAULT_WIDTH) -> str:
+MAX_ZOOM = 1.6
+
+
+def render_svg(topo: Topology, title: str = "CPU topology", max_width: int = DEFAULT_WIDTH,
+               min_width: int = 0) -> str:
     """The whole map as one ``<svg>`` element (no XML declaration: it is inlined in HTML).
 
     ``max_width`` is where rows wrap (px); a narrow value (a printed page) stacks
     packages and NUMA nodes vertically instead of shrinking the text.
+    ``min_width``: a small machine's map (a 2-vCPU VM is 230 px wide, with 10 px
+    labels) is displayed enlarged up to that width, at most 1.6x, so it does not
+    look like a thumbnail next to the report's text; the viewBox is unchanged.
     """
     machine = build_tree(topo)
     if not machine.children:
@@ -172,6 +179,7 @@ def render_svg(topo: Topology, title: str = "CPU topology", max_width: int = DEF
     out: list[str] = []
     _emit(machine, 0, 0, out)
     w, h = machine.w, machine.h
+    zoom = min(MAX_ZOOM, min_width / w) if 0 < w < min_width else 1.0
     return (f'<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="{escape(title)}" '
-            f'viewBox="0 0 {w} {h}" width="{w}" height="{h}" class="topology">'
+            f'viewBox="0 0 {w} {h}" width="{round(w * zoom)}" height="{round(h * zoom)}" class="topology">'
             f"<title>{escape(title)}</title><style>{SVG_STYLE}</style>" + "".join(out) + "</svg>")
