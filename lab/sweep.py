@@ -24,6 +24,7 @@ from cpudoctor.probes._fs import format_cpulist
 from cpudoctor.probes.topology import Topology
 
 TIE_TOLERANCE = 0.03    # within 3% of the best, fewer threads win: same speed, cores left free
+NOISE_RATIO = 1.25      # two runs of one setting further apart than this: the machine was busy
 
 
 @dataclass
@@ -159,6 +160,33 @@ def recommend(points: list[dict[str, Any]], model: str | None = None):
     )
 
 
+def noise_notes(points: list[dict[str, Any]]) -> list[str]:
+    """Variants that ran the very same setting (e.g. "PyTorch defaults" and "N threads") but measured far apart.
+
+    The sweep's ranking is only as good as its quietest run; when one setting
+    measures 1.25x or more apart from itself, something else used the CPUs and
+    the user should rerun rather than trust the recommendation.
+    """
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for p in points:
+        threads = p.get("threads_used") or p.get("threads")
+        if p.get("samples_per_s") and threads:
+            groups.setdefault((threads, tuple(p.get("cpus") or ())), []).append(p)
+    notes = []
+    for (threads, _), same in groups.items():
+        if len(same) < 2:
+            continue
+        lo = min(same, key=lambda p: p["samples_per_s"])
+        hi = max(same, key=lambda p: p["samples_per_s"])
+        ratio = hi["samples_per_s"] / lo["samples_per_s"]
+        if ratio >= NOISE_RATIO:
+            notes.append(f"'{hi['variant']}' and '{lo['variant']}' ran the same setting ({threads} thread"
+                         f"{'' if threads == 1 else 's'}) but measured {hi['samples_per_s']:,.0f} vs "
+                         f"{lo['samples_per_s']:,.0f} samples/s ({ratio:.1f}x apart): other programs used the "
+                         "CPUs during the sweep, so rerun it on an idle machine before trusting the ranking")
+    return notes
+
+
 def run(args: dict[str, Any], stop: protocol.StopFlag, root: Path = Path("/")) -> dict[str, Any]:
     from cpudoctor.lab.runner import Job, job_command
     from cpudoctor.serde import to_data
@@ -217,6 +245,7 @@ def run(args: dict[str, Any], stop: protocol.StopFlag, root: Path = Path("/")) -
         "variants": len(variants),
         "recommendation": to_data(rec) if rec is not None else None,
         "failures": failures,
+        "notes": noise_notes(points),
         "seconds_per_variant": seconds,
         "topology_notes": list(topo.notes),
         "elapsed": round(time.perf_counter() - start, 3),

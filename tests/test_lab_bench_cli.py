@@ -51,6 +51,13 @@ def test_text_output_of_each_job():
                            "default_samples_per_s": 500.0}})
     text = bench.format_outcome("sweep", sweep)
     assert "torch.set_num_threads(1)" in text and "2.00x the PyTorch defaults" in text and " 50%" in text
+    sweep.result["recommendation"]["cpus"] = [0, 1, 2, 3, 8]
+    sweep.result["notes"] = ["busy machine"]
+    text = bench.format_outcome("sweep", sweep)
+    assert "pinned to CPUs 0-3,8" in text and "note: busy machine" in text   # the taskset form, not a Python list
+    train = JobOutcome(result={"settings": {"model": "lenet5", "dtype": "fp32", "batch_size": 8, "cpus": [0, 1]},
+                               "threads": 2, "samples_per_s": 10.0})
+    assert "CPUs 0-1" in bench.format_outcome("train", train)
     gemm = JobOutcome(result={"size": 64, "points": [{"backend": "torch-fp32", "threads": 1, "gflops": 100.0,
                                                       "peak_gflops": 200.0, "utilisation": 0.5}],
                               "machine": {"microarchitecture": "zen4", "physical_cores": 8}, "peak_notes": ["n1"]})

@@ -111,6 +111,21 @@ def test_recommend_clear_winner_and_nothing_measured():
     assert sweep.recommend([_pt("1 thread", 1, None)]) is None
 
 
+def test_noise_note_when_one_setting_measures_far_apart():
+    """'PyTorch defaults' (2 threads used) and '2 threads' are one setting: 7,334 vs 842 samples/s means a busy machine."""
+    default = _pt("PyTorch defaults", None, 7334.0, "default")
+    default["threads_used"] = 2
+    points = [default, _pt("1 thread", 1, 5785.0), _pt("2 threads", 2, 842.0)]
+    notes = sweep.noise_notes(points)
+    assert len(notes) == 1
+    assert "'PyTorch defaults' and '2 threads' ran the same setting (2 threads)" in notes[0]
+    assert "7,334 vs 842 samples/s (8.7x apart)" in notes[0] and "rerun" in notes[0]
+    # Within noise, or different settings (pinned vs unpinned): no note.
+    points[2]["samples_per_s"] = 7000.0
+    assert sweep.noise_notes(points) == []
+    assert sweep.noise_notes([_pt("2 threads", 2, 800.0), _pt("pinned", 2, 3000.0, "pinning", [0, 1])]) == []
+
+
 @pytest.mark.slow
 def test_real_sweep_on_this_machine():
     from cpudoctor.lab import runner

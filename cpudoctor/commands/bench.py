@@ -39,16 +39,20 @@ def register(subparsers) -> None:
         sp.add_argument("-o", "--output", metavar="FILE", help="write the output to FILE instead of stdout")
         sp.add_argument("--quiet", action="store_true", help="no progress bar")
 
-    def training(sp, seconds: float):
-        sp.add_argument("--model", default="simplecnn", choices=("simplecnn", "lenet5", "resnet18"))
-        sp.add_argument("--data", default="synthetic", choices=("synthetic", "mnist"))
+    def training(sp, seconds: float, per_variant: bool = False):
+        sp.add_argument("--model", default="simplecnn", choices=("simplecnn", "lenet5", "resnet18"),
+                        help="model to train (default simplecnn; resnet18 has ~11M parameters)")
+        sp.add_argument("--data", default="synthetic", choices=("synthetic", "mnist"),
+                        help="synthetic MNIST-shaped images (default) or real MNIST from --mnist-dir")
         sp.add_argument("--mnist-dir", metavar="DIR", help="folder with the MNIST IDX files (gz or not)")
-        sp.add_argument("--batch-size", type=int, default=64)
-        sp.add_argument("--optimizer", default="adam", choices=("adam", "sgd"))
-        sp.add_argument("--dtype", default="fp32", choices=("fp32", "bf16"))
-        sp.add_argument("--channels-last", action="store_true")
+        sp.add_argument("--batch-size", type=int, default=64, help="samples per step (default 64)")
+        sp.add_argument("--optimizer", default="adam", choices=("adam", "sgd"), help="optimizer (default adam)")
+        sp.add_argument("--dtype", default="fp32", choices=("fp32", "bf16"),
+                        help="fp32 (default) or bf16 autocast (no GradScaler; fast only with AVX512_BF16/AMX)")
+        sp.add_argument("--channels-last", action="store_true", help="NHWC memory format for the convolutions")
         sp.add_argument("--compile", action="store_true", help="torch.compile the model (needs a C compiler)")
-        sp.add_argument("--seconds", type=float, default=seconds, help=f"run length (default {seconds:g})")
+        sp.add_argument("--seconds", type=float, default=seconds,
+                        help=f"run length{' of each variant' if per_variant else ''} (default {seconds:g})")
 
     t = jobs.add_parser("train", help="micro-training run: samples/s, loss and accuracy")
     training(t, 20.0)
@@ -59,7 +63,7 @@ def register(subparsers) -> None:
     common(t)
 
     s = jobs.add_parser("sweep", help="training at 1..N threads and pinning variants; recommends the best")
-    training(s, 8.0)
+    training(s, 8.0, per_variant=True)
     common(s)
 
     g = jobs.add_parser("gemm", help="matmul GFLOP/s vs the theoretical peak")
@@ -67,15 +71,15 @@ def register(subparsers) -> None:
     g.add_argument("--backend", action="append", choices=("torch-fp32", "torch-bf16", "numpy-fp32", "numpy-fp64"),
                    help="repeat to choose several (default: all four)")
     g.add_argument("--threads", type=_int_list, help="thread counts, e.g. 1,2,4 (default: 1 and all usable CPUs)")
-    g.add_argument("--min-seconds", type=float, default=1.0, help="time each point at least this long")
+    g.add_argument("--min-seconds", type=float, default=1.0, help="time each point at least this long (default 1)")
     g.add_argument("--clock-mhz", type=float, help="clock for the peak (default: boost, base or /proc/cpuinfo clock)")
     common(g)
 
     q = jobs.add_parser("quant", help="dynamic int8 vs fp32 MLP inference latency")
     q.add_argument("--hidden", type=int, default=1024, help="hidden width of the MLP (default 1024)")
     q.add_argument("--batches", type=_int_list, default=[1, 64], help="batch sizes (default 1,64)")
-    q.add_argument("--threads", type=int)
-    q.add_argument("--min-seconds", type=float, default=1.0)
+    q.add_argument("--threads", type=int, help="intra-op threads (default: PyTorch's own choice)")
+    q.add_argument("--min-seconds", type=float, default=1.0, help="time each latency at least this long (default 1)")
     common(q)
     p.set_defaults(func=run)
 
@@ -202,6 +206,13 @@ def _num(v: Any, fmt: str = ",.0f") -> str:
     return "-" if v is None else format(v, fmt)
 
 
+def _cpus(cpus) -> str:
+    """A CPU list the way taskset and the kernel write it: 0-7,16-23."""
+    from cpudoctor.probes._fs import format_cpulist
+
+    return format_cpulist(list(cpus)) if isinstance(cpus, (list, tuple)) else str(cpus)
+
+
 def format_outcome(job: str, outcome) -> str:
     r = outcome.result
     lines: list[str] = []
@@ -215,7 +226,7 @@ def format_outcome(job: str, outcome) -> str:
     if job == "train":
         s = r.get("settings", {})
         lines.append(f"{s.get('model')} {s.get('dtype')}, batch {s.get('batch_size')}, {r.get('threads')} thread{'s' if r.get('threads') != 1 else ''}"
-                     + (f", CPUs {s.get('cpus')}" if s.get("cpus") else "")
+                     + (f", CPUs {_cpus(s.get('cpus'))}" if s.get("cpus") else "")
                      + (", channels_last" if s.get("channels_last") else "") + (", compiled" if s.get("compile") else ""))
         lines.append(f"  throughput  {_num(r.get('samples_per_s'))} samples/s ({r.get('steps')} steps in {r.get('elapsed')} s)")
         lines.append(f"  loss        {_num(r.get('initial_loss'), '.3f')} -> {_num(r.get('final_loss'), '.3f')}")
@@ -249,8 +260,9 @@ def format_outcome(job: str, outcome) -> str:
         rec = r.get("recommendation")
         if rec:
             lines.append(f"Recommended: {rec['variant']} -> torch.set_num_threads({rec['threads']})"
-                         + (f", pinned to CPUs {rec['cpus']}" if rec.get("cpus") else ""))
+                         + (f", pinned to CPUs {_cpus(rec['cpus'])}" if rec.get("cpus") else ""))
             if rec.get("default_samples_per_s"):
                 lines.append(f"  {rec['samples_per_s'] / rec['default_samples_per_s']:.2f}x the PyTorch defaults")
         lines += [f"failed: {f}" for f in r.get("failures", [])]
+        lines += [f"note: {n}" for n in r.get("notes", [])]
     return "\n".join(lines)
