@@ -66,7 +66,23 @@ def _table(columns: tuple[str, ...]) -> QTableWidget:
     t.setAlternatingRowColors(True)
     t.horizontalHeader().setStretchLastSection(True)
     t.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+    # one compact line per row, like top: a long command line is elided (full text in its tooltip)
+    t.setWordWrap(False)
+    t.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+    t.verticalHeader().setDefaultSectionSize(t.fontMetrics().height() + 8)
     return t
+
+
+# /proc/<pid>/task/<tid>/stat states, in words (proc(5))
+THREAD_STATES = {"R": "running", "S": "sleeping", "D": "waiting on I/O", "T": "stopped", "t": "traced",
+                 "Z": "zombie", "X": "dead", "I": "idle", "P": "parked", "W": "waking"}
+
+
+def state_text(state: str | None) -> str:
+    if not state:
+        return "—"
+    word = THREAD_STATES.get(state)
+    return f"{word} ({state})" if word else state
 
 
 def _esc(text: str) -> str:
@@ -143,9 +159,19 @@ class InspectorPage(QWidget):
     def _build(self) -> None:
         outer = QVBoxLayout(self)
         outer.setContentsMargins(12, 12, 12, 12)
-        head = QLabel("<b>Inspector</b> — pick your running training script to see what it is doing right now.")
-        head.setWordWrap(True)
-        outer.addWidget(head)
+        # the same heading as the Advisor and Topology pages: a title, then a muted line
+        head = QHBoxLayout()
+        title = QLabel("Inspector")
+        font = title.font()
+        font.setPointSizeF(font.pointSizeF() * 1.3)
+        font.setBold(True)
+        title.setFont(font)
+        subtitle = QLabel("— pick your running training script to see what it is doing right now")
+        subtitle.setStyleSheet("color: palette(placeholder-text);")
+        subtitle.setWordWrap(True)
+        head.addWidget(title)
+        head.addWidget(subtitle, 1)
+        outer.addLayout(head)
 
         split = QSplitter(Qt.Orientation.Vertical)
         outer.addWidget(split, 1)
@@ -170,6 +196,9 @@ class InspectorPage(QWidget):
         self.process_table = _table(PICKER_COLUMNS)
         self.process_table.itemSelectionChanged.connect(self._on_pick)
         self.process_table.itemDoubleClicked.connect(lambda *_: self.start_inspection())
+        # at least five processes visible: the results pane below wants all the height it can get
+        self.process_table.setMinimumHeight(self.process_table.horizontalHeader().sizeHint().height()
+                                            + 5 * self.process_table.verticalHeader().defaultSectionSize() + 4)
         pl.addWidget(self.process_table, 1)
         row2 = QHBoxLayout()
         row2.addWidget(QLabel("PID:"))
@@ -504,7 +533,7 @@ class InspectorPage(QWidget):
             cells = (_item(th.tid, align_right=True), _item(th.name), _item(_pct(th.cpu_percent), align_right=True),
                      _item(th.last_cpu, align_right=True), _item(th.l3, align_right=True),
                      _item(th.numa, align_right=True), _item(th.migrations, align_right=True),
-                     _item(_pct(th.wait_percent), align_right=True), _item(th.state))
+                     _item(_pct(th.wait_percent), align_right=True), _item(state_text(th.state)))
             for c, cell in enumerate(cells):
                 if th.cpus_seen:
                     cell.setToolTip(f"Seen on CPUs {cpu_ranges(sorted(th.cpus_seen))}")

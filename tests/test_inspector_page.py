@@ -151,6 +151,9 @@ def test_inspect_runs_off_the_ui_thread_and_fills_the_view(qtbot, page):
     assert tt.rowCount() == 3 and tt.item(0, 0).text() == "200" and tt.item(0, 2).text() == "97"
     assert (tt.item(1, 3).text(), tt.item(1, 4).text(), tt.item(1, 5).text()) == ("2", "1", "1")
     assert "Seen on CPUs 0,2" in tt.item(0, 0).toolTip()
+    states = {tt.item(r, 8).text() for r in range(tt.rowCount())}
+    assert states and all("(" in s and not s.startswith("(") for s in states)    # "running (R)", not "R"
+    assert not tt.wordWrap() and page.process_table.minimumHeight() > 5 * tt.verticalHeader().defaultSectionSize()
     # Libraries, env, children, memory.
     assert [page.lib_table.item(r, 2).text() for r in range(2)] == ["libgomp.so.1", "libiomp5.so"]
     assert (page.env_table.item(0, 0).text(), page.env_table.item(0, 1).text()) == ("OMP_NUM_THREADS", "2")
