@@ -28,14 +28,18 @@ from cpudoctor.report import Report, ReportError
 PRIVACY_TEXT = "Include identifying details (host name, user, paths)"
 _SUMMARY_RE = re.compile(r"<summary>(.*?)</summary>")
 _DETAILS_RE = re.compile(r"</?details( open)?>")
+# A line in _underscores_: GitHub's italics, which Qt's Markdown reader underlines like a link
+_UNDERSCORE_LINE_RE = re.compile(r"^_([^_\n](?:[^\n]*?[^\s\\])?)_$", re.MULTILINE)
 EXPORT_FORMATS = ("html", "md", "json", "pdf")
 
 
 def qt_markdown(text: str) -> str:
     """GitHub Markdown for QTextBrowser: ``<details>`` shown open, the summary as a bold line.
 
-    Qt's Markdown reader treats raw HTML blocks as opaque and drops what follows.
+    Qt's Markdown reader treats raw HTML blocks as opaque and drops what follows,
+    and reads ``_text_`` as underline: whole lines in underscores become ``*text*``.
     """
+    text = _UNDERSCORE_LINE_RE.sub(r"*\1*", text)
     return _SUMMARY_RE.sub(lambda m: f"\n**{m.group(1)}**\n", _DETAILS_RE.sub("", text))
 
 

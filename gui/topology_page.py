@@ -147,7 +147,7 @@ class TopologyPage(QWidget):
         outer.setContentsMargins(16, 12, 16, 12)
         heading = QLabel("Topology")
         f = heading.font()
-        f.setPointSizeF(f.pointSizeF() * 1.4)
+        f.setPointSizeF(f.pointSizeF() * 1.3)       # as the Advisor and Inspector headings
         f.setBold(True)
         heading.setFont(f)
         outer.addWidget(heading)
