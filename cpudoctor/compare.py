@@ -52,10 +52,52 @@ SECTION_TITLES = {"chip": "Chip", "flags": "CPU flags", "topology": "Topology", 
                   "benchmarks": "Benchmarks"}
 
 
-def label(report: Report) -> str:
-    """``AMD EPYC 9354 (2026-11-30)``: what the user recognises a report by."""
-    date = (report.meta.generated_at or "")[:10]
-    return f"{report.cpu.brand or 'unknown CPU'}" + (f" ({date})" if date else "")
+def label(report: Report, with_time: bool = False) -> str:
+    """``AMD EPYC 9354 (2026-11-30)``: what the user recognises a report by.
+
+    ``with_time`` adds the time of day (``2026-11-30 09:38 UTC``), for two
+    reports of one machine made on the same day (before/after a fix).
+    """
+    stamp = report.meta.generated_at or ""
+    when = stamp[:10]
+    if with_time and len(stamp) >= 16:
+        when += f" {stamp[11:16]}" + (" UTC" if stamp.endswith(("+00:00", "Z")) else "")
+    return f"{report.cpu.brand or 'unknown CPU'}" + (f" ({when})" if when else "")
+
+
+# Field names as a reader says them (the Change keeps the data name, for JSON and the GUI).
+ITEM_LABELS = {
+    "brand": "name", "microarchitecture": "microarchitecture", "base_mhz": "base clock (MHz)",
+    "max_mhz": "max clock (MHz)", "hypervisor": "virtual machine",
+    "isa.avx512_usable": "AVX-512 usable", "isa.avx512_torch_kernels": "PyTorch AVX-512 kernels",
+    "isa.avx2": "AVX2", "isa.fma": "FMA", "isa.avx_vnni": "AVX-VNNI", "isa.avx512_vnni": "AVX-512 VNNI",
+    "isa.avx512_bf16": "AVX-512 BF16", "isa.amx": "AMX", "isa.x86_64_level": "x86-64 level",
+    "isa.vector_width_bits": "widest vector (bits)",
+    "logical_cpus": "logical CPUs", "smt_threads_per_core": "threads per core", "numa_nodes": "NUMA nodes (CPUs)",
+    "l3_domains": "L3 domains (CPUs)", "l3_sizes": "L3 size", "offline_cpus": "offline CPUs",
+    "allowed_cpus": "CPUs this process may use", "cpu_quota": "cgroup CPU quota",
+    "os.distro": "distribution", "os.distro_version": "distribution version", "os.kernel": "kernel",
+    "os.libc": "C library", "os.virtualization": "virtualisation", "os.container": "container",
+    "os.governor": "CPU governor", "os.cpufreq_driver": "cpufreq driver", "os.boost": "boost",
+    "os.thp": "transparent huge pages", "os.mem_total_bytes": "memory",
+    "os.cgroup_memory_limit_bytes": "cgroup memory limit", "python": "Python",
+    "torch.status": "PyTorch status", "torch.version": "PyTorch", "torch.cpu_capability": "PyTorch CPU capability",
+    "torch.openmp": "PyTorch OpenMP", "torch.parallel_backend": "PyTorch parallel backend",
+    "torch.mkl_available": "MKL", "torch.mkldnn_available": "oneDNN", "torch.intra_op_threads": "PyTorch intra-op threads",
+    "torch.inter_op_threads": "PyTorch inter-op threads", "torch.bf16_supported": "bf16 supported",
+    "numpy.blas": "NumPy BLAS", "preload_libs": "preloaded libraries",
+}
+BYTE_ITEMS = {"l3_sizes", "os.mem_total_bytes", "os.cgroup_memory_limit_bytes"}
+
+
+def item_label(change: "Change") -> str:
+    if change.section == "benchmarks" and "." in change.item:
+        from cpudoctor.render.md_extra import kind_title
+        from cpudoctor.render.svg_chart import metric_label
+
+        kind, _, name = change.item.partition(".")
+        return f"{kind_title(kind)}: {metric_label(name)}"
+    return ITEM_LABELS.get(change.item, change.item)
 
 
 def _field(changes: list[Change], section: str, item: str, a: Any, b: Any) -> None:
@@ -69,7 +111,8 @@ def _cpus(cpus: list[int] | None) -> str | None:
 
 def compare(a: Report, b: Report, label_a: str | None = None, label_b: str | None = None) -> Comparison:
     """Every difference between ``a`` and ``b`` that matters for deep-learning performance."""
-    out = Comparison(label_a or label(a), label_b or label(b))
+    same_day = (a.meta.generated_at or "")[:10] == (b.meta.generated_at or "")[:10]
+    out = Comparison(label_a or label(a, same_day), label_b or label(b, same_day))
     ch = out.changes
     for name in ("brand", "vendor", "microarchitecture", "codename", "family", "model", "stepping", "base_mhz",
                  "max_mhz", "hypervisor"):
@@ -137,10 +180,13 @@ def _findings(ch: list[Change], a: Report, b: Report) -> None:
     fb = {f.code: f for f in b.findings}
     for code in sorted(fa.keys() | fb.keys()):
         x, y = fa.get(code), fb.get(code)
+        # A passed check that is absent on the other side was not checked there: it did not "resolve".
         if x is None and y is not None:
-            ch.append(Change("findings", f"{code} {y.title}", None, y.severity, "new"))
+            ch.append(Change("findings", f"{code} {y.title}", None, y.severity,
+                             "checked only in B" if y.severity == "ok" else "new"))
         elif y is None and x is not None:
-            ch.append(Change("findings", f"{code} {x.title}", x.severity, None, "resolved"))
+            ch.append(Change("findings", f"{code} {x.title}", x.severity, None,
+                             "checked only in A" if x.severity == "ok" else "resolved"))
         elif x is not None and y is not None and x.severity != y.severity:
             better = SEVERITY_RANK.get(y.severity, 1) < SEVERITY_RANK.get(x.severity, 1)
             ch.append(Change("findings", f"{code} {y.title}", x.severity, y.severity,
@@ -196,6 +242,18 @@ def _show(v: Any) -> str:
     return str(v)
 
 
+def _bytes(v: Any) -> Any:
+    from cpudoctor.render.topology import human_bytes
+
+    if isinstance(v, list):
+        return [_bytes(x) for x in v]
+    return human_bytes(v) if isinstance(v, int) and not isinstance(v, bool) else v
+
+
+def _values(c: Change) -> tuple[Any, Any]:
+    return (_bytes(c.a), _bytes(c.b)) if c.item in BYTE_ITEMS else (c.a, c.b)
+
+
 def render_text(cmp: Comparison) -> str:
     lines = [f"A: {cmp.label_a}", f"B: {cmp.label_b}", ""]
     if cmp.same:
@@ -210,7 +268,8 @@ def render_text(cmp: Comparison) -> str:
                 lines.append(f"  {c.item} ({c.note}): {_show(c.b if c.item == 'added' else c.a)}")
             else:
                 note = f"  [{c.note}]" if c.note else ""
-                lines.append(f"  {c.item}: {_show(c.a)} -> {_show(c.b)}{note}")
+                a, b = _values(c)
+                lines.append(f"  {item_label(c)}: {_show(a)} -> {_show(b)}{note}")
         lines.append("")
     lines.append(f"{len(cmp.changes)} differences.")
     return "\n".join(lines) + "\n"
@@ -235,8 +294,9 @@ def render_markdown(cmp: Comparison) -> str:
                 lines += ["<details>", f"<summary>{c.item.capitalize()}: {c.note}</summary>", "",
                           "```text", " ".join(flags or []), "```", "", "</details>", ""]
             continue
-        lines += ["| | A | B | |", "|---|---|---|---|"]
-        lines += [f"| {_md(c.item)} | {_md(c.a)} | {_md(c.b)} | {_md(c.note)} |" for c in items]
+        lines += ["| | A | B | Change |", "|---|---|---|---|"]
+        lines += [f"| {_md(item_label(c))} | {_md(_values(c)[0])} | {_md(_values(c)[1])} | {_md(c.note)} |"
+                  for c in items]
         lines.append("")
     return "\n".join(lines) + "\n"
 

@@ -59,9 +59,33 @@ def test_renderers():
     text = render_text(cmp)
     assert "Findings:" in text and "resolved" in text and "2.00x" in text
     md = render_markdown(cmp)
-    assert "## Findings" in md and "<details>" in md and "| gemm.peak fp32 |" in md
+    assert "## Findings" in md and "<details>" in md and "| GEMM throughput: peak fp32 |" in md
+    assert "| | A | B | Change |" in md
     data = json.loads(render_json(cmp))
     assert data["changes"] and {"section", "item", "a", "b", "note"} <= set(data["changes"][0])
+
+
+def test_wording_for_a_reader():
+    """Found in real comparisons: raw field names, byte counts, a passed check "resolved", identical labels."""
+    a, b = sample_report(), sample_report()
+    b.meta.generated_at = a.meta.generated_at[:11] + "11:45:00+00:00"          # same day, later: before/after
+    b.software.os.mem_total_bytes = 512 << 30
+    b.topology = epyc_topology(packages=1)
+    for d in b.topology.l3_domains:
+        d.size_bytes = 96 << 20
+    b.findings = [f for f in b.findings if f.code != "ISA001"]                 # a passed check not run in B
+    b.cpu.brand = "AMD EPYC 9684X 96-Core Processor"
+    cmp = compare(a, b)
+    assert cmp.label_a.endswith("10:12 UTC)") and cmp.label_b.endswith("11:45 UTC)")
+    text = render_text(cmp)
+    assert "memory: 768 GiB -> 512 GiB" in text
+    assert "L3 size: 32 MiB -> 96 MiB" in text
+    assert "logical CPUs: 128 -> 64" in text and "logical_cpus" not in text
+    assert "name: AMD EPYC 9354" in text
+    isa = next(c for c in cmp.changes if c.item.startswith("ISA001"))
+    assert isa.note == "checked only in A" and "resolved" not in text
+    # Different days keep the short label.
+    assert compare(sample_report(), _after()).label_b.endswith("(2026-12-01)")
 
 
 def _run_cli(argv, capsys):
