@@ -87,10 +87,15 @@ ITEM_LABELS = {
     "torch.inter_op_threads": "PyTorch inter-op threads", "torch.bf16_supported": "bf16 supported",
     "numpy.blas": "NumPy BLAS", "preload_libs": "preloaded libraries",
 }
+_KINDS = ("train", "sweep", "gemm", "quant", "peak")
 BYTE_ITEMS = {"l3_sizes", "os.mem_total_bytes", "os.cgroup_memory_limit_bytes"}
 
 
 def item_label(change: "Change") -> str:
+    if change.section == "benchmarks" and change.item in _KINDS:
+        from cpudoctor.render.md_extra import kind_title
+
+        return kind_title(change.item)
     if change.section == "benchmarks" and "." in change.item:
         from cpudoctor.render.md_extra import kind_title
         from cpudoctor.render.svg_chart import metric_label
@@ -199,11 +204,16 @@ def _figures(run: BenchRun) -> dict[str, float]:
 
     out = {k: float(v) for k, v in run.metrics.items()
            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}
-    for chart in find_charts(run.metrics):
+    charts = find_charts(run.metrics)
+    best = {chart.y_label for chart in charts if chart.bars}
+    for chart in charts:
         if chart.bars:
             out[f"best {chart.y_label}"] = max(v for _, v in chart.bars)
         for series in chart.series:
-            out[f"peak {series.name}"] = max(y for _, y in series.points)
+            if series.name in best:          # the sweep's thread ladder peak is already its best bar
+                continue
+            unit = "" if chart.y_label in series.name else f" {chart.y_label}"
+            out[f"peak {series.name}{unit}"] = max(y for _, y in series.points)
     return out
 
 
@@ -234,7 +244,9 @@ def _show(v: Any) -> str:
     if isinstance(v, bool):
         return "yes" if v else "no"
     if isinstance(v, float):
-        return f"{v:,.4g}"
+        from cpudoctor.render.svg_chart import fmt_number
+
+        return fmt_number(v)
     if isinstance(v, list):
         items = [_show(x) for x in v]
         # CPU lists contain commas themselves ("0-7,64-71"): separate those with semicolons.

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from cpudoctor.compare import compare, render_json, render_markdown, render_text
+from cpudoctor.compare import Change, Comparison, compare, render_json, render_markdown, render_text
 from cpudoctor.report import Finding
 from export_samples import epyc_topology, sample_report
 
@@ -41,7 +41,7 @@ def test_structured_diff():
     assert by[("packages", "numpy")].note == "changed"
     findings = {c.item.split()[0]: c.note for c in cmp.section("findings")}
     assert findings == {"THR001": "resolved", "ISA001": "worse", "MEM002": "new"}
-    assert by[("benchmarks", "gemm.peak fp32")].note == "2.00x"
+    assert by[("benchmarks", "gemm.peak fp32 GFLOP/s")].note == "2.00x"
     assert by[("benchmarks", "gemm.peak bf16")].note == "2.00x"
     best = by[("benchmarks", "sweep.best samples/s")]
     assert (best.a, best.b, best.note) == (5230.0, 6276.0, "1.20x")
@@ -59,7 +59,7 @@ def test_renderers():
     text = render_text(cmp)
     assert "Findings:" in text and "resolved" in text and "2.00x" in text
     md = render_markdown(cmp)
-    assert "## Findings" in md and "<details>" in md and "| GEMM throughput: peak fp32 |" in md
+    assert "## Findings" in md and "<details>" in md and "| GEMM throughput: peak fp32 GFLOP/s |" in md
     assert "| | A | B | Change |" in md
     data = json.loads(render_json(cmp))
     assert data["changes"] and {"section", "item", "a", "b", "note"} <= set(data["changes"][0])
@@ -84,6 +84,9 @@ def test_wording_for_a_reader():
     assert "name: AMD EPYC 9354" in text
     isa = next(c for c in cmp.changes if c.item.startswith("ISA001"))
     assert isa.note == "checked only in A" and "resolved" not in text
+    big = Change("benchmarks", "quant.peak int8 samples/s", 258911.7, 336585.2, "1.30x")
+    assert "258,912 -> 336,585" in render_text(Comparison("A", "B", [big]))
+    assert "Micro-training: — -> run" in render_text(Comparison("A", "B", [Change("benchmarks", "train", None, "run")]))
     # Different days keep the short label.
     assert compare(sample_report(), _after()).label_b.endswith("(2026-12-01)")
 
