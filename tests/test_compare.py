@@ -42,7 +42,7 @@ def test_structured_diff():
     findings = {c.item.split()[0]: c.note for c in cmp.section("findings")}
     assert findings == {"THR001": "resolved", "ISA001": "worse", "MEM002": "new"}
     assert by[("benchmarks", "gemm.peak fp32 GFLOP/s")].note == "2.00x"
-    assert by[("benchmarks", "gemm.peak bf16")].note == "2.00x"
+    assert by[("benchmarks", "gemm.peak bf16 GFLOP/s")].note == "2.00x"
     best = by[("benchmarks", "sweep.best samples/s")]
     assert (best.a, best.b, best.note) == (5230.0, 6276.0, "1.20x")
     assert not any(c.section == "chip" for c in cmp.changes)
