@@ -238,11 +238,27 @@ def _join_cmd(cmd: list[str] | None, limit: int = 400) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def denied_hint(pid: int, uid: int | None, command: str | None = None) -> str:
+    """Why /proc/PID/environ and maps were refused, and what to do (the owner decides which).
+
+    ``command`` (the CLI's own command line) makes the sudo advice copy-pastable.
+    """
+    me = os.geteuid() if hasattr(os, "geteuid") else None
+    if uid is not None and me is not None and uid == me:
+        # Same user (or root) and still refused: ptrace access rules, not file ownership.
+        todo = ("give the container CAP_SYS_PTRACE or check /proc/sys/kernel/yama/ptrace_scope" if me == 0
+                else f"run `sudo {command}`" if command else "run CPU Doctor with sudo")
+        return (f"it runs as your user (uid {uid}) but the kernel's ptrace rules hide it (a non-dumpable "
+                f"process, Yama ptrace_scope, or a container without CAP_SYS_PTRACE); {todo}")
+    owner = f" (uid {uid})" if uid is not None else ""
+    if command:
+        return f"it belongs to another user{owner}; run `sudo {command}` or run it as that user"
+    return f"it belongs to another user{owner}; run CPU Doctor as that user or with sudo to see it"
+
+
 def _why(problem: str | None, detail: str, what: str, pid: int, uid: int | None) -> str:
     if problem == "denied":
-        owner = f" (uid {uid})" if uid is not None else ""
-        return (f"cannot read the {what} of process {pid}: permission denied - it belongs to another "
-                f"user{owner}; run CPU Doctor as that user or with sudo to see it")
+        return f"cannot read the {what} of process {pid}: permission denied - {denied_hint(pid, uid)}"
     if problem == "gone":
         return f"cannot read the {what} of process {pid}: the process exited (or /proc lacks the file)"
     return f"cannot read the {what} of process {pid} ({detail or 'unreadable'})"

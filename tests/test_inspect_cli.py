@@ -124,6 +124,21 @@ def test_another_users_process_is_one_line_exit_2():
         shutil.rmtree(cwd, ignore_errors=True)
     assert out.returncode == 2, out.stderr
     assert out.stderr.count("\n") == 1
-    assert f"process {target.pid} belongs to another user (uid 0)" in out.stderr
+    assert f"process {target.pid} could not be read: it belongs to another user (uid 0)" in out.stderr
     assert f"sudo cpudoctor inspect {target.pid}" in out.stderr
     assert f"Process {target.pid} (sleep)" in out.stdout and "permission denied" in out.stdout
+
+
+def test_refused_although_same_user_blames_ptrace_rules_not_ownership():
+    """Root (or the owner) refused by Yama/CAP_SYS_PTRACE: "another user" would be wrong advice."""
+    from cpudoctor.probes.inspect import denied_hint
+
+    me = os.geteuid()
+    text = denied_hint(42, me, "cpudoctor inspect 42")
+    assert "another user" not in text and f"runs as your user (uid {me})" in text and "ptrace" in text
+    if me == 0:
+        assert "sudo" not in text and "CAP_SYS_PTRACE" in text   # root already: sudo changes nothing
+    else:
+        assert "sudo cpudoctor inspect 42" in text
+    other = denied_hint(42, me + 1, "cpudoctor inspect 42")
+    assert f"another user (uid {me + 1}); run `sudo cpudoctor inspect 42`" in other

@@ -91,9 +91,10 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"process {insp.pid} exited {insp.window_s:.1f} s into the window: "
                        f"the figures cover only that part")
     if insp.access_limited:
-        owner = f" (uid {insp.uid})" if insp.uid is not None else ""
-        raise CliError(f"process {insp.pid} belongs to another user{owner}: its environment and libraries "
-                       f"could not be read; run `sudo cpudoctor inspect {insp.pid}` or run it as that user")
+        from cpudoctor.probes.inspect import denied_hint
+
+        raise CliError(f"the environment and libraries of process {insp.pid} could not be read: "
+                       f"{denied_hint(insp.pid, insp.uid, f'cpudoctor inspect {insp.pid}')}")
     return 0
 
 
@@ -112,6 +113,13 @@ def _pct(v: float | None) -> str:
 
 def _opt(v: object) -> str:
     return "-" if v is None else str(v)
+
+
+def _wrapped(text: str, indent: int = 4, width: int = 100) -> list[str]:
+    import textwrap
+
+    return textwrap.wrap(text, width=width, initial_indent=" " * indent, subsequent_indent=" " * (indent + 5),
+                         break_on_hyphens=False, break_long_words=False) or [" " * indent]
 
 
 def render_list(entries) -> str:
@@ -157,9 +165,11 @@ def render_text(insp, findings) -> str:
         rest = rows[MAX_THREAD_ROWS:]
         out.append(f"  ... {len(rest)} more threads using {sum(t.cpu_percent or 0 for t in rest):.0f}% together")
     if insp.libraries_readable:
-        libs = "; ".join(f"{lib.label}: {lib.file}" + (f" [{lib.origin}]" if lib.origin else "")
-                         for lib in insp.libraries) or "none of the known OpenMP/BLAS/oneDNN/allocator libraries"
-        out.append(f"Libraries    {libs}")
+        libs = [f"{lib.label}: {lib.file}" + (f" [{lib.origin}]" if lib.origin else "") for lib in insp.libraries]
+        libs = libs or ["none of the known OpenMP/BLAS/oneDNN/allocator libraries"]
+        # One library a line: five of them on one line ran past 300 columns.
+        out.append(f"Libraries    {libs[0]}")
+        out.extend(f"             {lib}" for lib in libs[1:])
     else:
         out.append(f"Libraries    unknown: {insp.libraries_error}")
     if insp.env_readable:
@@ -188,9 +198,9 @@ def render_text(insp, findings) -> str:
         for f in findings:
             out.append(f"{SEVERITY_MARK.get(f.severity, '[?]')} {f.code} {f.title}")
             if f.why:
-                out.append(f"    Why: {f.why}")
+                out.extend(_wrapped(f"Why: {f.why}"))
             if f.fix:
-                out.append(f"    Fix: {f.fix}")
+                out.extend(_wrapped(f"Fix: {f.fix}"))
             for line in (f.snippet or "").splitlines():
                 out.append(f"      {'$ ' if f.snippet_lang == 'bash' else ''}{line}".rstrip())
         worst = max((f.severity for f in findings), key=lambda s: list(SEVERITY_MARK).index(s))
