@@ -262,7 +262,15 @@ def _bytes(v: Any) -> Any:
     return human_bytes(v) if isinstance(v, int) and not isinstance(v, bool) else v
 
 
+def _cache_sizes(v: Any) -> Any:
+    from cpudoctor.render.topology import cache_size
+
+    return [cache_size(x) for x in v] if isinstance(v, list) else v
+
+
 def _values(c: Change) -> tuple[Any, Any]:
+    if c.item == "l3_sizes":   # exact like lstopo: 27.5 MiB, 5118 KiB (human_bytes would say 28 MiB, 5 MiB)
+        return _cache_sizes(c.a), _cache_sizes(c.b)
     return (_bytes(c.a), _bytes(c.b)) if c.item in BYTE_ITEMS else (c.a, c.b)
 
 

@@ -87,6 +87,13 @@ def test_wording_for_a_reader():
     big = Change("benchmarks", "quant.peak int8 samples/s", 258911.7, 336585.2, "1.30x")
     assert "258,912 -> 336,585" in render_text(Comparison("A", "B", [big]))
     assert "Micro-training: — -> run" in render_text(Comparison("A", "B", [Change("benchmarks", "train", None, "run")]))
+    # Cache sizes are exact (like lstopo), not rounded the way memory is: 27.5 MiB, Magny-Cours' 5118 KiB.
+    for d in b.topology.l3_domains:
+        d.size_bytes = 28160 << 10
+    assert "L3 size: 32 MiB -> 27.5 MiB" in render_text(compare(a, b))
+    for d in b.topology.l3_domains:
+        d.size_bytes = 5118 << 10
+    assert "L3 size: 32 MiB -> 5118 KiB" in render_text(compare(a, b))
     # Different days keep the short label.
     assert compare(sample_report(), _after()).label_b.endswith("(2026-12-01)")
 
