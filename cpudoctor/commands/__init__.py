@@ -27,12 +27,43 @@ def root_arg(value: str | None) -> Path:
     if not root.exists():
         raise CliError(f"--root {value}: no such folder")
     if not root.is_dir():
-        raise CliError(f"--root {value}: not a folder (give the folder that holds proc/ and sys/)")
+        hint = _archive_hint(root)
+        raise CliError(f"--root {value}: " + (hint or "not a folder (give the folder that holds proc/ and sys/)"))
     try:
         next(iter(root.iterdir()), None)
     except OSError as exc:
         raise CliError(f"--root {value}: cannot read it ({exc.strerror})") from None
     return root
+
+
+def check_tree(root: Path, given: str | None) -> None:
+    """A captured tree must hold proc/cpuinfo or sys/devices/system/cpu, else it is the wrong folder."""
+    def holds(d: Path) -> bool:
+        return (d / "proc" / "cpuinfo").exists() or (d / "sys" / "devices" / "system" / "cpu").is_dir()
+
+    if holds(root):
+        return
+    try:
+        inner = sorted(d for d in root.iterdir() if d.is_dir() and holds(d))
+    except OSError:
+        inner = []
+    if len(inner) == 1:   # the folder a capture tarball was unpacked into, one level too high
+        raise CliError(f"--root {given}: no proc/ or sys/ here, but {inner[0]} has them; use --root {inner[0]}")
+    raise CliError(f"--root {given}: no proc/cpuinfo or sys/devices/system/cpu there; "
+                   "give the folder that holds the captured proc/ and sys/")
+
+
+def _archive_hint(path: Path) -> str | None:
+    """For a `cpudoctor capture` tarball given as --root: the command that unpacks it."""
+    import tarfile
+
+    try:
+        with tarfile.open(path) as tar:
+            first = next((m.name for m in tar), "")
+    except (OSError, tarfile.TarError):
+        return None
+    top = first.split("/", 1)[0] or "the unpacked folder"
+    return f"a tar archive, not a folder; unpack it first: tar xf {path} && use --root {top}"
 
 
 def emit(text: str | bytes, output: str | None) -> None:

@@ -82,6 +82,10 @@ def _load(args: argparse.Namespace):
 
     root = root_arg(args.root)
     live = root.resolve() == Path("/")
+    if not live:
+        from cpudoctor.commands import check_tree
+
+        check_tree(root, args.root)   # a wrong folder must not read as "No issues found!"
     report = collect_report(root, software=live and not args.no_software, children=True)
     return report, ("this machine" if live else f"captured tree {root}")
 

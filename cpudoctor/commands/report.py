@@ -107,11 +107,9 @@ def _format_from_output(output: str | None) -> str:
 
 
 def _check_tree(root: Path, given: str | None) -> None:
-    """A captured tree must hold proc/cpuinfo or sys/devices/system/cpu, else it is the wrong folder."""
-    if (root / "proc" / "cpuinfo").exists() or (root / "sys" / "devices" / "system" / "cpu").is_dir():
-        return
-    raise CliError(f"--root {given}: no proc/cpuinfo or sys/devices/system/cpu there; "
-                   "give the folder that holds the captured proc/ and sys/")
+    from cpudoctor.commands import check_tree
+
+    check_tree(root, given)
 
 
 def _is_live(root: Path) -> bool:

@@ -1,0 +1,51 @@
+"""--root mistakes people make with a capture: the archive itself, the folder above it, an empty folder."""
+
+from __future__ import annotations
+
+import shutil
+import tarfile
+
+import pytest
+
+from conftest import machine_root
+from cpudoctor.cli import main
+
+
+def _run(capsys, *argv: str) -> tuple[int, str, str]:
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def unpacked(tmp_path):
+    """A corpus tree as `tar xzf` leaves it: <tmp>/cpudoctor-capture/{proc,sys}."""
+    dest = tmp_path / "cpudoctor-capture"
+    shutil.copytree(machine_root("hwloc-32amd64-4s2n4c-cgroup2"), dest, symlinks=True)
+    return dest
+
+
+@pytest.mark.parametrize("command", ["report", "doctor"])
+def test_folder_above_the_capture_names_the_right_one(command, unpacked, capsys):
+    code, out, err = _run(capsys, command, "--root", str(unpacked.parent))
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert f"use --root {unpacked}" in err
+
+
+@pytest.mark.parametrize("command", ["report", "doctor"])
+def test_the_archive_itself_says_how_to_unpack(command, unpacked, tmp_path, capsys):
+    archive = tmp_path / "x.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(unpacked, arcname="cpudoctor-capture")
+    code, _, err = _run(capsys, command, "--root", str(archive))
+    assert code == 2 and err.count("\n") == 1
+    assert f"tar xf {archive} && use --root cpudoctor-capture" in err
+
+
+def test_doctor_on_a_folder_without_proc_or_sys_is_an_error_not_a_clean_bill(tmp_path, capsys):
+    code, out, err = _run(capsys, "doctor", "--root", str(tmp_path))
+    assert code == 2 and "No issues found" not in out
+    assert "no proc/cpuinfo or sys/devices/system/cpu there" in err
