@@ -185,3 +185,15 @@ def test_small_machine_map_is_enlarged_not_a_thumbnail():
     assert re.search(r'viewBox="0 0 (\d+) \d+" width="\1"', big)        # large maps keep their size
     html = render_export(sample_report(), "html").decode()
     assert 'class="topology"' in html
+
+
+def test_cpuinfo_only_tree_map_does_not_invent_cores(corpus, manifest):
+    """An archspec tree has /proc/cpuinfo only: 16 cores with SMT 2, but no sibling lists."""
+    from cpudoctor.probes.topology import probe_topology
+    from cpudoctor.render.svg_topology import render_svg
+
+    topo = probe_topology(machine_root("archspec-rocky9-zen5"))
+    assert not topo.core_list and topo.cores == 16 and topo.logical_cpus == 32
+    svg = render_svg(topo)
+    assert ">Core " not in svg                       # 32 boxes called "Core N" would contradict "16 cores"
+    assert svg.count('class="tp-pu"') == 32 and "core layout unknown" in svg

@@ -84,10 +84,29 @@ def build_tree(topo: Topology) -> Box:
     map draw the same), so every view agrees on where a NUMA node sits
     (around packages on the IBM x3950, inside one L3 on SNC2 parts).
     """
-    if not topo.core_list:
+    synthetic = not topo.core_list
+    if synthetic:
         topo = dataclasses.replace(topo, core_list=_cores(topo))
     online = set(topo.online_cpus) if topo.online_cpus else None
-    return _box(tree.build_tree(topo), topo, online)
+    machine = _box(tree.build_tree(topo), topo, online)
+    if synthetic and machine.children:
+        _drop_synthetic_cores(machine)
+        if all(child.kind == "pu" for child in machine.children):
+            machine.children = [Box("package", "Logical CPUs", "core layout unknown", children=machine.children)]
+    return machine
+
+
+def _drop_synthetic_cores(box: Box) -> None:
+    """Without core data (a cpuinfo-only tree) a box per CPU labelled "Core N" would contradict the
+    report's own core count (16 cores, 32 CPUs): draw the CPUs bare instead."""
+    children: list[Box] = []
+    for child in box.children:
+        if child.kind == "core":
+            children.extend(child.children)
+        else:
+            _drop_synthetic_cores(child)
+            children.append(child)
+    box.children = children
 
 
 def _box(node: tree.Node, topo: Topology, online: set[int] | None) -> Box:
