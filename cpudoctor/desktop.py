@@ -109,7 +109,9 @@ def install(env: dict[str, str] | None = None, command: list[str] | None = None)
         atomic_write(p.icon, _icon_bytes())
         atomic_write(p.entry, text)
     except (OSError, WriteError) as exc:
-        raise DesktopError(f"cannot install the launcher: {getattr(exc, 'strerror', None) or exc}") from None
+        where = getattr(exc, "filename", None) or p.entry.parent
+        raise DesktopError(f"cannot install the launcher in {where}: {getattr(exc, 'strerror', None) or exc}; "
+                           f"check that folder, or set XDG_DATA_HOME to a folder you can write") from None
     # No update-desktop-database: the entry declares no MimeType, and menus pick up
     # new files in applications/ by themselves; running it would write a cache we do not own.
     return p

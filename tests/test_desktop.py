@@ -95,3 +95,13 @@ def test_cli(xdg, capsys):
     assert main(["install-desktop", "--uninstall"]) == 0
     assert "Removed" in capsys.readouterr().out
     assert not (xdg / "applications/cpudoctor.desktop").exists()
+
+
+def test_unwritable_data_home_names_the_folder_and_the_way_out(tmp_path, monkeypatch):
+    """A data home that cannot hold folders (here: under a plain file) is one clear error, not a bare errno."""
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("x")
+    monkeypatch.setenv("XDG_DATA_HOME", str(blocker / "share"))
+    with pytest.raises(desktop.DesktopError) as exc:
+        desktop.install(command=["/x"])
+    assert str(blocker) in str(exc.value) and "XDG_DATA_HOME" in str(exc.value)
