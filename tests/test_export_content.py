@@ -197,3 +197,10 @@ def test_cpuinfo_only_tree_map_does_not_invent_cores(corpus, manifest):
     svg = render_svg(topo)
     assert ">Core " not in svg                       # 32 boxes called "Core N" would contradict "16 cores"
     assert svg.count('class="tp-pu"') == 32 and "core layout unknown" in svg
+
+
+def test_offline_cpus_said_once_and_platform_named(corpus, manifest):
+    report = collect_report(machine_root("hwloc-offline-cpu0-node0"), software=False, children=False)
+    text = " ".join(_html_text(report))
+    assert "0-3,21-23" in text and "are offline" not in text      # the Offline CPUs row says it
+    assert " on Linux" in text

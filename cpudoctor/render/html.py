@@ -28,6 +28,7 @@ from cpudoctor.report import BenchRun, Finding, Report
 Images = Literal["inline", "resources"]
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2, "ok": 3}
 SEVERITY_LABEL = {"error": "Error", "warning": "Warning", "info": "Info", "ok": "OK"}
+PLATFORM_NAMES = {"linux": "Linux", "darwin": "macOS", "win32": "Windows", "cygwin": "Windows (Cygwin)"}
 
 CSS = """
 :root{--bg:#fbfbfc;--fg:#1f2933;--muted:#5f6b77;--card:#ffffff;--line:#e1e5ea;--code:#f3f5f7;
@@ -131,7 +132,7 @@ def _header(report: Report) -> str:
     where = "" if m.root in ("/", "") else f" · analysed tree: <code>{e(m.root)}</code>"
     return (f'<header><h1>CPU Doctor report</h1><p class="chip">{e(title_of(report))}</p>'
             f'<p class="meta">Generated {e(m.generated_at or "unknown")} by CPU Doctor {e(m.tool_version)}'
-            f" on {e(m.platform or 'unknown platform')}{where} · {e(privacy)}</p>"
+            f" on {e(PLATFORM_NAMES.get(m.platform, m.platform) or 'an unknown platform')}{where} · {e(privacy)}</p>"
             + (f'<p class="summary">{summary}</p>' if summary else "") + "</header>")
 
 
@@ -212,7 +213,10 @@ def _topology(report: Report, images: Images, pictures: dict[str, str]) -> str:
                           f"<td>{e(_size(t.numa_memory_bytes.get(str(n.id))))}</td>"
                           f"<td>{e(' '.join(map(str, n.distances)))}</td></tr>" for n in t.numa_nodes)
                 + "</table></details>")
-    notes = "".join(f'<p class="note">{e(n)}</p>' for n in t.notes)
+    from cpudoctor.render.topology import display_notes
+
+    # The notes the text/Markdown reports show: not those the rows above already say (offline CPUs).
+    notes = "".join(f'<p class="note">{e(n)}</p>' for n in display_notes(t))
     return f'<section id="topology"><h2>Topology</h2>{_rows(rows)}{pic}{l3}{numa}{notes}</section>'
 
 
