@@ -204,3 +204,20 @@ def test_offline_cpus_said_once_and_platform_named(corpus, manifest):
     text = " ".join(_html_text(report))
     assert "0-3,21-23" in text and "are offline" not in text      # the Offline CPUs row says it
     assert " on Linux" in text
+
+
+def test_json_export_is_strict_json_even_with_a_diverged_loss():
+    import json
+
+    r = sample_report()
+    r.benchmarks.append(BenchRun(kind="train", metrics={"final_loss": float("nan"), "samples_per_s": float("inf"),
+                                                        "points": [{"threads": 1, "samples_per_s": float("nan")}]}))
+
+    def reject(name):
+        raise ValueError(f"{name} is not JSON")
+
+    data = json.loads(render_export(r, "json").decode(), parse_constant=reject)
+    train = data["benchmarks"][-1]["metrics"]
+    assert train["final_loss"] is None and train["samples_per_s"] is None
+    assert train["points"][0]["samples_per_s"] is None
+    assert data["cpu"]["brand"] == r.cpu.brand
