@@ -423,6 +423,7 @@ def test_render_unknown_topology_does_not_crash():
     topo = corpus_topology("archspec-rocky9-zen5")
     assert text_lines(topo)[0].endswith("L3 unknown")
     assert markdown_lines(Topology())
+    assert "cores unknown" in text_lines(corpus_topology("archspec-rocky8-a64fx"))[0]   # not "? cores"
 
 
 def test_render_helpers():

@@ -142,7 +142,7 @@ def build_tree(topo: Topology) -> Node:
 def summary_line(topo: Topology) -> str:
     def plural(n: int | None, word: str) -> str:
         if n is None:
-            return f"? {word}s"
+            return f"{word}s unknown"
         return f"{n} {word}" + ("" if n == 1 else "s")
 
     parts = [plural(topo.packages, "package"), plural(topo.cores, "core"),
