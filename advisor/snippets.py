@@ -163,6 +163,25 @@ class PinTarget:
     label: str
 
 
+def _cache_size(n: int) -> str:
+    """Exact like lstopo: 32 MiB, 27.5 MiB, 5118 KiB; never floored to a wrong whole MiB."""
+    mib = n / 2**20
+    if mib >= 1 and round(mib, 1) * 2**20 == n:
+        return f"{mib:g} MiB"
+    return f"{n // 1024} KiB" if n % 1024 == 0 else f"{n} B"
+
+
+def _cpus_label(cpus: list[int], limit: int = 40) -> str:
+    """CPUs for a comment: ``CPUs 0-15``, or ``40 CPUs: 0-78 step 2`` for long interleaved sets."""
+    text = format_cpulist(cpus)
+    if len(text) <= limit or len(cpus) < 3:
+        return f"CPUs {text}"
+    stride = cpus[1] - cpus[0]
+    if stride > 1 and all(b - a == stride for a, b in zip(cpus, cpus[1:])):
+        return f"{len(cpus)} CPUs: {cpus[0]}-{cpus[-1]} step {stride}"
+    return f"CPUs {text}"
+
+
 def pin_targets(report: Report) -> list[PinTarget]:
     """NUMA nodes (when more than one) and L3 domains (when more than one), usable CPUs only.
 
@@ -176,14 +195,15 @@ def pin_targets(report: Report) -> list[PinTarget]:
         for n in nodes:
             cpus = sorted(set(n.cpus) & usable) if usable else sorted(n.cpus)
             if cpus:
-                out.append(PinTarget("numa", n.id, cpus, f"NUMA node {n.id} (CPUs {format_cpulist(cpus)})"))
+                out.append(PinTarget("numa", n.id, cpus, f"NUMA node {n.id} ({_cpus_label(cpus)})"))
     if len(topo.l3_domains) > 1:
         for i, d in enumerate(topo.l3_domains):
             cpus = sorted(set(d.cpus) & usable) if usable else sorted(d.cpus)
             if cpus and not any(t.cpus == cpus for t in out):  # an L3 per NUMA node (Kunpeng): list it once
-                size = f", {d.size_bytes // 2**20} MiB L3" if d.size_bytes else ""
-                what = f"L3 domain {i} / CCX" if report.cpu.vendor in ("AMD", "Hygon") else f"L3 domain {i}"
-                out.append(PinTarget("ccx", i, cpus, f"{what} (CPUs {format_cpulist(cpus)}{size})"))
+                size = f", {_cache_size(d.size_bytes)} L3" if d.size_bytes else ""
+                zen = (report.cpu.microarchitecture or "").startswith("zen")   # CCX is a Zen term, not K10's
+                what = f"L3 domain {i} / CCX" if zen and report.cpu.vendor in ("AMD", "Hygon") else f"L3 domain {i}"
+                out.append(PinTarget("ccx", i, cpus, f"{what} ({_cpus_label(cpus)}{size})"))
     return out
 
 

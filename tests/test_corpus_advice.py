@@ -99,3 +99,19 @@ def test_doctor_header_counts_in_singular(capsys):
     """A one-entry cpuinfo dump: '1 thread', never '1 threads'."""
     code, out = _cli(capsys, "doctor", "--root", str(machine_root("archspec-ubuntu22.04-neoverse_v2")))
     assert code == 0 and "· 1 thread" in out.splitlines()[0] and "1 threads" not in out
+
+
+def test_pin_target_labels_are_exact_and_short():
+    """Cascade Lake SNC: 27.5 MiB L3s (not '27 MiB'), interleaved CPU sets as 'N CPUs: a-b step k'."""
+    from cpudoctor.advisor.snippets import pin_targets
+
+    labels = [t.label for t in pin_targets(_report("hwloc-memorysidecaches"))]
+    assert "NUMA node 0 (20 CPUs: 0-76 step 4)" in labels
+    assert "L3 domain 1 (40 CPUs: 1-79 step 2, 27.5 MiB L3)" in labels
+    # K10 Opteron: an L3 per die is not a CCX (NUMA nodes dropped so the L3 targets are listed themselves).
+    import copy
+
+    k10 = copy.deepcopy(_report("hwloc-48amd64-4pa2n6c-sparse"))
+    k10.topology.numa_nodes = []
+    labels = [t.label for t in pin_targets(k10)]
+    assert "L3 domain 0 (CPUs 0-5, 5118 KiB L3)" in labels and not any("CCX" in label for label in labels)
