@@ -104,6 +104,12 @@ class Card(QFrame):
             self._values[label] = value
         return self._values[label]
 
+    def clear(self) -> None:
+        """Remove every row: a new report must not keep rows only the previous one had."""
+        while self.form.rowCount():
+            self.form.removeRow(0)
+        self._values.clear()
+
     def set(self, label: str, text: str, tooltip: str = "") -> None:
         value = self.row(label)
         value.setText(text)

@@ -333,6 +333,7 @@ class ReportActions(QObject):
         if collector is not None and hasattr(collector, "cancel"):
             collector.cancel()
         self.model.set_report(report, read_only=True, label=saved_label(report, Path(path)))
+        self.model.status_message.emit(f"Opened {Path(path).name} read-only")   # not a stale "Report saved to …"
         return True
 
     def compare_dialog(self) -> CompareDialog:

@@ -346,6 +346,7 @@ class MainWindow(QMainWindow):
             return False
         self.collector.cancel()
         self.model.set_report(report, read_only=True, label=f"Report {Path(path).name}")
+        self.model.status_message.emit(f"Opened {Path(path).name} read-only")
         return True
 
     def about(self) -> None:

@@ -157,6 +157,8 @@ class OverviewPage(QWidget):
         sub = [s for s in (cpu.codename, cpu.microarchitecture, cpu.product_line) if s]
         self.subtitle.setText("  ·  ".join(sub) or "Identity unknown")
 
+        for card in self.cards.values():
+            card.clear()        # rows such as "Container limit" or a live "Now" belong to the previous report
         self._badges(report)
         if is_arm(cpu.arch):
             # AVX-512 means nothing on Arm: say what the vector unit is instead
@@ -204,7 +206,8 @@ class OverviewPage(QWidget):
         k = self.cards["Clocks"]
         k.set("Base", human_mhz(cpu.base_mhz))
         k.set("Max (boost)", human_mhz(cpu.max_mhz))
-        k.row("Now")
+        live_only = "a live value: shown for this machine, not stored in saved reports"
+        k.set("Now", UNKNOWN, live_only)
         os_ = sw.os if sw else None
         k.set("Governor", text_or_unknown(os_ and os_.governor))
         k.set("Driver", text_or_unknown(os_ and os_.cpufreq_driver))
@@ -213,7 +216,7 @@ class OverviewPage(QWidget):
         m = self.cards["Memory"]
         m.set("Total", human_bytes(os_ and os_.mem_total_bytes))
         m.set("Available", human_bytes(os_ and os_.mem_available_bytes))
-        m.row("In use now")
+        m.set("In use now", UNKNOWN, live_only)
         if os_ and os_.swap_total_bytes is not None:
             m.set("Swap", "none" if os_.swap_total_bytes == 0 else
                   f"{human_bytes(os_.swap_used_bytes)} used of {human_bytes(os_.swap_total_bytes)}")

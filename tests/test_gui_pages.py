@@ -123,6 +123,25 @@ def test_overview_live_clock_and_memory(qtbot, model):
     assert "unavailable" in page.cards["Clocks"].value("Now")
 
 
+def test_overview_saved_report_drops_the_previous_reports_live_values_and_rows(qtbot, model):
+    """Opening a saved report must not keep this machine's 'Now' clock, memory in use or extra rows."""
+    from cpudoctor.probes.software import OsInfo, Software
+
+    page = _page(qtbot, OverviewPage, model)
+    live = zen4_report()
+    live.software = Software(os=OsInfo(cgroup_memory_limit_bytes=8 * 2**30))
+    model.set_report(live)
+    model.sample.emit(Sample(t=1.0, cpu_ids=[0, 1], cpu_percent=[10, 20], freq_mhz=[3000.0, 5000.0],
+                             mem_total_bytes=64 * 2**30, mem_used_bytes=16 * 2**30))
+    assert page.cards["Memory"].value("Container limit") == "8 GiB"
+    assert page.cards["Clocks"].value("Now").startswith("4.00 GHz")
+    model.set_report(zen4_report(), read_only=True, label="saved.json")
+    model.sample.emit(Sample(t=2.0, cpu_ids=[0, 1], cpu_percent=[10, 20], freq_mhz=[3000.0, 5000.0],
+                             mem_total_bytes=64 * 2**30, mem_used_bytes=16 * 2**30))
+    assert page.cards["Clocks"].value("Now") == "—" and page.cards["Memory"].value("In use now") == "—"
+    assert page.cards["Memory"].value("Container limit") == ""          # that row left with its report
+
+
 # -- Flags ------------------------------------------------------------------
 
 def _visible(page: FlagsPage, column: int) -> list[str]:

@@ -137,6 +137,9 @@ def test_open_saved_report_read_only_with_advisor(qtbot, actions, tmp_path):
     assert model.read_only is True
     assert model.source_label == f"{BRAND} — saved 2026-11-30"
     assert model.report.cpu.brand == BRAND
+    said = []
+    model.status_message.connect(said.append)
+    assert ra.open_path(saved) and said == ["Opened a.json read-only"]
 
 
 @pytest.mark.parametrize("content, message", [("{oops", "not valid JSON"), ('{"a": 1}', "not a CPU Doctor report"),
