@@ -258,7 +258,9 @@ def _spread(ctx: Context, kind: str) -> list[Finding]:
     if kind == "ccx":
         domains = [d.cpus for d in topo.l3_domains]
         ids = list(range(len(domains)))
-        name, names = "CCX (L3 domain)", "CCXs (L3 domains)"
+        # CCX is the Zen word (AMD family 0x17+, Hygon); Intel, ARM and pre-Zen Opterons just have L3 domains.
+        ccx = (topo.vendor or "") in ("AuthenticAMD", "HygonGenuine") and (topo.cpu_family or 0x17) >= 0x17
+        name, names = ("CCX (L3 domain)", "CCXs (L3 domains)") if ccx else ("L3 domain", "L3 domains")
     else:
         nodes = [n for n in topo.numa_nodes if n.cpus]
         domains = [n.cpus for n in nodes]
@@ -284,7 +286,8 @@ def _spread(ctx: Context, kind: str) -> list[Finding]:
     why = (f"{n} busy threads ran on {len(used)} different {names} during the window, yet {n} threads fit "
            f"in {label} alone ({len(cpus)} cores). ")
     if kind == "ccx":
-        why += ("Each CCX has its own L3: threads that share data across CCXs pay cross-die latency and "
+        unit = "CCX" if ccx else "L3 domain"
+        why += (f"Each {unit} has its own L3: threads that share data across {unit}s pay cross-die latency and "
                 "cannot share the cache, and the scheduler keeps moving them.")
     else:
         why += ("Memory lives on the node that first touched it: threads on the other node read it over "

@@ -120,6 +120,17 @@ def test_spread_over_ccx_and_numa_fire_with_pinning():
     assert ccx.evidence["domains_used"] == [0, 1]
 
 
+def test_spread_names_ccx_only_on_zen():
+    """An Intel (or K10 Opteron) L3 domain is not a CCX: the finding says "L3 domain" there."""
+    for vendor, family, word in (("AuthenticAMD", 0x19, "CCX"), ("GenuineIntel", 6, "L3 domain"),
+                                 ("AuthenticAMD", 0x10, "L3 domain")):
+        topo = two_ccx_topology()
+        topo.vendor, topo.cpu_family = vendor, family
+        f = next(f for f in pr.run_process_rules(spread(), topo, strict=True) if f.code == "PROC002")
+        assert f"Each {word} has its own L3" in f.why, (vendor, family)
+        assert ("CCX" in f.title + f.why) == (word == "CCX"), (vendor, family)
+
+
 def test_spread_quiet_when_job_does_not_fit_one_ccx():
     threads = [ThreadInfo(100 + i, "python", "R", cpu_percent=90.0, last_cpu=c, cpus_seen=[c])
                for i, c in enumerate([0, 1, 2])]     # 3 busy threads > 2 cores per CCX
