@@ -89,6 +89,7 @@ def test_list_rules_text_json_md(capsys):
     assert code == 0
     for r in advisor.registry():
         assert r.code in out and r.symbol in out
+    assert "more (PROC001-PROC0" in out and "cpudoctor inspect PID" in out   # the process rules are pointed at
     code, out, _ = _run(capsys, "doctor", "--list-rules", "--format", "json")
     assert [r["code"] for r in json.loads(out)] == [r.code for r in advisor.registry()]
     code, out, _ = _run(capsys, "doctor", "--list-rules", "--format", "md")

@@ -259,5 +259,10 @@ def render_rules(rules, fmt: str) -> str:
     w_cat = max(len(r.category) for r in rules)
     lines = [f"{'CODE':<9}{'SYMBOL':<{w_sym + 2}}{'CATEGORY':<{w_cat + 2}}{'WORST':<9}TITLE"]
     lines += [f"{r.code:<9}{r.symbol:<{w_sym + 2}}{r.category:<{w_cat + 2}}{r.severity:<9}{r.title}" for r in rules]
+    from cpudoctor.advisor.process_rules import process_rules
+
+    procs = process_rules()
     lines.append(f"\n{len(rules)} rules. `cpudoctor explain CODE` prints one in full.")
+    if procs:   # judged on a running process, not a report, but `explain` knows them too
+        lines.append(f"{len(procs)} more ({procs[0].code}-{procs[-1].code}) check a running job: `cpudoctor inspect PID`.")
     return "\n".join(lines) + "\n"
