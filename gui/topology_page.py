@@ -27,7 +27,7 @@ from cpudoctor.render.topology import (cache_size, cpus_text, display_notes, is_
                                        usable_line)
 from cpudoctor.report import Report
 
-MAX_INLINE_BUTTONS = 8        # more CCX + NUMA buttons than this: each group becomes a drop-down menu
+MAX_INLINE_BUTTONS = 4        # more CCX + NUMA buttons than this: each group becomes a drop-down menu (a 1000 px window)
 
 
 class TopologyPage(QWidget):
@@ -82,11 +82,16 @@ class TopologyPage(QWidget):
         self.zoom_in.setToolTip("Zoom in (ctrl+wheel)")
         self.zoom_in.setFixedWidth(30)
         self.zoom_in.clicked.connect(lambda: self.map.zoom_by(1.25))
-        self.export_svg_button = QPushButton("Export SVG…")
-        self.export_svg_button.clicked.connect(lambda: self._export("svg"))
-        self.export_png_button = QPushButton("Export PNG…")
-        self.export_png_button.clicked.connect(lambda: self._export("png"))
-        for w in (self.zoom_out, self.fit_button, self.zoom_in, self.export_svg_button, self.export_png_button):
+        # one Export button with a menu: two wide buttons pushed the selection buttons off a small window
+        self.export_button = QPushButton("Export")
+        self.export_button.setToolTip("Save the map as an image")
+        export_menu = QMenu(self.export_button)
+        export_menu.addAction("SVG (vector, for documents)…", lambda: self._export("svg"))
+        export_menu.addAction("PNG (image)…", lambda: self._export("png"))
+        self.export_button.setMenu(export_menu)
+        self.fit_button.setMinimumWidth(self.fit_button.fontMetrics().horizontalAdvance("Fit") + 24)
+        self.fit_button.setMaximumWidth(60)
+        for w in (self.zoom_out, self.fit_button, self.zoom_in, self.export_button):
             self.select_row.addWidget(w)
 
         # Snippet panel.
@@ -216,8 +221,8 @@ class TopologyPage(QWidget):
         self.ccx_buttons, self.numa_buttons = [], []
         topo = self.topology
         has = topo is not None and bool(topo.core_list)
-        for w in (self.all_button, self.per_core_button, self.clear_button, self.export_svg_button,
-                  self.export_png_button, self.fit_button, self.zoom_in, self.zoom_out):
+        for w in (self.all_button, self.per_core_button, self.clear_button, self.export_button,
+                  self.fit_button, self.zoom_in, self.zoom_out):
             w.setEnabled(has)
         if not has:
             return
@@ -234,8 +239,8 @@ class TopologyPage(QWidget):
         if l3_entries:
             self._add_group(l3_entries, self.ccx_buttons, "CCX" if ccx else "L3", fits_all)
         if numa_entries:
-            self._add_group(numa_entries, self.numa_buttons, "NUMA node",
-                            fits_all or len(numa_entries) <= MAX_INLINE_BUTTONS // 2)
+            # next to a CCX drop-down only two node buttons fit a small window
+            self._add_group(numa_entries, self.numa_buttons, "NUMA node", fits_all or len(numa_entries) <= 2)
 
     def _add_group(self, entries, buttons: list, name: str, inline: bool) -> None:
         if inline:

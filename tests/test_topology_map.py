@@ -294,3 +294,21 @@ def test_disallowed_cpus_are_hatched_and_not_selected_by_select_all(qtbot):
     r = m.mapFromScene(m.pu_items[20].sceneBoundingRect()).boundingRect().adjusted(3, 3, -3, -3)
     colours = {img.pixelColor(x, y).rgb() for x in range(r.left(), r.right()) for y in range(r.top(), r.bottom())}
     assert len(colours) > 3
+
+
+def test_selection_row_fits_a_small_window(qtbot, corpus):
+    """2 L3 + 4 NUMA nodes in a 1000 px window: drop-downs, not six buttons squeezed to 'ode ('."""
+    from cpudoctor.probes.topology import probe_topology
+
+    page, _model = _page(qtbot, probe_topology(machine_root("hwloc-memorysidecaches")))
+    page.resize(790, 600)
+    qtbot.waitExposed(page)
+    assert [b.menu() is not None for b in page.ccx_buttons + page.numa_buttons] == [True, True]
+    assert len(page.numa_buttons[0].menu().actions()) == 4
+    row = [page.select_row.itemAt(i).widget() for i in range(page.select_row.count())]
+    buttons = [w for w in row if w is not None and w.isVisible()]
+    buttons += page.ccx_buttons + page.numa_buttons
+    squeezed = [b.text() for b in buttons if hasattr(b, "menu")
+                and b.width() < b.fontMetrics().horizontalAdvance(b.text()) + (24 if b.menu() else 8)]
+    assert not squeezed
+    assert page.export_button.menu() is not None and len(page.export_button.menu().actions()) == 2
