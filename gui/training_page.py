@@ -88,7 +88,11 @@ class TrainingPage(QWidget):
         self.table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.table.horizontalHeader().setStretchLastSection(True)
-        rv.addWidget(QLabel("<b>Runs</b> (compare settings; cancelled and crashed runs keep their partial figures)"))
+        self.table.setWordWrap(False)                 # one line per run, like the Inspector's tables
+        self.table.verticalHeader().setDefaultSectionSize(self.table.fontMetrics().height() + 8)
+        runs = QLabel("<b>Runs</b> — compare settings; cancelled and crashed runs keep their partial figures")
+        runs.setWordWrap(True)        # a narrow window wraps it instead of cutting it off
+        rv.addWidget(runs)
         rv.addWidget(self.table, 2)
         use_row = QHBoxLayout()
         self.best_label = QLabel("No measured setting yet.")
