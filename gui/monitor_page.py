@@ -284,9 +284,11 @@ class MonitorPage(QWidget):
         self.temp_curves: dict[str, pg.PlotDataItem] = {}
         self.mem_plot = self._plot("Memory", row=2, col=1, parent=self.small)
         self.mem_plot.setLabel("left", "GiB", color=self._muted.name())
-        self._legend(self.mem_plot)
+        mem_legend = self._legend(self.mem_plot)
         self.mem_curve = self.mem_plot.plot(pen=pg.mkPen(LINE_COLOURS[2], width=1.5),
-                                            fillLevel=0, brush=QColor(63, 163, 107, 45), name="used")
+                                            fillLevel=0, brush=QColor(63, 163, 107, 45))
+        # the legend shows a line like the Clock plot's, not pyqtgraph's filled-triangle sample of a filled curve
+        mem_legend.addItem(pg.PlotDataItem(pen=pg.mkPen(LINE_COLOURS[2], width=1.5)), "used")
         self.swap_curve = self.mem_plot.plot(pen=pg.mkPen(LINE_COLOURS[3], width=1), name="swap used")
         self.small.layout.setColumnStretchFactor(0, 1)
         self.small.layout.setColumnStretchFactor(1, 1)

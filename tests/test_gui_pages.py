@@ -285,6 +285,14 @@ def test_monitor_pause_freezes_and_hidden_page_does_not_draw(qtbot, model):
     assert page.heat.image.shape == (2, 5)
 
 
+def test_monitor_memory_legend_shows_lines_not_a_filled_triangle(qtbot, model):
+    page = _page(qtbot, MonitorPage, model)
+    legend = page.mem_plot.legend
+    assert [label.text for _sample, label in legend.items] == ["used", "swap used"]
+    assert all(sample.item.opts.get("fillLevel") is None for sample, _label in legend.items)
+    assert page.mem_curve.opts["fillLevel"] == 0                 # the plot itself keeps its fill
+
+
 def test_monitor_rate_choice_is_signalled(qtbot, model):
     page = _page(qtbot, MonitorPage, model)
     with qtbot.waitSignal(page.rate_changed) as got:
