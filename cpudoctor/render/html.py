@@ -116,6 +116,19 @@ def _cpulist(cpus: list[int] | None) -> str:
     return "unknown" if cpus is None else (format_cpulist(cpus) or "none")
 
 
+def when(stamp: str) -> str:
+    """``2026-11-30T09:38:47+00:00`` as ``2026-11-30 09:38 UTC``; anything unparsable as it is."""
+    import datetime as dt
+
+    try:
+        t = dt.datetime.fromisoformat(stamp)
+    except ValueError:
+        return stamp
+    if t.utcoffset() is None:
+        return f"{t:%Y-%m-%d %H:%M}"
+    return f"{t:%Y-%m-%d %H:%M} " + ("UTC" if not t.utcoffset() else f"{t:%z}"[:3] + ":" + f"{t:%z}"[3:])
+
+
 def title_of(report: Report) -> str:
     return report.cpu.brand or report.cpu.microarchitecture or "Unknown CPU"
 
@@ -130,9 +143,11 @@ def _header(report: Report) -> str:
     privacy = ("identifying details replaced by placeholders" if m.redacted
                else "includes identifying details (host name, user, paths)")
     where = "" if m.root in ("/", "") else f" · analysed tree: <code>{e(m.root)}</code>"
+    made = ("Generated " + (f"{when(m.generated_at)} " if m.generated_at else "")
+            + f"by CPU Doctor{' ' + m.tool_version if m.tool_version else ''}"
+            + (f" on {PLATFORM_NAMES.get(m.platform, m.platform)}" if m.platform else ""))
     return (f'<header><h1>CPU Doctor report</h1><p class="chip">{e(title_of(report))}</p>'
-            f'<p class="meta">Generated {e(m.generated_at or "unknown")} by CPU Doctor {e(m.tool_version)}'
-            f" on {e(PLATFORM_NAMES.get(m.platform, m.platform) or 'an unknown platform')}{where} · {e(privacy)}</p>"
+            f'<p class="meta">{e(made)}{where} · {e(privacy)}</p>'
             + (f'<p class="summary">{summary}</p>' if summary else "") + "</header>")
 
 
@@ -322,7 +337,7 @@ def _benchmarks(report: Report, images: Images, pictures: dict[str, str]) -> str
 
 
 def _bench(run: BenchRun, index: int, images: Images, pictures: dict[str, str]) -> str:
-    head = f"<h3>{e(kind_title(run.kind))}" + (f" · {e(run.started_at)}" if run.started_at else "") + (
+    head = f"<h3>{e(kind_title(run.kind))}" + (f" · {e(when(run.started_at))}" if run.started_at else "") + (
         f' · <span class="sev-warning">{e(run.status)}</span>' if run.status != "ok" else "") + "</h3>"
     settings = ('<p class="note">Settings: ' + e(", ".join(settings_text(run.settings))) + "</p>") if run.settings else ""
     scalars = [(k, v) for k, v in run.metrics.items() if not isinstance(v, (list, dict)) and v is not None]
