@@ -165,6 +165,7 @@ def test_constant_columns_are_said_once_and_pdf_tables_fit():
     r.benchmarks.append(BenchRun(kind="gemm", metrics={"points": GEMM_POINTS}))
     md = render_export(r, "md").decode()
     assert "Every row: size 512" in md
+    assert "<summary>8 measurements</summary>" in md and "(points)" not in md
     from cpudoctor.render.html import build_html
 
     page, _ = build_html(r, images="resources")

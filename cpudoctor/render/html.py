@@ -19,7 +19,8 @@ from typing import Any, Literal
 
 from cpudoctor.render import cpu as cpu_sec
 from cpudoctor.render import software as sw_sec
-from cpudoctor.render.md_extra import evidence_value, kind_title, recommendation_text, settings_text
+from cpudoctor.render.md_extra import (evidence_value, kind_title, measurements_title, recommendation_text,
+                                       settings_text)
 from cpudoctor.render.svg_chart import (find_charts, fmt_number, measurement_tables, metric_label, render_chart,
                                         split_constant_columns)
 from cpudoctor.render.svg_topology import render_svg
@@ -353,7 +354,7 @@ def _bench(run: BenchRun, index: int, images: Images, pictures: dict[str, str]) 
             charts.append(f'<p><img src="cpudoctor:{name}"></p>')
     for name, cols, rows in measurement_tables(run.metrics):
         cols, rows, same = split_constant_columns(cols, rows)
-        charts.append(f"<details><summary>{len(rows)} measurements ({e(name)})</summary>"
+        charts.append(f"<details><summary>{e(measurements_title(name, len(rows)))}</summary>"
                       + (f'<p class="note">Every row: {e(", ".join(same))}</p>' if same else "")
                       + '<table class="mt" cellspacing=0><tr>' + "".join(f"<th>{e(c)}</th>" for c in cols) + "</tr>"
                       + "".join("<tr>" + "".join(f"<td>{e(v)}</td>" for v in row) + "</tr>" for row in rows)

@@ -24,6 +24,12 @@ def kind_title(kind: str) -> str:
     return KIND_TITLES.get(kind, kind)
 
 
+def measurements_title(name: str, n: int) -> str:
+    """``8 measurements`` for a job's own ``points``; other lists keep their name."""
+    noun = "measurement" if n == 1 else "measurements"
+    return f"{n} {noun}" if name in ("points", "series", "results") else f"{n} {noun} ({name})"
+
+
 def evidence_value(value: Any, limit: int = 200) -> str:
     """An evidence value in words: None is "not set / unknown" (as the Advisor page says), True "yes".
 
@@ -174,7 +180,7 @@ def benchmarks_lines(report: Report) -> list[str]:
             body = [f"Every row: {md_escape(', '.join(same))}", ""] if same else []
             body += ["| " + " | ".join(md_escape(c) for c in cols) + " |", "|" + "---|" * len(cols)]
             body += ["| " + " | ".join(md_escape(v) for v in row) + " |" for row in rows]
-            out += details(f"{len(rows)} measurements ({md_escape(name)})", body)
+            out += details(md_escape(measurements_title(name, len(rows))), body)
         if run.note:
             out += [md_escape(run.note), ""]
     return out
