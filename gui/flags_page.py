@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from PySide6.QtCore import QModelIndex, QSortFilterProxyModel, Qt
+from PySide6.QtCore import QModelIndex, QSortFilterProxyModel, Qt, QTimer
 from PySide6.QtGui import QColor, QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import (QComboBox, QFrame, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QTableView,
                                QVBoxLayout, QWidget)
@@ -204,6 +204,13 @@ class FlagsPage(QWidget):
         header.setSectionResizeMode(PRESENT, QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(MEANING, QHeaderView.ResizeMode.Stretch)
         v.addWidget(self.table, 1)
+        # Row heights follow the wrapped meanings at the table's real width: sized once at
+        # build time they stay two lines tall for one-line text (and clip in a narrow window).
+        self._rows_timer = QTimer(self)
+        self._rows_timer.setSingleShot(True)
+        self._rows_timer.setInterval(0)
+        self._rows_timer.timeout.connect(self.table.resizeRowsToContents)
+        header.sectionResized.connect(lambda i, _old, _new: i == MEANING and self._rows_timer.start())
 
         self.search.textChanged.connect(lambda t: self._filter(text=t))
         self.category.currentIndexChanged.connect(lambda _: self._filter(category=self.category.currentData()))
@@ -232,7 +239,7 @@ class FlagsPage(QWidget):
             if not is_present and arch and _other_arch(category, arch):
                 continue                   # ARM-only flags on an x86 CPU (and back) are noise
             items = [QStandardItem(category), QStandardItem(name),
-                     QStandardItem({True: "✓ yes", False: "no", None: "?"}[is_present]),
+                     QStandardItem({True: "✓ yes", False: "no", None: "unknown"}[is_present]),
                      QStandardItem(meaning)]
             items[CAT].setToolTip(self.categories.get(category, ""))
             # within a category, what this CPU has comes first
@@ -271,6 +278,9 @@ class FlagsPage(QWidget):
 
     def _show_verdict(self, report: Report) -> None:
         isa = report.cpu.isa
+        if report.cpu.flags and (report.cpu.arch or "").lower().startswith(("aarch64", "arm")):
+            self._show_arm_verdict(report)
+            return
         if not report.cpu.flags:
             self.verdict_title.setText("AVX-512: unknown")
             self.verdict_text.setText("The CPU flags could not be read, so nothing can be said about AVX-512. "
@@ -298,6 +308,30 @@ class FlagsPage(QWidget):
         elif isa.avx512_usable:
             parts.append("No AVX512-BF16: bfloat16 autocast is emulated and usually slower than float32.")
         self.verdict_text.setText(" ".join(p for p in parts if p))
+
+    def _show_arm_verdict(self, report: Report) -> None:
+        """Arm has no AVX-512: say what its vector unit and DL extensions are instead."""
+        isa = report.cpu.isa
+        width = f"{isa.vector_width_bits}-bit vectors" if isa.vector_width_bits else "vector width unknown"
+        self.verdict_title.setText(f"SIMD: {width}")
+        flags = {f.lower() for f in report.cpu.flags}
+        self.verdict_text.setText(" ".join([isa.datapath_note, *_arm_features(flags)]).strip())
+
+
+def _arm_features(flags: set[str]) -> list[str]:
+    """What an Arm CPU's Features line says about deep-learning math, in words."""
+    out = []
+    if flags & {"sve", "sve2"}:
+        out.append("SVE" + ("2" if "sve2" in flags else "") + " (scalable vectors) is present.")
+    else:
+        out.append("No SVE: vector code runs on 128-bit NEON.")
+    if "bf16" in flags:
+        out.append("Native bf16 (BFMMLA/BFDOT): bf16 autocast can pay off.")
+    else:
+        out.append("No native bf16: bf16 autocast is emulated and usually slower than float32.")
+    int8 = [name for flag, name in (("asimddp", "dot product"), ("i8mm", "int8 matrix multiply")) if flag in flags]
+    out.append(f"int8: {' and '.join(int8)}." if int8 else "No int8 dot-product instructions.")
+    return out
 
 
 def _other_arch(category: str, arch: str) -> bool:

@@ -210,6 +210,24 @@ def test_flags_avx512_verdict_in_words(qtbot, model):
     assert page.verdict_title.text() == "AVX-512: not usable"
 
 
+def test_flags_arm_verdict_speaks_of_neon_not_avx512(qtbot, model, corpus):
+    page = _page(qtbot, FlagsPage, model)
+    model.set_report(Report(cpu=probe_cpu(machine_root(ARM_TREE))))
+    assert page.verdict_title.text() == "SIMD: 128-bit vectors"
+    text = page.verdict_text.text()
+    assert "AVX" not in text and "NEON" in text and "dot product" in text and "No native bf16" in text
+
+
+def test_flags_rows_follow_the_wrapped_meanings(qtbot, model):
+    """Row heights are redone at the table's real width: one-line meanings get one-line rows."""
+    page = _page(qtbot, FlagsPage, model)
+    model.set_report(zen4_report())
+    page.resize(1600, 800)
+    qtbot.waitUntil(lambda: page.table.rowHeight(0) <= page.table.fontMetrics().lineSpacing() + 12)
+    heights = {page.table.rowHeight(r) for r in range(page.proxy.rowCount())}
+    assert len(heights) <= 2                       # wide window: almost all one line, none clipped
+
+
 def test_flag_catalogue_formats():
     assert fp._entry("x", "plain meaning") == ("x", "", "plain meaning")
     assert fp._entry("x", {"category": "simd", "meaning": "m"}) == ("x", "simd", "m")
