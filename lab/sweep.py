@@ -95,6 +95,15 @@ def derive_variants(topo: Topology, allowed: list[int] | None = None) -> list[Va
         variants.append(Variant(f"one CCX, no SMT (CPUs {format_cpulist(fc)})", len(fc), fc, "pinning"))
         if smt:
             variants.append(Variant(f"one CCX with SMT (CPUs {format_cpulist(ccx)})", len(ccx), ccx, "pinning"))
+    kinds = getattr(topo, "cpu_kinds", None) or []
+    if len(kinds) > 1:   # hybrid: OpenMP barriers wait for the efficiency cores; measure the P cores alone
+        fast = sorted(set(kinds[-1].cpus) & u)
+        fc = first_threads(set(fast))
+        if len(fc) > 1:
+            variants.append(Variant(f"performance cores, no SMT (CPUs {format_cpulist(fc)})", len(fc), fc, "pinning"))
+            if len(fast) > len(fc):
+                variants.append(Variant(f"performance cores with SMT (CPUs {format_cpulist(fast)})", len(fast), fast,
+                                        "pinning"))
     nodes = [(n.id, sorted(set(n.cpus) & u)) for n in topo.numa_nodes]
     nodes = [(i, c) for i, c in nodes if c]
     if len(nodes) > 1:
@@ -128,6 +137,15 @@ def pinning_choices(topo: Topology, allowed: list[int] | None = None) -> list[tu
     l3s = [d for d in l3s if d]
     if len(l3s) > 1:
         choices += [(f"CCX {i} (CPUs {format_cpulist(d)})", d) for i, d in enumerate(l3s)]
+    kinds = getattr(topo, "cpu_kinds", None) or []
+    if len(kinds) > 1:   # hybrid: OpenMP barriers wait for the efficiency cores; measure the P cores alone
+        fast = sorted(set(kinds[-1].cpus) & u)
+        fc = first_threads(set(fast))
+        if len(fc) > 1:
+            variants.append(Variant(f"performance cores, no SMT (CPUs {format_cpulist(fc)})", len(fc), fc, "pinning"))
+            if len(fast) > len(fc):
+                variants.append(Variant(f"performance cores with SMT (CPUs {format_cpulist(fast)})", len(fast), fast,
+                                        "pinning"))
     nodes = [(n.id, sorted(set(n.cpus) & u)) for n in topo.numa_nodes]
     nodes = [(i, c) for i, c in nodes if c]
     if len(nodes) > 1:

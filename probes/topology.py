@@ -65,6 +65,14 @@ class Package:
 
 
 @dataclass
+class CpuKind:
+    """CPUs of one core type on a hybrid chip (P/E cores, Arm big.LITTLE), slowest kind first like hwloc."""
+    cpus: list[int] = field(default_factory=list)
+    perf: int | None = None            # the sysfs figure the kinds were told apart by (higher = faster core)
+    source: str = ""                   # cpu_capacity | acpi_cppc/highest_perf | cpufreq/cpuinfo_max_freq
+
+
+@dataclass
 class Affinity:
     """Where this process may run: the usable CPUs are what thread counts must respect."""
 
@@ -95,6 +103,7 @@ class Topology:
     source: str = "unknown"                # sysfs | cpuinfo | psutil | unknown
     vendor: str | None = None              # /proc/cpuinfo vendor_id ("AuthenticAMD"): an L3 is a CCX on AMD/Hygon
     cpu_family: int | None = None          # /proc/cpuinfo "cpu family": AMD L3s are CCXs from Zen (0x17) on, not on K8-Bulldozer
+    cpu_kinds: list[CpuKind] = field(default_factory=list)  # hybrid chips only (2+ core types), slowest first
     notes: list[str] = field(default_factory=list)
 
 
@@ -380,9 +389,37 @@ def _from_sysfs(root: Path) -> Topology:
             package=info.package if info.package is not None else 0,
             core_id=info.core_id if info.core_id is not None else g[0],
             cpus=g, die=info.die, l3=l3_of.get(g[0]), numa=numa_of.get(g[0])))
+    topo.cpu_kinds = _cpu_kinds(cpu_dir, online)
     if topo.offline_cpus:
         topo.notes.append(f"CPUs {format_cpulist(topo.offline_cpus)} are offline")
     return topo
+
+
+# Two core types differ by far more than preferred-core rankings do: Raptor Lake P/E 64 vs 39,
+# Lakefield 43 vs 28, GB10 X925/A725 997-1024 vs 718-731, while AMD/Intel "preferred cores" on one
+# core type spread their CPPC highest_perf in small steps. A jump of 20% or more between
+# neighbouring values starts a new kind (the idea of hwloc's cpukinds, from the same files).
+_KIND_GAP = 1.2
+_KIND_SOURCES = ("cpu_capacity", "acpi_cppc/highest_perf", "cpufreq/cpuinfo_max_freq")
+
+
+def _cpu_kinds(cpu_dir: Path, online: list[int]) -> list[CpuKind]:
+    """Core types of a hybrid chip from per-CPU performance figures; [] on uniform chips or no data."""
+    for source in _KIND_SOURCES:
+        perf = {n: read_int(cpu_dir / f"cpu{n}" / source) for n in online}
+        if not online or any(v is None or v <= 0 for v in perf.values()):
+            continue              # a figure missing on some CPUs cannot separate kinds: try the next file
+        values = sorted(set(perf.values()))
+        groups: list[list[int]] = [[values[0]]]
+        for v in values[1:]:
+            if v >= groups[-1][-1] * _KIND_GAP:
+                groups.append([v])
+            else:
+                groups[-1].append(v)
+        if len(groups) < 2:
+            return []
+        return [CpuKind(sorted(n for n in online if perf[n] in g), max(g), source) for g in groups]
+    return []
 
 
 def _from_cpuinfo(root: Path) -> Topology:

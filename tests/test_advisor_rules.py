@@ -141,6 +141,7 @@ GOOD_BAD = {
     "BLAS002": ("zen3-healthy", "openblas-and-mkl-fight"),
     "TOPO001": ("cascadelake-2s-numa-pinned", "cascadelake-2s-two-openmp"),
     "TOPO002": ("ryzen2700x-ccx-pinned", "ryzen2700x-cuda-wheel"),
+    "TOPO003": ("raptorlake-hybrid-pinned", "raptorlake-hybrid-unpinned"),
     "OS001": ("zen3-healthy", "raptorlake-powersave"),
     "MEM001": ("zen3-healthy", "laptop-swap-low-memory"),
     "MEM002": ("zen3-healthy", "laptop-swap-low-memory"),

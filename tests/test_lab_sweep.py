@@ -111,6 +111,19 @@ def test_recommend_clear_winner_and_nothing_measured():
     assert sweep.recommend([_pt("1 thread", 1, None)]) is None
 
 
+def test_hybrid_chip_measures_the_performance_cores_alone():
+    """Raptor Lake i7-1370P (corpus): P cores 0-11 (6 x SMT2), E cores 12-19."""
+    from conftest import machine_root
+    from cpudoctor.probes.topology import probe_topology
+
+    topo = probe_topology(machine_root("hwloc-20em64t-hybrid-1p6c2t+2ca4co1t"))
+    vs = {v.name: v for v in sweep.derive_variants(topo)}
+    p = vs["performance cores, no SMT (CPUs 0,2,4,6,8,10)"]
+    assert p.threads == 6 and p.cpus == [0, 2, 4, 6, 8, 10] and p.group == "pinning"
+    assert vs["performance cores with SMT (CPUs 0-11)"].cpus == list(range(12))
+    assert not any("performance" in n for n in names(sweep.derive_variants(make_topology(8, smt=2))))
+
+
 def test_noise_note_when_one_setting_measures_far_apart():
     """'PyTorch defaults' (2 threads used) and '2 threads' are one setting: 7,334 vs 842 samples/s means a busy machine."""
     default = _pt("PyTorch defaults", None, 7334.0, "default")

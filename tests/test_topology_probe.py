@@ -471,3 +471,17 @@ def test_cpuset_without_online_cpus_is_ignored(tmp_path):
     topo = probe_topology(tmp_path, live=False)
     assert topo.affinity.cgroup_cpuset is None and topo.affinity.usable_cpus == 8
     assert any("lists no online CPU" in n for n in topo.notes)
+
+
+@pytest.mark.parametrize("name", HWLOC_MACHINES)
+def test_cpu_kinds_match_hwloc(name, manifest):
+    """Hybrid core kinds equal hwloc's cpukinds (Raptor Lake P/E, Lakefield, GB10 X925/A725); none elsewhere."""
+    truth = manifest["machines"][name]["ground_truth"].get("cpukinds") or []
+    kinds = corpus_topology(name).cpu_kinds
+    if len(truth) < 2:
+        assert kinds == []      # one kind, e.g. preferred-core rankings or equal capacities, is not hybrid
+    else:
+        assert [format_cpulist(k.cpus) for k in kinds] == [k["pus"] for k in truth]   # slowest first, like hwloc
+        assert kinds[0].perf < kinds[-1].perf
+    line = "\n".join(text_lines(corpus_topology(name)))
+    assert ("Hybrid core kinds: performance CPUs" in line) == (len(truth) >= 2)

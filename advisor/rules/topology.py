@@ -138,3 +138,57 @@ def ccx_unpinned(report: Report) -> list[Finding]:
              f"data over {link} instead of a common L3; small models often train faster on one L3 domain."),
         fix="Bind threads to cores, and try one L3 domain per job (the thread sweep measures which is faster).",
         snippet=snippets.pinned_launches(report))]
+
+
+@rule("TOPO003", "hybrid-cores-unpinned", category="topology", severity="info",
+      title="Hybrid CPU: compute threads may land on the efficiency cores")
+def hybrid_cores_unpinned(report: Report) -> list[Finding]:
+    """What it checks:
+        Hybrid chips (Intel P/E cores since Alder Lake and Lakefield, Arm big.LITTLE such as the
+        GB10's Cortex-X925/A725), told apart by per-CPU ``cpu_capacity`` or
+        ``acpi_cppc/highest_perf`` in sysfs, where the process may run on both kinds and no
+        OpenMP binding is set.
+
+    Why it matters:
+        OpenMP and oneDNN split each operator into equal chunks, one per thread. A thread on an
+        efficiency core finishes its chunk later, and every other thread waits for it at the
+        barrier, so the whole step runs at the pace of the slowest core. Pinning the compute
+        threads to the performance cores is often faster than using every core; the thread sweep
+        measures both.
+
+    Fix:
+        Run the training job on the performance cores only (``taskset``, one thread per physical
+        P-core), and leave the efficiency cores to DataLoader workers and the desktop.
+    """
+    f = Facts(report)
+    kinds = f.get("topology.cpu_kinds", record=False) or []
+    if len(kinds) < 2:
+        return []
+    fast = kinds[-1]
+    f.record("topology.cpu_kinds", [f"{format_cpulist(k.cpus)} ({k.source} {k.perf})" for k in kinds])
+    usable = set(machine.usable_cpu_list(f) or [c for k in kinds for c in k.cpus])
+    used = [k for k in kinds if usable.intersection(k.cpus)]
+    if len(used) < 2:
+        return [f.finding("ok", "The process may run on one core kind only")]
+    pinned = _pinned_by(f)
+    if pinned:
+        return [f.finding("ok", f"Threads are bound ({pinned}) on a hybrid CPU")]
+    rec = f.get("recommendation")
+    if rec is not None and rec.cpus:
+        return [f.finding("ok", f"The thread sweep recommends pinning to CPUs {format_cpulist(rec.cpus)}")]
+    pcpus = sorted(usable.intersection(fast.cpus))
+    slow = sorted(usable - set(fast.cpus))
+    cores = f.get("topology.core_list", record=False) or []
+    p_cores = len({tuple(c.cpus) for c in cores if set(c.cpus) & set(pcpus)}) or len(pcpus)
+    if p_cores < 2:   # Lakefield: one Sunny Cove core next to four Tremonts; pinning to it would lose
+        return [f.finding("ok", f"Hybrid CPU with {p_cores} performance core: pinning to it would leave most of the compute idle")]
+    target = snippets.PinTarget("cpus", 0, pcpus, f"performance cores (CPUs {format_cpulist(pcpus)})")
+    return [f.finding(
+        "info", f"Hybrid CPU: pin training to the performance cores (CPUs {format_cpulist(pcpus)})",
+        why=(f"This CPU mixes core kinds: CPUs {format_cpulist(pcpus)} are performance cores and CPUs "
+             f"{format_cpulist(slow)} are slower efficiency cores ({fast.source}: {fast.perf} vs {kinds[0].perf}). "
+             "OpenMP gives every thread an equal share of each operator, so threads on efficiency cores make "
+             "the others wait at every barrier."),
+        fix=("Run the job on the performance cores, one thread per physical core, and compare with all cores "
+             "(cpudoctor bench sweep)."),
+        snippet=f"# {target.label}\n{snippets.pinned_command(report, target)}")]

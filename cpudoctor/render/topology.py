@@ -229,6 +229,19 @@ def tree_lines(topo: Topology) -> list[str]:
     return out
 
 
+def kinds_line(topo: Topology) -> str | None:
+    """``Hybrid core kinds: performance CPUs 0-11, efficiency CPUs 12-19 (acpi_cppc/highest_perf 67 vs 39)``."""
+    kinds = getattr(topo, "cpu_kinds", None) or []
+    if len(kinds) < 2:
+        return None
+    names = ["efficiency"] * (len(kinds) - 1) + ["performance"]
+    if len(kinds) > 2:
+        names = [f"kind {i}" for i in range(len(kinds) - 1)] + ["performance"]
+    parts = [f"{name} CPUs {format_cpulist(k.cpus)}" for name, k in reversed(list(zip(names, kinds)))]
+    perf = " vs ".join(str(k.perf) for k in reversed(kinds))
+    return f"Hybrid core kinds: {', '.join(parts)} ({kinds[0].source} {perf})"
+
+
 def text_lines(topo: Topology) -> list[str]:
     """Topology section of the text report: summary, lstopo-like tree, limits, notes."""
     lines = [summary_line(topo)]
@@ -239,6 +252,9 @@ def text_lines(topo: Topology) -> list[str]:
         lines.append(f"Offline CPUs: {format_cpulist(topo.offline_cpus)}")
     if topo.l2_groups:
         lines.append(f"Shared L2: {len(topo.l2_groups)} groups, e.g. CPUs {format_cpulist(topo.l2_groups[0])}")
+    kinds = kinds_line(topo)
+    if kinds:
+        lines.append(kinds)
     usable = usable_line(topo)
     if usable:
         lines.append(usable)
@@ -275,6 +291,9 @@ def markdown_lines(topo: Topology) -> list[str]:
     extra = []
     if topo.offline_cpus:
         extra.append(f"- Offline CPUs: {format_cpulist(topo.offline_cpus)}")
+    kinds = kinds_line(topo)
+    if kinds:
+        extra.append(f"- {kinds}")
     usable = usable_line(topo)
     if usable:
         extra.append(f"- {usable}")
