@@ -112,7 +112,8 @@ def render_export(report: Report, fmt: str, include_identifying: bool = False) -
         if redactor is not None:
             page = redactor.text(page, html=True)
         try:
-            return pdf_from_html(page, pictures)
+            title = f"CPU Doctor report — {shared.cpu.brand or 'unknown CPU'}"
+            return pdf_from_html(page, pictures, title=redactor.text(title) if redactor else title)
         except RuntimeError as exc:
             raise ExportError(str(exc)) from None
     text = _markdown_or_text(shared, fmt)

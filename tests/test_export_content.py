@@ -233,3 +233,25 @@ def test_header_reads_well_when_the_report_is_bare():
     text = " ".join(_html_text(sample_report()))
     assert "Generated 2026-11-30 10:12 UTC by CPU Doctor 0.1.0" in text
     assert when("2026-11-30T09:38:47+02:00") == "2026-11-30 09:38 +02:00" and when("soon") == "soon"
+
+
+def test_pdf_pages_carry_title_and_page_number(tmp_path):
+    import shutil
+    import subprocess
+
+    import pytest
+
+    if shutil.which("pdftotext") is None:
+        pytest.skip("pdftotext (poppler-utils) not installed")
+    r = _with_evidence()
+    pdf = tmp_path / "r.pdf"
+    pdf.write_bytes(render_export(r, "pdf"))
+    pages = subprocess.run(["pdftotext", "-raw", str(pdf), "-"], capture_output=True, text=True,
+                           check=True).stdout.split("\f")
+    pages = [p for p in pages if p.strip()]
+    assert len(pages) >= 2
+    for i, page in enumerate(pages, 1):
+        assert f"page {i} of {len(pages)}" in page
+        assert re.search(rf"CPU Doctor report — {r.cpu.brand}\s+page {i} of", page)
+    info = subprocess.run(["pdfinfo", str(pdf)], capture_output=True, text=True).stdout
+    assert r.cpu.brand in info

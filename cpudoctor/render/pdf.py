@@ -18,6 +18,7 @@ import threading
 _IMG_RE = re.compile(r'<img src="cpudoctor:([A-Za-z0-9_]+)">')
 _SVG_SIZE_RE = re.compile(r'<svg[^>]*\bwidth="(\d+)"[^>]*\bheight="(\d+)"')
 TEXT_WIDTH_PX = 680          # A4 minus 15 mm margins, in Qt's 96-dpi layout units
+FOOTER_PX = 24               # kept free at the bottom of each page for the title and page number
 SCALE = 3
 # Qt's text layout and font engines are not safe to drive from two threads at
 # once (two exports started quickly from the GUI's pool): one PDF at a time.
@@ -135,6 +136,44 @@ def _replace_images_with_svg(doc, names: set[str]) -> int:
     return len(spots)
 
 
+def _print_with_footer(doc, writer, title: str) -> None:
+    """Paint page by page (what ``QTextDocument.print_`` does) plus a footer: title and "page 2 of 7".
+
+    A printed or forwarded report loses its order and its origin without them;
+    ``print_`` draws page numbers only for documents without a page size, and
+    ours has one (the A4 text area the layout wraps to).
+    """
+    from PySide6.QtCore import QRectF, Qt
+    from PySide6.QtGui import QColor, QFont, QPainter
+
+    page = doc.pageSize()
+    pages = max(1, doc.pageCount())
+    painter = QPainter(writer)
+    try:
+        scale = writer.width() / page.width()
+        font = QFont("DejaVu Sans")
+        font.setPixelSize(9)
+        for i in range(pages):
+            if i:
+                writer.newPage()
+            painter.save()
+            painter.scale(scale, scale)
+            painter.save()
+            painter.translate(0, -i * page.height())
+            painter.setClipRect(QRectF(0, i * page.height(), page.width(), page.height()))
+            doc.drawContents(painter, QRectF(0, i * page.height(), page.width(), page.height()))
+            painter.restore()
+            painter.setFont(font)
+            painter.setPen(QColor("#5f6b77"))
+            strip = QRectF(0, page.height() + FOOTER_PX - 14, page.width(), 14)
+            painter.drawText(strip, int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter), title)
+            painter.drawText(strip, int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter),
+                             f"page {i + 1} of {pages}")
+            painter.restore()
+    finally:
+        painter.end()
+
+
 def pdf_from_html(page: str, pictures: dict[str, str] | None = None, title: str = "CPU Doctor report") -> bytes:
     """Lay out ``page`` (Qt rich-text HTML) on A4 and return the PDF bytes.
 
@@ -178,9 +217,9 @@ def _pdf_from_html(page: str, pictures: dict[str, str], title: str) -> bytes:
     if handler is not None:
         doc.documentLayout().registerHandler(_SVG_OBJECT, handler)
         _replace_images_with_svg(doc, set(pictures))
-    # Lay out on an A4 text area measured in 96-dpi px; print_() scales it onto the page.
+    # Lay out on an A4 text area measured in 96-dpi px, less a strip at the bottom for the footer.
     doc.setDocumentMargin(0)
-    doc.setPageSize(QSizeF(TEXT_WIDTH_PX, TEXT_WIDTH_PX * 267 / 180))
+    doc.setPageSize(QSizeF(TEXT_WIDTH_PX, TEXT_WIDTH_PX * 267 / 180 - FOOTER_PX))
     doc.setMetaInformation(QTextDocument.MetaInformation.DocumentTitle, title)
     data = QByteArray()
     buf = QBuffer(data)
@@ -190,7 +229,7 @@ def _pdf_from_html(page: str, pictures: dict[str, str], title: str) -> bytes:
     writer.setCreator("CPU Doctor")
     writer.setPageSize(QPageSize(QPageSize.PageSizeId.A4))
     writer.setPageMargins(QMarginsF(15, 15, 15, 15), QPageLayout.Unit.Millimeter)
-    doc.print_(writer)
+    _print_with_footer(doc, writer, title)
     buf.close()
     del handler                     # only now: the layout no longer paints with it
     out = bytes(data.data())
