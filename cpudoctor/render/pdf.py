@@ -5,8 +5,10 @@ the CLI or a test without a display, this module starts one on the
 ``offscreen`` platform, so ``cpudoctor report --format pdf`` works over SSH.
 The HTML comes from :func:`cpudoctor.render.html.build_html` with
 ``images="resources"``: Qt's rich text has no inline SVG, so each picture is
-rasterised (at 3x, so it stays sharp when zoomed) and handed to the document
-as a named image resource.
+referenced by name and drawn as vectors by a QSvgRenderer text object (sharp
+at any zoom, small files); where that path is unavailable it is rasterised
+at 3x and handed over as an image resource. Pages are painted one by one so
+each gets a footer with the report title and "page N of M".
 """
 
 from __future__ import annotations
