@@ -164,6 +164,23 @@ def dark_palette():
     return pal
 
 
+def dark_style_sheet() -> str:
+    """Check boxes that can be seen on a dark window.
+
+    Fusion draws an unchecked box in the Base colour with an outline derived from
+    Window: on this dark palette that is #1d1f22 on #25282c, all but invisible.
+    """
+    from cpudoctor.gui.icons import _icons_dir
+
+    check = str(_icons_dir().joinpath("check-light.svg")).replace("\\", "/")
+    return ("QCheckBox::indicator { width: 13px; height: 13px; border: 1px solid #7a828b; border-radius: 3px;"
+            " background: #1d1f22; }"
+            "QCheckBox::indicator:hover { border-color: #6fb0e8; }"
+            f"QCheckBox::indicator:checked {{ background: #3d7ab8; border-color: #3d7ab8; image: url({check}); }}"
+            "QCheckBox::indicator:disabled { border-color: #4a4f55; background: #25282c; }"
+            "QCheckBox::indicator:checked:disabled { background: #3a4a5a; border-color: #3a4a5a; }")
+
+
 def apply_theme(app, theme: str = "system") -> None:
     """Fusion style with a light or dark palette; 'system' follows the desktop's colour scheme."""
     from PySide6.QtCore import Qt
@@ -173,6 +190,7 @@ def apply_theme(app, theme: str = "system") -> None:
     scheme = hints.colorScheme() if hasattr(hints, "colorScheme") else None
     dark = theme == "dark" or (theme == "system" and scheme == Qt.ColorScheme.Dark)
     app.setPalette(dark_palette() if dark else app.style().standardPalette())
+    app.setStyleSheet(dark_style_sheet() if dark else "")
 
 
 def _parse_size(text: str | None) -> tuple[int, int] | None:

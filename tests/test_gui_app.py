@@ -124,3 +124,33 @@ def test_pyside_guard_makes_singletons_unkillable_on_a_bad_build():
     assert out.returncode == 0, out.stderr
     expected = "True True" if sys.version_info < (3, 12) else "False False"
     assert out.stdout.strip() == expected, out.stdout + out.stderr
+
+
+def test_dark_theme_check_boxes_are_visible(qapp):
+    """Fusion's unchecked box is #1d1f22 on #25282c in the dark palette: the sheet gives it a border."""
+    import re
+    from pathlib import Path
+
+    from PySide6.QtWidgets import QCheckBox
+
+    from cpudoctor.gui.app import apply_theme
+
+    style, palette = qapp.style().name(), qapp.palette()
+    try:
+        apply_theme(qapp, "dark")
+        sheet = qapp.styleSheet()
+        assert "QCheckBox::indicator" in sheet and "border: 1px solid #7a828b" in sheet
+        check = re.search(r"image: url\(([^)]+)\)", sheet).group(1)
+        assert Path(check).is_file()
+        box = QCheckBox("x")
+        box.resize(60, 20)
+        img = box.grab().toImage()
+        mid = box.height() // 2
+        colours = {img.pixelColor(x, mid).name() for x in range(0, 20)}
+        assert "#7a828b" in colours                      # the border is drawn
+        apply_theme(qapp, "light")
+        assert qapp.styleSheet() == ""
+    finally:                                             # the other tests run with the style they started with
+        qapp.setStyleSheet("")
+        qapp.setStyle(style)
+        qapp.setPalette(palette)
