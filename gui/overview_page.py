@@ -116,6 +116,7 @@ class OverviewPage(QWidget):
             self.badges[key] = b
             badges.addWidget(b)
         badges.addStretch(1)
+        self._badge_row = badges
         v.addLayout(badges)
         self.verdict = QLabel()
         self.verdict.setWordWrap(True)
@@ -256,6 +257,10 @@ class OverviewPage(QWidget):
 
     def _badges(self, report: Report) -> None:
         arm = is_arm(report.cpu.arch)
+        order = [k for k, _n, _w in ARM_BADGES] if arm else list(X86_BADGES)
+        for i, key in enumerate(order):          # BF16 is in both sets, at different places
+            self._badge_row.removeWidget(self.badges[key])
+            self._badge_row.insertWidget(i, self.badges[key])
         for key, badge in self.badges.items():
             badge.setVisible(key in ARM_KEYS if arm else key in X86_BADGES)
         if arm:

@@ -78,6 +78,9 @@ def test_overview_arm_shows_arm_features_not_x86_ones(qtbot, model, corpus):
     model.set_report(Report(cpu=cpu, topology=probe_topology(machine_root(ARM_TREE))))
     shown = {k: b.state for k, b in page.badges.items() if b.isVisibleTo(page)}
     assert shown == {"NEON": "yes", "FP16": "yes", "DOTPROD": "yes", "I8MM": "no", "BF16": "no", "SVE": "no"}
+    row = [page._badge_row.itemAt(i).widget() for i in range(page._badge_row.count())]
+    assert [w.text() for w in row if w is not None and w.isVisibleTo(page)] == [
+        "NEON", "FP16", "DOTPROD", "I8MM", "BF16", "SVE"]
     assert "AVX" not in page.verdict.text() and "NEON" in page.verdict.text()
     assert all("?" not in b.text() for b in page.badges.values())
     model.set_report(zen4_report())                     # and back: x86 pills again
