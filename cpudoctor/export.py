@@ -122,6 +122,25 @@ def render_export(report: Report, fmt: str, include_identifying: bool = False) -
     return text.encode("utf-8")
 
 
+def render_qt_html(report: Report, include_identifying: bool = False) -> tuple[str, dict[str, str]]:
+    """The HTML report as Qt's rich text can show it, redacted exactly like the exported file.
+
+    For the Report page's preview (a QTextBrowser knows no inline SVG, CSS
+    variables or ``<details>``): the page the PDF is made from, and its
+    pictures by name. Pass both to :func:`cpudoctor.render.pdf.attach_pictures`
+    with the browser's document, then ``setHtml`` the page it returns.
+    """
+    from cpudoctor.render.html import build_html
+
+    shared = redact_report(report, include_identifying=include_identifying)
+    page, pictures = build_html(shared, images="resources")
+    if not include_identifying:
+        redactor = Redactor(Identity.current(report))
+        page = redactor.text(page, html=True)
+        pictures = {name: redactor.text(svg, html=True) for name, svg in pictures.items()}
+    return page, pictures
+
+
 def export_report(report: Report, fmt: str, path: Path | str, include_identifying: bool = False,
                   overwrite: bool = False) -> Path:
     """Render and write atomically; ExportError with a clear message on any failure, nothing half-written."""

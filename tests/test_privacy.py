@@ -102,3 +102,28 @@ def test_names_that_are_technical_words_do_not_wreck_the_report(monkeypatch):
     assert "/home/amd" not in md                       # the home path is still replaced
     shared = redact_report(report)
     assert shared.software.os.hostname == "<hostname>"  # the field itself is always replaced
+
+
+def test_qt_preview_html_is_redacted_and_shows_the_map_as_a_picture(planted, qtbot):
+    """The Report page's preview variant: same redaction as the file, the map as an image, not loose text."""
+    from PySide6.QtCore import QUrl
+    from PySide6.QtGui import QTextDocument
+    from PySide6.QtWidgets import QTextBrowser
+
+    from cpudoctor.export import render_qt_html
+    from cpudoctor.render.pdf import attach_pictures
+
+    page, pictures = render_qt_html(planted)
+    for secret in PLANTED:
+        assert secret.lower() not in page.lower() and all(secret.lower() not in s.lower() for s in pictures.values())
+    assert "<svg" not in page and "topology" in pictures
+    browser = QTextBrowser()
+    qtbot.addWidget(browser)
+    shown = attach_pictures(browser.document(), page, pictures, max_width=600)
+    browser.setHtml(shown)
+    assert '<img src="cpudoctor:topology" width="' in shown
+    image = browser.document().resource(QTextDocument.ResourceType.ImageResource, QUrl("cpudoctor:topology"))
+    assert image is not None and not image.isNull()
+    assert "Package P#0" not in browser.toPlainText()            # the map's labels are in the picture
+    kept, _ = render_qt_html(planted, include_identifying=True)
+    assert HOST in kept

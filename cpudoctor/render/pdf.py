@@ -56,13 +56,13 @@ def _ensure_gui_app():
     return app
 
 
-def _rasterise(svg: str, width: int, height: int):
+def _rasterise(svg: str, width: int, height: int, scale: int = SCALE):
     from PySide6.QtCore import QByteArray, Qt
     from PySide6.QtGui import QImage, QPainter
     from PySide6.QtSvg import QSvgRenderer
 
     renderer = QSvgRenderer(QByteArray(svg.encode("utf-8")))
-    image = QImage(width * SCALE, height * SCALE, QImage.Format.Format_ARGB32)
+    image = QImage(width * scale, height * scale, QImage.Format.Format_ARGB32)
     image.fill(Qt.GlobalColor.white)
     painter = QPainter(image)
     painter.setRenderHint(QPainter.RenderHint.Antialiasing)
@@ -136,6 +136,34 @@ def _replace_images_with_svg(doc, names: set[str]) -> int:
         obj.setProperty(_PROP_NAME, name)
         cursor.insertText("\ufffc", obj)
     return len(spots)
+
+
+def attach_pictures(doc, page: str, pictures: dict[str, str], max_width: int = TEXT_WIDTH_PX) -> str:
+    """Make ``page`` (``images="resources"`` HTML) showable in a QTextDocument/QTextBrowser.
+
+    Each picture is rasterised (2x, for high-dpi screens) and added to ``doc``
+    as the image resource its ``<img src="cpudoctor:NAME">`` names; the
+    returned page carries display sizes, at most ``max_width`` px wide. For the
+    Report page's preview: Qt's rich text shows inline SVG as loose text.
+    Call it on the GUI thread, then ``setHtml`` the returned page.
+    """
+    from PySide6.QtCore import QUrl
+    from PySide6.QtGui import QTextDocument
+
+    sizes: dict[str, tuple[int, int]] = {}
+    for name, svg in pictures.items():
+        m = _SVG_SIZE_RE.search(svg)
+        w, h = (int(m.group(1)), int(m.group(2))) if m else (600, 300)
+        shown = min(w, max_width)
+        sizes[name] = (shown, max(1, round(h * shown / w)))
+        doc.addResource(QTextDocument.ResourceType.ImageResource, QUrl(f"cpudoctor:{name}"),
+                        _rasterise(svg, w, h, scale=2))
+
+    def _sized(m: re.Match[str]) -> str:
+        w, h = sizes.get(m.group(1), (max_width, 300))
+        return f'<img src="cpudoctor:{m.group(1)}" width="{w}" height="{h}">'
+
+    return _IMG_RE.sub(_sized, page)
 
 
 def _print_with_footer(doc, writer, title: str) -> None:
