@@ -241,7 +241,9 @@ class OverviewPage(QWidget):
             s.set("Python", " ".join(x for x in (py.implementation, py.version,
                                                     py.env_kind and f"({py.env_kind})") if x) or UNKNOWN)
             t = sw.torch
-            if not sw.children_ran:
+            if not sw.children_ran and self.model.read_only:
+                s.set("PyTorch", "not checked when this report was made (made with --fast, or from a capture)")
+            elif not sw.children_ran:
                 s.set("PyTorch", "not checked yet (checked in a child process, never in this one)")
             elif t.status == "ok":
                 s.set("PyTorch", f"{t.version} — CPU capability {t.cpu_capability or '?'}, "

@@ -143,6 +143,10 @@ def test_overview_saved_report_drops_the_previous_reports_live_values_and_rows(q
                              mem_total_bytes=64 * 2**30, mem_used_bytes=16 * 2**30))
     assert page.cards["Clocks"].value("Now") == "—" and page.cards["Memory"].value("In use now") == "—"
     assert page.cards["Memory"].value("Container limit") == ""          # that row left with its report
+    saved = zen4_report()
+    saved.software = Software(children_ran=False)
+    model.set_report(saved, read_only=True, label="fast.json")
+    assert "yet" not in page.cards["System"].value("PyTorch")           # a saved report will never be checked
 
 
 # -- Flags ------------------------------------------------------------------
