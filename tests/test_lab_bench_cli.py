@@ -100,3 +100,24 @@ def test_ctrl_c_prints_partial_results_and_exits_130():
     out, _ = p.communicate(timeout=30)
     assert p.returncode == 130
     assert out.startswith("Cancelled: partial results.") and "samples/s" in out
+
+
+def test_settings_the_child_could_only_fail_at_are_refused_up_front(tmp_path, capsys):
+    """--cpus outside the affinity and a missing MNIST folder: one line, exit 2, before any child starts."""
+    import os
+
+    allowed = sorted(os.sched_getaffinity(0))
+    with pytest.raises(CliError, match=r"--cpus .*are not usable here \(this process may run on"):
+        bench.run(parse("train", "--cpus", str(max(allowed) + 64)))
+    with pytest.raises(CliError, match="--mnist-dir .*no such folder"):
+        bench.run(parse("train", "--data", "mnist", "--mnist-dir", str(tmp_path / "nope")))
+    warnings = bench._check_machine_fit(parse("train", "--threads", str(len(allowed) + 7)))
+    assert len(warnings) == 1 and f"more than the {len(allowed)} usable CPUs" in warnings[0]
+    assert bench._check_machine_fit(parse("train", "--threads", "1")) == []
+
+
+def test_run_too_short_to_measure_says_so():
+    out = JobOutcome(result={"settings": {"model": "simplecnn", "dtype": "fp32", "batch_size": 64, "warmup_steps": 3},
+                             "threads": 2, "steps": 3, "samples_per_s": None, "elapsed": 0.1})
+    text = bench.format_outcome("train", out)
+    assert "not measured: all 3 steps were warm-up" in text and "- samples/s" not in text

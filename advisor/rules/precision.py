@@ -136,7 +136,7 @@ def int8_needs_vnni(report: Report) -> list[Finding]:
             found.append("AMX-INT8")
     else:
         flags = machine.flags(f)
-        found += [name for flag, name in (("asimddp", "dot-product"), ("i8mm", "I8MM")) if flag in flags]
+        found += [name for flag, name in (("asimddp", "Arm SDOT dot product"), ("i8mm", "I8MM")) if flag in flags]
     snippet = ("qmodel = torch.ao.quantization.quantize_dynamic(\n"
                "    model.eval(), {torch.nn.Linear}, dtype=torch.qint8)")
     if found:

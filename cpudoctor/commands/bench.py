@@ -114,6 +114,37 @@ def job_args(args: argparse.Namespace) -> dict[str, Any]:
         raise CliError(str(exc)) from None
 
 
+def _check_machine_fit(args: argparse.Namespace) -> list[str]:
+    """Refuse what the child could only fail at (CPUs we may not run on, a missing MNIST folder);
+    return warnings for settings that run but measure the wrong thing (more threads than CPUs)."""
+    import os
+    from pathlib import Path
+
+    from cpudoctor.probes._fs import format_cpulist
+
+    mnist = getattr(args, "mnist_dir", None)
+    if getattr(args, "data", None) == "mnist" and mnist and not Path(mnist).expanduser().is_dir():
+        raise CliError(f"--mnist-dir {mnist}: no such folder (give the folder with the MNIST IDX files)")
+    try:
+        allowed = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return []
+    cpus = getattr(args, "cpus", None)
+    if cpus:
+        outside = sorted(set(cpus) - set(allowed))
+        if outside:
+            raise CliError(f"--cpus {format_cpulist(cpus)}: CPUs {format_cpulist(outside)} are not usable here "
+                           f"(this process may run on {format_cpulist(allowed)})")
+    warnings = []
+    usable = len(cpus) if cpus else len(allowed)
+    for name in ("threads", "interop_threads"):
+        n = getattr(args, name, None)
+        if isinstance(n, int) and n > usable:
+            warnings.append(f"--{name.replace('_', '-')} {n} is more than the {usable} usable CPUs: the run measures "
+                            "oversubscription, not this machine's speed")
+    return warnings
+
+
 class ProgressBar:
     """One self-rewriting line on a terminal; occasional plain lines when stderr is a file."""
 
@@ -170,6 +201,8 @@ def run(args: argparse.Namespace) -> int:
     from cpudoctor.lab.runner import Job, job_command
 
     settings = job_args(args)
+    for warning in _check_machine_fit(args):
+        print(f"cpudoctor bench {args.job}: warning: {warning}", file=sys.stderr)
     bar = ProgressBar(f"bench {args.job}", enabled=not args.quiet)
 
     def on_message(msg: protocol.Message) -> None:
@@ -228,7 +261,13 @@ def format_outcome(job: str, outcome) -> str:
         lines.append(f"{s.get('model')} {s.get('dtype')}, batch {s.get('batch_size')}, {r.get('threads')} thread{'s' if r.get('threads') != 1 else ''}"
                      + (f", CPUs {_cpus(s.get('cpus'))}" if s.get("cpus") else "")
                      + (", channels_last" if s.get("channels_last") else "") + (", compiled" if s.get("compile") else ""))
-        lines.append(f"  throughput  {_num(r.get('samples_per_s'))} samples/s ({r.get('steps')} steps in {r.get('elapsed')} s)")
+        if r.get("samples_per_s") is None and r.get("steps") is not None:
+            warm = s.get("warmup_steps")
+            lines.append(f"  throughput  not measured: all {r.get('steps')} steps were warm-up"
+                         + (f" (the first {warm} are not timed)" if warm else "") + "; run more steps or seconds")
+        else:
+            lines.append(f"  throughput  {_num(r.get('samples_per_s'))} samples/s ({r.get('steps')} steps in "
+                         f"{r.get('elapsed')} s)")
         lines.append(f"  loss        {_num(r.get('initial_loss'), '.3f')} -> {_num(r.get('final_loss'), '.3f')}")
         acc = r.get("eval_accuracy")
         lines.append(f"  accuracy    train {_num(r.get('train_accuracy'), '.1%')}"
