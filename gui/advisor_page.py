@@ -328,7 +328,8 @@ class AdvisorPage(QWidget):
                 self._set_snippet("", "bash")
                 return
             plan = snippets.thread_plan(report)
-            self.details_title.setText("Recommended settings for this machine")
+            self.details_title.setText("Recommended settings for the machine in this report" if self.model.read_only
+                                       else "Recommended settings for this machine")
             notes = "".join(f"<li>{html.escape(n)}</li>" for n in plan.notes)
             self.details.setHtml(
                 f"<p><b>{plan.threads}</b> compute threads: {html.escape(plan.source)}.</p>"

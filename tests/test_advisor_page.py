@@ -199,3 +199,8 @@ def test_titles_keep_their_room_in_a_narrow_window(qtbot):
     qtbot.waitUntil(lambda: not tree.isColumnHidden(2))                 # room again: Category is back
     assert tree.columnWidth(0) >= tree.columnWidth(2)
     assert first.toolTip(2) == first.text(2)
+
+
+def test_saved_report_recommends_for_its_own_machine(page):
+    page.model.set_report(_report("k10-container-quota"), read_only=True, label="saved.json")
+    assert page.details_title.text() == "Recommended settings for the machine in this report"
