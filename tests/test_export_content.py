@@ -255,3 +255,20 @@ def test_pdf_pages_carry_title_and_page_number(tmp_path):
         assert re.search(rf"CPU Doctor report — {r.cpu.brand}\s+page {i} of", page)
     info = subprocess.run(["pdfinfo", str(pdf)], capture_output=True, text=True).stdout
     assert r.cpu.brand in info
+
+
+def test_new_html_paths_escape_report_data():
+    r = _with_evidence()
+    evil = '<img src=x onerror=alert(1)>'
+    r.benchmarks.append(BenchRun(kind=evil, settings={evil: evil}, metrics={evil: evil, "points": [
+        {"variant": evil, "samples_per_s": 1.0}, {"variant": "b", "samples_per_s": 2.0}]}, note=evil))
+    r.findings[-1].evidence["x"] = evil
+    r.software.os.distro = evil
+    r.software.thread_env = {"OMP_NUM_THREADS": evil}
+    r.recommendation.variant = evil
+    html = render_export(r, "html").decode()
+    assert "<img src=x" not in html and "&lt;img src=x" in html
+    md = render_export(r, "md").decode()
+    ours = md[md.index("## Findings"):]                 # findings and benchmarks come from md_extra
+    ours = re.sub(r"`[^`\n]*`", "", ours)               # code spans show markup literally
+    assert not re.search(r"(?<!\\)<img", ours) and "\\<img src=x" in ours
