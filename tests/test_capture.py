@@ -150,3 +150,13 @@ def test_report_root_on_live_capture_matches_live_report(tmp_path, capsys):
     assert captured["topology"] == live["topology"]
     assert captured["cpu"]["flags"] == live["cpu"]["flags"]
     assert captured["cpu"]["brand"] == live["cpu"]["brand"]
+
+
+def test_output_name_must_say_tar_gz(tmp_path, capsys):
+    """A gzip tarball written as capture.zip would mislead whoever unpacks it."""
+    from cpudoctor.cli import main
+
+    assert main(["capture", "-o", str(tmp_path / "capture.zip")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and ".tar.gz or .tgz" in err
+    assert not (tmp_path / "capture.zip").exists()

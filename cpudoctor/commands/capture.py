@@ -23,6 +23,10 @@ def register(subparsers) -> None:
 def run(args) -> int:
     from cpudoctor.capture import CaptureError, capture
 
+    name = str(args.output).lower()
+    if not name.endswith((".tar.gz", ".tgz")):
+        # The file is always a gzip tarball: a .zip or .tar name would mislead whoever unpacks it.
+        raise CliError(f"-o {args.output}: the capture is a gzip tarball; give a name ending in .tar.gz or .tgz")
     root = root_arg(args.root)
     try:
         result = capture(args.output, root=root, force=args.force)
