@@ -276,7 +276,8 @@ class MonitorPage(QWidget):
                                                 fillLevel=0, brush=QColor(74, 144, 194, 50))
         self.clock_plot = self._plot("Clock", row=1, col=1, parent=self.small)
         self.clock_plot.setLabel("left", "GHz", color=self._muted.name())
-        self._legend(self.clock_plot)
+        # bottom-left: a steady clock runs along the top, and the newest samples are at the right
+        self._legend(self.clock_plot, offset=(6, -2))
         self.clock_avg = self.clock_plot.plot(pen=pg.mkPen(LINE_COLOURS[0], width=1.5), name="average")
         self.clock_max = self.clock_plot.plot(pen=pg.mkPen(LINE_COLOURS[1], width=1), name="fastest core")
         self.temp_plot = self._plot("Temperature", row=2, col=0, parent=self.small)
@@ -328,11 +329,11 @@ class MonitorPage(QWidget):
             p.setLabel("bottom", "seconds ago", color=self._muted.name())
         return p
 
-    def _legend(self, plot: pg.PlotItem) -> pg.LegendItem:
-        """A small legend in the top-right corner, on a veil so lines under it stay readable."""
+    def _legend(self, plot: pg.PlotItem, offset: tuple[int, int] = (-6, 2)) -> pg.LegendItem:
+        """A small legend (top-right unless told), on a veil so lines under it stay readable."""
         veil = QColor(self.palette().color(QPalette.ColorRole.Base))
         veil.setAlpha(210)
-        return plot.addLegend(offset=(-6, 2), labelTextColor=self._muted, brush=veil,
+        return plot.addLegend(offset=offset, labelTextColor=self._muted, brush=veil,
                               labelTextSize="8pt", verSpacing=-6)
 
     def _heat_lut(self) -> np.ndarray:

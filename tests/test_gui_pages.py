@@ -316,6 +316,8 @@ def test_monitor_memory_legend_shows_lines_not_a_filled_triangle(qtbot, model):
     assert [label.text for _sample, label in legend.items] == ["used", "swap used"]
     assert all(sample.item.opts.get("fillLevel") is None for sample, _label in legend.items)
     assert page.mem_curve.opts["fillLevel"] == 0                 # the plot itself keeps its fill
+    # the clock legend sits bottom-left, away from a steady clock's line along the top right
+    assert page.clock_plot.legend.opts["offset"] == (6, -2)
 
 
 def test_monitor_rate_choice_is_signalled(qtbot, model):
