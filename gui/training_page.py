@@ -297,6 +297,8 @@ class TrainingPage(QWidget):
                     self.pin_box.addItem(label, cpus)
             except Exception as exc:  # noqa: BLE001 - a strange topology must not break the page
                 self._set_status(f"Pinning choices unavailable: {exc}", "info")
+        if not getattr(self, "sweep_points", None):
+            self._sweep_empty_range()
         hint = self._bf16_hint(report)
         self.bf16_hint.setText(hint)
         self._form.setRowVisible(self.bf16_hint, bool(hint))    # no empty gap under Precision
@@ -465,6 +467,17 @@ class TrainingPage(QWidget):
                    for p in self.sweep_points if p.get("group") == "default" and p.get("samples_per_s")]
         for curve, pts in ((self.sweep_unpinned, unpinned), (self.sweep_pinned, pinned), (self.sweep_default, default)):
             curve.setData([float(x) for x, _ in pts], [float(y) for _, y in pts])
+        if unpinned or pinned or default:
+            self.sweep_plot.enableAutoRange(axis="x")
+        else:
+            self._sweep_empty_range()
+
+    def _sweep_empty_range(self) -> None:
+        """No points yet: the axis spans 1..CPUs of the machine shown, never '0.2 threads'."""
+        report = self.model.report
+        topo = report.topology if report is not None else None
+        cpus = (topo.affinity.allowed_cpus or topo.online_cpus) if topo is not None else []
+        self.sweep_plot.setXRange(1, max(2, len(cpus)), padding=0.05)
 
     def _on_log(self, text: str) -> None:
         if text.strip():
