@@ -155,6 +155,10 @@ class CompareDialog(QDialog):
         self.compare_button.clicked.connect(self.run_compare)
         self.view = QTextBrowser()
         self.view.setOpenExternalLinks(False)
+        self.view.setPlaceholderText("Choose report B (A is the report shown in the window unless you pick "
+                                     "another file), then press Compare.")
+        self.fmt_box.currentIndexChanged.connect(lambda _i: self._show_result())
+        self.result = None
         self.status = QLabel()
         self.status.setWordWrap(True)
         top = QHBoxLayout()
@@ -179,7 +183,8 @@ class CompareDialog(QDialog):
         if not text:
             if edit is self.a_edit and self.current is not None:
                 return self.current, self.current_label
-            raise ReportError("choose a report file for " + ("A" if edit is self.a_edit else "B"))
+            raise ReportError("Choose a report file for " + ("A" if edit is self.a_edit else "B")
+                              + " (Browse…, or type its path).")
         path = Path(text).expanduser()
         try:
             return Report.load(path), path.name
@@ -187,7 +192,7 @@ class CompareDialog(QDialog):
             raise ReportError(f"{path.name}: {exc}") from None
 
     def run_compare(self) -> bool:
-        from cpudoctor.compare import compare, label, render_markdown, render_text
+        from cpudoctor.compare import compare, label
         from cpudoctor.privacy import redact_report
 
         try:
@@ -195,15 +200,24 @@ class CompareDialog(QDialog):
         except ReportError as exc:
             self.status.setText(str(exc))
             self.view.clear()
+            self.result = None
             return False
         result = compare(redact_report(a), redact_report(b), f"{la}: {label(a)}", f"{lb}: {label(b)}")
         self.status.setText("No differences." if result.same else f"{len(result.changes)} differences.")
-        if self.fmt_box.currentData() == "md":
-            self.view.setMarkdown(qt_markdown(render_markdown(result)))
-        else:
-            self.view.setPlainText(render_text(result))
         self.result = result
+        self._show_result()
         return True
+
+    def _show_result(self) -> None:
+        """Render the last comparison in the chosen format (switching format needs no new Compare)."""
+        from cpudoctor.compare import render_markdown, render_text
+
+        if self.result is None:
+            return
+        if self.fmt_box.currentData() == "md":
+            self.view.setMarkdown(qt_markdown(render_markdown(self.result)))
+        else:
+            self.view.setPlainText(render_text(self.result))
 
 
 class ReportActions(QObject):

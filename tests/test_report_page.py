@@ -166,9 +166,13 @@ def test_compare_dialog_current_vs_file(qtbot, tmp_path):
     assert dlg.run_compare()
     text = dlg.view.toPlainText()
     assert ("torch.version" in text or "PyTorch" in text) and "2.5.0+cpu" in text   # raw or human field name
+    dlg.fmt_box.setCurrentIndex(dlg.fmt_box.findData("text"))          # the format switch re-renders at once
+    assert dlg.view.toPlainText() != text and "2.5.0+cpu" in dlg.view.toPlainText()
     dlg.b_edit.setText(str(tmp_path / "missing.json"))
     assert not dlg.run_compare()
     assert "cannot read" in dlg.status.text()
+    dlg.b_edit.clear()
+    assert not dlg.run_compare() and "Browse" in dlg.status.text() and dlg.view.toPlainText() == ""
 
 
 def test_capture_action_in_worker(qtbot, actions, tmp_path):
