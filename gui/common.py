@@ -104,6 +104,14 @@ class Card(QFrame):
             self._values[label] = value
         return self._values[label]
 
+    def label_width(self) -> int:
+        """Width the row labels need (for lining up several cards' value columns)."""
+        return max((self.form.labelForField(v).sizeHint().width() for v in self._values.values()), default=0)
+
+    def set_label_width(self, width: int) -> None:
+        for value in self._values.values():
+            self.form.labelForField(value).setMinimumWidth(width)
+
     def clear(self) -> None:
         """Remove every row: a new report must not keep rows only the previous one had."""
         while self.form.rowCount():

@@ -252,6 +252,11 @@ class OverviewPage(QWidget):
                 s.set("PyTorch", {"not_installed": "not installed"}.get(t.status, t.status)
                       + (f" ({t.signal_name})" if t.signal_name else ""), t.error or "")
 
+        # one value column for every card, as in CPU-Z, instead of each card's own
+        width = max(card.label_width() for card in self.cards.values())
+        for card in self.cards.values():
+            card.set_label_width(width)
+
         notes = [*cpu.notes, *topo.notes, *((sw.notes if sw else []))]
         self.notes.setText("Unknown values: " + " · ".join(dict.fromkeys(notes)) if notes else "")
         self.notes.setVisible(bool(notes))

@@ -68,6 +68,12 @@ def test_overview_shows_the_chip(qtbot, model, corpus):
     assert cores.value("Sockets") == str(truth["packages"])
     assert cores.value("L3 total") == "48 MiB"
     assert page.cards["Clocks"].value("Max (boost)") == "5.88 GHz"
+    # the value columns of all cards line up
+    def value_x() -> set[int]:
+        return {card.row(label).mapTo(card, card.row(label).rect().topLeft()).x()
+                for card in page.cards.values() for label in list(card._values)[:1]}
+
+    qtbot.waitUntil(lambda: len(value_x()) == 1 and min(value_x()) > 100)
 
 
 def test_overview_arm_shows_arm_features_not_x86_ones(qtbot, model, corpus):
