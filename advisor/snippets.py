@@ -12,6 +12,7 @@ No shell is assumed: exports exist for bash/zsh, fish, PowerShell and cmd.
 
 from __future__ import annotations
 
+import itertools
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -177,7 +178,7 @@ def _cpus_label(cpus: list[int], limit: int = 40) -> str:
     if len(text) <= limit or len(cpus) < 3:
         return f"CPUs {text}"
     stride = cpus[1] - cpus[0]
-    if stride > 1 and all(b - a == stride for a, b in zip(cpus, cpus[1:])):
+    if stride > 1 and all(b - a == stride for a, b in itertools.pairwise(cpus)):
         return f"{len(cpus)} CPUs: {cpus[0]}-{cpus[-1]} step {stride}"
     return f"CPUs {text}"
 

@@ -136,16 +136,16 @@ def pinning_choices(topo: Topology, allowed: list[int] | None = None) -> list[tu
     l3s = [sorted(set(d.cpus) & u) for d in topo.l3_domains]
     l3s = [d for d in l3s if d]
     if len(l3s) > 1:
-        choices += [(f"CCX {i} (CPUs {format_cpulist(d)})", d) for i, d in enumerate(l3s)]
+        # "CCX" is the Zen word (AMD family 0x17+, Hygon); elsewhere an L3 domain is just that.
+        ccx = topo.vendor is None or (topo.vendor in ("AuthenticAMD", "HygonGenuine")
+                                      and (topo.cpu_family or 0x17) >= 0x17)
+        word = "CCX" if ccx else "L3 domain"
+        choices += [(f"{word} {i} (CPUs {format_cpulist(d)})", d) for i, d in enumerate(l3s)]
     kinds = getattr(topo, "cpu_kinds", None) or []
-    if len(kinds) > 1:   # hybrid: OpenMP barriers wait for the efficiency cores; measure the P cores alone
+    if len(kinds) > 1:   # hybrid: the performance cores alone
         fast = sorted(set(kinds[-1].cpus) & u)
-        fc = first_threads(set(fast))
-        if len(fc) > 1:
-            variants.append(Variant(f"performance cores, no SMT (CPUs {format_cpulist(fc)})", len(fc), fc, "pinning"))
-            if len(fast) > len(fc):
-                variants.append(Variant(f"performance cores with SMT (CPUs {format_cpulist(fast)})", len(fast), fast,
-                                        "pinning"))
+        if fast:
+            choices.append((f"performance cores (CPUs {format_cpulist(fast)})", fast))
     nodes = [(n.id, sorted(set(n.cpus) & u)) for n in topo.numa_nodes]
     nodes = [(i, c) for i, c in nodes if c]
     if len(nodes) > 1:

@@ -6,8 +6,8 @@ import shutil
 import tarfile
 
 import pytest
-
 from conftest import machine_root
+
 from cpudoctor.cli import main
 
 

@@ -8,8 +8,8 @@ that need them stay silent instead of claiming "not installed" / "not set".
 from __future__ import annotations
 
 import pytest
-
 from conftest import MACHINES, machine_root
+
 from cpudoctor import advisor
 from cpudoctor.collect import collect_report
 
@@ -115,3 +115,17 @@ def test_pin_target_labels_are_exact_and_short():
     k10.topology.numa_nodes = []
     labels = [t.label for t in pin_targets(k10)]
     assert "L3 domain 0 (CPUs 0-5, 5118 KiB L3)" in labels and not any("CCX" in label for label in labels)
+
+
+def test_cpus_of_an_offline_numa_node_are_not_called_one_clean_node(manifest):
+    """offline-cpu0-node0: node 0 is offline, so package 0's CPUs have no local memory (corpus caveat 2)."""
+    name = "hwloc-offline-cpu0-node0"
+    assert manifest["machines"][name]["ground_truth"]["numa_nodes"] == 1
+    f = next(f for f in _findings(name) if f.code == "TOPO001")
+    assert f.severity == "warning" and f.title.startswith("9 of 17 CPUs have no local memory")
+    assert "CPUs 4,6,8,10,12,14,16,18,20 belong to no online NUMA node" in f.why
+    assert "numactl --cpunodebind=1 --membind=1" in f.snippet and "OMP_NUM_THREADS=8" in f.snippet
+    # Every other corpus machine: no such claim.
+    for other in MACHINES:
+        if other != name:
+            assert not any("no local memory" in g.title for g in _findings(other)), other

@@ -84,6 +84,18 @@ def test_pinning_choices_list_every_ccx_and_node():
     assert labels[4:] == ["NUMA node 0 (CPUs 0-15,32-47)", "NUMA node 1 (CPUs 16-31,48-63)",
                           "all cores, no SMT (CPUs 0-31)"]
     assert sweep.pinning_choices(make_topology(2)) == []
+    intel = make_topology(32, smt=2, ccx_cores=8, numa=2)
+    intel.vendor, intel.cpu_family = "GenuineIntel", 6
+    assert sweep.pinning_choices(intel)[0][0] == "L3 domain 0 (CPUs 0-7,32-39)"    # CCX is a Zen word
+
+
+def test_pinning_choices_offer_the_performance_cores_of_a_hybrid_chip():
+    from conftest import machine_root
+    from cpudoctor.probes.topology import probe_topology
+
+    topo = probe_topology(machine_root("hwloc-20em64t-hybrid-1p6c2t+2ca4co1t"))
+    labels = [c[0] for c in sweep.pinning_choices(topo)]
+    assert "performance cores (CPUs 0-11)" in labels and "all cores, no SMT (CPUs 0,2,4,6,8,10,12-19)" in labels
 
 
 def test_thread_ladder():

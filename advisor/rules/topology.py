@@ -53,9 +53,12 @@ def numa_unpinned(report: Report) -> list[Finding]:
     f = Facts(report)
     nodes = [n for n in (f.get("topology.numa_nodes", record=False) or []) if n.cpus]
     machine.numa_count(f)
+    usable = machine.usable_cpu_list(f)
+    orphans = _nodeless(f, nodes, usable)
+    if orphans:
+        return orphans
     if len(nodes) < 2:
         return [f.finding("ok", "One NUMA node: no cross-node memory traffic")] if nodes else []
-    usable = machine.usable_cpu_list(f)
     spanned = _spanned([n.cpus for n in nodes], usable)
     pinned = _pinned_by(f)
     if spanned < 2:
@@ -79,6 +82,31 @@ def numa_unpinned(report: Report) -> list[Finding]:
              f"so threads migrate and read memory allocated on other nodes.{ratio}"),
         fix="Run one job per NUMA node, bound with numactl (CPUs and memory).",
         snippet=snippets.pinned_launches(report))]
+
+
+def _nodeless(f: Facts, nodes, usable: list[int] | None) -> list[Finding]:
+    """CPUs whose NUMA node is offline (or memory-less and not listed): every access of theirs is remote."""
+    if not nodes or not usable:
+        return []
+    homed = {c for n in nodes for c in n.cpus}
+    orphans = sorted(set(usable) - homed)
+    if not orphans:
+        return []
+    f.record("topology.numa_nodes", [f"node {n.id}: {format_cpulist(n.cpus)}" for n in nodes])
+    local = [n for n in nodes if set(n.cpus) & set(usable)]
+    targets = [snippets.PinTarget("numa", n.id, sorted(set(n.cpus) & set(usable)),
+                                  f"NUMA node {n.id} (CPUs {format_cpulist(sorted(set(n.cpus) & set(usable)))})")
+               for n in local]
+    snippet = "\n".join(f"# {t.label}\n{snippets.pinned_command(f.report, t)}" for t in targets)
+    where = ", ".join(str(n.id) for n in local)
+    return [f.finding(
+        "warning", f"{len(orphans)} of {len(usable)} CPUs have no local memory (their NUMA node is offline)",
+        why=(f"CPUs {format_cpulist(orphans)} belong to no online NUMA node, so every memory access they make goes to "
+             f"node {where} over the inter-socket link, while CPUs {format_cpulist(sorted(homed & set(usable)))} "
+             "read it locally. Threads on the first set run slower and hold back every OpenMP barrier."),
+        fix=(f"Run training on the CPUs of node {where} with its memory (numactl), and check the BIOS/firmware "
+             "settings that took the other node's memory offline."),
+        snippet=snippet)]
 
 
 @rule("TOPO002", "ccx-unpinned", category="topology", severity="info",
@@ -131,7 +159,7 @@ def ccx_unpinned(report: Report) -> list[Finding]:
     elif f.get("cpu.vendor") == "AMD":
         link = "HyperTransport"
     else:
-        link = {"Intel": "the mesh/ring or UPI"}.get(f.get("cpu.vendor") or "", "the chip's interconnect")
+        link = {"Intel": "the ring/mesh and the socket link (QPI/UPI)"}.get(f.get("cpu.vendor") or "", "the chip's interconnect")
     return [f.finding(
         "info", f"Threads can spread over {spanned} {domain} unpinned",
         why=(f"This CPU has {n} L3 caches{size}, {per} CPUs per L3. Unbound threads migrate between them and share "
