@@ -29,9 +29,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _innermost(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The (sub)parser of the command that was given: `bench train` -> the train parser."""
+    for dest in ("command", "job"):
+        name = getattr(args, dest, None)
+        action = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+        if name is None or action is None or name not in action.choices:
+            break
+        parser = action.choices[name]
+    return parser
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        # argparse reports leftovers from the top parser ("see cpudoctor --help"); name the subcommand instead.
+        _innermost(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command is None:
         from cpudoctor.gui.app import main as gui_main
 

@@ -49,3 +49,16 @@ def test_doctor_on_a_folder_without_proc_or_sys_is_an_error_not_a_clean_bill(tmp
     code, out, err = _run(capsys, "doctor", "--root", str(tmp_path))
     assert code == 2 and "No issues found" not in out
     assert "no proc/cpuinfo or sys/devices/system/cpu there" in err
+
+
+@pytest.mark.parametrize("argv,prog", [
+    (["report", "--force"], "cpudoctor report"),
+    (["bench", "train", "--bogus"], "cpudoctor bench train"),
+    (["doctor", "extra"], "cpudoctor doctor"),
+    (["--bogus"], "cpudoctor"),
+])
+def test_unknown_arguments_name_the_subcommand(argv, prog, capsys):
+    """Leftover arguments point at the subcommand's own --help, not the top-level one."""
+    code, out, err = _run(capsys, *argv)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith(f"{prog}: error: unrecognized arguments: ") and err.endswith(f"(see {prog} --help)\n")
