@@ -86,6 +86,7 @@ ITEM_LABELS = {
     "torch.mkl_available": "MKL", "torch.mkldnn_available": "oneDNN", "torch.intra_op_threads": "PyTorch intra-op threads",
     "torch.inter_op_threads": "PyTorch inter-op threads", "torch.bf16_supported": "bf16 supported",
     "numpy.blas": "NumPy BLAS", "preload_libs": "preloaded libraries",
+    "python_env": "Python, packages and thread environment",
 }
 _KINDS = ("train", "sweep", "gemm", "quant", "peak")
 BYTE_ITEMS = {"l3_sizes", "os.mem_total_bytes", "os.cgroup_memory_limit_bytes"}
@@ -158,6 +159,14 @@ def _software(ch: list[Change], a: Report, b: Report) -> None:
     for name in ("distro", "distro_version", "kernel", "libc", "virtualization", "container", "governor",
                  "cpufreq_driver", "boost", "thp", "mem_total_bytes", "cgroup_memory_limit_bytes"):
         _field(ch, "software", f"os.{name}", getattr(sa.os, name), getattr(sb.os, name))
+    ca, cb = getattr(sa, "captured", False), getattr(sb, "captured", False)
+    if ca or cb:
+        # A captured tree has no Python, packages or environment of its own: "not installed" would be a false diff.
+        def _env(captured: bool) -> str:
+            return "not read (captured tree)" if captured else "read"
+
+        _field(ch, "software", "python_env", _env(ca), _env(cb))
+        return
     _field(ch, "software", "python", sa.python.version, sb.python.version)
     for name in ("status", "version", "cpu_capability", "openmp", "parallel_backend", "mkl_available",
                  "mkldnn_available", "intra_op_threads", "inter_op_threads", "bf16_supported"):

@@ -142,3 +142,14 @@ def test_cli_missing_and_binary_file(tmp_path, capsys):
     binary.write_bytes(b"\xff\xfe\x00\x81")
     code, _, err = _run_cli(["compare", str(tmp_path / "nope.json"), str(binary)], capsys)
     assert code == 2 and "cannot read" in err
+
+
+def test_captured_tree_is_not_a_machine_without_python():
+    """report --root has no Python/packages of its own: say so instead of 'torch removed, OMP unset'."""
+    a, b = sample_report(), sample_report()
+    b.software.captured = True
+    b.software.packages, b.software.thread_env = [], {}
+    b.software.torch.status = "not_installed"
+    text = render_text(compare(a, b))
+    assert "Python, packages and thread environment: read -> not read (captured tree)" in text
+    assert "[removed]" not in text and "PyTorch status" not in text and "[unset]" not in text
