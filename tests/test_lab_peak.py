@@ -45,7 +45,9 @@ def test_corpus_machines_from_manifest_truth(name, manifest):
 
 
 # The CPU probe names some machines more precisely than archspec's generic level.
-EXPECTED_VIA_PROBE = {**EXPECTED_FP32, "archspec-rhel7-x86_64_v3": 32}   # it is a Haswell E5-2680 v3
+EXPECTED_VIA_PROBE = {**EXPECTED_FP32, "archspec-rhel7-x86_64_v3": 32,   # it is a Haswell E5-2680 v3
+                      "hwloc-16amd64-8n2c": 4,                 # K8 Opteron 865: SSE in two 64-bit passes
+                      "hwloc-128arm-2pa2n8cluster4co": 16}     # Kunpeng 920: 2x 128-bit FMA pipes
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED_VIA_PROBE))
