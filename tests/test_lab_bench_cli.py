@@ -114,6 +114,8 @@ def test_settings_the_child_could_only_fail_at_are_refused_up_front(tmp_path, ca
     warnings = bench._check_machine_fit(parse("train", "--threads", str(len(allowed) + 7)))
     assert len(warnings) == 1 and f"more than the {len(allowed)} usable CPUs" in warnings[0]
     assert bench._check_machine_fit(parse("train", "--threads", "1")) == []
+    gemm = bench._check_machine_fit(parse("gemm", "--threads", f"1,{len(allowed) + 5}"))
+    assert len(gemm) == 1 and gemm[0].startswith(f"--threads {len(allowed) + 5} is more than")
 
 
 def test_run_too_short_to_measure_says_so():

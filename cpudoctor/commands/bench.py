@@ -138,10 +138,13 @@ def _check_machine_fit(args: argparse.Namespace) -> list[str]:
     warnings = []
     usable = len(cpus) if cpus else len(allowed)
     for name in ("threads", "interop_threads"):
-        n = getattr(args, name, None)
-        if isinstance(n, int) and n > usable:
-            warnings.append(f"--{name.replace('_', '-')} {n} is more than the {usable} usable CPUs: the run measures "
-                            "oversubscription, not this machine's speed")
+        value = getattr(args, name, None)
+        counts = value if isinstance(value, list) else [value]     # gemm takes a list: --threads 1,2,64
+        over = [n for n in counts if isinstance(n, int) and n > usable]
+        if over:
+            shown = ",".join(map(str, over))
+            warnings.append(f"--{name.replace('_', '-')} {shown} is more than the {usable} usable CPUs: the run "
+                            "measures oversubscription, not this machine's speed")
     return warnings
 
 
