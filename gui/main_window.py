@@ -28,6 +28,10 @@ from cpudoctor.report import Report, ReportError
 
 
 APP_NAME = "CPU Doctor"
+SIDEBAR_PX = 176
+SIDEBAR_COMPACT_PX = 56
+COMPACT_BELOW_PX = 1000       # narrower windows show the sidebar as icons only
+TITLE_ROLE = Qt.ItemDataRole.UserRole + 1
 # (module under cpudoctor.gui, class name) in sidebar order
 PAGES: tuple[tuple[str, str], ...] = (
     ("overview_page", "OverviewPage"),
@@ -137,7 +141,7 @@ class MainWindow(QMainWindow):
         self.sidebar = QListWidget()
         self.sidebar.setObjectName("sidebar")
         self.sidebar.setIconSize(QSize(22, 22))
-        self.sidebar.setFixedWidth(176)
+        self.sidebar.setFixedWidth(SIDEBAR_PX)
         self.sidebar.setFrameShape(QFrame.Shape.NoFrame)
         self.sidebar.setStyleSheet(
             "QListWidget#sidebar { background: palette(window); border-right: 1px solid palette(midlight);"
@@ -163,12 +167,30 @@ class MainWindow(QMainWindow):
             self.pages[cls.title] = page
             self.stack.addWidget(page)
             item = QListWidgetItem(icon(cls.icon_name), cls.title)
+            item.setData(TITLE_ROLE, cls.title)
             item.setSizeHint(QSize(160, 38))
             self.sidebar.addItem(item)
             nav = getattr(page, "navigate", None)
             if nav is not None and hasattr(nav, "connect"):
                 nav.connect(self.show_page)
         self.sidebar.currentRowChanged.connect(self._on_row)
+
+    def set_compact_sidebar(self, compact: bool) -> None:
+        """Icons only (titles in tooltips): a narrow window gives its width to the page."""
+        if compact == getattr(self, "_compact", False):
+            return
+        self._compact = compact
+        for row in range(self.sidebar.count()):
+            item = self.sidebar.item(row)
+            title = item.data(TITLE_ROLE)
+            item.setText("" if compact else title)
+            item.setToolTip(title if compact else "")
+            item.setSizeHint(QSize(40, 38) if compact else QSize(160, 38))
+        self.sidebar.setFixedWidth(SIDEBAR_COMPACT_PX if compact else SIDEBAR_PX)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
+        super().resizeEvent(event)
+        self.set_compact_sidebar(event.size().width() < COMPACT_BELOW_PX)
 
     def _build_actions(self) -> None:
         from cpudoctor.gui.export import ReportActions

@@ -15,8 +15,8 @@ from typing import Any, Callable
 import pyqtgraph as pg
 from PySide6.QtCore import QCoreApplication, Qt
 from PySide6.QtGui import QPalette
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFormLayout, QGroupBox, QHBoxLayout,
-                               QHeaderView, QLabel, QLineEdit, QPushButton, QSpinBox, QSplitter,
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFormLayout, QFrame, QGroupBox, QHBoxLayout,
+                               QHeaderView, QLabel, QLineEdit, QPushButton, QScrollArea, QSpinBox, QSplitter,
                                QTableWidget, QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget)
 
 from cpudoctor.gui.job_runner import JobRunner
@@ -67,7 +67,16 @@ class TrainingPage(QWidget):
         root = QHBoxLayout(self)
         split = QSplitter(Qt.Orientation.Horizontal)
         root.addWidget(split)
-        split.addWidget(self._build_form())
+        # the form scrolls in a short window instead of squashing the bf16 hint and the buttons
+        form_scroll = QScrollArea()
+        form_scroll.setWidgetResizable(True)
+        form_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        form_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        form = self._build_form()
+        form_scroll.setWidget(form)
+        # as wide as the form needs (a scroll area alone would let the splitter cut the form off)
+        form_scroll.setMinimumWidth(form.minimumSizeHint().width() + form_scroll.verticalScrollBar().sizeHint().width())
+        split.addWidget(form_scroll)
         right = QWidget()
         rv = QVBoxLayout(right)
         rv.setContentsMargins(0, 0, 0, 0)
@@ -106,6 +115,7 @@ class TrainingPage(QWidget):
         rv.addLayout(use_row)
         split.addWidget(right)
         split.setStretchFactor(1, 1)
+        split.setSizes([320, 680])           # the plots get the room; the form's combos elide
 
     def _build_form(self) -> QWidget:
         box = QGroupBox("Micro-training")
@@ -182,6 +192,10 @@ class TrainingPage(QWidget):
         buttons.addWidget(self.cancel_button)
         form.addRow(buttons)
         self._data_changed()
+        for combo in box.findChildren(QComboBox):
+            # long entries ("Synthetic (learnable, no download)") elide instead of widening the form
+            combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+            combo.setMinimumContentsLength(10)
         return box
 
     @staticmethod
@@ -206,8 +220,10 @@ class TrainingPage(QWidget):
             axis = item.getAxis(name)
             axis.setTextPen(muted)
             axis.setPen(pg.mkPen(muted, width=1))
+        item.getAxis("bottom").setTickDensity(0.35)      # step numbers must not run together in a narrow plot
         w.setLabel("bottom", x_label, color=muted.name())
-        w.setLabel("left", y_label, color=muted.name())
+        if y_label:
+            w.setLabel("left", y_label, color=muted.name())
         w.showGrid(x=True, y=True, alpha=0.15)
         w.setDownsampling(mode="peak")
         w.setClipToView(True)
@@ -217,10 +233,11 @@ class TrainingPage(QWidget):
     def _build_live_plots(self) -> QWidget:
         w = QWidget()
         lay = QHBoxLayout(w)
-        self.loss_plot = self._plot("Loss", "cross-entropy")
-        self.acc_plot = self._plot("Accuracy", "fraction")
+        # no rotated axis labels (the titles say what is plotted): three plots share a narrow column
+        self.loss_plot = self._plot("Loss", "")
+        self.acc_plot = self._plot("Accuracy", "")
         self.acc_plot.setYRange(0, 1)
-        self.speed_plot = self._plot("Throughput", "samples/s")
+        self.speed_plot = self._plot("Samples/s", "")
         self.curves = {
             "loss": self.loss_plot.plot(pen=pg.mkPen(LINE_COLOURS[0], width=1.5)),
             "accuracy": self.acc_plot.plot(pen=pg.mkPen(LINE_COLOURS[2], width=1.5)),
@@ -423,6 +440,7 @@ class TrainingPage(QWidget):
         """Steps 0-100 while there is no data: pyqtgraph's 0-1 default crowds '0.20.40.60.8' into a narrow plot."""
         for plot in (self.loss_plot, self.acc_plot, self.speed_plot):
             plot.setXRange(0, 100, padding=0)
+            plot.getPlotItem().getAxis("bottom").setTicks([[(0, "0"), (50, "50"), (100, "100")]])
 
     def _on_progress(self, data: dict) -> None:
         job = self.current_job
@@ -437,6 +455,7 @@ class TrainingPage(QWidget):
             if len(self._steps) == 1:
                 for plot in (self.loss_plot, self.acc_plot, self.speed_plot):
                     plot.enableAutoRange(axis="x")
+                    plot.getPlotItem().getAxis("bottom").setTicks(None)     # automatic ticks for real steps
             for key, curve in self.curves.items():
                 curve.setData(self._steps, self._series[key], connect="finite")
             sps = data.get("samples_per_s")

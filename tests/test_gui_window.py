@@ -44,7 +44,9 @@ def test_window_opens_with_every_present_page(window):
     for row, (module, cls_name) in enumerate(expected):
         page = window.stack.widget(row)
         assert type(page).__name__ == cls_name
-        assert window.sidebar.item(row).text() == type(page).title
+        item = window.sidebar.item(row)
+        assert item.data(mw.TITLE_ROLE) == type(page).title
+        assert item.text() == type(page).title or item.toolTip() == type(page).title    # compact: tooltip
         assert not icon(type(page).icon_name).isNull()
     assert window.windowTitle() == "CPU Doctor"
     assert not window.windowIcon().isNull()
@@ -271,3 +273,14 @@ def test_about_dialog_lists_versions(window, monkeypatch):
     monkeypatch.setattr(mw.QMessageBox, "about", lambda parent, title, text: shown.append(text))
     window.about_action.trigger()
     assert shown and "PySide6" in shown[0] and "pyqtgraph" in shown[0] and "torch" not in shown[0].lower()
+
+
+def test_narrow_window_shows_the_sidebar_as_icons(window, qtbot):
+    """Below 1000 px the sidebar gives its width to the page; titles move to tooltips and come back."""
+    window.resize(QSize(780, 540))
+    qtbot.waitUntil(lambda: window.sidebar.width() == mw.SIDEBAR_COMPACT_PX)
+    first = window.sidebar.item(0)
+    assert first.text() == "" and first.toolTip() == "Overview"
+    window.resize(QSize(1180, 780))
+    qtbot.waitUntil(lambda: window.sidebar.width() == mw.SIDEBAR_PX)
+    assert first.text() == "Overview" and first.toolTip() == ""
