@@ -476,6 +476,8 @@ class InspectorPage(QWidget):
 
     def _on_inspect_error(self, exc: BaseException) -> None:
         msg = str(exc) if isinstance(exc, InspectError) else f"Inspection failed: {type(exc).__name__}: {exc}"
+        # the probe's advice is for the terminal; here the list is right above
+        msg = msg.replace("pick one from `cpudoctor inspect --list`", "pick one from the list (Refresh updates it)")
         self.status_label.setText(msg[:1].upper() + msg[1:])
         self.model.status_message.emit(self.status_label.text())
         self.inspect_failed.emit(msg)

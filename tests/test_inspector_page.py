@@ -295,3 +295,20 @@ def test_page_module_does_not_import_torch():
                          env={**__import__("os").environ, "QT_QPA_PLATFORM": "offscreen"})
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
+
+
+def test_gone_process_message_points_at_the_list_not_the_cli(qtbot, page):
+    """The probe's 'pick one from `cpudoctor inspect --list`' is terminal advice; the page has the list."""
+    import os
+
+    from cpudoctor.probes.inspect import inspect_process
+
+    page.inspect_fn = inspect_process
+    gone = next(p for p in range(4_000_000, 4_100_000) if not os.path.exists(f"/proc/{p}"))
+    page.pid_edit.setText(str(gone))
+    page.seconds_spin.setValue(0.2)
+    with qtbot.waitSignal(page.inspect_failed, timeout=10_000):
+        page.start_inspection()
+    text = page.status_label.text()
+    assert text.startswith(f"No process with PID {gone}") and "Refresh" in text and "cpudoctor inspect" not in text
+    qtbot.waitUntil(lambda: page.inspect_button.isEnabled(), timeout=5000)
