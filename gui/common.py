@@ -14,7 +14,8 @@ UNKNOWN = "—"
 
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2, "ok": 3}
 SEVERITY_COLOUR = {"error": "#d9534f", "warning": "#e0a030", "info": "#4a90c2", "ok": "#3fa36b"}
-SEVERITY_LABEL = {"error": "Problem", "warning": "Warning", "info": "Note", "ok": "OK"}
+# the Advisor's group names, singular: one vocabulary on every page
+SEVERITY_LABEL = {"error": "Problem", "warning": "Warning", "info": "Suggestion", "ok": "Passed"}
 
 # badge state -> (background, foreground)
 BADGE_STYLE = {

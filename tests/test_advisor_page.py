@@ -204,3 +204,11 @@ def test_titles_keep_their_room_in_a_narrow_window(qtbot):
 def test_saved_report_recommends_for_its_own_machine(page):
     page.model.set_report(_report("k10-container-quota"), read_only=True, label="saved.json")
     assert page.details_title.text() == "Recommended settings for the machine in this report"
+
+
+def test_one_severity_vocabulary_across_pages():
+    """Overview and Inspector call a finding what the Advisor's groups call it."""
+    from cpudoctor.gui.common import SEVERITY_LABEL
+
+    for severity, group in GROUPS:
+        assert group.lower().startswith(SEVERITY_LABEL[severity].lower()), (severity, group)
