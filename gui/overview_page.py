@@ -73,6 +73,7 @@ class OverviewPage(QWidget):
     def __init__(self, model: AppModel, parent: QWidget | None = None):
         super().__init__(parent)
         self.model = model
+        self._last_sample = None
         self._build()
         model.report_changed.connect(self.show_report)
         model.findings_changed.connect(self.show_findings)
@@ -257,6 +258,9 @@ class OverviewPage(QWidget):
         for card in self.cards.values():
             card.set_label_width(width)
 
+        if not self.model.read_only and self._last_sample is not None:
+            self._show_live(self._last_sample)       # a new stage of this machine's report: no "—" flicker
+
         notes = [*cpu.notes, *topo.notes, *((sw.notes if sw else []))]
         self.notes.setText("Unknown values: " + " · ".join(dict.fromkeys(notes)) if notes else "")
         self.notes.setVisible(bool(notes))
@@ -339,8 +343,13 @@ class OverviewPage(QWidget):
         self.findings_label.setText("<br>".join(rows) + tail)
 
     def on_sample(self, sample) -> None:
-        if not self.isVisible() or self.model.read_only:
+        if self.model.read_only:
             return   # live values describe this machine, not a report opened from a file
+        self._last_sample = sample
+        if self.isVisible():
+            self._show_live(sample)
+
+    def _show_live(self, sample) -> None:
         if sample.freq_mhz:
             lo, hi = min(sample.freq_mhz), max(sample.freq_mhz)
             avg = sum(sample.freq_mhz) / len(sample.freq_mhz)
