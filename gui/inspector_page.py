@@ -145,6 +145,7 @@ class InspectorPage(QWidget):
         self._polling = False
         self._tracker: ThreadTracker | None = None
         self._listed_once = False
+        self._probing_topology = False
 
         self._build()
         self.live_timer = QTimer(self)
@@ -322,6 +323,10 @@ class InspectorPage(QWidget):
         if topo is not None:
             self.topology_map.set_topology(topo)
 
+    def _on_local_topology(self, topo: Topology) -> None:
+        if self.topology is None:
+            self.set_topology(topo)
+
     def _local_topology(self) -> Topology | None:
         if self.topology is not None:
             return self.topology
@@ -337,6 +342,11 @@ class InspectorPage(QWidget):
         if not self._listed_once:
             self._listed_once = True
             self.refresh_processes()
+        if self.topology is None and self.model.read_only and not self._probing_topology:
+            # the window opened on a saved report: this machine's own map is still needed here
+            self._probing_topology = True
+            run_in_thread(probe_topology, on_result=self._on_local_topology,
+                          on_error=lambda exc: log.warning("local topology unavailable: %s", exc))
         if self._tracker is not None and not self.live_timer.isActive():
             self.live_timer.start()
 

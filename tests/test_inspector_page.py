@@ -17,7 +17,7 @@ from cpudoctor.gui.inspector_page import InspectorPage
 from cpudoctor.gui.model import AppModel
 from cpudoctor.probes.inspect import (ChildProcess, Inspection, InspectError, NativeLib, ProcessEntry, ThreadInfo,
                                       ThreadPlace, place_threads)
-from cpudoctor.probes.topology import Topology
+from cpudoctor.probes.topology import Topology, probe_topology
 from inspect_fakes import two_ccx_topology
 
 
@@ -312,3 +312,17 @@ def test_gone_process_message_points_at_the_list_not_the_cli(qtbot, page):
     text = page.status_label.text()
     assert text.startswith(f"No process with PID {gone}") and "Refresh" in text and "cpudoctor inspect" not in text
     qtbot.waitUntil(lambda: page.inspect_button.isEnabled(), timeout=5000)
+
+
+def test_window_opened_on_a_saved_report_still_maps_this_machine(qtbot):
+    """cpudoctor-gui REPORT.json: the Inspector inspects this machine, so it reads this machine's topology."""
+    from cpudoctor.report import Report
+
+    model = AppModel()
+    model.set_report(Report(topology=Topology()), read_only=True, label="colleague.json")
+    page = InspectorPage(model)
+    page.list_fn = lambda: []
+    qtbot.addWidget(page)
+    page.show()
+    qtbot.waitUntil(lambda: page.topology is not None, timeout=10_000)
+    assert page.topology.online_cpus == probe_topology().online_cpus
