@@ -40,6 +40,8 @@ class ReportPage(QWidget):
         self.status.setStyleSheet("color: palette(placeholder-text);")
         self.preview = QTextBrowser()
         self.preview.setOpenExternalLinks(True)
+        # Qt's HTML centres <th>; the report's row headings read as a left-aligned column in browsers
+        self.preview.document().setDefaultStyleSheet("th { text-align: left; padding-right: 12px; }")
         bar = QHBoxLayout()
         bar.addWidget(QLabel("Format"))
         bar.addWidget(self.format_box)

@@ -61,6 +61,7 @@ def test_page_previews_redacted_markdown_and_html(qtbot, monkeypatch):
     page.format_box.setCurrentIndex(page.format_box.findData("html"))
     qtbot.waitUntil(lambda: getattr(page, "rendered", "") == "html", timeout=10000)
     assert "Instruction sets" in page.preview.toPlainText()
+    assert "th { text-align: left" in page.preview.document().defaultStyleSheet()   # row headings not centred
     page.privacy.setChecked(True)
     qtbot.waitUntil(lambda: "build-box-7" in page.preview.toPlainText(), timeout=10000)
     page.copy()
