@@ -262,7 +262,8 @@ class OverviewPage(QWidget):
             self._show_live(self._last_sample)       # a new stage of this machine's report: no "—" flicker
 
         notes = [*cpu.notes, *topo.notes, *((sw.notes if sw else []))]
-        self.notes.setText("Probe notes (why a value can be unknown): " + " · ".join(dict.fromkeys(notes)) if notes else "")
+        self.notes.setText("Probe notes (why a value can be unknown): " + " · ".join(dict.fromkeys(notes))
+                           if notes else "")
         self.notes.setVisible(bool(notes))
         self.show_findings(list(report.findings))
 

@@ -27,7 +27,7 @@ from cpudoctor.render.topology import (cache_size, cpus_text, display_notes, is_
                                        usable_line)
 from cpudoctor.report import Report
 
-MAX_INLINE_BUTTONS = 4        # more CCX + NUMA buttons than this: each group becomes a drop-down menu (a 1000 px window)
+MAX_INLINE_BUTTONS = 4        # more CCX + NUMA buttons than this (in a 1000 px window): drop-down menus
 
 
 class TopologyPage(QWidget):
