@@ -439,7 +439,7 @@ class TrainingPage(QWidget):
     def _empty_ranges(self) -> None:
         """Steps 0-100 while there is no data: pyqtgraph's 0-1 default crowds '0.20.40.60.8' into a narrow plot."""
         for plot in (self.loss_plot, self.acc_plot, self.speed_plot):
-            plot.setXRange(0, 100, padding=0)
+            plot.setXRange(0, 100, padding=0.04)       # a little room so the 0 and 100 labels show
             plot.getPlotItem().getAxis("bottom").setTicks([[(0, "0"), (50, "50"), (100, "100")]])
 
     def _on_progress(self, data: dict) -> None:

@@ -187,7 +187,7 @@ def test_bf16_hint_follows_the_cpu(qtbot, page):
 def test_empty_plots_count_steps_not_fractions(qtbot, page):
     """Before any data the x axes read 0-100 steps (0-1 crowded '0.20.40.60.8' into narrow plots)."""
     for plot in (page.loss_plot, page.acc_plot, page.speed_plot):
-        assert plot.getPlotItem().viewRange()[0] == pytest.approx([0, 100])
+        assert plot.getPlotItem().viewRange()[0] == pytest.approx([0, 100], abs=5)
     lo, hi = page.sweep_plot.getPlotItem().viewRange()[0]               # threads 1..CPUs, not 0..1
     cpus = len(page.model.report.topology.online_cpus)
     assert lo < 1 < cpus < hi < cpus + 1
