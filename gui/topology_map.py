@@ -425,7 +425,11 @@ class TopologyMap(QGraphicsView):
             return node.label
         if node.kind == "package":
             n_cores = sum(1 for c in topo.core_list if c.package == node.index)
-            return f"Package {node.index} · {n_cores} cores"
+            # lstopo's logical numbering: Arm firmware gives ids such as 36 and 8442
+            ids = sorted(pk.id for pk in topo.package_list)
+            ordinal = ids.index(node.index) if node.index in ids else node.index
+            name = f"Package {ordinal}" if ordinal == node.index else f"Package {ordinal} (id {node.index})"
+            return f"{name} · {n_cores} cores"
         return node.label
 
     def _build_items(self, node: Node, parent: QGraphicsItem | None) -> None:

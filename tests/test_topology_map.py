@@ -312,3 +312,12 @@ def test_selection_row_fits_a_small_window(qtbot, corpus):
                 and b.width() < b.fontMetrics().horizontalAdvance(b.text()) + (24 if b.menu() else 8)]
     assert not squeezed
     assert page.export_button.menu() is not None and len(page.export_button.menu().actions()) == 2
+
+
+def test_packages_are_numbered_like_lstopo(qtbot, corpus):
+    """Kunpeng's firmware package ids are 36 and 8442: the map says Package 0 and 1 (with the id)."""
+    m = TopologyMap()
+    qtbot.addWidget(m)
+    m.set_topology(probe_topology(machine_root("hwloc-128arm-2pa2n8cluster4co"), live=False))
+    labels = sorted(box.label for box in m.box_items["package"])
+    assert labels == ["Package 0 (id 36) · 64 cores", "Package 1 (id 8442) · 64 cores"]
