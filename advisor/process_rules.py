@@ -225,18 +225,15 @@ def oversubscribed(ctx: Context) -> list[Finding]:
     """
     i = ctx.insp
     usable = ctx.usable
-    if usable is None or i.runnable_mean is None:
+    if usable is None or i.runnable_mean is None or not _self_oversubscribed(ctx):
         return []
     wait = i.wait_percent
-    over = i.runnable_mean - usable
-    # Runnable beyond the CPUs, confirmed by real run-queue waiting when schedstat is there.
-    if over < 0.5 or (wait is not None and wait < 50.0):
-        return []
-    sev = "error" if i.runnable_mean >= 2 * usable else "warning"
+    active = len(_active_threads(ctx))
+    sev = "error" if i.runnable_mean >= 2 * usable or active >= 2 * usable else "warning"
     workers = len(i.children)
     threads = max(1, usable - workers) if workers < usable else 1
-    why = (f"On average {i.runnable_mean:g} threads wanted a CPU (peak {i.runnable_max}) but only {usable} "
-           f"CPU{'s' if usable != 1 else ''} are usable")
+    why = (f"On average {i.runnable_mean:g} threads wanted a CPU (peak {i.runnable_max}; {active} threads ran in the "
+           f"window) but only {usable} CPU{'s' if usable != 1 else ''} are usable")
     if wait is not None:
         why += f"; together they waited {wait / 100:.1f} s per second on run queues"
     why += ". Time-slicing makes OpenMP barriers spin on descheduled threads."
@@ -247,7 +244,36 @@ def oversubscribed(ctx: Context) -> list[Finding]:
     return [_finding(sev, f"Oversubscribed: {i.runnable_mean:g} runnable threads on {usable} usable CPUs", why, fix,
                      ctx.relaunch(None, threads),
                      ctx.evidence(runnable_mean=i.runnable_mean, runnable_max=i.runnable_max, usable_cpus=usable,
-                                  wait_percent=wait, num_threads=i.num_threads, children=workers))]
+                                  wait_percent=wait, num_threads=i.num_threads, active_threads=active,
+                                  children=workers))]
+
+
+ACTIVE_PERCENT = 5.0   # a thread that got this much CPU in the window took part in the work
+
+
+def _active_threads(ctx: Context) -> list[ThreadInfo]:
+    return [t for t in ctx.insp.threads if (t.cpu_percent or 0.0) >= ACTIVE_PERCENT]
+
+
+def _self_oversubscribed(ctx: Context) -> bool:
+    """The job itself has more working threads than usable CPUs (PROC001, not others' contention).
+
+    Two signs, either is enough: more runnable threads than CPUs on average, or
+    more threads that really ran in the window than CPUs while the job waited
+    on run queues. The second matters with libgomp, which stops spinning and
+    sleeps at barriers once it sees more threads than CPUs, so an 8-thread job
+    on 2 CPUs averages only ~2.3 runnable threads while its 8 threads take turns.
+    Real run-queue waiting (schedstat), when known, must confirm either sign.
+    """
+    i, usable = ctx.insp, ctx.usable
+    if usable is None or i.runnable_mean is None:
+        return False
+    wait = i.wait_percent
+    if wait is not None and wait < 50.0:
+        return False
+    if i.runnable_mean - usable >= 0.5:
+        return True
+    return wait is not None and len(_active_threads(ctx)) > usable
 
 
 def _spread(ctx: Context, kind: str) -> list[Finding]:
@@ -714,7 +740,7 @@ def cpu_contention(ctx: Context) -> list[Finding]:
     wait = i.wait_percent
     if usable is None or wait is None or i.runnable_mean is None or i.window_s is None:
         return []
-    if i.runnable_mean - usable >= 0.5:
+    if _self_oversubscribed(ctx):
         return []                      # the job oversubscribes itself: PROC001
     if wait < CONTENTION_WAIT or wait < 0.5 * (i.cpu_percent or 0.0):
         return []

@@ -355,3 +355,23 @@ def test_real_oversubscribed_torch_job_fires_proc001():
     f = found["PROC001"]
     assert f"OMP_NUM_THREADS={usable}" in f.snippet and f.evidence["usable_cpus"] == usable
     assert "PROC009" in found                      # OMP_NUM_THREADS above the usable CPUs, too
+
+
+def test_libgomp_sleeping_oversubscription_is_proc001_not_contention():
+    """8 OpenMP threads on 2 CPUs average only ~2.3 runnable threads (libgomp sleeps at barriers
+    once oversubscribed), yet all 8 run in turn: that is the job's own oversubscription (PROC001),
+    not other programs (PROC013). Measured on a loaded 2-CPU machine: runnable_mean 2.36, wait 281%."""
+    from cpudoctor.probes.inspect import Inspection, ThreadInfo
+
+    insp = Inspection(pid=1234, num_threads=8, runnable_mean=2.36, runnable_max=8, wait_percent=281.0,
+                      cpu_percent=190.0, window_s=1.0,
+                      threads=[ThreadInfo(tid=1234 + k, name="python", state="R", cpu_percent=24.0) for k in range(8)])
+    insp.affinity = [0, 1]
+    insp.usable_cpus = 2
+    codes = {f.code for f in pr.run_process_rules(insp, None, strict=True)}
+    assert "PROC001" in codes and "PROC013" not in codes
+    # Two busy threads on two CPUs that still wait a lot: the waiting comes from someone else.
+    insp.threads = insp.threads[:2]
+    insp.num_threads, insp.runnable_mean = 2, 1.9
+    codes = {f.code for f in pr.run_process_rules(insp, None, strict=True)}
+    assert "PROC013" in codes and "PROC001" not in codes
