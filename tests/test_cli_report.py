@@ -209,3 +209,17 @@ def test_render_dispatch_and_no_qt_for_text():
 
     with pytest.raises(KeyError, match="unknown report format"):
         render(Report(), "yaml")
+
+
+def test_text_benchmarks_use_the_apps_words():
+    """Job names, units and the recommendation read as on the Training page, never as Python reprs."""
+    from cpudoctor.render.text import benchmarks_lines
+    from cpudoctor.report import BenchRun, Report, ThreadRecommendation
+
+    r = Report(recommendation=ThreadRecommendation(threads=1, variant="1 thread", samples_per_s=7470.0,
+                                                   default_samples_per_s=6000.0))
+    r.benchmarks = [BenchRun("train", {"model": "simplecnn", "cpus": None}, {"samples_per_s": 258912.4})]
+    text = "\n".join(benchmarks_lines(r))
+    assert "Recommended: 1 thread:" in text and "1 threads" not in text
+    assert "Micro-training" in text and "samples/s: 258,912" in text
+    assert "None" not in text and "{" not in text

@@ -78,3 +78,12 @@ def test_empty_and_missing_software():
     assert any(line.startswith("  [✗] torch 2.3.0: Illegal instruction") for line in text_lines(crashed))
     ok = Software(isa_risks=[IsaRisk("numpy", True, "2.4.6", ["x86-64-v2"])])
     assert any("[✓] this CPU meets the ISA floor" in line for line in text_lines(ok))
+
+
+def test_markdown_escapes_report_data_from_a_captured_tree():
+    """A distro name read from someone's os-release must not become HTML in a pasted issue."""
+    from cpudoctor.probes.software import OsInfo, Software
+    from cpudoctor.render.software import markdown_lines
+
+    md = "\n".join(markdown_lines(Software(os=OsInfo(system="Linux", distro="<img src=x onerror=alert(1)>"))))
+    assert "<img" not in md and "\\<img" in md

@@ -215,7 +215,15 @@ def text_lines(sw: Software | None) -> list[str]:
 
 
 def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|")
+    """Report data (distro names from a captured tree, package names) must not become markup."""
+    from cpudoctor.render.md_extra import md_escape
+
+    return md_escape(text)
+
+
+def _md_code(text: str) -> str:
+    """Inside a code span only backticks and table pipes matter."""
+    return text.replace("`", "'").replace("|", "\\|")
 
 
 def markdown_lines(sw: Software | None) -> list[str]:
@@ -227,7 +235,7 @@ def markdown_lines(sw: Software | None) -> list[str]:
         lines.append(f"### {sec.title}")
         lines.append("")
         if sec.title == "Thread and allocator environment" and sw.thread_env:
-            lines.extend(f"- `{_md_escape(line)}`" for line in sec.lines)
+            lines.extend(f"- `{_md_code(line)}`" for line in sec.lines)
         else:
             lines.extend(f"- {_md_escape(line)}" for line in sec.lines)
         if sec.table:

@@ -115,27 +115,27 @@ def findings_lines(report: Report) -> list[str]:
 
 
 def benchmarks_lines(report: Report) -> list[str]:
+    """Lab results in the same words as the Training page and the Markdown/HTML exports."""
+    from cpudoctor.render.md_extra import kind_title, recommendation_text, settings_text
+    from cpudoctor.render.svg_chart import fmt_number, metric_label
+
     if not report.benchmarks and report.recommendation is None:
         return []
     out = _heading("Benchmarks")
-    rec = report.recommendation
-    if rec is not None:
-        line = f"  Recommended: {rec.threads} threads"
-        if rec.interop_threads:
-            line += f", {rec.interop_threads} inter-op"
-        if rec.variant:
-            line += f", {rec.variant}"
-        if rec.samples_per_s and rec.default_samples_per_s:
-            line += f" ({rec.samples_per_s / rec.default_samples_per_s:.2f}x the PyTorch default)"
-        out.append(line)
+    if report.recommendation is not None:
+        out += _wrap("Recommended: " + recommendation_text(report.recommendation), 2)
     for run in report.benchmarks:
         status = "" if run.status == "ok" else f" [{run.status}]"
-        out.append(f"  {run.kind}{status}" + (f"  started {run.started_at}" if run.started_at else ""))
-        if run.settings:
-            out += _wrap("settings: " + ", ".join(f"{k}={_short(v)}" for k, v in run.settings.items()), 6)
-        scalars = [(k, v) for k, v in run.metrics.items() if not isinstance(v, (list, dict))]
-        for k, v in scalars:
-            out.append(f"      {k}: {f'{v:,.4g}' if isinstance(v, float) else v}")
+        out.append(f"  {kind_title(run.kind)}{status}" + (f"  started {run.started_at}" if run.started_at else ""))
+        settings = settings_text(run.settings)
+        if settings:
+            out += _wrap("settings: " + ", ".join(settings), 6)
+        for k, v in run.metrics.items():
+            if not isinstance(v, (list, dict)):
+                out.append(f"      {metric_label(k)}: {fmt_number(v)}")
+        series = [(k, v) for k, v in run.metrics.items() if isinstance(v, list) and v]
+        for k, v in series:
+            out.append(f"      {len(v)} measurement{'s' if len(v) != 1 else ''} ({metric_label(k)}): see --format md/html/json")
         if run.note:
             out += _wrap(run.note, 6)
     return out
@@ -149,11 +149,6 @@ def notes_lines(report: Report) -> list[str]:
     for _, note in notes:
         out += textwrap.wrap(note, WIDTH, initial_indent="  - ", subsequent_indent="    ", break_on_hyphens=False)
     return out
-
-
-def _short(value, limit: int = 40) -> str:
-    text = value if isinstance(value, str) else repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def render(report: Report) -> str:
