@@ -23,7 +23,7 @@ import os
 import re
 import socket
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 from cpudoctor.report import Report
@@ -258,6 +258,10 @@ def redact_report(report: Report, include_identifying: bool = False,
         out.meta.redacted = False
         return out
     redactor = Redactor(identity or Identity.current(report))
+    if out.meta.root not in ("", "/"):
+        # Where the captured tree lies on the reader's disk says nothing about the machine
+        # and may name a person's folders: keep only the tree's own folder name.
+        out.meta.root = "…/" + (PurePath(out.meta.root).name or "tree")
     if out.software is not None and out.software.os.hostname:
         out.software.os.hostname = HOSTNAME
     redactor.dataclass(out)

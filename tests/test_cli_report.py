@@ -49,7 +49,8 @@ def test_json_on_corpus_root_matches_manifest_and_round_trips(name, corpus, caps
         assert cpu["vendor_id"] == ci["cpu_implementer"] and ci["cpu_part"] in cpu["arm_parts"]
     assert cpu["isa"]["avx512_usable"] is bool(ci["avx512"])
     assert isinstance(cpu["isa"]["avx512_subsets"], list) and isinstance(cpu["flags"], list)
-    assert data["meta"]["root"] == str(machine_root(name))
+    # Redacted by default: where the tree lies on this disk is nobody's business, its name is kept.
+    assert data["meta"]["root"] == f"…/{name}" and data["meta"]["redacted"] is True
     report = Report.from_json(out)
     assert report.to_dict() == data                      # lossless round trip
     assert Report.from_json(report.to_json()).to_dict() == data
@@ -223,3 +224,10 @@ def test_text_benchmarks_use_the_apps_words():
     assert "Recommended: 1 thread:" in text and "1 threads" not in text
     assert "Micro-training" in text and "samples/s: 258,912" in text
     assert "None" not in text and "{" not in text
+
+
+def test_include_identifying_keeps_the_full_root(corpus, capsys):
+    root = machine_root("archspec-rocky9-zen5")
+    code = main(["report", "--fast", "--root", str(root), "--format", "json", "--include-identifying"])
+    assert code == 0
+    assert json.loads(capsys.readouterr().out)["meta"]["root"] == str(root)

@@ -19,10 +19,22 @@ from typing import Any, Literal
 
 from cpudoctor.render import cpu as cpu_sec
 from cpudoctor.render import software as sw_sec
-from cpudoctor.render.md_extra import (evidence_value, kind_title, measurements_title, recommendation_text,
-                                       settings_text)
-from cpudoctor.render.svg_chart import (find_charts, fmt_number, measurement_tables, metric_label, render_chart,
-                                        split_constant_columns)
+from cpudoctor.render.md_extra import (
+    evidence_value,
+    kind_title,
+    measurements_title,
+    recommendation_text,
+    settings_text,
+    when,
+)
+from cpudoctor.render.svg_chart import (
+    find_charts,
+    fmt_number,
+    measurement_tables,
+    metric_label,
+    render_chart,
+    split_constant_columns,
+)
 from cpudoctor.render.svg_topology import render_svg
 from cpudoctor.report import BenchRun, Finding, Report
 
@@ -115,19 +127,6 @@ def _cpulist(cpus: list[int] | None) -> str:
     from cpudoctor.probes._fs import format_cpulist
 
     return "unknown" if cpus is None else (format_cpulist(cpus) or "none")
-
-
-def when(stamp: str) -> str:
-    """``2026-11-30T09:38:47+00:00`` as ``2026-11-30 09:38 UTC``; anything unparsable as it is."""
-    import datetime as dt
-
-    try:
-        t = dt.datetime.fromisoformat(stamp)
-    except ValueError:
-        return stamp
-    if t.utcoffset() is None:
-        return f"{t:%Y-%m-%d %H:%M}"
-    return f"{t:%Y-%m-%d %H:%M} " + ("UTC" if not t.utcoffset() else f"{t:%z}"[:3] + ":" + f"{t:%z}"[3:])
 
 
 def title_of(report: Report) -> str:

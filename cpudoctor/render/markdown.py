@@ -8,7 +8,13 @@ brand string or a note can never turn into markup.
 from __future__ import annotations
 
 from cpudoctor.render import cpu as cpu_sec
-from cpudoctor.render.md_extra import benchmarks_lines, details, findings_lines, md_escape
+from cpudoctor.render.md_extra import (
+    benchmarks_lines,
+    details,
+    findings_lines,
+    md_escape,
+    when,
+)
 from cpudoctor.report import Report
 
 
@@ -22,7 +28,7 @@ def header_lines(report: Report) -> list[str]:
     out = [f"# CPU Doctor report: {md_escape(cpu.brand or 'unknown CPU')}", ""]
     sub = []
     if meta.generated_at:
-        sub.append(f"generated {md_escape(meta.generated_at)}")
+        sub.append(f"generated {md_escape(when(meta.generated_at))}")
     if meta.tool_version:
         sub.append(f"cpudoctor {md_escape(meta.tool_version)}")
     if meta.root and meta.root != "/":
@@ -33,7 +39,7 @@ def header_lines(report: Report) -> list[str]:
 
 
 def cpu_lines(report: Report) -> list[str]:
-    out = ["## CPU", "", "| | |", "|---|---|"]
+    out = ["## CPU", "", "| Property | Value |", "|---|---|"]
     out += [f"| {_cell(label)} | {_cell(value)} |" for label, value in cpu_sec.identity_rows(report.cpu)]
     return out + [""]
 

@@ -10,7 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from cpudoctor.render.svg_chart import find_charts, fmt_number, measurement_tables, metric_label, split_constant_columns
+from cpudoctor.render.svg_chart import (
+    find_charts,
+    fmt_number,
+    measurement_tables,
+    metric_label,
+    split_constant_columns,
+)
 from cpudoctor.report import Report, ThreadRecommendation
 
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2, "ok": 3}
@@ -18,6 +24,19 @@ SEVERITY_MARK = {"error": "✗", "warning": "!", "info": "i", "ok": "✓"}
 # Lab job kinds as the Training page names them.
 KIND_TITLES = {"train": "Micro-training", "sweep": "Thread sweep", "gemm": "GEMM throughput",
                "quant": "Dynamic int8 vs fp32 inference", "peak": "Peak FLOP/s"}
+
+
+def when(stamp: str) -> str:
+    """``2026-11-30T09:38:47+00:00`` as ``2026-11-30 09:38 UTC``; anything unparsable as it is."""
+    import datetime as dt
+
+    try:
+        t = dt.datetime.fromisoformat(stamp)
+    except ValueError:
+        return stamp
+    if t.utcoffset() is None:
+        return f"{t:%Y-%m-%d %H:%M}"
+    return f"{t:%Y-%m-%d %H:%M} " + ("UTC" if not t.utcoffset() else f"{t:%z}"[:3] + ":" + f"{t:%z}"[3:])
 
 
 def kind_title(kind: str) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import textwrap
 
 from cpudoctor.render import cpu as cpu_sec
+from cpudoctor.render.md_extra import when
 from cpudoctor.report import Report
 
 WIDTH = 100
@@ -31,7 +32,7 @@ def header_lines(report: Report) -> list[str]:
     cpu = report.cpu
     title = f"CPU Doctor report: {cpu.brand or 'unknown CPU'}"
     meta = report.meta
-    sub = [f"generated {meta.generated_at}" if meta.generated_at else "", f"cpudoctor {meta.tool_version}" if meta.tool_version else ""]
+    sub = [f"generated {when(meta.generated_at)}" if meta.generated_at else "", f"cpudoctor {meta.tool_version}" if meta.tool_version else ""]
     if meta.root and meta.root != "/":
         sub.append(f"root {meta.root}")
     lines = [title, "═" * min(len(title), WIDTH)]
