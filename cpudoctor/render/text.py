@@ -111,8 +111,18 @@ def findings_lines(report: Report) -> list[str]:
     for f in report.findings:
         counts[f.severity] = counts.get(f.severity, 0) + 1
     out.append("")
-    out.append("  " + ", ".join(f"{n} {sev}" for sev, n in sorted(counts.items(), key=lambda kv: SEVERITY_ORDER.get(kv[0], 9))))
+    out.append("  " + ", ".join(_count(n, sev) for sev, n in sorted(counts.items(), key=lambda kv: SEVERITY_ORDER.get(kv[0], 9))))
     return out
+
+
+# The app's words for severities (the Advisor page groups findings under the same names).
+_SEVERITY_NOUNS = {"error": ("problem", "problems"), "warning": ("warning", "warnings"),
+                   "info": ("suggestion", "suggestions"), "ok": ("check passed", "checks passed")}
+
+
+def _count(n: int, severity: str) -> str:
+    one, many = _SEVERITY_NOUNS.get(severity, (severity, severity))
+    return f"{n} {one if n == 1 else many}"
 
 
 def benchmarks_lines(report: Report) -> list[str]:
