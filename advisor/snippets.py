@@ -58,8 +58,19 @@ def thread_plan(report: Report) -> ThreadPlan:
     # worker holds its own copy of the dataset object.
     spare = max(0, usable - threads)
     workers = min(4, spare)
+    reserved = 0
+    if workers == 0 and rec is None and threads >= 8:
+        # A big machine with no spare CPU would otherwise be told num_workers=0 and decode
+        # every batch on the main thread while 95 cores wait; one core per 8 (at most 4)
+        # costs the compute pool little. A measured sweep recommendation is kept as is.
+        reserved = min(4, threads // 8)
+        threads -= reserved
+        workers = reserved
     plan = ThreadPlan(threads=threads, source=source, interop=interop, workers=workers, cpus=cpus,
                       variant=rec.variant if rec is not None else "")
+    if reserved:
+        plan.notes.append(f"{reserved} core{'s' if reserved != 1 else ''} left to the DataLoader "
+                          f"worker{'s' if reserved != 1 else ''}: compute threads = usable cores minus workers")
     if workers == 0:
         plan.notes.append("no CPU is left over for DataLoader workers: load data in the main process "
                           "(num_workers=0) or give up one compute thread per worker")

@@ -227,3 +227,20 @@ def test_translate_rewrites_exports_for_each_shell(tmp_path):
         path = tmp_path / "t.fish"
         path.write_text(snippets.translate("export A=1\nunset B", "fish"))
         assert subprocess.run(["fish", "--no-execute", str(path)]).returncode == 0
+
+
+def test_big_machine_leaves_cores_for_dataloader_workers(corpus):
+    """96 cores without SMT: not num_workers=0 with 96 compute threads, but a few cores for the workers."""
+    from conftest import machine_root
+    from cpudoctor.advisor.snippets import python_settings, thread_plan
+    from cpudoctor.probes.cpu import probe_cpu
+    from cpudoctor.probes.topology import probe_topology
+    from cpudoctor.report import Report, ThreadRecommendation
+
+    root = machine_root("hwloc-96em64t-4no4pa3ca2co")
+    report = Report(cpu=probe_cpu(root), topology=probe_topology(root))
+    plan = thread_plan(report)
+    assert plan.workers == 4 and plan.threads == 92
+    assert "num_workers=4" in python_settings(report)
+    report.recommendation = ThreadRecommendation(threads=96)        # a measured sweep is kept as it is
+    assert thread_plan(report).threads == 96
