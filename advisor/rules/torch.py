@@ -29,9 +29,11 @@ def torch_missing(report: Report) -> list[Finding]:
     if not machine.torch_installed(f):
         env = f.get("software.python.env_kind")
         ver = f.get("software.python.version")
+        known = [p for p in (f"Python {ver}" if ver else "", f"{env} environment" if env else "") if p]
+        which = f" ({', '.join(known)})" if known else ""
         return [f.finding(
             "warning", "PyTorch is not installed in this Python",
-            why=(f"The Python CPU Doctor looked at (Python {ver or '?'}, {env or 'unknown'} environment) has no torch "
+            why=(f"The Python CPU Doctor looked at{which} has no torch "
                  "package. If you train in another environment, run CPU Doctor from there."),
             fix="Install the CPU build from PyTorch's CPU index (a plain pip install on Linux pulls the CUDA build).",
             snippet=snippets.install_commands(report))]
