@@ -121,7 +121,7 @@ def _virtualization(root: Path, notes: list[str]) -> tuple[bool | None, str | No
         virt = xen.lower()
     vm = True if (hypervisor or virt) else hypervisor
     if vm and virt is None:
-        notes.append("running under a hypervisor (cpuinfo 'hypervisor' flag); DMI does not say which")
+        notes.append("which hypervisor is unknown: DMI does not name it")
     if hypervisor is None and not dmi:
         notes.append("virtualization unknown: no /proc/cpuinfo and no DMI under the root")
     return vm, virt
