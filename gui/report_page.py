@@ -11,7 +11,7 @@ from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QHBoxLayout, QLabel, QPushButton, QTextBrowser, QVBoxLayout,
                                QWidget)
 
-from cpudoctor.export import render_export
+from cpudoctor.export import render_export, render_qt_html
 from cpudoctor.gui.export import PRIVACY_TEXT, qt_markdown
 from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.workers import run_in_thread
@@ -90,18 +90,24 @@ class ReportPage(QWidget):
         self._generation += 1
         gen, fmt = self._generation, self.fmt
         self.status.setText("Rendering…")
-        run_in_thread(render_export, report, fmt, self.privacy.isChecked(),
-                      on_result=lambda data, g=gen, f=fmt: self._show(g, f, data),
+        run_in_thread(_render_preview, report, fmt, self.privacy.isChecked(),
+                      on_result=lambda out, g=gen, f=fmt: self._show(g, f, *out),
                       on_error=lambda exc: self.status.setText(f"Could not render the report: {exc}"))
 
-    def _show(self, gen: int, fmt: str, data: bytes) -> None:
+    def _show(self, gen: int, fmt: str, data: bytes, qt_page: str | None = None,
+              pictures: dict[str, str] | None = None) -> None:
         if gen != self._generation:       # a newer request superseded this one
             return
         self.text = data.decode("utf-8")
         if fmt == "md":
             self.preview.setMarkdown(qt_markdown(self.text))
-        elif fmt == "html":
-            self.preview.setHtml(self.text)
+        elif fmt == "html" and qt_page is not None:
+            # Qt's rich text shows inline SVG as loose text: show the page the PDF is made
+            # from, with the map and charts as pictures (Copy still copies the real HTML file).
+            from cpudoctor.render.pdf import attach_pictures
+
+            width = max(320, self.preview.viewport().width() - 24)
+            self.preview.setHtml(attach_pictures(self.preview.document(), qt_page, pictures or {}, width))
         else:
             self.preview.setPlainText(self.text)
         privacy = ("identifying details included" if self.privacy.isChecked()
@@ -136,3 +142,12 @@ class ReportPage(QWidget):
         if not isinstance(actions, ReportActions):
             actions = self._actions = ReportActions(self.model, self)
         actions.start_export(self.model.report, dlg.fmt, path, dlg.privacy.isChecked(), overwrite)
+
+
+def _render_preview(report, fmt: str, include_identifying: bool) -> tuple[bytes, str | None, dict[str, str] | None]:
+    """The exported bytes (for Copy) and, for HTML, the Qt-showable page and its pictures (worker thread)."""
+    data = render_export(report, fmt, include_identifying)
+    if fmt != "html":
+        return data, None, None
+    page, pictures = render_qt_html(report, include_identifying)
+    return data, page, pictures

@@ -183,3 +183,22 @@ def test_capture_action_in_worker(qtbot, actions, tmp_path):
         ra.start_capture(out)
     assert blocker.args[0].files > 0 and out.is_file()
     ra.last_message.close()
+
+
+def test_html_preview_shows_the_map_as_a_picture_not_loose_text(qtbot):
+    """Qt's rich text cannot draw inline SVG: the preview gets the map as an image resource."""
+    from PySide6.QtCore import QUrl
+    from PySide6.QtGui import QTextDocument
+
+    model = AppModel()
+    page = ReportPage(model)
+    qtbot.addWidget(page)
+    page.format_box.setCurrentIndex(page.format_box.findData("html"))
+    model.set_report(sample_report())
+    qtbot.waitUntil(lambda: getattr(page, "rendered", "") == "html", timeout=10000)
+    html = page.preview.toHtml()
+    assert 'src="cpudoctor:' in html and "<svg" not in html
+    name = html.split('src="cpudoctor:', 1)[1].split('"', 1)[0]
+    image = page.preview.document().resource(QTextDocument.ResourceType.ImageResource, QUrl(f"cpudoctor:{name}"))
+    assert image is not None and not image.isNull()
+    assert page.text.lstrip().lower().startswith("<!doctype html")      # Copy still copies the real file
