@@ -202,7 +202,8 @@ class CompareDialog(QDialog):
             self.view.clear()
             self.result = None
             return False
-        result = compare(redact_report(a), redact_report(b), f"{la}: {label(a)}", f"{lb}: {label(b)}")
+        same_day = (a.meta.generated_at or "")[:10] == (b.meta.generated_at or "")[:10]
+        result = compare(redact_report(a), redact_report(b), f"{la}: {label(a, same_day)}", f"{lb}: {label(b, same_day)}")
         self.status.setText("No differences." if result.same else f"{len(result.changes)} differences.")
         self.result = result
         self._show_result()
