@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -92,7 +93,9 @@ class Report:
         return to_data(self)
 
     def to_json(self, indent: int | None = 2) -> str:
-        return json.dumps(self.to_dict(), indent=indent, sort_keys=False, ensure_ascii=False)
+        """Strict JSON: a non-finite number (a diverged loss) is written as null, never NaN."""
+        return json.dumps(_finite(self.to_dict()), indent=indent, sort_keys=False, ensure_ascii=False,
+                          allow_nan=False)
 
     @classmethod
     def from_dict(cls, data: Any) -> "Report":
@@ -129,6 +132,16 @@ class Report:
         except UnicodeDecodeError:
             raise ReportError(f"{path} is not a text file, so not a CPU Doctor report") from None
         return cls.from_json(text)
+
+
+def _finite(data: Any) -> Any:
+    if isinstance(data, float) and not math.isfinite(data):
+        return None
+    if isinstance(data, dict):
+        return {k: _finite(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_finite(v) for v in data]
+    return data
 
 
 class ReportError(ValueError):

@@ -52,3 +52,12 @@ def test_report_rejects_foreign_json():
     data["schema_version"] = 999
     with pytest.raises(ReportError, match="schema version 999"):
         Report.from_dict(data)
+
+
+def test_report_json_is_strict_even_with_a_diverged_loss():
+    from cpudoctor.report import BenchRun
+
+    r = Report(benchmarks=[BenchRun("train", metrics={"loss": float("nan"), "samples_per_s": float("inf"), "ok": 1.5})])
+    data = json.loads(r.to_json())                     # json.loads accepts NaN; check the text too
+    assert "NaN" not in r.to_json() and "Infinity" not in r.to_json()
+    assert data["benchmarks"][0]["metrics"] == {"loss": None, "samples_per_s": None, "ok": 1.5}
