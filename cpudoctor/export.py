@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import math
 from pathlib import Path
-from typing import Any
 
 from cpudoctor.fileio import WriteError, atomic_write
 from cpudoctor.privacy import Identity, Redactor, redact_markdown, redact_report
@@ -68,21 +66,6 @@ def _markdown_or_text(report: Report, fmt: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _finite(value: Any) -> Any:
-    """``value`` with NaN and infinities as null: a diverged loss must not make the file invalid JSON.
-
-    Python writes them as ``NaN``/``Infinity``, which jq, JavaScript and most
-    other JSON readers reject; an exported report is read by such tools.
-    """
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_finite(v) for v in value]
-    return value
-
-
 def render_export(report: Report, fmt: str, include_identifying: bool = False) -> bytes:
     """The bytes of ``report`` in ``fmt``; redacted unless ``include_identifying``."""
     if fmt not in FORMATS:
@@ -90,7 +73,7 @@ def render_export(report: Report, fmt: str, include_identifying: bool = False) -
     shared = redact_report(report, include_identifying=include_identifying)
     redactor = None if include_identifying else Redactor(Identity.current(report))
     if fmt == "json":
-        text = json.dumps(_finite(shared.to_dict()), indent=2, ensure_ascii=False, allow_nan=False)
+        text = shared.to_json(indent=2)          # strict JSON: a diverged loss becomes null
         if redactor is not None:
             cleaned = redactor.text(text)
             try:

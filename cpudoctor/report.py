@@ -135,6 +135,7 @@ class Report:
 
 
 def _finite(data: Any) -> Any:
+    """NaN and infinities as null: jq, JavaScript and most JSON readers reject Python's NaN/Infinity."""
     if isinstance(data, float) and not math.isfinite(data):
         return None
     if isinstance(data, dict):
