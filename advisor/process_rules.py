@@ -284,8 +284,7 @@ def _spread(ctx: Context, kind: str) -> list[Finding]:
     if kind == "ccx":
         domains = [d.cpus for d in topo.l3_domains]
         ids = list(range(len(domains)))
-        # CCX is the Zen word (AMD family 0x17+, Hygon); Intel, ARM and pre-Zen Opterons just have L3 domains.
-        ccx = (topo.vendor or "") in ("AuthenticAMD", "HygonGenuine") and (topo.cpu_family or 0x17) >= 0x17
+        ccx = topo.l3_is_ccx()
         name, names = ("CCX (L3 domain)", "CCXs (L3 domains)") if ccx else ("L3 domain", "L3 domains")
     else:
         nodes = [n for n in topo.numa_nodes if n.cpus]

@@ -51,7 +51,7 @@ def cpu_groups(report: Report | None, cpu_ids: list[int]) -> list[CpuGroup]:
     placed: set[int] = set()
     domains = report.topology.l3_domains if report is not None else []
     if len(domains) > 1 or (domains and len(domains[0].cpus) < len(cpu_ids)):
-        name = "CCX" if report is not None and (report.cpu.vendor or "").upper() in ("AMD", "HYGON") else "L3"
+        name = "CCX" if report is not None and report.topology.l3_is_ccx() else "L3"
         for i, d in enumerate(domains):
             cpus = [c for c in d.cpus if c in live and c not in placed]
             if cpus:

@@ -136,10 +136,7 @@ def pinning_choices(topo: Topology, allowed: list[int] | None = None) -> list[tu
     l3s = [sorted(set(d.cpus) & u) for d in topo.l3_domains]
     l3s = [d for d in l3s if d]
     if len(l3s) > 1:
-        # "CCX" is the Zen word (AMD family 0x17+, Hygon); elsewhere an L3 domain is just that.
-        ccx = topo.vendor is None or (topo.vendor in ("AuthenticAMD", "HygonGenuine")
-                                      and (topo.cpu_family or 0x17) >= 0x17)
-        word = "CCX" if ccx else "L3 domain"
+        word = "CCX" if topo.l3_is_ccx() else "L3 domain"
         choices += [(f"{word} {i} (CPUs {format_cpulist(d)})", d) for i, d in enumerate(l3s)]
     kinds = getattr(topo, "cpu_kinds", None) or []
     if len(kinds) > 1:   # hybrid: the performance cores alone

@@ -106,6 +106,17 @@ class Topology:
     cpu_kinds: list[CpuKind] = field(default_factory=list)  # hybrid chips only (2+ core types), slowest first
     notes: list[str] = field(default_factory=list)
 
+    def l3_is_ccx(self) -> bool:
+        """Whether an L3 domain is a CCX: on Zen (AMD family 0x17 and later, Hygon), not on K8-Bulldozer or others.
+
+        The one place every view (report, map, monitor, advisor, sweep) asks, so
+        an Opteron is never described in Zen words. An unknown family on an AMD
+        tree counts as Zen: every AMD part with several L3s per socket is.
+        """
+        if (self.vendor or "") not in ("AuthenticAMD", "HygonGenuine"):
+            return False
+        return self.cpu_family is None or self.cpu_family >= 0x17
+
 
 # ---------------------------------------------------------------------------
 # Probe

@@ -18,7 +18,7 @@ from cpudoctor.probes.live import Sample
 from cpudoctor.probes.topology import probe_topology
 from cpudoctor.report import Finding, Report
 
-ZEN_TREE = "hwloc-64amd64-4s2n4ca2co"          # 4 sockets, 8 L3 domains of 8 CPUs
+ZEN_TREE = "hwloc-64amd64-4s2n4ca2co"          # 4 sockets, 8 L3 domains of 8 CPUs (Bulldozer: "L3", not "CCX")
 ARM_TREE = "hwloc-128arm-2pa2n8cluster4co"     # Kunpeng 920: asimd, asimdhp, asimddp; no SVE
 
 
@@ -265,7 +265,7 @@ def test_cpu_groups_follow_l3_domains(corpus):
     report = zen4_report()
     truth = MANIFEST["machines"][ZEN_TREE]["ground_truth"]
     groups = cpu_groups(report, list(range(64)))
-    assert [g.label for g in groups] == [f"CCX {i}" for i in range(truth["l3_caches"])]
+    assert [g.label for g in groups] == [f"L3 {i}" for i in range(truth["l3_caches"])]   # CCX is a Zen word
     assert [f"{g.cpus[0]}-{g.cpus[-1]}" for g in groups] == truth["l3_pu_sets"]
     assert cpu_groups(None, [0, 1, 2])[0].cpus == [0, 1, 2]
 
@@ -285,7 +285,7 @@ def test_monitor_plots_follow_injected_samples(qtbot, model):
     assert not page.is_unavailable("temp") and not page.is_unavailable("clock")
     assert set(page.temp_curves) == {"k10temp Tctl", "k10temp Tccd1"}
     ticks = page.heat_plot.getAxis("left")._tickLevels[0]
-    assert [label for _, label in ticks] == [f"CCX {i}" for i in range(8)]
+    assert [label for _, label in ticks] == [f"L3 {i}" for i in range(8)]
     assert page.tiles["load"].text() == f"{np.mean([(299 + c) % 101 for c in cpus]):.0f} %"
     assert page.tiles["temp"].text() == "59 °C" and page.tiles["clock"].text() == "3.03 GHz"
     assert page.tiles["memory"].text() == "8 GiB" and "of 32 GiB" in page.tiles["memory_detail"].text()

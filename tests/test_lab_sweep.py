@@ -20,7 +20,8 @@ def make_topology(cores: int, smt: int = 1, ccx_cores: int | None = None, numa: 
     nodes = [NumaNode(n, sorted(c for core in core_list[n * per:(n + 1) * per] for c in core.cpus)) for n in range(numa)]
     return Topology(packages=1, cores=cores, logical_cpus=ncpu, l3_domains=l3, numa_nodes=nodes,
                     online_cpus=list(range(ncpu)), smt_threads_per_core=smt, core_list=core_list,
-                    affinity=Affinity(allowed_cpus=list(range(ncpu)), usable_cpus=ncpu))
+                    affinity=Affinity(allowed_cpus=list(range(ncpu)), usable_cpus=ncpu),
+                    vendor="AuthenticAMD", cpu_family=0x19)
 
 
 def names(vs):

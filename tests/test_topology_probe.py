@@ -485,3 +485,13 @@ def test_cpu_kinds_match_hwloc(name, manifest):
         assert kinds[0].perf < kinds[-1].perf
     line = "\n".join(text_lines(corpus_topology(name)))
     assert ("Hybrid core kinds: performance CPUs" in line) == (len(truth) >= 2)
+
+
+@pytest.mark.parametrize("machine, ccx", [
+    ("hwloc-64amd64-4s2n4ca2co", False),        # Bulldozer: an L3 per die, not a CCX
+    ("hwloc-32amd64-4s2n4c-cgroup2", False),    # Magny-Cours (K10)
+    ("hwloc-memorysidecaches", False),          # Intel
+    ("pycpuinfo-ubuntu22.04-ryzen7-2700x", True),  # Zen: two CCXs
+])
+def test_l3_is_a_ccx_only_on_zen(corpus, machine, ccx):
+    assert probe_topology(machine_root(machine)).l3_is_ccx() is ccx

@@ -17,7 +17,6 @@ from cpudoctor.probes._fs import format_cpulist
 from cpudoctor.probes.topology import Topology
 
 _RANK = {"machine": -1, "package": 0, "numa": 1, "l3": 2, "core": 3}
-CCX_VENDORS = ("AuthenticAMD", "HygonGenuine")
 
 
 @dataclass
@@ -85,10 +84,7 @@ def cpus_text(cpus: list[int], limit: int = 40) -> str:
 
 
 def is_ccx_vendor(topo: Topology) -> bool:
-    """An L3 domain is a CCX on Zen (AMD family 0x17 and later, Hygon 0x18), not on K8/K10/Bulldozer."""
-    if (topo.vendor or "") not in CCX_VENDORS:
-        return False
-    return topo.cpu_family is None or topo.cpu_family >= 0x17
+    return topo.l3_is_ccx()
 
 
 def l3_label(topo: Topology, index: int, short: bool = False) -> str:
