@@ -332,6 +332,20 @@ class _Track:
     sched1: tuple[int, int] | None = None
 
 
+def _job_descendants(root: Path, pid: int) -> list[int]:
+    """``pid``'s descendants, less the inspector itself and what it started.
+
+    The inspector descends from ``pid`` when one inspects a shell, a session
+    leader or PID 1; it is not one of the job's workers.
+    """
+    found = procfs.descendants(root, pid)
+    me = os.getpid()
+    if Path(root) != Path("/") or me not in found:
+        return found                 # e.g. a job the inspector started itself keeps all its workers
+    mine = {me, *procfs.descendants(root, me)}
+    return [c for c in found if c not in mine]
+
+
 def inspect_process(
     pid: int,
     seconds: float = 2.0,
@@ -402,7 +416,7 @@ def inspect_process(
         insp.notes.append(insp.libraries_error)
 
     # Children: DataLoader workers and any grandchildren, fixed at the start.
-    child_pids = procfs.descendants(root, pid)
+    child_pids = _job_descendants(root, pid)
     child_first: dict[int, procfs.TaskStat] = {}
     for c in child_pids:
         text = read_text(procfs.proc_dir(root, c) / "stat")
@@ -542,7 +556,7 @@ def inspect_process(
     total_child_threads = 0
     total_child_cpu = 0.0
     end_stats: dict[int, procfs.TaskStat] = {}
-    for c in sorted(set(child_first) | set(procfs.descendants(root, pid) if insp.status == "ok" else [])):
+    for c in sorted(set(child_first) | set(_job_descendants(root, pid) if insp.status == "ok" else [])):
         text = read_text(procfs.proc_dir(root, c) / "stat")
         if text:
             try:

@@ -540,3 +540,13 @@ def test_real_children_are_seen_with_their_threads():
     assert all("os.getppid()" in c.cmdline and "\n" not in c.cmdline for c in insp.children)
     assert insp.children_cpu_percent == pytest.approx(sum(c.cpu_percent for c in insp.children), abs=0.2)
     assert insp.cpu_percent < 20                     # the parent itself only sleeps
+
+
+def test_inspecting_an_ancestor_leaves_the_inspector_itself_out():
+    """`cpudoctor inspect <my shell's pid>`: the inspector is a descendant, but not one of the job's workers."""
+    import os
+
+    from cpudoctor.probes.inspect import inspect_process
+
+    insp = inspect_process(os.getppid(), seconds=0.2)
+    assert os.getpid() not in [c.pid for c in insp.children]
