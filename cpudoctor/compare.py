@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 import math
+import textwrap
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from cpudoctor.probes._fs import format_cpulist
-from cpudoctor.report import BenchRun, Report
+from cpudoctor.probes._fs import format_cpulist, parse_cpulist
+from cpudoctor.report import BenchRun, Finding, Report
 
 SEVERITY_RANK = {"ok": 0, "info": 1, "warning": 2, "error": 3}
 
@@ -90,6 +91,10 @@ ITEM_LABELS = {
 }
 _KINDS = ("train", "sweep", "gemm", "quant", "peak")
 BYTE_ITEMS = {"l3_sizes", "os.mem_total_bytes", "os.cgroup_memory_limit_bytes"}
+CPU_ITEMS = {"offline_cpus", "allowed_cpus"}                     # one cpulist per side
+CPU_SET_ITEMS = {"numa_nodes": ("node", "nodes"), "l3_domains": ("L3", "L3s")}   # a cpulist per node / L3
+SHOWN_SETS = 4             # the first few sets of a long NUMA/L3 list are shown, then "+N more"
+WIDE = 100                 # text lines longer than this: flags wrap, long A/B values go on lines of their own
 
 
 def item_label(change: "Change") -> str:
@@ -189,18 +194,57 @@ def _software(ch: list[Change], a: Report, b: Report) -> None:
             ch.append(Change("threads", name, ea.get(name), eb.get(name), note))
 
 
+# Report fields that only a live look at the machine's Python environment fills in (not a captured tree)...
+_FILE_FIELDS = ("software.os.", "software.gpus")
+# ... and those that only the child processes fill in (``report --fast`` skips them).
+_CHILD_FIELDS = ("software.torch.", "software.numpy.", "software.loaded_libs", "software.import_checks",
+                 "software.isa_risks", "software.children_ran")
+
+
+def could_check(report: Report, finding: Finding) -> bool:
+    """Whether ``report`` had the data the rule behind ``finding`` needed.
+
+    A rule that cannot read its inputs says nothing, so a finding missing from
+    a report made with ``--fast`` (no child processes) or from a captured tree
+    (no Python, packages or environment of its own) was not checked there; it
+    did not go away. The finding's ``fields_used`` and ``evidence`` name what
+    the rule read.
+    """
+    fields = set(finding.fields_used) | set(finding.evidence)
+    soft = [f for f in fields if f.startswith("software.") or f == "software"]
+    if not soft:
+        return True
+    sw = report.software
+    if sw is None:
+        return False
+    live = [f for f in soft if not f.startswith(_FILE_FIELDS)]
+    if live and getattr(sw, "captured", False):
+        return False
+    if any(f.startswith(_CHILD_FIELDS) for f in soft) and not sw.children_ran:
+        return False
+    if getattr(sw, "captured", False):
+        # A captured tree may lack the files an OS fact comes from: all of them unknown = not checked.
+        os_fields = [f.removeprefix("software.os.") for f in soft if f.startswith("software.os.")]
+        if os_fields and all(getattr(sw.os, name, None) is None for name in os_fields):
+            return False
+    return True
+
+
 def _findings(ch: list[Change], a: Report, b: Report) -> None:
     fa = {f.code: f for f in a.findings}
     fb = {f.code: f for f in b.findings}
     for code in sorted(fa.keys() | fb.keys()):
         x, y = fa.get(code), fb.get(code)
         # A passed check that is absent on the other side was not checked there: it did not "resolve".
+        # Nor did a problem whose rule could not run on the other side (--fast, captured tree).
         if x is None and y is not None:
-            ch.append(Change("findings", f"{code} {y.title}", None, y.severity,
-                             "checked only in B" if y.severity == "ok" else "new"))
+            note = ("checked only in B" if y.severity == "ok" else
+                    "new" if could_check(a, y) else "not checked in A")
+            ch.append(Change("findings", f"{code} {y.title}", None, y.severity, note))
         elif y is None and x is not None:
-            ch.append(Change("findings", f"{code} {x.title}", x.severity, None,
-                             "checked only in A" if x.severity == "ok" else "resolved"))
+            note = ("checked only in A" if x.severity == "ok" else
+                    "resolved" if could_check(b, x) else "not checked in B")
+            ch.append(Change("findings", f"{code} {x.title}", x.severity, None, note))
         elif x is not None and y is not None and x.severity != y.severity:
             better = SEVERITY_RANK.get(y.severity, 1) < SEVERITY_RANK.get(x.severity, 1)
             ch.append(Change("findings", f"{code} {y.title}", x.severity, y.severity,
@@ -277,7 +321,43 @@ def _cache_sizes(v: Any) -> Any:
     return [cache_size(x) for x in v] if isinstance(v, list) else v
 
 
+def _cpu_sets(v: Any, nouns: tuple[str, str]) -> Any:
+    """``4 nodes × 20 CPUs: 0-76:4; 1-77:4; ...``: the count first, then short CPU lists.
+
+    Interleaved machines number their CPUs round-robin over nodes, so a node's
+    plain cpulist is every 4th CPU spelled out; the kernel's ``a-b:stride``
+    form (as the topology page shows it) keeps it short.
+    """
+    if not isinstance(v, list):
+        return v
+    if not v:
+        return "none"
+    sets = [parse_cpulist(x) if isinstance(x, str) else None for x in v]
+    if any(s is None for s in sets):
+        return v
+    from cpudoctor.render.topology import cpus_text
+
+    sizes = sorted({len(s) for s in sets})
+    noun = nouns[0] if len(sets) == 1 else nouns[1]
+    count = (f"{len(sets)} {noun} × {sizes[0]} CPU{'s' if sizes[0] != 1 else ''}" if len(sizes) == 1 else
+             f"{len(sets)} {noun} of {sizes[0]}–{sizes[-1]} CPUs")
+    shown = "; ".join(cpus_text(s, limit=0) for s in sets[:SHOWN_SETS])      # always the shortest form
+    more = f"; +{len(sets) - SHOWN_SETS} more" if len(sets) > SHOWN_SETS else ""
+    return f"{count}: {shown}{more}"
+
+
+def _cpu_list(v: Any) -> Any:
+    from cpudoctor.render.topology import cpus_text
+
+    cpus = parse_cpulist(v) if isinstance(v, str) else None
+    return v if cpus is None else cpus_text(cpus)
+
+
 def _values(c: Change) -> tuple[Any, Any]:
+    if c.section == "topology" and c.item in CPU_SET_ITEMS:
+        return _cpu_sets(c.a, CPU_SET_ITEMS[c.item]), _cpu_sets(c.b, CPU_SET_ITEMS[c.item])
+    if c.section == "topology" and c.item in CPU_ITEMS:
+        return _cpu_list(c.a), _cpu_list(c.b)
     if c.item == "l3_sizes":   # exact like lstopo: 27.5 MiB, 5118 KiB (human_bytes would say 28 MiB, 5 MiB)
         return _cache_sizes(c.a), _cache_sizes(c.b)
     return (_bytes(c.a), _bytes(c.b)) if c.item in BYTE_ITEMS else (c.a, c.b)
@@ -294,11 +374,17 @@ def render_text(cmp: Comparison) -> str:
         lines.append(f"{SECTION_TITLES[sec]}:")
         for c in items:
             if sec == "flags":
-                lines.append(f"  {c.item} ({c.note}): {_show(c.b if c.item == 'added' else c.a)}")
+                flags = _show(c.b if c.item == "added" else c.a)
+                lines += textwrap.wrap(f"{c.item} ({c.note}): {flags}", WIDE, initial_indent="  ",
+                                       subsequent_indent="      ", break_on_hyphens=False)
             else:
                 note = f"  [{c.note}]" if c.note else ""
-                a, b = _values(c)
-                lines.append(f"  {item_label(c)}: {_show(a)} -> {_show(b)}{note}")
+                a, b = (_show(v) for v in _values(c))
+                line = f"  {item_label(c)}: {a} -> {b}{note}"
+                if len(line) <= WIDE or len(a) + len(b) < 30:       # a long title with short values stays one line
+                    lines.append(line)
+                else:       # long values: A and B under each other, easy to compare by eye
+                    lines += [f"  {item_label(c)}:{note}", f"    A: {a}", f"    B: {b}"]
         lines.append("")
     lines.append(f"{len(cmp.changes)} differences.")
     return "\n".join(lines) + "\n"

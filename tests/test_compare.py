@@ -153,3 +153,88 @@ def test_captured_tree_is_not_a_machine_without_python():
     text = render_text(compare(a, b))
     assert "Python, packages and thread environment: read -> not read (captured tree)" in text
     assert "[removed]" not in text and "PyTorch status" not in text and "[unset]" not in text
+
+
+def _interleaved(name):
+    from conftest import machine_root
+
+    from cpudoctor.commands.report import build
+
+    return build(machine_root(name), fast=True)
+
+
+def test_interleaved_cpu_lists_are_short():
+    """Round-robin numbered machines: counts first, then the kernel's a-b:stride form, not 20 CPUs spelled out."""
+    from cpudoctor.probes._fs import parse_cpulist
+
+    a, b = _interleaved("hwloc-memorysidecaches"), _interleaved("hwloc-96em64t-4no4pa3ca2co")
+    cmp = compare(a, b)
+    text = render_text(cmp)
+    assert "A: 4 nodes × 20 CPUs: 0-76:4; 1-77:4; 2-78:4; 3-79:4" in text
+    assert "B: 4 nodes × 24 CPUs: 0-23; 24-47; 48-71; 72-95" in text
+    assert "A: 2 L3s × 40 CPUs: 0-78:2; 1-79:2" in text
+    assert "B: 16 L3s × 6 CPUs: 0-20:4; 1-21:4; 2-22:4; 3-23:4; +12 more" in text
+    assert "0,4,8,12" not in text
+    assert max(len(line) for line in text.splitlines()) <= 100
+    # The short forms are exact: they parse back to the probed sets.
+    assert [parse_cpulist(x) for x in ("0-76:4", "1-77:4", "2-78:4", "3-79:4")] == [n.cpus for n in a.topology.numa_nodes]
+    md = render_markdown(cmp)
+    assert "| NUMA nodes (CPUs) | 4 nodes × 20 CPUs: 0-76:4; 1-77:4; 2-78:4; 3-79:4 | 4 nodes × 24 CPUs:" in md
+    # The data (JSON, the GUI) keeps every CPU.
+    numa = next(c for c in json.loads(render_json(cmp))["changes"] if c["item"] == "numa_nodes")
+    assert parse_cpulist(numa["a"][0]) == a.topology.numa_nodes[0].cpus
+
+
+def _omp_finding(**fields_used):
+    return Finding(code="THR001", symbol="omp-num-threads-unset", category="threads", severity="info",
+                   title="OMP_NUM_THREADS is not set",
+                   fields_used=["software.thread_env.OMP_NUM_THREADS", "software.torch.intra_op_threads"],
+                   evidence={"software.thread_env.OMP_NUM_THREADS": None, "software.torch.intra_op_threads": 64})
+
+
+def _note(a, b, code="THR001"):
+    return next(c.note for c in compare(a, b).section("findings") if c.item.startswith(code))
+
+
+def test_a_rule_that_did_not_run_is_not_resolved():
+    """Found by review: B made with --fast or from a captured tree has no THR001, which is not a fix."""
+    a = sample_report()
+    a.findings = [_omp_finding()]
+    fixed = sample_report()
+    fixed.findings = []
+    assert _note(a, fixed) == "resolved"                     # same kind of report, problem gone
+    fast = sample_report()
+    fast.findings, fast.software.children_ran = [], False
+    assert _note(a, fast) == "not checked in B"              # the rule needed the torch child
+    captured = sample_report()
+    captured.findings, captured.software.captured = [], True
+    assert _note(a, captured) == "not checked in B"          # no environment of its own
+    bare = sample_report()
+    bare.findings, bare.software = [], None
+    assert _note(a, bare) == "not checked in B"
+    assert _note(fast, a) == "not checked in A"              # and the other way round, not "new"
+    assert _note(fixed, a) == "new"
+    text = render_text(compare(a, captured))
+    assert "[not checked in B]" in text and "resolved" not in text
+
+
+def test_fast_report_still_checks_what_it_reads():
+    """--fast reads the environment (no children): a rule that used only env vars did run there."""
+    a = sample_report()
+    env_only = _omp_finding()
+    env_only.fields_used = ["software.thread_env.OMP_NUM_THREADS", "topology.cores"]
+    env_only.evidence = {}
+    a.findings = [env_only]
+    fast = sample_report()
+    fast.findings, fast.software.children_ran = [], False
+    assert _note(a, fast) == "resolved"
+    # A captured tree knows its OS files: a governor finding gone there is resolved unless the file was missing.
+    gov = Finding(code="OS003", symbol="governor", category="os", severity="info", title="Governor is powersave",
+                  fields_used=["software.os.governor"])
+    a.findings = [gov]
+    captured = sample_report()
+    captured.findings, captured.software.captured = [], True
+    captured.software.os.governor = "performance"
+    assert _note(a, captured, "OS003") == "resolved"
+    captured.software.os.governor = None
+    assert _note(a, captured, "OS003") == "not checked in B"
