@@ -1,16 +1,23 @@
-"""The rule registry and the loop that runs rules over a Report.
+"""The rule machinery: a :class:`RuleSet` registers rules and runs them over one input.
 
-A rule is a small pure function ``fn(report) -> list[Finding]`` registered with
-``@rule(code, symbol, category=..., severity=..., title=...)``. Codes are
-stable and never reused: a renamed or merged rule keeps answering to its old
-code through :data:`REDIRECTS` (the way ruff handles renamed rules), so a
-``--only`` list or a docs link written last year still works.
+A rule is a small pure function ``fn(input) -> list[Finding]`` registered with
+``@ruleset.rule(code, symbol, category=..., severity=..., title=...)``. Two sets
+share this machinery: :data:`REPORT_RULES` judge a :class:`~cpudoctor.report.Report`
+(``cpudoctor doctor``; registered with :func:`rule`, defined in
+:mod:`cpudoctor.advisor.rules`), and ``PROCESS_RULES`` in
+:mod:`cpudoctor.advisor.process_rules` judge one running process
+(``cpudoctor inspect``). ``cpudoctor explain CODE`` knows both.
 
-Rules build findings through :class:`Facts`, which reads report fields by their
-dotted path and records each one it read, so every finding says which report
-fields (and values) it was decided from. The engine then stamps the rule's code,
-symbol, category and docs anchor on every finding, so a rule cannot mislabel
-its own output.
+Codes are stable and never reused: a renamed or merged rule keeps answering to
+its old code through the set's redirects (the way ruff handles renamed rules),
+so a ``--only`` list or a docs link written last year still works.
+
+Report rules build findings through :class:`Facts`, which reads report fields
+by their dotted path and records each one it read, so every finding says which
+report fields (and values) it was decided from. The set then stamps the rule's
+code, symbol, category and docs anchor on every finding, so a rule cannot
+mislabel its own output, and refuses a finding worse than the rule's
+registered worst severity.
 
 Each rule's docstring has three fixed sections, ``What it checks:``, ``Why it
 matters:`` and ``Fix:``; registration fails without them, and ``cpudoctor
@@ -20,11 +27,13 @@ explain CODE`` prints them.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import inspect
 import re
+import textwrap
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from cpudoctor.report import Finding, Report
 from cpudoctor.serde import to_data
@@ -50,13 +59,15 @@ CATEGORIES: dict[str, str] = {
 
 DOC_SECTIONS: tuple[str, ...] = ("What it checks", "Why it matters", "Fix")
 
-# Old code -> current code. Codes are never reused; when a rule is renamed or
-# merged into another, its old code is added here instead of being deleted.
+# Old code -> current code for the report rules. Codes are never reused; when a
+# rule is renamed or merged into another, its old code is added here instead of
+# being deleted.
 REDIRECTS: dict[str, str] = {}
 
-_CODE_RE = re.compile(r"^[A-Z]{2,6}\d{3}$")
 _SYMBOL_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 _SECTION_RE = re.compile(r"^(What it checks|Why it matters|Fix):\s*$", re.MULTILINE)
+
+In = TypeVar("In")
 
 
 class RuleDefinitionError(ValueError):
@@ -77,18 +88,16 @@ class Rule:
     category: str
     severity: str                      # the worst severity this rule can report
     title: str
-    func: Callable[[Report], list[Finding]]
+    func: Callable[[Any], list[Finding]]
     doc: str
+    docs_page: str = "docs/rules.md"   # the generated page that documents it
 
     @property
     def docs_anchor(self) -> str:
-        return f"docs/rules.md#{self.code.lower()}"
+        return f"{self.docs_page}#{self.code.lower()}"
 
     def sections(self) -> dict[str, str]:
         return doc_sections(self.doc)
-
-
-_REGISTRY: dict[str, Rule] = {}
 
 
 def doc_sections(doc: str) -> dict[str, str]:
@@ -103,19 +112,59 @@ def doc_sections(doc: str) -> dict[str, str]:
     return out
 
 
-def rule(code: str, symbol: str, *, category: str, severity: str, title: str) -> Callable:
-    """Register ``fn`` as rule ``code`` / ``symbol``; see the module docstring."""
+class RuleSet(Generic[In]):
+    """One registry of rules that all take the same input ``In``.
 
-    def register(fn: Callable[[Report], list[Finding]]) -> Callable[[Report], list[Finding]]:
-        if not _CODE_RE.match(code):
-            raise RuleDefinitionError(f"{code}: a rule code is 2-6 capitals and 3 digits, e.g. ISA001")
+    ``noun`` names the rules in messages ("rule", "process rule"); ``prefix``,
+    when given, is the only code prefix allowed (``PROC``); ``docs_page`` is the
+    generated page the findings link to; ``load`` is a module imported on first
+    use, whose import registers the rules; ``group_by_category`` orders rules
+    by :data:`CATEGORIES` (else by code); ``scope``, a line under the category in
+    ``explain`` text, says what runs them; ``crash_hint`` is what to
+    attach when reporting a rule that crashed; ``list_hint`` where to look up
+    the known codes.
+    """
+
+    def __init__(self, noun: str, *, docs_page: str, crash_hint: str, scope: str = "", prefix: str | None = None,
+                 load: str | None = None, redirects: dict[str, str] | None = None,
+                 group_by_category: bool = True, list_hint: str | None = None):
+        self.noun = noun
+        self.docs_page = docs_page
+        self.scope = scope
+        self.crash_hint = crash_hint
+        self.group_by_category = group_by_category
+        self.redirects: dict[str, str] = {} if redirects is None else redirects
+        self._list_hint = list_hint or docs_page
+        self._load = load
+        self._code_re = re.compile(rf"^{prefix}\d{{3}}$" if prefix else r"^[A-Z]{2,6}\d{3}$")
+        self._code_form = (f"{prefix} and 3 digits, e.g. {prefix}001" if prefix
+                           else "2-6 capitals and 3 digits, e.g. ISA001")
+        self._rules: dict[str, Rule] = {}
+
+    # -- registration ---------------------------------------------------------------------------
+
+    def rule(self, code: str, symbol: str, *, category: str, severity: str, title: str) -> Callable:
+        """Register the decorated function as rule ``code`` / ``symbol`` of this set."""
+
+        def register(fn: Callable[[In], list[Finding]]) -> Callable[[In], list[Finding]]:
+            self._check_definition(code, symbol, category, severity, fn)
+            self._rules[code] = Rule(code, symbol, category, severity, title, fn, inspect.cleandoc(fn.__doc__ or ""),
+                                     self.docs_page)
+            return fn
+
+        return register
+
+    def _check_definition(self, code: str, symbol: str, category: str, severity: str, fn: Callable) -> None:
+        known = self._rules
+        if not self._code_re.match(code):
+            raise RuleDefinitionError(f"{code}: a {self.noun} code is {self._code_form}")
         if not _SYMBOL_RE.match(symbol):
             raise RuleDefinitionError(f"{code}: symbol {symbol!r} must be lower-case words joined by '-'")
-        if code in _REGISTRY and _REGISTRY[code].func.__qualname__ != fn.__qualname__:
-            raise RuleDefinitionError(f"{code} is already used by {_REGISTRY[code].symbol}; codes are never reused")
-        if code in REDIRECTS:
-            raise RuleDefinitionError(f"{code} was retired (redirects to {REDIRECTS[code]}); pick a new code")
-        clash = [r.code for r in _REGISTRY.values() if r.symbol == symbol and r.code != code]
+        if code in known and known[code].func.__qualname__ != fn.__qualname__:
+            raise RuleDefinitionError(f"{code} is already used by {known[code].symbol}; codes are never reused")
+        if code in self.redirects:
+            raise RuleDefinitionError(f"{code} was retired (redirects to {self.redirects[code]}); pick a new code")
+        clash = [r.code for r in known.values() if r.symbol == symbol and r.code != code]
         if clash:
             raise RuleDefinitionError(f"{code}: symbol {symbol!r} is already used by {clash[0]}")
         if category not in CATEGORIES:
@@ -126,86 +175,141 @@ def rule(code: str, symbol: str, *, category: str, severity: str, title: str) ->
         missing = [s for s in DOC_SECTIONS if not sections.get(s)]
         if missing:
             raise RuleDefinitionError(f"{code}: the docstring lacks the section(s) {', '.join(missing)}")
-        _REGISTRY[code] = Rule(code, symbol, category, severity, title, fn, inspect.cleandoc(fn.__doc__ or ""))
-        return fn
 
-    return register
+    def _loaded(self) -> dict[str, Rule]:
+        """The registered rules, after importing the module that registers them (once)."""
+        if self._load is not None:
+            module, self._load = self._load, None
+            importlib.import_module(module)
+        return self._rules
+
+    # -- lookup ---------------------------------------------------------------------------------
+
+    def all(self) -> list[Rule]:
+        """Every rule: in category order then code order, or code order alone."""
+        order = {c: i for i, c in enumerate(CATEGORIES)}
+        rules = self._loaded().values()
+        if self.group_by_category:
+            return sorted(rules, key=lambda r: (order.get(r.category, 99), r.code))
+        return sorted(rules, key=lambda r: r.code)
+
+    def resolve(self, code_or_symbol: str) -> Rule:
+        """The rule for a code (any case, redirects followed) or a symbol; UnknownRuleError if none."""
+        rules = self._loaded()
+        key = code_or_symbol.strip()
+        code = key.upper()
+        seen = set()
+        while code in self.redirects and code not in seen:
+            seen.add(code)
+            code = self.redirects[code]
+        if code in rules:
+            return rules[code]
+        for r in rules.values():
+            if r.symbol == key.lower():
+                return r
+        close = sorted(c for c in rules if c[:2] == code[:2]) or sorted(rules)[:8]
+        raise UnknownRuleError(f"no {self.noun} {key!r}; known codes include {', '.join(close)} "
+                               f"(see {self._list_hint})")
+
+    def resolve_only(self, codes: Iterable[str] | None) -> set[str] | None:
+        """Turn user-given codes/symbols/category names into a set of rule codes."""
+        if codes is None:
+            return None
+        rules = self._loaded()
+        out: set[str] = set()
+        for item in codes:
+            item = item.strip()
+            if not item:
+                continue
+            if item.lower() in CATEGORIES:
+                out.update(r.code for r in rules.values() if r.category == item.lower())
+                continue
+            out.add(self.resolve(item).code)
+        return out
+
+    # -- running --------------------------------------------------------------------------------
+
+    def run(self, subject: In, only: Iterable[str] | None = None, *, strict: bool = False) -> list[Finding]:
+        """Run the (selected) rules over ``subject``, in :meth:`all` order.
+
+        A rule that raises becomes one ``internal`` finding naming it, so one bug
+        never hides the other findings; ``strict`` re-raises instead (tests).
+        """
+        wanted = self.resolve_only(only)
+        findings: list[Finding] = []
+        for r in self.all():
+            if wanted is not None and r.code not in wanted:
+                continue
+            try:
+                produced = list(r.func(subject) or [])
+            except Exception as exc:  # noqa: BLE001 - a broken rule must not hide the others
+                if strict:
+                    raise
+                findings.append(_crash_finding(r, exc, self.crash_hint))
+                continue
+            findings += [self._stamp(r, f) for f in produced]
+        return findings
+
+    @staticmethod
+    def _stamp(r: Rule, f: Finding) -> Finding:
+        """``f`` labelled as rule ``r``'s, after checking its severity against the registered worst."""
+        if f.severity not in SEVERITIES:
+            raise RuleDefinitionError(f"{r.code} produced severity {f.severity!r}")
+        if SEVERITY_RANK[f.severity] > SEVERITY_RANK[r.severity]:
+            raise RuleDefinitionError(f"{r.code} produced {f.severity} but is registered as at most {r.severity}")
+        return dataclasses.replace(f, code=r.code, symbol=r.symbol, category=r.category, docs=r.docs_anchor)
+
+    # -- documentation --------------------------------------------------------------------------
+
+    def explain(self, code_or_symbol: str) -> str:
+        """``cpudoctor explain`` text of one rule (by code, old code or symbol); UnknownRuleError if none."""
+        r = self.resolve(code_or_symbol)
+        asked = code_or_symbol.strip()
+        head = f"{r.code} ({r.symbol}) — {r.title}"
+        category = CATEGORIES.get(r.category, r.category)
+        lines = [head, "=" * len(head), f"Category: {category}   Worst severity: {r.severity}"]
+        if self.scope:
+            lines.append(self.scope)
+        if asked.upper() != r.code and asked.lower() != r.symbol:
+            lines.append(f"({asked.upper()} was renamed to {r.code}.)")
+        sections = r.sections()
+        for name in DOC_SECTIONS:
+            lines += ["", f"{name}:", *_wrap(sections.get(name, ""))]
+        lines += ["", f"Docs: {r.docs_anchor}"]
+        return "\n".join(lines) + "\n"
 
 
-def registry() -> list[Rule]:
-    """Every registered rule, in category order then code order."""
-    _load_rules()
-    order = {c: i for i, c in enumerate(CATEGORIES)}
-    return sorted(_REGISTRY.values(), key=lambda r: (order.get(r.category, 99), r.code))
+def _wrap(text: str, width: int = 88) -> list[str]:
+    return textwrap.wrap(text, width=width, initial_indent="  ", subsequent_indent="  ", break_on_hyphens=False,
+                         break_long_words=False) or ["  -"]
 
 
-def resolve(code_or_symbol: str) -> Rule:
-    """The rule for a code (any case, redirects followed) or a symbol."""
-    _load_rules()
-    key = code_or_symbol.strip()
-    code = key.upper()
-    seen = set()
-    while code in REDIRECTS and code not in seen:
-        seen.add(code)
-        code = REDIRECTS[code]
-    if code in _REGISTRY:
-        return _REGISTRY[code]
-    for r in _REGISTRY.values():
-        if r.symbol == key.lower():
-            return r
-    close = sorted(r.code for r in _REGISTRY.values() if r.code[:2] == code[:2]) or sorted(_REGISTRY)[:8]
-    raise UnknownRuleError(f"no rule {key!r}; known codes include {', '.join(close)} (see `cpudoctor doctor --list-rules`)")
+def _crash_finding(r: Rule, exc: Exception, hint: str) -> Finding:
+    return Finding(
+        code=r.code, symbol=r.symbol, category="internal", severity="info",
+        title=f"Rule {r.code} ({r.symbol}) could not run",
+        why=f"{type(exc).__name__}: {exc}. This is a bug in CPU Doctor, not a problem of your machine.",
+        fix=f"Please report it with {hint} attached.",
+        docs=r.docs_anchor,
+    )
 
 
-def resolve_only(codes: Iterable[str] | None) -> set[str] | None:
-    """Turn user-given codes/symbols/category names into a set of rule codes."""
-    if codes is None:
-        return None
-    _load_rules()
-    out: set[str] = set()
-    for item in codes:
-        item = item.strip()
-        if not item:
-            continue
-        if item.lower() in CATEGORIES:
-            out.update(r.code for r in _REGISTRY.values() if r.category == item.lower())
-            continue
-        out.add(resolve(item).code)
-    return out
+# The report rules: `cpudoctor doctor`, the Advisor page, every saved report.
+REPORT_RULES: RuleSet[Report] = RuleSet(
+    "rule", docs_page="docs/rules.md", load="cpudoctor.advisor.rules", redirects=REDIRECTS,
+    crash_hint="the saved report (cpudoctor report --format json)", list_hint="`cpudoctor doctor --list-rules`",
+)
+
+# The module-level API of the report rules (older than RuleSet; kept for callers and tests).
+rule = REPORT_RULES.rule
+registry = REPORT_RULES.all
+resolve = REPORT_RULES.resolve
+resolve_only = REPORT_RULES.resolve_only
 
 
 def run_rules(report: Report, only: set[str] | None = None, *, strict: bool = False) -> list[Finding]:
-    """Run the (selected) rules over ``report``.
-
-    A rule that raises becomes one ``internal`` finding naming it, so one bug
-    never hides the other findings; ``strict`` re-raises instead (tests).
-    """
-    rules = registry()
-    wanted = resolve_only(only) if only is not None else None
-    findings: list[Finding] = []
-    for r in rules:
-        if wanted is not None and r.code not in wanted:
-            continue
-        try:
-            produced = list(r.func(report) or [])
-        except Exception as exc:  # noqa: BLE001 - a broken rule must not hide the others
-            if strict:
-                raise
-            findings.append(Finding(
-                code=r.code, symbol=r.symbol, category="internal", severity="info",
-                title=f"Rule {r.code} ({r.symbol}) could not run",
-                why=f"{type(exc).__name__}: {exc}. This is a bug in CPU Doctor, not a problem of your machine.",
-                fix="Please report it with the saved report attached (cpudoctor report --format json).",
-                docs=r.docs_anchor,
-            ))
-            continue
-        for f in produced:
-            if f.severity not in SEVERITIES:
-                raise RuleDefinitionError(f"{r.code} produced severity {f.severity!r}")
-            if SEVERITY_RANK[f.severity] > SEVERITY_RANK[r.severity]:
-                raise RuleDefinitionError(f"{r.code} produced {f.severity} but is registered as at most {r.severity}")
-            findings.append(dataclasses.replace(f, code=r.code, symbol=r.symbol, category=r.category, docs=r.docs_anchor))
-    return findings
+    """Run the (selected) report rules over ``report``; see :meth:`RuleSet.run`."""
+    return REPORT_RULES.run(report, only, strict=strict)
 
 
 class Facts:
@@ -248,17 +352,6 @@ class Facts:
             code="", symbol="", category="", severity=severity, title=title, why=why, fix=fix,
             snippet=snippet, snippet_lang=snippet_lang, evidence=dict(self.used), fields_used=list(self.used),
         )
-
-
-_loaded = False
-
-
-def _load_rules() -> None:
-    """Import the rule modules once (registration happens at their import)."""
-    global _loaded
-    if not _loaded:
-        _loaded = True
-        import cpudoctor.advisor.rules  # noqa: F401  (registers every rule)
 
 
 def worst(findings: Iterable[Finding]) -> str:

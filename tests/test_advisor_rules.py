@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import copy
+import dataclasses
 import json
 from pathlib import Path
 
@@ -10,7 +10,7 @@ import pytest
 
 from cpudoctor import advisor
 from cpudoctor.advisor import engine
-from cpudoctor.report import Report, ThreadRecommendation
+from cpudoctor.report import Finding, Report, ThreadRecommendation
 
 SCENARIOS = Path(__file__).parent / "fixtures" / "scenarios"
 SCENARIO_FILES = sorted(SCENARIOS.glob("*.json"))
@@ -280,13 +280,68 @@ def test_only_accepts_codes_symbols_and_categories():
     assert {f.code for f in advisor.diagnose(r, only={"torch-loop-core-pinning", "isa001"})} == {"MYTH001", "ISA001"}
 
 
+_DOC = """What it checks:
+    x
+
+Why it matters:
+    y
+
+Fix:
+    z
+"""
+
+
+def test_a_rule_set_is_generic_over_its_input():
+    """The machinery both registries share, on a fresh set whose rules take a plain dict."""
+    rules = engine.RuleSet("toy rule", prefix="TOY", docs_page="docs/toy.md", crash_hint="the dict",
+                           redirects={"TOY009": "TOY002"}, group_by_category=False)
+
+    def make(code, symbol, category, severity, produce):
+        def fn(subject):
+            return produce(subject)
+        fn.__doc__ = _DOC
+        fn.__qualname__ = f"toy_{code}"
+        return rules.rule(code, symbol, category=category, severity=severity, title=f"title {code}")(fn)
+
+    mk = Finding
+    make("TOY002", "toy-warn", "isa", "warning",
+         lambda d: [mk("", "", "", "warning" if d["n"] > 1 else "ok", "t")])
+    make("TOY001", "toy-crash", "threads", "info", lambda d: [mk("", "", "", "info", "t")] if d["ok"] else 1 / 0)
+    make("TOY003", "toy-too-bad", "os", "info", lambda d: [mk("", "", "", "error", "t")] if d["n"] > 5 else [])
+    assert [r.code for r in rules.all()] == ["TOY001", "TOY002", "TOY003"]      # by code, not category
+    with pytest.raises(engine.RuleDefinitionError, match="TOY and 3 digits"):
+        make("ISA123", "toy-x", "isa", "info", lambda d: [])
+    with pytest.raises(engine.RuleDefinitionError, match="retired"):
+        make("TOY009", "toy-y", "isa", "info", lambda d: [])
+
+    # Findings are stamped with the rule's labels and docs anchor; a crash is one internal finding.
+    found = rules.run({"n": 2, "ok": False})
+    assert [(f.code, f.symbol, f.category, f.severity) for f in found] == [
+        ("TOY001", "toy-crash", "internal", "info"), ("TOY002", "toy-warn", "isa", "warning")]
+    assert "ZeroDivisionError" in found[0].why and "the dict" in found[0].fix
+    assert found[1].docs == "docs/toy.md#toy002"
+    with pytest.raises(ZeroDivisionError):
+        rules.run({"n": 2, "ok": False}, strict=True)
+    # A finding worse than the registered worst severity is a bug in the rule, crash or not.
+    with pytest.raises(engine.RuleDefinitionError, match="at most info"):
+        rules.run({"n": 9, "ok": True})
+    # Selection by code, old code, symbol or category; explain follows redirects.
+    assert rules.resolve_only(["toy009", "toy-crash", "os"]) == {"TOY002", "TOY001", "TOY003"}
+    assert [f.code for f in rules.run({"n": 2, "ok": True}, {"isa"})] == ["TOY002"]
+    text = rules.explain("TOY009")
+    assert text.startswith("TOY002 (toy-warn) — title TOY002\n") and "(TOY009 was renamed to TOY002.)" in text
+    with pytest.raises(engine.UnknownRuleError, match="no toy rule 'TOY404'.*TOY001"):
+        rules.resolve("TOY404")
+    assert "TOY001" not in {r.code for r in advisor.registry()}
+
+
 def test_a_crashing_rule_becomes_an_internal_finding(monkeypatch):
-    rule = engine._REGISTRY["ISA001"]
+    rule = engine.REPORT_RULES.resolve("ISA001")
 
     def boom(report):
         raise RuntimeError("kaput")
 
-    monkeypatch.setitem(engine._REGISTRY, "ISA001", copy.copy(rule).__class__(**{**rule.__dict__, "func": boom}))
+    monkeypatch.setitem(engine.REPORT_RULES._rules, "ISA001", dataclasses.replace(rule, func=boom))
     findings = advisor.diagnose(_load("zen3-healthy"), only={"ISA001"})
     assert [f.category for f in findings] == ["internal"]
     assert "kaput" in findings[0].why
