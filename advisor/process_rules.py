@@ -1,12 +1,13 @@
 """Rules for one running process: why is this training job slow right now?
 
 Input is an :class:`~cpudoctor.probes.inspect.Inspection` (plus the machine's
-Topology), output is :class:`~cpudoctor.report.Finding` objects with stable
-codes ``PROC001``... Each rule is a small pure function registered with
-:func:`proc_rule`; its docstring has the fixed sections ``What it checks`` /
-``Why it matters`` / ``Fix`` (registration fails without them). The machine
-rules in :mod:`cpudoctor.advisor.engine` take a Report; these take an
-Inspection, so they live in their own registry with the same conventions.
+Topology), wrapped in a :class:`Context`; output is
+:class:`~cpudoctor.report.Finding` objects with stable codes ``PROC001``...
+The rules live in :data:`PROCESS_RULES`, a :class:`~cpudoctor.advisor.engine.RuleSet`
+like the report rules': same decorator (:func:`proc_rule`), same docstring
+sections (``What it checks`` / ``Why it matters`` / ``Fix``), code rules,
+redirects, ``cpudoctor explain`` text and generated docs
+(docs/process_rules.md).
 
 Fixes carry the exact command to relaunch the job: the CPU set from the
 topology (one CCX, one NUMA node, one thread per core), the pinning prefix
@@ -16,23 +17,15 @@ variables, in front of the process's own (redacted) command line.
 
 from __future__ import annotations
 
-import dataclasses
-import inspect as _inspect
-import re
 import shlex
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from cpudoctor.advisor.engine import SEVERITY_RANK, RuleSet, UnknownRuleError
 from cpudoctor.probes._fs import format_cpulist
 from cpudoctor.probes.inspect import Inspection, ThreadInfo
 from cpudoctor.probes.topology import Topology
 from cpudoctor.report import Finding
-
-SEVERITIES = ("ok", "info", "warning", "error")
-_RANK = {s: i for i, s in enumerate(SEVERITIES)}
-DOC_SECTIONS = ("What it checks", "Why it matters", "Fix")
-_SECTION_RE = re.compile(r"^(What it checks|Why it matters|Fix):\s*$", re.MULTILINE)
 
 # A thread counts as busy at a quarter of a CPU over the window: OpenMP workers
 # of a training step sit well above it, idle pools (inter-op, autograd) below.
@@ -40,64 +33,18 @@ BUSY_PERCENT = 25.0
 # Thread-count variables a relaunch sets; OMP covers libgomp/libiomp, the rest
 # their own pools (OpenBLAS and MKL ignore OMP_NUM_THREADS in some builds).
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
-DOCS_PAGE = "docs/process_rules.md"
 # Run-queue wait (sum over threads, 100 = one thread waiting the whole window) from which the
 # job is short of CPU rather than idle: 0.3 s of waiting per second.
 CONTENTION_WAIT = 30.0
 
-
-class ProcRuleError(ValueError):
-    """A process rule was registered wrongly."""
-
-
-@dataclass(frozen=True)
-class ProcRule:
-    code: str
-    symbol: str
-    category: str
-    severity: str
-    title: str
-    func: Callable[["Context"], list[Finding]]
-    doc: str
-
-    def sections(self) -> dict[str, str]:
-        doc = _inspect.cleandoc(self.doc)
-        matches = list(_SECTION_RE.finditer(doc))
-        out = {}
-        for i, m in enumerate(matches):
-            end = matches[i + 1].start() if i + 1 < len(matches) else len(doc)
-            out[m.group(1)] = " ".join(doc[m.end():end].split())
-        return out
-
-
-_REGISTRY: dict[str, ProcRule] = {}
-
-
-def proc_rule(code: str, symbol: str, *, category: str, severity: str, title: str) -> Callable:
-    def register(fn: Callable[["Context"], list[Finding]]) -> Callable[["Context"], list[Finding]]:
-        if not re.match(r"^PROC\d{3}$", code):
-            raise ProcRuleError(f"{code}: process rule codes are PROC and 3 digits")
-        if code in _REGISTRY and _REGISTRY[code].func.__qualname__ != fn.__qualname__:
-            raise ProcRuleError(f"{code} is already used by {_REGISTRY[code].symbol}")
-        if severity not in SEVERITIES:
-            raise ProcRuleError(f"{code}: bad severity {severity!r}")
-        rule_ = ProcRule(code, symbol, category, severity, title, fn, _inspect.cleandoc(fn.__doc__ or ""))
-        missing = [s for s in DOC_SECTIONS if not rule_.sections().get(s)]
-        if missing:
-            raise ProcRuleError(f"{code}: the docstring lacks {', '.join(missing)}")
-        _REGISTRY[code] = rule_
-        return fn
-
-    return register
-
-
-def process_rules() -> list[ProcRule]:
-    return sorted(_REGISTRY.values(), key=lambda r: r.code)
-
-
-def resolve(code_or_symbol: str) -> ProcRule | None:
-    key = code_or_symbol.strip()
-    return _REGISTRY.get(key.upper()) or next((r for r in _REGISTRY.values() if r.symbol == key.lower()), None)
+PROCESS_RULES: RuleSet[Context] = RuleSet(
+    "process rule", prefix="PROC", docs_page="docs/process_rules.md", group_by_category=False,
+    scope="Checks a running job: `cpudoctor inspect PID` and the Inspector page.",
+    crash_hint="the output of `cpudoctor inspect PID --format json`",
+)
+proc_rule = PROCESS_RULES.rule
+process_rules = PROCESS_RULES.all
+resolve = PROCESS_RULES.resolve
 
 
 # --- context shared by the rules ----------------------------------------------------------
@@ -759,85 +706,14 @@ def cpu_contention(ctx: Context) -> list[Finding]:
 
 def run_process_rules(insp: Inspection, topo: Topology | None = None, only: set[str] | None = None,
                       *, strict: bool = False) -> list[Finding]:
-    """All (or ``only`` these codes/symbols) process rules over one inspection, worst first."""
-    ctx = Context(insp, topo)
-    wanted = None
-    if only is not None:
-        wanted = set()
-        for item in only:
-            r = resolve(item)
-            if r is None:
-                raise KeyError(f"no process rule {item!r}; known: {', '.join(_REGISTRY)}")
-            wanted.add(r.code)
-    out: list[Finding] = []
-    for r in process_rules():
-        if wanted is not None and r.code not in wanted:
-            continue
-        try:
-            produced = r.func(ctx)
-        except Exception as exc:  # noqa: BLE001 - one broken rule must not hide the others
-            if strict:
-                raise
-            out.append(Finding(code=r.code, symbol=r.symbol, category="internal", severity="info",
-                               title=f"Rule {r.code} ({r.symbol}) could not run",
-                               why=f"{type(exc).__name__}: {exc}. This is a bug in CPU Doctor.",
-                               docs=f"{DOCS_PAGE}#{r.code.lower()}"))
-            continue
-        for f in produced:
-            if _RANK[f.severity] > _RANK[r.severity]:
-                raise ProcRuleError(f"{r.code} produced {f.severity} but is registered as at most {r.severity}")
-            out.append(dataclasses.replace(f, code=r.code, symbol=r.symbol, category=r.category,
-                                           docs=f"{DOCS_PAGE}#{r.code.lower()}"))
-    out.sort(key=lambda f: (-_RANK[f.severity], f.code))
-    return out
+    """All (or ``only`` these codes/symbols/categories) process rules over one inspection, worst first."""
+    found = PROCESS_RULES.run(Context(insp, topo), only, strict=strict)
+    return sorted(found, key=lambda f: (-SEVERITY_RANK[f.severity], f.code))
 
 
 def explain_text(code_or_symbol: str) -> str | None:
     """``cpudoctor explain PROC001`` text for a process rule, or None when it is not one."""
-    r = resolve(code_or_symbol)
-    if r is None:
+    try:
+        return PROCESS_RULES.explain(code_or_symbol).rstrip("\n")
+    except UnknownRuleError:
         return None
-    import textwrap
-
-    sec = r.sections()
-    # Same layout as the report rules' `cpudoctor explain` text: title bar, wrapped sections.
-    head = f"{r.code} ({r.symbol}) — {r.title}"
-    lines = [head, "=" * len(head),
-             f"Category: {r.category} (process rules, `cpudoctor inspect`)   Worst severity: {r.severity}"]
-    for name in ("What it checks", "Why it matters", "Fix"):
-        lines += ["", f"{name}:", *(textwrap.wrap(sec.get(name, ""), width=88, initial_indent="  ",
-                                                 subsequent_indent="  ", break_on_hyphens=False,
-                                                 break_long_words=False) or ["  -"])]
-    lines += ["", f"Docs: {DOCS_PAGE}#{r.code.lower()}"]
-    return "\n".join(lines)
-
-
-def render_process_rules_md() -> str:
-    """docs/process_rules.md, generated from the registry (a test keeps the file in sync)."""
-    lines = [
-        "# Process rules (`cpudoctor inspect`)",
-        "",
-        "Generated from the registry by `python -m cpudoctor.advisor.process_rules`; do not edit by hand.",
-        "Checks run on one running process (the Inspector page and `cpudoctor inspect PID`), with stable",
-        "codes. Each fix comes with the command to relaunch the job (pinning + thread variables).",
-        "",
-        "| Code | Symbol | Category | Worst severity | Title |",
-        "|---|---|---|---|---|",
-    ]
-    rules = process_rules()
-    for r in rules:
-        lines.append(f"| [{r.code}](#{r.code.lower()}) | `{r.symbol}` | {r.category} | {r.severity} | {r.title} |")
-    for r in rules:
-        sec = r.sections()
-        lines += ["", f'<a id="{r.code.lower()}"></a>', f"## {r.code} `{r.symbol}`: {r.title}", "",
-                  f"Worst severity: **{r.severity}**", ""]
-        lines += [f"**What it checks.** {sec['What it checks']}", "",
-                  f"**Why it matters.** {sec['Why it matters']}", "",
-                  f"**Fix.** {sec['Fix']}"]
-    return "\n".join(lines) + "\n"
-
-
-if __name__ == "__main__":
-    import sys
-
-    sys.stdout.write(render_process_rules_md())

@@ -1,39 +1,50 @@
-"""Render docs/rules.md from the registry, so the docs can never drift from the code.
+"""Render the rule pages from the registries, so the docs can never drift from the code.
 
     python -m cpudoctor.advisor.rulesdoc > docs/rules.md
+    python -m cpudoctor.advisor.rulesdoc process > docs/process_rules.md
 
-A test compares the file with this output.
+One renderer serves every :class:`~cpudoctor.advisor.engine.RuleSet`; tests
+compare both files with its output.
 """
 
 from __future__ import annotations
 
-from cpudoctor.advisor.engine import CATEGORIES, REDIRECTS, registry
+from cpudoctor.advisor.engine import CATEGORIES, REPORT_RULES, RuleSet
+
+_RULES_INTRO = """\
+Generated from the rule registry by `python -m cpudoctor.advisor.rulesdoc`; do not edit by hand.
+Every check `cpudoctor doctor` runs, with its stable code. Codes are never reused; renamed codes
+are listed at the end and still work with `--only` and `cpudoctor explain`."""
+
+_PROCESS_INTRO = """\
+Generated from the registry by `python -m cpudoctor.advisor.rulesdoc process`; do not edit by hand.
+Checks run on one running process (the Inspector page and `cpudoctor inspect PID`), with stable
+codes. Each fix comes with the command to relaunch the job (pinning + thread variables)."""
 
 
-def render_rules_md() -> str:
-    rules = registry()
-    lines = [
-        "# Advisor rules",
-        "",
-        "Generated from the rule registry by `python -m cpudoctor.advisor.rulesdoc`; do not edit by hand.",
-        "Every check `cpudoctor doctor` runs, with its stable code. Codes are never reused; renamed codes",
-        "are listed at the end and still work with `--only` and `cpudoctor explain`.",
-        "",
-        "| Code | Symbol | Category | Worst severity | Title |",
-        "|---|---|---|---|---|",
-    ]
+def render_md(rules: RuleSet, title: str, intro: str) -> str:
+    """One Markdown page for a rule set: a table, then each rule's sections under its anchor.
+
+    Rules of a set ordered by category are grouped under category headings;
+    renamed codes are listed at the end, so an old link still finds its rule.
+    """
+    listed = rules.all()
+    lines = [f"# {title}", "", *intro.splitlines(), "",
+             "| Code | Symbol | Category | Worst severity | Title |",
+             "|---|---|---|---|---|"]
     lines += [f"| [{r.code}](#{r.code.lower()}) | `{r.symbol}` | {CATEGORIES[r.category]} | {r.severity} | {r.title} |"
-              for r in rules]
+              for r in listed]
+    heading = "###" if rules.group_by_category else "##"
     current = None
-    for r in rules:
-        if r.category != current:
+    for r in listed:
+        if rules.group_by_category and r.category != current:
             current = r.category
             lines += ["", f"## {CATEGORIES[r.category]}"]
         sections = r.sections()
         lines += [
             "",
             f'<a id="{r.code.lower()}"></a>',
-            f"### {r.code} `{r.symbol}`: {r.title}",
+            f"{heading} {r.code} `{r.symbol}`: {r.title}",
             "",
             f"Worst severity: **{r.severity}**",
             "",
@@ -44,14 +55,30 @@ def render_rules_md() -> str:
             f"**Fix.** {sections['Fix']}",
         ]
     lines += ["", "## Renamed codes", ""]
-    if REDIRECTS:
-        lines += [f"- `{old}` is now [{new}](#{new.lower()})" for old, new in sorted(REDIRECTS.items())]
+    if rules.redirects:
+        lines += [f"- `{old}` is now [{new}](#{new.lower()})" for old, new in sorted(rules.redirects.items())]
     else:
         lines.append("None yet.")
     return "\n".join(lines) + "\n"
 
 
+def render_rules_md() -> str:
+    """docs/rules.md: the report rules (`cpudoctor doctor`)."""
+    return render_md(REPORT_RULES, "Advisor rules", _RULES_INTRO)
+
+
+def render_process_rules_md() -> str:
+    """docs/process_rules.md: the process rules (`cpudoctor inspect`)."""
+    from cpudoctor.advisor.process_rules import PROCESS_RULES
+
+    return render_md(PROCESS_RULES, "Process rules (`cpudoctor inspect`)", _PROCESS_INTRO)
+
+
 if __name__ == "__main__":
     import sys
 
-    sys.stdout.write(render_rules_md())
+    pages = {"rules": render_rules_md, "process": render_process_rules_md}
+    page = sys.argv[1] if len(sys.argv) > 1 else "rules"
+    if page not in pages:
+        sys.exit(f"usage: python -m cpudoctor.advisor.rulesdoc [{'|'.join(pages)}]")
+    sys.stdout.write(pages[page]())

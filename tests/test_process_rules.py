@@ -7,6 +7,7 @@ import dataclasses
 import pytest
 
 from cpudoctor.advisor import process_rules as pr
+from cpudoctor.advisor.engine import REPORT_RULES, RuleDefinitionError
 from cpudoctor.probes.inspect import ChildProcess, Inspection, NativeLib, ThreadInfo, inspect_process, place_threads
 from cpudoctor.probes.topology import Topology
 from inspect_fakes import FakeProc, StepClock, two_ccx_topology
@@ -62,8 +63,36 @@ def test_explain_text():
     assert pr.explain_text("ISA001") is None
 
 
+def test_codes_and_symbols_unique_across_both_rule_sets():
+    """`cpudoctor explain` looks a code or symbol up in both sets: no name may mean two rules."""
+    procs, reports = pr.process_rules(), REPORT_RULES.all()
+    assert not {r.code for r in procs} & {r.code for r in reports}
+    assert not {r.symbol for r in procs} & {r.symbol for r in reports}
+
+
+def test_process_rules_share_the_report_rules_conventions():
+    with pytest.raises(RuleDefinitionError, match="PROC and 3 digits"):
+        pr.proc_rule("ISA777", "x-y", category="threads", severity="info", title="x")(lambda ctx: [])
+    with pytest.raises(RuleDefinitionError, match="already used by PROC007"):
+        @pr.proc_rule("PROC998", "swapping", category="memory", severity="info", title="x")
+        def dup(ctx):
+            """What it checks: a.
+
+            Why it matters: b.
+
+            Fix: c.
+            """
+            return []
+    with pytest.raises(RuleDefinitionError, match="unknown category"):
+        pr.proc_rule("PROC997", "x-y", category="gpu", severity="info", title="x")(lambda ctx: [])
+    # Categories select rules in --only, as for the report rules.
+    insp = healthy(swap_bytes=512 << 20, major_faults_per_s=40.0)
+    assert codes(insp, "memory") == ["PROC007"]
+    assert "PROC998" not in {r.code for r in pr.process_rules()}
+
+
 def test_registration_refuses_missing_doc_sections():
-    with pytest.raises(pr.ProcRuleError, match="lacks"):
+    with pytest.raises(RuleDefinitionError, match="lacks"):
         @pr.proc_rule("PROC999", "bad-rule", category="threads", severity="info", title="x")
         def bad(ctx):
             """What it checks: only this."""
@@ -293,9 +322,12 @@ def test_kmp_vars_ignored_with_libgomp_only():
 def test_docs_page_is_in_sync():
     from pathlib import Path
 
+    from cpudoctor.advisor.rulesdoc import render_process_rules_md
+
     path = Path(__file__).resolve().parents[1] / "docs" / "process_rules.md"
-    assert path.read_text(encoding="utf-8") == pr.render_process_rules_md(), (
-        "docs/process_rules.md is out of date: run `python -m cpudoctor.advisor.process_rules > docs/process_rules.md`")
+    assert path.read_text(encoding="utf-8") == render_process_rules_md(), (
+        "docs/process_rules.md is out of date: run "
+        "`python -m cpudoctor.advisor.rulesdoc process > docs/process_rules.md`")
 
 
 # --- PROC013 contention ---
