@@ -8,6 +8,7 @@ when the report does not know, never a guess.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -117,13 +118,73 @@ def smt_threads(f: Facts) -> int | None:
     return None
 
 
+@dataclass
+class HybridSplit:
+    """The core kinds of a hybrid CPU as this process sees them (usable CPUs only)."""
+
+    fast_cpus: list[int]       # usable CPUs of the fastest kind (P-cores, Cortex-X)
+    slow_cpus: list[int]       # usable CPUs of every slower kind (E-cores)
+    fast_cores: int            # physical cores among fast_cpus
+    slow_cores: int
+    kinds_used: int            # how many core kinds the usable CPUs touch
+    source: str                # the sysfs figure the kinds were told apart by
+    fast_perf: int | None
+    slow_perf: int | None
+
+
+def hybrid_split(f: Facts) -> HybridSplit | None:
+    """P/E core sets of a hybrid chip; None on chips with one core kind (or no per-CPU figures)."""
+    kinds = f.get("topology.cpu_kinds", record=False) or []
+    if len(kinds) < 2:
+        return None
+    from cpudoctor.probes._fs import format_cpulist
+
+    f.record("topology.cpu_kinds", [f"{format_cpulist(k.cpus)} ({k.source} {k.perf})" for k in kinds])
+    fast = kinds[-1]                       # slowest kind first, like hwloc
+    usable = set(usable_cpu_list(f) or [c for k in kinds for c in k.cpus])
+    fast_cpus = sorted(usable.intersection(fast.cpus))
+    slow_cpus = sorted(usable - set(fast.cpus))
+    cores = f.get("topology.core_list", record=False) or []
+
+    def physical(cpus: list[int]) -> int:
+        return len({tuple(c.cpus) for c in cores if set(c.cpus) & set(cpus)}) or len(cpus)
+
+    return HybridSplit(fast_cpus, slow_cpus, physical(fast_cpus), physical(slow_cpus),
+                       sum(1 for k in kinds if usable.intersection(k.cpus)), fast.source, fast.perf, kinds[0].perf)
+
+
+def performance_cores(f: Facts) -> HybridSplit | None:
+    """The hybrid split when training belongs on the performance cores alone, else None.
+
+    That is: the process may run on both kinds, and there are at least two
+    physical P-cores (Lakefield has one Sunny Cove core beside four Tremonts:
+    pinning to it would leave most of the compute idle). TOPO003 and the
+    thread plan both ask here, so they always name the same CPUs.
+    """
+    split = hybrid_split(f)
+    if split is None or split.kinds_used < 2 or split.fast_cores < 2:
+        return None
+    return split
+
+
 def recommended_threads(report: Report, f: Facts | None = None) -> tuple[int, str]:
-    """(threads, where the number comes from): the sweep's measurement first, else physical cores."""
+    """(threads, where the number comes from): the sweep's measurement first, else physical cores.
+
+    On a hybrid CPU without a measurement, the physical performance cores:
+    OpenMP's equal chunks make every thread wait for the ones on E-cores.
+    """
     f = f or Facts(report)
     rec = f.get("recommendation")
     if rec is not None and rec.threads:
         what = f"the thread sweep's best setting ({rec.variant})" if rec.variant else "the thread sweep's best setting"
         return int(rec.threads), what
+    hybrid = performance_cores(f)
+    if hybrid is not None:
+        n = hybrid.fast_cores
+        quota = f.get("topology.affinity.cpu_quota")
+        if quota:
+            n = max(1, min(n, math.ceil(quota)))
+        return n, f"the {n} performance cores of this hybrid CPU, one thread each"
     n = usable_physical_cores(f)
     if n:
         return n, f"{n} usable physical core{'s' if n != 1 else ''}"

@@ -44,14 +44,24 @@ class ThreadPlan:
     cpus: list[int] | None = None          # pin to these (None = no pinning)
     variant: str = ""
     notes: list[str] = field(default_factory=list)
+    worker_cpus: list[int] | None = None   # where DataLoader workers should run (hybrid: the E-cores)
 
 
 def thread_plan(report: Report) -> ThreadPlan:
+    """Threads, inter-op threads, DataLoader workers and pinning for this report's machine.
+
+    A measured sweep recommendation wins. Without one, a hybrid CPU (P/E
+    cores) gets its performance cores, pinned, exactly as rule TOPO003 says;
+    other CPUs get their usable physical cores, unpinned.
+    """
     f = Facts(report)
     threads, source = machine.recommended_threads(report, f)
     rec = report.recommendation
     interop = rec.interop_threads if rec is not None and rec.interop_threads else 1
     cpus = list(rec.cpus) if rec is not None and rec.cpus else None
+    hybrid = machine.performance_cores(f) if rec is None or not rec.threads else None
+    if hybrid is not None:
+        cpus = hybrid.fast_cpus
     usable = machine.usable_cpus(f) or threads
     # DataLoader workers get what the compute threads leave (SMT siblings, spare
     # cores), at most 4: decoding small images rarely needs more, and every
@@ -68,6 +78,16 @@ def thread_plan(report: Report) -> ThreadPlan:
         workers = reserved
     plan = ThreadPlan(threads=threads, source=source, interop=interop, workers=workers, cpus=cpus,
                       variant=rec.variant if rec is not None else "")
+    if hybrid is not None:
+        p, e = format_cpulist(hybrid.fast_cpus), format_cpulist(hybrid.slow_cpus)
+        plan.variant = "performance cores"
+        plan.worker_cpus = hybrid.slow_cpus if workers and hybrid.slow_cpus else None
+        plan.notes.append(
+            f"hybrid CPU: the compute threads are pinned to the {hybrid.fast_cores} performance cores (CPUs {p}), "
+            f"one thread each, and the {hybrid.slow_cores} efficiency cores (CPUs {e}) are left to DataLoader "
+            "workers and the desktop. OpenMP gives every thread an equal share of each operator, so a thread on "
+            "an efficiency core would make the others wait at every barrier (TOPO003). The thread sweep measures "
+            "P-cores against all cores; its result replaces this plan")
     if reserved:
         plan.notes.append(f"{reserved} core{'s' if reserved != 1 else ''} left to the DataLoader "
                           f"worker{'s' if reserved != 1 else ''}: compute threads = usable cores minus workers")
@@ -134,10 +154,17 @@ def normalise_shell(shell: str) -> str:
 
 
 def shell_exports(report: Report, shell: str = "bash", *, pinned: bool = False) -> str:
+    """The thread exports, headed by where the number comes from; the pinned launch too when the plan pins."""
     plan = thread_plan(report)
     comment = "#" if normalise_shell(shell) != "cmd" else "rem"
     head = f"{comment} {plan.threads} thread{'' if plan.threads == 1 else 's'}: {plan.source}"
-    return head + "\n" + export_lines(thread_env(report, plan, pinned=pinned), shell)
+    text = head + "\n" + export_lines(thread_env(report, plan, pinned=pinned), shell)
+    target = _best_target(report, plan)
+    if target is not None:
+        # The count is meant for these CPUs: the same threads spread over every core would run at the slowest one's pace.
+        text += (f"\n{comment} and launch pinned to {target.label}:"
+                 f"\n{comment} {pinned_command(report, target)}")
+    return text
 
 
 # ---------------------------------------------------------------- Python
@@ -145,9 +172,25 @@ def shell_exports(report: Report, shell: str = "bash", *, pinned: bool = False) 
 def python_settings(report: Report) -> str:
     """torch thread settings and a DataLoader line with this machine's numbers."""
     plan = thread_plan(report)
-    lines = [
-        "import torch",
-        "",
+    lines = ["import os", ""] if plan.worker_cpus else []
+    if plan.worker_cpus:
+        # taskset pins the main process, and forked workers inherit its CPUs: move them to the E-cores.
+        lines += [
+            "import torch",
+            "",
+            f"EFFICIENCY_CORES = {{{', '.join(map(str, plan.worker_cpus))}}}  # CPUs {format_cpulist(plan.worker_cpus)}",
+            "",
+            "",
+            "def to_efficiency_cores(worker_id):",
+            "    # DataLoader workers inherit the launch's pinning to the performance cores; run them on the E-cores",
+            "    if hasattr(os, \"sched_setaffinity\"):  # Linux",
+            "        os.sched_setaffinity(0, EFFICIENCY_CORES)",
+            "",
+            "",
+        ]
+    else:
+        lines += ["import torch", ""]
+    lines += [
         f"torch.set_num_threads({plan.threads})  # intra-op: {plan.source}",
         f"torch.set_num_interop_threads({plan.interop})  # call before any parallel work, once per process",
         "",
@@ -158,6 +201,8 @@ def python_settings(report: Report) -> str:
     ]
     if plan.workers:
         lines.append("    persistent_workers=True,  # do not re-fork workers every epoch")
+    if plan.workers and plan.worker_cpus:
+        lines.append("    worker_init_fn=to_efficiency_cores,")
     lines.append("    pin_memory=False,  # pinned memory only speeds up copies to a GPU")
     lines.append(")")
     return "\n".join(lines)
@@ -306,6 +351,9 @@ def launch_script(report: Report, shell: str = "bash") -> str:
     ]
     if target is not None:
         header.append(f"Pinned to {target.label}.")
+        if plan.worker_cpus:
+            header += [f"Efficiency cores (CPUs {format_cpulist(plan.worker_cpus)}) are left to DataLoader workers and",
+                       "the desktop: OpenMP threads on them would hold back every barrier (TOPO003)."]
     env = thread_env(report, plan, pinned=target is not None)
     if target is not None:
         n = str(pinning.pinning_plan(target.cpus, report.topology).threads)
@@ -320,8 +368,10 @@ def launch_script(report: Report, shell: str = "bash") -> str:
 
 
 def _best_target(report: Report, plan: ThreadPlan) -> PinTarget | None:
-    """Pin when the sweep chose a CPU set; otherwise the whole machine (no pinning)."""
+    """Pin when the sweep chose a CPU set or the plan uses a hybrid CPU's P-cores; otherwise no pinning."""
     if plan.cpus:
+        if plan.variant == "performance cores":        # the same label as TOPO003's snippet
+            return PinTarget("cpus", 0, plan.cpus, f"performance cores (CPUs {format_cpulist(plan.cpus)})")
         return PinTarget("cpus", 0, plan.cpus, f"CPUs {format_cpulist(plan.cpus)} ({plan.variant or 'thread sweep'})")
     return None
 

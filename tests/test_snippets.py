@@ -244,3 +244,90 @@ def test_big_machine_leaves_cores_for_dataloader_workers(corpus):
     assert "num_workers=4" in python_settings(report)
     report.recommendation = ThreadRecommendation(threads=96)        # a measured sweep is kept as it is
     assert thread_plan(report).threads == 96
+
+
+# ------------------------------------------------------------------ hybrid CPUs (P/E cores)
+
+def _topo003_launch(report: Report) -> tuple[int, list[int]]:
+    """OMP_NUM_THREADS and the taskset CPUs of rule TOPO003's snippet."""
+    topo = next(f for f in run_rules(report) if f.code == "TOPO003")
+    m = re.search(r"OMP_NUM_THREADS=(\d+) taskset -c (\S+) ", topo.snippet)
+    assert m, topo.snippet
+    return int(m.group(1)), parse_cpulist(m.group(2))
+
+
+def test_hybrid_plan_uses_the_performance_cores_like_topo003(tmp_path):
+    """i7-1370P: 6 P-cores with SMT (CPUs 0-11) + 8 E-cores. Not 14 threads over both kinds, as TOPO003 warns."""
+    r = _load("raptorlake-hybrid-threads-unset")
+    kinds = r.topology.cpu_kinds
+    p_cpus, e_cpus = kinds[-1].cpus, kinds[0].cpus
+    assert (p_cpus, e_cpus) == (list(range(12)), list(range(12, 20)))
+    plan = snippets.thread_plan(r)
+    assert (plan.threads, plan.cpus, plan.worker_cpus) == (6, p_cpus, e_cpus)
+    assert _topo003_launch(r) == (plan.threads, plan.cpus)
+    assert any("TOPO003" in n and "efficiency cores (CPUs 12-19)" in n for n in plan.notes)
+    # THR001's fix and snippet say the same: 6 threads, pinned to CPUs 0-11.
+    thr = next(f for f in run_rules(r) if f.code == "THR001")
+    assert "to 6 before Python starts, and launch the job pinned to CPUs 0-11" in thr.fix
+    assert "export OMP_NUM_THREADS=6" in thr.snippet and "taskset -c 0-11 python train.py" in thr.snippet
+    _bash_n(thr.snippet, tmp_path)
+    # The launch script pins to the same CPUs with the same count.
+    script = snippets.launch_script(r, "bash")
+    _bash_n(script, tmp_path)
+    assert "export OMP_NUM_THREADS=6" in script and 'exec taskset -c 0-11 "${PYTHON:-python3}" "$@"' in script
+    assert "# Pinned to performance cores (CPUs 0-11)." in script
+    # Windows: the same P-cores as an affinity mask (CPUs 0-11 = 0xFFF).
+    assert "[IntPtr]0xFFF" in snippets.launch_script(r, "powershell")
+
+
+def test_hybrid_dataloader_workers_move_to_the_efficiency_cores():
+    """taskset's mask is inherited by forked workers: the Python settings move them to the E-cores."""
+    r = _load("raptorlake-hybrid-threads-unset")
+    py = snippets.python_settings(r)
+    compile(py, "settings.py", "exec")
+    assert "EFFICIENCY_CORES = {12, 13, 14, 15, 16, 17, 18, 19}" in py
+    assert "worker_init_fn=to_efficiency_cores," in py and "num_workers=4," in py
+    assert "torch.set_num_threads(6)" in py
+    # The function really moves the calling process (run it on this machine's own CPUs).
+    if hasattr(os, "sched_setaffinity"):
+        before = os.sched_getaffinity(0)
+        mine = sorted(before)[:1]
+        code = py.split("torch.set_num_threads")[0].replace("import torch", "")
+        code = re.sub(r"EFFICIENCY_CORES = \{[^}]*\}", f"EFFICIENCY_CORES = {set(mine)}", code)
+        ns: dict = {}
+        exec(code, ns)
+        try:
+            ns["to_efficiency_cores"](0)
+            assert os.sched_getaffinity(0) == set(mine)
+        finally:
+            os.sched_setaffinity(0, before)
+
+
+def test_measured_sweep_wins_over_the_hybrid_default():
+    r = _load("raptorlake-hybrid-sweep-all-cores")          # the sweep measured 14 threads, unpinned, as best
+    plan = snippets.thread_plan(r)
+    assert (plan.threads, plan.cpus, plan.worker_cpus) == (14, None, None)
+    assert "thread sweep" in plan.source and not any("TOPO003" in n for n in plan.notes)
+    assert "taskset" not in snippets.shell_exports(r) and "to_efficiency_cores" not in snippets.python_settings(r)
+    topo = next(f for f in run_rules(r) if f.code == "TOPO003")
+    assert topo.severity == "ok" and "measured 14 threads" in topo.title
+    # A sweep that chose a set of its own is pinned to that set, not to the P-cores.
+    r.recommendation = ThreadRecommendation(threads=4, cpus=[0, 2, 4, 6], variant="performance cores, 4 threads")
+    plan = snippets.thread_plan(r)
+    assert (plan.threads, plan.cpus) == (4, [0, 2, 4, 6])
+
+
+def test_hybrid_plan_on_other_chips(corpus):
+    """Lakefield (one P-core) keeps every core; the GB10 pins to its Cortex-X925s; a uniform chip is not pinned."""
+    from conftest import machine_root
+
+    from cpudoctor.collect import collect_report
+
+    lakefield = collect_report(machine_root("hwloc-x86linux-5intel64-hybrid-lakefield"), software=False)
+    plan = snippets.thread_plan(lakefield)
+    assert (plan.threads, plan.cpus) == (5, None)
+    gb10 = collect_report(machine_root("hwloc-nvidia-dgx-gb10"), software=False)
+    plan = snippets.thread_plan(gb10)
+    assert plan.threads == 10 and plan.cpus == gb10.topology.cpu_kinds[-1].cpus == [5, 6, 7, 8, 9, 15, 16, 17, 18, 19]
+    assert _topo003_launch(gb10) == (plan.threads, plan.cpus)
+    assert snippets.thread_plan(_load("zen3-healthy")).cpus is None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from cpudoctor.advisor import machine, snippets
 from cpudoctor.advisor.engine import Facts, rule
+from cpudoctor.probes._fs import format_cpulist
 from cpudoctor.report import Finding, Report
 
 
@@ -56,8 +57,9 @@ def thread_env_unset(report: Report) -> list[Finding]:
     why = "OMP_NUM_THREADS is not set, so each library picks its own thread count"
     why += f": PyTorch chose {torch_default}." if torch_default else "."
     why += f" This machine's best default is {plan.threads} ({plan.source})."
-    return [f.finding("info", "OMP_NUM_THREADS is not set", why=why,
-                      fix=f"Set the thread count explicitly to {plan.threads} before Python starts.",
+    fix = f"Set the thread count explicitly to {plan.threads} before Python starts"
+    fix += f", and launch the job pinned to CPUs {format_cpulist(plan.cpus)} ({plan.variant})." if plan.cpus else "."
+    return [f.finding("info", "OMP_NUM_THREADS is not set", why=why, fix=fix,
                       snippet=snippets.shell_exports(report, "bash"))]
 
 

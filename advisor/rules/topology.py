@@ -189,14 +189,10 @@ def hybrid_cores_unpinned(report: Report) -> list[Finding]:
         P-core), and leave the efficiency cores to DataLoader workers and the desktop.
     """
     f = Facts(report)
-    kinds = f.get("topology.cpu_kinds", record=False) or []
-    if len(kinds) < 2:
+    split = machine.hybrid_split(f)
+    if split is None:
         return []
-    fast = kinds[-1]
-    f.record("topology.cpu_kinds", [f"{format_cpulist(k.cpus)} ({k.source} {k.perf})" for k in kinds])
-    usable = set(machine.usable_cpu_list(f) or [c for k in kinds for c in k.cpus])
-    used = [k for k in kinds if usable.intersection(k.cpus)]
-    if len(used) < 2:
+    if split.kinds_used < 2:
         return [f.finding("ok", "The process may run on one core kind only")]
     pinned = _pinned_by(f)
     if pinned:
@@ -204,19 +200,22 @@ def hybrid_cores_unpinned(report: Report) -> list[Finding]:
     rec = f.get("recommendation")
     if rec is not None and rec.cpus:
         return [f.finding("ok", f"The thread sweep recommends pinning to CPUs {format_cpulist(rec.cpus)}")]
-    pcpus = sorted(usable.intersection(fast.cpus))
-    slow = sorted(usable - set(fast.cpus))
-    cores = f.get("topology.core_list", record=False) or []
-    p_cores = len({tuple(c.cpus) for c in cores if set(c.cpus) & set(pcpus)}) or len(pcpus)
-    if p_cores < 2:   # Lakefield: one Sunny Cove core next to four Tremonts; pinning to it would lose
-        return [f.finding("ok", f"Hybrid CPU with {p_cores} performance core: pinning to it would leave most of the compute idle")]
+    if rec is not None and rec.threads:
+        # The sweep ran the performance cores alone too (lab/sweep.py) and measured something else as faster.
+        what = f" ({rec.variant})" if rec.variant else ""
+        return [f.finding("ok", f"The thread sweep measured {rec.threads} threads{what} as fastest here, "
+                                "performance cores alone included")]
+    if machine.performance_cores(f) is None:   # Lakefield: one Sunny Cove core next to four Tremonts
+        return [f.finding("ok", f"Hybrid CPU with {split.fast_cores} performance core: pinning to it would leave "
+                                "most of the compute idle")]
+    pcpus, slow = split.fast_cpus, split.slow_cpus
     target = snippets.PinTarget("cpus", 0, pcpus, f"performance cores (CPUs {format_cpulist(pcpus)})")
     return [f.finding(
         "info", f"Hybrid CPU: pin training to the performance cores (CPUs {format_cpulist(pcpus)})",
         why=(f"This CPU mixes core kinds: CPUs {format_cpulist(pcpus)} are performance cores and CPUs "
-             f"{format_cpulist(slow)} are slower efficiency cores ({fast.source}: {fast.perf} vs {kinds[0].perf}). "
-             "OpenMP gives every thread an equal share of each operator, so threads on efficiency cores make "
-             "the others wait at every barrier."),
-        fix=("Run the job on the performance cores, one thread per physical core, and compare with all cores "
-             "(cpudoctor bench sweep)."),
+             f"{format_cpulist(slow)} are slower efficiency cores ({split.source}: {split.fast_perf} vs "
+             f"{split.slow_perf}). OpenMP gives every thread an equal share of each operator, so threads on "
+             "efficiency cores make the others wait at every barrier."),
+        fix=(f"Run the job on the {split.fast_cores} performance cores, one thread per physical core, and compare "
+             "with all cores (cpudoctor bench sweep). CPU Doctor's thread settings and launch script already do this."),
         snippet=f"# {target.label}\n{snippets.pinned_command(report, target)}")]
