@@ -23,6 +23,7 @@ from cpudoctor.gui.job_runner import JobRunner
 from cpudoctor.gui.model import AppModel
 from cpudoctor.lab.runner import JobOutcome, job_command
 from cpudoctor.lab.settings import MODELS, SettingsError, TrainSettings
+from cpudoctor.probes._fs import format_cpulist
 from cpudoctor.report import BenchRun, ThreadRecommendation, utc_now_iso
 
 LINE_COLOURS = ("#4a90c2", "#e0a030", "#3fa36b", "#b05cc6", "#d9534f")
@@ -30,8 +31,31 @@ TABLE_COLUMNS = ("Job", "Settings", "Samples/s", "Result", "Accuracy", "Status",
 MODEL_LABELS = {"simplecnn": "SimpleCNN", "lenet5": "LeNet-5", "resnet18": "ResNet-18 (28x28)"}
 
 
+CAVEAT_COLOUR = "#c98a1a"      # the page's calm amber (status warnings use it too)
+
+
 def _fmt(value: Any, spec: str = ",.0f", unknown: str = "—") -> str:
     return unknown if value is None else format(value, spec)
+
+
+def _sweep_busy(result: dict[str, Any] | None) -> bool:
+    """Other programs used the CPUs during the sweep (lab/sweep.py's ``busy``; older results: any note)."""
+    result = result or {}
+    return bool(result.get("busy", bool(result.get("notes"))))
+
+
+def _sweep_caveat(result: dict[str, Any], status: str) -> str:
+    """Why a sweep's recommendation may not hold, in a few words; empty when it can be trusted."""
+    parts = []
+    if _sweep_busy(result):
+        parts.append("Measured on a busy machine")
+    if status != "ok":
+        done, total = len(result.get("points") or []), result.get("variants")
+        parts.append(f"from a partial sweep ({done} of {total} variants)" if total else "from a partial sweep")
+    if not parts:
+        return ""
+    text = ", ".join(parts)
+    return text[0].upper() + text[1:]
 
 
 class TrainingPage(QWidget):
@@ -52,6 +76,7 @@ class TrainingPage(QWidget):
         self.started_at: str | None = None
         self.runs: list[BenchRun] = []
         self.best: ThreadRecommendation | None = None
+        self.best_caveat = ""            # why the best setting may not hold (a busy or partial sweep)
         self._steps: list[float] = []
         self._series: dict[str, list[float]] = {"loss": [], "accuracy": [], "samples_per_s": []}
         self._build()
@@ -271,6 +296,13 @@ class TrainingPage(QWidget):
         self.sweep_default = self.sweep_plot.plot(pen=None, symbol="t", symbolBrush=LINE_COLOURS[4],
                                                   name="PyTorch defaults")
         lay.addWidget(self.sweep_plot)
+        # What the sweep itself says about its figures (a busy machine, failed variants): calm, under the plot.
+        self.sweep_notes = QLabel("")
+        self.sweep_notes.setWordWrap(True)
+        self.sweep_notes.setTextFormat(Qt.TextFormat.RichText)
+        self.sweep_notes.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.sweep_notes.setVisible(False)
+        lay.addWidget(self.sweep_notes)
         self.sweep_points: list[dict[str, Any]] = []
         return w
 
@@ -393,6 +425,7 @@ class TrainingPage(QWidget):
             args["topology"] = to_data(self.model.report.topology)
         self.sweep_points = []
         self._redraw_sweep()
+        self._show_sweep_notes(None)
         self.tabs.setCurrentIndex(1)
         self._start("sweep", args)
 
@@ -515,8 +548,13 @@ class TrainingPage(QWidget):
             self._show_gemm((outcome.result or {}).get("points") or outcome.progress, outcome.result)
         if job == "quant" and outcome.result:
             self._show_quant(outcome.result)
+        if job == "sweep":
+            self._show_sweep_notes(outcome.result)
         self._update_best(job, outcome)
-        if outcome.status == "ok":
+        if outcome.status == "ok" and job == "sweep" and _sweep_busy(outcome.result):
+            self._set_status("The sweep finished, but other programs used the CPUs while it ran: see the note "
+                             "under the plot before using its recommendation.", "info")
+        elif outcome.status == "ok":
             self._set_status(f"The {job} job finished.", "ok")
         elif outcome.status == "cancelled":
             self._set_status(f"The {job} job was cancelled; what it measured so far is kept below.", "info")
@@ -540,12 +578,17 @@ class TrainingPage(QWidget):
                 metrics.update(steps=last.get("step"), elapsed=last.get("elapsed"))
         elif job == "sweep":
             metrics = {"points": r.get("points", outcome.progress), "recommendation": r.get("recommendation")}
+            for k in ("notes", "failures", "busy"):
+                if r.get(k):
+                    metrics[k] = r[k]
         else:
             metrics = {"points": r.get("points", outcome.progress)}
             for k in ("vnni", "vnni_note", "peak_notes", "machine"):
                 if k in r:
                     metrics[k] = r[k]
         note = "" if outcome.status == "ok" else outcome.message
+        if job == "sweep" and r.get("notes"):
+            note = "; ".join([note] * bool(note) + [n.rstrip(".") for n in r["notes"]])
         return BenchRun(kind=job, settings=dict(self.current_settings), metrics=metrics, status=outcome.status,
                         started_at=self.started_at, note=note)
 
@@ -588,19 +631,22 @@ class TrainingPage(QWidget):
         if job == "quant":
             pts = m.get("points") or []
             loss = "; ".join(f"b{p['batch']}: x{p['speedup']:.2f}" for p in pts if p.get("speedup")) or None
+        note = run.note
+        if job == "sweep" and m.get("busy"):
+            note = "busy machine: rerun" + (f"; {outcome.message}" if run.status != "ok" else "")
         values = [
             job, self._describe(job, run.settings, outcome.result),
             _fmt(sps) if isinstance(sps, (int, float)) else "—",
             (f"loss {loss:.3f}" if isinstance(loss, float) else (loss or "—")),
             _fmt(acc, ".1%") if isinstance(acc, (int, float)) else "—",
-            run.status, run.note,
+            run.status, note,
         ]
         r = self.table.rowCount()
         self.table.insertRow(r)
         for c, v in enumerate(values):
             item = QTableWidgetItem(str(v))
             if c == TABLE_COLUMNS.index("Note") and v:
-                item.setToolTip(str(v))
+                item.setToolTip(run.note or str(v))      # the full text behind a short cell
             self.table.setItem(r, c, item)
 
     def _update_best(self, job: str, outcome: JobOutcome) -> None:
@@ -608,8 +654,10 @@ class TrainingPage(QWidget):
         from cpudoctor.serde import from_data
 
         rec = None
+        caveat = ""
         if job == "sweep" and outcome.result and outcome.result.get("recommendation"):
             rec = from_data(ThreadRecommendation, outcome.result["recommendation"])
+            caveat = _sweep_caveat(outcome.result, outcome.status)
         elif job == "train" and outcome.status == "ok" and outcome.result and outcome.result.get("samples_per_s"):
             r = outcome.result
             s = self.current_settings
@@ -622,13 +670,20 @@ class TrainingPage(QWidget):
         if rec is None:
             return
         self.best = rec
+        self.best_caveat = caveat
         extra = ""
         if rec.default_samples_per_s:
             extra = f" — {rec.samples_per_s / rec.default_samples_per_s:.2f}× the PyTorch defaults"
-        pin = f", pinned to CPUs {rec.cpus}" if rec.cpus else ""
-        self.best_label.setText(f"Best: {html.escape(rec.variant)} — {rec.threads} threads{pin}, "
-                                f"{_fmt(rec.samples_per_s)} samples/s{extra}")
+        pin = f", pinned to CPUs {format_cpulist(rec.cpus)}" if rec.cpus else ""
+        text = (f"Best: {html.escape(rec.variant)} — {rec.threads} threads{pin}, "
+                f"{_fmt(rec.samples_per_s)} samples/s{extra}")
+        if caveat:
+            # Said before the button, not after the click: a busy machine can rank the variants wrongly.
+            text = f"<span style='color:{CAVEAT_COLOUR}'>{html.escape(caveat)}.</span> {text}"
+        self.best_label.setText(text)
         self.use_button.setEnabled(True)
+        self.use_button.setToolTip("Hand the fastest measured setting to the advisor's snippets"
+                                   + (f" ({caveat.lower()})" if caveat else ""))
 
     def use_best(self) -> None:
         if self.best is None:
@@ -636,7 +691,29 @@ class TrainingPage(QWidget):
         self.model.set_recommendation(self.best)
         self.model.status_message.emit(f"Advisor snippets now use {self.best.threads} threads "
                                        f"({self.best.variant}).")
-        self._set_status(f"The advisor now uses {self.best.threads} threads ({html.escape(self.best.variant)}).", "ok")
+        text = f"The advisor now uses {self.best.threads} threads ({html.escape(self.best.variant)})."
+        if self.best_caveat:
+            self._set_status(f"{text} {html.escape(self.best_caveat)}: rerun the sweep on an idle machine to "
+                             "confirm it.", "info")
+        else:
+            self._set_status(text, "ok")
+
+    def _show_sweep_notes(self, result: dict[str, Any] | None) -> None:
+        """The sweep's own notes (busy machine, failed variants) under its plot; hidden when it has none."""
+        result = result or {}
+        items = [html.escape(n.rstrip(".")) + "." for n in result.get("notes") or []]
+        failures = result.get("failures") or []
+        if failures:
+            items.append(f"{len(failures)} variant{'s' if len(failures) != 1 else ''} failed: "
+                         + "; ".join(html.escape(str(f)) for f in failures) + ".")
+        if not items:
+            self.sweep_notes.clear()
+            self.sweep_notes.setVisible(False)
+            return
+        head = "Measured on a busy machine" if _sweep_busy(result) else "Notes"
+        self.sweep_notes.setText(f"<b style='color:{CAVEAT_COLOUR}'>{head}</b>"
+                                 + "".join(f"<br>{i}" for i in items))
+        self.sweep_notes.setVisible(True)
 
     # ------------------------------------------------------------------ benchmark text
 

@@ -254,13 +254,16 @@ def run(args: dict[str, Any], stop: protocol.StopFlag, root: Path = Path("/")) -
         points.append(point)
         protocol.progress(step=i + 1, total=len(variants), elapsed=round(time.perf_counter() - start, 3), **point)
     rec = recommend(points, train.get("model", "simplecnn"))
+    noise = noise_notes(points)
     return {
         "status": status,
         "points": points,
         "variants": len(variants),
         "recommendation": to_data(rec) if rec is not None else None,
         "failures": failures,
-        "notes": noise_notes(points),
+        "notes": noise,
+        # Other programs used the CPUs while it ran: the ranking, and so the recommendation, may be wrong.
+        "busy": bool(noise),
         "seconds_per_variant": seconds,
         "topology_notes": list(topo.notes),
         "elapsed": round(time.perf_counter() - start, 3),

@@ -179,3 +179,40 @@ def test_cancelled_sweep_keeps_measured_variants():
     assert out.progress[0]["variant"] == "PyTorch defaults" and out.progress[0]["samples_per_s"] > 0
     if out.result is not None:                    # the sweep had time to send its partial result
         assert out.result["status"] == "cancelled" and out.result["points"]
+
+
+def test_busy_sweep_says_so_in_its_result(monkeypatch):
+    """run() end to end with fake training children: one setting measured 8.7x apart marks the result busy."""
+    from cpudoctor.lab import protocol, runner
+
+    measured = {None: 7334.0, 1: 5785.0, 2: 842.0}          # PyTorch defaults use 2 threads here
+
+    class FakeJob:
+        def __init__(self, argv, what=""):
+            self.threads = argv["threads"]
+            self._proc = None
+
+        def start(self):
+            return self
+
+        def wait(self):
+            return runner.JobOutcome(status="ok", result={"samples_per_s": measured[self.threads],
+                                                          "threads": self.threads or 2, "interop_threads": 2})
+
+    monkeypatch.setattr(runner, "Job", FakeJob)
+    monkeypatch.setattr(runner, "job_command", lambda job, settings: settings)
+    monkeypatch.setattr(protocol, "progress", lambda **kw: None)
+    args = {"seconds": 1.0, "train": {"batch_size": 32}, "topology": _topology_data(make_topology(2))}
+    res = sweep.run(args, protocol.StopFlag())
+    assert [p["variant"] for p in res["points"]] == ["PyTorch defaults", "1 thread", "2 threads"]
+    assert res["busy"] is True and len(res["notes"]) == 1 and "idle machine" in res["notes"][0]
+    measured[2] = 7100.0                                      # the same setting agrees with itself: quiet machine
+    res = sweep.run(args, protocol.StopFlag())
+    assert res["busy"] is False and res["notes"] == []
+    assert res["recommendation"]["threads"] == 2
+
+
+def _topology_data(topo):
+    from cpudoctor.serde import to_data
+
+    return to_data(topo)

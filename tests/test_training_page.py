@@ -15,6 +15,7 @@ from cpudoctor.probes.topology import Affinity, Core, L3Domain, NumaNode, Topolo
 from cpudoctor.report import BenchRun, Report, ThreadRecommendation
 
 TORCH_BEFORE = "torch" in sys.modules
+TABLE_NOTE = 6                                          # the runs table's "Note" column
 
 FAKE = textwrap.dedent("""
     import os, signal, sys, time
@@ -46,7 +47,13 @@ FAKE = textwrap.dedent("""
             protocol.progress(step=i + 1, total=len(pts), elapsed=i * 0.01, **p)
         rec = dict(threads=2, interop_threads=2, cpus=[0, 1], variant=pts[-1]["variant"], samples_per_s=1100.0,
                    default_samples_per_s=900.0, model="simplecnn")
-        protocol.result(status="ok", points=pts, recommendation=rec)
+        extra = {}
+        if mode == "busy":     # lab/sweep.py's noise note: one setting measured far apart from itself
+            extra = dict(busy=True, failures=["1 thread: out of memory"],
+                         notes=["'PyTorch defaults' and '2 threads' ran the same setting (2 threads) but measured "
+                                "900 vs 1,000 samples/s (1.1x apart): other programs used the CPUs during the "
+                                "sweep, so rerun it on an idle machine before trusting the ranking"])
+        protocol.result(status="ok", points=pts, recommendation=rec, variants=len(pts), **extra)
     elif job == "gemm":
         p = dict(backend="torch-fp32", library="torch", precision="fp32", threads=1, cores=1, size=64, gflops=100.0,
                  best_gflops=101.0, reps=3, peak_gflops=160.0, utilisation=0.625, peak_basis="native")
@@ -76,7 +83,8 @@ def two_ccx_smt() -> Topology:
     return Topology(packages=1, cores=8, logical_cpus=16,
                     l3_domains=[L3Domain([0, 1, 2, 3, 8, 9, 10, 11]), L3Domain([4, 5, 6, 7, 12, 13, 14, 15])],
                     numa_nodes=[NumaNode(0, list(range(16)))], online_cpus=list(range(16)),
-                    smt_threads_per_core=2, core_list=cores, affinity=Affinity(allowed_cpus=list(range(16))))
+                    smt_threads_per_core=2, core_list=cores, affinity=Affinity(allowed_cpus=list(range(16))),
+                    vendor="AuthenticAMD", cpu_family=0x17)     # Zen: an L3 domain is a CCX (Topology.l3_is_ccx)
 
 
 @pytest.fixture
@@ -153,6 +161,46 @@ def test_sweep_plots_threads_and_recommends(qtbot, page):
     page.use_best()
     rec = page.model.report.recommendation
     assert rec.cpus == [0, 1] and rec.variant.startswith("all cores, no SMT") and rec.default_samples_per_s == 900.0
+
+
+def test_quiet_sweep_has_no_caveat(qtbot, page):
+    _run(qtbot, page, page.sweep_button.click)
+    assert page.sweep_notes.isHidden() and page.sweep_notes.text() == ""
+    assert page.best_caveat == "" and "busy" not in page.best_label.text()
+    assert page.table.item(0, TABLE_NOTE).text() == ""
+    page.use_best()
+    assert "busy" not in page.status.text()
+
+
+def test_busy_sweep_is_labelled_before_use(qtbot, page):
+    """The sweep said the machine was busy: the notes show under the plot and in the runs table, and the
+    recommendation says so next to "Use these settings" (before the click, and again after it)."""
+    page.modes["sweep"] = "busy"
+    page.show()
+    out = _run(qtbot, page, page.sweep_button.click)
+    assert out.status == "ok"
+    notes = page.sweep_notes.text()
+    assert page.sweep_notes.isVisible() and "Measured on a busy machine" in notes
+    assert "rerun it on an idle machine" in notes and "1 variant failed: 1 thread: out of memory." in notes
+    best = page.best_label.text()
+    assert best.index("Measured on a busy machine") < best.index("Best: all cores, no SMT")
+    assert page.use_button.isEnabled() and "busy machine" in page.use_button.toolTip()
+    assert "see the note under the plot" in page.status.text()
+    note = page.table.item(0, TABLE_NOTE)
+    assert note.text() == "busy machine: rerun" and "rerun it on an idle machine" in note.toolTip()
+    assert "pinned to CPUs 0-1," in best
+    run = page.model.report.benchmarks[-1]
+    assert run.metrics["busy"] is True and run.metrics["notes"] and "idle machine" in run.note
+    page.use_best()
+    assert page.model.report.recommendation.threads == 2
+    assert "busy machine" in page.status.text() and "rerun the sweep on an idle machine" in page.status.text()
+    # A new sweep on a quiet machine clears the note and the caveat.
+    page.modes["sweep"] = "ok"
+    _run(qtbot, page, page.sweep_button.click)
+    assert page.sweep_notes.isHidden() and page.best_caveat == "" and "busy" not in page.best_label.text()
+    # A later plain training run's best setting carries no sweep caveat either.
+    _run(qtbot, page, page.train_button.click)
+    assert page.best_caveat == ""
 
 
 def test_gemm_and_quant_show_results(qtbot, page):
