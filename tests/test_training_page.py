@@ -346,3 +346,13 @@ def test_job_runner_reports_a_program_that_cannot_start(qtbot):
         runner.start_argv(["/nonexistent/python3"], job="train")
     out = blocker.args[0]
     assert out.status == "error" and "could not start" in out.message
+
+
+def test_sweep_caveat_words():
+    from cpudoctor.gui.training_page import _sweep_caveat
+
+    assert _sweep_caveat({"points": [{}, {}], "variants": 5}, "cancelled") == "From a partial sweep (2 of 5 variants)"
+    assert _sweep_caveat({"busy": True, "points": [{}], "variants": 3}, "cancelled") == \
+        "Measured on a busy machine, from a partial sweep (1 of 3 variants)"
+    assert _sweep_caveat({"notes": ["older result without the busy key"]}, "ok") == "Measured on a busy machine"
+    assert _sweep_caveat({"notes": [], "busy": False}, "ok") == ""
