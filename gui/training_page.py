@@ -519,9 +519,14 @@ class TrainingPage(QWidget):
                    for p in self.sweep_points if p.get("group") == "default" and p.get("samples_per_s")]
         for curve, pts in ((self.sweep_unpinned, unpinned), (self.sweep_pinned, pinned), (self.sweep_default, default)):
             curve.setData([float(x) for x, _ in pts], [float(y) for _, y in pts])
+        axis = self.sweep_plot.getPlotItem().getAxis("bottom")
+        counts = sorted({int(x) for x, _ in (*unpinned, *pinned, *default) if x})
         if unpinned or pinned or default:
             self.sweep_plot.enableAutoRange(axis="x")
+            # Thread counts are whole numbers: tick exactly the measured ones (never "1.2 threads").
+            axis.setTicks([[(float(n), str(n)) for n in counts]] if 0 < len(counts) <= 16 else None)
         else:
+            axis.setTicks(None)
             self._sweep_empty_range()
 
     def _sweep_empty_range(self) -> None:

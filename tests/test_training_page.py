@@ -157,6 +157,8 @@ def test_sweep_plots_threads_and_recommends(qtbot, page):
     xs, ys = page.sweep_unpinned.getData()
     assert list(xs) == [1.0, 2.0] and list(ys) == [700.0, 1000.0]
     assert list(page.sweep_pinned.getData()[1]) == [1100.0]
+    ticks = page.sweep_plot.getPlotItem().getAxis("bottom")._tickLevels
+    assert ticks and [label for _, label in ticks[0]] == ["1", "2"]          # whole threads only
     assert "1.22× the PyTorch defaults" in page.best_label.text()
     page.use_best()
     rec = page.model.report.recommendation
