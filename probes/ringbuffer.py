@@ -11,14 +11,12 @@ from __future__ import annotations
 import numpy as np
 
 
-class RingBuffer:
-    """The last ``capacity`` floats, oldest overwritten first."""
+class _Ring:
+    """The bookkeeping both buffers share: a preallocated array whose first axis is time."""
 
-    def __init__(self, capacity: int, dtype: type = np.float64):
-        if capacity < 1:
-            raise ValueError(f"capacity must be at least 1, not {capacity}")
-        self._data = np.full(capacity, np.nan, dtype=dtype)
-        self._next = 0          # index the next value goes to
+    def __init__(self, shape: tuple[int, ...], dtype: type):
+        self._data = np.full(shape, np.nan, dtype=dtype)
+        self._next = 0          # index the next entry goes to
         self._count = 0
 
     @property
@@ -32,8 +30,7 @@ class RingBuffer:
     def __len__(self) -> int:
         return self._count
 
-    def append(self, value: float | None) -> None:
-        self._data[self._next] = np.nan if value is None else value
+    def _advance(self) -> None:
         self._next = (self._next + 1) % self.capacity
         self._count = min(self._count + 1, self.capacity)
 
@@ -43,14 +40,27 @@ class RingBuffer:
         self._count = 0
 
     def last(self, n: int | None = None) -> np.ndarray:
-        """The newest ``n`` values (all held when None), oldest first, as a copy."""
+        """The newest ``n`` entries (all held when None), oldest first, as a copy."""
         n = self._count if n is None else max(0, min(n, self._count))
         if n == 0:
             return self._data[:0].copy()
         start = (self._next - n) % self.capacity
         if start + n <= self.capacity:
             return self._data[start:start + n].copy()
-        return np.concatenate((self._data[start:], self._data[: self._next]))
+        return np.concatenate((self._data[start:], self._data[: self._next]), axis=0)
+
+
+class RingBuffer(_Ring):
+    """The last ``capacity`` floats, oldest overwritten first."""
+
+    def __init__(self, capacity: int, dtype: type = np.float64):
+        if capacity < 1:
+            raise ValueError(f"capacity must be at least 1, not {capacity}")
+        super().__init__((capacity,), dtype)
+
+    def append(self, value: float | None) -> None:
+        self._data[self._next] = np.nan if value is None else value
+        self._advance()
 
     def latest(self) -> float | None:
         if self._count == 0:
@@ -59,30 +69,17 @@ class RingBuffer:
         return None if np.isnan(value) else value
 
 
-class RingBuffer2D:
+class RingBuffer2D(_Ring):
     """The last ``capacity`` rows of ``width`` values each (one row per tick, one column per CPU)."""
 
     def __init__(self, capacity: int, width: int, dtype: type = np.float32):
         if capacity < 1 or width < 1:
             raise ValueError(f"capacity and width must be at least 1, not {capacity} x {width}")
-        self._data = np.full((capacity, width), np.nan, dtype=dtype)
-        self._next = 0
-        self._count = 0
-
-    @property
-    def capacity(self) -> int:
-        return self._data.shape[0]
+        super().__init__((capacity, width), dtype)
 
     @property
     def width(self) -> int:
         return self._data.shape[1]
-
-    @property
-    def nbytes(self) -> int:
-        return self._data.nbytes
-
-    def __len__(self) -> int:
-        return self._count
 
     def append(self, row) -> None:
         """Store one row; a shorter row is padded with NaN, a longer one is cut."""
@@ -91,20 +88,4 @@ class RingBuffer2D:
         k = min(row.shape[0], self.width)
         target[:k] = row[:k]
         target[k:] = np.nan
-        self._next = (self._next + 1) % self.capacity
-        self._count = min(self._count + 1, self.capacity)
-
-    def clear(self) -> None:
-        self._data[:] = np.nan
-        self._next = 0
-        self._count = 0
-
-    def last(self, n: int | None = None) -> np.ndarray:
-        """The newest ``n`` rows, oldest first, shape ``(n, width)``, as a copy."""
-        n = self._count if n is None else max(0, min(n, self._count))
-        if n == 0:
-            return self._data[:0].copy()
-        start = (self._next - n) % self.capacity
-        if start + n <= self.capacity:
-            return self._data[start:start + n].copy()
-        return np.concatenate((self._data[start:], self._data[: self._next]), axis=0)
+        self._advance()
