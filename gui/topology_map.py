@@ -132,7 +132,10 @@ class BoxItem(QGraphicsItem):
         c = self.owner.colours
         r = QRectF(0.5, 0.5, self.w - 1, self.h - 1)
         edge = c.highlight if self.selected else c.box_edge[self.kind]
-        painter.setPen(QPen(edge, 2.0 if self.selected else 1.0))
+        pen = QPen(edge, 2.0 if self.selected else 1.0)
+        if self.kind == "core" and self.owner.is_efficiency(self.cpus):
+            pen.setStyle(Qt.PenStyle.DashLine)
+        painter.setPen(pen)
         painter.setBrush(c.box_fill[self.kind])
         radius = 3.0 if self.kind == "core" else 5.0
         painter.drawRoundedRect(r, radius, radius)
@@ -411,12 +414,24 @@ class TopologyMap(QGraphicsView):
     # -- building -----------------------------------------------------------
 
     def _index(self, topo: Topology) -> None:
-        """Per-CPU facts for tooltips: core, siblings, L3 peers, NUMA node, package."""
+        """Per-CPU facts for tooltips: core, siblings, L3 peers, NUMA node, package, core kind."""
+        # Hybrid chips (P/E cores): the kinds come slowest first, like hwloc's cpukinds.
+        fast = set(topo.cpu_kinds[-1].cpus) if len(topo.cpu_kinds) >= 2 else None
         for i, core in enumerate(topo.core_list):
             for cpu in core.cpus:
                 self._info_by_cpu[cpu] = {"core": i, "core_id": core.core_id, "siblings": core.cpus,
                                           "package": core.package, "l3": core.l3, "numa": core.numa,
-                                          "die": core.die}
+                                          "die": core.die,
+                                          "kind": None if fast is None else ("performance" if cpu in fast
+                                                                             else "efficiency")}
+
+    def is_efficiency(self, cpus: list[int]) -> bool:
+        """A core of a hybrid chip's slower kind (drawn with a dashed edge)."""
+        return bool(cpus) and all(self._info_by_cpu.get(c, {}).get("kind") == "efficiency" for c in cpus)
+
+    @property
+    def hybrid(self) -> bool:
+        return any(info.get("kind") for info in self._info_by_cpu.values())
 
     def _box_label(self, node: Node) -> str:
         topo = self.topology
@@ -564,6 +579,8 @@ class TopologyMap(QGraphicsView):
             if info.get("die") is not None:
                 where += f", die {info['die']}"
             lines.append(where)
+            if info.get("kind"):
+                lines.append("performance core (P)" if info["kind"] == "performance" else "efficiency core (E)")
             sib = [c for c in info["siblings"] if c != cpu]
             lines.append(f"SMT siblings: {format_cpulist(sib)}" if sib else "SMT siblings: none")
             if topo is not None and info["l3"] is not None:
@@ -790,6 +807,17 @@ class LoadLegend(QWidget):
         p.setPen(self.palette().color(QPalette.ColorRole.WindowText))
         p.drawText(QRectF(x + 14, 0, 120, self.height()), int(Qt.AlignmentFlag.AlignVCenter), "Marked thread")
         x += 14 + fm.horizontalAdvance("Marked thread") + 14
+        if self.map.hybrid:
+            box = QRectF(x, y, 18, 14)
+            p.setBrush(c.box_fill["core"])
+            pen = QPen(c.box_edge["core"], 1)
+            pen.setStyle(Qt.PenStyle.DashLine)
+            p.setPen(pen)
+            p.drawRoundedRect(box, 3, 3)
+            p.setPen(self.palette().color(QPalette.ColorRole.WindowText))
+            p.drawText(QRectF(box.right() + 5, 0, 160, self.height()), int(Qt.AlignmentFlag.AlignVCenter),
+                       "Efficiency core")
+            x = box.right() + 5 + fm.horizontalAdvance("Efficiency core") + 14
         if any(not item.allowed for item in self.map.pu_items.values()):
             box = QRectF(x, y, 18, 14)
             p.setBrush(c.load(0))

@@ -321,3 +321,23 @@ def test_packages_are_numbered_like_lstopo(qtbot, corpus):
     m.set_topology(probe_topology(machine_root("hwloc-128arm-2pa2n8cluster4co"), live=False))
     labels = sorted(box.label for box in m.box_items["package"])
     assert labels == ["Package 0 (id 36) · 64 cores", "Package 1 (id 8442) · 64 cores"]
+
+
+def test_hybrid_chip_marks_efficiency_cores(qtbot, corpus):
+    """Raptor Lake i7-1370P: P-cores 0-11 (SMT), E-cores 12-19 are drawn dashed and named in tooltips."""
+    from conftest import machine_root
+    from cpudoctor.gui.topology_map import TopologyMap
+    from cpudoctor.probes.topology import probe_topology
+
+    topo = probe_topology(machine_root("hwloc-20em64t-hybrid-1p6c2t+2ca4co1t"))
+    m = TopologyMap()
+    qtbot.addWidget(m)
+    m.set_topology(topo)
+    assert m.hybrid
+    cores = m.box_items["core"]
+    assert sorted(c for item in cores if m.is_efficiency(item.cpus) for c in item.cpus) == list(range(12, 20))
+    assert "performance core (P)" in m.pu_tooltip(0) and "efficiency core (E)" in m.pu_tooltip(12)
+    plain = TopologyMap()
+    qtbot.addWidget(plain)
+    plain.set_topology(probe_topology(machine_root("hwloc-64amd64-4s2n4ca2co")))
+    assert not plain.hybrid and not any(plain.is_efficiency(i.cpus) for i in plain.box_items["core"])
