@@ -23,9 +23,10 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QHBoxLayout, Q
 
 from cpudoctor.advisor import snippets
 from cpudoctor.advisor.engine import CATEGORIES
-from cpudoctor.gui.common import SEVERITY_COLOUR
+from cpudoctor.gui.common import SEVERITY_COLOUR, SEVERITY_LABEL
 from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.workers import run_in_thread
+from cpudoctor.render.md_extra import evidence_value
 from cpudoctor.report import Finding, Report
 
 GROUPS: tuple[tuple[str, str], ...] = (
@@ -341,7 +342,7 @@ class AdvisorPage(QWidget):
             return
         colour = SEVERITY_COLOUR.get(finding.severity, "#888")
         self.details_title.setText(f"{finding.title}  ({finding.code})")
-        parts = [f'<p><span style="color:{colour}">●</span> <b>{finding.severity.upper()}</b> · '
+        parts = [f'<p><span style="color:{colour}">●</span> <b>{SEVERITY_LABEL.get(finding.severity, finding.severity)}</b> · '
                  f"{html.escape(CATEGORIES.get(finding.category, finding.category))} · "
                  f"<code>{html.escape(finding.symbol)}</code></p>"]
         if finding.why:
@@ -350,7 +351,7 @@ class AdvisorPage(QWidget):
             parts.append(f"<h4>Fix</h4><p>{html.escape(finding.fix)}</p>")
         if finding.evidence:
             rows = "".join(f"<tr><td><code>{html.escape(k)}</code></td>"
-                           f"<td>{html.escape('not set / unknown' if v is None else str(v))}</td></tr>"
+                           f"<td>{html.escape(evidence_value(v, 300))}</td></tr>"
                            for k, v in finding.evidence.items())
             parts.append(f"<h4>From the report</h4><table cellspacing='4'>{rows}</table>")
         parts.append(f"<p style='color:gray'>Details: <code>cpudoctor explain {finding.code}</code> · {html.escape(finding.docs)}</p>")

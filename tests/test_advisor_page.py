@@ -212,3 +212,22 @@ def test_one_severity_vocabulary_across_pages():
 
     for severity, group in GROUPS:
         assert group.lower().startswith(SEVERITY_LABEL[severity].lower()), (severity, group)
+
+
+def test_details_speak_the_apps_words_not_python_reprs(qtbot):
+    """Severity as the groups name it ('Suggestion'), evidence as words (no True / [] / None)."""
+    from cpudoctor.gui.advisor_page import AdvisorPage
+    from cpudoctor.gui.model import AppModel
+    from cpudoctor.report import Finding, Report
+
+    f = Finding("THR001", "threads-unset", "threads", "info", "OMP_NUM_THREADS is not set",
+                why="w", evidence={"software.thread_env.OMP_NUM_THREADS": None, "cpu.isa.avx512_usable": True,
+                                   "software.preload_libs": []})
+    model = AppModel()
+    page = AdvisorPage(model)
+    qtbot.addWidget(page)
+    page._show_details(f)
+    text = page.details.toPlainText()
+    assert "Suggestion" in text and "INFO" not in text
+    assert "not set / unknown" in text and "yes" in text and "none" in text
+    assert "True" not in text and "[]" not in text
