@@ -123,6 +123,26 @@ class Card(QFrame):
         value = self.row(label)
         value.setText(text)
         value.setToolTip(tooltip)
+        self._fit_wrapped_rows()
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
+        super().resizeEvent(event)
+        self._fit_wrapped_rows()
+
+    def _fit_wrapped_rows(self) -> None:
+        """Give each wrapped value the height its text needs at its current width.
+
+        A word-wrapped QLabel inside a scroll area is otherwise laid out at its
+        one-line height and its second line is cut off (QScrollArea does not ask
+        for height-for-width).
+        """
+        for value in self._values.values():
+            width = value.width()
+            if width <= 0:
+                continue
+            needed = value.heightForWidth(width)
+            if needed > 0 and value.minimumHeight() != needed:
+                value.setMinimumHeight(needed)
 
     def value(self, label: str) -> str:
         return self._values[label].text() if label in self._values else ""

@@ -392,3 +392,20 @@ def test_lines_break_where_the_monitor_was_paused(qtbot, model):
         model.sample.emit(s)
     x, y = page.total_curve.getData()
     assert len(x) == 21 and np.isnan(y[10]) and not np.isnan(np.delete(y, 10)).any()
+
+
+def test_card_rows_that_wrap_get_the_height_of_their_lines(qtbot):
+    """A wrapped value ('yes — the hypervisor may hide CPU features') must not lose its second line."""
+    from cpudoctor.gui.common import Card
+
+    card = Card("Processor")
+    qtbot.addWidget(card)
+    card.set("Vendor", "AMD")
+    card.set("Virtual machine", "yes — the hypervisor may hide CPU features " * 3)
+    card.resize(260, 200)
+    card.show()
+    qtbot.waitExposed(card)
+    value = card.row("Virtual machine")
+    one_line = card.row("Vendor").sizeHint().height()
+    assert value.minimumHeight() >= 2 * one_line - 2
+    assert value.minimumHeight() == value.heightForWidth(value.width())
