@@ -43,3 +43,16 @@ def machine_root(name: str) -> Path:
     if not (CORPUS / "machines").is_dir():
         pytest.skip(f"corpus not found at {CORPUS} (set CPUDOCTOR_CORPUS)")
     return CORPUS / "machines" / name
+
+
+def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
+    """Exit code, stdout, stderr of the real entry point, as the console script runs it
+    (argparse errors leave through SystemExit(2))."""
+    from cpudoctor.cli import main
+
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err

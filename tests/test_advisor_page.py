@@ -218,7 +218,7 @@ def test_details_speak_the_apps_words_not_python_reprs(qtbot):
     """Severity as the groups name it ('Suggestion'), evidence as words (no True / [] / None)."""
     from cpudoctor.gui.advisor_page import AdvisorPage
     from cpudoctor.gui.model import AppModel
-    from cpudoctor.report import Finding, Report
+    from cpudoctor.report import Finding
 
     f = Finding("THR001", "threads-unset", "threads", "info", "OMP_NUM_THREADS is not set",
                 why="w", evidence={"software.thread_env.OMP_NUM_THREADS": None, "cpu.isa.avx512_usable": True,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import MANIFEST, REPO, machine_root
+from conftest import MANIFEST, REPO, machine_root, run_cli
 from cpudoctor.cli import main
 from cpudoctor.report import Report
 
@@ -20,23 +20,13 @@ GENOA = "archspec-rocky8.5-zen4"
 RAPTOR = "hwloc-20em64t-hybrid-1p6c2t+2ca4co1t"
 
 
-def _run(capsys, *argv: str) -> tuple[int, str, str]:
-    """main() as the console script runs it: argparse errors raise SystemExit(2)."""
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def _brand(name: str) -> str:
     return " ".join(MANIFEST["machines"][name]["cpuinfo"]["model_name"].split())
 
 
 @pytest.mark.parametrize("name", [ZEN5, GENOA, RAPTOR, "hwloc-128arm-2pa2n8cluster4co", "pycpuinfo-fedora29-ryzen7-2700x-kvm"])
 def test_json_on_corpus_root_matches_manifest_and_round_trips(name, corpus, capsys):
-    code, out, err = _run(capsys, "report", "--fast", "--root", str(machine_root(name)), "--format", "json")
+    code, out, err = run_cli(capsys, "report", "--fast", "--root", str(machine_root(name)), "--format", "json")
     assert code == 0, err
     data = json.loads(out)
     ci = MANIFEST["machines"][name]["cpuinfo"]
@@ -58,12 +48,12 @@ def test_json_on_corpus_root_matches_manifest_and_round_trips(name, corpus, caps
 
 def test_markdown_and_text_contain_brand_and_verdicts(corpus, capsys):
     root = str(machine_root(GENOA))
-    code, md, _ = _run(capsys, "report", "--fast", "--root", root, "--format", "md")
+    code, md, _ = run_cli(capsys, "report", "--fast", "--root", root, "--format", "md")
     assert code == 0
     assert md.startswith(f"# CPU Doctor report: {_brand(GENOA)}")
     assert "| [✓] | AVX-512 |" in md and "Genoa" in md and "256-bit units" in md
     assert "<details>" in md and "## Topology" in md and "## Software" in md
-    code, text, _ = _run(capsys, "report", "--fast", "--root", root, "--format", "text")
+    code, text, _ = run_cli(capsys, "report", "--fast", "--root", root, "--format", "text")
     assert code == 0
     assert text.startswith(f"CPU Doctor report: {_brand(GENOA)}")
     for needle in ("Instruction sets for deep learning", "[✓] AVX-512", "zen4", "x86-64-v4", "Topology", "Software"):
@@ -75,20 +65,20 @@ def test_markdown_and_text_contain_brand_and_verdicts(corpus, capsys):
 
 def test_format_is_inferred_from_output_name(corpus, tmp_path, capsys):
     out = tmp_path / "zen5.json"
-    code, stdout, err = _run(capsys, "report", "--fast", "--root", str(machine_root(ZEN5)), "-o", str(out))
+    code, stdout, err = run_cli(capsys, "report", "--fast", "--root", str(machine_root(ZEN5)), "-o", str(out))
     assert code == 0 and stdout == "" and err == ""
     assert Report.load(out).cpu.microarchitecture == "zen5"
     md = tmp_path / "zen5.md"
-    assert _run(capsys, "report", "--fast", "--root", str(machine_root(ZEN5)), "-o", str(md))[0] == 0
+    assert run_cli(capsys, "report", "--fast", "--root", str(machine_root(ZEN5)), "-o", str(md))[0] == 0
     assert md.read_text().startswith("# CPU Doctor report: AMD Ryzen 9 9950X")
 
 
 def test_live_machine_fast(capsys):
-    code, out, err = _run(capsys, "report", "--fast", "--format", "json")
+    code, out, err = run_cli(capsys, "report", "--fast", "--format", "json")
     assert code == 0, err
     report = Report.from_json(out)
     assert report.cpu.source in ("procfs", "py-cpuinfo")
-    assert report.cpu.brand and report.cpu.brand in _run(capsys, "report", "--fast")[1]
+    assert report.cpu.brand and report.cpu.brand in run_cli(capsys, "report", "--fast")[1]
     assert not any("CPUID" in n for n in report.cpu.notes), "--fast must not run the CPUID child"
 
 
@@ -103,20 +93,20 @@ def test_live_machine_fast(capsys):
     ],
 )
 def test_bad_usage_is_one_line_exit_2(argv, fragment, capsys):
-    code, out, err = _run(capsys, "report", "--fast", *argv)
+    code, out, err = run_cli(capsys, "report", "--fast", *argv)
     assert code == 2 and out == ""
     _assert_one_line(err, fragment)
 
 
 def test_root_without_proc_or_sys_is_rejected(tmp_path, capsys):
     (tmp_path / "something").write_text("x")
-    code, _, err = _run(capsys, "report", "--fast", "--root", str(tmp_path))
+    code, _, err = run_cli(capsys, "report", "--fast", "--root", str(tmp_path))
     assert code == 2
     _assert_one_line(err, "no proc/cpuinfo")
 
 
 def test_output_is_a_folder(tmp_path, capsys):
-    code, _, err = _run(capsys, "report", "--fast", "--root", str(machine_root(ZEN5)), "-o", str(tmp_path))
+    code, _, err = run_cli(capsys, "report", "--fast", "--root", str(machine_root(ZEN5)), "-o", str(tmp_path))
     assert code == 2
     _assert_one_line(err, "it is a folder")
 
@@ -124,7 +114,7 @@ def test_output_is_a_folder(tmp_path, capsys):
 def test_garbled_tree_still_reports(tmp_path, capsys):
     (tmp_path / "proc").mkdir()
     (tmp_path / "proc" / "cpuinfo").write_bytes(b"\x00\xff garbage \x13" * 50)
-    code, out, err = _run(capsys, "report", "--fast", "--root", str(tmp_path), "--format", "json")
+    code, out, err = run_cli(capsys, "report", "--fast", "--root", str(tmp_path), "--format", "json")
     assert code == 0, err
     report = Report.from_json(out)
     assert report.cpu.vendor is None and report.cpu.notes
@@ -175,7 +165,7 @@ def _assert_one_line(err: str, fragment: str) -> None:
     ("pycpuinfo-fedora29-ryzen7-2700x-kvm", "[✗] AVX2 + FMA"),   # the hypervisor hides FMA: a real problem
 ])
 def test_text_marks(name, mark, corpus, capsys):
-    code, text, _ = _run(capsys, "report", "--fast", "--no-findings", "--root", str(machine_root(name)))
+    code, text, _ = run_cli(capsys, "report", "--fast", "--no-findings", "--root", str(machine_root(name)))
     assert code == 0 and mark in text
 
 

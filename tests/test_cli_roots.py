@@ -6,18 +6,7 @@ import shutil
 import tarfile
 
 import pytest
-from conftest import machine_root
-
-from cpudoctor.cli import main
-
-
-def _run(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
+from conftest import machine_root, run_cli
 
 
 @pytest.fixture
@@ -30,7 +19,7 @@ def unpacked(tmp_path):
 
 @pytest.mark.parametrize("command", ["report", "doctor"])
 def test_folder_above_the_capture_names_the_right_one(command, unpacked, capsys):
-    code, out, err = _run(capsys, command, "--root", str(unpacked.parent))
+    code, out, err = run_cli(capsys, command, "--root", str(unpacked.parent))
     assert code == 2 and out == "" and err.count("\n") == 1
     assert f"use --root {unpacked}" in err
 
@@ -40,13 +29,13 @@ def test_the_archive_itself_says_how_to_unpack(command, unpacked, tmp_path, caps
     archive = tmp_path / "x.tar.gz"
     with tarfile.open(archive, "w:gz") as tar:
         tar.add(unpacked, arcname="cpudoctor-capture")
-    code, _, err = _run(capsys, command, "--root", str(archive))
+    code, _, err = run_cli(capsys, command, "--root", str(archive))
     assert code == 2 and err.count("\n") == 1
     assert f"tar xf {archive} && use --root cpudoctor-capture" in err
 
 
 def test_doctor_on_a_folder_without_proc_or_sys_is_an_error_not_a_clean_bill(tmp_path, capsys):
-    code, out, err = _run(capsys, "doctor", "--root", str(tmp_path))
+    code, out, err = run_cli(capsys, "doctor", "--root", str(tmp_path))
     assert code == 2 and "No issues found" not in out
     assert "no proc/cpuinfo or sys/devices/system/cpu there" in err
 
@@ -59,6 +48,6 @@ def test_doctor_on_a_folder_without_proc_or_sys_is_an_error_not_a_clean_bill(tmp
 ])
 def test_unknown_arguments_name_the_subcommand(argv, prog, capsys):
     """Leftover arguments point at the subcommand's own --help, not the top-level one."""
-    code, out, err = _run(capsys, *argv)
+    code, out, err = run_cli(capsys, *argv)
     assert code == 2 and out == "" and err.count("\n") == 1
     assert err.startswith(f"{prog}: error: unrecognized arguments: ") and err.endswith(f"(see {prog} --help)\n")

@@ -8,6 +8,7 @@ import pytest
 
 from cpudoctor.compare import Change, Comparison, compare, render_json, render_markdown, render_text
 from cpudoctor.report import Finding
+from conftest import run_cli
 from export_samples import epyc_topology, sample_report
 
 
@@ -98,24 +99,16 @@ def test_wording_for_a_reader():
     assert compare(sample_report(), _after()).label_b.endswith("(2026-12-01)")
 
 
-def _run_cli(argv, capsys):
-    from cpudoctor.cli import main
-
-    code = main(argv)
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
 def test_cli_round_trip(tmp_path, capsys):
     from cpudoctor.export import export_report
 
     a = export_report(sample_report(), "json", tmp_path / "a.json")
     b = export_report(_after(), "json", tmp_path / "b.json")
-    code, out, err = _run_cli(["compare", str(a), str(b), "--format", "json"], capsys)
+    code, out, err = run_cli(capsys, "compare", str(a), str(b), "--format", "json")
     assert code == 0, err
     items = {c["item"] for c in json.loads(out)["changes"]}
     assert "torch.version" in items and "added" in items
-    code, out, _ = _run_cli(["compare", str(a), str(b)], capsys)
+    code, out, _ = run_cli(capsys, "compare", str(a), str(b))
     assert code == 0 and "A: AMD EPYC 9354" in out
 
 
@@ -132,7 +125,7 @@ def test_cli_bad_files(tmp_path, capsys, content, message):
     good = export_report(sample_report(), "json", tmp_path / "good.json")
     bad = tmp_path / "bad.json"
     bad.write_text(content)
-    code, out, err = _run_cli(["compare", str(good), str(bad)], capsys)
+    code, out, err = run_cli(capsys, "compare", str(good), str(bad))
     assert code == 2 and out == ""
     assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
@@ -140,7 +133,7 @@ def test_cli_bad_files(tmp_path, capsys, content, message):
 def test_cli_missing_and_binary_file(tmp_path, capsys):
     binary = tmp_path / "x.json"
     binary.write_bytes(b"\xff\xfe\x00\x81")
-    code, _, err = _run_cli(["compare", str(tmp_path / "nope.json"), str(binary)], capsys)
+    code, _, err = run_cli(capsys, "compare", str(tmp_path / "nope.json"), str(binary))
     assert code == 2 and "cannot read" in err
 
 

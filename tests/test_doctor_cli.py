@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import run_cli
+
 from cpudoctor import advisor
 from cpudoctor.cli import main
 
@@ -17,18 +19,8 @@ SCENARIOS = Path(__file__).parent / "fixtures" / "scenarios"
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _run(capsys, *argv: str) -> tuple[int, str, str]:
-    """Exit code, stdout, stderr of the real entry point (argparse errors exit via SystemExit)."""
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def test_clean_report_exits_0_with_green_lines(capsys):
-    code, out, err = _run(capsys, "doctor", "--from-report", str(SCENARIOS / "zen3-healthy.json"))
+    code, out, err = run_cli(capsys, "doctor", "--from-report", str(SCENARIOS / "zen3-healthy.json"))
     assert code == 0, err
     assert "[✓] CPU instruction sets" in out
     assert "✓ AVX-512: not part of zen3" in out
@@ -37,7 +29,7 @@ def test_clean_report_exits_0_with_green_lines(capsys):
 
 
 def test_error_finding_exits_1_with_fix_indented(capsys):
-    code, out, _ = _run(capsys, "doctor", "--from-report", str(SCENARIOS / "k10-tensorflow-sigill.json"))
+    code, out, _ = run_cli(capsys, "doctor", "--from-report", str(SCENARIOS / "k10-tensorflow-sigill.json"))
     assert code == 1
     lines = out.splitlines()
     i = next(n for n, line in enumerate(lines) if "tensorflow crashes on import" in line)
@@ -49,14 +41,14 @@ def test_error_finding_exits_1_with_fix_indented(capsys):
 
 
 def test_summary_counts_categories(capsys):
-    code, out, _ = _run(capsys, "doctor", "--from-report", str(SCENARIOS / "laptop-swap-low-memory.json"))
+    code, out, _ = run_cli(capsys, "doctor", "--from-report", str(SCENARIOS / "laptop-swap-low-memory.json"))
     assert code == 0  # warnings only
     assert "Doctor found issues in 1 category (2 warnings" in out
     assert "[!] Memory and swap" in out
 
 
 def test_warnings_only_exit_0_and_only_filter(capsys):
-    code, out, _ = _run(capsys, "doctor", "--from-report", str(SCENARIOS / "skylake-avx512-no-bf16-myths.json"),
+    code, out, _ = run_cli(capsys, "doctor", "--from-report", str(SCENARIOS / "skylake-avx512-no-bf16-myths.json"),
                         "--only", "myth")
     assert code == 0
     assert "[!] Myths from tuning guides" in out
@@ -65,7 +57,7 @@ def test_warnings_only_exit_0_and_only_filter(capsys):
 
 
 def test_json_format(capsys):
-    code, out, _ = _run(capsys, "doctor", "--from-report", str(SCENARIOS / "k8-torch-sigill.json"), "--format", "json")
+    code, out, _ = run_cli(capsys, "doctor", "--from-report", str(SCENARIOS / "k8-torch-sigill.json"), "--format", "json")
     assert code == 1
     data = json.loads(out)
     assert data["exit_code"] == 1
@@ -77,7 +69,7 @@ def test_json_format(capsys):
 
 
 def test_md_format(capsys):
-    code, out, _ = _run(capsys, "doctor", "--from-report", str(SCENARIOS / "k10-container-quota.json"), "--format", "md")
+    code, out, _ = run_cli(capsys, "doctor", "--from-report", str(SCENARIOS / "k10-container-quota.json"), "--format", "md")
     assert code == 0
     assert out.startswith("## CPU Doctor")
     assert "### ⚠️ Thread counts" in out
@@ -85,14 +77,14 @@ def test_md_format(capsys):
 
 
 def test_list_rules_text_json_md(capsys):
-    code, out, _ = _run(capsys, "doctor", "--list-rules")
+    code, out, _ = run_cli(capsys, "doctor", "--list-rules")
     assert code == 0
     for r in advisor.registry():
         assert r.code in out and r.symbol in out
     assert "more (PROC001-PROC0" in out and "cpudoctor inspect PID" in out   # the process rules are pointed at
-    code, out, _ = _run(capsys, "doctor", "--list-rules", "--format", "json")
+    code, out, _ = run_cli(capsys, "doctor", "--list-rules", "--format", "json")
     assert [r["code"] for r in json.loads(out)] == [r.code for r in advisor.registry()]
-    code, out, _ = _run(capsys, "doctor", "--list-rules", "--format", "md")
+    code, out, _ = run_cli(capsys, "doctor", "--list-rules", "--format", "md")
     assert out.count("\n| [") == len(advisor.registry())
 
 
@@ -105,7 +97,7 @@ def test_list_rules_text_json_md(capsys):
     (["explain", "NOPE999"], "no rule"),
 ])
 def test_bad_usage_exits_2_with_one_line(capsys, argv, needle):
-    code, out, err = _run(capsys, *argv)
+    code, out, err = run_cli(capsys, *argv)
     assert code == 2
     assert len(err.strip().splitlines()) == 1, err
     assert needle in err
@@ -122,16 +114,16 @@ def test_root_and_from_report_are_exclusive(capsys):
 def test_not_a_report_and_damaged_report(tmp_path, capsys):
     other = tmp_path / "other.json"
     other.write_text('{"hello": 1}')
-    code, _, err = _run(capsys, "doctor", "--from-report", str(other))
+    code, _, err = run_cli(capsys, "doctor", "--from-report", str(other))
     assert code == 2 and "not a CPU Doctor report" in err
     broken = tmp_path / "broken.json"
     broken.write_text('{"schema_version": 1, "meta": {"kind": "cpudoctor-report"}, "cpu": {"flags": 7}}')
-    code, _, err = _run(capsys, "doctor", "--from-report", str(broken))
+    code, _, err = run_cli(capsys, "doctor", "--from-report", str(broken))
     assert code == 2 and "damaged" in err
 
 
 def test_captured_tree_root(capsys, corpus):
-    code, out, err = _run(capsys, "doctor", "--root", str(corpus / "machines" / "hwloc-memorysidecaches"))
+    code, out, err = run_cli(capsys, "doctor", "--root", str(corpus / "machines" / "hwloc-memorysidecaches"))
     assert code == 0, err
     assert "captured tree" in out.splitlines()[0]
     assert "4 NUMA nodes: bind each job to one (TOPO001)" in out  # env unknown for a captured tree: advice
@@ -140,7 +132,7 @@ def test_captured_tree_root(capsys, corpus):
 
 def test_output_file(tmp_path, capsys):
     target = tmp_path / "doctor.md"
-    code, out, _ = _run(capsys, "doctor", "--from-report", str(SCENARIOS / "zen3-healthy.json"), "--format", "md",
+    code, out, _ = run_cli(capsys, "doctor", "--from-report", str(SCENARIOS / "zen3-healthy.json"), "--format", "md",
                         "-o", str(target))
     assert code == 0 and out == ""
     assert target.read_text().startswith("## CPU Doctor")
@@ -158,19 +150,19 @@ def test_ascii_fallback_when_stdout_cannot_encode_marks():
 
 
 def test_explain_prints_sections(capsys):
-    code, out, _ = _run(capsys, "explain", "thr002")
+    code, out, _ = run_cli(capsys, "explain", "thr002")
     assert code == 0
     assert out.startswith("THR002 (threads-above-usable-cpus)")
     for section in ("What it checks:", "Why it matters:", "Fix:"):
         assert section in out
-    code, out, _ = _run(capsys, "explain", "torch-loop-core-pinning")
+    code, out, _ = run_cli(capsys, "explain", "torch-loop-core-pinning")
     assert code == 0 and out.startswith("MYTH001")
 
 
 @pytest.mark.hardware
 def test_this_machine_without_software(capsys):
     """The live root, CPU and topology only: instant, and no software categories."""
-    code, out, err = _run(capsys, "doctor", "--no-software", "--format", "json")
+    code, out, err = run_cli(capsys, "doctor", "--no-software", "--format", "json")
     assert code == 0, err
     data = json.loads(out)
     assert data["source"] == "this machine"
