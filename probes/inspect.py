@@ -266,12 +266,8 @@ def _why(problem: str | None, detail: str, what: str, pid: int, uid: int | None)
 
 def _proc_alive(root: Path, pid: int, starttime: int) -> procfs.TaskStat | None:
     """The process's stat, or None when it is gone, a zombie, or the PID was reused."""
-    text = read_text(procfs.proc_dir(root, pid) / "stat")
-    if not text:
-        return None
-    try:
-        st = procfs.parse_stat(text)
-    except procfs.StatParseError:
+    st = procfs.read_pid_stat(root, pid)
+    if st is None:
         return None
     if st.starttime != starttime or st.state in ("Z", "X", "x"):
         return None
@@ -419,16 +415,13 @@ def inspect_process(
     child_pids = _job_descendants(root, pid)
     child_first: dict[int, procfs.TaskStat] = {}
     for c in child_pids:
-        text = read_text(procfs.proc_dir(root, c) / "stat")
-        if text:
-            try:
-                cst = procfs.parse_stat(text)
-            except procfs.StatParseError:
-                continue
-            if cst.state in ("Z", "X"):
-                insp.notes.append(f"child {c} has exited but was not reaped by its parent (zombie)")
-                continue
-            child_first[c] = cst
+        cst = procfs.read_pid_stat(root, c)
+        if cst is None:
+            continue
+        if cst.state in ("Z", "X"):
+            insp.notes.append(f"child {c} has exited but was not reaped by its parent (zombie)")
+            continue
+        child_first[c] = cst
     child_r: dict[int, int] = {c: 0 for c in child_first}
 
     tracks: dict[int, _Track] = {}
@@ -557,12 +550,9 @@ def inspect_process(
     total_child_cpu = 0.0
     end_stats: dict[int, procfs.TaskStat] = {}
     for c in sorted(set(child_first) | set(_job_descendants(root, pid) if insp.status == "ok" else [])):
-        text = read_text(procfs.proc_dir(root, c) / "stat")
-        if text:
-            try:
-                end_stats[c] = procfs.parse_stat(text)
-            except procfs.StatParseError:
-                pass
+        st_end = procfs.read_pid_stat(root, c)
+        if st_end is not None:
+            end_stats[c] = st_end
     uptime = _uptime(root)
     for c in sorted(set(child_first) | set(end_stats)):
         st0 = child_first.get(c)
@@ -631,16 +621,7 @@ class ProcessEntry:
 
 
 def _snapshot(root: Path) -> dict[int, procfs.TaskStat]:
-    out: dict[int, procfs.TaskStat] = {}
-    for p in procfs.list_pids(root):
-        text = read_text(procfs.proc_dir(root, p) / "stat")
-        if not text:
-            continue
-        try:
-            out[p] = procfs.parse_stat(text)
-        except procfs.StatParseError:
-            continue
-    return out
+    return procfs.read_all_stats(root)
 
 
 def list_processes(
@@ -720,12 +701,8 @@ class ThreadTracker:
         self._prev_t: float | None = None
 
     def poll(self) -> list[ThreadPlace] | None:
-        text = read_text(procfs.proc_dir(self.root, self.pid) / "stat")
-        if not text:
-            return None
-        try:
-            st = procfs.parse_stat(text)
-        except procfs.StatParseError:
+        st = procfs.read_pid_stat(self.root, self.pid)
+        if st is None:
             return None
         if self._starttime is None:
             self._starttime = st.starttime

@@ -135,6 +135,31 @@ def proc_dir(root: Path, pid: int) -> Path:
     return under(root, f"/proc/{pid}")
 
 
+def read_stat(path: Path) -> TaskStat | None:
+    """A ``stat`` file parsed, or None when it is gone (the task exited) or garbled."""
+    text = read_text(path)
+    if not text:
+        return None
+    try:
+        return parse_stat(text)
+    except StatParseError:
+        return None
+
+
+def read_pid_stat(root: Path, pid: int) -> TaskStat | None:
+    return read_stat(proc_dir(root, pid) / "stat")
+
+
+def read_all_stats(root: Path) -> dict[int, TaskStat]:
+    """Every process's stat, one scan of /proc; processes that vanish meanwhile are skipped."""
+    out: dict[int, TaskStat] = {}
+    for p in list_pids(root):
+        st = read_pid_stat(root, p)
+        if st is not None:
+            out[p] = st
+    return out
+
+
 def read_task_stats(root: Path, pid: int) -> dict[int, TaskStat]:
     """Every thread's stat; threads that vanish between listing and reading are skipped."""
     out: dict[int, TaskStat] = {}
@@ -142,14 +167,9 @@ def read_task_stats(root: Path, pid: int) -> dict[int, TaskStat]:
     for name in list_dir(task_dir):
         if not name.isdigit():
             continue
-        text = read_text(task_dir / name / "stat")
-        if not text:
-            continue
-        try:
-            st = parse_stat(text)
-        except StatParseError:
-            continue
-        out[st.tid] = st
+        st = read_stat(task_dir / name / "stat")
+        if st is not None:
+            out[st.tid] = st
     return out
 
 
@@ -401,15 +421,7 @@ def list_pids(root: Path) -> list[int]:
 def descendants(root: Path, pid: int, stats: dict[int, TaskStat] | None = None) -> list[int]:
     """All descendants of ``pid`` (children, grandchildren, ...), scanning /proc/*/stat once."""
     if stats is None:
-        stats = {}
-        for p in list_pids(root):
-            text = read_text(proc_dir(root, p) / "stat")
-            if not text:
-                continue
-            try:
-                stats[p] = parse_stat(text)
-            except StatParseError:
-                continue
+        stats = read_all_stats(root)
     children: dict[int, list[int]] = {}
     for p, st in stats.items():
         children.setdefault(st.ppid, []).append(p)
