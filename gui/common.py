@@ -46,22 +46,6 @@ def human_mhz(mhz: float | None, unknown: str = UNKNOWN) -> str:
     return f"{mhz / 1000:.2f} GHz" if mhz >= 1000 else f"{mhz:.0f} MHz"
 
 
-def cpu_ranges(cpus: list[int]) -> str:
-    """[0,1,2,3,8] -> '0-3,8' (the kernel's cpulist form)."""
-    if not cpus:
-        return ""
-    out = []
-    start = prev = cpus[0]
-    for c in cpus[1:] + [None]:  # type: ignore[list-item]
-        if c is not None and c == prev + 1:
-            prev = c
-            continue
-        out.append(str(start) if start == prev else f"{start}-{prev}")
-        if c is not None:
-            start = prev = c
-    return ",".join(out)
-
-
 def text_or_unknown(value, unknown: str = UNKNOWN) -> str:
     return unknown if value is None or value == "" else str(value)
 

@@ -26,10 +26,11 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QDoubleSpinBox, QHB
 
 from cpudoctor.advisor.process_rules import run_process_rules
 from cpudoctor.commands.inspect import render_text
-from cpudoctor.gui.common import SEVERITY_COLOUR, SEVERITY_LABEL, Card, cpu_ranges, human_bytes
+from cpudoctor.gui.common import SEVERITY_COLOUR, SEVERITY_LABEL, Card, human_bytes
 from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.topology_map import TopologyMap
 from cpudoctor.gui.workers import run_in_thread
+from cpudoctor.probes._fs import format_cpulist
 from cpudoctor.probes.inspect import (Inspection, InspectError, ProcessEntry, ThreadTracker, inspect_process,
                                       list_processes, markers_by_cpu)
 from cpudoctor.probes.topology import Topology, probe_topology
@@ -548,7 +549,7 @@ class InspectorPage(QWidget):
                      _item(_pct(th.wait_percent), align_right=True), _item(state_text(th.state)))
             for c, cell in enumerate(cells):
                 if th.cpus_seen:
-                    cell.setToolTip(f"Seen on CPUs {cpu_ranges(sorted(th.cpus_seen))}")
+                    cell.setToolTip(f"Seen on CPUs {format_cpulist(sorted(th.cpus_seen))}")
                 t.setItem(r, c, cell)
 
     def _fill_libs_env(self, insp: Inspection) -> None:
@@ -585,7 +586,7 @@ class InspectorPage(QWidget):
     def _fill_cards(self, insp: Inspection) -> None:
         p = self.process_card
         p.set("Command", insp.cmdline or "—")
-        p.set("Affinity", cpu_ranges(insp.affinity) if insp.affinity else "unknown")
+        p.set("Affinity", format_cpulist(insp.affinity) if insp.affinity else "unknown")
         p.set("cgroup CPU quota", f"{insp.cpu_quota:g} CPUs" if insp.cpu_quota else "none")
         p.set("Usable CPUs", str(insp.usable_cpus) if insp.usable_cpus is not None else "unknown")
         p.set("Nice", str(insp.nice) if insp.nice is not None else "unknown")

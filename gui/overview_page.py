@@ -13,9 +13,10 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QGridLayout, QHBoxLayout, QLabel, QScrollArea, QSizePolicy, QVBoxLayout,
                                QWidget)
 
-from cpudoctor.gui.common import (SEVERITY_LABEL, SEVERITY_ORDER, UNKNOWN, Badge, Card, cpu_ranges,
+from cpudoctor.gui.common import (SEVERITY_LABEL, SEVERITY_ORDER, UNKNOWN, Badge, Card,
                                   human_bytes, human_mhz, severity_dot, text_or_unknown)
 from cpudoctor.gui.model import AppModel
+from cpudoctor.probes._fs import format_cpulist
 from cpudoctor.report import Finding, Report
 
 TOP_FINDINGS = 5
@@ -59,7 +60,7 @@ def numa_layout(report: Report) -> str:
         return UNKNOWN
     if len(nodes) == 1:
         return "1 node (uniform memory)"
-    detail = ", ".join(f"node {n.id}: CPUs {cpu_ranges(n.cpus) or 'none'}" for n in nodes[:4])
+    detail = ", ".join(f"node {n.id}: CPUs {format_cpulist(n.cpus) or 'none'}" for n in nodes[:4])
     more = f", … {len(nodes) - 4} more" if len(nodes) > 4 else ""
     return f"{len(nodes)} nodes — {detail}{more}"
 
@@ -203,7 +204,7 @@ class OverviewPage(QWidget):
         else:
             c.set("Usable here", text_or_unknown(usable and f"{usable} CPUs"))
         if topo.offline_cpus:
-            c.set("Offline CPUs", cpu_ranges(topo.offline_cpus))
+            c.set("Offline CPUs", format_cpulist(topo.offline_cpus))
 
         k = self.cards["Clocks"]
         k.set("Base", human_mhz(cpu.base_mhz))
