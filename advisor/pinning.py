@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from cpudoctor.probes._fs import format_cpulist
-from cpudoctor.probes.topology import Topology
+from cpudoctor.probes import Topology
 
 DEFAULT_COMMAND = "python train.py"
 

@@ -1,6 +1,6 @@
 """Rules for one running process: why is this training job slow right now?
 
-Input is an :class:`~cpudoctor.probes.inspect.Inspection` (plus the machine's
+Input is an :class:`~cpudoctor.probes.process.inspect.Inspection` (plus the machine's
 Topology), wrapped in a :class:`Context`; output is
 :class:`~cpudoctor.report.Finding` objects with stable codes ``PROC001``...
 The rules live in :data:`PROCESS_RULES`, a :class:`~cpudoctor.advisor.engine.RuleSet`
@@ -23,8 +23,8 @@ from typing import Any
 
 from cpudoctor.advisor.engine import SEVERITY_RANK, RuleSet, UnknownRuleError
 from cpudoctor.probes._fs import format_cpulist
-from cpudoctor.probes.inspect import Inspection, ThreadInfo
-from cpudoctor.probes.topology import Topology
+from cpudoctor.probes.process.inspect import Inspection, ThreadInfo
+from cpudoctor.probes import Topology
 from cpudoctor.report import Finding
 
 # A thread counts as busy at a quarter of a CPU over the window: OpenMP workers

@@ -30,8 +30,8 @@ def median_ms(fn, n: int) -> float:
 
 
 def main() -> None:
-    from cpudoctor.probes.cpu import probe_cpu
-    from cpudoctor.probes.cpuid_check import run_child
+    from cpudoctor.probes import probe_cpu
+    from cpudoctor.probes.cpu.cpuid_check import run_child
 
     probe_cpu(Path("/"))  # warm the JSON resource cache, as a running app would be
     print(f"probe_cpu(/)                         {median_ms(lambda: probe_cpu(Path('/')), 50):8.2f} ms")

@@ -13,8 +13,8 @@ import subprocess
 import sys
 import time
 
-from cpudoctor.probes import procfs
-from cpudoctor.probes.inspect import ThreadTracker, _snapshot
+from cpudoctor.probes.process import procfs
+from cpudoctor.probes.process.inspect import ThreadTracker, _snapshot
 
 CHILD = """
 import threading, time, sys

@@ -21,9 +21,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from cpudoctor.probes.software import probe_software
+from cpudoctor.probes import probe_software
 
-PROBE_CODE = "from cpudoctor.probes.software import probe_software; probe_software(cache=False)"
+PROBE_CODE = "from cpudoctor.probes.software.model import probe_software; probe_software(cache=False)"
 
 
 def timed_subprocess(argv: list[str]) -> float:

@@ -29,7 +29,7 @@ def median_ms(fn, n: int = 15) -> float:
 
 
 def main() -> None:
-    from cpudoctor.probes.topology import probe_topology
+    from cpudoctor.probes import probe_topology
     from cpudoctor.render.topology import text_lines
 
     print("probe_topology (median ms)")

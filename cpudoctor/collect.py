@@ -6,9 +6,9 @@ import sys
 from pathlib import Path
 
 from cpudoctor import __version__
-from cpudoctor.probes.cpu import probe_cpu
-from cpudoctor.probes.software import probe_software
-from cpudoctor.probes.topology import probe_topology
+from cpudoctor.probes import probe_cpu
+from cpudoctor.probes import probe_software
+from cpudoctor.probes import probe_topology
 from cpudoctor.report import Meta, Report, utc_now_iso
 
 

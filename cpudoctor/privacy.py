@@ -92,7 +92,7 @@ def filter_env(env: dict[str, str]) -> dict[str, str]:
     tool before it is shared.
     """
     try:
-        from cpudoctor.probes.envvars import filter_thread_env
+        from cpudoctor.probes.software.envvars import filter_thread_env
     except ImportError:
         return {k: v for k, v in env.items() if env_whitelisted(k)}
     return {k: v for k, v in filter_thread_env(env).items() if env_whitelisted(k) or k == "LD_PRELOAD"}

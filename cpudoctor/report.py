@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cpudoctor.probes.cpu import CpuInfo
-from cpudoctor.probes.software import Software
-from cpudoctor.probes.topology import Topology
+from cpudoctor.probes import CpuInfo
+from cpudoctor.probes import Software
+from cpudoctor.probes import Topology
 from cpudoctor.serde import SchemaError, from_data, to_data
 
 SCHEMA_VERSION = 1

@@ -42,7 +42,7 @@ def _cheap(root: Path) -> Report:
 
 
 def _full_software(root: Path):
-    from cpudoctor.probes.software import probe_software
+    from cpudoctor.probes import probe_software
 
     return probe_software(root, children=True)
 

@@ -31,9 +31,9 @@ from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.topology_map import TopologyMap
 from cpudoctor.gui.workers import run_in_thread
 from cpudoctor.probes._fs import format_cpulist
-from cpudoctor.probes.inspect import (Inspection, InspectError, ProcessEntry, ThreadTracker, inspect_process,
+from cpudoctor.probes.process.inspect import (Inspection, InspectError, ProcessEntry, ThreadTracker, inspect_process,
                                       list_processes, markers_by_cpu)
-from cpudoctor.probes.topology import Topology, probe_topology
+from cpudoctor.probes import Topology, probe_topology
 from cpudoctor.report import Finding
 
 log = logging.getLogger(__name__)

@@ -15,7 +15,7 @@ from cpudoctor.report import BenchRun, Finding, Report, ThreadRecommendation
 class AppModel(QObject):
     report_changed = Signal(object)            # Report
     findings_changed = Signal(list)            # list[Finding]
-    sample = Signal(object)                    # cpudoctor.probes.live.Sample
+    sample = Signal(object)                    # cpudoctor.probes.live.sample.Sample
     benchmarks_changed = Signal(list)          # list[BenchRun]
     recommendation_changed = Signal(object)    # ThreadRecommendation | None
     status_message = Signal(str)               # short text for the status bar

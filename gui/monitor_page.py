@@ -21,8 +21,8 @@ from cpudoctor.gui.common import human_bytes, human_mhz
 from cpudoctor.gui.icons import icon
 from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.sampler import DEFAULT_HZ, RATES_HZ
-from cpudoctor.probes.live import Sample
-from cpudoctor.probes.ringbuffer import RingBuffer, RingBuffer2D
+from cpudoctor.probes.live.sample import Sample
+from cpudoctor.probes.live.ringbuffer import RingBuffer, RingBuffer2D
 from cpudoctor.report import Report
 
 # 15 minutes at the fastest rate; memory is fixed by this, whatever the run time.

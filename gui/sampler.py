@@ -13,7 +13,7 @@ import logging
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
 
 from cpudoctor.gui.model import AppModel
-from cpudoctor.probes.sampler import Sampler
+from cpudoctor.probes.live.sampler import Sampler
 
 log = logging.getLogger(__name__)
 

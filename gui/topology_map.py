@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (QGraphicsItem, QGraphicsScene, QGraphicsView, QSi
                                QWidget)
 
 from cpudoctor.probes._fs import format_cpulist
-from cpudoctor.probes.topology import Topology
+from cpudoctor.probes import Topology
 from cpudoctor.render.topology import Node, build_tree, cpus_text, is_ccx_vendor
 
 # Geometry (scene units = pixels at zoom 1).

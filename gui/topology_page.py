@@ -21,8 +21,8 @@ from cpudoctor.advisor.pinning import (PinningPlan, l3_cpu_sets, numa_cpu_sets, 
                                        pinning_plan)
 from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.topology_map import LoadLegend, TopologyMap
-from cpudoctor.probes.live import Sample
-from cpudoctor.probes.topology import Topology
+from cpudoctor.probes.live.sample import Sample
+from cpudoctor.probes import Topology
 from cpudoctor.render.topology import (cache_size, cpus_text, display_notes, is_ccx_vendor, summary_line,
                                        usable_line)
 from cpudoctor.report import Report

@@ -23,8 +23,8 @@ from cpudoctor.lab.settings import GemmSettings, SettingsError
 
 def machine(root: Path = Path("/")) -> dict[str, Any]:
     """What the peak needs: micro-architecture, brand, clocks, and which CPUs share a core."""
-    from cpudoctor.probes.cpu import probe_cpu
-    from cpudoctor.probes.topology import probe_topology
+    from cpudoctor.probes import probe_cpu
+    from cpudoctor.probes import probe_topology
 
     cpu = probe_cpu(root)
     topo = probe_topology(root)

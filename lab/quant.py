@@ -23,7 +23,7 @@ from cpudoctor.lab.settings import QuantSettings, SettingsError
 
 def vnni_flags(root: Path = Path("/")) -> dict[str, bool | None]:
     """VNNI and AMX-INT8 as the kernel reports them (None when the flags are unknown)."""
-    from cpudoctor.probes.cpu import probe_cpu
+    from cpudoctor.probes import probe_cpu
 
     flags = set(probe_cpu(root).flags)
     if not flags:

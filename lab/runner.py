@@ -3,7 +3,7 @@
 The child streams JSON lines (:mod:`cpudoctor.lab.protocol`); this module
 collects them, calls back on each message, stops the child in stages
 (ask -> wait -> terminate -> kill, as s-tui stops its stress workers), and
-explains a death with :func:`cpudoctor.probes.exitstatus.diagnose_exit`.
+explains a death with :func:`cpudoctor.probes.child.exitstatus.diagnose_exit`.
 The Qt :class:`cpudoctor.gui.job_runner.JobRunner` shares :func:`classify`
 and :func:`job_command`, so the GUI and the CLI say the same thing.
 No torch here.
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from cpudoctor.lab import protocol
-from cpudoctor.probes.exitstatus import ExitDiagnosis, diagnose_exit
+from cpudoctor.probes.child.exitstatus import ExitDiagnosis, diagnose_exit
 
 JOB_MODULES = {
     "train": "cpudoctor.lab.train",
@@ -73,8 +73,8 @@ def isa_hint(root: str = "/") -> str:
     except metadata.PackageNotFoundError:
         version = None
     try:
-        from cpudoctor.probes.cpu import probe_cpu
-        from cpudoctor.probes.isarisk import isa_hint as floor_hint
+        from cpudoctor.probes import probe_cpu
+        from cpudoctor.probes.software.isarisk import isa_hint as floor_hint
 
         return floor_hint(probe_cpu(Path(root)), "torch", version)
     except Exception:  # noqa: BLE001 - the hint must never fail the diagnosis

@@ -21,7 +21,7 @@ from typing import Any
 from cpudoctor.lab import protocol
 from cpudoctor.lab.settings import SettingsError, TrainSettings
 from cpudoctor.probes._fs import format_cpulist
-from cpudoctor.probes.topology import Topology
+from cpudoctor.probes import Topology
 
 TIE_TOLERANCE = 0.03    # within 3% of the best, fewer threads win: same speed, cores left free
 NOISE_RATIO = 1.25      # two runs of one setting further apart than this: the machine was busy
@@ -215,7 +215,7 @@ def run(args: dict[str, Any], stop: protocol.StopFlag, root: Path = Path("/")) -
 
         topo = from_data(Topology, args["topology"])
     else:
-        from cpudoctor.probes.topology import probe_topology
+        from cpudoctor.probes import probe_topology
 
         topo = probe_topology(root)
     variants = derive_variants(topo, args.get("allowed_cpus"))

@@ -6,10 +6,10 @@ progress and can plant identifying strings in known places.
 
 from __future__ import annotations
 
-from cpudoctor.probes.cpu import CpuInfo, IsaVerdict
-from cpudoctor.probes.software import (BlasLib, NumpyInfo, OsInfo, PackageInfo, PythonInfo, Software,
+from cpudoctor.probes import CpuInfo, IsaVerdict
+from cpudoctor.probes.software.model import (BlasLib, NumpyInfo, OsInfo, PackageInfo, PythonInfo, Software,
                                        TorchBuild)
-from cpudoctor.probes.topology import Affinity, Core, L3Domain, NumaNode, Package, Topology
+from cpudoctor.probes.cpu.topology import Affinity, Core, L3Domain, NumaNode, Package, Topology
 from cpudoctor.report import BenchRun, Finding, Meta, Report, ThreadRecommendation
 
 BRAND = "AMD EPYC 9354 32-Core Processor"

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import machine_root
 from cpudoctor.capture import TOP, CaptureError, allowed, capture
-from cpudoctor.probes.topology import probe_topology
+from cpudoctor.probes import probe_topology
 from cpudoctor.serde import to_data
 
 

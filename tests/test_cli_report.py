@@ -173,7 +173,7 @@ def test_masked_avx512_on_zen4_guest_is_a_warning(corpus):
     """A Genoa guest whose hypervisor hides AVX-512: still zen4 by family/model, AVX-512 row warns."""
     import re as _re
 
-    from cpudoctor.probes.cpu import cpu_from_cpuinfo_text
+    from cpudoctor.probes.cpu.identity import cpu_from_cpuinfo_text
     from cpudoctor.render.cpu import WARN, isa_rows
 
     text = (machine_root(GENOA) / "proc/cpuinfo").read_text()

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from conftest import MACHINES, MANIFEST, machine_root
-from cpudoctor.probes import isa as isa_mod
-from cpudoctor.probes.cpu import CpuInfo, cpu_from_cpuinfo_text, probe_cpu
-from cpudoctor.probes.cpuid_check import CpuidResult, compare
-from cpudoctor.probes._pycpuinfo import cpu_from_pycpuinfo, normalise_flags
-from cpudoctor.probes.uarch import decode_x86
+from cpudoctor.probes.cpu import isa as isa_mod
+from cpudoctor.probes.cpu.identity import CpuInfo, cpu_from_cpuinfo_text, probe_cpu
+from cpudoctor.probes.cpu.cpuid_check import CpuidResult, compare
+from cpudoctor.probes.cpu._pycpuinfo import cpu_from_pycpuinfo, normalise_flags
+from cpudoctor.probes.cpu.uarch import decode_x86
 from cpudoctor.resources import load_json
 
 X86_VENDORS = {"AuthenticAMD": "AMD", "GenuineIntel": "Intel"}
@@ -409,7 +409,7 @@ def test_this_machine_is_zen5_turin():
 
 @pytest.mark.hardware
 def test_this_machine_cpuid_child_agrees_on_identity():
-    from cpudoctor.probes.cpuid_check import run_child
+    from cpudoctor.probes.cpu.cpuid_check import run_child
 
     cpu = probe_cpu(Path("/"))
     if cpu.arch != "x86_64":

@@ -190,7 +190,7 @@ def test_small_machine_map_is_enlarged_not_a_thumbnail():
 
 def test_cpuinfo_only_tree_map_does_not_invent_cores(corpus, manifest):
     """An archspec tree has /proc/cpuinfo only: 16 cores with SMT 2, but no sibling lists."""
-    from cpudoctor.probes.topology import probe_topology
+    from cpudoctor.probes import probe_topology
     from cpudoctor.render.svg_topology import render_svg
 
     topo = probe_topology(machine_root("archspec-rocky9-zen5"))

@@ -154,7 +154,7 @@ def test_names_and_formats(tmp_path):
 
 
 def test_topology_svg_nests_snc_and_degrades():
-    from cpudoctor.probes.topology import Topology
+    from cpudoctor.probes import Topology
     from cpudoctor.render.svg_topology import build_tree, render_svg
 
     tree = build_tree(epyc_topology(packages=1, ccx_per_pkg=2, cores_per_ccx=4))
@@ -170,7 +170,7 @@ def test_topology_svg_nests_snc_and_degrades():
     ("hwloc-64amd64-4s2n4ca2co", "package", "numa"),        # the usual Package > NUMA > L3
 ])
 def test_topology_svg_nesting_follows_the_machine(corpus, manifest, machine, outer, inner):
-    from cpudoctor.probes.topology import probe_topology
+    from cpudoctor.probes import probe_topology
     from cpudoctor.render.svg_topology import build_tree, render_svg
 
     topo = probe_topology(machine_root(machine))
@@ -183,7 +183,7 @@ def test_topology_svg_nesting_follows_the_machine(corpus, manifest, machine, out
 @pytest.mark.parametrize("machine", HWLOC_MACHINES)
 def test_topology_svg_counts_match_hwloc(corpus, manifest, machine):
     """Every box the map draws matches hwloc's own expected output for that machine."""
-    from cpudoctor.probes.topology import probe_topology
+    from cpudoctor.probes import probe_topology
     from cpudoctor.render.svg_topology import render_svg
 
     svg = render_svg(probe_topology(machine_root(machine)))

@@ -1,8 +1,8 @@
 from pathlib import Path
 
 from cpudoctor.advisor import diagnose
-from cpudoctor.probes.gpu import probe_gpus
-from cpudoctor.probes.software import PackageInfo, Software, TorchBuild
+from cpudoctor.probes.software.gpu import probe_gpus
+from cpudoctor.probes.software.model import PackageInfo, Software, TorchBuild
 from cpudoctor.report import Report
 
 

@@ -11,10 +11,10 @@ import pytest
 
 from gui_support import no_qt_leaks  # noqa: F401 - fixture
 
-from cpudoctor.probes import sampler as sampler_mod
-from cpudoctor.probes.live import Sample
-from cpudoctor.probes.ringbuffer import RingBuffer, RingBuffer2D
-from cpudoctor.probes.sampler import Sampler
+from cpudoctor.probes.live import sampler as sampler_mod
+from cpudoctor.probes.live.sample import Sample
+from cpudoctor.probes.live.ringbuffer import RingBuffer, RingBuffer2D
+from cpudoctor.probes.live.sampler import Sampler
 
 T = namedtuple("scputimes", "user nice system idle iowait irq softirq steal guest guest_nice")
 

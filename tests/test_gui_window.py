@@ -18,7 +18,7 @@ from cpudoctor.gui import main_window as mw
 from cpudoctor.gui.icons import icon, known_icons
 from cpudoctor.gui.main_window import MainWindow, versions
 from cpudoctor.gui.model import AppModel
-from cpudoctor.probes.cpu import CpuInfo
+from cpudoctor.probes import CpuInfo
 from cpudoctor.report import Meta, Report
 
 

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from cpudoctor.probes import procfs
-from cpudoctor.probes.inspect import (
+from cpudoctor.probes.process import procfs
+from cpudoctor.probes.process.inspect import (
     InspectError, classify_libraries, inspect_process, list_processes, locate_cpu,
 )
-from cpudoctor.probes.topology import Topology
+from cpudoctor.probes import Topology
 from inspect_fakes import FakeProc, StepClock, stat_line, two_ccx_topology
 
 PY = sys.executable
@@ -273,8 +273,8 @@ def test_permission_denied_message_as_another_user():
             p.chmod(0o755 if p.is_dir() else 0o644)
         (fp.pdir(900) / "environ").chmod(0o000)
         (fp.pdir(900) / "maps").chmod(0o000)
-        code = ("import json,sys; from pathlib import Path; from cpudoctor.probes.inspect import inspect_process;"
-                "from cpudoctor.probes.topology import Topology;"
+        code = ("import json,sys; from pathlib import Path; from cpudoctor.probes.process.inspect import inspect_process;"
+                "from cpudoctor.probes.cpu.topology import Topology;"
                 f"i=inspect_process(900, 0.0, Path({str(root)!r}), Topology());"
                 "print(json.dumps([i.env_error, i.libraries_error, i.access_limited, i.uid]))")
         out = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", PY, "-c", code],
@@ -461,7 +461,7 @@ def test_real_process_of_another_user():
         insp = inspect_process(proc.pid, 0.2)
         assert insp.uid == 65534 and insp.env_readable and insp.libraries_readable
         # As a third user (uid 65533), environ and maps are refused: a clear message, partial data.
-        code = ("import json; from cpudoctor.probes.inspect import inspect_process;"
+        code = ("import json; from cpudoctor.probes.process.inspect import inspect_process;"
                 f"i=inspect_process({proc.pid}, 0.2);"
                 "print(json.dumps([i.env_error, i.access_limited, i.num_threads]))")
         out = subprocess.run(["setpriv", "--reuid=65533", "--regid=65533", "--clear-groups", PY, "-c", code],
@@ -497,7 +497,7 @@ def test_thread_tracker_and_markers(tmp_path):
     fp = FakeProc(tmp_path)
     fp.add_process(55, "trainer", threads={55: dict(processor=1, utime=0), 56: dict(processor=3, utime=0)})
     clock = StepClock()
-    tracker = __import__("cpudoctor.probes.inspect", fromlist=["ThreadTracker"]).ThreadTracker(55, tmp_path, clock)
+    tracker = __import__("cpudoctor.probes.process.inspect", fromlist=["ThreadTracker"]).ThreadTracker(55, tmp_path, clock)
     first = tracker.poll()
     assert [(p.tid, p.cpu, p.cpu_percent) for p in first] == [(55, 1, None), (56, 3, None)]
     clock.t += 1.0
@@ -505,7 +505,7 @@ def test_thread_tracker_and_markers(tmp_path):
     fp.set_thread(55, 56, processor=3, utime=HZ // 10)
     second = tracker.poll()
     assert [(p.tid, p.cpu, p.cpu_percent) for p in second] == [(55, 2, 100.0), (56, 3, 10.0)]
-    from cpudoctor.probes.inspect import markers_by_cpu
+    from cpudoctor.probes.process.inspect import markers_by_cpu
 
     labels, load = markers_by_cpu(second)
     assert labels == {2: ["trainer 55 (100%)"], 3: ["trainer 56 (10%)"]}
@@ -546,7 +546,7 @@ def test_inspecting_an_ancestor_leaves_the_inspector_itself_out():
     """`cpudoctor inspect <my shell's pid>`: the inspector is a descendant, but not one of the job's workers."""
     import os
 
-    from cpudoctor.probes.inspect import inspect_process
+    from cpudoctor.probes.process.inspect import inspect_process
 
     insp = inspect_process(os.getppid(), seconds=0.2)
     assert os.getpid() not in [c.pid for c in insp.children]

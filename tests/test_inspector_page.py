@@ -15,9 +15,9 @@ from PySide6.QtCore import QUrl
 
 from cpudoctor.gui.inspector_page import InspectorPage
 from cpudoctor.gui.model import AppModel
-from cpudoctor.probes.inspect import (ChildProcess, Inspection, InspectError, NativeLib, ProcessEntry, ThreadInfo,
+from cpudoctor.probes.process.inspect import (ChildProcess, Inspection, InspectError, NativeLib, ProcessEntry, ThreadInfo,
                                       ThreadPlace, place_threads)
-from cpudoctor.probes.topology import Topology, probe_topology
+from cpudoctor.probes import Topology, probe_topology
 from inspect_fakes import two_ccx_topology
 
 
@@ -252,7 +252,7 @@ def test_real_process_end_to_end(qtbot):
     try:
         page = InspectorPage(AppModel())
         qtbot.addWidget(page)
-        page.list_fn = lambda: __import__("cpudoctor.probes.inspect", fromlist=["x"]).list_processes(
+        page.list_fn = lambda: __import__("cpudoctor.probes.process.inspect", fromlist=["x"]).list_processes(
             interval=0.1, exclude_self=False)
         _list(qtbot, page)
         assert page.select_pid(proc.pid)
@@ -301,7 +301,7 @@ def test_gone_process_message_points_at_the_list_not_the_cli(qtbot, page):
     """The probe's 'pick one from `cpudoctor inspect --list`' is terminal advice; the page has the list."""
     import os
 
-    from cpudoctor.probes.inspect import inspect_process
+    from cpudoctor.probes.process.inspect import inspect_process
 
     page.inspect_fn = inspect_process
     gone = next(p for p in range(4_000_000, 4_100_000) if not os.path.exists(f"/proc/{p}"))

@@ -52,7 +52,7 @@ EXPECTED_VIA_PROBE = {**EXPECTED_FP32, "archspec-rhel7-x86_64_v3": 32,   # it is
 
 @pytest.mark.parametrize("name", sorted(EXPECTED_VIA_PROBE))
 def test_corpus_machines_through_the_cpu_probe(name, manifest):
-    from cpudoctor.probes.cpu import probe_cpu
+    from cpudoctor.probes import probe_cpu
 
     cpu = probe_cpu(machine_root(name))
     per = peak.flops_per_cycle(cpu.microarchitecture, "fp32", cpu.brand)

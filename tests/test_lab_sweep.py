@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cpudoctor.lab import sweep
-from cpudoctor.probes.topology import Affinity, Core, L3Domain, NumaNode, Topology
+from cpudoctor.probes.cpu.topology import Affinity, Core, L3Domain, NumaNode, Topology
 from cpudoctor.report import ThreadRecommendation
 
 
@@ -92,7 +92,7 @@ def test_pinning_choices_list_every_ccx_and_node():
 
 def test_pinning_choices_offer_the_performance_cores_of_a_hybrid_chip():
     from conftest import machine_root
-    from cpudoctor.probes.topology import probe_topology
+    from cpudoctor.probes import probe_topology
 
     topo = probe_topology(machine_root("hwloc-20em64t-hybrid-1p6c2t+2ca4co1t"))
     labels = [c[0] for c in sweep.pinning_choices(topo)]
@@ -127,7 +127,7 @@ def test_recommend_clear_winner_and_nothing_measured():
 def test_hybrid_chip_measures_the_performance_cores_alone():
     """Raptor Lake i7-1370P (corpus): P cores 0-11 (6 x SMT2), E cores 12-19."""
     from conftest import machine_root
-    from cpudoctor.probes.topology import probe_topology
+    from cpudoctor.probes import probe_topology
 
     topo = probe_topology(machine_root("hwloc-20em64t-hybrid-1p6c2t+2ca4co1t"))
     vs = {v.name: v for v in sweep.derive_variants(topo)}

@@ -20,7 +20,7 @@ from cpudoctor.advisor.pinning import (
     pinning_plan,
 )
 from cpudoctor.probes._fs import parse_cpulist
-from cpudoctor.probes.topology import Affinity, Core, L3Domain, NumaNode, Package, Topology, probe_topology
+from cpudoctor.probes.cpu.topology import Affinity, Core, L3Domain, NumaNode, Package, Topology, probe_topology
 
 
 def expand_places(text: str) -> list[list[int]]:

@@ -8,8 +8,8 @@ import pytest
 
 from cpudoctor.advisor import process_rules as pr
 from cpudoctor.advisor.engine import REPORT_RULES, RuleDefinitionError
-from cpudoctor.probes.inspect import ChildProcess, Inspection, NativeLib, ThreadInfo, inspect_process, place_threads
-from cpudoctor.probes.topology import Topology
+from cpudoctor.probes.process.inspect import ChildProcess, Inspection, NativeLib, ThreadInfo, inspect_process, place_threads
+from cpudoctor.probes import Topology
 from inspect_fakes import FakeProc, StepClock, two_ccx_topology
 
 GOMP = NativeLib("libgomp.so.1", "openmp", "GNU OpenMP (libgomp)", "gomp", "torch")
@@ -345,7 +345,7 @@ def test_cpu_contention_from_other_programs():
 
 def test_relaunch_prefix_from_pinning_module_and_fallback():
     from cpudoctor.advisor import pinning
-    from cpudoctor.probes.topology import L3Domain, NumaNode
+    from cpudoctor.probes.cpu.topology import L3Domain, NumaNode
 
     topo = two_ccx_topology()
     assert pr.launch_prefix(topo, [0, 1]) == pinning.launch_prefix(topo, [0, 1])
@@ -363,7 +363,7 @@ def test_real_oversubscribed_torch_job_fires_proc001():
     import subprocess
     import sys
 
-    from cpudoctor.probes.topology import probe_topology
+    from cpudoctor.probes import probe_topology
 
     usable = len(os.sched_getaffinity(0))
     threads = 4 * usable
@@ -393,7 +393,7 @@ def test_libgomp_sleeping_oversubscription_is_proc001_not_contention():
     """8 OpenMP threads on 2 CPUs average only ~2.3 runnable threads (libgomp sleeps at barriers
     once oversubscribed), yet all 8 run in turn: that is the job's own oversubscription (PROC001),
     not other programs (PROC013). Measured on a loaded 2-CPU machine: runnable_mean 2.36, wait 281%."""
-    from cpudoctor.probes.inspect import Inspection, ThreadInfo
+    from cpudoctor.probes.process.inspect import Inspection, ThreadInfo
 
     insp = Inspection(pid=1234, num_threads=8, runnable_mean=2.36, runnable_max=8, wait_percent=281.0,
                       cpu_percent=190.0, window_s=1.0,

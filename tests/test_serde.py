@@ -5,7 +5,7 @@ import pytest
 
 from cpudoctor.report import Finding, Report, ReportError, SCHEMA_VERSION
 from cpudoctor.serde import SchemaError, from_data, to_data
-from cpudoctor.probes.topology import L3Domain, NumaNode
+from cpudoctor.probes.cpu.topology import L3Domain, NumaNode
 
 
 @dataclass

@@ -233,8 +233,8 @@ def test_big_machine_leaves_cores_for_dataloader_workers(corpus):
     """96 cores without SMT: not num_workers=0 with 96 compute threads, but a few cores for the workers."""
     from conftest import machine_root
     from cpudoctor.advisor.snippets import python_settings, thread_plan
-    from cpudoctor.probes.cpu import probe_cpu
-    from cpudoctor.probes.topology import probe_topology
+    from cpudoctor.probes import probe_cpu
+    from cpudoctor.probes import probe_topology
     from cpudoctor.report import Report, ThreadRecommendation
 
     root = machine_root("hwloc-96em64t-4no4pa3ca2co")

@@ -7,10 +7,10 @@ import os
 import signal
 import sys
 
-from cpudoctor.probes import childcache
-from cpudoctor.probes.children import ChildResult, ChildSpec, run_children
-from cpudoctor.probes.exitstatus import diagnose_exit
-from cpudoctor.probes.software import probe_software
+from cpudoctor.probes.child import cache as childcache
+from cpudoctor.probes.child.runner import ChildResult, ChildSpec, run_children
+from cpudoctor.probes.child.exitstatus import diagnose_exit
+from cpudoctor.probes import probe_software
 
 SPECS = [ChildSpec([sys.executable, "-c", "print('{\"x\": 1}')"], what="child one")]
 PKGS = {"numpy": ("2.4.6", "numpy")}

@@ -7,8 +7,8 @@ import sys
 import textwrap
 import time
 
-from cpudoctor.probes.children import ChildSpec, parse_json_lines, run_child, run_children
-from cpudoctor.probes.importcheck import import_spec, to_import_check
+from cpudoctor.probes.child.runner import ChildSpec, parse_json_lines, run_child, run_children
+from cpudoctor.probes.software.importcheck import import_spec, to_import_check
 
 SIGILL_SELF = "import os, signal, sys; print('{\"before\": 1}', flush=True); os.kill(os.getpid(), signal.SIGILL)"
 

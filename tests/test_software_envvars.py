@@ -1,6 +1,6 @@
 """The thread-env whitelist: only tuning variables survive, LD_PRELOAD loses its paths."""
 
-from cpudoctor.probes.envvars import allocator_names, filter_thread_env, preload_names
+from cpudoctor.probes.software.envvars import allocator_names, filter_thread_env, preload_names
 
 
 def test_whitelist_keeps_tuning_vars_and_drops_everything_else():

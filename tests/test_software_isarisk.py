@@ -8,11 +8,11 @@ import pytest
 from conftest import MACHINES, MANIFEST, machine_root
 
 from cpudoctor import resources
-from cpudoctor.probes.cpu import CpuInfo
-from cpudoctor.probes.isarisk import assess, expand_needs, isa_hint, missing_for, version_key, x86_64_level
-from cpudoctor.probes.packages import known_packages
-from cpudoctor.probes.software import PackageInfo
-from cpudoctor.probes.stack import cpu_for_risk
+from cpudoctor.probes import CpuInfo
+from cpudoctor.probes.software.isarisk import assess, expand_needs, isa_hint, missing_for, version_key, x86_64_level
+from cpudoctor.probes.software.packages import known_packages
+from cpudoctor.probes.software.model import PackageInfo
+from cpudoctor.probes.software.stack import cpu_for_risk
 
 OPTERON = "hwloc-16amd64-8n2c"           # Opteron 865 (K8): no SSE4, no AVX
 HASWELL = "hwloc-offline-cpu0-node0"     # Xeon E5-2680 v3: AVX2, no AVX-512

@@ -8,7 +8,7 @@ import pytest
 
 from conftest import HWLOC_MACHINES, machine_root
 
-from cpudoctor.probes.osinfo import (
+from cpudoctor.probes.software.osinfo import (
     kernel_from_proc_version,
     parse_meminfo,
     parse_os_release,

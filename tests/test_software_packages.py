@@ -6,8 +6,8 @@ import importlib.metadata as metadata
 
 import pytest
 
-from cpudoctor.probes import packages as pk
-from cpudoctor.probes.packages import build_kind, normalize, package_of, probe_packages, probe_python
+from cpudoctor.probes.software import packages as pk
+from cpudoctor.probes.software.packages import build_kind, normalize, package_of, probe_packages, probe_python
 
 
 class FakeDist:

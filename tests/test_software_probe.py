@@ -10,7 +10,7 @@ import pytest
 from conftest import machine_root
 
 from cpudoctor.collect import collect_report
-from cpudoctor.probes.software import Software, probe_software
+from cpudoctor.probes import Software, probe_software
 from cpudoctor.report import Report
 
 
@@ -23,7 +23,7 @@ def test_captured_tree_gets_file_facts_only(corpus):
 
 
 def test_quick_part_runs_no_children(monkeypatch):
-    import cpudoctor.probes.stack as stack
+    import cpudoctor.probes.software.stack as stack
 
     monkeypatch.setattr(stack, "run_children", lambda specs: pytest.fail("children=False must not start children"))
     sw = probe_software(children=False)

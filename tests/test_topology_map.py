@@ -13,8 +13,8 @@ from cpudoctor.advisor.pinning import l3_cpu_sets, pinning_plan
 from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.topology_map import BoxItem, MapColours, PUItem, TopologyMap
 from cpudoctor.gui.topology_page import TopologyPage
-from cpudoctor.probes.live import Sample
-from cpudoctor.probes.topology import (Affinity, Core, L3Domain, NumaNode, Package, Topology,
+from cpudoctor.probes.live.sample import Sample
+from cpudoctor.probes.cpu.topology import (Affinity, Core, L3Domain, NumaNode, Package, Topology,
                                        probe_topology)
 from cpudoctor.report import Report
 from gui_support import no_qt_leaks  # noqa: F401  (autouse fixture)
@@ -298,7 +298,7 @@ def test_disallowed_cpus_are_hatched_and_not_selected_by_select_all(qtbot):
 
 def test_selection_row_fits_a_small_window(qtbot, corpus):
     """2 L3 + 4 NUMA nodes in a 1000 px window: drop-downs, not six buttons squeezed to 'ode ('."""
-    from cpudoctor.probes.topology import probe_topology
+    from cpudoctor.probes import probe_topology
 
     page, _model = _page(qtbot, probe_topology(machine_root("hwloc-memorysidecaches")))
     page.resize(790, 600)
@@ -327,7 +327,7 @@ def test_hybrid_chip_marks_efficiency_cores(qtbot, corpus):
     """Raptor Lake i7-1370P: P-cores 0-11 (SMT), E-cores 12-19 are drawn dashed and named in tooltips."""
     from conftest import machine_root
     from cpudoctor.gui.topology_map import TopologyMap
-    from cpudoctor.probes.topology import probe_topology
+    from cpudoctor.probes import probe_topology
 
     topo = probe_topology(machine_root("hwloc-20em64t-hybrid-1p6c2t+2ca4co1t"))
     m = TopologyMap()

@@ -10,7 +10,7 @@ import pytest
 from conftest import HWLOC_MACHINES, MACHINES, machine_root
 from cpudoctor.probes._cgroup import read_cgroup_limits
 from cpudoctor.probes._fs import format_cpulist, parse_cpulist
-from cpudoctor.probes.topology import Topology, probe_topology
+from cpudoctor.probes import Topology, probe_topology
 from cpudoctor.serde import from_data, to_data
 
 PYCPUINFO = [m for m in MACHINES if m.startswith("pycpuinfo-")]

@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QApplication
 
 from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.training_page import TrainingPage
-from cpudoctor.probes.topology import Affinity, Core, L3Domain, NumaNode, Topology
+from cpudoctor.probes.cpu.topology import Affinity, Core, L3Domain, NumaNode, Topology
 from cpudoctor.report import BenchRun, Report, ThreadRecommendation
 
 TORCH_BEFORE = "torch" in sys.modules
@@ -223,7 +223,7 @@ def test_pinning_choices_come_from_the_topology(page):
 
 
 def test_bf16_hint_follows_the_cpu(qtbot, page):
-    from cpudoctor.probes.cpu import CpuInfo, IsaVerdict
+    from cpudoctor.probes import CpuInfo, IsaVerdict
 
     page.model.set_report(Report(cpu=CpuInfo(flags=["avx2", "avx512f", "avx512_bf16"], isa=IsaVerdict(avx512_bf16=True))))
     assert "AVX512_BF16" in page.bf16_hint.text() and "pay off" in page.bf16_hint.text()

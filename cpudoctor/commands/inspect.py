@@ -62,7 +62,7 @@ def _seconds(value: str) -> float:
 def run(args: argparse.Namespace) -> int:
     root = root_arg(args.root) if args.root else Path("/")
     if args.list:
-        from cpudoctor.probes.inspect import list_processes
+        from cpudoctor.probes.process.inspect import list_processes
 
         entries = list_processes(root, interval=0.4, exclude_self=True)
         emit(_list_json(entries) if args.format == "json" else render_list(entries), args.output)
@@ -70,8 +70,8 @@ def run(args: argparse.Namespace) -> int:
     if args.pid is None:
         raise CliError("give a process ID, or --list to see the candidates")
     from cpudoctor.advisor.process_rules import run_process_rules
-    from cpudoctor.probes.inspect import InspectError, inspect_process
-    from cpudoctor.probes.topology import probe_topology
+    from cpudoctor.probes.process.inspect import InspectError, inspect_process
+    from cpudoctor.probes import probe_topology
 
     topo = probe_topology(root)
     try:
@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"process {insp.pid} exited {insp.window_s:.1f} s into the window: "
                        f"the figures cover only that part")
     if insp.access_limited:
-        from cpudoctor.probes.inspect import denied_hint
+        from cpudoctor.probes.process.inspect import denied_hint
 
         raise CliError(f"the environment and libraries of process {insp.pid} could not be read: "
                        f"{denied_hint(insp.pid, insp.uid, f'cpudoctor inspect {insp.pid}')}")

@@ -69,7 +69,7 @@ def build(root: Path, fast: bool = False, findings: bool = True):
     live = _is_live(root)
     report = collect_report(root, software=True, children=not fast)
     if live and not fast and report.cpu.arch in ("x86_64", "i686"):
-        from cpudoctor.probes.cpuid_check import cross_check
+        from cpudoctor.probes.cpu.cpuid_check import cross_check
 
         report.cpu.notes.extend(cross_check(report.cpu))
     if findings:

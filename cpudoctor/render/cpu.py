@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cpudoctor.probes.cpu import CpuInfo
+from cpudoctor.probes import CpuInfo
 from cpudoctor.resources import load_json
 
 OK, WARN, BAD, INFO = "[✓]", "[!]", "[✗]", "[-]"
@@ -91,7 +91,7 @@ def isa_rows(cpu: CpuInfo) -> list[IsaRow]:
         rows.append(IsaRow(OK, "AVX-512", "usable: " + " ".join(isa.avx512_subsets), isa.avx512_reason))
     else:
         # Neutral when the silicon simply has none; a warning when it should (masked) or is half there.
-        from cpudoctor.probes.uarch import uarch_info
+        from cpudoctor.probes.cpu.uarch import uarch_info
 
         expected = (uarch_info(cpu.microarchitecture) or {}).get("expected_flags", [])
         mark = WARN if ("avx512f" in expected or isa.avx512_subsets) else INFO

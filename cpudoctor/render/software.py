@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cpudoctor.probes.software import IsaRisk, Software
+from cpudoctor.probes.software.model import IsaRisk, Software
 
 OK, WARN, BAD = "[✓]", "[!]", "[✗]"
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from cpudoctor.probes._fs import format_cpulist
-from cpudoctor.probes.topology import Topology
+from cpudoctor.probes import Topology
 
 _RANK = {"machine": -1, "package": 0, "numa": 1, "l3": 2, "core": 3}
 

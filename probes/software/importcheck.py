@@ -7,24 +7,11 @@ a SIGILL in one does not hide the others.
 
 from __future__ import annotations
 
-from cpudoctor.probes.children import ChildResult, ChildSpec, python_argv
-from cpudoctor.probes.software import ImportCheck
-
-# The child imports the module and prints how long it took; nothing else.
-# os._exit skips interpreter teardown, which for torch-sized packages costs
-# more than the import itself and says nothing about whether it works.
-_IMPORT_CODE = (
-    "import importlib, json, os, sys, time\n"
-    "t = time.perf_counter()\n"
-    "importlib.import_module(sys.argv[1])\n"
-    "print(json.dumps({'seconds': time.perf_counter() - t}), flush=True)\n"
-    "sys.stderr.flush()\n"
-    "os._exit(0)\n"
-)
-
+from cpudoctor.probes.child.runner import ChildResult, ChildSpec, script_argv
+from cpudoctor.probes.software.model import ImportCheck
 
 def import_spec(module: str, what: str, timeout: float, isa_hint=None) -> ChildSpec:
-    return ChildSpec(python_argv("-c", _IMPORT_CODE, module), what=what, timeout=timeout, isa_hint=isa_hint or "")
+    return ChildSpec(script_argv("import_check", module), what=what, timeout=timeout, isa_hint=isa_hint or "")
 
 
 def to_import_check(package: str, module: str, result: ChildResult) -> ImportCheck:

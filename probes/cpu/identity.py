@@ -3,7 +3,7 @@
 Linux (and any captured tree under ``root``): ``/proc/cpuinfo`` plus cpufreq /
 ACPI CPPC in sysfs, never py-cpuinfo in-process (it takes ~1.3 s and gets the
 L3 wrong). Other platforms, live only: py-cpuinfo, checked by a child process
-that executes CPUID + XGETBV (see :mod:`cpudoctor.probes.cpuid_check`).
+that executes CPUID + XGETBV (see :mod:`cpudoctor.probes.cpu.cpuid_check`).
 
 The micro-architecture comes from family/model (x86) or implementer/part (ARM)
 through ``resources/microarchitectures.json``; flags only cross-check it,
@@ -82,7 +82,7 @@ def probe_cpu(root: Path = Path("/")) -> CpuInfo:
     text = read_text(path)
     if text is None and _is_live(root) and not sys.platform.startswith("linux"):
         # Method 2 (macOS, Windows, BSD): py-cpuinfo, only where there is no procfs.
-        from cpudoctor.probes import _pycpuinfo
+        from cpudoctor.probes.cpu import _pycpuinfo
 
         return _pycpuinfo.probe_live()
     return cpu_from_cpuinfo_text(text, root=root, path=str(path))
@@ -90,7 +90,7 @@ def probe_cpu(root: Path = Path("/")) -> CpuInfo:
 
 def cpu_from_cpuinfo_text(text: str | None, root: Path | None = None, path: str = "/proc/cpuinfo") -> CpuInfo:
     """Build a CpuInfo from cpuinfo text (plus sysfs under ``root`` for clocks and MIDR)."""
-    from cpudoctor.probes._cpuinfo import parse_cpuinfo
+    from cpudoctor.probes.cpu._cpuinfo import parse_cpuinfo
 
     cpu = CpuInfo()
     parsed = parse_cpuinfo(text)
@@ -137,7 +137,7 @@ def _clean_brand(text: str | None) -> str | None:
 
 
 def _fill_x86(cpu: CpuInfo, parsed) -> None:
-    from cpudoctor.probes.uarch import vendor_short
+    from cpudoctor.probes.cpu.uarch import vendor_short
 
     cpu.vendor_id = parsed.first("vendor_id")
     cpu.vendor = vendor_short(cpu.vendor_id)
@@ -153,7 +153,7 @@ def _fill_x86(cpu: CpuInfo, parsed) -> None:
 
 
 def _fill_arm(cpu: CpuInfo, parsed, root: Path | None) -> None:
-    from cpudoctor.probes.uarch import vendor_short
+    from cpudoctor.probes.cpu.uarch import vendor_short
 
     # Method 1: "CPU implementer" / "CPU part" lines. Method 2: the MIDR_EL1
     # register the kernel exports per CPU, for cpuinfo files that lack them.
@@ -254,7 +254,7 @@ def _arch_family(arch: str) -> str:
 
 
 def _fill_uarch(cpu: CpuInfo):
-    from cpudoctor.probes.uarch import decode_arm, decode_x86
+    from cpudoctor.probes.cpu.uarch import decode_arm, decode_x86
 
     if cpu.arch in ("aarch64", "arm"):
         match = decode_arm(cpu.vendor_id, cpu.arm_parts)
@@ -345,7 +345,7 @@ def _sysfs_clocks(root: Path) -> tuple[int | None, int | None, int | None]:
 # -- ISA ------------------------------------------------------------------
 
 def _fill_isa(cpu: CpuInfo, root: Path | None, match=None) -> None:
-    from cpudoctor.probes import isa as _isa
+    from cpudoctor.probes.cpu import isa as _isa
     from cpudoctor.probes._fs import read_int, under
 
     flags = set(cpu.flags)

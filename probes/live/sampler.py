@@ -26,7 +26,7 @@ from pathlib import Path
 import psutil
 
 from cpudoctor.probes._fs import list_dir, parse_cpulist, read_int, read_text, under
-from cpudoctor.probes.live import Sample
+from cpudoctor.probes.live.sample import Sample
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ def _busy_total(times) -> tuple[float, float]:
 
 
 class Sampler:
-    """Takes :class:`~cpudoctor.probes.live.Sample` objects; cheap enough for 10 Hz."""
+    """Takes :class:`~cpudoctor.probes.live.sample.Sample` objects; cheap enough for 10 Hz."""
 
     # With no CPU sensor found, look for one again this often (a driver may load later).
     REDISCOVER_S = 10.0

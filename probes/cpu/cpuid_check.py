@@ -4,7 +4,7 @@ Why a child: executing raw machine code can crash the interpreter (SELinux
 denying executable memory, an emulator without XGETBV), and under emulation
 (qemu-user, Rosetta 2) ``/proc/cpuinfo`` describes the *host*, while CPUID run
 by our own code describes the CPU that actually executes PyTorch. Run it with
-``python -m cpudoctor.probes.cpuid_check``: it prints one JSON object.
+``python -m cpudoctor.probes.cpu.cpuid_check``: it prints one JSON object.
 
 Only for the live machine and only when asked (``cpudoctor report`` without
 ``--fast``): it costs a Python start-up (~0.1-0.3 s).
@@ -153,10 +153,10 @@ def main() -> int:
 
 def run_child(timeout: float = 20.0) -> CpuidResult:
     """Run the CPUID reader in a child Python; never raises."""
-    from cpudoctor.probes.exitstatus import diagnose_exit
+    from cpudoctor.probes.child.exitstatus import diagnose_exit
 
     try:
-        proc = subprocess.run([sys.executable, "-m", "cpudoctor.probes.cpuid_check"],
+        proc = subprocess.run([sys.executable, "-m", "cpudoctor.probes.cpu.cpuid_check"],
                               capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return CpuidResult(error=f"the CPUID check did not finish within {timeout:.0f} s")

@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from cpudoctor.probes import procfs
+from cpudoctor.probes.process import procfs
 from cpudoctor.probes._fs import read_text
-from cpudoctor.probes.envvars import filter_thread_env, preload_names
-from cpudoctor.probes.topology import Topology
+from cpudoctor.probes.software.envvars import filter_thread_env, preload_names
+from cpudoctor.probes.cpu.topology import Topology
 
 # --- results ---------------------------------------------------------------------------
 
@@ -594,7 +594,7 @@ def inspect_process(
 
     if topology is None:
         try:
-            from cpudoctor.probes.topology import probe_topology
+            from cpudoctor.probes.cpu.topology import probe_topology
 
             topology = probe_topology(root)
         except Exception as exc:  # noqa: BLE001 - a topology failure must not lose the inspection

@@ -1,6 +1,6 @@
 """Child process: NumPy's SIMD features and every BLAS/OpenMP runtime loaded.
 
-Run as ``python -m cpudoctor.probes.blas_facts``; prints one JSON object per
+Run as ``python blas_facts.py`` (a standalone script); prints one JSON object per
 line and nothing else on stdout. Imported by :mod:`torch_facts` too, which
 calls these functions around its own ``import torch`` so a single child tells
 which thread pools numpy alone loads and which appear once torch joins (GNU

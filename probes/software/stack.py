@@ -15,17 +15,17 @@ from pathlib import Path
 from typing import Any
 
 from cpudoctor import resources
-from cpudoctor.probes import childcache
+from cpudoctor.probes.child import cache as childcache
 from cpudoctor.probes._fs import read_text, under
-from cpudoctor.probes.children import ChildResult, ChildSpec, python_argv, run_children
-from cpudoctor.probes.cpu import CpuInfo, probe_cpu
-from cpudoctor.probes.envvars import filter_thread_env, preload_names
-from cpudoctor.probes.importcheck import import_spec, to_import_check
-from cpudoctor.probes.isarisk import assess, isa_hint
-from cpudoctor.probes.gpu import probe_gpus
-from cpudoctor.probes.osinfo import probe_os
-from cpudoctor.probes.packages import known_packages, package_of, probe_packages, probe_python
-from cpudoctor.probes.software import BlasLib, ImportCheck, NumpyInfo, PackageInfo, Software, TorchBuild
+from cpudoctor.probes.child.runner import ChildResult, ChildSpec, run_children, script_argv
+from cpudoctor.probes.cpu.identity import CpuInfo, probe_cpu
+from cpudoctor.probes.software.envvars import filter_thread_env, preload_names
+from cpudoctor.probes.software.importcheck import import_spec, to_import_check
+from cpudoctor.probes.software.isarisk import assess, isa_hint
+from cpudoctor.probes.software.gpu import probe_gpus
+from cpudoctor.probes.software.osinfo import probe_os
+from cpudoctor.probes.software.packages import known_packages, package_of, probe_packages, probe_python
+from cpudoctor.probes.software.model import BlasLib, ImportCheck, NumpyInfo, PackageInfo, Software, TorchBuild
 
 
 def _is_live(root: Path) -> bool:
@@ -186,11 +186,11 @@ def probe_stack(
         return lambda: isa_hint(cpu, package, version)
 
     if torch_pkg is not None:
-        argv = python_argv("-m", "cpudoctor.probes.torch_facts", *(["--numpy"] if "numpy" in installed else []))
+        argv = script_argv("torch_facts", *(["--numpy"] if "numpy" in installed else []))
         specs.append(ChildSpec(argv, what="import torch", timeout=timeout, isa_hint=hint("torch"), env=child_env))
         roles.append(("torch", "torch", "torch"))
     elif "numpy" in installed:
-        specs.append(ChildSpec(python_argv("-m", "cpudoctor.probes.blas_facts"), what="numpy/BLAS facts", timeout=timeout,
+        specs.append(ChildSpec(script_argv("blas_facts"), what="numpy/BLAS facts", timeout=timeout,
                                isa_hint=hint("numpy"), env=child_env))
         roles.append(("blas", "numpy", "numpy"))
     modules = {k.name: k.module for k in known_packages()}

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from cpudoctor import resources
-from cpudoctor.probes.software import PackageInfo, PythonInfo
+from cpudoctor.probes.software.model import PackageInfo, PythonInfo
 
 
 @dataclass(frozen=True)

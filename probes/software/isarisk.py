@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass
 
 from cpudoctor import resources
-from cpudoctor.probes.cpu import CpuInfo
-from cpudoctor.probes.software import IsaRisk, PackageInfo
+from cpudoctor.probes.cpu.identity import CpuInfo
+from cpudoctor.probes.software.model import IsaRisk, PackageInfo
 
 _LEVEL = re.compile(r"^x86-64-v([1-4])$")
 
@@ -132,7 +132,7 @@ def assess(cpu: CpuInfo, packages: list[PackageInfo]) -> list[IsaRisk]:
     crash or refuse to import; not installed, installing it would.
     """
     installed: dict[str, PackageInfo] = {}
-    from cpudoctor.probes.packages import package_of  # noqa: PLC0415 - avoids a cycle at import
+    from cpudoctor.probes.software.packages import package_of  # noqa: PLC0415 - avoids a cycle at import
 
     for pkg in packages:
         known = package_of(pkg.name)

@@ -24,8 +24,8 @@ from typing import Any
 
 from cpudoctor import __version__
 from cpudoctor.fileio import WriteError, atomic_write
-from cpudoctor.probes.children import ChildResult, ChildSpec
-from cpudoctor.probes.exitstatus import diagnose_exit
+from cpudoctor.probes.child.runner import ChildResult, ChildSpec
+from cpudoctor.probes.child.exitstatus import diagnose_exit
 
 FORMAT = 1
 FILE_NAME = "software-children.json"
@@ -82,6 +82,7 @@ def fingerprint(
     ``packages`` maps a package name to (version, module).
     """
     here = Path(__file__).parent
+    sources = sorted((here / "scripts").glob("*.py")) + [here / "runner.py"]
     env = {k: v for k, v in environ.items() if k not in _VOLATILE and not k.startswith(_VOLATILE_PREFIXES)}
     try:
         affinity = sorted(os.sched_getaffinity(0))
@@ -90,7 +91,7 @@ def fingerprint(
     material = {
         "format": FORMAT,
         "tool": __version__,
-        "sources": [_stat(str(here / f)) for f in ("torch_facts.py", "blas_facts.py", "importcheck.py", "children.py")],
+        "sources": [_stat(str(f)) for f in sources],
         "python": [sys.executable, sys.version],
         "argv": [s.argv for s in specs],
         "packages": {name: [ver, _module_stamp(mod)] for name, (ver, mod) in sorted(packages.items())},

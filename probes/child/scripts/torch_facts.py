@@ -1,6 +1,7 @@
 """Child process: what the installed PyTorch build is and does on this CPU.
 
-Run as ``python -m cpudoctor.probes.torch_facts [--numpy]``; prints JSON
+Run as ``python torch_facts.py [--numpy]`` (a standalone script: standard library
+besides the packages under test, so it runs in any environment); prints JSON
 objects, one per line, flushed as soon as known. If ``import torch`` dies of
 SIGILL, the lines printed before it (the numpy part, the "importing" stage)
 still reach the parent, which names the missing ISA. Never import this module
@@ -15,7 +16,11 @@ import sys
 import time
 from typing import Any
 
-from cpudoctor.probes.blas_facts import emit, loaded_library_names, numpy_facts, threadpool_facts
+if __package__:   # imported by the parent or the tests as cpudoctor.probes.child.scripts.torch_facts
+    from .blas_facts import emit, loaded_library_names, numpy_facts, threadpool_facts
+else:             # a standalone script in the environment under test (python -I ignores the script's folder)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from blas_facts import emit, loaded_library_names, numpy_facts, threadpool_facts
 
 
 def _call(fn, *args):

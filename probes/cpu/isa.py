@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from cpudoctor.probes.cpu import IsaVerdict
-from cpudoctor.probes.uarch import UarchMatch
+from cpudoctor.probes.cpu.identity import IsaVerdict
+from cpudoctor.probes.cpu.uarch import UarchMatch
 from cpudoctor.resources import load_json
 
 # PyTorch's ATen CPU dispatch picks its AVX512 kernels only when these are all

@@ -3,14 +3,14 @@
 py-cpuinfo takes ~1.3 s (it starts its own CPUID child), so callers run this
 off the UI thread. Its CPUID flags ignore XCR0 and miss leaf 7 subleaf 1
 (avx512_bf16, avx_vnni) and the AMX bits, so on x86 the result is corrected by
-our own CPUID + XGETBV child (:mod:`cpudoctor.probes.cpuid_check`).
+our own CPUID + XGETBV child (:mod:`cpudoctor.probes.cpu.cpuid_check`).
 """
 
 from __future__ import annotations
 
 import platform
 
-from cpudoctor.probes.cpu import CpuInfo
+from cpudoctor.probes.cpu.identity import CpuInfo
 
 
 def normalise_flags(flags: list[str]) -> list[str]:
@@ -28,9 +28,9 @@ def normalise_flags(flags: list[str]) -> list[str]:
 
 def cpu_from_pycpuinfo(info: dict, cpuid=None) -> CpuInfo:
     """Build a CpuInfo from ``cpuinfo.get_cpu_info()`` output (+ an optional CpuidResult)."""
-    from cpudoctor.probes import isa as _isa
-    from cpudoctor.probes.cpu import _clean_brand, _fill_clocks
-    from cpudoctor.probes.uarch import decode_arm, decode_brand, decode_x86, vendor_short
+    from cpudoctor.probes.cpu import isa as _isa
+    from cpudoctor.probes.cpu.identity import _clean_brand, _fill_clocks
+    from cpudoctor.probes.cpu.uarch import decode_arm, decode_brand, decode_x86, vendor_short
 
     cpu = CpuInfo(source="py-cpuinfo")
     arch_raw = (info.get("arch_string_raw") or platform.machine() or "").lower()
@@ -90,7 +90,7 @@ def probe_live() -> CpuInfo:
         return CpuInfo(notes=[f"py-cpuinfo failed ({type(exc).__name__}: {exc}): CPU identity unknown"])
     cpuid = None
     if platform.machine().lower() in {"x86_64", "amd64", "i386", "i686", "x86"}:
-        from cpudoctor.probes.cpuid_check import run_child
+        from cpudoctor.probes.cpu.cpuid_check import run_child
 
         cpuid = run_child()
     cpu = cpu_from_pycpuinfo(info, cpuid)

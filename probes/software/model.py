@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from collections.abc import Mapping
 from pathlib import Path
 
-from cpudoctor.probes.gpu import GpuInfo
+from cpudoctor.probes.software.gpu import GpuInfo
 
 
 @dataclass
@@ -162,6 +162,6 @@ def probe_software(
     the installation, CPU, kernel and environment are unchanged (True: the user
     cache folder, a Path: that folder, False: always run them).
     """
-    from cpudoctor.probes.stack import probe_stack  # noqa: PLC0415 - keeps this contract module light
+    from cpudoctor.probes.software.stack import probe_stack  # noqa: PLC0415 - keeps this contract module light
 
     return probe_stack(Path(root), children=children, environ=environ, timeout=timeout, cache=cache)

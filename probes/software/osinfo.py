@@ -18,7 +18,7 @@ from pathlib import Path
 
 from cpudoctor import resources
 from cpudoctor.probes._fs import list_dir, read_int, read_lines, read_text, under
-from cpudoctor.probes.software import OsInfo
+from cpudoctor.probes.software.model import OsInfo
 
 # cgroup v1 reports "no limit" as a huge page-rounded number (2^63 - 4096 on
 # 64-bit kernels); anything above 2^60 bytes is no limit in practice.

@@ -1,11 +1,11 @@
-"""Run probe children (``python -m cpudoctor.probes.torch_facts`` ...) safely.
+"""Run probe children (the standalone scripts in :mod:`cpudoctor.probes.child.scripts`) safely.
 
 A child may hang (a deadlocked OpenMP runtime), print noise (TensorFlow's
 banners) or die of SIGILL (a build that needs AVX2 on a CPU without it). The
 runner bounds each with a timeout, kills its whole process group when time is
 up, reads every JSON object the child printed (one per line; later lines add
 to earlier ones, so facts printed before a crash survive it), and turns the
-exit status into words with :func:`cpudoctor.probes.exitstatus.diagnose_exit`.
+exit status into words with :func:`cpudoctor.probes.child.exitstatus.diagnose_exit`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from cpudoctor.probes.exitstatus import ExitDiagnosis, diagnose_exit
+from cpudoctor.probes.child.exitstatus import ExitDiagnosis, diagnose_exit
 
 _TAIL = 2000  # characters of stderr kept for error messages
 
@@ -55,6 +55,13 @@ class ChildResult:
 def python_argv(*args: str) -> list[str]:
     """The current interpreter with ``args``; ``-X frozen_modules=on`` is the default already."""
     return [sys.executable, *args]
+
+
+def script_argv(name: str, *args: str, python: str | None = None) -> list[str]:
+    """Run child script ``name`` (see :mod:`cpudoctor.probes.child.scripts`) by path with ``args``."""
+    from cpudoctor.probes.child.scripts import script_path
+
+    return [python or sys.executable, str(script_path(name)), *args]
 
 
 def parse_json_lines(stdout: str) -> dict[str, Any]:
