@@ -359,22 +359,40 @@ def inspect_process(
     gives ``status="exited"`` with the data gathered so far and a note.
     ``clock``/``sleep`` are injectable so a fake /proc tree can be stepped
     deterministically; ``should_stop`` lets a GUI cancel early.
+
+    The steps: static facts read once, the sampling window, then the figures
+    derived from it (threads, memory, children) and the place of each thread
+    on the topology.
     """
     root = Path(root)
     first = open_process(pid, root)
-    pdir = procfs.proc_dir(root, pid)
     insp = Inspection(pid=pid, name=first.comm, nice=first.nice)
     seconds = max(0.0, float(seconds))
     if interval is None:
         interval = max(0.1, seconds / 40) if seconds > 0 else 0.1
+    status = _read_static_facts(insp, root, pid, first.comm)
+    sampler = _Sampler(root, pid, first, _children_at_start(insp, root, pid))
+    window = _sample_window(sampler, seconds, interval, clock, sleep, should_stop)
+    _record_window(insp, window, seconds)
+    _summarise_threads(insp, sampler, window)
+    _read_memory(insp, root, pid, status, first, sampler.last_stat)
+    _summarise_children(insp, root, pid, sampler, window)
+    _place_on_topology(insp, root, topology)
+    return insp
 
-    # Static facts, read once at the start.
+
+def _read_static_facts(insp: Inspection, root: Path, pid: int, comm: str) -> dict[str, str]:
+    """Command line, affinity, cgroup quota, thread environment and libraries, read once at the start.
+
+    Returns the parsed ``status`` file (the memory step falls back to it).
+    """
+    pdir = procfs.proc_dir(root, pid)
     status_r = procfs.read_reason(pdir / "status")
     status = procfs.parse_status(status_r.text) if status_r.text else {}
     insp.uid = procfs.status_uid(status)
     cmd = procfs.read_cmdline(root, pid)
     insp.cmdline = _join_cmd(cmd) if cmd is not None else None
-    insp.is_python = _is_python(cmd, first.comm)
+    insp.is_python = _is_python(cmd, comm)
     insp.affinity = procfs.status_cpus_allowed(status)
     if insp.affinity is None:
         insp.notes.append("CPU affinity unknown: no Cpus_allowed_list in /proc/<pid>/status")
@@ -386,68 +404,83 @@ def inspect_process(
     elif not quota.readable:
         insp.notes.append("no cpu controller files under /sys/fs/cgroup for this process: CPU quota unknown")
     insp.usable_cpus = procfs.usable_cpus(insp.affinity, insp.cpu_quota)
+    _read_environment(insp, pdir, pid)
+    _read_libraries(insp, pdir, pid)
+    return status
 
+
+def _read_environment(insp: Inspection, pdir: Path, pid: int) -> None:
     env_r = procfs.read_reason(pdir / "environ", binary_nul=True)
     if env_r.text is not None:
         raw = procfs.parse_environ(env_r.text)
         insp.env = filter_thread_env(raw)
         insp.preload = preload_names(raw.get("LD_PRELOAD"))
         insp.env_readable = True
-    else:
-        insp.env_error = _why(env_r.problem, env_r.detail, "environment", pid, insp.uid)
-        if env_r.problem == "denied":
-            insp.denied.append("environment")
-        insp.notes.append(insp.env_error)
+        return
+    insp.env_error = _why(env_r.problem, env_r.detail, "environment", pid, insp.uid)
+    if env_r.problem == "denied":
+        insp.denied.append("environment")
+    insp.notes.append(insp.env_error)
 
+
+def _read_libraries(insp: Inspection, pdir: Path, pid: int) -> None:
     maps_r = procfs.read_reason(pdir / "maps")
     if maps_r.text is not None:
         insp.libraries = classify_libraries(procfs.parse_maps_paths(maps_r.text))
         insp.libraries_readable = True
         if not maps_r.text.strip() and insp.env_readable is False:
             insp.notes.append("the memory map is empty: the process may be exiting")
-    else:
-        insp.libraries_error = _why(maps_r.problem, maps_r.detail, "loaded libraries", pid, insp.uid)
-        if maps_r.problem == "denied":
-            insp.denied.append("libraries")
-        insp.notes.append(insp.libraries_error)
+        return
+    insp.libraries_error = _why(maps_r.problem, maps_r.detail, "loaded libraries", pid, insp.uid)
+    if maps_r.problem == "denied":
+        insp.denied.append("libraries")
+    insp.notes.append(insp.libraries_error)
 
-    # Children: DataLoader workers and any grandchildren, fixed at the start.
-    child_pids = _job_descendants(root, pid)
-    child_first: dict[int, procfs.TaskStat] = {}
-    for c in child_pids:
+
+def _children_at_start(insp: Inspection, root: Path, pid: int) -> dict[int, procfs.TaskStat]:
+    """DataLoader workers and any grandchildren, fixed at the start (zombies noted, not sampled)."""
+    found: dict[int, procfs.TaskStat] = {}
+    for c in _job_descendants(root, pid):
         cst = procfs.read_pid_stat(root, c)
         if cst is None:
             continue
         if cst.state in ("Z", "X"):
             insp.notes.append(f"child {c} has exited but was not reaped by its parent (zombie)")
             continue
-        child_first[c] = cst
-    child_r: dict[int, int] = {c: 0 for c in child_first}
+        found[c] = cst
+    return found
 
-    tracks: dict[int, _Track] = {}
-    runnable_counts: list[int] = []
-    t_start = clock()
-    proc_first_ticks = first.cpu_ticks
-    proc_last = first
-    t_last = t_start
-    exited_at: float | None = None
-    deadline = t_start + seconds - 1e-6     # float steps (0.1 x 10) must not add a sample
 
-    def take(now: float, last: bool = False) -> bool:
+class _Sampler:
+    """Per-thread tracks of one process (and run-queue counts of its children), one sample at a time."""
+
+    def __init__(self, root: Path, pid: int, first: procfs.TaskStat, children: dict[int, procfs.TaskStat]):
+        self.root, self.pid, self.first = root, pid, first
+        self.children = children                      # pid -> stat at the start
+        self.child_runnable: dict[int, int] = {c: 0 for c in children}
+        self.tracks: dict[int, _Track] = {}
+        self.runnable_counts: list[int] = []
+        self.last_stat = first
+        self.last_t = 0.0
+
+    def alive(self) -> bool:
+        return _proc_alive(self.root, self.pid, self.first.starttime) is not None
+
+    def take(self, now: float, last: bool = False) -> bool:
         """One sample of every thread; False when the process is gone."""
-        nonlocal proc_last, t_last
-        st = _proc_alive(root, pid, first.starttime)
+        root, pid = self.root, self.pid
+        st = _proc_alive(root, pid, self.first.starttime)
         if st is None:
             return False
         tasks = procfs.read_task_stats(root, pid)
         if not tasks:
             return False
-        proc_last, t_last = st, now
+        self.last_stat, self.last_t = st, now
         running = 0
         for tid, ts in tasks.items():
-            tr = tracks.get(tid)
+            tr = self.tracks.get(tid)
             if tr is None:
-                tr = tracks[tid] = _Track(ts.comm, ts.state, ts.cpu_ticks, ts.cpu_ticks, now, now, [], ts.processor)
+                tr = self.tracks[tid] = _Track(ts.comm, ts.state, ts.cpu_ticks, ts.cpu_ticks, now, now, [], ts.processor)
                 tr.sched0 = procfs.read_schedstat(root, pid, tid)
             else:
                 if ts.processor is not None and tr.last_cpu is not None and ts.processor != tr.last_cpu:
@@ -462,19 +495,43 @@ def inspect_process(
                 running += 1
             if last:
                 tr.sched1 = procfs.read_schedstat(root, pid, tid)
-        for c in child_first:
+        for c in self.children:
             for cts in procfs.read_task_stats(root, c).values():
                 if cts.state == "R":
                     running += 1
-                    child_r[c] += 1
-        runnable_counts.append(running)
+                    self.child_runnable[c] += 1
+        self.runnable_counts.append(running)
         return True
 
-    if not take(t_start):
-        if _proc_alive(root, pid, first.starttime) is not None:
-            raise InspectError(f"cannot list the threads of process {pid} (/proc/{pid}/task is unreadable: "
-                               "a hardened /proc mount or a sandbox)", "denied")
-        raise InspectError(f"process {pid} exited before it could be sampled", "exited")
+    def finish_schedstat(self) -> None:
+        """Final schedstat reading when the loop ended without a "last" sample (stop / zero window)."""
+        for tid, tr in self.tracks.items():
+            if tr.sched1 is None:
+                tr.sched1 = procfs.read_schedstat(self.root, self.pid, tid)
+
+
+@dataclass
+class _Window:
+    start: float
+    end: float                                # time of the last good sample
+    exited_at: float | None = None
+
+    @property
+    def seconds(self) -> float:
+        return max(self.end - self.start, 0.0)
+
+
+def _sample_window(sampler: _Sampler, seconds: float, interval: float, clock: Callable[[], float],
+                   sleep: Callable[[float], None], should_stop: Callable[[], bool] | None) -> _Window:
+    """Sample every ``interval`` until ``seconds`` pass, the caller stops, or the process exits."""
+    t_start = clock()
+    deadline = t_start + seconds - 1e-6     # float steps (0.1 x 10) must not add a sample
+    if not sampler.take(t_start):
+        if sampler.alive():
+            raise InspectError(f"cannot list the threads of process {sampler.pid} (/proc/{sampler.pid}/task is "
+                               "unreadable: a hardened /proc mount or a sandbox)", "denied")
+        raise InspectError(f"process {sampler.pid} exited before it could be sampled", "exited")
+    exited_at = None
     while True:
         now = clock()
         if now >= deadline or (should_stop is not None and should_stop()):
@@ -482,44 +539,46 @@ def inspect_process(
         sleep(min(interval, max(0.0, deadline - now)))
         now = clock()
         final = now >= deadline
-        if not take(now, last=final):
+        if not sampler.take(now, last=final):
             exited_at = now
             break
         if final:
             break
-    if exited_at is None and tracks:
-        # Final schedstat reading when the loop ended without a "last" sample (stop / zero window).
-        for tid, tr in tracks.items():
-            if tr.sched1 is None:
-                tr.sched1 = procfs.read_schedstat(root, pid, tid)
+    if exited_at is None and sampler.tracks:
+        sampler.finish_schedstat()
+    return _Window(t_start, sampler.last_t, exited_at)
 
-    window = max(t_last - t_start, 0.0)
-    insp.window_s = round(window, 3)
-    insp.samples = len(runnable_counts)
-    if exited_at is not None:
+
+def _record_window(insp: Inspection, window: _Window, seconds: float) -> None:
+    insp.window_s = round(window.seconds, 3)
+    if window.exited_at is not None:
         insp.status = "exited"
-        insp.notes.append(f"process {pid} exited {exited_at - t_start:.1f} s into the {seconds:g} s window: "
-                          f"the figures cover only the {window:.1f} s before it ended")
+        insp.notes.append(f"process {insp.pid} exited {window.exited_at - window.start:.1f} s into the {seconds:g} s "
+                          f"window: the figures cover only the {window.seconds:.1f} s before it ended")
 
-    # Threads.
+
+def _summarise_threads(insp: Inspection, sampler: _Sampler, window: _Window) -> None:
+    """Per-thread CPU%, run-queue wait and migrations; the process's totals."""
     hz = procfs.CLK_TCK
-    for tid in sorted(tracks):
-        tr = tracks[tid]
+    insp.samples = len(sampler.runnable_counts)
+    for tid in sorted(sampler.tracks):
+        tr = sampler.tracks[tid]
         span = tr.last_t - tr.first_t
         cpu = (tr.last_ticks - tr.first_ticks) / hz / span * 100 if span > 0 else None
         wait = None
         if tr.sched0 and tr.sched1 and span > 0:
             wait = max(0.0, (tr.sched1[1] - tr.sched0[1]) / 1e9 / span * 100)
         insp.threads.append(ThreadInfo(
-            tid=tid, name=tr.name, state=tr.state if tr.last_t >= t_last else "exited",
+            tid=tid, name=tr.name, state=tr.state if tr.last_t >= window.end else "exited",
             cpu_percent=round(cpu, 1) if cpu is not None else None,
             last_cpu=tr.last_cpu, cpus_seen=tr.cpus, migrations=tr.migrations,
             runnable_share=round(tr.r_count / tr.samples, 2) if tr.samples else None,
             wait_percent=round(wait, 1) if wait is not None else None,
         ))
-    insp.num_threads = proc_last.num_threads
-    if window > 0:
-        insp.cpu_percent = round((proc_last.cpu_ticks - proc_first_ticks) / hz / window * 100, 1)
+    last = sampler.last_stat
+    insp.num_threads = last.num_threads
+    if window.seconds > 0:
+        insp.cpu_percent = round((last.cpu_ticks - sampler.first.cpu_ticks) / hz / window.seconds * 100, 1)
         waits = [t.wait_percent for t in insp.threads if t.wait_percent is not None]
         insp.wait_percent = round(sum(waits), 1) if waits else None
         if not waits:
@@ -527,35 +586,46 @@ def inspect_process(
     else:
         insp.notes.append("the window was too short to measure CPU use")
     insp.migrations = sum(t.migrations for t in insp.threads)
-    if runnable_counts:
-        insp.runnable_mean = round(sum(runnable_counts) / len(runnable_counts), 2)
-        insp.runnable_max = max(runnable_counts)
+    counts = sampler.runnable_counts
+    if counts:
+        insp.runnable_mean = round(sum(counts) / len(counts), 2)
+        insp.runnable_max = max(counts)
     if insp.samples < 3:
         insp.notes.append(f"only {insp.samples} sample(s): migrations and runnable counts are rough")
 
-    # Memory.
-    end_status = procfs.parse_status(read_text(pdir / "status") or "") or status
-    insp.rss_bytes = procfs.status_kib(end_status, "VmRSS")
-    if insp.rss_bytes is None and proc_last.rss_pages:
-        insp.rss_bytes = proc_last.rss_pages * procfs.PAGE_SIZE
-    insp.swap_bytes = procfs.status_kib(end_status, "VmSwap")
-    insp.major_faults = proc_last.majflt - first.majflt
-    if window > 0:
-        insp.major_faults_per_s = round(insp.major_faults / window, 1)
 
-    # Children at the end of the window: those there from the start get CPU% over the window,
-    # workers started during it (a DataLoader's first iteration) over their life so far, and
-    # those that exited keep their start data without a CPU figure.
-    total_child_threads = 0
-    total_child_cpu = 0.0
+def _read_memory(insp: Inspection, root: Path, pid: int, status: dict[str, str], first: procfs.TaskStat,
+                 last: procfs.TaskStat) -> None:
+    """Resident and swapped memory at the end of the window, and major faults during it."""
+    end_status = procfs.parse_status(read_text(procfs.proc_dir(root, pid) / "status") or "") or status
+    insp.rss_bytes = procfs.status_kib(end_status, "VmRSS")
+    if insp.rss_bytes is None and last.rss_pages:
+        insp.rss_bytes = last.rss_pages * procfs.PAGE_SIZE
+    insp.swap_bytes = procfs.status_kib(end_status, "VmSwap")
+    insp.major_faults = last.majflt - first.majflt
+    if insp.window_s and insp.window_s > 0:
+        insp.major_faults_per_s = round(insp.major_faults / insp.window_s, 1)
+
+
+def _summarise_children(insp: Inspection, root: Path, pid: int, sampler: _Sampler, window: _Window) -> None:
+    """Children at the end of the window.
+
+    Those there from the start get CPU% over the window, workers started
+    during it (a DataLoader's first iteration) over their life so far, and
+    those that exited keep their start data without a CPU figure.
+    """
+    hz = procfs.CLK_TCK
+    start_stats = sampler.children
     end_stats: dict[int, procfs.TaskStat] = {}
-    for c in sorted(set(child_first) | set(_job_descendants(root, pid) if insp.status == "ok" else [])):
+    for c in sorted(set(start_stats) | set(_job_descendants(root, pid) if insp.status == "ok" else [])):
         st_end = procfs.read_pid_stat(root, c)
         if st_end is not None:
             end_stats[c] = st_end
     uptime = _uptime(root)
-    for c in sorted(set(child_first) | set(end_stats)):
-        st0 = child_first.get(c)
+    total_threads = 0
+    total_cpu = 0.0
+    for c in sorted(set(start_stats) | set(end_stats)):
+        st0 = start_stats.get(c)
         st1 = end_stats.get(c)
         if st1 is not None and (st1.state in ("Z", "X") or (st0 is not None and st1.starttime != st0.starttime)):
             st1 = None
@@ -566,32 +636,36 @@ def inspect_process(
         if st0 is None:
             state = "new"
             age = (uptime - st1.starttime / hz) if uptime is not None else None
-            span = min(window, age) if age is not None and age > 0 else None
+            span = min(window.seconds, age) if age is not None and age > 0 else None
             if span:
                 cpu = round(st1.cpu_ticks / hz / span * 100, 1)
         elif st1 is None:
             state = "exited"
-        elif window > 0:
-            cpu = round((st1.cpu_ticks - st0.cpu_ticks) / hz / window * 100, 1)
+        elif window.seconds > 0:
+            cpu = round((st1.cpu_ticks - st0.cpu_ticks) / hz / window.seconds * 100, 1)
         st = st1 or st0
         if cpu is not None:
-            total_child_cpu += cpu
+            total_cpu += cpu
         if state != "exited":
-            total_child_threads += st.num_threads
+            total_threads += st.num_threads
+        runnable = sampler.child_runnable.get(c)
         insp.children.append(ChildProcess(
             pid=c, name=st.comm, cmdline=_join_cmd(procfs.read_cmdline(root, c), 200),
             threads=st.num_threads, cpu_percent=cpu, rss_bytes=st.rss_pages * procfs.PAGE_SIZE,
-            runnable_mean=round(child_r[c] / insp.samples, 2) if c in child_r and insp.samples else None,
+            runnable_mean=round(runnable / insp.samples, 2) if runnable is not None and insp.samples else None,
             state=state,
         ))
     if insp.children:
-        insp.children_threads = total_child_threads
-        insp.children_cpu_percent = round(total_child_cpu, 1)
+        insp.children_threads = total_threads
+        insp.children_cpu_percent = round(total_cpu, 1)
     new = [c.pid for c in insp.children if c.state == "new"]
     if new:
         insp.notes.append(f"{len(new)} child process(es) started during the window (e.g. DataLoader workers "
                           "starting an epoch): their CPU% covers only their life so far")
 
+
+def _place_on_topology(insp: Inspection, root: Path, topology: Topology | None) -> None:
+    """Map each thread's CPU to its core, L3 and NUMA node (the topology is probed when not given)."""
     if topology is None:
         try:
             from cpudoctor.probes.cpu.topology import probe_topology
@@ -602,7 +676,6 @@ def inspect_process(
     place_threads(insp, topology)
     if not insp.topology_known:
         insp.notes.append("topology unknown: threads are shown by CPU number only")
-    return insp
 
 
 # --- the picker's process list -----------------------------------------------------------
