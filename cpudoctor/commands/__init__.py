@@ -10,7 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 # Order is the order of `cpudoctor --help`.
-COMMANDS: tuple[str, ...] = ("report", "inspect", "doctor", "explain", "compare", "capture", "install_desktop", "bench")
+COMMANDS: tuple[str, ...] = ("report", "inspect", "doctor", "explain", "envs", "compare", "capture", "install_desktop",
+                             "bench")
 
 
 class CliError(Exception):
