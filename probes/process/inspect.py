@@ -25,6 +25,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from cpudoctor.probes.process import procfs
+from cpudoctor.probes.process.interpreter import process_python
 from cpudoctor.probes._fs import read_text
 from cpudoctor.probes.software.envvars import filter_thread_env, preload_names
 from cpudoctor.probes.cpu.topology import Topology
@@ -77,6 +78,8 @@ class Inspection:
     name: str | None = None
     cmdline: str | None = None             # home folders replaced by ~
     is_python: bool = False
+    python: str | None = None              # its interpreter (an environment to diagnose), when Python
+    python_found_by: str | None = None     # maps | VIRTUAL_ENV | CONDA_PREFIX | argv[0] | exe
     uid: int | None = None
     status: str = "ok"                     # ok | exited (exited during the window: partial data)
     window_s: float | None = None          # seconds actually covered
@@ -404,37 +407,46 @@ def _read_static_facts(insp: Inspection, root: Path, pid: int, comm: str) -> dic
     elif not quota.readable:
         insp.notes.append("no cpu controller files under /sys/fs/cgroup for this process: CPU quota unknown")
     insp.usable_cpus = procfs.usable_cpus(insp.affinity, insp.cpu_quota)
-    _read_environment(insp, pdir, pid)
-    _read_libraries(insp, pdir, pid)
+    raw_env = _read_environment(insp, pdir, pid)
+    mapped = _read_libraries(insp, pdir, pid)
+    if insp.is_python:
+        found = process_python(root, pid, environ=raw_env, argv=cmd, mapped=mapped)
+        if found is not None:
+            insp.python, insp.python_found_by = found.executable, found.found_by
     return status
 
 
-def _read_environment(insp: Inspection, pdir: Path, pid: int) -> None:
+def _read_environment(insp: Inspection, pdir: Path, pid: int) -> dict[str, str] | None:
+    """The thread variables (allow-listed) into ``insp``; the raw environment back for the interpreter step."""
     env_r = procfs.read_reason(pdir / "environ", binary_nul=True)
     if env_r.text is not None:
         raw = procfs.parse_environ(env_r.text)
         insp.env = filter_thread_env(raw)
         insp.preload = preload_names(raw.get("LD_PRELOAD"))
         insp.env_readable = True
-        return
+        return raw
     insp.env_error = _why(env_r.problem, env_r.detail, "environment", pid, insp.uid)
     if env_r.problem == "denied":
         insp.denied.append("environment")
     insp.notes.append(insp.env_error)
+    return None
 
 
-def _read_libraries(insp: Inspection, pdir: Path, pid: int) -> None:
+def _read_libraries(insp: Inspection, pdir: Path, pid: int) -> list[str]:
+    """The native libraries (file names) into ``insp``; the mapped paths back for the interpreter step."""
     maps_r = procfs.read_reason(pdir / "maps")
     if maps_r.text is not None:
-        insp.libraries = classify_libraries(procfs.parse_maps_paths(maps_r.text))
+        paths = procfs.parse_maps_paths(maps_r.text)
+        insp.libraries = classify_libraries(paths)
         insp.libraries_readable = True
         if not maps_r.text.strip() and insp.env_readable is False:
             insp.notes.append("the memory map is empty: the process may be exiting")
-        return
+        return paths
     insp.libraries_error = _why(maps_r.problem, maps_r.detail, "loaded libraries", pid, insp.uid)
     if maps_r.problem == "denied":
         insp.denied.append("libraries")
     insp.notes.append(insp.libraries_error)
+    return []
 
 
 def _children_at_start(insp: Inspection, root: Path, pid: int) -> dict[int, procfs.TaskStat]:
