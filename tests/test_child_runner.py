@@ -8,6 +8,7 @@ afterwards and not left as a zombie.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import textwrap
@@ -130,7 +131,7 @@ def test_peak_memory_counts_the_grandchildren():
         sys.stdin.readline()                                   # until the parent says stop
     """)
     child = ChildProcess([sys.executable, "-c", code], control_stdin=True, sample_interval=0.02).start()
-    assert wait_until(lambda: (child._peak or 0) > 48 << 20)
+    assert wait_until(lambda: (child.peak_rss_bytes or 0) > 48 << 20)
     end = child.stop()
     assert end.returncode == 0 and end.peak_rss_bytes > 48 << 20
 
@@ -194,4 +195,14 @@ def test_without_a_subreaper_the_token_still_finds_the_grandchild(monkeypatch):
     monkeypatch.setattr(tree.SUBREAPER, "_prctl", None)
     result = run_child(ChildSpec(forker("exit"), what="a forking child"))
     assert result.ok and not tree.is_subreaper()
+    assert_gone(result.data["grandchild"])
+
+
+def test_without_a_pidfd_the_runner_polls_and_still_sees_the_end_and_the_timeout(monkeypatch):
+    """macOS, Windows or a kernel before 5.3 have no pidfd: the supervisor polls instead."""
+    monkeypatch.delattr(os, "pidfd_open", raising=False)
+    result = run_child(ChildSpec(forker("abort"), what="import fancy", timeout=60.0))
+    assert result.diagnosis.signal_name == "SIGABRT" and not result.timed_out
+    result = run_child(ChildSpec(forker("hang"), what="a hanging child", timeout=0.5))
+    assert result.timed_out
     assert_gone(result.data["grandchild"])

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -52,6 +53,7 @@ ASK_WAIT_S = 0.5         # after writing "stop": time to finish the step and sen
 TERM_WAIT_S = 0.3        # after SIGTERM, before SIGKILL: a lab job's whole stop stays under a second
 SAMPLE_INTERVAL_S = 0.2  # how often the process tree is listed and its memory summed
 DRAIN_S = 2.0            # after the tree is gone, how long the readers may take to reach the end of the pipes
+_STAGE_TICK = 0.05       # the supervisor looks at the stop stages at least this often
 _TAIL = 2000             # characters of stderr a probe result keeps for its error message
 _STDERR_LINES = 60
 _MAX_STDERR_LINE = 4000
@@ -165,6 +167,11 @@ class ChildProcess:
             self._readers.append(thread)
         thread.start()
 
+    @property
+    def peak_rss_bytes(self) -> int | None:
+        """The most resident memory the child and its descendants used so far (sampled)."""
+        return self._peak
+
     def running(self) -> bool:
         """The child process itself has not ended yet."""
         return self.popen is not None and self.popen.poll() is None
@@ -230,6 +237,7 @@ class ChildProcess:
         deadline = None if self.timeout is None else self._started_at + self.timeout
         timed_out = False
         next_sample = 0.0
+        exited = _ExitWatch(proc.pid)
         tick = 0.002
         while proc.poll() is None:
             now = time.monotonic()
@@ -240,11 +248,16 @@ class ChildProcess:
                 timed_out = True
                 self.cancel()
             self._advance_stages(now)
-            self._wake.wait(min(tick, max(0.0, next_sample - now)))
-            self._wake.clear()
-            tick = min(tick * 2, 0.05)
+            pause = min(_STAGE_TICK, max(0.0, next_sample - now))
+            if deadline is not None:
+                pause = min(pause, max(0.0, deadline - now))
+            if not exited.wait(pause):   # no pidfd here: poll, quickly at first (most probe children are short)
+                self._wake.wait(min(tick, pause))
+                self._wake.clear()
+                tick = min(tick * 2, _STAGE_TICK)
+        exited.close()
         # The child is gone; its helpers may not be, and may still hold its pipes.
-        leftovers = self._descendants.end(self.term_wait)
+        leftovers = self._descendants.end(self.term_wait, subreaper=self._subreaper)
         for reader in self._readers:
             reader.join(DRAIN_S)
         if proc.stdin is not None:
@@ -322,6 +335,31 @@ class ChildProcess:
                 self.on_end(end)
         finally:
             self._done.set()
+
+
+class _ExitWatch:
+    """Sleeps until a process exits or a time passes, on a Linux pidfd; ``wait`` is False where there is none."""
+
+    def __init__(self, pid: int):
+        self._poll: select.poll | None = None
+        self._fd: int | None = None
+        try:
+            self._fd = os.pidfd_open(pid)   # type: ignore[attr-defined]  # Linux 5.3+, Python 3.9+
+            self._poll = select.poll()
+            self._poll.register(self._fd, select.POLLIN)
+        except (AttributeError, OSError):   # another OS, an older kernel, or a sandbox that forbids it
+            self.close()
+
+    def wait(self, seconds: float) -> bool:
+        if self._poll is None:
+            return False
+        self._poll.poll(max(0, int(seconds * 1000)))
+        return True
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+        self._fd, self._poll = None, None
 
 
 def _lines(stream: IO[bytes] | None):

@@ -188,11 +188,20 @@ class Descendants:
                 continue
         return alive
 
-    def leftovers(self) -> list[psutil.Process]:
-        """Descendants still there (running or zombie) after the child ended."""
+    def leftovers(self, subreaper: bool = False) -> list[psutil.Process]:
+        """Descendants still there (running or zombie) after the child ended.
+
+        As a ``subreaper`` every orphan of the child's tree was re-parented to
+        this process, so looking among its own children is enough; otherwise
+        the orphans went to init and every process is looked at.
+        """
         found = {p.pid: p for p in self._alive_seen()}
         me = os.getpid()
-        for proc in psutil.process_iter():
+        try:
+            candidates = psutil.Process(me).children() if subreaper else psutil.process_iter()
+        except psutil.Error:
+            candidates = psutil.process_iter()
+        for proc in candidates:
             if proc.pid in found or proc.pid in (me, self.root_pid):
                 continue
             if _carries(proc, self.token) or self._orphan_in_group(proc, me):
@@ -214,12 +223,12 @@ class Descendants:
         except (psutil.Error, OSError):
             return False
 
-    def end(self, term_wait: float) -> int:
+    def end(self, term_wait: float, subreaper: bool = False) -> int:
         """SIGTERM the leftovers, SIGKILL whatever is still there ``term_wait`` s later, reap ours.
 
         Returns how many descendants had outlived the child.
         """
-        left = self.leftovers()
+        left = self.leftovers(subreaper)
         if not left:
             self.signal(_SIGKILL)  # an empty group answers ESRCH; nothing else to do
             return 0
