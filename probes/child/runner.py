@@ -249,7 +249,7 @@ class ChildProcess:
                 self.cancel()
             self._advance_stages(now)
             pause = min(_STAGE_TICK, max(0.0, next_sample - now))
-            if deadline is not None:
+            if deadline is not None and self._term_at is None:   # once stopping, the deadline is past caring
                 pause = min(pause, max(0.0, deadline - now))
             if not exited.wait(pause):   # no pidfd here: poll, quickly at first (most probe children are short)
                 self._wake.wait(min(tick, pause))
