@@ -273,7 +273,7 @@ def _gone(proc: psutil.Process) -> bool:
             return True
         if proc.status() != psutil.STATUS_ZOMBIE:
             return False
-        if hasattr(os, "waitpid") and proc.ppid() == os.getpid():
+        if hasattr(os, "WNOHANG") and proc.ppid() == os.getpid():   # Windows has no zombies to reap
             return _reap(proc)
         return True
     except psutil.NoSuchProcess:
