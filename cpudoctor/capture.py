@@ -26,7 +26,6 @@ import json
 import os
 import platform
 import re
-import subprocess
 import sys
 import tarfile
 import time
@@ -198,17 +197,12 @@ def _cgroup_paths(root: Path) -> list[str]:
 
 def trace_probe_reads(timeout: float = 60.0) -> list[str]:
     """Paths the probes open or list on this machine (absolute), from a child process."""
-    try:
-        proc = subprocess.run([sys.executable, "-m", "cpudoctor.capture", "--trace"], capture_output=True,
-                              text=True, timeout=timeout, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return []
-    if proc.returncode != 0:
-        return []
-    try:
-        return [p for p in json.loads(proc.stdout.strip().splitlines()[-1]) if isinstance(p, str)]
-    except (ValueError, IndexError):
-        return []
+    from cpudoctor.probes.child.runner import ChildSpec, run_child
+
+    result = run_child(ChildSpec([sys.executable, "-m", "cpudoctor.capture", "--trace"],
+                                 what="the probe trace", timeout=timeout))
+    paths = result.data.get("paths") if result.ok else None
+    return [p for p in paths if isinstance(p, str)] if isinstance(paths, list) else []
 
 
 def _trace_main() -> None:
@@ -228,7 +222,7 @@ def _trace_main() -> None:
         p = re.sub(rf"^/proc/(?:{pid}|thread-self)(?=/|$)", "/proc/self", p)
         if p.startswith(("/proc/", "/sys/", "/etc/os-release", "/usr/lib/os-release")):
             out.append(p)
-    sys.stdout.write(json.dumps(out) + "\n")
+    sys.stdout.write(json.dumps({"paths": out}) + "\n")   # a fact line for the child runner
 
 
 def capture(output: Path | str, root: Path | str = Path("/"), force: bool = False,

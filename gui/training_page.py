@@ -764,7 +764,6 @@ class TrainingPage(QWidget):
         """Stop a running job (the window calls this on quit; tests on teardown)."""
         if self.runner.is_running():
             self.runner.cancel()
-            self.runner.wait_finished(2000)
-            if self.runner.is_running():
-                self.runner._kill()
-                self.runner.wait_finished(1000)
+            if not self.runner.wait_finished(2000):
+                self.runner.kill()
+                self.runner.wait_finished(3000)

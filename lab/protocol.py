@@ -9,10 +9,13 @@ The child writes one JSON object per line on stdout, each with a ``type``:
 * ``error``: ``message`` (and ``kind``) when the job failed in a way it could
   explain itself (bad settings, torch.compile unavailable, unreadable data).
 
+An object without ``type`` is read as ``facts`` (what probe children print),
+and any other line as ``log``: :mod:`cpudoctor.probes.child.lines` is the one
+reader for every child of the app.
+
 The parent asks a job to stop by writing ``stop`` on the child's stdin (only
 when the job was started with ``--control stdin``); the job then finishes the
-current step, emits a ``result`` with ``status: "cancelled"`` and exits. Lines
-that are not JSON (a library printing to stdout) arrive as ``log``.
+current step, emits a ``result`` with ``status: "cancelled"`` and exits.
 
 This module never imports torch: the GUI and CLI parse with it too.
 """
@@ -23,28 +26,12 @@ import json
 import math
 import sys
 import threading
-from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-PROGRESS = "progress"
-RESULT = "result"
-LOG = "log"
-ERROR = "error"
-TYPES = (PROGRESS, RESULT, LOG, ERROR)
-STOP_COMMAND = "stop"
-
-
-@dataclass
-class Message:
-    """One parsed line: its ``type`` and the remaining fields."""
-
-    type: str
-    data: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def text(self) -> str:
-        """Human text for log/error messages."""
-        return str(self.data.get("message", self.data.get("text", "")))
+# The line format and its one reader are shared with the probe children.
+from cpudoctor.probes.child.lines import (  # noqa: E402,F401 - re-exported: the lab's vocabulary
+    ERROR, FACTS, LOG, PROGRESS, RESULT, STOP_COMMAND, TYPES, Message, parse_line,
+)
 
 
 def _clean(value: Any) -> Any:
@@ -98,40 +85,6 @@ def log(text: str) -> None:
 
 def error(message: str, kind: str = "error", **fields: Any) -> None:
     emit(ERROR, message=message, kind=kind, **fields)
-
-
-def parse_line(line: str | bytes) -> Message | None:
-    """Parse one line from a child; blank -> None, non-protocol text -> a log message."""
-    if isinstance(line, bytes):
-        line = line.decode("utf-8", "replace")
-    line = line.strip()
-    if not line:
-        return None
-    if line.startswith("{"):
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError:
-            obj = None
-        if isinstance(obj, dict) and obj.get("type") in TYPES:
-            kind = obj.pop("type")
-            return Message(kind, obj)
-    return Message(LOG, {"message": line})
-
-
-class LineBuffer:
-    """Splits a byte stream that arrives in arbitrary chunks into whole lines."""
-
-    def __init__(self) -> None:
-        self._pending = b""
-
-    def feed(self, chunk: bytes) -> list[str]:
-        data = self._pending + chunk
-        *lines, self._pending = data.split(b"\n")
-        return [ln.decode("utf-8", "replace") for ln in lines]
-
-    def flush(self) -> list[str]:
-        rest, self._pending = self._pending, b""
-        return [rest.decode("utf-8", "replace")] if rest.strip() else []
 
 
 class StopFlag:

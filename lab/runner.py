@@ -1,11 +1,14 @@
 """Running a lab job in a child process, without Qt: for the CLI, the sweep and the benchmarks.
 
-The child streams JSON lines (:mod:`cpudoctor.lab.protocol`); this module
-collects them, calls back on each message, stops the child in stages
-(ask -> wait -> terminate -> kill, as s-tui stops its stress workers), and
-explains a death with :func:`cpudoctor.probes.child.exitstatus.diagnose_exit`.
-The Qt :class:`cpudoctor.gui.job_runner.JobRunner` shares :func:`classify`
-and :func:`job_command`, so the GUI and the CLI say the same thing.
+The child streams JSON lines (:mod:`cpudoctor.lab.protocol`). The process
+itself is run by the app's one child runner,
+:class:`cpudoctor.probes.child.runner.ChildProcess` (own session, staged stop
+ask -> wait -> terminate -> kill as s-tui stops its stress workers, no
+descendant left behind); this module files the messages into a
+:class:`JobOutcome` (:func:`collect`) and explains the end (:func:`finish`,
+:func:`classify`, with :func:`cpudoctor.probes.child.exitstatus.diagnose_exit`'s
+words). The Qt :class:`cpudoctor.gui.job_runner.JobRunner` uses the same
+three and :func:`job_command`, so the GUI and the CLI say the same thing.
 No torch here.
 """
 
@@ -14,16 +17,15 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
 import threading
 import time
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from cpudoctor.lab import protocol
 from cpudoctor.probes.child.exitstatus import ExitDiagnosis, diagnose_exit
+from cpudoctor.probes.child.runner import ASK_WAIT_S, TERM_WAIT_S, ChildEnd, ChildProcess
 
 JOB_MODULES = {
     "train": "cpudoctor.lab.train",
@@ -31,8 +33,7 @@ JOB_MODULES = {
     "quant": "cpudoctor.lab.quant",
     "sweep": "cpudoctor.lab.sweep",
 }
-ASK_WAIT_S = 0.5        # after writing "stop": time to finish the step and send a result
-TERM_WAIT_S = 0.3       # after SIGTERM, before SIGKILL: the whole stop stays under a second
+MAX_LOG_LINES = 1000    # log lines an outcome keeps (the last ones)
 
 
 def job_command(job: str, args: dict[str, Any], python: str | None = None) -> list[str]:
@@ -89,6 +90,7 @@ class JobOutcome:
     result: dict[str, Any] | None = None
     progress: list[dict[str, Any]] = field(default_factory=list)
     logs: list[str] = field(default_factory=list)
+    facts: dict[str, Any] = field(default_factory=dict)   # objects without a "type", merged (lines.FACTS)
     error: dict[str, Any] | None = None    # the child's own protocol error message
     diagnosis: ExitDiagnosis = field(default_factory=lambda: ExitDiagnosis("ok"))
     returncode: int | None = None
@@ -143,25 +145,44 @@ def classify(
     return ("crashed" if diag.kind in ("illegal_instruction", "out_of_memory", "signal") else "error"), diag
 
 
-def tree_rss(pid: int) -> int | None:
-    """Resident memory of the child and its children (the sweep starts grandchildren)."""
-    try:
-        import psutil
+def collect(outcome: JobOutcome, msg: protocol.Message) -> None:
+    """File one message from the child into ``outcome`` (the GUI adapter files them the same way)."""
+    if msg.type == protocol.PROGRESS:
+        outcome.progress.append(msg.data)
+    elif msg.type == protocol.RESULT:
+        outcome.result = msg.data
+    elif msg.type == protocol.ERROR:
+        outcome.error = msg.data
+    elif msg.type == protocol.FACTS:
+        outcome.facts.update(msg.data)
+    else:
+        outcome.logs.append(msg.text)
+        if len(outcome.logs) > MAX_LOG_LINES:      # a chatty library must not fill the memory
+            del outcome.logs[: len(outcome.logs) - MAX_LOG_LINES]
 
-        proc = psutil.Process(pid)
-        total = proc.memory_info().rss
-        for child in proc.children(recursive=True):
-            try:
-                total += child.memory_info().rss
-            except psutil.Error:
-                pass
-        return total
-    except Exception:  # noqa: BLE001 - gone already, or no psutil
-        return None
+
+def finish(outcome: JobOutcome, end: ChildEnd, what: str) -> JobOutcome:
+    """Complete ``outcome`` with how the child ended: status, diagnosis, exit code, memory."""
+    outcome.returncode = end.returncode
+    outcome.stderr_tail = end.stderr_tail
+    outcome.elapsed = round(end.seconds, 3)
+    outcome.peak_rss_bytes = end.peak_rss_bytes
+    if end.start_error:
+        outcome.status, outcome.diagnosis = "error", ExitDiagnosis("error", message=end.start_error)
+        return outcome
+    outcome.status, outcome.diagnosis = classify(
+        end.returncode, result=outcome.result, error=outcome.error, stop_requested=end.stop_requested,
+        stderr_tail=end.stderr_tail, peak_rss_bytes=end.peak_rss_bytes, what=what,
+    )
+    return outcome
 
 
 class Job:
-    """One child process speaking the protocol. Callbacks run on a reader thread."""
+    """One lab job in a child process (:class:`~cpudoctor.probes.child.runner.ChildProcess`).
+
+    ``outcome`` fills in while the job runs; ``on_message`` is called on the
+    reader thread for every message, in order.
+    """
 
     def __init__(self, argv: list[str], on_message: Callable[[protocol.Message], None] | None = None,
                  env: dict[str, str] | None = None, what: str = "the job"):
@@ -170,115 +191,45 @@ class Job:
         self.env = env
         self.what = what
         self.outcome = JobOutcome()
-        self._proc: subprocess.Popen | None = None
-        self._stop_requested = False
-        self._stderr = deque(maxlen=60)
-        self._threads: list[threading.Thread] = []
-        self._done = threading.Event()
-        self._start_time = 0.0
+        self._child = ChildProcess(argv, what=what, env=env, control_stdin=True, on_message=self._collect,
+                                   ask_wait=ASK_WAIT_S, term_wait=TERM_WAIT_S)
+        self._finished = False
 
     @property
     def pid(self) -> int | None:
-        return self._proc.pid if self._proc else None
+        return self._child.pid
+
+    @property
+    def _proc(self):
+        """The child's Popen (the sweep polls it between variants)."""
+        return self._child.popen
+
+    def _collect(self, msg: protocol.Message) -> None:
+        collect(self.outcome, msg)
+        if self.on_message is not None:
+            self.on_message(msg)
 
     def start(self) -> "Job":
-        self._start_time = time.perf_counter()
-        self._proc = subprocess.Popen(
-            self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env=self.env, close_fds=True,
-        )
-        for target in (self._read_stdout, self._read_stderr, self._watch_memory):
-            t = threading.Thread(target=target, daemon=True)
-            t.start()
-            self._threads.append(t)
+        self._child.start()
         return self
-
-    def _read_stdout(self) -> None:
-        assert self._proc and self._proc.stdout
-        for raw in self._proc.stdout:
-            msg = protocol.parse_line(raw)
-            if msg is None:
-                continue
-            if msg.type == protocol.PROGRESS:
-                self.outcome.progress.append(msg.data)
-            elif msg.type == protocol.RESULT:
-                self.outcome.result = msg.data
-            elif msg.type == protocol.ERROR:
-                self.outcome.error = msg.data
-            else:
-                self.outcome.logs.append(msg.text)
-            if self.on_message is not None:
-                try:
-                    self.on_message(msg)
-                except Exception:  # noqa: BLE001 - a display bug must not kill the reader
-                    pass
-
-    def _read_stderr(self) -> None:
-        assert self._proc and self._proc.stderr
-        for raw in self._proc.stderr:
-            self._stderr.append(raw.decode("utf-8", "replace").rstrip())
-
-    def _watch_memory(self) -> None:
-        while not self._done.is_set() and self._proc is not None and self._proc.poll() is None:
-            rss = tree_rss(self._proc.pid)
-            if rss is not None:
-                self.outcome.peak_rss_bytes = max(rss, self.outcome.peak_rss_bytes or 0)
-            self._done.wait(0.2)
 
     def request_stop(self) -> None:
         """Stage 1: ask the job to stop (it finishes the step and sends a cancelled result)."""
-        self._stop_requested = True
-        proc = self._proc
-        if proc is None or proc.poll() is not None or proc.stdin is None:
-            return
-        try:
-            proc.stdin.write(protocol.STOP_COMMAND.encode() + b"\n")
-            proc.stdin.flush()
-            proc.stdin.close()
-        except (OSError, ValueError):
-            pass
+        self._child.request_stop()
 
     def stop(self, ask_wait: float = ASK_WAIT_S, term_wait: float = TERM_WAIT_S) -> JobOutcome:
-        """Ask, wait, terminate, wait, kill: the child is gone in under a second."""
-        self.request_stop()
-        proc = self._proc
-        if proc is not None:
-            try:
-                proc.wait(ask_wait)
-            except subprocess.TimeoutExpired:
-                proc.terminate()
-                try:
-                    proc.wait(term_wait)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-        return self.wait()
+        """Ask, wait, terminate, wait, kill: the child and its helpers are gone in under a second."""
+        return self._finish(self._child.stop(ask_wait, term_wait))
 
     def wait(self, timeout: float | None = None) -> JobOutcome:
         """Wait for the child (stop it in stages after ``timeout`` seconds) and classify its end."""
-        proc = self._proc
-        if proc is None:
-            raise RuntimeError("the job was not started")
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            return self.stop()
-        for t in self._threads[:2]:
-            t.join(2.0)
-        self._done.set()
-        if proc.stdin and not proc.stdin.closed:
-            try:
-                proc.stdin.close()
-            except OSError:
-                pass
-        out = self.outcome
-        out.returncode = proc.returncode
-        out.stderr_tail = "\n".join(self._stderr)
-        out.elapsed = round(time.perf_counter() - self._start_time, 3)
-        out.status, out.diagnosis = classify(
-            proc.returncode, result=out.result, error=out.error, stop_requested=self._stop_requested,
-            stderr_tail=out.stderr_tail, peak_rss_bytes=out.peak_rss_bytes, what=self.what,
-        )
-        return out
+        return self._finish(self._child.wait(timeout))
+
+    def _finish(self, end: ChildEnd) -> JobOutcome:
+        if not self._finished:
+            self._finished = True
+            finish(self.outcome, end, self.what)
+        return self.outcome
 
 
 def run_job(job: str, args: dict[str, Any], on_message: Callable[[protocol.Message], None] | None = None,
@@ -289,13 +240,10 @@ def run_job(job: str, args: dict[str, Any], on_message: Callable[[protocol.Messa
     if stop_event is None:
         return runner.wait(timeout)
     deadline = None if timeout is None else time.monotonic() + timeout
-    while True:
-        assert runner._proc is not None
-        if runner._proc.poll() is not None:
-            return runner.wait()
+    while not runner._child.join(0.05):
         if stop_event.is_set() or (deadline is not None and time.monotonic() > deadline):
             return runner.stop()
-        stop_event.wait(0.05)
+    return runner.wait()
 
 
 def child_env_without(*names: str) -> dict[str, str]:

@@ -1,4 +1,4 @@
-"""The JSON-lines protocol: encoding, parsing, chunked streams, the stop flag, job argv."""
+"""The JSON-lines protocol: encoding, parsing, the stop flag, job argv."""
 
 from __future__ import annotations
 
@@ -40,14 +40,6 @@ def test_emit_writes_one_flushed_line():
     protocol.emit("result", stream=buf, status="ok", steps=2)
     assert buf.getvalue().count("\n") == 1
     assert protocol.parse_line(buf.getvalue()).data == {"status": "ok", "steps": 2}
-
-
-def test_line_buffer_joins_chunks():
-    lb = protocol.LineBuffer()
-    assert lb.feed(b'{"type":"log","mess') == []
-    assert lb.feed(b'age":"a"}\n{"type"') == ['{"type":"log","message":"a"}']
-    assert lb.feed(b':"log","message":"b"}\n') == ['{"type":"log","message":"b"}']
-    assert lb.feed(b"tail") == [] and lb.flush() == ["tail"]
 
 
 def test_stop_flag_set_by_stop_line_or_eof():

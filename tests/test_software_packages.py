@@ -59,9 +59,26 @@ def test_cpu_stack_from_patched_metadata(monkeypatch):
         FakeDist("torch", "2.13.0+cpu"), FakeDist("torchvision", "0.28.0+cpu"), FakeDist("numpy", "2.4.6"),
         FakeDist("requests", "2.32.0"), FakeDist("Intel_Extension_For_PyTorch", "2.8.0"),
     ])
-    found = {p.name: p for p in probe_packages(platform="linux")}
-    assert set(found) == {"torch", "torchvision", "numpy", "intel-extension-for-pytorch"}
+    packages = probe_packages(platform="linux")
+    assert [p.name for p in packages] == ["torch", "torchvision", "intel-extension-for-pytorch", "numpy"]
+    found = {p.name: p for p in packages}
     assert found["torch"].build == "cpu" and found["torchvision"].version == "0.28.0+cpu"
+
+
+@pytest.mark.parametrize("spelling", ["intel_extension_for_pytorch", "intel-extension-for-pytorch",
+                                      "Intel.Extension_for-PyTorch"])
+def test_a_distribution_is_listed_once_however_it_is_spelled(monkeypatch, spelling):
+    """The report listed intel-extension-for-pytorch twice: the table named both of its spellings."""
+    _patch(monkeypatch, [FakeDist(spelling, "2.8.0"), FakeDist("torch", "2.8.0+cpu")])
+    assert [p.name for p in probe_packages(platform="linux")] == ["torch", "intel-extension-for-pytorch"]
+
+
+def test_the_table_names_each_distribution_once_and_for_one_package():
+    owners: dict[str, list[str]] = {}
+    for package in pk.resources.load_json("isa_floors.json")["packages"]:
+        for dist in package["distributions"]:
+            owners.setdefault(normalize(dist), []).append(package["name"])
+    assert {d: names for d, names in owners.items() if len(names) > 1} == {}
 
 
 def test_cuda_and_rocm_stacks_from_patched_metadata(monkeypatch):

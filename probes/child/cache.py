@@ -82,7 +82,7 @@ def fingerprint(
     ``packages`` maps a package name to (version, module).
     """
     here = Path(__file__).parent
-    sources = sorted((here / "scripts").glob("*.py")) + [here / "runner.py"]
+    sources = sorted((here / "scripts").glob("*.py")) + [here / "runner.py", here / "lines.py"]   # how answers are read
     env = {k: v for k, v in environ.items() if k not in _VOLATILE and not k.startswith(_VOLATILE_PREFIXES)}
     try:
         affinity = sorted(os.sched_getaffinity(0))

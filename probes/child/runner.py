@@ -1,29 +1,399 @@
-"""Run probe children (the standalone scripts in :mod:`cpudoctor.probes.child.scripts`) safely.
+"""The one child-process runner of CPU Doctor, and the probe children built on it.
 
-A child may hang (a deadlocked OpenMP runtime), print noise (TensorFlow's
-banners) or die of SIGILL (a build that needs AVX2 on a CPU without it). The
-runner bounds each with a timeout, kills its whole process group when time is
-up, reads every JSON object the child printed (one per line; later lines add
-to earlier ones, so facts printed before a crash survive it), and turns the
-exit status into words with :func:`cpudoctor.probes.child.exitstatus.diagnose_exit`.
+Everything risky runs in a child: ``import torch`` (a build made for a newer
+CPU dies of SIGILL), the training lab, the GEMM benchmark. A child may hang (a
+deadlocked OpenMP runtime), print noise (TensorFlow's banners), fork helpers
+that outlive it, or die of a signal. :class:`ChildProcess` runs one argv so
+that none of that reaches the app:
+
+* it starts the child in its **own session** (its own process group), with an
+  optional stdin pipe for the ``stop`` command, and a token in its environment
+  (:mod:`cpudoctor.probes.child.tree`);
+* a reader thread parses **stdout line by line** with the one line protocol
+  (:mod:`cpudoctor.probes.child.lines`) and hands each message to a callback;
+  another keeps a **stderr tail**;
+* a supervisor thread **waits on the process, not on its pipes** (a forked
+  grandchild may hold them open long after the child died), samples the
+  **peak memory** of the whole tree, enforces the **timeout**, and **stops in
+  stages**: ask (``stop`` on stdin) -> wait -> SIGTERM the group -> wait ->
+  SIGKILL the group;
+* once the child is gone, every **descendant** still there (one that called
+  ``setsid``, one that was re-parented to us) is ended and reaped, and only then
+  is the end reported, so a death by signal is named as such even after a fork.
+
+:func:`run_child` / :func:`run_children` use it for the probe children
+(:mod:`cpudoctor.probes.child.scripts`): their fact objects are merged into
+:attr:`ChildResult.data` and the exit explained by
+:func:`cpudoctor.probes.child.exitstatus.diagnose_exit`. The lab's
+:class:`cpudoctor.lab.runner.Job` and the GUI's ``JobRunner`` use it too.
+No Qt, no torch here.
 """
 
 from __future__ import annotations
 
-import json
+import atexit
 import os
+import select
 import signal
 import subprocess
 import sys
+import threading
 import time
+import weakref
+from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any
 
+from cpudoctor.probes.child import tree
 from cpudoctor.probes.child.exitstatus import ExitDiagnosis, diagnose_exit
+from cpudoctor.probes.child.lines import FACTS, MAX_LINE_BYTES, STOP_COMMAND, Message, merge_facts, parse_line
 
-_TAIL = 2000  # characters of stderr kept for error messages
+ASK_WAIT_S = 0.5         # after writing "stop": time to finish the step and send a result
+TERM_WAIT_S = 0.3        # after SIGTERM, before SIGKILL: a lab job's whole stop stays under a second
+SAMPLE_INTERVAL_S = 0.2  # how often the process tree is listed and its memory summed
+DRAIN_S = 2.0            # after the tree is gone, how long the readers may take to reach the end of the pipes
+_STAGE_TICK = 0.05       # the supervisor looks at the stop stages at least this often
+_TAIL = 2000             # characters of stderr a probe result keeps for its error message
+_STDERR_LINES = 60
+_MAX_STDERR_LINE = 4000
+
+MessageCallback = Callable[[Message], None]
+
+
+@dataclass
+class ChildEnd:
+    """How a child ended: everything a caller needs to explain it."""
+
+    returncode: int | None = None       # negative: killed by that signal (Popen's convention)
+    timed_out: bool = False             # the deadline passed while it still ran, so it was stopped
+    stop_requested: bool = False        # someone asked it to stop (cancel, stop, or the timeout)
+    start_error: str = ""               # why it could not start ("" when it did)
+    stderr_tail: str = ""
+    seconds: float = 0.0
+    peak_rss_bytes: int | None = None   # of the child and all its descendants
+    leftovers: int = 0                  # descendants that outlived the child and were ended
+
+
+class ChildProcess:
+    """One child process, run safely (see the module docstring). Callbacks run on its threads.
+
+    ``on_message`` gets every parsed stdout line in order; ``on_end`` gets the
+    :class:`ChildEnd` once the child and all its descendants are gone and every
+    message was delivered (nothing is delivered after it).
+    """
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        what: str = "the child process",
+        env: dict[str, str] | None = None,
+        control_stdin: bool = False,
+        on_message: MessageCallback | None = None,
+        on_end: Callable[[ChildEnd], None] | None = None,
+        timeout: float | None = None,
+        ask_wait: float = ASK_WAIT_S,
+        term_wait: float = TERM_WAIT_S,
+        sample_interval: float = SAMPLE_INTERVAL_S,
+    ):
+        self.argv = list(argv)
+        self.what = what
+        self.env = env
+        self.control_stdin = control_stdin
+        self.on_message = on_message
+        self.on_end = on_end
+        self.timeout = timeout
+        self.ask_wait = ask_wait
+        self.term_wait = term_wait
+        self.sample_interval = sample_interval
+        self.popen: subprocess.Popen | None = None
+        self.end: ChildEnd | None = None
+        self._token = tree.new_token()
+        self._descendants: tree.Descendants | None = None
+        self._stderr: deque[str] = deque(maxlen=_STDERR_LINES)
+        self._stage_lock = threading.Lock()     # the stop stages below
+        self._deliver_lock = threading.Lock()   # messages one at a time, and none after the end
+        self._closed = False
+        self._wake = threading.Event()
+        self._done = threading.Event()
+        self._readers: list[threading.Thread] = []
+        self._started_at = 0.0
+        self._stop_requested = False
+        self._term_at: float | None = None      # when to send SIGTERM to the group (monotonic)
+        self._kill_at: float | None = None      # when to send SIGKILL
+        self._kill_wait = term_wait             # SIGTERM -> SIGKILL for the stop in progress
+        self._peak: int | None = None
+        self._subreaper = False
+
+    # ------------------------------------------------------------------ control
+
+    @property
+    def pid(self) -> int | None:
+        return self.popen.pid if self.popen else None
+
+    def start(self) -> "ChildProcess":
+        """Start the child; never raises for a program that cannot start (see ``ChildEnd.start_error``)."""
+        if self.popen is not None or self.end is not None:
+            raise RuntimeError(f"{self.what} was already started")
+        self._started_at = time.monotonic()
+        self._subreaper = tree.SUBREAPER.acquire()
+        try:
+            self.popen = subprocess.Popen(
+                self.argv,
+                stdin=subprocess.PIPE if self.control_stdin else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=tree.environment_with_token(self.env, self._token),
+                start_new_session=True,   # its own session and group: signals reach its helpers, not us
+                close_fds=True,
+            )
+        except (OSError, ValueError) as exc:
+            self._release_subreaper()
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            self._finish(ChildEnd(start_error=f"{self.what} could not start: {reason}"))
+            return self
+        group = self.popen.pid if hasattr(os, "killpg") else None
+        self._descendants = tree.Descendants(self.popen.pid, self._token, group)
+        _ACTIVE.add(self)
+        self._spawn(self._read_stdout, self.popen.stdout, reader=True)
+        self._spawn(self._read_stderr, self.popen.stderr, reader=True)
+        self._spawn(self._supervise)
+        return self
+
+    def _spawn(self, target: Callable[..., None], *args: Any, reader: bool = False) -> None:
+        thread = threading.Thread(target=target, args=args, daemon=True, name=f"cpudoctor-child-{target.__name__}")
+        if reader:
+            self._readers.append(thread)
+        thread.start()
+
+    @property
+    def peak_rss_bytes(self) -> int | None:
+        """The most resident memory the child and its descendants used so far (sampled)."""
+        return self._peak
+
+    def running(self) -> bool:
+        """The child process itself has not ended yet."""
+        return self.popen is not None and self.popen.poll() is None
+
+    def request_stop(self) -> None:
+        """Stage 1: ask the child to stop (``stop`` on stdin, then EOF); a child without stdin is not asked."""
+        self._stop_requested = True
+        proc = self.popen
+        if proc is None or proc.stdin is None or proc.poll() is not None:
+            return
+        try:
+            proc.stdin.write(STOP_COMMAND.encode() + b"\n")
+            proc.stdin.flush()
+            proc.stdin.close()
+        except (OSError, ValueError):   # it closed stdin or ended meanwhile
+            pass
+
+    def cancel(self, ask_wait: float | None = None, term_wait: float | None = None) -> None:
+        """Stop in stages without blocking: ask, SIGTERM the group ``ask_wait`` s later, SIGKILL ``term_wait`` s after that."""
+        ask = self.ask_wait if ask_wait is None else ask_wait
+        term = self.term_wait if term_wait is None else term_wait
+        self.request_stop()
+        with self._stage_lock:
+            if self._term_at is None:
+                self._term_at = time.monotonic() + (ask if self.control_stdin else 0.0)
+                self._kill_wait = term
+        self._wake.set()
+
+    def kill(self) -> None:
+        """Skip the remaining stages: SIGKILL the child's group now."""
+        self._stop_requested = True
+        with self._stage_lock:
+            now = time.monotonic()
+            self._term_at = min(self._term_at or now, now)
+            self._kill_at = now
+        self._wake.set()
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait until the child and its descendants are gone and the end is known; False on timeout."""
+        return self._done.wait(timeout)
+
+    def wait(self, timeout: float | None = None) -> ChildEnd:
+        """The end; after ``timeout`` seconds the child is stopped in stages first."""
+        if self.popen is None and self.end is None:
+            raise RuntimeError(f"{self.what} was not started")
+        if not self.join(timeout):
+            return self.stop()
+        assert self.end is not None
+        return self.end
+
+    def stop(self, ask_wait: float | None = None, term_wait: float | None = None) -> ChildEnd:
+        """Stop in stages and wait for the end (under a second with the lab's defaults)."""
+        self.cancel(ask_wait, term_wait)
+        self.join()
+        assert self.end is not None
+        return self.end
+
+    # ------------------------------------------------------------------ threads
+
+    def _supervise(self) -> None:
+        proc = self.popen
+        assert proc is not None and self._descendants is not None
+        deadline = None if self.timeout is None else self._started_at + self.timeout
+        timed_out = False
+        next_sample = 0.0
+        exited = _ExitWatch(proc.pid)
+        tick = 0.002
+        while proc.poll() is None:
+            now = time.monotonic()
+            if now >= next_sample:
+                self._sample()
+                next_sample = now + self.sample_interval
+            if deadline is not None and now >= deadline and self._term_at is None and proc.poll() is None:
+                timed_out = True
+                self.cancel()
+            self._advance_stages(now)
+            pause = min(_STAGE_TICK, max(0.0, next_sample - now))
+            if deadline is not None and self._term_at is None:   # once stopping, the deadline is past caring
+                pause = min(pause, max(0.0, deadline - now))
+            if not exited.wait(pause):   # no pidfd here: poll, quickly at first (most probe children are short)
+                self._wake.wait(min(tick, pause))
+                self._wake.clear()
+                tick = min(tick * 2, _STAGE_TICK)
+        exited.close()
+        # The child is gone; its helpers may not be, and may still hold its pipes.
+        leftovers = self._descendants.end(self.term_wait, subreaper=self._subreaper)
+        for reader in self._readers:
+            reader.join(DRAIN_S)
+        if proc.stdin is not None:
+            try:
+                proc.stdin.close()
+            except OSError:
+                pass
+        self._release_subreaper()
+        self._finish(ChildEnd(
+            returncode=proc.returncode,
+            timed_out=timed_out,
+            stop_requested=self._stop_requested,
+            stderr_tail="\n".join(self._stderr),
+            seconds=time.monotonic() - self._started_at,
+            peak_rss_bytes=self._peak,
+            leftovers=leftovers,
+        ))
+
+    def _sample(self) -> None:
+        assert self._descendants is not None
+        rss = self._descendants.sample()
+        if rss is not None:
+            self._peak = max(rss, self._peak or 0)
+
+    def _advance_stages(self, now: float) -> None:
+        assert self._descendants is not None
+        with self._stage_lock:
+            term_at, kill_at = self._term_at, self._kill_at
+            if term_at is not None and now >= term_at and kill_at is None:
+                self._kill_at = now + self._kill_wait
+                send = signal.SIGTERM
+            elif kill_at is not None and now >= kill_at:
+                self._kill_at = float("inf")
+                send = getattr(signal, "SIGKILL", signal.SIGTERM)
+            else:
+                return
+        if self.popen is not None and self.popen.poll() is None:
+            if self._descendants.group is None:   # Windows: no groups; terminate() is all there is
+                self.popen.terminate()
+            self._descendants.signal(send)
+
+    def _deliver(self, msg: Message) -> None:
+        with self._deliver_lock:
+            if self._closed or self.on_message is None:
+                return
+            try:
+                self.on_message(msg)
+            except Exception:  # noqa: BLE001 - a display bug must not stop the reading (or the child)
+                pass
+
+    def _read_stdout(self, stream: IO[bytes]) -> None:
+        for line in _lines(stream):
+            msg = parse_line(line)
+            if msg is not None:
+                self._deliver(msg)
+
+    def _read_stderr(self, stream: IO[bytes]) -> None:
+        for line in _lines(stream):
+            text = line.decode("utf-8", "replace").rstrip()
+            if text.strip():
+                self._stderr.append(text[:_MAX_STDERR_LINE])
+
+    def _release_subreaper(self) -> None:
+        if self._subreaper:
+            self._subreaper = False
+            tree.SUBREAPER.release()
+
+    def _finish(self, end: ChildEnd) -> None:
+        with self._deliver_lock:
+            self._closed = True
+        self.end = end
+        _ACTIVE.discard(self)
+        try:
+            if self.on_end is not None:
+                self.on_end(end)
+        finally:
+            self._done.set()
+
+
+class _ExitWatch:
+    """Sleeps until a process exits or a time passes, on a Linux pidfd; ``wait`` is False where there is none."""
+
+    def __init__(self, pid: int):
+        self._poll: select.poll | None = None
+        self._fd: int | None = None
+        try:
+            self._fd = os.pidfd_open(pid)   # type: ignore[attr-defined]  # Linux 5.3+, Python 3.9+
+            self._poll = select.poll()
+            self._poll.register(self._fd, select.POLLIN)
+        except (AttributeError, OSError):   # another OS, an older kernel, or a sandbox that forbids it
+            self.close()
+
+    def wait(self, seconds: float) -> bool:
+        if self._poll is None:
+            return False
+        self._poll.poll(max(0, int(seconds * 1000)))
+        return True
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+        self._fd, self._poll = None, None
+
+
+def _lines(stream: IO[bytes] | None):
+    """The lines of ``stream`` until EOF; a line over MAX_LINE_BYTES is cut there, its rest dropped."""
+    if stream is None:
+        return
+    cut = False
+    try:
+        while True:
+            chunk = stream.readline(MAX_LINE_BYTES)
+            if not chunk:
+                return
+            whole = chunk.endswith(b"\n")
+            if not cut:
+                yield chunk
+            cut = not whole and len(chunk) >= MAX_LINE_BYTES
+    except (OSError, ValueError):   # the pipe was closed under us
+        return
+
+
+_ACTIVE: "weakref.WeakSet[ChildProcess]" = weakref.WeakSet()
+
+
+@atexit.register
+def _kill_active_children() -> None:
+    """The app is exiting: no child (or helper of one) outlives it."""
+    for child in list(_ACTIVE):
+        if child.running():
+            child.kill()
+    for child in list(_ACTIVE):
+        child.join(3.0)
+
+
+# ------------------------------------------------------------------ probe children
 
 
 @dataclass
@@ -42,7 +412,7 @@ class ChildResult:
     what: str
     returncode: int | None = None
     timed_out: bool = False
-    data: dict[str, Any] = field(default_factory=dict)   # merged JSON objects from stdout
+    data: dict[str, Any] = field(default_factory=dict)   # the child's fact objects, merged in order
     stderr_tail: str = ""
     seconds: float = 0.0
     diagnosis: ExitDiagnosis = field(default_factory=lambda: ExitDiagnosis("error", message="not run"))
@@ -65,91 +435,55 @@ def script_argv(name: str, *args: str, python: str | None = None) -> list[str]:
 
 
 def parse_json_lines(stdout: str) -> dict[str, Any]:
-    """Merge every line of ``stdout`` that is a JSON object; other lines are noise."""
-    data: dict[str, Any] = {}
-    for line in stdout.splitlines():
-        line = line.strip()
-        if not (line.startswith("{") and line.endswith("}")):
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(obj, dict):
-            data.update(obj)
-    return data
+    """Merge the fact objects in ``stdout`` (see :func:`cpudoctor.probes.child.lines.merge_facts`)."""
+    return merge_facts(stdout.splitlines())
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
-    """Stop the child and anything it started: ask, then kill (it may ignore SIGTERM)."""
-    if not hasattr(os, "killpg"):  # Windows: no process groups to signal
-        proc.kill()
-        return
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(proc.pid, sig)
-        except OSError:  # already gone, or not ours
-            return
-        try:
-            proc.wait(timeout=1.0)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+class _ProbeChild:
+    """A :class:`ChildSpec` on a :class:`ChildProcess`: facts merged, the end explained."""
+
+    def __init__(self, spec: ChildSpec):
+        self.spec = spec
+        self.facts: dict[str, Any] = {}
+        self.child = ChildProcess(spec.argv, what=spec.what, env=spec.env, on_message=self._collect,
+                                  timeout=spec.timeout, term_wait=1.0)
+
+    def _collect(self, msg: Message) -> None:
+        if msg.type == FACTS:
+            self.facts.update(msg.data)
+
+    def result(self) -> ChildResult:
+        end = self.child.wait()
+        spec = self.spec
+        result = ChildResult(what=spec.what, returncode=end.returncode, timed_out=end.timed_out, data=self.facts,
+                             stderr_tail=end.stderr_tail[-_TAIL:], seconds=end.seconds)
+        if end.start_error:
+            result.diagnosis = ExitDiagnosis("error", message=end.start_error)
+            return result
+        hint = ""
+        if end.returncode is not None and end.returncode in (-signal.SIGILL, 128 + signal.SIGILL):
+            hint = spec.isa_hint() if callable(spec.isa_hint) else spec.isa_hint
+        result.diagnosis = diagnose_exit(end.returncode, timed_out=end.timed_out, stderr_tail=result.stderr_tail,
+                                         isa_hint=hint, what=spec.what)
+        if end.timed_out:
+            result.diagnosis.message += f" after {spec.timeout:g} s"
+        return result
 
 
 def run_child(spec: ChildSpec) -> ChildResult:
     """Run one child to completion or timeout; never raises for a failing child."""
-    result = ChildResult(what=spec.what)
-    start = time.perf_counter()
-    try:
-        proc = subprocess.Popen(
-            spec.argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=spec.env,
-            start_new_session=True,  # its own process group, so a timeout kills grandchildren too
-            text=True,
-            errors="replace",
-        )
-    except OSError as exc:
-        result.diagnosis = ExitDiagnosis("error", message=f"{spec.what} could not start: {exc.strerror or exc}")
-        return result
-    try:
-        stdout, stderr = proc.communicate(timeout=spec.timeout)
-    except subprocess.TimeoutExpired:
-        result.timed_out = True
-        _kill_group(proc)
-        try:
-            stdout, stderr = proc.communicate(timeout=2.0)
-        except (subprocess.TimeoutExpired, ValueError):
-            stdout, stderr = "", ""
-    result.seconds = time.perf_counter() - start
-    result.returncode = proc.returncode
-    result.data = parse_json_lines(stdout or "")
-    result.stderr_tail = (stderr or "")[-_TAIL:]
-    hint = ""
-    if proc.returncode is not None and proc.returncode in (-signal.SIGILL, 128 + signal.SIGILL):
-        hint = spec.isa_hint() if callable(spec.isa_hint) else spec.isa_hint
-    result.diagnosis = diagnose_exit(
-        proc.returncode,
-        timed_out=result.timed_out,
-        stderr_tail=result.stderr_tail,
-        isa_hint=hint,
-        what=spec.what,
-    )
-    if result.timed_out:
-        result.diagnosis.message += f" after {spec.timeout:g} s"
-    return result
+    probe = _ProbeChild(spec)
+    probe.child.start()
+    return probe.result()
 
 
 def run_children(specs: Sequence[ChildSpec]) -> list[ChildResult]:
     """Run all ``specs`` at the same time; results in the same order.
 
-    One thread per child only waits on its pipes, so a chatty child cannot
-    block the others and the slowest child bounds the wall time.
+    Each child has its own reader and supervisor threads, so a chatty child
+    cannot block the others and the slowest child bounds the wall time.
     """
-    if not specs:
-        return []
-    with ThreadPoolExecutor(max_workers=len(specs), thread_name_prefix="cpudoctor-child") as pool:
-        return list(pool.map(run_child, specs))
+    probes = [_ProbeChild(spec) for spec in specs]
+    for probe in probes:
+        probe.child.start()
+    return [probe.result() for probe in probes]

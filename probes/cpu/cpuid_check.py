@@ -152,25 +152,17 @@ def main() -> int:
 # -- the parent side ------------------------------------------------------
 
 def run_child(timeout: float = 20.0) -> CpuidResult:
-    """Run the CPUID reader in a child Python; never raises."""
-    from cpudoctor.probes.child.exitstatus import diagnose_exit
+    """Run the CPUID reader in a child Python (the app's one child runner); never raises."""
+    from cpudoctor.probes.child.runner import ChildSpec
+    from cpudoctor.probes.child.runner import run_child as run_probe_child
 
-    try:
-        proc = subprocess.run([sys.executable, "-m", "cpudoctor.probes.cpu.cpuid_check"],
-                              capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return CpuidResult(error=f"the CPUID check did not finish within {timeout:.0f} s")
-    except OSError as exc:
-        return CpuidResult(error=f"could not start the CPUID check: {exc.strerror or exc}")
-    if proc.returncode != 0:
-        diag = diagnose_exit(proc.returncode, stderr_tail=proc.stderr[-2000:], what="the CPUID check")
-        return CpuidResult(error=diag.message or f"the CPUID check exited with status {proc.returncode}")
-    try:
-        data = json.loads(proc.stdout.strip().splitlines()[-1])
-    except (json.JSONDecodeError, IndexError):
+    child = run_probe_child(ChildSpec([sys.executable, "-m", "cpudoctor.probes.cpu.cpuid_check"],
+                                      what="the CPUID check", timeout=timeout))
+    if not child.ok:
+        return CpuidResult(error=child.diagnosis.message)
+    if not child.data:
         return CpuidResult(error="the CPUID check printed no result")
-    result = CpuidResult(**{k: v for k, v in data.items() if k in CpuidResult.__dataclass_fields__})
-    return result
+    return CpuidResult(**{k: v for k, v in child.data.items() if k in CpuidResult.__dataclass_fields__})
 
 
 def compare(cpu, result: CpuidResult) -> list[str]:

@@ -30,10 +30,23 @@ class KnownPackage:
 
 
 def known_packages() -> list[KnownPackage]:
+    """The table's packages; each distribution once, however many spellings of it the table lists.
+
+    ``intel_extension_for_pytorch`` and ``intel-extension-for-pytorch`` are one
+    distribution (PEP 503); listing both once made the package appear twice.
+    """
     return [
-        KnownPackage(p["name"], p.get("label", p["name"]), p["module"], tuple(p["distributions"]))
+        KnownPackage(p["name"], p.get("label", p["name"]), p["module"], _distinct(p["distributions"]))
         for p in resources.load_json("isa_floors.json")["packages"]
     ]
+
+
+def _distinct(names: Iterable[str]) -> tuple[str, ...]:
+    """``names`` without later spellings of an earlier one (same PEP 503 name), in order."""
+    first: dict[str, str] = {}
+    for name in names:
+        first.setdefault(normalize(name), name)
+    return tuple(first.values())
 
 
 def normalize(name: str) -> str:
@@ -113,11 +126,14 @@ def probe_packages(dists: Iterable[metadata.Distribution] | None = None, platfor
     """Every installed distribution of the known DL packages, in table order."""
     installed = installed_distributions(dists)
     found: list[PackageInfo] = []
+    listed: set[str] = set()
     for known in known_packages():
         for dist_name in known.distributions:
-            entry = installed.get(normalize(dist_name))
-            if entry is None:
+            key = normalize(dist_name)
+            entry = installed.get(key)
+            if entry is None or key in listed:   # one row per installed distribution
                 continue
+            listed.add(key)
             name, version, requires = entry
             build, detail = build_kind(name, version, requires, platform)
             found.append(PackageInfo(name=normalize(name), version=version, build=build, detail=detail))
