@@ -28,14 +28,6 @@ def knowledge() -> dict[str, Any]:
     return load_json("advisor_knowledge.json")
 
 
-def gib(n: int | float | None) -> str:
-    """Bytes as a short GiB figure: ``17179869184`` -> ``"16 GiB"``, ``1.5 GiB``."""
-    if n is None:
-        return "unknown"
-    v = n / 2**30
-    return f"{v:.0f} GiB" if v >= 10 or v == int(v) else f"{v:.1f} GiB"
-
-
 def env_known(f: Facts) -> bool:
     """The report read the Python, packages and environment of its machine (not a captured tree)."""
     return f.get("software", record=False) is not None and not f.get("software.captured", record=False)

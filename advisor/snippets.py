@@ -21,6 +21,7 @@ from cpudoctor import __version__
 from cpudoctor.advisor import machine, pinning
 from cpudoctor.advisor.engine import Facts
 from cpudoctor.probes._fs import format_cpulist
+from cpudoctor.render.format import cache_size
 from cpudoctor.report import Report
 
 SHELLS: tuple[str, ...] = ("bash", "zsh", "fish", "powershell", "cmd")
@@ -220,14 +221,6 @@ class PinTarget:
     label: str
 
 
-def _cache_size(n: int) -> str:
-    """Exact like lstopo: 32 MiB, 27.5 MiB, 5118 KiB; never floored to a wrong whole MiB."""
-    mib = n / 2**20
-    if mib >= 1 and round(mib, 1) * 2**20 == n:
-        return f"{mib:g} MiB"
-    return f"{n // 1024} KiB" if n % 1024 == 0 else f"{n} B"
-
-
 def _cpus_label(cpus: list[int], limit: int = 40) -> str:
     """CPUs for a comment: ``CPUs 0-15``, or ``40 CPUs: 0-78 step 2`` for long interleaved sets."""
     text = format_cpulist(cpus)
@@ -257,7 +250,7 @@ def pin_targets(report: Report) -> list[PinTarget]:
         for i, d in enumerate(topo.l3_domains):
             cpus = sorted(set(d.cpus) & usable) if usable else sorted(d.cpus)
             if cpus and not any(t.cpus == cpus for t in out):  # an L3 per NUMA node (Kunpeng): list it once
-                size = f", {_cache_size(d.size_bytes)} L3" if d.size_bytes else ""
+                size = f", {cache_size(d.size_bytes)} L3" if d.size_bytes else ""
                 zen = (report.cpu.microarchitecture or "").startswith("zen")   # CCX is a Zen term, not K10's
                 what = f"L3 domain {i} / CCX" if zen and report.cpu.vendor in ("AMD", "Hygon") else f"L3 domain {i}"
                 out.append(PinTarget("ccx", i, cpus, f"{what} ({_cpus_label(cpus)}{size})"))
