@@ -206,12 +206,24 @@ def expected_torch_capability(f: Facts) -> str | None:
         return None
     if not f.get("cpu.flags"):
         return None
-    fma = bool(f.get("cpu.isa.fma"))
-    if f.get("cpu.isa.avx512_torch_kernels") and fma:
+    lacking = executing_lacks(f)
+    fma = bool(f.get("cpu.isa.fma")) and "fma" not in lacking
+    if f.get("cpu.isa.avx512_torch_kernels") and fma and not lacking & {"avx512f", "avx512bw", "avx512dq", "avx512vl"}:
         return "AVX512"
-    if f.get("cpu.isa.avx2") and fma:
+    if f.get("cpu.isa.avx2") and fma and "avx2" not in lacking:
         return "AVX2"
     return "DEFAULT"
+
+
+def executing_lacks(f: Facts) -> set[str]:
+    """Flags /proc/cpuinfo lists that the CPU executing code lacks (the CPUID cross-check; emulation).
+
+    Empty when the check did not run or found nothing; recorded as evidence only when it matters.
+    """
+    missing = f.get("cpu.cpuid_check.missing_flags", record=False) or []
+    if missing:
+        f.record("cpu.cpuid_check.missing_flags", missing)
+    return set(missing)
 
 
 def torch_installed(f: Facts) -> bool:

@@ -182,11 +182,11 @@ def _probe(source: Source, run: "_Run", *, children: bool, software: bool) -> Re
 
 
 def _cross_checked(report: Report) -> Report:
-    """The report with the CPUID cross-check's notes on its CPU (a new CpuInfo: the snapshot keeps its own)."""
+    """The report with the CPUID cross-check on its CPU, as data and notes (a new CpuInfo: snapshots keep theirs)."""
     from cpudoctor.probes.cpu.cpuid_check import cross_check
 
-    notes = cross_check(report.cpu)
-    cpu = dataclasses.replace(report.cpu, notes=[*report.cpu.notes, *notes])
+    check, notes = cross_check(report.cpu)
+    cpu = dataclasses.replace(report.cpu, cpuid_check=check, notes=[*report.cpu.notes, *notes])
     return dataclasses.replace(report, cpu=cpu)
 
 

@@ -18,6 +18,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cpudoctor.probes.cpu.cpuid_check import CpuidCheck
+
 
 @dataclass
 class IsaVerdict:
@@ -69,6 +71,7 @@ class CpuInfo:
     max_mhz_source: str | None = None      # cpufreq cpuinfo_max_freq
     current_mhz: float | None = None       # the clock the kernel reported when probed, averaged over CPUs (a snapshot)
     current_mhz_source: str | None = None  # cpuinfo cpu MHz | cpufreq scaling_cur_freq
+    cpuid_check: CpuidCheck | None = None  # CPUID in a child against cpuinfo (this machine, x86); None = not run
 
 
 def probe_cpu(root: Path = Path("/")) -> CpuInfo:
