@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from cpudoctor.render.format import wrap
-from cpudoctor.render.words import CATEGORIES
+from cpudoctor.render.words import CATEGORIES, severity
 from cpudoctor.report import SEVERITIES, SEVERITY_RANK, Finding, Report, worst  # noqa: F401 - the advisor's API re-exports them
 from cpudoctor.serde import to_data
 
@@ -251,7 +251,7 @@ class RuleSet(Generic[In]):
         asked = code_or_symbol.strip()
         head = f"{r.code} ({r.symbol}) — {r.title}"
         category = CATEGORIES.get(r.category, r.category)
-        lines = [head, "=" * len(head), f"Category: {category}   Worst severity: {r.severity}"]
+        lines = [head, "=" * len(head), f"Category: {category}   At worst: {severity(r.severity).name}"]
         if self.scope:
             lines.append(self.scope)
         if asked.upper() != r.code and asked.lower() != r.symbol:

@@ -13,6 +13,7 @@ from functools import lru_cache
 from typing import Any
 
 from cpudoctor.advisor.engine import Facts
+from cpudoctor.render.words import plural
 from cpudoctor.report import Report
 
 # Variables that set the size of a thread pool, in the order the runtimes read them.
@@ -179,10 +180,10 @@ def recommended_threads(report: Report, f: Facts | None = None) -> tuple[int, st
         return n, f"the {n} performance cores of this hybrid CPU, one thread each"
     n = usable_physical_cores(f)
     if n:
-        return n, f"{n} usable physical core{'s' if n != 1 else ''}"
+        return n, plural(n, "usable physical core")
     cpus = usable_cpus(f)
     if cpus:
-        return cpus, f"{cpus} usable CPU{'s' if cpus != 1 else ''}"
+        return cpus, plural(cpus, "usable CPU")
     return 1, "unknown CPU count (1 is safe; raise it)"
 
 
@@ -287,11 +288,11 @@ def gpu_present(f: Facts, kind: str) -> bool | None:
 
 def l3_count(f: Facts) -> int:
     doms = f.get("topology.l3_domains", record=False) or []
-    f.record("topology.l3_domains", f"{len(doms)} L3 domain{'s' if len(doms) != 1 else ''}")
+    f.record("topology.l3_domains", plural(len(doms), "L3 domain"))
     return len(doms)
 
 
 def numa_count(f: Facts) -> int:
     nodes = [n for n in (f.get("topology.numa_nodes", record=False) or []) if n.cpus]
-    f.record("topology.numa_nodes", f"{len(nodes)} NUMA node{'s' if len(nodes) != 1 else ''} with CPUs")
+    f.record("topology.numa_nodes", f"{plural(len(nodes), 'NUMA node')} with CPUs")
     return len(nodes)

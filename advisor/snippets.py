@@ -22,6 +22,7 @@ from cpudoctor.advisor import machine, pinning
 from cpudoctor.advisor.engine import Facts
 from cpudoctor.probes._fs import format_cpulist
 from cpudoctor.render.format import cache_size
+from cpudoctor.render.words import plural
 from cpudoctor.report import Report
 
 SHELLS: tuple[str, ...] = ("bash", "zsh", "fish", "powershell", "cmd")
@@ -90,8 +91,8 @@ def thread_plan(report: Report) -> ThreadPlan:
             "an efficiency core would make the others wait at every barrier (TOPO003). The thread sweep measures "
             "P-cores against all cores; its result replaces this plan")
     if reserved:
-        plan.notes.append(f"{reserved} core{'s' if reserved != 1 else ''} left to the DataLoader "
-                          f"worker{'s' if reserved != 1 else ''}: compute threads = usable cores minus workers")
+        plan.notes.append(f"{plural(reserved, 'core')} left to the DataLoader "
+                          f"{'worker' if reserved == 1 else 'workers'}: compute threads = usable cores minus workers")
     if workers == 0:
         plan.notes.append("no CPU is left over for DataLoader workers: load data in the main process "
                           "(num_workers=0) or give up one compute thread per worker")
@@ -158,7 +159,7 @@ def shell_exports(report: Report, shell: str = "bash", *, pinned: bool = False) 
     """The thread exports, headed by where the number comes from; the pinned launch too when the plan pins."""
     plan = thread_plan(report)
     comment = "#" if normalise_shell(shell) != "cmd" else "rem"
-    head = f"{comment} {plan.threads} thread{'' if plan.threads == 1 else 's'}: {plan.source}"
+    head = f"{comment} {plural(plan.threads, 'thread')}: {plan.source}"
     text = head + "\n" + export_lines(thread_env(report, plan, pinned=pinned), shell)
     target = _best_target(report, plan)
     if target is not None:

@@ -24,6 +24,7 @@ from cpudoctor.gui.collector import ReportCollector
 from cpudoctor.gui.icons import icon
 from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.workers import run_in_thread
+from cpudoctor.render.words import plural
 from cpudoctor.report import Report, ReportError
 
 PRIVACY_TEXT = "Include identifying details (host name, user, paths)"
@@ -185,7 +186,7 @@ class CompareDialog(QDialog):
             return False
         same_day = (a.meta.generated_at or "")[:10] == (b.meta.generated_at or "")[:10]
         result = compare(redact_report(a), redact_report(b), f"{la}: {label(a, same_day)}", f"{lb}: {label(b, same_day)}")
-        self.status.setText("No differences." if result.same else f"{len(result.changes)} differences.")
+        self.status.setText("No differences." if result.same else f"{plural(len(result.changes), 'difference')}.")
         self.result = result
         self._show_result()
         return True

@@ -157,14 +157,15 @@ def render_rules(rules: Sequence[Any], fmt: str, process_rules: Sequence[Any] = 
         return json.dumps([{"code": r.code, "symbol": r.symbol, "category": r.category, "severity": r.severity,
                             "title": r.title, "docs": r.docs_anchor} for r in rules], indent=2)
     if fmt == "md":
-        rows = ["| Code | Symbol | Category | Worst | Title |", "|---|---|---|---|---|"]
-        rows += [f"| [{r.code}]({r.docs_anchor}) | `{r.symbol}` | {category_title(r.category)} | {r.severity} | "
+        rows = ["| Code | Symbol | Category | At worst | Title |", "|---|---|---|---|---|"]
+        rows += [f"| [{r.code}]({r.docs_anchor}) | `{r.symbol}` | {category_title(r.category)} | {severity(r.severity).name} | "
                  f"{md_escape(r.title)} |" for r in rules]
         return "\n".join(rows) + "\n"
     w_sym = max(len(r.symbol) for r in rules)
     w_cat = max(len(r.category) for r in rules)
-    lines = [f"{'CODE':<9}{'SYMBOL':<{w_sym + 2}}{'CATEGORY':<{w_cat + 2}}{'WORST':<9}TITLE"]
-    lines += [f"{r.code:<9}{r.symbol:<{w_sym + 2}}{r.category:<{w_cat + 2}}{r.severity:<9}{r.title}" for r in rules]
+    lines = [f"{'CODE':<9}{'SYMBOL':<{w_sym + 2}}{'CATEGORY':<{w_cat + 2}}{'WORST':<11}TITLE"]
+    lines += [f"{r.code:<9}{r.symbol:<{w_sym + 2}}{r.category:<{w_cat + 2}}{severity(r.severity).name:<11}{r.title}"
+              for r in rules]
     lines.append(f"\n{plural(len(rules), 'rule')}. `cpudoctor explain CODE` prints one in full.")
     if process_rules:
         lines.append(f"{len(process_rules)} more ({process_rules[0].code}-{process_rules[-1].code}) "

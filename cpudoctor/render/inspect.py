@@ -76,7 +76,7 @@ def render_text(insp, findings) -> str:
                    f"{_pct(t.wait_percent):>5}  {t.state}")
     if len(rows) > MAX_THREAD_ROWS:
         rest = rows[MAX_THREAD_ROWS:]
-        out.append(f"  ... {len(rest)} more threads using {sum(t.cpu_percent or 0 for t in rest):.0f}% together")
+        out.append(f"  ... {len(rest)} more threads using {_pct(sum(t.cpu_percent or 0 for t in rest))} together")
     if insp.libraries_readable:
         libs = [f"{lib.label}: {lib.file}" + (f" [{lib.origin}]" if lib.origin else "") for lib in insp.libraries]
         libs = libs or ["none of the known OpenMP/BLAS/oneDNN/allocator libraries"]

@@ -126,7 +126,7 @@ def summary_line(topo: Topology) -> str:
     elif topo.l3_known:
         n = len(topo.l3_domains)
         parts.append(plural(n, "L3 domain") + (
-            f" (CCX{'' if n == 1 else 's'})" if is_ccx_vendor(topo) else ""))
+            " (CCX)" if n == 1 and is_ccx_vendor(topo) else " (CCXs)" if is_ccx_vendor(topo) else ""))
     else:
         parts.append("L3 unknown")
     if topo.numa_nodes:
