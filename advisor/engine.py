@@ -36,11 +36,14 @@ from typing import Any, Generic, TypeVar
 
 from cpudoctor.render.format import wrap
 from cpudoctor.render.words import CATEGORIES, severity
-from cpudoctor.report import SEVERITIES, SEVERITY_RANK, Finding, Report, worst  # noqa: F401 - the advisor's API re-exports them
+from cpudoctor.report import SEVERITIES, SEVERITY_RANK, Finding, Report, worst
 from cpudoctor.serde import to_data
 
-# The categories' display order and titles are words (cpudoctor.render.words); the advisor
-# validates rules against them.
+# The severities are the report model's and the categories' titles and order are words
+# (cpudoctor.render.words); the advisor validates rules against both and re-exports them.
+__all__ = ["CATEGORIES", "DOC_SECTIONS", "REDIRECTS", "REPORT_RULES", "SEVERITIES", "SEVERITY_RANK", "Facts", "Rule",
+           "RuleDefinitionError", "RuleSet", "UnknownRuleError", "doc_sections", "registry", "resolve",
+           "resolve_only", "rule", "run_rules", "worst"]
 DOC_SECTIONS: tuple[str, ...] = ("What it checks", "Why it matters", "Fix")
 
 # Old code -> current code for the report rules. Codes are never reused; when a

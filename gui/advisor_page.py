@@ -25,7 +25,8 @@ from cpudoctor.gui.common import SEVERITY_COLOUR
 from cpudoctor.gui.model import AppModel
 from cpudoctor.render.markup import html_escape
 from cpudoctor.render.md_extra import evidence_value
-from cpudoctor.render.words import CATEGORIES, SEVERITY, category_order, plural, severity
+from cpudoctor.render.words import CATEGORIES, SEVERITY, category_order, plural
+from cpudoctor.render.words import severity as severity_of
 from cpudoctor.report import Finding, Report
 
 # (severity, group heading), worst first: the vocabulary's order and names
@@ -333,7 +334,7 @@ class AdvisorPage(QWidget):
             return
         colour = SEVERITY_COLOUR.get(finding.severity, "#888")
         self.details_title.setText(f"{finding.title}  ({finding.code})")
-        parts = [f'<p><span style="color:{colour}">●</span> <b>{severity(finding.severity).name}</b> · '
+        parts = [f'<p><span style="color:{colour}">●</span> <b>{severity_of(finding.severity).name}</b> · '
                  f"{html_escape(CATEGORIES.get(finding.category, finding.category))} · "
                  f"<code>{html_escape(finding.symbol)}</code></p>"]
         if finding.why:

@@ -122,7 +122,7 @@ class ReportCollector(QObject):
         if not self._current(gen, source):
             return
         self._set_busy(False)
-        self.model.status_message.emit(f"Ready — {status_text(report.findings)}")
+        self.model.status_message.emit(f"Ready: {status_text(report.findings)}")
 
     def _fail(self, gen: int, source: Source, exc: BaseException) -> None:
         if not isValid(self) or gen != self._generation or isinstance(exc, Cancelled):
