@@ -7,7 +7,7 @@ TORCH_SPEC ?= torch==2.13.0
 PY          = $(VENV)/bin/python
 STAMP       = $(VENV)/.installed
 
-.PHONY: run test install clean bench
+.PHONY: run test install clean bench imports
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -22,6 +22,10 @@ run: $(STAMP)
 
 test: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(PY) -m pytest $(PYTEST_ARGS)
+
+# The layer contracts alone (pyproject.toml [tool.importlinter]); `make test` runs them too.
+imports: $(STAMP)
+	$(PY) tests/import_contracts.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info test-output

@@ -30,33 +30,20 @@ import dataclasses
 import importlib
 import inspect
 import re
-import textwrap
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from cpudoctor.report import Finding, Report
+from cpudoctor.render.format import wrap
+from cpudoctor.render.words import CATEGORIES, severity
+from cpudoctor.report import SEVERITIES, SEVERITY_RANK, Finding, Report, worst
 from cpudoctor.serde import to_data
 
-SEVERITIES: tuple[str, ...] = ("ok", "info", "warning", "error")
-SEVERITY_RANK: dict[str, int] = {s: i for i, s in enumerate(SEVERITIES)}
-
-# Display order and names of the categories (doctor groups by these).
-CATEGORIES: dict[str, str] = {
-    "isa": "CPU instruction sets",
-    "torch": "PyTorch build",
-    "threads": "Thread counts",
-    "blas": "BLAS and OpenMP runtimes",
-    "topology": "Topology and pinning",
-    "os": "Operating system",
-    "memory": "Memory and swap",
-    "environment": "WSL, VMs and containers",
-    "precision": "Precision (bf16, int8)",
-    "allocator": "Memory allocator",
-    "myth": "Myths from tuning guides",
-    "internal": "CPU Doctor itself",
-}
-
+# The severities are the report model's and the categories' titles and order are words
+# (cpudoctor.render.words); the advisor validates rules against both and re-exports them.
+__all__ = ["CATEGORIES", "DOC_SECTIONS", "REDIRECTS", "REPORT_RULES", "SEVERITIES", "SEVERITY_RANK", "Facts", "Rule",
+           "RuleDefinitionError", "RuleSet", "UnknownRuleError", "doc_sections", "registry", "resolve",
+           "resolve_only", "rule", "run_rules", "worst"]
 DOC_SECTIONS: tuple[str, ...] = ("What it checks", "Why it matters", "Fix")
 
 # Old code -> current code for the report rules. Codes are never reused; when a
@@ -267,21 +254,16 @@ class RuleSet(Generic[In]):
         asked = code_or_symbol.strip()
         head = f"{r.code} ({r.symbol}) — {r.title}"
         category = CATEGORIES.get(r.category, r.category)
-        lines = [head, "=" * len(head), f"Category: {category}   Worst severity: {r.severity}"]
+        lines = [head, "=" * len(head), f"Category: {category}   At worst: {severity(r.severity).name}"]
         if self.scope:
             lines.append(self.scope)
         if asked.upper() != r.code and asked.lower() != r.symbol:
             lines.append(f"({asked.upper()} was renamed to {r.code}.)")
         sections = r.sections()
         for name in DOC_SECTIONS:
-            lines += ["", f"{name}:", *_wrap(sections.get(name, ""))]
+            lines += ["", f"{name}:", *(wrap(sections.get(name, ""), 88, indent=2) or ["  -"])]
         lines += ["", f"Docs: {r.docs_anchor}"]
         return "\n".join(lines) + "\n"
-
-
-def _wrap(text: str, width: int = 88) -> list[str]:
-    return textwrap.wrap(text, width=width, initial_indent="  ", subsequent_indent="  ", break_on_hyphens=False,
-                         break_long_words=False) or ["  -"]
 
 
 def _crash_finding(r: Rule, exc: Exception, hint: str) -> Finding:
@@ -352,8 +334,3 @@ class Facts:
             code="", symbol="", category="", severity=severity, title=title, why=why, fix=fix,
             snippet=snippet, snippet_lang=snippet_lang, evidence=dict(self.used), fields_used=list(self.used),
         )
-
-
-def worst(findings: Iterable[Finding]) -> str:
-    """The most severe severity among ``findings`` ("ok" when there are none)."""
-    return max((f.severity for f in findings), key=lambda s: SEVERITY_RANK.get(s, 0), default="ok")

@@ -13,6 +13,7 @@ from functools import lru_cache
 from typing import Any
 
 from cpudoctor.advisor.engine import Facts
+from cpudoctor.render.words import plural
 from cpudoctor.report import Report
 
 # Variables that set the size of a thread pool, in the order the runtimes read them.
@@ -26,14 +27,6 @@ def knowledge() -> dict[str, Any]:
     from cpudoctor.resources import load_json
 
     return load_json("advisor_knowledge.json")
-
-
-def gib(n: int | float | None) -> str:
-    """Bytes as a short GiB figure: ``17179869184`` -> ``"16 GiB"``, ``1.5 GiB``."""
-    if n is None:
-        return "unknown"
-    v = n / 2**30
-    return f"{v:.0f} GiB" if v >= 10 or v == int(v) else f"{v:.1f} GiB"
 
 
 def env_known(f: Facts) -> bool:
@@ -187,10 +180,10 @@ def recommended_threads(report: Report, f: Facts | None = None) -> tuple[int, st
         return n, f"the {n} performance cores of this hybrid CPU, one thread each"
     n = usable_physical_cores(f)
     if n:
-        return n, f"{n} usable physical core{'s' if n != 1 else ''}"
+        return n, plural(n, "usable physical core")
     cpus = usable_cpus(f)
     if cpus:
-        return cpus, f"{cpus} usable CPU{'s' if cpus != 1 else ''}"
+        return cpus, plural(cpus, "usable CPU")
     return 1, "unknown CPU count (1 is safe; raise it)"
 
 
@@ -214,12 +207,24 @@ def expected_torch_capability(f: Facts) -> str | None:
         return None
     if not f.get("cpu.flags"):
         return None
-    fma = bool(f.get("cpu.isa.fma"))
-    if f.get("cpu.isa.avx512_torch_kernels") and fma:
+    lacking = executing_lacks(f)
+    fma = bool(f.get("cpu.isa.fma")) and "fma" not in lacking
+    if f.get("cpu.isa.avx512_torch_kernels") and fma and not lacking & {"avx512f", "avx512bw", "avx512dq", "avx512vl"}:
         return "AVX512"
-    if f.get("cpu.isa.avx2") and fma:
+    if f.get("cpu.isa.avx2") and fma and "avx2" not in lacking:
         return "AVX2"
     return "DEFAULT"
+
+
+def executing_lacks(f: Facts) -> set[str]:
+    """Flags /proc/cpuinfo lists that the CPU executing code lacks (the CPUID cross-check; emulation).
+
+    Empty when the check did not run or found nothing; recorded as evidence only when it matters.
+    """
+    missing = f.get("cpu.cpuid_check.missing_flags", record=False) or []
+    if missing:
+        f.record("cpu.cpuid_check.missing_flags", missing)
+    return set(missing)
 
 
 def torch_installed(f: Facts) -> bool:
@@ -283,11 +288,11 @@ def gpu_present(f: Facts, kind: str) -> bool | None:
 
 def l3_count(f: Facts) -> int:
     doms = f.get("topology.l3_domains", record=False) or []
-    f.record("topology.l3_domains", f"{len(doms)} L3 domain{'s' if len(doms) != 1 else ''}")
+    f.record("topology.l3_domains", plural(len(doms), "L3 domain"))
     return len(doms)
 
 
 def numa_count(f: Facts) -> int:
     nodes = [n for n in (f.get("topology.numa_nodes", record=False) or []) if n.cpus]
-    f.record("topology.numa_nodes", f"{len(nodes)} NUMA node{'s' if len(nodes) != 1 else ''} with CPUs")
+    f.record("topology.numa_nodes", f"{plural(len(nodes), 'NUMA node')} with CPUs")
     return len(nodes)

@@ -190,7 +190,7 @@ def pinning_plan(cpus: list[int] | set[int], topo: Topology, command: str = DEFA
         note = "NUMA layout unknown: only the CPUs are bound."
     elif plan.whole_numa_nodes:
         numactl = f"numactl --cpunodebind={nodes} --membind={nodes}"
-        note = (f"The set is exactly NUMA node{'s' if len(plan.numa_nodes) > 1 else ''} {nodes}: "
+        note = (f"The set is exactly {'NUMA nodes' if len(plan.numa_nodes) > 1 else 'NUMA node'} {nodes}: "
                 "bind both the CPUs and the memory to it.")
     elif len(plan.numa_nodes) == 1:
         numactl = f"numactl --physcpubind={cl} --membind={nodes}"

@@ -25,6 +25,7 @@ from cpudoctor.advisor.engine import SEVERITY_RANK, RuleSet, UnknownRuleError
 from cpudoctor.probes._fs import format_cpulist
 from cpudoctor.probes.process.inspect import Inspection, ThreadInfo
 from cpudoctor.probes import Topology
+from cpudoctor.render.words import plural
 from cpudoctor.report import Finding
 
 # A thread counts as busy at a quarter of a CPU over the window: OpenMP workers
@@ -180,13 +181,13 @@ def oversubscribed(ctx: Context) -> list[Finding]:
     workers = len(i.children)
     threads = max(1, usable - workers) if workers < usable else 1
     why = (f"On average {i.runnable_mean:g} threads wanted a CPU (peak {i.runnable_max}; {active} threads ran in the "
-           f"window) but only {usable} CPU{'s' if usable != 1 else ''} are usable")
+           f"window) but only {plural(usable, 'CPU')} are usable")
     if wait is not None:
         why += f"; together they waited {wait / 100:.1f} s per second on run queues"
     why += ". Time-slicing makes OpenMP barriers spin on descheduled threads."
-    fix = (f"Relaunch with {threads} compute thread{'s' if threads != 1 else ''}"
-           + (f" (leaving {workers} CPU{'s' if workers != 1 else ''} for the DataLoader "
-              f"worker{'s' if workers != 1 else ''})" if workers else "")
+    fix = (f"Relaunch with {plural(threads, 'compute thread')}"
+           + (f" (leaving {plural(workers, 'CPU')} for the DataLoader "
+              f"{'worker' if workers == 1 else 'workers'})" if workers else "")
            + ", or call torch.set_num_threads(" + str(threads) + ") at the top of the script.")
     return [_finding(sev, f"Oversubscribed: {i.runnable_mean:g} runnable threads on {usable} usable CPUs", why, fix,
                      ctx.relaunch(None, threads),
@@ -343,7 +344,7 @@ def smt_siblings_busy(ctx: Context) -> list[Finding]:
         return []                      # more busy threads than cores: siblings are unavoidable
     pairs = [f"core {topo.core_list[c].core_id} (CPUs {format_cpulist([t.last_cpu for t in ts if t.last_cpu is not None])})"
              for c, ts in sorted(shared.items())]
-    why = (f"{len(shared)} core{'s' if len(shared) != 1 else ''} ran two busy threads of this job on their SMT "
+    why = (f"{plural(len(shared), 'core')} ran two busy threads of this job on their SMT "
            f"siblings ({'; '.join(pairs[:4])}) while {len(cores)} cores are usable for {len(busy)} busy threads. "
            "Siblings share one core's FMA units, so both run at about half speed.")
     fix = f"Give each of the {len(busy)} threads its own core: one CPU per core, threads bound to cores."
@@ -557,7 +558,7 @@ def threads_exceed_usable(ctx: Context) -> list[Finding]:
     if not too_many:
         return []
     listed = ", ".join(f"{k}={v}" for k, v in too_many.items())
-    why = (f"{listed} but the process may use {usable} CPU{'s' if usable != 1 else ''}"
+    why = (f"{listed} but the process may use {plural(usable, 'CPU')}"
            + (f" (cgroup quota {ctx.insp.cpu_quota:g} CPUs)" if ctx.insp.cpu_quota else "")
            + ": the extra threads time-slice on the same CPUs.")
     workers = len(ctx.insp.children)

@@ -10,6 +10,7 @@ compare both files with its output.
 from __future__ import annotations
 
 from cpudoctor.advisor.engine import CATEGORIES, REPORT_RULES, RuleSet
+from cpudoctor.render.words import severity
 
 _RULES_INTRO = """\
 Generated from the rule registry by `python -m cpudoctor.advisor.rulesdoc`; do not edit by hand.
@@ -30,9 +31,9 @@ def render_md(rules: RuleSet, title: str, intro: str) -> str:
     """
     listed = rules.all()
     lines = [f"# {title}", "", *intro.splitlines(), "",
-             "| Code | Symbol | Category | Worst severity | Title |",
+             "| Code | Symbol | Category | At worst | Title |",
              "|---|---|---|---|---|"]
-    lines += [f"| [{r.code}](#{r.code.lower()}) | `{r.symbol}` | {CATEGORIES[r.category]} | {r.severity} | {r.title} |"
+    lines += [f"| [{r.code}](#{r.code.lower()}) | `{r.symbol}` | {CATEGORIES[r.category]} | {severity(r.severity).name} | {r.title} |"
               for r in listed]
     heading = "###" if rules.group_by_category else "##"
     current = None
@@ -46,7 +47,7 @@ def render_md(rules: RuleSet, title: str, intro: str) -> str:
             f'<a id="{r.code.lower()}"></a>',
             f"{heading} {r.code} `{r.symbol}`: {r.title}",
             "",
-            f"Worst severity: **{r.severity}**",
+            f"At worst: **{severity(r.severity).name}**",
             "",
             f"**What it checks.** {sections['What it checks']}",
             "",

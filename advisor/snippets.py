@@ -21,6 +21,8 @@ from cpudoctor import __version__
 from cpudoctor.advisor import machine, pinning
 from cpudoctor.advisor.engine import Facts
 from cpudoctor.probes._fs import format_cpulist
+from cpudoctor.render.format import cache_size
+from cpudoctor.render.words import plural
 from cpudoctor.report import Report
 
 SHELLS: tuple[str, ...] = ("bash", "zsh", "fish", "powershell", "cmd")
@@ -89,8 +91,8 @@ def thread_plan(report: Report) -> ThreadPlan:
             "an efficiency core would make the others wait at every barrier (TOPO003). The thread sweep measures "
             "P-cores against all cores; its result replaces this plan")
     if reserved:
-        plan.notes.append(f"{reserved} core{'s' if reserved != 1 else ''} left to the DataLoader "
-                          f"worker{'s' if reserved != 1 else ''}: compute threads = usable cores minus workers")
+        plan.notes.append(f"{plural(reserved, 'core')} left to the DataLoader "
+                          f"{'worker' if reserved == 1 else 'workers'}: compute threads = usable cores minus workers")
     if workers == 0:
         plan.notes.append("no CPU is left over for DataLoader workers: load data in the main process "
                           "(num_workers=0) or give up one compute thread per worker")
@@ -157,7 +159,7 @@ def shell_exports(report: Report, shell: str = "bash", *, pinned: bool = False) 
     """The thread exports, headed by where the number comes from; the pinned launch too when the plan pins."""
     plan = thread_plan(report)
     comment = "#" if normalise_shell(shell) != "cmd" else "rem"
-    head = f"{comment} {plan.threads} thread{'' if plan.threads == 1 else 's'}: {plan.source}"
+    head = f"{comment} {plural(plan.threads, 'thread')}: {plan.source}"
     text = head + "\n" + export_lines(thread_env(report, plan, pinned=pinned), shell)
     target = _best_target(report, plan)
     if target is not None:
@@ -220,14 +222,6 @@ class PinTarget:
     label: str
 
 
-def _cache_size(n: int) -> str:
-    """Exact like lstopo: 32 MiB, 27.5 MiB, 5118 KiB; never floored to a wrong whole MiB."""
-    mib = n / 2**20
-    if mib >= 1 and round(mib, 1) * 2**20 == n:
-        return f"{mib:g} MiB"
-    return f"{n // 1024} KiB" if n % 1024 == 0 else f"{n} B"
-
-
 def _cpus_label(cpus: list[int], limit: int = 40) -> str:
     """CPUs for a comment: ``CPUs 0-15``, or ``40 CPUs: 0-78 step 2`` for long interleaved sets."""
     text = format_cpulist(cpus)
@@ -257,7 +251,7 @@ def pin_targets(report: Report) -> list[PinTarget]:
         for i, d in enumerate(topo.l3_domains):
             cpus = sorted(set(d.cpus) & usable) if usable else sorted(d.cpus)
             if cpus and not any(t.cpus == cpus for t in out):  # an L3 per NUMA node (Kunpeng): list it once
-                size = f", {_cache_size(d.size_bytes)} L3" if d.size_bytes else ""
+                size = f", {cache_size(d.size_bytes)} L3" if d.size_bytes else ""
                 zen = (report.cpu.microarchitecture or "").startswith("zen")   # CCX is a Zen term, not K10's
                 what = f"L3 domain {i} / CCX" if zen and report.cpu.vendor in ("AMD", "Hygon") else f"L3 domain {i}"
                 out.append(PinTarget("ccx", i, cpus, f"{what} ({_cpus_label(cpus)}{size})"))

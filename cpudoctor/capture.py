@@ -214,9 +214,9 @@ def _trace_main() -> None:
             seen.add(os.path.abspath(str(args[0])))
 
     sys.addaudithook(hook)
-    from cpudoctor.collect import collect_report
+    from cpudoctor.pipeline import Source, build_report
 
-    collect_report(Path("/"), software=True, children=False)
+    build_report(Source.this_machine(), children=False, findings=False)
     out = []
     for p in sorted(seen):
         p = re.sub(rf"^/proc/(?:{pid}|thread-self)(?=/|$)", "/proc/self", p)

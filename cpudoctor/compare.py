@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import json
 import math
-import textwrap
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from cpudoctor.probes._fs import format_cpulist, parse_cpulist
-from cpudoctor.report import BenchRun, Finding, Report
+from cpudoctor.render.format import wrap
+from cpudoctor.render.markup import md_escape
+from cpudoctor.render.words import plural, severity
+from cpudoctor.report import SEVERITY_RANK, BenchRun, Finding, Report
 
-SEVERITY_RANK = {"ok": 0, "info": 1, "warning": 2, "error": 3}
 
 
 @dataclass
@@ -297,9 +298,9 @@ def _show(v: Any) -> str:
     if isinstance(v, bool):
         return "yes" if v else "no"
     if isinstance(v, float):
-        from cpudoctor.render.svg_chart import fmt_number
+        from cpudoctor.render.format import number
 
-        return fmt_number(v)
+        return number(v)
     if isinstance(v, list):
         items = [_show(x) for x in v]
         # CPU lists contain commas themselves ("0-7,64-71"): separate those with semicolons.
@@ -308,15 +309,15 @@ def _show(v: Any) -> str:
 
 
 def _bytes(v: Any) -> Any:
-    from cpudoctor.render.topology import human_bytes
+    from cpudoctor.render.format import size
 
     if isinstance(v, list):
         return [_bytes(x) for x in v]
-    return human_bytes(v) if isinstance(v, int) and not isinstance(v, bool) else v
+    return size(v) if isinstance(v, int) and not isinstance(v, bool) else v
 
 
 def _cache_sizes(v: Any) -> Any:
-    from cpudoctor.render.topology import cache_size
+    from cpudoctor.render.format import cache_size
 
     return [cache_size(x) for x in v] if isinstance(v, list) else v
 
@@ -339,7 +340,7 @@ def _cpu_sets(v: Any, nouns: tuple[str, str]) -> Any:
 
     sizes = sorted({len(s) for s in sets})
     noun = nouns[0] if len(sets) == 1 else nouns[1]
-    count = (f"{len(sets)} {noun} × {sizes[0]} CPU{'s' if sizes[0] != 1 else ''}" if len(sizes) == 1 else
+    count = (f"{len(sets)} {noun} × {plural(sizes[0], 'CPU')}" if len(sizes) == 1 else
              f"{len(sets)} {noun} of {sizes[0]}–{sizes[-1]} CPUs")
     shown = "; ".join(cpus_text(s, limit=0) for s in sets[:SHOWN_SETS])      # always the shortest form
     more = f"; +{len(sets) - SHOWN_SETS} more" if len(sets) > SHOWN_SETS else ""
@@ -354,11 +355,13 @@ def _cpu_list(v: Any) -> Any:
 
 
 def _values(c: Change) -> tuple[Any, Any]:
+    if c.section == "findings":     # a severity, in the app's words (Warning, Passed)
+        return tuple(None if v is None else severity(v).name for v in (c.a, c.b))
     if c.section == "topology" and c.item in CPU_SET_ITEMS:
         return _cpu_sets(c.a, CPU_SET_ITEMS[c.item]), _cpu_sets(c.b, CPU_SET_ITEMS[c.item])
     if c.section == "topology" and c.item in CPU_ITEMS:
         return _cpu_list(c.a), _cpu_list(c.b)
-    if c.item == "l3_sizes":   # exact like lstopo: 27.5 MiB, 5118 KiB (human_bytes would say 28 MiB, 5 MiB)
+    if c.item == "l3_sizes":   # exact like lstopo: 27.5 MiB, 5118 KiB (a memory size would say 28 MiB, 5 MiB)
         return _cache_sizes(c.a), _cache_sizes(c.b)
     return (_bytes(c.a), _bytes(c.b)) if c.item in BYTE_ITEMS else (c.a, c.b)
 
@@ -375,8 +378,7 @@ def render_text(cmp: Comparison) -> str:
         for c in items:
             if sec == "flags":
                 flags = _show(c.b if c.item == "added" else c.a)
-                lines += textwrap.wrap(f"{c.item} ({c.note}): {flags}", WIDE, initial_indent="  ",
-                                       subsequent_indent="      ", break_on_hyphens=False)
+                lines += wrap(f"{c.item} ({c.note}): {flags}", WIDE, indent=2, hang=4)
             else:
                 note = f"  [{c.note}]" if c.note else ""
                 a, b = (_show(v) for v in _values(c))
@@ -386,12 +388,12 @@ def render_text(cmp: Comparison) -> str:
                 else:       # long values: A and B under each other, easy to compare by eye
                     lines += [f"  {item_label(c)}:{note}", f"    A: {a}", f"    B: {b}"]
         lines.append("")
-    lines.append(f"{len(cmp.changes)} differences.")
+    lines.append(f"{plural(len(cmp.changes), 'difference')}.")
     return "\n".join(lines) + "\n"
 
 
 def _md(v: Any) -> str:
-    return _show(v).replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+    return md_escape(_show(v))
 
 
 def render_markdown(cmp: Comparison) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,9 @@ from cpudoctor.serde import SchemaError, from_data, to_data
 
 SCHEMA_VERSION = 1
 REPORT_KIND = "cpudoctor-report"
+# The values of Finding.severity, least to most severe (cpudoctor.render.words says them in words).
+SEVERITIES: tuple[str, ...] = ("ok", "info", "warning", "error")
+SEVERITY_RANK: dict[str, int] = {s: i for i, s in enumerate(SEVERITIES)}
 
 
 @dataclass
@@ -143,6 +147,11 @@ def _finite(data: Any) -> Any:
     if isinstance(data, list):
         return [_finite(v) for v in data]
     return data
+
+
+def worst(findings: Iterable[Finding]) -> str:
+    """The most severe severity among ``findings`` ("ok" when there are none)."""
+    return max((f.severity for f in findings), key=lambda s: SEVERITY_RANK.get(s, 0), default="ok")
 
 
 class ReportError(ValueError):

@@ -11,7 +11,6 @@ settings. "Save launch script..." writes a complete script for the chosen shell
 
 from __future__ import annotations
 
-import html
 import os
 from pathlib import Path
 
@@ -22,19 +21,16 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QHBoxLayout, Q
                                QTreeWidgetItem, QVBoxLayout, QWidget)
 
 from cpudoctor.advisor import snippets
-from cpudoctor.advisor.engine import CATEGORIES
-from cpudoctor.gui.common import SEVERITY_COLOUR, SEVERITY_LABEL
+from cpudoctor.gui.common import SEVERITY_COLOUR
 from cpudoctor.gui.model import AppModel
-from cpudoctor.gui.workers import run_in_thread
+from cpudoctor.render.markup import html_escape
 from cpudoctor.render.md_extra import evidence_value
+from cpudoctor.render.words import CATEGORIES, SEVERITY, category_order, plural
+from cpudoctor.render.words import severity as severity_of
 from cpudoctor.report import Finding, Report
 
-GROUPS: tuple[tuple[str, str], ...] = (
-    ("error", "Problems"),
-    ("warning", "Warnings"),
-    ("info", "Suggestions"),
-    ("ok", "Passed"),
-)
+# (severity, group heading), worst first: the vocabulary's order and names
+GROUPS: tuple[tuple[str, str], ...] = tuple((s.key, s.group) for s in SEVERITY.values())
 FINDING_ROLE = Qt.ItemDataRole.UserRole + 1
 SHELL_CHOICES: tuple[tuple[str, str], ...] = tuple((s, snippets.SHELL_LABELS[s]) for s in snippets.SHELLS)
 NARROW_TREE_PX = 440       # below this the Category column is hidden (see _fit_category_column)
@@ -60,11 +56,10 @@ class AdvisorPage(QWidget):
         super().__init__(parent)
         self.model = model
         self._findings: list[Finding] = []
-        self._worker = None
         self._build()
         model.report_changed.connect(self._on_report)
         model.findings_changed.connect(self.set_findings)
-        model.recommendation_changed.connect(self._on_recommendation)
+        model.diagnosing_changed.connect(self._on_diagnosing)
         if model.report is not None:
             self._on_report(model.report)
             self.set_findings(list(model.report.findings))
@@ -211,10 +206,8 @@ class AdvisorPage(QWidget):
         if self._current is None:
             self._show_details(None)
 
-    def _on_recommendation(self, _rec) -> None:
-        """A sweep result changes thread counts in fixes and snippets: diagnose again."""
-        if self.model.report is not None:
-            self.rerun()
+    def _on_diagnosing(self, busy: bool) -> None:
+        self.rerun_button.setEnabled(not busy and self.model.report is not None)
 
     def set_findings(self, findings: list[Finding]) -> None:
         keep = (self._current.code, self._current.title) if self._current is not None else None
@@ -235,7 +228,7 @@ class AdvisorPage(QWidget):
             self.tree.setFirstColumnSpanned(self.tree.indexOfTopLevelItem(group), QModelIndex(), True)
             self._groups[severity] = group
         selected = None
-        for f in sorted(self._findings, key=lambda f: (list(CATEGORIES).index(f.category) if f.category in CATEGORIES else 99, f.code)):
+        for f in sorted(self._findings, key=lambda f: (category_order(f.category), f.code)):
             group = self._groups.get(f.severity)
             if group is None:
                 continue
@@ -263,8 +256,7 @@ class AdvisorPage(QWidget):
         for severity, label in GROUPS:
             n = sum(1 for f in self._findings if f.severity == severity)
             colour = SEVERITY_COLOUR[severity]
-            word = label.lower() if n != 1 or severity == "ok" else label.lower().rstrip("s")
-            parts.append(f'<span style="color:{colour}">●</span> {n} {word}')
+            parts.append(f'<span style="color:{colour}">●</span> {plural(n, *SEVERITY[severity].noun)}')
         self.counts.setText("&nbsp;&nbsp;".join(parts) if self._findings else "No findings yet")
 
     def counts_by_severity(self) -> dict[str, int]:
@@ -331,9 +323,9 @@ class AdvisorPage(QWidget):
             plan = snippets.thread_plan(report)
             self.details_title.setText("Recommended settings for the machine in this report" if self.model.read_only
                                        else "Recommended settings for this machine")
-            notes = "".join(f"<li>{html.escape(n)}</li>" for n in plan.notes)
+            notes = "".join(f"<li>{html_escape(n)}</li>" for n in plan.notes)
             self.details.setHtml(
-                f"<p><b>{plan.threads}</b> compute threads: {html.escape(plan.source)}.</p>"
+                f"<p><b>{plan.threads}</b> compute threads: {html_escape(plan.source)}.</p>"
                 f"<p>DataLoader workers: <b>{plan.workers}</b>. Select a finding on the left for its why and fix.</p>"
                 + (f"<ul>{notes}</ul>" if notes else ""))
             text = snippets.shell_exports(report, "bash") + "\n\n# Python\n" + "\n".join(
@@ -342,19 +334,19 @@ class AdvisorPage(QWidget):
             return
         colour = SEVERITY_COLOUR.get(finding.severity, "#888")
         self.details_title.setText(f"{finding.title}  ({finding.code})")
-        parts = [f'<p><span style="color:{colour}">●</span> <b>{SEVERITY_LABEL.get(finding.severity, finding.severity)}</b> · '
-                 f"{html.escape(CATEGORIES.get(finding.category, finding.category))} · "
-                 f"<code>{html.escape(finding.symbol)}</code></p>"]
+        parts = [f'<p><span style="color:{colour}">●</span> <b>{severity_of(finding.severity).name}</b> · '
+                 f"{html_escape(CATEGORIES.get(finding.category, finding.category))} · "
+                 f"<code>{html_escape(finding.symbol)}</code></p>"]
         if finding.why:
-            parts.append(f"<h4>Why</h4><p>{html.escape(finding.why)}</p>")
+            parts.append(f"<h4>Why</h4><p>{html_escape(finding.why)}</p>")
         if finding.fix:
-            parts.append(f"<h4>Fix</h4><p>{html.escape(finding.fix)}</p>")
+            parts.append(f"<h4>Fix</h4><p>{html_escape(finding.fix)}</p>")
         if finding.evidence:
-            rows = "".join(f"<tr><td><code>{html.escape(k)}</code></td>"
-                           f"<td>{html.escape(evidence_value(v, 300))}</td></tr>"
+            rows = "".join(f"<tr><td><code>{html_escape(k)}</code></td>"
+                           f"<td>{html_escape(evidence_value(v, 300))}</td></tr>"
                            for k, v in finding.evidence.items())
             parts.append(f"<h4>From the report</h4><table cellspacing='4'>{rows}</table>")
-        parts.append(f"<p style='color:gray'>Details: <code>cpudoctor explain {finding.code}</code> · {html.escape(finding.docs)}</p>")
+        parts.append(f"<p style='color:gray'>Details: <code>cpudoctor explain {finding.code}</code> · {html_escape(finding.docs)}</p>")
         self.details.setHtml("".join(parts))
         self._set_snippet(finding.snippet, finding.snippet_lang)
 
@@ -388,26 +380,8 @@ class AdvisorPage(QWidget):
     # ------------------------------------------------------------------ actions
 
     def rerun(self) -> None:
-        """Diagnose ``model.report`` again on a worker; the result goes through ``model.set_findings``."""
-        report = self.model.report
-        if report is None:
-            return
-        from cpudoctor.advisor import diagnose
-
-        self.rerun_button.setEnabled(False)
-        self.model.status_message.emit("Running the advisor…")
-
-        def done(findings: list[Finding]) -> None:
-            if self.model.report is report:
-                self.model.set_findings(findings)
-                problems = sum(1 for f in findings if f.severity in ("warning", "error"))
-                self.model.status_message.emit(f"Advisor: {problems} problem{'s' if problems != 1 else ''} found")
-
-        def failed(exc: BaseException) -> None:
-            self.model.status_message.emit(f"The advisor failed: {exc}")
-
-        self._worker = run_in_thread(diagnose, report, on_result=done, on_error=failed,
-                                     on_finished=lambda: self.rerun_button.setEnabled(self.model.report is not None))
+        """Diagnose the shown report again (the model runs the advisor; ``findings_changed`` follows)."""
+        self.model.rediagnose()
 
     def save_launch_script(self, path: str | os.PathLike | None = None) -> Path | None:
         """Write the launch script for the selected shell (asks for a file when ``path`` is None)."""

@@ -79,12 +79,28 @@ def missing_xcb_libs(load=ctypes.CDLL) -> list[tuple[str, str]]:
 
 
 def terminal_report() -> int:
-    """Print the doctor report (or the text report) in the terminal."""
-    from cpudoctor import cli
-    from cpudoctor.commands import COMMANDS
+    """Print the doctor's page for this machine in the terminal (what ``cpudoctor doctor`` prints).
 
-    argv = ["doctor"] if "doctor" in COMMANDS else ["report", "--format", "text"]
-    return cli.main(argv)
+    Built by the same pipeline and rendered by the same page as the command, without
+    going through the CLI: the window's launcher sits below it, never above.
+    """
+    from cpudoctor.pipeline import Source, build_report
+    from cpudoctor.render import doctor as page
+
+    source = Source.this_machine()
+    report = build_report(source)
+    ascii_only = not _can_print("✓✗")
+    sys.stdout.write(page.render_text(report, report.findings, source.label, ascii_only=ascii_only))
+    sys.stdout.flush()
+    return page.exit_code(report.findings)
+
+
+def _can_print(text: str) -> bool:
+    try:
+        text.encode(getattr(sys.stdout, "encoding", None) or "ascii")
+    except (UnicodeEncodeError, LookupError):
+        return False
+    return True
 
 
 def _explain_no_display() -> None:
@@ -241,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     pg.setConfigOptions(antialias=True)
 
     model = AppModel()
-    # With a report to open, this machine is probed only if that report cannot be read.
+    # With a report to open, this machine is probed only if that report cannot be read (see open_report).
     window = MainWindow(model, settings=QSettings(), collect=not args.report, children=not args.no_children)
     size = _parse_size(args.size)
     if size:
@@ -249,8 +265,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.page:
         window.show_page(args.page)
     window.show()
-    if args.report and not window.open_report(Path(args.report)):
-        window.refresh()
+    if args.report:
+        window.open_report(Path(args.report))       # a bad file: a message, then this machine is read
 
     # Ctrl+C in the terminal closes the window properly (settings saved);
     # the timer lets the Python interpreter see the signal while Qt's loop runs.

@@ -1,4 +1,8 @@
-"""Small shared pieces of the window: number formatting, cards, badges, severity colours.
+"""Small shared pieces of the window: cards, badges, severity colours.
+
+Words and number formats come from :mod:`cpudoctor.render` like everywhere
+else; an unknown value in a card or table is a dash (:data:`~cpudoctor.render.words.DASH`)
+with the probe's note as its tooltip.
 
 Colours follow the palette (``palette(...)`` in style sheets) so the same code
 reads well in light and dark mode; the few fixed colours (badge states,
@@ -10,12 +14,9 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFormLayout, QFrame, QLabel, QVBoxLayout, QWidget
 
-UNKNOWN = "—"
+from cpudoctor.render.words import DASH
 
-SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2, "ok": 3}
 SEVERITY_COLOUR = {"error": "#d9534f", "warning": "#e0a030", "info": "#4a90c2", "ok": "#3fa36b"}
-# the Advisor's group names, singular: one vocabulary on every page
-SEVERITY_LABEL = {"error": "Problem", "warning": "Warning", "info": "Suggestion", "ok": "Passed"}
 
 # badge state -> (background, foreground)
 BADGE_STYLE = {
@@ -24,30 +25,6 @@ BADGE_STYLE = {
     "no": ("#8a8f96", "#ffffff"),
     "unknown": ("#b8bcc2", "#2b2b2b"),
 }
-
-
-def human_bytes(n: int | float | None, unknown: str = UNKNOWN) -> str:
-    """1536 -> '1.5 KiB'; binary units, as cache and memory sizes are quoted."""
-    if n is None:
-        return unknown
-    n = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            if unit == "B":
-                return f"{int(n)} B"
-            return f"{n:.1f} {unit}".replace(".0 ", " ")
-        n /= 1024
-    return f"{n:.1f} TiB"
-
-
-def human_mhz(mhz: float | None, unknown: str = UNKNOWN) -> str:
-    if mhz is None or mhz <= 0:
-        return unknown
-    return f"{mhz / 1000:.2f} GHz" if mhz >= 1000 else f"{mhz:.0f} MHz"
-
-
-def text_or_unknown(value, unknown: str = UNKNOWN) -> str:
-    return unknown if value is None or value == "" else str(value)
 
 
 class Card(QFrame):
@@ -82,7 +59,7 @@ class Card(QFrame):
         if label not in self._values:
             name = QLabel(label)
             name.setStyleSheet("color: palette(placeholder-text);")
-            value = QLabel(UNKNOWN)
+            value = QLabel(DASH)
             value.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             value.setWordWrap(True)
             self.form.addRow(name, value)

@@ -20,9 +20,11 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, 
                                QVBoxLayout, QWidget)
 
 from cpudoctor.export import FORMATS, ExportError, default_filename, export_report, format_for_path, unique_path
+from cpudoctor.gui.collector import ReportCollector
 from cpudoctor.gui.icons import icon
 from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.workers import run_in_thread
+from cpudoctor.render.words import plural
 from cpudoctor.report import Report, ReportError
 
 PRIVACY_TEXT = "Include identifying details (host name, user, paths)"
@@ -50,26 +52,6 @@ def documents_folder() -> Path:
     return folder if folder.is_dir() else Path.home()
 
 
-def saved_label(report: Report, path: Path | None = None) -> str:
-    """``AMD EPYC 9354 — saved 2026-11-30``: how an opened report is named in the window."""
-    date = (report.meta.generated_at or "")[:10] or "unknown date"
-    return f"{report.cpu.brand or (path.name if path else 'Unknown CPU')} — saved {date}"
-
-
-def load_report(path: Path | str) -> Report:
-    """Load a saved report and run the advisor on it (pure; findings reflect this CPU Doctor's rules)."""
-    report = Report.load(path)
-    try:
-        from cpudoctor.advisor import diagnose
-    except ImportError:
-        return report
-    try:
-        report.findings = diagnose(report)
-    except Exception:  # noqa: BLE001 - keep the saved findings when a rule chokes on an old report
-        pass
-    return report
-
-
 class ExportDialog(QDialog):
     """Export as...: format, file and the privacy choice (off by default)."""
 
@@ -78,7 +60,7 @@ class ExportDialog(QDialog):
         self.setWindowTitle("Export report")
         self.format_box = QComboBox()
         for f in EXPORT_FORMATS:
-            ext, label = FORMATS[f]
+            ext, label = FORMATS[f].suffix, FORMATS[f].label
             self.format_box.addItem(f"{label} ({ext})", f)
         self.format_box.setCurrentIndex(EXPORT_FORMATS.index(fmt))
         self.path_edit = QLineEdit(str(documents_folder() / default_filename(fmt)))
@@ -118,12 +100,12 @@ class ExportDialog(QDialog):
 
     def _format_changed(self) -> None:
         p = self.path
-        self.path_edit.setText(str(p.with_suffix(FORMATS[self.fmt][0])))
+        self.path_edit.setText(str(p.with_suffix(FORMATS[self.fmt].suffix)))
 
     def _browse(self) -> None:
-        filters = ";;".join(f"{FORMATS[f][1]} (*{FORMATS[f][0]})" for f in EXPORT_FORMATS)
+        filters = ";;".join(f"{FORMATS[f].label} (*{FORMATS[f].suffix})" for f in EXPORT_FORMATS)
         chosen, _ = QFileDialog.getSaveFileName(self, "Export report", str(self.path), filters,
-                                                f"{FORMATS[self.fmt][1]} (*{FORMATS[self.fmt][0]})")
+                                                f"{FORMATS[self.fmt].label} (*{FORMATS[self.fmt].suffix})")
         if chosen:
             self.path_edit.setText(chosen)
             self.format_box.setCurrentIndex(EXPORT_FORMATS.index(format_for_path(chosen, self.fmt)))
@@ -204,7 +186,7 @@ class CompareDialog(QDialog):
             return False
         same_day = (a.meta.generated_at or "")[:10] == (b.meta.generated_at or "")[:10]
         result = compare(redact_report(a), redact_report(b), f"{la}: {label(a, same_day)}", f"{lb}: {label(b, same_day)}")
-        self.status.setText("No differences." if result.same else f"{len(result.changes)} differences.")
+        self.status.setText("No differences." if result.same else f"{plural(len(result.changes), 'difference')}.")
         self.result = result
         self._show_result()
         return True
@@ -228,10 +210,14 @@ class ReportActions(QObject):
     failed = Signal(str)               # what went wrong, for the status bar / tests
     captured = Signal(object)          # cpudoctor.capture.CaptureResult
 
-    def __init__(self, model: AppModel, window: QWidget):
+    def __init__(self, model: AppModel, window: QWidget, collector: ReportCollector | None = None):
         super().__init__(window)
         self.model = model
         self.window = window
+        # Opening a report runs the report pipeline: the window's collector, or one of our own.
+        self.collector = collector if collector is not None else ReportCollector(model, parent=self)
+        self.collector.open_failed.connect(lambda message: self._fail(message, "Cannot open the report",
+                                                                      notify=collector is None))
         self.last_message: QMessageBox | None = None
         self.workers: list = []
 
@@ -312,9 +298,12 @@ class ReportActions(QObject):
         text = str(exc) if isinstance(exc, (ExportError, ReportError, OSError)) else f"Export failed: {exc}"
         self._fail(text, "Could not export the report")
 
-    def _fail(self, text: str, title: str = "CPU Doctor") -> None:
+    def _fail(self, text: str, title: str = "CPU Doctor", notify: bool = True) -> None:
+        """Say what went wrong: ``failed``, the status bar and (unless the window says it itself) a message box."""
         self.failed.emit(text)
         self.model.status_message.emit(text)
+        if not notify:
+            return
         box = QMessageBox(QMessageBox.Icon.Warning, title, text, QMessageBox.StandardButton.Ok, self.window)
         self.last_message = box
         box.open()
@@ -337,19 +326,10 @@ class ReportActions(QObject):
         if path:
             self.open_path(Path(path))
 
-    def open_path(self, path: Path) -> bool:
-        """Show a saved report read-only in every page; a bad file gets a clear message."""
-        try:
-            report = load_report(path)
-        except ReportError as exc:
-            self._fail(f"{Path(path).name}: {exc}", "Cannot open the report")
-            return False
-        collector = getattr(self.window, "collector", None)
-        if collector is not None and hasattr(collector, "cancel"):
-            collector.cancel()
-        self.model.set_report(report, read_only=True, label=saved_label(report, Path(path)))
-        self.model.status_message.emit(f"Opened {Path(path).name} read-only")   # not a stale "Report saved to …"
-        return True
+    def open_path(self, path: Path) -> None:
+        """Show a saved report read-only in every page, diagnosed off the GUI thread by the report
+        pipeline; a bad file gets a clear message (``failed``)."""
+        self.collector.open(Path(path))
 
     def compare_dialog(self) -> CompareDialog:
         dlg = CompareDialog(self.model.report, self.model.source_label, self.window)

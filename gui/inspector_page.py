@@ -25,8 +25,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QDoubleSpinBox, QHB
                                QTabWidget, QTextBrowser, QVBoxLayout, QWidget)
 
 from cpudoctor.advisor.process_rules import run_process_rules
-from cpudoctor.commands.inspect import render_text
-from cpudoctor.gui.common import SEVERITY_COLOUR, SEVERITY_LABEL, Card, human_bytes
+from cpudoctor.gui.common import SEVERITY_COLOUR, Card
 from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.topology_map import TopologyMap
 from cpudoctor.gui.workers import run_in_thread
@@ -34,6 +33,10 @@ from cpudoctor.probes._fs import format_cpulist
 from cpudoctor.probes.process.inspect import (Inspection, InspectError, ProcessEntry, ThreadTracker, inspect_process,
                                       list_processes, markers_by_cpu)
 from cpudoctor.probes import Topology, probe_topology
+from cpudoctor.render.format import percent, size
+from cpudoctor.render.inspect import render_text, state_text
+from cpudoctor.render.markup import html_escape as _esc
+from cpudoctor.render.words import DASH, plural, severity
 from cpudoctor.report import Finding
 
 log = logging.getLogger(__name__)
@@ -54,7 +57,8 @@ def _item(text: Any, sort_value: float | None = None, align_right: bool = False)
 
 
 def _pct(v: float | None) -> str:
-    return "—" if v is None else f"{v:.0f}"
+    """A table cell under a "CPU %" heading: the number alone."""
+    return percent(v, DASH, symbol=False)
 
 
 def _table(columns: tuple[str, ...]) -> QTableWidget:
@@ -74,22 +78,6 @@ def _table(columns: tuple[str, ...]) -> QTableWidget:
     return t
 
 
-# /proc/<pid>/task/<tid>/stat states, in words (proc(5))
-THREAD_STATES = {"R": "running", "S": "sleeping", "D": "waiting on I/O", "T": "stopped", "t": "traced",
-                 "Z": "zombie", "X": "dead", "I": "idle", "P": "parked", "W": "waking"}
-
-
-def state_text(state: str | None) -> str:
-    if not state:
-        return "—"
-    word = THREAD_STATES.get(state)
-    return f"{word} ({state})" if word else state
-
-
-def _esc(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
 def findings_html(findings: list[Finding]) -> str:
     """Findings as rich text: a coloured bar, title, why, fix, the command and a copy link.
 
@@ -97,13 +85,13 @@ def findings_html(findings: list[Finding]) -> str:
     scroll area do not); ``copy:N`` links copy the N-th finding's snippet.
     """
     if not findings:
-        return ('<p style="color:%s"><b>No problems found in this window.</b></p>'
+        return ('<p style="color:%s"><b>Nothing to fix in this window.</b></p>'
                 '<p>Inspect again while the job is in its busy phase (training steps, not start-up or '
                 'evaluation) to be sure.</p>' % SEVERITY_COLOUR["ok"])
     parts = []
     for i, f in enumerate(findings):
         colour = SEVERITY_COLOUR.get(f.severity, "#888")
-        body = [f'<b><span style="color:{colour}">{SEVERITY_LABEL.get(f.severity, "")}</span> {f.code}</b>'
+        body = [f'<b><span style="color:{colour}">{severity(f.severity).name}</span> {f.code}</b>'
                 f' &mdash; <b>{_esc(f.title)}</b>']
         if f.why:
             body.append(f"<b>Why:</b> {_esc(f.why)}")
@@ -388,7 +376,7 @@ class InspectorPage(QWidget):
             cmd = _item(e.cmdline)
             cmd.setToolTip(e.cmdline)
             cells = (pid_item, _item(_pct(e.cpu_percent), align_right=True), _item(e.threads, align_right=True),
-                     _item(human_bytes(e.rss_bytes), align_right=True), cmd)
+                     _item(size(e.rss_bytes, DASH), align_right=True), cmd)
             for c, cell in enumerate(cells):
                 if not e.own:
                     cell.setToolTip("Another user's process: its environment and libraries need sudo to read")
@@ -508,14 +496,13 @@ class InspectorPage(QWidget):
         busy = sum(1 for t in insp.threads if (t.cpu_percent or 0) >= 25)
         worst = findings[0].severity if findings else "ok"
         colour = SEVERITY_COLOUR.get(worst, "#888")
-        verdict = (f'<span style="color:{colour}">{len(findings)} finding{"s" if len(findings) != 1 else ""}</span>'
-                   if findings else f'<span style="color:{colour}">No problems found in this window</span>')
+        verdict = (f'<span style="color:{colour}">{plural(len(findings), "finding")}</span>'
+                   if findings else f'<span style="color:{colour}">Nothing to fix in this window</span>')
         self.summary_label.setText(
             f"<b>{_esc(insp.name or '?')}</b> (PID {insp.pid}) — {verdict}<br>"
-            f"{_pct(insp.cpu_percent)}% CPU on {insp.usable_cpus or '?'} usable CPUs · "
-            f"{insp.num_threads or '?'} threads ({busy} busy) · {len(insp.children)} "
-            f"child{'ren' if len(insp.children) != 1 else ''} · "
-            f"RSS {human_bytes(insp.rss_bytes)}")
+            f"{percent(insp.cpu_percent, '?')} CPU on {insp.usable_cpus or '?'} usable CPUs · "
+            f"{insp.num_threads or '?'} threads ({busy} busy) · {plural(len(insp.children), 'child', 'children')} · "
+            f"RSS {size(insp.rss_bytes, DASH)}")
         self._fill_findings()
         self._fill_threads(insp)
         self._fill_libs_env(insp)
@@ -577,7 +564,7 @@ class InspectorPage(QWidget):
         self.child_table.setRowCount(len(kids))
         for r, c in enumerate(kids):
             cells = (_item(c.pid, align_right=True), _item(c.name), _item(_pct(c.cpu_percent), align_right=True),
-                     _item(c.threads, align_right=True), _item(human_bytes(c.rss_bytes), align_right=True),
+                     _item(c.threads, align_right=True), _item(size(c.rss_bytes, DASH), align_right=True),
                      _item(c.cmdline))
             for col, cell in enumerate(cells):
                 self.child_table.setItem(r, col, cell)
@@ -596,8 +583,8 @@ class InspectorPage(QWidget):
               else "unknown")
         p.set("Migrations", str(insp.migrations) if insp.migrations is not None else "unknown")
         m = self.memory_card
-        m.set("Resident (RSS)", human_bytes(insp.rss_bytes))
-        m.set("Swapped out", human_bytes(insp.swap_bytes))
+        m.set("Resident (RSS)", size(insp.rss_bytes, DASH))
+        m.set("Swapped out", size(insp.swap_bytes, DASH))
         m.set("Major page faults", f"{insp.major_faults_per_s:g} per second"
               if insp.major_faults_per_s is not None else "unknown")
         self.notes_label.setText("\n".join(f"• {n}" for n in insp.notes))

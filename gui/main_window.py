@@ -24,7 +24,7 @@ from cpudoctor.gui.collector import ReportCollector
 from cpudoctor.gui.icons import app_icon, icon
 from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.sampler import DEFAULT_HZ, LiveSampler
-from cpudoctor.report import Report, ReportError
+from cpudoctor.report import Report
 
 
 APP_NAME = "CPU Doctor"
@@ -195,7 +195,7 @@ class MainWindow(QMainWindow):
     def _build_actions(self) -> None:
         from cpudoctor.gui.export import ReportActions
 
-        self.report_actions = ReportActions(self.model, self)
+        self.report_actions = ReportActions(self.model, self, collector=self.collector)
         ra = self.report_actions
 
         self.refresh_action = QAction(icon("refresh"), "&Refresh", self)
@@ -278,6 +278,7 @@ class MainWindow(QMainWindow):
         m.status_message.connect(lambda text: self.statusBar().showMessage(text, 8000))
         m.report_changed.connect(self._on_report)
         self.collector.busy_changed.connect(self.busy.setVisible)
+        self.collector.open_failed.connect(self._open_failed)
         self.banner.back.clicked.connect(self.refresh)
         monitor = self.pages.get("Monitor")
         if monitor is not None:
@@ -332,7 +333,6 @@ class MainWindow(QMainWindow):
         if m.read_only:
             self.banner.show_report(report, m.source_label)
             self.banner.show()
-            self.collector.diagnose_opened(report)
             self.setWindowTitle(f"{APP_NAME} — {m.source_label}")
         else:
             self.banner.hide()
@@ -359,17 +359,18 @@ class MainWindow(QMainWindow):
         if path:
             self.open_report(Path(path))
 
-    def open_report(self, path: Path) -> bool:
-        """Show a saved report read-only; a bad file gets a message, not a crash."""
-        try:
-            report = Report.load(path)
-        except ReportError as exc:
-            QMessageBox.warning(self, "Cannot open the report", str(exc))
-            return False
-        self.collector.cancel()
-        self.model.set_report(report, read_only=True, label=f"Report {Path(path).name}")
-        self.model.status_message.emit(f"Opened {Path(path).name} read-only")
-        return True
+    def open_report(self, path: Path) -> None:
+        """Show a saved report read-only (read and diagnosed off the GUI thread, like every report).
+
+        A bad file gets a message, not a crash; when nothing is shown yet (the window was
+        started with that file), this machine is read instead.
+        """
+        self.collector.open(path)
+
+    def _open_failed(self, message: str) -> None:
+        QMessageBox.warning(self, "Cannot open the report", message)
+        if self.model.report is None:
+            self.refresh()
 
     def about(self) -> None:
         rows = "".join(f"<tr><td>{k}</td><td>&nbsp;&nbsp;{v}</td></tr>" for k, v in versions())

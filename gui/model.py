@@ -1,14 +1,20 @@
-"""The application model every page listens to: the current report and live samples.
+"""The application model every page listens to: the current report, its findings and live samples.
 
-Pages take an AppModel and react to its signals; they never call probes
-themselves. A report opened from a file sets ``read_only`` and a label, and
-every page shows that machine instead of this one.
+Pages take an AppModel, react to its signals and never call probes or the
+advisor themselves. The model owns the diagnosis of what it holds: when a
+lab result arrives (:meth:`add_benchmark`, :meth:`set_recommendation`) or
+someone asks (:meth:`rediagnose`), it runs the pipeline's advisor stage off
+the GUI thread and emits the new findings. A report opened from a file sets
+``read_only`` and a label, and every page shows that machine instead of this one.
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 from PySide6.QtCore import QObject, Signal
 
+from cpudoctor.render.words import status_text
 from cpudoctor.report import BenchRun, Finding, Report, ThreadRecommendation
 
 
@@ -19,32 +25,124 @@ class AppModel(QObject):
     benchmarks_changed = Signal(list)          # list[BenchRun]
     recommendation_changed = Signal(object)    # ThreadRecommendation | None
     status_message = Signal(str)               # short text for the status bar
+    diagnosing_changed = Signal(bool)          # the advisor is running on the model's report
 
     def __init__(self, parent: QObject | None = None):
         super().__init__(parent)
         self.report: Report | None = None
         self.read_only = False                 # True for a report opened from a file
         self.source_label = "This machine"
+        self._judged: Report | None = None     # the report the current findings were made for
+        self._advice_generation = 0
+        self._diagnosing = False
+
+    # -- the report ------------------------------------------------------------------------------
 
     def set_report(self, report: Report, read_only: bool = False, label: str | None = None) -> None:
-        self.report = report
+        """Show ``report``. The model keeps its own copy: it changes lab results on it, never the caller's.
+
+        A new stage of this machine's report keeps the lab results measured here meanwhile (a
+        benchmark run while the software check was still going, or before a refresh); when the
+        report's findings were made without them, the advisor runs again.
+        """
+        previous = self.report
+        own = dataclasses.replace(report, benchmarks=list(report.benchmarks), findings=list(report.findings))
+        carried = False
+        if previous is not None and not read_only and not self.read_only:
+            if previous.benchmarks and not own.benchmarks:
+                own.benchmarks, carried = list(previous.benchmarks), True
+            if previous.recommendation is not None and own.recommendation is None:
+                own.recommendation, carried = previous.recommendation, True
+        self._advice_generation += 1          # advice still running judged another report
+        self._set_diagnosing(False)
+        self.report = own
+        self._judged = report
         self.read_only = read_only
         self.source_label = label or ("Saved report" if read_only else "This machine")
-        self.report_changed.emit(report)
-        self.findings_changed.emit(list(report.findings))
+        self.report_changed.emit(own)
+        self.findings_changed.emit(list(own.findings))
+        if carried:
+            self.rediagnose()
 
     def set_findings(self, findings: list[Finding]) -> None:
         if self.report is not None:
             self.report.findings = list(findings)
         self.findings_changed.emit(list(findings))
 
+    def offer_findings(self, judged: Report, findings: list[Finding]) -> bool:
+        """Findings made (by the pipeline's advisor stage) for ``judged``: shown when they describe
+        the model's report as it is now, else dropped (the model's own advice follows)."""
+        if self.report is None or self._judged is None or not _same_facts(judged, self._judged):
+            return False
+        if (self.report.benchmarks, self.report.recommendation) != (judged.benchmarks, judged.recommendation):
+            return False                       # lab results arrived meanwhile: rediagnose() is on its way
+        self.set_findings(findings)
+        return True
+
+    # -- lab results -----------------------------------------------------------------------------
+
     def add_benchmark(self, run: BenchRun) -> None:
         if self.report is None:
             return
-        self.report.benchmarks.append(run)
+        self.report.benchmarks = [*self.report.benchmarks, run]
         self.benchmarks_changed.emit(list(self.report.benchmarks))
+        self.rediagnose()
 
     def set_recommendation(self, rec: ThreadRecommendation | None) -> None:
         if self.report is not None:
             self.report.recommendation = rec
         self.recommendation_changed.emit(rec)
+        if self.report is not None:
+            self.rediagnose()          # a measured thread count changes fixes and snippets
+
+    # -- the advisor -----------------------------------------------------------------------------
+
+    @property
+    def diagnosing(self) -> bool:
+        return self._diagnosing
+
+    def rediagnose(self) -> bool:
+        """Run the advisor on the model's report on a worker thread; ``findings_changed`` follows.
+
+        False when there is no report. A newer report or a newer request makes
+        the running one moot: its findings are dropped.
+        """
+        from cpudoctor.gui.workers import run_in_thread
+        from cpudoctor.pipeline import diagnose
+
+        report = self.report
+        if report is None:
+            return False
+        self._advice_generation += 1
+        generation = self._advice_generation
+        snapshot = dataclasses.replace(report, benchmarks=list(report.benchmarks))   # the worker's own view
+        self._set_diagnosing(True)
+        self.status_message.emit("Running the advisor…")
+        run_in_thread(diagnose, snapshot,
+                      on_result=lambda judged: self._diagnosed(generation, judged),
+                      on_error=lambda exc: self._advice_failed(generation, exc))
+        return True
+
+    def _diagnosed(self, generation: int, judged: Report) -> None:
+        if generation != self._advice_generation or self.report is None:
+            return
+        self._set_diagnosing(False)
+        self._judged = judged
+        self.set_findings(judged.findings)
+        self.status_message.emit(f"Advisor: {status_text(judged.findings)}")
+
+    def _advice_failed(self, generation: int, exc: BaseException) -> None:
+        if generation != self._advice_generation:
+            return
+        self._set_diagnosing(False)
+        self.status_message.emit(f"The advisor failed: {exc}")
+
+    def _set_diagnosing(self, busy: bool) -> None:
+        if busy != self._diagnosing:
+            self._diagnosing = busy
+            self.diagnosing_changed.emit(busy)
+
+
+def _same_facts(a: Report, b: Report) -> bool:
+    """Two snapshots of one pipeline run with the same probe results (the advisor stage adds findings only)."""
+    return a.cpu is b.cpu and a.topology is b.topology and a.software is b.software and a.meta is b.meta

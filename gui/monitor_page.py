@@ -17,11 +17,12 @@ from PySide6.QtCore import QRectF, Signal
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QComboBox, QFrame, QGraphicsItem, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
-from cpudoctor.gui.common import human_bytes, human_mhz
 from cpudoctor.gui.icons import icon
 from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.sampler import DEFAULT_HZ, RATES_HZ
 from cpudoctor.probes.live.sample import Sample
+from cpudoctor.render.format import clock, size
+from cpudoctor.render.words import DASH
 from cpudoctor.probes.live.ringbuffer import RingBuffer, RingBuffer2D
 from cpudoctor.report import Report
 
@@ -469,8 +470,8 @@ class MonitorPage(QWidget):
             # from zero, so a steady clock reads as steady instead of as noise around 2.596
             self._clock_top = max(self._clock_top, float(np.nanmax(fmax)) * 1.15)
             self.clock_plot.setYRange(0, self._clock_top, padding=0)
-            self._tile("clock", human_mhz(sum(last.freq_mhz) / len(last.freq_mhz)),
-                       f"average · fastest core {human_mhz(max(last.freq_mhz))}")
+            self._tile("clock", clock(sum(last.freq_mhz) / len(last.freq_mhz), DASH),
+                       f"average · fastest core {clock(max(last.freq_mhz), DASH)}")
         else:
             self._tile("clock", "unavailable", "no clock sensor here (VM or container)")
 
@@ -482,9 +483,9 @@ class MonitorPage(QWidget):
             self.mem_plot.setYRange(0, last.mem_total_bytes / GIB, padding=0.02)
             swap = ""
             if last.swap_total_bytes:
-                swap = f", swap {human_bytes(last.swap_used_bytes)} of {human_bytes(last.swap_total_bytes)}"
-            self._tile("memory", f"{human_bytes(last.mem_used_bytes)}",
-                       f"in use of {human_bytes(last.mem_total_bytes)}{swap}")
+                swap = f", swap {size(last.swap_used_bytes, DASH)} of {size(last.swap_total_bytes, DASH)}"
+            self._tile("memory", f"{size(last.mem_used_bytes, DASH)}",
+                       f"in use of {size(last.mem_total_bytes, DASH)}{swap}")
         self._update_summary()
 
     def _draw_temps(self, x: np.ndarray, n: int) -> None:

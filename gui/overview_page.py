@@ -13,11 +13,15 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QGridLayout, QHBoxLayout, QLabel, QScrollArea, QSizePolicy, QVBoxLayout,
                                QWidget)
 
-from cpudoctor.gui.common import (SEVERITY_LABEL, SEVERITY_ORDER, UNKNOWN, Badge, Card,
-                                  human_bytes, human_mhz, severity_dot, text_or_unknown)
+from cpudoctor.gui.common import Badge, Card, severity_dot
 from cpudoctor.gui.model import AppModel
 from cpudoctor.probes._fs import format_cpulist
+from cpudoctor.render.format import clock, or_unknown, size
+from cpudoctor.render.markup import html_escape
+from cpudoctor.render.words import DASH, finding_order, plural, severity
 from cpudoctor.report import Finding, Report
+
+UNKNOWN = DASH
 
 TOP_FINDINGS = 5
 X86_BADGES = ("AVX2", "FMA", "AVX-512", "VNNI", "BF16", "AMX", "x86-64")
@@ -34,10 +38,6 @@ ARM_BADGES: tuple[tuple[str, tuple[str, ...], str], ...] = (
 ARM_KEYS = frozenset(k for k, _n, _w in ARM_BADGES)
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
-
-
 def ccx_layout(report: Report) -> str:
     """'8 × L3 of 32 MiB, 8 cores each' from the topology's L3 domains."""
     topo = report.topology
@@ -46,11 +46,11 @@ def ccx_layout(report: Report) -> str:
     cores_per: Counter[int] = Counter(c.l3 for c in topo.core_list if c.l3 is not None)
     shapes = Counter((len(d.cpus), cores_per.get(i), d.size_bytes) for i, d in enumerate(topo.l3_domains))
     parts = []
-    for (threads, cores, size), n in sorted(shapes.items(), key=lambda kv: -kv[1]):
-        who = _plural(cores, "core") if cores else _plural(threads, "CPU")
+    for (threads, cores, l3_bytes), n in sorted(shapes.items(), key=lambda kv: -kv[1]):
+        who = plural(cores, "core") if cores else plural(threads, "CPU")
         if cores and threads != cores:
             who += f" / {threads} threads"
-        parts.append(f"{n} × L3 {human_bytes(size, 'size unknown')} ({who} each)")
+        parts.append(f"{n} × L3 {size(l3_bytes, 'size unknown')} ({who} each)")
     return "; ".join(parts)
 
 
@@ -166,7 +166,7 @@ class OverviewPage(QWidget):
         if is_arm(cpu.arch):
             # AVX-512 means nothing on Arm: say what the vector unit is instead
             why = isa.datapath_note or ""
-            self.verdict.setText(f"<b>SIMD:</b> {_esc(why)}" if why else "")
+            self.verdict.setText(f"<b>SIMD:</b> {html_escape(why)}" if why else "")
         else:
             why = isa.avx512_reason or ""
             if isa.datapath_note:
@@ -175,14 +175,14 @@ class OverviewPage(QWidget):
         self.verdict.setVisible(bool(why))
 
         p = self.cards["Processor"]
-        p.set("Vendor", text_or_unknown(cpu.vendor) + (f" ({cpu.vendor_id})" if cpu.vendor_id else ""))
-        p.set("Codename", text_or_unknown(cpu.codename))
-        p.set("Microarchitecture", text_or_unknown(cpu.microarchitecture))
-        p.set("Product line", text_or_unknown(cpu.product_line))
+        p.set("Vendor", or_unknown(cpu.vendor, UNKNOWN) + (f" ({cpu.vendor_id})" if cpu.vendor_id else ""))
+        p.set("Codename", or_unknown(cpu.codename, UNKNOWN))
+        p.set("Microarchitecture", or_unknown(cpu.microarchitecture, UNKNOWN))
+        p.set("Product line", or_unknown(cpu.product_line, UNKNOWN))
         fms = [cpu.family, cpu.model, cpu.stepping]
         p.set("Family / model / stepping", UNKNOWN if cpu.family is None else
               " / ".join("?" if x is None else f"{x} (0x{x:x})" for x in fms))
-        p.set("Architecture", text_or_unknown(cpu.arch))
+        p.set("Architecture", or_unknown(cpu.arch, UNKNOWN))
         p.set("Virtual machine", UNKNOWN if cpu.hypervisor is None else
               ("yes — the hypervisor may hide CPU features" if cpu.hypervisor else "no"))
 
@@ -190,51 +190,53 @@ class OverviewPage(QWidget):
         threads = f"{topo.logical_cpus} threads" if topo.logical_cpus else ""
         cores = f"{topo.cores} cores" if topo.cores else ""
         c.set("Cores / threads", " / ".join(x for x in (cores, threads) if x) or UNKNOWN)
-        c.set("Sockets", text_or_unknown(topo.packages))
+        c.set("Sockets", or_unknown(topo.packages, UNKNOWN))
         c.set("SMT", UNKNOWN if topo.smt_threads_per_core is None else
               ("off" if topo.smt_threads_per_core == 1 else f"{topo.smt_threads_per_core} threads per core"))
         c.set("CCX (L3) layout", ccx_layout(report))
         total_l3 = sum(d.size_bytes or 0 for d in topo.l3_domains)
-        c.set("L3 total", human_bytes(total_l3) if total_l3 else UNKNOWN)
+        c.set("L3 total", size(total_l3) if total_l3 else UNKNOWN)
         c.set("NUMA", numa_layout(report))
         aff = topo.affinity
         usable = aff.usable_cpus
         if usable is not None and topo.logical_cpus and usable < topo.logical_cpus:
             c.set("Usable here", f"{usable} of {topo.logical_cpus} CPUs (affinity / cgroup limit)")
         else:
-            c.set("Usable here", text_or_unknown(usable and f"{usable} CPUs"))
+            c.set("Usable here", or_unknown(usable and f"{usable} CPUs", UNKNOWN))
         if topo.offline_cpus:
             c.set("Offline CPUs", format_cpulist(topo.offline_cpus))
 
         k = self.cards["Clocks"]
-        k.set("Base", human_mhz(cpu.base_mhz))
-        k.set("Max (boost)", human_mhz(cpu.max_mhz))
+        k.set("Base", clock(cpu.base_mhz, UNKNOWN))
+        k.set("Max (boost)", clock(cpu.max_mhz, UNKNOWN))
+        # The clock the kernel reported when the report was made; this machine's live clock replaces it below.
+        k.set("Now", f"{clock(cpu.current_mhz)} when probed" if cpu.current_mhz else UNKNOWN,
+              f"from {cpu.current_mhz_source}" if cpu.current_mhz_source else "no clock reported")
         live_only = "a live value: shown for this machine, not stored in saved reports"
-        k.set("Now", UNKNOWN, live_only)
         os_ = sw.os if sw else None
-        k.set("Governor", text_or_unknown(os_ and os_.governor))
-        k.set("Driver", text_or_unknown(os_ and os_.cpufreq_driver))
+        k.set("Governor", or_unknown(os_ and os_.governor, UNKNOWN))
+        k.set("Driver", or_unknown(os_ and os_.cpufreq_driver, UNKNOWN))
         k.set("Boost", UNKNOWN if not os_ or os_.boost is None else ("on" if os_.boost else "off"))
 
         m = self.cards["Memory"]
-        m.set("Total", human_bytes(os_ and os_.mem_total_bytes))
-        m.set("Available", human_bytes(os_ and os_.mem_available_bytes))
+        m.set("Total", size(os_ and os_.mem_total_bytes, UNKNOWN))
+        m.set("Available", size(os_ and os_.mem_available_bytes, UNKNOWN))
         m.set("In use now", UNKNOWN, live_only)
         if os_ and os_.swap_total_bytes is not None:
             m.set("Swap", "none" if os_.swap_total_bytes == 0 else
-                  f"{human_bytes(os_.swap_used_bytes)} used of {human_bytes(os_.swap_total_bytes)}")
+                  f"{size(os_.swap_used_bytes, UNKNOWN)} used of {size(os_.swap_total_bytes, UNKNOWN)}")
         else:
             m.set("Swap", UNKNOWN)
-        m.set("Transparent huge pages", text_or_unknown(os_ and os_.thp))
+        m.set("Transparent huge pages", or_unknown(os_ and os_.thp, UNKNOWN))
         if os_ and os_.cgroup_memory_limit_bytes:
-            m.set("Container limit", human_bytes(os_.cgroup_memory_limit_bytes))
+            m.set("Container limit", size(os_.cgroup_memory_limit_bytes, UNKNOWN))
 
         s = self.cards["System"]
         if os_:
             distro = " ".join(x for x in (os_.distro, os_.distro_version) if x)
-            s.set("OS", distro or text_or_unknown(os_.system))
-            s.set("Kernel", text_or_unknown(os_.kernel))
-            s.set("C library", text_or_unknown(os_.libc))
+            s.set("OS", distro or or_unknown(os_.system, UNKNOWN))
+            s.set("Kernel", or_unknown(os_.kernel, UNKNOWN))
+            s.set("C library", or_unknown(os_.libc, UNKNOWN))
             virt = [x for x in (os_.virtualization, os_.container and f"container: {os_.container}",
                                 os_.wsl and f"WSL{os_.wsl}") if x]
             s.set("Runs in", ", ".join(virt) if virt else ("bare metal" if os_.vm is False else UNKNOWN))
@@ -334,11 +336,11 @@ class OverviewPage(QWidget):
             else:
                 self.findings_label.setText("The advisor runs once the software check is done.")
             return
-        ranked = sorted(findings, key=lambda f: SEVERITY_ORDER.get(f.severity, 9))
+        ranked = sorted(findings, key=finding_order)
         rows = []
         for f in ranked[:TOP_FINDINGS]:
-            rows.append(f"{severity_dot(f.severity)} <b>{SEVERITY_LABEL.get(f.severity, f.severity)}</b>"
-                        f" &nbsp;{_esc(f.title)} <span style='color:gray'>({_esc(f.code)})</span>")
+            rows.append(f"{severity_dot(f.severity)} <b>{severity(f.severity).name}</b>"
+                        f" &nbsp;{html_escape(f.title)} <span style='color:gray'>({html_escape(f.code)})</span>")
         more = len(ranked) - TOP_FINDINGS
         tail = f"<br><a href='advisor'>{'All ' + str(len(ranked)) + ' findings' if more > 0 else 'Details'}"\
                f" in the Advisor…</a>"
@@ -355,19 +357,15 @@ class OverviewPage(QWidget):
         if sample.freq_mhz:
             lo, hi = min(sample.freq_mhz), max(sample.freq_mhz)
             avg = sum(sample.freq_mhz) / len(sample.freq_mhz)
-            span = "" if hi - lo < 50 else f" (from {human_mhz(lo)} to {human_mhz(hi)})"
-            self.cards["Clocks"].set("Now", f"{human_mhz(avg)} average{span}")
+            span = "" if hi - lo < 50 else f" (from {clock(lo)} to {clock(hi)})"
+            self.cards["Clocks"].set("Now", f"{clock(avg)} average{span}")
         else:
             self.cards["Clocks"].set("Now", "unavailable (no clock sensor here)")
         if sample.mem_total_bytes:
             self.cards["Memory"].set(
-                "In use now", f"{human_bytes(sample.mem_used_bytes)} of {human_bytes(sample.mem_total_bytes)}")
+                "In use now", f"{size(sample.mem_used_bytes, UNKNOWN)} of {size(sample.mem_total_bytes, UNKNOWN)}")
 
 
 def is_arm(arch: str | None) -> bool:
     """True for 64/32-bit Arm, whose /proc/cpuinfo lists Features instead of x86 flags."""
     return bool(arch) and arch.lower().startswith(("aarch64", "arm"))
-
-
-def _esc(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

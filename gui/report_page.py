@@ -15,6 +15,7 @@ from cpudoctor.export import render_export, render_qt_html
 from cpudoctor.gui.export import PRIVACY_TEXT, qt_markdown
 from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.workers import run_in_thread
+from cpudoctor.render.format import size
 
 PREVIEW_FORMATS = (("md", "Markdown (for GitHub issues)"), ("html", "HTML page"), ("json", "JSON"))
 
@@ -112,7 +113,7 @@ class ReportPage(QWidget):
             self.preview.setPlainText(self.text)
         privacy = ("identifying details included" if self.privacy.isChecked()
                    else "host name, user and paths replaced by placeholders")
-        self.status.setText(f"{self.model.source_label} · {len(data) / 1024:.0f} KiB · {privacy}")
+        self.status.setText(f"{self.model.source_label} · {size(len(data), digits=0)} · {privacy}")
         self.rendered = fmt
 
     def copy(self) -> None:

@@ -31,7 +31,10 @@ from PySide6.QtWidgets import (QGraphicsItem, QGraphicsScene, QGraphicsView, QSi
 
 from cpudoctor.probes._fs import format_cpulist
 from cpudoctor.probes import Topology
+from cpudoctor.render.format import clock as format_clock
+from cpudoctor.render.format import percent
 from cpudoctor.render.topology import Node, build_tree, cpus_text, is_ccx_vendor
+from cpudoctor.render.words import plural
 
 # Geometry (scene units = pixels at zoom 1).
 PU_W, PU_H, PU_GAP = 26.0, 20.0, 3.0
@@ -596,9 +599,9 @@ class TopologyMap(QGraphicsView):
         clock = self.clocks.get(cpu)
         live = []
         if load is not None:
-            live.append(f"load {load:.0f}%")
+            live.append(f"load {percent(load)}")
         if clock:
-            live.append(f"clock {clock / 1000:.2f} GHz" if clock >= 1000 else f"clock {clock:.0f} MHz")
+            live.append(f"clock {format_clock(clock)}")
         if live:
             lines.append(", ".join(live))
         if self.markers.get(cpu):
@@ -610,11 +613,11 @@ class TopologyMap(QGraphicsView):
     def box_tooltip(self, item: BoxItem) -> str:
         cpus = item.cpus
         n_cores = len({self._info_by_cpu.get(c, {}).get("core") for c in cpus})
-        text = (f"<b>{item.label}</b><br>{n_cores} core{'s' if n_cores != 1 else ''}, "
+        text = (f"<b>{item.label}</b><br>{plural(n_cores, 'core')}, "
                 f"{len(cpus)} CPUs: {cpus_text(cpus)}")
         loads = [self.loads[c] for c in cpus if c in self.loads]
         if loads:
-            text += f"<br>average load {sum(loads) / len(loads):.0f}%"
+            text += f"<br>average load {percent(sum(loads) / len(loads))}"
         topo = self.topology
         if item.kind == "numa" and topo is not None:
             node = next((n for n in topo.numa_nodes if n.id == item.node.index), None)

@@ -23,7 +23,9 @@ from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.topology_map import LoadLegend, TopologyMap
 from cpudoctor.probes.live.sample import Sample
 from cpudoctor.probes import Topology
-from cpudoctor.render.topology import (cache_size, cpus_text, display_notes, is_ccx_vendor, summary_line,
+from cpudoctor.render.format import cache_size
+from cpudoctor.render.words import plural
+from cpudoctor.render.topology import (cpus_text, display_notes, is_ccx_vendor, summary_line,
                                        usable_line)
 from cpudoctor.report import Report
 
@@ -308,11 +310,10 @@ class TopologyPage(QWidget):
             word = "CCX" if is_ccx_vendor(topo) else "L3"
             where.append(f"{word} {', '.join(map(str, plan.l3_domains))}")
         if plan.numa_nodes:
-            where.append(f"NUMA node{'s' if len(plan.numa_nodes) > 1 else ''} "
-                         f"{', '.join(map(str, plan.numa_nodes))}")
+            where.append(("NUMA nodes " if len(plan.numa_nodes) > 1 else "NUMA node ")
+                         + ", ".join(map(str, plan.numa_nodes)))
         self.selection_label.setText(
-            f"<b>{len(cpus)} CPU{'s' if len(cpus) != 1 else ''}</b> on {plan.threads} "
-            f"core{'s' if plan.threads != 1 else ''}: {cpus_text(cpus)}"
+            f"<b>{plural(len(cpus), 'CPU')}</b> on {plural(plan.threads, 'core')}: {cpus_text(cpus)}"
             + (f" — {'; '.join(where)}" if where else ""))
         self.warnings_label.setText("\n".join(f"⚠ {w}" for w in plan.warnings))
         self.warnings_label.setVisible(bool(plan.warnings))

@@ -4,7 +4,10 @@
 ``started``, then ``result(value)`` or ``error(exception)``, then ``finished``,
 always in that order; an exception in ``fn`` becomes an ``error`` signal, never a
 crash of the thread. Signals are queued to the receiver's thread, so slots run
-on the GUI thread.
+on the GUI thread. A function that reports along the way (the report
+pipeline's stages) gets a callback under ``progress_arg`` that emits
+``progress(value)``: always on the worker's own signals object, which lives
+until the run ends, so a receiver that is gone by then is never touched.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ _LIVE: set["Worker"] = set()
 class WorkerSignals(QObject):
     started = Signal()
     result = Signal(object)
+    progress = Signal(object)       # whatever ``fn`` reported through its progress callback
     error = Signal(object)          # the exception, with ``.traceback_text`` set
     finished = Signal()
 
@@ -32,12 +36,14 @@ class WorkerSignals(QObject):
 class Worker(QRunnable):
     """One call of ``fn(*args, **kwargs)`` on a pool thread."""
 
-    def __init__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any):
+    def __init__(self, fn: Callable[..., Any], *args: Any, progress_arg: str | None = None, **kwargs: Any):
         super().__init__()
         self.fn = fn
         self.args = args
         self.kwargs = kwargs
         self.signals = WorkerSignals()
+        if progress_arg is not None:
+            self.kwargs[progress_arg] = self.signals.progress.emit
         # the pool must not delete us while Python still holds the signals object
         self.setAutoDelete(False)
 
@@ -49,6 +55,10 @@ class Worker(QRunnable):
     @property
     def result(self):
         return self.signals.result
+
+    @property
+    def progress(self):
+        return self.signals.progress
 
     @property
     def error(self):
@@ -80,11 +90,19 @@ def run_in_thread(fn: Callable[..., Any], *args: Any,
                   on_result: Callable[[Any], None] | None = None,
                   on_error: Callable[[BaseException], None] | None = None,
                   on_finished: Callable[[], None] | None = None,
+                  on_progress: Callable[[Any], None] | None = None,
+                  progress_arg: str | None = None,
                   pool: QThreadPool | None = None, **kwargs: Any) -> Worker:
-    """Start ``fn`` on the pool with the given slots connected; returns the worker."""
-    worker = Worker(fn, *args, **kwargs)
+    """Start ``fn`` on the pool with the given slots connected; returns the worker.
+
+    ``progress_arg``: the name of ``fn``'s callback argument for progress reports,
+    which arrive at ``on_progress`` on the GUI thread.
+    """
+    worker = Worker(fn, *args, progress_arg=progress_arg, **kwargs)
     _LIVE.add(worker)
     worker.finished.connect(lambda: _LIVE.discard(worker))
+    if on_progress is not None:
+        worker.progress.connect(on_progress)
     if on_result is not None:
         worker.result.connect(on_result)
     if on_error is not None:

@@ -24,5 +24,7 @@ from __future__ import annotations
 from cpudoctor.probes.cpu.identity import CpuInfo, IsaVerdict, probe_cpu
 from cpudoctor.probes.cpu.topology import Topology, probe_topology
 from cpudoctor.probes.software.model import Software, probe_software
+from cpudoctor.probes.software.stack import SoftwareProbe
 
-__all__ = ["CpuInfo", "IsaVerdict", "Software", "Topology", "probe_cpu", "probe_software", "probe_topology"]
+__all__ = ["CpuInfo", "IsaVerdict", "Software", "SoftwareProbe", "Topology", "probe_cpu", "probe_software",
+           "probe_topology"]

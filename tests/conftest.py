@@ -45,6 +45,13 @@ def machine_root(name: str) -> Path:
     return CORPUS / "machines" / name
 
 
+def probe_tree(root: Path | str = Path("/"), software: bool = True):
+    """The report of ``root`` as the probe stages of the pipeline build it: no child processes, no advisor."""
+    from cpudoctor.pipeline import Source, build_report
+
+    return build_report(Source.tree(root), children=False, software=software, findings=False)
+
+
 def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
     """Exit code, stdout, stderr of the real entry point, as the console script runs it
     (argparse errors leave through SystemExit(2))."""

@@ -150,7 +150,8 @@ def test_rerun_rediagnoses_and_sets_findings(page, qtbot):
         page.rerun()
     assert any(f.code == "THR002" and f.severity == "warning" for f in blocker.args[0])
     assert page.counts_by_severity()["warning"] >= 1
-    assert r.findings == blocker.args[0]
+    assert page.model.report.findings == blocker.args[0]
+    assert r.findings == []                          # the model diagnoses its own copy, never the caller's
     qtbot.waitUntil(page.rerun_button.isEnabled, timeout=10_000)
 
 
@@ -207,11 +208,12 @@ def test_saved_report_recommends_for_its_own_machine(page):
 
 
 def test_one_severity_vocabulary_across_pages():
-    """Overview and Inspector call a finding what the Advisor's groups call it."""
-    from cpudoctor.gui.common import SEVERITY_LABEL
+    """The Advisor's groups are the vocabulary's, worst first; Overview and Inspector name findings from it too."""
+    from cpudoctor.render.words import SEVERITY
 
+    assert GROUPS == tuple((s.key, s.group) for s in SEVERITY.values())
     for severity, group in GROUPS:
-        assert group.lower().startswith(SEVERITY_LABEL[severity].lower()), (severity, group)
+        assert group.lower().startswith(SEVERITY[severity].name.lower().rstrip("s")), (severity, group)
 
 
 def test_details_speak_the_apps_words_not_python_reprs(qtbot):

@@ -100,6 +100,23 @@ def test_bf16_measured_ratio_uses_the_benchmarks():
     assert f.evidence["benchmarks[train]"] == {"fp32": 1510.0, "bf16": 498.0}
 
 
+def test_emulation_is_judged_by_the_executing_cpu():
+    """qemu-user on a Zen 5 host: /proc/cpuinfo shows AVX-512, the emulated Nehalem has no AVX. PyTorch's
+    DEFAULT kernels are then right (no 'update PyTorch'), and the report says what runs the code."""
+    r = _load("zen5-host-qemu-nehalem")
+    found = {f.code: f for f in engine.run_rules(r, only={"ISA002", "ISA007"}, strict=True)}
+    assert found["ISA002"].severity == "ok"
+    isa7 = found["ISA007"]
+    assert isa7.severity == "error" and "avx2" in isa7.title and "GenuineIntel family 6 model 26" in isa7.why
+    assert isa7.evidence["cpu.cpuid_check.emulated"] is True
+    # Emulated but with the host's flags (qemu -cpu host): a warning, nothing is missing.
+    r.cpu.cpuid_check = dataclasses.replace(r.cpu.cpuid_check, missing_flags=[])
+    assert engine.run_rules(r, only={"ISA007"}, strict=True)[0].severity == "warning"
+    # Not checked (--fast, a captured tree): the rule stays silent instead of guessing.
+    r.cpu.cpuid_check = None
+    assert engine.run_rules(r, only={"ISA007"}, strict=True) == []
+
+
 def test_quota_numbers_in_why():
     f = engine.run_rules(_load("k10-container-quota"), only={"THR002"}, strict=True)[0]
     assert "4 usable CPUs" in f.why and "48" in f.why and "12.0x" in f.why
@@ -128,6 +145,7 @@ GOOD_BAD = {
     "ISA004": ("zen3-healthy", "import-segfault-and-timeout"),
     "ISA005": ("zen3-healthy", "k10-tensorflow-at-risk"),
     "ISA006": ("zen3-healthy", "ryzen2700x-kvm-fma-masked"),
+    "ISA007": ("zen3-healthy", "zen5-host-qemu-nehalem"),
     "TORCH001": ("zen3-healthy", "torch-not-installed"),
     "TORCH002": ("zen3-healthy", "ryzen2700x-cuda-wheel"),
     "TORCH003": ("zen3-healthy", "zen3-rocm-on-wsl2"),

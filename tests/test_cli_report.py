@@ -187,9 +187,9 @@ def test_masked_avx512_on_zen4_guest_is_a_warning(corpus):
 
 def test_render_dispatch_and_no_qt_for_text():
     """Text, Markdown and JSON never import Qt (only the PDF path may)."""
-    code = ("import sys; from pathlib import Path; from cpudoctor.collect import collect_report; "
+    code = ("import sys; from cpudoctor.pipeline import Source, build_report; "
             "from cpudoctor.render import render, FORMATS; "
-            "r = collect_report(Path('/'), software=False, children=False); "
+            "r = build_report(Source.this_machine(), children=False); "
             "[render(r, f) for f in ('text', 'md', 'json')]; "
             "assert not [m for m in sys.modules if m.startswith('PySide6')], 'Qt imported'; "
             "print(sorted(FORMATS))")

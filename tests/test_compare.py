@@ -151,9 +151,9 @@ def test_captured_tree_is_not_a_machine_without_python():
 def _interleaved(name):
     from conftest import machine_root
 
-    from cpudoctor.commands.report import build
+    from cpudoctor.pipeline import Source, build_report
 
-    return build(machine_root(name), fast=True)
+    return build_report(Source.tree(machine_root(name)), children=False)
 
 
 def test_interleaved_cpu_lists_are_short():

@@ -8,17 +8,16 @@ that need them stay silent instead of claiming "not installed" / "not set".
 from __future__ import annotations
 
 import pytest
-from conftest import MACHINES, machine_root
+from conftest import MACHINES, machine_root, probe_tree
 
 from cpudoctor import advisor
-from cpudoctor.collect import collect_report
 
 _REPORTS: dict = {}
 
 
 def _report(name: str):
     if name not in _REPORTS:
-        _REPORTS[name] = collect_report(machine_root(name), software=True, children=False)
+        _REPORTS[name] = probe_tree(machine_root(name))
     return _REPORTS[name]
 
 
@@ -68,7 +67,7 @@ def test_bulldozer_isa001_names_the_default_kernels():
 
 def test_live_report_still_gets_env_rules():
     """The live machine is not captured: THR001/TORCH001 keep working there."""
-    report = collect_report(software=True, children=False)
+    report = probe_tree(software=True)
     assert not report.software.captured
     assert "TORCH001" in {f.code for f in advisor.diagnose(report)}
 

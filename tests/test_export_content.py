@@ -11,11 +11,11 @@ from __future__ import annotations
 import re
 from html.parser import HTMLParser
 
-from conftest import machine_root
-from cpudoctor.collect import collect_report
+from conftest import machine_root, probe_tree
 from cpudoctor.export import render_export
 from cpudoctor.render.md_extra import evidence_value, recommendation_text, settings_text
-from cpudoctor.render.svg_chart import find_charts, fmt_number, line_chart, measurement_tables
+from cpudoctor.render.format import number as fmt_number
+from cpudoctor.render.svg_chart import find_charts, line_chart, measurement_tables
 from cpudoctor.report import BenchRun, Finding, ThreadRecommendation
 from export_samples import sample_report
 
@@ -85,7 +85,7 @@ def test_html_findings_point_to_explain():
 def test_captured_tree_html_matches_markdown_software(corpus, manifest):
     """A --root report has no Python/PyTorch facts: the HTML must not claim torch is "not_installed"."""
     root = machine_root("hwloc-64amd64-4s2n4ca2co")
-    report = collect_report(root, software=True, children=False)
+    report = probe_tree(root)
     assert report.software is not None and report.software.captured
     text = " ".join(_html_text(report))
     md = render_export(report, "md").decode()
@@ -201,7 +201,7 @@ def test_cpuinfo_only_tree_map_does_not_invent_cores(corpus, manifest):
 
 
 def test_offline_cpus_said_once_and_platform_named(corpus, manifest):
-    report = collect_report(machine_root("hwloc-offline-cpu0-node0"), software=False, children=False)
+    report = probe_tree(machine_root("hwloc-offline-cpu0-node0"), software=False)
     text = " ".join(_html_text(report))
     assert "0-3,21-23" in text and "are offline" not in text      # the Offline CPUs row says it
     assert " on Linux" in text

@@ -95,9 +95,9 @@ def test_pdf_has_chip_name(tmp_path):
 def test_corpus_machine_every_format(corpus, manifest, machine, tmp_path):
     """The issue's acceptance list, on a real machine's tree (the advisor's findings included)."""
     from cpudoctor.advisor import diagnose
-    from cpudoctor.collect import collect_report
+    from conftest import probe_tree
 
-    report = collect_report(machine_root(machine), software=False, children=False)
+    report = probe_tree(machine_root(machine), software=False)
     report.findings = diagnose(report)
     entry = manifest["machines"][machine]
     brand = entry["model_name"]

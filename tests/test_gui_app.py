@@ -40,26 +40,24 @@ def test_missing_xcb_libs_names_libraries_and_packages():
 
 
 @pytest.fixture
-def fake_cli(monkeypatch):
+def printed(monkeypatch):
+    """Record that the launcher printed the terminal report instead of opening the window."""
     calls = []
-    from cpudoctor import cli
-
-    monkeypatch.setattr(cli, "main", lambda argv=None: calls.append(argv) or 0)
+    monkeypatch.setattr(app, "terminal_report", lambda: calls.append("doctor") or 0)
     return calls
 
 
-def test_no_display_prints_the_report_and_how_to_get_the_window(monkeypatch, capsys, fake_cli):
+def test_no_display_prints_the_report_and_how_to_get_the_window(monkeypatch, capsys, printed):
     for var in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setattr(app.sys, "platform", "linux")
     assert app.main([]) == 0
     err = capsys.readouterr().err
     assert "no display" in err and "xvfb-run" in err and "ssh -X" in err
-    from cpudoctor.commands import COMMANDS
-    assert fake_cli == [["doctor"] if "doctor" in COMMANDS else ["report", "--format", "text"]]
+    assert printed == ["doctor"]
 
 
-def test_missing_libs_print_the_apt_command(monkeypatch, capsys, fake_cli):
+def test_missing_libs_print_the_apt_command(monkeypatch, capsys, printed):
     monkeypatch.setenv("DISPLAY", ":77")
     monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
     monkeypatch.delenv("QT_QPA_PLATFORM", raising=False)
@@ -70,17 +68,28 @@ def test_missing_libs_print_the_apt_command(monkeypatch, capsys, fake_cli):
     assert "libxcb-cursor.so.0 (package libxcb-cursor0)" in err
     assert ("apt-get install -y xvfb libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-image0 "
             "libxcb-render-util0 libxcb-xkb1 libxkbcommon-x11-0 libxcb-shape0") in err
-    assert len(fake_cli) == 1                       # and the report was printed instead
+    assert printed == ["doctor"]                    # and the report was printed instead
 
 
-def test_terminal_report_prefers_doctor(monkeypatch, fake_cli):
-    import cpudoctor.commands as commands
+def test_terminal_report_is_the_doctor_page(monkeypatch, capsys):
+    """The launcher prints what `cpudoctor doctor` prints, built by the same pipeline (children left out here)."""
+    from cpudoctor import pipeline
 
-    monkeypatch.setattr(commands, "COMMANDS", ("report",))
-    app.terminal_report()
-    monkeypatch.setattr(commands, "COMMANDS", ("report", "doctor"))
-    app.terminal_report()
-    assert fake_cli == [["report", "--format", "text"], ["doctor"]]
+    built = []
+    real = pipeline.build_report
+
+    def quick(source, **kwargs):
+        built.append(source)
+        return real(source, **{**kwargs, "children": False})
+
+    monkeypatch.setattr(pipeline, "build_report", quick)
+    code = app.terminal_report()
+    out = capsys.readouterr().out
+    assert built == [pipeline.Source.this_machine()]
+    assert out.startswith("CPU Doctor — this machine: ")
+    last = out.rstrip().splitlines()
+    assert any(line.startswith(("No issues found", "Doctor found issues")) for line in last[-2:])
+    assert code in (0, 1)
 
 
 @pytest.mark.slow

@@ -9,6 +9,7 @@ import sys
 import textwrap
 
 import pytest
+from conftest import probe_tree
 from PySide6.QtCore import QPoint, QSize
 from PySide6.QtWidgets import QMessageBox
 
@@ -120,16 +121,11 @@ def _saved_report() -> Report:
 def test_opened_report_without_findings_is_diagnosed(window, qtbot, tmp_path, corpus):
     from conftest import machine_root
 
-    from cpudoctor.collect import collect_report
-    from cpudoctor.gui.collector import load_diagnose
-
-    if load_diagnose() is None:
-        pytest.skip("the advisor is not installed yet")
     path = tmp_path / "opteron.json"
-    path.write_text(collect_report(machine_root("hwloc-64amd64-4s2n4ca2co"), software=False).to_json())
+    path.write_text(probe_tree(machine_root("hwloc-64amd64-4s2n4ca2co"), software=False).to_json())
     with qtbot.waitSignal(window.model.findings_changed, timeout=20_000,
                           check_params_cb=lambda f: bool(f)):
-        assert window.open_report(path)
+        window.open_report(path)
     assert window.model.report.findings and window.model.read_only
     assert "findings in the Advisor" in window.pages["Overview"].findings_label.text()
 
@@ -141,8 +137,11 @@ def test_read_only_banner_and_back_to_this_machine(window, qtbot):
     assert "AMD Ryzen 9 7950X" in text and "2026-05-04 10:20" in text and "colleague.json" in text
     assert "colleague.json" in window.windowTitle()
     window.collector.children = False
-    with qtbot.waitSignal(window.collector.stage_done, timeout=20_000):
+    seen = []
+    window.collector.stage_done.connect(seen.append)
+    with qtbot.waitSignal(window.collector.stage_done, timeout=20_000, check_params_cb=lambda s: s == "software-quick"):
         window.banner.back.click()
+    assert seen[:3] == ["cpu", "topology", "software-quick"]      # each stage as it lands
     assert not window.model.read_only and not window.banner.isVisible()
     qtbot.waitUntil(lambda: not window.collector.busy, timeout=30_000)
     assert window.model.report.meta.generated_at != "2026-05-04T10:20:00+00:00"   # this machine's, fresh
@@ -151,14 +150,18 @@ def test_read_only_banner_and_back_to_this_machine(window, qtbot):
 def test_open_report_file_and_bad_file(window, qtbot, tmp_path, monkeypatch):
     good = tmp_path / "good.json"
     good.write_text(_saved_report().to_json())
-    assert window.open_report(good)
+    with qtbot.waitSignal(window.collector.opened, timeout=20_000):
+        window.open_report(good)
     assert window.model.read_only and window.model.report.cpu.brand.startswith("AMD Ryzen 9")
+    assert window.model.source_label == "Saved report good.json"
     shown = []
     monkeypatch.setattr(QMessageBox, "warning", lambda *a: shown.append(a[2]))
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"hello": 1}))
-    assert not window.open_report(bad)
+    with qtbot.waitSignal(window.collector.open_failed, timeout=20_000):
+        window.open_report(bad)
     assert shown and "not a CPU Doctor report" in shown[0]
+    assert window.model.report.cpu.brand.startswith("AMD Ryzen 9")      # the shown report stays
 
 
 def test_collector_fills_the_model_in_the_background(qtbot):

@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 import schema_tools
-from conftest import machine_root
-from cpudoctor.collect import collect_report
+from conftest import machine_root, probe_tree
 from cpudoctor.report import BenchRun, Finding, Report, ThreadRecommendation
 from cpudoctor.resources import load_json
 
@@ -60,7 +59,7 @@ def _validate(report: Report, schema: dict) -> None:
 def test_live_report_validates(schema):
     from cpudoctor import advisor
 
-    report = collect_report(Path("/"), software=True, children=False)
+    report = probe_tree(Path("/"))
     report.findings = advisor.diagnose(report)
     assert report.findings
     _validate(report, schema)
@@ -70,19 +69,19 @@ def test_live_report_validates(schema):
                                   "pycpuinfo-fedora29-ryzen7-2700x-kvm", "hwloc-96em64t-4no4pa3ca2co",
                                   "archspec-rocky8-a64fx"])
 def test_corpus_reports_validate(name, corpus, schema):
-    _validate(collect_report(machine_root(name), software=True, children=False), schema)
+    _validate(probe_tree(machine_root(name)), schema)
 
 
 def test_garbled_tree_report_validates(tmp_path, schema):
     (tmp_path / "proc").mkdir()
     (tmp_path / "proc" / "cpuinfo").write_bytes(b"\xff\x00 not cpuinfo")
-    report = collect_report(tmp_path, software=False, children=False)
+    report = probe_tree(tmp_path, software=False)
     assert report.software is None and report.cpu.vendor is None
     _validate(report, schema)
 
 
 def test_report_with_benchmarks_and_recommendation_validates(corpus, schema):
-    report = collect_report(machine_root("archspec-rocky9-zen5"), software=False, children=False)
+    report = probe_tree(machine_root("archspec-rocky9-zen5"), software=False)
     report.benchmarks = [BenchRun(kind="sweep", settings={"threads": [1, 2]}, metrics={"best": 1.5, "series": [[1, 2.0]]},
                                   status="cancelled", started_at="2026-11-30T10:00:00+00:00", note="stopped")]
     report.recommendation = ThreadRecommendation(threads=8, interop_threads=1, cpus=[0, 1], variant="one CCX",
@@ -107,7 +106,7 @@ def test_report_with_benchmarks_and_recommendation_validates(corpus, schema):
     ],
 )
 def test_validator_rejects_broken_reports(mutate, fragment, corpus, schema):
-    data = json.loads(collect_report(machine_root("archspec-rocky9-zen5"), software=False, children=False).to_json())
+    data = json.loads(probe_tree(machine_root("archspec-rocky9-zen5"), software=False).to_json())
     schema_tools.validate(copy.deepcopy(data), schema)
     mutate(data)
     with pytest.raises(schema_tools.ValidationError, match=re.escape(fragment)):

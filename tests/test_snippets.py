@@ -321,12 +321,12 @@ def test_hybrid_plan_on_other_chips(corpus):
     """Lakefield (one P-core) keeps every core; the GB10 pins to its Cortex-X925s; a uniform chip is not pinned."""
     from conftest import machine_root
 
-    from cpudoctor.collect import collect_report
+    from conftest import probe_tree
 
-    lakefield = collect_report(machine_root("hwloc-x86linux-5intel64-hybrid-lakefield"), software=False)
+    lakefield = probe_tree(machine_root("hwloc-x86linux-5intel64-hybrid-lakefield"), software=False)
     plan = snippets.thread_plan(lakefield)
     assert (plan.threads, plan.cpus) == (5, None)
-    gb10 = collect_report(machine_root("hwloc-nvidia-dgx-gb10"), software=False)
+    gb10 = probe_tree(machine_root("hwloc-nvidia-dgx-gb10"), software=False)
     plan = snippets.thread_plan(gb10)
     assert plan.threads == 10 and plan.cpus == gb10.topology.cpu_kinds[-1].cpus == [5, 6, 7, 8, 9, 15, 16, 17, 18, 19]
     assert _topo003_launch(gb10) == (plan.threads, plan.cpus)

@@ -7,9 +7,8 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import machine_root
+from conftest import machine_root, probe_tree
 
-from cpudoctor.collect import collect_report
 from cpudoctor.probes import Software, probe_software
 from cpudoctor.report import Report
 
@@ -80,7 +79,7 @@ def test_real_run_against_this_machines_torch():
         torch_version = metadata.version("torch")
     except metadata.PackageNotFoundError:
         pytest.skip("torch is not installed")
-    report = collect_report(Path("/"), software=False)
+    report = probe_tree(Path("/"), software=False)
     sw: Software = probe_software(cache=False)
     report.software = sw
     assert sw.children_ran and not sw.children_cached

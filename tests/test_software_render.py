@@ -50,7 +50,7 @@ def test_text_sections_and_marks():
     for title in ("Operating system", "Python", "PyTorch build", "NumPy and thread pools",
                   "Thread and allocator environment", "Import checks", "Illegal-instruction risk", "Notes"):
         assert f"\n{title}\n" in f"\n{text}\n"
-    assert "WSL2" in text and "virtual machine (hyperv)" in text and "cgroup limit: 16.0 GiB" in text
+    assert "WSL2" in text and "virtual machine (hyperv)" in text and "cgroup limit: 16 GiB" in text
     assert "CUDA 12.1" in text and "CPU capability: AVX2" in text and "bf16 natively supported: no" in text
     assert "[✓] import torch (0.90 s)" in text
     assert "[✗] import tensorflow: Illegal instruction" in text

@@ -359,7 +359,8 @@ def test_cgroup_v1_unlimited_quota(tmp_path):
 # ---------------------------------------------------------------------------
 # Rendering (text tree like lstopo-no-graphics, Markdown)
 
-from cpudoctor.render.topology import build_tree, cache_size, cpus_text, markdown_lines, text_lines  # noqa: E402
+from cpudoctor.render.format import cache_size  # noqa: E402
+from cpudoctor.render.topology import build_tree, cpus_text, markdown_lines, text_lines  # noqa: E402
 
 
 @pytest.mark.parametrize("name", HWLOC_MACHINES)
@@ -448,13 +449,15 @@ def test_no_sysfs_on_live_system_uses_psutil_counts(tmp_path):
     assert "L3 unknown" in text_lines(topo)[0]
 
 
-def test_human_bytes_units():
-    from cpudoctor.render.topology import human_bytes
+def test_size_units():
+    from cpudoctor.render.format import size
 
-    assert human_bytes(8 << 30) == "8 GiB"
-    assert human_bytes(int(6.1 * (1 << 30))) == "6.1 GiB"
-    assert human_bytes(512 << 30) == "512 GiB"
-    assert human_bytes(None) == "?"
+    assert size(8 << 30) == "8 GiB"
+    assert size(int(6.1 * (1 << 30))) == "6.1 GiB"
+    assert size(512 << 30) == "512 GiB"
+    assert size(int(23.5 * (1 << 30))) == "23.5 GiB"        # one style everywhere: never "24 GiB" elsewhere
+    assert size(1536) == "1.5 KiB" and size(100) == "100 B"
+    assert size(None) == "unknown" and size(None, "?") == "?"
 
 
 def test_shared_l2_groups():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from cpudoctor.advisor import machine, snippets
 from cpudoctor.advisor.engine import Facts, rule
+from cpudoctor.render.format import size
 from cpudoctor.report import Finding, Report
 
 
@@ -35,7 +36,7 @@ def wsl2(report: Report) -> list[Finding]:
     if cpus:
         details.append(f"the VM sees {cpus} CPUs")
     if mem:
-        details.append(f"{machine.gib(mem)} of RAM")
+        details.append(f"{size(mem)} of RAM")
     why = (f"This is WSL{wsl}" + (f": {', '.join(details)}" if details else "") + ". "
            "Files under /mnt/c are served over 9P at a fraction of native speed, and the VM gets only what "
            ".wslconfig allows (by default half of Windows' memory).")
@@ -126,7 +127,7 @@ def container(report: Report) -> list[Finding]:
     if quota:
         why += f" with a CPU quota of {quota:g} CPUs" + (f" on a host with {logical} CPUs" if logical else "")
     if limit:
-        why += f" and a {machine.gib(limit)} memory limit"
+        why += f" and a {size(limit)} memory limit"
     why += "."
     if quota:
         why += " Libraries size their thread pools from the host's CPUs, not the quota, and are throttled every 100 ms."

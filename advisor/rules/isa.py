@@ -309,3 +309,50 @@ def fma_masked(report: Report) -> list[Finding]:
         fix="Pass the host CPU model through to the VM (host-passthrough / -cpu host).",
         snippet="# libvirt: <cpu mode='host-passthrough' check='none'/>\nqemu-system-x86_64 -cpu host ...",
     )]
+
+
+@rule("ISA007", "executing-cpu-differs", category="isa", severity="error",
+      title="The CPU that runs Python is not the one /proc/cpuinfo describes")
+def executing_cpu_differs(report: Report) -> list[Finding]:
+    """What it checks:
+        CPUID executed by a child Python, i.e. by the CPU that really runs your code, against the
+        identity and flags /proc/cpuinfo lists. Checked on this machine only, by the report's
+        ``cpuid-cross-check`` stage (skipped with ``--fast``, on captured trees and on non-x86 CPUs).
+
+    Why it matters:
+        Under user-mode emulation (qemu-user, Rosetta 2, some sandboxes) /proc/cpuinfo describes the
+        host while your code runs on the emulated CPU. Every verdict read from the flags (AVX2,
+        AVX-512, the x86-64 level, which wheels can run, which kernels PyTorch should pick) is then
+        about the wrong CPU, and code built for a flag the emulated CPU lacks dies with Illegal
+        instruction (SIGILL).
+
+    Fix:
+        Run the training natively on the host, or give the emulator the host's CPU model
+        (``qemu-x86_64 -cpu host``), and install packages built for the CPU that executes them.
+    """
+    f = Facts(report)
+    check = f.get("cpu.cpuid_check", record=False)
+    if check is None or check.error:
+        return []
+    missing = f.get("cpu.cpuid_check.missing_flags") or []
+    emulated = f.get("cpu.cpuid_check.emulated")
+    executing = f.get("cpu.cpuid_check.executing") or "an unknown CPU"
+    fix = ("Run the job natively on the host (or start the emulator with the host's CPU model, "
+           "e.g. qemu-x86_64 -cpu host) and install packages built for the CPU that runs them.")
+    if missing:
+        shown = ", ".join(missing[:8]) + (f" and {len(missing) - 8} more" if len(missing) > 8 else "")
+        return [f.finding(
+            "error", f"The CPU running Python lacks {shown}, which /proc/cpuinfo lists",
+            why=(f"CPUID in a child process reports {executing} without {shown}. /proc/cpuinfo describes "
+                 "another CPU (the host of an emulator), so the instruction-set verdicts in this report "
+                 "overstate what runs here, and any code built for those instructions dies with "
+                 "Illegal instruction (SIGILL)."),
+            fix=fix)]
+    if emulated:
+        return [f.finding(
+            "warning", f"Python runs on {executing}, not the CPU /proc/cpuinfo describes",
+            why=("CPUID in a child process names another CPU than /proc/cpuinfo: this looks like emulation "
+                 "(qemu-user, Rosetta 2). Their flags agree, but speed and thread figures describe the emulator."),
+            fix=fix)]
+    return [f.finding("ok", "/proc/cpuinfo describes the CPU that runs Python (CPUID checked)")]
+

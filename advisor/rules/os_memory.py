@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from cpudoctor.advisor import machine
 from cpudoctor.advisor.engine import Facts, rule
+from cpudoctor.render.format import size
 from cpudoctor.report import Finding, Report
 
 # Drivers whose "powersave" governor is the dynamic, EPP-driven policy, not "lowest clock".
@@ -76,12 +77,12 @@ def swap_in_use(report: Report) -> list[Finding]:
         return []
     limit = machine.knowledge()["memory"]["swap_used_warn_mb"] * 2**20
     if used <= limit:
-        return [f.finding("ok", f"Swap barely used ({machine.gib(used)} of {machine.gib(total)})" if total else "No swap in use")]
+        return [f.finding("ok", f"Swap barely used ({size(used)} of {size(total)})" if total else "No swap in use")]
     avail = f.get("software.os.mem_available_bytes")
     return [f.finding(
-        "warning", f"{machine.gib(used)} of swap in use",
-        why=(f"{machine.gib(used)} of {machine.gib(total)} swap is used"
-             + (f" while {machine.gib(avail)} of RAM is available" if avail is not None else "")
+        "warning", f"{size(used)} of swap in use",
+        why=(f"{size(used)} of {size(total)} swap is used"
+             + (f" while {size(avail)} of RAM is available" if avail is not None else "")
              + ". Pages touched during training come back at disk speed, stalling steps."),
         fix="Free memory, then pull swapped pages back into RAM.",
         snippet="free -h\nsudo swapoff -a && sudo swapon -a  # only when free RAM exceeds used swap")]
@@ -114,14 +115,14 @@ def low_memory(report: Report) -> list[Finding]:
     effective = min(total, limit) if limit else total
     problems = []
     if effective < k["min_total_gb_training"] * 2**30:
-        src = f"the cgroup limit is {machine.gib(limit)}" if limit and limit < total else f"the machine has {machine.gib(total)}"
+        src = f"the cgroup limit is {size(limit)}" if limit and limit < total else f"the machine has {size(total)}"
         problems.append(f"{src}, under the ~{k['min_total_gb_training']} GiB a typical training job wants")
     if avail is not None and avail < k["min_available_gb_training"] * 2**30:
-        problems.append(f"only {machine.gib(avail)} is available now")
+        problems.append(f"only {size(avail)} is available now")
     if not problems:
-        return [f.finding("ok", f"Memory: {machine.gib(effective)}" + (f", {machine.gib(avail)} available" if avail is not None else ""))]
+        return [f.finding("ok", f"Memory: {size(effective)}" + (f", {size(avail)} available" if avail is not None else ""))]
     return [f.finding(
-        "warning", f"Little memory for training ({machine.gib(effective)})",
+        "warning", f"Little memory for training ({size(effective)})",
         why=("; ".join(problems).capitalize() + ". Model, gradients, optimizer state and each DataLoader worker's copy "
              "of the dataset must fit, or the job swaps or is OOM-killed."),
         fix="Smaller batches, fewer workers (each copies the dataset), activation checkpointing, or more memory.",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from cpudoctor.advisor import machine, snippets
 from cpudoctor.advisor.engine import Facts, rule
 from cpudoctor.probes._fs import format_cpulist
+from cpudoctor.render.format import cache_size
 from cpudoctor.report import Finding, Report
 
 
@@ -14,14 +15,6 @@ def _pinned_by(f: Facts) -> str | None:
         if value:
             return f"{name}={value}"
     return None
-
-
-def _cache_size(n: int) -> str:
-    """Exact, like lstopo: 32 MiB, 27.5 MiB, 5118 KiB (Magny-Cours), never floored to a wrong MiB."""
-    mib = n / 2**20
-    if mib >= 1 and round(mib, 1) * 2**20 == n:
-        return f"{mib:g} MiB"
-    return f"{n // 1024} KiB" if n % 1024 == 0 else f"{n} B"
 
 
 def _spanned(groups: list[list[int]], usable: list[int] | None) -> int:
@@ -144,9 +137,9 @@ def ccx_unpinned(report: Report) -> list[Finding]:
         return [f.finding("ok", f"The thread sweep recommends pinning to CPUs {format_cpulist(rec.cpus)}")]
     sizes = sorted({d.size_bytes for d in doms if d.size_bytes})
     if len(sizes) == 1:
-        size = f" of {_cache_size(sizes[0])} each"
+        size = f" of {cache_size(sizes[0])} each"
     elif sizes:
-        size = f" ({' and '.join(_cache_size(s) for s in sizes)})"
+        size = f" ({' and '.join(cache_size(s) for s in sizes)})"
     else:
         size = ""
     counts = sorted({len(d.cpus) for d in doms})

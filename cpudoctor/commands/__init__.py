@@ -7,7 +7,13 @@ user are raised as :class:`CliError` and printed as one line, exit code 2.
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from cpudoctor.pipeline import Source
+    from cpudoctor.report import Report
 
 # Order is the order of `cpudoctor --help`.
 COMMANDS: tuple[str, ...] = ("report", "inspect", "doctor", "explain", "envs", "compare", "capture", "install_desktop",
@@ -20,6 +26,45 @@ class CliError(Exception):
     def __init__(self, message: str, code: int = 2):
         super().__init__(message)
         self.code = code
+
+
+def add_source_options(p: argparse.ArgumentParser) -> None:
+    """``--root`` / ``--from-report`` and ``--fast``: the same options, meaning the same thing, on every command
+    that builds a report (``report``, ``doctor``)."""
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--root", metavar="DIR",
+                     help="read a captured /proc+/sys tree (the folder holding proc/ and sys/) instead of this machine")
+    src.add_argument("--from-report", metavar="FILE",
+                     help="a saved JSON report (e.g. from another machine), diagnosed with this CPU Doctor's rules")
+    p.add_argument("--fast", action="store_true",
+                   help="no child processes: skip the PyTorch/BLAS facts, import checks and CPUID cross-check "
+                        "(well under a second)")
+    # The old name of --fast on `doctor`; kept so scripts that use it keep working.
+    p.add_argument("--no-software", dest="fast", action="store_true", help=argparse.SUPPRESS)
+
+
+def source_from(args: argparse.Namespace) -> "Source":
+    """The :class:`~cpudoctor.pipeline.Source` that ``--root`` / ``--from-report`` name (this machine by default)."""
+    from cpudoctor.pipeline import Source
+
+    if getattr(args, "from_report", None):
+        return Source.saved(Path(args.from_report).expanduser())
+    root = root_arg(args.root)
+    source = Source.tree(root)
+    if not source.live:
+        check_tree(root, args.root)    # a wrong folder must not read as "No issues found!"
+    return source
+
+
+def build(source: "Source", *, fast: bool = False, findings: bool = True, only: set[str] | None = None) -> "Report":
+    """The diagnosed report of ``source``; an unreadable saved report is a one-line error (exit 2)."""
+    from cpudoctor.pipeline import build_report
+    from cpudoctor.report import ReportError
+
+    try:
+        return build_report(source, children=not fast, findings=findings, only=only)
+    except ReportError as exc:
+        raise CliError(f"--from-report: {exc}") from None
 
 
 def root_arg(value: str | None) -> Path:

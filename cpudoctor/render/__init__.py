@@ -1,38 +1,100 @@
-"""Rendering a Report as text, Markdown, HTML or PDF. No Qt except in the PDF path.
+"""Everything people read: words, number formats, and the report in every output format.
 
-:func:`render` dispatches through :data:`FORMATS`, a small dict of
-``format -> "module:function"`` imported lazily, so asking for text never
-imports the HTML or PDF (Qt) machinery. To add a format, add one entry here.
+=====================  =============================================================
+:mod:`.words`          the vocabulary: severity names and marks, categories, counts
+:mod:`.format`         number formats (sizes, clocks, durations, percentages), wrapping
+:mod:`.markup`         escaping report data for Markdown and HTML
+:mod:`.text`           the report for a terminal
+:mod:`.markdown`       the report for a GitHub issue (with :mod:`.md_extra`)
+:mod:`.html`           the self-contained HTML page
+:mod:`.pdf`            the PDF: the adapter to Qt's PDF writer (the only Qt outside the GUI)
+:mod:`.doctor`         ``cpudoctor doctor``'s page
+:mod:`.inspect`        ``cpudoctor inspect``'s page
+=====================  =============================================================
+
+:func:`render` dispatches through :data:`FORMATS`, one table of every output
+format (its file suffix, its name in dialogs, the function that renders it),
+imported lazily so asking for text never imports the HTML or PDF machinery.
+To add a format, add one entry here.
 """
 
 from __future__ import annotations
 
 import importlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from cpudoctor.report import Report
 
-# format name -> "module:function(report) -> str | bytes"
-FORMATS: dict[str, str] = {
-    "json": "cpudoctor.render:render_json",
-    "md": "cpudoctor.render.markdown:render",
-    "text": "cpudoctor.render.text:render",
-    "html": "cpudoctor.render.html:render_html",
-    "pdf": "cpudoctor.render.pdf:render_pdf",
-}
+
+@dataclass(frozen=True)
+class Format:
+    """One output format of a report."""
+
+    name: str          # "md": what --format takes
+    suffix: str        # ".md": the file suffix it is saved with
+    label: str         # "Markdown": its name in file dialogs
+    markup: str        # what the text is made of, for the privacy pass: json | md | text | html
+    target: str        # "module:function(report) -> str | bytes"
+    binary: bool = False   # bytes (PDF); its renderer takes the scrub function itself
 
 
-def render(report: "Report", fmt: str) -> str | bytes:
-    """``report`` in ``fmt`` (json, md, text, html, pdf): str, or bytes for binary formats."""
+FORMATS: dict[str, Format] = {f.name: f for f in (
+    Format("html", ".html", "HTML page", "html", "cpudoctor.render.html:render_html"),
+    Format("md", ".md", "Markdown", "md", "cpudoctor.render.markdown:render"),
+    Format("json", ".json", "JSON report", "json", "cpudoctor.render:render_json"),
+    Format("pdf", ".pdf", "PDF document", "html", "cpudoctor.render.pdf:render_pdf", binary=True),
+    Format("text", ".txt", "Plain text", "text", "cpudoctor.render.text:render"),
+)}
+# Other names people type for a format, and other suffixes files carry.
+ALIASES: dict[str, str] = {"markdown": "md", "txt": "text", "htm": "html"}
+_SUFFIXES: dict[str, str] = {".htm": "html", ".markdown": "md", **{f.suffix: f.name for f in FORMATS.values()}}
+
+Scrub = Callable[[str], str]
+
+
+def format_name(value: str) -> str:
+    """``Markdown`` -> ``md``: a format as people type it, normalised (unknown names pass through)."""
+    value = value.strip().lower()
+    return ALIASES.get(value, value)
+
+
+def format_for_path(path: Path | str, default: str = "html") -> str:
+    """The format a file name asks for by its suffix, else ``default``."""
+    return _SUFFIXES.get(Path(path).suffix.lower(), default)
+
+
+def render(report: "Report", fmt: str, *, scrub: Scrub | None = None) -> str | bytes:
+    """``report`` in ``fmt``: str, or bytes for binary formats.
+
+    ``scrub`` is a last pass over the text (the privacy redactor); for PDF it
+    runs over the HTML page the PDF is made from. A scrub that would break
+    JSON quoting is not applied to JSON (the report itself was redacted first).
+    """
     try:
-        target = FORMATS[fmt]
+        spec = FORMATS[fmt]
     except KeyError:
         raise KeyError(f"unknown report format {fmt!r}; choose one of {', '.join(FORMATS)}") from None
-    module_name, _, func_name = target.partition(":")
+    module_name, _, func_name = spec.target.partition(":")
     func = getattr(importlib.import_module(module_name), func_name)
-    return func(report)
+    if spec.binary:
+        return func(report, scrub=scrub)
+    text = func(report)
+    if scrub is None:
+        return text
+    cleaned = scrub(text)
+    if spec.markup == "json":
+        try:
+            json.loads(cleaned)
+        except ValueError:
+            return text
+    return cleaned
 
 
 def render_json(report: "Report") -> str:
-    return report.to_json() + "\n"
+    """Strict JSON (a diverged loss is null, never NaN), indented, with a final newline."""
+    return report.to_json(indent=2) + "\n"

@@ -10,9 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cpudoctor.probes import CpuInfo
+from cpudoctor.render.format import clock
+from cpudoctor.render.words import NEUTRAL_MARK, bracketed
 from cpudoctor.resources import load_json
 
-OK, WARN, BAD, INFO = "[✓]", "[!]", "[✗]", "[-]"
+# The verdict marks of the ISA table: fine, worth a look, missing or broken, simply absent.
+OK, WARN, BAD, INFO = bracketed("ok"), bracketed("warning"), bracketed("error"), f"[{NEUTRAL_MARK}]"
 
 # Categories whose flags matter for deep learning: listed in full in the text report.
 DL_CATEGORIES = ("simd", "fma", "avx512", "matrix", "fp16", "bitmanip", "arm")
@@ -27,12 +30,6 @@ class IsaRow:
     name: str          # "AVX-512"
     detail: str        # "usable: F CD BW ..."
     explain: str = ""  # one or two sentences
-
-
-def mhz(value: float | None) -> str:
-    if value is None:
-        return "unknown"
-    return f"{value / 1000:.2f} GHz" if value >= 1000 else f"{value:.0f} MHz"
 
 
 def identity_rows(cpu: CpuInfo) -> list[tuple[str, str]]:
@@ -64,18 +61,27 @@ def identity_rows(cpu: CpuInfo) -> list[tuple[str, str]]:
     if cpu.isa.x86_64_level:
         arch += f", psABI level x86-64-v{cpu.isa.x86_64_level}" if cpu.isa.x86_64_level > 1 else ", psABI level x86-64 (baseline)"
     rows.append(("Architecture", arch))
-    clock = []
-    if cpu.base_mhz is not None:
-        clock.append(f"base {mhz(cpu.base_mhz)}")
-    if cpu.max_mhz is not None:
-        clock.append(f"max {mhz(cpu.max_mhz)}")
-    rows.append(("Clock", ", ".join(clock) if clock else "unknown (no cpufreq data and no clock in the name)"))
+    rows.append(("Clock", clock_text(cpu)))
     if cpu.logical_cpus_listed:
         rows.append(("cpuinfo entries", str(cpu.logical_cpus_listed)))
     if cpu.hypervisor is not None:
         rows.append(("Hypervisor", "yes: flags may be masked by the VM" if cpu.hypervisor else "no (bare metal)"))
     rows.append(("Source", cpu.source))
     return rows
+
+
+def clock_text(cpu: CpuInfo) -> str:
+    """``base 2.40 GHz, max 3.90 GHz``; when neither is known, the clock the kernel reported at probe time."""
+    parts = []
+    if cpu.base_mhz is not None:
+        parts.append(f"base {clock(cpu.base_mhz)}")
+    if cpu.max_mhz is not None:
+        parts.append(f"max {clock(cpu.max_mhz)}")
+    if parts:
+        return ", ".join(parts)
+    if cpu.current_mhz is not None:
+        return f"{clock(cpu.current_mhz)} when probed (no cpufreq data or clock in the name to rate it)"
+    return "unknown (no cpufreq data and no clock in the name)"
 
 
 def isa_rows(cpu: CpuInfo) -> list[IsaRow]:

@@ -14,11 +14,12 @@ supplies them rasterised; the layout uses plain tables.
 from __future__ import annotations
 
 import re
-from html import escape
-from typing import Any, Literal
+from typing import Literal
 
 from cpudoctor.render import cpu as cpu_sec
 from cpudoctor.render import software as sw_sec
+from cpudoctor.render.format import cache_size, number, or_unknown, size
+from cpudoctor.render.markup import html_escape as e
 from cpudoctor.render.md_extra import (
     evidence_value,
     kind_title,
@@ -29,18 +30,16 @@ from cpudoctor.render.md_extra import (
 )
 from cpudoctor.render.svg_chart import (
     find_charts,
-    fmt_number,
     measurement_tables,
     metric_label,
     render_chart,
     split_constant_columns,
 )
 from cpudoctor.render.svg_topology import render_svg
+from cpudoctor.render.words import SEVERITY, bracketed, finding_order, plural, severity, severity_counts
 from cpudoctor.report import BenchRun, Finding, Report
 
 Images = Literal["inline", "resources"]
-SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2, "ok": 3}
-SEVERITY_LABEL = {"error": "Error", "warning": "Warning", "info": "Info", "ok": "OK"}
 PLATFORM_NAMES = {"linux": "Linux", "darwin": "macOS", "win32": "Windows", "cygwin": "Windows (Cygwin)"}
 
 CSS = """
@@ -100,27 +99,9 @@ ul.checks{list-style:none}
 """
 
 
-def e(value: Any) -> str:
-    """Escape anything for HTML text and attribute context."""
-    return escape("" if value is None else str(value), quote=True)
-
-
-def _unknown(value: Any) -> str:
-    return "unknown" if value is None or value == "" else str(value)
-
-
 def _rows(rows: list[tuple[str, str]]) -> str:
     """A two-column table; values must already be escaped/marked up."""
     return '<table cellspacing=0>' + "".join(f"<tr><th>{e(k)}</th><td>{v}</td></tr>" for k, v in rows) + "</table>"
-
-
-def _size(n: int | None) -> str:
-    if n is None:
-        return "unknown"
-    for unit, div in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= div:
-            return f"{n / div:.1f} {unit}".replace(".0 ", " ")
-    return f"{n} B"
 
 
 def _cpulist(cpus: list[int] | None) -> str:
@@ -137,8 +118,8 @@ def title_of(report: Report) -> str:
 
 def _header(report: Report) -> str:
     m = report.meta
-    counts = _severity_counts(report.findings)
-    summary = " ".join(f'<span class="sev-{s}">{n} {SEVERITY_LABEL[s].lower()}</span>'
+    counts = severity_counts(report.findings)
+    summary = " ".join(f'<span class="sev-{s}">{e(plural(n, *SEVERITY[s].noun))}</span>'
                        for s, n in counts.items() if n)
     privacy = ("identifying details replaced by placeholders" if m.redacted
                else "includes identifying details (host name, user, paths)")
@@ -149,13 +130,6 @@ def _header(report: Report) -> str:
     return (f'<header><h1>CPU Doctor report</h1><p class="chip">{e(title_of(report))}</p>'
             f'<p class="meta">{e(made)}{where} · {e(privacy)}</p>'
             + (f'<p class="summary">{summary}</p>' if summary else "") + "</header>")
-
-
-def _severity_counts(findings: list[Finding]) -> dict[str, int]:
-    counts = {s: 0 for s in SEVERITY_ORDER}
-    for f in findings:
-        counts[f.severity] = counts.get(f.severity, 0) + 1
-    return counts
 
 
 # The text/Markdown marks, coloured: the same verdicts in every format.
@@ -196,8 +170,8 @@ def _isa(report: Report) -> str:
 def _topology(report: Report, images: Images, pictures: dict[str, str]) -> str:
     t = report.topology
     smt = f"{t.smt_threads_per_core} per core" if t.smt_threads_per_core else "unknown"
-    rows = [("Packages", e(_unknown(t.packages))), ("Physical cores", e(_unknown(t.cores))),
-            ("Logical CPUs", e(_unknown(t.logical_cpus))), ("Hardware threads", e(smt)),
+    rows = [("Packages", e(or_unknown(t.packages))), ("Physical cores", e(or_unknown(t.cores))),
+            ("Logical CPUs", e(or_unknown(t.logical_cpus))), ("Hardware threads", e(smt)),
             ("NUMA nodes", e(len(t.numa_nodes) if t.numa_nodes else "unknown")),
             ("L3 caches (CCX on AMD)", e(len(t.l3_domains) if t.l3_known or t.l3_domains else "unknown")),
             ("Online CPUs", e(_cpulist(t.online_cpus) if t.online_cpus else "unknown"))]
@@ -218,14 +192,14 @@ def _topology(report: Report, images: Images, pictures: dict[str, str]) -> str:
     l3 = ""
     if t.l3_domains:
         l3 = ("<details><summary>L3 domains</summary><table cellspacing=0><tr><th>#</th><th>CPUs</th><th>Size</th></tr>"
-              + "".join(f"<tr><td>{i}</td><td>{e(_cpulist(d.cpus))}</td><td>{e(_size(d.size_bytes))}</td></tr>"
+              + "".join(f"<tr><td>{i}</td><td>{e(_cpulist(d.cpus))}</td><td>{e(cache_size(d.size_bytes))}</td></tr>"
                         for i, d in enumerate(t.l3_domains)) + "</table></details>")
     numa = ""
     if t.numa_nodes:
         numa = ("<details><summary>NUMA nodes</summary><table cellspacing=0><tr><th>Node</th><th>CPUs</th><th>Memory</th>"
                 "<th>Distances</th></tr>"
                 + "".join(f"<tr><td>{n.id}</td><td>{e(_cpulist(n.cpus))}</td>"
-                          f"<td>{e(_size(t.numa_memory_bytes.get(str(n.id))))}</td>"
+                          f"<td>{e(size(t.numa_memory_bytes.get(str(n.id))))}</td>"
                           f"<td>{e(' '.join(map(str, n.distances)))}</td></tr>" for n in t.numa_nodes)
                 + "</table></details>")
     from cpudoctor.render.topology import display_notes
@@ -288,24 +262,23 @@ def _findings(report: Report) -> str:
     if not report.findings:
         return ('<section id="findings"><h2>Findings</h2><p class="note">The advisor has not run on this report '
                 "(or found nothing to say).</p></section>")
-    ordered = sorted(report.findings, key=lambda f: (SEVERITY_ORDER.get(f.severity, 9), f.code))
+    from cpudoctor.render.md_extra import counts_line
+
+    ordered = sorted(report.findings, key=finding_order)
     problems = [f for f in ordered if f.severity != "ok"]
     passed = [f for f in ordered if f.severity == "ok"]
-    items = [_finding(f) for f in problems]
-    if not problems:
-        items.append('<p class="sev-ok">No problems found.</p>')
+    items = [f'<p class="summary">{e(counts_line(report))}</p>'] + [_finding(f) for f in problems]
     if passed:
-        noun = "check" if len(passed) == 1 else "checks"
-        items.append(f'<details><summary>{len(passed)} {noun} passed</summary><ul class="checks">'
-                     + "".join(f'<li><span class="sev-ok">✓</span> {e(f.title)} '
+        items.append(f'<details><summary>{e(plural(len(passed), *SEVERITY["ok"].noun))}</summary><ul class="checks">'
+                     + "".join(f'<li>{_mark(bracketed("ok"))} {e(f.title)} '
                                f'<span class="code">{e(f.code)}</span></li>' for f in passed)
                      + "</ul></details>")
     return f'<section id="findings"><h2>Findings</h2>{"".join(items)}</section>'
 
 
 def _finding(f: Finding) -> str:
-    sev = f.severity if f.severity in SEVERITY_ORDER else "info"
-    parts = [f'<div class="finding {sev}"><p><span class="sev-{sev}">{e(SEVERITY_LABEL[sev])}</span> · '
+    sev = severity(f.severity)
+    parts = [f'<div class="finding {sev.key}"><p>{_mark(bracketed(sev.key))} <span class="sev-{sev.key}">{e(sev.name)}</span> · '
              f'<span class="title">{e(f.title)}</span>&nbsp;&nbsp;<span class="code">{e(f.code)} '
              f"{e(f.symbol)}</span></p>"]
     if f.why:
@@ -341,7 +314,7 @@ def _bench(run: BenchRun, index: int, images: Images, pictures: dict[str, str]) 
         f' · <span class="sev-warning">{e(run.status)}</span>' if run.status != "ok" else "") + "</h3>"
     settings = ('<p class="note">Settings: ' + e(", ".join(settings_text(run.settings))) + "</p>") if run.settings else ""
     scalars = [(k, v) for k, v in run.metrics.items() if not isinstance(v, (list, dict)) and v is not None]
-    table = _rows([(metric_label(k), e(fmt_number(v))) for k, v in scalars]) if scalars else ""
+    table = _rows([(metric_label(k), e(number(v))) for k, v in scalars]) if scalars else ""
     charts = []
     for j, chart in enumerate(find_charts(run.metrics, kind_title(run.kind))):
         svg = render_chart(chart)

@@ -8,18 +8,16 @@ brand string or a note can never turn into markup.
 from __future__ import annotations
 
 from cpudoctor.render import cpu as cpu_sec
+from cpudoctor.render.markup import md_code, md_escape
 from cpudoctor.render.md_extra import (
     benchmarks_lines,
     details,
     findings_lines,
-    md_escape,
     when,
 )
 from cpudoctor.report import Report
 
-
-def _cell(text: str) -> str:
-    return md_escape(text)
+_cell = md_escape        # a table cell: the same escaping (pipes included)
 
 
 def header_lines(report: Report) -> list[str]:
@@ -32,7 +30,7 @@ def header_lines(report: Report) -> list[str]:
     if meta.tool_version:
         sub.append(f"cpudoctor {md_escape(meta.tool_version)}")
     if meta.root and meta.root != "/":
-        sub.append(f"root `{meta.root.replace('`', '')}`")
+        sub.append(f"root `{md_code(meta.root)}`")
     sub.append(f"schema version {report.schema_version}")
     out += ["_" + ", ".join(sub) + "_", ""]
     return out

@@ -10,17 +10,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from cpudoctor.render.format import number
+from cpudoctor.render.markup import md_code, md_escape
 from cpudoctor.render.svg_chart import (
     find_charts,
-    fmt_number,
     measurement_tables,
     metric_label,
     split_constant_columns,
 )
+from cpudoctor.render.words import bracketed, counts_text, finding_order, plural, to_fix
 from cpudoctor.report import Report, ThreadRecommendation
-
-SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2, "ok": 3}
-SEVERITY_MARK = {"error": "✗", "warning": "!", "info": "i", "ok": "✓"}
 # Lab job kinds as the Training page names them.
 KIND_TITLES = {"train": "Micro-training", "sweep": "Thread sweep", "gemm": "GEMM throughput",
                "quant": "Dynamic int8 vs fp32 inference", "peak": "Peak FLOP/s"}
@@ -45,8 +44,8 @@ def kind_title(kind: str) -> str:
 
 def measurements_title(name: str, n: int) -> str:
     """``8 measurements`` for a job's own ``points``; other lists keep their name."""
-    noun = "measurement" if n == 1 else "measurements"
-    return f"{n} {noun}" if name in ("points", "series", "results") else f"{n} {noun} ({name})"
+    count = plural(n, "measurement")
+    return count if name in ("points", "series", "results") else f"{count} ({name})"
 
 
 def evidence_value(value: Any, limit: int = 200) -> str:
@@ -61,7 +60,7 @@ def evidence_value(value: Any, limit: int = 200) -> str:
     elif isinstance(value, int) and not isinstance(value, bool):
         text = str(value)
     elif isinstance(value, (bool, float)):
-        text = fmt_number(value)
+        text = number(value)
     elif isinstance(value, (list, tuple)):
         text = ", ".join(evidence_value(v, limit) for v in value) if value else "none"
     elif isinstance(value, dict):
@@ -89,7 +88,7 @@ def recommendation_text(rec: ThreadRecommendation) -> str:
     """"2 threads, 1 inter-op, pinned to CPUs 0-7 (one CCX): 1.14× the PyTorch default"."""
     from cpudoctor.probes._fs import format_cpulist
 
-    text = f"{rec.threads} thread{'' if rec.threads == 1 else 's'}"
+    text = plural(rec.threads, "thread")
     if rec.interop_threads:
         text += f", {rec.interop_threads} inter-op"
     if rec.cpus:
@@ -98,20 +97,12 @@ def recommendation_text(rec: ThreadRecommendation) -> str:
     if rec.variant and rec.variant.strip().lower() not in (f"{rec.threads} threads", f"{rec.threads} thread"):
         text += f" ({rec.variant})"
     if rec.samples_per_s:
-        text += f": {fmt_number(rec.samples_per_s)} samples/s"
+        text += f": {number(rec.samples_per_s)} samples/s"
         if rec.default_samples_per_s:
             text += f", {rec.samples_per_s / rec.default_samples_per_s:.2f}× the PyTorch default"
     if rec.model:
         text += f" (model {rec.model})"
     return text
-
-
-def md_escape(text: Any) -> str:
-    """Escape characters that would turn report data into Markdown/HTML markup."""
-    s = "" if text is None else str(text)
-    for ch in "\\`*_[]<>|#":
-        s = s.replace(ch, "\\" + ch)
-    return s.replace("\n", " ")
 
 
 def details(summary: str, body: list[str]) -> list[str]:
@@ -129,16 +120,14 @@ def findings_lines(report: Report) -> list[str]:
     out = ["## Findings", ""]
     if not report.findings:
         return out + ["_The advisor has not run on this report (or found nothing to say)._", ""]
-    ordered = sorted(report.findings, key=lambda f: (SEVERITY_ORDER.get(f.severity, 9), f.code))
+    ordered = sorted(report.findings, key=finding_order)
     problems = [f for f in ordered if f.severity != "ok"]
     passed = [f for f in ordered if f.severity == "ok"]
-    if not problems:
-        out += ["**[✓] No problems found.**", ""]
+    out += [f"**{md_escape(counts_line(report))}**", ""]
     for f in problems:
-        mark = SEVERITY_MARK.get(f.severity, "i")
         # Title, why and fix are separate paragraphs of the list item: consecutive lines would
         # run together into one paragraph on GitHub.
-        out += [f"- **[{mark}] {md_escape(f.title)}** `{f.code}` {md_escape(f.symbol)}", ""]
+        out += [f"- **{bracketed(f.severity)} {md_escape(f.title)}** `{f.code}` {md_escape(f.symbol)}", ""]
         if f.why:
             out += [f"  {md_escape(f.why)}", ""]
         if f.fix:
@@ -148,19 +137,18 @@ def findings_lines(report: Report) -> list[str]:
             out += [f"  {fence}{f.snippet_lang}", *("  " + ln for ln in f.snippet.splitlines()), f"  {fence}", ""]
         if f.evidence:
             out += ["  " + ln if ln else "" for ln in details(
-                "Evidence", [f"- `{_short(k, 80)}`: {md_escape(evidence_value(v))}" for k, v in f.evidence.items()])]
+                "Evidence", [f"- `{md_code(k, limit=80)}`: {md_escape(evidence_value(v))}" for k, v in f.evidence.items()])]
         out += [f"  Details: `cpudoctor explain {f.code}`", ""]
     if passed:
-        noun = "check" if len(passed) == 1 else "checks"
-        out += details(f"{len(passed)} {noun} passed",
-                       [f"- [✓] {md_escape(f.title)} `{f.code}`" for f in passed])
+        out += details(plural(len(passed), "check passed", "checks passed"),
+                       [f"- {bracketed('ok')} {md_escape(f.title)} `{f.code}`" for f in passed])
     return out
 
 
-def _short(value: Any, limit: int = 200) -> str:
-    text = value if isinstance(value, str) else repr(value)
-    text = text.replace("`", "'").replace("\n", " ")
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def counts_line(report: Report) -> str:
+    """``To look at: 2 warnings, 4 suggestions, 9 checks passed`` (or that there is nothing to fix)."""
+    head = "Nothing to fix" if not to_fix(report.findings) else "To look at"
+    return f"{head}: {counts_text(report.findings)}"
 
 
 def benchmarks_lines(report: Report) -> list[str]:
@@ -177,21 +165,21 @@ def benchmarks_lines(report: Report) -> list[str]:
         if run.started_at:
             out += [f"_started {md_escape(run.started_at)}_", ""]
         if run.settings:
-            out.append("Settings: " + ", ".join(f"`{_short(item, 80)}`" for item in settings_text(run.settings)))
+            out.append("Settings: " + ", ".join(f"`{md_code(item, limit=80)}`" for item in settings_text(run.settings)))
             out.append("")
         scalars = [(k, v) for k, v in run.metrics.items() if not isinstance(v, (list, dict)) and v is not None]
         if scalars:
             out += ["| metric | value |", "|---|---|"]
-            out += [f"| {md_escape(metric_label(k))} | {md_escape(fmt_number(v))} |" for k, v in scalars]
+            out += [f"| {md_escape(metric_label(k))} | {md_escape(number(v))} |" for k, v in scalars]
             out.append("")
         for chart in find_charts(run.metrics, kind_title(run.kind)):
             if chart.bars:
                 label, value = max(chart.bars, key=lambda b: b[1])
-                out.append(f"- Best: **{md_escape(label)}**, {fmt_number(value)} {md_escape(chart.y_label)}")
+                out.append(f"- Best: **{md_escape(label)}**, {number(value)} {md_escape(chart.y_label)}")
             for series in chart.series:
                 x, y = max(series.points, key=lambda p: p[1])
                 unit = "" if chart.y_label in series.name else f" {chart.y_label}"
-                out.append(f"- Peak {md_escape(series.name)}: **{fmt_number(y)}**{md_escape(unit)} "
+                out.append(f"- Peak {md_escape(series.name)}: **{number(y)}**{md_escape(unit)} "
                            f"at {md_escape(chart.x_label)} {x:g}")
         out.append("")
         for name, cols, rows in measurement_tables(run.metrics):

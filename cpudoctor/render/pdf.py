@@ -1,5 +1,10 @@
 """PDF through Qt's own printing (QTextDocument + QPdfWriter): no extra dependency.
 
+The adapter between the report renderers and Qt: the only module outside
+``cpudoctor.gui`` that may import Qt (an import-linter contract in
+pyproject.toml holds it to that), and it imports Qt only inside its functions,
+so importing :mod:`cpudoctor.render` never loads Qt.
+
 Qt needs a QGuiApplication for fonts. From the GUI one exists already; from
 the CLI or a test without a display, this module starts one on the
 ``offscreen`` platform, so ``cpudoctor report --format pdf`` works over SSH.
@@ -268,9 +273,15 @@ def _pdf_from_html(page: str, pictures: dict[str, str], title: str) -> bytes:
     return out
 
 
-def render_pdf(report) -> bytes:
-    """The report as PDF bytes (no redaction here: :mod:`cpudoctor.export` does that)."""
+def render_pdf(report, scrub=None) -> bytes:
+    """The report as PDF bytes; ``scrub`` (the privacy pass) runs over the page and its title first.
+
+    Redacting the report itself is :mod:`cpudoctor.export`'s job.
+    """
     from cpudoctor.render.html import build_html
 
     page, pictures = build_html(report, images="resources")
-    return pdf_from_html(page, pictures, title=f"CPU Doctor report — {report.cpu.brand or 'unknown CPU'}")
+    title = f"CPU Doctor report — {report.cpu.brand or 'unknown CPU'}"
+    if scrub is not None:
+        page, title = scrub(page), scrub(title)
+    return pdf_from_html(page, pictures, title=title)

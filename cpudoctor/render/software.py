@@ -10,8 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from cpudoctor.probes.software.model import IsaRisk, Software
+from cpudoctor.render.format import seconds, size
+from cpudoctor.render.markup import md_code, md_escape
+from cpudoctor.render.words import bracketed, yes_no
 
-OK, WARN, BAD = "[✓]", "[!]", "[✗]"
+OK, WARN, BAD = bracketed("ok"), bracketed("warning"), bracketed("error")
 
 
 @dataclass
@@ -20,14 +23,6 @@ class Section:
     lines: list[str] = field(default_factory=list)
     table: list[list[str]] = field(default_factory=list)   # first row = header
     bullets: list[str] = field(default_factory=list)       # marked lines ([✓] ...)
-
-
-def gib(n: int | None) -> str:
-    return "unknown" if n is None else f"{n / (1 << 30):.1f} GiB"
-
-
-def _yes(value: bool | None) -> str:
-    return "unknown" if value is None else ("yes" if value else "no")
 
 
 def _os_section(sw: Software) -> Section:
@@ -51,13 +46,13 @@ def _os_section(sw: Software) -> Section:
         where.append(f"container: {o.container}")
     if where:
         s.lines.append("Runs on: " + ", ".join(where))
-    freq = f"Governor: {o.governor or 'unknown'}, driver: {o.cpufreq_driver or 'unknown'}, boost: {_yes(o.boost)}"
+    freq = f"Governor: {o.governor or 'unknown'}, driver: {o.cpufreq_driver or 'unknown'}, boost: {yes_no(o.boost)}"
     s.lines.append(freq)
     s.lines.append(f"Transparent huge pages: {o.thp or 'unknown'}")
-    mem = f"Memory: {gib(o.mem_total_bytes)} total, {gib(o.mem_available_bytes)} available"
+    mem = f"Memory: {size(o.mem_total_bytes)} total, {size(o.mem_available_bytes)} available"
     if o.swap_total_bytes is not None:
-        mem += "; swap: none" if o.swap_total_bytes == 0 else f"; swap: {gib(o.swap_used_bytes)} of {gib(o.swap_total_bytes)} used"
-    mem += f"; cgroup limit: {gib(o.cgroup_memory_limit_bytes)}" if o.cgroup_memory_limit_bytes else "; cgroup limit: none"
+        mem += "; swap: none" if o.swap_total_bytes == 0 else f"; swap: {size(o.swap_used_bytes)} of {size(o.swap_total_bytes)} used"
+    mem += f"; cgroup limit: {size(o.cgroup_memory_limit_bytes)}" if o.cgroup_memory_limit_bytes else "; cgroup limit: none"
     s.lines.append(mem)
     return s
 
@@ -109,7 +104,7 @@ def _torch_section(sw: Software) -> Section | None:
         par += f" ({t.openmp})"
     s.lines.append(f"Parallel backend: {par}; threads: {t.intra_op_threads or 'unknown'} intra-op, "
                    f"{t.inter_op_threads or 'unknown'} inter-op")
-    s.lines.append(f"bf16 natively supported: {_yes(t.bf16_supported)}")
+    s.lines.append(f"bf16 natively supported: {yes_no(t.bf16_supported)}")
     if t.error:
         s.bullets.append(f"{WARN} {t.error}")
     return s
@@ -154,7 +149,7 @@ def _imports_section(sw: Software) -> Section | None:
         return None
     s = Section("Import checks")
     for c in sw.import_checks:
-        took = f" ({c.seconds:.2f} s)" if c.seconds is not None else ""
+        took = f" ({seconds(c.seconds, digits=2)})" if c.seconds is not None else ""
         if c.status == "ok":
             s.bullets.append(f"{OK} import {c.module}{took}")
         elif c.status in ("timeout", "skipped"):
@@ -214,18 +209,6 @@ def text_lines(sw: Software | None) -> list[str]:
     return lines
 
 
-def _md_escape(text: str) -> str:
-    """Report data (distro names from a captured tree, package names) must not become markup."""
-    from cpudoctor.render.md_extra import md_escape
-
-    return md_escape(text)
-
-
-def _md_code(text: str) -> str:
-    """Inside a code span only backticks and table pipes matter."""
-    return text.replace("`", "'").replace("|", "\\|")
-
-
 def markdown_lines(sw: Software | None) -> list[str]:
     """GitHub Markdown: one ``###`` heading per section, tables for packages and libraries."""
     if sw is None:
@@ -235,16 +218,16 @@ def markdown_lines(sw: Software | None) -> list[str]:
         lines.append(f"### {sec.title}")
         lines.append("")
         if sec.title == "Thread and allocator environment" and sw.thread_env:
-            lines.extend(f"- `{_md_code(line)}`" for line in sec.lines)
+            lines.extend(f"- `{md_code(line)}`" for line in sec.lines)
         else:
-            lines.extend(f"- {_md_escape(line)}" for line in sec.lines)
+            lines.extend(f"- {md_escape(line)}" for line in sec.lines)
         if sec.table:
             if sec.lines:
                 lines.append("")
             header, *rows = sec.table
             lines.append("| " + " | ".join(header) + " |")
             lines.append("|" + "|".join("---" for _ in header) + "|")
-            lines.extend("| " + " | ".join(_md_escape(c) for c in row) + " |" for row in rows)
-        lines.extend(f"- {_md_escape(b)}" for b in sec.bullets)
+            lines.extend("| " + " | ".join(md_escape(c) for c in row) + " |" for row in rows)
+        lines.extend(f"- {md_escape(b)}" for b in sec.bullets)
         lines.append("")
     return lines

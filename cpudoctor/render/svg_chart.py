@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass, field
 from html import escape
 from typing import Any
+from cpudoctor.render.format import number
 
 X_KEYS = ("threads", "num_threads", "intra_op_threads", "batch", "batch_size", "n", "size", "x", "step")
 Y_PREFERRED = ("samples_per_s", "throughput", "gflops", "tokens_per_s", "items_per_s", "speedup", "y")
@@ -55,26 +56,6 @@ def _label(key: str) -> str:
 def metric_label(key: str) -> str:
     """A metric key as a reader sees it: ``fp32_samples_per_s`` -> ``fp32 samples/s``, ``gflops`` -> ``GFLOP/s``."""
     return _label(str(key))
-
-
-def fmt_number(v: Any) -> str:
-    """A measured value without scientific notation: 258,912 / 487.8 / 0.3537; bools as yes/no."""
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    if not isinstance(v, (int, float)):
-        return "" if v is None else str(v)
-    if isinstance(v, int):
-        return f"{v:,}"
-    if not math.isfinite(v):
-        return "n/a"
-    a = abs(v)
-    if a >= 1000:
-        return f"{v:,.0f}"
-    if a >= 100:
-        return f"{v:.1f}"
-    if a == 0 or a >= 0.001:
-        return f"{v:.4g}"
-    return f"{v:.2e}"
 
 
 def find_charts(metrics: dict[str, Any], kind: str = "") -> list[Chart]:
@@ -195,7 +176,7 @@ def line_chart(chart: Chart, width: int = 600, height: int = 280) -> str:
         for x, y in s.points:
             r = 4.5 if (x, y) == best else 3
             out.append(f'<circle fill="{color}" cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="{r}">'
-                       f"<title>{escape(s.name)}: {escape(chart.x_label)} {x:g} → {fmt_number(y)}</title></circle>")
+                       f"<title>{escape(s.name)}: {escape(chart.x_label)} {x:g} → {number(y)}</title></circle>")
     out.append("</svg>")
     return "".join(out)
 
@@ -219,7 +200,7 @@ def bar_chart(chart: Chart, width: int = 600) -> str:
         out.append(f'<text class="ch-t" x="{label_w - 6}" y="{y + 12}" text-anchor="end">'
                    f"<title>{escape(label)}</title>{escape(short)}</text>")
         out.append(f'<rect x="{label_w}" y="{y}" width="{w:.1f}" height="{bar_h}" rx="2" fill="{color}"/>')
-        out.append(f'<text class="ch-t" x="{label_w + w + 6:.1f}" y="{y + 12}">{fmt_number(value)}'
+        out.append(f'<text class="ch-t" x="{label_w + w + 6:.1f}" y="{y + 12}">{number(value)}'
                    + (" (best)" if i == best else "") + "</text>")
     out.append("</svg>")
     return "".join(out)
@@ -240,7 +221,7 @@ def measurement_tables(metrics: dict[str, Any]) -> list[tuple[str, list[str], li
             if v is None:
                 return ""
             if isinstance(v, (bool, int, float)):
-                return fmt_number(v)
+                return number(v)
             if isinstance(v, list) and all(isinstance(x, int) for x in v):
                 return format_cpulist(v)
             if isinstance(v, (list, dict)):

@@ -7,21 +7,13 @@ topology, software, findings, benchmarks, notes. Marks follow flutter doctor:
 
 from __future__ import annotations
 
-import textwrap
-
 from cpudoctor.render import cpu as cpu_sec
+from cpudoctor.render.format import number, wrap
 from cpudoctor.render.md_extra import when
+from cpudoctor.render.words import bracketed, counts_text, finding_order, plural
 from cpudoctor.report import Report
 
 WIDTH = 100
-SEVERITY_MARK = {"error": "[✗]", "warning": "[!]", "info": "[i]", "ok": "[✓]"}
-SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2, "ok": 3}
-
-
-def _wrap(text: str, indent: int, hang: int = 0) -> list[str]:
-    pad = " " * indent
-    return textwrap.wrap(text, WIDTH, initial_indent=pad, subsequent_indent=pad + " " * hang,
-                         break_on_hyphens=False) or [pad]
 
 
 def _heading(title: str) -> list[str]:
@@ -58,11 +50,11 @@ def isa_lines(report: Report) -> list[str]:
     for row in rows:
         out.append(f"  {row.mark} {row.name.ljust(width)}{row.detail}")
         if row.explain:
-            out += _wrap(row.explain, 6)
+            out += wrap(row.explain, WIDTH, 6)
     width_text = cpu_sec.width_line(cpu)
     if width_text:
         out.append("")
-        out += _wrap("Vector width: " + width_text, 2)
+        out += wrap("Vector width: " + width_text, WIDTH, 2)
     return out
 
 
@@ -75,11 +67,11 @@ def flags_lines(report: Report) -> list[str]:
     others = []
     for cat, names in groups.items():
         if cat in cpu_sec.DL_CATEGORIES:
-            out += _wrap(f"{cpu_sec.category_title(cat)}: {' '.join(names)}", 2, hang=4)
+            out += wrap(f"{cpu_sec.category_title(cat)}: {' '.join(names)}", WIDTH, 2, hang=4)
         else:
             others.append(f"{cat} {len(names)}")
     if others:
-        out += _wrap("Other flags by category: " + ", ".join(others) + " (all listed in the JSON/Markdown report)", 2, hang=4)
+        out += wrap("Other flags by category: " + ", ".join(others) + " (all listed in the JSON/Markdown report)", WIDTH, 2, hang=4)
     return out
 
 
@@ -99,56 +91,43 @@ def findings_lines(report: Report) -> list[str]:
     if not report.findings:
         return []
     out = _heading(f"Findings ({len(report.findings)})")
-    for f in sorted(report.findings, key=lambda f: (SEVERITY_ORDER.get(f.severity, 9), f.code)):
-        out.append(f"  {SEVERITY_MARK.get(f.severity, '[i]')} {f.title}  ({f.code} {f.symbol})")
+    for f in sorted(report.findings, key=finding_order):
+        out.append(f"  {bracketed(f.severity)} {f.title}  ({f.code} {f.symbol})")
         if f.why:
-            out += _wrap(f.why, 6)
+            out += wrap(f.why, WIDTH, 6)
         if f.fix:
-            out += _wrap("Fix: " + f.fix, 6)
+            out += wrap("Fix: " + f.fix, WIDTH, 6)
         if f.snippet:
             out += ["      " + ln for ln in f.snippet.splitlines()]
-    counts = {}
-    for f in report.findings:
-        counts[f.severity] = counts.get(f.severity, 0) + 1
     out.append("")
-    out.append("  " + ", ".join(_count(n, sev) for sev, n in sorted(counts.items(), key=lambda kv: SEVERITY_ORDER.get(kv[0], 9))))
+    out.append("  " + counts_text(report.findings))
     return out
-
-
-# The app's words for severities (the Advisor page groups findings under the same names).
-_SEVERITY_NOUNS = {"error": ("problem", "problems"), "warning": ("warning", "warnings"),
-                   "info": ("suggestion", "suggestions"), "ok": ("check passed", "checks passed")}
-
-
-def _count(n: int, severity: str) -> str:
-    one, many = _SEVERITY_NOUNS.get(severity, (severity, severity))
-    return f"{n} {one if n == 1 else many}"
 
 
 def benchmarks_lines(report: Report) -> list[str]:
     """Lab results in the same words as the Training page and the Markdown/HTML exports."""
     from cpudoctor.render.md_extra import kind_title, recommendation_text, settings_text
-    from cpudoctor.render.svg_chart import fmt_number, metric_label
+    from cpudoctor.render.svg_chart import metric_label
 
     if not report.benchmarks and report.recommendation is None:
         return []
     out = _heading("Benchmarks")
     if report.recommendation is not None:
-        out += _wrap("Recommended: " + recommendation_text(report.recommendation), 2)
+        out += wrap("Recommended: " + recommendation_text(report.recommendation), WIDTH, 2)
     for run in report.benchmarks:
         status = "" if run.status == "ok" else f" [{run.status}]"
         out.append(f"  {kind_title(run.kind)}{status}" + (f"  started {run.started_at}" if run.started_at else ""))
         settings = settings_text(run.settings)
         if settings:
-            out += _wrap("settings: " + ", ".join(settings), 6)
+            out += wrap("settings: " + ", ".join(settings), WIDTH, 6)
         for k, v in run.metrics.items():
             if not isinstance(v, (list, dict)):
-                out.append(f"      {metric_label(k)}: {fmt_number(v)}")
+                out.append(f"      {metric_label(k)}: {number(v)}")
         series = [(k, v) for k, v in run.metrics.items() if isinstance(v, list) and v]
         for k, v in series:
-            out.append(f"      {len(v)} measurement{'s' if len(v) != 1 else ''} ({metric_label(k)}): see --format md/html/json")
+            out.append(f"      {plural(len(v), 'measurement')} ({metric_label(k)}): see --format md/html/json")
         if run.note:
-            out += _wrap(run.note, 6)
+            out += wrap(run.note, WIDTH, 6)
     return out
 
 
@@ -158,7 +137,7 @@ def notes_lines(report: Report) -> list[str]:
         return []
     out = _heading("Notes")
     for _, note in notes:
-        out += textwrap.wrap(note, WIDTH, initial_indent="  - ", subsequent_indent="    ", break_on_hyphens=False)
+        out += wrap(note, WIDTH, indent=4, prefix="  - ")
     return out
 
 

@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 
 from cpudoctor.probes._fs import format_cpulist
 from cpudoctor.probes import Topology
+from cpudoctor.render.format import cache_size, size
+from cpudoctor.render.markup import md_escape
+from cpudoctor.render.words import plural
 
 _RANK = {"machine": -1, "package": 0, "numa": 1, "l3": 2, "core": 3}
 
@@ -33,31 +36,6 @@ class Node:
         yield self
         for child in self.children:
             yield from child.walk()
-
-
-def human_bytes(n: int | None) -> str:
-    """1 decimal below 10 units, none above: 6.1 GiB, 8 GiB (not 8.0), 62 GiB."""
-    if n is None:
-        return "?"
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if value < 1024 or unit == "TiB":
-            if unit == "B":
-                return f"{int(value)} B"
-            text = f"{value:.1f}" if value < 10 else f"{value:.0f}"
-            return f"{text.removesuffix('.0')} {unit}"
-        value /= 1024
-    return f"{n} B"
-
-
-def cache_size(n: int | None) -> str:
-    """Exact cache size: 32 MiB, 27.5 MiB, 5118 KiB (Magny-Cours' real value), never rounded."""
-    if n is None:
-        return "?"
-    mib = n / (1 << 20)
-    if mib >= 1 and round(mib, 1) * (1 << 20) == n:
-        return f"{mib:g} MiB"
-    return f"{n // 1024} KiB" if n % 1024 == 0 else f"{n} B"
 
 
 def cpus_text(cpus: list[int], limit: int = 40) -> str:
@@ -89,15 +67,15 @@ def is_ccx_vendor(topo: Topology) -> bool:
 
 def l3_label(topo: Topology, index: int, short: bool = False) -> str:
     """``L3 32 MiB · CCX 3`` on AMD, ``L3 #3 · 30 MiB`` elsewhere."""
-    size = cache_size(topo.l3_domains[index].size_bytes)
+    l3 = cache_size(topo.l3_domains[index].size_bytes, "?")
     if is_ccx_vendor(topo):
-        return f"CCX {index} · L3 {size}" if short else f"L3 {size} · CCX {index}"
-    return f"L3 #{index} · {size}"
+        return f"CCX {index} · L3 {l3}" if short else f"L3 {l3} · CCX {index}"
+    return f"L3 #{index} · {l3}"
 
 
 def numa_label(topo: Topology, node_id: int) -> str:
     mem = topo.numa_memory_bytes.get(str(node_id))
-    return f"NUMA node {node_id}" + (f" · {human_bytes(mem)}" if mem else "")
+    return f"NUMA node {node_id}" + (f" · {size(mem)}" if mem else "")
 
 
 def build_tree(topo: Topology) -> Node:
@@ -136,25 +114,23 @@ def build_tree(topo: Topology) -> Node:
 
 
 def summary_line(topo: Topology) -> str:
-    def plural(n: int | None, word: str) -> str:
-        if n is None:
-            return f"{word}s unknown"
-        return f"{n} {word}" + ("" if n == 1 else "s")
+    def count(n: int | None, word: str) -> str:
+        return f"{word}s unknown" if n is None else plural(n, word)
 
-    parts = [plural(topo.packages, "package"), plural(topo.cores, "core"),
-             plural(topo.logical_cpus, "logical CPU")]
+    parts = [count(topo.packages, "package"), count(topo.cores, "core"),
+             count(topo.logical_cpus, "logical CPU")]
     if topo.smt_threads_per_core:
         parts[-1] += f" (SMT {topo.smt_threads_per_core})" if topo.smt_threads_per_core > 1 else " (no SMT)"
     if topo.l3_known and not topo.l3_domains:
         parts.append("no L3")
     elif topo.l3_known:
         n = len(topo.l3_domains)
-        parts.append(f"{n} L3 domain{'' if n == 1 else 's'}" + (
-            f" (CCX{'' if n == 1 else 's'})" if is_ccx_vendor(topo) else ""))
+        parts.append(plural(n, "L3 domain") + (
+            " (CCX)" if n == 1 and is_ccx_vendor(topo) else " (CCXs)" if is_ccx_vendor(topo) else ""))
     else:
         parts.append("L3 unknown")
     if topo.numa_nodes:
-        parts.append(plural(len(topo.numa_nodes), "NUMA node"))
+        parts.append(count(len(topo.numa_nodes), "NUMA node"))
     return ", ".join(parts)
 
 
@@ -172,7 +148,7 @@ def usable_line(topo: Topology) -> str | None:
             bits.append(f"allowed {cpus_text(aff.allowed_cpus)} by the {src}")
     if aff.cpu_quota is not None:
         bits.append(f"cgroup quota {aff.cpu_quota:g} CPUs")
-    return f"Usable: {aff.usable_cpus} CPU{'s' if aff.usable_cpus != 1 else ''}" + (
+    return f"Usable: {plural(aff.usable_cpus, 'CPU')}" + (
         f" — {'; '.join(bits)}" if bits else "")
 
 
@@ -220,7 +196,7 @@ def tree_lines(topo: Topology) -> list[str]:
         return []
     out: list[str] = []
     total = sum(topo.numa_memory_bytes.values()) if topo.numa_memory_bytes else None
-    out.append("Machine" + (f" ({human_bytes(total)} total)" if total else ""))
+    out.append("Machine" + (f" ({size(total)} total)" if total else ""))
     _tree_lines(topo, build_tree(topo), 0, out)
     return out
 
@@ -259,10 +235,6 @@ def text_lines(topo: Topology) -> list[str]:
     return lines
 
 
-def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|")
-
-
 def markdown_lines(topo: Topology) -> list[str]:
     """Topology section of the Markdown report: summary, L3/NUMA tables, limits, tree in <details>."""
     lines = [f"**{summary_line(topo)}**", ""]
@@ -274,14 +246,14 @@ def markdown_lines(topo: Topology) -> list[str]:
             cores = [c for c in topo.core_list if c.l3 == i]
             pkgs = sorted({c.package for c in cores})
             nodes = sorted({c.numa for c in cores if c.numa is not None})
-            lines.append(f"| {i} | {cache_size(d.size_bytes)} | {format_cpulist(pkgs) or '?'} | "
+            lines.append(f"| {i} | {cache_size(d.size_bytes, '?')} | {format_cpulist(pkgs) or '?'} | "
                          f"{format_cpulist(nodes) or '—'} | {len(cores)} | {format_cpulist(d.cpus)} |")
         lines.append("")
     if len(topo.numa_nodes) > 1 or topo.numa_memory_bytes:
         lines += ["| NUMA node | Memory | CPUs | Distances |", "|---:|---:|---|---|"]
         for n in topo.numa_nodes:
             mem = topo.numa_memory_bytes.get(str(n.id))
-            lines.append(f"| {n.id} | {human_bytes(mem) if mem else '?'} | "
+            lines.append(f"| {n.id} | {size(mem) if mem else '?'} | "
                          f"{format_cpulist(n.cpus) or '(memory only)'} | {' '.join(map(str, n.distances))} |")
         lines.append("")
     extra = []
@@ -294,7 +266,7 @@ def markdown_lines(topo: Topology) -> list[str]:
     if usable:
         extra.append(f"- {usable}")
     for note in display_notes(topo):
-        extra.append(f"- Note: {_md_escape(note)}")
+        extra.append(f"- Note: {md_escape(note)}")
     if extra:
         lines += extra + [""]
     tree = tree_lines(topo)

@@ -6,8 +6,10 @@ denying executable memory, an emulator without XGETBV), and under emulation
 by our own code describes the CPU that actually executes PyTorch. Run it with
 ``python -m cpudoctor.probes.cpu.cpuid_check``: it prints one JSON object.
 
-Only for the live machine and only when asked (``cpudoctor report`` without
-``--fast``): it costs a Python start-up (~0.1-0.3 s).
+Only for the live machine and only when asked (the report pipeline's
+``cpuid-cross-check`` stage, skipped by ``--fast``): it costs a Python
+start-up (~0.1-0.3 s). The result goes into the report twice: as
+:class:`CpuidCheck` data the advisor judges, and as notes people read.
 """
 
 from __future__ import annotations
@@ -36,6 +38,18 @@ class CpuidResult:
     flags: list[str] = field(default_factory=list)       # CPUID bits, as kernel flag names
     os_disabled: list[str] = field(default_factory=list)  # in CPUID but the OS does not save their state
     error: str | None = None
+
+
+@dataclass
+class CpuidCheck:
+    """CPUID run by a child Python against /proc/cpuinfo: does the CPU that executes code match it?"""
+
+    executing: str | None = None           # "GenuineIntel family 6 model 26": the CPU that ran the child
+    emulated: bool = False                 # its identity differs from /proc/cpuinfo's (qemu-user, Rosetta 2)
+    missing_flags: list[str] = field(default_factory=list)   # listed by the kernel, absent from CPUID: SIGILL if used
+    hidden_flags: list[str] = field(default_factory=list)    # in CPUID, not listed by the kernel (disabled by it)
+    os_disabled: list[str] = field(default_factory=list)     # listed by the kernel, register state not saved (XCR0)
+    error: str | None = None               # the check could not run; the rest is empty
 
 
 # -- the child side: runs CPUID in this process -----------------------------
@@ -165,46 +179,64 @@ def run_child(timeout: float = 20.0) -> CpuidResult:
     return CpuidResult(**{k: v for k, v in child.data.items() if k in CpuidResult.__dataclass_fields__})
 
 
-def compare(cpu, result: CpuidResult) -> list[str]:
-    """Notes where /proc/cpuinfo and the executing CPU's CPUID disagree."""
+def summarise(cpu, result: CpuidResult) -> CpuidCheck:
+    """Where /proc/cpuinfo (``cpu``) and the executing CPU's CPUID (``result``) disagree, as data."""
     if result.error:
-        return [f"CPUID cross-check skipped: {result.error}"]
-    notes = []
-    same_identity = (cpu.vendor_id, cpu.family, cpu.model) == (result.vendor_id, result.family, result.model)
-    if cpu.vendor_id and not same_identity:
-        notes.append(
-            f"/proc/cpuinfo describes {cpu.vendor_id} family {cpu.family} model {cpu.model}, but the CPU executing "
-            f"code reports {result.vendor_id} family {result.family} model {result.model}: this looks like emulation "
-            "(qemu-user, Rosetta 2), so /proc/cpuinfo shows the host. Trust the executing CPU's flags."
-        )
+        return CpuidCheck(error=result.error)
     from cpudoctor.resources import load_json
 
     comparable = {n for n, e in load_json("flags.json")["flags"].items() if e.get("cpuid")}
     kernel = set(cpu.flags) & comparable
     usable = set(result.flags) - set(result.os_disabled)
-    only_kernel = sorted(kernel - set(result.flags))
-    hidden = sorted((usable & comparable) - kernel)
-    disabled = sorted(set(result.os_disabled) & kernel)
-    if only_kernel:
-        it = "it" if len(only_kernel) == 1 else "them"
-        notes.append(
-            f"/proc/cpuinfo lists {', '.join(only_kernel)} but CPUID in a child process does not: the CPU that runs "
-            f"your code lacks {it} (emulation?), so code using {it} would crash with SIGILL."
+    return CpuidCheck(
+        executing=f"{result.vendor_id} family {result.family} model {result.model}",
+        emulated=bool(cpu.vendor_id) and (cpu.vendor_id, cpu.family, cpu.model) != (result.vendor_id, result.family,
+                                                                                   result.model),
+        missing_flags=sorted(kernel - set(result.flags)),
+        hidden_flags=sorted((usable & comparable) - kernel),
+        os_disabled=sorted(set(result.os_disabled) & kernel),
+    )
+
+
+def compare(cpu, result: CpuidResult) -> list[str]:
+    """Notes where /proc/cpuinfo and the executing CPU's CPUID disagree."""
+    return notes(cpu, summarise(cpu, result), result.xcr0)
+
+
+def notes(cpu, check: CpuidCheck, xcr0: int | None = None) -> list[str]:
+    """The disagreements of ``check`` in words, for the report's notes."""
+    if check.error:
+        return [f"CPUID cross-check skipped: {check.error}"]
+    out = []
+    if check.emulated:
+        out.append(
+            f"/proc/cpuinfo describes {cpu.vendor_id} family {cpu.family} model {cpu.model}, but the CPU executing "
+            f"code reports {check.executing}: this looks like emulation "
+            "(qemu-user, Rosetta 2), so /proc/cpuinfo shows the host. Trust the executing CPU's flags."
         )
-    if hidden:
-        it = "it" if len(hidden) == 1 else "them"
-        notes.append(
-            f"CPUID reports {', '.join(hidden)} but the kernel does not list {it}: the kernel disabled {it} "
+    if check.missing_flags:
+        it = "it" if len(check.missing_flags) == 1 else "them"
+        out.append(
+            f"/proc/cpuinfo lists {', '.join(check.missing_flags)} but CPUID in a child process does not: the CPU that "
+            f"runs your code lacks {it} (emulation?), so code using {it} would crash with SIGILL."
+        )
+    if check.hidden_flags:
+        it = "it" if len(check.hidden_flags) == 1 else "them"
+        out.append(
+            f"CPUID reports {', '.join(check.hidden_flags)} but the kernel does not list {it}: the kernel disabled {it} "
             f"(a known erratum or a boot option) or is older than the CPU; libraries that trust CPUID may still use {it}."
         )
-    if disabled:
-        notes.append(f"XCR0 = {result.xcr0:#x}: the OS does not save the register state of {', '.join(disabled)}.")
-    return notes
+    if check.os_disabled:
+        xcr0_text = f"XCR0 = {xcr0:#x}: " if xcr0 is not None else ""
+        out.append(f"{xcr0_text}the OS does not save the register state of {', '.join(check.os_disabled)}.")
+    return out
 
 
-def cross_check(cpu, timeout: float = 20.0) -> list[str]:
-    """Run the child and compare; the notes go into ``cpu.notes`` (caller's choice)."""
-    return compare(cpu, run_child(timeout))
+def cross_check(cpu, timeout: float = 20.0) -> tuple[CpuidCheck, list[str]]:
+    """Run the child and compare: the result as data (``CpuInfo.cpuid_check``) and as notes."""
+    result = run_child(timeout)
+    check = summarise(cpu, result)
+    return check, notes(cpu, check, result.xcr0)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cpudoctor.probes.cpu.cpuid_check import CpuidCheck
+
 
 @dataclass
 class IsaVerdict:
@@ -67,6 +69,9 @@ class CpuInfo:
     logical_cpus_listed: int | None = None  # processor entries in cpuinfo (archspec dumps keep only one)
     base_mhz_source: str | None = None     # cpufreq base_frequency | acpi_cppc nominal_freq | brand string
     max_mhz_source: str | None = None      # cpufreq cpuinfo_max_freq
+    current_mhz: float | None = None       # the clock the kernel reported when probed, averaged over CPUs (a snapshot)
+    current_mhz_source: str | None = None  # cpuinfo cpu MHz | cpufreq scaling_cur_freq
+    cpuid_check: CpuidCheck | None = None  # CPUID in a child against cpuinfo (this machine, x86); None = not run
 
 
 def probe_cpu(root: Path = Path("/")) -> CpuInfo:
@@ -113,6 +118,7 @@ def cpu_from_cpuinfo_text(text: str | None, root: Path | None = None, path: str 
     cpu.arch = _arch(cpu, parsed, root, set(cpu.flags), is_arm)
     match = _fill_uarch(cpu)
     _fill_clocks(cpu, root)
+    _fill_current_clock(cpu, parsed, root)
     _fill_isa(cpu, root, match)
     return cpu
 
@@ -316,6 +322,35 @@ def _fill_clocks(cpu: CpuInfo, root: Path | None) -> None:
     if cpu.max_mhz is not None and cpu.base_mhz is not None and cpu.max_mhz < cpu.base_mhz:
         # Old kernels without boost information report the base clock as max.
         cpu.notes.append("cpufreq max clock is below the base clock: boost is off or not reported")
+
+
+def _fill_current_clock(cpu: CpuInfo, parsed, root: Path | None) -> None:
+    """The clock the kernel reported at probe time, averaged over CPUs: a snapshot, not a rating.
+
+    Often the only clock a VM shows (no cpufreq, no "@ 2.40GHz" in the name).
+    Method 1: cpuinfo's "cpu MHz" (x86); method 2: cpufreq ``scaling_cur_freq`` (kHz, Arm).
+    """
+    values: list[float] = []
+    for text in (p.get("cpu MHz") for p in parsed.processors):
+        try:
+            mhz = float(text) if text else 0.0
+        except ValueError:
+            continue
+        if mhz > 0:
+            values.append(mhz)
+    if values:
+        cpu.current_mhz, cpu.current_mhz_source = round(sum(values) / len(values), 1), "cpuinfo cpu MHz"
+        return
+    if root is None:
+        return
+    from cpudoctor.probes._fs import list_dir, read_int, under
+
+    base = under(root, "/sys/devices/system/cpu")
+    khz = [v for n in list_dir(base) if re.fullmatch(r"cpu\d+", n)
+           for v in (read_int(base / n / "cpufreq" / "scaling_cur_freq"),) if v and v > 0]
+    if khz:
+        cpu.current_mhz = round(sum(khz) / len(khz) / 1000.0, 1)
+        cpu.current_mhz_source = "cpufreq scaling_cur_freq"
 
 
 def _sysfs_clocks(root: Path) -> tuple[int | None, int | None, int | None]:

@@ -4,10 +4,15 @@ The cheap part (files, metadata, environment) takes milliseconds and is
 always done; the children run concurrently so the slowest one (usually
 ``import torch``) bounds the wall time. Every failure becomes a field plus a
 note, never an exception.
+
+:class:`SoftwareProbe` does the cheap part once and can then give the quick
+answer, the complete one, or first one and then the other (the window shows
+the quick answer while the children run) without reading anything twice.
 """
 
 from __future__ import annotations
 
+import copy
 import os
 import platform
 from collections.abc import Mapping
@@ -35,16 +40,20 @@ def _is_live(root: Path) -> bool:
         return str(root) == "/"
 
 
-def cpu_for_risk(root: Path) -> CpuInfo:
-    """The CPU probe's answer, with flags read straight from cpuinfo if it has none.
+def cpu_for_risk(root: Path, cpu: CpuInfo | None = None) -> CpuInfo:
+    """The CPU probe's answer (``cpu`` when the caller has it already), with flags read
+    straight from cpuinfo if it has none.
 
     The ISA comparison needs only the flags line; reading it here keeps the
     risk table working even when the full CPU probe cannot classify the chip.
     """
-    try:
-        cpu = probe_cpu(root)
-    except Exception:  # noqa: BLE001 - a probe bug must not take the software probe down
-        cpu = CpuInfo()
+    if cpu is not None:
+        cpu = copy.deepcopy(cpu)
+    else:
+        try:
+            cpu = probe_cpu(root)
+        except Exception:  # noqa: BLE001 - a probe bug must not take the software probe down
+            cpu = CpuInfo()
     if not cpu.flags:
         text = read_text(under(root, "/proc/cpuinfo")) or ""
         for line in text.splitlines():
@@ -130,6 +139,77 @@ def _torch_build(result: ChildResult, torch_pkg: PackageInfo | None) -> TorchBui
     return build
 
 
+class SoftwareProbe:
+    """The software stack of ``root``: the cheap facts at once, the child checks on demand.
+
+    ``SoftwareProbe(root)`` reads the OS, Python, packages and environment
+    (milliseconds); :meth:`quick` is that answer, :meth:`complete` adds the
+    child processes (torch and BLAS facts, import checks). Each returns a new
+    :class:`Software`, so a quick answer already handed out is never changed
+    by the complete one. ``cpu`` is the CPU probe's answer when the caller has
+    it (saves reading it again for the Illegal-instruction risk table).
+    """
+
+    def __init__(self, root: Path, *, environ: Mapping[str, str] | None = None, cpu: CpuInfo | None = None):
+        self.root = Path(root)
+        live = _is_live(self.root)
+        self.env = dict(os.environ if environ is None else environ) if live else None
+        sw = Software()
+        sw.os, notes = probe_os(self.root, environ=self.env)
+        sw.notes.extend(notes)
+        sw.gpus, gpu_notes = probe_gpus(self.root)
+        sw.notes.extend(gpu_notes)
+        self.installed: dict[str, PackageInfo] = {}
+        self.cpu = CpuInfo()
+        self._base = sw
+        if not live:
+            sw.captured = True
+            sw.notes.append(
+                f"captured tree at {self.root}: only file-based OS facts were read; Python, packages, "
+                "thread environment and child checks describe the machine running CPU Doctor, so they were skipped"
+            )
+            return
+        assert self.env is not None
+        sw.python = probe_python(self.env)
+        sw.packages = probe_packages()
+        sw.thread_env = filter_thread_env(self.env)
+        sw.preload_libs = preload_names(self.env.get("LD_PRELOAD"))
+        self.cpu = cpu_for_risk(self.root, cpu)
+        sw.isa_risks = assess(self.cpu, sw.packages)
+        if not self.cpu.flags:
+            sw.notes.append("CPU flags unknown: the Illegal-instruction risk table could not be checked")
+        # One entry per known package that is installed (the first distribution found).
+        for pkg in sw.packages:
+            known = package_of(pkg.name)
+            if known and known.name not in self.installed:
+                self.installed[known.name] = pkg
+
+    @property
+    def captured(self) -> bool:
+        """A captured tree: there is nothing a child process could check (see :meth:`complete`)."""
+        return self._base.captured
+
+    def quick(self) -> Software:
+        """The stack without child processes: PyTorch and NumPy versions only, marked as a quick probe."""
+        sw = copy.deepcopy(self._base)
+        if sw.captured:
+            return sw
+        torch_pkg = self.installed.get("torch")
+        sw.torch = TorchBuild(status="not_installed" if torch_pkg is None else "skipped",
+                              version=torch_pkg.version if torch_pkg else None)
+        sw.numpy = NumpyInfo(version=self.installed["numpy"].version if "numpy" in self.installed else None)
+        sw.notes.append("child checks not run (quick probe): PyTorch build facts, BLAS libraries and import checks are missing")
+        return sw
+
+    def complete(self, *, timeout: float = 60.0, cache: bool | Path = True) -> Software:
+        """The stack with the child checks (reused from the cache while nothing they depend on changed)."""
+        sw = copy.deepcopy(self._base)
+        if sw.captured:
+            return sw
+        _run_children(sw, self, timeout, cache)
+        return sw
+
+
 def probe_stack(
     root: Path,
     *,
@@ -138,44 +218,15 @@ def probe_stack(
     timeout: float = 60.0,
     cache: bool | Path = True,
 ) -> Software:
-    live = _is_live(root)
-    env = dict(os.environ if environ is None else environ) if live else None
-    sw = Software()
-    sw.os, notes = probe_os(root, environ=env)
-    sw.notes.extend(notes)
-    sw.gpus, gpu_notes = probe_gpus(root)
-    sw.notes.extend(gpu_notes)
-    if not live:
-        sw.captured = True
-        sw.notes.append(
-            f"captured tree at {root}: only file-based OS facts were read; Python, packages, "
-            "thread environment and child checks describe the machine running CPU Doctor, so they were skipped"
-        )
-        return sw
+    probe = SoftwareProbe(root, environ=environ)
+    return probe.complete(timeout=timeout, cache=cache) if children else probe.quick()
 
-    assert env is not None
-    sw.python = probe_python(env)
-    sw.packages = probe_packages()
-    sw.thread_env = filter_thread_env(env)
-    sw.preload_libs = preload_names(env.get("LD_PRELOAD"))
-    cpu = cpu_for_risk(root)
-    sw.isa_risks = assess(cpu, sw.packages)
-    if not cpu.flags:
-        sw.notes.append("CPU flags unknown: the Illegal-instruction risk table could not be checked")
 
-    # One entry per known package that is installed (the first distribution found).
-    installed: dict[str, PackageInfo] = {}
-    for pkg in sw.packages:
-        known = package_of(pkg.name)
-        if known and known.name not in installed:
-            installed[known.name] = pkg
+def _run_children(sw: Software, probe: SoftwareProbe, timeout: float, cache: bool | Path) -> None:
+    """Run (or reuse) the torch/BLAS facts and import-check children and fill ``sw`` from them."""
+    assert probe.env is not None
+    env, cpu, installed = probe.env, probe.cpu, probe.installed
     torch_pkg = installed.get("torch")
-    if not children:
-        sw.torch = TorchBuild(status="not_installed" if torch_pkg is None else "skipped", version=torch_pkg.version if torch_pkg else None)
-        sw.numpy = NumpyInfo(version=installed["numpy"].version if "numpy" in installed else None)
-        sw.notes.append("child checks not run (quick probe): PyTorch build facts, BLAS libraries and import checks are missing")
-        return sw
-
     child_env = dict(env)
     child_env.setdefault("PYTHONUNBUFFERED", "1")
     specs: list[ChildSpec] = []
@@ -240,7 +291,6 @@ def probe_stack(
     sw.import_checks = sorted(checks, key=lambda c: list(installed).index(c.package) if c.package in installed else 99)
     _mark_crashes(sw)
     _runtime_notes(sw)
-    return sw
 
 
 def _mark_crashes(sw: Software) -> None:

@@ -1,0 +1,231 @@
+"""One recipe for a diagnosed report, whatever asks for it and whatever it describes.
+
+``cpudoctor report``, ``cpudoctor doctor`` (this machine, ``--root``,
+``--from-report``), the window's collector and both of its "Open report"
+paths call :func:`build_report`, so the same source gives the same findings
+on every surface. A :class:`Source` says what the report describes: this
+machine, a captured /proc+/sys tree, or a report saved earlier (perhaps on
+another machine). The work runs in named stages:
+
+=====================  ===================================================================
+``load``               a saved report is read (saved sources only)
+``cpu``                identity, flags, ISA verdicts, clocks
+``topology``           packages, NUMA nodes, L3 domains, cores, what this process may use
+``software-quick``     OS, Python, packages, environment: files only, milliseconds
+``software-children``  PyTorch/BLAS facts and import checks in child processes (seconds)
+``cpuid-cross-check``  CPUID in a child against /proc/cpuinfo (this machine, x86 only)
+``advisor``            the rules over everything above
+=====================  ===================================================================
+
+``children=False`` skips the two child-process stages (``--fast``). After
+each stage ``on_stage`` receives a :class:`StageResult` holding a snapshot of
+the report so far: later stages build new objects instead of changing it, so
+the window can show a snapshot on its own thread while the next stage runs.
+
+Nothing here writes words; the surfaces render the Report with :mod:`cpudoctor.render`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from cpudoctor import __version__
+from cpudoctor.report import Meta, Report, utc_now_iso
+
+STAGES: tuple[str, ...] = ("load", "cpu", "topology", "software-quick", "software-children",
+                           "cpuid-cross-check", "advisor")
+SourceKind = Literal["machine", "tree", "saved"]
+
+
+@dataclass(frozen=True)
+class Source:
+    """What a report describes.
+
+    ``machine``: this machine (``path`` is ``/``); ``tree``: a captured /proc+/sys
+    tree (``path`` is the folder holding proc/ and sys/); ``saved``: a report file.
+    The software stack is always the one of the interpreter running CPU Doctor;
+    describing another Python environment adds a field here (issue 14) and
+    changes only the ``software-*`` stages.
+    """
+
+    kind: SourceKind
+    path: Path
+
+    @classmethod
+    def this_machine(cls) -> "Source":
+        return cls("machine", Path("/"))
+
+    @classmethod
+    def tree(cls, root: Path | str) -> "Source":
+        """A captured tree; ``/`` (or a path resolving to it) is this machine."""
+        root = Path(root)
+        return cls.this_machine() if _is_slash(root) else cls("tree", root)
+
+    @classmethod
+    def saved(cls, path: Path | str) -> "Source":
+        return cls("saved", Path(path))
+
+    @property
+    def live(self) -> bool:
+        """True for this machine: child processes and the CPUID check describe it."""
+        return self.kind == "machine"
+
+    @property
+    def label(self) -> str:
+        """``this machine``, ``captured tree DIR``, ``saved report NAME``: how the surfaces name it."""
+        if self.kind == "machine":
+            return "this machine"
+        if self.kind == "tree":
+            return f"captured tree {self.path}"
+        return f"saved report {self.path.name}"
+
+
+@dataclass(frozen=True)
+class StageResult:
+    """One finished stage: its name, the report so far (a snapshot), and how long the stage took."""
+
+    name: str
+    report: Report
+    seconds: float
+
+
+StageCallback = Callable[[StageResult], None]
+
+
+class Cancelled(Exception):
+    """``cancelled()`` turned true between two stages: the caller no longer wants the report."""
+
+
+def planned_stages(source: Source, *, children: bool = True, findings: bool = True,
+                   software: bool = True) -> list[str]:
+    """The stages :func:`build_report` will run for these arguments, in order (for progress displays).
+
+    The CPUID cross-check is planned for this machine; on a CPU that is not x86
+    it is skipped when the CPU stage has told so.
+    """
+    if source.kind == "saved":
+        stages = ["load"]
+    else:
+        stages = ["cpu", "topology"]
+        if software:
+            stages.append("software-quick")
+            if children and source.live:
+                stages.append("software-children")
+        if children and source.live:
+            stages.append("cpuid-cross-check")
+    if findings:
+        stages.append("advisor")
+    return stages
+
+
+def build_report(
+    source: Source,
+    *,
+    children: bool = True,
+    findings: bool = True,
+    software: bool = True,
+    only: set[str] | None = None,
+    on_stage: StageCallback | None = None,
+    cancelled: Callable[[], bool] | None = None,
+) -> Report:
+    """Build the report of ``source`` and diagnose it.
+
+    ``children``: run the child-process stages (PyTorch/BLAS facts, import
+    checks, CPUID cross-check) on this machine. ``findings``: run the advisor
+    (``only`` these rule codes, symbols or categories). ``software=False``
+    leaves the software stack out (tests and fixtures that judge the hardware
+    alone). A saved report is re-diagnosed with this CPU Doctor's rules; its
+    own findings stay when the advisor cannot run.
+
+    Raises :class:`cpudoctor.report.ReportError` for an unreadable saved report
+    and :class:`Cancelled` when ``cancelled()`` turns true between stages.
+    """
+    run = _Run(on_stage, cancelled)
+    if source.kind == "saved":
+        report = run.stage("load", lambda _r: Report.load(source.path), None)
+    else:
+        report = _probe(source, run, children=children, software=software)
+    if findings:
+        report = run.stage("advisor", lambda r: diagnose(r, only), report)
+    return report
+
+
+def _probe(source: Source, run: "_Run", *, children: bool, software: bool) -> Report:
+    from cpudoctor.probes import probe_cpu, probe_topology
+
+    root = source.path
+    meta = Meta(generated_at=utc_now_iso(), tool_version=__version__, root=str(root), platform=sys.platform)
+    report = run.stage("cpu", lambda _r: Report(meta=meta, cpu=probe_cpu(root)), None)
+    report = run.stage("topology", lambda r: dataclasses.replace(r, topology=probe_topology(root)), report)
+    if software:
+        from cpudoctor.probes import SoftwareProbe
+
+        probes: list[SoftwareProbe] = []      # the quick stage's probe, reused by the children stage
+
+        def quick(r: Report) -> Report:
+            probes.append(SoftwareProbe(root, cpu=r.cpu))
+            return dataclasses.replace(r, software=probes[0].quick())
+
+        report = run.stage("software-quick", quick, report)
+        if children and source.live and not probes[0].captured:
+            report = run.stage("software-children",
+                               lambda r: dataclasses.replace(r, software=probes[0].complete()), report)
+    if children and source.live and report.cpu.arch in ("x86_64", "i686"):
+        report = run.stage("cpuid-cross-check", _cross_checked, report)
+    return report
+
+
+def _cross_checked(report: Report) -> Report:
+    """The report with the CPUID cross-check on its CPU, as data and notes (a new CpuInfo: snapshots keep theirs)."""
+    from cpudoctor.probes.cpu.cpuid_check import cross_check
+
+    check, notes = cross_check(report.cpu)
+    cpu = dataclasses.replace(report.cpu, cpuid_check=check, notes=[*report.cpu.notes, *notes])
+    return dataclasses.replace(report, cpu=cpu)
+
+
+def diagnose(report: Report, only: set[str] | None = None) -> Report:
+    """The advisor stage on its own: a new report with the advisor's findings (``report`` is not changed).
+
+    For the window's model, which diagnoses again when a lab result arrives. A
+    failing advisor leaves a note (and a saved report's own findings).
+    """
+    from cpudoctor import advisor
+
+    try:
+        found = advisor.diagnose(report, only=only)
+    except Exception as exc:  # noqa: BLE001 - a broken advisor must not cost the user the whole report
+        note = f"the advisor failed ({type(exc).__name__}: {exc}); " + (
+            "the findings are those saved with the report" if report.findings else "findings are missing")
+        return dataclasses.replace(report, notes=[*report.notes, note])
+    return dataclasses.replace(report, findings=found)
+
+
+class _Run:
+    """Times each stage, hands its snapshot to the callback, and stops between stages when cancelled."""
+
+    def __init__(self, on_stage: StageCallback | None, cancelled: Callable[[], bool] | None):
+        self.on_stage = on_stage
+        self.cancelled = cancelled
+
+    def stage(self, name: str, make: Callable[[Report | None], Report], report: Report | None) -> Report:
+        if self.cancelled is not None and self.cancelled():
+            raise Cancelled(name)
+        start = time.perf_counter()
+        result = make(report)
+        if self.on_stage is not None:
+            self.on_stage(StageResult(name, result, time.perf_counter() - start))
+        return result
+
+
+def _is_slash(root: Path) -> bool:
+    try:
+        return root.resolve() == Path("/").resolve()
+    except OSError:
+        return str(root) == "/"

@@ -1,0 +1,173 @@
+"""The doctor's page: one line per check, flutter-doctor style, as text, Markdown or JSON.
+
+``cpudoctor doctor`` prints it, and so does the window's launcher when there
+is no display. Checks are grouped by category with a mark for the worst
+finding of each ([✓] fine, [!] worth fixing, [✗] broken); the why and the fix
+are indented under each problem; a closing line counts everything.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from cpudoctor.render.format import wrap
+from cpudoctor.render.markup import md_code, md_escape
+from cpudoctor.render.md_extra import evidence_value
+from cpudoctor.render.words import (
+    bracketed,
+    category_order,
+    category_title,
+    counts_text,
+    finding_order,
+    plural,
+    severity,
+    severity_counts,
+    to_fix,
+)
+from cpudoctor.report import Finding, Report, worst
+
+FORMATS = ("text", "json", "md")
+WIDTH = 100
+
+
+def machine_line(report: Report) -> str:
+    """``AMD EPYC 9354 (zen4) · 32 cores, 64 threads · Ubuntu``: which machine the page is about."""
+    cpu, topo = report.cpu, report.topology
+    parts = [cpu.brand or "unknown CPU"]
+    if cpu.microarchitecture:
+        parts.append(f"({cpu.microarchitecture})")
+    counts = []
+    if topo.cores:
+        counts.append(plural(topo.cores, "core"))
+    if topo.logical_cpus:
+        counts.append(plural(topo.logical_cpus, "thread"))
+    if counts:
+        parts.append("· " + ", ".join(counts))
+    sw = report.software
+    if sw is not None and sw.os.system:
+        parts.append(f"· {sw.os.distro or sw.os.system}")
+    return " ".join(parts)
+
+
+def grouped(findings: Sequence[Finding]) -> list[tuple[str, str, list[Finding]]]:
+    """(category, title, findings worst first) in the categories' display order."""
+    groups: dict[str, list[Finding]] = {}
+    for f in findings:
+        groups.setdefault(f.category, []).append(f)
+    return [(cat, category_title(cat), sorted(groups[cat], key=finding_order))
+            for cat in sorted(groups, key=category_order)]
+
+
+def _category_mark(items: list[Finding]) -> str:
+    """A category is marked by its worst finding; suggestions alone leave it fine."""
+    w = worst(items)
+    return "ok" if w == "info" else w
+
+
+def summary_line(findings: Sequence[Finding]) -> str:
+    """``Doctor found issues in 2 categories (1 problem, 2 warnings, 4 suggestions, 9 checks passed).``"""
+    counts = counts_text(findings)
+    if not to_fix(findings):
+        return "No issues found!" + (f" ({counts})" if counts else "")
+    bad = [cat for cat, _, items in grouped(findings) if worst(items) in ("warning", "error")]
+    return f"Doctor found issues in {plural(len(bad), 'category', 'categories')} ({counts})."
+
+
+def exit_code(findings: Sequence[Finding]) -> int:
+    """1 when something is broken (a problem), else 0: scripts and CI gate on it."""
+    return 1 if any(f.severity == "error" for f in findings) else 0
+
+
+def render_text(report: Report, findings: Sequence[Finding], label: str, *, verbose: bool = False,
+                ascii_only: bool = False) -> str:
+    lines = [f"CPU Doctor — {label}: {machine_line(report)}", ""]
+    if not findings:
+        lines.append("No rule had enough facts to check anything (is the report empty?).")
+    for _cat, title, items in grouped(findings):
+        lines.append(f"{bracketed(_category_mark(items), ascii_only)} {title}")
+        for f in items:
+            s = severity(f.severity)
+            lines.append(f"    {s.ascii_mark if ascii_only else s.mark} {f.title} ({f.code})")
+            detailed = f.severity in ("warning", "error") or (verbose and f.severity == "info")
+            if detailed:
+                lines += wrap(f.why, WIDTH, 8)
+                if f.fix:
+                    lines += wrap("Fix: " + f.fix, WIDTH, 8)
+                if f.snippet:
+                    lines += ["          " + line for line in f.snippet.splitlines()]
+            elif f.severity == "info" and f.fix:
+                lines += wrap(f.fix, WIDTH, 8)
+            if verbose and f.evidence:
+                ev = ", ".join(f"{k}={evidence_value(v)}" for k, v in f.evidence.items())
+                lines += wrap("Evidence: " + ev, WIDTH, 8)
+    lines += ["", summary_line(findings)]
+    if to_fix(findings):
+        lines.append("Run `cpudoctor explain CODE` for the full story of a check.")
+    text = "\n".join(lines) + "\n"
+    if ascii_only:
+        text = text.replace("—", "-").replace("·", "-")
+        text = text.encode("ascii", "replace").decode("ascii")
+    return text
+
+
+def render_json(report: Report, findings: Sequence[Finding], label: str) -> str:
+    from cpudoctor.serde import to_data
+
+    data = {
+        "source": label,
+        "machine": machine_line(report),
+        "summary": summary_line(findings),
+        "exit_code": exit_code(findings),
+        "counts": {key: n for key, n in reversed(severity_counts(findings).items())},
+        "findings": [to_data(f) for f in findings],
+    }
+    return json.dumps(data, indent=2, ensure_ascii=False)
+
+
+def render_md(report: Report, findings: Sequence[Finding], label: str, *, verbose: bool = False) -> str:
+    lines = [f"## CPU Doctor — {md_escape(label)}", "", f"**{md_escape(machine_line(report))}**", ""]
+    for _cat, title, items in grouped(findings):
+        lines.append(f"### {severity(_category_mark(items)).emoji} {md_escape(title)}")
+        lines.append("")
+        for f in items:
+            lines.append(f"- {severity(f.severity).emoji} **{md_escape(f.title)}** "
+                         f"(`{md_code(f.code)}` [{md_escape(f.symbol)}]({f.docs}))")
+            if f.severity in ("warning", "error") or (f.severity == "info" and (verbose or f.snippet)):
+                if f.why:
+                    lines.append(f"  {md_escape(f.why)}")
+                if f.fix:
+                    lines.append(f"  **Fix:** {md_escape(f.fix)}")
+                if f.snippet:
+                    fence = "````" if "```" in f.snippet else "```"
+                    lines += ["", f"  {fence}{f.snippet_lang}", *[f"  {s}" for s in f.snippet.splitlines()], f"  {fence}"]
+        lines.append("")
+    lines.append(f"_{md_escape(summary_line(findings))}_")
+    return "\n".join(lines) + "\n"
+
+
+def render_rules(rules: Sequence[Any], fmt: str, process_rules: Sequence[Any] = ()) -> str:
+    """The rule registry as a table (text), JSON list, or Markdown table.
+
+    ``process_rules`` (judged on a running process by ``cpudoctor inspect``) are
+    mentioned under the text table, since ``explain`` knows them too.
+    """
+    if fmt == "json":
+        return json.dumps([{"code": r.code, "symbol": r.symbol, "category": r.category, "severity": r.severity,
+                            "title": r.title, "docs": r.docs_anchor} for r in rules], indent=2)
+    if fmt == "md":
+        rows = ["| Code | Symbol | Category | At worst | Title |", "|---|---|---|---|---|"]
+        rows += [f"| [{r.code}]({r.docs_anchor}) | `{r.symbol}` | {category_title(r.category)} | {severity(r.severity).name} | "
+                 f"{md_escape(r.title)} |" for r in rules]
+        return "\n".join(rows) + "\n"
+    w_sym = max(len(r.symbol) for r in rules)
+    w_cat = max(len(r.category) for r in rules)
+    lines = [f"{'CODE':<9}{'SYMBOL':<{w_sym + 2}}{'CATEGORY':<{w_cat + 2}}{'WORST':<11}TITLE"]
+    lines += [f"{r.code:<9}{r.symbol:<{w_sym + 2}}{r.category:<{w_cat + 2}}{severity(r.severity).name:<11}{r.title}"
+              for r in rules]
+    lines.append(f"\n{plural(len(rules), 'rule')}. `cpudoctor explain CODE` prints one in full.")
+    if process_rules:
+        lines.append(f"{len(process_rules)} more ({process_rules[0].code}-{process_rules[-1].code}) "
+                     "check a running job: `cpudoctor inspect PID`.")
+    return "\n".join(lines) + "\n"
