@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from cpudoctor.advisor import machine, snippets
 from cpudoctor.advisor.engine import Facts, rule
+from cpudoctor.advisor.quoting import quote_message
 from cpudoctor.report import Finding, Report
 
 
@@ -161,7 +162,10 @@ def illegal_instruction(report: Report) -> list[Finding]:
         risk = _risk_for(f, package)
         missing = ", ".join(risk.missing) if risk and risk.missing else ""
         brand = f.get("cpu.brand") or "this CPU"
-        why = f"Importing {package} in a child process died with SIGILL ({message.strip()[:160]})."
+        why = f"Importing {package} in a child process died with SIGILL (Illegal instruction)."
+        said = quote_message(message)
+        if said and not said.startswith("Illegal instruction:"):
+            why += f" The child said: {said}"  # diagnose_exit's own wording would only repeat the lines below
         if missing:
             why += f" The installed build needs {missing}, which {brand} lacks."
         if risk and risk.note:
@@ -215,7 +219,7 @@ def import_failed(report: Report) -> list[Finding]:
             sev, what = "error", "raised an error"
         why = f"Importing {chk.package} in a child process {what}."
         if chk.message:
-            why += f" Message: {chk.message.strip()[:200]}"
+            why += f" Message: {quote_message(chk.message)}"
         out.append(f.finding(sev, f"{chk.package} {what} on import", why=why,
                              fix=("Reinstall it in a clean virtual environment with matching versions; "
                                   "the message names the library that failed."),
