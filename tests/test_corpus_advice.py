@@ -62,8 +62,9 @@ def test_asymmetric_l3_sizes_read_naturally():
 
 
 def test_bulldozer_isa001_names_the_default_kernels():
+    """Running DEFAULT kernels is not a pass (issue 15): a suggestion, not a warning (nothing to fix in software)."""
     f = next(f for f in _findings("hwloc-64amd64-4s2n4ca2co") if f.code == "ISA001")
-    assert f.severity == "ok" and "DEFAULT" in f.title
+    assert f.severity == "info" and "DEFAULT" in f.title
 
 
 def test_live_report_still_gets_env_rules():

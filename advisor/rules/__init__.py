@@ -5,10 +5,12 @@ from cpudoctor.advisor.rules import (  # noqa: F401  (import = registration)
     blas,
     environment,
     isa,
+    isa_forecast,
     myths,
     os_memory,
     precision,
     threads,
     topology,
     torch,
+    vm_cpu_model,
 )
