@@ -101,4 +101,7 @@ def forecasts(f: Facts) -> list[Forecast]:
         out.append(Forecast(name, entry.label, str(start) if start else None, first.needs,
                             tuple(isarisk.missing_for(first.needs, flags)), first.confidence, safe,
                             installed.get(name), first.sources))
-    return out
+    # NumPy first: every stack has it, so it is the forecast most readers need.
+    kinds = ["scientific", "dl-framework", "inference-runtime", "vector-search", "image-audio", "tokenizer"]
+    order = {name: kinds.index(entry.kind) if entry.kind in kinds else 99 for name, entry in isarisk.table().items()}
+    return sorted(out, key=lambda x: order.get(x.package, 99))

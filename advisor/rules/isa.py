@@ -52,7 +52,7 @@ def avx512_not_usable(report: Report) -> list[Finding]:
                        best or "", "its widest vector kernels are the best available")
         if best == "DEFAULT":
             # Not a pass: the slowest kernels. Nothing to fix in software on this silicon, so a suggestion.
-            return [f.finding("info", f"AVX-512: not part of {label}; {kernels}",
+            return [f.finding("info", f"No AVX-512 or AVX2 in {label}: PyTorch runs its DEFAULT kernels",
                               why=(f"{f.get('cpu.brand') or 'This CPU'} has no AVX2 with FMA, so PyTorch, oneDNN and "
                                    "MKL run their SSE code paths: expect a fraction of a current CPU's throughput."),
                               fix="For training, prefer a machine with AVX2 and FMA (any x86 CPU since 2013-2017).")]

@@ -49,10 +49,7 @@ def isa_floor_forecast(report: Report) -> list[Finding]:
     if rest:
         sure = [x for x in rest if x.certain]
         maybe = [x for x in rest if not x.certain]
-        title = "Releases this CPU cannot run: " + ", ".join(x.short for x in sure) if sure else \
-            "Releases this CPU may not run: " + ", ".join(x.short for x in maybe)
-        if sure and maybe:
-            title += f" (may not run: {', '.join(x.short for x in maybe)})"
+        title = "This CPU cannot run " + _some(sure) if sure else "This CPU may not run " + _some(maybe)
         lines = "; ".join(f"{x.range_text} needs {', '.join(x.missing)}{_tag(x)}"
                           + (f", {_distribution(x)}{x.safe} runs" if x.safe else "")
                           for x in rest)
@@ -63,6 +60,12 @@ def isa_floor_forecast(report: Report) -> list[Finding]:
             fix="If you need them, install the releases that run here, or builds compiled for this CPU.",
             snippet=pins))
     return out
+
+
+def _some(items: list[floors.Forecast]) -> str:
+    """Two names and a count: a title stays one line; the why lists them all."""
+    names = [x.short for x in items]
+    return " and ".join(names) if len(names) <= 2 else f"{names[0]}, {names[1]} and {len(names) - 2} more"
 
 
 def _runs(x: floors.Forecast) -> bool:

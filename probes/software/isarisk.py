@@ -59,6 +59,7 @@ class PackageFloors:
     without_floor: dict[str, Any] = field(default_factory=dict)
     install_hint: str = ""
     distributions: tuple[str, ...] = ()
+    kind: str = ""
 
 
 def parse_version(text: str | None) -> Version | None:
@@ -94,7 +95,7 @@ def table() -> dict[str, PackageFloors]:
         )
         out[entry["name"]] = PackageFloors(entry["name"], entry.get("label", entry["name"]), floors,
                                            dict(entry.get("without_floor") or {}), entry.get("install_hint", ""),
-                                           tuple(entry.get("distributions", [])))
+                                           tuple(entry.get("distributions", [])), entry.get("kind", ""))
     return out
 
 
@@ -266,11 +267,13 @@ def assess(cpu: CpuInfo, packages: list[PackageInfo]) -> list[IsaRisk]:
 
 
 def _note(entry: PackageFloors, floor: Floor, risk: IsaRisk, version: str | None) -> str:
-    what = f"{entry.label} {version}" if version else f"current {entry.label} builds"
+    what = f"{entry.label} {version}" if version else f"current {entry.label} releases"
     confidence = "" if floor.confidence == "documented" else f" [{floor.confidence}]"
     if not risk.at_risk:
         return f"{what}: needs {', '.join(floor.needs) or 'the x86-64 baseline'}, this CPU has it{confidence}"
     effect = _EFFECT.get(floor.failure, _EFFECT["sigill"])
+    if not version:  # plural subject: "current NumPy releases die ..."
+        effect = effect.replace("dies", "die").replace("refuses", "refuse")
     return f"{what} {effect}: needs {', '.join(floor.needs)}, this CPU lacks {', '.join(risk.missing)}{confidence}"
 
 
