@@ -130,6 +130,7 @@ GOOD_BAD = {
     "ISA006": ("zen3-healthy", "ryzen2700x-fma-hidden-bare-metal"),
     "ISA007": ("zen3-healthy", "qemu64-generic-vm"),
     "ISA008": ("zen3-healthy", "qemu64-generic-vm"),
+    "KNOWN001": ("sapphirerapids-amx", "raptorlake-openblas-prescott"),
     "TORCH001": ("zen3-healthy", "torch-not-installed"),
     "TORCH002": ("zen3-healthy", "ryzen2700x-cuda-wheel"),
     "TORCH003": ("zen3-healthy", "zen3-rocm-on-wsl2"),

@@ -6,6 +6,7 @@ from cpudoctor.advisor.rules import (  # noqa: F401  (import = registration)
     environment,
     isa,
     isa_forecast,
+    known_problems,
     myths,
     os_memory,
     precision,
