@@ -383,8 +383,10 @@ def render_text(cmp: Comparison) -> str:
                 note = f"  [{c.note}]" if c.note else ""
                 a, b = (_show(v) for v in _values(c))
                 line = f"  {item_label(c)}: {a} -> {b}{note}"
-                if len(line) <= WIDE or len(a) + len(b) < 30:       # a long title with short values stays one line
+                if len(line) <= WIDE:
                     lines.append(line)
+                elif len(a) + len(b) < 30:      # a long title with short values: wrapped, the change stays together
+                    lines += wrap(line.strip(), WIDE, indent=2, hang=4)
                 else:       # long values: A and B under each other, easy to compare by eye
                     lines += [f"  {item_label(c)}:{note}", f"    A: {a}", f"    B: {b}"]
         lines.append("")

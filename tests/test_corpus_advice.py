@@ -61,8 +61,9 @@ def test_asymmetric_l3_sizes_read_naturally():
 
 
 def test_bulldozer_isa001_names_the_default_kernels():
+    """Running DEFAULT kernels is not a pass (issue 15): a suggestion, not a warning (nothing to fix in software)."""
     f = next(f for f in _findings("hwloc-64amd64-4s2n4ca2co") if f.code == "ISA001")
-    assert f.severity == "ok" and "DEFAULT" in f.title
+    assert f.severity == "info" and "DEFAULT" in f.title
 
 
 def test_live_report_still_gets_env_rules():
@@ -128,3 +129,16 @@ def test_cpus_of_an_offline_numa_node_are_not_called_one_clean_node(manifest):
     for other in MACHINES:
         if other != name:
             assert not any("no local memory" in g.title for g in _findings(other)), other
+
+
+# Every warning or error the plain corpus machines get, each justified by the machine's ground truth.
+JUSTIFIED = {
+    ("hwloc-offline-cpu0-node0", "TOPO001"),                  # node 0 is offline: 9 CPUs without local memory
+    ("pycpuinfo-fedora29-ryzen7-2700x-kvm", "ISA009"),        # a Zen+ (FMA, F16C in silicon) whose KVM model hides them
+}
+
+
+@pytest.mark.parametrize("name", MACHINES)
+def test_plain_corpus_machines_get_no_unjustified_warning(name):
+    problems = {(name, f.code) for f in _findings(name) if f.severity in ("warning", "error")}
+    assert problems <= JUSTIFIED, problems - JUSTIFIED

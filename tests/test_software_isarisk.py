@@ -9,7 +9,7 @@ from conftest import MACHINES, MANIFEST, machine_root
 
 from cpudoctor import resources
 from cpudoctor.probes import CpuInfo
-from cpudoctor.probes.software.isarisk import assess, expand_needs, isa_hint, missing_for, version_key, x86_64_level
+from cpudoctor.probes.software.isarisk import assess, expand_needs, isa_hint, missing_for, parse_version, x86_64_level
 from cpudoctor.probes.software.packages import known_packages
 from cpudoctor.probes.software.model import PackageInfo
 from cpudoctor.probes.software.stack import cpu_for_risk
@@ -49,7 +49,8 @@ def test_levels_and_versions():
     flags = set(expand_needs(["x86-64-v1"])) | v2
     assert x86_64_level(flags) == 2
     assert missing_for(["x86-64-v2", "avx"], {"sse2"})[0].startswith("x86-64-v2 (")
-    assert version_key("2.4.0rc1+cpu") == (2, 4, 0) and version_key(None) == ()
+    assert str(parse_version("2.4.0rc1+cpu")) == "2.4.0" and parse_version(None) is None
+    assert parse_version("not a version") is None
 
 
 def test_old_opteron_without_avx(corpus):
@@ -59,7 +60,8 @@ def test_old_opteron_without_avx(corpus):
     assert r["tensorflow"].installed and r["tensorflow"].at_risk and r["tensorflow"].missing == ["avx"]
     assert "Illegal instruction" in r["tensorflow"].note
     assert r["numpy"].at_risk and r["numpy"].missing[0].startswith("x86-64-v2 (")
-    assert "numpy<2.4" in r["numpy"].note
+    assert r["numpy"].safe_versions == "<2.4" and r["numpy"].confidence == "documented"
+    assert "numpy<2.4" in isa_hint(cpu, "numpy", "2.4.6")
     # Not installed, still flagged: installing them would fail here.
     assert not r["jaxlib"].installed and r["jaxlib"].at_risk
     assert r["intel-extension-for-pytorch"].at_risk and r["zentorch"].at_risk

@@ -5,10 +5,13 @@ from cpudoctor.advisor.rules import (  # noqa: F401  (import = registration)
     blas,
     environment,
     isa,
+    isa_forecast,
+    known_problems,
     myths,
     os_memory,
     precision,
     threads,
     topology,
     torch,
+    vm_cpu_model,
 )

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from cpudoctor.advisor import machine, snippets
+from cpudoctor.advisor import floors, machine, snippets, vm_mask
 from cpudoctor.advisor.engine import Facts, rule
+from cpudoctor.advisor.quoting import quote_message
 from cpudoctor.report import Finding, Report
 
 
@@ -34,6 +35,9 @@ def avx512_not_usable(report: Report) -> list[Finding]:
     f = Facts(report)
     if not f.get("cpu.flags") or not machine.is_x86(f):
         return []
+    mask = vm_mask.detect(f)
+    if mask is not None and mask.kind in ("generic", "masked"):
+        return []  # ISA009 names the VM's CPU model as the cause, with the fix per hypervisor
     uarch = _uarch(f)
     usable = f.get("cpu.isa.avx512_usable")
     if usable:
@@ -46,6 +50,12 @@ def avx512_not_usable(report: Report) -> list[Finding]:
         kernels = {"AVX2": "AVX2 kernels are the best available",
                    "DEFAULT": "PyTorch runs its DEFAULT (pre-AVX2) kernels here"}.get(
                        best or "", "its widest vector kernels are the best available")
+        if best == "DEFAULT":
+            # Not a pass: the slowest kernels. Nothing to fix in software on this silicon, so a suggestion.
+            return [f.finding("info", f"No AVX-512 or AVX2 in {label}: PyTorch runs its DEFAULT kernels",
+                              why=(f"{f.get('cpu.brand') or 'This CPU'} has no AVX2 with FMA, so PyTorch, oneDNN and "
+                                   "MKL run their SSE code paths: expect a fraction of a current CPU's throughput."),
+                              fix="For training, prefer a machine with AVX2 and FMA (any x86 CPU since 2013-2017).")]
         return [f.finding("ok", f"AVX-512: not part of {label}; {kernels}")]
     hyper = f.get("cpu.hypervisor")
     virt = f.get("software.os.virtualization")
@@ -111,6 +121,19 @@ def torch_capability_below_cpu(report: Report) -> list[Finding]:
                           why=(f"PyTorch's AVX512 kernels need the F, BW, DQ and VL subsets; this CPU has {subsets}, "
                                f"so PyTorch runs its {actual} kernels. oneDNN and MKL still use what there is."),
                           fix="Nothing to change: this is the best PyTorch build for this CPU.")]
+    if actual.upper() == "DEFAULT":
+        mask = vm_mask.detect(f)
+        if f.get("cpu.cpuid_check.emulated"):
+            cause = "the CPU that executes Python (emulated, see ISA007) has no AVX2 with FMA"
+        elif mask is not None and mask.kind != "named":
+            cause = "the VM's CPU model hides AVX2/FMA (see ISA009)"
+        else:
+            cause = "this CPU, as the OS reports it, has no AVX2 with FMA"
+        return [f.finding("info", "PyTorch runs its DEFAULT (SSE) kernels",
+                          why=(f"PyTorch {f.get('software.torch.version') or ''} picked its DEFAULT kernels because "
+                               f"{cause}. They are the slowest of its three kernel sets.").replace("  ", " "),
+                          fix=("Give the VM the host's CPU model (ISA009)." if mask is not None and mask.kind != "named"
+                               else "Nothing to change in software; a CPU with AVX2 and FMA runs the AVX2 kernels."))]
     return [f.finding("ok", f"PyTorch runs its best kernels for this CPU ({actual})")]
 
 
@@ -161,14 +184,20 @@ def illegal_instruction(report: Report) -> list[Finding]:
         risk = _risk_for(f, package)
         missing = ", ".join(risk.missing) if risk and risk.missing else ""
         brand = f.get("cpu.brand") or "this CPU"
-        why = f"Importing {package} in a child process died with SIGILL ({message.strip()[:160]})."
+        why = f"Importing {package} in a child process died with SIGILL (Illegal instruction)."
+        said = quote_message(message)
+        if said and not said.startswith("Illegal instruction:"):
+            why += f" The child said: {said}"  # diagnose_exit's own wording would only repeat the lines below
         if missing:
             why += f" The installed build needs {missing}, which {brand} lacks."
         if risk and risk.note:
             why += f" {risk.note}"
         fix = (f"Install a {package} build that matches this CPU (an older release, a conda-forge build, or "
                f"one compiled from source), or run on a CPU that has {missing or 'the instructions it needs'}.")
-        if package == "torch":
+        if risk is not None and risk.at_risk:
+            fix, snippet = floors.fix_for(package, floors.safe_range(f, risk))
+            snippet = snippet or f"python -m pip uninstall -y {package}  # this build cannot run here"
+        elif package == "torch":
             snippet = snippets.install_commands(report)
         else:
             snippet = (f"python -m pip uninstall -y {package}  # this build cannot run here\n"
@@ -215,7 +244,7 @@ def import_failed(report: Report) -> list[Finding]:
             sev, what = "error", "raised an error"
         why = f"Importing {chk.package} in a child process {what}."
         if chk.message:
-            why += f" Message: {chk.message.strip()[:200]}"
+            why += f" Message: {quote_message(chk.message)}"
         out.append(f.finding(sev, f"{chk.package} {what} on import", why=why,
                              fix=("Reinstall it in a clean virtual environment with matching versions; "
                                   "the message names the library that failed."),
@@ -236,17 +265,19 @@ class _TorchCheck:
       title="An installed package needs instructions this CPU lacks")
 def package_isa_floor(report: Report) -> list[Finding]:
     """What it checks:
-        The ISA-risk table: for each installed package build, the instruction sets it requires
-        (TensorFlow wheels: AVX; numpy 2.x: the x86-64 baseline it was built for; jaxlib, onnxruntime
-        ...) against this CPU's flags. Packages that would be at risk if installed are listed too.
+        The ISA-floor table (resources/isa_floors.json, by version range, with sources): for each
+        installed package build, the instruction sets its release needs (TensorFlow 1.6+: AVX;
+        NumPy 2.4+: x86-64-v2; jaxlib: AVX ...) against this CPU's flags. Installed packages with
+        compiled code that the table does not know are named as "unknown", never as fine.
 
     Why it matters:
-        A package at risk imports fine until the first function that uses the missing instruction,
-        then the process dies with "Illegal instruction" — often minutes into a run.
+        A package below its floor dies with "Illegal instruction" (or refuses to import) the first
+        time that code runs — often minutes into a run, with no Python traceback.
 
     Fix:
-        Replace the package with a release or build that matches this CPU before it crashes a run;
-        do not install the ones listed as "at risk if installed".
+        Install a release this CPU runs (the finding names the range, e.g. ``numpy<2.4``), a build
+        compiled for this CPU, or run on a CPU that has the instructions. Floors marked unverified
+        are reported as a warning, not an error.
     """
     f = Facts(report)
     risks = f.get("software.isa_risks", record=False)
@@ -254,25 +285,33 @@ def package_isa_floor(report: Report) -> list[Finding]:
         return []
     crashed = {p for p, _ in _sigill_checks(Facts(report))}
     out = []
-    installed_risk = [r for r in risks if r.at_risk and r.installed and r.package not in crashed]
-    future_risk = [r for r in risks if r.at_risk and not r.installed]
-    for r in installed_risk:
-        f.record(f"software.isa_risks[{r.package}]", {"needs": r.needs, "missing": r.missing})
-        brand = f.get("cpu.brand") or "this CPU"
+    brand = f.get("cpu.brand") or "this CPU"
+    for r in [r for r in risks if r.at_risk and r.installed and r.package not in crashed]:
+        f.record(f"software.isa_risks[{r.package}]", {"needs": r.needs, "missing": r.missing,
+                                                      "confidence": r.confidence, "safe_versions": r.safe_versions})
+        sure = r.confidence in (None, "documented", "reported")
+        effect = ("refuses to import" if r.failure == "import_error"
+                  else "dies with Illegal instruction the first time that code runs")
+        why = (f"The installed {r.package} {r.version or ''} needs {', '.join(r.needs)}; {brand} lacks "
+               f"{', '.join(r.missing)}, so it {effect}.")
+        if not sure:
+            why += " The floor is unverified (see the table's reason), so this is a warning, not a certainty."
+        if r.sources:
+            why += f" Source: {r.sources[0]}"
+        sentence, command = floors.fix_for(r.package, floors.safe_range(f, r))
         out.append(f.finding(
-            "error", f"{r.package} {r.version or ''} needs {', '.join(r.missing)}, which this CPU lacks".replace("  ", " "),
-            why=(f"The installed {r.package} build requires {', '.join(r.needs)}; {brand} lacks {', '.join(r.missing)}. "
-                 f"It will die with Illegal instruction the first time that code runs. {r.note}").strip(),
-            fix=f"Replace {r.package} with a build for this CPU (an older release or a conda-forge build).",
-        ))
-    if future_risk:
-        names = ", ".join(f"{r.package} ({', '.join(r.missing)})" for r in future_risk)
-        f.record("software.isa_risks[not installed]", [r.package for r in future_risk])
-        out.append(f.finding("info", f"Do not install stock builds of: {', '.join(r.package for r in future_risk)}",
-                             why=f"Their usual builds need instructions this CPU lacks: {names}.",
-                             fix="Use builds compiled for this CPU (conda-forge, or from source) if you need them."))
+            "error" if sure else "warning",
+            " ".join(f"{r.package} {r.version or ''} needs {', '.join(r.missing)}, which this CPU lacks".split()),
+            why=" ".join(why.split()), fix=sentence, snippet=command))
     if not out and risks:
-        return [f.finding("ok", f"Every installed package's ISA floor is met ({sum(1 for r in risks if r.installed)} checked)")]
+        checked = sum(1 for r in risks if r.installed)
+        title = f"Every installed package's ISA floor is met ({checked} checked)"
+        unknown = f.get("software.compiled_unknown") or []
+        unknown += [r.package for r in risks if r.installed and r.status == "unknown"]
+        if unknown:
+            shown = ", ".join(unknown[:6]) + (f" and {len(unknown) - 6} more" if len(unknown) > 6 else "")
+            title += f"; {len(unknown)} other compiled package{'s' if len(unknown) != 1 else ''} unknown ({shown})"
+        return [f.finding("ok", title)]
     return out
 
 
@@ -300,6 +339,9 @@ def fma_masked(report: Report) -> list[Finding]:
         return []
     if "fma" in flags:
         return [f.finding("ok", "AVX2 and FMA are both available")]
+    mask = vm_mask.detect(f)
+    if mask is not None and mask.kind in ("generic", "masked"):
+        return []  # ISA009: the VM's CPU model, with what else it hides and the fix per hypervisor
     hyper = f.get("cpu.hypervisor")
     return [f.finding(
         "warning", "AVX2 is reported without FMA" + (" (the hypervisor masks it)" if hyper else ""),

@@ -176,6 +176,10 @@ def _risk_section(sw: Software) -> Section | None:
         s.bullets.append(f"{OK} this CPU meets the ISA floor of every known package"
                          + (f" (installed: {', '.join(installed)})" if installed else ""))
     s.bullets.extend(_risk_line(r) for r in at_risk)
+    unknown = list(sw.compiled_unknown) + [r.package for r in sw.isa_risks if r.installed and r.status == "unknown"]
+    if unknown:
+        s.bullets.append(f"{WARN} no ISA floor on record (unknown) for {len(unknown)} installed package"
+                         f"{'s' if len(unknown) != 1 else ''} with compiled code: {', '.join(unknown)}")
     return s
 
 

@@ -61,6 +61,7 @@ CATEGORIES: dict[str, str] = {
     "environment": "WSL, VMs and containers",
     "precision": "Precision (bf16, int8)",
     "allocator": "Memory allocator",
+    "known": "Known problems by version",
     "myth": "Myths from tuning guides",
     "internal": "CPU Doctor itself",
 }

@@ -260,7 +260,7 @@ def _arch_family(arch: str) -> str:
 
 
 def _fill_uarch(cpu: CpuInfo):
-    from cpudoctor.probes.cpu.uarch import decode_arm, decode_x86
+    from cpudoctor.probes.cpu.uarch import UarchMatch, decode_arm, decode_x86
 
     if cpu.arch in ("aarch64", "arm"):
         match = decode_arm(cpu.vendor_id, cpu.arm_parts)
@@ -274,12 +274,24 @@ def _fill_uarch(cpu: CpuInfo):
             cpu.notes.append("ARM cpuinfo has no model name: the name is decoded from CPU implementer/part")
     else:
         match = decode_x86(cpu.vendor, cpu.family, cpu.model, cpu.stepping, cpu.brand)
+        generic = _generic_vm_model(cpu.brand)
+        if generic:
+            # qemu64 says AMD family 15 (K8), kvm64 Intel family 15: ids of no real CPU of this VM's host.
+            match = UarchMatch(notes=[f"the hypervisor presents {generic}: family "
+                                       f"{cpu.family} model {cpu.model} describe no real CPU, so the "
+                                       "micro-architecture is unknown"])
     cpu.microarchitecture = match.uarch
     cpu.microarchitecture_name = match.display
     cpu.codename = match.codename
     cpu.product_line = match.product_line
     cpu.notes.extend(match.notes)
     return match
+
+
+def _generic_vm_model(brand: str | None) -> str | None:
+    from cpudoctor.probes.cpu.vm_model import generic_vm_model
+
+    return generic_vm_model(brand)
 
 
 def _part_of(match, cpu: CpuInfo) -> str | None:

@@ -114,6 +114,11 @@ class IsaRisk:
     missing: list[str] = field(default_factory=list)    # of those, what this CPU lacks
     at_risk: bool = False
     note: str = ""
+    status: str | None = None              # met | at_risk | no_floor | unknown | not_x86 | flags_unknown
+    confidence: str | None = None          # documented | reported | unverified (of the floor that applies)
+    failure: str | None = None             # sigill | import_error: how a CPU below the floor sees it
+    safe_versions: str | None = None       # releases this CPU runs, e.g. "<2.4"; "" = none known; None = current ones run
+    sources: list[str] = field(default_factory=list)  # links behind the floor (release notes, issues)
 
 
 @dataclass
@@ -138,6 +143,7 @@ class Software:
     thread_env: dict[str, str] = field(default_factory=dict)   # whitelisted names only
     preload_libs: list[str] = field(default_factory=list)      # LD_PRELOAD reduced to names (jemalloc, tcmalloc)
     isa_risks: list[IsaRisk] = field(default_factory=list)
+    compiled_unknown: list[str] = field(default_factory=list)  # installed distributions with compiled code and no ISA floor on record
     import_checks: list[ImportCheck] = field(default_factory=list)
     gpus: "list[GpuInfo] | None" = None    # PCI display/accelerator devices; None = unknown (no PCI sysfs)
     children_ran: bool = False             # False for the cheap, instant part only

@@ -140,6 +140,29 @@ def probe_packages(dists: Iterable[metadata.Distribution] | None = None, platfor
     return found
 
 
+_COMPILED_SUFFIXES = (".so", ".pyd", ".dylib")
+
+
+def compiled_distributions(dists: Iterable[metadata.Distribution] | None = None) -> list[str]:
+    """Installed distributions that ship compiled code (an .so/.pyd/.dylib in their RECORD).
+
+    Reads only the metadata files pip wrote; nothing is imported. A
+    distribution without a RECORD (some system packages) is skipped.
+    """
+    names: dict[str, str] = {}
+    for dist in metadata.distributions() if dists is None else dists:
+        try:
+            name = dist.metadata["Name"]
+            files = dist.files or []
+        except Exception:  # noqa: BLE001 - one broken dist-info must not hide the others
+            continue
+        if not name or normalize(name) in names:
+            continue
+        if any(f.name.endswith(_COMPILED_SUFFIXES) or ".so." in f.name for f in files):
+            names[normalize(name)] = name
+    return sorted(names.values(), key=str.lower)
+
+
 def package_of(dist_name: str) -> KnownPackage | None:
     """The known package a distribution belongs to (``onnxruntime-gpu`` -> onnxruntime)."""
     key = normalize(dist_name)

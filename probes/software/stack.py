@@ -26,10 +26,16 @@ from cpudoctor.probes.child.runner import ChildResult, ChildSpec, run_children, 
 from cpudoctor.probes.cpu.identity import CpuInfo, probe_cpu
 from cpudoctor.probes.software.envvars import filter_thread_env, preload_names
 from cpudoctor.probes.software.importcheck import import_spec, to_import_check
-from cpudoctor.probes.software.isarisk import assess, isa_hint
+from cpudoctor.probes.software.isarisk import assess, compiled_without_floor, isa_hint
 from cpudoctor.probes.software.gpu import probe_gpus
 from cpudoctor.probes.software.osinfo import probe_os
-from cpudoctor.probes.software.packages import known_packages, package_of, probe_packages, probe_python
+from cpudoctor.probes.software.packages import (
+    compiled_distributions,
+    known_packages,
+    package_of,
+    probe_packages,
+    probe_python,
+)
 from cpudoctor.probes.software.model import BlasLib, ImportCheck, NumpyInfo, PackageInfo, Software, TorchBuild
 
 
@@ -168,6 +174,8 @@ class SoftwareProbe:
                 f"captured tree at {self.root}: only file-based OS facts were read; Python, packages, "
                 "thread environment and child checks describe the machine running CPU Doctor, so they were skipped"
             )
+            # The ISA table needs only the tree's cpuinfo flags: what this CPU could not run if installed.
+            sw.isa_risks = assess(cpu_for_risk(self.root, cpu), [])
             return
         assert self.env is not None
         sw.python = probe_python(self.env)
@@ -176,6 +184,7 @@ class SoftwareProbe:
         sw.preload_libs = preload_names(self.env.get("LD_PRELOAD"))
         self.cpu = cpu_for_risk(self.root, cpu)
         sw.isa_risks = assess(self.cpu, sw.packages)
+        sw.compiled_unknown = compiled_without_floor(compiled_distributions())
         if not self.cpu.flags:
             sw.notes.append("CPU flags unknown: the Illegal-instruction risk table could not be checked")
         # One entry per known package that is installed (the first distribution found).

@@ -1,0 +1,107 @@
+"""The ISA-floor table seen from a report: what to do about a build, and what this CPU cannot run.
+
+The rules ISA003 (a crash), ISA005 (an installed build below its floor) and
+ISA008 (a forecast) word the same facts the same way through here. Everything
+is computed from the report's CPU flags and package versions with the current
+table, so a captured tree or a report saved by an older CPU Doctor gets the
+same answers as the live machine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cpudoctor.advisor import machine
+from cpudoctor.advisor.engine import Facts
+from cpudoctor.probes.software import isarisk
+
+
+@dataclass(frozen=True)
+class Forecast:
+    """Releases of one package this CPU cannot run, and the ones it can."""
+
+    package: str
+    label: str
+    first_bad: str | None          # "2.4": releases from here on need more than this CPU has; None = every release
+    needs: tuple[str, ...]
+    missing: tuple[str, ...]
+    confidence: str
+    safe: str                      # "<2.4", or "" when no release in the table runs here
+    installed: str | None          # the installed version, when the report knows one
+    sources: tuple[str, ...]
+
+    @property
+    def range_text(self) -> str:
+        return f"{self.label} {self.first_bad} and later" if self.first_bad else f"every {self.label} release"
+
+    @property
+    def short(self) -> str:
+        return f"{self.label} ≥ {self.first_bad}" if self.first_bad else self.label
+
+    @property
+    def certain(self) -> bool:
+        return self.confidence in ("documented", "reported")
+
+
+def fix_for(package: str, safe: str | None) -> tuple[str, str]:
+    """(sentence, command) that get a build of ``package`` this CPU runs.
+
+    ``safe`` is :attr:`IsaRisk.safe_versions`: a range to pin, "" when no
+    release in the table runs here (the table's install hint then), None when
+    current releases run (upgrade).
+    """
+    entry = isarisk.table().get(package)
+    label = entry.label if entry else package
+    distribution = entry.distributions[0] if entry and entry.distributions else package
+    if safe:
+        command = isarisk.pip_spec(package, safe)
+        return f"Install a {label} release this CPU runs ({distribution}{safe}).", command
+    if safe is None:
+        command = f"python -m pip install --upgrade {distribution}"
+        return f"Upgrade {label}: its current releases run on this CPU.", command
+    hint = entry.install_hint if entry else ""
+    if hint.startswith("python -m pip") or hint.startswith("conda "):
+        return f"No stock {label} release runs on this CPU; install a build made for it.", hint
+    sentence = f"No stock {label} release runs on this CPU. {hint}" if hint else \
+        f"No stock {label} release runs on this CPU; build it from source for this CPU or run on a newer one."
+    return sentence, ""
+
+
+def safe_range(f: Facts, risk) -> str | None:
+    """The releases of an at-risk package this CPU runs, from the current table and the report's flags.
+
+    A report saved by an older CPU Doctor carries no ``safe_versions``; the
+    flags are enough to compute it again, so old and new reports get the same fix.
+    """
+    flags = machine.flags(f)
+    return isarisk.safe_versions(risk.package, flags) if flags else risk.safe_versions
+
+
+def forecasts(f: Facts) -> list[Forecast]:
+    """Every package in the table whose current releases need more than this CPU's flags (x86 only)."""
+    flags = machine.flags(f)
+    if not flags or machine.is_x86(f) is False:
+        return []
+    installed = {}
+    if machine.env_known(f):
+        for pkg in f.get("software.packages", record=False) or []:
+            from cpudoctor.probes.software.packages import package_of  # noqa: PLC0415 - light module, late import
+
+            known = package_of(pkg.name)
+            if known and known.name not in installed:
+                installed[known.name] = pkg.version
+    out = []
+    for name, entry in isarisk.table().items():
+        safe = isarisk.safe_versions(name, flags)
+        if safe is None:
+            continue
+        open_unmet = [fl for fl in entry.floors if fl.open_ended and isarisk.missing_for(fl.needs, flags)]
+        first = min(open_unmet, key=lambda fl: isarisk.lower_bound(fl.versions) or isarisk.parse_version("0"))
+        start = isarisk.lower_bound(first.versions) if safe else None   # "": no release runs at all
+        out.append(Forecast(name, entry.label, str(start) if start else None, first.needs,
+                            tuple(isarisk.missing_for(first.needs, flags)), first.confidence, safe,
+                            installed.get(name), first.sources))
+    # NumPy first: every stack has it, so it is the forecast most readers need.
+    kinds = ["scientific", "dl-framework", "inference-runtime", "vector-search", "image-audio", "tokenizer"]
+    order = {name: kinds.index(entry.kind) if entry.kind in kinds else 99 for name, entry in isarisk.table().items()}
+    return sorted(out, key=lambda x: order.get(x.package, 99))
