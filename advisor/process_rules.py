@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cpudoctor.advisor.engine import SEVERITY_RANK, RuleSet, UnknownRuleError
+from cpudoctor.advisor.pinning import affinity_vars_to_clear
 from cpudoctor.probes._fs import format_cpulist
 from cpudoctor.probes.process.inspect import Inspection, ThreadInfo
 from cpudoctor.probes import Topology
@@ -95,15 +96,23 @@ class Context:
                 picked.append(inside[0])
         return sorted(picked) or sorted(cpus)
 
+    def binding_vars(self) -> list[str]:
+        """OpenMP binding variables the relaunch must clear: those in the job's environment, all when unreadable."""
+        return affinity_vars_to_clear(self.insp.env if self.insp.env_readable else None)
+
     def relaunch(self, cpus: list[int] | None, threads: int, numa_node: int | None = None,
                  extra_env: dict[str, str] | None = None) -> str:
-        """``<pinning prefix> env OMP_NUM_THREADS=n ... <command>`` as one line."""
+        """``<pinning prefix> env [-u BINDING...] OMP_NUM_THREADS=n ... <command>`` as one line.
+
+        The CPU set comes from taskset/numactl, never from OpenMP binding
+        variables: binding pins the main thread at ``import torch`` and the
+        DataLoader workers it forks inherit that one CPU. Binding variables
+        the job inherited are cleared (``env -u``) instead of kept.
+        """
         env = {name: str(threads) for name in THREAD_VARS}
-        if cpus:
-            env["OMP_PLACES"] = "cores"
-            env["OMP_PROC_BIND"] = "close"
         env.update(extra_env or {})
-        env_part = "env " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+        unset = " ".join(f"-u {name}" for name in self.binding_vars() if name not in env)
+        env_part = "env " + (unset + " " if unset else "") + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
         prefix = launch_prefix(self.topo, cpus, numa_node) if cpus else ""
         return " ".join(p for p in (prefix, env_part, self.command()) if p)
 
