@@ -654,8 +654,10 @@ def kmp_vars_ignored(ctx: Context) -> list[Finding]:
         recommend them, but with libgomp they do nothing: the threads are neither bound nor tuned.
 
     Fix:
-        Use the OpenMP standard variables libgomp reads: OMP_PLACES=cores and
-        OMP_PROC_BIND=close (GOMP_SPINCOUNT for the wait policy), or preload libiomp5 on purpose.
+        Drop the KMP_* variables and restrict the job's CPUs with taskset/numactl. The libgomp
+        equivalents are OMP_PLACES=cores and OMP_PROC_BIND=close (GOMP_SPINCOUNT for the wait
+        policy), but binding pins the main thread at import torch and DataLoader workers inherit
+        its one CPU; or preload libiomp5 on purpose.
     """
     i = ctx.insp
     kmp = {k: v for k, v in i.env.items() if k.startswith("KMP_") and k != "KMP_DUPLICATE_LIB_OK"}
@@ -669,7 +671,8 @@ def kmp_vars_ignored(ctx: Context) -> list[Finding]:
     threads = len(cpus) or (ctx.usable or 1)
     snippet = "unset " + " ".join(kmp) + "\n" + ctx.relaunch(cpus or None, threads)
     return [_finding("warning", f"{', '.join(kmp)} ignored: this job's OpenMP is libgomp", why,
-                     "Drop the KMP_* variables and bind with OMP_PLACES/OMP_PROC_BIND, which libgomp reads.",
+                     "Drop the KMP_* variables and restrict the CPUs with taskset (below); OMP_PLACES/OMP_PROC_BIND "
+                     "are what libgomp reads, but binding pins the main thread and its DataLoader workers to one CPU.",
                      snippet, ctx.evidence(runtimes=sorted(runtimes), **kmp))]
 
 

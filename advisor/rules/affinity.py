@@ -102,6 +102,8 @@ def import_shrinks_affinity(report: Report) -> list[Finding]:
             listed = ", ".join(f"{k}={v}" for k, v in binding.items())
             return [f.finding("ok", f"{listed} set, and imports keep all {len(checks[0].cpus_before)} CPUs")]
         return [f.finding("ok", f"Importing {', '.join(measured)} keeps all {_cpus(len(checks[0].cpus_before))} of the process")]
+    if f.get("software.children_ran"):
+        return []   # the checks ran without measuring affinity (a report from an older CPU Doctor): say nothing
     return _static(f, binding)
 
 

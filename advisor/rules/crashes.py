@@ -103,7 +103,7 @@ def _npy_disabled(f: Facts) -> tuple[str, list[str]] | None:
     return value, [n for n in names if table.get(n) in flags]
 
 
-@rule("FORCE001", "isa-forced-by-env", category="isa", severity="error",
+@rule("ISAENV001", "isa-forced-by-env", category="isa", severity="error",
       title="An environment variable forces or caps an instruction set against this CPU")
 def isa_forced_by_env(report: Report) -> list[Finding]:
     """What it checks:
@@ -179,7 +179,7 @@ def isa_forced_by_env(report: Report) -> list[Finding]:
     return out
 
 
-@rule("CRASH001", "crash-after-import", category="isa", severity="error",
+@rule("KERNEL001", "crash-after-import", category="isa", severity="error",
       title="A package imports, then crashes in its first computation")
 def crash_after_import(report: Report) -> list[Finding]:
     """What it checks:
