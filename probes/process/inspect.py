@@ -25,6 +25,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from cpudoctor.probes.process import procfs
+from cpudoctor.probes.process.peers import PeerJob, find_peer_jobs, snapshot as peer_snapshot
 from cpudoctor.probes._fs import read_text
 from cpudoctor.probes.software.envvars import filter_thread_env, preload_names
 from cpudoctor.probes.cpu.topology import Topology
@@ -100,6 +101,7 @@ class Inspection:
     libraries: list[NativeLib] = field(default_factory=list)
     libraries_readable: bool = False
     libraries_error: str | None = None
+    peers: list[PeerJob] = field(default_factory=list)   # other busy PyTorch jobs on the same CPUs
     children: list[ChildProcess] = field(default_factory=list)
     children_threads: int | None = None
     children_cpu_percent: float | None = None
@@ -426,6 +428,7 @@ def inspect_process(
 
     tracks: dict[int, _Track] = {}
     runnable_counts: list[int] = []
+    peers_before = peer_snapshot(root)
     t_start = clock()
     proc_first_ticks = first.cpu_ticks
     proc_last = first
@@ -495,6 +498,9 @@ def inspect_process(
 
     window = max(t_last - t_start, 0.0)
     insp.window_s = round(window, 3)
+    me = os.getpid()
+    insp.peers = find_peer_jobs(root, pid, insp.affinity, peers_before, window,
+                                exclude={me, *procfs.descendants(root, me)})
     insp.samples = len(runnable_counts)
     if exited_at is not None:
         insp.status = "exited"
