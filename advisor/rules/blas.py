@@ -26,20 +26,43 @@ def _runtime(lib) -> str | None:
 
 
 def _openmp_files(f: Facts) -> dict[str, list[str]]:
-    """OpenMP runtime label -> the distinct files of it mapped in the checks' children (one per copy)."""
-    files: list[str] = []
-    for lib in f.get("software.loaded_libs", record=False) or []:
-        if (lib.user_api == "openmp" or _runtime(lib)) and lib.library and lib.library not in files:
-            files.append(lib.library)
+    """OpenMP runtime label -> its files mapped in one of the checks' children, one entry per copy.
+
+    Each child lists one entry per distinct file it mapped, so two copies with
+    the same name from different folders appear twice; the child that saw the
+    most copies of a runtime speaks for it.
+    """
+    sources: list[list[str]] = []
+    libs = f.get("software.loaded_libs", record=False) or []
+    sources.append([lib.library for lib in libs if (lib.user_api == "openmp" or _runtime(lib)) and lib.library])
     for order in f.get("software.import_orders", record=False) or []:
-        for name in order.openmp_libs:
-            if name not in files:
-                files.append(name)
+        sources.append(list(order.openmp_libs))
+        # The child died loading the second copy, before it could list it; the runtime named both.
+        m = _ERROR_15.search(order.openmp_error or "")
+        if m:
+            sources.append([m.group(1), m.group(2)])
     runtimes: dict[str, list[str]] = {}
-    for name in files:
-        label = _runtime_name(name) or "OpenMP"
-        runtimes.setdefault(label, []).append(name)
+    for files in sources:
+        per_label: dict[str, list[str]] = {}
+        for name in files:
+            per_label.setdefault(_runtime_name(name) or "OpenMP", []).append(name)
+        for label, names in per_label.items():
+            if len(names) > len(runtimes.get(label, [])):
+                runtimes[label] = names
     return runtimes
+
+
+# "OMP: Error #15: Initializing libiomp5.so, but found libiomp5.so already initialized."
+_ERROR_15 = re.compile(r"Initializing (\S+?),? but found (\S+?) already initialized")
+
+
+def _listed(names: list[str]) -> str:
+    """``libiomp5.so (2 copies)`` for repeated names, else the names."""
+    out = []
+    for name in dict.fromkeys(names):
+        n = names.count(name)
+        out.append(f"{name} ({n} copies from different folders)" if n > 1 else name)
+    return ", ".join(out)
 
 
 def _runtime_name(file_name: str) -> str | None:
@@ -79,7 +102,7 @@ def multiple_openmp_runtimes(report: Report) -> list[Finding]:
     if len(runtimes) == 1 and not copies:
         label, files = next(iter(runtimes.items()))
         return [f.finding("ok", f"One OpenMP runtime loaded ({label}: {files[0]})")]
-    listed = "; ".join(f"{k}: {', '.join(v)}" for k, v in runtimes.items())
+    listed = "; ".join(f"{k}: {_listed(v)}" for k, v in runtimes.items())
     dup = machine.env(f, "KMP_DUPLICATE_LIB_OK")
     if len(runtimes) > 1:
         title = f"{len(runtimes)} OpenMP runtimes in one process"
@@ -88,7 +111,7 @@ def multiple_openmp_runtimes(report: Report) -> list[Finding]:
     else:
         label, files = next(iter(copies.items()))
         title = f"{len(files)} copies of {label} in one process"
-        why = (f"{len(files)} copies of {label} are loaded ({', '.join(files)}), shipped by different packages. Each copy "
+        why = (f"{len(files)} copies of {label} are loaded ({_listed(files)}), shipped by different packages. Each copy "
                "is a separate runtime with its own thread pool and its own idea of how many threads to start; "
                "two copies of Intel's runtime abort with 'OMP: Error #15' as soon as both start.")
     if dup:
