@@ -729,8 +729,8 @@ def cpu_contention(ctx: Context) -> list[Finding]:
 def competing_training_jobs(ctx: Context) -> list[Finding]:
     """
     What it checks:
-        Other busy processes with PyTorch loaded (``libtorch_cpu`` in their memory map, at least half
-        a CPU over the window) outside this job's process tree whose CPUs overlap this job's, and
+        Other busy processes with PyTorch loaded (``libtorch_cpu`` in their memory map, at least a
+        tenth of a CPU over the window) outside this job's process tree whose CPUs overlap this job's, and
         how many compute threads all of them ask for together: ``OMP_NUM_THREADS`` where their
         environment says, else every usable CPU (PyTorch's default).
 

@@ -499,8 +499,9 @@ def inspect_process(
     window = max(t_last - t_start, 0.0)
     insp.window_s = round(window, 3)
     me = os.getpid()
+    mine = set(procfs.descendants(root, me))   # CPU Doctor's own lab jobs are no peers, unless the job is one of them
     insp.peers = find_peer_jobs(root, pid, insp.affinity, peers_before, window,
-                                exclude={me, *procfs.descendants(root, me)})
+                                exclude={me} if pid in mine else {me, *mine})
     insp.samples = len(runnable_counts)
     if exited_at is not None:
         insp.status = "exited"

@@ -19,8 +19,9 @@ from pathlib import Path
 from cpudoctor.probes._fs import read_text
 from cpudoctor.probes.process import procfs
 
-# A process counts as training when it used at least half a CPU over the window.
-BUSY_PERCENT = 50.0
+# A process counts as training when it used a tenth of a CPU over the window: an idle notebook kernel
+# with torch loaded uses ~0%, a training job far more, even when the jobs starve each other of CPU.
+BUSY_PERCENT = 10.0
 TORCH_LIBRARY = "libtorch_cpu"
 
 
