@@ -60,25 +60,30 @@ def memory_total() -> int | None:
         return None
 
 
-def isa_hint(root: str = "/") -> str:
-    """What the torch build needs vs what this CPU has, for a SIGILL message (no torch import).
+def isa_hint(root: str = "/", package: str = "torch") -> str:
+    """What ``package``'s build needs vs what this CPU has, for a SIGILL message (no import of it).
 
     The floors are data (resources/isa_floors.json, read by probes/isarisk.py).
+    For numpy a forced ``OPENBLAS_CORETYPE`` is named first: it makes OpenBLAS
+    run kernels the CPU may lack.
     """
+    import os
     from importlib import metadata
     from pathlib import Path
 
     try:
-        version = metadata.version("torch")
+        version = metadata.version(package)
     except metadata.PackageNotFoundError:
         version = None
+    forced = os.environ.get("OPENBLAS_CORETYPE") if package in ("numpy", "scipy") else None
+    prefix = f"OPENBLAS_CORETYPE={forced} forces numpy's OpenBLAS kernels; " if forced else ""
     try:
         from cpudoctor.probes import probe_cpu
         from cpudoctor.probes.software.isarisk import isa_hint as floor_hint
 
-        return floor_hint(probe_cpu(Path(root)), "torch", version)
+        return prefix + floor_hint(probe_cpu(Path(root)), package, version)
     except Exception:  # noqa: BLE001 - the hint must never fail the diagnosis
-        return f"torch {version or ''} uses an instruction this CPU does not have".replace("  ", " ")
+        return prefix + f"{package} {version or ''} uses an instruction this CPU does not have".replace("  ", " ")
 
 
 @dataclass
@@ -95,6 +100,7 @@ class JobOutcome:
     peak_rss_bytes: int | None = None
     stderr_tail: str = ""
     elapsed: float = 0.0
+    stage_library: str | None = None       # the library the job said it was running last (blamed for a crash)
 
     @property
     def message(self) -> str:
@@ -207,6 +213,8 @@ class Job:
                 self.outcome.error = msg.data
             else:
                 self.outcome.logs.append(msg.text)
+                if msg.data.get("library"):
+                    self.outcome.stage_library = str(msg.data["library"])
             if self.on_message is not None:
                 try:
                     self.on_message(msg)
@@ -274,9 +282,12 @@ class Job:
         out.returncode = proc.returncode
         out.stderr_tail = "\n".join(self._stderr)
         out.elapsed = round(time.perf_counter() - self._start_time, 3)
+        library = out.stage_library
         out.status, out.diagnosis = classify(
             proc.returncode, result=out.result, error=out.error, stop_requested=self._stop_requested,
-            stderr_tail=out.stderr_tail, peak_rss_bytes=out.peak_rss_bytes, what=self.what,
+            stderr_tail=out.stderr_tail, peak_rss_bytes=out.peak_rss_bytes,
+            what=f"{self.what} (running {library})" if library else self.what,
+            isa_hint_fn=(lambda: isa_hint(package=library)) if library else isa_hint,
         )
         return out
 
