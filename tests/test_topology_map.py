@@ -120,7 +120,7 @@ def test_click_selects_l3_and_snippet_is_right(qtbot, large_map):
     with qtbot.waitSignal(m.selection_changed, timeout=2000) as sig:
         qtbot.mouseClick(m.viewport(), Qt.MouseButton.LeftButton, pos=header)
     assert sig.args[0] == topo.l3_domains[1].cpus == list(range(32, 64))
-    plan = pinning_plan(m.selected_cpus(), topo)
+    plan = pinning_plan(m.selected_cpus(), topo, environ={})   # no inherited binding to clear
     assert plan.snippet("taskset").text == "OMP_NUM_THREADS=32 taskset -c 32-63 python train.py"
     assert plan.snippet("numactl").text == (
         "OMP_NUM_THREADS=32 numactl --cpunodebind=1 --membind=1 python train.py")   # L3 == NUMA node on Kunpeng
