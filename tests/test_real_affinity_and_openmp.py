@@ -75,9 +75,10 @@ def test_binding_variable_that_shrinks_torch_is_named_and_the_printed_relaunch_f
     assert code == 0, err
     assert data["affinity"]["import torch"] == cpus
 
-    # And the doctor run in the fixed environment says nothing is lost.
-    fixed = live_report(clean_environ())
-    assert all(f.severity == "ok" for f in _findings(fixed, "AFF001"))
+    # And the doctor run in the fixed environment says nothing is lost (once: a full probe costs seconds).
+    if variable == "GOMP_CPU_AFFINITY":
+        fixed = live_report(clean_environ())
+        assert all(f.severity == "ok" for f in _findings(fixed, "AFF001"))
 
 
 def test_a_package_that_narrows_the_affinity_on_import_is_blamed_and_the_snippet_restores_it(tmp_path):
