@@ -19,11 +19,20 @@ share the core's vector units, so a second GEMM thread on the sibling only
 competes with the first (PyTorch's own launcher and Intel's tuning guides do
 the same).
 
+Inherited binding variables: a ``GOMP_CPU_AFFINITY=0`` or ``OMP_PROC_BIND=true``
+left in the shell overrides the CPU set a command asks for (the OpenMP
+runtime binds the main thread to its first place when ``import torch`` loads
+it, and DataLoader workers forked later inherit that one CPU). Every command
+here therefore clears them (``env -u``, ``unset``, ``os.environ.pop``) unless
+it sets them itself: the ones set in ``environ`` when the caller knows the
+environment, all of them when it does not.
+
 Pure functions returning dataclasses; no Qt, no I/O.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from cpudoctor.probes._fs import format_cpulist
@@ -32,6 +41,22 @@ from cpudoctor.probes import Topology
 DEFAULT_COMMAND = "python train.py"
 
 KINDS = ("taskset", "numactl", "openmp", "gomp", "python")
+
+# Variables that bind OpenMP threads to CPUs. Inherited from the shell they override the CPU set a
+# relaunch asks for, and they pin the main thread at `import torch` (forked workers inherit it).
+AFFINITY_VARS: tuple[str, ...] = ("OMP_PLACES", "OMP_PROC_BIND", "GOMP_CPU_AFFINITY", "KMP_AFFINITY")
+
+
+def affinity_vars_to_clear(environ: Mapping[str, str] | None, sets: Iterable[str] = ()) -> list[str]:
+    """The binding variables a command must clear: those set in ``environ`` (all when it is unknown), minus ``sets``."""
+    keep = set(sets)
+    return [v for v in AFFINITY_VARS if v not in keep and (environ is None or v in environ)]
+
+
+def env_unset(names: Iterable[str]) -> str:
+    """``env -u A -u B`` (GNU and BSD env) for a one-line command, or "" when nothing is to be cleared."""
+    names = list(names)
+    return " ".join(["env", *[f"-u {n}" for n in names]]) if names else ""
 
 
 @dataclass(frozen=True)
@@ -153,11 +178,15 @@ def _nodes_of(cpus: set[int], topo: Topology) -> tuple[list[int], bool]:
     return touched, whole
 
 
-def pinning_plan(cpus: list[int] | set[int], topo: Topology, command: str = DEFAULT_COMMAND) -> PinningPlan:
+def pinning_plan(cpus: list[int] | set[int], topo: Topology, command: str = DEFAULT_COMMAND, *,
+                 environ: Mapping[str, str] | None = None) -> PinningPlan:
     """Pinning snippets for running ``command`` on exactly ``cpus``.
 
-    An empty set gives a plan with no snippets and a warning, never an error:
-    the GUI calls this on every selection change.
+    ``environ`` is the environment the command will inherit (the report's
+    thread variables, the inspected process's): binding variables set there
+    are cleared by every snippet that does not set them itself; None (not
+    known) clears all of them. An empty set gives a plan with no snippets and
+    a warning, never an error: the GUI calls this on every selection change.
     """
     wanted = sorted(set(cpus))
     plan = PinningPlan(cpus=wanted, cpulist=format_cpulist(wanted), threads=0)
@@ -178,12 +207,17 @@ def pinning_plan(cpus: list[int] | set[int], topo: Topology, command: str = DEFA
     smt_note = (f" ({len(wanted)} hardware threads on {n} cores: one thread per core, "
                 "SMT siblings left for the OS)" if len(wanted) > n else "")
 
+    clear = env_unset(affinity_vars_to_clear(environ))
+    env_part = f"{clear} OMP_NUM_THREADS={n}" if clear else f"OMP_NUM_THREADS={n}"
+    cleared_note = (" The inherited OpenMP binding variables are cleared: they would override the CPU set."
+                    if clear else "")
+
     taskset = f"taskset -c {cl}"
     plan.snippets.append(Snippet(
         "taskset", "taskset",
-        f"OMP_NUM_THREADS={n} {taskset} {command}",
+        f"{env_part} {taskset} {command}",
         "Restricts the process (and all its threads) to these CPUs. Memory is not placed."
-        + smt_note, taskset))
+        + smt_note + cleared_note, taskset))
 
     if not topo.numa_nodes:
         numactl = f"numactl --physcpubind={cl}"
@@ -199,38 +233,52 @@ def pinning_plan(cpus: list[int] | set[int], topo: Topology, command: str = DEFA
         numactl = f"numactl --physcpubind={cl} --localalloc"
         note = ("The set spans NUMA nodes " + (nodes or "?") + " partly: each thread allocates "
                 "on its own node (--localalloc).")
-    plan.snippets.append(Snippet("numactl", "numactl", f"OMP_NUM_THREADS={n} {numactl} {command}", note, numactl))
+    plan.snippets.append(Snippet("numactl", "numactl", f"{env_part} {numactl} {command}", note + cleared_note, numactl))
 
+    # Binding makes the runtime pin the main thread to the first place at `import torch`: processes it
+    # forks later (DataLoader workers) start on that one CPU unless they widen their own affinity.
+    inherit_note = (" The main thread is bound to the first place as soon as torch loads the runtime, and "
+                    "DataLoader workers forked later inherit that one CPU: give them the set back in "
+                    f"worker_init_fn with os.sched_setaffinity(0, {_py_cpus(wanted)}).")
     places = _omp_places(plan.cores)
+    omp_unset = affinity_vars_to_clear(environ, sets=("OMP_PLACES", "OMP_PROC_BIND"))
     plan.snippets.append(Snippet(
         "openmp", "OpenMP",
-        "\n".join([
+        "\n".join(([f"unset {' '.join(omp_unset)}"] if omp_unset else []) + [
             f"export OMP_NUM_THREADS={n}",
             f'export OMP_PLACES="{places}"',
             "export OMP_PROC_BIND=close",
             f"{command}",
         ]),
         "One place per physical core; OMP_PROC_BIND=close keeps thread i on place i. "
-        "Works for libgomp (PyTorch) and Intel OpenMP."))
+        "Works for libgomp (PyTorch) and Intel OpenMP." + inherit_note))
 
+    gomp_clear = env_unset(affinity_vars_to_clear(environ, sets=("GOMP_CPU_AFFINITY",)))
     plan.snippets.append(Snippet(
         "gomp", "GOMP",
-        f'OMP_NUM_THREADS={n} GOMP_CPU_AFFINITY="{format_cpulist(firsts).replace(",", " ")}" {command}',
+        (f"{gomp_clear} " if gomp_clear else "")
+        + f'OMP_NUM_THREADS={n} GOMP_CPU_AFFINITY="{format_cpulist(firsts).replace(",", " ")}" {command}',
         "libgomp only (PyTorch Linux wheels): thread i runs on the i-th CPU listed, "
-        "the first hardware thread of each core."))
+        "the first hardware thread of each core." + inherit_note))
 
+    py_clear = affinity_vars_to_clear(environ)
     plan.snippets.append(Snippet(
         "python", "Python",
-        "\n".join([
-            "import os",
-            f'os.sched_setaffinity(0, {{{", ".join(map(str, wanted))}}})'
-            if len(wanted) <= 16 else
-            f"os.sched_setaffinity(0, {_py_set(wanted)})",
+        "\n".join(["import os"] + ([
+            f"for name in ({', '.join(repr(v) for v in py_clear)}{',' if len(py_clear) == 1 else ''}):",
+            "    os.environ.pop(name, None)  # inherited binding would pin the main thread at import torch",
+        ] if py_clear else []) + [
+            f"os.sched_setaffinity(0, {_py_cpus(wanted)})",
             "import torch  # after setting affinity, before any parallel work",
             f"torch.set_num_threads({n})",
         ]),
         "Inside the script, before torch starts its thread pool (Linux only)."))
     return plan
+
+
+def _py_cpus(cpus: list[int]) -> str:
+    """A Python set literal of ``cpus``, as unions of ranges when long."""
+    return "{" + ", ".join(map(str, cpus)) + "}" if len(cpus) <= 16 else _py_set(cpus)
 
 
 def launch_prefix(topo: Topology, cpus: list[int] | set[int], numa_node: int | None = None) -> str:

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from cpudoctor.advisor.engine import SEVERITY_RANK, RuleSet, UnknownRuleError
+from cpudoctor.advisor.pinning import affinity_vars_to_clear
+from cpudoctor.advisor.snippets import worker_init_snippet
 from cpudoctor.probes._fs import format_cpulist
 from cpudoctor.probes.process.inspect import Inspection, ThreadInfo
 from cpudoctor.probes import Topology
@@ -96,15 +98,23 @@ class Context:
                 picked.append(inside[0])
         return sorted(picked) or sorted(cpus)
 
+    def binding_vars(self) -> list[str]:
+        """OpenMP binding variables the relaunch must clear: those in the job's environment, all when unreadable."""
+        return affinity_vars_to_clear(self.insp.env if self.insp.env_readable else None)
+
     def relaunch(self, cpus: list[int] | None, threads: int, numa_node: int | None = None,
                  extra_env: dict[str, str] | None = None) -> str:
-        """``<pinning prefix> env OMP_NUM_THREADS=n ... <command>`` as one line."""
+        """``<pinning prefix> env [-u BINDING...] OMP_NUM_THREADS=n ... <command>`` as one line.
+
+        The CPU set comes from taskset/numactl, never from OpenMP binding
+        variables: binding pins the main thread at ``import torch`` and the
+        DataLoader workers it forks inherit that one CPU. Binding variables
+        the job inherited are cleared (``env -u``) instead of kept.
+        """
         env = {name: str(threads) for name in THREAD_VARS}
-        if cpus:
-            env["OMP_PLACES"] = "cores"
-            env["OMP_PROC_BIND"] = "close"
         env.update(extra_env or {})
-        env_part = "env " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+        unset = " ".join(f"-u {name}" for name in self.binding_vars() if name not in env)
+        env_part = "env " + (unset + " " if unset else "") + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
         prefix = launch_prefix(self.topo, cpus, numa_node) if cpus else ""
         return " ".join(p for p in (prefix, env_part, self.command()) if p)
 
@@ -413,8 +423,10 @@ def worker_thread_explosion(ctx: Context) -> list[Finding]:
         training threads for cores whenever they compute.
 
     Fix:
-        Limit threads inside the workers (worker_init_fn calling torch.set_num_threads(1) and
-        threadpoolctl's threadpool_limits(1)), or start the job with OPENBLAS_NUM_THREADS=1 and
+        Limit threads inside the workers with each library's own switch in worker_init_fn:
+        torch.set_num_threads(1), threadpoolctl's threadpool_limits(1) for OpenBLAS/MKL, and
+        cv2.setNumThreads(1) when OpenCV is loaded (OMP_NUM_THREADS does not reach OpenCV's pool,
+        nor a pool that exists before the fork); or start the job with OPENBLAS_NUM_THREADS=1 and
         set torch.set_num_threads in the main process explicitly.
     """
     i = ctx.insp
@@ -437,21 +449,29 @@ def worker_thread_explosion(ctx: Context) -> list[Finding]:
            "workers ran several threads at once in the window. Each worker's BLAS/OpenMP pool is sized for the "
            "whole machine and competes with the training threads when it computes.")
     main_threads = max(1, usable - workers)
-    snippet = (
-        "import torch\n"
-        "from threadpoolctl import threadpool_limits\n\n"
-        "def worker_init_fn(_):\n"
-        "    torch.set_num_threads(1)          # torch ops inside the worker\n"
-        "    threadpool_limits(1)              # numpy/scipy BLAS and OpenMP pools\n\n"
-        f"torch.set_num_threads({main_threads})  # main process: usable CPUs minus workers\n"
-        f"loader = torch.utils.data.DataLoader(dataset, num_workers={workers}, worker_init_fn=worker_init_fn)\n"
-    )
-    fix = (f"Give each worker one thread and the training process {main_threads} (the usable CPUs minus the "
-           f"workers); as a launch-time alternative: {ctx.relaunch(None, main_threads, extra_env={'OPENBLAS_NUM_THREADS': '1'})}")
+    pools = _worker_pools(i)
+    snippet = worker_init_snippet(pools, main_threads, workers)
+    switches = {"torch": "torch.set_num_threads(1)", "blas": "threadpool_limits(1) for OpenBLAS/MKL",
+                "opencv": "cv2.setNumThreads(1) for OpenCV"}
+    named = ", ".join(switches[p] for p in ("torch", "blas", "opencv") if p in pools)
+    fix = (f"Give each worker one thread per pool with each library's own switch in worker_init_fn ({named}), and the "
+           f"training process {main_threads} (the usable CPUs minus the workers); as a launch-time alternative: "
+           f"{ctx.relaunch(None, main_threads, extra_env={'OPENBLAS_NUM_THREADS': '1'})}")
     return [_finding("warning", f"{workers} workers x up to {per_worker} threads: {total} threads on {usable} CPUs",
                      why, fix, snippet,
                      ctx.evidence(workers=workers, children_threads=i.children_threads, per_worker_max=per_worker,
                                   main_threads=i.num_threads, usable_cpus=usable), lang="python")]
+
+
+def _worker_pools(insp: Inspection) -> list[str]:
+    """The pools a DataLoader worker of this job inherits, as keys of snippets.WORKER_POOL_SWITCHES."""
+    pools = ["torch"]
+    labels = {lib.label for lib in insp.libraries}
+    if any(lib.kind == "blas" for lib in insp.libraries) or not insp.libraries_readable:
+        pools.append("blas")
+    if "OpenCV (cv2)" in labels:
+        pools.append("opencv")
+    return pools
 
 
 @proc_rule("PROC007", "swapping", category="memory", severity="error",
@@ -646,8 +666,10 @@ def kmp_vars_ignored(ctx: Context) -> list[Finding]:
         recommend them, but with libgomp they do nothing: the threads are neither bound nor tuned.
 
     Fix:
-        Use the OpenMP standard variables libgomp reads: OMP_PLACES=cores and
-        OMP_PROC_BIND=close (GOMP_SPINCOUNT for the wait policy), or preload libiomp5 on purpose.
+        Drop the KMP_* variables and restrict the job's CPUs with taskset/numactl. The libgomp
+        equivalents are OMP_PLACES=cores and OMP_PROC_BIND=close (GOMP_SPINCOUNT for the wait
+        policy), but binding pins the main thread at import torch and DataLoader workers inherit
+        its one CPU; or preload libiomp5 on purpose.
     """
     i = ctx.insp
     kmp = {k: v for k, v in i.env.items() if k.startswith("KMP_") and k != "KMP_DUPLICATE_LIB_OK"}
@@ -661,7 +683,8 @@ def kmp_vars_ignored(ctx: Context) -> list[Finding]:
     threads = len(cpus) or (ctx.usable or 1)
     snippet = "unset " + " ".join(kmp) + "\n" + ctx.relaunch(cpus or None, threads)
     return [_finding("warning", f"{', '.join(kmp)} ignored: this job's OpenMP is libgomp", why,
-                     "Drop the KMP_* variables and bind with OMP_PLACES/OMP_PROC_BIND, which libgomp reads.",
+                     "Drop the KMP_* variables and restrict the CPUs with taskset (below); OMP_PLACES/OMP_PROC_BIND "
+                     "are what libgomp reads, but binding pins the main thread and its DataLoader workers to one CPU.",
                      snippet, ctx.evidence(runtimes=sorted(runtimes), **kmp))]
 
 
@@ -700,6 +723,62 @@ def cpu_contention(ctx: Context) -> list[Finding]:
                      "ps -eLo pid,tid,psr,pcpu,comm --sort=-pcpu | head -20",
                      ctx.evidence(wait_percent=wait, cpu_percent=i.cpu_percent, runnable_mean=i.runnable_mean,
                                   usable_cpus=usable))]
+
+
+@proc_rule("PROC014", "competing-training-jobs", category="threads", severity="warning",
+           title="Several PyTorch jobs share the CPUs, each sized for all of them")
+def competing_training_jobs(ctx: Context) -> list[Finding]:
+    """
+    What it checks:
+        Other busy processes with PyTorch loaded (``libtorch_cpu`` in their memory map, at least a
+        tenth of a CPU over the window) outside this job's process tree whose CPUs overlap this job's, and
+        how many compute threads all of them ask for together: ``OMP_NUM_THREADS`` where their
+        environment says, else every usable CPU (PyTorch's default).
+
+    Why it matters:
+        Two or three experiments started side by side each size their OpenMP pool for the whole
+        machine. Together they run two or three threads per CPU: every barrier waits for a thread
+        that is descheduled, and each job runs slower than half its speed alone. Each job on its
+        own looks healthy.
+
+    Fix:
+        Split the CPUs: give every job its own set with taskset (or numactl per NUMA node) and an
+        OMP_NUM_THREADS that fits it, so the jobs' threads add up to the usable CPUs.
+    """
+    i = ctx.insp
+    usable = ctx.usable
+    peers = [p for p in i.peers if p.shared_cpus]
+    if not peers or usable is None:
+        return []
+    own = ctx.env_int("OMP_NUM_THREADS") or usable
+    demand = {i.pid: own}
+    for p in peers:
+        demand[p.pid] = p.omp_num_threads or min(len(p.affinity) or usable, usable)
+    total = sum(demand.values())
+    if total <= usable:
+        return []
+    jobs = len(demand)
+    cpus = ctx.physical_first(ctx.allowed()) or ctx.allowed()
+    share = max(1, len(cpus) // jobs)
+    slices = [cpus[k * share:(k + 1) * share] for k in range(jobs)] if len(cpus) >= jobs else [cpus] * jobs
+    listed = "; ".join(f"PID {p.pid} ({p.cpu_percent:g}% CPU, {p.threads} threads, OMP_NUM_THREADS="
+                       f"{p.omp_num_threads if p.omp_num_threads else ('unset' if p.env_readable else 'unknown')})"
+                       for p in peers[:4])
+    why = (f"{len(peers)} other PyTorch process{'es' if len(peers) != 1 else ''} run{'s' if len(peers) == 1 else ''} "
+           f"on the same CPUs ({listed}). Together the {jobs} jobs ask for about {total} compute threads on {usable} "
+           f"usable CPUs ({total / usable:.1f} per CPU): PyTorch sizes each pool for the whole machine, so their "
+           "OpenMP barriers wait for descheduled threads and every job runs at a fraction of its speed.")
+    lines = [f"# this job (PID {i.pid}):", ctx.relaunch(slices[0], len(slices[0]))]
+    for p, cpu_set in zip(peers, slices[1:]):
+        command = p.cmdline if p.cmdline and len(p.cmdline) <= 200 else "python train.py  # its command"
+        peer_ctx = Context(Inspection(pid=p.pid, cmdline=command, env={}, env_readable=False), ctx.topo)
+        lines += [f"# PID {p.pid}:", peer_ctx.relaunch(cpu_set, len(cpu_set))]
+    fix = (f"Give each of the {jobs} jobs its own {share} CPU{'s' if share != 1 else ''} and {share} thread"
+           f"{'s' if share != 1 else ''} (taskset + OMP_NUM_THREADS), or run them one after the other.")
+    return [_finding("warning", f"{jobs} PyTorch jobs share {usable} CPUs, asking for {total} threads together",
+                     why, fix, "\n".join(lines),
+                     ctx.evidence(usable_cpus=usable, jobs=jobs, threads_asked=total,
+                                  peers=[p.pid for p in peers]))]
 
 
 # --- running them ---------------------------------------------------------------------------------

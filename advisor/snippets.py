@@ -155,12 +155,39 @@ def normalise_shell(shell: str) -> str:
     return s
 
 
+def inherited_env(report: Report) -> dict[str, str] | None:
+    """The thread variables of the report's environment; None when the report cannot know them (a captured tree)."""
+    sw = report.software
+    if sw is None or sw.captured:
+        return None
+    return dict(sw.thread_env)
+
+
+def binding_vars_set(report: Report) -> list[str]:
+    """OpenMP binding variables set in the report's environment (they override any CPU set a launch asks for)."""
+    env = inherited_env(report)
+    return [v for v in pinning.AFFINITY_VARS if env and v in env]
+
+
+def clean_launch(names: list[str], command: str = "python train.py") -> str:
+    """``command`` run without the variables ``names`` (``env -u ...``), for one run without editing the profile."""
+    prefix = pinning.env_unset(names)
+    return f"{prefix} {command}" if prefix else command
+
+
 def shell_exports(report: Report, shell: str = "bash", *, pinned: bool = False) -> str:
-    """The thread exports, headed by where the number comes from; the pinned launch too when the plan pins."""
+    """The thread exports, headed by where the number comes from; the pinned launch too when the plan pins.
+
+    Binding variables set in the report's environment are unset first (unless
+    ``pinned`` sets them): left over, they pin every thread to their CPUs
+    whatever count is exported here.
+    """
     plan = thread_plan(report)
     comment = "#" if normalise_shell(shell) != "cmd" else "rem"
     head = f"{comment} {plural(plan.threads, 'thread')}: {plan.source}"
-    text = head + "\n" + export_lines(thread_env(report, plan, pinned=pinned), shell)
+    clear = [v for v in binding_vars_set(report) if not (pinned and v in ("OMP_PLACES", "OMP_PROC_BIND"))]
+    text = head + "\n" + (unset_lines(clear, shell) + "\n" if clear else "")
+    text += export_lines(thread_env(report, plan, pinned=pinned), shell)
     target = _best_target(report, plan)
     if target is not None:
         # The count is meant for these CPUs: the same threads spread over every core would run at the slowest one's pace.
@@ -264,18 +291,19 @@ def pinned_command(report: Report, target: PinTarget, command: str = "python tra
     The text comes from the shared pinning generator, so the topology map, the
     inspector and the advisor print the same commands.
     """
-    plan = pinning.pinning_plan(target.cpus, report.topology, command)
+    plan = pinning.pinning_plan(target.cpus, report.topology, command, environ=inherited_env(report))
+    return plan.snippet(_pin_kind(report, target, plan)).text
+
+
+def _pin_kind(report: Report, target: PinTarget, plan: pinning.PinningPlan) -> str:
     whole_node = plan.whole_numa_nodes and len([n for n in report.topology.numa_nodes if n.cpus]) > 1
-    kind = "numactl" if target.kind == "numa" or whole_node else "taskset"
-    return plan.snippet(kind).text
+    return "numactl" if target.kind == "numa" or whole_node else "taskset"
 
 
 def _pinning_prefix(report: Report, target: PinTarget) -> str:
     """The ``numactl ...``/``taskset ...`` part alone, for scripts that set the env themselves."""
-    marker = "@@CMD@@"
-    text = pinned_command(report, target, marker)
-    text = re.sub(r"^OMP_NUM_THREADS=\d+\s+", "", text)
-    return text.replace(marker, "").strip()
+    plan = pinning.pinning_plan(target.cpus, report.topology)
+    return plan.snippet(_pin_kind(report, target, plan)).prefix
 
 
 def pinned_launches(report: Report, command: str = "python train.py") -> str:
@@ -348,7 +376,9 @@ def launch_script(report: Report, shell: str = "bash") -> str:
         if plan.worker_cpus:
             header += [f"Efficiency cores (CPUs {format_cpulist(plan.worker_cpus)}) are left to DataLoader workers and",
                        "the desktop: OpenMP threads on them would hold back every barrier (TOPO003)."]
-    env = thread_env(report, plan, pinned=target is not None)
+    # No OMP_PLACES/OMP_PROC_BIND: binding pins the main thread at `import torch`, and DataLoader workers
+    # forked from it would share one CPU. taskset/numactl keep the job on its CPUs instead.
+    env = thread_env(report, plan)
     if target is not None:
         n = str(pinning.pinning_plan(target.cpus, report.topology).threads)
         env.update(OMP_NUM_THREADS=n, MKL_NUM_THREADS=n, OPENBLAS_NUM_THREADS=n)
@@ -380,6 +410,8 @@ def _script_posix(shell: str, header: list[str], env: dict[str, str], report: Re
         '  echo "usage: $0 SCRIPT.py [ARGS...]" >&2',
         "  exit 2",
         "fi",
+        "# Inherited OpenMP binding would override the CPU set and pin the main thread (and its workers) to one CPU",
+        unset_lines(list(pinning.AFFINITY_VARS), shell),
         export_lines(env, shell),
     ]
     if target is not None:
@@ -403,6 +435,7 @@ def _script_fish(header: list[str], env: dict[str, str], report: Report, target:
         '    echo "usage: (status filename) SCRIPT.py [ARGS...]" >&2',
         "    exit 2",
         "end",
+        unset_lines(list(pinning.AFFINITY_VARS), "fish"),
         export_lines(env, "fish"),
         "set -q PYTHON; or set PYTHON python3",
     ]
@@ -426,6 +459,7 @@ def _script_powershell(header: list[str], env: dict[str, str], target: PinTarget
     lines += [
         "# Usage: .\\launch.ps1 train.py [args...]",
         "if ($args.Count -eq 0) { Write-Error 'usage: launch.ps1 SCRIPT.py [ARGS...]'; exit 2 }",
+        unset_lines(list(pinning.AFFINITY_VARS), "powershell"),
         export_lines(env, "powershell"),
         "$python = if ($env:PYTHON) { $env:PYTHON } else { 'python' }",
     ]
@@ -449,6 +483,7 @@ def _script_cmd(header: list[str], env: dict[str, str], target: PinTarget | None
         "rem Usage: launch.cmd train.py [args...]",
         'if "%~1"=="" (echo usage: %~nx0 SCRIPT.py [ARGS...] 1>&2 & exit /b 2)',
         "setlocal",
+        *unset_lines(list(pinning.AFFINITY_VARS), "cmd").splitlines(),
         *export_lines(env, "cmd").splitlines(),
         'if not defined PYTHON set PYTHON=python',
     ]
@@ -493,3 +528,36 @@ def translate(snippet: str, shell: str) -> str:
             continue
         out.append(line)
     return "\n".join(out)
+
+
+# ---------------------------------------------------------------- DataLoader workers
+
+# Pools a DataLoader worker inherits or starts, and each library's own switch to shrink it to one thread.
+WORKER_POOL_SWITCHES: dict[str, tuple[str, ...]] = {
+    "torch": ("torch.set_num_threads(1)  # torch ops in the worker (its OpenMP pool)",),
+    "blas": ("threadpool_limits(1)  # numpy/scipy BLAS (openblas_set_num_threads, MKL_Set_Num_Threads) and OpenMP",),
+    "opencv": ("cv2.setNumThreads(1)  # OpenCV's own pool (cv2.getNumThreads() shows it)",),
+}
+
+
+def worker_init_snippet(pools: list[str], main_threads: int, workers: int) -> str:
+    """A ``worker_init_fn`` that gives each DataLoader worker one thread in every pool named in ``pools``.
+
+    ``pools`` holds keys of :data:`WORKER_POOL_SWITCHES` (torch, blas, opencv):
+    each library is limited by its own switch, because ``OMP_NUM_THREADS``
+    is read once at load time and does not reach a pool that already exists
+    in a forked worker.
+    """
+    wanted = [p for p in ("torch", "blas", "opencv") if p in pools] or ["torch"]
+    lines = ["import torch"]
+    if "opencv" in wanted:
+        lines.append("import cv2")
+    if "blas" in wanted:
+        lines.append("from threadpoolctl import threadpool_limits  # pip install threadpoolctl")
+    lines += ["", "", "def worker_init_fn(worker_id):",
+              "    # Each worker is one CPU's worth of work: one thread in every pool it has."]
+    lines += [f"    {line}" for key in wanted for line in WORKER_POOL_SWITCHES[key]]
+    lines += ["", "",
+              f"torch.set_num_threads({main_threads})  # main process: the usable CPUs minus the workers",
+              f"loader = torch.utils.data.DataLoader(dataset, num_workers={workers}, worker_init_fn=worker_init_fn)"]
+    return "\n".join(lines) + "\n"

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (QFileDialog, QHBoxLayout, QLabel, QLineEdit, QMen
 
 from cpudoctor.advisor.pinning import (PinningPlan, l3_cpu_sets, numa_cpu_sets, one_thread_per_core,
                                        pinning_plan)
+from cpudoctor.advisor.snippets import inherited_env
 from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.topology_map import LoadLegend, TopologyMap
 from cpudoctor.probes.live.sample import Sample
@@ -303,7 +304,9 @@ class TopologyPage(QWidget):
             self.note_label.setText("")
             return
         command = self.command_edit.text().strip() or "python train.py"
-        plan = pinning_plan(cpus, topo, command=command)
+        # Binding variables in the report's environment (all four when it is unknown) are cleared by the commands.
+        plan = pinning_plan(cpus, topo, command=command, environ=inherited_env(self.model.report)
+                            if self.model.report is not None else None)
         self.plan = plan
         where = []
         if plan.l3_domains:

@@ -107,6 +107,8 @@ def run(s: GemmSettings, stop: protocol.StopFlag, root: Path = Path("/")) -> dic
     status = "ok"
     for backend in s.backends:
         lib, prec = backend.split("-")
+        # Said before the first call: a kernel that dies of SIGILL is then blamed on this library, not torch.
+        protocol.log_stage(f"timing {backend}", library="torch" if lib == "torch" else "numpy")
         op = _torch_op(s.size, prec) if lib == "torch" else _numpy_op(s.size, prec)
         for t in threads:
             if stop.is_set():

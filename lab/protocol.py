@@ -83,6 +83,11 @@ def log(text: str) -> None:
     emit(LOG, message=text)
 
 
+def log_stage(text: str, *, library: str) -> None:
+    """A log line that also says which library the job is about to run (the runner blames a crash on it)."""
+    emit(LOG, message=text, library=library)
+
+
 def error(message: str, kind: str = "error", **fields: Any) -> None:
     emit(ERROR, message=message, kind=kind, **fields)
 

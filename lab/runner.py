@@ -61,25 +61,30 @@ def memory_total() -> int | None:
         return None
 
 
-def isa_hint(root: str = "/") -> str:
-    """What the torch build needs vs what this CPU has, for a SIGILL message (no torch import).
+def isa_hint(root: str = "/", package: str = "torch") -> str:
+    """What ``package``'s build needs vs what this CPU has, for a SIGILL message (no import of it).
 
     The floors are data (resources/isa_floors.json, read by probes/isarisk.py).
+    For numpy a forced ``OPENBLAS_CORETYPE`` is named first: it makes OpenBLAS
+    run kernels the CPU may lack.
     """
+    import os
     from importlib import metadata
     from pathlib import Path
 
     try:
-        version = metadata.version("torch")
+        version = metadata.version(package)
     except metadata.PackageNotFoundError:
         version = None
+    forced = os.environ.get("OPENBLAS_CORETYPE") if package in ("numpy", "scipy") else None
+    prefix = f"OPENBLAS_CORETYPE={forced} forces numpy's OpenBLAS kernels; " if forced else ""
     try:
         from cpudoctor.probes import probe_cpu
         from cpudoctor.probes.software.isarisk import isa_hint as floor_hint
 
-        return floor_hint(probe_cpu(Path(root)), "torch", version)
+        return prefix + floor_hint(probe_cpu(Path(root)), package, version)
     except Exception:  # noqa: BLE001 - the hint must never fail the diagnosis
-        return f"torch {version or ''} uses an instruction this CPU does not have".replace("  ", " ")
+        return prefix + f"{package} {version or ''} uses an instruction this CPU does not have".replace("  ", " ")
 
 
 @dataclass
@@ -97,6 +102,7 @@ class JobOutcome:
     peak_rss_bytes: int | None = None
     stderr_tail: str = ""
     elapsed: float = 0.0
+    stage_library: str | None = None       # the library the job said it was running last (blamed for a crash)
 
     @property
     def message(self) -> str:
@@ -157,6 +163,8 @@ def collect(outcome: JobOutcome, msg: protocol.Message) -> None:
         outcome.facts.update(msg.data)
     else:
         outcome.logs.append(msg.text)
+        if msg.data.get("library"):                # the job says which library it is about to run
+            outcome.stage_library = str(msg.data["library"])
         if len(outcome.logs) > MAX_LOG_LINES:      # a chatty library must not fill the memory
             del outcome.logs[: len(outcome.logs) - MAX_LOG_LINES]
 
@@ -170,9 +178,12 @@ def finish(outcome: JobOutcome, end: ChildEnd, what: str) -> JobOutcome:
     if end.start_error:
         outcome.status, outcome.diagnosis = "error", ExitDiagnosis("error", message=end.start_error)
         return outcome
+    library = outcome.stage_library               # a crash is blamed on the library that was running
     outcome.status, outcome.diagnosis = classify(
         end.returncode, result=outcome.result, error=outcome.error, stop_requested=end.stop_requested,
-        stderr_tail=end.stderr_tail, peak_rss_bytes=end.peak_rss_bytes, what=what,
+        stderr_tail=end.stderr_tail, peak_rss_bytes=end.peak_rss_bytes,
+        what=f"{what} (running {library})" if library else what,
+        isa_hint_fn=(lambda: isa_hint(package=library)) if library else isa_hint,
     )
     return outcome
 

@@ -51,6 +51,8 @@ CONSTRAINTS: dict[str, dict[str, Any]] = {
     "Finding.severity": {"enum": ["ok", "info", "warning", "error"]},
     "Finding.code": {"pattern": "^[A-Z]+[0-9]+$"},
     "BenchRun.status": {"enum": ["ok", "cancelled", "crashed", "error"]},
+    "ImportCheck.workload_status": {"enum": ["ok", "crashed", "error", "timeout", None]},
+    "ImportOrderCheck.status": {"enum": ["ok", "crashed", "error", "timeout", "skipped"]},
 }
 
 # Descriptions for fields whose source line has no comment.
@@ -171,6 +173,9 @@ DESCRIPTIONS: dict[str, str] = {
     "ImportCheck.signal_name": "Name of that signal (SIGILL ...).",
     "ImportCheck.message": "Error text or diagnosis.",
     "ImportCheck.seconds": "Import time in seconds.",
+    "ImportCheck.workload_message": "What went wrong in the workload (empty when it ran or none is known).",
+    "ImportOrderCheck.message": "One line: what the child did, or where and how it died.",
+    "ImportOrderCheck.signal_name": "Signal that killed the child (SIGABRT for OpenMP's Error #15), if any.",
 }
 
 

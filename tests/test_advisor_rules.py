@@ -179,6 +179,13 @@ GOOD_BAD = {
     "MYTH002": ("zen3-healthy", "skylake-avx512-no-bf16-myths"),
     "MYTH003": ("zen3-healthy", "skylake-avx512-no-bf16-myths"),
     "MYTH004": ("zen3-healthy", "pin-memory-cpu-build"),
+    "AFF001": ("zen3-healthy", "zen3-gomp-cpu-affinity-0"),
+    "OMP001": ("zen3-healthy", "zen3-two-libiomp-error15"),
+    "OMP002": ("zen3-healthy", "conda-mkl-threading-layer-intel"),
+    "KERNEL001": ("zen3-healthy", "zen3-openblas-coretype-skylakex"),
+    "ISAENV001": ("zen3-healthy", "zen3-openblas-coretype-skylakex"),
+    "THR004": ("zen3-healthy", "taskset-interop-host-sized"),
+    "THR005": ("taskset-interop-host-sized", "zen3-healthy"),
 }
 # Rules whose "good" case is advice rather than silence (the rule always has something to say).
 ADVICE_WHEN_GOOD = {"PREC001": "bf16 autocast can pay off", "PREC002": "int8 inference can pay off"}

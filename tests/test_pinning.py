@@ -9,6 +9,7 @@ import pytest
 
 from conftest import machine_root
 from cpudoctor.advisor.pinning import (
+    AFFINITY_VARS,
     KINDS,
     _omp_places,
     cores_of,
@@ -52,7 +53,7 @@ def test_l3_domain_snippets_are_exact():
     topo = zen_topology()
     ccx1 = l3_cpu_sets(topo)[1]
     assert ccx1 == [4, 5, 6, 7, 20, 21, 22, 23]
-    plan = pinning_plan(ccx1, topo)
+    plan = pinning_plan(ccx1, topo, environ={})   # an environment without binding variables: nothing to clear
     assert [s.kind for s in plan.snippets] == list(KINDS)
     assert plan.threads == 4 and plan.l3_domains == [1] and plan.numa_nodes == [0]
     assert not plan.whole_numa_nodes
@@ -69,12 +70,31 @@ def test_l3_domain_snippets_are_exact():
 
 def test_whole_numa_node_uses_cpunodebind_and_membind():
     topo = zen_topology()
-    plan = pinning_plan(numa_cpu_sets(topo)[1], topo, command="python -m bench")
+    plan = pinning_plan(numa_cpu_sets(topo)[1], topo, command="python -m bench", environ={})
     assert plan.whole_numa_nodes and plan.numa_nodes == [1]
     assert plan.snippet("numactl").text == (
         "OMP_NUM_THREADS=8 numactl --cpunodebind=1 --membind=1 python -m bench")
     both = pinning_plan(sorted(c for s in numa_cpu_sets(topo).values() for c in s), topo)
     assert "--cpunodebind=0-1 --membind=0-1" in both.snippet("numactl").text
+
+
+def test_inherited_binding_variables_are_cleared_not_kept():
+    """A GOMP_CPU_AFFINITY/OMP_PROC_BIND left in the shell would override the set: every snippet clears it."""
+    topo = zen_topology()
+    ccx1 = l3_cpu_sets(topo)[1]
+    plan = pinning_plan(ccx1, topo, environ={"GOMP_CPU_AFFINITY": "0", "OMP_PROC_BIND": "true", "OMP_NUM_THREADS": "8"})
+    assert plan.snippet("taskset").text == (
+        "env -u OMP_PROC_BIND -u GOMP_CPU_AFFINITY OMP_NUM_THREADS=4 taskset -c 4-7,20-23 python train.py")
+    assert plan.snippet("numactl").text.startswith("env -u OMP_PROC_BIND -u GOMP_CPU_AFFINITY OMP_NUM_THREADS=4 numactl")
+    # The OpenMP form sets OMP_PROC_BIND itself and clears the libgomp list; the GOMP form the other way round.
+    assert plan.snippet("openmp").text.splitlines()[0] == "unset GOMP_CPU_AFFINITY"
+    assert plan.snippet("gomp").text.startswith('env -u OMP_PROC_BIND OMP_NUM_THREADS=4 GOMP_CPU_AFFINITY="4-7"')
+    assert "os.environ.pop(name, None)" in plan.snippet("python").text
+    # Environment unknown (a saved report from a captured tree, the GUI): clear all four.
+    unknown = pinning_plan(ccx1, topo).snippet("taskset").text
+    assert unknown.startswith("env " + " ".join(f"-u {v}" for v in AFFINITY_VARS) + " OMP_NUM_THREADS=4 taskset")
+    # The prefix alone (for callers that build their own env) never carries the env part.
+    assert plan.snippet("taskset").prefix == "taskset -c 4-7,20-23"
 
 
 def test_partial_multi_node_set_warns_and_uses_localalloc():

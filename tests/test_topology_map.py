@@ -120,7 +120,7 @@ def test_click_selects_l3_and_snippet_is_right(qtbot, large_map):
     with qtbot.waitSignal(m.selection_changed, timeout=2000) as sig:
         qtbot.mouseClick(m.viewport(), Qt.MouseButton.LeftButton, pos=header)
     assert sig.args[0] == topo.l3_domains[1].cpus == list(range(32, 64))
-    plan = pinning_plan(m.selected_cpus(), topo)
+    plan = pinning_plan(m.selected_cpus(), topo, environ={})   # no inherited binding to clear
     assert plan.snippet("taskset").text == "OMP_NUM_THREADS=32 taskset -c 32-63 python train.py"
     assert plan.snippet("numactl").text == (
         "OMP_NUM_THREADS=32 numactl --cpunodebind=1 --membind=1 python train.py")   # L3 == NUMA node on Kunpeng
@@ -235,7 +235,10 @@ def test_page_selects_ccx_and_copies_snippet(qtbot):
                                                                         "Python"]
     page.tabs.setCurrentIndex(0)
     page.copy_current()
-    assert QGuiApplication.clipboard().text() == "OMP_NUM_THREADS=8 taskset -c 24-31,152-159 python train.py"
+    # This report has no software part: its environment is unknown, so every OpenMP binding variable is cleared.
+    assert QGuiApplication.clipboard().text() == (
+        "env -u OMP_PLACES -u OMP_PROC_BIND -u GOMP_CPU_AFFINITY -u KMP_AFFINITY "
+        "OMP_NUM_THREADS=8 taskset -c 24-31,152-159 python train.py")
     assert "8 cores" in page.selection_label.text() and "CCX 3" in page.selection_label.text()
     page.command_edit.setText("torchrun --nproc-per-node 1 train.py")
     assert page.current_snippet_text().endswith("torchrun --nproc-per-node 1 train.py")

@@ -1,8 +1,10 @@
 """The rules, one module per category. Importing this package registers them all."""
 
 from cpudoctor.advisor.rules import (  # noqa: F401  (import = registration)
+    affinity,
     allocators,
     blas,
+    crashes,
     environment,
     isa,
     isa_forecast,

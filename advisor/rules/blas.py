@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from cpudoctor.advisor import machine
+from cpudoctor.advisor import machine, snippets
 from cpudoctor.advisor.engine import Facts, rule
 from cpudoctor.report import Finding, Report
 
@@ -25,51 +25,222 @@ def _runtime(lib) -> str | None:
     return None
 
 
-@rule("BLAS001", "multiple-openmp-runtimes", category="blas", severity="warning",
-      title="Several OpenMP runtimes loaded in one process")
+def _openmp_files(f: Facts) -> dict[str, list[str]]:
+    """OpenMP runtime label -> its files mapped in one of the checks' children, one entry per copy.
+
+    Each child lists one entry per distinct file it mapped, so two copies with
+    the same name from different folders appear twice; the child that saw the
+    most copies of a runtime speaks for it.
+    """
+    sources: list[list[str]] = []
+    libs = f.get("software.loaded_libs", record=False) or []
+    sources.append([lib.library for lib in libs if (lib.user_api == "openmp" or _runtime(lib)) and lib.library])
+    for order in f.get("software.import_orders", record=False) or []:
+        sources.append(list(order.openmp_libs))
+        # The child died loading the second copy, before it could list it; the runtime named both.
+        m = _ERROR_15.search(order.openmp_error or "")
+        if m:
+            sources.append([m.group(1), m.group(2)])
+    runtimes: dict[str, list[str]] = {}
+    for files in sources:
+        per_label: dict[str, list[str]] = {}
+        for name in files:
+            per_label.setdefault(_runtime_name(name) or "OpenMP", []).append(name)
+        for label, names in per_label.items():
+            if len(names) > len(runtimes.get(label, [])):
+                runtimes[label] = names
+    return runtimes
+
+
+# "OMP: Error #15: Initializing libiomp5.so, but found libiomp5.so already initialized."
+_ERROR_15 = re.compile(r"Initializing (\S+?),? but found (\S+?) already initialized")
+
+
+def _listed(names: list[str]) -> str:
+    """``libiomp5.so (2 copies)`` for repeated names, else the names."""
+    out = []
+    for name in dict.fromkeys(names):
+        n = names.count(name)
+        out.append(f"{name} ({n} copies from different folders)" if n > 1 else name)
+    return ", ".join(out)
+
+
+def _runtime_name(file_name: str) -> str | None:
+    for pattern, label in _OPENMP_RUNTIMES:
+        if re.match(pattern, file_name.lower()):
+            return label
+    return None
+
+
+@rule("BLAS001", "multiple-openmp-runtimes", category="blas", severity="error",
+      title="Several OpenMP runtimes, or several copies of one, loaded in one process")
 def multiple_openmp_runtimes(report: Report) -> list[Finding]:
     """What it checks:
-        The native libraries loaded by a child that imports torch and numpy (threadpoolctl's view,
-        ``software.loaded_libs``): more than one OpenMP runtime among GNU libgomp, Intel libiomp5
-        and LLVM libomp.
+        The OpenMP runtime files mapped in the children that import torch and numpy (in both
+        orders): more than one runtime among GNU libgomp, Intel libiomp5 and LLVM libomp, or two
+        copies of the same runtime shipped by two packages (``libgomp.so.1`` beside
+        ``libgomp-a34b3233.so.1``).
 
     Why it matters:
-        Each runtime keeps its own thread pool and none knows the others: with libgomp (PyTorch
-        pip wheels) and libiomp5 (conda MKL) both active, a parallel region in each starts a full
-        set of threads, so the machine runs twice as many threads as cores. Two copies of libiomp5
-        abort with "OMP: Error #15"; mixed runtimes can deadlock after ``fork``.
+        Each runtime, and each copy, keeps its own thread pool and none knows the others: with
+        libgomp (PyTorch pip wheels) and libiomp5 (conda MKL) both active, a parallel region in
+        each starts a full set of threads, so the machine runs twice as many threads as cores.
+        Two copies of libiomp5 abort with "OMP: Error #15"; mixed runtimes can deadlock after
+        ``fork``.
 
     Fix:
-        Install packages from one ecosystem (all pip, or all conda-forge) so one runtime is loaded,
-        and set ``OMP_NUM_THREADS`` so that even two pools fit. Never "fix" Error #15 with
+        Install packages from one ecosystem (all pip, or all conda-forge) so one runtime is loaded
+        once, and set ``OMP_NUM_THREADS`` so that even two pools fit. Never "fix" Error #15 with
         ``KMP_DUPLICATE_LIB_OK=TRUE``: it hides the duplicate, which can give wrong results.
     """
     f = Facts(report)
-    libs = f.get("software.loaded_libs", record=False)
-    if not libs:
+    runtimes = _openmp_files(f)
+    if not runtimes:
         return []
-    runtimes: dict[str, list[str]] = {}
-    for lib in libs:
-        if lib.user_api == "openmp" or _runtime(lib):
-            label = _runtime(lib) or (lib.internal_api or "OpenMP")
-            runtimes.setdefault(label, []).append(lib.library or "?")
-    f.record("software.loaded_libs", [f"{lib.library} ({lib.user_api}, {lib.num_threads} threads)" for lib in libs])
-    if len(runtimes) <= 1:
-        if runtimes:
-            return [f.finding("ok", f"One OpenMP runtime loaded ({next(iter(runtimes))})")]
-        return []
-    listed = "; ".join(f"{k}: {', '.join(v)}" for k, v in runtimes.items())
+    f.record("software.openmp_runtimes", {k: v for k, v in runtimes.items()})
+    copies = {k: v for k, v in runtimes.items() if len(v) > 1}
+    if len(runtimes) == 1 and not copies:
+        label, files = next(iter(runtimes.items()))
+        return [f.finding("ok", f"One OpenMP runtime loaded ({label}: {files[0]})")]
+    listed = "; ".join(f"{k}: {_listed(v)}" for k, v in runtimes.items())
     dup = machine.env(f, "KMP_DUPLICATE_LIB_OK")
-    why = (f"{len(runtimes)} OpenMP runtimes are loaded together ({listed}). Each has its own thread pool, so "
-           "parallel regions of torch and of numpy/MKL oversubscribe the cores; mixed runtimes can also hang after fork.")
+    if len(runtimes) > 1:
+        title = f"{len(runtimes)} OpenMP runtimes in one process"
+        why = (f"{len(runtimes)} OpenMP runtimes are loaded together ({listed}). Each has its own thread pool, so "
+               "parallel regions of torch and of numpy/MKL oversubscribe the cores; mixed runtimes can also hang after fork.")
+    else:
+        label, files = next(iter(copies.items()))
+        title = f"{len(files)} copies of {label} in one process"
+        why = (f"{len(files)} copies of {label} are loaded ({_listed(files)}), shipped by different packages. Each copy "
+               "is a separate runtime with its own thread pool and its own idea of how many threads to start; "
+               "two copies of Intel's runtime abort with 'OMP: Error #15' as soon as both start.")
     if dup:
         why += f" KMP_DUPLICATE_LIB_OK={dup} is set, which hides duplicate-runtime errors instead of fixing them."
     return [f.finding(
-        "warning", f"{len(runtimes)} OpenMP runtimes in one process",
+        "error", title,
         why=why,
-        fix="Install torch, numpy and MKL from one ecosystem (all pip or all conda-forge); keep OMP_NUM_THREADS set.",
+        fix=("Install torch, numpy and MKL from one ecosystem (all pip or all conda-forge) so one runtime is loaded "
+             "once; keep OMP_NUM_THREADS set meanwhile."),
         snippet=("python -m pip list 2>/dev/null | grep -i -E 'intel-openmp|mkl|torch|numpy'\n"
                  "conda list 2>/dev/null | grep -i -E 'intel-openmp|llvm-openmp|_openmp_mutex|mkl'"))]
+
+
+@rule("OMP001", "import-order-fails", category="blas", severity="error",
+      title="Packages that import alone fail together, in the order scripts import them")
+def import_order_fails(report: Report) -> list[Finding]:
+    """What it checks:
+        Children that import several packages in one process, in the orders training scripts do
+        (numpy then torch, torch then numpy), with each package's tiny workload, run without
+        ``KMP_DUPLICATE_LIB_OK`` unless you set it: a crash, an error or a hang there while every
+        package imports fine on its own. The OpenMP runtime's own message ("OMP: Error #15") is
+        quoted when it printed one.
+
+    Why it matters:
+        Two copies of Intel's OpenMP runtime, or libiomp5 beside libgomp, only meet when both
+        packages are loaded in one process: each import check passes, and the training script
+        dies at start-up (Error #15 aborts the process) or hangs.
+
+    Fix:
+        Install the packages from one ecosystem so they share one OpenMP runtime (pip wheels
+        together, or conda-forge packages together); setting ``KMP_DUPLICATE_LIB_OK=TRUE`` only
+        hides the duplicate and can give wrong results.
+    """
+    f = Facts(report)
+    orders = f.get("software.import_orders", record=False) or []
+    if not orders:
+        return []
+    alone = {c.module: c.status for c in f.get("software.import_checks", record=False) or []}
+    f.record("software.import_orders", [f"{' then '.join(o.modules)}: {o.status}" for o in orders])
+    out = []
+    for order in orders:
+        if order.status in ("ok", "skipped"):
+            continue
+        if any(alone.get(m) not in (None, "ok") for m in order.modules):
+            continue  # one of them fails on its own: ISA003/ISA004 explain that
+        sequence = " then ".join(order.modules)
+        why = f"{order.message}." if order.message else f"Importing {sequence} in one process failed."
+        why += " Each of them imports fine on its own."
+        if order.openmp_libs:
+            why += f" OpenMP runtimes mapped: {', '.join(order.openmp_libs)}."
+        if order.openmp_error and "#15" in order.openmp_error:
+            why += (" Error #15 means two copies of Intel's OpenMP runtime (libiomp5) were initialised in one process: "
+                    "two packages each bring their own.")
+        dup = machine.env(f, "KMP_DUPLICATE_LIB_OK")
+        if dup:
+            why += f" KMP_DUPLICATE_LIB_OK={dup} is set by you, yet it still fails."
+        out.append(f.finding(
+            "error", f"import {sequence} fails" + (f": {order.openmp_error[:60]}" if order.openmp_error else ""),
+            why=why,
+            fix=("Install the packages from one ecosystem so that one OpenMP runtime is loaded once (pip wheels "
+                 "together, or conda-forge packages together), then run the doctor again. Do not set "
+                 "KMP_DUPLICATE_LIB_OK=TRUE: it hides the duplicate and can give wrong results."),
+            snippet=("python -c 'import " + ", ".join(order.modules) + "'  # reproduces it\n"
+                     "python -m pip list 2>/dev/null | grep -i -E 'intel-openmp|mkl|torch|numpy'\n"
+                     "conda list 2>/dev/null | grep -i -E 'intel-openmp|llvm-openmp|_openmp_mutex|mkl'")))
+    if out:
+        return out
+    checked = [" then ".join(o.modules) for o in orders if o.status == "ok"]
+    return [f.finding("ok", f"Packages import together in the orders scripts use ({'; '.join(checked)})")] if checked else []
+
+
+# MKL_THREADING_LAYER value -> the OpenMP runtime (label of _OPENMP_RUNTIMES) that layer loads.
+_LAYER_RUNTIME = {"INTEL": "Intel libiomp5", "GNU": "GNU libgomp"}
+
+
+@rule("OMP002", "mkl-threading-layer-mismatch", category="blas", severity="error",
+      title="MKL_THREADING_LAYER names an OpenMP runtime other than the one loaded")
+def mkl_threading_layer_mismatch(report: Report) -> list[Finding]:
+    """What it checks:
+        ``MKL_THREADING_LAYER`` (INTEL, GNU, TBB, SEQUENTIAL) against the OpenMP runtimes the
+        torch/numpy children actually loaded, and whether a dynamically loaded MKL (``libmkl_rt``,
+        the one that reads the variable) is among them with the layer it chose.
+
+    Why it matters:
+        ``MKL_THREADING_LAYER=INTEL`` makes MKL load Intel's libiomp5 beside PyTorch's libgomp:
+        two thread pools, or mkl-service's "MKL_THREADING_LAYER=INTEL is incompatible with
+        libgomp" error at import. ``GNU`` with libiomp5 does the mirror image. Copied from a
+        tuning guide written for another install, the variable breaks this one.
+
+    Fix:
+        Set it to the runtime that is loaded (``GNU`` for pip's PyTorch, which ships libgomp) or
+        unset it.
+    """
+    f = Facts(report)
+    value = machine.env(f, "MKL_THREADING_LAYER")
+    if not value:
+        return []
+    libs = f.get("software.loaded_libs", record=False) or []
+    runtimes = _openmp_files(f)
+    if not libs and not runtimes:
+        return []
+    layer = value.strip().upper()
+    mkl = [lib for lib in libs if lib.internal_api == "mkl"]
+    f.record("software.loaded_libs", [f"{lib.library} ({lib.internal_api}, layer {lib.threading_layer})" for lib in libs])
+    wanted = _LAYER_RUNTIME.get(layer)
+    loaded = sorted(runtimes)
+    if wanted is None or not loaded:
+        return [f.finding("ok", f"MKL_THREADING_LAYER={value} does not conflict with the loaded OpenMP runtime")]
+    others = [r for r in loaded if r != wanted]
+    if not others:
+        return [f.finding("ok", f"MKL_THREADING_LAYER={value} matches the loaded OpenMP runtime ({wanted})")]
+    fits = "GNU" if "GNU libgomp" in loaded else "INTEL" if "Intel libiomp5" in loaded else None
+    why = (f"MKL_THREADING_LAYER={value} asks MKL for {wanted}, but the process runs {', '.join(others)}"
+           + (f" (and {wanted} beside it)" if wanted in loaded else "") + ". ")
+    if mkl:
+        actual = ", ".join(f"{lib.library}: layer {lib.threading_layer or 'unknown'}" for lib in mkl)
+        why += (f"MKL is loaded dynamically ({actual}), so the variable is read: MKL brings a second OpenMP runtime "
+                "with its own thread pool, or mkl-service refuses with 'MKL_THREADING_LAYER=" + layer
+                + " is incompatible with ...' at import.")
+        severity = "error"
+    else:
+        why += ("No dynamically loaded MKL (libmkl_rt) was seen in the checks, so nothing reads it there, but a "
+                "conda numpy/scipy with MKL in the same script would load a second runtime.")
+        severity = "warning"
+    fix = (f"Set MKL_THREADING_LAYER={fits} (the runtime already loaded) or unset it." if fits
+           else "Unset MKL_THREADING_LAYER.")
+    snippet = f"export MKL_THREADING_LAYER={fits}" if fits else snippets.unset_lines(["MKL_THREADING_LAYER"])
+    return [f.finding(severity, f"MKL_THREADING_LAYER={value} but the loaded OpenMP runtime is {', '.join(others)}",
+                      why=why, fix=fix, snippet=snippet)]
 
 
 @rule("BLAS002", "blas-thread-pools-fight", category="blas", severity="warning",

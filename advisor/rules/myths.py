@@ -48,7 +48,9 @@ def torch_loop_core_pinning(report: Report) -> list[Finding]:
         why=(f"TORCH_LOOP_CORE_PINNING={value} is set, but {machine.knowledge()['myth_env']['TORCH_LOOP_CORE_PINNING']}. "
              "Threads are not pinned by it."),
         fix="Remove it and pin with OpenMP binding (and taskset/numactl for a CCX or NUMA node).",
-        snippet=snippets.unset_lines(["TORCH_LOOP_CORE_PINNING"]) + "\nexport OMP_PLACES=cores OMP_PROC_BIND=close")]
+        snippet=(snippets.unset_lines(["TORCH_LOOP_CORE_PINNING"]) + "\nexport OMP_PLACES=cores OMP_PROC_BIND=close"
+                 "\n# binding pins the main thread at import torch: give DataLoader workers their CPUs back in"
+                 "\n# worker_init_fn with os.sched_setaffinity, or restrict CPUs with taskset instead (AFF001)"))]
 
 
 @rule("MYTH002", "torch-backends-openblas", category="myth", severity="warning",

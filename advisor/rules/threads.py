@@ -27,7 +27,7 @@ def _limit_text(f: Facts, usable: int) -> str:
         parts.append(f"the affinity/cpuset allows {len(allowed)} of {logical} CPUs")
     if quota:
         parts.append(f"the cgroup CPU quota is {quota:g} CPUs")
-    return f"{usable} usable CPUs" + (f" ({'; '.join(parts)})" if parts else "")
+    return f"{usable} usable CPU{'s' if usable != 1 else ''}" + (f" ({'; '.join(parts)})" if parts else "")
 
 
 @rule("THR001", "thread-env-unset", category="threads", severity="info",
@@ -150,3 +150,95 @@ def threads_count_smt(report: Report) -> list[Finding]:
              f"{count - cores} threads share a core's FMA units with another compute thread."),
         fix=f"Use {cores} threads (one per physical core) and give the siblings to DataLoader workers.",
         snippet=snippets.shell_exports(report, "bash"))]
+
+
+@rule("THR004", "interop-threads-above-usable", category="threads", severity="warning",
+      title="PyTorch's inter-op pool is sized for the host, not for the CPUs the process may use")
+def interop_above_usable(report: Report) -> list[Finding]:
+    """What it checks:
+        PyTorch's inter-op thread count (``torch.get_num_interop_threads()`` in the child) against
+        the usable CPUs (affinity, cgroup cpuset and quota).
+
+    Why it matters:
+        The inter-op pool runs independent operators side by side (TorchScript ``fork``, some
+        autograd and data-parallel paths), and each of its threads opens its own intra-op OpenMP
+        team. Many PyTorch releases size it from the host's CPU count
+        (``std::thread::hardware_concurrency``), not from ``taskset``, a cpuset or a container
+        quota: under ``taskset -c 0-3`` on a 64-CPU host it has 64 threads, and when it is used the
+        job runs inter-op x intra-op threads on 4 CPUs.
+
+    Fix:
+        Call ``torch.set_num_interop_threads(n)`` once, before any parallel work, with n at most
+        the usable CPUs (1 is right for ordinary training loops). There is no environment
+        variable for it.
+    """
+    f = Facts(report)
+    interop = f.get("software.torch.inter_op_threads")
+    usable = machine.usable_cpus(f)
+    if not interop or not usable:
+        return []
+    if interop <= usable:
+        return [f.finding("ok", f"PyTorch's inter-op pool ({interop}) fits the {usable} usable CPUs")]
+    plan = snippets.thread_plan(report)
+    n = max(1, min(plan.interop, usable))
+    logical = f.get("topology.logical_cpus")
+    host = f" — the host's {logical} CPUs" if logical and logical == interop else ""
+    return [f.finding(
+        "warning", f"PyTorch's inter-op pool has {interop} threads on {usable} usable CPU{'s' if usable != 1 else ''}",
+        why=(f"torch.get_num_interop_threads() is {interop}{host}, but this process may use {_limit_text(f, usable)}. "
+             "This PyTorch sizes the inter-op pool from the host, not from the affinity, cpuset or quota; each of its "
+             "threads opens its own intra-op team when it runs, so parallel operators oversubscribe the CPUs."),
+        fix=(f"Call torch.set_num_interop_threads({n}) once at the start of the script, before any parallel work "
+             "(there is no environment variable for it)."),
+        snippet=(f"import torch\n\ntorch.set_num_interop_threads({n})  # before any parallel work; once per process\n"
+                 f"torch.set_num_threads({plan.threads})"),
+        snippet_lang="python")]
+
+
+# Loaded pools that a forked DataLoader worker inherits with all their threads.
+_WORKER_POOL_LIBS = {"openblas": "OpenBLAS", "mkl": "MKL", "blis": "BLIS"}
+
+
+@rule("THR005", "worker-library-pools", category="threads", severity="info",
+      title="Each DataLoader worker inherits BLAS thread pools sized for every CPU")
+def worker_library_pools(report: Report) -> list[Finding]:
+    """What it checks:
+        The thread pools numpy's BLAS (OpenBLAS, MKL, BLIS) keeps, as the probe children measured
+        them through the libraries' own APIs (``openblas_get_num_threads``,
+        ``MKL_Get_Max_Threads``), when PyTorch is installed and the pools have more than one
+        thread.
+
+    Why it matters:
+        A DataLoader worker is a fork of the training process: it inherits these pools, and every
+        numpy, scipy or OpenCV call in a transform starts a full set of threads in each worker.
+        With 8 workers on 16 CPUs that is 128 BLAS threads beside the training threads.
+        ``OMP_NUM_THREADS`` set in the shell does not shrink pools that already exist in the fork.
+
+    Fix:
+        A ``worker_init_fn`` that gives each worker one thread with each library's own switch:
+        ``torch.set_num_threads(1)``, ``threadpool_limits(1)`` (OpenBLAS/MKL/BLIS, through their C
+        APIs) and ``cv2.setNumThreads(1)`` for OpenCV.
+    """
+    f = Facts(report)
+    if not machine.torch_installed(f):
+        return []
+    libs = f.get("software.loaded_libs", record=False) or []
+    pools = {_WORKER_POOL_LIBS[lib.internal_api]: int(lib.num_threads) for lib in libs
+             if lib.user_api == "blas" and lib.internal_api in _WORKER_POOL_LIBS and lib.num_threads}
+    f.record("software.loaded_libs", {k: v for k, v in pools.items()})
+    big = {k: v for k, v in pools.items() if v > 1}
+    if not big:
+        return [f.finding("ok", "numpy's BLAS runs one thread: DataLoader workers inherit no big pool")] if pools else []
+    plan = snippets.thread_plan(report)
+    workers = max(plan.workers, 1)
+    listed = ", ".join(f"{k} {v} threads" for k, v in big.items())
+    return [f.finding(
+        "info", f"DataLoader workers inherit numpy's BLAS pool ({listed})",
+        why=(f"numpy's BLAS keeps its own pool ({listed}). Each DataLoader worker is a fork of the training process "
+             f"and inherits it: {workers} worker{'s' if workers != 1 else ''} doing numpy or OpenCV work in transforms "
+             f"start up to {workers * max(big.values())} threads beside the {plan.threads} compute threads. "
+             "OMP_NUM_THREADS in the shell does not reach a pool that already exists in the fork."),
+        fix=("Give every worker one thread per pool with each library's own switch in worker_init_fn: "
+             "torch.set_num_threads(1), threadpool_limits(1) for the BLAS, cv2.setNumThreads(1) if transforms use OpenCV."),
+        snippet=snippets.worker_init_snippet(["torch", "blas", "opencv"], plan.threads, workers),
+        snippet_lang="python")]

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from cpudoctor.probes.process import procfs
 from cpudoctor.probes.process.interpreter import process_python
+from cpudoctor.probes.process.peers import PeerJob, find_peer_jobs, snapshot as peer_snapshot
 from cpudoctor.probes._fs import read_text
 from cpudoctor.probes.software.envvars import filter_thread_env, preload_names
 from cpudoctor.probes.cpu.topology import Topology
@@ -103,6 +104,7 @@ class Inspection:
     libraries: list[NativeLib] = field(default_factory=list)
     libraries_readable: bool = False
     libraries_error: str | None = None
+    peers: list[PeerJob] = field(default_factory=list)   # other busy PyTorch jobs on the same CPUs
     children: list[ChildProcess] = field(default_factory=list)
     children_threads: int | None = None
     children_cpu_percent: float | None = None
@@ -375,8 +377,10 @@ def inspect_process(
         interval = max(0.1, seconds / 40) if seconds > 0 else 0.1
     status = _read_static_facts(insp, root, pid, first.comm)
     sampler = _Sampler(root, pid, first, _children_at_start(insp, root, pid))
+    peers_before = peer_snapshot(root)
     window = _sample_window(sampler, seconds, interval, clock, sleep, should_stop)
     _record_window(insp, window, seconds)
+    _find_peers(insp, root, pid, peers_before, window)
     _summarise_threads(insp, sampler, window)
     _read_memory(insp, root, pid, status, first, sampler.last_stat)
     _summarise_children(insp, root, pid, sampler, window)
@@ -567,6 +571,15 @@ def _record_window(insp: Inspection, window: _Window, seconds: float) -> None:
         insp.status = "exited"
         insp.notes.append(f"process {insp.pid} exited {window.exited_at - window.start:.1f} s into the {seconds:g} s "
                           f"window: the figures cover only the {window.seconds:.1f} s before it ended")
+
+
+def _find_peers(insp: Inspection, root: Path, pid: int, before, window: _Window) -> None:
+    """Other busy PyTorch jobs on the same CPUs during the window (CPU Doctor's own lab jobs are no
+    peers, unless the inspected job is one of them)."""
+    me = os.getpid()
+    mine = set(procfs.descendants(root, me))
+    insp.peers = find_peer_jobs(root, pid, insp.affinity, before, window.seconds,
+                                exclude={me} if pid in mine else {me, *mine})
 
 
 def _summarise_threads(insp: Inspection, sampler: _Sampler, window: _Window) -> None:

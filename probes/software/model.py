@@ -123,6 +123,13 @@ class IsaRisk:
 
 @dataclass
 class ImportCheck:
+    """One package imported in its own child, then its tiny workload run (a BLAS call, a matmul + conv).
+
+    ``status`` is the import's; a crash after a clean import (a kernel that
+    dies of SIGILL on the first matrix product) is ``workload_status`` and
+    blames the package whose workload was running, never the import.
+    """
+
     package: str
     module: str
     status: str = "skipped"                # ok | crashed | error | timeout | skipped
@@ -130,6 +137,34 @@ class ImportCheck:
     signal_name: str | None = None
     message: str = ""
     seconds: float | None = None
+    stage: str | None = None               # the last step the child reached: "import numpy", "workload numpy", "done"
+    workload: str | None = None            # what ran after the import, e.g. "matrix product 384x384 float64 (numpy's BLAS)"
+    workload_status: str | None = None     # ok | crashed | error | timeout; None = none known for this package, or not reached
+    workload_message: str = ""
+    workload_library: str | None = None    # the native library the crashed workload ran in: "OpenBLAS 0.3.27 (SkylakeX kernels)"
+    cpus_before: list[int] | None = None   # the main thread's CPUs before the import (os.sched_getaffinity)
+    cpus_after: list[int] | None = None    # ... after the import and the workload: smaller = the import pinned the thread
+    workload_threads: int | None = None    # threads the workload started (the OpenMP team or BLAS pool)
+    workload_cpus: list[int] | None = None # the CPUs those threads may use, together
+
+
+@dataclass
+class ImportOrderCheck:
+    """Several packages imported in one child in the order scripts do (numpy then torch, torch then numpy).
+
+    Two OpenMP runtimes, or two copies of one, meet only when both are loaded
+    in one process: Intel's aborts with "OMP: Error #15" while each package
+    imports fine alone. The child runs without ``KMP_DUPLICATE_LIB_OK`` unless
+    the user set it, so the check sees what the user's script will.
+    """
+
+    modules: list[str] = field(default_factory=list)   # in import order
+    status: str = "skipped"                # ok | crashed | error | timeout | skipped
+    stage: str | None = None               # the last step reached: "import torch", "workload numpy", "done"
+    message: str = ""
+    signal_name: str | None = None
+    openmp_libs: list[str] = field(default_factory=list)   # OpenMP runtime files mapped (one per distinct file)
+    openmp_error: str | None = None        # the runtime's own words, e.g. "OMP: Error #15: Initializing libiomp5.so, ..."
 
 
 @dataclass
@@ -145,6 +180,7 @@ class Software:
     isa_risks: list[IsaRisk] = field(default_factory=list)
     compiled_unknown: list[str] = field(default_factory=list)  # installed distributions with compiled code and no ISA floor on record
     import_checks: list[ImportCheck] = field(default_factory=list)
+    import_orders: list[ImportOrderCheck] = field(default_factory=list)   # several packages in one child, in users' orders
     gpus: "list[GpuInfo] | None" = None    # PCI display/accelerator devices; None = unknown (no PCI sysfs)
     children_ran: bool = False             # False for the cheap, instant part only
     children_cached: bool = False          # the children's results came from the cache (nothing they depend on changed)

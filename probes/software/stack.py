@@ -25,7 +25,7 @@ from cpudoctor.probes._fs import read_text, under
 from cpudoctor.probes.child.runner import ChildResult, ChildSpec, run_children, script_argv
 from cpudoctor.probes.cpu.identity import CpuInfo, probe_cpu
 from cpudoctor.probes.software.envvars import filter_thread_env, preload_names
-from cpudoctor.probes.software.importcheck import import_spec, to_import_check
+from cpudoctor.probes.software.importcheck import import_spec, order_spec, to_import_check, to_order_check
 from cpudoctor.probes.software.isarisk import assess, compiled_without_floor, isa_hint
 from cpudoctor.probes.software.gpu import probe_gpus
 from cpudoctor.probes.software.osinfo import probe_os
@@ -36,7 +36,9 @@ from cpudoctor.probes.software.packages import (
     probe_packages,
     probe_python,
 )
-from cpudoctor.probes.software.model import BlasLib, ImportCheck, NumpyInfo, PackageInfo, Software, TorchBuild
+from cpudoctor.probes.software.model import (
+    BlasLib, ImportCheck, ImportOrderCheck, NumpyInfo, PackageInfo, Software, TorchBuild,
+)
 
 
 def _is_live(root: Path) -> bool:
@@ -125,11 +127,11 @@ def _torch_build(result: ChildResult, torch_pkg: PackageInfo | None) -> TorchBui
     d = result.diagnosis
     if isinstance(facts, dict):
         if d.kind != "ok":
-            # torch imported and answered; the child died afterwards (e.g. in threadpoolctl). Keep the facts.
-            build.error = d.message
+            # torch imported and answered; the child died afterwards (in the workload: see the import check). Keep the facts.
+            build.error = d.message if data.get("stage") != "workload torch" else f"torch imported, then its first computation died: {d.message}"
         return build
     build.version = torch_pkg.version if torch_pkg else None
-    if data.get("stage") == "importing numpy" and d.kind != "ok":
+    if data.get("stage") == "import numpy" and d.kind != "ok":
         # The child died before it reached `import torch`: numpy's own import check tells the story.
         build.status = "timeout" if d.kind == "timeout" else "error"
         build.error = f"PyTorch was not checked: the child died importing numpy first ({d.message})"
@@ -160,6 +162,7 @@ class SoftwareProbe:
         self.root = Path(root)
         live = _is_live(self.root)
         self.env = dict(os.environ if environ is None else environ) if live else None
+        self.own_environ = environ is None      # this process's environment: libraries may have changed it
         sw = Software()
         sw.os, notes = probe_os(self.root, environ=self.env)
         sw.notes.extend(notes)
@@ -236,8 +239,11 @@ def _run_children(sw: Software, probe: SoftwareProbe, timeout: float, cache: boo
     assert probe.env is not None
     env, cpu, installed = probe.env, probe.cpu, probe.installed
     torch_pkg = installed.get("torch")
-    child_env = dict(env)
-    child_env.setdefault("PYTHONUNBUFFERED", "1")
+    child_env, removed = child_environment(env, own_environ=probe.own_environ)
+    if removed:
+        sw.notes.append(f"{', '.join(removed)} was removed from the checks' environment: it was set inside this "
+                        "process (threadpoolctl sets KMP_DUPLICATE_LIB_OK when imported), not by you, and it would "
+                        "hide duplicate OpenMP runtimes (OMP: Error #15)")
     specs: list[ChildSpec] = []
     roles: list[tuple[str, str, str]] = []   # (role, package, module)
 
@@ -246,9 +252,15 @@ def _run_children(sw: Software, probe: SoftwareProbe, timeout: float, cache: boo
         return lambda: isa_hint(cpu, package, version)
 
     if torch_pkg is not None:
-        argv = script_argv("torch_facts", *(["--numpy"] if "numpy" in installed else []))
+        argv = script_argv("torch_facts", *(["--numpy"] if "numpy" in installed else []), "--workload")
         specs.append(ChildSpec(argv, what="import torch", timeout=timeout, isa_hint=hint("torch"), env=child_env))
         roles.append(("torch", "torch", "torch"))
+        if "numpy" in installed:
+            # The other order scripts use: torch first, then numpy (the torch child above imports numpy first).
+            spec = order_spec(["torch", "numpy"], timeout, hint("torch"))
+            spec.env = child_env
+            specs.append(spec)
+            roles.append(("order", "torch", "torch numpy"))
     elif "numpy" in installed:
         specs.append(ChildSpec(script_argv("blas_facts"), what="numpy/BLAS facts", timeout=timeout,
                                isa_hint=hint("numpy"), env=child_env))
@@ -274,22 +286,17 @@ def _run_children(sw: Software, probe: SoftwareProbe, timeout: float, cache: boo
                         "CPU, kernel and environment are unchanged since they last ran")
     sw.children_ran = True
     checks: list[ImportCheck] = []
+    orders: list[ImportOrderCheck] = []
     for (role, package, module), result in zip(roles, results):
         if role == "torch":
             sw.torch = _torch_build(result, torch_pkg)
             sw.numpy = _numpy_info(result.data, result)
             sw.loaded_libs = _blas_libs(result.data.get("loaded_libs"))
-            check = to_import_check(package, module, result)
-            if isinstance(result.data.get("torch"), dict):
-                check.status, check.signal, check.signal_name = "ok", None, None
-                check.message = "import torch works"
-                check.seconds = result.data["torch"].get("import_seconds", check.seconds)
-            elif result.data.get("torch_error"):
-                check.status, check.message = "error", result.data["torch_error"]
-            elif result.data.get("stage") == "importing numpy":
-                check.status, check.signal, check.signal_name = "skipped", None, None
-                check.message = sw.torch.error or "not checked"
-            checks.append(check)
+            checks.append(_torch_import_check(result, sw.torch))
+            if "--numpy" in result_argv(specs, roles, role):
+                orders.append(to_order_check(["numpy", "torch"], result))
+        elif role == "order":
+            orders.append(to_order_check(module.split(), result))
         elif role == "blas":
             sw.numpy = _numpy_info(result.data, result)
             sw.loaded_libs = list(sw.numpy.blas)
@@ -297,16 +304,87 @@ def _run_children(sw: Software, probe: SoftwareProbe, timeout: float, cache: boo
             checks.append(to_import_check(package, module, result))
     if torch_pkg is None:
         sw.torch = TorchBuild(status="not_installed")
+    sw.import_orders = orders
     sw.import_checks = sorted(checks, key=lambda c: list(installed).index(c.package) if c.package in installed else 99)
     _mark_crashes(sw)
     _runtime_notes(sw)
 
 
+def result_argv(specs: list[ChildSpec], roles: list[tuple[str, str, str]], role: str) -> list[str]:
+    """The command line of the child that played ``role``."""
+    for spec, (r, _, _) in zip(specs, roles):
+        if r == role:
+            return spec.argv
+    return []
+
+
+def _torch_import_check(result: ChildResult, build: TorchBuild) -> ImportCheck:
+    """torch's import check from the torch facts child: facts printed = the import worked."""
+    check = to_import_check("torch", "torch", result)
+    data = result.data
+    facts = data.get("torch")
+    if isinstance(facts, dict):
+        if check.workload_status is None or check.workload_status == "ok":
+            check.status, check.signal, check.signal_name = "ok", None, None
+        check.message = "import torch works"
+        check.seconds = facts.get("import_seconds", check.seconds)
+    elif data.get("torch_error"):
+        check.status, check.message = "error", data["torch_error"]
+    elif data.get("stage") == "import numpy":
+        check.status, check.signal, check.signal_name = "skipped", None, None
+        check.message = build.error or "not checked"
+    return check
+
+
+def initial_environment() -> dict[str, str] | None:
+    """The environment this process was started with (``/proc/self/environ``), before anything in it changed it.
+
+    ``os.environ`` also holds what imported libraries set later (threadpoolctl
+    sets ``KMP_DUPLICATE_LIB_OK``); the kernel's copy does not. None where
+    there is no /proc (macOS, Windows).
+    """
+    try:
+        raw = Path("/proc/self/environ").read_bytes()
+    except OSError:
+        return None
+    out: dict[str, str] = {}
+    for item in raw.split(b"\0"):
+        key, sep, value = item.partition(b"=")
+        if sep and key:
+            out[key.decode("utf-8", "replace")] = value.decode("utf-8", "replace")
+    return out
+
+
+# Variables that hide what the checks look for when something other than the user set them.
+_HIDING_VARS = ("KMP_DUPLICATE_LIB_OK",)
+
+
+def child_environment(env: Mapping[str, str], *, own_environ: bool) -> tuple[dict[str, str], list[str]]:
+    """The environment for the probe children, and the names removed from it.
+
+    The children must see what the user's script sees: with ``own_environ``
+    (``env`` is this process's ``os.environ``), a variable that hides
+    duplicate OpenMP runtimes is dropped unless the process was started with
+    it, i.e. the user set it. An environment passed in explicitly is the
+    user's by definition and kept as given.
+    """
+    child = dict(env)
+    child.setdefault("PYTHONUNBUFFERED", "1")
+    removed: list[str] = []
+    if own_environ:
+        initial = initial_environment()
+        for name in _HIDING_VARS:
+            if name in child and initial is not None and name not in initial:
+                del child[name]
+                removed.append(name)
+    return child, removed
+
+
 def _mark_crashes(sw: Software) -> None:
     """A package whose import died of SIGILL is at risk whatever the table says."""
     for check in sw.import_checks:
-        if check.signal_name != "SIGILL":
-            continue
+        if check.signal_name != "SIGILL" or check.status != "crashed":
+            continue  # a workload that died after a clean import is not the package's ISA floor
         for risk in sw.isa_risks:
             if risk.package == check.package and not risk.at_risk:
                 risk.at_risk = True

@@ -1,7 +1,9 @@
 """Child process: NumPy's SIMD features and every BLAS/OpenMP runtime loaded.
 
 Run as ``python blas_facts.py`` (a standalone script); prints one JSON object per
-line and nothing else on stdout. Imported by :mod:`torch_facts` too, which
+line and nothing else on stdout. The pools come from the libraries' own C APIs
+(:mod:`native_pools`), not threadpoolctl, which would set
+``KMP_DUPLICATE_LIB_OK`` and hide duplicate OpenMP runtimes. Imported by :mod:`torch_facts` too, which
 calls these functions around its own ``import torch`` so a single child tells
 which thread pools numpy alone loads and which appear once torch joins (GNU
 libgomp and Intel libiomp5 in one process is a finding for the advisor).
@@ -15,6 +17,12 @@ import os
 import sys
 import time
 from typing import Any
+
+if __package__:   # imported by the parent's tests as cpudoctor.probes.child.scripts.blas_facts
+    from . import native_pools
+else:             # a standalone script, or imported by torch_facts (python -I ignores the script's folder)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import native_pools
 
 
 def emit(obj: dict[str, Any]) -> None:
@@ -46,23 +54,8 @@ def numpy_facts() -> dict[str, Any]:
 
 
 def threadpool_facts() -> list[dict[str, Any]]:
-    """threadpoolctl's view of the loaded native thread pools, file names only (never folders)."""
-    try:
-        from threadpoolctl import threadpool_info  # noqa: PLC0415
-    except ImportError:
-        return []
-    libs = []
-    for info in threadpool_info():
-        libs.append({
-            "user_api": info.get("user_api"),
-            "internal_api": info.get("internal_api"),
-            "library": os.path.basename(info.get("filepath") or "") or info.get("prefix"),
-            "version": info.get("version"),
-            "num_threads": info.get("num_threads"),
-            "threading_layer": info.get("threading_layer"),
-            "architecture": info.get("architecture"),
-        })
-    return libs
+    """The loaded native thread pools (BLAS and OpenMP), file names only: :func:`native_pools.native_pools`."""
+    return native_pools.native_pools()
 
 
 def loaded_library_names(needles: tuple[str, ...] = ("libgomp", "libiomp", "libomp", "libmkl", "openblas", "libblis", "libtbb")) -> list[str]:

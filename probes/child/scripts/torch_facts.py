@@ -1,15 +1,23 @@
 """Child process: what the installed PyTorch build is and does on this CPU.
 
-Run as ``python torch_facts.py [--numpy]`` (a standalone script: standard library
-besides the packages under test, so it runs in any environment); prints JSON
-objects, one per line, flushed as soon as known. If ``import torch`` dies of
-SIGILL, the lines printed before it (the numpy part, the "importing" stage)
-still reach the parent, which names the missing ISA. Never import this module
-in the app process: it imports torch.
+Run as ``python torch_facts.py [--numpy] [--workload]`` (a standalone script:
+standard library besides the packages under test, so it runs in any
+environment); prints JSON objects, one per line, flushed as soon as known.
+``--numpy`` imports numpy first, as most training scripts do; ``--workload``
+runs a matmul and a convolution after the import (:mod:`workloads`), so a
+kernel that dies after a clean import is caught too. Before each step the
+child prints its stage (``import numpy``, ``import torch``, ``workload
+torch``, ``done``): if it dies of SIGILL, the lines printed before still reach
+the parent, which names the missing ISA and blames the step that was running.
+The main thread's CPU affinity is recorded after each step (an OpenMP runtime
+bound by ``OMP_PROC_BIND``/``GOMP_CPU_AFFINITY`` pins it at ``import torch``),
+and so are the CPUs of the OpenMP threads the workload started. Never import
+this module in the app process: it imports torch.
 """
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import re
 import sys
@@ -17,9 +25,12 @@ import time
 from typing import Any
 
 if __package__:   # imported by the parent or the tests as cpudoctor.probes.child.scripts.torch_facts
+    from . import native_pools, workloads
     from .blas_facts import emit, loaded_library_names, numpy_facts, threadpool_facts
 else:             # a standalone script in the environment under test (python -I ignores the script's folder)
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import native_pools
+    import workloads
     from blas_facts import emit, loaded_library_names, numpy_facts, threadpool_facts
 
 
@@ -72,20 +83,39 @@ def torch_facts() -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
+    faulthandler.enable()   # a crash prints the Python stack to stderr: the parent reads which call died
+    affinity: dict[str, Any] = {"start": native_pools.main_thread_cpus()}
+    emit({"affinity": affinity})
     if "--numpy" in argv:
-        emit({"stage": "importing numpy"})
+        emit({"stage": "import numpy"})
         try:
             emit({"numpy": numpy_facts()})
         except Exception as exc:  # noqa: BLE001
             emit({"numpy_error": f"{type(exc).__name__}: {exc}"})
-        emit({"numpy_blas": threadpool_facts()})
-    emit({"stage": "importing torch"})
+        affinity["import numpy"] = native_pools.main_thread_cpus()
+        emit({"numpy_blas": threadpool_facts(), "affinity": affinity})
+    emit({"stage": "import torch"})
     try:
-        emit({"torch": torch_facts(), "stage": "done"})
+        emit({"torch": torch_facts()})
     except Exception as exc:  # noqa: BLE001 - an ImportError is a result, not a crash
         emit({"torch_error": f"{type(exc).__name__}: {exc}"})
         return 1
-    emit({"loaded_libs": threadpool_facts(), "mapped_libs": loaded_library_names()})
+    affinity["import torch"] = native_pools.main_thread_cpus()
+    emit({"affinity": affinity, "openmp_libs": native_pools.openmp_files(), "loaded_libs": threadpool_facts()})
+    if "--workload" in argv:
+        # matmul + conv: the first calls into MKL/oneDNN kernels and the OpenMP pool. The threads
+        # that appear meanwhile are the OpenMP team; where they may run shows what binding did.
+        emit({"stage": "workload torch"})
+        before = native_pools.thread_cpus()
+        try:
+            emit({"workloads": {"torch": workloads.run_workload("torch")}})
+        except Exception as exc:  # noqa: BLE001 - a Python error in the workload is a result
+            emit({"workload_errors": {"torch": f"{type(exc).__name__}: {exc}"}})
+        affinity["workload torch"] = native_pools.main_thread_cpus()
+        emit({"workload_threads": {"torch": native_pools.new_threads(before, native_pools.thread_cpus())},
+              "affinity": affinity})
+    emit({"loaded_libs": threadpool_facts(), "mapped_libs": loaded_library_names(),
+          "openmp_libs": native_pools.openmp_files(), "stage": "done"})
     return 0
 
 
