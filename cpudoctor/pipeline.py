@@ -49,17 +49,19 @@ class Source:
 
     ``machine``: this machine (``path`` is ``/``); ``tree``: a captured /proc+/sys
     tree (``path`` is the folder holding proc/ and sys/); ``saved``: a report file.
-    The software stack is always the one of the interpreter running CPU Doctor;
-    describing another Python environment adds a field here (issue 14) and
-    changes only the ``software-*`` stages.
+    On this machine, ``python`` is the interpreter of the Python environment the
+    software stages describe (None: CPU Doctor's own) and ``python_chosen_by``
+    says how it was chosen; only the ``software-*`` stages read them.
     """
 
     kind: SourceKind
     path: Path
+    python: str | None = None
+    python_chosen_by: str | None = None
 
     @classmethod
-    def this_machine(cls) -> "Source":
-        return cls("machine", Path("/"))
+    def this_machine(cls, python: str | None = None, chosen_by: str | None = None) -> "Source":
+        return cls("machine", Path("/"), python, chosen_by)
 
     @classmethod
     def tree(cls, root: Path | str) -> "Source":
@@ -169,7 +171,7 @@ def _probe(source: Source, run: "_Run", *, children: bool, software: bool) -> Re
         probes: list[SoftwareProbe] = []      # the quick stage's probe, reused by the children stage
 
         def quick(r: Report) -> Report:
-            probes.append(SoftwareProbe(root, cpu=r.cpu))
+            probes.append(SoftwareProbe(root, cpu=r.cpu, python=source.python, chosen_by=source.python_chosen_by))
             return dataclasses.replace(r, software=probes[0].quick())
 
         report = run.stage("software-quick", quick, report)

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+
+# The software facts describe one Python environment: by default the one the user most likely trains
+# in, which differs from machine to machine. The suite describes its own interpreter's (child processes
+# inherit this); tests about choosing an environment set up their own.
+os.environ["CPUDOCTOR_PYTHON"] = sys.executable
 CORPUS = Path(os.environ.get("CPUDOCTOR_CORPUS", REPO.parent / "shared" / "corpus"))
 
 

@@ -36,6 +36,9 @@ def add_source_options(p: argparse.ArgumentParser) -> None:
                      help="read a captured /proc+/sys tree (the folder holding proc/ and sys/) instead of this machine")
     src.add_argument("--from-report", metavar="FILE",
                      help="a saved JSON report (e.g. from another machine), diagnosed with this CPU Doctor's rules")
+    p.add_argument("--python", metavar="PATH|ENV",
+                   help="the Python environment to describe: an interpreter, an environment folder or a name from "
+                        "`cpudoctor envs` (default: the one you most likely train in)")
     p.add_argument("--fast", action="store_true",
                    help="no child processes: skip the PyTorch/BLAS facts, import checks and CPUID cross-check "
                         "(well under a second)")
@@ -47,13 +50,31 @@ def source_from(args: argparse.Namespace) -> "Source":
     """The :class:`~cpudoctor.pipeline.Source` that ``--root`` / ``--from-report`` name (this machine by default)."""
     from cpudoctor.pipeline import Source
 
+    python = getattr(args, "python", None)
     if getattr(args, "from_report", None):
+        if python:
+            raise CliError("--python describes an environment on this machine; a saved report already says which "
+                           "environment it describes")
         return Source.saved(Path(args.from_report).expanduser())
     root = root_arg(args.root)
     source = Source.tree(root)
     if not source.live:
+        if python:
+            raise CliError("--python describes an environment on this machine, not in a captured tree")
         check_tree(root, args.root)    # a wrong folder must not read as "No issues found!"
-    return source
+        return source
+    return Source.this_machine(*python_choice(python))
+
+
+def python_choice(choice: str | None) -> tuple[str | None, str]:
+    """(interpreter to describe or None for CPU Doctor's own, how it was chosen); a bad ``--python`` is exit 2."""
+    from cpudoctor.probes.software.envs import EnvError, training_environment
+
+    try:
+        env, chosen_by = training_environment(choice)
+    except EnvError as exc:
+        raise CliError(str(exc)) from None
+    return (None if env is None or env.own else env.python), chosen_by
 
 
 def build(source: "Source", *, fast: bool = False, findings: bool = True, only: set[str] | None = None) -> "Report":

@@ -51,6 +51,17 @@ def machine_line(report: Report) -> str:
     return " ".join(parts)
 
 
+def environment_line(report: Report) -> str | None:
+    """``Python environment: amd_dl (conda, Python 3.10.13): the environment you most likely train in``;
+    None where no environment was described (a captured tree, a report without software)."""
+    from cpudoctor.render.software import environment_words
+
+    sw = report.software
+    if sw is None or sw.captured or (sw.python.version is None and sw.python.executable is None):
+        return None
+    return f"Python environment: {environment_words(sw.python)}"
+
+
 def grouped(findings: Sequence[Finding]) -> list[tuple[str, str, list[Finding]]]:
     """(category, title, findings worst first) in the categories' display order."""
     groups: dict[str, list[Finding]] = {}
@@ -82,7 +93,9 @@ def exit_code(findings: Sequence[Finding]) -> int:
 
 def render_text(report: Report, findings: Sequence[Finding], label: str, *, verbose: bool = False,
                 ascii_only: bool = False) -> str:
-    lines = [f"CPU Doctor — {label}: {machine_line(report)}", ""]
+    lines = [f"CPU Doctor — {label}: {machine_line(report)}"]
+    env = environment_line(report)
+    lines += ([env] if env else []) + [""]
     if not findings:
         lines.append("No rule had enough facts to check anything (is the report empty?).")
     for _cat, title, items in grouped(findings):
@@ -118,6 +131,7 @@ def render_json(report: Report, findings: Sequence[Finding], label: str) -> str:
     data = {
         "source": label,
         "machine": machine_line(report),
+        "environment": environment_line(report),
         "summary": summary_line(findings),
         "exit_code": exit_code(findings),
         "counts": {key: n for key, n in reversed(severity_counts(findings).items())},
@@ -127,7 +141,9 @@ def render_json(report: Report, findings: Sequence[Finding], label: str) -> str:
 
 
 def render_md(report: Report, findings: Sequence[Finding], label: str, *, verbose: bool = False) -> str:
+    env = environment_line(report)
     lines = [f"## CPU Doctor — {md_escape(label)}", "", f"**{md_escape(machine_line(report))}**", ""]
+    lines += [md_escape(env), ""] if env else []
     for _cat, title, items in grouped(findings):
         lines.append(f"### {severity(_category_mark(items)).emoji} {md_escape(title)}")
         lines.append("")

@@ -13,6 +13,8 @@ supplies them rasterised; the layout uses plain tables.
 
 from __future__ import annotations
 
+from cpudoctor.render.doctor import environment_line
+
 import re
 from typing import Literal
 
@@ -127,8 +129,10 @@ def _header(report: Report) -> str:
     made = ("Generated " + (f"{when(m.generated_at)} " if m.generated_at else "")
             + f"by CPU Doctor{' ' + m.tool_version if m.tool_version else ''}"
             + (f" on {PLATFORM_NAMES.get(m.platform, m.platform)}" if m.platform else ""))
+    env = environment_line(report)
     return (f'<header><h1>CPU Doctor report</h1><p class="chip">{e(title_of(report))}</p>'
             f'<p class="meta">{e(made)}{where} · {e(privacy)}</p>'
+            + (f'<p class="meta">{e(env)}</p>' if env else "")
             + (f'<p class="summary">{summary}</p>' if summary else "") + "</header>")
 
 

@@ -7,6 +7,8 @@ brand string or a note can never turn into markup.
 
 from __future__ import annotations
 
+from cpudoctor.render.doctor import environment_line
+
 from cpudoctor.render import cpu as cpu_sec
 from cpudoctor.render.markup import md_code, md_escape
 from cpudoctor.render.md_extra import (
@@ -33,7 +35,8 @@ def header_lines(report: Report) -> list[str]:
         sub.append(f"root `{md_code(meta.root)}`")
     sub.append(f"schema version {report.schema_version}")
     out += ["_" + ", ".join(sub) + "_", ""]
-    return out
+    env = environment_line(report)
+    return out + ([md_escape(env), ""] if env else [])
 
 
 def cpu_lines(report: Report) -> list[str]:

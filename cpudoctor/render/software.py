@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cpudoctor.probes.software.model import IsaRisk, Software
+from cpudoctor.probes.software.model import IsaRisk, PythonInfo, Software
 from cpudoctor.render.format import seconds, size
 from cpudoctor.render.markup import md_code, md_escape
 from cpudoctor.render.words import bracketed, yes_no
@@ -57,14 +57,36 @@ def _os_section(sw: Software) -> Section:
     return s
 
 
+_CHOSEN = {
+    "--python": "chosen with --python",
+    "$CPUDOCTOR_PYTHON": "chosen by $CPUDOCTOR_PYTHON",
+    "likely": "the environment you most likely train in",
+    "window": "chosen in the window",
+    "only-own": "no other environment with Python 3.8+ was found",
+}
+
+
+def environment_words(p: PythonInfo) -> str:
+    """Which Python environment the software facts describe, and why that one:
+    ``amd_dl (conda, Python 3.10.13): the environment you most likely train in``."""
+    kind = p.env_kind or "unknown kind"
+    name = p.env_name or p.executable or "unknown"
+    text = f"{name} ({kind}, Python {p.version})" if p.version else f"{name} ({kind})"
+    why = [_CHOSEN.get(p.chosen_by, p.chosen_by)] if p.chosen_by else []
+    if p.own:
+        why.insert(0, "CPU Doctor's own")
+    if why:
+        text += ": " + ", ".join(why)
+    return text + (f"; it cannot be examined: {p.error}" if p.error else "")
+
+
 def _python_section(sw: Software) -> Section | None:
     p = sw.python
-    if p.version is None:
+    if p.version is None and p.executable is None:
         return None
-    env = p.env_kind or "unknown"
-    if p.env_name:
-        env += f" '{p.env_name}'"
-    s = Section("Python", lines=[f"{p.version} ({p.implementation}), environment: {env}"])
+    s = Section("Python", lines=[f"Environment: {environment_words(p)}"])
+    if p.executable:
+        s.lines.append(f"Interpreter: {p.executable}")
     if sw.packages:
         s.table.append(["package", "version", "build", "detail"])
         for pkg in sw.packages:

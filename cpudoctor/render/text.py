@@ -7,6 +7,8 @@ topology, software, findings, benchmarks, notes. Marks follow flutter doctor:
 
 from __future__ import annotations
 
+from cpudoctor.render.doctor import environment_line
+
 from cpudoctor.render import cpu as cpu_sec
 from cpudoctor.render.format import number, wrap
 from cpudoctor.render.md_extra import when
@@ -31,7 +33,8 @@ def header_lines(report: Report) -> list[str]:
     sub_text = ", ".join(s for s in sub if s)
     if sub_text:
         lines.append(sub_text)
-    return lines
+    env = environment_line(report)
+    return lines + ([env] if env else [])
 
 
 def cpu_lines(report: Report) -> list[str]:

@@ -59,8 +59,18 @@ def _stat(path: str | None) -> list[int] | None:
     return [st.st_mtime_ns, st.st_size]
 
 
-def _module_stamp(module: str) -> Any:
-    """mtime/size of a package's __init__ and folder, found without importing it."""
+def _module_stamp(module: str, site_dirs: Sequence[str] | None = None) -> Any:
+    """mtime/size of a package's __init__ and folder, found without importing it (in ``site_dirs``
+    when given: another environment's packages are not on this interpreter's path)."""
+    if site_dirs is not None:
+        top = module.split(".")[0]
+        for d in site_dirs:
+            for candidate in (Path(d) / top, Path(d) / f"{top}.py"):
+                if candidate.exists():
+                    init = candidate / "__init__.py" if candidate.is_dir() else candidate
+                    # Not the folder's own mtime: the first import writes __pycache__ into it.
+                    return [str(candidate), _stat(str(init))]
+        return None
     try:
         spec = importlib.util.find_spec(module)
     except (ImportError, ValueError, AttributeError):
@@ -76,10 +86,16 @@ def fingerprint(
     packages: Mapping[str, tuple[str | None, str]],
     cpu_flags: Sequence[str],
     environ: Mapping[str, str],
+    *,
+    python: tuple[str, str | None] | None = None,
+    site_dirs: Sequence[str] | None = None,
 ) -> str:
     """SHA-256 of everything the children's answers depend on.
 
-    ``packages`` maps a package name to (version, module).
+    ``packages`` maps a package name to (version, module). ``python`` is the
+    interpreter the children run in and its version (default: this one), and
+    ``site_dirs`` where its packages live (default: this interpreter's import
+    path), so two environments never share answers.
     """
     here = Path(__file__).parent
     sources = sorted((here / "scripts").glob("*.py")) + [here / "runner.py", here / "lines.py"]   # how answers are read
@@ -92,9 +108,9 @@ def fingerprint(
         "format": FORMAT,
         "tool": __version__,
         "sources": [_stat(str(f)) for f in sources],
-        "python": [sys.executable, sys.version],
+        "python": list(python) if python is not None else [sys.executable, sys.version],
         "argv": [s.argv for s in specs],
-        "packages": {name: [ver, _module_stamp(mod)] for name, (ver, mod) in sorted(packages.items())},
+        "packages": {name: [ver, _module_stamp(mod, site_dirs)] for name, (ver, mod) in sorted(packages.items())},
         "cpu": sorted(cpu_flags),
         "kernel": os.uname().release if hasattr(os, "uname") else None,
         "affinity": affinity,

@@ -428,10 +428,16 @@ def python_argv(*args: str) -> list[str]:
 
 
 def script_argv(name: str, *args: str, python: str | None = None) -> list[str]:
-    """Run child script ``name`` (see :mod:`cpudoctor.probes.child.scripts`) by path with ``args``."""
+    """Run child script ``name`` (see :mod:`cpudoctor.probes.child.scripts`) by path with ``args``.
+
+    ``python`` is the interpreter of the environment under test (default: this
+    one). ``-I`` keeps CPU Doctor's own Python settings out of it; the script's
+    prelude then gives it the import path a plain ``python train.py`` of the
+    user would have (PYTHONPATH, the user site).
+    """
     from cpudoctor.probes.child.scripts import script_path
 
-    return [python or sys.executable, str(script_path(name)), *args]
+    return [python or sys.executable, "-I", str(script_path(name)), *args]
 
 
 def parse_json_lines(stdout: str) -> dict[str, Any]:

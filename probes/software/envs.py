@@ -360,7 +360,27 @@ def _site_dirs(prefix: Path, answer: dict[str, Any]) -> list[Path]:
     for d in dirs:
         if d.is_dir() and d not in out:
             out.append(d)
+            out += [extra for extra in _pth_dirs(d) if extra not in out]
     return out
+
+
+def _pth_dirs(site_dir: Path) -> list[Path]:
+    """Folders that ``.pth`` files in ``site_dir`` add to the import path (their ``import`` lines are
+    code and are not run; editable installs and shared site folders are plain paths)."""
+    found: list[Path] = []
+    try:
+        pth_files = sorted(site_dir.glob("*.pth"))[:200]
+    except OSError:
+        return found
+    for pth in pth_files:
+        for line in (_read_small(pth, limit=64 * 1024) or "").splitlines():
+            line = line.strip()
+            if not line or line.startswith(("#", "import ", "import\t")):
+                continue
+            candidate = Path(line) if Path(line).is_absolute() else site_dir / line
+            if candidate.is_dir() and candidate not in found:
+                found.append(candidate)
+    return found
 
 
 def _torch_from_files(site_dirs: list[Path]) -> tuple[str | None, str | None, str]:
@@ -547,6 +567,31 @@ def resolve(choice: str, envs: list[PythonEnv] | None = None, **kwargs: Any) -> 
     if env.error:
         raise EnvError(f"--python {text}: {env.error}")
     return env
+
+
+PYTHON_VARIABLE = "CPUDOCTOR_PYTHON"
+# How the described environment was chosen (PythonInfo.chosen_by); cpudoctor.render words them.
+CHOSEN_BY = ("--python", "$" + PYTHON_VARIABLE, "likely", "window", "only-own")
+
+
+def training_environment(choice: str | None = None, environ: Mapping[str, str] | None = None,
+                         **kwargs: Any) -> tuple[PythonEnv | None, str]:
+    """The environment to describe and how it was chosen.
+
+    ``choice`` (``--python PATH|ENV_NAME``) first, then ``$CPUDOCTOR_PYTHON``,
+    then the most likely training environment found. Raises :class:`EnvError`
+    for a choice that cannot be used; (None, reason) when nothing usable was found.
+    """
+    env_vars = os.environ if environ is None else environ
+    if choice:
+        return resolve(choice, environ=environ, **kwargs), "--python"
+    if env_vars.get(PYTHON_VARIABLE):
+        try:
+            return resolve(env_vars[PYTHON_VARIABLE], environ=environ, **kwargs), f"${PYTHON_VARIABLE}"
+        except EnvError as exc:
+            raise EnvError(str(exc).replace("--python", f"${PYTHON_VARIABLE}=", 1).replace("= ", "=", 1)) from None
+    found = likely_training_env(discover(environ, **kwargs))
+    return found, "likely" if found is not None else "only-own"
 
 
 def to_data(envs: list[PythonEnv]) -> list[dict[str, Any]]:

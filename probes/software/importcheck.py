@@ -25,16 +25,18 @@ from cpudoctor.probes.software.model import ImportCheck, ImportOrderCheck
 _OMP_ERROR = re.compile(r"OMP: Error #\d+:[^\n]*")
 
 
-def import_spec(module: str, what: str, timeout: float, isa_hint=None, *, workload: bool = True) -> ChildSpec:
-    """The child that imports ``module`` alone and, with ``workload``, runs its workload."""
+def import_spec(module: str, what: str, timeout: float, isa_hint=None, *, workload: bool = True,
+                python: str | None = None) -> ChildSpec:
+    """The child that imports ``module`` alone (in ``python``'s environment) and, with ``workload``, runs its workload."""
     args = (["--workload"] if workload else []) + [module]
-    return ChildSpec(script_argv("import_check", *args), what=what, timeout=timeout, isa_hint=isa_hint or "")
+    return ChildSpec(script_argv("import_check", *args, python=python), what=what, timeout=timeout,
+                     isa_hint=isa_hint or "")
 
 
-def order_spec(modules: list[str], timeout: float, isa_hint=None) -> ChildSpec:
+def order_spec(modules: list[str], timeout: float, isa_hint=None, *, python: str | None = None) -> ChildSpec:
     """The child that imports ``modules`` in this order in one process, then runs their workloads."""
-    return ChildSpec(script_argv("import_check", "--workload", *modules), what="import " + ", then ".join(modules),
-                     timeout=timeout, isa_hint=isa_hint or "")
+    return ChildSpec(script_argv("import_check", "--workload", *modules, python=python),
+                     what="import " + ", then ".join(modules), timeout=timeout, isa_hint=isa_hint or "")
 
 
 def openmp_error(stderr: str) -> str | None:

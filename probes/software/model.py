@@ -42,11 +42,17 @@ class OsInfo:
 
 @dataclass
 class PythonInfo:
+    """The Python environment the software facts describe (the user's training environment, ideally)."""
+
     version: str | None = None
     implementation: str | None = None
     executable: str | None = None
-    env_kind: str | None = None            # venv | conda | system
+    env_kind: str | None = None            # venv | conda | pyenv | system | pipx
     env_name: str | None = None
+    prefix: str | None = None              # the environment's folder (redacted to ~ in exports)
+    own: bool | None = None                # True: CPU Doctor's own environment, not one the user trains in
+    chosen_by: str | None = None           # how it was chosen: --python | most likely training environment | ...
+    error: str | None = None               # why it could not be examined (then packages and checks are empty)
 
 
 @dataclass
@@ -195,8 +201,11 @@ def probe_software(
     environ: "Mapping[str, str] | None" = None,
     timeout: float = 60.0,
     cache: bool | Path = True,
+    python: str | None = None,
 ) -> Software:
     """Probe the software stack; ``children=False`` returns at once without child processes.
+
+    ``python``: the interpreter of the environment to describe (default: CPU Doctor's own).
 
     For a captured tree (``root`` is not ``/``) only the file-based OS facts
     are filled in: the Python, packages and children of *this* process say
@@ -206,4 +215,4 @@ def probe_software(
     """
     from cpudoctor.probes.software.stack import probe_stack  # noqa: PLC0415 - keeps this contract module light
 
-    return probe_stack(Path(root), children=children, environ=environ, timeout=timeout, cache=cache)
+    return probe_stack(Path(root), children=children, environ=environ, timeout=timeout, cache=cache, python=python)

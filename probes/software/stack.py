@@ -13,8 +13,10 @@ the quick answer while the children run) without reading anything twice.
 from __future__ import annotations
 
 import copy
+import importlib.metadata as metadata
 import os
 import platform
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,8 @@ from cpudoctor.probes.child import cache as childcache
 from cpudoctor.probes._fs import read_text, under
 from cpudoctor.probes.child.runner import ChildResult, ChildSpec, run_children, script_argv
 from cpudoctor.probes.cpu.identity import CpuInfo, probe_cpu
+from cpudoctor.probes.software.envs import PythonEnv
+from cpudoctor.probes.software.envs import describe as describe_env
 from cpudoctor.probes.software.envvars import filter_thread_env, preload_names
 from cpudoctor.probes.software.importcheck import import_spec, order_spec, to_import_check, to_order_check
 from cpudoctor.probes.software.isarisk import assess, compiled_without_floor, isa_hint
@@ -37,7 +41,7 @@ from cpudoctor.probes.software.packages import (
     probe_python,
 )
 from cpudoctor.probes.software.model import (
-    BlasLib, ImportCheck, ImportOrderCheck, NumpyInfo, PackageInfo, Software, TorchBuild,
+    BlasLib, ImportCheck, ImportOrderCheck, NumpyInfo, PackageInfo, PythonInfo, Software, TorchBuild,
 )
 
 
@@ -156,10 +160,18 @@ class SoftwareProbe:
     :class:`Software`, so a quick answer already handed out is never changed
     by the complete one. ``cpu`` is the CPU probe's answer when the caller has
     it (saves reading it again for the Illegal-instruction risk table).
+
+    ``python`` is the interpreter of the environment to describe (the one the
+    user trains in); None, or this interpreter, is CPU Doctor's own. Another
+    environment is read from its files (nothing is imported in it) and its
+    children run in its interpreter. ``chosen_by`` says how it was chosen
+    (recorded in the report: ``--python``, "most likely training environment").
     """
 
-    def __init__(self, root: Path, *, environ: Mapping[str, str] | None = None, cpu: CpuInfo | None = None):
+    def __init__(self, root: Path, *, environ: Mapping[str, str] | None = None, cpu: CpuInfo | None = None,
+                 python: str | None = None, chosen_by: str | None = None):
         self.root = Path(root)
+        self.target: PythonEnv | None = None    # None: CPU Doctor's own interpreter
         live = _is_live(self.root)
         self.env = dict(os.environ if environ is None else environ) if live else None
         self.own_environ = environ is None      # this process's environment: libraries may have changed it
@@ -181,13 +193,25 @@ class SoftwareProbe:
             sw.isa_risks = assess(cpu_for_risk(self.root, cpu), [])
             return
         assert self.env is not None
-        sw.python = probe_python(self.env)
-        sw.packages = probe_packages()
+        if python is not None and not _is_own(python):
+            self.target = describe_env(Path(python), "--python" if chosen_by == "--python" else "chosen", cache=True)
+        if self.target is None:
+            sw.python = probe_python(self.env)
+            sw.python.own, sw.python.prefix = True, sys.prefix
+            dists = None                          # this interpreter's own import path
+        else:
+            sw.python = _python_info(self.target)
+            dists = list(metadata.distributions(path=self.target.site_dirs)) if self.target.usable else []
+            if not self.target.usable:
+                sw.notes.append(f"the Python environment {self.target.python} cannot be examined: {self.target.error}; "
+                                "its packages and import checks are missing (choose another with --python)")
+        sw.python.chosen_by = chosen_by
+        sw.packages = probe_packages(dists)
         sw.thread_env = filter_thread_env(self.env)
         sw.preload_libs = preload_names(self.env.get("LD_PRELOAD"))
         self.cpu = cpu_for_risk(self.root, cpu)
         sw.isa_risks = assess(self.cpu, sw.packages)
-        sw.compiled_unknown = compiled_without_floor(compiled_distributions())
+        sw.compiled_unknown = compiled_without_floor(compiled_distributions(dists))
         if not self.cpu.flags:
             sw.notes.append("CPU flags unknown: the Illegal-instruction risk table could not be checked")
         # One entry per known package that is installed (the first distribution found).
@@ -213,13 +237,37 @@ class SoftwareProbe:
         sw.notes.append("child checks not run (quick probe): PyTorch build facts, BLAS libraries and import checks are missing")
         return sw
 
+    @property
+    def python(self) -> str:
+        """The interpreter the children run in."""
+        return self.target.python if self.target is not None else sys.executable
+
     def complete(self, *, timeout: float = 60.0, cache: bool | Path = True) -> Software:
         """The stack with the child checks (reused from the cache while nothing they depend on changed)."""
         sw = copy.deepcopy(self._base)
         if sw.captured:
             return sw
+        if self.target is not None and not self.target.usable:
+            return self.quick()
         _run_children(sw, self, timeout, cache)
         return sw
+
+
+def _is_own(python: str) -> bool:
+    """``python`` is the interpreter running CPU Doctor: the same path, or another name of it in the
+    same folder (``.venv/bin/python`` for ``.venv/bin/python3``). The base interpreter a venv links to
+    is another environment."""
+    mine, given = Path(sys.executable), Path(python)
+    try:
+        return given.absolute() == mine.absolute() or (
+            given.parent.resolve() == mine.parent.resolve() and given.resolve() == mine.resolve())
+    except OSError:
+        return False
+
+
+def _python_info(env: PythonEnv) -> PythonInfo:
+    return PythonInfo(version=env.version, implementation=env.implementation, executable=env.python,
+                      env_kind=env.kind, env_name=env.name, prefix=env.prefix, own=env.own, error=env.error)
 
 
 def probe_stack(
@@ -229,8 +277,9 @@ def probe_stack(
     environ: Mapping[str, str] | None = None,
     timeout: float = 60.0,
     cache: bool | Path = True,
+    python: str | None = None,
 ) -> Software:
-    probe = SoftwareProbe(root, environ=environ)
+    probe = SoftwareProbe(root, environ=environ, python=python)
     return probe.complete(timeout=timeout, cache=cache) if children else probe.quick()
 
 
@@ -252,30 +301,34 @@ def _run_children(sw: Software, probe: SoftwareProbe, timeout: float, cache: boo
         return lambda: isa_hint(cpu, package, version)
 
     if torch_pkg is not None:
-        argv = script_argv("torch_facts", *(["--numpy"] if "numpy" in installed else []), "--workload")
+        argv = script_argv("torch_facts", *(["--numpy"] if "numpy" in installed else []), "--workload",
+                           python=probe.python)
         specs.append(ChildSpec(argv, what="import torch", timeout=timeout, isa_hint=hint("torch"), env=child_env))
         roles.append(("torch", "torch", "torch"))
         if "numpy" in installed:
             # The other order scripts use: torch first, then numpy (the torch child above imports numpy first).
-            spec = order_spec(["torch", "numpy"], timeout, hint("torch"))
+            spec = order_spec(["torch", "numpy"], timeout, hint("torch"), python=probe.python)
             spec.env = child_env
             specs.append(spec)
             roles.append(("order", "torch", "torch numpy"))
     elif "numpy" in installed:
-        specs.append(ChildSpec(script_argv("blas_facts"), what="numpy/BLAS facts", timeout=timeout,
+        specs.append(ChildSpec(script_argv("blas_facts", python=probe.python), what="numpy/BLAS facts", timeout=timeout,
                                isa_hint=hint("numpy"), env=child_env))
         roles.append(("blas", "numpy", "numpy"))
     modules = {k.name: k.module for k in known_packages()}
     for name in installed:
         if name == "torch":
             continue  # the torch facts child is torch's import check
-        spec = import_spec(modules[name], f"import {modules[name]}", timeout, hint(name))
+        spec = import_spec(modules[name], f"import {modules[name]}", timeout, hint(name), python=probe.python)
         spec.env = child_env
         specs.append(spec)
         roles.append(("import", name, modules[name]))
 
     folder = (cache if isinstance(cache, Path) else childcache.default_dir(env)) if cache else None
-    key = childcache.fingerprint(specs, {n: (p.version, modules[n]) for n, p in installed.items()}, cpu.flags, child_env)
+    target = probe.target
+    key = childcache.fingerprint(specs, {n: (p.version, modules[n]) for n, p in installed.items()}, cpu.flags, child_env,
+                                 python=(target.python, target.version) if target else None,
+                                 site_dirs=target.site_dirs if target else None)
     results = childcache.load(folder, key, specs)
     sw.children_cached = results is not None
     if results is None:

@@ -22,6 +22,9 @@ if __package__:   # imported by the parent's tests as cpudoctor.probes.child.scr
     from . import native_pools
 else:             # a standalone script, or imported by torch_facts (python -I ignores the script's folder)
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import _prelude
+
+    _prelude.user_import_path()    # PYTHONPATH and the user site, which -I dropped
     import native_pools
 
 

@@ -41,6 +41,9 @@ if __package__:   # imported by the tests as cpudoctor.probes.child.scripts.impo
     from . import native_pools, workloads
 else:             # a standalone script (python -I ignores the script's folder)
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import _prelude
+
+    _prelude.user_import_path()    # PYTHONPATH and the user site, which -I dropped
     import native_pools
     import workloads
 

@@ -29,6 +29,9 @@ if __package__:   # imported by the parent or the tests as cpudoctor.probes.chil
     from .blas_facts import emit, loaded_library_names, numpy_facts, threadpool_facts
 else:             # a standalone script in the environment under test (python -I ignores the script's folder)
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import _prelude
+
+    _prelude.user_import_path()    # PYTHONPATH and the user site, which -I dropped
     import native_pools
     import workloads
     from blas_facts import emit, loaded_library_names, numpy_facts, threadpool_facts
