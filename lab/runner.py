@@ -20,25 +20,38 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
-from cpudoctor.lab import protocol
+from cpudoctor.lab import jobs, protocol
 from cpudoctor.probes.child.exitstatus import ExitDiagnosis, diagnose_exit
 
+# Jobs that run in CPU Doctor's own interpreter (``python -m``): orchestrators without torch that start
+# the child jobs themselves. Every other job is a standalone script in lab/jobs/ (JOB_SCRIPTS).
 JOB_MODULES = {
-    "train": "cpudoctor.lab.train",
-    "gemm": "cpudoctor.lab.gemm",
-    "quant": "cpudoctor.lab.quant",
     "sweep": "cpudoctor.lab.sweep",
 }
+JOB_SCRIPTS = jobs.JOBS
 ASK_WAIT_S = 0.5        # after writing "stop": time to finish the step and send a result
 TERM_WAIT_S = 0.3       # after SIGTERM, before SIGKILL: the whole stop stays under a second
 
 
 def job_command(job: str, args: dict[str, Any], python: str | None = None) -> list[str]:
-    """The argv that starts lab job ``job`` (a short name or a module path) with ``args``."""
-    module = JOB_MODULES.get(job, job)
-    return [python or sys.executable, "-m", module, "--json-args", json.dumps(args), "--control", "stdin"]
+    """The argv that starts lab job ``job`` with ``args``, in the interpreter ``python`` (default: this one).
+
+    A child job (``train``, ``gemm``, ``quant``, or the path of a script) runs
+    by path and isolated (``-I``: no user site, no PYTHON* variables, not even
+    its own folder on sys.path), so it needs nothing of CPU Doctor in the
+    environment it measures. An orchestrator in JOB_MODULES (the sweep) runs
+    in CPU Doctor's own interpreter and is handed ``python`` for its workers.
+    """
+    tail = ["--control", "stdin"]
+    if job in JOB_MODULES or job.startswith("cpudoctor."):
+        if python and python != sys.executable:
+            args = {**args, "python": python}
+        return [sys.executable, "-m", JOB_MODULES.get(job, job), "--json-args", json.dumps(args), *tail]
+    script = jobs.script_path(job) if job in JOB_SCRIPTS else Path(job)
+    return [python or sys.executable, "-I", str(script), "--json-args", json.dumps(args), *tail]
 
 
 def format_bytes(n: float | None) -> str:
@@ -224,6 +237,18 @@ class Job:
             if rss is not None:
                 self.outcome.peak_rss_bytes = max(rss, self.outcome.peak_rss_bytes or 0)
             self._done.wait(0.2)
+
+    def send(self, line: str) -> bool:
+        """Write one control line to the child (a serving job's ``measure`` command); False when it is gone."""
+        proc = self._proc
+        if proc is None or proc.poll() is not None or proc.stdin is None or self._stop_requested:
+            return False
+        try:
+            proc.stdin.write(line.encode() + b"\n")
+            proc.stdin.flush()
+        except (OSError, ValueError):
+            return False
+        return True
 
     def request_stop(self) -> None:
         """Stage 1: ask the job to stop (it finishes the step and sends a cancelled result)."""
