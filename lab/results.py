@@ -315,7 +315,7 @@ class QuantResult(LabResult):
         native = self.native.int8 if self.native else None
         via = self.native.int8_via if self.native else []
         speedups = {p["batch"]: p["speedup"] for p in self.points if p.get("speedup")}
-        return words.int8_why(native, via, speedups, self.hidden, self.emulated)
+        return words.int8_why(native, via, speedups, self.hidden, self.emulated, self.api)
 
     def metrics(self) -> dict[str, Any]:
         return {"points": [_plain_point(p) for p in self.points], "vnni": self.native.int8 if self.native else None,

@@ -3,13 +3,10 @@
 The orchestrator runs in the parent (CPU Doctor's own interpreter, no torch):
 the CLI calls :func:`run_sweep` directly, the GUI starts it as
 ``python -m cpudoctor.lab.sweep`` through its job runner. The variants come
-from the Topology (:func:`derive_variants`): PyTorch's defaults, a thread
-ladder, one CCX (L3 domain), each NUMA node, the performance cores of a hybrid
-chip, all cores with and without SMT.
+from the Topology (:mod:`cpudoctor.lab.variants`).
 
-Each variant gets one training worker (``train.py`` with ``serve``: threads
-and CPU set can only be chosen before torch starts working), started once and
-warmed up; then the workers measure one short segment each in turn, the order
+Each variant gets one training worker (:mod:`cpudoctor.lab.workers`), started
+once and warmed up; then the workers measure one short segment each in turn, the order
 reversed every round (ABC CBA ABC ...), so a burst of load elsewhere hits
 every variant alike. Each segment records the share of its CPUs that other
 programs and the hypervisor took. After ``min_rounds`` the sweep stops as
@@ -24,166 +21,24 @@ spread), and no recommendation reaches the advisor.
 
 from __future__ import annotations
 
-import os
-import queue
 import sys
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Callable
 
-from cpudoctor.lab import protocol
 from cpudoctor.lab.settings import SettingsError, SweepSettings
 from cpudoctor.lab.stats import Figure, summarize, tied
+from cpudoctor.lab.variants import Variant, derive_variants
+from cpudoctor.lab.workers import NOT_READY, Stop, WorkerPool, max_workers_alive
 from cpudoctor.probes import Topology
-from cpudoctor.probes._fs import format_cpulist
 from cpudoctor.render import lab as words
-from cpudoctor.render.plural import plural
 
 TIE_TOLERANCE = 0.03    # within 3 % of the best, fewer threads win: same speed, cores left free
 PRECISE = 0.10          # ... but only when both spreads are within 10 % of their medians
 SETTLE_S = 0.05         # pause between segments: the last worker's OpenMP threads stop spinning
-NOT_READY = "its training worker was not warmed up before the time budget ended (a busy or slow machine)"
-WORKER_MEMORY_GUESS = 600 << 20   # bytes of a warmed-up training worker, before one was measured
-
-
-class Stop(Protocol):
-    def is_set(self) -> bool: ...
-
-    def wait(self, timeout: float) -> bool: ...
-
-
-@dataclass
-class Variant:
-    name: str
-    threads: int | None           # None = PyTorch default
-    cpus: list[int] | None        # None = not pinned
-    group: str                    # default | threads | pinning
-
-    def key(self) -> tuple:
-        return (self.threads, tuple(self.cpus) if self.cpus is not None else None)
-
-
-# --------------------------------------------------------------------------- variants
-
-
-def usable_cpus(topo: Topology, allowed: list[int] | None = None) -> list[int]:
-    """CPUs this process may use: the affinity mask, within the online CPUs when known."""
-    allowed = allowed if allowed is not None else topo.affinity.allowed_cpus
-    if allowed is None and hasattr(os, "sched_getaffinity"):
-        allowed = sorted(os.sched_getaffinity(0))
-    online = set(topo.online_cpus) if topo.online_cpus else None
-    cpus = [c for c in (allowed or topo.online_cpus) if online is None or c in online]
-    return sorted(set(cpus))
-
-
-def _cores(topo: Topology, usable: list[int]) -> list[list[int]]:
-    """Usable CPUs grouped by physical core (each CPU its own core when the topology is unknown)."""
-    u = set(usable)
-    groups = [sorted(c for c in core.cpus if c in u) for core in topo.core_list]
-    groups = [g for g in groups if g]
-    seen = {c for g in groups for c in g}
-    groups += [[c] for c in usable if c not in seen]
-    return sorted(groups, key=lambda g: g[0])
-
-
-def thread_ladder(n: int, cores: int) -> list[int]:
-    """1, 2, 4, ... up to n, plus the physical core count and n itself."""
-    ladder = {1, n, cores}
-    t = 2
-    while t < n:
-        ladder.add(t)
-        t *= 2
-    return sorted(x for x in ladder if 1 <= x <= n)
-
-
-def derive_variants(topo: Topology, allowed: list[int] | None = None) -> list[Variant]:
-    """The sweep's variants for this topology: defaults, a thread ladder, then pinning sets."""
-    usable = usable_cpus(topo, allowed)
-    if not usable:
-        return [Variant("PyTorch defaults", None, None, "default")]
-    cores = _cores(topo, usable)
-    firsts = [g[0] for g in cores]
-    smt = any(len(g) > 1 for g in cores)
-    variants = [Variant("PyTorch defaults", None, None, "default")]
-    # A cgroup CPU quota (containers) caps useful threads below the CPUs we may run on.
-    quota = topo.affinity.usable_cpus
-    limit = min(len(usable), quota) if quota else len(usable)
-    for t in thread_ladder(limit, min(len(cores), limit)):
-        variants.append(Variant(plural(t, "thread"), t, None, "threads"))
-
-    def first_threads(cpus: set[int]) -> list[int]:
-        return [g[0] for g in cores if g[0] in cpus]
-
-    u = set(usable)
-    l3s = [sorted(set(d.cpus) & u) for d in topo.l3_domains]
-    l3s = [d for d in l3s if d]
-    if len(l3s) > 1:
-        ccx = l3s[0]
-        fc = first_threads(set(ccx))
-        variants.append(Variant(f"one CCX, no SMT (CPUs {format_cpulist(fc)})", len(fc), fc, "pinning"))
-        if smt:
-            variants.append(Variant(f"one CCX with SMT (CPUs {format_cpulist(ccx)})", len(ccx), ccx, "pinning"))
-    kinds = getattr(topo, "cpu_kinds", None) or []
-    if len(kinds) > 1:   # hybrid: OpenMP barriers wait for the efficiency cores; measure the P cores alone
-        fast = sorted(set(kinds[-1].cpus) & u)
-        fc = first_threads(set(fast))
-        if len(fc) > 1:
-            variants.append(Variant(f"performance cores, no SMT (CPUs {format_cpulist(fc)})", len(fc), fc, "pinning"))
-            if len(fast) > len(fc):
-                variants.append(Variant(f"performance cores with SMT (CPUs {format_cpulist(fast)})", len(fast), fast,
-                                        "pinning"))
-    nodes = [(n.id, sorted(set(n.cpus) & u)) for n in topo.numa_nodes]
-    nodes = [(i, c) for i, c in nodes if c]
-    if len(nodes) > 1:
-        for node_id, cpus in nodes:
-            fc = first_threads(set(cpus))
-            variants.append(Variant(f"NUMA node {node_id}, no SMT (CPUs {format_cpulist(fc)})", len(fc), fc, "pinning"))
-    if smt:
-        variants.append(Variant(f"all cores, no SMT (CPUs {format_cpulist(firsts)})", len(firsts), firsts, "pinning"))
-        variants.append(Variant(f"all cores with SMT (CPUs {format_cpulist(usable)})", len(usable), usable, "pinning"))
-    out: list[Variant] = []
-    seen: set[tuple] = set()
-    for v in variants:
-        if v.threads is not None and v.threads > limit:
-            v.threads = limit
-            v.name += f", {plural(limit, 'thread')} (CPU quota)"
-        # Pinning to every usable CPU with one thread each is what the unpinned run already does.
-        key = v.key() if v.cpus != usable or smt else (v.threads, None)
-        if key not in seen:
-            seen.add(key)
-            out.append(v)
-    return out
-
-
-def pinning_choices(topo: Topology, allowed: list[int] | None = None) -> list[tuple[str, list[int]]]:
-    """CPU sets a person may pin a training run to: each CCX (L3), each NUMA node, all cores without SMT."""
-    usable = usable_cpus(topo, allowed)
-    u = set(usable)
-    cores = _cores(topo, usable)
-    choices: list[tuple[str, list[int]]] = []
-    l3s = [sorted(set(d.cpus) & u) for d in topo.l3_domains]
-    l3s = [d for d in l3s if d]
-    if len(l3s) > 1:
-        word = "CCX" if topo.l3_is_ccx() else "L3 domain"
-        choices += [(f"{word} {i} (CPUs {format_cpulist(d)})", d) for i, d in enumerate(l3s)]
-    kinds = getattr(topo, "cpu_kinds", None) or []
-    if len(kinds) > 1:   # hybrid: the performance cores alone
-        fast = sorted(set(kinds[-1].cpus) & u)
-        if fast:
-            choices.append((f"performance cores (CPUs {format_cpulist(fast)})", fast))
-    nodes = [(n.id, sorted(set(n.cpus) & u)) for n in topo.numa_nodes]
-    nodes = [(i, c) for i, c in nodes if c]
-    if len(nodes) > 1:
-        choices += [(f"NUMA node {i} (CPUs {format_cpulist(c)})", c) for i, c in nodes]
-    if any(len(g) > 1 for g in cores):
-        firsts = [g[0] for g in cores]
-        choices.append((f"all cores, no SMT (CPUs {format_cpulist(firsts)})", firsts))
-    return choices
-
-
-# --------------------------------------------------------------------------- measurements
+BUSY_STOP = 2.0         # after min_rounds, stop early when others took twice the quiet limit
 
 
 @dataclass
@@ -296,142 +151,6 @@ def _names(group: list[Measured]) -> str:
     return " = ".join(f"'{m.variant.name}'" for m in group)
 
 
-# --------------------------------------------------------------------------- workers
-
-
-class Worker:
-    """One variant's training worker (``train.py`` serving segments) behind the lab's job runner."""
-
-    def __init__(self, variant: Variant, train: dict[str, Any], python: str | None):
-        self.variant = variant
-        self.train = train
-        self.python = python
-        self.job = None
-        self.ready: dict[str, Any] | None = None
-        self._ready = threading.Event()
-        self._segments: queue.Queue = queue.Queue()
-        self.last_used = 0.0
-
-    def start(self) -> "Worker":
-        from cpudoctor.lab.runner import Job, job_command
-
-        self.ready = None
-        self._ready.clear()
-        self._segments = queue.Queue()
-        args = {**self.train, "threads": self.variant.threads, "cpus": self.variant.cpus, "serve": True,
-                "seconds": None, "steps": None, "eval_samples": 0}
-        self.job = Job(job_command("train", args, self.python), self._on_message,
-                       what=f"the training worker '{self.variant.name}'").start()
-        return self
-
-    def _on_message(self, msg: protocol.Message) -> None:
-        if msg.type == protocol.PROGRESS and msg.data.get("phase") == "ready":
-            self.ready = msg.data
-            self._ready.set()
-        elif msg.type == protocol.PROGRESS and msg.data.get("phase") == "segment":
-            self._segments.put(msg.data)
-
-    @property
-    def alive(self) -> bool:
-        proc = getattr(self.job, "_proc", None)
-        return proc is not None and proc.poll() is None
-
-    def failure(self) -> str | None:
-        """Why the worker is gone, once it is; None while it runs."""
-        if self.job is None or self.alive:
-            return None
-        return self.job.wait(5).message
-
-    def wait_ready(self, stop: Stop, deadline: float) -> bool:
-        """Wait until the worker is warm (True), it died, it was stopped or ``deadline`` (monotonic) passed."""
-        while not self._ready.is_set():
-            if stop.is_set() or time.monotonic() > deadline or not self.alive:
-                return self._ready.is_set()
-            self._ready.wait(0.05)
-        return True
-
-    def measure(self, seconds: float, stop: Stop) -> dict[str, Any] | None:
-        """One segment: its samples/s and interference; None when stopped or the worker died."""
-        assert self.job is not None
-        if not self.job.send(protocol.measure_command(seconds)):
-            return None
-        deadline = time.monotonic() + max(60.0, seconds * 20)
-        while time.monotonic() < deadline:
-            try:
-                seg = self._segments.get(timeout=0.05)
-                self.last_used = time.monotonic()
-                return seg
-            except queue.Empty:
-                if stop.is_set() or not self.alive:
-                    return None
-        return None
-
-    def request_stop(self) -> None:
-        if self.job is not None:
-            self.job.request_stop()
-
-    def reap(self) -> None:
-        if self.job is not None:
-            self.job.stop(ask_wait=1.0, term_wait=0.5)
-
-
-class WorkerPool:
-    """The workers of a sweep; when memory cannot hold them all, the least recently used one makes room."""
-
-    def __init__(self, variants: list[Variant], train: dict[str, Any], python: str | None, max_alive: int):
-        self.workers = {v.name: Worker(v, train, python) for v in variants}
-        self.max_alive = max(1, max_alive)
-
-    def alive(self) -> list[Worker]:
-        return [w for w in self.workers.values() if w.alive]
-
-    def ensure(self, name: str, stop: Stop, deadline: float) -> Worker | None:
-        """The worker of ``name``, started (and warmed up) if needed; None when it cannot start."""
-        w = self.workers[name]
-        if w.alive and w.ready is not None:
-            return w
-        others = sorted((x for x in self.alive() if x is not w), key=lambda x: x.last_used)
-        while len(others) >= self.max_alive:
-            others.pop(0).reap()
-        w.start()
-        return w if w.wait_ready(stop, deadline) else None
-
-    def start_all(self, names: list[str], stop: Stop, deadline: float) -> dict[str, str]:
-        """Start up to ``max_alive`` workers at once and wait until they are warm; failures by name."""
-        first = names[: self.max_alive]
-        for n in first:
-            self.workers[n].start()
-        failures = {}
-        for n in first:
-            w = self.workers[n]
-            if not w.wait_ready(stop, deadline) and not stop.is_set():
-                failures[n] = w.failure() or NOT_READY
-        return failures
-
-    def request_stop_all(self) -> None:
-        for w in self.workers.values():
-            w.request_stop()
-
-    def reap_all(self) -> None:
-        threads = [threading.Thread(target=w.reap, daemon=True) for w in self.workers.values() if w.job is not None]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(3.0)
-
-
-def max_workers_alive(count: int, model: str) -> int:
-    """How many warmed-up workers fit in half the available memory (all of them, usually)."""
-    try:
-        import psutil
-
-        available = psutil.virtual_memory().available
-    except Exception:  # noqa: BLE001 - no psutil or no figure: assume enough
-        return count
-    per = WORKER_MEMORY_GUESS * (3 if model == "resnet18" else 1)
-    return max(1, min(count, int(available * 0.5 // per)))
-
-
 # --------------------------------------------------------------------------- the sweep
 
 
@@ -523,6 +242,9 @@ def _measure(settings: SweepSettings, variants: list[Variant], measured: dict[st
             state["decision"] = decide(list(measured.values()))
             if state["decision"].settled:
                 return
+            noise = interference_share([r for m in measured.values() for r in m.interference])
+            if noise and noise["share"] > BUSY_STOP * settings.quiet_limit:
+                return          # clearly busy: more rounds would only cost time before "inconclusive"
 
 
 def _merge_same_settings(measured: dict[str, Measured], names: list[str]) -> None:

@@ -100,7 +100,7 @@ def bf16_why(native: bool | None, via: list[str], ratio: float | None) -> str:
 
 
 def int8_why(native: bool | None, via: list[str], speedups: dict[int, float], hidden: int | None,
-             emulated: bool) -> str:
+             emulated: bool, api: str | None = None) -> str:
     """Why int8 measured what it did against fp32 in the same job."""
     ratios = ", ".join(f"{s:.2f}× at batch {b}" for b, s in sorted(speedups.items()))
     measured = f"int8 ran {ratios} fp32's speed" if ratios else "int8 was measured against fp32 in this job"
@@ -108,6 +108,9 @@ def int8_why(native: bool | None, via: list[str], speedups: dict[int, float], hi
         return f"{measured}; whether this CPU has int8 dot-product instructions is unknown (its flags could not be read)"
     if native:
         why = (f"{measured}: this CPU has {', '.join(via)}, so an int8 multiply-accumulate is one instruction")
+        if speedups and max(speedups.values()) < 1 and api == "torchao":
+            why += ("; yet int8 was slower than fp32 with torchao's quantize_ here (its eager int8 path does not "
+                    "reach those kernels): compare with --api torch.ao")
     else:
         why = (f"{measured}: this CPU has no VNNI or AMX-INT8, so each int8 multiply-accumulate takes three "
                "instructions and int8 is emulated")
@@ -278,3 +281,111 @@ def _quant_text(r) -> list[str]:
     lines.append(f"quantisation API: {api}" + (f" (said: {r.api_warnings[0].strip()})" if r.api_warnings else ""))
     lines.append(f"top-1 agreement with fp32 {percent_1(r.top1_agreement)}; engine {r.engine or 'unknown'}")
     return lines
+
+
+# ----------------------------------------------------------------------------- the Training page
+
+RUN_COLUMNS = ("Job", "Status", "Settings", "Samples/s", "Result", "Accuracy", "Note")
+MODEL_LABELS = {"simplecnn": "SimpleCNN", "lenet5": "LeNet-5", "resnet18": "ResNet-18 (28x28)"}
+
+
+def describe(result) -> str:
+    """The settings of a run in a few words, for the runs table."""
+    s = result.settings
+    if result.kind == "train":
+        parts = [MODEL_LABELS.get(s.get("model"), s.get("model")), s.get("dtype"), f"batch {s.get('batch_size')}",
+                 threads_words(result.threads or s.get("threads"))]
+        if s.get("cpus"):
+            parts.append(f"CPUs {cpu_list(s['cpus'])}")
+        if s.get("channels_last"):
+            parts.append("channels_last")
+        if s.get("compile"):
+            parts.append("compiled")
+        return ", ".join(str(p) for p in parts)
+    if result.kind == "sweep":
+        model = (s.get("train") or {}).get("model", "simplecnn")
+        return f"{MODEL_LABELS.get(model, model)}, budget {s.get('budget_s', 45):g} s"
+    if result.kind == "gemm":
+        return f"n = {result.size}" if result.size else "GEMM"
+    return f"MLP, batch {', '.join(str(b) for b in s.get('batches') or [1, 64])}"
+
+
+def run_row(result) -> list[tuple[str, str]]:
+    """(text, tooltip) per RUN_COLUMNS: one line per run, the full story in the tooltips."""
+    sps, sps_tip, res, res_tip, acc = "—", "", "—", "", "—"
+    if result.kind == "train":
+        if result.samples_per_s is not None:
+            sps = format(result.samples_per_s, ",.0f")
+            sps_tip = metric_definition("samples_per_s")
+            if result.spread is not None and result.spread.n > 1:
+                sps_tip += f"; half-second windows spread {_spread(result.spread)}"
+        bits = []
+        if result.final_loss is not None:
+            bits.append(f"loss {result.final_loss:.3f}")
+        if result.eval_accuracy is not None:
+            bits.append(f"held-out {percent_1(result.eval_accuracy)}")
+        if result.ratio is not None:
+            bits.append(f"{result.dtype} {result.ratio:.2f}× fp32")
+        res = " · ".join(bits) or "—"
+        res_tip = "; ".join(x for x in (metric_definition("loss", result.smoothing_steps),
+                                        metric_definition("eval_accuracy"), result.precision_why) if x)
+        if result.train_accuracy is not None:
+            acc = percent_1(result.train_accuracy)
+    elif result.kind == "sweep":
+        rec = result.recommendation()
+        if rec is not None:
+            sps = format(rec.samples_per_s or 0, ",.0f")
+            res = f"best: {rec.variant}"
+        else:
+            res = "inconclusive"
+        res_tip = result.reason
+    elif result.kind == "gemm":
+        best = result.best
+        if best:
+            res = f"{best['gflops']:,.1f} GFLOP/s ({best['backend']})"
+    elif result.kind == "quant":
+        res = "; ".join(f"b{p['batch']}: ×{p['speedup']:.2f}" for p in result.points if p.get("speedup")) or "—"
+        res_tip = result.precision_why
+    note = "; ".join(result.caveats())
+    short = note
+    if result.kind == "sweep" and not result.conclusive and result.interference is not None and not result.quiet:
+        short = f"busy machine ({percent(result.interference.share)} to others): rerun"
+    return [(result.kind, ""), (result.status, result.message), (describe(result), describe(result)),
+            (sps, sps_tip), (res, res_tip or res),
+            (acc, metric_definition("accuracy", getattr(result, "smoothing_steps", 20)) if acc != "—" else ""),
+            (short, note)]
+
+
+def best_text(rec, caveat: str = "") -> str:
+    """"Best: 2 threads, 1,234 samples/s — 1.14× the PyTorch defaults" (plain text; the page adds colour)."""
+    head = rec.variant if _names_threads(rec) else f"{rec.variant} — {plural(rec.threads, 'thread')}"
+    if rec.cpus and "CPUs" not in rec.variant:
+        head += f", pinned to CPUs {cpu_list(rec.cpus)}"
+    text = f"Best: {head}, {format(rec.samples_per_s or 0, ',.0f')} samples/s"
+    if rec.default_samples_per_s:
+        text += f" — {rec.samples_per_s / rec.default_samples_per_s:.2f}× the PyTorch defaults"
+    return f"{caveat}. {text}" if caveat else text
+
+
+def adopted_text(rec) -> str:
+    """What "Use these settings" did, e.g. "The advisor now uses 1 thread (measured run)."."""
+    extra = "" if _names_threads(rec) else f" ({rec.variant})"
+    return f"The advisor now uses {plural(rec.threads, 'thread')}{extra}."
+
+
+def _names_threads(rec) -> bool:
+    """The variant's name already says the thread count ("2 threads", "2 threads (the PyTorch default here)")."""
+    return (rec.variant or "").startswith(plural(rec.threads, "thread"))
+
+
+def sweep_caveat(result) -> str:
+    """Why a sweep's figure may not hold, in a few words; empty when it can be trusted."""
+    parts = []
+    if result.interference is not None and not result.quiet:
+        parts.append(f"Measured while {busy(result.interference.share)}")
+    if result.status != "ok":
+        done = sum(1 for p in result.points if p.get("samples_per_s"))
+        parts.append(f"from a partial sweep ({done} of {result.variants} variants)" if result.variants
+                     else "from a partial sweep")
+    text = ", ".join(parts)
+    return text[:1].upper() + text[1:]
