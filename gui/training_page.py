@@ -31,7 +31,6 @@ from cpudoctor.lab.results import LabResult
 from cpudoctor.lab.runner import JobOutcome, job_command
 from cpudoctor.lab.settings import MODELS, SWEEP_TRAIN_KEYS, SettingsError, SweepSettings, TrainSettings
 from cpudoctor.render import lab as words
-from cpudoctor.render.plural import plural
 
 LINE_COLOURS = ("#4a90c2", "#e0a030", "#3fa36b", "#b05cc6", "#d9534f")
 TABLE_COLUMNS = words.RUN_COLUMNS
@@ -622,58 +621,14 @@ class TrainingPage(QWidget):
 
     def _show_sweep_notes(self, result) -> None:
         """The sweep's verdict, how quiet the machine was and failed variants, under its plot."""
-        if result is None:
-            self.sweep_notes.clear()
-            self.sweep_notes.setVisible(False)
-            return
-        items = []
-        if result.interference is not None:
-            items.append(f"Other programs took {words.percent(result.interference.share)} of the CPUs measured "
-                         f"({html.escape(plural(result.rounds, 'round'))}).")
-        if result.failures:
-            items.append(f"{html.escape(plural(len(result.failures), 'variant'))} failed: "
-                         + "; ".join(html.escape(str(f)) for f in result.failures) + ".")
-        if result.conclusive:
-            head = f"<b>Recommended</b>: {html.escape(result.reason)}"
-        else:
-            head = f"<b style='color:{CAVEAT_COLOUR}'>No recommendation</b> — {html.escape(result.reason)}"
-        self.sweep_notes.setText(head + "".join(f"<br>{i}" for i in items))
-        self.sweep_notes.setVisible(True)
-
-    # ------------------------------------------------------------------ benchmark text
+        self.sweep_notes.setText(words.sweep_notes_html(result, CAVEAT_COLOUR) if result is not None else "")
+        self.sweep_notes.setVisible(result is not None)
 
     def _show_gemm(self, result) -> None:
-        rows = []
-        for p in result.points:
-            util = words.percent(p.get("utilisation"), "—")
-            peak = _fmt(p.get("peak_gflops"), ",.0f")
-            spread = (f"{p['gflops_lo']:,.1f}–{p['gflops_hi']:,.1f}" if p.get("gflops_lo") is not None else "—")
-            name = html.escape(p["backend"]) + (" <i>(emulated)</i>" if p.get("emulated") else "")
-            rows.append(f"<tr><td>{name}</td><td align='right'>{p['threads']}</td>"
-                        f"<td align='right'>{p.get('size', '—')}</td><td align='right'>{p['gflops']:,.1f}</td>"
-                        f"<td align='right'>{spread}</td><td align='right'>{peak}</td>"
-                        f"<td align='right'>{util}</td></tr>")
-        m = result.machine or {}
-        notes = ""
-        if m:
-            notes = (f"<p>Micro-architecture: {html.escape(str(m.get('microarchitecture') or 'unknown'))}, "
-                     f"{html.escape(plural(m.get('physical_cores') or 0, 'physical core'))}. "
-                     + " ".join(html.escape(n.rstrip(".")) + "." for n in result.notes) + "</p>")
-        self.bench_text.setText("<b>GEMM</b><table cellspacing='6'><tr><th align='left'>backend</th><th>threads</th>"
-                                "<th>n</th><th>GFLOP/s (median)</th><th>spread</th><th>peak</th><th>of peak</th></tr>"
-                                + "".join(rows) + "</table>" + notes)
+        self.bench_text.setText(words.gemm_html(result))
 
     def _show_quant(self, result) -> None:
-        rows = "".join(f"<tr><td align='right'>{p['batch']}</td><td align='right'>{p['fp32_ms']:.3f}</td>"
-                       f"<td align='right'>{p['int8_ms']:.3f}</td><td align='right'>{_fmt(p.get('speedup'), '.2f')}×"
-                       "</td></tr>" for p in result.points)
-        api = html.escape(result.api_name or result.api or "unknown")
-        said = f" (it says: {html.escape(result.api_warnings[0].strip())})" if result.api_warnings else ""
-        self.bench_text.setText("<b>Dynamic int8 vs fp32 (MLP), measured in the same job</b><table cellspacing='6'>"
-                                "<tr><th>batch</th><th>fp32 ms</th><th>int8 ms</th><th>speed-up</th></tr>" + rows +
-                                f"</table><p>{html.escape(result.precision_why)}.</p>"
-                                f"<p>Quantisation API: {api}{said}. Top-1 agreement with fp32: "
-                                f"{words.percent_1(result.top1_agreement)}.</p>")
+        self.bench_text.setText(words.quant_html(result))
 
     # ------------------------------------------------------------------ status
 

@@ -30,7 +30,8 @@ from typing import Any, Callable
 
 from cpudoctor.lab.settings import SettingsError, SweepSettings
 from cpudoctor.lab.stats import Figure, summarize, tied
-from cpudoctor.lab.variants import Variant, derive_variants
+from cpudoctor.lab.jobs._cpumeter import CpuMeter
+from cpudoctor.lab.variants import Variant, derive_variants, usable_cpus
 from cpudoctor.lab.workers import NOT_READY, Stop, WorkerPool, max_workers_alive
 from cpudoctor.probes import Topology
 from cpudoctor.render import lab as words
@@ -172,11 +173,15 @@ def run_sweep(settings: SweepSettings, topology: Topology, allowed: list[int] | 
     pool = WorkerPool(variants, train, settings.python,
                       max_workers_alive(len(variants), str(train.get("model", "simplecnn"))))
     start = time.monotonic()
+    # The whole sweep, start-up included, on every CPU it may use: the load is known even when no segment ran.
+    meter = CpuMeter(usable_cpus(topology, allowed))
+    whole = meter.start()
     state = {"status": "ok", "rounds": 0, "decision": Decision(False, reason="not measured")}
     try:
         _measure(settings, variants, measured, pool, stop, emit, start, state)
     finally:
         pool.request_stop_all()
+    state["whole"] = meter.since(whole)
     result = _result(settings, variants, measured, topology, state, time.monotonic() - start)
     if on_result is not None:
         on_result(result)
@@ -267,6 +272,8 @@ def _result(settings: SweepSettings, variants: list[Variant], measured: dict[str
         state["decision"] = decide(all_measured)
     decision: Decision = state["decision"]
     noise = interference_share([r for m in all_measured for r in m.interference])
+    if noise is None:                      # no segment was measured: the load over the whole sweep says why
+        noise = interference_share([state.get("whole")])
     verdict, reason = _verdict(settings, state, decision, noise, all_measured)
     failures = [f"{m.variant.name}: {m.error}" for m in all_measured if m.error]
     rec = _recommendation(decision, all_measured, settings.train.get("model", "simplecnn")) \
@@ -298,10 +305,10 @@ def _verdict(settings: SweepSettings, state: dict[str, Any], decision: Decision,
     share = noise["share"] if noise else None
     if state["status"] == "cancelled":
         return "inconclusive", words.inconclusive("cancelled", rounds=state["rounds"])
-    if not any(m.rates for m in measured):
-        return "inconclusive", words.inconclusive("nothing")
     if share is not None and share > settings.quiet_limit:
         return "inconclusive", words.inconclusive("busy", share=share)
+    if not any(m.rates for m in measured):
+        return "inconclusive", words.inconclusive("nothing")
     if not decision.settled:
         return "inconclusive", words.inconclusive("unsettled", why=decision.reason, rounds=state["rounds"],
                                                   budget_s=settings.budget_s)

@@ -7,7 +7,6 @@ import pytest
 from cpudoctor.lab import sweep, variants
 from cpudoctor.lab.settings import SweepSettings
 from cpudoctor.probes.cpu.topology import Affinity, Core, L3Domain, NumaNode, Topology
-from cpudoctor.report import ThreadRecommendation
 
 
 def make_topology(cores: int, smt: int = 1, ccx_cores: int | None = None, numa: int = 1) -> Topology:
@@ -281,3 +280,56 @@ def test_real_sweep_on_this_machine():
     assert res["verdict"] in ("recommended", "inconclusive") and res["reason"]
     assert (res["recommendation"] is not None) == (res["verdict"] == "recommended")
     assert [d["phase"] for d in seen[:1]] == ["plan"] and any(d["phase"] == "segment" for d in seen)
+
+
+@pytest.mark.slow
+def test_a_sweep_child_stopped_hands_back_its_figures_at_once():
+    """The GUI's way: `python -m cpudoctor.lab.sweep` as a child; a stop gets the partial result within the runner's
+    staged stop (it is sent before the workers are reaped), and no worker outlives it."""
+    import time
+
+    import psutil
+
+    from cpudoctor.lab import runner
+
+    args = SweepSettings(train={"batch_size": 16}, budget_s=120.0, segment_s=0.2, max_variants=2).to_dict()
+    job = runner.Job(runner.job_command("sweep", args)).start()
+    deadline = time.monotonic() + 120
+    while not any(p.get("phase") == "segment" for p in job.outcome.progress) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert any(p.get("phase") == "segment" for p in job.outcome.progress), "the sweep measured nothing"
+    workers = psutil.Process(job.pid).children(recursive=True)
+    out = job.stop()
+    assert out.status == "cancelled"
+    assert out.result is not None and out.result["status"] == "cancelled"
+    assert out.result["verdict"] == "inconclusive" and out.result["recommendation"] is None
+    assert any(p["segments"] for p in out.result["points"])
+    gone, alive = psutil.wait_procs(workers, timeout=10)
+    assert not alive, f"training workers left behind: {alive}"
+
+
+@pytest.mark.slow
+def test_a_sweep_beside_a_busy_loop_says_inconclusive_with_the_share(tmp_path):
+    """A real busy loop pinned to one of the (at most two) CPUs the sweep may use: the sweep reports how much
+    of the CPU went to other programs and recommends nothing. Never a speed."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    cpus = sorted(os.sched_getaffinity(0))[:2]
+    hog = subprocess.Popen([sys.executable, "-c", f"import os; os.sched_setaffinity(0, [{cpus[-1]}])\nwhile True: pass"])
+    try:
+        out = subprocess.run([sys.executable, "-m", "cpudoctor", "bench", "sweep", "--budget", "40", "--segment", "0.2",
+                              "--batch-size", "16", "--json", "--quiet"], capture_output=True, text=True, timeout=240,
+                             preexec_fn=lambda: os.sched_setaffinity(0, cpus))
+    finally:
+        hog.kill()
+        hog.wait()
+    assert out.returncode == 0, out.stderr[-2000:]
+    res = json.loads(out.stdout)
+    result = res["result"]
+    assert result["verdict"] == "inconclusive" and res["recommendation"] is None
+    assert result["reason"].startswith("inconclusive: ") and "% of the CPU went to other programs" in result["reason"]
+    assert result["interference"]["share"] > 0.1
+    assert res["bench_run"]["metrics"]["verdict"] == "inconclusive"

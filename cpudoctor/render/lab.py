@@ -8,6 +8,7 @@ numbers; nothing here measures or decides.
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
 from cpudoctor.render.plural import plural
@@ -389,3 +390,57 @@ def sweep_caveat(result) -> str:
                      else "from a partial sweep")
     text = ", ".join(parts)
     return text[:1].upper() + text[1:]
+
+
+# ----------------------------------------------------------------------------- rich text for the Training page
+
+
+def sweep_notes_html(result, caveat_colour: str = "#c98a1a") -> str:
+    """The sweep's verdict, how quiet the machine was, failed variants: a few lines of Qt rich text."""
+    e = html.escape
+    if result.conclusive:
+        head = f"<b>Recommended</b>: {e(result.reason)}"
+    else:
+        head = f"<b style='color:{caveat_colour}'>No recommendation</b> — {e(result.reason)}"
+    items = []
+    if result.interference is not None:
+        items.append(f"Other programs took {percent(result.interference.share)} of the CPUs measured "
+                     f"({e(plural(result.rounds, 'round'))}).")
+    if result.failures:
+        items.append(f"{e(plural(len(result.failures), 'variant'))} failed: "
+                     + "; ".join(e(str(f)) for f in result.failures) + ".")
+    return head + "".join(f"<br>{i}" for i in items)
+
+
+def gemm_html(result) -> str:
+    e = html.escape
+    rows = []
+    for p in result.points:
+        spread = f"{p['gflops_lo']:,.1f}–{p['gflops_hi']:,.1f}" if p.get("gflops_lo") is not None else "—"
+        name = e(p["backend"]) + (" <i>(emulated)</i>" if p.get("emulated") else "")
+        rows.append(f"<tr><td>{name}</td><td align='right'>{p['threads']}</td>"
+                    f"<td align='right'>{p.get('size', '—')}</td><td align='right'>{p['gflops']:,.1f}</td>"
+                    f"<td align='right'>{spread}</td><td align='right'>{_num(p.get('peak_gflops')).replace('-', '—')}</td>"
+                    f"<td align='right'>{percent(p.get('utilisation'), '—')}</td></tr>")
+    m = result.machine or {}
+    notes = ""
+    if m:
+        notes = (f"<p>Micro-architecture: {e(str(m.get('microarchitecture') or 'unknown'))}, "
+                 f"{e(plural(m.get('physical_cores') or 0, 'physical core'))}. "
+                 + " ".join(e(n.rstrip(".")) + "." for n in result.notes) + "</p>")
+    return ("<b>GEMM</b><table cellspacing='6'><tr><th align='left'>backend</th><th>threads</th><th>n</th>"
+            "<th>GFLOP/s (median)</th><th>spread</th><th>peak</th><th>of peak</th></tr>" + "".join(rows)
+            + "</table>" + notes)
+
+
+def quant_html(result) -> str:
+    e = html.escape
+    rows = "".join(f"<tr><td align='right'>{p['batch']}</td><td align='right'>{p['fp32_ms']:.3f}</td>"
+                   f"<td align='right'>{p['int8_ms']:.3f}</td><td align='right'>{_num(p.get('speedup'), '.2f')}×"
+                   "</td></tr>" for p in result.points)
+    api = e(result.api_name or result.api or "unknown")
+    said = f" (it says: {e(result.api_warnings[0].strip())})" if result.api_warnings else ""
+    return ("<b>Dynamic int8 vs fp32 (MLP), measured in the same job</b><table cellspacing='6'><tr><th>batch</th>"
+            "<th>fp32 ms</th><th>int8 ms</th><th>speed-up</th></tr>" + rows
+            + f"</table><p>{e(result.precision_why)}.</p><p>Quantisation API: {api}{said}. Top-1 agreement with "
+            f"fp32: {percent_1(result.top1_agreement)}.</p>")
