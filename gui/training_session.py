@@ -92,6 +92,7 @@ class LabSession:
         self.best: ThreadRecommendation | None = None
         self.live = LiveSeries()
         self.sweep = SweepSeries()
+        self._context: Context | None = None
 
     @staticmethod
     def context(report: Report | None, started_at: str | None = None) -> Context:
@@ -112,7 +113,8 @@ class LabSession:
             self.live.reset()
         if job == "sweep":
             self.sweep = SweepSeries()
-        args = job_args(job, settings, self.context(report))
+        self._context = self.context(report, self.started_at)      # read once per job
+        args = job_args(job, settings, self._context)
         if job == "sweep" and report is not None and report.topology.online_cpus:
             args["topology"] = to_data(report.topology)
         return args
@@ -128,7 +130,7 @@ class LabSession:
     def finish(self, outcome: Any, report: Report | None, job: str | None = None) -> LabResult:
         """The outcome read once; the best setting updated when this run beats it."""
         job = job or self.job or "train"
-        result = read_outcome(job, outcome, self.settings, self.context(report, self.started_at))
+        result = read_outcome(job, outcome, self.settings, self._context or self.context(report, self.started_at))
         self.results.append(result)
         if job == "sweep":
             for p in result.points:
@@ -138,7 +140,8 @@ class LabSession:
 
     def preview(self, outcome: Any, report: Report | None) -> LabResult:
         """The running job's figures so far, read like a finished one (the GEMM table fills in live)."""
-        return read_outcome(self.job or "train", outcome, self.settings, self.context(report, self.started_at))
+        return read_outcome(self.job or "train", outcome, self.settings,
+                            self._context or self.context(report, self.started_at))
 
     def consider(self, result: LabResult) -> bool:
         """Take ``result``'s recommendation as the best when it is one; True when the best changed.

@@ -116,7 +116,7 @@ class TrainResult(LabResult):
     kind: str = "train"
     steps: int | None = None
     samples_per_s: float | None = None
-    spread: Figure | None = None            # of the half-second windows
+    spread: Figure | None = None            # of the half-second windows: min..max, around samples_per_s
     initial_loss: float | None = None
     final_loss: float | None = None         # mean of the last smoothing_steps steps, as the loss plot
     train_accuracy: float | None = None     # likewise
@@ -180,7 +180,7 @@ def _read_train(r: dict[str, Any], progress: list[dict[str, Any]], base: dict[st
         **base,
         steps=r.get("steps", last.get("step")),
         samples_per_s=r.get("samples_per_s", last.get("samples_per_s")),
-        spread=summarize(r.get("window_rates") or []),
+        spread=summarize(r.get("window_rates") or [], whole_range=True),
         initial_loss=r.get("initial_loss"),
         final_loss=r.get("final_loss", last.get("loss")),
         train_accuracy=r.get("train_accuracy", last.get("accuracy")),
@@ -193,7 +193,7 @@ def _read_train(r: dict[str, Any], progress: list[dict[str, Any]], base: dict[st
         compile_s=r.get("compile_s"),
         dtype=str(r.get("dtype") or settings.get("dtype") or "fp32"),
         reference_samples_per_s=ref.get("samples_per_s", last.get("reference_samples_per_s")),
-        reference_spread=summarize(ref.get("window_rates") or []),
+        reference_spread=summarize(ref.get("window_rates") or [], whole_range=True),
         native=ctx.native,
     )
 

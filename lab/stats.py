@@ -38,13 +38,17 @@ class Figure:
                 f"{name}_n": self.n}
 
 
-def summarize(values: Iterable[float | None]) -> Figure | None:
-    """The figure of some samples (None and non-positive ones skipped); None when there are none."""
+def summarize(values: Iterable[float | None], whole_range: bool = False) -> Figure | None:
+    """The figure of some samples (None and non-positive ones skipped); None when there are none.
+
+    ``whole_range``: the spread is min..max however many samples, for windows of
+    one run, whose time-weighted mean (the run's figure) then always lies inside it.
+    """
     xs = sorted(float(v) for v in values if isinstance(v, (int, float)) and v > 0)
     if not xs:
         return None
     med = statistics.median(xs)
-    if len(xs) <= 4:
+    if len(xs) <= 4 or whole_range:
         return Figure(med, xs[0], xs[-1], len(xs))
     q1, _, q3 = statistics.quantiles(xs, n=4, method="inclusive")
     return Figure(med, q1, q3, len(xs))
