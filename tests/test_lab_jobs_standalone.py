@@ -81,6 +81,14 @@ def test_jobs_start_in_any_python_from_38(python):
         assert out.returncode == 2, out.stderr[-2000:]
         line = json.loads(out.stdout.splitlines()[-1])
         assert line["type"] == "error" and line["kind"] == "settings" and message in line["message"]
+    probe = "import importlib.util as u; print(all(u.find_spec(m) for m in ('numpy', 'torch')))"
+    has_both = subprocess.run([python, "-I", "-c", probe], capture_output=True, text=True, timeout=60).stdout.strip()
+    if has_both != "True":      # one clear line naming this Python and what it lacks, not a traceback
+        out = subprocess.run(job_command("train", {"steps": 1}, python=python), capture_output=True, text=True,
+                             timeout=60, stdin=subprocess.DEVNULL, cwd="/")
+        line = json.loads(out.stdout.splitlines()[-1])
+        assert out.returncode == 1 and line["kind"] == "missing"
+        assert line["message"].startswith(f"{python} (run isolated") and "cannot import" in line["message"]
 
 
 def test_a_job_runs_from_a_copy_outside_the_package(tmp_path):

@@ -262,27 +262,6 @@ def test_a_worker_that_cannot_start_is_a_failure_not_a_crash(monkeypatch):
 
 
 @pytest.mark.slow
-def test_real_sweep_on_this_machine():
-    """Two warm workers, a few short segments: the result has its figures and a verdict (never a speed)."""
-    import threading
-
-    from cpudoctor.probes import probe_topology
-
-    settings = SweepSettings(train={"batch_size": 16}, budget_s=60.0, segment_s=0.2, max_variants=2).validate()
-    seen = []
-    res = sweep.run_sweep(settings, probe_topology(__import__("pathlib").Path("/")), on_progress=seen.append,
-                          stop=threading.Event())
-    assert res["status"] == "ok" and not res["failures"], res["failures"]
-    assert len(res["points"]) == 2 and res["rounds"] >= 1
-    assert all(p["samples_per_s"] and p["samples_per_s_lo"] <= p["samples_per_s"] <= p["samples_per_s_hi"]
-               for p in res["points"] if not p.get("same_as"))
-    assert res["interference"] is not None and 0 <= res["interference"]["share"] <= 1
-    assert res["verdict"] in ("recommended", "inconclusive") and res["reason"]
-    assert (res["recommendation"] is not None) == (res["verdict"] == "recommended")
-    assert [d["phase"] for d in seen[:1]] == ["plan"] and any(d["phase"] == "segment" for d in seen)
-
-
-@pytest.mark.slow
 def test_a_sweep_child_stopped_hands_back_its_figures_at_once():
     """The GUI's way: `python -m cpudoctor.lab.sweep` as a child; a stop gets the partial result within the runner's
     staged stop (it is sent before the workers are reaped), and no worker outlives it."""
@@ -333,3 +312,6 @@ def test_a_sweep_beside_a_busy_loop_says_inconclusive_with_the_share(tmp_path):
     assert result["reason"].startswith("inconclusive: ") and "% of the CPU went to other programs" in result["reason"]
     assert result["interference"]["share"] > 0.1
     assert res["bench_run"]["metrics"]["verdict"] == "inconclusive"
+    measured = [p for p in result["points"] if p["segments"] and not p.get("same_as")]
+    assert all(p["samples_per_s_lo"] <= p["samples_per_s"] <= p["samples_per_s_hi"] for p in measured)
+    assert all(0 <= p["other_share"] <= 1 for p in measured)

@@ -105,7 +105,7 @@ def test_a_competing_busy_loop_is_reported_as_interference():
     cpu = max(os.sched_getaffinity(0))
     hog = subprocess.Popen([sys.executable, "-c", f"import os; os.sched_setaffinity(0, [{cpu}])\nwhile True: pass"])
     try:
-        out = runner.run_job("train", {"seconds": 1.5, "cpus": [cpu], "batch_size": 32, "eval_samples": 0},
+        out = runner.run_job("train", {"seconds": 1.0, "cpus": [cpu], "batch_size": 16, "eval_samples": 0},
                              timeout=180)
     finally:
         hog.kill()

@@ -185,6 +185,18 @@ def parse_job_argv(argv: Optional[list] = None) -> Tuple[Dict[str, Any], StopFla
     return args, stop
 
 
+def require(module: str):
+    """Import ``module`` (torch, numpy) or fail with one line that names this Python and why it may not see it."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        isolated = " (run isolated: no user site-packages, no PYTHONPATH)" if sys.flags.isolated else ""
+        raise JobError(f"{sys.executable}{isolated} cannot import {module}: {exc}; install {module} in this "
+                       "environment or choose the Python that has it", kind="missing") from None
+
+
 def warnings_to_log() -> None:
     """Library warnings become ``log`` lines (once each) instead of stderr noise or silence.
 

@@ -168,9 +168,9 @@ def run(args: Dict[str, Any], stop: _jobkit.StopFlag) -> Dict[str, Any]:
     limits = ThreadLimits()
     torch_version = None
     if any(b.startswith("torch") for b in s.backends):
-        import torch  # noqa: PLC0415 - only when a torch backend is asked for
-
-        torch_version = torch.__version__
+        torch_version = _jobkit.require("torch").__version__      # only when a torch backend is asked for
+    if any(b.startswith("numpy") for b in s.backends):
+        _jobkit.require("numpy")
     emulated = {b for b in s.backends if b == "torch-bf16" and s.native_bf16 is False}
     native = [b for b in s.backends if b not in emulated]
     size = s.size

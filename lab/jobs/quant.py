@@ -143,9 +143,10 @@ def interleaved_latencies(fns: Dict[str, Callable[[], Any]], min_seconds: float,
 
 def run(args: Dict[str, Any], stop: _jobkit.StopFlag) -> Dict[str, Any]:
     s = QuantSettings.from_dict(args)
-    api = choose_api(s.api)
-    import torch  # noqa: PLC0415 - only in the child
+    torch = _jobkit.require("torch")          # only in the child
     from torch import nn  # noqa: PLC0415
+
+    api = choose_api(s.api)
 
     if s.threads is not None:
         torch.set_num_threads(s.threads)

@@ -62,14 +62,11 @@ def _pin(cpus: Optional[List[int]]) -> Optional[List[int]]:
 
 
 def _load_data(s: TrainSettings):
-    try:
-        if __package__:
-            from . import data
-        else:
-            import data
-    except ImportError as exc:
-        raise _jobkit.JobError(f"the training data needs numpy, which this Python cannot import ({exc})",
-                               kind="missing") from None
+    _jobkit.require("numpy")                       # the data is numpy; say so plainly when it is missing
+    if __package__:
+        from . import data
+    else:
+        import data
     if s.data == "mnist":
         train = data.load_mnist(s.mnist_dir, "train")
         try:
@@ -93,9 +90,9 @@ def _max_rss_mib() -> Optional[float]:
 class Trainer:
     """The model, optimizer and data of one run; :meth:`step` trains one batch in fp32 or bf16."""
 
-    def __init__(self, s: TrainSettings):
+    def __init__(self, s: TrainSettings, train, test):
         t_import = time.perf_counter()
-        import torch  # noqa: PLC0415 - after pinning, on purpose
+        torch = _jobkit.require("torch")          # after pinning, on purpose
         import torch.nn.functional as functional  # noqa: PLC0415
 
         if __package__:
@@ -112,7 +109,7 @@ class Trainer:
         if s.threads is not None:
             torch.set_num_threads(s.threads)
         torch.manual_seed(s.seed)
-        train, self.test = _load_data(s)
+        self.test = test
         self.x_all = torch.from_numpy(train.images)
         self.y_all = torch.from_numpy(train.labels)
         self.model = build_model(s.model)
@@ -364,7 +361,8 @@ def _accuracy(recent) -> Optional[float]:
 def run(args: Dict[str, Any], stop: _jobkit.StopFlag) -> Dict[str, Any]:
     s = TrainSettings.from_dict(args)
     cpus = _pin(s.cpus)
-    tr = Trainer(s)
+    train_data, test_data = _load_data(s)      # before torch: a wrong MNIST folder costs no torch import
+    tr = Trainer(s, train_data, test_data)
     return serve(tr, s, stop, cpus) if s.serve else train(tr, s, stop, cpus)
 
 
