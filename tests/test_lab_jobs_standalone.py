@@ -99,3 +99,16 @@ def test_a_job_runs_from_a_copy_outside_the_package(tmp_path):
                          timeout=60, cwd="/")
     assert out.returncode == 2 and "batch size" in out.stdout
     assert Path(job_command("train", {})[2]).parent == jobs.FOLDER
+
+
+def test_the_parent_side_never_imports_torch():
+    """Only the child jobs import torch: every parent module (and the jobs' shared kit) imports without it."""
+    parent = sorted(p.stem for p in (jobs.FOLDER.parent).glob("*.py") if p.stem != "__init__")
+    mods = [f"cpudoctor.lab.{m}" for m in parent] + ["cpudoctor.lab.jobs._jobkit", "cpudoctor.lab.jobs._settings",
+                                                     "cpudoctor.lab.jobs._cpumeter"]
+    code = (f"import importlib, sys\nfor m in {mods!r}: importlib.import_module(m)\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'PySide6')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "[]"
+    assert {"runner", "protocol", "settings", "results", "sweep"} <= set(parent)
