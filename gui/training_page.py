@@ -484,11 +484,20 @@ class TrainingPage(QWidget):
         self._set_live_ranges()
 
     def _set_live_ranges(self) -> None:
-        """x from step 0 to the last step (at least 10): empty plots never show negative or fractional steps."""
-        lo, hi = self.session.live.x_range()
+        """x from step 0 to the last step (at least 10): empty plots never show negative or fractional steps.
+
+        Samples/s starts at 0, so a wobble of 1 sample/s never fills the plot like a collapse would.
+        """
+        live = self.session.live
+        lo, hi = live.x_range()
         for plot in (self.loss_plot, self.acc_plot, self.speed_plot):
             plot.setXRange(lo, hi, padding=0.02)
-            plot.enableAutoRange(axis="y")
+        self.loss_plot.enableAutoRange(axis="y")
+        top = live.top("samples_per_s", "reference_samples_per_s")
+        if top:
+            self.speed_plot.setYRange(0, top * 1.1, padding=0)
+        else:
+            self.speed_plot.enableAutoRange(axis="y")
 
     def _draw_live(self) -> None:
         live = self.session.live

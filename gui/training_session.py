@@ -45,6 +45,11 @@ class LiveSeries:
             self.values[k].append(float(v) if isinstance(v, (int, float)) else math.nan)
         return True
 
+    def top(self, *keys: str) -> float | None:
+        """The largest known value of ``keys`` (None when there is none)."""
+        values = [v for k in keys for v in self.values[k] if not math.isnan(v)]
+        return max(values) if values else None
+
     def has(self, key: str) -> bool:
         return any(not math.isnan(v) for v in self.values[key])
 

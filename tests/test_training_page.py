@@ -135,6 +135,8 @@ def test_training_run_fills_plots_table_and_model(qtbot, page):
     assert list(xs) == [1, 2, 3, 4, 5, 5] and ys[-1] == pytest.approx(0.46)
     # the plot's last point is the table's figure: one definition of samples/s
     assert page.curves["samples_per_s"].getData()[1][-1] == pytest.approx(1234.5)
+    assert page.speed_plot.getPlotItem().viewRange()[1][0] == pytest.approx(0)        # samples/s from zero
+    assert page.acc_plot.getPlotItem().viewRange()[1] == pytest.approx([0, 1], abs=0.05)
     assert page.table.rowCount() == 1
     assert page.table.item(0, COLUMN["Samples/s"]).text() == "1,234"
     assert page.table.item(0, COLUMN["Status"]).text() == "ok"
