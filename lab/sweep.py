@@ -242,7 +242,8 @@ def _measure(settings: SweepSettings, variants: list[Variant], measured: dict[st
             stop.wait(SETTLE_S)
         state["rounds"] += 1
         if state["rounds"] == 1:
-            _merge_same_settings(measured, names)
+            for n in _merge_same_settings(measured, names):
+                pool.workers[n].request_stop()          # its setting is measured under the other name
         if state["rounds"] >= settings.min_rounds:
             state["decision"] = decide(list(measured.values()))
             if state["decision"].settled:
@@ -252,17 +253,21 @@ def _measure(settings: SweepSettings, variants: list[Variant], measured: dict[st
                 return          # clearly busy: more rounds would only cost time before "inconclusive"
 
 
-def _merge_same_settings(measured: dict[str, Measured], names: list[str]) -> None:
-    """Variants that ran the very same setting (on 2 CPUs: "PyTorch defaults" and "2 threads") are measured once more."""
+def _merge_same_settings(measured: dict[str, Measured], names: list[str]) -> list[str]:
+    """Variants that ran the very same setting (on 2 CPUs "PyTorch defaults" and "2 threads") are measured under
+    the first one's name from the second round on; returns the names no longer measured."""
     seen: dict[tuple, str] = {}
+    merged = []
     for n in names:
         m = measured[n]
         if m.error or m.threads_used is None:
             continue
         if m.setting in seen:
             m.same_as = seen[m.setting]
+            merged.append(n)
         else:
             seen[m.setting] = n
+    return merged
 
 
 def _result(settings: SweepSettings, variants: list[Variant], measured: dict[str, Measured], topology: Topology,

@@ -168,6 +168,9 @@ class FakeWorker:
     def failure(self):
         return None
 
+    def request_stop(self):
+        self.calls.append(f"stop {self.variant.name}")
+
 
 def fake_pool(monkeypatch, script, calls, stop_after=None):
     class Pool:
@@ -178,7 +181,7 @@ def fake_pool(monkeypatch, script, calls, stop_after=None):
             return {}
 
         def ensure(self, name, stop, deadline):
-            if stop_after is not None and len(calls) >= stop_after:
+            if stop_after is not None and len([c for c in calls if not c.startswith("stop ")]) >= stop_after:
                 stop.set()
             return self.workers[name]
 
@@ -204,7 +207,7 @@ def test_quiet_separated_sweep_recommends_after_the_minimum_rounds_in_abab_order
     res = sweep.run_sweep(_settings(), make_topology(2), on_progress=seen.append)
     assert res["verdict"] == "recommended" and res["rounds"] == 3 and res["status"] == "ok"
     # round 1 in order, round 2 reversed (defaults and "2 threads" are one setting after round 1)
-    assert calls == ["PyTorch defaults", "1 thread", "2 threads", "1 thread", "PyTorch defaults",
+    assert calls == ["PyTorch defaults", "1 thread", "2 threads", "stop 2 threads", "1 thread", "PyTorch defaults",
                      "PyTorch defaults", "1 thread"]
     rec = res["recommendation"]
     assert rec["threads"] == 2 and rec["variant"] == "2 threads (the PyTorch default here)"
