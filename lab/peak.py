@@ -108,3 +108,75 @@ def peak(
     if per is None or clock is None:
         return Peak(None, cores, clock, per, notes)
     return Peak(cores * clock * per.flops_per_cycle / 1000.0, cores, clock, per, notes)
+
+
+@dataclass
+class MachinePeak:
+    """What the peak of this machine needs, read once in the parent; the GEMM job itself only measures."""
+
+    microarchitecture: str | None = None
+    brand: str | None = None
+    max_mhz: float | None = None
+    base_mhz: float | None = None
+    cpuinfo_mhz: float | None = None
+    clock_mhz: float | None = None          # a person's override (--clock-mhz)
+    physical_cores: int = 1                 # physical cores among the CPUs this process may use
+    notes: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_probe(cls, cpu, topology, allowed: list[int] | None = None, root: Path = Path("/"),
+                   clock_mhz: float | None = None) -> "MachinePeak":
+        """From the CPU and Topology probes (of ``root``): cores among ``allowed`` (default: the affinity)."""
+        import os
+
+        if allowed is None:
+            allowed = topology.affinity.allowed_cpus or topology.online_cpus or (
+                sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else [])
+        core_of = {c: i for i, core in enumerate(topology.core_list) for c in core.cpus}
+        notes = list(cpu.notes[:1]) if not cpu.microarchitecture else []
+        if not core_of:
+            notes.append("topology unknown: each usable CPU counted as a physical core")
+        cores = len({core_of.get(c, ("cpu", c)) for c in allowed}) or 1
+        return cls(cpu.microarchitecture, cpu.brand, cpu.max_mhz, cpu.base_mhz, cpuinfo_mhz(root), clock_mhz,
+                   cores, notes)
+
+    def cores_for_threads(self, threads: int) -> int:
+        """Threads beyond the physical cores run on SMT siblings and add no FMA units."""
+        return max(1, min(threads, self.physical_cores))
+
+    def peak(self, threads: int, precision: str) -> Peak:
+        return peak(self.cores_for_threads(threads), precision, self.microarchitecture, brand=self.brand,
+                    max_mhz=self.clock_mhz or self.max_mhz, base_mhz=self.base_mhz, fallback_mhz=self.cpuinfo_mhz)
+
+    def annotate(self, point: dict) -> dict:
+        """A GEMM point with the peak of the cores it used and its share of it (utilisation)."""
+        threads, precision, gflops = point.get("threads"), point.get("precision"), point.get("gflops")
+        if not isinstance(threads, int) or precision not in PRECISIONS:
+            return dict(point)
+        pk = self.peak(threads, precision)
+        out = dict(point, cores=pk.cores, peak_gflops=round(pk.gflops, 1) if pk.gflops else None,
+                   peak_basis=pk.per_cycle.basis if pk.per_cycle else None)
+        out["utilisation"] = round(gflops / pk.gflops, 4) if pk.gflops and isinstance(gflops, (int, float)) else None
+        return out
+
+    def facts(self) -> dict:
+        """The machine as a GEMM result shows it."""
+        return {"microarchitecture": self.microarchitecture, "brand": self.brand, "max_mhz": self.max_mhz,
+                "base_mhz": self.base_mhz, "cpuinfo_mhz": self.cpuinfo_mhz, "clock_mhz": self.clock_mhz,
+                "physical_cores": self.physical_cores, "notes": list(self.notes)}
+
+    def notes_for(self, points: list[dict]) -> list[str]:
+        """Which clock the peak assumes, and what a point above its peak says about the real clock."""
+        pk = self.peak(1, "fp32")
+        return pk.notes + clock_notes(points)
+
+
+def clock_notes(points: list[dict]) -> list[str]:
+    """A point above its peak means the clock assumed is too low: say what clock it implies."""
+    over = [p for p in points if p.get("utilisation") and p["utilisation"] > 1.0]
+    if not over:
+        return []
+    worst = max(over, key=lambda p: p["utilisation"])
+    return [f"{worst['backend']} at {worst['threads']} thread(s) measured {worst['utilisation']:.0%} of the computed peak: "
+            f"the cores ran at least {worst['utilisation']:.2f}x the clock assumed (boost), so the percentages are upper "
+            "bounds; give the real all-core clock with clock_mhz / --clock-mhz"]

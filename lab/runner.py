@@ -21,25 +21,42 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
-from cpudoctor.lab import protocol
+from cpudoctor.lab import jobs, protocol
 from cpudoctor.probes.child.exitstatus import ExitDiagnosis, diagnose_exit
 from cpudoctor.probes.child.runner import ASK_WAIT_S, TERM_WAIT_S, ChildEnd, ChildProcess
 
+# Jobs that run in CPU Doctor's own interpreter (``python -m``): orchestrators without torch that start
+# the child jobs themselves. Every other job is a standalone script in lab/jobs/ (JOB_SCRIPTS).
 JOB_MODULES = {
-    "train": "cpudoctor.lab.train",
-    "gemm": "cpudoctor.lab.gemm",
-    "quant": "cpudoctor.lab.quant",
     "sweep": "cpudoctor.lab.sweep",
 }
 MAX_LOG_LINES = 1000    # log lines an outcome keeps (the last ones)
+JOB_SCRIPTS = jobs.JOBS
 
 
 def job_command(job: str, args: dict[str, Any], python: str | None = None) -> list[str]:
-    """The argv that starts lab job ``job`` (a short name or a module path) with ``args``."""
-    module = JOB_MODULES.get(job, job)
-    return [python or sys.executable, "-m", module, "--json-args", json.dumps(args), "--control", "stdin"]
+    """The argv that starts lab job ``job`` with ``args``, in the interpreter ``python`` (default: this one).
+
+    A child job (``train``, ``gemm``, ``quant``, or the path of a script) runs
+    by path and isolated (``-I``: no user site, no PYTHON* variables, not even
+    its own folder on sys.path), so it needs nothing of CPU Doctor in the
+    environment it measures. An orchestrator in JOB_MODULES (the sweep) runs
+    in CPU Doctor's own interpreter and is handed ``python`` for its workers.
+    """
+    tail = ["--control", "stdin"]
+    if job in JOB_MODULES or job.startswith("cpudoctor."):
+        if python and python != sys.executable:
+            args = {**args, "python": python}
+        return [sys.executable, "-m", JOB_MODULES.get(job, job), "--json-args", json.dumps(args), *tail]
+    from cpudoctor.probes.child.scripts import script_path as probe_script
+
+    script = jobs.script_path(job) if job in JOB_SCRIPTS else Path(job)
+    # Through the one launcher of standalone scripts: the user's PYTHONPATH and user site, which -I drops.
+    return [python or sys.executable, "-I", str(probe_script("_launch")), str(script), "--json-args",
+            json.dumps(args), *tail]
 
 
 def format_bytes(n: float | None) -> str:
@@ -223,6 +240,10 @@ class Job:
     def start(self) -> "Job":
         self._child.start()
         return self
+
+    def send(self, line: str) -> bool:
+        """Write one control line to the child (a serving job's ``measure`` command); False when it is gone."""
+        return self._child.send(line)
 
     def request_stop(self) -> None:
         """Stage 1: ask the job to stop (it finishes the step and sends a cancelled result)."""

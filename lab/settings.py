@@ -1,178 +1,119 @@
 """Settings of the lab jobs, validated in the parent before a child is started.
 
-Plain dataclasses without torch, so the GUI form and the CLI can check what a
-person typed and say what is wrong before paying for a child process.
+The schema of each child job (fields, defaults, ranges) is
+:mod:`cpudoctor.lab.jobs._settings`, shared with the child so both ends agree;
+this module adds what only the parent knows: the sweep's own settings, and
+checks against this machine and the file system (CPUs this process may use,
+an MNIST folder, an output path) that must fail before a run, not after it.
+No torch here: the GUI form and the CLI check what a person typed.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
-MODELS = {
-    "simplecnn": "SimpleCNN (conv 1->32 3x3, ReLU, 2x2 max-pool, linear 5408->10)",
-    "lenet5": "LeNet-5 (~60k parameters)",
-    "resnet18": "ResNet-18 for 28x28 (~11M parameters)",
-}
-OPTIMIZERS = ("adam", "sgd")
-DTYPES = ("fp32", "bf16")
-DATASETS = ("synthetic", "mnist")
+from cpudoctor.lab.jobs._settings import (DATASETS, DTYPES, GEMM_BACKENDS, MODELS, OPTIMIZERS, QUANT_APIS,
+                                          SMOOTHING_STEPS, GemmSettings, QuantSettings, SettingsError,
+                                          TrainSettings)
+
+__all__ = ["DATASETS", "DTYPES", "GEMM_BACKENDS", "MODELS", "OPTIMIZERS", "QUANT_APIS", "SMOOTHING_STEPS",
+           "GemmSettings", "QuantSettings", "SettingsError", "SweepSettings", "TrainSettings", "SWEEP_TRAIN_KEYS",
+           "check_cpus", "check_output_path", "check_mnist_dir"]
+
+# What a sweep passes on to every training worker; threads, CPUs and run length are the sweep's to choose.
+SWEEP_TRAIN_KEYS = ("model", "data", "mnist_dir", "batch_size", "optimizer", "dtype", "channels_last", "compile")
 
 
-class SettingsError(ValueError):
-    """A setting is out of range; the message names it and says what is allowed."""
+@dataclass
+class SweepSettings:
+    """The thread sweep: variants measured in interleaved segments until they separate or the budget ends."""
+
+    train: dict[str, Any] = field(default_factory=dict)   # SWEEP_TRAIN_KEYS of TrainSettings
+    budget_s: float = 45.0          # the whole sweep, start-up included, ends within this
+    segment_s: float = 1.0          # one measured segment of one variant
+    min_rounds: int = 3             # every variant measured at least this often before a decision
+    max_variants: int | None = None
+    quiet_limit: float = 0.10       # above this share of the CPUs taken by other programs: inconclusive
+    python: str | None = None       # the interpreter the training workers run in (default: this one)
+
+    def validate(self) -> "SweepSettings":
+        unknown = sorted(set(self.train) - set(SWEEP_TRAIN_KEYS))
+        if unknown:
+            raise SettingsError(f"the sweep chooses {', '.join(unknown)} itself; leave them out")
+        TrainSettings.from_dict({**self.train, "seconds": 1.0})          # the same checks as a training run
+        self.budget_s = _positive("budget", self.budget_s)
+        self.segment_s = _positive("segment length", self.segment_s)
+        if self.segment_s * 2 > self.budget_s:
+            raise SettingsError(f"the budget ({self.budget_s:g} s) must hold at least two segments of "
+                                f"{self.segment_s:g} s")
+        if isinstance(self.min_rounds, bool) or not isinstance(self.min_rounds, int) or self.min_rounds < 1:
+            raise SettingsError(f"min_rounds must be a whole number >= 1, not {self.min_rounds!r}")
+        if self.max_variants is not None and (not isinstance(self.max_variants, int) or self.max_variants < 1):
+            raise SettingsError(f"max_variants must be a whole number >= 1, not {self.max_variants!r}")
+        if not 0 < float(self.quiet_limit) < 1:
+            raise SettingsError(f"quiet_limit is a share of the CPUs, between 0 and 1, not {self.quiet_limit}")
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "SweepSettings":
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise SettingsError(f"unknown sweep setting(s): {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        return cls(**data).validate()
 
 
-def _check_int(name: str, value: Any, lo: int, hi: int | None = None, allow_none: bool = False) -> int | None:
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
+def _positive(name: str, value: Any) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise SettingsError(f"{name} must be a number of seconds, not {value!r}") from None
+    if number <= 0:
+        raise SettingsError(f"{name} must be more than 0 seconds, not {number:g}")
+    return number
+
+
+def check_cpus(cpus: list[int] | None, allowed: list[int] | None = None) -> None:
+    """Refuse CPUs this process may not run on (the child could only fail at pinning to them)."""
+    from cpudoctor.probes._fs import format_cpulist
+
+    if not cpus:
+        return
+    if allowed is None:
         try:
-            value = int(value)
-        except (TypeError, ValueError):
-            raise SettingsError(f"{name} must be a whole number, not {value!r}") from None
-    if value < lo or (hi is not None and value > hi):
-        rng = f">= {lo}" if hi is None else f"between {lo} and {hi}"
-        raise SettingsError(f"{name} must be {rng}, not {value}")
-    return value
+            allowed = sorted(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            return
+    outside = sorted(set(cpus) - set(allowed))
+    if outside:
+        raise SettingsError(f"CPUs {format_cpulist(outside)} are not usable here (this process may run on "
+                            f"{format_cpulist(allowed)})")
 
 
-def _check_choice(name: str, value: Any, choices) -> str:
-    value = str(value).lower()
-    if value not in choices:
-        raise SettingsError(f"{name} must be one of {', '.join(choices)}, not {value!r}")
-    return value
+def check_mnist_dir(data: str | None, mnist_dir: str | None) -> None:
+    if data == "mnist" and mnist_dir and not Path(mnist_dir).expanduser().is_dir():
+        raise SettingsError(f"{mnist_dir}: no such folder (give the folder with the MNIST IDX files)")
 
 
-@dataclass
-class TrainSettings:
-    """One micro-training run. ``threads=None`` keeps PyTorch's own default."""
+def check_output_path(path: str | Path, what: str = "output") -> Path:
+    """A file the run's result will be written to: its folder must exist and be writable, and it is no folder.
 
-    model: str = "simplecnn"
-    data: str = "synthetic"
-    mnist_dir: str | None = None
-    batch_size: int = 64
-    optimizer: str = "adam"
-    lr: float | None = None                # None: 1e-3 for Adam, 0.05 for SGD
-    dtype: str = "fp32"
-    channels_last: bool = False
-    compile: bool = False
-    threads: int | None = None             # intra-op threads; None = PyTorch default
-    interop_threads: int | None = None     # None = PyTorch default
-    steps: int | None = None               # stop after this many steps ...
-    seconds: float | None = 20.0           # ... or after this long (whichever comes first)
-    warmup_steps: int = 3                  # not counted in samples/s
-    cpus: list[int] | None = None          # pin the child to these CPUs (sched_setaffinity)
-    seed: int = 0
-    progress_interval: float = 0.25        # seconds between progress messages
-    eval_samples: int = 1000
-
-    def validate(self) -> "TrainSettings":
-        self.model = _check_choice("model", self.model, MODELS)
-        self.data = _check_choice("data", self.data, DATASETS)
-        if self.data == "mnist" and not self.mnist_dir:
-            raise SettingsError("data 'mnist' needs the folder that holds the MNIST IDX files (mnist_dir)")
-        self.batch_size = _check_int("batch size", self.batch_size, 1, 65536)
-        self.optimizer = _check_choice("optimizer", self.optimizer, OPTIMIZERS)
-        self.dtype = _check_choice("dtype", self.dtype, DTYPES)
-        self.threads = _check_int("threads", self.threads, 1, 4096, allow_none=True)
-        self.interop_threads = _check_int("inter-op threads", self.interop_threads, 1, 4096, allow_none=True)
-        self.steps = _check_int("steps", self.steps, 1, allow_none=True)
-        self.warmup_steps = _check_int("warm-up steps", self.warmup_steps, 0)
-        self.eval_samples = _check_int("eval samples", self.eval_samples, 0)
-        if self.seconds is not None:
-            try:
-                self.seconds = float(self.seconds)
-            except (TypeError, ValueError):
-                raise SettingsError(f"seconds must be a number, not {self.seconds!r}") from None
-            if self.seconds <= 0:
-                raise SettingsError("seconds must be more than 0")
-        if self.steps is None and self.seconds is None:
-            raise SettingsError("give steps or seconds (or both), so the run ends")
-        if self.lr is not None and not (0 < float(self.lr) < 10):
-            raise SettingsError(f"learning rate must be between 0 and 10, not {self.lr}")
-        if self.cpus is not None:
-            if not self.cpus:
-                raise SettingsError("the CPU set to pin to is empty")
-            self.cpus = sorted({_check_int("cpu", c, 0) for c in self.cpus})
-        self.channels_last = bool(self.channels_last)
-        self.compile = bool(self.compile)
-        return self
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "TrainSettings":
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise SettingsError(f"unknown training setting(s): {', '.join(unknown)}; known: {', '.join(sorted(known))}")
-        return cls(**data).validate()
-
-
-@dataclass
-class GemmSettings:
-    size: int = 4096
-    backends: list[str] = field(default_factory=lambda: ["torch-fp32", "torch-bf16", "numpy-fp32", "numpy-fp64"])
-    threads: list[int] | None = None       # None: 1 and all usable CPUs
-    min_seconds: float = 1.0               # time each point at least this long
-    clock_mhz: float | None = None         # override the clock used for the peak
-
-    BACKENDS = ("torch-fp32", "torch-bf16", "numpy-fp32", "numpy-fp64")
-
-    def validate(self) -> "GemmSettings":
-        self.size = _check_int("size", self.size, 16, 32768)
-        if not self.backends:
-            raise SettingsError("choose at least one GEMM backend")
-        for b in self.backends:
-            _check_choice("backend", b, self.BACKENDS)
-        if self.threads is not None:
-            self.threads = sorted({_check_int("threads", t, 1, 4096) for t in self.threads})
-        self.min_seconds = float(self.min_seconds)
-        if self.min_seconds <= 0:
-            raise SettingsError("min_seconds must be more than 0")
-        if self.clock_mhz is not None and float(self.clock_mhz) <= 0:
-            raise SettingsError("clock must be more than 0 MHz")
-        return self
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "GemmSettings":
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise SettingsError(f"unknown GEMM setting(s): {', '.join(unknown)}")
-        return cls(**data).validate()
-
-
-@dataclass
-class QuantSettings:
-    hidden: int = 1024                      # MLP 784 -> hidden -> hidden -> 10
-    batches: list[int] = field(default_factory=lambda: [1, 64])
-    threads: int | None = None
-    min_seconds: float = 1.0
-
-    def validate(self) -> "QuantSettings":
-        self.hidden = _check_int("hidden size", self.hidden, 8, 65536)
-        if not self.batches:
-            raise SettingsError("give at least one batch size")
-        self.batches = [_check_int("batch", b, 1, 65536) for b in self.batches]
-        self.threads = _check_int("threads", self.threads, 1, 4096, allow_none=True)
-        self.min_seconds = float(self.min_seconds)
-        if self.min_seconds <= 0:
-            raise SettingsError("min_seconds must be more than 0")
-        return self
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "QuantSettings":
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise SettingsError(f"unknown quantisation setting(s): {', '.join(unknown)}")
-        return cls(**data).validate()
+    Checked before the run, so a typo never throws a finished measurement away.
+    """
+    target = Path(path).expanduser()
+    folder = target.parent if str(target.parent) else Path(".")
+    if target.is_dir():
+        raise SettingsError(f"{what} {path}: that is a folder; give a file name")
+    if not folder.is_dir():
+        raise SettingsError(f"{what} {path}: the folder {folder} does not exist; create it or choose another")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise SettingsError(f"{what} {path}: cannot write in {folder}; choose a folder you can write to")
+    if target.exists() and not os.access(target, os.W_OK):
+        raise SettingsError(f"{what} {path}: the file is read-only")
+    return target

@@ -1,285 +1,382 @@
-"""Thread sweep: the training job at 1..N threads and in pinning variants, and the best setting.
+"""Thread sweep: the training job at 1..N threads and in pinning variants, measured until they can be told apart.
 
-``python -m cpudoctor.lab.sweep --json-args '{"seconds": 8, "train": {...}}'``
-runs one fresh training child per variant (inter-op threads and the CPU set
-can only be chosen before torch starts working), streams one progress line per
-variant, and ends with the recommendation as a
-:class:`cpudoctor.report.ThreadRecommendation`. The variants come from the
-Topology: one CCX (L3 domain), each NUMA node, all cores with and without
-SMT. This process never imports torch; its children do.
+The orchestrator runs in the parent (CPU Doctor's own interpreter, no torch):
+the CLI calls :func:`run_sweep` directly, the GUI starts it as
+``python -m cpudoctor.lab.sweep`` through its job runner. The variants come
+from the Topology (:mod:`cpudoctor.lab.variants`).
+
+Each variant gets one training worker (:mod:`cpudoctor.lab.workers`), started
+once and warmed up; then the workers measure one short segment each in turn, the order
+reversed every round (ABC CBA ABC ...), so a burst of load elsewhere hits
+every variant alike. Each segment records the share of its CPUs that other
+programs and the hypervisor took. After ``min_rounds`` the sweep stops as
+soon as the fastest setting (fewest threads among those within 3 %) is
+distinguishable from every other one, or when the time budget ends.
+
+A recommendation is made only when the ranking is settled and the machine
+was quiet enough; otherwise the result says "inconclusive: N % of the CPU
+went to other programs" (or that the settings stayed within each other's
+spread), and no recommendation reaches the advisor.
 """
 
 from __future__ import annotations
 
-import os
 import sys
+import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from cpudoctor.lab import protocol
-from cpudoctor.lab.settings import SettingsError, TrainSettings
-from cpudoctor.probes._fs import format_cpulist
+from cpudoctor.lab.settings import SettingsError, SweepSettings
+from cpudoctor.lab.stats import Figure, summarize, tied
+from cpudoctor.lab.jobs._cpumeter import CpuMeter
+from cpudoctor.lab.variants import Variant, derive_variants, usable_cpus
+from cpudoctor.lab.workers import NOT_READY, Stop, WorkerPool, max_workers_alive
 from cpudoctor.probes import Topology
+from cpudoctor.render import lab as words
 
-TIE_TOLERANCE = 0.03    # within 3% of the best, fewer threads win: same speed, cores left free
-NOISE_RATIO = 1.25      # two runs of one setting further apart than this: the machine was busy
+TIE_TOLERANCE = 0.03    # within 3 % of the best, fewer threads win: same speed, cores left free
+PRECISE = 0.10          # ... but only when both spreads are within 10 % of their medians
+SETTLE_S = 0.05         # pause between segments: the last worker's OpenMP threads stop spinning
+BUSY_STOP = 2.0         # after min_rounds, stop early when others took twice the quiet limit
 
 
 @dataclass
-class Variant:
-    name: str
-    threads: int | None           # None = PyTorch default
-    cpus: list[int] | None        # None = not pinned
-    group: str                    # default | threads | pinning
+class Measured:
+    """What one variant measured so far: its worker's facts and one rate per segment."""
 
-    def key(self) -> tuple:
-        return (self.threads, tuple(self.cpus) if self.cpus is not None else None)
+    variant: Variant
+    threads_used: int | None = None
+    interop_threads: int | None = None
+    rates: list[float] = field(default_factory=list)
+    interference: list[dict[str, Any]] = field(default_factory=list)
+    error: str | None = None
+    same_as: str | None = None        # another variant ran the very same setting; measured there
 
+    @property
+    def setting(self) -> tuple:
+        """What the worker really ran: threads in use and the CPU set (None: not pinned)."""
+        return (self.threads_used, tuple(self.variant.cpus) if self.variant.cpus is not None else None)
 
-def usable_cpus(topo: Topology, allowed: list[int] | None = None) -> list[int]:
-    """CPUs this process may use: the affinity mask, within the online CPUs when known."""
-    allowed = allowed if allowed is not None else topo.affinity.allowed_cpus
-    if allowed is None and hasattr(os, "sched_getaffinity"):
-        allowed = sorted(os.sched_getaffinity(0))
-    online = set(topo.online_cpus) if topo.online_cpus else None
-    cpus = [c for c in (allowed or topo.online_cpus) if online is None or c in online]
-    return sorted(set(cpus))
+    @property
+    def figure(self) -> Figure | None:
+        return summarize(self.rates)
 
-
-def _cores(topo: Topology, usable: list[int]) -> list[list[int]]:
-    """Usable CPUs grouped by physical core (each CPU its own core when the topology is unknown)."""
-    u = set(usable)
-    groups = [sorted(c for c in core.cpus if c in u) for core in topo.core_list]
-    groups = [g for g in groups if g]
-    seen = {c for g in groups for c in g}
-    groups += [[c] for c in usable if c not in seen]
-    return sorted(groups, key=lambda g: g[0])
-
-
-def thread_ladder(n: int, cores: int) -> list[int]:
-    """1, 2, 4, ... up to n, plus the physical core count and n itself."""
-    ladder = {1, n, cores}
-    t = 2
-    while t < n:
-        ladder.add(t)
-        t *= 2
-    return sorted(x for x in ladder if 1 <= x <= n)
+    def point(self) -> dict[str, Any]:
+        v = self.variant
+        out: dict[str, Any] = {"variant": v.name, "group": v.group, "threads": v.threads, "cpus": v.cpus,
+                               "threads_used": self.threads_used, "interop_threads": self.interop_threads,
+                               "samples_per_s": None, "segments": len(self.rates), "rates": [round(r, 1) for r in self.rates],
+                               "other_share": _median_share(self.interference),
+                               "status": "error" if self.error else "ok"}
+        fig = self.figure
+        if fig is not None:
+            out.update(fig.to_fields("samples_per_s"))
+        if self.error:
+            out["error"] = self.error
+        if self.same_as:
+            out["same_as"] = self.same_as
+        return out
 
 
-def derive_variants(topo: Topology, allowed: list[int] | None = None) -> list[Variant]:
-    """The sweep's variants for this topology: defaults, a thread ladder, then pinning sets."""
-    usable = usable_cpus(topo, allowed)
-    if not usable:
-        return [Variant("PyTorch defaults", None, None, "default")]
-    cores = _cores(topo, usable)
-    firsts = [g[0] for g in cores]
-    smt = any(len(g) > 1 for g in cores)
-    variants = [Variant("PyTorch defaults", None, None, "default")]
-    # A cgroup CPU quota (containers) caps useful threads below the CPUs we may run on.
-    quota = topo.affinity.usable_cpus
-    limit = min(len(usable), quota) if quota else len(usable)
-    for t in thread_ladder(limit, min(len(cores), limit)):
-        variants.append(Variant(f"{t} thread{'s' if t > 1 else ''}", t, None, "threads"))
-
-    def first_threads(cpus: set[int]) -> list[int]:
-        return [g[0] for g in cores if g[0] in cpus]
-
-    u = set(usable)
-    l3s = [sorted(set(d.cpus) & u) for d in topo.l3_domains]
-    l3s = [d for d in l3s if d]
-    if len(l3s) > 1:
-        ccx = l3s[0]
-        fc = first_threads(set(ccx))
-        variants.append(Variant(f"one CCX, no SMT (CPUs {format_cpulist(fc)})", len(fc), fc, "pinning"))
-        if smt:
-            variants.append(Variant(f"one CCX with SMT (CPUs {format_cpulist(ccx)})", len(ccx), ccx, "pinning"))
-    kinds = getattr(topo, "cpu_kinds", None) or []
-    if len(kinds) > 1:   # hybrid: OpenMP barriers wait for the efficiency cores; measure the P cores alone
-        fast = sorted(set(kinds[-1].cpus) & u)
-        fc = first_threads(set(fast))
-        if len(fc) > 1:
-            variants.append(Variant(f"performance cores, no SMT (CPUs {format_cpulist(fc)})", len(fc), fc, "pinning"))
-            if len(fast) > len(fc):
-                variants.append(Variant(f"performance cores with SMT (CPUs {format_cpulist(fast)})", len(fast), fast,
-                                        "pinning"))
-    nodes = [(n.id, sorted(set(n.cpus) & u)) for n in topo.numa_nodes]
-    nodes = [(i, c) for i, c in nodes if c]
-    if len(nodes) > 1:
-        for node_id, cpus in nodes:
-            fc = first_threads(set(cpus))
-            variants.append(Variant(f"NUMA node {node_id}, no SMT (CPUs {format_cpulist(fc)})", len(fc), fc, "pinning"))
-    if smt:
-        variants.append(Variant(f"all cores, no SMT (CPUs {format_cpulist(firsts)})", len(firsts), firsts, "pinning"))
-        variants.append(Variant(f"all cores with SMT (CPUs {format_cpulist(usable)})", len(usable), usable, "pinning"))
-    out: list[Variant] = []
-    seen: set[tuple] = set()
-    for v in variants:
-        if v.threads is not None and v.threads > limit:
-            v.threads = limit
-            v.name += f", {limit} threads (CPU quota)"
-        # Pinning to every usable CPU with one thread each is what the unpinned run already does.
-        key = v.key() if v.cpus != usable or smt else (v.threads, None)
-        if key not in seen:
-            seen.add(key)
-            out.append(v)
-    return out
+def _median_share(records: list[dict[str, Any]]) -> float | None:
+    shares = sorted(float(r.get("other_share") or 0) + float(r.get("steal_share") or 0) for r in records if r)
+    return round(shares[len(shares) // 2], 4) if shares else None
 
 
-def pinning_choices(topo: Topology, allowed: list[int] | None = None) -> list[tuple[str, list[int]]]:
-    """CPU sets a person may pin a training run to: each CCX (L3), each NUMA node, all cores without SMT."""
-    usable = usable_cpus(topo, allowed)
-    u = set(usable)
-    cores = _cores(topo, usable)
-    choices: list[tuple[str, list[int]]] = []
-    l3s = [sorted(set(d.cpus) & u) for d in topo.l3_domains]
-    l3s = [d for d in l3s if d]
-    if len(l3s) > 1:
-        word = "CCX" if topo.l3_is_ccx() else "L3 domain"
-        choices += [(f"{word} {i} (CPUs {format_cpulist(d)})", d) for i, d in enumerate(l3s)]
-    kinds = getattr(topo, "cpu_kinds", None) or []
-    if len(kinds) > 1:   # hybrid: the performance cores alone
-        fast = sorted(set(kinds[-1].cpus) & u)
-        if fast:
-            choices.append((f"performance cores (CPUs {format_cpulist(fast)})", fast))
-    nodes = [(n.id, sorted(set(n.cpus) & u)) for n in topo.numa_nodes]
-    nodes = [(i, c) for i, c in nodes if c]
-    if len(nodes) > 1:
-        choices += [(f"NUMA node {i} (CPUs {format_cpulist(c)})", c) for i, c in nodes]
-    if any(len(g) > 1 for g in cores):
-        firsts = [g[0] for g in cores]
-        choices.append((f"all cores, no SMT (CPUs {format_cpulist(firsts)})", firsts))
-    return choices
-
-
-def recommend(points: list[dict[str, Any]], model: str | None = None):
-    """The best measured point as a ThreadRecommendation (fewest threads within TIE_TOLERANCE)."""
-    from cpudoctor.report import ThreadRecommendation
-
-    measured = [p for p in points if p.get("samples_per_s")]
-    if not measured:
-        return None
-    best = max(p["samples_per_s"] for p in measured)
-    close = [p for p in measured if p["samples_per_s"] >= best * (1 - TIE_TOLERANCE) and p.get("threads")]
-    pick = min(close, key=lambda p: (p["threads"], -p["samples_per_s"])) if close else max(measured, key=lambda p: p["samples_per_s"])
-    default = next((p["samples_per_s"] for p in measured if p.get("group") == "default"), None)
-    return ThreadRecommendation(
-        threads=int(pick.get("threads_used") or pick.get("threads") or 1),
-        interop_threads=None,              # the sweep leaves inter-op threads at PyTorch's default
-        cpus=pick.get("cpus"),
-        variant=pick["variant"],
-        samples_per_s=pick["samples_per_s"],
-        default_samples_per_s=default,
-        model=model,
-    )
-
-
-def noise_notes(points: list[dict[str, Any]]) -> list[str]:
-    """Variants that ran the very same setting (e.g. "PyTorch defaults" and "N threads") but measured far apart.
-
-    The sweep's ranking is only as good as its quietest run; when one setting
-    measures 1.25x or more apart from itself, something else used the CPUs and
-    the user should rerun rather than trust the recommendation.
-    """
-    groups: dict[tuple, list[dict[str, Any]]] = {}
-    for p in points:
-        threads = p.get("threads_used") or p.get("threads")
-        if p.get("samples_per_s") and threads:
-            groups.setdefault((threads, tuple(p.get("cpus") or ())), []).append(p)
-    notes = []
-    for (threads, _), same in groups.items():
-        if len(same) < 2:
+def interference_share(records: list[dict[str, Any] | None]) -> dict[str, float] | None:
+    """Time-weighted share of the CPUs that other programs (and the hypervisor) took over all segments."""
+    capacity = other = steal = 0.0
+    for r in records:
+        if not r:
             continue
-        lo = min(same, key=lambda p: p["samples_per_s"])
-        hi = max(same, key=lambda p: p["samples_per_s"])
-        ratio = hi["samples_per_s"] / lo["samples_per_s"]
-        if ratio >= NOISE_RATIO:
-            notes.append(f"'{hi['variant']}' and '{lo['variant']}' ran the same setting ({threads} thread"
-                         f"{'' if threads == 1 else 's'}) but measured {hi['samples_per_s']:,.0f} vs "
-                         f"{lo['samples_per_s']:,.0f} samples/s ({ratio:.1f}x apart): other programs used the "
-                         "CPUs during the sweep, so rerun it on an idle machine before trusting the ranking")
-    return notes
+        cap = float(r.get("wall_s") or 0) * len(r.get("cpus") or [])
+        capacity += cap
+        other += float(r.get("other_share") or 0) * cap
+        steal += float(r.get("steal_share") or 0) * cap
+    if capacity <= 0:
+        return None
+    return {"other_share": round(other / capacity, 4), "steal_share": round(steal / capacity, 4),
+            "share": round((other + steal) / capacity, 4), "seconds": round(capacity, 2)}
 
 
-def run(args: dict[str, Any], stop: protocol.StopFlag, root: Path = Path("/")) -> dict[str, Any]:
-    from cpudoctor.lab.runner import Job, job_command
-    from cpudoctor.serde import to_data
+@dataclass
+class Decision:
+    """The ranking of the settings measured so far."""
 
-    train = dict(args.get("train") or {})
-    seconds = float(args.get("seconds", 8.0))
-    train.update(seconds=seconds, steps=None, eval_samples=0)
-    TrainSettings.from_dict({**train, "threads": None, "cpus": None})   # validate once, early
-    if "topology" in args:
-        from cpudoctor.serde import from_data
+    settled: bool
+    pick: list[Measured] | None = None          # the chosen setting (the variants that ran it)
+    runner_up: list[Measured] | None = None
+    reason: str = ""
 
-        topo = from_data(Topology, args["topology"])
-    else:
-        from cpudoctor.probes import probe_topology
 
-        topo = probe_topology(root)
-    variants = derive_variants(topo, args.get("allowed_cpus"))
-    only = args.get("max_variants")
-    if only:
-        variants = variants[: int(only)]
-    points: list[dict[str, Any]] = []
-    start = time.perf_counter()
-    status = "ok"
-    failures: list[str] = []
-    for i, v in enumerate(variants):
-        if stop.is_set():
-            status = "cancelled"
+def _by_setting(measured: list[Measured]) -> dict[tuple, list[Measured]]:
+    groups: dict[tuple, list[Measured]] = {}
+    for m in measured:
+        if m.rates and not m.error:
+            groups.setdefault(m.setting, []).append(m)
+    return groups
+
+
+def _group_figure(group: list[Measured]) -> Figure:
+    fig = summarize([r for m in group for r in m.rates])
+    assert fig is not None
+    return fig
+
+
+def decide(measured: list[Measured], tolerance: float = TIE_TOLERANCE, precise: float = PRECISE) -> Decision:
+    """Settled when the pick is above every other setting beyond both spreads, or tied with it precisely.
+
+    The pick is the fewest-threads setting within ``tolerance`` of the fastest
+    median: the same speed with cores left free for data loading.
+    """
+    groups = _by_setting(measured)
+    if not groups:
+        return Decision(False, reason="nothing was measured")
+    figs = {k: _group_figure(g) for k, g in groups.items()}
+    best = max(f.median for f in figs.values())
+    close = [k for k, f in figs.items() if f.median >= best * (1 - tolerance)]
+    pick = min(close, key=lambda k: (k[0] or 1 << 30, -figs[k].median))
+    others = sorted((k for k in figs if k != pick), key=lambda k: -figs[k].median)
+    runner = groups[others[0]] if others else None
+    for k in others:
+        if figs[pick].above(figs[k]) or tied(figs[pick], figs[k], tolerance, precise):
+            continue
+        return Decision(False, groups[pick], groups[k],
+                        words.within_spread(_names(groups[pick]), _names(groups[k])))
+    return Decision(True, groups[pick], runner)
+
+
+def _names(group: list[Measured]) -> str:
+    return " = ".join(f"'{m.variant.name}'" for m in group)
+
+
+# --------------------------------------------------------------------------- the sweep
+
+
+def run_sweep(settings: SweepSettings, topology: Topology, allowed: list[int] | None = None,
+              on_progress: Callable[[dict[str, Any]], None] | None = None, stop: Stop | None = None,
+              on_result: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Measure every variant in interleaved segments; the result says what it can honestly recommend.
+
+    ``on_result`` receives the result before the workers are reaped, so a
+    cancelled sweep in a child process hands back its figures at once.
+    """
+    stop = stop or threading.Event()
+    emit = on_progress or (lambda data: None)
+    variants = derive_variants(topology, allowed)
+    if settings.max_variants:
+        variants = variants[: settings.max_variants]
+    train = dict(settings.train)
+    measured = {v.name: Measured(v) for v in variants}
+    pool = WorkerPool(variants, train, settings.python,
+                      max_workers_alive(len(variants), str(train.get("model", "simplecnn"))))
+    start = time.monotonic()
+    # The whole sweep, start-up included, on every CPU it may use: the load is known even when no segment ran.
+    meter = CpuMeter(usable_cpus(topology, allowed))
+    whole = meter.start()
+    state = {"status": "ok", "rounds": 0, "decision": Decision(False, reason="not measured")}
+    try:
+        _measure(settings, variants, measured, pool, stop, emit, start, state)
+    finally:
+        pool.request_stop_all()
+    state["whole"] = meter.since(whole)
+    result = _result(settings, variants, measured, topology, state, time.monotonic() - start)
+    if on_result is not None:
+        on_result(result)
+    pool.reap_all()
+    return result
+
+
+def _measure(settings: SweepSettings, variants: list[Variant], measured: dict[str, Measured], pool: WorkerPool,
+             stop: Stop, emit: Callable[[dict[str, Any]], None], start: float, state: dict[str, Any]) -> None:
+    names = [v.name for v in variants]
+    emit({"phase": "plan", "variants": [v.name for v in variants], "budget_s": settings.budget_s,
+          "elapsed": 0.0, "step": 0, "total": len(variants) * settings.min_rounds})
+    deadline = start + settings.budget_s
+    for name, why in pool.start_all(names, stop, deadline).items():
+        measured[name].error = why
+    if stop.is_set():
+        state["status"] = "cancelled"
+        return
+    steps = 0
+    while True:
+        active = [n for n in names if not measured[n].error and not measured[n].same_as]
+        if not active:
             break
-        settings = {**train, "threads": v.threads, "cpus": v.cpus}
-        job = Job(job_command("train", settings), what=f"the training run '{v.name}'").start()
-        while job._proc is not None and job._proc.poll() is None:
+        order = active if state["rounds"] % 2 == 0 else list(reversed(active))
+        for name in order:
             if stop.is_set():
-                # Quicker than the parent's own stages, so this process can still send its partial result.
-                job.stop(ask_wait=0.3, term_wait=0.1)
-                break
-            time.sleep(0.05)
-        out = job.wait()
-        if out.status == "cancelled" or stop.is_set():
-            status = "cancelled"
-            break
-        res = out.result or {}
-        point = {
-            "variant": v.name, "group": v.group, "threads": v.threads, "cpus": v.cpus,
-            "threads_used": res.get("threads"), "interop_threads": res.get("interop_threads"),
-            "samples_per_s": res.get("samples_per_s"), "status": out.status,
-        }
-        if out.status != "ok":
-            point["error"] = out.message
-            failures.append(f"{v.name}: {out.message}")
-        points.append(point)
-        protocol.progress(step=i + 1, total=len(variants), elapsed=round(time.perf_counter() - start, 3), **point)
-    rec = recommend(points, train.get("model", "simplecnn"))
-    noise = noise_notes(points)
+                state["status"] = "cancelled"
+                return
+            if time.monotonic() - start + settings.segment_s + SETTLE_S > settings.budget_s:
+                return
+            worker = pool.ensure(name, stop, deadline)
+            m = measured[name]
+            if worker is None:
+                if stop.is_set():
+                    state["status"] = "cancelled"
+                    return
+                m.error = pool.workers[name].failure() or NOT_READY
+                continue
+            if m.threads_used is None and worker.ready:
+                m.threads_used = worker.ready.get("threads")
+                m.interop_threads = worker.ready.get("interop_threads")
+            seg = worker.measure(settings.segment_s, stop)
+            if seg is None:
+                if stop.is_set():
+                    state["status"] = "cancelled"
+                    return
+                m.error = worker.failure() or "the worker stopped answering"
+                continue
+            if seg.get("samples_per_s"):
+                m.rates.append(float(seg["samples_per_s"]))
+            m.interference.append(seg.get("interference") or {})
+            steps += 1
+            point = m.point()
+            emit({"phase": "segment", "round": state["rounds"] + 1, "step": steps,
+                  "elapsed": round(time.monotonic() - start, 3), "budget_s": settings.budget_s,
+                  "segment_samples_per_s": seg.get("samples_per_s"),
+                  "segment_other_share": (seg.get("interference") or {}).get("other_share"), **point})
+            stop.wait(SETTLE_S)
+        state["rounds"] += 1
+        if state["rounds"] == 1:
+            for n in _merge_same_settings(measured, names):
+                pool.workers[n].request_stop()          # its setting is measured under the other name
+        if state["rounds"] >= settings.min_rounds:
+            state["decision"] = decide(list(measured.values()))
+            if state["decision"].settled:
+                return
+            noise = interference_share([r for m in measured.values() for r in m.interference])
+            if noise and noise["share"] > BUSY_STOP * settings.quiet_limit:
+                return          # clearly busy: more rounds would only cost time before "inconclusive"
+
+
+def _merge_same_settings(measured: dict[str, Measured], names: list[str]) -> list[str]:
+    """Variants that ran the very same setting (on 2 CPUs "PyTorch defaults" and "2 threads") are measured under
+    the first one's name from the second round on; returns the names no longer measured."""
+    seen: dict[tuple, str] = {}
+    merged = []
+    for n in names:
+        m = measured[n]
+        if m.error or m.threads_used is None:
+            continue
+        if m.setting in seen:
+            m.same_as = seen[m.setting]
+            merged.append(n)
+        else:
+            seen[m.setting] = n
+    return merged
+
+
+def _result(settings: SweepSettings, variants: list[Variant], measured: dict[str, Measured], topology: Topology,
+            state: dict[str, Any], elapsed: float) -> dict[str, Any]:
+    all_measured = list(measured.values())
+    if state["status"] == "ok" and state["rounds"] >= 1:
+        state["decision"] = decide(all_measured)
+    decision: Decision = state["decision"]
+    noise = interference_share([r for m in all_measured for r in m.interference])
+    if noise is None:                      # no segment was measured: the load over the whole sweep says why
+        noise = interference_share([state.get("whole")])
+    verdict, reason = _verdict(settings, state, decision, noise, all_measured)
+    failures = [f"{m.variant.name}: {m.error}" for m in all_measured if m.error]
+    rec = _recommendation(decision, all_measured, settings.train.get("model", "simplecnn")) \
+        if verdict == "recommended" else None
+    best = _best(decision)
     return {
-        "status": status,
-        "points": points,
+        "status": state["status"],
+        "points": [m.point() for m in all_measured],
         "variants": len(variants),
-        "recommendation": to_data(rec) if rec is not None else None,
+        "rounds": state["rounds"],
+        "verdict": verdict,
+        "reason": reason,
+        "interference": noise,
+        "recommendation": rec,
+        "best_measured": best,
         "failures": failures,
-        "notes": noise,
-        # Other programs used the CPUs while it ran: the ranking, and so the recommendation, may be wrong.
-        "busy": bool(noise),
-        "seconds_per_variant": seconds,
-        "topology_notes": list(topo.notes),
-        "elapsed": round(time.perf_counter() - start, 3),
-        "settings": {"seconds": seconds, "train": train},
+        "budget_s": settings.budget_s,
+        "segment_s": settings.segment_s,
+        "quiet_limit": settings.quiet_limit,
+        "topology_notes": list(topology.notes),
+        "elapsed": round(elapsed, 3),
+        "settings": {k: v for k, v in settings.to_dict().items() if k != "python"},
     }
 
 
+def _verdict(settings: SweepSettings, state: dict[str, Any], decision: Decision, noise: dict[str, float] | None,
+             measured: list[Measured]) -> tuple[str, str]:
+    """("recommended", how it was decided) or ("inconclusive", why not) — the words people read."""
+    share = noise["share"] if noise else None
+    if state["status"] == "cancelled":
+        return "inconclusive", words.inconclusive("cancelled", rounds=state["rounds"])
+    if share is not None and share > settings.quiet_limit:
+        return "inconclusive", words.inconclusive("busy", share=share)
+    if not any(m.rates for m in measured):
+        return "inconclusive", words.inconclusive("nothing")
+    if not decision.settled:
+        return "inconclusive", words.inconclusive("unsettled", why=decision.reason, rounds=state["rounds"],
+                                                  budget_s=settings.budget_s)
+    assert decision.pick is not None
+    if decision.runner_up is None:
+        return "recommended", words.only_setting(decision.pick[0].variant.name)
+    fig_p, fig_r = _group_figure(decision.pick), _group_figure(decision.runner_up)
+    return "recommended", words.decided(_names(decision.pick), _names(decision.runner_up), fig_p.above(fig_r),
+                                        TIE_TOLERANCE)
+
+
+def _recommendation(decision: Decision, measured: list[Measured], model: str) -> dict[str, Any] | None:
+    """The pick in ThreadRecommendation's fields (lab.results turns it into one)."""
+    if decision.pick is None:
+        return None
+    group = decision.pick
+    named = next((m for m in group if m.variant.group != "default"), group[0])
+    fig = _group_figure(group)
+    groups = _by_setting(measured)
+    default = next((m for m in measured if m.variant.group == "default" and m.setting in groups), None)
+    default_rate = _group_figure(groups[default.setting]).median if default is not None else None
+    name = named.variant.name
+    if any(m.variant.group == "default" for m in group) and named.variant.group != "default":
+        name += " (the PyTorch default here)"
+    return {"threads": int(named.threads_used or named.variant.threads or 1), "interop_threads": None,
+            "cpus": named.variant.cpus, "variant": name, "samples_per_s": round(fig.median, 1),
+            "default_samples_per_s": round(default_rate, 1) if default_rate else None, "model": model}
+
+
+def _best(decision: Decision) -> dict[str, Any] | None:
+    if decision.pick is None:
+        return None
+    fig = _group_figure(decision.pick)
+    m = decision.pick[0]
+    return {"variant": m.variant.name, "threads": m.threads_used, "cpus": m.variant.cpus, **fig.to_fields("samples_per_s")}
+
+
+# --------------------------------------------------------------------------- as a child process
+
+
 def main(argv: list[str] | None = None) -> int:
-    args, stop = protocol.parse_job_argv(argv)
+    """``python -m cpudoctor.lab.sweep --json-args '{...}' --control stdin``: the GUI's way to run a sweep."""
+    from cpudoctor.lab.jobs import _jobkit
+
+    args, stop = _jobkit.parse_job_argv(argv)
     root = Path(args.pop("root", "/"))
+    topo_data = args.pop("topology", None)
+    allowed = args.pop("allowed_cpus", None)
     try:
-        res = run(args, stop, root)
-    except (SettingsError, TypeError, ValueError) as exc:
-        protocol.error(str(exc), kind="settings")
+        settings = SweepSettings.from_dict(args)
+    except (SettingsError, TypeError) as exc:
+        _jobkit.error(str(exc), kind="settings")
         return 2
-    protocol.result(**res)
+    if topo_data is not None:
+        from cpudoctor.serde import from_data
+
+        topology = from_data(Topology, topo_data)
+    else:
+        from cpudoctor.probes import probe_topology
+
+        topology = probe_topology(root)
+    run_sweep(settings, topology, allowed, on_progress=lambda d: _jobkit.progress(**d), stop=stop,
+              on_result=lambda r: _jobkit.result(**r))
     return 0
 
 

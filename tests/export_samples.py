@@ -83,7 +83,7 @@ def sample_report(hostname: str = "build-box-7", home: str = "/home/alice") -> R
                 title="CPU governor is schedutil", fix="Set the performance governor while training.",
                 snippet="sudo cpupower frequency-set -g performance"),
     ]
-    # The lab's real result shapes (lab/sweep.py, lab/gemm.py, gui/training_page.py).
+    # The lab's real result shapes (lab/sweep.py, lab/jobs/gemm.py through lab/results.py).
     ladder = [(None, None, "PyTorch defaults", "default", 4410.0)] + [
         (t, None, f"{t} threads", "threads", s) for t, s in ((1, 210.0), (8, 1480.0), (16, 2610.0), (32, 4090.0),
                                                              (64, 5020.0), (128, 4410.0))] + [

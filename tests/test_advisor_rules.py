@@ -471,3 +471,34 @@ def test_bf16_on_native_cpu_follows_the_measured_lab_runs():
     r.benchmarks[1].metrics["samples_per_s"] = 12000.0
     (f,) = engine.run_rules(r, only={"PREC001"}, strict=True)
     assert "can pay off" in f.title and "1.61x as fast" in f.why
+
+
+def test_precision_findings_defer_to_measured_figures():
+    """Issue 16: PREC002 said "int8 gains little" while bench quant measured 6.8x; a noisy run is not evidence."""
+    from cpudoctor.report import BenchRun
+
+    r = _load("zen3-healthy")                                            # no VNNI, no native bf16
+    (f,) = engine.run_rules(r, only={"PREC002"}, strict=True)
+    assert "gains little" in f.title
+    quant = BenchRun("quant", {}, {"points": [{"batch": 1, "speedup": 1.1}, {"batch": 64, "speedup": 6.8}],
+                                   "quiet": True})
+    r.benchmarks = [quant]
+    (f,) = engine.run_rules(r, only={"PREC002"}, strict=True)
+    assert f.title == "int8 measured 6.8x fp32 here, even without VNNI" and "1.1x at batch 1" in f.why
+    quant.metrics["quiet"] = False                                       # measured while others used the CPU
+    (f,) = engine.run_rules(r, only={"PREC002"}, strict=True)
+    assert "gains little" in f.title
+    # An emulated bf16 path that measured as fast as fp32 in the same job is not called slower.
+    r.benchmarks = [BenchRun("train", {"dtype": "bf16"}, {"samples_per_s": 1000.0, "fp32_samples_per_s": 950.0})]
+    (f,) = engine.run_rules(r, only={"PREC001"}, strict=True)
+    assert f.title == "bf16 autocast measured 1.05x as fast as fp32 here, though emulated"
+    assert "in the same job" in f.why and f.evidence["benchmarks[train]"] == {"fp32": 950.0, "bf16": 1000.0}
+
+
+def test_int8_with_vnni_measured_slower_says_so():
+    from cpudoctor.report import BenchRun
+
+    r = _load("zen4-aten-capability-forced")
+    r.benchmarks = [BenchRun("quant", {}, {"points": [{"batch": 64, "speedup": 0.14}]})]
+    (f,) = engine.run_rules(r, only={"PREC002"}, strict=True)
+    assert f.title == "int8 inference was slower than fp32 in your measured run (0.1x at batch 64)"

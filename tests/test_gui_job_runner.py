@@ -17,7 +17,7 @@ from cpudoctor.gui.job_runner import JobRunner
 from cpudoctor.lab.runner import ASK_WAIT_S, TERM_WAIT_S
 
 CHATTY = textwrap.dedent("""
-    from cpudoctor.lab import protocol
+    from cpudoctor.lab.jobs import _jobkit as protocol
     protocol.log("warming up")
     for step in (1, 2, 3):
         protocol.progress(step=step, elapsed=step * 0.01)

@@ -7,7 +7,7 @@ import gzip
 import numpy as np
 import pytest
 
-from cpudoctor.lab import data
+from cpudoctor.lab.jobs import data
 
 
 def test_synthetic_is_deterministic_shaped_and_balanced():

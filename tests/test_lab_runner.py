@@ -12,7 +12,7 @@ from cpudoctor.lab import runner
 # A protocol-speaking child that stops when asked, like the real jobs.
 COOPERATIVE = textwrap.dedent("""
     import time
-    from cpudoctor.lab import protocol
+    from cpudoctor.lab.jobs import _jobkit as protocol
     args, stop = protocol.parse_job_argv()
     step = 0
     while not stop.is_set() and step < args.get("steps", 10**9):
@@ -91,7 +91,8 @@ def test_oom_kill_is_diagnosed_with_the_memory_seen():
 def test_python_error_and_protocol_error():
     out = runner.run_job("train", {}, argv=[sys.executable, "-c", "raise ValueError('boom')"])
     assert out.status == "error" and out.message.endswith("ValueError: boom")
-    code = "from cpudoctor.lab import protocol; protocol.error('torch.compile failed: no compiler', kind='compile'); raise SystemExit(3)"
+    code = ("from cpudoctor.lab.jobs import _jobkit; _jobkit.error('torch.compile failed: no compiler', kind='compile');"
+            "raise SystemExit(3)")
     out = runner.run_job("train", {}, argv=[sys.executable, "-c", code])
     assert out.status == "error" and out.message == "torch.compile failed: no compiler"
     assert out.error["kind"] == "compile"
@@ -104,7 +105,38 @@ def test_classify_other_signal_and_missing_result():
     assert status == "error" and "without a result" in diag.message
 
 
-def test_job_command_uses_this_python_and_the_module():
+def test_job_command_runs_child_scripts_by_path_isolated():
+    from cpudoctor.lab.jobs import script_path
+
+    from cpudoctor.probes.child.scripts import script_path as probe_script
+
+    launch = str(probe_script("_launch"))             # gives the job the user's PYTHONPATH and user site back
     argv = runner.job_command("gemm", {"size": 64})
-    assert argv[:3] == [sys.executable, "-m", "cpudoctor.lab.gemm"] and argv[-2:] == ["--control", "stdin"]
+    assert argv[:4] == [sys.executable, "-I", launch, str(script_path("gemm"))]
+    assert argv[-2:] == ["--control", "stdin"]
+    assert argv[argv.index("--json-args") + 1] == '{"size": 64}'
+    other = runner.job_command("train", {}, python="/opt/conda/envs/dl/bin/python")
+    assert other[:4] == ["/opt/conda/envs/dl/bin/python", "-I", launch, str(script_path("train"))]
     assert runner.format_bytes(3 * 1024 ** 3) == "3.0 GiB"
+
+
+def test_the_sweep_orchestrator_runs_in_this_python_and_hands_on_the_target():
+    argv = runner.job_command("sweep", {"budget_s": 10.0}, python="/envs/dl/bin/python")
+    assert argv[:3] == [sys.executable, "-m", "cpudoctor.lab.sweep"]
+    import json
+
+    assert json.loads(argv[argv.index("--json-args") + 1]) == {"budget_s": 10.0, "python": "/envs/dl/bin/python"}
+
+
+def test_send_writes_a_command_line_to_a_serving_child():
+    code = textwrap.dedent("""
+        from cpudoctor.lab.jobs import _jobkit
+        args, stop = _jobkit.parse_job_argv()
+        command = stop.next_command(timeout=30)
+        _jobkit.result(status="ok", got=command)
+    """)
+    job = runner.Job(_argv(code)).start()
+    assert job.send("measure 0.250")
+    out = job.wait(30)
+    assert out.status == "ok" and out.result["got"] == "measure 0.250"
+    assert not job.send("measure 1")                     # the child is gone: nothing to write to

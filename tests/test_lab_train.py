@@ -20,6 +20,10 @@ def test_short_training_run_learns():
     steps = [p["step"] for p in out.progress]
     assert steps == sorted(steps) and steps[-1] == 60
     assert all({"step", "loss", "accuracy", "samples_per_s", "elapsed"} <= set(p) for p in out.progress)
+    # one definition: the last progress line carries the result's figures
+    last = out.progress[-1]
+    assert last["samples_per_s"] == r["samples_per_s"] and last["loss"] == r["final_loss"]
+    assert r["smoothing_steps"] == 20 and r["window_rates"] and 0 <= r["interference"]["other_share"] <= 1
 
 
 def test_bad_settings_are_an_error_result_not_a_traceback():
@@ -32,7 +36,7 @@ def test_bad_settings_are_an_error_result_not_a_traceback():
 def test_training_on_mnist_idx_files_from_a_folder(tmp_path):
     import numpy as np
 
-    from cpudoctor.lab import data
+    from cpudoctor.lab.jobs import data
 
     rng = np.random.default_rng(0)
     data.write_idx(tmp_path / "train-images-idx3-ubyte.gz", rng.integers(0, 256, (128, 28, 28), dtype=np.uint8))
@@ -55,14 +59,21 @@ def test_settings_validation_messages():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("extra", [{"dtype": "bf16"}, {"channels_last": True}, {"model": "lenet5"},
-                                   {"optimizer": "sgd", "cpus": [0]}])
+                                   {"optimizer": "sgd", "cpus": "first"}])
 def test_variants_run(extra):
+    import os
+
+    if extra.get("cpus") == "first":
+        extra = {**extra, "cpus": [min(os.sched_getaffinity(0))]}
     args = {**TrainSettings(steps=15, seconds=None, batch_size=32, eval_samples=0).to_dict(), **extra}
     out = runner.run_job("train", args, timeout=120)
     assert out.status == "ok", out.message
     assert out.result["final_loss"] < out.result["initial_loss"]
     if "cpus" in extra:
-        assert out.result["cpus"] == [0]
+        assert out.result["cpus"] == extra["cpus"]
+    if extra.get("dtype") == "bf16":           # a bf16 run measures fp32 in the same job
+        ref = out.result["reference"]
+        assert ref["dtype"] == "fp32" and ref["samples_per_s"] > 0 and out.result["samples_per_s"] > 0
 
 
 @pytest.mark.slow
@@ -82,3 +93,30 @@ def test_torch_compile_runs_or_fails_calmly():
     else:                                       # no C compiler, unsupported Python, ...: one clear line
         assert out.status == "error" and out.error["kind"] == "compile", out.message
         assert out.message.startswith("torch.compile")
+
+
+@pytest.mark.slow
+def test_a_competing_busy_loop_is_reported_as_interference():
+    """A real busy loop pinned to the one CPU the job is pinned to: the job reports what it took (not a speed)."""
+    import os
+    import subprocess
+    import sys
+
+    cpu = max(os.sched_getaffinity(0))
+    hog = subprocess.Popen([sys.executable, "-c", f"import os; os.sched_setaffinity(0, [{cpu}])\nwhile True: pass"])
+    try:
+        out = runner.run_job("train", {"seconds": 1.0, "cpus": [cpu], "batch_size": 16, "eval_samples": 0},
+                             timeout=180)
+    finally:
+        hog.kill()
+        hog.wait()
+    assert out.status == "ok", out.message
+    inter = out.result["interference"]
+    assert inter["cpus"] == [cpu]
+    # The scheduler shares the CPU between the two (and anything else): others took a large part of it.
+    assert inter["other_share"] > 0.2 and inter["other_cpu_s"] > 0
+    from cpudoctor.lab.results import read_outcome
+
+    result = read_outcome("train", out)
+    assert result.quiet is False and "went to other programs" in result.caveats()[0]
+    assert result.recommendation() is None          # a busy run's setting is never handed to the advisor

@@ -12,59 +12,78 @@ from PySide6.QtWidgets import QApplication
 from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.training_page import TrainingPage
 from cpudoctor.probes.cpu.topology import Affinity, Core, L3Domain, NumaNode, Topology
+from cpudoctor.probes import CpuInfo
+from cpudoctor.render.lab import RUN_COLUMNS
 from cpudoctor.report import BenchRun, Report, ThreadRecommendation
 
 TORCH_BEFORE = "torch" in sys.modules
-TABLE_NOTE = 6                                          # the runs table's "Note" column
 
 FAKE = textwrap.dedent("""
-    import os, signal, sys, time
-    from cpudoctor.lab import protocol
+    import json, os, signal, sys, time
+    from cpudoctor.lab.jobs import _jobkit as protocol
     job, mode = sys.argv[1], sys.argv[2]
     stop = protocol.StopFlag()
     stop.watch_stdin()
     if job == "train":
         step = 0
+        dtype = "bf16" if mode == "bf16" else "fp32"
         while not stop.is_set():
             step += 1
-            protocol.progress(step=step, loss=2.3 / step, accuracy=min(0.1 * step, 0.95),
-                              samples_per_s=1000.0 + step, elapsed=step * 0.01)
+            extra = {"reference_samples_per_s": 900.0 + step} if dtype == "bf16" else {}
+            protocol.progress(step=step, loss=2.3 / step, accuracy=min(0.1 * step, 0.95), dtype=dtype,
+                              samples_per_s=(1000.0 + step) if step > 1 else None, elapsed=step * 0.01, **extra)
             if mode == "sigill" and step == 3:
                 os.kill(os.getpid(), signal.SIGILL)
-            if mode == "ok" and step == 5:
+            if mode in ("ok", "bf16") and step == 5:
                 break
             time.sleep(0.02)
+        # like train.py: a last progress line with the result's own figures, then the result
+        protocol.progress(step=step, loss=0.46, accuracy=0.5, samples_per_s=1234.5, elapsed=step * 0.01, dtype=dtype)
+        extra = {"reference": {"dtype": "fp32", "samples_per_s": 1000.0, "window_rates": [990.0, 1010.0]},
+                 "dtype": "bf16"} if dtype == "bf16" else {}
         protocol.result(status="cancelled" if stop.is_set() else "ok", steps=step, samples_per_s=1234.5,
-                        initial_loss=2.3, final_loss=0.46, train_accuracy=0.5, eval_accuracy=0.45, threads=2,
-                        interop_threads=2, elapsed=0.05)
+                        window_rates=[1200.0, 1234.0, 1260.0], initial_loss=2.3, final_loss=0.46, train_accuracy=0.5,
+                        eval_accuracy=0.45, smoothing_steps=20, threads=2, interop_threads=2, elapsed=0.05,
+                        interference={"other_share": 0.01, "steal_share": 0.0, "cpus": [0, 1], "wall_s": 0.05},
+                        **extra)
     elif job == "sweep":
-        pts = [dict(variant="PyTorch defaults", group="default", threads=None, cpus=None, threads_used=2, samples_per_s=900.0),
-               dict(variant="1 thread", group="threads", threads=1, cpus=None, threads_used=1, samples_per_s=700.0),
-               dict(variant="2 threads", group="threads", threads=2, cpus=None, threads_used=2, samples_per_s=1000.0),
+        pts = [dict(variant="PyTorch defaults", group="default", threads=None, cpus=None, threads_used=2,
+                    samples_per_s=900.0, samples_per_s_lo=880.0, samples_per_s_hi=910.0, samples_per_s_n=3),
+               dict(variant="1 thread", group="threads", threads=1, cpus=None, threads_used=1, samples_per_s=700.0,
+                    samples_per_s_lo=690.0, samples_per_s_hi=720.0, samples_per_s_n=3),
+               dict(variant="2 threads", group="threads", threads=2, cpus=None, threads_used=2, samples_per_s=1000.0,
+                    samples_per_s_lo=990.0, samples_per_s_hi=1010.0, samples_per_s_n=3),
                dict(variant="all cores, no SMT (CPUs 0-1)", group="pinning", threads=2, cpus=[0, 1], threads_used=2,
-                    samples_per_s=1100.0)]
+                    samples_per_s=1100.0, samples_per_s_lo=1090.0, samples_per_s_hi=1120.0, samples_per_s_n=3)]
+        protocol.progress(phase="plan", variants=[p["variant"] for p in pts], budget_s=45, elapsed=0.0)
         for i, p in enumerate(pts):
-            protocol.progress(step=i + 1, total=len(pts), elapsed=i * 0.01, **p)
-        rec = dict(threads=2, interop_threads=2, cpus=[0, 1], variant=pts[-1]["variant"], samples_per_s=1100.0,
-                   default_samples_per_s=900.0, model="simplecnn")
-        extra = {}
-        if mode == "busy":     # lab/sweep.py's noise note: one setting measured far apart from itself
-            extra = dict(busy=True, failures=["1 thread: out of memory"],
-                         notes=["'PyTorch defaults' and '2 threads' ran the same setting (2 threads) but measured "
-                                "900 vs 1,000 samples/s (1.1x apart): other programs used the CPUs during the "
-                                "sweep, so rerun it on an idle machine before trusting the ranking"])
-        protocol.result(status="ok", points=pts, recommendation=rec, variants=len(pts), **extra)
+            protocol.progress(phase="segment", round=1, step=i + 1, elapsed=i * 0.01, budget_s=45,
+                              segment_samples_per_s=p["samples_per_s"], **p)
+        share = 0.48 if mode == "busy" else 0.02
+        noise = {"other_share": share, "steal_share": 0.0, "share": share, "seconds": 12.0}
+        if mode == "busy":
+            protocol.result(status="ok", points=pts, verdict="inconclusive", recommendation=None, rounds=3,
+                            reason="inconclusive: 48 % of the CPU went to other programs", interference=noise,
+                            failures=["1 thread: out of memory"], variants=len(pts), budget_s=45, segment_s=1)
+        else:
+            rec = dict(threads=2, interop_threads=None, cpus=[0, 1], variant=pts[-1]["variant"], samples_per_s=1100.0,
+                       default_samples_per_s=900.0, model="simplecnn")
+            protocol.result(status="ok", points=pts, verdict="recommended", recommendation=rec, rounds=3,
+                            reason="'all cores, no SMT (CPUs 0-1)' vs '2 threads': faster beyond both spreads",
+                            interference=noise, variants=len(pts), budget_s=45, segment_s=1)
     elif job == "gemm":
-        p = dict(backend="torch-fp32", library="torch", precision="fp32", threads=1, cores=1, size=64, gflops=100.0,
-                 best_gflops=101.0, reps=3, peak_gflops=160.0, utilisation=0.625, peak_basis="native")
+        p = dict(backend="torch-fp32", library="torch", precision="fp32", threads=1, size=64, gflops=100.0,
+                 gflops_lo=98.0, gflops_hi=101.0, best_gflops=101.0, reps=3, emulated=False)
         protocol.progress(step=1, total=1, elapsed=0.01, **p)
-        protocol.result(status="ok", points=[p], machine=dict(microarchitecture="zen5", physical_cores=2),
-                        peak_notes=["clock 2500 MHz = base clock"])
+        protocol.result(status="ok", points=[p], size=64, sizes={"torch-fp32": 64}, emulated=[], notes=[])
     elif job == "quant":
         p = dict(batch=1, fp32_ms=0.2, int8_ms=0.1, speedup=2.0)
         protocol.progress(step=1, total=1, elapsed=0.01, **p)
-        protocol.result(status="ok", points=[p], vnni=True, vnni_note="this CPU has VNNI", top1_agreement=0.97)
+        protocol.result(status="ok", points=[p], api="torch.ao", api_name="torch.ao.quantization.quantize_dynamic",
+                        api_warnings=["torch.ao.quantization is deprecated"], top1_agreement=0.97, hidden=1024)
 """)
+
+COLUMN = {name: i for i, name in enumerate(RUN_COLUMNS)}
 
 
 @pytest.fixture(autouse=True)
@@ -90,7 +109,9 @@ def two_ccx_smt() -> Topology:
 @pytest.fixture
 def page(qtbot):
     model = AppModel()
-    model.set_report(Report(topology=two_ccx_smt()))
+    # A Zen 5 at 2.5 GHz: 64 FLOP/cycle/core (resources/peak_flops.json), so one core peaks at 160 GFLOP/s.
+    model.set_report(Report(cpu=CpuInfo(microarchitecture="zen5", brand="AMD Ryzen 9 9950X 16-Core Processor",
+                                        max_mhz=2500.0), topology=two_ccx_smt()))
     p = TrainingPage(model)
     qtbot.addWidget(p)
     p.modes = {}
@@ -111,21 +132,55 @@ def test_training_run_fills_plots_table_and_model(qtbot, page):
     out = _run(qtbot, page, page.train_button.click)
     assert out.status == "ok"
     xs, ys = page.curves["loss"].getData()
-    assert list(xs) == [1, 2, 3, 4, 5] and ys[-1] == pytest.approx(0.46)
+    assert list(xs) == [1, 2, 3, 4, 5, 5] and ys[-1] == pytest.approx(0.46)
+    # the plot's last point is the table's figure: one definition of samples/s
+    assert page.curves["samples_per_s"].getData()[1][-1] == pytest.approx(1234.5)
+    assert page.speed_plot.getPlotItem().viewRange()[1][0] == pytest.approx(0)        # samples/s from zero
+    assert page.acc_plot.getPlotItem().viewRange()[1] == pytest.approx([0, 1], abs=0.05)
     assert page.table.rowCount() == 1
-    assert page.table.item(0, 2).text() == "1,234" and page.table.item(0, 5).text() == "ok"
+    assert page.table.item(0, COLUMN["Samples/s"]).text() == "1,234"
+    assert page.table.item(0, COLUMN["Status"]).text() == "ok"
+    assert page.table.item(0, COLUMN["Accuracy"]).text() == "50.0 %"
+    assert page.table.item(0, COLUMN["Result"]).text() == "loss 0.460 · held-out 45.0 %"
+    assert "last 20 steps" in page.table.item(0, COLUMN["Accuracy"]).toolTip()
     run = page.model.report.benchmarks[-1]
     assert isinstance(run, BenchRun) and run.kind == "train" and run.status == "ok"
     assert run.metrics["samples_per_s"] == 1234.5 and run.settings["model"] == "simplecnn"
+    assert run.metrics["samples_per_s_lo"] == 1200.0 and run.metrics["quiet"] is True
     assert added and page.train_button.isEnabled() and not page.cancel_button.isEnabled()
     assert page.use_button.isEnabled()
+    assert page.best_label.text() == "Best: measured run — 2 threads, 1,234 samples/s"
     with qtbot.waitSignal(page.model.recommendation_changed) as rec:
         page.use_button.click()
     assert isinstance(rec.args[0], ThreadRecommendation) and rec.args[0].threads == 2
     assert page.model.report.recommendation.samples_per_s == 1234.5
+    assert "The advisor now uses 2 threads (measured run)." in page.status.text()
 
 
-def test_cancel_keeps_partial_results(qtbot, page):
+def test_plot_titles_say_what_is_plotted(page):
+    titles = [p.getPlotItem().titleLabel.text for p in (page.loss_plot, page.acc_plot, page.speed_plot)]
+    assert titles == ["Loss (last 20 steps)", "Accuracy (last 20 steps)", "Samples/s"]
+    assert "mean of the last 20 steps" in page.loss_plot.toolTip()
+    header = page.table.horizontalHeaderItem(COLUMN["Accuracy"]).toolTip()
+    assert header == page.acc_plot.toolTip()                   # the table and the plot define it alike
+
+
+def test_bf16_run_plots_fp32_from_the_same_job(qtbot, page):
+    page.modes["train"] = "bf16"
+    page.dtype_box.setCurrentIndex(page.dtype_box.findData("bf16"))
+    _run(qtbot, page, page.train_button.click)
+    ys = page.curves["reference_samples_per_s"].getData()[1]
+    assert ys is not None and any(y == pytest.approx(905.0) for y in ys)
+    assert page.speed_legend.isVisible()
+    labels = [item[1].text for item in page.speed_legend.items]
+    assert labels == ["bf16", "fp32, same job"]
+    result = page.table.item(0, COLUMN["Result"]).text()
+    assert "bf16 1.23× fp32" in result
+    # this page's CPU flags are unknown: the why says so rather than guessing
+    assert "unknown" in page.table.item(0, COLUMN["Result"]).toolTip()
+
+
+def test_cancel_keeps_partial_results_and_plots_them(qtbot, page):
     page.modes["train"] = "forever"
     with qtbot.waitSignal(page.runner.progress, timeout=20_000):
         page.train_button.click()
@@ -134,8 +189,11 @@ def test_cancel_keeps_partial_results(qtbot, page):
         page.cancel_button.click()
     out = blocker.args[0]
     assert out.status == "cancelled" and out.progress
-    assert page.table.item(0, 5).text() == "cancelled"
+    assert page.table.item(0, COLUMN["Status"]).text() == "cancelled"
     assert len(page.curves["loss"].getData()[0]) >= 1
+    speeds = [y for y in page.curves["samples_per_s"].getData()[1] if y == y]
+    assert speeds and speeds[-1] == pytest.approx(1234.5)               # the row's figure is plotted too
+    assert page.table.item(0, COLUMN["Samples/s"]).text() == "1,234"
     assert page.model.report.benchmarks[-1].status == "cancelled"
     assert "cancelled" in page.status.text()
 
@@ -146,72 +204,86 @@ def test_sigill_crash_is_shown_calmly_with_partial_results(qtbot, page):
     assert out.status == "crashed" and out.diagnosis.kind == "illegal_instruction"
     assert "Illegal instruction" in page.status.text() and "Partial results are kept" in page.status.text()
     assert list(page.curves["loss"].getData()[0]) == [1, 2, 3]
-    assert page.table.item(0, 5).text() == "crashed" and "Illegal instruction" in page.table.item(0, 6).text()
-    assert page.table.item(0, 2).text() == "1,003"          # the last progress line's samples/s
+    assert page.table.item(0, COLUMN["Status"]).text() == "crashed"
+    assert "Illegal instruction" in page.table.item(0, COLUMN["Note"]).toolTip()
+    assert page.table.item(0, COLUMN["Samples/s"]).text() == "1,003"     # the last progress line's samples/s
     assert page.train_button.isEnabled() and not page.use_button.isEnabled()
 
 
-def test_sweep_plots_threads_and_recommends(qtbot, page):
+def test_sweep_plots_medians_with_spread_and_recommends(qtbot, page):
     out = _run(qtbot, page, page.sweep_button.click)
     assert out.status == "ok" and page.tabs.currentIndex() == 1
     xs, ys = page.sweep_unpinned.getData()
     assert list(xs) == [1.0, 2.0] and list(ys) == [700.0, 1000.0]
     assert list(page.sweep_pinned.getData()[1]) == [1100.0]
+    assert sorted(page.sweep_bars.opts["top"]) == [10.0, 10.0, 20.0, 20.0]      # the spread of each point
     ticks = page.sweep_plot.getPlotItem().getAxis("bottom")._tickLevels
     assert ticks and [label for _, label in ticks[0]] == ["1", "2"]          # whole threads only
     assert "1.22× the PyTorch defaults" in page.best_label.text()
+    notes = page.sweep_notes.text()
+    assert page.sweep_notes.isVisibleTo(page) and "Recommended" in notes and "2 %" in notes
+    assert page.table.item(0, COLUMN["Result"]).text() == "best: all cores, no SMT (CPUs 0-1)"
+    assert page.table.item(0, COLUMN["Note"]).text() == ""
     page.use_best()
     rec = page.model.report.recommendation
     assert rec.cpus == [0, 1] and rec.variant.startswith("all cores, no SMT") and rec.default_samples_per_s == 900.0
-
-
-def test_quiet_sweep_has_no_caveat(qtbot, page):
-    _run(qtbot, page, page.sweep_button.click)
-    assert page.sweep_notes.isHidden() and page.sweep_notes.text() == ""
-    assert page.best_caveat == "" and "busy" not in page.best_label.text()
-    assert page.table.item(0, TABLE_NOTE).text() == ""
-    page.use_best()
     assert "busy" not in page.status.text()
 
 
-def test_busy_sweep_is_labelled_before_use(qtbot, page):
-    """The sweep said the machine was busy: the notes show under the plot and in the runs table, and the
-    recommendation says so next to "Use these settings" (before the click, and again after it)."""
+def test_busy_sweep_recommends_nothing(qtbot, page):
+    """An inconclusive sweep (48 % of the CPU went to other programs) says so and never reaches the advisor."""
     page.modes["sweep"] = "busy"
     page.show()
     out = _run(qtbot, page, page.sweep_button.click)
     assert out.status == "ok"
     notes = page.sweep_notes.text()
-    assert page.sweep_notes.isVisible() and "Measured on a busy machine" in notes
-    assert "rerun it on an idle machine" in notes and "1 variant failed: 1 thread: out of memory." in notes
-    best = page.best_label.text()
-    assert best.index("Measured on a busy machine") < best.index("Best: all cores, no SMT")
-    assert page.use_button.isEnabled() and "busy machine" in page.use_button.toolTip()
-    assert "see the note under the plot" in page.status.text()
-    note = page.table.item(0, TABLE_NOTE)
-    assert note.text() == "busy machine: rerun" and "rerun it on an idle machine" in note.toolTip()
-    assert "pinned to CPUs 0-1," in best
+    assert page.sweep_notes.isVisible() and "No recommendation" in notes
+    assert "inconclusive: 48 % of the CPU went to other programs" in notes
+    assert "1 variant failed: 1 thread: out of memory." in notes
+    assert not page.use_button.isEnabled() and page.best is None
+    assert "without a recommendation" in page.status.text()
+    note = page.table.item(0, COLUMN["Note"])
+    assert note.text() == "busy machine (48 % to others): rerun" and "48 % of the CPU" in note.toolTip()
+    assert page.table.item(0, COLUMN["Result"]).text() == "inconclusive"
     run = page.model.report.benchmarks[-1]
-    assert run.metrics["busy"] is True and run.metrics["notes"] and "idle machine" in run.note
-    page.use_best()
-    assert page.model.report.recommendation.threads == 2
-    assert "busy machine" in page.status.text() and "rerun the sweep on an idle machine" in page.status.text()
-    # A new sweep on a quiet machine clears the note and the caveat.
+    assert run.metrics["verdict"] == "inconclusive" and "recommendation" not in run.metrics
+    assert page.model.report.recommendation is None
+    # A later quiet sweep recommends again.
     page.modes["sweep"] = "ok"
     _run(qtbot, page, page.sweep_button.click)
-    assert page.sweep_notes.isHidden() and page.best_caveat == "" and "busy" not in page.best_label.text()
-    # A later plain training run's best setting carries no sweep caveat either.
-    _run(qtbot, page, page.train_button.click)
-    assert page.best_caveat == ""
+    assert page.use_button.isEnabled() and "No recommendation" not in page.sweep_notes.text()
 
 
 def test_gemm_and_quant_show_results(qtbot, page):
     _run(qtbot, page, page.gemm_button.click)
-    assert "62%" in page.bench_text.text() and "zen5" in page.bench_text.text()
+    text = page.bench_text.text()
+    assert "62 %" in text and "zen5" in text and "98.0–101.0" in text
     _run(qtbot, page, page.quant_button.click)
-    assert "this CPU has VNNI" in page.bench_text.text()
+    text = page.bench_text.text()
+    assert "torch.ao.quantization.quantize_dynamic" in text and "deprecated" in text
+    assert "int8 ran 2.00× at batch 1" in text
     assert [page.table.item(r, 0).text() for r in range(2)] == ["gemm", "quant"]
-    assert page.table.item(0, 3).text() == "100.0 GFLOP/s (torch-fp32)"
+    assert page.table.item(0, COLUMN["Result"]).text() == "100.0 GFLOP/s (torch-fp32)"
+    assert page.model.report.benchmarks[0].metrics["points"][0]["utilisation"] == 0.625
+
+
+def test_status_and_note_stay_visible_in_a_narrow_table(qtbot, page):
+    """Issue 17.2: with long settings and notes the table never scrolls Status and Note out of view."""
+    page.modes["train"] = "sigill"                    # a long note (the Illegal instruction diagnosis)
+    page.resize(900, 600)
+    page.show()
+    qtbot.waitExposed(page)
+    _run(qtbot, page, page.train_button.click)
+    _run(qtbot, page, page.train_button.click)
+    for width in (420, 700):
+        page.table.setFixedWidth(width)
+        QApplication.processEvents()
+        view = page.table.viewport().width()
+        for name in ("Status", "Note"):
+            col = COLUMN[name]
+            left = page.table.columnViewportPosition(col)
+            assert 0 <= left and left + page.table.columnWidth(col) <= view + 1, (name, width)
+            assert page.table.columnWidth(col) >= 30
 
 
 def test_pinning_choices_come_from_the_topology(page):
@@ -234,19 +306,29 @@ def test_bf16_hint_follows_the_cpu(qtbot, page):
     assert page.bf16_hint.text() == "" and not page._form.isRowVisible(page.bf16_hint)
 
 
-def test_empty_plots_count_steps_not_fractions(qtbot, page):
-    """Before any data the x axes read 0-100 steps (0-1 crowded '0.20.40.60.8' into narrow plots)."""
-    for plot in (page.loss_plot, page.acc_plot, page.speed_plot):
-        assert plot.getPlotItem().viewRange()[0] == pytest.approx([0, 100], abs=5)
+def test_empty_plots_count_steps_from_zero(qtbot, page):
+    """Before any data the x axes read steps 0..10: never negative (issue 16: -40..40), never fractions."""
+    def x_ranges():
+        return [p.getPlotItem().viewRange()[0] for p in (page.loss_plot, page.acc_plot, page.speed_plot)]
+
+    for lo, hi in x_ranges():
+        assert lo == pytest.approx(0, abs=0.5) and hi == pytest.approx(10, abs=0.5)
     lo, hi = page.sweep_plot.getPlotItem().viewRange()[0]               # threads 1..CPUs, not 0..1
     cpus = len(page.model.report.topology.online_cpus)
     assert lo < 1 < cpus < hi < cpus + 1
     page.show()
     qtbot.waitExposed(page)
     _run(qtbot, page, page.train_button.click)
-    box = page.loss_plot.getPlotItem().getViewBox()
-    assert box.autoRangeEnabled()[0]                                   # the data takes over the x axis
-    qtbot.waitUntil(lambda: box.viewRange()[0][1] < 10)                # ... which follows the 5 steps
+    for lo, hi in x_ranges():
+        assert lo == pytest.approx(0, abs=0.5) and hi == pytest.approx(10, abs=0.5)    # 5 steps: 0..10
+    # A second run starts from empty plots that again begin at step 0.
+    page.modes["train"] = "forever"
+    with qtbot.waitSignal(page.runner.started, timeout=20_000):
+        page.train_button.click()
+    for lo, hi in x_ranges():
+        assert lo >= -0.5 and hi <= 11
+    with qtbot.waitSignal(page.runner.finished, timeout=10_000):
+        page.cancel()
 
 
 def test_bad_settings_start_nothing(qtbot, page):
@@ -350,11 +432,15 @@ def test_job_runner_reports_a_program_that_cannot_start(qtbot):
     assert out.status == "error" and "could not start" in out.message
 
 
-def test_sweep_caveat_words():
-    from cpudoctor.gui.training_page import _sweep_caveat
+def test_best_and_adopted_words_count_threads_once():
+    """Issue 17.8: "Best: 1 thread — 1 threads" and "uses 1 threads (1 thread)" are gone."""
+    from cpudoctor.render.lab import adopted_text, best_text
 
-    assert _sweep_caveat({"points": [{}, {}], "variants": 5}, "cancelled") == "From a partial sweep (2 of 5 variants)"
-    assert _sweep_caveat({"busy": True, "points": [{}], "variants": 3}, "cancelled") == \
-        "Measured on a busy machine, from a partial sweep (1 of 3 variants)"
-    assert _sweep_caveat({"notes": ["older result without the busy key"]}, "ok") == "Measured on a busy machine"
-    assert _sweep_caveat({"notes": [], "busy": False}, "ok") == ""
+    one = ThreadRecommendation(threads=1, variant="1 thread", samples_per_s=1218.0, default_samples_per_s=609.0)
+    assert best_text(one) == "Best: 1 thread, 1,218 samples/s — 2.00× the PyTorch defaults"
+    assert adopted_text(one) == "The advisor now uses 1 thread."
+    pinned = ThreadRecommendation(threads=2, variant="all cores, no SMT (CPUs 0,2)", cpus=[0, 2], samples_per_s=10.0)
+    assert best_text(pinned) == "Best: all cores, no SMT (CPUs 0,2) — 2 threads, 10 samples/s"
+    assert adopted_text(pinned) == "The advisor now uses 2 threads (all cores, no SMT (CPUs 0,2))."
+    run = ThreadRecommendation(threads=1, variant="measured run", samples_per_s=5.0)
+    assert adopted_text(run) == "The advisor now uses 1 thread (measured run)."

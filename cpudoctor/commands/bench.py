@@ -1,16 +1,23 @@
 """``cpudoctor bench train|gemm|sweep|quant``: the training lab's jobs from a terminal.
 
-Each job runs in a child process (torch is never imported here); a progress
-bar goes to stderr, the figures to stdout (``--json`` for the full result).
-Ctrl-C stops the job in stages and still prints what was measured.
+Each job runs in a child process (torch is never imported here); the sweep's
+orchestrator runs here and starts its training workers. A progress bar goes
+to stderr, the figures to stdout (``--json`` for the full result).
+``--into report.json`` adds the result to a saved report, where ``doctor
+--from-report`` and ``compare`` see it. Output paths are checked before the
+run, so a typo never throws a measurement away. Ctrl-C stops the job in
+stages and still prints what was measured; pressing it again changes nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
+import threading
 import time
+from pathlib import Path
 from typing import Any
 
 from cpudoctor.commands import CliError, emit
@@ -37,9 +44,11 @@ def register(subparsers) -> None:
     def common(sp):
         sp.add_argument("--json", action="store_true", help="print the full result as JSON")
         sp.add_argument("-o", "--output", metavar="FILE", help="write the output to FILE instead of stdout")
+        sp.add_argument("--into", metavar="REPORT",
+                        help="add the result to this saved JSON report (made by cpudoctor report -o FILE.json)")
         sp.add_argument("--quiet", action="store_true", help="no progress bar")
 
-    def training(sp, seconds: float, per_variant: bool = False):
+    def training(sp):
         sp.add_argument("--model", default="simplecnn", choices=("simplecnn", "lenet5", "resnet18"),
                         help="model to train (default simplecnn; resnet18 has ~11M parameters)")
         sp.add_argument("--data", default="synthetic", choices=("synthetic", "mnist"),
@@ -48,14 +57,13 @@ def register(subparsers) -> None:
         sp.add_argument("--batch-size", type=int, default=64, help="samples per step (default 64)")
         sp.add_argument("--optimizer", default="adam", choices=("adam", "sgd"), help="optimizer (default adam)")
         sp.add_argument("--dtype", default="fp32", choices=("fp32", "bf16"),
-                        help="fp32 (default) or bf16 autocast (no GradScaler; fast only with AVX512_BF16/AMX)")
+                        help="fp32 (default) or bf16 autocast, always measured against fp32 in the same job")
         sp.add_argument("--channels-last", action="store_true", help="NHWC memory format for the convolutions")
         sp.add_argument("--compile", action="store_true", help="torch.compile the model (needs a C compiler)")
-        sp.add_argument("--seconds", type=float, default=seconds,
-                        help=f"run length{' of each variant' if per_variant else ''} (default {seconds:g})")
 
     t = jobs.add_parser("train", help="micro-training run: samples/s, loss and accuracy")
-    training(t, 20.0)
+    training(t)
+    t.add_argument("--seconds", type=float, default=20.0, help="run length (default 20)")
     t.add_argument("--steps", type=int, help="stop after this many steps (before --seconds if shorter)")
     t.add_argument("--threads", type=int, help="intra-op threads (default: PyTorch's own choice)")
     t.add_argument("--interop-threads", type=int, help="inter-op threads (default: PyTorch's own choice)")
@@ -63,53 +71,63 @@ def register(subparsers) -> None:
     common(t)
 
     s = jobs.add_parser("sweep", help="training at 1..N threads and pinning variants; recommends the best")
-    training(s, 8.0, per_variant=True)
+    training(s)
+    s.add_argument("--budget", type=float, default=45.0,
+                   help="the whole sweep ends within this many seconds, start-up included (default 45)")
+    s.add_argument("--segment", type=float, default=1.0,
+                   help="seconds of one measured segment; variants take turns (default 1)")
     common(s)
 
     g = jobs.add_parser("gemm", help="matmul GFLOP/s vs the theoretical peak")
-    g.add_argument("--size", type=int, default=4096, help="n of the n x n matrices (default 4096)")
+    g.add_argument("--size", type=int, help="n of the n x n matrices (default: one multiply takes ~0.25 s, "
+                                            "at most 4096; a path this CPU emulates is measured at 512)")
     g.add_argument("--backend", action="append", choices=("torch-fp32", "torch-bf16", "numpy-fp32", "numpy-fp64"),
                    help="repeat to choose several (default: all four)")
     g.add_argument("--threads", type=_int_list, help="thread counts, e.g. 1,2,4 (default: 1 and all usable CPUs)")
-    g.add_argument("--min-seconds", type=float, default=1.0, help="time each point at least this long (default 1)")
+    g.add_argument("--min-seconds", type=float, default=0.75,
+                   help="time each point at least this long, backends in turn (default 0.75)")
     g.add_argument("--clock-mhz", type=float, help="clock for the peak (default: boost, base or /proc/cpuinfo clock)")
     common(g)
 
-    q = jobs.add_parser("quant", help="dynamic int8 vs fp32 MLP inference latency")
-    q.add_argument("--hidden", type=int, default=1024, help="hidden width of the MLP (default 1024)")
+    q = jobs.add_parser("quant", help="dynamic int8 vs fp32 MLP inference latency, measured in the same job")
+    q.add_argument("--hidden", type=int, help="hidden width of the MLP (default 1024; 256 without VNNI)")
     q.add_argument("--batches", type=_int_list, default=[1, 64], help="batch sizes (default 1,64)")
     q.add_argument("--threads", type=int, help="intra-op threads (default: PyTorch's own choice)")
-    q.add_argument("--min-seconds", type=float, default=1.0, help="time each latency at least this long (default 1)")
+    q.add_argument("--min-seconds", type=float, default=1.0, help="time each batch size at least this long (default 1)")
+    q.add_argument("--api", default="auto", choices=("auto", "torchao", "torch.ao"),
+                   help="quantisation API (default auto: torchao when installed, else torch.ao.quantization)")
     common(q)
     p.set_defaults(func=run)
 
 
 def job_args(args: argparse.Namespace) -> dict[str, Any]:
-    """The child's settings, validated here so bad input is one line and exit code 2."""
-    from cpudoctor.lab.settings import GemmSettings, QuantSettings, SettingsError, TrainSettings
+    """The job's settings, validated here so bad input is one line and exit code 2."""
+    from cpudoctor.lab.settings import (SWEEP_TRAIN_KEYS, GemmSettings, QuantSettings, SettingsError, SweepSettings,
+                                        TrainSettings)
 
     try:
         if args.job in ("train", "sweep"):
             train = TrainSettings(
                 model=args.model, data=args.data, mnist_dir=args.mnist_dir, batch_size=args.batch_size,
                 optimizer=args.optimizer, dtype=args.dtype, channels_last=args.channels_last, compile=args.compile,
-                seconds=args.seconds,
             )
             if args.job == "train":
+                train.seconds = args.seconds
                 train.steps = args.steps
                 train.threads = args.threads
                 train.interop_threads = args.interop_threads
                 train.cpus = args.cpus
                 return train.validate().to_dict()
             train.validate()
-            keep = ("model", "data", "mnist_dir", "batch_size", "optimizer", "dtype", "channels_last", "compile")
-            return {"seconds": args.seconds, "train": {k: getattr(train, k) for k in keep}}
+            sweep = SweepSettings(train={k: getattr(train, k) for k in SWEEP_TRAIN_KEYS}, budget_s=args.budget,
+                                  segment_s=args.segment)
+            return sweep.validate().to_dict()
         if args.job == "gemm":
             return GemmSettings(size=args.size, backends=args.backend or list(GemmSettings.BACKENDS),
                                 threads=args.threads, min_seconds=args.min_seconds,
                                 clock_mhz=args.clock_mhz).validate().to_dict()
         return QuantSettings(hidden=args.hidden, batches=args.batches, threads=args.threads,
-                             min_seconds=args.min_seconds).validate().to_dict()
+                             min_seconds=args.min_seconds, api=args.api).validate().to_dict()
     except SettingsError as exc:
         raise CliError(str(exc)) from None
 
@@ -118,23 +136,23 @@ def _check_machine_fit(args: argparse.Namespace) -> list[str]:
     """Refuse what the child could only fail at (CPUs we may not run on, a missing MNIST folder);
     return warnings for settings that run but measure the wrong thing (more threads than CPUs)."""
     import os
-    from pathlib import Path
 
+    from cpudoctor.lab.settings import SettingsError, check_cpus, check_mnist_dir
     from cpudoctor.probes._fs import format_cpulist
 
-    mnist = getattr(args, "mnist_dir", None)
-    if getattr(args, "data", None) == "mnist" and mnist and not Path(mnist).expanduser().is_dir():
-        raise CliError(f"--mnist-dir {mnist}: no such folder (give the folder with the MNIST IDX files)")
+    try:
+        check_mnist_dir(getattr(args, "data", None), getattr(args, "mnist_dir", None))
+    except SettingsError as exc:
+        raise CliError(f"--mnist-dir {exc}") from None
     try:
         allowed = sorted(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         return []
     cpus = getattr(args, "cpus", None)
-    if cpus:
-        outside = sorted(set(cpus) - set(allowed))
-        if outside:
-            raise CliError(f"--cpus {format_cpulist(cpus)}: CPUs {format_cpulist(outside)} are not usable here "
-                           f"(this process may run on {format_cpulist(allowed)})")
+    try:
+        check_cpus(cpus, allowed)
+    except SettingsError as exc:
+        raise CliError(f"--cpus {format_cpulist(cpus)}: {exc}") from None
     warnings = []
     usable = len(cpus) if cpus else len(allowed)
     for name in ("threads", "interop_threads"):
@@ -146,6 +164,44 @@ def _check_machine_fit(args: argparse.Namespace) -> list[str]:
             warnings.append(f"--{name.replace('_', '-')} {shown} is more than the {usable} usable CPUs: the run "
                             "measures oversubscription, not this machine's speed")
     return warnings
+
+
+def _check_outputs(args: argparse.Namespace):
+    """``-o`` and ``--into`` checked before the run; the saved report is read (and validated) now."""
+    from cpudoctor.lab.settings import SettingsError, check_output_path
+
+    if args.output and args.output != "-":
+        try:
+            check_output_path(args.output, "-o")
+        except SettingsError as exc:
+            raise CliError(str(exc)) from None
+    if not args.into:
+        return None
+    return _load_into(args.into)
+
+
+def _load_into(path: str):
+    from cpudoctor.lab.settings import SettingsError, check_output_path
+    from cpudoctor.report import Report, ReportError
+
+    try:
+        target = check_output_path(path, "--into")
+    except SettingsError as exc:
+        raise CliError(str(exc)) from None
+    if not target.exists():
+        raise CliError(f"--into {path}: no such report; save one first with: cpudoctor report -o {path}")
+    try:
+        report = Report.load(target)
+    except ReportError as exc:
+        raise CliError(f"--into {path}: {exc}") from None
+    from cpudoctor.probes import probe_cpu
+
+    here = probe_cpu(Path("/")).brand
+    there = report.cpu.brand
+    if here and there and here.strip() != there.strip():
+        raise CliError(f"--into {path}: that report describes another machine ({there}); this one is {here}, "
+                       "and a measurement belongs in a report of the machine it was made on")
+    return report
 
 
 class ProgressBar:
@@ -188,123 +244,126 @@ def _progress_text(job: str, data: dict[str, Any], settings: dict[str, Any]) -> 
         if seconds:
             fracs.append(data.get("elapsed", 0) / seconds)
         sps = data.get("samples_per_s")
-        text = f"step {data.get('step')}  loss {data.get('loss', 0):.3f}  acc {data.get('accuracy', 0):.0%}"
+        text = f"step {data.get('step')}  loss {data.get('loss') or 0:.3f}  acc {data.get('accuracy') or 0:.0%}"
         return (max(fracs) if fracs else None), text + (f"  {sps:,.0f} samples/s" if sps else "")
+    if job == "sweep":
+        frac = data.get("elapsed", 0) / data["budget_s"] if data.get("budget_s") else None
+        if data.get("phase") == "plan":
+            return frac, f"starting {len(data.get('variants') or [])} training workers"
+        sps = data.get("segment_samples_per_s")
+        return frac, f"round {data.get('round')}: {data.get('variant')}: " + (f"{sps:,.0f} samples/s" if sps else "-")
     frac = data.get("step", 0) / data["total"] if data.get("total") else None
     if job == "gemm":
+        if data.get("phase") == "partial":
+            done = ", ".join(f"{b} {g:,.0f}" for b, g in (data.get("gflops_so_far") or {}).items())
+            return frac, f"x{data.get('threads')}: {done} GFLOP/s so far"
         return frac, f"{data.get('backend')} x{data.get('threads')}: {data.get('gflops', 0):,.1f} GFLOP/s"
-    if job == "sweep":
-        sps = data.get("samples_per_s")
-        return frac, f"{data.get('variant')}: " + (f"{sps:,.0f} samples/s" if sps else data.get("status", ""))
     return frac, f"batch {data.get('batch')}: int8 {data.get('int8_ms')} ms vs fp32 {data.get('fp32_ms')} ms"
 
 
+class CtrlC:
+    """Ctrl-C sets a stop event instead of raising: the job stops in stages and what it measured is kept.
+
+    A second press only says that stopping is under way; nothing is lost.
+    """
+
+    def __init__(self, job: str):
+        self.job = job
+        self.event = threading.Event()
+        self.presses = 0
+        self._old = None
+
+    def __enter__(self) -> "CtrlC":
+        if threading.current_thread() is threading.main_thread():
+            self._old = signal.signal(signal.SIGINT, self._pressed)
+        return self
+
+    def _pressed(self, signum, frame) -> None:  # noqa: ANN001 - signal API
+        self.presses += 1
+        self.event.set()
+        if self.presses == 1:
+            print(f"\ncpudoctor bench {self.job}: stopping ... (what was measured is kept)", file=sys.stderr)
+        else:
+            print(f"cpudoctor bench {self.job}: still stopping; the partial result follows", file=sys.stderr)
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._old is not None:
+            signal.signal(signal.SIGINT, self._old)
+
+
 def run(args: argparse.Namespace) -> int:
-    from cpudoctor.lab import protocol
-    from cpudoctor.lab.runner import Job, job_command
+    from cpudoctor.lab import session
 
     settings = job_args(args)
     for warning in _check_machine_fit(args):
         print(f"cpudoctor bench {args.job}: warning: {warning}", file=sys.stderr)
+    into = _check_outputs(args)
     bar = ProgressBar(f"bench {args.job}", enabled=not args.quiet)
 
-    def on_message(msg: protocol.Message) -> None:
-        if msg.type == protocol.PROGRESS:
-            bar.update(*_progress_text(args.job, msg.data, settings))
-        elif msg.type == protocol.LOG and not args.quiet:
+    def on_log(text: str) -> None:
+        if not args.quiet:
             bar.close()
-            print(msg.text, file=sys.stderr)
+            print(text, file=sys.stderr)
 
-    job = Job(job_command(args.job, settings), on_message, what=f"the {args.job} job").start()
-    try:
-        outcome = job.wait()
-    except KeyboardInterrupt:
-        bar.close()
-        print(f"cpudoctor bench {args.job}: stopping ...", file=sys.stderr)
-        outcome = job.stop()
+    context = session.context_for(args.job, clock_mhz=getattr(args, "clock_mhz", None))
+    with CtrlC(args.job) as ctrl_c:
+        outcome, result = session.run(args.job, settings, context=context, stop=ctrl_c.event, on_log=on_log,
+                                      on_progress=lambda d: bar.update(*_progress_text(args.job, d, settings)))
     bar.close()
     if args.json:
+        from cpudoctor.serde import to_data
+
         emit(json.dumps({"job": args.job, "status": outcome.status, "message": outcome.message,
-                         "result": outcome.result, "progress": outcome.progress}, indent=2), args.output)
+                         "result": outcome.result, "progress": outcome.progress,
+                         "bench_run": to_data(result.bench_run()),
+                         "recommendation": to_data(result.recommendation())}, indent=2), args.output)
     else:
-        text = format_outcome(args.job, outcome)
+        from cpudoctor.render.lab import outcome_text
+
+        text = outcome_text(result)
         if text:
             emit(text, args.output)
+    if into is not None:
+        _add_to_report(into, args.into, result)
     if outcome.status in ("error", "crashed"):
         print(f"cpudoctor bench {args.job}: {outcome.message}", file=sys.stderr)
         return EXIT_FAILED
     return EXIT_CANCELLED if outcome.status == "cancelled" else 0
 
 
-# ------------------------------------------------------------------ text output
+def _add_to_report(report, path: str, result) -> None:
+    """The run (and a conclusive sweep's recommendation) into the saved report, re-diagnosed, written atomically."""
+    from cpudoctor.fileio import WriteError, atomic_write
 
-def _num(v: Any, fmt: str = ",.0f") -> str:
-    return "-" if v is None else format(v, fmt)
+    if not result.has_result and result.status in ("error", "crashed"):
+        print(f"cpudoctor bench: nothing measured, so nothing was added to {path}", file=sys.stderr)
+        return
+    run = result.bench_run()
+    if report.meta.redacted:
+        from cpudoctor.privacy import Identity, Redactor
+
+        Redactor(Identity.current(report)).dataclass(run)
+    report.benchmarks.append(run)
+    rec = result.recommendation() if result.kind == "sweep" else None
+    if rec is not None:
+        report.recommendation = rec
+    if report.findings:
+        from cpudoctor import advisor
+
+        report.findings = advisor.diagnose(report)
+    try:
+        atomic_write(path, report.to_json() + "\n")
+    except WriteError as exc:
+        raise CliError(str(exc.strerror or exc)) from None
+    added = f"added the {result.kind} run" + (" and its recommendation" if rec is not None else "")
+    if result.kind == "sweep" and rec is None:
+        added += " (its verdict is inconclusive, so the report's recommendation is unchanged)"
+    print(f"cpudoctor bench {result.kind}: {added} to {path}", file=sys.stderr)
 
 
-def _cpus(cpus) -> str:
-    """A CPU list the way taskset and the kernel write it: 0-7,16-23."""
-    from cpudoctor.probes._fs import format_cpulist
+def format_outcome(job: str, outcome, settings: dict[str, Any] | None = None) -> str:
+    """The text ``cpudoctor bench`` prints for an outcome (read once, like every other surface)."""
+    from cpudoctor.lab.results import read_outcome
+    from cpudoctor.render.lab import outcome_text
 
-    return format_cpulist(list(cpus)) if isinstance(cpus, (list, tuple)) else str(cpus)
-
-
-def format_outcome(job: str, outcome) -> str:
-    r = outcome.result
-    lines: list[str] = []
-    if outcome.status == "cancelled":
-        lines.append("Cancelled: partial results.")
-    if r is None:
-        if outcome.progress:
-            last = outcome.progress[-1]
-            lines.append("Last progress: " + ", ".join(f"{k} {v}" for k, v in last.items()))
-        return "\n".join(lines)
-    if job == "train":
-        s = r.get("settings", {})
-        lines.append(f"{s.get('model')} {s.get('dtype')}, batch {s.get('batch_size')}, {r.get('threads')} thread{'s' if r.get('threads') != 1 else ''}"
-                     + (f", CPUs {_cpus(s.get('cpus'))}" if s.get("cpus") else "")
-                     + (", channels_last" if s.get("channels_last") else "") + (", compiled" if s.get("compile") else ""))
-        if r.get("samples_per_s") is None and r.get("steps") is not None:
-            warm = s.get("warmup_steps")
-            lines.append(f"  throughput  not measured: all {r.get('steps')} steps were warm-up"
-                         + (f" (the first {warm} are not timed)" if warm else "") + "; run more steps or seconds")
-        else:
-            lines.append(f"  throughput  {_num(r.get('samples_per_s'))} samples/s ({r.get('steps')} steps in "
-                         f"{r.get('elapsed')} s)")
-        lines.append(f"  loss        {_num(r.get('initial_loss'), '.3f')} -> {_num(r.get('final_loss'), '.3f')}")
-        acc = r.get("eval_accuracy")
-        lines.append(f"  accuracy    train {_num(r.get('train_accuracy'), '.1%')}"
-                     + (f", held-out {acc:.1%}" if acc is not None else ""))
-        if r.get("compile_s") is not None:
-            lines.append(f"  compile     {r['compile_s']} s")
-    elif job == "gemm":
-        lines.append(f"{'backend':<12} {'threads':>7} {'GFLOP/s':>10} {'peak':>10} {'of peak':>8}")
-        for p in r.get("points", []):
-            util = f"{p['utilisation']:.0%}" if p.get("utilisation") is not None else "-"
-            lines.append(f"{p['backend']:<12} {p['threads']:>7} {p['gflops']:>10,.1f} {_num(p.get('peak_gflops'), ',.1f'):>10} {util:>8}")
-        m = r.get("machine", {})
-        lines.append(f"size {r.get('size')}; micro-architecture {m.get('microarchitecture') or 'unknown'}, "
-                     f"{m.get('physical_cores')} physical cores")
-        lines += [f"note: {n}" for n in r.get("peak_notes", [])]
-    elif job == "quant":
-        lines.append(f"{'batch':>5} {'fp32 ms':>10} {'int8 ms':>10} {'speed-up':>9}")
-        for p in r.get("points", []):
-            lines.append(f"{p['batch']:>5} {p['fp32_ms']:>10.3f} {p['int8_ms']:>10.3f} {_num(p.get('speedup'), '.2f'):>8}x")
-        lines.append(f"{r.get('vnni_note')}; engine {r.get('engine')}; top-1 agreement {_num(r.get('top1_agreement'), '.1%')}")
-    elif job == "sweep":
-        pts = r.get("points", [])
-        best = max((p["samples_per_s"] for p in pts if p.get("samples_per_s")), default=None)
-        lines.append(f"{'variant':<44} {'threads':>7} {'samples/s':>10} {'vs best':>8}")
-        for p in pts:
-            sps = p.get("samples_per_s")
-            rel = f"{sps / best:.0%}" if sps and best else p.get("status", "")
-            lines.append(f"{p['variant'][:44]:<44} {_num(p.get('threads_used') or p.get('threads'), 'd'):>7} {_num(sps):>10} {rel:>8}")
-        rec = r.get("recommendation")
-        if rec:
-            lines.append(f"Recommended: {rec['variant']} -> torch.set_num_threads({rec['threads']})"
-                         + (f", pinned to CPUs {_cpus(rec['cpus'])}" if rec.get("cpus") else ""))
-            if rec.get("default_samples_per_s"):
-                lines.append(f"  {rec['samples_per_s'] / rec['default_samples_per_s']:.2f}x the PyTorch defaults")
-        lines += [f"failed: {f}" for f in r.get("failures", [])]
-        lines += [f"note: {n}" for n in r.get("notes", [])]
-    return "\n".join(lines)
+    return outcome_text(read_outcome(job, outcome, settings))

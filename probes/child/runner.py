@@ -176,6 +176,21 @@ class ChildProcess:
         """The child process itself has not ended yet."""
         return self.popen is not None and self.popen.poll() is None
 
+    def send(self, line: str) -> bool:
+        """Write one control line on the child's stdin (a serving job's ``measure`` command).
+
+        False when there is no stdin to write to: not started with ``control_stdin``, stopping, or gone.
+        """
+        proc = self.popen
+        if proc is None or proc.stdin is None or proc.stdin.closed or proc.poll() is not None:
+            return False
+        try:
+            proc.stdin.write(line.encode() + b"\n")
+            proc.stdin.flush()
+        except (OSError, ValueError):   # it closed stdin or ended meanwhile
+            return False
+        return True
+
     def request_stop(self) -> None:
         """Stage 1: ask the child to stop (``stop`` on stdin, then EOF); a child without stdin is not asked."""
         self._stop_requested = True

@@ -14,19 +14,29 @@ ever downloaded. numpy only: no torch import here.
 from __future__ import annotations
 
 import gzip
+import os
 import struct
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+if __package__:
+    from ._jobkit import JobError
+else:  # run from a standalone job script: its folder is on sys.path already, or is put there now
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from _jobkit import JobError
 
 IMAGE_SIZE = 28
 NUM_CLASSES = 10
 MNIST_MEAN, MNIST_STD = 0.1307, 0.3081
 
 
-class DataError(ValueError):
+class DataError(JobError):
     """Data could not be read; the message names the file and what is wrong."""
+
+    kind = "data"
 
 
 @dataclass
@@ -62,11 +72,12 @@ def synthetic(n: int, seed: int = 0, noise: float = 1.0, pattern_seed: int = 123
     rng = np.random.default_rng(seed)
     patterns = class_patterns(pattern_seed)
     labels = rng.integers(0, NUM_CLASSES, n)
-    images = np.empty((n, IMAGE_SIZE, IMAGE_SIZE), np.float32)
     shifts = rng.integers(-2, 3, (n, 2))
     scales = rng.uniform(0.7, 1.3, n).astype(np.float32)
-    for i in range(n):
-        images[i] = np.roll(patterns[labels[i]], tuple(shifts[i]), axis=(0, 1)) * scales[i]
+    # Every (class, shift) image once, then one gather: a job starts in milliseconds, not a Python loop per sample.
+    rolled = np.stack([np.stack([np.stack([np.roll(patterns[c], (dy, dx), axis=(0, 1)) for dx in range(-2, 3)])
+                                 for dy in range(-2, 3)]) for c in range(NUM_CLASSES)])
+    images = rolled[labels, shifts[:, 0] + 2, shifts[:, 1] + 2] * scales[:, None, None]
     images += rng.normal(0.0, noise, images.shape).astype(np.float32)
     images = (images - images.mean()) / images.std()
     return Dataset(images[:, None].astype(np.float32), labels.astype(np.int64), "synthetic")

@@ -1,0 +1,446 @@
+"""Words for the training lab's results: verdicts, caveats, why a ratio is what it is.
+
+The CLI (``cpudoctor bench``), the Training page and the exports say the same
+thing about a measurement because they all take their sentences from here.
+Figures arrive as typed results (:mod:`cpudoctor.lab.results`) or plain
+numbers; nothing here measures or decides.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from cpudoctor.render.plural import plural
+
+
+def percent(share: float | None, unknown: str = "unknown") -> str:
+    """A share of 0..1 as "48 %" (the lab's figures are too noisy for decimals)."""
+    return unknown if share is None else f"{share * 100:.0f} %"
+
+
+def busy(share: float) -> str:
+    return f"{percent(share)} of the CPU went to other programs"
+
+
+def inconclusive(kind: str, *, share: float | None = None, rounds: int = 0, why: str = "",
+                 budget_s: float | None = None) -> str:
+    """Why a sweep recommends nothing, starting with "inconclusive:" so every surface can show it as is."""
+    if kind == "busy" and share is not None:
+        return f"inconclusive: {busy(share)}"
+    if kind == "cancelled":
+        return f"inconclusive: the sweep was cancelled after {plural(rounds, 'round')}"
+    if kind == "nothing":
+        return "inconclusive: no variant could be measured"
+    budget = f" in the {budget_s:g} s budget" if budget_s else ""
+    return (f"inconclusive: {why or 'the settings could not be told apart'} after {plural(rounds, 'round')}"
+            f"{budget}; rerun with a longer budget on an idle machine")
+
+
+def within_spread(a: str, b: str) -> str:
+    return f"{a} and {b} measured within each other's spread"
+
+
+def only_setting(name: str) -> str:
+    return f"'{name}' was the only setting measured"
+
+
+def decided(pick: str, runner_up: str, beyond_spread: bool, tolerance: float) -> str:
+    how = "faster beyond both spreads" if beyond_spread else f"as fast within {percent(tolerance)}, with fewer threads"
+    return f"{pick} vs {runner_up}: {how}"
+
+
+def threads_words(threads: int | None) -> str:
+    """"1 thread", "8 threads", "default threads"."""
+    return plural(threads, "thread") if threads else "default threads"
+
+
+def quiet_caveat(interference: dict[str, Any] | None, limit: float) -> str:
+    """"" when the machine was quiet enough, else the share of the CPU others took, as a caveat."""
+    if not interference:
+        return ""
+    share = float(interference.get("other_share") or 0) + float(interference.get("steal_share") or 0)
+    return f"measured while {busy(share)}" if share > limit else ""
+
+
+def busy_caveat(share: float) -> str:
+    return f"measured while {busy(share)}: rerun on an idle machine before trusting it"
+
+
+def cpu_list(cpus: list[int] | None) -> str:
+    """CPUs the way taskset and the kernel write them: 0-7,16-23."""
+    from cpudoctor.probes._fs import format_cpulist
+
+    return format_cpulist(list(cpus)) if cpus else ""
+
+
+def native_word(native: bool | None) -> str | None:
+    return None if native is None else ("native" if native else "emulated")
+
+
+def ratio_words(ratio: float) -> str:
+    """1.63 -> "1.63× as fast as fp32"; 0.35 -> "0.35× fp32 (2.9× slower)"."""
+    if ratio >= 1:
+        return f"{ratio:.2f}× as fast as fp32"
+    return f"{ratio:.2f}× fp32 ({1 / ratio:.1f}× slower)"
+
+
+def bf16_why(native: bool | None, via: list[str], ratio: float | None) -> str:
+    """Why bf16 measured what it did against fp32 in the same job."""
+    measured = f"bf16 ran {ratio_words(ratio)} in this job" if ratio else "bf16 was measured against fp32 in this job"
+    if native is None:
+        return f"{measured}; whether this CPU computes bf16 natively is unknown (its flags could not be read)"
+    if native:
+        why = f"{measured}: bf16 is native on this CPU ({', '.join(via)})"
+        if ratio is not None and ratio < 1.05:
+            why += (", but this model spends its time outside the large matrix multiplies, where the conversions "
+                    "cost more than bf16 saves; larger conv/matmul-heavy models gain")
+        return why
+    return (f"{measured}: bf16 is emulated on this CPU (no AVX512_BF16 or AMX-BF16), so every operation converts "
+            "to fp32 and back")
+
+
+def int8_why(native: bool | None, via: list[str], speedups: dict[int, float], hidden: int | None,
+             emulated: bool, api: str | None = None) -> str:
+    """Why int8 measured what it did against fp32 in the same job."""
+    ratios = ", ".join(f"{s:.2f}× at batch {b}" for b, s in sorted(speedups.items()))
+    measured = f"int8 ran {ratios} fp32's speed" if ratios else "int8 was measured against fp32 in this job"
+    if native is None:
+        return f"{measured}; whether this CPU has int8 dot-product instructions is unknown (its flags could not be read)"
+    if native:
+        why = (f"{measured}: this CPU has {', '.join(via)}, so an int8 multiply-accumulate is one instruction")
+        if speedups and max(speedups.values()) < 1 and api == "torchao":
+            why += ("; yet int8 was slower than fp32 with torchao's quantize_ here (its eager int8 path does not "
+                    "reach those kernels): compare with --api torch.ao")
+    else:
+        why = (f"{measured}: this CPU has no VNNI or AMX-INT8, so each int8 multiply-accumulate takes three "
+               "instructions and int8 is emulated")
+        if emulated and hidden:
+            why += f" (measured small, hidden width {hidden})"
+    if 1 in speedups and len(speedups) > 1:
+        why += "; at batch 1 the time goes to quantising activations and calling layers, not to the multiplies"
+    return why
+
+
+def emulated_gemm(backends: list[str], sizes: dict[str, int], via: list[str]) -> str:
+    shown = ", ".join(f"{b} at n = {sizes.get(b, '?')}" for b in backends)
+    return (f"{shown}: emulated on this CPU (no AVX512_BF16 or AMX-BF16), so measured small; at the full size "
+            "one multiply would take minutes")
+
+
+# ----------------------------------------------------------------------------- one definition per metric
+
+# (label, what it is): plot titles, table headers and their tooltips all read these.
+METRICS = {
+    "samples_per_s": ("Samples/s", "training samples of the measured steps (after warm-up) divided by their "
+                                   "seconds, over the whole run so far"),
+    "loss": ("Loss", "training loss, mean of the last {n} steps"),
+    "accuracy": ("Accuracy", "training accuracy, mean of the last {n} steps"),
+    "eval_accuracy": ("Held-out", "accuracy on held-out samples after training"),
+    "reference_samples_per_s": ("fp32 in the same job", "fp32 samples/s measured in alternating windows of the "
+                                                        "same bf16 job"),
+}
+
+
+def metric_label(key: str, smoothing_steps: int = 20) -> str:
+    label, _ = METRICS[key]
+    return f"{label} (last {smoothing_steps} steps)" if key in ("loss", "accuracy") else label
+
+
+def metric_definition(key: str, smoothing_steps: int = 20) -> str:
+    return METRICS[key][1].format(n=smoothing_steps)
+
+
+# ----------------------------------------------------------------------------- text for the terminal
+
+
+def _num(v: Any, fmt: str = ",.0f") -> str:
+    return "-" if v is None else format(v, fmt)
+
+
+def _spread(fig, fmt: str = ",.0f") -> str:
+    return f"{format(fig.lo, fmt)}–{format(fig.hi, fmt)}" if fig is not None and fig.n > 1 else "-"
+
+
+def settings_line(result) -> str:
+    """"simplecnn bf16, batch 64, 2 threads, CPUs 0-1, channels_last" for a training run."""
+    s = result.settings
+    parts = [str(s.get("model")), str(s.get("dtype")), f"batch {s.get('batch_size')}",
+             threads_words(result.threads or s.get("threads"))]
+    if s.get("cpus"):
+        parts.append(f"CPUs {cpu_list(s['cpus'])}")
+    if s.get("channels_last"):
+        parts.append("channels_last")
+    if s.get("compile"):
+        parts.append("compiled")
+    return ", ".join(parts)
+
+
+def outcome_text(result) -> str:
+    """A lab result for the terminal (``cpudoctor bench``): the figures, their spread, the caveats."""
+    lines: list[str] = []
+    if result.status == "cancelled":
+        lines.append("Cancelled: partial results.")
+    elif result.status != "ok":
+        lines.append(f"Stopped: {result.message}.")
+    writer = {"train": _train_text, "sweep": _sweep_text, "gemm": _gemm_text, "quant": _quant_text}[result.kind]
+    body = writer(result)
+    if not body and result.status != "ok":
+        return "\n".join(lines)
+    lines += body
+    if result.interference is not None and result.kind != "sweep":
+        lines.append(f"other programs took {percent(result.interference.share)} of the CPUs measured"
+                     + ("" if result.quiet else f" (more than {percent(result.quiet_limit)}: rerun on an idle machine)"))
+    return "\n".join(lines)
+
+
+def _train_text(r) -> list[str]:
+    if r.samples_per_s is None and r.steps is None:
+        return []
+    lines = [settings_line(r)]
+    if r.samples_per_s is None:
+        warm = r.settings.get("warmup_steps")
+        lines.append(f"  throughput  not measured: all {plural(r.steps or 0, 'step')} were warm-up"
+                     + (f" (the first {warm} are not timed)" if warm else "") + "; run more steps or seconds")
+    else:
+        spread = f", spread {_spread(r.spread)}" if r.spread is not None and r.spread.n > 1 else ""
+        lines.append(f"  throughput  {_num(r.samples_per_s)} samples/s{spread} ({plural(r.steps or 0, 'step')} in "
+                     f"{_num(r.elapsed, '.1f')} s)")
+    if r.dtype != "fp32":
+        lines.append(f"  fp32        {_num(r.reference_samples_per_s)} samples/s in the same job, alternating windows")
+        lines.append(f"  why         {r.precision_why}")
+    lines.append(f"  loss        {_num(r.initial_loss, '.3f')} -> {_num(r.final_loss, '.3f')} "
+                 f"(mean of the last {r.smoothing_steps} steps)")
+    held = f", held-out {percent_1(r.eval_accuracy)}" if r.eval_accuracy is not None else ""
+    lines.append(f"  accuracy    train {percent_1(r.train_accuracy)} (last {r.smoothing_steps} steps){held}")
+    if r.compile_s is not None:
+        lines.append(f"  compile     {r.compile_s} s")
+    return lines
+
+
+def percent_1(share: float | None) -> str:
+    return "-" if share is None else f"{share * 100:.1f} %"
+
+
+def _sweep_text(r) -> list[str]:
+    lines = [f"{'variant':<44} {'threads':>7} {'samples/s':>10} {'spread':>15} {'segments':>8} {'others':>7}"]
+    for p in r.points:
+        threads = p.get("threads_used") or p.get("threads")
+        spread = (f"{p['samples_per_s_lo']:,.0f}–{p['samples_per_s_hi']:,.0f}"
+                  if p.get("samples_per_s_lo") is not None and (p.get("samples_per_s_n") or 0) > 1 else "-")
+        sps = _num(p.get("samples_per_s")) if p.get("samples_per_s") else p.get("status", "")
+        if p.get("same_as"):
+            spread = f"= {p['same_as']}"[:15]
+        lines.append(f"{p['variant'][:44]:<44} {_num(threads, 'd'):>7} {sps:>10} {spread:>15} "
+                     f"{p.get('segments', 0):>8} {percent(p.get('other_share'), '-'):>7}")
+    rec = r.recommendation()
+    if rec is not None:
+        lines.append(f"Recommended: {rec.variant} -> torch.set_num_threads({rec.threads})"
+                     + (f", pinned to CPUs {cpu_list(rec.cpus)}" if rec.cpus else ""))
+        if rec.default_samples_per_s:
+            lines.append(f"  {rec.samples_per_s / rec.default_samples_per_s:.2f}× the PyTorch defaults")
+        if r.reason:
+            lines.append(f"  decided: {r.reason}")
+    else:
+        lines.append(f"No recommendation: {r.reason or 'inconclusive'}. The advisor keeps its own thread advice.")
+    if r.interference is not None:
+        lines.append(f"other programs took {percent(r.interference.share)} of the CPUs measured "
+                     f"({plural(r.rounds, 'round')}, budget {r.budget_s:g} s)")
+    lines += [f"failed: {f}" for f in r.failures]
+    return lines
+
+
+def _gemm_text(r) -> list[str]:
+    if not r.points:
+        return []
+    lines = [f"{'backend':<12} {'threads':>7} {'n':>6} {'GFLOP/s':>10} {'spread':>17} {'peak':>9} {'of peak':>8}"]
+    for p in r.points:
+        util = percent(p.get("utilisation"), "-")
+        spread = f"{p['gflops_lo']:,.1f}–{p['gflops_hi']:,.1f}" if p.get("gflops_lo") is not None else "-"
+        name = p["backend"] + (" *" if p.get("emulated") else "")
+        lines.append(f"{name:<12} {p['threads']:>7} {p.get('size', '-'):>6} {p['gflops']:>10,.1f} {spread:>17} "
+                     f"{_num(p.get('peak_gflops'), ',.1f'):>9} {util:>8}")
+    if r.emulated:
+        lines.append("* emulated on this CPU, measured small")
+    m = r.machine or {}
+    if m:
+        lines.append(f"micro-architecture {m.get('microarchitecture') or 'unknown'}, "
+                     f"{plural(m.get('physical_cores') or 0, 'physical core')}")
+    lines += [f"note: {n}" for n in r.notes]
+    return lines
+
+
+def _quant_text(r) -> list[str]:
+    if not r.points:
+        return []
+    lines = [f"{'batch':>5} {'fp32 ms':>10} {'int8 ms':>10} {'speed-up':>9}  {'int8 p10–p90 ms':>16}"]
+    for p in r.points:
+        lines.append(f"{p['batch']:>5} {p['fp32_ms']:>10.3f} {p['int8_ms']:>10.3f} {_num(p.get('speedup'), '.2f'):>8}×"
+                     f"  {p.get('int8_p10_ms', 0):>7.3f}–{p.get('int8_p90_ms', 0):<7.3f}")
+    lines.append(f"why: {r.precision_why}")
+    api = r.api_name or r.api or "unknown"
+    lines.append(f"quantisation API: {api}" + (f" (said: {r.api_warnings[0].strip()})" if r.api_warnings else ""))
+    lines.append(f"top-1 agreement with fp32 {percent_1(r.top1_agreement)}; engine {r.engine or 'unknown'}")
+    return lines
+
+
+# ----------------------------------------------------------------------------- the Training page
+
+RUN_COLUMNS = ("Job", "Status", "Settings", "Samples/s", "Result", "Accuracy", "Note")
+MODEL_LABELS = {"simplecnn": "SimpleCNN", "lenet5": "LeNet-5", "resnet18": "ResNet-18 (28x28)"}
+
+
+def describe(result) -> str:
+    """The settings of a run in a few words, for the runs table."""
+    s = result.settings
+    if result.kind == "train":
+        parts = [MODEL_LABELS.get(s.get("model"), s.get("model")), s.get("dtype"), f"batch {s.get('batch_size')}",
+                 threads_words(result.threads or s.get("threads"))]
+        if s.get("cpus"):
+            parts.append(f"CPUs {cpu_list(s['cpus'])}")
+        if s.get("channels_last"):
+            parts.append("channels_last")
+        if s.get("compile"):
+            parts.append("compiled")
+        return ", ".join(str(p) for p in parts)
+    if result.kind == "sweep":
+        model = (s.get("train") or {}).get("model", "simplecnn")
+        return f"{MODEL_LABELS.get(model, model)}, budget {s.get('budget_s', 45):g} s"
+    if result.kind == "gemm":
+        return f"n = {result.size}" if result.size else "GEMM"
+    return f"MLP, batch {', '.join(str(b) for b in s.get('batches') or [1, 64])}"
+
+
+def run_row(result) -> list[tuple[str, str]]:
+    """(text, tooltip) per RUN_COLUMNS: one line per run, the full story in the tooltips."""
+    sps, sps_tip, res, res_tip, acc = "—", "", "—", "", "—"
+    if result.kind == "train":
+        if result.samples_per_s is not None:
+            sps = format(result.samples_per_s, ",.0f")
+            sps_tip = metric_definition("samples_per_s")
+            if result.spread is not None and result.spread.n > 1:
+                sps_tip += f"; half-second windows spread {_spread(result.spread)}"
+        bits = []
+        if result.final_loss is not None:
+            bits.append(f"loss {result.final_loss:.3f}")
+        if result.eval_accuracy is not None:
+            bits.append(f"held-out {percent_1(result.eval_accuracy)}")
+        if result.ratio is not None:
+            bits.append(f"{result.dtype} {result.ratio:.2f}× fp32")
+        res = " · ".join(bits) or "—"
+        res_tip = "; ".join(x for x in (metric_definition("loss", result.smoothing_steps),
+                                        metric_definition("eval_accuracy"), result.precision_why) if x)
+        if result.train_accuracy is not None:
+            acc = percent_1(result.train_accuracy)
+    elif result.kind == "sweep":
+        rec = result.recommendation()
+        if rec is not None:
+            sps = format(rec.samples_per_s or 0, ",.0f")
+            res = f"best: {rec.variant}"
+        else:
+            res = "inconclusive"
+        res_tip = result.reason
+    elif result.kind == "gemm":
+        best = result.best
+        if best:
+            res = f"{best['gflops']:,.1f} GFLOP/s ({best['backend']})"
+    elif result.kind == "quant":
+        res = "; ".join(f"b{p['batch']}: ×{p['speedup']:.2f}" for p in result.points if p.get("speedup")) or "—"
+        res_tip = result.precision_why
+    note = "; ".join(result.caveats())
+    short = note
+    if result.kind == "sweep" and not result.conclusive and result.interference is not None and not result.quiet:
+        short = f"busy machine ({percent(result.interference.share)} to others): rerun"
+    return [(result.kind, ""), (result.status, result.message), (describe(result), describe(result)),
+            (sps, sps_tip), (res, res_tip or res),
+            (acc, metric_definition("accuracy", getattr(result, "smoothing_steps", 20)) if acc != "—" else ""),
+            (short, note)]
+
+
+def best_text(rec, caveat: str = "") -> str:
+    """"Best: 2 threads, 1,234 samples/s — 1.14× the PyTorch defaults" (plain text; the page adds colour)."""
+    head = rec.variant if _names_threads(rec) else f"{rec.variant} — {plural(rec.threads, 'thread')}"
+    if rec.cpus and "CPUs" not in rec.variant:
+        head += f", pinned to CPUs {cpu_list(rec.cpus)}"
+    text = f"Best: {head}, {format(rec.samples_per_s or 0, ',.0f')} samples/s"
+    if rec.default_samples_per_s:
+        text += f" — {rec.samples_per_s / rec.default_samples_per_s:.2f}× the PyTorch defaults"
+    return f"{caveat}. {text}" if caveat else text
+
+
+def adopted_text(rec) -> str:
+    """What "Use these settings" did, e.g. "The advisor now uses 1 thread (measured run)."."""
+    extra = "" if _names_threads(rec) else f" ({rec.variant})"
+    return f"The advisor now uses {plural(rec.threads, 'thread')}{extra}."
+
+
+def _names_threads(rec) -> bool:
+    """The variant's name already says the thread count ("2 threads", "2 threads (the PyTorch default here)")."""
+    return (rec.variant or "").startswith(plural(rec.threads, "thread"))
+
+
+def sweep_caveat(result) -> str:
+    """Why a sweep's figure may not hold, in a few words; empty when it can be trusted."""
+    parts = []
+    if result.interference is not None and not result.quiet:
+        parts.append(f"Measured while {busy(result.interference.share)}")
+    if result.status != "ok":
+        done = sum(1 for p in result.points if p.get("samples_per_s"))
+        parts.append(f"from a partial sweep ({done} of {result.variants} variants)" if result.variants
+                     else "from a partial sweep")
+    text = ", ".join(parts)
+    return text[:1].upper() + text[1:]
+
+
+# ----------------------------------------------------------------------------- rich text for the Training page
+
+
+def sweep_notes_html(result, caveat_colour: str = "#c98a1a") -> str:
+    """The sweep's verdict, how quiet the machine was, failed variants: a few lines of Qt rich text."""
+    e = html.escape
+    if result.conclusive:
+        head = f"<b>Recommended</b>: {e(result.reason)}"
+    else:
+        head = f"<b style='color:{caveat_colour}'>No recommendation</b> — {e(result.reason)}"
+    items = []
+    if result.interference is not None:
+        items.append(f"Other programs took {percent(result.interference.share)} of the CPUs measured "
+                     f"({e(plural(result.rounds, 'round'))}).")
+    if result.failures:
+        items.append(f"{e(plural(len(result.failures), 'variant'))} failed: "
+                     + "; ".join(e(str(f)) for f in result.failures) + ".")
+    return head + "".join(f"<br>{i}" for i in items)
+
+
+def gemm_html(result) -> str:
+    e = html.escape
+    rows = []
+    for p in result.points:
+        spread = f"{p['gflops_lo']:,.1f}–{p['gflops_hi']:,.1f}" if p.get("gflops_lo") is not None else "—"
+        name = e(p["backend"]) + (" <i>(emulated)</i>" if p.get("emulated") else "")
+        rows.append(f"<tr><td>{name}</td><td align='right'>{p['threads']}</td>"
+                    f"<td align='right'>{p.get('size', '—')}</td><td align='right'>{p['gflops']:,.1f}</td>"
+                    f"<td align='right'>{spread}</td><td align='right'>{_num(p.get('peak_gflops')).replace('-', '—')}</td>"
+                    f"<td align='right'>{percent(p.get('utilisation'), '—')}</td></tr>")
+    m = result.machine or {}
+    notes = ""
+    if m:
+        notes = (f"<p>Micro-architecture: {e(str(m.get('microarchitecture') or 'unknown'))}, "
+                 f"{e(plural(m.get('physical_cores') or 0, 'physical core'))}. "
+                 + " ".join(e(n.rstrip(".")) + "." for n in result.notes) + "</p>")
+    return ("<b>GEMM</b><table cellspacing='6'><tr><th align='left'>backend</th><th>threads</th><th>n</th>"
+            "<th>GFLOP/s (median)</th><th>spread</th><th>peak</th><th>of peak</th></tr>" + "".join(rows)
+            + "</table>" + notes)
+
+
+def quant_html(result) -> str:
+    e = html.escape
+    rows = "".join(f"<tr><td align='right'>{p['batch']}</td><td align='right'>{p['fp32_ms']:.3f}</td>"
+                   f"<td align='right'>{p['int8_ms']:.3f}</td><td align='right'>{_num(p.get('speedup'), '.2f')}×"
+                   "</td></tr>" for p in result.points)
+    api = e(result.api_name or result.api or "unknown")
+    said = f" (it says: {e(result.api_warnings[0].strip())})" if result.api_warnings else ""
+    return ("<b>Dynamic int8 vs fp32 (MLP), measured in the same job</b><table cellspacing='6'><tr><th>batch</th>"
+            "<th>fp32 ms</th><th>int8 ms</th><th>speed-up</th></tr>" + rows
+            + f"</table><p>{e(result.precision_why)}.</p><p>Quantisation API: {api}{said}. Top-1 agreement with "
+            f"fp32: {percent_1(result.top1_agreement)}.</p>")

@@ -1,0 +1,244 @@
+"""The child end of the lab's JSON-lines protocol, and the boilerplate every job shares.
+
+A job writes one JSON object per line on stdout, each with a ``type``:
+
+* ``progress``: figures while it runs (training steps, a GEMM point, a sweep segment);
+* ``result``: the job's final figures (one per job, ``status`` ok/cancelled);
+* ``log``: a line of text worth showing (a library's warning, a note);
+* ``error``: ``message`` and ``kind`` when the job failed in a way it can explain
+  (bad settings, torch.compile unavailable, unreadable data).
+
+The parent controls a job started with ``--control stdin`` by writing lines on
+its stdin: ``stop`` (finish the step, send a cancelled result, exit) or a
+command such as ``measure 1.0`` (a sweep worker measures one more segment).
+Closing stdin means stop: the parent is gone.
+
+Standard library only, Python 3.8+: this file runs inside the user's own
+environment, where CPU Doctor is not installed. The parent imports its
+constants (:mod:`cpudoctor.lab.protocol`) so both ends share one spelling.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import queue
+import sys
+import threading
+import warnings
+from typing import Any, Callable, Dict, Optional, TextIO, Tuple
+
+PROGRESS = "progress"
+RESULT = "result"
+LOG = "log"
+ERROR = "error"
+TYPES = (PROGRESS, RESULT, LOG, ERROR)
+STOP_COMMAND = "stop"
+MEASURE_COMMAND = "measure"          # "measure SECONDS": a serving job measures one segment
+
+
+class JobError(Exception):
+    """A failure the job can explain: one line for people, a ``kind`` for programs, an exit code."""
+
+    kind = "error"
+    exit_code = 1
+
+    def __init__(self, message: str, kind: Optional[str] = None, exit_code: Optional[int] = None):
+        super().__init__(message)
+        if kind is not None:
+            self.kind = kind
+        if exit_code is not None:
+            self.exit_code = exit_code
+
+
+def _clean(value: Any) -> Any:
+    """JSON has no NaN/inf: send them as null so every parser accepts the line."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
+
+
+def encode(msg_type: str, /, **fields: Any) -> str:
+    """One protocol line (without the newline). Fields may use any name, even ``kind``."""
+    if msg_type not in TYPES:
+        raise ValueError(f"unknown message type {msg_type!r}; one of {', '.join(TYPES)}")
+    return json.dumps({"type": msg_type, **_clean(fields)}, separators=(",", ":"), allow_nan=False)
+
+
+_emit_lock = threading.Lock()
+
+
+def emit(msg_type: str, /, stream: Optional[TextIO] = None, **fields: Any) -> None:
+    """Write one message line and flush, so the parent sees it at once."""
+    line = encode(msg_type, **fields)
+    out = stream or sys.stdout
+    with _emit_lock:
+        try:
+            out.write(line + "\n")
+            out.flush()
+        except BrokenPipeError:
+            # The parent is gone (window closed, `| head`): nobody is listening, end quietly.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())
+            raise SystemExit(1) from None
+
+
+def progress(**fields: Any) -> None:
+    emit(PROGRESS, **fields)
+
+
+def result(**fields: Any) -> None:
+    emit(RESULT, **fields)
+
+
+def log(text: str) -> None:
+    emit(LOG, message=text)
+
+
+def log_stage(text: str, library: str) -> None:
+    """A log line that also says which library the job is about to run: a crash after it is blamed on that
+    library (numpy's OpenBLAS, not torch), not on the job as a whole."""
+    emit(LOG, message=text, library=library)
+
+
+def error(message: str, kind: str = "error", **fields: Any) -> None:
+    emit(ERROR, message=message, kind=kind, **fields)
+
+
+class StopFlag:
+    """Set when the parent asks the job to stop (``stop`` on stdin, or stdin closed).
+
+    Jobs poll :meth:`is_set` between steps. Other lines on stdin are commands
+    for a serving job (:meth:`next_command`). Reading stdin happens on a
+    daemon thread so a blocked read never delays the job's exit.
+    """
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._commands: "queue.Queue[str]" = queue.Queue()
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    def set(self) -> None:
+        self._event.set()
+        self._commands.put("")           # wake a job waiting for its next command
+
+    def wait(self, timeout: float) -> bool:
+        return self._event.wait(timeout)
+
+    def next_command(self, timeout: Optional[float] = None) -> Optional[str]:
+        """The next command line from the parent; None when stopped (or after ``timeout``)."""
+        if self.is_set():
+            return None
+        try:
+            line = self._commands.get(timeout=timeout)
+        except queue.Empty:
+            return None
+        return None if self.is_set() or not line else line
+
+    def watch_stdin(self, stream: Optional[TextIO] = None) -> None:
+        src = stream or sys.stdin
+
+        def _run() -> None:
+            try:
+                for line in src:
+                    text = line.strip()
+                    if text == STOP_COMMAND:
+                        break
+                    if text:
+                        self._commands.put(text)
+            except (OSError, ValueError):
+                pass
+            self.set()          # "stop" or EOF: the parent is gone or wants us to end
+
+        threading.Thread(target=_run, name="stop-watcher", daemon=True).start()
+
+
+def parse_job_argv(argv: Optional[list] = None) -> Tuple[Dict[str, Any], StopFlag]:
+    """Every job's command line: ``--json-args '{...}'`` and ``--control stdin|none``.
+
+    Bad JSON is reported as an ``error`` message and exit code 2, so the parent
+    shows one clear line rather than a traceback.
+    """
+    import argparse
+
+    parser = argparse.ArgumentParser(add_help=True)
+    parser.add_argument("--json-args", default="{}", help="the job's settings as a JSON object")
+    parser.add_argument("--control", choices=("stdin", "none"), default="none",
+                        help="stdin: stop when the parent writes 'stop' or closes stdin")
+    ns = parser.parse_args(argv)
+    try:
+        args = json.loads(ns.json_args)
+    except json.JSONDecodeError as exc:
+        error(f"--json-args is not valid JSON: {exc.msg}", kind="usage")
+        raise SystemExit(2) from None
+    if not isinstance(args, dict):
+        error("--json-args must be a JSON object", kind="usage")
+        raise SystemExit(2)
+    stop = StopFlag()
+    if ns.control == "stdin":
+        # The parent decides when to stop: Ctrl-C in a terminal reaches the whole process group,
+        # and the parent turns it into a staged stop that still gets this job's partial result.
+        import signal
+
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        stop.watch_stdin()
+    return args, stop
+
+
+def require(module: str):
+    """Import ``module`` (torch, numpy) or fail with one line that names this Python and why it may not see it."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        isolated = " (run isolated: no user site-packages, no PYTHONPATH)" if sys.flags.isolated else ""
+        raise JobError(f"{sys.executable}{isolated} cannot import {module}: {exc}; install {module} in this "
+                       "environment or choose the Python that has it", kind="missing") from None
+
+
+def warnings_to_log() -> None:
+    """Library warnings become ``log`` lines (once each) instead of stderr noise or silence.
+
+    A deprecation the user should know about (torch.ao.quantization) reaches
+    the parent as text it can show; nothing is hidden.
+    """
+    seen = set()
+
+    def _show(message, category, filename, lineno, file=None, line=None):  # noqa: ANN001 - warnings API
+        text = f"{category.__name__}: {str(message).strip().splitlines()[0] if str(message).strip() else ''}"
+        if text not in seen:
+            seen.add(text)
+            log(text)
+
+    warnings.showwarning = _show
+
+
+def job_main(run: Callable[[Dict[str, Any], StopFlag], Dict[str, Any]], argv: Optional[list] = None) -> int:
+    """Parse the command line, run ``run(args, stop)``, send its result; failures become one ``error`` line.
+
+    Exit codes: 0 a result was sent, 1 the job failed, 2 bad settings, 3 an
+    optional feature is missing (torch.compile, quantisation), as the job's
+    :class:`JobError` says.
+    """
+    args, stop = parse_job_argv(argv)
+    warnings_to_log()
+    try:
+        res = run(args, stop)
+    except JobError as exc:
+        error(str(exc), kind=exc.kind)
+        return exc.exit_code
+    except MemoryError:
+        error("not enough memory for this job; choose a smaller size or batch", kind="memory")
+        return 1
+    except Exception as exc:  # noqa: BLE001 - anything else: one clear line, not a traceback
+        error(f"{type(exc).__name__}: {exc}", kind="error")
+        return 1
+    result(**res)
+    return 0

@@ -1,0 +1,230 @@
+"""What each lab job accepts: defaults and range checks, one schema for both ends.
+
+The parent (:mod:`cpudoctor.lab.settings`) validates what a person typed with
+these classes before paying for a child process; the child validates again
+what arrived on its command line, so a job started by hand or by another tool
+also answers a bad value with one clear line. Plain dataclasses, standard
+library only, Python 3.8+ (the file runs in the user's environment).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Dict, List, Optional
+
+if __package__:
+    from ._jobkit import JobError
+else:  # a standalone script: ``python -I`` leaves the script's folder off sys.path
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from _jobkit import JobError
+
+MODELS = {
+    "simplecnn": "SimpleCNN (conv 1->32 3x3, ReLU, 2x2 max-pool, linear 5408->10)",
+    "lenet5": "LeNet-5 (~60k parameters)",
+    "resnet18": "ResNet-18 for 28x28 (~11M parameters)",
+}
+OPTIMIZERS = ("adam", "sgd")
+DTYPES = ("fp32", "bf16")
+DATASETS = ("synthetic", "mnist")
+GEMM_BACKENDS = ("torch-fp32", "torch-bf16", "numpy-fp32", "numpy-fp64")
+QUANT_APIS = ("auto", "torchao", "torch.ao")
+SMOOTHING_STEPS = 20          # loss and accuracy: the mean of the last 20 steps, in the plots and the tables
+
+
+class SettingsError(JobError):
+    """A setting is out of range; the message names it and says what is allowed."""
+
+    kind = "settings"
+    exit_code = 2
+
+
+def _check_int(name: str, value: Any, lo: int, hi: Optional[int] = None, allow_none: bool = False) -> Optional[int]:
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        try:
+            value = int(value)
+        except (TypeError, ValueError):
+            raise SettingsError(f"{name} must be a whole number, not {value!r}") from None
+    if value < lo or (hi is not None and value > hi):
+        rng = f">= {lo}" if hi is None else f"between {lo} and {hi}"
+        raise SettingsError(f"{name} must be {rng}, not {value}")
+    return value
+
+
+def _check_float(name: str, value: Any, lo: float = 0.0, allow_none: bool = False) -> Optional[float]:
+    if value is None and allow_none:
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise SettingsError(f"{name} must be a number, not {value!r}") from None
+    if not number > lo:
+        raise SettingsError(f"{name} must be more than {lo:g}, not {number:g}")
+    return number
+
+
+def _check_choice(name: str, value: Any, choices) -> str:
+    value = str(value).lower()
+    if value not in choices:
+        raise SettingsError(f"{name} must be one of {', '.join(choices)}, not {value!r}")
+    return value
+
+
+def _check_bool(value: Any, allow_none: bool = False) -> Optional[bool]:
+    return None if (value is None and allow_none) else bool(value)
+
+
+def _from_dict(cls, data: Dict[str, Any], what: str):
+    if not isinstance(data, dict):
+        raise SettingsError(f"{what} settings must be a JSON object")
+    known = {f.name for f in fields(cls)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise SettingsError(f"unknown {what} setting(s): {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    return cls(**data).validate()
+
+
+@dataclass
+class TrainSettings:
+    """One micro-training run. ``threads=None`` keeps PyTorch's own default."""
+
+    model: str = "simplecnn"
+    data: str = "synthetic"
+    mnist_dir: Optional[str] = None
+    batch_size: int = 64
+    optimizer: str = "adam"
+    lr: Optional[float] = None             # None: 1e-3 for Adam, 0.05 for SGD
+    dtype: str = "fp32"
+    channels_last: bool = False
+    compile: bool = False
+    threads: Optional[int] = None          # intra-op threads; None = PyTorch default
+    interop_threads: Optional[int] = None  # None = PyTorch default
+    steps: Optional[int] = None            # stop after this many steps ...
+    seconds: Optional[float] = 20.0        # ... or after this long (whichever comes first)
+    warmup_steps: int = 3                  # not counted in samples/s
+    cpus: Optional[List[int]] = None       # pin the child to these CPUs (sched_setaffinity)
+    seed: int = 0
+    progress_interval: float = 0.25        # seconds between progress messages
+    eval_samples: int = 1000
+    # bf16 runs also train fp32 windows in the same job, interleaved, so the ratio is measured
+    # under the same conditions (None: on for bf16, off for fp32).
+    compare_fp32: Optional[bool] = None
+    serve: bool = False                    # a sweep worker: warm up, then measure segments on command
+
+    def validate(self) -> "TrainSettings":
+        self.model = _check_choice("model", self.model, MODELS)
+        self.data = _check_choice("data", self.data, DATASETS)
+        if self.data == "mnist" and not self.mnist_dir:
+            raise SettingsError("data 'mnist' needs the folder that holds the MNIST IDX files (mnist_dir)")
+        self.batch_size = _check_int("batch size", self.batch_size, 1, 65536)
+        self.optimizer = _check_choice("optimizer", self.optimizer, OPTIMIZERS)
+        self.dtype = _check_choice("dtype", self.dtype, DTYPES)
+        self.threads = _check_int("threads", self.threads, 1, 4096, allow_none=True)
+        self.interop_threads = _check_int("inter-op threads", self.interop_threads, 1, 4096, allow_none=True)
+        self.steps = _check_int("steps", self.steps, 1, allow_none=True)
+        self.warmup_steps = _check_int("warm-up steps", self.warmup_steps, 0)
+        self.eval_samples = _check_int("eval samples", self.eval_samples, 0)
+        self.seconds = _check_float("seconds", self.seconds, allow_none=True)
+        self.progress_interval = _check_float("progress interval", self.progress_interval)
+        if self.steps is None and self.seconds is None and not self.serve:
+            raise SettingsError("give steps or seconds (or both), so the run ends")
+        if self.lr is not None and not (0 < float(self.lr) < 10):
+            raise SettingsError(f"learning rate must be between 0 and 10, not {self.lr}")
+        if self.cpus is not None:
+            if not self.cpus:
+                raise SettingsError("the CPU set to pin to is empty")
+            self.cpus = sorted({_check_int("cpu", c, 0) for c in self.cpus})
+        self.channels_last = bool(self.channels_last)
+        self.compile = bool(self.compile)
+        self.serve = bool(self.serve)
+        self.compare_fp32 = _check_bool(self.compare_fp32, allow_none=True)
+        return self
+
+    @property
+    def compares_fp32(self) -> bool:
+        """Whether this run also measures fp32 (always for bf16, unless switched off)."""
+        return self.dtype != "fp32" and self.compare_fp32 is not False and not self.serve
+
+    def to_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> "TrainSettings":
+        return _from_dict(cls, data, "training")
+
+
+@dataclass
+class GemmSettings:
+    """Matrix multiply GFLOP/s per backend and thread count; ``size=None`` picks one that fits the time."""
+
+    size: Optional[int] = None             # n of the n x n matrices; None: chosen so one multiply takes ~0.25 s
+    backends: List[str] = field(default_factory=lambda: list(GEMM_BACKENDS))
+    threads: Optional[List[int]] = None    # None: 1 and all usable CPUs
+    min_seconds: float = 0.75              # time each point at least this long (backends interleaved)
+    clock_mhz: Optional[float] = None      # the parent's peak: override the clock (the child ignores it)
+    native_bf16: Optional[bool] = None     # from the parent's CPU probe; False: bf16 measured small, "emulated"
+    emulated_size: int = 512               # n for a path this CPU emulates
+    max_size: int = 4096                   # the automatic size never exceeds this
+
+    BACKENDS = GEMM_BACKENDS
+
+    def validate(self) -> "GemmSettings":
+        self.size = _check_int("size", self.size, 16, 32768, allow_none=True)
+        if not self.backends:
+            raise SettingsError("choose at least one GEMM backend")
+        self.backends = [_check_choice("backend", b, GEMM_BACKENDS) for b in self.backends]
+        if self.threads is not None:
+            self.threads = sorted({_check_int("threads", t, 1, 4096) for t in self.threads})
+        self.min_seconds = _check_float("min_seconds", self.min_seconds)
+        self.clock_mhz = _check_float("clock (MHz)", self.clock_mhz, allow_none=True)
+        self.native_bf16 = _check_bool(self.native_bf16, allow_none=True)
+        self.emulated_size = _check_int("emulated size", self.emulated_size, 16, 32768)
+        self.max_size = _check_int("max size", self.max_size, 16, 32768)
+        return self
+
+    def to_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> "GemmSettings":
+        return _from_dict(cls, data, "GEMM")
+
+
+@dataclass
+class QuantSettings:
+    """Dynamic int8 vs fp32 inference of an MLP, both measured in the same job, interleaved."""
+
+    hidden: Optional[int] = None            # MLP 784 -> hidden -> hidden -> 10; None: 1024, or 256 without VNNI
+    batches: List[int] = field(default_factory=lambda: [1, 64])
+    threads: Optional[int] = None
+    min_seconds: float = 1.0                # per batch size, fp32 and int8 together
+    native_int8: Optional[bool] = None      # from the parent's CPU probe (VNNI / AMX-INT8 / Arm dot product)
+    api: str = "auto"                       # auto: torchao when installed, else torch.ao.quantization
+
+    def validate(self) -> "QuantSettings":
+        self.hidden = _check_int("hidden size", self.hidden, 8, 65536, allow_none=True)
+        if not self.batches:
+            raise SettingsError("give at least one batch size")
+        self.batches = [_check_int("batch", b, 1, 65536) for b in self.batches]
+        self.threads = _check_int("threads", self.threads, 1, 4096, allow_none=True)
+        self.min_seconds = _check_float("min_seconds", self.min_seconds)
+        self.native_int8 = _check_bool(self.native_int8, allow_none=True)
+        self.api = _check_choice("quantisation API", self.api, QUANT_APIS)
+        return self
+
+    @property
+    def hidden_used(self) -> int:
+        """The width measured: a path this CPU emulates is measured small (the figure is the ratio)."""
+        if self.hidden is not None:
+            return self.hidden
+        return 256 if self.native_int8 is False else 1024
+
+    def to_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> "QuantSettings":
+        return _from_dict(cls, data, "quantisation")

@@ -1,0 +1,370 @@
+"""Micro-training job: ``python -I train.py --json-args '{...}' [--control stdin]``.
+
+Trains one model for a number of steps or seconds with the given thread,
+dtype, layout and compile settings, streaming progress as JSON lines (see
+:mod:`_jobkit`). Pinning happens here, in the child, before torch is imported,
+so every OpenMP thread torch starts inherits the CPU set.
+
+One set of metric definitions, used by the progress lines and the result alike
+(so a plot's last point and a table's figure are the same number):
+
+* ``samples_per_s``: samples of the measured steps (after warm-up) / their
+  seconds, cumulative; in the run's own dtype;
+* ``loss`` / ``accuracy``: mean over the last ``smoothing_steps`` (20) steps;
+* ``eval_accuracy``: held-out samples at the end (a different figure, named so).
+
+A bf16 run also trains fp32 in the same job, in alternating windows of about
+half a second (ABAB...), so the bf16/fp32 ratio is measured under the same
+conditions; ``reference_samples_per_s`` is the fp32 figure.
+
+With ``serve`` the job is a sweep worker: it warms up, says ``ready``, then
+measures one segment per ``measure SECONDS`` command until told to stop.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections import deque
+from typing import Any, Dict, List, Optional, Tuple
+
+if __package__:
+    from . import _cpumeter, _jobkit
+    from ._settings import SMOOTHING_STEPS, SettingsError, TrainSettings
+else:  # a standalone script: ``python -I`` leaves the script's folder off sys.path
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import _cpumeter
+    import _jobkit
+    from _settings import SMOOTHING_STEPS, SettingsError, TrainSettings
+
+WINDOW_S = 0.5        # length of one window; a bf16 run alternates bf16 and fp32 windows
+
+
+class CompileError(_jobkit.JobError):
+    """torch.compile could not build or run the model (often: no C compiler)."""
+
+    kind = "compile"
+    exit_code = 3
+
+
+def _pin(cpus: Optional[List[int]]) -> Optional[List[int]]:
+    """Pin this process to ``cpus`` (Linux only); returns the CPU set in force."""
+    if cpus is None:
+        return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    if not hasattr(os, "sched_setaffinity"):
+        raise SettingsError("pinning to a CPU set needs Linux (os.sched_setaffinity is missing here)")
+    try:
+        os.sched_setaffinity(0, cpus)
+    except OSError as exc:
+        raise SettingsError(f"cannot pin to CPUs {cpus}: {exc.strerror} (are they online and allowed?)") from None
+    return sorted(os.sched_getaffinity(0))
+
+
+def _load_data(s: TrainSettings):
+    _jobkit.require("numpy")                       # the data is numpy; say so plainly when it is missing
+    if __package__:
+        from . import data
+    else:
+        import data
+    if s.data == "mnist":
+        train = data.load_mnist(s.mnist_dir, "train")
+        try:
+            test = data.load_mnist(s.mnist_dir, "test", limit=s.eval_samples or None)
+        except data.DataError:
+            test = None
+        return train, test
+    n = max(8192, s.batch_size * 16)
+    test = data.synthetic(s.eval_samples, seed=s.seed + 10_000) if s.eval_samples else None
+    return data.synthetic(n, seed=s.seed), test
+
+
+def _max_rss_mib() -> Optional[float]:
+    try:
+        import resource
+    except ImportError:      # Windows
+        return None
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+class Trainer:
+    """The model, optimizer and data of one run; :meth:`step` trains one batch in fp32 or bf16."""
+
+    def __init__(self, s: TrainSettings, train, test):
+        t_import = time.perf_counter()
+        torch = _jobkit.require("torch")          # after pinning, on purpose
+        import torch.nn.functional as functional  # noqa: PLC0415
+
+        if __package__:
+            from .models import build_model, count_parameters
+        else:
+            from models import build_model, count_parameters
+        self.import_s = time.perf_counter() - t_import
+        self.torch = torch
+        self.functional = functional
+        self.s = s
+        # Inter-op threads can only be set before any inter-op work starts: do it first.
+        if s.interop_threads is not None:
+            torch.set_num_interop_threads(s.interop_threads)
+        if s.threads is not None:
+            torch.set_num_threads(s.threads)
+        torch.manual_seed(s.seed)
+        self.test = test
+        self.x_all = torch.from_numpy(train.images)
+        self.y_all = torch.from_numpy(train.labels)
+        self.model = build_model(s.model)
+        self.parameters = count_parameters(self.model)
+        self.fmt = torch.channels_last if s.channels_last else torch.contiguous_format
+        if s.channels_last:
+            self.model = self.model.to(memory_format=torch.channels_last)
+        lr = s.lr if s.lr is not None else (1e-3 if s.optimizer == "adam" else 0.05)
+        params = self.model.parameters()
+        self.opt = torch.optim.Adam(params, lr=lr) if s.optimizer == "adam" else torch.optim.SGD(params, lr=lr, momentum=0.9)
+        self.step_model = self.model
+        if s.compile:
+            try:
+                self.step_model = torch.compile(self.model)
+            except Exception as exc:  # noqa: BLE001 - any failure is reported, not raised
+                raise CompileError(f"torch.compile is not available here: {type(exc).__name__}: {exc}") from None
+        self.compile_s: Optional[float] = None
+        self.model.train()
+        self.n = len(train)
+        self.gen = torch.Generator().manual_seed(s.seed)
+        self.order = torch.randperm(self.n, generator=self.gen)
+        self.pos = 0
+        self.steps = 0
+
+    def _batch(self):
+        if self.pos + self.s.batch_size > self.n:
+            self.order = self.torch.randperm(self.n, generator=self.gen)
+            self.pos = 0
+        idx = self.order[self.pos:self.pos + self.s.batch_size]
+        self.pos += self.s.batch_size
+        return self.x_all[idx].contiguous(memory_format=self.fmt), self.y_all[idx]
+
+    def step(self, dtype: str) -> Tuple[float, int, int]:
+        """One optimizer step on the next batch; (loss, correct predictions, samples)."""
+        torch, F = self.torch, self.functional
+        x, y = self._batch()
+        t0 = time.perf_counter()
+        try:
+            self.opt.zero_grad(set_to_none=True)
+            if dtype == "bf16":
+                # bf16 has fp32's exponent range: no GradScaler (that is for fp16).
+                with torch.autocast("cpu", dtype=torch.bfloat16):
+                    out = self.step_model(x)
+                    loss = F.cross_entropy(out, y)
+            else:
+                out = self.step_model(x)
+                loss = F.cross_entropy(out, y)
+            loss.backward()
+            self.opt.step()
+        except Exception as exc:  # noqa: BLE001
+            if self.s.compile and self.compile_s is None:
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+                raise CompileError(f"torch.compile failed: {type(exc).__name__}: {first}") from None
+            raise
+        if self.s.compile and self.compile_s is None:
+            self.compile_s = time.perf_counter() - t0
+        self.steps += 1
+        return float(loss.detach()), int((out.argmax(1) == y).sum()), len(y)
+
+    def evaluate(self, dtype: str) -> Optional[float]:
+        if self.test is None:
+            return None
+        torch = self.torch
+        self.model.eval()
+        x = torch.from_numpy(self.test.images).contiguous(memory_format=self.fmt)
+        y = torch.from_numpy(self.test.labels)
+        correct = 0
+        with torch.no_grad():
+            for i in range(0, len(y), 256):
+                if dtype == "bf16":
+                    with torch.autocast("cpu", dtype=torch.bfloat16):
+                        out = self.model(x[i:i + 256])
+                else:
+                    out = self.model(x[i:i + 256])
+                correct += int((out.argmax(1) == y[i:i + 256]).sum())
+        self.model.train()
+        return correct / max(1, len(y))
+
+    def facts(self, cpus: Optional[List[int]]) -> Dict[str, Any]:
+        torch = self.torch
+        try:
+            capability = torch.backends.cpu.get_cpu_capability()
+        except Exception:  # noqa: BLE001 - older torch
+            capability = None
+        return {"threads": torch.get_num_threads(), "interop_threads": torch.get_num_interop_threads(),
+                "cpus": cpus, "torch": torch.__version__, "cpu_capability": capability,
+                "import_s": round(self.import_s, 3), "parameters": self.parameters}
+
+
+class Meter:
+    """Samples and seconds per dtype, and the rate of each window (its spread)."""
+
+    def __init__(self) -> None:
+        self.samples: Dict[str, int] = {}
+        self.seconds: Dict[str, float] = {}
+        self.windows: Dict[str, List[float]] = {}
+
+    def add(self, dtype: str, samples: int, seconds: float) -> None:
+        self.samples[dtype] = self.samples.get(dtype, 0) + samples
+        self.seconds[dtype] = self.seconds.get(dtype, 0.0) + seconds
+
+    def close_window(self, dtype: str, samples: int, seconds: float) -> None:
+        if samples and seconds > 0:
+            self.windows.setdefault(dtype, []).append(round(samples / seconds, 2))
+
+    def rate(self, dtype: str) -> Optional[float]:
+        secs = self.seconds.get(dtype, 0.0)
+        return self.samples[dtype] / secs if secs > 0 and self.samples.get(dtype) else None
+
+
+def train(tr: Trainer, s: TrainSettings, stop: _jobkit.StopFlag, cpus: Optional[List[int]]) -> Dict[str, Any]:
+    """Train until steps/seconds run out or the parent says stop; the result holds what was measured."""
+    dtypes = [s.dtype] + (["fp32"] if s.compares_fp32 else [])
+    recent: deque = deque(maxlen=SMOOTHING_STEPS)      # (loss, correct, samples) of the last steps
+    losses: List[float] = []
+    meter = Meter()
+    start = time.perf_counter()
+    budget_start = start
+    status = "ok"
+    # Warm-up: every dtype of the run gets its own (first steps allocate, pick kernels, compile).
+    for dtype in dtypes:
+        for _ in range(s.warmup_steps):
+            if stop.is_set() or (s.steps is not None and tr.steps >= s.steps):
+                break
+            loss, correct, n = tr.step(dtype)
+            losses.append(loss)
+            recent.append((loss, correct, n))
+            if tr.compile_s is not None and tr.steps == 1:
+                budget_start = time.perf_counter()     # the run length counts training, not compiling
+    cpu_meter = _cpumeter.CpuMeter(cpus)
+    cpu_start = cpu_meter.start()
+    window = {"dtype": dtypes[0], "samples": 0, "seconds": 0.0, "began": time.perf_counter()}
+    last_report = time.perf_counter()
+
+    def report(now: float) -> None:
+        fields = {"step": tr.steps, "elapsed": round(now - start, 3), "dtype": s.dtype,
+                  "loss": _mean(r[0] for r in recent), "accuracy": _accuracy(recent),
+                  "samples_per_s": meter.rate(s.dtype)}
+        if len(dtypes) > 1:
+            fields["reference_samples_per_s"] = meter.rate("fp32")
+        _jobkit.progress(**fields)
+
+    while True:
+        if stop.is_set():
+            status = "cancelled"
+            break
+        if s.steps is not None and tr.steps >= s.steps:
+            break
+        now = time.perf_counter()
+        if s.seconds is not None and now - budget_start >= s.seconds and meter.samples:
+            break
+        t0 = time.perf_counter()
+        loss, correct, n = tr.step(window["dtype"])
+        dt = time.perf_counter() - t0
+        losses.append(loss)
+        recent.append((loss, correct, n))
+        meter.add(window["dtype"], n, dt)
+        window["samples"] += n
+        window["seconds"] += dt
+        now = time.perf_counter()
+        if now - window["began"] >= WINDOW_S:
+            meter.close_window(window["dtype"], window["samples"], window["seconds"])
+            nxt = dtypes[(dtypes.index(window["dtype"]) + 1) % len(dtypes)]
+            window = {"dtype": nxt, "samples": 0, "seconds": 0.0, "began": now}
+        if now - last_report >= s.progress_interval:
+            report(now)
+            last_report = now
+    meter.close_window(window["dtype"], window["samples"], window["seconds"])
+    interference = cpu_meter.since(cpu_start)
+    report(time.perf_counter())         # the last point of the plots is the result's figure
+    eval_acc = tr.evaluate(s.dtype) if status == "ok" else None
+    head = losses[: max(1, min(10, len(losses) // 4))]
+    res: Dict[str, Any] = {
+        "status": status,
+        "steps": tr.steps,
+        "samples": tr.steps * s.batch_size,
+        "dtype": s.dtype,
+        "samples_per_s": meter.rate(s.dtype),
+        "window_rates": meter.windows.get(s.dtype, []),
+        "initial_loss": _mean(head) if losses else None,
+        "final_loss": _mean(r[0] for r in recent),
+        "train_accuracy": _accuracy(recent),
+        "smoothing_steps": SMOOTHING_STEPS,
+        "eval_accuracy": eval_acc,
+        "elapsed": round(time.perf_counter() - start, 3),
+        "compile_s": round(tr.compile_s, 3) if tr.compile_s is not None else None,
+        "interference": interference,
+        "max_rss_mib": _max_rss_mib(),
+        "settings": s.to_dict(),
+    }
+    if len(dtypes) > 1:
+        res["reference"] = {"dtype": "fp32", "samples_per_s": meter.rate("fp32"),
+                            "window_rates": meter.windows.get("fp32", [])}
+    res.update(tr.facts(cpus))
+    return res
+
+
+def serve(tr: Trainer, s: TrainSettings, stop: _jobkit.StopFlag, cpus: Optional[List[int]]) -> Dict[str, Any]:
+    """A sweep worker: warm up once, then one measured segment per ``measure SECONDS`` command."""
+    for _ in range(max(1, s.warmup_steps)):
+        if stop.is_set():
+            break
+        tr.step(s.dtype)
+    _jobkit.progress(phase="ready", **tr.facts(cpus))
+    cpu_meter = _cpumeter.CpuMeter(cpus)
+    segments = 0
+    while True:
+        command = stop.next_command()
+        if command is None:
+            break
+        word, _, value = command.partition(" ")
+        if word != _jobkit.MEASURE_COMMAND:
+            _jobkit.log(f"unknown command {command!r} ignored")
+            continue
+        try:
+            seconds = max(0.01, float(value))
+        except ValueError:
+            _jobkit.log(f"'measure' needs seconds, not {value!r}")
+            continue
+        cpu_start = cpu_meter.start()
+        samples, busy, steps = 0, 0.0, 0
+        began = time.perf_counter()
+        while (time.perf_counter() - began < seconds or steps == 0) and not stop.is_set():
+            t0 = time.perf_counter()
+            _loss, _correct, n = tr.step(s.dtype)
+            busy += time.perf_counter() - t0
+            samples += n
+            steps += 1
+        if stop.is_set():
+            break
+        segments += 1
+        _jobkit.progress(phase="segment", segment=segments, steps=steps, samples=samples, seconds=round(busy, 4),
+                         samples_per_s=samples / busy if busy > 0 else None,
+                         interference=cpu_meter.since(cpu_start))
+    return {"status": "ok", "segments": segments, "steps": tr.steps, "max_rss_mib": _max_rss_mib(),
+            "settings": s.to_dict(), **tr.facts(cpus)}
+
+
+def _mean(values) -> Optional[float]:
+    values = list(values)
+    return sum(values) / len(values) if values else None
+
+
+def _accuracy(recent) -> Optional[float]:
+    total = sum(r[2] for r in recent)
+    return sum(r[1] for r in recent) / total if total else None
+
+
+def run(args: Dict[str, Any], stop: _jobkit.StopFlag) -> Dict[str, Any]:
+    s = TrainSettings.from_dict(args)
+    cpus = _pin(s.cpus)
+    train_data, test_data = _load_data(s)      # before torch: a wrong MNIST folder costs no torch import
+    tr = Trainer(s, train_data, test_data)
+    return serve(tr, s, stop, cpus) if s.serve else train(tr, s, stop, cpus)
+
+
+if __name__ == "__main__":
+    sys.exit(_jobkit.job_main(run))

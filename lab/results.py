@@ -1,0 +1,366 @@
+"""A lab job's outcome read once, into a typed result that yields a BenchRun and a ThreadRecommendation.
+
+The child jobs speak JSON dicts; the CLI, the Training page, ``bench --into``
+and the exports used to read those dicts each in their own way. Here they are
+read once (:func:`read_outcome`), with what only the parent knows added: the
+theoretical peak of this machine (GEMM utilisation), whether bf16/int8 are
+native here, whether the machine was quiet enough to trust the figures. Every
+surface then shows the same numbers with the same words
+(:mod:`cpudoctor.render.lab`). ThreadRecommendation is built in this module
+only: from a conclusive sweep, or from a quiet, finished training run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from cpudoctor.lab.native import NativeSupport
+from cpudoctor.lab.peak import MachinePeak
+from cpudoctor.lab.stats import Figure, summarize
+from cpudoctor.render import lab as words
+from cpudoctor.report import BenchRun, ThreadRecommendation
+
+QUIET_LIMIT = 0.10      # above this share of the CPUs taken by other programs a figure is not trusted
+
+
+@dataclass
+class Interference:
+    """The share of the measured CPUs that other programs (``other``) and other VMs (``steal``) took."""
+
+    other_share: float = 0.0
+    steal_share: float = 0.0
+
+    @property
+    def share(self) -> float:
+        return self.other_share + self.steal_share
+
+    def quiet(self, limit: float = QUIET_LIMIT) -> bool:
+        return self.share <= limit
+
+    @classmethod
+    def read(cls, data: dict[str, Any] | None) -> "Interference | None":
+        if not isinstance(data, dict) or data.get("other_share") is None:
+            return None
+        return cls(float(data.get("other_share") or 0), float(data.get("steal_share") or 0))
+
+    @classmethod
+    def worst(cls, records: list[dict[str, Any] | None]) -> "Interference | None":
+        found = [x for x in (cls.read(r) for r in records) if x is not None]
+        return max(found, key=lambda x: x.share) if found else None
+
+
+@dataclass
+class Context:
+    """What the parent knows that a child job cannot: the CPU's native paths and the peak."""
+
+    native: NativeSupport | None = None
+    peak: MachinePeak | None = None
+    started_at: str | None = None
+    quiet_limit: float = QUIET_LIMIT
+
+
+@dataclass
+class LabResult:
+    """Common to every job: how it ended, with which settings, and how quiet the machine was."""
+
+    kind: str
+    status: str = "ok"                      # ok | cancelled | crashed | error
+    message: str = ""                       # the runner's words for how it ended
+    settings: dict[str, Any] = field(default_factory=dict)
+    started_at: str | None = None
+    interference: Interference | None = None
+    quiet_limit: float = QUIET_LIMIT
+    has_result: bool = True                 # False: the child died before its result; progress only
+
+    @property
+    def quiet(self) -> bool | None:
+        return None if self.interference is None else self.interference.quiet(self.quiet_limit)
+
+    def caveats(self) -> list[str]:
+        """Why a figure may not hold: partial, or measured on a busy machine."""
+        out = []
+        if self.status != "ok":
+            out.append(self.message)
+        if self.interference is not None and not self.interference.quiet(self.quiet_limit):
+            out.append(words.busy_caveat(self.interference.share))
+        return [c for c in out if c]
+
+    def metrics(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def bench_run(self) -> BenchRun:
+        metrics = {k: v for k, v in self.metrics().items() if v is not None}
+        if self.interference is not None:
+            metrics["other_share"] = round(self.interference.share, 4)
+            metrics["quiet"] = self.interference.quiet(self.quiet_limit)
+        return BenchRun(kind=self.kind, settings=dict(self.settings), metrics=metrics, status=self.status,
+                        started_at=self.started_at, note="; ".join(self.caveats()))
+
+    def recommendation(self) -> ThreadRecommendation | None:
+        return None
+
+
+def _recommendation(threads: int, cpus: list[int] | None, variant: str, samples_per_s: float | None,
+                    default_samples_per_s: float | None, model: str | None,
+                    interop_threads: int | None = None) -> ThreadRecommendation:
+    return ThreadRecommendation(threads=int(threads), interop_threads=interop_threads, cpus=cpus, variant=variant,
+                                samples_per_s=samples_per_s, default_samples_per_s=default_samples_per_s, model=model)
+
+
+# ----------------------------------------------------------------------------- training
+
+
+@dataclass
+class TrainResult(LabResult):
+    kind: str = "train"
+    steps: int | None = None
+    samples_per_s: float | None = None
+    spread: Figure | None = None            # of the half-second windows: min..max, around samples_per_s
+    initial_loss: float | None = None
+    final_loss: float | None = None         # mean of the last smoothing_steps steps, as the loss plot
+    train_accuracy: float | None = None     # likewise
+    eval_accuracy: float | None = None      # held-out samples after training
+    smoothing_steps: int = 20
+    threads: int | None = None
+    interop_threads: int | None = None
+    cpus: list[int] | None = None
+    elapsed: float | None = None
+    compile_s: float | None = None
+    dtype: str = "fp32"
+    reference_samples_per_s: float | None = None     # fp32 in the same job (bf16 runs)
+    reference_spread: Figure | None = None
+    native: NativeSupport | None = None
+
+    @property
+    def ratio(self) -> float | None:
+        """This run's dtype against fp32 measured in the same job (1.6 = bf16 60 % faster)."""
+        if self.samples_per_s and self.reference_samples_per_s:
+            return self.samples_per_s / self.reference_samples_per_s
+        return None
+
+    @property
+    def precision_why(self) -> str:
+        if self.dtype == "fp32":
+            return ""
+        native = self.native.bf16 if self.native else None
+        via = self.native.bf16_via if self.native else []
+        return words.bf16_why(native, via, self.ratio)
+
+    def metrics(self) -> dict[str, Any]:
+        m: dict[str, Any] = {"samples_per_s": self.samples_per_s, "final_loss": self.final_loss,
+                             "train_accuracy": self.train_accuracy, "initial_loss": self.initial_loss,
+                             "eval_accuracy": self.eval_accuracy, "steps": self.steps, "threads": self.threads,
+                             "interop_threads": self.interop_threads, "elapsed": self.elapsed,
+                             "smoothing_steps": self.smoothing_steps, "compile_s": self.compile_s}
+        if self.spread is not None:
+            m.update(samples_per_s_lo=round(self.spread.lo, 1), samples_per_s_hi=round(self.spread.hi, 1))
+        if self.dtype != "fp32":
+            m.update(fp32_samples_per_s=self.reference_samples_per_s,
+                     **{f"{self.dtype}_vs_fp32": round(self.ratio, 3) if self.ratio else None},
+                     precision_basis=words.native_word(self.native.bf16 if self.native else None),
+                     precision_note=self.precision_why)
+        return m
+
+    def recommendation(self) -> ThreadRecommendation | None:
+        """A finished, quiet run's setting, for "Use these settings" after plain training runs."""
+        if self.status != "ok" or not self.samples_per_s or self.quiet is False:
+            return None
+        cpus = self.settings.get("cpus")
+        label = "measured run" + (f", CPUs {words.cpu_list(cpus)}" if cpus else "")
+        return _recommendation(self.threads or 1, cpus, label, self.samples_per_s, None, self.settings.get("model"),
+                               interop_threads=self.settings.get("interop_threads"))
+
+
+def _read_train(r: dict[str, Any], progress: list[dict[str, Any]], base: dict[str, Any], ctx: Context) -> TrainResult:
+    last = progress[-1] if progress else {}
+    ref = r.get("reference") or {}
+    settings = base["settings"]
+    return TrainResult(
+        **base,
+        steps=r.get("steps", last.get("step")),
+        samples_per_s=r.get("samples_per_s", last.get("samples_per_s")),
+        spread=summarize(r.get("window_rates") or [], whole_range=True),
+        initial_loss=r.get("initial_loss"),
+        final_loss=r.get("final_loss", last.get("loss")),
+        train_accuracy=r.get("train_accuracy", last.get("accuracy")),
+        eval_accuracy=r.get("eval_accuracy"),
+        smoothing_steps=int(r.get("smoothing_steps") or 20),
+        threads=r.get("threads"),
+        interop_threads=r.get("interop_threads"),
+        cpus=r.get("cpus"),
+        elapsed=r.get("elapsed", last.get("elapsed")),
+        compile_s=r.get("compile_s"),
+        dtype=str(r.get("dtype") or settings.get("dtype") or "fp32"),
+        reference_samples_per_s=ref.get("samples_per_s", last.get("reference_samples_per_s")),
+        reference_spread=summarize(ref.get("window_rates") or [], whole_range=True),
+        native=ctx.native,
+    )
+
+
+# ----------------------------------------------------------------------------- sweep
+
+
+@dataclass
+class SweepResult(LabResult):
+    kind: str = "sweep"
+    points: list[dict[str, Any]] = field(default_factory=list)
+    verdict: str = "inconclusive"           # recommended | inconclusive
+    reason: str = ""
+    chosen: dict[str, Any] | None = None    # the recommendation's fields, when conclusive
+    best_measured: dict[str, Any] | None = None
+    failures: list[str] = field(default_factory=list)
+    rounds: int = 0
+    variants: int = 0
+    budget_s: float | None = None
+    segment_s: float | None = None
+
+    @property
+    def conclusive(self) -> bool:
+        return self.status == "ok" and self.verdict == "recommended" and self.chosen is not None
+
+    def caveats(self) -> list[str]:
+        out = [] if self.status == "ok" else [self.message]
+        if not self.conclusive and self.reason:
+            out.append(self.reason)
+        return [c for c in out if c]
+
+    def metrics(self) -> dict[str, Any]:
+        return {"points": [_plain_point(p) for p in self.points], "verdict": self.verdict, "reason": self.reason,
+                "recommendation": self.chosen if self.conclusive else None, "best_measured": self.best_measured,
+                "rounds": self.rounds, "budget_s": self.budget_s, "segment_s": self.segment_s,
+                "failures": self.failures or None}
+
+    def recommendation(self) -> ThreadRecommendation | None:
+        """Only a conclusive sweep recommends: the advisor never adopts an inconclusive one."""
+        if not self.conclusive:
+            return None
+        c = self.chosen or {}
+        return _recommendation(c.get("threads") or 1, c.get("cpus"), str(c.get("variant") or ""),
+                               c.get("samples_per_s"), c.get("default_samples_per_s"), c.get("model"))
+
+
+def _read_sweep(r: dict[str, Any], progress: list[dict[str, Any]], base: dict[str, Any], ctx: Context) -> SweepResult:
+    points = r.get("points")
+    if points is None:       # the orchestrator died: the latest figure of each variant it reported
+        latest: dict[str, dict[str, Any]] = {}
+        for p in progress:
+            if p.get("phase") == "segment" and p.get("variant"):
+                latest[p["variant"]] = p
+        points = list(latest.values())
+    noise = r.get("interference")
+    base = dict(base, interference=Interference.read(noise) if noise else base["interference"])
+    return SweepResult(**base, points=points, verdict=str(r.get("verdict") or "inconclusive"),
+                       reason=str(r.get("reason") or (words.inconclusive("cancelled", rounds=0) if not r else "")),
+                       chosen=r.get("recommendation"), best_measured=r.get("best_measured"),
+                       failures=list(r.get("failures") or []), rounds=int(r.get("rounds") or 0),
+                       variants=int(r.get("variants") or len(points)), budget_s=r.get("budget_s"),
+                       segment_s=r.get("segment_s"))
+
+
+# ----------------------------------------------------------------------------- GEMM
+
+
+@dataclass
+class GemmResult(LabResult):
+    kind: str = "gemm"
+    points: list[dict[str, Any]] = field(default_factory=list)    # with the peak and utilisation
+    machine: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    size: int | None = None
+    emulated: list[str] = field(default_factory=list)
+    native: NativeSupport | None = None
+
+    @property
+    def best(self) -> dict[str, Any] | None:
+        return max((p for p in self.points if p.get("gflops")), key=lambda p: p["gflops"], default=None)
+
+    def metrics(self) -> dict[str, Any]:
+        return {"points": [_plain_point(p) for p in self.points], "machine": self.machine or None,
+                "peak_notes": self.notes or None, "size": self.size, "emulated": self.emulated or None}
+
+
+def _read_gemm(r: dict[str, Any], progress: list[dict[str, Any]], base: dict[str, Any], ctx: Context) -> GemmResult:
+    raw = r.get("points") if r else [p for p in progress if p.get("backend")]
+    peak = ctx.peak
+    points = [peak.annotate(p) if peak else dict(p) for p in raw or []]
+    emulated = list(r.get("emulated") or sorted({p["backend"] for p in points if p.get("emulated")}))
+    notes = (peak.notes_for(points) if peak else []) + list(r.get("notes") or [])
+    if emulated:
+        native = ctx.native
+        notes.append(words.emulated_gemm(emulated, r.get("sizes") or {}, native.bf16_via if native else []))
+    base = dict(base, interference=Interference.worst([p.get("interference") for p in points]))
+    return GemmResult(**base, points=points, machine=peak.facts() if peak else {}, notes=notes, size=r.get("size"),
+                      emulated=emulated, native=ctx.native)
+
+
+# ----------------------------------------------------------------------------- quantisation
+
+
+@dataclass
+class QuantResult(LabResult):
+    kind: str = "quant"
+    points: list[dict[str, Any]] = field(default_factory=list)
+    api: str | None = None
+    api_name: str | None = None
+    api_warnings: list[str] = field(default_factory=list)
+    hidden: int | None = None
+    emulated: bool = False
+    top1_agreement: float | None = None
+    engine: str | None = None
+    native: NativeSupport | None = None
+
+    @property
+    def precision_why(self) -> str:
+        native = self.native.int8 if self.native else None
+        via = self.native.int8_via if self.native else []
+        speedups = {p["batch"]: p["speedup"] for p in self.points if p.get("speedup")}
+        return words.int8_why(native, via, speedups, self.hidden, self.emulated, self.api)
+
+    def metrics(self) -> dict[str, Any]:
+        return {"points": [_plain_point(p) for p in self.points], "vnni": self.native.int8 if self.native else None,
+                "vnni_note": self.precision_why, "api": self.api_name or self.api,
+                "api_warnings": self.api_warnings or None, "hidden": self.hidden, "emulated": self.emulated,
+                "top1_agreement": self.top1_agreement, "engine": self.engine}
+
+
+def _read_quant(r: dict[str, Any], progress: list[dict[str, Any]], base: dict[str, Any], ctx: Context) -> QuantResult:
+    points = list(r.get("points") or [p for p in progress if p.get("batch")])
+    base = dict(base, interference=Interference.worst([p.get("interference") for p in points]))
+    settings = base["settings"]
+    return QuantResult(**base, points=points, api=r.get("api"), api_name=r.get("api_name"),
+                       api_warnings=list(r.get("api_warnings") or []), hidden=r.get("hidden"),
+                       emulated=bool(r.get("emulated", settings.get("native_int8") is False)),
+                       top1_agreement=r.get("top1_agreement"), engine=r.get("engine"), native=ctx.native)
+
+
+# ----------------------------------------------------------------------------- reading an outcome
+
+
+def _plain_point(p: dict[str, Any]) -> dict[str, Any]:
+    """A point for a report: the interference record shrinks to one share (tables stay flat)."""
+    out = {k: v for k, v in p.items() if k not in ("interference", "rates", "phase", "step", "total", "elapsed")}
+    inter = Interference.read(p.get("interference"))
+    if inter is not None:
+        out["other_share"] = round(inter.share, 4)
+    return out
+
+
+READERS = {"train": _read_train, "sweep": _read_sweep, "gemm": _read_gemm, "quant": _read_quant}
+KINDS = tuple(READERS)
+
+
+def read_outcome(job: str, outcome: Any, settings: dict[str, Any] | None = None,
+                 context: Context | None = None) -> LabResult:
+    """The typed result of a finished (or cancelled, or crashed) job; partial progress counts."""
+    if job not in READERS:
+        raise ValueError(f"unknown lab job {job!r}; one of {', '.join(READERS)}")
+    ctx = context or Context()
+    r = outcome.result or {}
+    progress = list(outcome.progress or [])
+    settings = dict(settings if settings is not None else (r.get("settings") or {}))
+    settings.pop("topology", None)          # the sweep's topology is in the report already
+    base = {"kind": job, "status": outcome.status, "message": "" if outcome.status == "ok" else outcome.message,
+            "settings": settings, "started_at": ctx.started_at, "quiet_limit": ctx.quiet_limit,
+            "interference": Interference.read(r.get("interference")), "has_result": outcome.result is not None}
+    return READERS[job](r, progress, base, ctx)

@@ -1,0 +1,90 @@
+"""Run one lab job from Python (the CLI, the benchmarks) and get its typed result.
+
+The child jobs run through :class:`cpudoctor.lab.runner.Job`; the sweep's
+orchestrator runs in this process (it starts the training workers itself).
+The parent facts a child cannot know (native bf16/int8, the machine's peak)
+come from the CPU and Topology probes here, once, and go into the job's
+settings and into the reading of its outcome (:func:`cpudoctor.lab.results.read_outcome`).
+A stop event (Ctrl-C, a test) ends any job in stages and keeps what it measured.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any, Callable
+
+from cpudoctor.lab import protocol
+from cpudoctor.lab.native import native_support
+from cpudoctor.lab.peak import MachinePeak
+from cpudoctor.lab.results import Context, LabResult, read_outcome
+from cpudoctor.lab.runner import JobOutcome, job_command, run_job
+from cpudoctor.report import utc_now_iso
+
+
+def context_for(job: str, root: Path = Path("/"), clock_mhz: float | None = None, cpu=None, topology=None) -> Context:
+    """The parent's facts for ``job`` on the machine under ``root`` (probed unless given)."""
+    from cpudoctor.probes import probe_cpu, probe_topology
+
+    cpu = cpu if cpu is not None else probe_cpu(root)
+    peak = None
+    if job == "gemm":
+        topology = topology if topology is not None else probe_topology(root)
+        peak = MachinePeak.from_probe(cpu, topology, root=root, clock_mhz=clock_mhz)
+    return Context(native=native_support(cpu), peak=peak, started_at=utc_now_iso())
+
+
+def job_args(job: str, settings: dict[str, Any], context: Context) -> dict[str, Any]:
+    """The child's settings plus what the parent knows about the CPU (native paths)."""
+    if context.native is None:
+        return dict(settings)
+    extra = {k: v for k, v in context.native.job_args(job).items() if settings.get(k) is None}
+    return {**settings, **extra}
+
+
+def run(job: str, settings: dict[str, Any], *, context: Context | None = None,
+        on_progress: Callable[[dict[str, Any]], None] | None = None,
+        on_log: Callable[[str], None] | None = None, stop: threading.Event | None = None,
+        python: str | None = None, root: Path = Path("/")) -> tuple[JobOutcome, LabResult]:
+    """Run ``job`` to its end (or until ``stop`` is set) and read its outcome once."""
+    context = context or context_for(job, root)
+    stop = stop or threading.Event()
+    if job == "sweep":
+        outcome = _run_sweep(settings, on_progress, stop, python, root)
+    else:
+        outcome = _run_child(job, job_args(job, settings, context), on_progress, on_log, stop, python)
+    return outcome, read_outcome(job, outcome, settings, context)
+
+
+def _run_child(job: str, args: dict[str, Any], on_progress, on_log, stop: threading.Event,
+               python: str | None) -> JobOutcome:
+    def on_message(msg: protocol.Message) -> None:
+        if msg.type == protocol.PROGRESS and on_progress is not None:
+            on_progress(msg.data)
+        elif msg.type == protocol.LOG and on_log is not None:
+            on_log(msg.text)
+
+    return run_job(job, args, on_message, stop_event=stop, argv=job_command(job, args, python))
+
+
+def _run_sweep(settings: dict[str, Any], on_progress, stop: threading.Event, python: str | None,
+               root: Path) -> JobOutcome:
+    from cpudoctor.lab.settings import SweepSettings
+    from cpudoctor.lab.sweep import run_sweep
+    from cpudoctor.probes import probe_topology
+
+    args = dict(settings)
+    allowed = args.pop("allowed_cpus", None)
+    if python:
+        args["python"] = python
+    progress: list[dict[str, Any]] = []
+
+    def seen(data: dict[str, Any]) -> None:
+        progress.append(data)
+        if on_progress is not None:
+            on_progress(data)
+
+    result = run_sweep(SweepSettings.from_dict(args), probe_topology(root), allowed, on_progress=seen, stop=stop)
+    status = "cancelled" if result.get("status") == "cancelled" else "ok"
+    return JobOutcome(status=status, result=result, progress=progress,
+                      elapsed=float(result.get("elapsed") or 0.0))
