@@ -1,0 +1,263 @@
+"""Reading a saved report that anyone may have made: bounded, checked, one line when it is bad.
+
+A report opened with ``doctor --from-report``, ``compare``, the window's
+*File > Open* or ``cpudoctor-gui FILE`` may come from another machine, another
+version, an editor or an attacker. Before any of CPU Doctor touches it:
+
+1. **Read, bounded.** Only a regular file of at most :data:`MAX_REPORT_BYTES`
+   (a FIFO never blocks, ``/dev/zero`` never fills the memory).
+2. **Parse, bounded.** Numbers are kept as text until they are checked (an
+   integer of 5,000 digits, ``10**400`` or ``NaN`` never becomes a Python number
+   that overflows later), and nesting deeper than :data:`MAX_DEPTH` is refused.
+3. **Limits.** Depth, string length, list length and number size, each named
+   by the JSON path at fault.
+4. **Schema.** ``resources/report.schema.json`` (JSON Schema 2020-12, generated
+   from the dataclasses) with the ``jsonschema`` library: the reference
+   implementation of the draft the schema declares, and it reports the failing
+   instance's JSON path. (``fastjsonschema`` is faster but supports drafts 4-7
+   only, not the 2020-12 ``$defs`` the schema is written in; a report validates
+   in milliseconds with ``jsonschema`` anyway.)
+
+Every failure is a :class:`~cpudoctor.report.ReportError` whose message is one
+line: ``$.meta: expected an object, got null``.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import math
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+# A report of an 8192-CPU machine with every benchmark is a few MB; 32 MiB is far beyond any real one.
+MAX_REPORT_BYTES = 32 << 20
+# Real reports nest about 8 deep (findings > evidence > value); 64 leaves room, stays far from recursion limits.
+MAX_DEPTH = 64
+# The longest real strings are launch scripts of a few kB; a 1 MB brand string took the window minutes.
+MAX_STRING = 64 << 10
+# Lists: an 8192-CPU machine lists each CPU a handful of times.
+MAX_ITEMS = 1 << 20
+# Numbers beyond 2**53 lose precision in most JSON readers and overflow CPU Doctor's arithmetic.
+MAX_NUMBER = 2 ** 53
+
+
+class _BadNumber:
+    """A JSON number kept as text because it is not a number CPU Doctor accepts."""
+
+    __slots__ = ("text", "why")
+
+    def __init__(self, text: str, why: str):
+        self.text, self.why = text, why
+
+
+def _parse_int(text: str) -> int | _BadNumber:
+    digits = len(text.lstrip("-"))
+    if digits > 16:
+        return _BadNumber(text, f"an integer of {digits} digits is out of range (at most {MAX_NUMBER})")
+    value = int(text)
+    return value if abs(value) <= MAX_NUMBER else _BadNumber(text, f"{value} is out of range (at most {MAX_NUMBER})")
+
+
+def _parse_float(text: str) -> float | _BadNumber:
+    if len(text) > 40:
+        return _BadNumber(text, f"a number written with {len(text)} characters is out of range")
+    value = float(text)
+    if not math.isfinite(value) or abs(value) > MAX_NUMBER:
+        return _BadNumber(text, f"{_clip(text)} is out of range (at most {MAX_NUMBER})")
+    return value
+
+
+def _parse_constant(text: str) -> _BadNumber:
+    return _BadNumber(text, f"{text} is not a number JSON allows")
+
+
+def _clip(text: str, limit: int = 40) -> str:
+    text = "".join(ch if ch.isprintable() else "?" for ch in text[: limit + 1])
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def read_report_text(path: Path | str) -> str:
+    """The text of a report file: a regular file, at most MAX_REPORT_BYTES, UTF-8."""
+    from cpudoctor.probes._fs import read_bytes_checked
+    from cpudoctor.report import ReportError
+
+    path = Path(path)
+    try:
+        data = read_bytes_checked(path, MAX_REPORT_BYTES)
+    except OSError as exc:
+        if exc.errno == errno.EFBIG:
+            raise ReportError(f"{path.name} is larger than {MAX_REPORT_BYTES >> 20} MiB, far more than any "
+                              "report: not read") from None
+        raise ReportError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ReportError(f"{path.name} is not a text file, so not a CPU Doctor report") from None
+
+
+def parse(text: str) -> Any:
+    """JSON text to data; numbers out of range stay :class:`_BadNumber` for :func:`check_limits` to name."""
+    from cpudoctor.report import ReportError
+
+    if len(text) > MAX_REPORT_BYTES:
+        raise ReportError(f"$: the text is larger than {MAX_REPORT_BYTES >> 20} MiB, far more than any report")
+    try:
+        return json.loads(text, parse_int=_parse_int, parse_float=_parse_float, parse_constant=_parse_constant)
+    except json.JSONDecodeError as exc:
+        raise ReportError(f"not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}") from None
+    except RecursionError:
+        raise ReportError(f"{_too_deep_path(text)}: nested deeper than {MAX_DEPTH} levels") from None
+
+
+_TOKEN_RE = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}:,]|[^\s"\[\]{}:,]+', re.DOTALL)
+
+
+def _too_deep_path(text: str) -> str:
+    """The JSON path where nesting first goes past MAX_DEPTH (only run when the parser gave up)."""
+    stack: list[list[Any]] = []          # per open container: [kind, key or index, expecting_key]
+    last_string = ""
+    for m in _TOKEN_RE.finditer(text):
+        tok = m.group(0)
+        if tok in "[{":
+            if len(stack) >= MAX_DEPTH:
+                return _path_of(stack)
+            stack.append(["[", 0, False] if tok == "[" else ["{", "", True])
+        elif tok in "]}":
+            if stack:
+                stack.pop()
+        elif tok == ",":
+            if stack and stack[-1][0] == "[":
+                stack[-1][1] += 1
+            elif stack:
+                stack[-1][2] = True
+        elif tok == ":":
+            if stack and stack[-1][0] == "{":
+                stack[-1][1], stack[-1][2] = last_string, False
+        elif tok.startswith('"'):
+            try:
+                last_string = json.loads(tok)
+            except ValueError:
+                last_string = tok.strip('"')
+    return _path_of(stack)
+
+
+def _path_of(stack: list[list[Any]]) -> str:
+    steps = [f"[{k}]" if kind == "[" else _key(k) for kind, k, _ in stack]
+    if len(steps) > 6:              # the top and the bottom say where; 64 "[0]" say nothing more
+        return "$" + "".join(steps[:4]) + f"…({len(steps) - 6} levels)…" + "".join(steps[-2:])
+    return "$" + "".join(steps)
+
+
+def _key(name: Any) -> str:
+    name = str(name)
+    return f".{name}" if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,63}", name) else f"[{json.dumps(_clip(name))}]"
+
+
+def check_limits(data: Any) -> None:
+    """Depth, string length, list length and numbers; ReportError naming the first path at fault."""
+    from cpudoctor.report import ReportError
+
+    todo: list[tuple[Any, str, int]] = [(data, "$", 0)]
+    while todo:
+        value, path, depth = todo.pop()
+        if isinstance(value, _BadNumber):
+            raise ReportError(f"{path}: {value.why}")
+        if isinstance(value, str):
+            if len(value) > MAX_STRING:
+                raise ReportError(f"{path}: a string of {len(value):,} characters, more than the "
+                                  f"{MAX_STRING:,} any report field holds")
+            continue
+        if isinstance(value, (dict, list)):
+            if depth >= MAX_DEPTH:
+                raise ReportError(f"{path}: nested deeper than {MAX_DEPTH} levels")
+            if len(value) > MAX_ITEMS:
+                raise ReportError(f"{path}: {len(value):,} entries, more than the {MAX_ITEMS:,} any report holds")
+            if isinstance(value, dict):
+                for k, v in value.items():
+                    if len(k) > MAX_STRING:
+                        raise ReportError(f"{path}: a key of {len(k):,} characters")
+                    todo.append((v, path + _key(k), depth + 1))
+            else:
+                todo.extend((v, f"{path}[{i}]", depth + 1) for i, v in enumerate(value))
+
+
+@lru_cache(maxsize=1)
+def _validator():
+    from jsonschema import Draft202012Validator
+
+    from cpudoctor import resources
+
+    schema = resources.load_json("report.schema.json")
+    return Draft202012Validator(schema)
+
+
+_TYPE_NAMES = {"object": "an object", "array": "a list", "string": "a string", "integer": "an integer",
+               "number": "a number", "boolean": "true or false", "null": "null"}
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    return "an object"
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, (dict, list)):
+        return _json_type(value)
+    return _clip(json.dumps(value, ensure_ascii=False))
+
+
+def _message(error) -> str:
+    """One short line for a jsonschema error (its own messages repeat the whole instance)."""
+    kind, expected, value = error.validator, error.validator_value, error.instance
+    if kind == "type":
+        types = [expected] if isinstance(expected, str) else list(expected)
+        return f"expected {' or '.join(_TYPE_NAMES.get(t, t) for t in types)}, got {_json_type(value)}"
+    if kind == "required":
+        missing = [k for k in expected if isinstance(value, dict) and k not in value]
+        return f"missing required key {missing[0]!r}" if missing else "a required key is missing"
+    if kind == "const":
+        return f"expected {_shown(expected)}, got {_shown(value)}"
+    if kind == "enum":
+        return f"{_shown(value)} is not one of {', '.join(_shown(e) for e in expected[:8])}"
+    if kind in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+        words = {"minimum": "below the minimum", "maximum": "above the maximum",
+                 "exclusiveMinimum": "not above", "exclusiveMaximum": "not below"}[kind]
+        return f"{_shown(value)} is {words} {expected}"
+    if kind == "maxLength":
+        return f"a string of {len(value):,} characters, longer than {expected}"
+    if kind == "pattern":
+        return f"{_shown(value)} does not match {expected}"
+    if kind == "anyOf":
+        return f"{_json_type(value)} fits none of the allowed forms"
+    return _clip(error.message, 160)
+
+
+def check_schema(data: Any) -> None:
+    """Validate against resources/report.schema.json; ReportError with the path and what is wrong."""
+    from jsonschema.exceptions import best_match
+
+    from cpudoctor.report import ReportError
+
+    error = best_match(_validator().iter_errors(data))
+    if error is not None:
+        raise ReportError(f"the report is damaged: {error.json_path}: {_message(error)}")
+
+
+def check(data: Any) -> None:
+    """Everything :func:`parse` leaves to check, in order: limits, then the schema."""
+    check_limits(data)
+    check_schema(data)
