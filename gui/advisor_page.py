@@ -427,9 +427,7 @@ class AdvisorPage(QWidget):
         from cpudoctor.fileio import WriteError, atomic_write
 
         try:
-            written = atomic_write(path, text)
-            if shell in ("bash", "zsh", "fish"):
-                written.chmod(0o755)
+            written = atomic_write(path, text, executable=shell in ("bash", "zsh", "fish"))
         except (WriteError, OSError) as exc:
             message = str(exc.strerror or exc) if isinstance(exc, WriteError) else str(exc)
             self.model.status_message.emit(message)

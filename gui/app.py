@@ -261,9 +261,21 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.screenshot:
         def grab() -> None:
+            from PySide6.QtCore import QBuffer, QIODevice
+
+            from cpudoctor.fileio import atomic_write
+
             out = Path(args.screenshot)
-            out.parent.mkdir(parents=True, exist_ok=True)
-            ok = window.grab().save(str(out))
+            buf = QBuffer()
+            buf.open(QIODevice.OpenModeFlag.WriteOnly)
+            ok = window.grab().save(buf, (out.suffix.lstrip(".") or "png").upper())
+            try:
+                out.parent.mkdir(parents=True, exist_ok=True)
+                if ok:
+                    atomic_write(out, bytes(buf.data()))
+            except OSError as exc:
+                ok = False
+                print(f"cpudoctor-gui: {exc.strerror or exc}", file=sys.stderr)
             if not ok:
                 print(f"cpudoctor-gui: could not write the screenshot {out}", file=sys.stderr)
             window.close()
