@@ -225,20 +225,22 @@ def render_json(report, findings, label: str) -> str:
 
 def render_md(report, findings, label: str, *, verbose: bool = False) -> str:
     from cpudoctor.advisor.engine import worst
+    from cpudoctor.render.escape import md_code, md_escape, md_fence
 
-    lines = [f"## CPU Doctor — {label}", "", f"**{_machine_line(report)}**", ""]
+    lines = [f"## CPU Doctor — {md_escape(label)}", "", f"**{md_escape(_machine_line(report))}**", ""]
     for _cat, title, items in _grouped(findings):
         lines.append(f"### {_MD_MARKS[worst(items) if worst(items) != 'info' else 'ok']} {title}")
         lines.append("")
         for f in items:
-            lines.append(f"- {_MD_MARKS[f.severity]} **{f.title}** (`{f.code}` [{f.symbol}]({f.docs}))")
+            lines.append(f"- {_MD_MARKS[f.severity]} **{md_escape(f.title)}** "
+                         f"({md_code(f.code)} [{md_escape(f.symbol)}]({f.docs}))")
             if f.severity in ("warning", "error", "info") and (f.severity != "info" or verbose or f.snippet):
                 if f.why:
-                    lines.append(f"  {f.why}")
+                    lines.append(f"  {md_escape(f.why)}")
                 if f.fix:
-                    lines.append(f"  **Fix:** {f.fix}")
+                    lines.append(f"  **Fix:** {md_escape(f.fix)}")
                 if f.snippet:
-                    lines += ["", f"  ```{f.snippet_lang}", *[f"  {s}" for s in f.snippet.splitlines()], "  ```"]
+                    lines += ["", *md_fence(f.snippet, f.snippet_lang, indent="  ")]
         lines.append("")
     lines.append(f"_{summary_line(findings)}_")
     return "\n".join(lines) + "\n"

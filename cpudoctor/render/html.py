@@ -17,8 +17,10 @@ import re
 from html import escape
 from typing import Any, Literal
 
+
 from cpudoctor.render import cpu as cpu_sec
 from cpudoctor.render import software as sw_sec
+from cpudoctor.render.escape import strip_controls
 from cpudoctor.render.md_extra import (
     evidence_value,
     kind_title,
@@ -102,7 +104,7 @@ ul.checks{list-style:none}
 
 def e(value: Any) -> str:
     """Escape anything for HTML text and attribute context."""
-    return escape("" if value is None else str(value), quote=True)
+    return escape(strip_controls(value), quote=True)
 
 
 def _unknown(value: Any) -> str:

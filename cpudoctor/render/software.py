@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from cpudoctor.probes.software import IsaRisk, Software
+from cpudoctor.render.escape import md_code, md_escape
 
 OK, WARN, BAD = "[✓]", "[!]", "[✗]"
 
@@ -214,18 +215,6 @@ def text_lines(sw: Software | None) -> list[str]:
     return lines
 
 
-def _md_escape(text: str) -> str:
-    """Report data (distro names from a captured tree, package names) must not become markup."""
-    from cpudoctor.render.md_extra import md_escape
-
-    return md_escape(text)
-
-
-def _md_code(text: str) -> str:
-    """Inside a code span only backticks and table pipes matter."""
-    return text.replace("`", "'").replace("|", "\\|")
-
-
 def markdown_lines(sw: Software | None) -> list[str]:
     """GitHub Markdown: one ``###`` heading per section, tables for packages and libraries."""
     if sw is None:
@@ -235,16 +224,16 @@ def markdown_lines(sw: Software | None) -> list[str]:
         lines.append(f"### {sec.title}")
         lines.append("")
         if sec.title == "Thread and allocator environment" and sw.thread_env:
-            lines.extend(f"- `{_md_code(line)}`" for line in sec.lines)
+            lines.extend(f"- {md_code(line)}" for line in sec.lines)
         else:
-            lines.extend(f"- {_md_escape(line)}" for line in sec.lines)
+            lines.extend(f"- {md_escape(line)}" for line in sec.lines)
         if sec.table:
             if sec.lines:
                 lines.append("")
             header, *rows = sec.table
             lines.append("| " + " | ".join(header) + " |")
             lines.append("|" + "|".join("---" for _ in header) + "|")
-            lines.extend("| " + " | ".join(_md_escape(c) for c in row) + " |" for row in rows)
-        lines.extend(f"- {_md_escape(b)}" for b in sec.bullets)
+            lines.extend("| " + " | ".join(md_escape(c) for c in row) + " |" for row in rows)
+        lines.extend(f"- {md_escape(b)}" for b in sec.bullets)
         lines.append("")
     return lines

@@ -10,6 +10,7 @@ from __future__ import annotations
 import textwrap
 
 from cpudoctor.render import cpu as cpu_sec
+from cpudoctor.render.escape import strip_controls
 from cpudoctor.render.md_extra import when
 from cpudoctor.report import Report
 
@@ -167,4 +168,4 @@ def render(report: Report) -> str:
     for part in (cpu_lines, isa_lines, flags_lines, topology_lines, software_lines, findings_lines,
                  benchmarks_lines, notes_lines):
         lines += part(report)
-    return "\n".join(line.rstrip() for line in lines) + "\n"
+    return strip_controls("\n".join(line.rstrip() for line in lines)) + "\n"

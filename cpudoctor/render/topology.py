@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from cpudoctor.probes._fs import format_cpulist
 from cpudoctor.probes.topology import Topology
+from cpudoctor.render.escape import md_escape
 
 _RANK = {"machine": -1, "package": 0, "numa": 1, "l3": 2, "core": 3}
 
@@ -259,10 +260,6 @@ def text_lines(topo: Topology) -> list[str]:
     return lines
 
 
-def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|")
-
-
 def markdown_lines(topo: Topology) -> list[str]:
     """Topology section of the Markdown report: summary, L3/NUMA tables, limits, tree in <details>."""
     lines = [f"**{summary_line(topo)}**", ""]
@@ -294,7 +291,7 @@ def markdown_lines(topo: Topology) -> list[str]:
     if usable:
         extra.append(f"- {usable}")
     for note in display_notes(topo):
-        extra.append(f"- Note: {_md_escape(note)}")
+        extra.append(f"- Note: {md_escape(note)}")
     if extra:
         lines += extra + [""]
     tree = tree_lines(topo)
