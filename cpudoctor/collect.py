@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from cpudoctor import __version__
+from cpudoctor.probes._fs import refusal_notes
 from cpudoctor.probes.cpu import probe_cpu
 from cpudoctor.probes.software import probe_software
 from cpudoctor.probes.topology import probe_topology
@@ -24,4 +25,6 @@ def collect_report(root: Path | str = Path("/"), software: bool = True, children
     report = Report(meta=meta, cpu=probe_cpu(root), topology=probe_topology(root))
     if software:
         report.software = probe_software(root, children=children)
+    # Files of a captured tree that were not read (a FIFO, a device, a file of gigabytes).
+    report.notes.extend(refusal_notes(root))
     return report

@@ -94,7 +94,8 @@ def read_self_cgroup(root: Path, notes: list[str] | None = None) -> dict[str, st
         path = clean_cgroup_path(raw)
         if path is None:
             if notes is not None:
-                notes.append(f"/proc/self/cgroup names the path {raw[:80]!r}, which no kernel writes: ignored")
+                notes.append(f"/proc/self/cgroup names the path {raw[:80]!r}, which no kernel writes "
+                             "(it steps out with . or ..): ignored")
             continue
         if not controllers:
             result[""] = path

@@ -581,5 +581,7 @@ def _fill_affinity(topo: Topology, root: Path, live: bool) -> None:
         topo.notes.append(
             f"cgroup CPU quota = {aff.cpu_quota:g} CPUs ({limits.quota_path}): more busy threads than "
             f"{aff.usable_cpus} only add throttling")
-    if live:   # a captured tree without cgroup files is normal, not worth a note
+    if live:   # a captured tree without cgroup files is normal, not worth a note; garbled ones are
         topo.notes.extend(limits.notes)
+    else:
+        topo.notes.extend(n for n in limits.notes if n.endswith(": ignored"))
