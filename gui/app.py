@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 from cpudoctor import __version__
+from cpudoctor.commands.argtypes import integer
 
 log = logging.getLogger(__name__)
 
@@ -134,7 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"cpudoctor {__version__}")
     # Hidden: for tests, screenshots and CI.
     p.add_argument("--screenshot", metavar="PATH", help=argparse.SUPPRESS)
-    p.add_argument("--screenshot-delay", type=int, default=2500, metavar="MS", help=argparse.SUPPRESS)
+    p.add_argument("--screenshot-delay", type=integer(0, 600_000), default=2500, metavar="MS", help=argparse.SUPPRESS)
     p.add_argument("--page", help=argparse.SUPPRESS)
     p.add_argument("--theme", choices=("system", "light", "dark"), default="system", help=argparse.SUPPRESS)
     p.add_argument("--size", metavar="WxH", help=argparse.SUPPRESS)
@@ -197,10 +198,10 @@ def _parse_size(text: str | None) -> tuple[int, int] | None:
     if not text:
         return None
     try:
-        w, h = (int(v) for v in text.lower().split("x"))
+        w, h = (int(v) for v in text.lower().split("x") if len(v) <= 6)
     except ValueError:
         return None
-    return w, h
+    return (w, h) if 0 < w <= 16384 and 0 < h <= 16384 else None
 
 
 def main(argv: list[str] | None = None) -> int:

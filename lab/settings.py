@@ -6,8 +6,13 @@ person typed and say what is wrong before paying for a child process.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
+
+# A run longer than a day is a typo (or ``nan``); CPU numbers stop below the kernel's limit.
+MAX_SECONDS = 86400.0
+MAX_CPUS = 65536
 
 MODELS = {
     "simplecnn": "SimpleCNN (conv 1->32 3x3, ReLU, 2x2 max-pool, linear 5408->10)",
@@ -29,11 +34,22 @@ def _check_int(name: str, value: Any, lo: int, hi: int | None = None, allow_none
     if isinstance(value, bool) or not isinstance(value, int):
         try:
             value = int(value)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise SettingsError(f"{name} must be a whole number, not {value!r}") from None
     if value < lo or (hi is not None and value > hi):
         rng = f">= {lo}" if hi is None else f"between {lo} and {hi}"
         raise SettingsError(f"{name} must be {rng}, not {value}")
+    return value
+
+
+def _check_seconds(name: str, value: Any, hi: float) -> float:
+    """A finite number of seconds in (0, hi]: ``nan`` would make a job run forever."""
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        raise SettingsError(f"{name} must be a number, not {value!r}") from None
+    if not (math.isfinite(value) and 0 < value <= hi):
+        raise SettingsError(f"{name} must be more than 0 and at most {hi:g}, not {value:g}")
     return value
 
 
@@ -85,16 +101,16 @@ class TrainSettings:
                 self.seconds = float(self.seconds)
             except (TypeError, ValueError):
                 raise SettingsError(f"seconds must be a number, not {self.seconds!r}") from None
-            if self.seconds <= 0:
-                raise SettingsError("seconds must be more than 0")
+            if not (math.isfinite(self.seconds) and 0 < self.seconds <= MAX_SECONDS):
+                raise SettingsError(f"seconds must be more than 0 and at most {MAX_SECONDS:g}, not {self.seconds:g}")
         if self.steps is None and self.seconds is None:
             raise SettingsError("give steps or seconds (or both), so the run ends")
-        if self.lr is not None and not (0 < float(self.lr) < 10):
+        if self.lr is not None and not (math.isfinite(float(self.lr)) and 0 < float(self.lr) < 10):
             raise SettingsError(f"learning rate must be between 0 and 10, not {self.lr}")
         if self.cpus is not None:
             if not self.cpus:
                 raise SettingsError("the CPU set to pin to is empty")
-            self.cpus = sorted({_check_int("cpu", c, 0) for c in self.cpus})
+            self.cpus = sorted({_check_int("cpu", c, 0, MAX_CPUS - 1) for c in self.cpus})
         self.channels_last = bool(self.channels_last)
         self.compile = bool(self.compile)
         return self
@@ -129,11 +145,11 @@ class GemmSettings:
             _check_choice("backend", b, self.BACKENDS)
         if self.threads is not None:
             self.threads = sorted({_check_int("threads", t, 1, 4096) for t in self.threads})
-        self.min_seconds = float(self.min_seconds)
-        if self.min_seconds <= 0:
-            raise SettingsError("min_seconds must be more than 0")
-        if self.clock_mhz is not None and float(self.clock_mhz) <= 0:
-            raise SettingsError("clock must be more than 0 MHz")
+        self.min_seconds = _check_seconds("min_seconds", self.min_seconds, 3600)
+        if self.clock_mhz is not None:
+            self.clock_mhz = float(self.clock_mhz)
+            if not (math.isfinite(self.clock_mhz) and 0 < self.clock_mhz <= 100_000):
+                raise SettingsError(f"clock must be more than 0 and at most 100000 MHz, not {self.clock_mhz:g}")
         return self
 
     def to_dict(self) -> dict[str, Any]:
@@ -161,9 +177,7 @@ class QuantSettings:
             raise SettingsError("give at least one batch size")
         self.batches = [_check_int("batch", b, 1, 65536) for b in self.batches]
         self.threads = _check_int("threads", self.threads, 1, 4096, allow_none=True)
-        self.min_seconds = float(self.min_seconds)
-        if self.min_seconds <= 0:
-            raise SettingsError("min_seconds must be more than 0")
+        self.min_seconds = _check_seconds("min_seconds", self.min_seconds, 3600)
         return self
 
     def to_dict(self) -> dict[str, Any]:

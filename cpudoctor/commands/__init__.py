@@ -22,24 +22,29 @@ class CliError(Exception):
 
 
 def root_arg(value: str | None) -> Path:
-    """Validate ``--root DIR``: it must be a readable folder."""
+    """Validate ``--root DIR``: it must be a readable folder (an empty ``--root ""`` is not ``/``)."""
+    if value is not None and not value.strip():
+        raise CliError('--root "": an empty name; give the folder that holds proc/ and sys/ '
+                       "(leave --root out for this machine)")
     root = Path(value or "/").expanduser()
-    if not root.exists():
-        raise CliError(f"--root {value}: no such folder")
-    if not root.is_dir():
-        hint = _archive_hint(root)
-        raise CliError(f"--root {value}: " + (hint or "not a folder (give the folder that holds proc/ and sys/)"))
     try:
+        if not root.exists():
+            raise CliError(f"--root {value}: no such folder")
+        if not root.is_dir():
+            hint = _archive_hint(root)
+            raise CliError(f"--root {value}: " + (hint or "not a folder (give the folder that holds proc/ and sys/)"))
         next(iter(root.iterdir()), None)
     except OSError as exc:
-        raise CliError(f"--root {value}: cannot read it ({exc.strerror})") from None
+        raise CliError(f"--root {value}: cannot read it ({exc.strerror or exc})") from None
     return root
 
 
 def check_tree(root: Path, given: str | None) -> None:
     """A captured tree must hold proc/cpuinfo or sys/devices/system/cpu, else it is the wrong folder."""
+    from cpudoctor.probes._fs import under
+
     def holds(d: Path) -> bool:
-        return (d / "proc" / "cpuinfo").exists() or (d / "sys" / "devices" / "system" / "cpu").is_dir()
+        return under(d, "proc/cpuinfo").exists() or under(d, "sys/devices/system/cpu").is_dir()
 
     if holds(root):
         return
