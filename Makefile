@@ -7,7 +7,7 @@ TORCH_SPEC ?= torch==2.13.0
 PY          = $(VENV)/bin/python
 STAMP       = $(VENV)/.installed
 
-.PHONY: run test install clean bench
+.PHONY: run test install clean bench fuzz
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -22,6 +22,13 @@ run: $(STAMP)
 
 test: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(PY) -m pytest $(PYTEST_ARGS)
+
+# The hostile-input fuzz suite (issue 19) with many examples per family; `make test` runs a few.
+# Override the count: `make fuzz FUZZ_EXAMPLES=2000`. The figures land in test-output/fuzz-summary.json.
+FUZZ_EXAMPLES ?= 300
+fuzz: $(STAMP)
+	CPUDOCTOR_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) QT_QPA_PLATFORM=offscreen $(PY) -m pytest -p no:cacheprovider \
+		tests/test_fuzz.py $(PYTEST_ARGS); status=$$?; cat test-output/fuzz-summary.json; exit $$status
 
 clean:
 	rm -rf $(VENV) build *.egg-info test-output

@@ -14,7 +14,9 @@ class _Parser(argparse.ArgumentParser):
     """argparse that reports bad usage as one line and exit code 2 (no usage dump)."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        from cpudoctor.render.escape import one_line
+
+        self.exit(2, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -117,8 +119,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def _error(command: str, message: str, prefix: str = "error: ") -> None:
     """The one line on stderr (which may itself be closed or full: then nothing is said)."""
+    from cpudoctor.render.escape import one_line
+
     try:
-        print(f"cpudoctor {command}: {prefix}{message}", file=sys.stderr)
+        print(f"cpudoctor {command}: {prefix}{one_line(message)}", file=sys.stderr)
     except (OSError, ValueError, AttributeError):
         pass
 

@@ -38,10 +38,11 @@ MAX_REPORT_BYTES = 32 << 20
 MAX_DEPTH = 64
 # The longest real strings are launch scripts of a few kB; a 1 MB brand string took the window minutes.
 MAX_STRING = 64 << 10
-# Lists: an 8192-CPU machine lists each CPU a handful of times.
-MAX_ITEMS = 1 << 20
-# Numbers beyond 2**53 lose precision in most JSON readers and overflow CPU Doctor's arithmetic.
-MAX_NUMBER = 2 ** 53
+# Lists: no list in a report is longer than the number of CPUs a kernel can number (65536).
+MAX_ITEMS = 1 << 16
+# Every number a probe writes fits a signed 64-bit integer (byte counts, cgroup limits in bytes);
+# larger ones (10**400, 5,000 digits) are damage, and would overflow CPU Doctor's float arithmetic.
+MAX_NUMBER = 2 ** 63 - 1
 
 
 class _BadNumber:
@@ -55,7 +56,7 @@ class _BadNumber:
 
 def _parse_int(text: str) -> int | _BadNumber:
     digits = len(text.lstrip("-"))
-    if digits > 16:
+    if digits > 19:
         return _BadNumber(text, f"an integer of {digits} digits is out of range (at most {MAX_NUMBER})")
     value = int(text)
     return value if abs(value) <= MAX_NUMBER else _BadNumber(text, f"{value} is out of range (at most {MAX_NUMBER})")
@@ -239,6 +240,8 @@ def _message(error) -> str:
         return f"{_shown(value)} is {words} {expected}"
     if kind == "maxLength":
         return f"a string of {len(value):,} characters, longer than {expected}"
+    if kind == "maxItems":
+        return f"a list of {len(value):,} entries, more than {expected}"
     if kind == "pattern":
         return f"{_shown(value)} does not match {expected}"
     if kind == "anyOf":

@@ -10,7 +10,7 @@ checked-in files drift from the code; regenerate with::
 
 The validator is a deliberately small subset of JSON Schema 2020-12 (type,
 properties, required, additionalProperties, items, enum, const, minimum,
-maximum, maxLength, pattern, $ref, anyOf) so the tests need no extra dependency.
+maximum, maxLength, maxItems, pattern, $ref, anyOf) so the tests need no extra dependency.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ CONSTRAINTS: dict[str, dict[str, Any]] = {
     "Meta.kind": {"const": "cpudoctor-report"},
     "CpuInfo.microarchitecture": {"pattern": "^[a-z0-9_]+$"},
     "CpuInfo.source": {"enum": ["procfs", "py-cpuinfo", "unknown"]},
-    "CpuInfo.flags": {"items": {"type": "string", "pattern": "^[a-z0-9_.]+$"}},
+    "CpuInfo.flags": {"items": {"type": "string", "pattern": "^[a-z0-9_.]+$", "maxLength": 64}, "maxItems": 1024},
     "IsaVerdict.avx512_subsets": {"items": {"enum": AVX512_SUBSETS}},
     "IsaVerdict.amx": {"items": {"enum": ["tile", "bf16", "int8", "fp16", "complex"]}},
     "IsaVerdict.x86_64_level": {"minimum": 1, "maximum": 4},
@@ -467,6 +467,8 @@ def validate(instance: Any, schema: dict[str, Any], root: dict[str, Any] | None 
         raise ValidationError(f"{path}: a string of {len(instance)} characters, longer than {schema['maxLength']}")
     if isinstance(instance, str) and "pattern" in schema and not re.search(schema["pattern"], instance):
         raise ValidationError(f"{path}: {instance!r} does not match {schema['pattern']}")
+    if isinstance(instance, list) and "maxItems" in schema and len(instance) > schema["maxItems"]:
+        raise ValidationError(f"{path}: a list of {len(instance)} entries, more than {schema['maxItems']}")
     if isinstance(instance, list) and "items" in schema:
         for i, item in enumerate(instance):
             validate(item, schema["items"], root, f"{path}[{i}]")

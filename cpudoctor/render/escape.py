@@ -37,10 +37,17 @@ def strip_controls(text: Any, keep_newlines: bool = True) -> str:
     s = "" if text is None else str(text)
     if not s or (s.isprintable() and "\x1b" not in s):
         return s
-    s = _CONTROL.sub("", _ESCAPE_SEQ.sub("", s))
     if not keep_newlines:
-        s = " ".join(s.split())
-    return s
+        s = s.replace("\r\n", " ").replace("\n", " ").replace("\r", " ").replace("\t", " ")
+    return _CONTROL.sub("", _ESCAPE_SEQ.sub("", s))
+
+
+def one_line(text: Any) -> str:
+    """An error message as one line: control characters (a newline in a file name) written as ``\\n``, ``\\x1b``."""
+    s = "" if text is None else str(text)
+    if s.isprintable():
+        return s
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in s)
 
 
 def terminal_safe(text: str) -> str:
