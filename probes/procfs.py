@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from cpudoctor.probes._fs import list_dir, parse_cpulist, read_text, under
+from cpudoctor.probes._fs import list_dir, parse_cpulist, read_bytes_checked, read_text, under
 
 # Clock ticks per second for utime/stime. Linux has used USER_HZ = 100 on every
 # architecture for decades; sysconf gives the live value where available.
@@ -114,7 +114,7 @@ def read_reason(path: Path, binary_nul: bool = False) -> ReadResult:
     ``binary_nul`` keeps NUL separators (environ, cmdline) as they are.
     """
     try:
-        data = path.read_bytes()
+        data = read_bytes_checked(path)     # regular files only, size-capped (a fake tree may hold a FIFO)
     except FileNotFoundError:
         return ReadResult(None, "gone", "no such file")
     except ProcessLookupError:

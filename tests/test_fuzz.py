@@ -174,7 +174,10 @@ def _apply(tree: Path, outside: Path, kind: str, rel: str, text: str) -> None:
     path = tree / rel
     if not (tree / rel).parent.resolve().is_relative_to(tree.resolve()):
         return                                          # an earlier mutation made a parent a link out
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return                                          # the folder is a dangling link in this corpus tree
     try:
         mode = os.lstat(path).st_mode
     except FileNotFoundError:

@@ -407,3 +407,40 @@ def test_backticks_cannot_break_out_of_code_spans():
         inner = span[len(fence):-len(fence)]
         assert span.endswith(fence) and fence not in inner.replace("\\|", "|")
     assert md_fence("```\nboom\n```", "bash")[0] == "````bash"
+
+
+def test_schema_uses_only_keywords_fastjsonschema_reads_alike():
+    """report_check compiles the 2020-12 schema with fastjsonschema (draft 7): only keywords that mean the same."""
+    same_in_both = {"$schema", "$id", "$ref", "$defs", "title", "description", "type", "properties", "required",
+                    "additionalProperties", "items", "anyOf", "enum", "const", "minimum", "maximum", "pattern",
+                    "maxLength", "maxItems"}
+    schema = json.loads((Path(__file__).resolve().parents[1] / "resources/report.schema.json").read_text())
+
+    def keywords(node, inside_properties=False):
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if not inside_properties and k != "$defs":
+                    yield k
+                yield from keywords(v, inside_properties=k in ("properties", "$defs") and not inside_properties)
+        elif isinstance(node, list):
+            for v in node:
+                yield from keywords(v)
+
+    assert set(keywords(schema)) <= same_in_both
+
+
+def test_anyof_errors_name_the_innermost_path():
+    from cpudoctor.report_check import check_schema
+
+    data = json.loads(_report_text())
+    data["topology"]["affinity"]["allowed_cpus"] = [1, "x"]
+    with pytest.raises(ReportError, match=r"\$\.topology\.affinity\.allowed_cpus\[1\]: expected an integer"):
+        check_schema(data)
+    data = json.loads(_report_text())
+    data["software"]["os"] = 5
+    with pytest.raises(ReportError, match=r"\$\.software\.os: expected an object, got an integer"):
+        check_schema(data)
+    data = json.loads(_report_text())
+    data["topology"]["numa_memory_bytes"] = {"0": "x"}
+    with pytest.raises(ReportError, match=r"\$\.topology\.numa_memory_bytes\[\"0\"\]: expected an integer"):
+        check_schema(data)
