@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -27,4 +28,41 @@ def collect_report(root: Path | str = Path("/"), software: bool = True, children
         report.software = probe_software(root, children=children)
     # Files of a captured tree that were not read (a FIFO, a device, a file of gigabytes).
     report.notes.extend(refusal_notes(root))
+    _bound(report, report.notes)
     return report
+
+
+# What a report may hold, as cpudoctor.report_check enforces when one is read back: a probe
+# that copied something odd from a tree must not write a report that CPU Doctor then refuses.
+_MAX_TEXT = 4096
+_MAX_INT = 2 ** 63 - 1
+
+
+def _bound(obj, notes: list[str], path: str = "report") -> None:
+    """Clip over-long strings, drop control characters and out-of-range integers, in place."""
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        where = f"{path}.{f.name}"
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            _bound(value, notes, where)
+        elif isinstance(value, list):
+            setattr(obj, f.name, [_bound_value(v, notes, where) for v in value])
+        elif isinstance(value, dict):
+            setattr(obj, f.name, {k: _bound_value(v, notes, where) for k, v in value.items()})
+        else:
+            setattr(obj, f.name, _bound_value(value, notes, where))
+
+
+def _bound_value(value, notes: list[str], where: str):
+    from cpudoctor.render.escape import strip_controls
+
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        _bound(value, notes, where)
+        return value
+    if isinstance(value, str):
+        value = strip_controls(value)
+        return value if len(value) <= _MAX_TEXT else value[: _MAX_TEXT - 1] + "…"
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > _MAX_INT:
+        notes.append(f"{where}: a value beyond 64 bits was dropped")
+        return None
+    return value

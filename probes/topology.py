@@ -349,8 +349,9 @@ def _read_numa(root: Path, online: list[int], topo: Topology) -> None:
             if "MemTotal:" in line:
                 parts = line.split("MemTotal:", 1)[1].split()
                 try:
-                    topo.numa_memory_bytes[str(k)] = int(parts[0]) * (1024 if parts[1:2] == ["kB"] else 1)
-                except (ValueError, IndexError):
+                    kib = parse_int(parts[0], 0, 1 << 43)          # 8 PiB: no node has more
+                    topo.numa_memory_bytes[str(k)] = kib * (1024 if parts[1:2] == ["kB"] else 1)
+                except (GarbledValue, IndexError):
                     pass
                 break
         if not cpus:
