@@ -236,13 +236,18 @@ def _refuse(path: Path, why: str) -> None:
 
 
 def refusal_notes(root: Path | str) -> list[str]:
-    """Notes on the files under ``root`` that were refused since the last call (and forgets them)."""
+    """Notes on the files under ``root`` that were refused since the last call (and forgets them).
+
+    Called at the end of each collection, which also forgets the resolved
+    folders: a tree unpacked again into the same folder is resolved afresh.
+    """
     cls = _rooted_class(Path(root))
     if cls is None:
         return []
     with cls._lock:
         refused = list(dict.fromkeys(cls._refused))
         cls._refused.clear()
+        cls._folders.clear()
     notes = refused[:_MAX_NOTES]
     if len(refused) > _MAX_NOTES:
         notes.append(f"{len(refused) - _MAX_NOTES} more files of the tree were refused the same way")
