@@ -7,7 +7,7 @@ TORCH_SPEC ?= torch==2.13.0
 PY          = $(VENV)/bin/python
 STAMP       = $(VENV)/.installed
 
-.PHONY: run test install clean bench imports
+.PHONY: run test install clean bench imports fuzz
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -26,6 +26,13 @@ test: $(STAMP)
 # The layer contracts alone (pyproject.toml [tool.importlinter]); `make test` runs them too.
 imports: $(STAMP)
 	$(PY) tests/import_contracts.py
+
+# The hostile-input fuzz suite (issue 19) with many examples per family; `make test` runs a few.
+# Override the count: `make fuzz FUZZ_EXAMPLES=2000`. The figures land in test-output/fuzz-summary.json.
+FUZZ_EXAMPLES ?= 300
+fuzz: $(STAMP)
+	CPUDOCTOR_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) QT_QPA_PLATFORM=offscreen $(PY) -m pytest -p no:cacheprovider \
+		tests/test_fuzz.py $(PYTEST_ARGS); status=$$?; cat test-output/fuzz-summary.json; exit $$status
 
 clean:
 	rm -rf $(VENV) build *.egg-info test-output

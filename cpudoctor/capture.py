@@ -25,7 +25,9 @@ import io
 import json
 import os
 import platform
+import posixpath
 import re
+import stat
 import sys
 import tarfile
 import time
@@ -81,7 +83,11 @@ TOP = "cpudoctor-capture"
 
 
 class CaptureError(Exception):
-    """The capture could not be made; the message says what to do."""
+    """The capture could not be made; the message says what to do, ``code`` is the CLI exit code."""
+
+    def __init__(self, message: str, code: int = 2):
+        super().__init__(message)
+        self.code = code
 
 
 @dataclass
@@ -92,11 +98,16 @@ class CaptureResult:
     bytes: int = 0
     traced: int = 0                       # how many of the files came from the probes' own reads
     skipped: list[str] = field(default_factory=list)
+    scrubbed: dict[str, dict[str, int]] = field(default_factory=dict)   # file -> {what was replaced: count}
 
     def summary(self) -> str:
         kib = self.bytes / 1024
-        return (f"Packed {self.files} files and {self.links} symlinks ({kib:.1f} KiB of data) into {self.path}\n"
-                f"Analyse it anywhere: tar xzf {self.path.name} && cpudoctor report --root {TOP}")
+        text = f"Packed {self.files} files and {self.links} symlinks ({kib:.1f} KiB of data) into {self.path}\n"
+        if self.scrubbed:
+            what = sorted({k for changes in self.scrubbed.values() for k in changes})
+            text += (f"Replaced identifiers ({', '.join(what)}) in {len(self.scrubbed)} file(s); "
+                     f"{TOP}/capture.json lists where\n")
+        return text + f"Analyse it anywhere: tar xzf {self.path.name} && cpudoctor report --root {TOP}"
 
 
 def allowed(rel: str) -> bool:
@@ -110,11 +121,14 @@ def allowed(rel: str) -> bool:
 def _resolve(root: Path, rel: str) -> tuple[str, list[tuple[str, str]]]:
     """``rel`` with symlinked components resolved inside ``root``, and the links met on the way.
 
-    ``proc/self`` is kept as it is (it names the capturing process, and the
-    probes on the other side read ``proc/self`` too).
+    Like a chroot (and like ``_fs.under``, which does the reading): ``..`` stops
+    at the root and an absolute link target starts again at the root, so the
+    result never names anything outside the tree. ``proc/self`` is kept as it is
+    (it names the capturing process, and the probes on the other side read
+    ``proc/self`` too).
     """
     links: list[tuple[str, str]] = []
-    parts = [p for p in rel.split("/") if p]
+    parts = [p for p in rel.split("/") if p not in ("", ".")]
     done: list[str] = []
     guard = 0
     while parts:
@@ -122,25 +136,77 @@ def _resolve(root: Path, rel: str) -> tuple[str, list[tuple[str, str]]]:
         if guard > 200:
             break
         part = parts.pop(0)
+        if part == "..":
+            if done:
+                done.pop()
+            continue
         cur = "/".join(done + [part])
-        full = root / cur
-        if cur in ("proc/self", "proc/1") or not full.is_symlink():
+        full = os.path.join(root, *done, part)     # done is resolved and inside root; part is one name
+        try:
+            is_link = cur not in ("proc/self", "proc/1") and stat.S_ISLNK(os.lstat(full).st_mode)
+            target = os.readlink(full) if is_link else ""
+        except (OSError, ValueError):
+            is_link = False
+        if not is_link:
             done.append(part)
             continue
-        target = os.readlink(full)
         links.append((cur, target))
         base = [] if target.startswith("/") else list(done)
-        for t in target.split("/"):
-            if t in ("", "."):
-                continue
-            if t == "..":
-                if base:
-                    base.pop()
-            else:
-                base.append(t)
-        parts = base + parts
+        parts = base + [t for t in target.split("/") if t not in ("", ".")] + parts
         done = []
     return "/".join(done), links
+
+
+# Identity files of the DMI table: never packed, but their values are scrubbed wherever else they appear
+# (vendors put the serial number into product_version or board_name surprisingly often).
+DMI_IDENTIFIERS = ("product_serial", "board_serial", "chassis_serial", "product_uuid", "board_asset_tag",
+                   "chassis_asset_tag")
+
+
+def _dmi_identifiers(root: Path) -> list[str]:
+    from cpudoctor.probes._fs import read_text, under
+
+    values = []
+    for folder in ("sys/class/dmi/id", "sys/devices/virtual/dmi/id"):
+        for name in DMI_IDENTIFIERS:
+            text = read_text(under(root, f"{folder}/{name}"))
+            if text and len(text) <= 256:
+                values.append(text)
+    return values
+
+
+def member_name(rel: str) -> str | None:
+    """``cpudoctor-capture/<rel>``, or None when ``rel`` could land outside that folder when extracted."""
+    parts = rel.split("/")
+    if not rel or rel.startswith("/") or any(p in ("", ".", "..") for p in parts) or "\0" in rel or "\\" in rel:
+        return None
+    return f"{TOP}/{rel}"
+
+
+def _link_target_ok(link: str, target: str) -> bool:
+    """A relative symlink target that, from ``link``'s folder, stays inside the capture folder."""
+    if target.startswith("/") or "\0" in target:
+        return False
+    joined = posixpath.normpath(posixpath.join(posixpath.dirname(link), target))
+    return not (joined == ".." or joined.startswith("../") or joined.startswith("/"))
+
+
+def _glob(root: Path, pattern: str) -> list[str]:
+    """Relative paths under ``root`` matching ``pattern`` (fnmatch per component), listed inside the root only."""
+    from cpudoctor.probes._fs import list_dir, under
+
+    found = [""]
+    for comp in pattern.split("/"):
+        nxt = []
+        for rel in found:
+            if not any(ch in comp for ch in "*?["):
+                nxt.append(f"{rel}/{comp}" if rel else comp)
+                continue
+            for name in list_dir(under(root, rel)):
+                if fnmatch.fnmatchcase(name, comp):
+                    nxt.append(f"{rel}/{name}" if rel else name)
+        found = nxt
+    return sorted(rel for rel in found if under(root, rel).exists())
 
 
 def _filter_content(rel: str, data: bytes) -> bytes:
@@ -164,15 +230,18 @@ def _cgroup_paths(root: Path) -> list[str]:
     Mirrors what the topology probe reads: the path comes from /proc/self/cgroup
     (per controller) or, in old trees, /proc/self/cpuset; mounts from the
     mount table, wherever they are (/sys/fs/cgroup, /cgroup/unified, /dev/cpuset).
+    A path or mount point with ``.``/``..`` steps (no kernel writes one) is
+    skipped: it could only walk out of the cgroup mount.
     """
-    from cpudoctor.probes._fs import read_text
+    from cpudoctor.probes._cgroup import clean_cgroup_path
+    from cpudoctor.probes._fs import read_text, under
 
-    mounts = read_text(root / "proc/self/mounts") or read_text(root / "proc/mounts") or ""
-    legacy = (read_text(root / "proc/self/cpuset") or "").strip() or None
+    mounts = read_text(under(root, "proc/self/mounts")) or read_text(under(root, "proc/mounts")) or ""
+    legacy = clean_cgroup_path((read_text(under(root, "proc/self/cpuset")) or "").strip() or None)
     cg: dict[str, str] = {}
-    for line in (read_text(root / "proc/self/cgroup") or "").splitlines():
+    for line in (read_text(under(root, "proc/self/cgroup")) or "").splitlines():
         bits = line.split(":", 2)
-        if len(bits) == 3:
+        if len(bits) == 3 and clean_cgroup_path(bits[2]) is not None:
             for ctrl in bits[1].split(",") if bits[1] else [""]:
                 cg[ctrl] = bits[2]
     out: list[str] = []
@@ -187,8 +256,11 @@ def _cgroup_paths(root: Path) -> list[str]:
             path = cg.get("cpuset", legacy)
         else:
             path = next((cg[o] for o in options if o in cg), legacy if "cpuset" in options else None)
-        mount = f[1].replace("\\040", " ").strip("/")
-        segs = [s for s in (path or "").split("/") if s]
+        point = clean_cgroup_path(f[1].replace("\\040", " "))
+        if point is None:
+            continue
+        mount = point.strip("/")
+        segs = [s for s in (path or "").split("/") if s][:64]
         for depth in range(len(segs) + 1):
             d = "/".join([mount] + segs[:depth])
             out += [f"{d}/{name}" for name in CGROUP_FILES]
@@ -229,14 +301,17 @@ def capture(output: Path | str, root: Path | str = Path("/"), force: bool = Fals
             trace: bool = True) -> CaptureResult:
     """Write the capture tarball atomically; CaptureError on any problem, nothing half-written."""
     from cpudoctor.fileio import WriteError, atomic_write
+    from cpudoctor.privacy import IdentifierScrubber
+    from cpudoctor.probes._fs import read_bytes, under
 
     output, root = Path(output).expanduser(), Path(root)
-    if output.exists() and not force:
-        raise CaptureError(f"{output} already exists; choose another name or pass --force to replace it")
-    if not output.parent.is_dir():
-        raise CaptureError(f"the folder {output.parent} does not exist; create it or choose another")
-    if not (root / "proc").is_dir() and not (root / "sys").is_dir():
-        if root == Path("/"):
+    try:
+        if not force and output.is_file():
+            raise CaptureError(f"{output} already exists; choose another name or pass --force to replace it")
+    except OSError as exc:                        # a name too long to even look at
+        raise CaptureError(f"cannot write {str(output)[:120]}: {exc.strerror}; choose another name") from None
+    if not under(root, "proc").is_dir() and not under(root, "sys").is_dir():
+        if str(root) == "/":
             raise CaptureError(f"capture packs Linux /proc and /sys files; this system ({sys.platform}) has none: "
                                "export a JSON report instead (cpudoctor report --format json -o FILE)")
         raise CaptureError(f"{root} has neither proc/ nor sys/: not a machine tree")
@@ -244,20 +319,22 @@ def capture(output: Path | str, root: Path | str = Path("/"), force: bool = Fals
     wanted: dict[str, None] = {}
     traced: set[str] = set()
     for pattern in STATIC_GLOBS:
-        for hit in sorted(root.glob(pattern)):
-            wanted[hit.relative_to(root).as_posix()] = None
+        for rel in _glob(root, pattern):
+            wanted[rel] = None
     cgroup_files = set(_cgroup_paths(root))
     for rel in cgroup_files:
         wanted[rel] = None
-    if trace and root == Path("/"):
+    if trace and str(root) == "/":
         for p in trace_probe_reads():
             rel = p.lstrip("/")
             traced.add(rel)
             wanted[rel] = None
 
+    scrubber = IdentifierScrubber(_dmi_identifiers(root))
     result = CaptureResult(path=output)
     members: dict[str, tarfile.TarInfo] = {}
     blobs: dict[str, bytes] = {}
+    scrubbed: dict[str, dict[str, int]] = {}
     now = time.time()
 
     def add_dir(rel: str) -> None:
@@ -267,21 +344,33 @@ def capture(output: Path | str, root: Path | str = Path("/"), force: bool = Fals
             members[ti.name] = ti
             rel = rel.rpartition("/")[0]
 
+    def packed_name(rel: str) -> str:
+        """The member name of ``rel``: IDs in folder names (a pod UUID) replaced as in the files."""
+        name, changes = scrubber.text(rel, names_only=True)
+        if changes:
+            scrubbed.setdefault(name, {}).update({f"{k} in the name": v for k, v in changes.items()})
+        return name
+
     for rel in wanted:
         real, links = _resolve(root, rel)
-        if not real or not (allowed(real) or (rel in cgroup_files and real == rel)):
+        if member_name(real) is None or not (allowed(real) or (rel in cgroup_files and real == rel)):
             continue
-        ok_links = [(lk, tg) for lk, tg in links if allowed(lk) or lk.startswith("sys/class/dmi")]
-        full = root / real
-        name = f"{TOP}/{real}"
+        full = under(root, real)
+        real = packed_name(real)
+        name = member_name(real)
+        if name is None:
+            continue
+        ok_links = [(packed_name(lk), packed_name(tg)) for lk, tg in links
+                    if (allowed(lk) or lk.startswith("sys/class/dmi")) and member_name(lk) is not None]
         if full.is_dir():
             add_dir(real)                 # listed by a probe, or the target of a kept link (cpuN/nodeK)
         elif name not in members:
-            try:
-                data = full.read_bytes()
-            except (OSError, ValueError):
-                continue                  # unreadable (permissions, write-only sysfs attribute): skip
-            data = _filter_content(real, data)
+            data = read_bytes(full)       # regular files only, size-capped; None when unreadable
+            if data is None:
+                continue                  # unreadable (permissions, write-only sysfs attribute, a FIFO): skip
+            data, changes = scrubber.data(_filter_content(real, data))
+            if changes:
+                scrubbed.setdefault(real, {}).update(changes)
             add_dir(real.rpartition("/")[0])
             ti = tarfile.TarInfo(name)
             ti.size, ti.mode, ti.mtime = len(data), 0o444, now
@@ -292,20 +381,28 @@ def capture(output: Path | str, root: Path | str = Path("/"), force: bool = Fals
             if rel in traced:
                 result.traced += 1
         for lk, tg in ok_links:
-            lname = f"{TOP}/{lk}"
-            if lname in members:
+            lname = member_name(lk)
+            if lname is None or lname in members:
                 continue
             if tg.startswith("/"):               # keep the tree relocatable
                 tg = os.path.relpath(tg.lstrip("/"), lk.rpartition("/")[0] or ".")
+            if not _link_target_ok(lk, tg):
+                continue                         # would point outside the capture folder once extracted
             add_dir(lk.rpartition("/")[0])
             ti = tarfile.TarInfo(lname)
             ti.type, ti.linkname, ti.mode, ti.mtime = tarfile.SYMTYPE, tg, 0o777, now
             members[lname] = ti
             result.links += 1
 
+    if result.files == 0:
+        raise CaptureError(f"nothing to pack: no readable CPU, topology or OS file under {root} "
+                           "(run as a user who can read /proc and /sys, or check --root)")
+    result.scrubbed = scrubbed
     meta = json.dumps({"kind": "cpudoctor-capture", "tool_version": __version__, "machine": platform.machine(),
                        "files": result.files, "links": result.links,
-                       "root": "/" if root == Path("/") else "<given --root>"}, indent=2).encode()
+                       "root": "/" if str(root) == "/" else "<given --root>",
+                       # What was replaced, never the values: file -> {what: how many}.
+                       "scrubbed": scrubbed}, indent=2).encode()
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz", compresslevel=9) as tar:
         info = tarfile.TarInfo(f"{TOP}/capture.json")
@@ -317,7 +414,7 @@ def capture(output: Path | str, root: Path | str = Path("/"), force: bool = Fals
     try:
         atomic_write(output, buf.getvalue(), overwrite=force)
     except WriteError as exc:
-        raise CaptureError(exc.strerror or str(exc)) from None
+        raise CaptureError(exc.strerror or str(exc), code=exc.exit_code) from None
     return result
 
 

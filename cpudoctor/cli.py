@@ -14,7 +14,9 @@ class _Parser(argparse.ArgumentParser):
     """argparse that reports bad usage as one line and exit code 2 (no usage dump)."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        from cpudoctor.render.escape import one_line
+
+        self.exit(2, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,7 +42,47 @@ def _innermost(parser: argparse.ArgumentParser, args: argparse.Namespace) -> arg
     return parser
 
 
+def _reopen_closed_std_fds() -> bool:
+    """Give closed fds 0-2 /dev/null (as daemons do); True when stdout (fd 1) was closed.
+
+    Without this, the first file CPU Doctor opens would become fd 1, and
+    anything printed (or a child's inherited stdout) would land in it.
+    """
+    import os
+
+    stdout_closed = False
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            try:
+                got = os.open(os.devnull, os.O_RDWR)
+            except OSError:
+                continue
+            if got != fd:
+                os.dup2(got, fd)
+                os.close(got)
+            stdout_closed = stdout_closed or fd == 1
+    return stdout_closed
+
+
+def _silence_stdout() -> None:
+    """After a failed write, point fd 1 at /dev/null so the interpreter's final flush cannot fail again."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno() if sys.stdout is not None else 1)
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
+    import cpudoctor.commands as commands
+
+    if _reopen_closed_std_fds() or sys.stdout is None:
+        commands.STDOUT_CLOSED = True
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra:
@@ -51,15 +93,38 @@ def main(argv: list[str] | None = None) -> int:
 
         return gui_main([])
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        if sys.stdout is not None:
+            sys.stdout.flush()
+        return code
     except CliError as exc:
-        print(f"cpudoctor {args.command}: error: {exc}", file=sys.stderr)
+        _error(args.command, str(exc))
         return exc.code
     except KeyboardInterrupt:
-        print(f"cpudoctor {args.command}: interrupted", file=sys.stderr)
+        _error(args.command, "interrupted", prefix="")
         return 130
     except BrokenPipeError:
+        _silence_stdout()                    # the reader went away (| head): not an error
         return 0
+    except OSError as exc:
+        if exc.filename is not None:         # a file no check caught: still one line, exit 1 (I/O)
+            _error(args.command, f"{exc.strerror or exc}: {str(exc.filename)[:200]}")
+            return 1
+        from cpudoctor.commands import output_failed
+
+        _silence_stdout()
+        _error(args.command, output_failed(exc))
+        return 1
+
+
+def _error(command: str, message: str, prefix: str = "error: ") -> None:
+    """The one line on stderr (which may itself be closed or full: then nothing is said)."""
+    from cpudoctor.render.escape import one_line
+
+    try:
+        print(f"cpudoctor {command}: {prefix}{one_line(message)}", file=sys.stderr)
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 if __name__ == "__main__":

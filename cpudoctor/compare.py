@@ -14,7 +14,7 @@ from typing import Any
 
 from cpudoctor.probes._fs import format_cpulist, parse_cpulist
 from cpudoctor.render.format import wrap
-from cpudoctor.render.markup import md_escape
+from cpudoctor.render.escape import md_escape
 from cpudoctor.render.words import plural, severity
 from cpudoctor.report import SEVERITY_RANK, BenchRun, Finding, Report
 
@@ -399,6 +399,8 @@ def _md(v: Any) -> str:
 
 
 def render_markdown(cmp: Comparison) -> str:
+    from cpudoctor.render.escape import md_fence
+
     lines = ["# CPU Doctor: report comparison", "", f"- **A:** {_md(cmp.label_a)}", f"- **B:** {_md(cmp.label_b)}", ""]
     if cmp.same:
         return "\n".join(lines + ["No differences."]) + "\n"
@@ -410,8 +412,8 @@ def render_markdown(cmp: Comparison) -> str:
         if sec == "flags":
             for c in items:
                 flags = c.b if c.item == "added" else c.a
-                lines += ["<details>", f"<summary>{c.item.capitalize()}: {c.note}</summary>", "",
-                          "```text", " ".join(flags or []), "```", "", "</details>", ""]
+                lines += ["<details>", f"<summary>{_md(c.item.capitalize())}: {_md(c.note)}</summary>", "",
+                          *md_fence(" ".join(flags or []), "text"), "", "</details>", ""]
             continue
         lines += ["| | A | B | Change |", "|---|---|---|---|"]
         lines += [f"| {_md(item_label(c))} | {_md(_values(c)[0])} | {_md(_values(c)[1])} | {_md(c.note)} |"

@@ -163,8 +163,9 @@ def _probe(source: Source, run: "_Run", *, children: bool, software: bool) -> Re
 
     root = source.path
     meta = Meta(generated_at=utc_now_iso(), tool_version=__version__, root=str(root), platform=sys.platform)
-    report = run.stage("cpu", lambda _r: Report(meta=meta, cpu=probe_cpu(root)), None)
-    report = run.stage("topology", lambda r: dataclasses.replace(r, topology=probe_topology(root)), report)
+    report = run.stage("cpu", lambda _r: _probed(Report(meta=meta, cpu=probe_cpu(root)), "cpu", root), None)
+    report = run.stage("topology", lambda r: _probed(dataclasses.replace(r, topology=probe_topology(root)),
+                                                     "topology", root), report)
     if software:
         from cpudoctor.probes import SoftwareProbe
 
@@ -172,15 +173,63 @@ def _probe(source: Source, run: "_Run", *, children: bool, software: bool) -> Re
 
         def quick(r: Report) -> Report:
             probes.append(SoftwareProbe(root, cpu=r.cpu, python=source.python, chosen_by=source.python_chosen_by))
-            return dataclasses.replace(r, software=probes[0].quick())
+            return _probed(dataclasses.replace(r, software=probes[0].quick()), "software", root)
 
         report = run.stage("software-quick", quick, report)
         if children and source.live and not probes[0].captured:
-            report = run.stage("software-children",
-                               lambda r: dataclasses.replace(r, software=probes[0].complete()), report)
+            report = run.stage("software-children", lambda r: _probed(
+                dataclasses.replace(r, software=probes[0].complete()), "software", root), report)
     if children and source.live and report.cpu.arch in ("x86_64", "i686"):
         report = run.stage("cpuid-cross-check", _cross_checked, report)
     return report
+
+
+# What a report may hold, as cpudoctor.report_check enforces when one is read back: a probe
+# that copied something odd from a tree must not write a report that CPU Doctor then refuses.
+_MAX_TEXT = 4096
+_MAX_INT = 2 ** 63 - 1
+
+
+def _probed(report: Report, part: str, root: Path) -> Report:
+    """``report`` with its freshly probed ``part`` (cpu, topology, software) made safe to write and read back:
+    over-long strings clipped, control characters and out-of-range integers dropped, and the files of a tree
+    that were not read (a FIFO, a device, a file of gigabytes) noted. The part is new in this stage, so
+    bounding it in place changes nothing a window already shows."""
+    from cpudoctor.probes._fs import refusal_notes
+
+    notes = list(report.notes)
+    _bound(getattr(report, part), notes, f"report.{part}")
+    notes.extend(refusal_notes(root))
+    return dataclasses.replace(report, notes=notes) if notes != report.notes else report
+
+
+def _bound(obj, notes: list[str], path: str = "report") -> None:
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        where = f"{path}.{f.name}"
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            _bound(value, notes, where)
+        elif isinstance(value, list):
+            setattr(obj, f.name, [_bound_value(v, notes, where) for v in value])
+        elif isinstance(value, dict):
+            setattr(obj, f.name, {k: _bound_value(v, notes, where) for k, v in value.items()})
+        else:
+            setattr(obj, f.name, _bound_value(value, notes, where))
+
+
+def _bound_value(value, notes: list[str], where: str):
+    from cpudoctor.render.escape import strip_controls
+
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        _bound(value, notes, where)
+        return value
+    if isinstance(value, str):
+        value = strip_controls(value)
+        return value if len(value) <= _MAX_TEXT else value[: _MAX_TEXT - 1] + "…"
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > _MAX_INT:
+        notes.append(f"{where}: a value beyond 64 bits was dropped")
+        return None
+    return value
 
 
 def _cross_checked(report: Report) -> Report:

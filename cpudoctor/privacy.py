@@ -269,7 +269,10 @@ def redact_report(report: Report, include_identifying: bool = False,
     return out
 
 
-_CODE_RE = re.compile(r"(^[ \t]*````.*?^[ \t]*````[ \t]*$|^[ \t]*```.*?^[ \t]*```[ \t]*$|`[^`\n]+`)",
+# Code as CommonMark delimits it (cpudoctor.render.escape writes it so): a fenced block closed by
+# the same fence, or an inline span closed by the same run of backticks (not a backslash-escaped one).
+_CODE_RE = re.compile(r"^[ \t]*(`{3,})[^\n]*\n.*?^[ \t]*\1[ \t]*$"
+                      r"|(?<![\\`])(`+)(?!`)[^\n]+?(?<!`)\2(?!`)",
                       re.MULTILINE | re.DOTALL)
 
 
@@ -293,6 +296,84 @@ _PLACEHOLDER_RE = re.compile(r"(?<!\\)<(hostname|user|mac|uuid|serial|path)(?<!\
 
 def _md_escape_placeholders(text: str) -> str:
     return _PLACEHOLDER_RE.sub(r"\\<\1\\>", text)
+
+
+class IdentifierScrubber:
+    """Replaces serial numbers, UUIDs, MAC addresses and container IDs in captured files, consistently.
+
+    For ``cpudoctor capture``: a tarball of /proc and /sys files must not carry
+    the machine's serials (an ARM cpuinfo ``Serial`` line, a DMI name a vendor
+    filled with the serial number) or instance IDs (a pod UUID, a container ID in
+    a cgroup path). Each distinct value gets a stand-in of the same shape
+    (``00000000-0000-0000-0000-000000000001``) and the same stand-in everywhere,
+    in file contents and in file names alike, so a cgroup path in
+    ``/proc/self/cgroup`` still names its folder. ``known`` adds literal values
+    to replace wherever they occur (the DMI serials, read but never packed).
+    """
+
+    _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+        ("uuid", re.compile(r"(?<![0-9A-Fa-f])[0-9A-Fa-f]{8}([-_])[0-9A-Fa-f]{4}\1[0-9A-Fa-f]{4}\1[0-9A-Fa-f]{4}\1"
+                            r"[0-9A-Fa-f]{12}(?![0-9A-Fa-f])")),
+        ("container id", re.compile(r"(?<![0-9A-Fa-f])[0-9a-f]{64}(?![0-9A-Fa-f])")),
+        ("mac address", _MAC_RE),
+    )
+    # "Serial : 100000003a8bd6f5" (ARM cpuinfo), "identification = 18A1B7" (s390 cpuinfo), "S/N: X".
+    _KEYED = re.compile(r"(?im)^(?P<key>[ \t]*(?:serial(?:[ _-]?(?:number|no\.?|num))?|s/n|sn)[ \t]*[:=][ \t]*)"
+                        r"(?P<value>\S.*?)[ \t]*$"
+                        r"|(?P<key2>\bidentification\s*=\s*)(?P<value2>[0-9A-Fa-f]{4,})")
+    # DMI fillers that name nothing (and would otherwise be replaced everywhere they occur).
+    _FILLERS = frozenset({"", "0", "none", "default string", "to be filled by o.e.m.", "not specified",
+                          "system serial number", "chassis serial number", "base board serial number",
+                          "not applicable", "n/a", "na", "123456789", "0123456789", "unknown"})
+
+    def __init__(self, known: list[str] | None = None):
+        self.mapping: dict[str, str] = {}
+        self.known = sorted({k.strip() for k in known or [] if k and len(k.strip()) >= 4
+                             and k.strip().lower() not in self._FILLERS}, key=len, reverse=True)
+
+    def _stand_in(self, kind: str, value: str) -> str:
+        if value not in self.mapping:
+            n = sum(1 for v in self.mapping.values() if v.startswith("~" + kind)) + 1
+            self.mapping[value] = "~" + kind + f"#{n}"
+        index = int(self.mapping[value].rsplit("#", 1)[1])
+        if kind == "uuid":
+            sep = value[8]
+            return sep.join(("00000000", "0000", "0000", "0000", f"{index:012x}"))
+        if kind == "container id":
+            return f"{index:064x}"
+        if kind == "mac address":
+            sep = value[2]
+            return sep.join(["02", "00", "00", "00", "00", f"{index % 256:02x}"])
+        return SERIAL
+
+    def text(self, value: str, names_only: bool = False) -> tuple[str, dict[str, int]]:
+        """``value`` scrubbed, and what was replaced how often. ``names_only``: IDs only (a file name)."""
+        changes: dict[str, int] = {}
+
+        def count(kind: str) -> None:
+            changes[kind] = changes.get(kind, 0) + 1
+
+        for needle in self.known:
+            if needle in value:
+                changes["serial"] = changes.get("serial", 0) + value.count(needle)
+                value = value.replace(needle, SERIAL if not names_only else "serial")
+        for kind, pattern in self._PATTERNS:
+            def repl(m: re.Match[str], kind: str = kind) -> str:
+                count(kind)
+                return self._stand_in(kind, m.group(0))
+            value = pattern.sub(repl, value)
+        if not names_only:
+            def keyed(m: re.Match[str]) -> str:
+                count("serial")
+                key = m.group("key") if m.group("key") is not None else m.group("key2")
+                return key + SERIAL
+            value = self._KEYED.sub(keyed, value)
+        return value, changes
+
+    def data(self, blob: bytes) -> tuple[bytes, dict[str, int]]:
+        """File contents scrubbed (bytes kept as they are apart from the replacements)."""
+        text, changes = self.text(blob.decode("latin-1"))
+        return (text.encode("latin-1", "replace") if changes else blob), changes
 
 
 def redact_text(text: str, report: Report | None = None, identity: Identity | None = None,

@@ -103,16 +103,23 @@ class Report:
 
     @classmethod
     def from_dict(cls, data: Any) -> "Report":
+        """A Report from parsed JSON, after the checks of :mod:`cpudoctor.report_check` (ReportError if bad)."""
+        from cpudoctor import report_check
+
         if not isinstance(data, dict):
             raise ReportError("not a CPU Doctor report: the JSON is not an object")
-        if data.get("meta", {}).get("kind") != REPORT_KIND or "schema_version" not in data:
-            raise ReportError("not a CPU Doctor report: no 'schema_version' / 'meta.kind' = cpudoctor-report")
-        version = data["schema_version"]
-        if version != SCHEMA_VERSION:
+        report_check.check_limits(data)
+        meta = data.get("meta")
+        if not isinstance(meta, dict) or meta.get("kind") != REPORT_KIND or "schema_version" not in data:
+            if isinstance(meta, dict) or "meta" not in data:
+                raise ReportError("not a CPU Doctor report: no 'schema_version' / 'meta.kind' = cpudoctor-report")
+        version = data.get("schema_version")
+        if version != SCHEMA_VERSION and isinstance(version, (int, float, str)) and not isinstance(version, bool):
             raise ReportError(
-                f"report schema version {version} is not supported by this CPU Doctor "
+                f"report schema version {str(version)[:20]} is not supported by this CPU Doctor "
                 f"(it reads version {SCHEMA_VERSION}); update CPU Doctor or re-export the report"
             )
+        report_check.check_schema(data)
         try:
             return from_data(cls, data)
         except SchemaError as exc:
@@ -120,22 +127,16 @@ class Report:
 
     @classmethod
     def from_json(cls, text: str) -> "Report":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ReportError(f"not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}") from None
-        return cls.from_dict(data)
+        from cpudoctor import report_check
+
+        return cls.from_dict(report_check.parse(text))
 
     @classmethod
     def load(cls, path: Path | str) -> "Report":
-        path = Path(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ReportError(f"cannot read {path}: {exc.strerror or exc}") from None
-        except UnicodeDecodeError:
-            raise ReportError(f"{path} is not a text file, so not a CPU Doctor report") from None
-        return cls.from_json(text)
+        """Read a saved report: a regular file of bounded size, checked before any use (ReportError)."""
+        from cpudoctor import report_check
+
+        return cls.from_json(report_check.read_report_text(path))
 
 
 def _finite(data: Any) -> Any:

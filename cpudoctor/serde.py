@@ -66,10 +66,10 @@ def _convert(tp: Any, data: Any, path: str) -> Any:
                 return _convert(arg, data, path)
             except (SchemaError, TypeError, ValueError) as exc:
                 errors.append(str(exc))
-        raise SchemaError(f"{path}: {data!r} fits none of {tp}: {'; '.join(errors)}")
+        raise SchemaError(f"{path}: {_short(data)} fits none of {tp}: {'; '.join(errors)}"[:400])
     if origin is typing.Literal:
         if data not in get_args(tp):
-            raise SchemaError(f"{path}: {data!r} is not one of {get_args(tp)}")
+            raise SchemaError(f"{path}: {_short(data)} is not one of {get_args(tp)}")
         return data
     if origin in (list, typing.List, tuple, set, frozenset):
         if not isinstance(data, list):
@@ -106,18 +106,31 @@ def _convert(tp: Any, data: Any, path: str) -> Any:
             raise SchemaError(f"{path}: {exc}") from None
     if tp is float:
         if isinstance(data, bool) or not isinstance(data, (int, float)):
-            raise SchemaError(f"{path}: expected a number, got {data!r}")
+            raise SchemaError(f"{path}: expected a number, got {_short(data)}")
         return float(data)
     if tp is int:
+        # JSON has one number type: 4.0 is the integer 4 (JSON Schema agrees), as other writers print it.
+        if isinstance(data, float) and data.is_integer():
+            return int(data)
         if isinstance(data, bool) or not isinstance(data, int):
-            raise SchemaError(f"{path}: expected an integer, got {data!r}")
+            raise SchemaError(f"{path}: expected an integer, got {_short(data)}")
         return data
     if tp in (str, bool):
         if not isinstance(data, tp):
-            raise SchemaError(f"{path}: expected {tp.__name__}, got {data!r}")
+            raise SchemaError(f"{path}: expected {tp.__name__}, got {_short(data)}")
         return data
     if tp is type(None):
         if data is not None:
-            raise SchemaError(f"{path}: expected null, got {data!r}")
+            raise SchemaError(f"{path}: expected null, got {_short(data)}")
         return None
     return data
+
+
+def _short(data: Any, limit: int = 60) -> str:
+    """A value as an error message shows it: never the whole (possibly huge) object."""
+    if isinstance(data, dict):
+        return "an object"
+    if isinstance(data, list):
+        return "a list"
+    text = repr(data)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QHBoxLayout, Q
 from cpudoctor.advisor import snippets
 from cpudoctor.gui.common import SEVERITY_COLOUR
 from cpudoctor.gui.model import AppModel
-from cpudoctor.render.markup import html_escape
+from cpudoctor.render.escape import html_escape
 from cpudoctor.render.md_extra import evidence_value
 from cpudoctor.render.words import CATEGORIES, SEVERITY, category_order, plural
 from cpudoctor.render.words import severity as severity_of
@@ -401,9 +401,7 @@ class AdvisorPage(QWidget):
         from cpudoctor.fileio import WriteError, atomic_write
 
         try:
-            written = atomic_write(path, text)
-            if shell in ("bash", "zsh", "fish"):
-                written.chmod(0o755)
+            written = atomic_write(path, text, executable=shell in ("bash", "zsh", "fish"))
         except (WriteError, OSError) as exc:
             message = str(exc.strerror or exc) if isinstance(exc, WriteError) else str(exc)
             self.model.status_message.emit(message)

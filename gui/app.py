@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 from cpudoctor import __version__
+from cpudoctor.argtypes import integer
 
 log = logging.getLogger(__name__)
 
@@ -150,7 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"cpudoctor {__version__}")
     # Hidden: for tests, screenshots and CI.
     p.add_argument("--screenshot", metavar="PATH", help=argparse.SUPPRESS)
-    p.add_argument("--screenshot-delay", type=int, default=2500, metavar="MS", help=argparse.SUPPRESS)
+    p.add_argument("--screenshot-delay", type=integer(0, 600_000), default=2500, metavar="MS", help=argparse.SUPPRESS)
     p.add_argument("--page", help=argparse.SUPPRESS)
     p.add_argument("--theme", choices=("system", "light", "dark"), default="system", help=argparse.SUPPRESS)
     p.add_argument("--size", metavar="WxH", help=argparse.SUPPRESS)
@@ -213,10 +214,10 @@ def _parse_size(text: str | None) -> tuple[int, int] | None:
     if not text:
         return None
     try:
-        w, h = (int(v) for v in text.lower().split("x"))
+        w, h = (int(v) for v in text.lower().split("x") if len(v) <= 6)
     except ValueError:
         return None
-    return w, h
+    return (w, h) if 0 < w <= 16384 and 0 < h <= 16384 else None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -277,9 +278,21 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.screenshot:
         def grab() -> None:
+            from PySide6.QtCore import QBuffer, QIODevice
+
+            from cpudoctor.fileio import atomic_write
+
             out = Path(args.screenshot)
-            out.parent.mkdir(parents=True, exist_ok=True)
-            ok = window.grab().save(str(out))
+            buf = QBuffer()
+            buf.open(QIODevice.OpenModeFlag.WriteOnly)
+            ok = window.grab().save(buf, (out.suffix.lstrip(".") or "png").upper())
+            try:
+                out.parent.mkdir(parents=True, exist_ok=True)
+                if ok:
+                    atomic_write(out, bytes(buf.data()))
+            except OSError as exc:
+                ok = False
+                print(f"cpudoctor-gui: {exc.strerror or exc}", file=sys.stderr)
             if not ok:
                 print(f"cpudoctor-gui: could not write the screenshot {out}", file=sys.stderr)
             window.close()

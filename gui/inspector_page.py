@@ -35,7 +35,7 @@ from cpudoctor.probes.process.inspect import (Inspection, InspectError, ProcessE
 from cpudoctor.probes import Topology, probe_topology
 from cpudoctor.render.format import percent, size
 from cpudoctor.render.inspect import render_text, state_text
-from cpudoctor.render.markup import html_escape as _esc
+from cpudoctor.render.escape import html_escape as _esc
 from cpudoctor.render.words import DASH, plural, severity
 from cpudoctor.report import Finding
 

@@ -17,7 +17,7 @@ from cpudoctor.gui.common import Badge, Card, severity_dot
 from cpudoctor.gui.model import AppModel
 from cpudoctor.probes._fs import format_cpulist
 from cpudoctor.render.format import clock, or_unknown, size
-from cpudoctor.render.markup import html_escape
+from cpudoctor.render.escape import html_escape
 from cpudoctor.render.words import DASH, finding_order, plural, severity
 from cpudoctor.report import Finding, Report
 

@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from PySide6.QtCore import QPointF, QRect, QRectF, QSize, Qt, Signal
+from PySide6.QtCore import QBuffer, QIODevice, QPointF, QRect, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import (QBrush, QColor, QFont, QFontMetricsF, QImage, QKeySequence, QLinearGradient, QPainter,
                            QPainterPath, QPalette, QPen)
 from PySide6.QtSvg import QSvgGenerator
@@ -385,11 +385,13 @@ class TopologyMap(QGraphicsView):
         self.scale(k, k)
 
     def export_svg(self, path: str | Path) -> Path:
-        """Write the whole map (not just the visible part) as SVG."""
+        """Write the whole map (not just the visible part) as SVG (like every export: cpudoctor.fileio)."""
         path = Path(path)
         rect = self._export_rect()
+        buf = QBuffer()
+        buf.open(QIODevice.OpenModeFlag.WriteOnly)
         gen = QSvgGenerator()
-        gen.setFileName(str(path))
+        gen.setOutputDevice(buf)
         gen.setSize(QSize(math.ceil(rect.width()), math.ceil(rect.height())))
         gen.setViewBox(QRectF(0, 0, rect.width(), rect.height()))
         gen.setTitle("CPU topology")
@@ -397,7 +399,7 @@ class TopologyMap(QGraphicsView):
         painter = QPainter(gen)
         self._render_into(painter, rect, QRectF(0, 0, rect.width(), rect.height()))
         painter.end()
-        return path
+        return _write(path, bytes(buf.data()))
 
     def export_png(self, path: str | Path, scale: float = 2.0) -> Path:
         """Write the whole map as PNG at ``scale`` x (2 = crisp on high-DPI screens and in docs)."""
@@ -410,9 +412,11 @@ class TopologyMap(QGraphicsView):
         painter.setRenderHints(QPainter.RenderHint.Antialiasing | QPainter.RenderHint.TextAntialiasing)
         self._render_into(painter, rect, QRectF(0, 0, img.width(), img.height()))
         painter.end()
-        if not img.save(str(path), "PNG"):
-            raise OSError(f"could not write {path}: check the folder exists and is writable")
-        return path
+        buf = QBuffer()
+        buf.open(QIODevice.OpenModeFlag.WriteOnly)
+        if not img.save(buf, "PNG"):
+            raise OSError(f"could not encode the map as PNG ({img.width()}x{img.height()} pixels)")
+        return _write(path, bytes(buf.data()))
 
     # -- building -----------------------------------------------------------
 
@@ -833,3 +837,10 @@ class LoadLegend(QWidget):
             p.drawText(QRectF(box.right() + 5, 0, 200, self.height()), int(Qt.AlignmentFlag.AlignVCenter),
                        "Not allowed (affinity / cgroup)")
         p.end()
+
+
+def _write(path: Path, data: bytes) -> Path:
+    """Write an exported picture like a shell's ``>`` (device, symlink, umask and mode respected)."""
+    from cpudoctor.fileio import atomic_write
+
+    return atomic_write(path, data)

@@ -381,7 +381,7 @@ class TopologyPage(QWidget):
         try:
             (self.map.export_svg if fmt == "svg" else self.map.export_png)(path)
         except OSError as exc:
-            self.model.status_message.emit(f"Export failed: {exc}")
+            self.model.status_message.emit(f"Export failed: {exc.strerror or exc}")
             return
         self.model.status_message.emit(f"Saved the topology map to {path}")
 

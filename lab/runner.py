@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 from cpudoctor.lab import jobs, protocol
 from cpudoctor.probes.child.exitstatus import ExitDiagnosis, diagnose_exit
-from cpudoctor.probes.child.runner import ASK_WAIT_S, TERM_WAIT_S, ChildEnd, ChildProcess
+from cpudoctor.probes.child.runner import ASK_WAIT_S, CHILD_FLAGS, TERM_WAIT_S, ChildEnd, ChildProcess
 
 # Jobs that run in CPU Doctor's own interpreter (``python -m``): orchestrators without torch that start
 # the child jobs themselves. Every other job is a standalone script in lab/jobs/ (JOB_SCRIPTS).
@@ -55,7 +55,7 @@ def job_command(job: str, args: dict[str, Any], python: str | None = None) -> li
 
     script = jobs.script_path(job) if job in JOB_SCRIPTS else Path(job)
     # Through the one launcher of standalone scripts: the user's PYTHONPATH and user site, which -I drops.
-    return [python or sys.executable, "-I", str(probe_script("_launch")), str(script), "--json-args",
+    return [python or sys.executable, *CHILD_FLAGS, str(probe_script("_launch")), str(script), "--json-args",
             json.dumps(args), *tail]
 
 

@@ -25,7 +25,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cpudoctor.probes._fs import parse_cpulist, read_lines, read_text, under
+from cpudoctor.probes._fs import GarbledValue, parse_int, read_cpulist, read_lines, read_text, under
+
+
+# cpu.max / cfs_quota_us are microseconds; the kernel caps the period at 1 s and the
+# quota well below this, so anything larger is a garbled file, not a limit.
+_MAX_USEC = 1 << 50
 
 
 @dataclass
@@ -58,18 +63,40 @@ def read_mounts(root: Path) -> list[Mount]:
         parts = line.split()
         if len(parts) < 4 or parts[2] not in ("cgroup2", "cgroup", "cpuset"):
             continue
-        mounts.append(Mount(parts[1].replace("\\040", " "), parts[2], parts[3].split(",")))
+        point = clean_cgroup_path(parts[1].replace("\\040", " "))
+        if point is not None:           # the kernel writes mount points without ./.. steps
+            mounts.append(Mount(point, parts[2], parts[3].split(",")))
     return mounts
 
 
-def read_self_cgroup(root: Path) -> dict[str, str]:
+def clean_cgroup_path(path: str | None) -> str | None:
+    """A cgroup path as the kernel writes it (``/kubepods/pod1``), or None for one with ``.``/``..`` steps.
+
+    The kernel never writes those; in a captured tree they would only serve to
+    walk out of the cgroup mount (reads are contained in the tree anyway, see
+    ``_fs.under``, but the answer would be some other folder's limits).
+    """
+    if path is None:
+        return None
+    if any(p in (".", "..") for p in path.split("/")) or "\0" in path:
+        return None
+    return path
+
+
+def read_self_cgroup(root: Path, notes: list[str] | None = None) -> dict[str, str]:
     """/proc/self/cgroup as {controller: path}; the v2 entry is under key ``""``."""
     result: dict[str, str] = {}
     for line in read_lines(under(root, "/proc/self/cgroup")) or []:
         parts = line.split(":", 2)
         if len(parts) != 3:
             continue
-        _, controllers, path = parts
+        _, controllers, raw = parts
+        path = clean_cgroup_path(raw)
+        if path is None:
+            if notes is not None:
+                notes.append(f"/proc/self/cgroup names the path {raw[:80]!r}, which no kernel writes "
+                             "(it steps out with . or ..): ignored")
+            continue
         if not controllers:
             result[""] = path
         for name in controllers.split(","):
@@ -107,7 +134,7 @@ def _rel(root: Path, path: Path) -> str:
 
 
 def _read_cpuset(root: Path, mounts: list[Mount], cg: dict[str, str], limits: CgroupLimits) -> None:
-    legacy_path = read_text(under(root, "/proc/self/cpuset"))
+    legacy_path = clean_cgroup_path(read_text(under(root, "/proc/self/cpuset")))
     for m in mounts:
         if m.fstype == "cgroup2":
             controllers = (read_text(under(root, m.path) / "cgroup.controllers") or "").split()
@@ -128,13 +155,13 @@ def _read_cpuset(root: Path, mounts: list[Mount], cg: dict[str, str], limits: Cg
             continue
         for d in _candidate_dirs(root, m.path, cg_path):
             for name in names:
-                cpus = parse_cpulist(read_text(d / name))
+                cpus = read_cpulist(d / name, limits.notes)
                 if cpus:       # an empty v1 cpuset.cpus means "not set here"
                     limits.cpuset_cpus = cpus
                     limits.version = version
                     limits.cpuset_path = _rel(root, d / name)
                     for mname in mems:
-                        mem = parse_cpulist(read_text(d / mname))
+                        mem = read_cpulist(d / mname, limits.notes)
                         if mem:
                             limits.cpuset_mems = mem
                             break
@@ -153,9 +180,9 @@ def _read_quota(root: Path, mounts: list[Mount], cg: dict[str, str], limits: Cgr
                 if parts[0] == "max":
                     continue
                 try:
-                    quota = int(parts[0])
-                    period = int(parts[1]) if len(parts) > 1 else 100_000
-                except ValueError:
+                    quota = parse_int(parts[0], 0, _MAX_USEC)
+                    period = parse_int(parts[1], 1, _MAX_USEC) if len(parts) > 1 else 100_000
+                except GarbledValue:
                     limits.notes.append(f"could not parse {_rel(root, d / 'cpu.max')!r}: {text!r}")
                     continue
                 if quota > 0 and period > 0 and (best is None or quota / period < best[0]):
@@ -167,8 +194,8 @@ def _read_quota(root: Path, mounts: list[Mount], cg: dict[str, str], limits: Cgr
                 if q_text is None or p_text is None:
                     continue
                 try:
-                    quota, period = int(q_text), int(p_text)
-                except ValueError:
+                    quota, period = parse_int(q_text, -1, _MAX_USEC), parse_int(p_text, 1, _MAX_USEC)
+                except GarbledValue:
                     limits.notes.append(f"could not parse CFS quota in {_rel(root, d)!r}")
                     continue
                 if quota > 0 and period > 0 and (best is None or quota / period < best[0]):
@@ -185,7 +212,7 @@ def read_cgroup_limits(root: Path = Path("/")) -> CgroupLimits:
     if not mounts:
         limits.notes.append("no cgroup mounts listed in /proc/self/mounts: cgroup limits unknown")
         return limits
-    cg = read_self_cgroup(root)
+    cg = read_self_cgroup(root, limits.notes)
     _read_cpuset(root, mounts, cg, limits)
     _read_quota(root, mounts, cg, limits)
     return limits

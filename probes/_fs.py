@@ -1,40 +1,319 @@
-"""Reading /proc and /sys under a root, tolerant of what real trees contain.
+"""Reading /proc and /sys under a root: contained, bounded, tolerant of what real trees contain.
 
 Real trees have trailing NUL bytes (hwloc-gather-topology artefacts), missing
 files on old kernels, and permission errors in containers: every helper here
 returns ``None`` (or the given default) instead of raising.
+
+A tree given with ``--root`` may also be hostile (a tarball from a stranger):
+
+* **Containment, in one place.** :func:`under` returns a :class:`RootedPath`
+  for any root but the system's own ``/``. Every operating-system access
+  through such a path (``open``, ``stat``, ``listdir``, ``exists()``, and
+  anything else that goes through ``os.fspath``) first resolves it like a
+  ``chroot`` would: ``..`` stops at the root and absolute symlinks start again
+  at the root, so ``proc/self/cgroup`` saying ``0::/../../..`` or a link to
+  ``/etc/passwd`` can never reach a file outside the tree. Paths built from it
+  (``path / "name"``, ``path.parent``) stay rooted, so a probe cannot forget.
+* **Only regular files are read, with a size cap.** A FIFO (which would block
+  forever), ``/dev/zero`` (which would eat memory) or a 10 GB file give
+  ``None``; :func:`refusal_notes` says which files were refused and why.
+* **Parsers are bounded.** CPU ids are below :data:`MAX_CPUS`, numbers are
+  ASCII digits of bounded length, sizes are finite: ``0-100000000`` or a
+  two-million-digit mask is garbled input (a note), not a MemoryError.
 """
 
 from __future__ import annotations
 
+import errno
+import math
 import os
+import re
+import stat
+import threading
 from pathlib import Path
 
 _DEFAULT_ROOT = Path("/")
 
+# Linux caps NR_CPUS at 8192 (x86 MAXSMP) and a few architectures go higher; no kernel
+# numbers a CPU at 65536 or above. A list or mask beyond that is garbled, not a machine.
+MAX_CPUS = 65536
+# /proc/cpuinfo of an 8192-CPU machine is about 12 MB; nothing the probes read is larger.
+MAX_READ_BYTES = 16 << 20
+# 19 digits hold any 64-bit value the kernel prints; longer is not a sysfs number.
+_MAX_DIGITS = 19
+_MAX_LINKS = 40                 # like the kernel's MAXSYMLINKS: more hops is a loop
+_MAX_NOTES = 8                  # refused files named per root; the rest are counted
+_MAX_CACHED = 65536             # resolved folders remembered per root
+
+_O_READ = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
+
+
+class GarbledValue(ValueError):
+    """A sysfs/procfs value that is not what the kernel writes; ``str()`` says how."""
+
+
+# ---------------------------------------------------------------------------
+# Containment
+
+_BasePath = type(Path())
+
+
+class RootedPath(_BasePath):  # type: ignore[valid-type,misc]
+    """A path inside a captured tree whose every access stays inside the tree.
+
+    ``str()`` is the path as built (for messages); ``os.fspath()`` (what
+    ``open``/``stat``/``listdir`` use) is the same path resolved inside the
+    root. Each root gets its own subclass (:func:`_rooted_class`) so the root
+    travels with every path derived from it, on every Python version.
+    """
+
+    _prefixes: tuple[str, ...] = ()     # the root as given, absolute, and real (symlinks resolved)
+    _jail: str = "/"                    # the root's real path: where resolution starts
+    _refused: list[str]
+    _folders: dict[str, tuple[str, ...]]
+    _lock: threading.Lock
+
+    def inside(self) -> str:
+        """The path as seen from inside the tree (``/sys/...``), ``..`` folded at the root."""
+        parts: list[str] = []
+        for part in self._relative().split("/"):
+            if part in ("", "."):
+                continue
+            if part == "..":
+                if parts:
+                    parts.pop()
+            else:
+                parts.append(part)
+        return "/" + "/".join(parts)
+
+    def _relative(self) -> str:
+        text = str(self).replace(os.sep, "/")
+        for prefix in self._prefixes:
+            if text == prefix:
+                return ""
+            if text.startswith(prefix.rstrip("/") + "/"):
+                return text[len(prefix.rstrip("/")):]
+        # Not spelled under the root (``path.parent`` past it, or an absolute join):
+        # like a chroot, an absolute path means that path inside the tree.
+        return text
+
+    def __fspath__(self) -> str:
+        # The folder part is resolved once per tree and folder (a topology probe reads
+        # thousands of files in a few hundred folders); only the last step is walked here.
+        # Every cached entry is itself a resolution inside the root, so it can never leak.
+        folder, _, last = self._relative().rstrip("/").rpartition("/")
+        done = self._folders.get(folder)
+        if done is None:
+            done = tuple(_walk(self._jail, [], _split(folder)))
+            if len(self._folders) > _MAX_CACHED:
+                self._folders.clear()
+            if os.path.isdir(os.path.join(self._jail, *done)):
+                self._folders[folder] = done
+        return os.path.join(self._jail, *_walk(self._jail, list(done), _split(last)))
+
+    # pathlib's predicates raise on EACCES (sys/ unreadable for this user); a probe asking
+    # "is there a topology/ folder?" wants False there, like for a missing one.
+    def exists(self, *args, **kwargs) -> bool:  # noqa: D102
+        try:
+            os.stat(self)
+        except (OSError, ValueError):
+            return False
+        return True
+
+    def is_dir(self, *args, **kwargs) -> bool:  # noqa: D102
+        try:
+            return stat.S_ISDIR(os.stat(self).st_mode)
+        except (OSError, ValueError):
+            return False
+
+    def is_file(self, *args, **kwargs) -> bool:  # noqa: D102
+        try:
+            return stat.S_ISREG(os.stat(self).st_mode)
+        except (OSError, ValueError):
+            return False
+
+    def iterdir(self):  # noqa: D102 - Python 3.13 lists str(self), not os.fspath(self)
+        for name in os.listdir(os.fspath(self)):
+            yield self / name
+
+
+_classes: dict[str, type[RootedPath]] = {}
+_classes_lock = threading.Lock()
+
+
+def _rooted_class(root: Path) -> type[RootedPath] | None:
+    """The RootedPath subclass of ``root``; None when ``root`` is the system root itself."""
+    given = str(root)
+    absolute = os.path.abspath(given)
+    with _classes_lock:
+        cls = _classes.get(absolute)
+        if cls is not None:
+            return cls
+        real = os.path.realpath(absolute)
+        if real == os.path.realpath(os.sep):
+            return None
+        prefixes = tuple(dict.fromkeys(p.replace(os.sep, "/") for p in (given, absolute, real)))
+        cls = type("RootedPath", (RootedPath,), {"_prefixes": prefixes, "_jail": real, "_refused": [],
+                                                 "_folders": {}, "_lock": threading.Lock()})
+        _classes[absolute] = cls
+        return cls
+
+
+def resolve_inside(jail: str, rel: str) -> str:
+    """``rel`` resolved inside the folder ``jail`` the way ``chroot(jail)`` would see it.
+
+    ``..`` at the top stays at the top, an absolute symlink target starts again
+    at ``jail``, and more than 40 links is a loop (OSError ELOOP). Components
+    that do not exist (or cannot be searched) are kept as they are: the open
+    that follows fails on them. Linux's ``openat2(RESOLVE_IN_ROOT)`` does the
+    same in the kernel, but not on every kernel, libc or OS CPU Doctor runs on.
+    """
+    return os.path.join(jail, *_walk(jail, [], _split(rel)))
+
+
+def _split(rel: str) -> list[str]:
+    return [p for p in rel.replace(os.sep, "/").split("/") if p not in ("", ".")]
+
+
+def _walk(jail: str, done: list[str], parts: list[str]) -> list[str]:
+    """Resolve ``parts`` one by one after the already resolved folders ``done`` (see resolve_inside)."""
+    pending = list(reversed(parts))
+    hops = 0
+    base = os.path.join(jail, *done)
+    while pending:
+        part = pending.pop()
+        if part == "..":
+            if done:
+                done.pop()
+                base = os.path.join(jail, *done)
+            continue
+        here = base + os.sep + part if base[-1:] != os.sep else base + part
+        try:
+            is_link = stat.S_ISLNK(os.lstat(here).st_mode)
+            target = os.readlink(here) if is_link else ""
+        except (OSError, ValueError):
+            is_link = False
+        if not is_link:
+            done.append(part)
+            base = here
+            continue
+        hops += 1
+        if hops > _MAX_LINKS:
+            raise OSError(errno.ELOOP, "too many levels of symbolic links", here)
+        if target.startswith(("/", os.sep)):
+            done = []
+            base = jail
+        pending.extend(reversed(_split(target)))
+    return done
+
 
 def under(root: Path | str | None, rel: str | Path) -> Path:
-    """``rel`` (absolute like ``/proc/cpuinfo`` or relative) placed under ``root``."""
+    """``rel`` (absolute like ``/proc/cpuinfo`` or relative) placed under ``root``, contained in it.
+
+    For the system root ``/`` this is a plain Path; for any other root a
+    :class:`RootedPath` whose accesses cannot leave ``root``.
+    """
     root = Path(root) if root is not None else _DEFAULT_ROOT
-    return root / str(rel).lstrip("/")
+    rel = str(rel).lstrip("/" + os.sep)
+    if isinstance(root, RootedPath):
+        return root / rel if rel else root
+    cls = _rooted_class(root)
+    if cls is None:
+        return root / rel if rel else root
+    return cls(root, rel) if rel else cls(root)
+
+
+def shown(path: Path) -> str:
+    """How a path is named in a note: ``/sys/...`` inside a tree, else as it is."""
+    return path.inside() if isinstance(path, RootedPath) else str(path)
+
+
+def _refuse(path: Path, why: str) -> None:
+    if not isinstance(path, RootedPath):
+        return
+    with path._lock:
+        path._refused.append(f"{shown(path)}: {why}")
+
+
+def refusal_notes(root: Path | str) -> list[str]:
+    """Notes on the files under ``root`` that were refused since the last call (and forgets them).
+
+    Called at the end of each collection, which also forgets the resolved
+    folders: a tree unpacked again into the same folder is resolved afresh.
+    """
+    cls = _rooted_class(Path(root))
+    if cls is None:
+        return []
+    with cls._lock:
+        refused = list(dict.fromkeys(cls._refused))
+        cls._refused.clear()
+        cls._folders.clear()
+    notes = refused[:_MAX_NOTES]
+    if len(refused) > _MAX_NOTES:
+        notes.append(f"{len(refused) - _MAX_NOTES} more files of the tree were refused the same way")
+    return notes
+
+
+# ---------------------------------------------------------------------------
+# Reading
+
+def read_bytes_checked(path: Path, limit: int = MAX_READ_BYTES) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes; OSError otherwise.
+
+    Devices, FIFOs and sockets are refused before they are opened (opening a
+    FIFO blocks, some devices act when opened); the file is opened
+    non-blocking and checked again, so a swap in between changes nothing.
+    """
+    real = os.fspath(path)
+    if not stat.S_ISREG(os.stat(real).st_mode):
+        raise OSError(errno.EINVAL, "not a regular file (a device, FIFO or socket): not read", str(path))
+    fd = os.open(real, _O_READ)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file (a device, FIFO or socket): not read", str(path))
+        chunks: list[bytes] = []
+        total = 0
+        while True:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > limit:
+                raise OSError(errno.EFBIG, f"larger than {limit >> 20} MiB: not read", str(path))
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
+
+
+def read_bytes(path: Path, limit: int = MAX_READ_BYTES) -> bytes | None:
+    """:func:`read_bytes_checked`, or None (a refused special or oversized file is remembered as a note)."""
+    try:
+        return read_bytes_checked(path, limit)
+    except OSError as exc:
+        if exc.errno in (errno.EINVAL, errno.EFBIG, errno.ELOOP):
+            _refuse(path, exc.strerror or str(exc))
+        return None
+    except ValueError:          # a NUL byte in a name built from tree content
+        return None
 
 
 def read_text(path: Path) -> str | None:
     """File text with NUL bytes and surrounding whitespace stripped, or None."""
-    try:
-        data = path.read_bytes()
-    except (OSError, ValueError):
+    data = read_bytes(path)
+    if data is None:
         return None
     return data.replace(b"\0", b"").decode("utf-8", "replace").strip()
 
 
 def read_int(path: Path, default: int | None = None) -> int | None:
+    """The first word of a file as an integer (decimal, or ``0x`` hex), else ``default``."""
     text = read_text(path)
-    if text is None:
+    if not text:
         return default
     try:
-        return int(text.split()[0], 0) if text else default
-    except (ValueError, IndexError):
+        return parse_int(text.split()[0])
+    except GarbledValue:
         return default
 
 
@@ -47,52 +326,155 @@ def list_dir(path: Path) -> list[str]:
     """Entry names of a directory, sorted; empty when it is missing or unreadable."""
     try:
         return sorted(os.listdir(path))
-    except OSError:
+    except (OSError, ValueError):
         return []
+
+
+def read_cpulist(path: Path, notes: list[str] | None = None) -> list[int] | None:
+    """A cpulist file parsed; None when missing, or garbled (then a note in ``notes``)."""
+    return _read_parsed(path, _cpulist, "a CPU list", notes)
+
+
+def read_cpumask(path: Path, notes: list[str] | None = None) -> list[int] | None:
+    """A hex cpumask file parsed; None when missing, or garbled (then a note in ``notes``)."""
+    return _read_parsed(path, _cpumask, "a CPU mask", notes)
+
+
+def read_size(path: Path, notes: list[str] | None = None) -> int | None:
+    """A cache size file (``32768K``) in bytes; None when missing, or garbled (then a note)."""
+    return _read_parsed(path, _size, "a size", notes)
+
+
+def cap_notes(notes: list[str], limit: int = _MAX_NOTES) -> list[str]:
+    """``notes`` without repeats, and at most ``limit`` of the "garbled file" kind (one per CPU adds nothing)."""
+    out: list[str] = []
+    garbled = 0
+    for note in dict.fromkeys(notes):
+        if note.endswith(": ignored"):
+            garbled += 1
+            if garbled > limit:
+                continue
+        out.append(note)
+    if garbled > limit:
+        out.append(f"{garbled - limit} more files were garbled the same way and ignored")
+    return out
+
+
+def _read_parsed(path: Path, parse, what: str, notes: list[str] | None):
+    text = read_text(path)
+    if text is None:
+        return None
+    try:
+        return parse(text)
+    except GarbledValue as exc:
+        if notes is not None:
+            notes.append(f"{shown(path)} is not {what} ({exc}): ignored")
+        return None
+
+
+# ---------------------------------------------------------------------------
+# Parsing
+
+_DEC_RE = re.compile(r"[+-]?[0-9]{1,%d}" % _MAX_DIGITS)
+_HEX_RE = re.compile(r"[+-]?0[xX][0-9a-fA-F]{1,16}")
+_CPU_ID_RE = re.compile(r"[0-9]{1,%d}" % len(str(MAX_CPUS)))
+
+
+def parse_int(text: str, lo: int | None = None, hi: int | None = None) -> int:
+    """A kernel number: ASCII decimal (leading zeros allowed) or ``0x`` hex, bounded; GarbledValue otherwise."""
+    token = text.strip()
+    if _DEC_RE.fullmatch(token):
+        value = int(token, 10)
+    elif _HEX_RE.fullmatch(token):
+        value = int(token, 16)
+    else:
+        raise GarbledValue(f"{_clip(token)!r} is not a number")
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        raise GarbledValue(f"{value} is outside {lo}..{hi}")
+    return value
+
+
+def cpu_number(text: str) -> int | None:
+    """``"12"`` -> 12 for a CPU or node number in a file or folder name (``cpu12``), else None."""
+    if not _CPU_ID_RE.fullmatch(text):
+        return None
+    value = int(text)
+    return value if value < MAX_CPUS else None
+
+
+def _clip(text: str, limit: int = 40) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _cpu_id(text: str) -> int:
+    value = cpu_number(text.strip())
+    if value is None:
+        raise GarbledValue(f"{_clip(text.strip())!r} is not a CPU number below {MAX_CPUS}")
+    return value
+
+
+def _cpulist(text: str) -> list[int]:
+    text = text.replace("\0", "").strip()
+    if not text:
+        return []
+    cpus: set[int] = set()
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        stride = 1
+        if ":" in part:
+            part, _, s = part.partition(":")
+            stride = _cpu_id(s.split("/")[0]) or 1
+        if "-" in part:
+            lo_text, _, hi_text = part.partition("-")
+            lo, hi = _cpu_id(lo_text), _cpu_id(hi_text)
+            if hi < lo:
+                raise GarbledValue(f"the range {lo}-{hi} runs backwards")
+            cpus.update(range(lo, hi + 1, stride))
+        else:
+            cpus.add(_cpu_id(part))
+    return sorted(cpus)
 
 
 def parse_cpulist(text: str | None) -> list[int] | None:
     """Parse a kernel cpulist (``0-3,8-11``, ``0-63:2`` strides, empty) to sorted ints.
 
-    Returns None for None or garbled input, [] for an empty list.
+    Returns None for None or garbled input (a range backwards, a CPU number
+    of :data:`MAX_CPUS` or more, anything but ASCII digits), [] for an empty list.
     """
     if text is None:
         return None
-    text = text.replace("\0", "").strip()
-    if not text:
-        return []
-    cpus: set[int] = set()
     try:
-        for part in text.split(","):
-            part = part.strip()
-            if not part:
-                continue
-            stride = 1
-            if ":" in part:
-                part, s = part.split(":", 1)
-                stride = int(s.split("/")[0])
-            if "-" in part:
-                lo, hi = part.split("-", 1)
-                cpus.update(range(int(lo), int(hi) + 1, max(stride, 1)))
-            else:
-                cpus.add(int(part))
-    except ValueError:
+        return _cpulist(text)
+    except GarbledValue:
         return None
-    return sorted(cpus)
+
+
+def _cpumask(text: str) -> list[int]:
+    digits = text.replace("\0", "").strip().replace(",", "")
+    if not digits:
+        return []
+    if not re.fullmatch(r"[0-9a-fA-F]+", digits):
+        raise GarbledValue(f"{_clip(digits)!r} has characters that are not hex digits")
+    significant = digits.lstrip("0")
+    if len(significant) * 4 > MAX_CPUS:
+        raise GarbledValue(f"it names CPUs beyond {MAX_CPUS} ({len(digits)} hex digits)")
+    if not significant:
+        return []
+    bits = bin(int(significant, 16))[2:]
+    top = len(bits) - 1
+    return [top - i for i in range(top, -1, -1) if bits[i] == "1"]
 
 
 def parse_cpumask(text: str | None) -> list[int] | None:
-    """Parse a kernel hex cpumask (``ffffffff,00000000``) to sorted CPU numbers."""
+    """Parse a kernel hex cpumask (``ffffffff,00000000``) to sorted CPU numbers; None when garbled."""
     if text is None:
         return None
-    text = text.replace("\0", "").strip().replace(",", "")
-    if not text:
-        return []
     try:
-        value = int(text, 16)
-    except ValueError:
+        return _cpumask(text)
+    except GarbledValue:
         return None
-    return [i for i in range(value.bit_length()) if value >> i & 1]
 
 
 def format_cpulist(cpus: list[int] | set[int] | tuple[int, ...]) -> str:
@@ -112,17 +494,26 @@ def format_cpulist(cpus: list[int] | set[int] | tuple[int, ...]) -> str:
     return ",".join(parts)
 
 
+_SIZE_RE = re.compile(r"([0-9]{1,15})(?:\.([0-9]{1,6}))?\s*([KMGT]?)(?:I?B)?", re.IGNORECASE)
+_SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def _size(text: str) -> int:
+    m = _SIZE_RE.fullmatch(text.strip())
+    if not m:
+        raise GarbledValue(f"{_clip(text.strip())!r} is not a positive size like 32768K")
+    whole, frac, unit = m.groups()
+    value = (int(whole) + (int(frac) / 10 ** len(frac) if frac else 0)) * _SIZE_UNITS[unit.upper()]
+    if not math.isfinite(value) or value >= 1 << 50:
+        raise GarbledValue(f"{_clip(text.strip())!r} is larger than any cache")
+    return int(value)
+
+
 def parse_size(text: str | None) -> int | None:
-    """Sysfs cache sizes (``32768K``, ``6M``, ``512``) to bytes."""
+    """Sysfs cache sizes (``32768K``, ``6M``, ``512``) to bytes; None when missing or garbled."""
     if text is None:
         return None
-    text = text.strip().upper().removesuffix("B").removesuffix("I")
-    mult = 1
-    for suffix, m in (("K", 1 << 10), ("M", 1 << 20), ("G", 1 << 30)):
-        if text.endswith(suffix):
-            text, mult = text[:-1], m
-            break
     try:
-        return int(float(text) * mult)
-    except ValueError:
+        return _size(text)
+    except GarbledValue:
         return None

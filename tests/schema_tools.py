@@ -10,7 +10,7 @@ checked-in files drift from the code; regenerate with::
 
 The validator is a deliberately small subset of JSON Schema 2020-12 (type,
 properties, required, additionalProperties, items, enum, const, minimum,
-maximum, pattern, $ref, anyOf) so the tests need no extra dependency.
+maximum, maxLength, maxItems, pattern, $ref, anyOf) so the tests need no extra dependency.
 """
 
 from __future__ import annotations
@@ -37,13 +37,19 @@ SCHEMA_ID = "https://github.com/cpudoctor/cpudoctor/resources/report.schema.json
 AVX512_SUBSETS = ["F", "CD", "BW", "DQ", "VL", "IFMA", "VBMI", "VBMI2", "VNNI", "BF16", "FP16", "BITALG",
                   "VPOPCNTDQ", "VP2INTERSECT", "ER", "PF"]
 
+# No kernel numbers a CPU (or NUMA node) at 65536 or above (probes/_fs.py MAX_CPUS); no CPU runs at 100 GHz.
+MAX_CPUS = 65536
+MAX_MHZ = 100_000
+CPU_ID: dict[str, Any] = {"minimum": 0, "maximum": MAX_CPUS - 1}
+COUNT: dict[str, Any] = {"minimum": 0, "maximum": MAX_CPUS}
+
 # Extra JSON Schema keywords for fields that are a public contract (issue 2) or have a closed set of values.
 CONSTRAINTS: dict[str, dict[str, Any]] = {
     "Report.schema_version": {"const": 1},
     "Meta.kind": {"const": "cpudoctor-report"},
     "CpuInfo.microarchitecture": {"pattern": "^[a-z0-9_]+$"},
     "CpuInfo.source": {"enum": ["procfs", "py-cpuinfo", "unknown"]},
-    "CpuInfo.flags": {"items": {"type": "string", "pattern": "^[a-z0-9_.]+$"}},
+    "CpuInfo.flags": {"items": {"type": "string", "pattern": "^[a-z0-9_.]+$", "maxLength": 64}, "maxItems": 1024},
     "IsaVerdict.avx512_subsets": {"items": {"enum": AVX512_SUBSETS}},
     "IsaVerdict.amx": {"items": {"enum": ["tile", "bf16", "int8", "fp16", "complex"]}},
     "IsaVerdict.x86_64_level": {"minimum": 1, "maximum": 4},
@@ -53,6 +59,40 @@ CONSTRAINTS: dict[str, dict[str, Any]] = {
     "BenchRun.status": {"enum": ["ok", "cancelled", "crashed", "error"]},
     "ImportCheck.workload_status": {"enum": ["ok", "crashed", "error", "timeout", None]},
     "ImportOrderCheck.status": {"enum": ["ok", "crashed", "error", "timeout", "skipped"]},
+    # Bounds a reader relies on (issue 19): a report saying 10**15 CPUs or a 1 MB brand string
+    # is refused when it is opened instead of hanging the window that draws it.
+    "CpuInfo.brand": {"maxLength": 256},
+    "CpuInfo.base_mhz": {"minimum": 0, "maximum": MAX_MHZ},
+    "CpuInfo.max_mhz": {"minimum": 0, "maximum": MAX_MHZ},
+    "CpuInfo.logical_cpus_listed": COUNT,
+    "Topology.packages": COUNT,
+    "Topology.cores": COUNT,
+    "Topology.logical_cpus": COUNT,
+    "Topology.smt_threads_per_core": COUNT,
+    "Topology.online_cpus": {"items": CPU_ID},
+    "Topology.offline_cpus": {"items": CPU_ID},
+    "Topology.cpuless_numa_nodes": {"items": CPU_ID},
+    "Topology.l2_groups": {"items": {"items": CPU_ID}},
+    "Affinity.allowed_cpus": {"items": CPU_ID},
+    "Affinity.cgroup_cpuset": {"items": CPU_ID},
+    "Affinity.allowed_mems": {"items": CPU_ID},
+    "Affinity.cpu_quota": {"minimum": 0, "maximum": MAX_CPUS},
+    "Affinity.usable_cpus": COUNT,
+    "L3Domain.cpus": {"items": CPU_ID},
+    "NumaNode.id": CPU_ID,
+    "NumaNode.cpus": {"items": CPU_ID},
+    "NumaNode.distances": {"items": {"minimum": 0, "maximum": 255}},
+    "Core.cpus": {"items": CPU_ID},
+    "Core.l3": CPU_ID,
+    "Core.numa": CPU_ID,
+    "Package.cpus": {"items": CPU_ID},
+    "CpuKind.cpus": {"items": CPU_ID},
+    "ThreadRecommendation.threads": COUNT,
+    "ThreadRecommendation.interop_threads": COUNT,
+    "ThreadRecommendation.cpus": {"items": CPU_ID},
+    "BlasLib.num_threads": COUNT,
+    "TorchBuild.intra_op_threads": COUNT,
+    "TorchBuild.inter_op_threads": COUNT,
 }
 
 # Descriptions for fields whose source line has no comment.
@@ -428,8 +468,12 @@ def validate(instance: Any, schema: dict[str, Any], root: dict[str, Any] | None 
             raise ValidationError(f"{path}: {instance} < {schema['minimum']}")
         if "maximum" in schema and instance > schema["maximum"]:
             raise ValidationError(f"{path}: {instance} > {schema['maximum']}")
+    if isinstance(instance, str) and "maxLength" in schema and len(instance) > schema["maxLength"]:
+        raise ValidationError(f"{path}: a string of {len(instance)} characters, longer than {schema['maxLength']}")
     if isinstance(instance, str) and "pattern" in schema and not re.search(schema["pattern"], instance):
         raise ValidationError(f"{path}: {instance!r} does not match {schema['pattern']}")
+    if isinstance(instance, list) and "maxItems" in schema and len(instance) > schema["maxItems"]:
+        raise ValidationError(f"{path}: a list of {len(instance)} entries, more than {schema['maxItems']}")
     if isinstance(instance, list) and "items" in schema:
         for i, item in enumerate(instance):
             validate(item, schema["items"], root, f"{path}[{i}]")

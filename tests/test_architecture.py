@@ -14,6 +14,7 @@ install the tests use.
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 import tomllib
@@ -42,7 +43,7 @@ def test_contracts_cover_the_rules_of_the_design_card():
     for c in contracts:
         by_type.setdefault(c["type"], []).append(c)
     layers = by_type["layers"][0]["layers"]
-    top_level = {name.strip() for layer in layers for name in layer.split("|")}
+    top_level = {name.strip() for layer in layers for name in re.split(r"[|:]", layer)}
     modules = {p.stem for p in (REPO / "cpudoctor").glob("*.py")} - {"__init__", "__main__"}
     packages = {name.split(".")[1] for name in tomllib.loads((REPO / "pyproject.toml").read_text())
                 ["tool"]["setuptools"]["package-dir"] if name.count(".") == 1}

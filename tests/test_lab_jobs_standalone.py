@@ -98,7 +98,7 @@ def test_a_job_runs_from_a_copy_outside_the_package(tmp_path):
     out = subprocess.run(job_command(str(tmp_path / "train.py"), {"batch_size": 0}), capture_output=True, text=True,
                          timeout=60, cwd="/")
     assert out.returncode == 2 and "batch size" in out.stdout
-    assert Path(job_command("train", {})[3]).parent == jobs.FOLDER          # [python, -I, launcher, job]
+    assert Path(job_command("train", {})[4]).parent == jobs.FOLDER          # [python, -I, -B, launcher, job]
 
 
 def test_the_parent_side_never_imports_torch():

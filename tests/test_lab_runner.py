@@ -112,11 +112,11 @@ def test_job_command_runs_child_scripts_by_path_isolated():
 
     launch = str(probe_script("_launch"))             # gives the job the user's PYTHONPATH and user site back
     argv = runner.job_command("gemm", {"size": 64})
-    assert argv[:4] == [sys.executable, "-I", launch, str(script_path("gemm"))]
+    assert argv[:5] == [sys.executable, "-I", "-B", launch, str(script_path("gemm"))]   # -B: nothing written there
     assert argv[-2:] == ["--control", "stdin"]
     assert argv[argv.index("--json-args") + 1] == '{"size": 64}'
     other = runner.job_command("train", {}, python="/opt/conda/envs/dl/bin/python")
-    assert other[:4] == ["/opt/conda/envs/dl/bin/python", "-I", launch, str(script_path("train"))]
+    assert other[:5] == ["/opt/conda/envs/dl/bin/python", "-I", "-B", launch, str(script_path("train"))]
     assert runner.format_bytes(3 * 1024 ** 3) == "3.0 GiB"
 
 

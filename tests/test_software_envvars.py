@@ -1,4 +1,4 @@
-"""The thread-env whitelist: only tuning variables survive, LD_PRELOAD loses its paths."""
+"""The thread-env allow-list: only tuning variables are listed, only known values shown, LD_PRELOAD loses its paths."""
 
 from cpudoctor.probes.software.envvars import allocator_names, filter_thread_env, preload_names
 
@@ -29,16 +29,25 @@ def test_whitelist_keeps_tuning_vars_and_drops_everything_else():
     assert "hunter2" not in repr(out) and "alice" not in repr(out)
 
 
-def test_secret_or_path_values_under_whitelisted_prefixes_are_not_copied():
+def test_values_are_shown_by_allow_list_only():
+    """Unknown variables under a tuning prefix, and known ones with odd values, say "set" (issue 19)."""
+    blob = "LICENSE-" + "A1b2C3d4" * 40
     out = filter_thread_env({
         "TORCH_HUB_TOKEN": "hunter2",
         "TORCH_HOME": "/home/alice/.cache/torch",
         "MKL_VERBOSE": "/home/alice/odd",
+        "MKL_LICENSE_BLOB": blob,
+        "OMP_NUM_THREADS": "8 ; rm -rf ~",
+        "KMP_AFFINITY": "\x1b]52;c;aGk=\x07",
         "OMP_PROC_BIND": "close",
+        "OMP_PLACES": "{0:4},{4:4}",
+        "OMP_NUM_THREADS_NESTED": "4",
     })
-    assert "TORCH_HUB_TOKEN" not in out
-    assert out["TORCH_HOME"] == "<path>" and out["MKL_VERBOSE"] == "<path>"
-    assert out["OMP_PROC_BIND"] == "close"
+    assert out == {"KMP_AFFINITY": "set", "MKL_LICENSE_BLOB": "set", "MKL_VERBOSE": "set", "OMP_NUM_THREADS": "set",
+                   "OMP_NUM_THREADS_NESTED": "set", "OMP_PLACES": "{0:4},{4:4}", "OMP_PROC_BIND": "close",
+                   "TORCH_HOME": "set", "TORCH_HUB_TOKEN": "set"}
+    assert "hunter2" not in repr(out) and "alice" not in repr(out) and "A1b2C3d4" not in repr(out)
+    assert filter_thread_env(out) == out              # filtering a filtered environment changes nothing
 
 
 def test_preload_reduced_to_library_names():

@@ -89,24 +89,29 @@ def build(source: "Source", *, fast: bool = False, findings: bool = True, only: 
 
 
 def root_arg(value: str | None) -> Path:
-    """Validate ``--root DIR``: it must be a readable folder."""
+    """Validate ``--root DIR``: it must be a readable folder (an empty ``--root ""`` is not ``/``)."""
+    if value is not None and not value.strip():
+        raise CliError('--root "": an empty name; give the folder that holds proc/ and sys/ '
+                       "(leave --root out for this machine)")
     root = Path(value or "/").expanduser()
-    if not root.exists():
-        raise CliError(f"--root {value}: no such folder")
-    if not root.is_dir():
-        hint = _archive_hint(root)
-        raise CliError(f"--root {value}: " + (hint or "not a folder (give the folder that holds proc/ and sys/)"))
     try:
+        if not root.exists():
+            raise CliError(f"--root {value}: no such folder")
+        if not root.is_dir():
+            hint = _archive_hint(root)
+            raise CliError(f"--root {value}: " + (hint or "not a folder (give the folder that holds proc/ and sys/)"))
         next(iter(root.iterdir()), None)
     except OSError as exc:
-        raise CliError(f"--root {value}: cannot read it ({exc.strerror})") from None
+        raise CliError(f"--root {value}: cannot read it ({exc.strerror or exc})") from None
     return root
 
 
 def check_tree(root: Path, given: str | None) -> None:
     """A captured tree must hold proc/cpuinfo or sys/devices/system/cpu, else it is the wrong folder."""
+    from cpudoctor.probes._fs import under
+
     def holds(d: Path) -> bool:
-        return (d / "proc" / "cpuinfo").exists() or (d / "sys" / "devices" / "system" / "cpu").is_dir()
+        return under(d, "proc/cpuinfo").exists() or under(d, "sys/devices/system/cpu").is_dir()
 
     if holds(root):
         return
@@ -134,19 +139,47 @@ def _archive_hint(path: Path) -> str | None:
 
 
 def emit(text: str | bytes, output: str | None) -> None:
-    """Print to stdout, or write atomically to ``output`` (CliError on failure)."""
+    """Print to stdout, or write atomically to ``output`` (CliError on failure).
+
+    Text for the terminal has its control characters stripped (a brand string
+    from a captured tree could carry ANSI/OSC escape sequences); a closed
+    stdout or a full disk is one line and exit code 1, never a traceback.
+    """
     import sys
 
     from cpudoctor.fileio import WriteError, atomic_write
 
     if not output or output == "-":
-        if isinstance(text, bytes):
-            sys.stdout.buffer.write(text)
+        if STDOUT_CLOSED or sys.stdout is None:
+            raise CliError("standard output is closed (>&-): give -o FILE to write the output somewhere", code=1)
+        try:
+            if isinstance(text, bytes):
+                sys.stdout.buffer.write(text)
+            else:
+                from cpudoctor.render.escape import terminal_safe
+
+                text = terminal_safe(text)
+                sys.stdout.write(text if text.endswith("\n") else text + "\n")
             sys.stdout.flush()
-        else:
-            sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise CliError(output_failed(exc), code=1) from None
         return
     try:
         atomic_write(output, text)
     except WriteError as exc:
-        raise CliError(str(exc.strerror or exc)) from None
+        raise CliError(str(exc.strerror or exc), code=exc.exit_code) from None
+
+
+# Set by cli.main when the process started with file descriptor 1 closed (``>&-``).
+STDOUT_CLOSED = False
+
+
+def output_failed(exc: OSError) -> str:
+    """One line for a failed write to stdout (``> /dev/full``: no space left on device)."""
+    import errno as _errno
+
+    why = exc.strerror or str(exc)
+    hint = "free some disk space" if exc.errno in (_errno.ENOSPC, _errno.EDQUOT) else "check where stdout goes"
+    return f"cannot write the output to stdout: {why} ({hint}, or give -o FILE)"

@@ -21,18 +21,15 @@ from pathlib import Path
 from typing import Any
 
 from cpudoctor.commands import CliError, emit
+from cpudoctor.argtypes import int_list, integer, number
+from cpudoctor.probes._fs import MAX_CPUS
+
+# Bounds shared with lab/settings.py (which checks the same again for the window's jobs).
+_THREADS = integer(1, 4096, "a thread count")
+_SECONDS = number(0.1, 86400, "a number of seconds")
 
 EXIT_FAILED = 1
 EXIT_CANCELLED = 130
-
-
-def _int_list(text: str) -> list[int]:
-    from cpudoctor.probes._fs import parse_cpulist
-
-    values = parse_cpulist(text)
-    if not values:
-        raise argparse.ArgumentTypeError(f"expected numbers like 1,2,4 or 0-7, not {text!r}")
-    return values
 
 
 def register(subparsers) -> None:
@@ -54,7 +51,7 @@ def register(subparsers) -> None:
         sp.add_argument("--data", default="synthetic", choices=("synthetic", "mnist"),
                         help="synthetic MNIST-shaped images (default) or real MNIST from --mnist-dir")
         sp.add_argument("--mnist-dir", metavar="DIR", help="folder with the MNIST IDX files (gz or not)")
-        sp.add_argument("--batch-size", type=int, default=64, help="samples per step (default 64)")
+        sp.add_argument("--batch-size", type=integer(1, 65536), default=64, help="samples per step (default 64)")
         sp.add_argument("--optimizer", default="adam", choices=("adam", "sgd"), help="optimizer (default adam)")
         sp.add_argument("--dtype", default="fp32", choices=("fp32", "bf16"),
                         help="fp32 (default) or bf16 autocast, always measured against fp32 in the same job")
@@ -63,37 +60,42 @@ def register(subparsers) -> None:
 
     t = jobs.add_parser("train", help="micro-training run: samples/s, loss and accuracy")
     training(t)
-    t.add_argument("--seconds", type=float, default=20.0, help="run length (default 20)")
-    t.add_argument("--steps", type=int, help="stop after this many steps (before --seconds if shorter)")
-    t.add_argument("--threads", type=int, help="intra-op threads (default: PyTorch's own choice)")
-    t.add_argument("--interop-threads", type=int, help="inter-op threads (default: PyTorch's own choice)")
-    t.add_argument("--cpus", type=_int_list, help="pin to these CPUs, e.g. 0-7 or 0,2,4")
+    t.add_argument("--seconds", type=_SECONDS, default=20.0, help="run length (default 20)")
+    t.add_argument("--steps", type=integer(1, 10**9), help="stop after this many steps (before --seconds if shorter)")
+    t.add_argument("--threads", type=_THREADS, help="intra-op threads (default: PyTorch's own choice)")
+    t.add_argument("--interop-threads", type=_THREADS, help="inter-op threads (default: PyTorch's own choice)")
+    t.add_argument("--cpus", type=int_list(0, MAX_CPUS - 1, MAX_CPUS, "CPU numbers"),
+                   help="pin to these CPUs, e.g. 0-7 or 0,2,4")
     common(t)
 
     s = jobs.add_parser("sweep", help="training at 1..N threads and pinning variants; recommends the best")
     training(s)
-    s.add_argument("--budget", type=float, default=45.0,
+    s.add_argument("--budget", type=number(5, 86400, "a number of seconds"), default=45.0,
                    help="the whole sweep ends within this many seconds, start-up included (default 45)")
-    s.add_argument("--segment", type=float, default=1.0,
+    s.add_argument("--segment", type=number(0.1, 600, "a number of seconds"), default=1.0,
                    help="seconds of one measured segment; variants take turns (default 1)")
     common(s)
 
     g = jobs.add_parser("gemm", help="matmul GFLOP/s vs the theoretical peak")
-    g.add_argument("--size", type=int, help="n of the n x n matrices (default: one multiply takes ~0.25 s, "
-                                            "at most 4096; a path this CPU emulates is measured at 512)")
+    g.add_argument("--size", type=integer(16, 32768), help="n of the n x n matrices (default: one multiply takes "
+                                                            "~0.25 s, at most 4096; a path this CPU emulates is measured at 512)")
     g.add_argument("--backend", action="append", choices=("torch-fp32", "torch-bf16", "numpy-fp32", "numpy-fp64"),
                    help="repeat to choose several (default: all four)")
-    g.add_argument("--threads", type=_int_list, help="thread counts, e.g. 1,2,4 (default: 1 and all usable CPUs)")
-    g.add_argument("--min-seconds", type=float, default=0.75,
+    g.add_argument("--threads", type=int_list(1, 4096, 64, "thread counts"),
+                   help="thread counts, e.g. 1,2,4 (default: 1 and all usable CPUs)")
+    g.add_argument("--min-seconds", type=number(0.01, 3600), default=0.75,
                    help="time each point at least this long, backends in turn (default 0.75)")
-    g.add_argument("--clock-mhz", type=float, help="clock for the peak (default: boost, base or /proc/cpuinfo clock)")
+    g.add_argument("--clock-mhz", type=number(1, 100_000, "a clock in MHz"),
+                   help="clock for the peak (default: boost, base or /proc/cpuinfo clock)")
     common(g)
 
     q = jobs.add_parser("quant", help="dynamic int8 vs fp32 MLP inference latency, measured in the same job")
-    q.add_argument("--hidden", type=int, help="hidden width of the MLP (default 1024; 256 without VNNI)")
-    q.add_argument("--batches", type=_int_list, default=[1, 64], help="batch sizes (default 1,64)")
-    q.add_argument("--threads", type=int, help="intra-op threads (default: PyTorch's own choice)")
-    q.add_argument("--min-seconds", type=float, default=1.0, help="time each batch size at least this long (default 1)")
+    q.add_argument("--hidden", type=integer(8, 65536), help="hidden width of the MLP (default 1024; 256 without VNNI)")
+    q.add_argument("--batches", type=int_list(1, 65536, 64, "batch sizes"), default=[1, 64],
+                   help="batch sizes (default 1,64)")
+    q.add_argument("--threads", type=_THREADS, help="intra-op threads (default: PyTorch's own choice)")
+    q.add_argument("--min-seconds", type=number(0.01, 3600), default=1.0,
+                   help="time each batch size at least this long (default 1)")
     q.add_argument("--api", default="auto", choices=("auto", "torchao", "torch.ao"),
                    help="quantisation API (default auto: torchao when installed, else torch.ao.quantization)")
     common(q)

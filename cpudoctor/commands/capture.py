@@ -31,6 +31,6 @@ def run(args) -> int:
     try:
         result = capture(args.output, root=root, force=args.force)
     except CaptureError as exc:
-        raise CliError(str(exc)) from None
+        raise CliError(str(exc), code=exc.code) from None
     print(result.summary())
     return 0

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from cpudoctor.render.format import wrap
-from cpudoctor.render.markup import md_code, md_escape
+from cpudoctor.render.escape import md_code, md_escape
 from cpudoctor.render.md_extra import evidence_value
 from cpudoctor.render.words import (
     bracketed,
@@ -149,7 +149,7 @@ def render_md(report: Report, findings: Sequence[Finding], label: str, *, verbos
         lines.append("")
         for f in items:
             lines.append(f"- {severity(f.severity).emoji} **{md_escape(f.title)}** "
-                         f"(`{md_code(f.code)}` [{md_escape(f.symbol)}]({f.docs}))")
+                         f"({md_code(f.code)} [{md_escape(f.symbol)}]({f.docs}))")
             if f.severity in ("warning", "error") or (f.severity == "info" and (verbose or f.snippet)):
                 if f.why:
                     lines.append(f"  {md_escape(f.why)}")

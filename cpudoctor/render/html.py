@@ -18,10 +18,11 @@ from cpudoctor.render.doctor import environment_line
 import re
 from typing import Literal
 
+
 from cpudoctor.render import cpu as cpu_sec
 from cpudoctor.render import software as sw_sec
+from cpudoctor.render.escape import html_escape as e
 from cpudoctor.render.format import cache_size, number, or_unknown, size
-from cpudoctor.render.markup import html_escape as e
 from cpudoctor.render.md_extra import (
     evidence_value,
     kind_title,

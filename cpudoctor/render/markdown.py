@@ -10,7 +10,7 @@ from __future__ import annotations
 from cpudoctor.render.doctor import environment_line
 
 from cpudoctor.render import cpu as cpu_sec
-from cpudoctor.render.markup import md_code, md_escape
+from cpudoctor.render.escape import md_code, md_escape
 from cpudoctor.render.md_extra import (
     benchmarks_lines,
     details,
@@ -32,7 +32,7 @@ def header_lines(report: Report) -> list[str]:
     if meta.tool_version:
         sub.append(f"cpudoctor {md_escape(meta.tool_version)}")
     if meta.root and meta.root != "/":
-        sub.append(f"root `{md_code(meta.root)}`")
+        sub.append(f"root {md_code(meta.root)}")
     sub.append(f"schema version {report.schema_version}")
     out += ["_" + ", ".join(sub) + "_", ""]
     env = environment_line(report)
@@ -67,12 +67,12 @@ def flags_lines(report: Report) -> list[str]:
     for name in flags:
         cat, meaning = cpu_sec.describe_flag(name)
         if cat in cpu_sec.KEY_CATEGORIES or name in cpu_sec.KEY_FLAGS:
-            rows.append(f"| `{name}` | {_cell(cpu_sec.category_title(cat))} | {_cell(meaning)} |")
+            rows.append(f"| {md_code(name, table=True)} | {_cell(cpu_sec.category_title(cat))} | {_cell(meaning)} |")
     if rows:
         out += ["Flags that matter for deep learning:", "", "| Flag | Category | What uses it |", "|---|---|---|", *rows, ""]
     body = []
     for cat, names in groups.items():
-        body.append(f"- **{md_escape(cpu_sec.category_title(cat))}**: " + " ".join(f"`{n}`" for n in names))
+        body.append(f"- **{md_escape(cpu_sec.category_title(cat))}**: " + " ".join(md_code(n) for n in names))
     out += details(f"All {len(flags)} flags by category", body)
     return out
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from cpudoctor.render.format import number
-from cpudoctor.render.markup import md_code, md_escape
+from cpudoctor.render.escape import md_code, md_escape, md_fence
 from cpudoctor.render.svg_chart import (
     find_charts,
     measurement_tables,
@@ -113,7 +113,7 @@ def flags_lines(report: Report) -> list[str]:
     flags = report.cpu.flags
     if not flags:
         return []
-    return details(f"All {len(flags)} CPU flags", ["```text", " ".join(flags), "```"])
+    return details(f"All {len(flags)} CPU flags", md_fence(" ".join(flags), "text"))
 
 
 def findings_lines(report: Report) -> list[str]:
@@ -127,22 +127,27 @@ def findings_lines(report: Report) -> list[str]:
     for f in problems:
         # Title, why and fix are separate paragraphs of the list item: consecutive lines would
         # run together into one paragraph on GitHub.
-        out += [f"- **{bracketed(f.severity)} {md_escape(f.title)}** `{f.code}` {md_escape(f.symbol)}", ""]
+        out += [f"- **{bracketed(f.severity)} {md_escape(f.title)}** {md_code(f.code)} {md_escape(f.symbol)}", ""]
         if f.why:
             out += [f"  {md_escape(f.why)}", ""]
         if f.fix:
             out += [f"  **Fix:** {md_escape(f.fix)}", ""]
         if f.snippet:
-            fence = "````" if "```" in f.snippet else "```"
-            out += [f"  {fence}{f.snippet_lang}", *("  " + ln for ln in f.snippet.splitlines()), f"  {fence}", ""]
+            out += [*md_fence(f.snippet, f.snippet_lang, indent="  "), ""]
         if f.evidence:
             out += ["  " + ln if ln else "" for ln in details(
-                "Evidence", [f"- `{md_code(k, limit=80)}`: {md_escape(evidence_value(v))}" for k, v in f.evidence.items()])]
-        out += [f"  Details: `cpudoctor explain {f.code}`", ""]
+                "Evidence", [f"- {md_code(_short(k, 80))}: {md_escape(evidence_value(v))}" for k, v in f.evidence.items()])]
+        out += [f"  Details: {md_code(f'cpudoctor explain {f.code}')}", ""]
     if passed:
         out += details(plural(len(passed), "check passed", "checks passed"),
-                       [f"- {bracketed('ok')} {md_escape(f.title)} `{f.code}`" for f in passed])
+                       [f"- {bracketed('ok')} {md_escape(f.title)} {md_code(f.code)}" for f in passed])
     return out
+
+
+def _short(value: Any, limit: int = 200) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    text = text.replace("\n", " ")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def counts_line(report: Report) -> str:
@@ -165,7 +170,7 @@ def benchmarks_lines(report: Report) -> list[str]:
         if run.started_at:
             out += [f"_started {md_escape(run.started_at)}_", ""]
         if run.settings:
-            out.append("Settings: " + ", ".join(f"`{md_code(item, limit=80)}`" for item in settings_text(run.settings)))
+            out.append("Settings: " + ", ".join(md_code(_short(item, 80)) for item in settings_text(run.settings)))
             out.append("")
         scalars = [(k, v) for k, v in run.metrics.items() if not isinstance(v, (list, dict)) and v is not None]
         if scalars:

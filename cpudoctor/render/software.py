@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from cpudoctor.probes.software.model import IsaRisk, PythonInfo, Software
+from cpudoctor.render.escape import md_code, md_escape
 from cpudoctor.render.format import seconds, size
-from cpudoctor.render.markup import md_code, md_escape
 from cpudoctor.render.words import bracketed, yes_no
 
 OK, WARN, BAD = bracketed("ok"), bracketed("warning"), bracketed("error")
@@ -244,7 +244,7 @@ def markdown_lines(sw: Software | None) -> list[str]:
         lines.append(f"### {sec.title}")
         lines.append("")
         if sec.title == "Thread and allocator environment" and sw.thread_env:
-            lines.extend(f"- `{md_code(line)}`" for line in sec.lines)
+            lines.extend(f"- {md_code(line)}" for line in sec.lines)
         else:
             lines.extend(f"- {md_escape(line)}" for line in sec.lines)
         if sec.table:

@@ -11,6 +11,7 @@ from cpudoctor.render.doctor import environment_line
 
 from cpudoctor.render import cpu as cpu_sec
 from cpudoctor.render.format import number, wrap
+from cpudoctor.render.escape import strip_controls
 from cpudoctor.render.md_extra import when
 from cpudoctor.render.words import bracketed, counts_text, finding_order, plural
 from cpudoctor.report import Report
@@ -149,4 +150,4 @@ def render(report: Report) -> str:
     for part in (cpu_lines, isa_lines, flags_lines, topology_lines, software_lines, findings_lines,
                  benchmarks_lines, notes_lines):
         lines += part(report)
-    return "\n".join(line.rstrip() for line in lines) + "\n"
+    return strip_controls("\n".join(line.rstrip() for line in lines)) + "\n"

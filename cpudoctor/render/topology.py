@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from cpudoctor.probes._fs import format_cpulist
 from cpudoctor.probes import Topology
 from cpudoctor.render.format import cache_size, size
-from cpudoctor.render.markup import md_escape
+from cpudoctor.render.escape import md_escape
 from cpudoctor.render.words import plural
 
 _RANK = {"machine": -1, "package": 0, "numa": 1, "l3": 2, "core": 3}

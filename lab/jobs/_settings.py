@@ -9,6 +9,7 @@ library only, Python 3.8+ (the file runs in the user's environment).
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from dataclasses import asdict, dataclass, field, fields
@@ -31,6 +32,9 @@ DATASETS = ("synthetic", "mnist")
 GEMM_BACKENDS = ("torch-fp32", "torch-bf16", "numpy-fp32", "numpy-fp64")
 QUANT_APIS = ("auto", "torchao", "torch.ao")
 SMOOTHING_STEPS = 20          # loss and accuracy: the mean of the last 20 steps, in the plots and the tables
+# A run longer than a day is a typo (or ``nan``); CPU numbers stop below the kernel's limit.
+MAX_SECONDS = 86400.0
+MAX_CPUS = 65536
 
 
 class SettingsError(JobError):
@@ -46,7 +50,7 @@ def _check_int(name: str, value: Any, lo: int, hi: Optional[int] = None, allow_n
     if isinstance(value, bool) or not isinstance(value, int):
         try:
             value = int(value)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):       # OverflowError: int(float("inf"))
             raise SettingsError(f"{name} must be a whole number, not {value!r}") from None
     if value < lo or (hi is not None and value > hi):
         rng = f">= {lo}" if hi is None else f"between {lo} and {hi}"
@@ -54,15 +58,17 @@ def _check_int(name: str, value: Any, lo: int, hi: Optional[int] = None, allow_n
     return value
 
 
-def _check_float(name: str, value: Any, lo: float = 0.0, allow_none: bool = False) -> Optional[float]:
+def _check_float(name: str, value: Any, lo: float = 0.0, allow_none: bool = False,
+                 hi: float = MAX_SECONDS) -> Optional[float]:
+    """A finite number in (lo, hi]: ``nan`` or ``inf`` seconds would make a job run forever."""
     if value is None and allow_none:
         return None
     try:
         number = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise SettingsError(f"{name} must be a number, not {value!r}") from None
-    if not number > lo:
-        raise SettingsError(f"{name} must be more than {lo:g}, not {number:g}")
+    if not (math.isfinite(number) and lo < number <= hi):
+        raise SettingsError(f"{name} must be more than {lo:g} and at most {hi:g}, not {number:g}")
     return number
 
 
@@ -131,12 +137,12 @@ class TrainSettings:
         self.progress_interval = _check_float("progress interval", self.progress_interval)
         if self.steps is None and self.seconds is None and not self.serve:
             raise SettingsError("give steps or seconds (or both), so the run ends")
-        if self.lr is not None and not (0 < float(self.lr) < 10):
+        if self.lr is not None and not (math.isfinite(float(self.lr)) and 0 < float(self.lr) < 10):
             raise SettingsError(f"learning rate must be between 0 and 10, not {self.lr}")
         if self.cpus is not None:
             if not self.cpus:
                 raise SettingsError("the CPU set to pin to is empty")
-            self.cpus = sorted({_check_int("cpu", c, 0) for c in self.cpus})
+            self.cpus = sorted({_check_int("cpu", c, 0, MAX_CPUS - 1) for c in self.cpus})
         self.channels_last = bool(self.channels_last)
         self.compile = bool(self.compile)
         self.serve = bool(self.serve)
@@ -178,8 +184,8 @@ class GemmSettings:
         self.backends = [_check_choice("backend", b, GEMM_BACKENDS) for b in self.backends]
         if self.threads is not None:
             self.threads = sorted({_check_int("threads", t, 1, 4096) for t in self.threads})
-        self.min_seconds = _check_float("min_seconds", self.min_seconds)
-        self.clock_mhz = _check_float("clock (MHz)", self.clock_mhz, allow_none=True)
+        self.min_seconds = _check_float("min_seconds", self.min_seconds, hi=3600)
+        self.clock_mhz = _check_float("clock (MHz)", self.clock_mhz, allow_none=True, hi=100_000)
         self.native_bf16 = _check_bool(self.native_bf16, allow_none=True)
         self.emulated_size = _check_int("emulated size", self.emulated_size, 16, 32768)
         self.max_size = _check_int("max size", self.max_size, 16, 32768)
@@ -210,7 +216,7 @@ class QuantSettings:
             raise SettingsError("give at least one batch size")
         self.batches = [_check_int("batch", b, 1, 65536) for b in self.batches]
         self.threads = _check_int("threads", self.threads, 1, 4096, allow_none=True)
-        self.min_seconds = _check_float("min_seconds", self.min_seconds)
+        self.min_seconds = _check_float("min_seconds", self.min_seconds, hi=3600)
         self.native_int8 = _check_bool(self.native_int8, allow_none=True)
         self.api = _check_choice("quantisation API", self.api, QUANT_APIS)
         return self

@@ -241,8 +241,11 @@ def train(tr: Trainer, s: TrainSettings, stop: _jobkit.StopFlag, cpus: Optional[
                 budget_start = time.perf_counter()     # the run length counts training, not compiling
     cpu_meter = _cpumeter.CpuMeter(cpus)
     cpu_start = cpu_meter.start()
-    window = {"dtype": dtypes[0], "samples": 0, "seconds": 0.0, "began": time.perf_counter()}
+    window = {"dtype": dtypes[0], "samples": 0, "seconds": 0.0, "began": time.perf_counter(), "steps": 0}
     last_report = time.perf_counter()
+    # A run limited by steps that may end inside its first window still measures every dtype: windows also
+    # end after a share of the steps (on a fast CPU, 15 steps take less than one WINDOW_S).
+    window_steps = max(1, s.steps // (2 * len(dtypes))) if s.steps is not None and len(dtypes) > 1 else None
 
     def report(now: float) -> None:
         fields = {"step": tr.steps, "elapsed": round(now - start, 3), "dtype": s.dtype,
@@ -269,11 +272,12 @@ def train(tr: Trainer, s: TrainSettings, stop: _jobkit.StopFlag, cpus: Optional[
         meter.add(window["dtype"], n, dt)
         window["samples"] += n
         window["seconds"] += dt
+        window["steps"] += 1
         now = time.perf_counter()
-        if now - window["began"] >= WINDOW_S:
+        if now - window["began"] >= WINDOW_S or (window_steps is not None and window["steps"] >= window_steps):
             meter.close_window(window["dtype"], window["samples"], window["seconds"])
             nxt = dtypes[(dtypes.index(window["dtype"]) + 1) % len(dtypes)]
-            window = {"dtype": nxt, "samples": 0, "seconds": 0.0, "began": now}
+            window = {"dtype": nxt, "samples": 0, "seconds": 0.0, "began": now, "steps": 0}
         if now - last_report >= s.progress_interval:
             report(now)
             last_report = now

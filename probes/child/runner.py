@@ -448,11 +448,17 @@ def script_argv(name: str, *args: str, python: str | None = None) -> list[str]:
     ``python`` is the interpreter of the environment under test (default: this
     one). ``-I`` keeps CPU Doctor's own Python settings out of it; the script's
     prelude then gives it the import path a plain ``python train.py`` of the
-    user would have (PYTHONPATH, the user site).
+    user would have (PYTHONPATH, the user site). ``-B``: looking at an
+    environment writes nothing into it (no ``__pycache__`` in its packages).
     """
     from cpudoctor.probes.child.scripts import script_path
 
-    return [python or sys.executable, "-I", str(script_path(name)), *args]
+    return [python or sys.executable, *CHILD_FLAGS, str(script_path(name)), *args]
+
+
+# How every standalone script starts in the environment under test: isolated from CPU Doctor's
+# own Python settings (-I), and writing no bytecode into that environment (-B).
+CHILD_FLAGS = ("-I", "-B")
 
 
 def parse_json_lines(stdout: str) -> dict[str, Any]:

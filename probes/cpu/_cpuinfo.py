@@ -12,6 +12,10 @@ from dataclasses import dataclass, field
 
 # The key that starts a new processor block (x86 and ARM both use "processor").
 _BLOCK_KEY = "processor"
+# No kernel numbers more CPUs (probes/_fs.py MAX_CPUS); entries beyond are garbage.
+_MAX_PROCESSORS = 65536
+# The longest real value is an x86 flags line (~2 kB); a longer one is a damaged file.
+_MAX_VALUE = 16384
 
 
 @dataclass
@@ -76,10 +80,14 @@ def parse_cpuinfo(text: str | None) -> CpuinfoText:
         key, _, value = line.partition(":")
         key = key.strip()
         value = value.strip()
-        if not key or not _plausible_key(key):
+        if not key or not _plausible_key(key) or len(value) > _MAX_VALUE:
             skipped += 1
             continue
         if key == _BLOCK_KEY:
+            if len(result.processors) >= _MAX_PROCESSORS:
+                current = None          # a garbled file repeating "processor" a million times
+                skipped += 1
+                continue
             current = {}
             result.processors.append(current)
             current[key] = value

@@ -126,19 +126,29 @@ def cpu_from_cpuinfo_text(text: str | None, root: Path | None = None, path: str 
 # -- identity -------------------------------------------------------------
 
 def _int(text: str | None) -> int | None:
+    """A cpuinfo number (family, model, stepping): bounded ASCII decimal or 0x hex, else None."""
+    from cpudoctor.probes._fs import GarbledValue, parse_int
+
     if text is None:
         return None
-    text = text.strip()
     try:
-        return int(text, 0) if text.lower().startswith("0x") else int(text)
-    except ValueError:
+        return parse_int(text, 0, 0xFFFFFFFF)
+    except GarbledValue:
         return None
+
+
+# CPUID brand strings are 48 characters; ARM "Hardware"/"model name" lines are short too.
+# Anything far longer is a damaged or hostile file (a 1 MB name made a window take minutes).
+_BRAND_MAX = 200
 
 
 def _clean_brand(text: str | None) -> str | None:
     if not text:
         return None
+    text = "".join(ch for ch in text if ch.isprintable() or ch.isspace())   # no escape sequences
     brand = " ".join(text.replace("\ufffd", "").split())
+    if len(brand) > _BRAND_MAX:
+        brand = brand[: _BRAND_MAX - 1] + "…"
     return brand or None
 
 
@@ -189,7 +199,7 @@ def _midr(root: Path) -> tuple[str | None, list[str], str | None]:
             continue
         text = read_text(base / name / "regs" / "identification" / "midr_el1")
         try:
-            midr = int(text, 16) if text else None
+            midr = int(text, 16) if text and len(text) <= 18 else None
         except ValueError:
             midr = None
         if midr is None:
@@ -216,6 +226,10 @@ def _fill_flags(cpu: CpuInfo, parsed) -> None:
     only_some = sorted(set.union(*sets) - common)
     # Keep the kernel's order (grouped by CPUID word), without duplicates or garbage tokens.
     cpu.flags = [name for name in dict.fromkeys(lines[0].split()) if name in common and _flag_name_ok(name)]
+    if len(cpu.flags) > _MAX_FLAGS:
+        cpu.notes.append(f"cpuinfo lists {len(cpu.flags)} flags, more than any CPU has: only the first "
+                         f"{_MAX_FLAGS} were kept")
+        cpu.flags = cpu.flags[:_MAX_FLAGS]
     if only_some:
         cpu.notes.append(
             f"flags differ between processors ({', '.join(only_some[:8])}{' ...' if len(only_some) > 8 else ''} "
@@ -223,8 +237,12 @@ def _fill_flags(cpu: CpuInfo, parsed) -> None:
         )
 
 
+# x86 kernels name about 350 flags in all, arm64 about 80; a name is a short word.
+_MAX_FLAGS = 1024
+
+
 def _flag_name_ok(name: str) -> bool:
-    return bool(re.fullmatch(r"[a-z0-9_.]+", name))
+    return len(name) <= 64 and bool(re.fullmatch(r"[a-z0-9_.]+", name))
 
 
 def _arch(cpu: CpuInfo, parsed, root: Path | None, flags: set[str], is_arm: bool) -> str | None:
@@ -307,7 +325,7 @@ def _part_of(match, cpu: CpuInfo) -> str | None:
 
 # -- clocks ---------------------------------------------------------------
 
-_BRAND_GHZ = re.compile(r"@\s*([0-9]+(?:\.[0-9]+)?)\s*([GM])Hz", re.IGNORECASE)
+_BRAND_GHZ = re.compile(r"@\s*([0-9]{1,5}(?:\.[0-9]{1,4})?)\s*([GM])Hz", re.IGNORECASE)
 
 
 def _fill_clocks(cpu: CpuInfo, root: Path | None) -> None:

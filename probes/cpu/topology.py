@@ -16,14 +16,20 @@ from pathlib import Path
 
 from cpudoctor.probes._cgroup import CgroupLimits, read_cgroup_limits
 from cpudoctor.probes._fs import (
+    MAX_CPUS,
+    GarbledValue,
+    cap_notes,
+    cpu_number,
     format_cpulist,
     list_dir,
-    parse_cpulist,
-    parse_cpumask,
-    parse_size,
+    parse_int,
+    read_cpulist,
+    read_cpumask,
     read_int,
     read_lines,
+    read_size,
     read_text,
+    shown,
     under,
 )
 
@@ -163,6 +169,7 @@ def probe_topology(root: Path = Path("/"), live: bool | None = None) -> Topology
     if topo.cpu_family is None:
         topo.cpu_family = _cpuinfo_family(root)
     _fill_affinity(topo, root, live)
+    topo.notes = cap_notes(topo.notes)
     return topo
 
 
@@ -177,8 +184,8 @@ def _cpuinfo_family(root: Path) -> int | None:
     for line in read_lines(under(root, "/proc/cpuinfo")) or []:
         if line.startswith("cpu family"):
             try:
-                return int(line.partition(":")[2].strip())
-            except ValueError:
+                return parse_int(line.partition(":")[2], 0, 0xFFFF)
+            except GarbledValue:
                 return None
     return None
 
@@ -190,25 +197,33 @@ def _is_live_root(root: Path) -> bool:
         return False
 
 
+def _numbered(names: list[str], prefix: str) -> list[int]:
+    """``cpu0``, ``cpu12`` -> [0, 12]: ASCII numbers below MAX_CPUS only (never ``cpu²``)."""
+    found = (cpu_number(n[len(prefix):]) for n in names if n.startswith(prefix))
+    return sorted(n for n in found if n is not None)
+
+
 def _cpu_numbers(cpu_dir: Path) -> list[int]:
-    return sorted(int(n[3:]) for n in list_dir(cpu_dir) if n.startswith("cpu") and n[3:].isdigit())
+    return _numbered(list_dir(cpu_dir), "cpu")
 
 
-def _cpuset_file(directory: Path, name: str, mask_name: str | None = None) -> list[int] | None:
+def _cpuset_file(directory: Path, name: str, mask_name: str | None = None,
+                 notes: list[str] | None = None) -> list[int] | None:
     """``<name>_list`` (cpulist), else the hex mask ``<mask_name or name>`` in ``directory``."""
-    cpus = parse_cpulist(read_text(directory / f"{name}_list"))
+    cpus = read_cpulist(directory / f"{name}_list", notes)
     if cpus is None:
-        cpus = parse_cpumask(read_text(directory / (mask_name or name)))
+        cpus = read_cpumask(directory / (mask_name or name), notes)
     return cpus
 
 
-def _online_cpus(cpu_dir: Path, present: list[int]) -> list[int]:
+def _online_cpus(cpu_dir: Path, present: list[int], notes: list[str] | None = None) -> list[int]:
     """Online CPUs: the ``online`` list, else each cpuN/online flag, else topology/ present.
 
     Old kernels (96em64t) have no ``online`` file; an offline CPU keeps its
-    cpuN directory but loses ``topology/``.
+    cpuN directory but loses ``topology/``. A garbled ``online`` (``5-2``) is
+    a note and the per-CPU files decide.
     """
-    listed = parse_cpulist(read_text(cpu_dir / "online"))
+    listed = read_cpulist(cpu_dir / "online", notes)
     if listed is not None:
         return sorted(set(listed) & set(present)) if present else listed
     online = []
@@ -221,15 +236,15 @@ def _online_cpus(cpu_dir: Path, present: list[int]) -> list[int]:
     return online
 
 
-def _read_cpu(cpu_dir: Path, n: int, online: set[int]) -> _Cpu:
+def _read_cpu(cpu_dir: Path, n: int, online: set[int], notes: list[str] | None = None) -> _Cpu:
     topo_dir = cpu_dir / f"cpu{n}" / "topology"
     package = read_int(topo_dir / "physical_package_id")
     if package is not None and package < 0:        # some VMs and ARM boards say -1
         package = 0
     die = read_int(topo_dir / "die_id")
-    siblings = _cpuset_file(topo_dir, "core_cpus")
+    siblings = _cpuset_file(topo_dir, "core_cpus", notes=notes)
     if siblings is None:
-        siblings = _cpuset_file(topo_dir, "thread_siblings")
+        siblings = _cpuset_file(topo_dir, "thread_siblings", notes=notes)
     sib = sorted((set(siblings or []) & online) | {n})
     return _Cpu(n, package, die if die is not None and die >= 0 else None, read_int(topo_dir / "core_id"), sib)
 
@@ -269,7 +284,8 @@ def _group_cores(cpus: dict[int, _Cpu]) -> list[list[int]]:
     return cores
 
 
-def _read_caches(cpu_dir: Path, online: list[int]) -> tuple[bool, dict[int, list[tuple[frozenset[int], int | None]]]]:
+def _read_caches(cpu_dir: Path, online: list[int], notes: list[str] | None = None
+                 ) -> tuple[bool, dict[int, list[tuple[frozenset[int], int | None]]]]:
     """Per level (2 and 3): distinct (CPU set, size) of data/unified caches, from cache/index*/.
 
     Returns (any cache directory seen, {level: [(cpus, size_bytes)]}).
@@ -300,41 +316,42 @@ def _read_caches(cpu_dir: Path, online: list[int]) -> tuple[bool, dict[int, list
             # but edited dumps (64amd64: map says the L2 is shared by the compute
             # unit, list says not) can disagree, and the map is the older, always
             # present file (96em64t has no list at all). So: map first.
-            shared = parse_cpumask(read_text(idx / "shared_cpu_map"))
+            shared = read_cpumask(idx / "shared_cpu_map", notes)
             if shared is None:
-                shared = parse_cpulist(read_text(idx / "shared_cpu_list"))
+                shared = read_cpulist(idx / "shared_cpu_list", notes)
             members = frozenset((set(shared or []) & online_set) | {n})
             covered[level].update(members)
             per_level = levels.setdefault(level, {})
             if members not in per_level or per_level[members] is None:
-                per_level[members] = parse_size(read_text(idx / "size"))
+                per_level[members] = read_size(idx / "size", notes)
     return found, {lvl: sorted(d.items(), key=lambda kv: min(kv[0])) for lvl, d in levels.items()}
 
 
 def _read_numa(root: Path, online: list[int], topo: Topology) -> None:
     node_dir = under(root, _NODE_DIR)
-    present = sorted(int(n[4:]) for n in list_dir(node_dir) if n.startswith("node") and n[4:].isdigit())
-    listed = parse_cpulist(read_text(node_dir / "online"))
+    present = _numbered(list_dir(node_dir), "node")
+    listed = read_cpulist(node_dir / "online", topo.notes)
     ids = sorted(set(listed) & set(present)) if listed is not None else present
     online_set = set(online)
     if not ids:
         topo.notes.append("no NUMA nodes in /sys/devices/system/node: assuming one node")
         topo.numa_nodes = [NumaNode(0, list(online), [10])]
         return
+    row_lengths = {len(ids), len(present), max(present, default=0) + 1}
     for k in ids:
         d = node_dir / f"node{k}"
-        cpus = parse_cpulist(read_text(d / "cpulist"))
+        cpus = read_cpulist(d / "cpulist", topo.notes)
         if cpus is None:
-            cpus = parse_cpumask(read_text(d / "cpumap")) or []
+            cpus = read_cpumask(d / "cpumap", topo.notes) or []
         cpus = sorted(set(cpus) & online_set)
-        distances = [int(x) for x in (read_text(d / "distance") or "").split() if x.lstrip("-").isdigit()]
-        topo.numa_nodes.append(NumaNode(k, cpus, distances))
+        topo.numa_nodes.append(NumaNode(k, cpus, _distances(d / "distance", row_lengths, topo.notes)))
         for line in read_lines(d / "meminfo") or []:
             if "MemTotal:" in line:
                 parts = line.split("MemTotal:", 1)[1].split()
                 try:
-                    topo.numa_memory_bytes[str(k)] = int(parts[0]) * (1024 if parts[1:2] == ["kB"] else 1)
-                except (ValueError, IndexError):
+                    kib = parse_int(parts[0], 0, 1 << 43)          # 8 PiB: no node has more
+                    topo.numa_memory_bytes[str(k)] = kib * (1024 if parts[1:2] == ["kB"] else 1)
+                except (GarbledValue, IndexError):
                     pass
                 break
         if not cpus:
@@ -346,19 +363,39 @@ def _read_numa(root: Path, online: list[int], topo: Topology) -> None:
             "their memory is always remote")
 
 
+def _distances(path: Path, nodes: set[int], notes: list[str]) -> list[int]:
+    """A node's row of the SLIT distance matrix: one entry per node, 10 (local) to 255 (unreachable).
+
+    ``nodes`` are the sensible row lengths: current kernels print one entry per
+    online node, older ones one per possible node.
+    """
+    text = read_text(path)
+    if not text:
+        return []
+    try:
+        row = [parse_int(x, 0, 255) for x in text.split()]
+    except GarbledValue as exc:
+        notes.append(f"{shown(path)} is not a row of NUMA distances ({exc}): ignored")
+        return []
+    if len(row) not in nodes:
+        notes.append(f"{shown(path)} lists {len(row)} distances for {min(nodes)} NUMA nodes: ignored")
+        return []
+    return row
+
+
 def _from_sysfs(root: Path) -> Topology:
     cpu_dir = under(root, _CPU_DIR)
     topo = Topology(source="sysfs")
     present = _cpu_numbers(cpu_dir)
-    online = _online_cpus(cpu_dir, present)
+    online = _online_cpus(cpu_dir, present, topo.notes)
     online_set = set(online)
     topo.online_cpus = online
-    offline = parse_cpulist(read_text(cpu_dir / "offline"))
+    offline = read_cpulist(cpu_dir / "offline", topo.notes)
     offline_set = (set(offline) & set(present)) if offline is not None else set()
     topo.offline_cpus = sorted((set(present) - online_set) | offline_set - online_set)
     topo.logical_cpus = len(online)
 
-    cpus = {n: _read_cpu(cpu_dir, n, online_set) for n in online}
+    cpus = {n: _read_cpu(cpu_dir, n, online_set, topo.notes) for n in online}
     no_topo = [n for n in online if not (cpu_dir / f"cpu{n}" / "topology").is_dir()]
     if no_topo:
         topo.notes.append(f"CPUs {format_cpulist(no_topo)} have no topology/ directory: each counted as its own core")
@@ -373,7 +410,7 @@ def _from_sysfs(root: Path) -> Topology:
     topo.packages = len(topo.package_list)
 
     # Caches.
-    found, levels = _read_caches(cpu_dir, online)
+    found, levels = _read_caches(cpu_dir, online, topo.notes)
     topo.l3_known = found
     if not found:
         topo.notes.append("no cache information in sysfs (container, VM or WSL): L3 (CCX) domains unknown")
@@ -460,12 +497,13 @@ def _from_cpuinfo(root: Path) -> Topology:
     pkgs = sorted({e.get("physical id", "0") for e in procs})
     topo.packages = len(pkgs)
     try:
-        siblings = int(procs[0].get("siblings", "0"))
-        per_pkg_cores = int(procs[0].get("cpu cores", "0"))
-    except ValueError:
+        siblings = parse_int(procs[0].get("siblings", "0"), 0, MAX_CPUS)
+        per_pkg_cores = parse_int(procs[0].get("cpu cores", "0"), 0, MAX_CPUS)
+    except GarbledValue as exc:
+        topo.notes.append(f"/proc/cpuinfo 'siblings' or 'cpu cores' is garbled ({exc}): ignored")
         siblings = per_pkg_cores = 0
     distinct_cores = {(e.get("physical id"), e.get("core id")) for e in procs if "core id" in e}
-    topo.logical_cpus = max(len(procs), siblings * len(pkgs))
+    topo.logical_cpus = min(max(len(procs), siblings * len(pkgs)), MAX_CPUS)
     topo.cores = max(len(distinct_cores), per_pkg_cores * len(pkgs)) or None
     if topo.cores:
         topo.smt_threads_per_core = max(1, topo.logical_cpus // topo.cores)
@@ -473,10 +511,9 @@ def _from_cpuinfo(root: Path) -> Topology:
         topo.notes.append(
             f"/proc/cpuinfo lists {len(procs)} processor(s) but says {siblings} per package: "
             "counts taken from 'siblings' and 'cpu cores'")
-    try:
-        topo.online_cpus = sorted(int(e["processor"]) for e in procs)
-    except ValueError:
-        pass
+    numbers = [cpu_number(e["processor"]) for e in procs]
+    if None not in numbers:
+        topo.online_cpus = sorted(n for n in numbers if n is not None)
     if len(topo.online_cpus) != topo.logical_cpus:
         topo.online_cpus = list(range(topo.logical_cpus))
     topo.notes.append("no /sys/devices/system/cpu: L3 (CCX) domains and NUMA nodes unknown")
@@ -545,5 +582,7 @@ def _fill_affinity(topo: Topology, root: Path, live: bool) -> None:
         topo.notes.append(
             f"cgroup CPU quota = {aff.cpu_quota:g} CPUs ({limits.quota_path}): more busy threads than "
             f"{aff.usable_cpus} only add throttling")
-    if live:   # a captured tree without cgroup files is normal, not worth a note
+    if live:   # a captured tree without cgroup files is normal, not worth a note; garbled ones are
         topo.notes.extend(limits.notes)
+    else:
+        topo.notes.extend(n for n in limits.notes if n.endswith(": ignored"))

@@ -66,11 +66,11 @@ def process_python(root: Path, pid: int, *, environ: Mapping[str, str] | None, a
         first = argv[0]
         if "/" in first:
             if not first.startswith("/"):
-                cwd = _readlink(under(root, f"/proc/{pid}/cwd"))
+                cwd = _readlink(root, f"proc/{pid}/cwd")
                 first = os.path.normpath(os.path.join(cwd, first)) if cwd else ""
             if first and under(root, first).is_file():
                 return ProcessPython(first, _prefix_of(first), "argv[0]")
-    exe = _readlink(under(root, f"/proc/{pid}/exe"))
+    exe = _readlink(root, f"proc/{pid}/exe")
     if exe:
         return ProcessPython(exe, _prefix_of(exe), "exe")
     return None
@@ -81,9 +81,11 @@ def _prefix_of(executable: str) -> str | None:
     return os.path.dirname(parent) if os.path.basename(parent) in ("bin", "Scripts") else None
 
 
-def _readlink(path: Path) -> str | None:
+def _readlink(root: Path, rel: str) -> str | None:
+    """The text of a /proc link (where it points, as the process sees it): reading a link's text reads
+    nothing behind it, so it is joined to the root plainly rather than resolved inside it."""
     try:
-        target = os.readlink(path)
+        target = os.readlink(Path(root) / rel)
     except OSError:
         return None
     return target.removesuffix(" (deleted)") if target.startswith("/") else None

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from cpudoctor.probes._fs import list_dir, parse_cpulist, read_text, under
+from cpudoctor.probes._fs import list_dir, parse_cpulist, read_bytes_checked, read_text, under
 
 # Clock ticks per second for utime/stime. Linux has used USER_HZ = 100 on every
 # architecture for decades; sysconf gives the live value where available.
@@ -114,7 +114,7 @@ def read_reason(path: Path, binary_nul: bool = False) -> ReadResult:
     ``binary_nul`` keeps NUL separators (environ, cmdline) as they are.
     """
     try:
-        data = path.read_bytes()
+        data = read_bytes_checked(path)     # regular files only, size-capped (a fake tree may hold a FIFO)
     except FileNotFoundError:
         return ReadResult(None, "gone", "no such file")
     except ProcessLookupError:
@@ -377,30 +377,78 @@ def redact_paths(text: str) -> str:
     return _HOME_RE.sub("~", text)
 
 
-_SECRET_ARG_RE = re.compile(r"(?i)token|secret|passw|api[_-]?key|credential|auth")
+REDACTED = "<redacted>"
+_ASSIGNMENT_RE = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]{0,63})=(.*)", re.DOTALL)
+_NUMBER_RE = re.compile(r"-[0-9.]+")
+_PYTHON_RE = re.compile(r"(python|pypy)[0-9.]*[a-z]?(\.exe)?|ipykernel_launcher|pytest|torchrun|accelerate|deepspeed",
+                        re.IGNORECASE)
 
 
 def redact_args(args: list[str]) -> list[str]:
-    """Command-line arguments with secret-looking values replaced: ``--hf-token X``, ``password=X``.
+    """A command line as it may be shown: kept by allow-list, everything else ``<redacted>``.
 
-    Training scripts take API keys on the command line often enough that a
-    pasted inspection must not carry them.
+    Kept: the program, the script or module it runs (``train.py``, ``-m torch.distributed.run``),
+    the names of flags, and the values of the flags in ``resources/shown_settings.json``
+    (threads, workers, batch size, dtype ...) when they look like a number or a short word.
+    Replaced: every other value and positional argument: ``--key sk-…``, ``--pw …``,
+    ``-p …``, ``--wandb-key …``, ``postgres://u:PASSWORD@h/x``, ``-pPASSWORD``. Training
+    scripts take keys on the command line often enough that no keyword list can be trusted.
     """
-    out: list[str] = []
-    hide_next = False
-    for arg in args:
-        if hide_next and not arg.startswith("-"):
-            out.append("<redacted>")
-            hide_next = False
+    from cpudoctor.probes.software.envvars import shown_settings, shown_value
+
+    if not args:
+        return []
+    allow = shown_settings()
+    flags, value_ok, scripts = allow["flags"], allow["value_shape"], allow["script_suffixes"]
+
+    def value(flag: str | None, text: str) -> str:
+        if flag == "-c" and runs_python and any(rx.fullmatch(text) for rx in allow["python_code"]):
+            return text                               # multiprocessing's own worker stanza
+        return text if flag in flags and value_ok.fullmatch(text) else REDACTED
+
+    out = [args[0]]
+    runs_python = bool(_PYTHON_RE.fullmatch(args[0].replace("\\", "/").rsplit("/", 1)[-1]))
+    pending: str | None = None            # a flag whose value may be the next argument
+    script_seen = only_positionals = False
+    for arg in args[1:]:
+        is_flag = (not only_positionals and arg.startswith("-") and len(arg) > 1
+                   and not _NUMBER_RE.fullmatch(arg))
+        if arg == "--" and not only_positionals:
+            out.append(arg)
+            only_positionals, pending = True, None
             continue
-        hide_next = False
-        name, sep, _value = arg.partition("=")
-        if _SECRET_ARG_RE.search(name):
-            if sep:
-                out.append(f"{name}=<redacted>")
-                continue
-            hide_next = arg.startswith("-")
-        out.append(arg)
+        if is_flag:
+            name, eq, rest = arg.partition("=")
+            if eq:
+                out.append(f"{name}={value(name, rest)}")
+                pending = None
+            elif not arg.startswith("--") and len(arg) > 2 and arg not in flags:
+                out.append(arg[:2] + REDACTED)        # -pPASSWORD, -Xmx4g: the value is glued on
+                pending = None
+            else:
+                out.append(arg)
+                pending = arg
+            continue
+        if arg.lower().endswith(scripts) and (not script_seen or pending is None):
+            out.append(arg)                           # the script a launcher or interpreter runs
+            script_seen, pending = True, None
+            continue
+        if pending is not None:
+            out.append(value(pending, arg))
+            if pending == "-m" and runs_python:
+                script_seen = True                    # python -m module: the module is the script
+            pending = None
+            continue
+        if runs_python and not script_seen and not only_positionals:
+            out.append(arg)                           # python's first positional is its script
+            script_seen = True
+            continue
+        m = _ASSIGNMENT_RE.fullmatch(arg)
+        if m:                                         # env-style NAME=value, hydra-style key=value
+            shown = shown_value(m.group(1), m.group(2))
+            out.append(f"{m.group(1)}={m.group(2) if shown != 'set' else REDACTED}")
+            continue
+        out.append(REDACTED)
     return out
 
 

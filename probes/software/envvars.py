@@ -1,18 +1,28 @@
 """The thread and allocator environment, reduced to what is safe to paste publicly.
 
-Reports get pasted into issues and chats, so environment variables are copied
-through a whitelist only: the prefixes that steer OpenMP, BLAS, oneDNN/ZenDNN
-and PyTorch threading. Everything else (tokens, keys, paths, user names) is
-dropped. ``LD_PRELOAD`` matters (jemalloc/tcmalloc change allocator speed a
-lot) but holds paths, so only the library file names are kept.
+Reports get pasted into issues and chats, so environment variables are shown
+by allow-list, never by guessing which ones look secret:
+
+* only names under the prefixes that steer OpenMP, BLAS, oneDNN/ZenDNN and
+  PyTorch threading are listed at all (everything else is dropped);
+* of those, the variables in ``resources/shown_settings.json`` keep their value
+  when it has the shape listed there (``OMP_NUM_THREADS=8``,
+  ``KMP_AFFINITY=granularity=fine,compact``); any other value, and any other
+  variable, is shown as ``set``: a token in ``TORCH_HUB_TOKEN`` or a licence
+  blob in some ``MKL_*`` variable never reaches a report.
+
+``LD_PRELOAD`` matters (jemalloc/tcmalloc change allocator speed a lot) but
+holds paths, so only the library file names are kept.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
+from functools import lru_cache
 
-# Prefixes whose variables tune threads, BLAS or oneDNN. Kept short on purpose:
-# adding a prefix here means its values may end up in a public report.
+# Prefixes whose variables tune threads, BLAS or oneDNN: their names are shown. Kept short
+# on purpose; which ones also show their value is decided by resources/shown_settings.json.
 THREAD_ENV_PREFIXES: tuple[str, ...] = (
     "OMP_",
     "MKL_",
@@ -26,27 +36,39 @@ THREAD_ENV_PREFIXES: tuple[str, ...] = (
     "TORCH_",
 )
 THREAD_ENV_NAMES: frozenset[str] = frozenset({"ATEN_CPU_CAPABILITY"})
+# What a variable whose value is not shown says instead.
+HIDDEN = "set"
+_MAX_VALUE = 400
 
-# A whitelisted prefix can still carry a secret-looking name (TORCH_HUB_TOKEN,
-# a path in MKL_... ): values of such names are never copied.
-_SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "API_KEY", "APIKEY", "AUTH")
-# TORCH_HOME, TORCHINDUCTOR_CACHE_DIR, TORCH_EXTENSIONS_DIR ... hold paths that
-# often contain the user's home: the value is replaced, the name stays visible.
-_PATH_WORDS = ("HOME", "DIR", "PATH", "FILE", "CACHE", "ROOT")
+
+@lru_cache(maxsize=1)
+def shown_settings() -> dict:
+    """resources/shown_settings.json with its shapes compiled: {"environment": {name: regex}, ...}."""
+    from cpudoctor import resources
+
+    data = resources.load_json("shown_settings.json")
+    shapes = {name: re.compile(rx) for name, rx in data["shapes"].items()}
+    cmd = data["command_line"]
+    return {
+        "environment": {name: shapes[shape] for name, shape in data["environment"].items()},
+        "value_shape": re.compile(cmd["value_shape"]),
+        "flags": frozenset(cmd["flags"]),
+        "script_suffixes": tuple(cmd["script_suffixes"]),
+        "python_code": tuple(re.compile(rx) for rx in cmd["python_code"]),
+    }
 
 
 def _is_thread_var(name: str) -> bool:
     return name in THREAD_ENV_NAMES or name.startswith(THREAD_ENV_PREFIXES)
 
 
-def _safe_value(name: str, value: str) -> str | None:
-    """The value as it may appear in a report, "<path>" for path-like values, None to drop."""
-    upper = name.upper()
-    if any(word in upper for word in _SECRET_WORDS):
-        return None
-    if any(word in upper for word in _PATH_WORDS) or "/" in value or "\\" in value:
-        return "<path>"
-    return value
+def shown_value(name: str, value: str) -> str:
+    """``value`` when ``name`` is a known variable and the value has its shape, else ``"set"``."""
+    shape = shown_settings()["environment"].get(name)
+    value = str(value).strip()
+    if shape is not None and len(value) <= _MAX_VALUE and shape.fullmatch(value):
+        return value
+    return HIDDEN
 
 
 def preload_names(value: str | None) -> list[str]:
@@ -66,17 +88,16 @@ def preload_names(value: str | None) -> list[str]:
 
 
 def filter_thread_env(environ: Mapping[str, str]) -> dict[str, str]:
-    """The whitelisted thread/allocator variables of ``environ``, sorted by name.
+    """The thread/allocator variables of ``environ`` as they may be shown, sorted by name.
 
+    Known variables with a sane value keep it, the others say ``"set"``;
     ``LD_PRELOAD`` is included reduced to library names (space-separated), so
     the result can go into a public report as is.
     """
     out: dict[str, str] = {}
     for name in sorted(environ):
         if _is_thread_var(name):
-            value = _safe_value(name, str(environ[name]))
-            if value is not None:
-                out[name] = value
+            out[name] = shown_value(name, environ[name])
     names = preload_names(environ.get("LD_PRELOAD"))
     if names:
         out["LD_PRELOAD"] = " ".join(names)

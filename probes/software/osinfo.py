@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from cpudoctor import resources
-from cpudoctor.probes._fs import list_dir, read_int, read_lines, read_text, under
+from cpudoctor.probes._fs import GarbledValue, list_dir, parse_int, read_int, read_lines, read_text, under
 from cpudoctor.probes.software.model import OsInfo
 
 # cgroup v1 reports "no limit" as a huge page-rounded number (2^63 - 4096 on
@@ -74,6 +74,10 @@ def parse_thp(text: str | None) -> str | None:
     return None
 
 
+# 2**43 KiB = 8 PiB: more memory than any machine has; larger meminfo figures are garbled files.
+_MAX_MEMINFO = 1 << 43
+
+
 def parse_meminfo(text: str | None) -> dict[str, int]:
     """/proc/meminfo in bytes (the kernel writes kB, meaning KiB)."""
     out: dict[str, int] = {}
@@ -83,8 +87,8 @@ def parse_meminfo(text: str | None) -> dict[str, int]:
         if not sep or not fields:
             continue
         try:
-            value = int(fields[0])
-        except ValueError:
+            value = parse_int(fields[0], 0, _MAX_MEMINFO)      # ASCII digits, no 4,000-digit "sizes"
+        except GarbledValue:
             continue
         out[key.strip()] = value * 1024 if len(fields) > 1 and fields[1].lower() == "kb" else value
     return out
@@ -221,8 +225,8 @@ def _cgroup_memory_limit(root: Path) -> int | None:
             if text is None or text == "max":
                 continue
             try:
-                value = int(text)
-            except ValueError:
+                value = parse_int(text, 0)
+            except GarbledValue:
                 continue
             if 0 < value < _UNLIMITED:
                 limits.append(value)

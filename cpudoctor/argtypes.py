@@ -1,0 +1,61 @@
+"""argparse ``type=`` functions for numbers: finite, in range, bounded lists.
+
+``float("nan")`` and ``float("inf")`` parse, and ``0-100000000000`` is a valid
+range to a naive parser: without these a ``--seconds nan`` job never ends and
+a ``--cpus`` range eats the memory. A bad value is argparse's one line, exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+
+
+def number(lo: float, hi: float, what: str = "a number") -> Callable[[str], float]:
+    """A finite float in [lo, hi]."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text) if len(text) <= 40 else math.nan
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text[:40]!r} is not {what}") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a finite number; give {lo:g} to {hi:g}")
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"{value:g} is out of range; give {lo:g} to {hi:g}")
+        return value
+    return parse
+
+
+def integer(lo: int, hi: int, what: str = "a whole number") -> Callable[[str], int]:
+    """An int in [lo, hi], ASCII digits only (no 4,300-digit surprises)."""
+    def parse(text: str) -> int:
+        token = text.strip()
+        if not (token.lstrip("+-").isascii() and token.lstrip("+-").isdigit()) or len(token) > 12:
+            raise argparse.ArgumentTypeError(f"{text[:40]!r} is not {what} from {lo} to {hi}")
+        value = int(token)
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"{value} is out of range; give {lo} to {hi}")
+        return value
+    return parse
+
+
+def int_list(lo: int, hi: int, max_items: int = 64, what: str = "numbers") -> Callable[[str], list[int]]:
+    """``1,2,4`` or ``0-7``: at most ``max_items`` values, each in [lo, hi]."""
+    def parse(text: str) -> list[int]:
+        from cpudoctor.probes._fs import GarbledValue, _cpulist
+
+        try:
+            values = _cpulist(text)
+        except GarbledValue as exc:
+            detail = f" ({exc})" if what == "CPU numbers" else ""
+            raise argparse.ArgumentTypeError(f"expected {what} like 1,2,4 or 0-7, not {text[:40]!r}{detail}") from None
+        if not values:
+            raise argparse.ArgumentTypeError(f"expected {what} like 1,2,4 or 0-7, not {text[:40]!r}")
+        if len(values) > max_items:
+            raise argparse.ArgumentTypeError(f"{len(values)} values are too many; give at most {max_items}")
+        bad = [v for v in values if not lo <= v <= hi]
+        if bad:
+            raise argparse.ArgumentTypeError(f"{bad[0]} is out of range; give {lo} to {hi}")
+        return values
+    return parse

@@ -1,0 +1,543 @@
+"""Fuzzing the hostile-input families of issue 19 with hypothesis: trees, reports, arguments.
+
+Each family throws random variations at the real code paths and counts, per
+example: an **attempt**; a **traceback** (any exception but the one-line error
+the code promises); a **hang** (an example past ``CPUDOCTOR_FUZZ_TIMEOUT``
+seconds, FIFOs and /dev/zero included); a **leak** (a file outside the tree
+opened, its secret in an output or a tarball, a tar member outside its folder,
+an escape sequence on the terminal). All but attempts must stay 0.
+
+``make test`` runs a few examples per family (``CPUDOCTOR_FUZZ_EXAMPLES``,
+default 8) so the suite stays fast; ``make fuzz`` runs hundreds and prints the
+figures from ``test-output/fuzz-summary.json``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import signal
+import stat
+import sys
+import tarfile
+import threading
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import REPO, machine_root
+
+EXAMPLES = int(os.environ.get("CPUDOCTOR_FUZZ_EXAMPLES", "8"))
+TIMEOUT = float(os.environ.get("CPUDOCTOR_FUZZ_TIMEOUT", "30"))
+SUMMARY = REPO / "test-output" / "fuzz-summary.json"
+CANARY = "CANARY-4b1d-OUTSIDE-THE-TREE"
+FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=False,
+                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
+                                       HealthCheck.data_too_large])
+STATS: dict[str, Counter] = {}
+
+
+class Hang(Exception):
+    """An example ran past the time limit."""
+
+
+class Leak(AssertionError):
+    """Something from outside the tree, or a raw escape sequence, got out."""
+
+
+@contextlib.contextmanager
+def watchdog(seconds: float = TIMEOUT):
+    """Raise Hang in the main thread after ``seconds`` (interrupts a blocking open of a FIFO too)."""
+    def fire(*_):
+        raise Hang(f"no answer after {seconds:g} s")
+
+    old = signal.signal(signal.SIGALRM, fire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+@contextlib.contextmanager
+def counted(family: str):
+    """Count one attempt of ``family`` and classify how it ended; failures are re-raised."""
+    stats = STATS.setdefault(family, Counter())
+    stats["attempts"] += 1
+    try:
+        yield
+    except Hang:
+        stats["hangs"] += 1
+        raise
+    except Leak:
+        stats["leaks"] += 1
+        raise
+    except BaseException:
+        stats["tracebacks"] += 1
+        raise
+
+
+@pytest.fixture(scope="module", autouse=True)
+def summary():
+    """Write the figures of this run for ``make fuzz`` (test-output/ is ignored by git)."""
+    yield
+    SUMMARY.parent.mkdir(exist_ok=True)
+    figures = {family: {k: c.get(k, 0) for k in ("attempts", "tracebacks", "hangs", "leaks")}
+               for family, c in sorted(STATS.items())}
+    SUMMARY.write_text(json.dumps({"examples_per_test": EXAMPLES, "families": figures}, indent=2) + "\n")
+
+
+# ---------------------------------------------------------------------------- opened files outside the tree
+
+_OPENED_OUTSIDE: list[str] = []
+_WATCHED: list[str] = []          # folders no read may touch while a tree is probed
+_HOOK_LOCK = threading.Lock()
+
+
+def _audit(event: str, args: tuple) -> None:
+    if event not in ("open", "os.listdir", "os.scandir") or not _WATCHED or not args \
+            or not isinstance(args[0], (str, os.PathLike)):
+        return
+    path = os.path.abspath(os.fspath(args[0]))
+    for folder in _WATCHED:
+        if path == folder or path.startswith(folder + os.sep):
+            _OPENED_OUTSIDE.append(path)
+
+
+sys.addaudithook(_audit)          # audit hooks cannot be removed; it does nothing unless _WATCHED is set
+
+
+@contextlib.contextmanager
+def forbid_reads(folder: Path):
+    with _HOOK_LOCK:
+        _OPENED_OUTSIDE.clear()
+        _WATCHED[:] = [str(folder.resolve())]
+    try:
+        yield
+    finally:
+        _WATCHED.clear()
+    if _OPENED_OUTSIDE:
+        raise Leak(f"opened outside the tree: {_OPENED_OUTSIDE[:3]}")
+
+
+def _no_escapes(text: str, where: str) -> None:
+    if re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", text):
+        raise Leak(f"a control character reached the {where} output")
+
+
+# ---------------------------------------------------------------------------- family 1: mutated trees
+
+TREES = ["hwloc-16amd64-8n2c", "hwloc-16amd64-4n4c-cgroup-distance-merge", "hwloc-x86linux-5intel64-hybrid-lakefield",
+         "archspec-rocky8-a64fx", "hwloc-32amd64-4s2n4c-cgroup2"]
+# The files the probes parse, named so every example can hit one of them.
+HOT_FILES = ["proc/cpuinfo", "proc/meminfo", "proc/self/cgroup", "proc/self/mounts", "proc/self/status",
+             "sys/devices/system/cpu/online", "sys/devices/system/cpu/offline", "sys/devices/system/cpu/possible",
+             "sys/devices/system/cpu/cpu0/topology/core_cpus_list", "sys/devices/system/cpu/cpu0/topology/core_id",
+             "sys/devices/system/cpu/cpu0/topology/thread_siblings", "sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq",
+             "sys/devices/system/cpu/cpu0/cache/index2/shared_cpu_map", "sys/devices/system/cpu/cpu0/cache/index2/size",
+             "sys/devices/system/cpu/cpu0/cache/index3/shared_cpu_list", "sys/devices/system/cpu/cpu0/cache/index3/size",
+             "sys/devices/system/node/online", "sys/devices/system/node/node0/cpulist",
+             "sys/devices/system/node/node0/distance", "sys/devices/system/node/node0/meminfo",
+             "sys/fs/cgroup/cpu.max", "sys/fs/cgroup/cpuset.cpus.effective", "etc/os-release",
+             "sys/class/dmi/id/product_name", "sys/devices/system/cpu/cpu1/online"]
+
+HOSTILE_TEXT = st.one_of(
+    st.sampled_from(["", "\0", "0-100000000", "5-2", "0-65536", "-1", "inf", "-inf", "nan", "1e999K", "-512K",
+                     "²", "٣", "cpu²", "10 ² 20", "0-3,,,8-", ":", "0-63:0", "0-63:100000000", "f" * 70_000,
+                     "9" * 5000, "0x" + "f" * 40, "max max", "0::/../../../../outside", "processor\t: 99999999",
+                     "siblings\t: 99999999999", "model name\t: \x1b]52;c;aGk=\x07\x1b[2J`rm -rf ~`",
+                     "cpu MHz\t: 1e999", "flags\t: " + " ".join(f"f{i}" for i in range(5000)),
+                     "cgroup2 /sys/fs/../../outside cgroup2 rw 0 0", "Serial\t: 100000003a8bd6f5",
+                     "\udcff\udcfe", "\u202e\u2066", "NaN", "Infinity", "[[[[", "{}" * 1000]),
+    st.text(max_size=120),
+    st.builds(lambda a, b: f"{a}-{b}", st.integers(-10, 10 ** 12), st.integers(-10, 10 ** 12)),
+    st.builds(lambda n: "f" * n, st.integers(0, 300_000)),
+)
+
+
+@st.composite
+def tree_mutation(draw, files: list[str]):
+    target = draw(st.sampled_from(HOT_FILES) | st.sampled_from(files))
+    kind = draw(st.sampled_from(["text", "text", "text", "fifo", "zero", "outside-abs", "outside-rel", "loop",
+                                 "dir", "huge", "odd-dirs"]))
+    return kind, target, draw(HOSTILE_TEXT) if kind == "text" else ""
+
+
+def _apply(tree: Path, outside: Path, kind: str, rel: str, text: str) -> None:
+    path = tree / rel
+    if not (tree / rel).parent.resolve().is_relative_to(tree.resolve()):
+        return                                          # an earlier mutation made a parent a link out
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return                                          # the folder is a dangling link in this corpus tree
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and stat.S_ISDIR(mode):
+        shutil.rmtree(path)
+    elif mode is not None:
+        path.unlink()                                   # a file, a link or a FIFO (never opened here)
+    if kind == "text":
+        path.write_bytes(text.encode("utf-8", "surrogateescape"))
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "zero":
+        path.symlink_to("/dev/zero")
+    elif kind == "outside-abs":
+        path.symlink_to(outside / "secret")
+    elif kind == "outside-rel":
+        path.symlink_to("../" * (rel.count("/") + 1) + "outside/secret")
+    elif kind == "loop":
+        path.symlink_to(path.name)
+    elif kind == "dir":
+        path.mkdir()
+    elif kind == "huge":
+        with open(path, "wb") as fh:                    # sparse: 17 MiB of zeros, above the read cap
+            fh.truncate(17 << 20)
+    elif kind == "odd-dirs":
+        path.write_text("0\n")
+        for d in ("sys/devices/system/cpu/cpu²", "sys/devices/system/node/node٣",
+                  "sys/devices/system/cpu/cpu99999999999", "sys/devices/system/cpu/cpu0/cache/index²"):
+            (tree / d).mkdir(parents=True, exist_ok=True)
+
+
+@pytest.fixture(scope="module")
+def base_trees(tmp_path_factory) -> Path:
+    base = tmp_path_factory.mktemp("fuzz-base")
+    for name in TREES:
+        shutil.copytree(machine_root(name), base / name, symlinks=True)
+        for p in (base / name).rglob("*"):              # corpus files are read-only: let examples replace them
+            if p.is_dir() and not p.is_symlink():
+                p.chmod(0o755)
+    return base
+
+
+def _check_tree_outputs(tree: Path, outside: Path, work: Path) -> None:
+    from cpudoctor import advisor
+    from cpudoctor.capture import TOP, CaptureError, capture
+    from conftest import probe_tree
+    from cpudoctor.render.doctor import render_json, render_md, render_text
+    from cpudoctor.export import render_export
+    from cpudoctor.render.escape import terminal_safe
+    from cpudoctor.report import Report
+
+    with forbid_reads(outside):
+        report = probe_tree(tree, software=True)
+        report.findings = advisor.diagnose(report)
+        outputs = {fmt: render_export(report, fmt).decode() for fmt in ("md", "text", "json", "html")}
+        outputs["doctor"] = render_text(report, report.findings, "tree") + render_md(report, report.findings, "tree")
+        outputs["doctor-json"] = render_json(report, report.findings, "tree")
+        back = Report.from_json(report.to_json())          # what was written reads back
+        assert back.topology.logical_cpus == report.topology.logical_cpus
+        try:
+            result = capture(work / "c.tar.gz", root=tree, force=True)
+        except CaptureError as exc:
+            assert "\n" not in str(exc)
+            result = None
+    for fmt, text in outputs.items():
+        if CANARY in text:
+            raise Leak(f"the secret outside the tree is in the {fmt} output")
+    _no_escapes(terminal_safe(outputs["text"]), "terminal")
+    if result is not None:
+        with tarfile.open(result.path) as tar:
+            for m in tar.getmembers():
+                parts = m.name.split("/")
+                if parts[0] != TOP or ".." in parts or m.name.startswith("/"):
+                    raise Leak(f"tar member outside its folder: {m.name!r}")
+                if m.issym() and not os.path.normpath(os.path.join(os.path.dirname(m.name), m.linkname)).startswith(
+                        TOP + "/"):
+                    raise Leak(f"symlink out of the capture: {m.name} -> {m.linkname}")
+                if m.isfile() and CANARY.encode() in tar.extractfile(m).read():
+                    raise Leak(f"the secret outside the tree was packed as {m.name}")
+
+
+@FUZZ
+@given(data=st.data())
+def test_mutated_trees(base_trees, tmp_path_factory, data):
+    name = data.draw(st.sampled_from(TREES), label="machine")
+    files = sorted(str(p.relative_to(base_trees / name)) for p in (base_trees / name).rglob("*") if p.is_file())
+    mutations = data.draw(st.lists(tree_mutation(files), min_size=1, max_size=4), label="mutations")
+    work = tmp_path_factory.mktemp("fuzz-tree")
+    tree, outside = work / "tree", work / "outside"
+    shutil.copytree(base_trees / name, tree, symlinks=True)
+    outside.mkdir()
+    (outside / "secret").write_text(CANARY + "\n")
+    for kind, rel, text in mutations:
+        _apply(tree, outside, kind, rel, text)
+    with counted("trees"), watchdog():
+        _check_tree_outputs(tree, outside, work)
+    shutil.rmtree(work, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------- family 2: mutated reports
+
+SCENARIOS = sorted((REPO / "tests/fixtures/scenarios").glob("*.json"))
+
+RAW_VALUES = st.one_of(
+    st.sampled_from(["null", "NaN", "-Infinity", "Infinity", "1e400", "-1e400", "9" * 5000, "-1", "0", "65535",
+                     "65536", "1e15", "1e300", "4.5", "true", "[]", "{}", '""', "[null]", "[-1]", "[1e400]",
+                     "[" * 80 + "]" * 80, "[" * 3000 + "]" * 3000, json.dumps("A" * 70_000), json.dumps("A" * 300),
+                     json.dumps("\x1b]52;c;aGk=\x07\x1b[2Jevil`code` <img src=x onerror=alert(1)> |x| [l](j:x)"),
+                     json.dumps("\u202e\u0000\x9b31m"), json.dumps(list(range(70_000))), '{"a": NaN}']),
+    st.integers(-(10 ** 20), 10 ** 20).map(str),
+    st.floats(allow_nan=True, allow_infinity=True).map(lambda f: json.dumps(f)),
+    st.text(max_size=80).map(json.dumps),
+    st.lists(st.integers(-5, 70_000), max_size=20).map(json.dumps),
+)
+
+
+def _paths(data, prefix=()):
+    yield prefix
+    if isinstance(data, dict):
+        for k, v in data.items():
+            yield from _paths(v, prefix + (k,))
+    elif isinstance(data, list):
+        for i, v in enumerate(data[:6]):
+            yield from _paths(v, prefix + (i,))
+
+
+@st.composite
+def mutated_report(draw) -> tuple[str, str]:
+    from export_samples import sample_report
+
+    source = draw(st.sampled_from(["sample", *range(len(SCENARIOS))]))
+    text = sample_report().to_json() if source == "sample" else SCENARIOS[source].read_text()
+    data = json.loads(text)
+    for n in range(draw(st.integers(1, 3))):
+        paths = [p for p in _paths(data) if p]
+        path = draw(st.sampled_from(paths))
+        parent = data
+        for key in path[:-1]:
+            parent = parent[key]
+        op = draw(st.sampled_from(["replace", "replace", "replace", "delete", "add"]))
+        if op == "delete" and isinstance(parent, dict):
+            del parent[path[-1]]
+        elif op == "add" and isinstance(parent, dict):
+            parent[draw(st.text(max_size=20))] = f"__FUZZ{n}__"
+        else:
+            parent[path[-1]] = f"__FUZZ{n}__"
+    text = json.dumps(data)
+    for n in range(4):
+        text = text.replace(f'"__FUZZ{n}__"', draw(RAW_VALUES), 1)
+    if draw(st.integers(0, 9)) == 0:                    # sometimes the text itself is damaged
+        cut = draw(st.integers(0, len(text)))
+        text = text[:cut] + draw(st.text(max_size=10)) + text[cut + draw(st.integers(0, 20)):]
+    return text, sample_report().to_json()
+
+
+def _check_report(text: str, original: str, work: Path) -> None:
+    from cpudoctor import advisor
+    from cpudoctor.render.doctor import render_json, render_md, render_text
+    from cpudoctor.compare import RENDERERS, compare
+    from cpudoctor.export import render_export
+    from cpudoctor.privacy import redact_report
+    from cpudoctor.render.escape import terminal_safe
+    from cpudoctor.report import Report, ReportError
+
+    path = work / "r.json"
+    path.write_text(text, errors="surrogateescape")
+    try:
+        report = Report.load(path)
+    except ReportError as exc:
+        message = str(exc)
+        assert "\n" not in message and len(message) < 400, message
+        return
+    report.findings = advisor.diagnose(report)
+    outputs = {fmt: render_export(report, fmt).decode() for fmt in ("md", "text", "json", "html")}
+    outputs["doctor"] = render_text(report, report.findings, "saved") + render_md(report, report.findings, "saved")
+    outputs["doctor-json"] = render_json(report, report.findings, "saved")
+    cmp = compare(redact_report(Report.from_json(original)), redact_report(report))
+    outputs.update({f"compare-{k}": r(cmp) for k, r in RENDERERS.items()})
+    for fmt in ("text", "doctor", "compare-text"):
+        _no_escapes(terminal_safe(outputs[fmt]), fmt)
+    if re.search(r"<img src=x", outputs["html"]):
+        raise Leak("report data became HTML markup")
+    Report.from_json(report.to_json())                  # what it writes, it reads back
+
+
+@FUZZ
+@given(case=mutated_report())
+def test_mutated_reports(tmp_path_factory, case):
+    work = tmp_path_factory.mktemp("fuzz-report")
+    with counted("reports"), watchdog():
+        _check_report(*case, work)
+    shutil.rmtree(work, ignore_errors=True)
+
+
+@FUZZ
+@given(raw=st.binary(max_size=300) | st.text(max_size=300).map(str.encode))
+def test_random_bytes_as_reports(tmp_path_factory, raw):
+    from cpudoctor.report import Report, ReportError
+
+    path = tmp_path_factory.mktemp("fuzz-bytes") / "r.json"
+    path.write_bytes(raw)
+    with counted("reports"), watchdog():
+        with contextlib.suppress(ReportError):
+            Report.load(path)
+
+
+# ---------------------------------------------------------------------------- family 3: argument strings
+
+NASTY_ARGS = st.one_of(
+    st.sampled_from(["", "-", "--", "nan", "inf", "-inf", "1e999", "0", "-1", "0-100000000000", "5-2", "²", "٣",
+                     "9" * 5000, "x" * 300, "\x1b[2J", "$(id)", "`id`", "a,b", "1,,2", "0x10", "1_000", " 4 ",
+                     "ISA001", "THR002,threads", "all", "md", "json", "text", "pdf", "html"]),
+    st.text(max_size=30),
+    st.integers(-(10 ** 15), 10 ** 15).map(str),
+    st.floats().map(str),
+)
+BENCH_FLAGS = ["--seconds", "--steps", "--threads", "--interop-threads", "--cpus", "--batch-size", "--size",
+               "--min-seconds", "--clock-mhz", "--hidden", "--batches", "--model", "--dtype", "--backend"]
+
+
+@st.composite
+def cli_args(draw, tree: str, report: str, out_dir: str) -> list[str]:
+    cmd = draw(st.sampled_from(["report", "doctor", "compare", "explain", "capture", "inspect", "bench"]))
+    nasty = draw(NASTY_ARGS)
+    out_name = draw(st.sampled_from(["out.txt", "out.json", "x" * 300, "newdir/", "missing/dir/out.md",
+                                     "out.tar.gz", "ünï code.md", "a\nb.txt", "out.pdf"]))
+    out = os.path.join(out_dir, out_name)
+    if cmd == "report":
+        args = ["report", "--fast", "--root", draw(st.sampled_from([tree, tree, "", out_dir, nasty]))]
+        args += draw(st.sampled_from([[], ["--format", nasty], ["--format", "md"], ["-o", out], ["--no-findings"]]))
+    elif cmd == "doctor":
+        args = ["doctor"] + draw(st.sampled_from([["--root", tree], ["--from-report", report],
+                                                  ["--from-report", nasty], ["--root", nasty]]))
+        args += draw(st.sampled_from([[], ["--only", nasty], ["--format", nasty], ["-o", out], ["--list-rules"]]))
+    elif cmd == "compare":
+        args = ["compare", report, draw(st.sampled_from([report, nasty, out]))]
+        args += draw(st.sampled_from([[], ["--format", nasty], ["-o", out]]))
+    elif cmd == "explain":
+        args = ["explain", nasty]
+    elif cmd == "capture":
+        args = ["capture", "-o", draw(st.sampled_from([out, out + ".tar.gz", f"{out_dir}/{nasty.replace('/', '_')}"])),
+                "--root",
+                draw(st.sampled_from([tree, nasty])), "--force"]
+    elif cmd == "inspect":
+        args = ["inspect", nasty, "--seconds", draw(NASTY_ARGS)]          # parsed only
+    else:
+        job = draw(st.sampled_from(["train", "sweep", "gemm", "quant", nasty]))
+        args = ["bench", job] + [x for f in draw(st.lists(st.sampled_from(BENCH_FLAGS), max_size=3))
+                                 for x in (f, draw(NASTY_ARGS))]
+    return args
+
+
+def _run_cli(argv: list[str], capsys) -> None:
+    from cpudoctor.cli import build_parser, main
+
+    if argv[0] in ("bench", "inspect"):                 # never start a job or sample a real process here
+        try:
+            build_parser().parse_args(argv)
+        except SystemExit as exc:
+            assert exc.code in (0, 2)
+        err = capsys.readouterr().err
+        assert "Traceback" not in err
+        return
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    assert code in (0, 1, 2), (argv, code)
+    assert "Traceback" not in err and err.count("\n") <= 1, err
+    if "pdf" not in argv:                               # a PDF on stdout is binary on purpose
+        _no_escapes(out, "terminal")
+
+
+@FUZZ
+@given(data=st.data())
+def test_argument_strings(base_trees, tmp_path_factory, capsys, data):
+    from export_samples import sample_report
+
+    work = tmp_path_factory.mktemp("fuzz-args")
+    report = work / "r.json"
+    report.write_text(sample_report().to_json())
+    argv = data.draw(cli_args(str(base_trees / "hwloc-16amd64-8n2c"), str(report), str(work)), label="argv")
+    with counted("arguments"), watchdog():
+        _run_cli(argv, capsys)
+    shutil.rmtree(work, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------- family 2b: odd but valid reports in the window
+
+EXTREMES = {
+    int: [0, 1, 65535, 65536, 2 ** 53, 2 ** 63 - 1, -1],
+    float: [0.0, 1e-300, 0.5, 65536.0, 100_000.0, float(2 ** 53), 9.2e18],
+    str: ["", "A" * 256, "\x1b]52;c;aGk=\x07\x1b[2J`x` <b>bold</b> | [l](javascript:x)", "N" * 65_536, "\u202e٣²"],
+    list: [[], list(range(4096)), [0] * 3, [65535]],
+}
+
+
+@st.composite
+def odd_valid_report(draw):
+    """The sample report with up to 4 fields set to edge values; only ones the checks accept are kept."""
+    from export_samples import sample_report
+
+    from cpudoctor import report_check
+    from cpudoctor.report import ReportError
+
+    base = json.loads(sample_report().to_json())
+    for _ in range(5):
+        data = json.loads(json.dumps(base))
+        for _ in range(draw(st.integers(1, 4))):
+            path = draw(st.sampled_from([p for p in _paths(data) if p]))
+            parent = data
+            for key in path[:-1]:
+                parent = parent[key]
+            old = parent[path[-1]]
+            kind = type(old) if type(old) in EXTREMES else draw(st.sampled_from(list(EXTREMES)))
+            parent[path[-1]] = draw(st.sampled_from(EXTREMES[kind]))
+        try:
+            report_check.check(data)
+        except ReportError:
+            continue
+        return json.dumps(data)
+    return json.dumps(base)
+
+
+@settings(max_examples=max(3, EXAMPLES // 2), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
+                                 HealthCheck.data_too_large])
+@given(text=odd_valid_report())
+def test_odd_reports_in_the_window(qtbot, tmp_path_factory, text):
+    """Every page of the window shows a report with edge values (the GUI Advisor page died on one)."""
+    from PySide6.QtCore import QSettings, QThreadPool
+    from PySide6.QtWidgets import QApplication, QMessageBox
+
+    from cpudoctor.gui.main_window import MainWindow
+    from cpudoctor.gui.model import AppModel
+
+    work = tmp_path_factory.mktemp("fuzz-gui")
+    path = work / "r.json"
+    path.write_text(text)
+    win = MainWindow(AppModel(), settings=QSettings(str(work / "s.ini"), QSettings.Format.IniFormat), collect=False)
+    qtbot.addWidget(win)
+    win.show()
+    shown: list[str] = []
+    old_warning = QMessageBox.warning
+    QMessageBox.warning = staticmethod(lambda *a, **k: shown.append(a[2]))   # no modal box in a test
+    try:
+        with counted("reports in the window"), watchdog(TIMEOUT * 2):
+            # Opening runs the report pipeline off the GUI thread; the report arrives as a signal.
+            with qtbot.waitSignal(win.collector.opened, timeout=int(TIMEOUT * 1000)):
+                win.open_report(path)
+            assert shown == [] and win.model.read_only, shown
+            for title in list(win.pages):
+                win.show_page(title)
+                QApplication.processEvents()
+            assert QThreadPool.globalInstance().waitForDone(30_000)
+            QApplication.processEvents()
+    finally:
+        QMessageBox.warning = old_warning
+        win.close()
+        QThreadPool.globalInstance().waitForDone(30_000)
+    shutil.rmtree(work, ignore_errors=True)
