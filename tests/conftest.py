@@ -56,3 +56,19 @@ def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
         code = exc.code
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def wait_for(condition, timeout: float = 30.0, what: str = "the condition", interval: float = 0.01):
+    """Poll ``condition()`` until it returns something truthy (and return that), or fail after ``timeout``
+    seconds saying ``what`` never happened. Tests wait for what they need, never for a fixed time: a
+    loaded machine only makes them slower, not red."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what} did not happen within {timeout:g} s")
+        time.sleep(interval)

@@ -18,6 +18,7 @@ from cpudoctor.probes.inspect import (
     InspectError, classify_libraries, inspect_process, list_processes, locate_cpu,
 )
 from cpudoctor.probes.topology import Topology
+from conftest import wait_for
 from inspect_fakes import FakeProc, StepClock, stat_line, two_ccx_topology
 
 PY = sys.executable
@@ -431,13 +432,21 @@ def test_real_process_with_two_libgomp_copies():
 
 
 def test_real_process_exits_mid_inspection():
-    proc = _start("import time; print('ready', flush=True); time.sleep(0.5)")
+    """The child ends (its stdin closes) right after the first sample: no race with a timer."""
+    proc = _start("import sys; print('ready', flush=True); sys.stdin.read()", stdin=subprocess.PIPE)
+
+    def end_child_then_sleep(seconds: float) -> None:
+        if proc.poll() is None:
+            proc.stdin.close()
+            proc.wait(timeout=60)                # reaped: its /proc entry is gone before the next sample
+        time.sleep(seconds)
+
     try:
-        insp = inspect_process(proc.pid, seconds=3.0)
+        insp = inspect_process(proc.pid, seconds=30.0, sleep=end_child_then_sleep)
     finally:
-        proc.wait(timeout=10)
+        _stop(proc)
     assert insp.status == "exited"
-    assert insp.window_s < 2.5
+    assert insp.samples == 1 and insp.window_s < 30.0
     assert any("exited" in n for n in insp.notes)
 
 
@@ -454,9 +463,8 @@ def test_real_pid_that_does_not_exist():
 def test_real_process_of_another_user():
     proc = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "sleep", "30"])
     try:
-        deadline = time.time() + 5
-        while time.time() < deadline and Path(f"/proc/{proc.pid}/comm").read_text().strip() != "sleep":
-            time.sleep(0.02)
+        # setpriv execs sleep after dropping privileges: until then /proc shows setpriv (still root).
+        wait_for(lambda: Path(f"/proc/{proc.pid}/comm").read_text().strip() == "sleep", 60, "sleep's exec")
         # As root everything is readable; the owner is recorded.
         insp = inspect_process(proc.pid, 0.2)
         assert insp.uid == 65534 and insp.env_readable and insp.libraries_readable

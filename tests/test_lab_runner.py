@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 import sys
 import textwrap
 import time
 
+from conftest import wait_for
 from cpudoctor.lab import runner
 
 # A protocol-speaking child that stops when asked, like the real jobs.
@@ -78,11 +81,21 @@ def test_sigill_child_is_diagnosed_with_the_isa_hint():
     assert out.progress == [{"step": 1, "elapsed": 0}]
 
 
+# Holds 64 MiB (touched, so resident) until the kernel's OOM killer, played by the test, sends SIGKILL.
+HOLDS_64_MIB = ("import json, time; b = bytearray(64 << 20); b[::4096] = b'x' * len(b[::4096]);"
+                "print(json.dumps({'type': 'progress', 'step': 1, 'elapsed': 0.0}), flush=True); time.sleep(600)")
+
+
 def test_oom_kill_is_diagnosed_with_the_memory_seen():
-    # Simulated OOM: hold 64 MiB long enough for the watcher to see it, then SIGKILL ourselves.
-    code = ("import os, signal, time; b = bytearray(64 << 20); b[::4096] = b'x' * len(b[::4096]);"
-            "time.sleep(0.8); os.kill(os.getpid(), signal.SIGKILL)")
-    out = runner.run_job("train", {}, argv=[sys.executable, "-c", code])
+    job = runner.Job([sys.executable, "-c", HOLDS_64_MIB], what="the train job").start()
+    try:
+        _wait_for_progress(job)
+        # The kill comes only once the memory watcher has seen the 64 MiB: no race with its 0.2 s timer.
+        wait_for(lambda: (job.outcome.peak_rss_bytes or 0) > 60 << 20, 60, "the watcher seeing 64 MiB")
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(job.pid, signal.SIGKILL)
+    out = job.wait()
     assert out.status == "crashed" and out.diagnosis.kind == "out_of_memory"
     assert "out-of-memory" in out.message and "used up to" in out.message
     assert out.peak_rss_bytes is not None and out.peak_rss_bytes > 60 << 20

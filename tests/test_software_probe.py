@@ -115,17 +115,18 @@ def test_real_run_against_this_machines_torch():
 
 
 @pytest.mark.parametrize(
-    "body, status, text",
+    "body, timeout, status, text",
     [
-        ("raise ImportError('libcudart.so.12: cannot open shared object file')", "error", "libcudart.so.12"),
-        ("import time\ntime.sleep(30)", "timeout", "did not finish in time"),
+        # A timeout long enough for a loaded machine: the child must get as far as importing the fake torch.
+        ("raise ImportError('libcudart.so.12: cannot open shared object file')", 120, "error", "libcudart.so.12"),
+        ("import time\ntime.sleep(300)", 1.5, "timeout", "did not finish in time"),
     ],
 )
-def test_fake_torch_import_error_and_hang(tmp_path, body, status, text):
+def test_fake_torch_import_error_and_hang(tmp_path, body, timeout, status, text):
     fake = tmp_path / "torch"
     fake.mkdir()
     (fake / "__init__.py").write_text(body + "\n")
-    sw = probe_software(environ=dict(os.environ, PYTHONPATH=str(tmp_path)), timeout=1.5, cache=False)
+    sw = probe_software(environ=dict(os.environ, PYTHONPATH=str(tmp_path)), timeout=timeout, cache=False)
     if not any(p.name == "torch" for p in sw.packages):
         pytest.skip("torch is not installed in this environment")
     assert sw.torch.status == status and text in sw.torch.error
