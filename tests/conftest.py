@@ -8,6 +8,10 @@ from pathlib import Path
 
 import pytest
 
+# Headless like `make test`, also for a bare `pytest` in an SSH session without $DISPLAY (Qt would
+# abort the whole run: "could not connect to display"). A platform the user chose is kept.
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = Path(os.environ.get("CPUDOCTOR_CORPUS", REPO.parent / "shared" / "corpus"))
 

@@ -38,6 +38,7 @@ def test_parse_stat_splits_at_last_paren(comm):
     assert (st.num_threads, st.majflt, st.nice, st.starttime) == (9, 3, -5, 777)
 
 
+@pytest.mark.hardware
 def test_parse_stat_real_line_of_this_process():
     st = procfs.parse_stat(Path(f"/proc/{os.getpid()}/stat").read_text())
     assert st.tid == os.getpid() and st.ppid == os.getppid()
@@ -391,6 +392,7 @@ def torch_child():
     _stop(proc)
 
 
+@pytest.mark.hardware
 @pytest.mark.slow
 def test_real_torch_training_child(torch_child):
     insp = inspect_process(torch_child.pid, seconds=1.0)

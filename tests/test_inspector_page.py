@@ -314,6 +314,7 @@ def test_gone_process_message_points_at_the_list_not_the_cli(qtbot, page):
     qtbot.waitUntil(lambda: page.inspect_button.isEnabled(), timeout=5000)
 
 
+@pytest.mark.hardware
 def test_window_opened_on_a_saved_report_still_maps_this_machine(qtbot):
     """cpudoctor-gui REPORT.json: the Inspector inspects this machine, so it reads this machine's topology."""
     from cpudoctor.report import Report

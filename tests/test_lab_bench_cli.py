@@ -102,6 +102,7 @@ def test_ctrl_c_prints_partial_results_and_exits_130():
     assert out.startswith("Cancelled: partial results.") and "samples/s" in out
 
 
+@pytest.mark.hardware
 def test_settings_the_child_could_only_fail_at_are_refused_up_front(tmp_path, capsys):
     """--cpus outside the affinity and a missing MNIST folder: one line, exit 2, before any child starts."""
     import os
