@@ -55,14 +55,26 @@ def test_settings_validation_messages():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("extra", [{"dtype": "bf16"}, {"channels_last": True}, {"model": "lenet5"},
-                                   {"optimizer": "sgd", "cpus": [0]}])
+                                   {"optimizer": "sgd"}])
 def test_variants_run(extra):
     args = {**TrainSettings(steps=15, seconds=None, batch_size=32, eval_samples=0).to_dict(), **extra}
     out = runner.run_job("train", args, timeout=120)
     assert out.status == "ok", out.message
     assert out.result["final_loss"] < out.result["initial_loss"]
-    if "cpus" in extra:
-        assert out.result["cpus"] == [0]
+
+
+@pytest.mark.hardware
+@pytest.mark.slow
+def test_run_pinned_to_one_cpu_this_process_may_use():
+    """Pinned to the last CPU of this process's affinity: CPU 0 may be outside it (`taskset -c 1`, a
+    container's cpuset)."""
+    import os
+
+    cpu = max(os.sched_getaffinity(0))
+    args = {**TrainSettings(steps=15, seconds=None, batch_size=32, eval_samples=0).to_dict(), "cpus": [cpu]}
+    out = runner.run_job("train", args, timeout=120)
+    assert out.status == "ok", out.message
+    assert out.result["cpus"] == [cpu] and out.result["final_loss"] < out.result["initial_loss"]
 
 
 @pytest.mark.slow
