@@ -203,7 +203,7 @@ def test_live_sampler_publishes_samples(qtbot, fake_tree, fake_times):
     model = AppModel()
     live = LiveSampler(model, rate_hz=10.0, sampler=Sampler(fake_tree))
     try:
-        with qtbot.waitSignal(model.sample, timeout=3000) as blocker:
+        with qtbot.waitSignal(model.sample, timeout=30_000) as blocker:
             live.start()
         assert isinstance(blocker.args[0], Sample)
         assert live.running

@@ -133,7 +133,7 @@ def test_copy_markdown(qtbot, actions, monkeypatch):
 def test_open_saved_report_read_only_with_advisor(qtbot, actions, tmp_path):
     model, ra = actions
     saved = export_report(sample_report(), "json", tmp_path / "a.json")
-    with qtbot.waitSignal(model.report_changed, timeout=5000):
+    with qtbot.waitSignal(model.report_changed, timeout=30_000):
         assert ra.open_path(saved)
     assert model.read_only is True
     assert model.source_label == f"{BRAND} — saved 2026-11-30"
@@ -150,7 +150,7 @@ def test_open_bad_files(qtbot, actions, tmp_path, content, message):
     model, ra = actions
     bad = tmp_path / "bad.json"
     bad.write_text(content)
-    with qtbot.waitSignal(ra.failed, timeout=5000) as blocker:
+    with qtbot.waitSignal(ra.failed, timeout=30_000) as blocker:
         assert not ra.open_path(bad)
     assert message in blocker.args[0] and model.report is None
     ra.last_message.close()
