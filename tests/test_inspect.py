@@ -22,6 +22,11 @@ from conftest import wait_for
 from inspect_fakes import FakeProc, StepClock, stat_line, two_ccx_topology
 
 PY = sys.executable
+
+# Acting as another user needs root (to switch) and setpriv; a root CI container runs these tests.
+AS_ANOTHER_USER = pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("setpriv"),
+    reason="needs root and setpriv (util-linux) to act as another user: runs where the suite runs as root")
 TORCH_LIB = Path(__import__("importlib.util").util.find_spec("torch").origin).parent / "lib"
 HZ = procfs.CLK_TCK
 
@@ -264,7 +269,7 @@ def _nobody_tree() -> Path:
     return d
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root and setpriv")
+@AS_ANOTHER_USER
 def test_permission_denied_message_as_another_user():
     """Root ignores chmod 000, so the reader runs as nobody: a real EACCES on environ and maps."""
     root = _nobody_tree()
@@ -461,7 +466,7 @@ def test_real_pid_that_does_not_exist():
     assert str(proc.pid) in str(e.value)
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root and setpriv")
+@AS_ANOTHER_USER
 def test_real_process_of_another_user():
     proc = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "sleep", "30"])
     try:

@@ -20,6 +20,11 @@ from inspect_fakes import FakeProc
 
 PY = sys.executable
 
+# Acting as another user needs root (to switch) and setpriv; a root CI container runs these tests.
+AS_ANOTHER_USER = pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("setpriv"),
+    reason="needs root and setpriv (util-linux) to act as another user: runs where the suite runs as root")
+
 
 @pytest.fixture
 def fake_root(tmp_path) -> Path:
@@ -123,7 +128,7 @@ def test_list_text_on_fake_root(fake_root, capsys):
     assert lines[1].split()[0] == "4321" and "~/train.py" in lines[1]
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root and setpriv")
+@AS_ANOTHER_USER
 def test_another_users_process_is_one_line_exit_2():
     """The CLI run as nobody against a root process: environ and maps are refused by the kernel."""
     target = subprocess.Popen(["sleep", "300"])
