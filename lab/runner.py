@@ -33,6 +33,7 @@ JOB_MODULES = {
 }
 ASK_WAIT_S = 0.5        # after writing "stop": time to finish the step and send a result
 TERM_WAIT_S = 0.3       # after SIGTERM, before SIGKILL: the whole stop stays under a second
+WAIT_SLICE_S = 0.2      # wait() returns to Python this often, so Ctrl-C is seen while a job runs
 
 
 def job_command(job: str, args: dict[str, Any], python: str | None = None) -> list[str]:
@@ -258,10 +259,18 @@ class Job:
         proc = self._proc
         if proc is None:
             raise RuntimeError("the job was not started")
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            return self.stop()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while proc.poll() is None:
+            if deadline is not None and time.monotonic() >= deadline:
+                return self.stop()
+            # Short slices, not one blocking waitpid: Ctrl-C that the kernel hands to a reader thread
+            # is only flagged there, and this (main) thread raises KeyboardInterrupt when it next runs
+            # Python code. Blocked in waitpid, that would be when the job ends.
+            left = WAIT_SLICE_S if deadline is None else max(0.0, min(WAIT_SLICE_S, deadline - time.monotonic()))
+            try:
+                proc.wait(left)
+            except subprocess.TimeoutExpired:
+                pass
         for t in self._threads[:2]:
             t.join(2.0)
         self._done.set()

@@ -430,7 +430,7 @@ def test_this_machine_agrees_with_the_kernels_cpuinfo():
         assert (cpu.vendor_id, cpu.family, cpu.model, cpu.stepping) == (
             kernel.first["vendor_id"], kernel.int_field("cpu family"), kernel.int_field("model"),
             kernel.int_field("stepping"))
-        assert cpu.brand == " ".join(kernel.first.get("model name", "").split())
+        assert cpu.brand == (" ".join(kernel.first.get("model name", "").split()) or None)
         assert cpu.isa.avx512_usable is ({"avx512f", "avx512cd"} <= kernel.flags)
         assert cpu.isa.avx2 is ("avx2" in kernel.flags) and cpu.isa.fma is ("fma" in kernel.flags)
         assert cpu.hypervisor is ("hypervisor" in kernel.flags)
@@ -507,8 +507,9 @@ def test_cpuid_child_under_qemu_sees_the_emulated_cpu_not_the_host(model):
     vendor, family, model_no, uarch = QEMU_MODELS[model]
     assert result.error is None and (result.vendor_id, result.family, result.model) == (vendor, family, model_no)
     assert decode_x86(X86_VENDORS[vendor], family, model_no, result.stepping, result.brand).uarch == uarch
-    assert not any(f.startswith("avx512") for f in result.flags)
-    assert ("avx" in result.flags) is (model != "Nehalem")
+    assert not any(f.startswith("avx512") for f in result.flags)        # neither model has AVX-512
+    if model == "Nehalem":
+        assert "avx" not in result.flags          # (Milan's AVX depends on the qemu version's TCG support)
     kernel = kernel_cpuinfo()
     notes = compare(probe_cpu(Path("/")), result)
     host = (kernel.first.get("vendor_id"), kernel.int_field("cpu family"), kernel.int_field("model"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import subprocess
 import sys
 import textwrap
 import time
@@ -121,3 +122,24 @@ def test_job_command_uses_this_python_and_the_module():
     argv = runner.job_command("gemm", {"size": 64})
     assert argv[:3] == [sys.executable, "-m", "cpudoctor.lab.gemm"] and argv[-2:] == ["--control", "stdin"]
     assert runner.format_bytes(3 * 1024 ** 3) == "3.0 GiB"
+
+
+def test_ctrl_c_delivered_to_a_reader_thread_still_interrupts_wait():
+    """The kernel may hand a terminal's SIGINT to any thread. Delivered to a reader thread, Python only
+    flags it; a main thread blocked in waitpid would see it when the job ends (a 60 s training run
+    later). wait() must notice it while the job still runs. Aimed at a helper thread with pthread_kill."""
+    script = textwrap.dedent("""
+        import signal, sys, threading, time
+        from cpudoctor.lab import runner
+        job = runner.Job([sys.executable, "-c", "import time; time.sleep(600)"]).start()
+        threading.Thread(target=lambda: (time.sleep(0.5), signal.pthread_kill(threading.get_ident(), signal.SIGINT))).start()
+        try:
+            job.wait()
+            print("wait returned: the job ended first")
+        except KeyboardInterrupt:
+            print("interrupted while the job ran")
+        print(job.stop(term_wait=5).status)
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:2] == ["interrupted while the job ran", "cancelled"], out.stdout + out.stderr
