@@ -130,6 +130,7 @@ def test_ctrl_c_delivered_to_a_reader_thread_still_interrupts_wait():
     later). wait() must notice it while the job still runs. Aimed at a helper thread with pthread_kill."""
     script = textwrap.dedent("""
         import signal, sys, threading, time
+        signal.signal(signal.SIGINT, signal.default_int_handler)   # even if the suite runs with it ignored
         from cpudoctor.lab import runner
         job = runner.Job([sys.executable, "-c", "import time; time.sleep(600)"]).start()
         threading.Thread(target=lambda: (time.sleep(0.5), signal.pthread_kill(threading.get_ident(), signal.SIGINT))).start()
@@ -140,6 +141,13 @@ def test_ctrl_c_delivered_to_a_reader_thread_still_interrupts_wait():
             print("interrupted while the job ran")
         print(job.stop(term_wait=5).status)
     """)
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split("\n")[:2] == ["interrupted while the job ran", "cancelled"], out.stdout + out.stderr
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:                      # never leave the 600 s job behind
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 0, err
+    assert out.split("\n")[:2] == ["interrupted while the job ran", "cancelled"], out + err
