@@ -55,6 +55,12 @@ class JobRunner(QObject):
         """What the current (or last) job sent so far: progress, result, error."""
         return self._outcome
 
+    @property
+    def peak_rss_bytes(self) -> int | None:
+        """The most memory the running job's process tree has held so far (then the outcome's figure)."""
+        child = self._child
+        return child.peak_rss_bytes if child is not None else self._outcome.peak_rss_bytes
+
     def is_running(self) -> bool:
         """From ``start`` until ``finished`` was emitted."""
         return self._child is not None

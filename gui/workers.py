@@ -69,17 +69,25 @@ class Worker(QRunnable):
         return self.signals.finished
 
     def run(self) -> None:  # runs on a pool thread
-        self.signals.started.emit()
+        self._emit("started")
         try:
             value = self.fn(*self.args, **self.kwargs)
         except Exception as exc:  # noqa: BLE001 - every failure becomes an error signal
             exc.traceback_text = traceback.format_exc()  # type: ignore[attr-defined]
             log.debug("worker %s failed:\n%s", getattr(self.fn, "__name__", self.fn), exc.traceback_text)
-            self.signals.error.emit(exc)
+            self._emit("error", exc)
         else:
-            self.signals.result.emit(value)
+            self._emit("result", value)
         finally:
-            self.signals.finished.emit()
+            self._emit("finished")
+
+    def _emit(self, name: str, *args: Any) -> None:
+        """Emit, unless the app quit while ``fn`` ran and deleted the signals object: then nobody is
+        listening, and the result is dropped instead of printing a traceback on the way out."""
+        try:
+            getattr(self.signals, name).emit(*args)
+        except RuntimeError as exc:                  # "Signal source has been deleted"
+            log.debug("worker %s: %s signal dropped (%s)", getattr(self.fn, "__name__", self.fn), name, exc)
 
     def start(self, pool: QThreadPool | None = None) -> "Worker":
         (pool or QThreadPool.globalInstance()).start(self)

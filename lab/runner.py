@@ -27,6 +27,7 @@ from typing import Any, Callable
 from cpudoctor.lab import jobs, protocol
 from cpudoctor.probes.child.exitstatus import ExitDiagnosis, diagnose_exit
 from cpudoctor.probes.child.runner import ASK_WAIT_S, CHILD_FLAGS, TERM_WAIT_S, ChildEnd, ChildProcess
+from cpudoctor.probes.child.runner import WAIT_SLICE_S as _runner_wait_slice
 
 # Jobs that run in CPU Doctor's own interpreter (``python -m``): orchestrators without torch that start
 # the child jobs themselves. Every other job is a standalone script in lab/jobs/ (JOB_SCRIPTS).
@@ -35,6 +36,7 @@ JOB_MODULES = {
 }
 MAX_LOG_LINES = 1000    # log lines an outcome keeps (the last ones)
 JOB_SCRIPTS = jobs.JOBS
+WAIT_SLICE_S = _runner_wait_slice  # re-exported: how often wait() returns to Python (Ctrl-C)
 
 
 def job_command(job: str, args: dict[str, Any], python: str | None = None) -> list[str]:
@@ -226,6 +228,11 @@ class Job:
     @property
     def pid(self) -> int | None:
         return self._child.pid
+
+    @property
+    def peak_rss_bytes(self) -> int | None:
+        """The most memory the job's process tree has held so far (the outcome has it once the job ended)."""
+        return self._child.peak_rss_bytes
 
     @property
     def _proc(self):

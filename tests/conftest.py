@@ -9,6 +9,10 @@ from pathlib import Path
 
 import pytest
 
+# Headless like `make test`, also for a bare `pytest` in an SSH session without $DISPLAY (Qt would
+# abort the whole run: "could not connect to display"). A platform the user chose is kept.
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
 REPO = Path(__file__).resolve().parents[1]
 
 # The software facts describe one Python environment: by default the one the user most likely trains
@@ -69,3 +73,19 @@ def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
         code = exc.code
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def wait_for(condition, timeout: float = 30.0, what: str = "the condition", interval: float = 0.01):
+    """Poll ``condition()`` until it returns something truthy (and return that), or fail after ``timeout``
+    seconds saying ``what`` never happened. Tests wait for what they need, never for a fixed time: a
+    loaded machine only makes them slower, not red."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what} did not happen within {timeout:g} s")
+        time.sleep(interval)

@@ -57,6 +57,7 @@ def test_cpulists_and_new_threads():
     assert parse_gomp_affinity("0,1") == [0, 1] and parse_gomp_affinity("junk") is None
 
 
+@pytest.mark.hardware
 def test_this_process_affinity_is_read_like_os_sched_getaffinity():
     if not hasattr(os, "sched_getaffinity"):
         pytest.skip("no sched_getaffinity here")

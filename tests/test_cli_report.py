@@ -142,6 +142,7 @@ def test_script_errors_have_no_traceback(argv, fragment):
     _assert_one_line(proc.stderr, fragment)
 
 
+@pytest.mark.hardware
 @pytest.mark.slow
 def test_full_live_report_runs_the_cpuid_cross_check():
     """Without --fast the live report runs its child checks; on x86 the CPUID cross-check adds no emulation warning."""

@@ -66,6 +66,7 @@ def test_bulldozer_isa001_names_the_default_kernels():
     assert f.severity == "info" and "DEFAULT" in f.title
 
 
+@pytest.mark.hardware
 def test_live_report_still_gets_env_rules():
     """The live machine is not captured: THR001/TORCH001 keep working there."""
     report = probe_tree(software=True)

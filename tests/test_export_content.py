@@ -242,7 +242,7 @@ def test_pdf_pages_carry_title_and_page_number(tmp_path):
     import pytest
 
     if shutil.which("pdftotext") is None:
-        pytest.skip("pdftotext (poppler-utils) not installed")
+        pytest.skip("pdftotext (poppler-utils) is not installed: a machine with it runs this test")
     r = _with_evidence()
     pdf = tmp_path / "r.pdf"
     pdf.write_bytes(render_export(r, "pdf"))

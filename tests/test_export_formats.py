@@ -78,7 +78,8 @@ def test_json_round_trips():
     assert back.meta.redacted is True
 
 
-@pytest.mark.skipif(shutil.which("pdftotext") is None, reason="pdftotext (poppler-utils) not installed")
+@pytest.mark.skipif(shutil.which("pdftotext") is None,
+                    reason="pdftotext (poppler-utils) is not installed: a machine with it runs this test")
 def test_pdf_has_chip_name(tmp_path):
     data = render_export(sample_report(), "pdf")
     assert data.startswith(b"%PDF")

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from gui_support import no_qt_leaks  # noqa: F401 - fixture
+from live_sources import sysfs_online_cpus
 
 from cpudoctor.probes.live import sampler as sampler_mod
 from cpudoctor.probes.live.sample import Sample
@@ -117,13 +118,42 @@ def test_cpu_hotplug_restarts_interval(fake_tree, fake_times):
     assert len(sample.cpu_percent) == 3 and sample.cpu_percent == [0.0, 0.0, 0.0]
 
 
+def _kernel_has_clocks(cpus: list[int]) -> bool:
+    """cpufreq's scaling_cur_freq on every CPU, or a "cpu MHz" line per CPU in /proc/cpuinfo (KVM guests)."""
+    sysfs = Path("/sys/devices/system/cpu")
+    if all((sysfs / f"cpu{n}/cpufreq/scaling_cur_freq").is_file() for n in cpus):
+        return True
+    text = Path("/proc/cpuinfo").read_text(errors="replace")
+    return sum(1 for line in text.splitlines() if line.startswith("cpu MHz")) >= len(cpus)
+
+
+def _kernel_has_cpu_sensor() -> bool:
+    """A CPU hwmon chip (k10temp, coretemp, ...) with a non-zero temperature input."""
+    for chip in Path("/sys/class/hwmon").glob("*"):
+        try:
+            if (chip / "name").read_text().strip() not in sampler_mod.CPU_HWMON_CHIPS:
+                continue
+            if any(int(t.read_text()) > 0 for t in chip.glob("temp*_input")):
+                return True
+        except (OSError, ValueError):
+            continue
+    return False
+
+
 @pytest.mark.hardware
-def test_real_machine_sample_is_sane():
-    s = Sampler()
-    sample = s.sample()
-    assert sample.cpu_ids and len(sample.cpu_ids) == len(sample.cpu_percent)
+def test_real_machine_sample_matches_the_kernel():
+    """CPUs, clocks, sensors and memory as the kernel lists them here; a VM or a container without cpufreq
+    or sensors gets None / {} (shown as unavailable), a desktop gets readings."""
+    online = sysfs_online_cpus()
+    sample = Sampler().sample()
+    assert sample.cpu_ids == online and len(sample.cpu_percent) == len(online)
     assert all(0.0 <= p <= 100.0 for p in sample.cpu_percent)
-    assert sample.freq_mhz is None or len(sample.freq_mhz) == len(sample.cpu_ids)
+    assert (sample.freq_mhz is not None) is _kernel_has_clocks(online)
+    if sample.freq_mhz is not None:
+        assert len(sample.freq_mhz) == len(online) and all(f > 0 for f in sample.freq_mhz)
+    assert bool(sample.temps_c) is _kernel_has_cpu_sensor()
+    meminfo = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines() if ":" in line)
+    assert sample.mem_total_bytes == int(meminfo["MemTotal"].split()[0]) * 1024
 
 
 def test_ringbuffer_order_and_wrap():
@@ -173,7 +203,7 @@ def test_live_sampler_publishes_samples(qtbot, fake_tree, fake_times):
     model = AppModel()
     live = LiveSampler(model, rate_hz=10.0, sampler=Sampler(fake_tree))
     try:
-        with qtbot.waitSignal(model.sample, timeout=3000) as blocker:
+        with qtbot.waitSignal(model.sample, timeout=30_000) as blocker:
             live.start()
         assert isinstance(blocker.args[0], Sample)
         assert live.running

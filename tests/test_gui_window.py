@@ -186,9 +186,11 @@ def test_stale_results_are_dropped(qtbot):
     model.report_changed.connect(seen.append)
     collector.start()
     collector.cancel()                               # e.g. a report was opened meanwhile
-    from PySide6.QtCore import QThreadPool
-    QThreadPool.globalInstance().waitForDone(20_000)
-    qtbot.wait(50)
+    from PySide6.QtCore import QCoreApplication, QThreadPool
+    assert QThreadPool.globalInstance().waitForDone(60_000)
+    # Results a worker sent are queued events now: deliver every one of them, then look (no timer).
+    QCoreApplication.sendPostedEvents()
+    QCoreApplication.processEvents()
     assert seen == []
 
 

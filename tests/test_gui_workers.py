@@ -24,7 +24,7 @@ def test_result_signal_order_and_threads(qtbot):
     worker.started.connect(lambda: seen.append("started"))
     worker.result.connect(lambda v: seen.append(("result", v, QThread.currentThread() is main)))
     worker.finished.connect(lambda: seen.append("finished"))
-    with qtbot.waitSignal(worker.finished, timeout=5000):
+    with qtbot.waitSignal(worker.finished, timeout=30_000):
         worker.start()
     assert seen == ["started", ("result", 5, True), "finished"]
     assert ran_on == [False]                        # the work itself ran off the GUI thread
@@ -38,7 +38,29 @@ def test_exception_becomes_error_signal(qtbot):
         raise ValueError("probe exploded")
 
     run_in_thread(boom, on_result=results.append, on_error=errors.append)
-    qtbot.waitUntil(lambda: bool(errors), timeout=5000)
+    qtbot.waitUntil(lambda: bool(errors), timeout=30_000)
     assert results == []
     assert isinstance(errors[0], ValueError) and str(errors[0]) == "probe exploded"
     assert "Traceback" in errors[0].traceback_text and "boom" in errors[0].traceback_text
+
+
+def test_work_that_outlives_its_signals_ends_quietly(qtbot, capfd):
+    """The window closed (the app is quitting) while a probe still ran: when it finishes, its signals
+    object is already deleted. Nobody is listening any more; no traceback may reach the terminal."""
+    import shiboken6
+    from PySide6.QtCore import QThreadPool
+
+    inside, release = threading.Event(), threading.Event()
+
+    def slow_probe():
+        inside.set()
+        release.wait(60)
+        return "late"
+
+    worker = Worker(slow_probe).start()
+    assert inside.wait(60)
+    shiboken6.delete(worker.signals)            # what teardown does to it at exit
+    release.set()
+    assert QThreadPool.globalInstance().waitForDone(60_000)
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "Signal source has been deleted" not in err, err

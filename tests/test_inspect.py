@@ -18,9 +18,15 @@ from cpudoctor.probes.process.inspect import (
     InspectError, classify_libraries, inspect_process, list_processes, locate_cpu,
 )
 from cpudoctor.probes import Topology
+from conftest import wait_for
 from inspect_fakes import FakeProc, StepClock, stat_line, two_ccx_topology
 
 PY = sys.executable
+
+# Acting as another user needs root (to switch) and setpriv; a root CI container runs these tests.
+AS_ANOTHER_USER = pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("setpriv"),
+    reason="needs root and setpriv (util-linux) to act as another user: runs where the suite runs as root")
 TORCH_LIB = Path(__import__("importlib.util").util.find_spec("torch").origin).parent / "lib"
 HZ = procfs.CLK_TCK
 
@@ -37,6 +43,7 @@ def test_parse_stat_splits_at_last_paren(comm):
     assert (st.num_threads, st.majflt, st.nice, st.starttime) == (9, 3, -5, 777)
 
 
+@pytest.mark.hardware
 def test_parse_stat_real_line_of_this_process():
     st = procfs.parse_stat(Path(f"/proc/{os.getpid()}/stat").read_text())
     assert st.tid == os.getpid() and st.ppid == os.getppid()
@@ -285,7 +292,7 @@ def _nobody_tree() -> Path:
     return d
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root and setpriv")
+@AS_ANOTHER_USER
 def test_permission_denied_message_as_another_user():
     """Root ignores chmod 000, so the reader runs as nobody: a real EACCES on environ and maps."""
     root = _nobody_tree()
@@ -413,6 +420,7 @@ def torch_child():
     _stop(proc)
 
 
+@pytest.mark.hardware
 @pytest.mark.slow
 def test_real_torch_training_child(torch_child):
     insp = inspect_process(torch_child.pid, seconds=1.0)
@@ -454,13 +462,21 @@ def test_real_process_with_two_libgomp_copies():
 
 
 def test_real_process_exits_mid_inspection():
-    proc = _start("import time; print('ready', flush=True); time.sleep(0.5)")
+    """The child ends (its stdin closes) right after the first sample: no race with a timer."""
+    proc = _start("import sys; print('ready', flush=True); sys.stdin.read()", stdin=subprocess.PIPE)
+
+    def end_child_then_sleep(seconds: float) -> None:
+        if proc.poll() is None:
+            proc.stdin.close()
+            proc.wait(timeout=60)                # reaped: its /proc entry is gone before the next sample
+        time.sleep(seconds)
+
     try:
-        insp = inspect_process(proc.pid, seconds=3.0)
+        insp = inspect_process(proc.pid, seconds=30.0, sleep=end_child_then_sleep)
     finally:
-        proc.wait(timeout=10)
+        _stop(proc)
     assert insp.status == "exited"
-    assert insp.window_s < 2.5
+    assert insp.samples == 1 and insp.window_s < 30.0
     assert any("exited" in n for n in insp.notes)
 
 
@@ -473,13 +489,12 @@ def test_real_pid_that_does_not_exist():
     assert str(proc.pid) in str(e.value)
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root and setpriv")
+@AS_ANOTHER_USER
 def test_real_process_of_another_user():
     proc = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "sleep", "30"])
     try:
-        deadline = time.time() + 5
-        while time.time() < deadline and Path(f"/proc/{proc.pid}/comm").read_text().strip() != "sleep":
-            time.sleep(0.02)
+        # setpriv execs sleep after dropping privileges: until then /proc shows setpriv (still root).
+        wait_for(lambda: Path(f"/proc/{proc.pid}/comm").read_text().strip() == "sleep", 60, "sleep's exec")
         # As root everything is readable; the owner is recorded.
         insp = inspect_process(proc.pid, 0.2)
         assert insp.uid == 65534 and insp.env_readable and insp.libraries_readable

@@ -8,14 +8,22 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
 
+from conftest import wait_for
 from cpudoctor.cli import main
+from cpudoctor.probes.process import inspect as inspect_mod
 from inspect_fakes import FakeProc
 
 PY = sys.executable
+
+# Acting as another user needs root (to switch) and setpriv; a root CI container runs these tests.
+AS_ANOTHER_USER = pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("setpriv"),
+    reason="needs root and setpriv (util-linux) to act as another user: runs where the suite runs as root")
 
 
 @pytest.fixture
@@ -80,13 +88,25 @@ def test_bad_usage_exit_2(argv, capsys):
     assert err.count("\n") == 1 and "Traceback" not in err
 
 
-def test_process_exiting_mid_window_prints_partial_data_and_exits_2(capsys):
-    proc = subprocess.Popen([PY, "-c", "import time; print('ready', flush=True); time.sleep(0.6)"],
-                            stdout=subprocess.PIPE, text=True)
+def test_process_exiting_mid_window_prints_partial_data_and_exits_2(capsys, monkeypatch):
+    """The child ends (its stdin closes) right after the first sample, however slow the machine is."""
+    proc = subprocess.Popen([PY, "-c", "import sys; print('ready', flush=True); sys.stdin.read()"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert proc.stdout.readline().strip() == "ready"
+    real_inspect = inspect_mod.inspect_process
+
+    def end_child_then_sleep(seconds: float) -> None:
+        if proc.poll() is None:
+            proc.stdin.close()
+            proc.wait(timeout=60)                # reaped: its /proc entry is gone before the next sample
+        time.sleep(seconds)
+
+    monkeypatch.setattr(inspect_mod, "inspect_process",
+                        lambda *a, **kw: real_inspect(*a, **kw, sleep=end_child_then_sleep))
     try:
-        rc = main(["inspect", str(proc.pid), "--seconds", "3"])
+        rc = main(["inspect", str(proc.pid), "--seconds", "30"])
     finally:
+        proc.kill()
         proc.wait(timeout=10)
     out, err = capsys.readouterr()
     assert rc == 2
@@ -108,13 +128,15 @@ def test_list_text_on_fake_root(fake_root, capsys):
     assert lines[1].split()[0] == "4321" and "~/train.py" in lines[1]
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root and setpriv")
+@AS_ANOTHER_USER
 def test_another_users_process_is_one_line_exit_2():
     """The CLI run as nobody against a root process: environ and maps are refused by the kernel."""
-    target = subprocess.Popen(["sleep", "30"])
+    target = subprocess.Popen(["sleep", "300"])
     cwd = Path(tempfile.mkdtemp())
     cwd.chmod(0o755)
     try:
+        # Until the exec completes, /proc shows the forked Python, not sleep: wait for the name under test.
+        wait_for(lambda: Path(f"/proc/{target.pid}/comm").read_text().strip() == "sleep", 60, "sleep's exec")
         out = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
                               PY, "-m", "cpudoctor", "inspect", str(target.pid), "-s", "0.3"],
                              capture_output=True, text=True, timeout=60, cwd=cwd)

@@ -163,6 +163,11 @@ def test_real_short_training_run_as_json(capsys):
     assert out["bench_run"]["kind"] == "train" and out["bench_run"]["metrics"]["steps"] == 8
 
 
+# `python -m cpudoctor ARGS` with SIGINT's default handler, whatever the disposition the suite inherited.
+WITH_DEFAULT_SIGINT = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+                       "sys.argv[0] = 'cpudoctor'; runpy.run_module('cpudoctor', run_name='__main__', alter_sys=True)")
+
+
 @pytest.mark.slow
 def test_ctrl_c_twice_prints_partial_results_and_exits_130():
     """Ctrl-C reaches the whole process group: the job ignores it, the CLI stops it in stages; a second press
@@ -173,16 +178,24 @@ def test_ctrl_c_twice_prints_partial_results_and_exits_130():
     import sys
     import time
 
-    p = subprocess.Popen([sys.executable, "-m", "cpudoctor", "bench", "train", "--seconds", "60", "--threads", "1"],
+    # Started with Ctrl-C at its default: a shell that runs the suite in the background (`make test &`,
+    # nohup, CI runners) hands SIGINT down ignored, and an ignored SIGINT is rightly left ignored.
+    p = subprocess.Popen([sys.executable, "-c", WITH_DEFAULT_SIGINT, "bench", "train", "--seconds", "60",
+                          "--threads", "1"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    deadline = time.monotonic() + 90
-    line = ""
-    while "step" not in line and time.monotonic() < deadline:
-        line = p.stderr.readline()
-    os.killpg(p.pid, signal.SIGINT)
-    time.sleep(0.05)
-    os.killpg(p.pid, signal.SIGINT)
-    out, err = p.communicate(timeout=60)
+    try:
+        deadline = time.monotonic() + 90
+        line = ""
+        while "step" not in line and time.monotonic() < deadline:
+            line = p.stderr.readline()
+        os.killpg(p.pid, signal.SIGINT)
+        time.sleep(0.05)
+        os.killpg(p.pid, signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
     assert p.returncode == 130, err
     assert out.startswith("Cancelled: partial results.") and "samples/s" in out
     assert "still stopping" in err and "Traceback" not in err
@@ -277,6 +290,7 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
+@pytest.mark.hardware
 def test_settings_the_child_could_only_fail_at_are_refused_up_front(tmp_path, no_job):
     """--cpus outside the affinity and a missing MNIST folder: one line, exit 2, before any child starts."""
     import os

@@ -9,6 +9,7 @@ import math
 
 import pytest
 
+from conftest import wait_for
 from cpudoctor.lab import protocol
 from cpudoctor.lab.jobs import _jobkit
 
@@ -45,19 +46,13 @@ def test_emit_writes_one_flushed_line():
 
 
 def test_stop_flag_set_by_stop_line_or_eof():
+    """The watcher is a thread: wait for it to get there, however busy the machine is."""
     flag = _jobkit.StopFlag()
     flag.watch_stdin(io.StringIO("noise\nstop\n"))
-    for _ in range(100):
-        if flag.is_set():
-            break
-        import time
-        time.sleep(0.01)
-    assert flag.is_set()
+    wait_for(flag.is_set, 30, "the stop line setting the flag")
     eof = _jobkit.StopFlag()
     eof.watch_stdin(io.StringIO(""))
-    import time
-    time.sleep(0.05)
-    assert eof.is_set()
+    wait_for(eof.is_set, 30, "end of input setting the flag")
 
 
 def test_parse_job_argv_reports_bad_json(capsys):

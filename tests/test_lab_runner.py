@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
+import subprocess
 import sys
 import textwrap
 import time
 
+from conftest import wait_for
 from cpudoctor.lab import runner
 
 # A protocol-speaking child that stops when asked, like the real jobs.
@@ -78,11 +82,21 @@ def test_sigill_child_is_diagnosed_with_the_isa_hint():
     assert out.progress == [{"step": 1, "elapsed": 0}]
 
 
+# Holds 64 MiB (touched, so resident) until the kernel's OOM killer, played by the test, sends SIGKILL.
+HOLDS_64_MIB = ("import json, time; b = bytearray(64 << 20); b[::4096] = b'x' * len(b[::4096]);"
+                "print(json.dumps({'type': 'progress', 'step': 1, 'elapsed': 0.0}), flush=True); time.sleep(600)")
+
+
 def test_oom_kill_is_diagnosed_with_the_memory_seen():
-    # Simulated OOM: hold 64 MiB long enough for the watcher to see it, then SIGKILL ourselves.
-    code = ("import os, signal, time; b = bytearray(64 << 20); b[::4096] = b'x' * len(b[::4096]);"
-            "time.sleep(0.8); os.kill(os.getpid(), signal.SIGKILL)")
-    out = runner.run_job("train", {}, argv=[sys.executable, "-c", code])
+    job = runner.Job([sys.executable, "-c", HOLDS_64_MIB], what="the train job").start()
+    try:
+        _wait_for_progress(job)
+        # The kill comes only once the memory watcher has seen the 64 MiB: no race with its 0.2 s timer.
+        wait_for(lambda: (job.peak_rss_bytes or 0) > 60 << 20, 60, "the watcher seeing 64 MiB")
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(job.pid, signal.SIGKILL)
+    out = job.wait()
     assert out.status == "crashed" and out.diagnosis.kind == "out_of_memory"
     assert "out-of-memory" in out.message and "used up to" in out.message
     assert out.peak_rss_bytes is not None and out.peak_rss_bytes > 60 << 20
@@ -140,3 +154,32 @@ def test_send_writes_a_command_line_to_a_serving_child():
     out = job.wait(30)
     assert out.status == "ok" and out.result["got"] == "measure 0.250"
     assert not job.send("measure 1")                     # the child is gone: nothing to write to
+
+
+def test_ctrl_c_delivered_to_a_reader_thread_still_interrupts_wait():
+    """The kernel may hand a terminal's SIGINT to any thread. Delivered to a reader thread, Python only
+    flags it; a main thread blocked in waitpid would see it when the job ends (a 60 s training run
+    later). wait() must notice it while the job still runs. Aimed at a helper thread with pthread_kill."""
+    script = textwrap.dedent("""
+        import signal, sys, threading, time
+        signal.signal(signal.SIGINT, signal.default_int_handler)   # even if the suite runs with it ignored
+        from cpudoctor.lab import runner
+        job = runner.Job([sys.executable, "-c", "import time; time.sleep(600)"]).start()
+        threading.Thread(target=lambda: (time.sleep(0.5), signal.pthread_kill(threading.get_ident(), signal.SIGINT))).start()
+        try:
+            job.wait()
+            print("wait returned: the job ended first")
+        except KeyboardInterrupt:
+            print("interrupted while the job ran")
+        print(job.stop(term_wait=5).status)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:                      # never leave the 600 s job behind
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 0, err
+    assert out.split("\n")[:2] == ["interrupted while the job ran", "cancelled"], out + err

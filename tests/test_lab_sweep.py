@@ -290,6 +290,7 @@ def test_a_sweep_child_stopped_hands_back_its_figures_at_once():
     assert not alive, f"training workers left behind: {alive}"
 
 
+@pytest.mark.hardware
 @pytest.mark.slow
 def test_a_sweep_beside_a_busy_loop_says_inconclusive_with_the_share(tmp_path):
     """A real busy loop pinned to one of the (at most two) CPUs the sweep may use: the sweep reports how much

@@ -60,6 +60,7 @@ def test_settings_validation_messages():
 @pytest.mark.slow
 @pytest.mark.parametrize("extra", [{"dtype": "bf16"}, {"channels_last": True}, {"model": "lenet5"},
                                    {"optimizer": "sgd", "cpus": "first"}])
+@pytest.mark.hardware
 def test_variants_run(extra):
     import os
 
@@ -74,6 +75,22 @@ def test_variants_run(extra):
     if extra.get("dtype") == "bf16":           # a bf16 run measures fp32 in the same job
         ref = out.result["reference"]
         assert ref["dtype"] == "fp32" and ref["samples_per_s"] > 0 and out.result["samples_per_s"] > 0
+
+
+
+
+@pytest.mark.hardware
+@pytest.mark.slow
+def test_run_pinned_to_one_cpu_this_process_may_use():
+    """Pinned to the last CPU of this process's affinity: CPU 0 may be outside it (`taskset -c 1`, a
+    container's cpuset)."""
+    import os
+
+    cpu = max(os.sched_getaffinity(0))
+    args = {**TrainSettings(steps=15, seconds=None, batch_size=32, eval_samples=0).to_dict(), "cpus": [cpu]}
+    out = runner.run_job("train", args, timeout=120)
+    assert out.status == "ok", out.message
+    assert out.result["cpus"] == [cpu] and out.result["final_loss"] < out.result["initial_loss"]
 
 
 @pytest.mark.slow
@@ -95,6 +112,7 @@ def test_torch_compile_runs_or_fails_calmly():
         assert out.message.startswith("torch.compile")
 
 
+@pytest.mark.hardware
 @pytest.mark.slow
 def test_a_competing_busy_loop_is_reported_as_interference():
     """A real busy loop pinned to the one CPU the job is pinned to: the job reports what it took (not a speed)."""

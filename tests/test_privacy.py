@@ -46,7 +46,7 @@ def test_no_identifying_string_in_any_format(planted, fmt, tmp_path):
     data = render_export(planted, fmt)
     if fmt == "pdf":
         if shutil.which("pdftotext") is None:
-            pytest.skip("pdftotext (poppler-utils) not installed")
+            pytest.skip("pdftotext (poppler-utils) is not installed: a machine with it runs this test")
         text = _pdf_text(data, tmp_path)
         assert "EPYC 9354" in text                      # the document really has content
     else:

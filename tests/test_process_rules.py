@@ -368,6 +368,7 @@ def test_relaunch_prefix_from_pinning_module_and_fallback():
     assert pr.launch_prefix(None, [2, 3], numa_node=1) == "numactl --cpunodebind=1 --membind=1"
 
 
+@pytest.mark.hardware
 @pytest.mark.slow
 def test_real_oversubscribed_torch_job_fires_proc001():
     """A torch job with 4x more OpenMP threads than usable CPUs, inspected for real."""

@@ -189,6 +189,7 @@ def _stop(jobs: list[subprocess.Popen]) -> None:
         job.wait(timeout=10)
 
 
+@pytest.mark.hardware
 def test_two_training_jobs_each_sized_for_every_cpu_and_the_printed_split_fixes_it(tmp_path):
     need_module("torch")
     need_cpus(2)

@@ -133,7 +133,7 @@ def test_copy_markdown(qtbot, actions, monkeypatch):
 def test_open_saved_report_read_only_with_advisor(qtbot, actions, tmp_path):
     model, ra = actions
     saved = export_report(sample_report(), "json", tmp_path / "a.json")
-    with qtbot.waitSignal(model.findings_changed, timeout=20_000, check_params_cb=bool):
+    with qtbot.waitSignal(model.findings_changed, timeout=30_000, check_params_cb=bool):
         ra.open_path(saved)
     assert model.read_only is True
     assert model.source_label == "Saved report a.json"
@@ -152,7 +152,7 @@ def test_open_bad_files(qtbot, actions, tmp_path, content, message):
     model, ra = actions
     bad = tmp_path / "bad.json"
     bad.write_text(content)
-    with qtbot.waitSignal(ra.failed, timeout=20_000) as blocker:
+    with qtbot.waitSignal(ra.failed, timeout=30_000) as blocker:
         ra.open_path(bad)
     assert message in blocker.args[0] and model.report is None
     ra.last_message.close()

@@ -56,6 +56,7 @@ def _validate(report: Report, schema: dict) -> None:
     schema_tools.validate(data, schema)
 
 
+@pytest.mark.hardware
 def test_live_report_validates(schema):
     from cpudoctor import advisor
 

@@ -280,6 +280,7 @@ def test_hybrid_plan_uses_the_performance_cores_like_topo003(tmp_path):
     assert "[IntPtr]0xFFF" in snippets.launch_script(r, "powershell")
 
 
+@pytest.mark.hardware
 def test_hybrid_dataloader_workers_move_to_the_efficiency_cores():
     """taskset's mask is inherited by forked workers: the Python settings move them to the E-cores."""
     r = _load("raptorlake-hybrid-threads-unset")

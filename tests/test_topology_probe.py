@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import functools
+import os
 from pathlib import Path
 
 import pytest
 
 from conftest import HWLOC_MACHINES, MACHINES, machine_root
+from live_sources import lscpu_rows, sysfs_online_cpus
 from cpudoctor.probes._cgroup import read_cgroup_limits
 from cpudoctor.probes._fs import format_cpulist, parse_cpulist
 from cpudoctor.probes import Topology, probe_topology
@@ -147,11 +149,32 @@ def test_empty_root_gives_unknown_with_note(tmp_path):
     assert topo.logical_cpus is None and topo.notes
 
 
-def test_live_machine_is_consistent():
+@pytest.mark.hardware
+def test_live_machine_agrees_with_sysfs_lscpu_and_the_affinity():
+    """This machine's topology against the kernel's online list, util-linux's `lscpu -p` and
+    os.sched_getaffinity: whatever the core count, SMT, NUMA or L3 layout, and under `taskset` too."""
+    online = sysfs_online_cpus()
     topo = probe_topology()
-    assert topo.logical_cpus and topo.cores and topo.cores <= topo.logical_cpus
-    assert topo.affinity.allowed_cpus and topo.affinity.usable_cpus
-    assert set(topo.affinity.allowed_cpus) <= set(topo.online_cpus)
+    assert topo.source == "sysfs"
+    assert topo.online_cpus == online and topo.logical_cpus == len(online)
+    allowed = sorted(os.sched_getaffinity(0))
+    assert topo.affinity.allowed_cpus == allowed
+    assert 1 <= topo.affinity.usable_cpus <= len(allowed)
+    rows = [r for r in lscpu_rows() if r.cpu in online]
+    assert sorted(r.cpu for r in rows) == online
+    if all(r.socket is not None and r.core is not None for r in rows):
+        assert topo.packages == len({r.socket for r in rows})
+        assert topo.cores == len({(r.socket, r.core) for r in rows})
+    if all(r.l3 is not None for r in rows):
+        by_l3 = {}
+        for r in rows:
+            by_l3.setdefault(r.l3, []).append(r.cpu)
+        assert sorted(sorted(d.cpus) for d in topo.l3_domains) == sorted(by_l3.values())
+    if all(r.node is not None for r in rows):
+        by_node = {}
+        for r in rows:
+            by_node.setdefault(r.node, []).append(r.cpu)
+        assert {n.id: sorted(n.cpus) for n in topo.numa_nodes if n.cpus} == by_node
 
 
 # ---------------------------------------------------------------------------

@@ -410,13 +410,21 @@ def test_job_runner_kills_a_child_that_ignores_stop_and_sigterm(qtbot):
 
 
 def test_job_runner_diagnoses_an_oom_kill_with_the_memory_seen(qtbot):
+    import os
+    import signal
+
     from cpudoctor.gui.job_runner import JobRunner
 
-    code = ("import os, signal, time; b = bytearray(64 << 20); b[::4096] = b'x' * len(b[::4096]);"
-            "time.sleep(0.8); os.kill(os.getpid(), signal.SIGKILL)")
+    # Holds 64 MiB (touched, so resident) and says its PID; the test plays the OOM killer once the
+    # runner's memory watch has seen the 64 MiB, so no 250 ms timer races with the child's exit.
+    code = ("import json, os, time; b = bytearray(64 << 20); b[::4096] = b'x' * len(b[::4096]);"
+            "print(json.dumps({'type': 'progress', 'step': 1, 'pid': os.getpid()}), flush=True); time.sleep(600)")
     runner = JobRunner()
-    with qtbot.waitSignal(runner.finished, timeout=20_000) as blocker:
+    with qtbot.waitSignal(runner.progress, timeout=60_000) as started:
         runner.start_argv([sys.executable, "-c", code], job="train")
+    qtbot.waitUntil(lambda: (runner.peak_rss_bytes or 0) > 60 << 20, timeout=60_000)
+    with qtbot.waitSignal(runner.finished, timeout=60_000) as blocker:
+        os.kill(started.args[0]["pid"], signal.SIGKILL)
     out = blocker.args[0]
     assert out.status == "crashed" and out.diagnosis.kind == "out_of_memory"
     assert "used up to" in out.message and out.peak_rss_bytes > 60 << 20

@@ -151,6 +151,7 @@ def test_qemu64_guest_is_caught_and_host_model_fixes_it(tmp_path):
         assert run.returncode == 0 and run.stdout.strip() == "64.0"
 
 
+@pytest.mark.hardware
 @needs_qemu
 @pytest.mark.slow
 def test_emulated_cpuid_disagrees_with_the_host_cpuinfo():

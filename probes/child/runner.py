@@ -52,6 +52,7 @@ from cpudoctor.probes.child.lines import FACTS, MAX_LINE_BYTES, STOP_COMMAND, Me
 ASK_WAIT_S = 0.5         # after writing "stop": time to finish the step and send a result
 TERM_WAIT_S = 0.3        # after SIGTERM, before SIGKILL: a lab job's whole stop stays under a second
 SAMPLE_INTERVAL_S = 0.2  # how often the process tree is listed and its memory summed
+WAIT_SLICE_S = 0.2       # a waiting caller returns to Python this often, so Ctrl-C is seen while a child runs
 DRAIN_S = 2.0            # after the tree is gone, how long the readers may take to reach the end of the pipes
 _STAGE_TICK = 0.05       # the supervisor looks at the stop stages at least this often
 _TAIL = 2000             # characters of stderr a probe result keeps for its error message
@@ -225,8 +226,19 @@ class ChildProcess:
         self._wake.set()
 
     def join(self, timeout: float | None = None) -> bool:
-        """Wait until the child and its descendants are gone and the end is known; False on timeout."""
-        return self._done.wait(timeout)
+        """Wait until the child and its descendants are gone and the end is known; False on timeout.
+
+        In short slices, not one blocking wait: Ctrl-C that the kernel hands to one of the reader
+        threads is only flagged there, and the main thread raises KeyboardInterrupt when it next runs
+        Python code; blocked in one long wait, that would be when the job ends.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self._done.is_set():
+            left = WAIT_SLICE_S if deadline is None else min(WAIT_SLICE_S, deadline - time.monotonic())
+            if left <= 0:
+                return False
+            self._done.wait(left)
+        return True
 
     def wait(self, timeout: float | None = None) -> ChildEnd:
         """The end; after ``timeout`` seconds the child is stopped in stages first."""
