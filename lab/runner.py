@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from typing import Any, Callable
 
 from cpudoctor.lab import protocol
 from cpudoctor.probes.child.exitstatus import ExitDiagnosis, diagnose_exit
+from cpudoctor.probes.child.own import own_command
 from cpudoctor.probes.child.runner import ASK_WAIT_S, TERM_WAIT_S, ChildEnd, ChildProcess
 
 JOB_MODULES = {
@@ -39,7 +39,8 @@ MAX_LOG_LINES = 1000    # log lines an outcome keeps (the last ones)
 def job_command(job: str, args: dict[str, Any], python: str | None = None) -> list[str]:
     """The argv that starts lab job ``job`` (a short name or a module path) with ``args``."""
     module = JOB_MODULES.get(job, job)
-    return [python or sys.executable, "-m", module, "--json-args", json.dumps(args), "--control", "stdin"]
+    tail = ("--json-args", json.dumps(args), "--control", "stdin")
+    return [python, "-m", module, *tail] if python else own_command(module, *tail)
 
 
 def format_bytes(n: float | None) -> str:

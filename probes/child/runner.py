@@ -36,7 +36,6 @@ import os
 import select
 import signal
 import subprocess
-import sys
 import threading
 import time
 import weakref
@@ -422,16 +421,17 @@ class ChildResult:
         return self.diagnosis.kind == "ok"
 
 
-def python_argv(*args: str) -> list[str]:
-    """The current interpreter with ``args``; ``-X frozen_modules=on`` is the default already."""
-    return [sys.executable, *args]
-
-
 def script_argv(name: str, *args: str, python: str | None = None) -> list[str]:
-    """Run child script ``name`` (see :mod:`cpudoctor.probes.child.scripts`) by path with ``args``."""
+    """Run child script ``name`` (see :mod:`cpudoctor.probes.child.scripts`) by path with ``args``.
+
+    ``python`` is the environment under test; without one, CPU Doctor's own
+    interpreter (in the standalone app, the app's ``--run-script``).
+    """
+    from cpudoctor.probes.child.own import own_script_command
     from cpudoctor.probes.child.scripts import script_path
 
-    return [python or sys.executable, str(script_path(name)), *args]
+    path = script_path(name)
+    return [python, str(path), *args] if python else own_script_command(path, *args)
 
 
 def parse_json_lines(stdout: str) -> dict[str, Any]:
