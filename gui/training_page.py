@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFormLayout, Q
 
 from cpudoctor.gui.job_runner import JobRunner
 from cpudoctor.gui.model import AppModel
+from cpudoctor.gui.torch_banner import TorchMissingBanner
 from cpudoctor.lab.runner import JobOutcome, job_command
 from cpudoctor.lab.settings import MODELS, SettingsError, TrainSettings
 from cpudoctor.probes._fs import format_cpulist
@@ -86,6 +87,10 @@ class TrainingPage(QWidget):
         if app is not None:
             app.aboutToQuit.connect(self.shutdown)      # never leave a training child behind
 
+    def showEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        super().showEvent(event)
+        self.torch_banner.look_once()                    # environments are listed off the UI thread, once
+
     # ------------------------------------------------------------------ layout
 
     def _build(self) -> None:
@@ -105,6 +110,8 @@ class TrainingPage(QWidget):
         right = QWidget()
         rv = QVBoxLayout(right)
         rv.setContentsMargins(0, 0, 0, 0)
+        self.torch_banner = TorchMissingBanner(self)     # shown only when no Python environment has PyTorch
+        rv.addWidget(self.torch_banner)
         self.status = QLabel("Ready. Jobs run in a separate process; the window stays responsive.")
         self.status.setWordWrap(True)
         self.status.setTextFormat(Qt.TextFormat.RichText)
