@@ -1,4 +1,6 @@
 # Two commands matter: `make run` and `make test`. Both create the venv on first use.
+# A third, for people who package the app: `make dist` (the standalone app, no torch inside;
+# see packaging/build_dist.py) and `make dist-check` (builds it from a clean checkout and tests it).
 PYTHON     ?= python3
 VENV       ?= .venv
 # Pinned on purpose: a bare or open-ended `torch` pulls a multi-GB CUDA build.
@@ -7,7 +9,7 @@ TORCH_SPEC ?= torch==2.13.0
 PY          = $(VENV)/bin/python
 STAMP       = $(VENV)/.installed
 
-.PHONY: run test install clean bench
+.PHONY: run test install clean bench dist dist-check
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -23,5 +25,12 @@ run: $(STAMP)
 test: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(PY) -m pytest $(PYTEST_ARGS)
 
+# Its own build environment (build/dist-venv: no torch, PyInstaller pinned in pyproject's `dist` extra).
+dist:
+	$(PYTHON) packaging/build_dist.py
+
+dist-check: $(STAMP)
+	CPUDOCTOR_DIST_CHECK=1 QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q tests/test_dist.py
+
 clean:
-	rm -rf $(VENV) build *.egg-info test-output
+	rm -rf $(VENV) build dist *.egg-info test-output
