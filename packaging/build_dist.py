@@ -14,11 +14,11 @@ Steps, each a function below:
 6. the archive ``dist/cpudoctor-VERSION-linux-x86_64.tar.gz`` (``.zip`` on
    Windows and macOS) and ``dist/build-info.json`` with the measured sizes.
 
-gzip, not xz or zstd: on the 2-core build machine xz -6 took 5 min for a
-~58 MB archive where gzip took under a minute for ~80 MB (zstd -19: 2.5 min,
-~63 MB), and a .tar.gz opens with every tar and file manager, where .tar.zst
-needs zstd installed. A third more download was judged better than builds
-that would not fit CI's time budget.
+gzip, not xz or zstd: for the ~200 MB folder on the 2-core build machine,
+xz -6 took 5 min for a 58 MB archive where gzip took under a minute for about
+80 MB (zstd -19: 2.5 min, 63 MB), and a .tar.gz opens with every tar and file
+manager, where .tar.zst needs zstd installed. A third more download was
+judged better than builds that would not fit CI's time budget.
 """
 
 from __future__ import annotations
