@@ -92,6 +92,7 @@ class TorchMissingBanner(QFrame):
             headline, detail = torch_missing_text(self.setup)
             self.text.setText(f"<b>{html.escape(headline)}</b> {html.escape(detail)}")
             self.command.setText(self.setup.command)
+            self.command.setCursorPosition(0)            # the interpreter's path first, not the index URL
             self.command.setVisible(bool(self.setup.command))
             self.copy_button.setVisible(bool(self.setup.command))
             self.setVisible(True)
