@@ -234,3 +234,18 @@ def test_built_app_installs_its_menu_entry(built, tmp_path):
     assert icon.read_bytes().lstrip().startswith((b"<svg", b"<?xml"))
     out = _app(built, "install-desktop", "--uninstall", env=env)
     assert out.returncode == 0 and not entry.exists()
+
+
+@pytest.mark.slow
+def test_built_app_runs_captures_trace_and_gives_children_the_users_library_path(built, tmp_path):
+    out = _app(built, "--run-module", "cpudoctor.capture", "--trace")
+    assert out.returncode == 0, out.stderr
+    assert "/proc/cpuinfo" in json.loads(out.stdout)["paths"]
+    probe = tmp_path / "library_path.py"
+    probe.write_text("import os\nprint(os.environ.get('LD_LIBRARY_PATH'), os.environ.get('LD_LIBRARY_PATH_ORIG'))\n")
+    mine = _app(built, "--run-script", str(probe), env={"LD_LIBRARY_PATH": "/opt/user/lib"})
+    assert mine.stdout.split() == ["/opt/user/lib", "None"]
+    environ = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+    none = subprocess.run([str(built["app"]), "--run-script", str(probe)], capture_output=True, text=True,
+                          timeout=60, env=environ)
+    assert none.stdout.split() == ["None", "None"]

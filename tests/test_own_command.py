@@ -49,8 +49,19 @@ def test_frozen_app_runs_itself_with_the_hidden_entries(frozen_app):
     assert own.own_command("cpudoctor.probes.cpu.cpuid_check") == [app, "--run-module", "cpudoctor.probes.cpu.cpuid_check"]
     assert own.own_script_command("/s/t.py", "--numpy") == [app, "--run-script", "/s/t.py", "--numpy"]
     assert lab_runner.job_command("gemm", {"size": 64})[:3] == [app, "--run-module", "cpudoctor.lab.gemm"]
+    from cpudoctor.gui.job_runner import JobRunner
+
+    assert job_command_of(JobRunner())[:3] == [app, "--run-module", "cpudoctor.lab.train"]
     # An environment chosen by the user is a real Python: its argv never goes through the app.
     assert lab_runner.job_command("gemm", {}, python="/env/bin/python")[:3] == ["/env/bin/python", "-m", "cpudoctor.lab.gemm"]
+
+
+def job_command_of(runner) -> list[str]:
+    """The argv the Training page's runner would start for a training job (not started)."""
+    started = []
+    runner.start_argv = lambda argv, job="job": started.append(argv)
+    runner.start("train", {})
+    return started[0]
 
 
 def test_child_scripts_are_found_in_the_bundle_when_frozen(frozen_app, monkeypatch):
