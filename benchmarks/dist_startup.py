@@ -12,7 +12,9 @@ warm after the first; nothing else is cached between runs):
   (``xdotool search --sync --onlyvisible``), when Xvfb and xdotool are installed.
 
 The load average and the CPUs this process may use are printed too: on a
-shared 2-core machine other work inflates every figure. No assertion: speed is
+shared 2-core machine other work inflates every wall-clock figure, so the CPU
+time the app itself used (user + system, all its processes) is printed beside
+each: that part does not depend on what else runs. No assertion: speed is
 measured here, never in tests.
 """
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -82,11 +85,23 @@ def time_xvfb(app: list[str], display: str) -> float | None:
     return None if mapped is None else mapped - start
 
 
-def _median(values: list[float | None]) -> str:
-    ok = [v for v in values if v is not None]
+def _cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _measure(run, runs: int) -> str:
+    """Median wall time of ``run()`` and the median CPU time its (reaped) processes used."""
+    walls, cpus = [], []
+    for i in range(runs):
+        before = _cpu_seconds()
+        walls.append(run(i))
+        cpus.append(_cpu_seconds() - before)
+    ok = [v for v in walls if v is not None]
     if not ok:
         return "n/a"
-    return f"{statistics.median(ok):.2f} s (min {min(ok):.2f}, max {max(ok):.2f}, {len(ok)} runs)"
+    return (f"{statistics.median(ok):.2f} s (min {min(ok):.2f}, max {max(ok):.2f}, {len(ok)} runs); "
+            f"CPU {statistics.median(cpus):.2f} s")
 
 
 def main() -> int:
@@ -104,15 +119,15 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         time_report(app, tmp)                                   # warm the page cache once
-        print("report --fast       :", _median([time_report(app, tmp) for _ in range(args.runs)]))
-        print("window, offscreen   :", _median([time_offscreen(app, tmp, i) for i in range(args.runs)]))
+        print("report --fast       :", _measure(lambda i: time_report(app, tmp), args.runs))
+        print("window, offscreen   :", _measure(lambda i: time_offscreen(app, tmp, i), args.runs))
         if not args.no_xvfb and shutil.which("Xvfb") and shutil.which("xdotool"):
             display = ":97"
             xvfb = subprocess.Popen(["Xvfb", display, "-screen", "0", "1280x900x24", "-nolisten", "tcp"],
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             try:
                 time.sleep(1.0)
-                print("window, Xvfb (mapped):", _median([time_xvfb(app, display) for _ in range(args.runs)]))
+                print("window, Xvfb (mapped):", _measure(lambda i: time_xvfb(app, display), args.runs))
             finally:
                 xvfb.terminate()
                 xvfb.wait(timeout=10)
