@@ -64,6 +64,16 @@ def job_command_of(runner) -> list[str]:
     return started[0]
 
 
+def test_the_windowed_exe_starts_children_with_the_console_one(frozen_app, monkeypatch):
+    gui = frozen_app["app"].with_name("cpudoctor-gui.exe")
+    console = frozen_app["app"].with_name("cpudoctor.exe")
+    gui.write_text("")
+    console.write_text("")
+    monkeypatch.setattr(sys, "executable", str(gui))
+    assert own.own_command("cpudoctor.capture", "--trace")[0] == str(console)
+    assert own.own_script_command("/s/t.py")[0] == str(console)
+
+
 def test_child_scripts_are_found_in_the_bundle_when_frozen(frozen_app, monkeypatch):
     folder = frozen_app["bundle"] / "cpudoctor" / "probes" / "child" / "scripts"
     folder.mkdir(parents=True)

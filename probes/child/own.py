@@ -53,17 +53,31 @@ def bundle_dir() -> Path | None:
     return Path(folder) if frozen() and folder else None
 
 
+def app_executable() -> str:
+    """The frozen app's executable for children: on Windows the console one, never ``cpudoctor-gui.exe``.
+
+    The windowed .exe has no standard output (``sys.stdout`` is None there), and
+    children talk to CPU Doctor through theirs.
+    """
+    exe = Path(sys.executable)
+    if exe.stem.endswith("-gui"):
+        console = exe.with_name(exe.stem[: -len("-gui")] + exe.suffix)
+        if console.is_file():
+            return str(console)
+    return sys.executable
+
+
 def own_command(module: str, *args: str) -> list[str]:
     """The argv that runs CPU Doctor's module ``module`` as a program, in this installation."""
     if frozen():
-        return [sys.executable, RUN_MODULE, module, *args]
+        return [app_executable(), RUN_MODULE, module, *args]
     return [sys.executable, "-m", module, *args]
 
 
 def own_script_command(script: Path | str, *args: str) -> list[str]:
     """The argv that runs a standalone script with CPU Doctor's own interpreter."""
     if frozen():
-        return [sys.executable, RUN_SCRIPT, str(script), *args]
+        return [app_executable(), RUN_SCRIPT, str(script), *args]
     return [sys.executable, str(script), *args]
 
 
