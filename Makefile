@@ -1,4 +1,6 @@
 # Two commands matter: `make run` and `make test`. Both create the venv on first use.
+# A third, for people who package the app: `make dist` (the standalone app, no torch inside;
+# see packaging/build_dist.py) and `make dist-check` (builds it from a clean checkout and tests it).
 PYTHON     ?= python3
 VENV       ?= .venv
 # Pinned on purpose: a bare or open-ended `torch` pulls a multi-GB CUDA build.
@@ -7,7 +9,7 @@ TORCH_SPEC ?= torch==2.13.0
 PY          = $(VENV)/bin/python
 STAMP       = $(VENV)/.installed
 
-.PHONY: run test install clean bench imports fuzz
+.PHONY: run test install clean bench imports fuzz dist dist-check
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -34,5 +36,12 @@ fuzz: $(STAMP)
 	CPUDOCTOR_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) QT_QPA_PLATFORM=offscreen $(PY) -m pytest -p no:cacheprovider \
 		tests/test_fuzz.py $(PYTEST_ARGS); status=$$?; cat test-output/fuzz-summary.json; exit $$status
 
+# Its own build environment (build/dist-venv: no torch, PyInstaller pinned in pyproject's `dist` extra).
+dist:
+	$(PYTHON) packaging/build_dist.py
+
+dist-check: $(STAMP)
+	CPUDOCTOR_DIST_CHECK=1 QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q tests/test_dist.py
+
 clean:
-	rm -rf $(VENV) build *.egg-info test-output
+	rm -rf $(VENV) build dist *.egg-info test-output

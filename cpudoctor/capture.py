@@ -269,9 +269,10 @@ def _cgroup_paths(root: Path) -> list[str]:
 
 def trace_probe_reads(timeout: float = 60.0) -> list[str]:
     """Paths the probes open or list on this machine (absolute), from a child process."""
+    from cpudoctor.probes.child.own import own_command
     from cpudoctor.probes.child.runner import ChildSpec, run_child
 
-    result = run_child(ChildSpec([sys.executable, "-m", "cpudoctor.capture", "--trace"],
+    result = run_child(ChildSpec(own_command("cpudoctor.capture", "--trace"),
                                  what="the probe trace", timeout=timeout))
     paths = result.data.get("paths") if result.ok else None
     return [p for p in paths if isinstance(p, str)] if isinstance(paths, list) else []

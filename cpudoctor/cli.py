@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from pathlib import Path
 
 from cpudoctor import __version__
 from cpudoctor.commands import COMMANDS, CliError
@@ -78,20 +79,49 @@ def _silence_stdout() -> None:
         pass
 
 
+def opens_window(argv: list[str]) -> bool:
+    """True when ``argv`` is for the window: nothing, a saved report to open, or window options.
+
+    ``cpudoctor`` is one program for both (the standalone app has one executable), so
+    ``cpudoctor report.json`` and ``cpudoctor --page topology`` open the window the way
+    ``cpudoctor-gui`` does, while ``cpudoctor report ...`` stays the command.
+    """
+    if not argv:
+        return True
+    first = argv[0]
+    if first.replace("-", "_") in COMMANDS or first in ("-h", "--help", "--version"):
+        return False
+    if first.startswith("-"):
+        from cpudoctor.gui.app import build_parser as gui_parser     # argparse only: no Qt is imported
+
+        window_options = {s for a in gui_parser()._actions for s in a.option_strings} - {"-h", "--help", "--version"}
+        return first.split("=", 1)[0] in window_options
+    return Path(first).is_file()
+
+
 def main(argv: list[str] | None = None) -> int:
     import cpudoctor.commands as commands
+    from cpudoctor.probes.child.own import run_hidden_entry
 
-    if _reopen_closed_std_fds() or sys.stdout is None:
+    stdout_closed = _reopen_closed_std_fds()   # first: the next file opened must not become fd 1
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # `--run-module M` / `--run-script F`: how the standalone app runs its own children (no -m there).
+    hidden = run_hidden_entry(argv)
+    if hidden is not None:
+        return hidden
+    if opens_window(argv):
+        from cpudoctor.gui.app import main as gui_main
+
+        return gui_main(argv)
+    if stdout_closed or sys.stdout is None:
         commands.STDOUT_CLOSED = True
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra:
         # argparse reports leftovers from the top parser ("see cpudoctor --help"); name the subcommand instead.
         _innermost(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
-    if args.command is None:
-        from cpudoctor.gui.app import main as gui_main
-
-        return gui_main([])
+    if args.command is None:            # only options the window does not know, e.g. `cpudoctor --bogus`
+        parser.error("choose a command, or run cpudoctor with no arguments for the window")
     try:
         code = int(args.func(args) or 0)
         if sys.stdout is not None:

@@ -6,6 +6,8 @@ idempotent, and ``uninstall`` removes exactly those two, and only when they are
 ours (the entry carries an ``X-CPUDoctor-Installed`` marker), so a file the
 user wrote by hand is never deleted. On Windows the ``cpudoctor-gui``
 gui-script that pip creates is the windowed launcher; nothing to install.
+From the standalone app (``make dist``), the entry starts the app's own
+executable, and the icon comes from the app's bundled resources.
 """
 
 from __future__ import annotations
@@ -51,14 +53,22 @@ def paths(env: dict[str, str] | None = None) -> DesktopPaths:
 
 
 def gui_command() -> list[str]:
-    """How to start the window: the installed ``cpudoctor-gui`` script, else this Python."""
+    """How to start the window: the standalone app itself, the installed ``cpudoctor-gui`` script,
+    else this Python."""
+    from cpudoctor.probes.child.own import frozen, own_command
+
+    if frozen():
+        # The app built by `make dist`: with no arguments it opens the window. Resolved, so the
+        # entry keeps working from any folder; moving the app's folder needs install-desktop again.
+        return [str(Path(sys.executable).resolve())]
     exe = shutil.which("cpudoctor-gui")
     if exe is None:
         candidate = Path(sys.executable).with_name("cpudoctor-gui")
         exe = str(candidate) if candidate.is_file() else None
     if exe is not None:
         return [str(Path(exe).resolve()) if Path(exe).is_file() else exe]
-    return [str(Path(sys.executable).resolve()), "-m", "cpudoctor.gui.app"]
+    command = own_command("cpudoctor.gui.app")
+    return [str(Path(command[0]).resolve()), *command[1:]]
 
 
 def _exec_quote(arg: str) -> str:

@@ -20,7 +20,6 @@ its step and sends a cancelled result), then SIGTERM, then SIGKILL.
 from __future__ import annotations
 
 import queue
-import sys
 from typing import Any
 
 from PySide6.QtCore import QObject, Qt, Signal
@@ -41,7 +40,7 @@ class JobRunner(QObject):
 
     def __init__(self, parent: QObject | None = None, python: str | None = None):
         super().__init__(parent)
-        self.python = python or sys.executable
+        self.python = python            # None: CPU Doctor's own interpreter (the app itself when frozen)
         self.job = ""
         self._child: ChildProcess | None = None
         self._queue: queue.SimpleQueue[protocol.Message | ChildEnd] = queue.SimpleQueue()

@@ -28,6 +28,7 @@ from cpudoctor.gui.job_runner import JobRunner
 from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.training_session import LabSession
 from cpudoctor.lab.results import LabResult
+from cpudoctor.gui.torch_banner import TorchMissingBanner
 from cpudoctor.lab.runner import JobOutcome, job_command
 from cpudoctor.lab.settings import MODELS, SWEEP_TRAIN_KEYS, SettingsError, SweepSettings, TrainSettings
 from cpudoctor.render import lab as words
@@ -68,6 +69,10 @@ class TrainingPage(QWidget):
     def best(self):
         return self.session.best
 
+    def showEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        super().showEvent(event)
+        self.torch_banner.look_once()                    # environments are listed off the UI thread, once
+
     # ------------------------------------------------------------------ layout
 
     def _build(self) -> None:
@@ -87,6 +92,8 @@ class TrainingPage(QWidget):
         right = QWidget()
         rv = QVBoxLayout(right)
         rv.setContentsMargins(0, 0, 0, 0)
+        self.torch_banner = TorchMissingBanner(self)     # shown only when no Python environment has PyTorch
+        rv.addWidget(self.torch_banner)
         self.status = QLabel("Ready. Jobs run in a separate process; the window stays responsive.")
         self.status.setWordWrap(True)
         self.status.setTextFormat(Qt.TextFormat.RichText)

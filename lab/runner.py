@@ -26,6 +26,7 @@ from typing import Any, Callable
 
 from cpudoctor.lab import jobs, protocol
 from cpudoctor.probes.child.exitstatus import ExitDiagnosis, diagnose_exit
+from cpudoctor.probes.child.own import frozen, own_command, own_script_command
 from cpudoctor.probes.child.runner import ASK_WAIT_S, CHILD_FLAGS, TERM_WAIT_S, ChildEnd, ChildProcess
 from cpudoctor.probes.child.runner import WAIT_SLICE_S as _runner_wait_slice
 
@@ -46,19 +47,22 @@ def job_command(job: str, args: dict[str, Any], python: str | None = None) -> li
     by path and isolated (``-I``: no user site, no PYTHON* variables, not even
     its own folder on sys.path), so it needs nothing of CPU Doctor in the
     environment it measures. An orchestrator in JOB_MODULES (the sweep) runs
-    in CPU Doctor's own interpreter and is handed ``python`` for its workers.
+    in CPU Doctor's own code (``own_command``: also in the standalone app) and
+    is handed ``python`` for its workers.
     """
     tail = ["--control", "stdin"]
     if job in JOB_MODULES or job.startswith("cpudoctor."):
         if python and python != sys.executable:
             args = {**args, "python": python}
-        return [sys.executable, "-m", JOB_MODULES.get(job, job), "--json-args", json.dumps(args), *tail]
+        return own_command(JOB_MODULES.get(job, job), "--json-args", json.dumps(args), *tail)
     from cpudoctor.probes.child.scripts import script_path as probe_script
 
     script = jobs.script_path(job) if job in JOB_SCRIPTS else Path(job)
     # Through the one launcher of standalone scripts: the user's PYTHONPATH and user site, which -I drops.
-    return [python or sys.executable, *CHILD_FLAGS, str(probe_script("_launch")), str(script), "--json-args",
-            json.dumps(args), *tail]
+    launch = probe_script("_launch")
+    if python is None and frozen():
+        return own_script_command(launch, str(script), "--json-args", json.dumps(args), *tail)
+    return [python or sys.executable, *CHILD_FLAGS, str(launch), str(script), "--json-args", json.dumps(args), *tail]
 
 
 def format_bytes(n: float | None) -> str:

@@ -35,3 +35,25 @@ def home_short(path: str) -> str:
     if home and home != "/" and (path == home or path.startswith(home + os.sep)):
         return "~" + path[len(home):]
     return path
+
+
+def torch_missing_text(setup) -> tuple[str, str]:
+    """The Training page's words when no environment has PyTorch: a headline and what to do.
+
+    ``setup`` is a :class:`cpudoctor.advisor.torch_setup.TorchSetup`; the command itself is
+    shown apart, to copy.
+    """
+    headline = "No Python environment with PyTorch was found on this machine."
+    where = "Training, the thread sweep and the benchmarks run in one of your Python environments"
+    if not setup.supported:
+        arch = setup.arch or "this CPU architecture"
+        return headline, (f"{where}, and PyTorch publishes no official build for {setup.os_name or 'this system'} "
+                          f"on {arch}: build it from source (pytorch.org/get-started) or use conda-forge's "
+                          "pytorch-cpu where it has one, then look again.")
+    if setup.target is not None:
+        into = f"into {setup.target.name} ({home_short(setup.target.python)})"
+    else:
+        into = f"into a new environment in your home folder, {setup.new_env}"
+    note = f" {setup.note}." if setup.note else ""
+    return headline, (f"{where}. This installs PyTorch's CPU build for this CPU {into}, then "
+                      f"choose Look again.{note}")

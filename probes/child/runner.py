@@ -35,8 +35,8 @@ import atexit
 import os
 import select
 import signal
-import subprocess
 import sys
+import subprocess
 import threading
 import time
 import weakref
@@ -449,23 +449,23 @@ class ChildResult:
         return self.diagnosis.kind == "ok"
 
 
-def python_argv(*args: str) -> list[str]:
-    """The current interpreter with ``args``; ``-X frozen_modules=on`` is the default already."""
-    return [sys.executable, *args]
-
-
 def script_argv(name: str, *args: str, python: str | None = None) -> list[str]:
     """Run child script ``name`` (see :mod:`cpudoctor.probes.child.scripts`) by path with ``args``.
 
     ``python`` is the interpreter of the environment under test (default: this
-    one). ``-I`` keeps CPU Doctor's own Python settings out of it; the script's
-    prelude then gives it the import path a plain ``python train.py`` of the
-    user would have (PYTHONPATH, the user site). ``-B``: looking at an
-    environment writes nothing into it (no ``__pycache__`` in its packages).
+    one; in the standalone app, the app's ``--run-script``). ``-I`` keeps CPU
+    Doctor's own Python settings out of it; the script's prelude then gives it
+    the import path a plain ``python train.py`` of the user would have
+    (PYTHONPATH, the user site). ``-B``: looking at an environment writes
+    nothing into it (no ``__pycache__`` in its packages).
     """
+    from cpudoctor.probes.child.own import frozen, own_script_command
     from cpudoctor.probes.child.scripts import script_path
 
-    return [python or sys.executable, *CHILD_FLAGS, str(script_path(name)), *args]
+    path = script_path(name)
+    if python is None and frozen():
+        return own_script_command(path, *args)
+    return [python or sys.executable, *CHILD_FLAGS, str(path), *args]
 
 
 # How every standalone script starts in the environment under test: isolated from CPU Doctor's

@@ -167,10 +167,11 @@ def main() -> int:
 
 def run_child(timeout: float = 20.0) -> CpuidResult:
     """Run the CPUID reader in a child Python (the app's one child runner); never raises."""
+    from cpudoctor.probes.child.own import own_command
     from cpudoctor.probes.child.runner import ChildSpec
     from cpudoctor.probes.child.runner import run_child as run_probe_child
 
-    child = run_probe_child(ChildSpec([sys.executable, "-m", "cpudoctor.probes.cpu.cpuid_check"],
+    child = run_probe_child(ChildSpec(own_command("cpudoctor.probes.cpu.cpuid_check"),
                                       what="the CPUID check", timeout=timeout))
     if not child.ok:
         return CpuidResult(error=child.diagnosis.message)

@@ -129,7 +129,7 @@ class _Context:
     environ: Mapping[str, str]
     home: Path | None
     cwd: Path | None
-    own_prefix: str = field(default_factory=lambda: sys.prefix)
+    own_prefix: str | None = field(default_factory=lambda: _own_prefix())
 
     @classmethod
     def current(cls, environ: Mapping[str, str] | None = None, home: Path | None = None,
@@ -146,6 +146,13 @@ class _Context:
             except OSError:               # the working folder was deleted
                 cwd = None
         return cls(env, home, cwd)
+
+
+def _own_prefix() -> str | None:
+    """CPU Doctor's own environment; None in the standalone app, whose bundle is no Python to pick."""
+    from cpudoctor.probes.child.own import frozen
+
+    return None if frozen() else sys.prefix
 
 
 # --- finding candidate prefixes and interpreters -------------------------------------------
@@ -485,7 +492,7 @@ def _describe(python_or_prefix: Path, how: str, ctx: _Context, cache: "_Cache | 
     env.numpy = versions.get("numpy")
     env.active = str(prefix) in (ctx.environ.get("VIRTUAL_ENV"), ctx.environ.get("CONDA_PREFIX"))
     env.in_cwd = ctx.cwd is not None and prefix.parent == ctx.cwd
-    env.own = _same(prefix, Path(ctx.own_prefix))
+    env.own = ctx.own_prefix is not None and _same(prefix, Path(ctx.own_prefix))
     return env
 
 
@@ -501,8 +508,8 @@ def discover(environ: Mapping[str, str] | None = None, home: Path | None = None,
     for source in (_venv_candidates(ctx), _conda_candidates(ctx, run_conda, store), _interpreter_candidates(ctx)):
         for path, how in source.items():
             candidates.setdefault(path, how)
-    own = Path(ctx.own_prefix)
-    candidates.setdefault(own, "CPU Doctor")
+    if ctx.own_prefix is not None:
+        candidates.setdefault(Path(ctx.own_prefix), "CPU Doctor")
     envs: dict[str, PythonEnv] = {}
     for path, how in candidates.items():
         if not path.exists():

@@ -5,13 +5,28 @@ seen CPU Doctor, so it imports only the standard library, its siblings in this
 folder and the package it examines (torch, numpy, ...). The parent reads the
 JSON lines they print (:mod:`cpudoctor.probes.child.runner`). Nothing in the app
 process imports these modules except the tests.
+
+They must be real ``.py`` files on disk, because another interpreter runs
+them by path: the standalone app (``make dist``) ships them as data files in
+its bundle, in the same place under the bundle's folder as in the package.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-FOLDER = Path(__file__).resolve().parent
+from cpudoctor.probes.child.own import bundle_dir
+
+
+def _folder() -> Path:
+    """This folder: in the package, or its copy in the standalone app's bundle."""
+    bundle = bundle_dir()
+    if bundle is not None:
+        return bundle.joinpath(*__name__.split("."))
+    return Path(__file__).resolve().parent
+
+
+FOLDER = _folder()
 
 
 def script_path(name: str) -> Path:
