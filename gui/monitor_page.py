@@ -9,6 +9,7 @@ containers) is shown as unavailable, never as a flat zero line.
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,6 +20,8 @@ from PySide6.QtWidgets import QComboBox, QFrame, QGraphicsItem, QHBoxLayout, QLa
 
 from cpudoctor.gui.common import human_bytes, human_mhz
 from cpudoctor.gui.icons import icon
+from cpudoctor.gui.load_legend import LoadScaleBar
+from cpudoctor.gui.load_scale import lookup_table
 from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.sampler import DEFAULT_HZ, RATES_HZ
 from cpudoctor.probes.live.sample import Sample
@@ -31,6 +34,7 @@ MAX_TEMP_SERIES = 8
 WINDOWS_S: tuple[tuple[str, int], ...] = (("1 min", 60), ("2 min", 120), ("5 min", 300), ("15 min", 900))
 DEFAULT_WINDOW_S = 120
 GIB = 1024 ** 3
+MAX_CURVE_POINTS = 800
 LINE_COLOURS = ("#4a90c2", "#e07b39", "#3fa36b", "#b05fc2", "#d9534f", "#8a8f96", "#c9a227", "#2bb3b3")
 
 
@@ -86,6 +90,38 @@ def heat_columns(x: np.ndarray, rows: np.ndarray, max_columns: int = 400) -> tup
     gaps = (x[idx] - x[idx - 1]) > max(3.0 * usual, 2.5)
     img[:, gaps] = np.nan
     return img, x0
+
+
+def decimate(x: np.ndarray, y: np.ndarray, max_points: int = MAX_CURVE_POINTS) -> tuple[np.ndarray, np.ndarray]:
+    """At most ``max_points`` points, keeping each bucket's lowest and highest value (peaks stay visible).
+
+    15 minutes at 10 Hz is 9000 samples for a plot a few hundred pixels wide:
+    drawing them all costs time and shows nothing more. NaN (gaps) survive
+    within a bucket only where the whole bucket is a gap.
+    """
+    n = x.shape[0]
+    if n <= max_points:
+        return x, y
+    buckets = max_points // 2
+    starts = np.linspace(0, n, buckets, endpoint=False).astype(np.intp)
+    with np.errstate(invalid="ignore"):
+        lo = np.fmin.reduceat(y, starts)
+        hi = np.fmax.reduceat(y, starts)
+    ends = np.append(starts[1:], n) - 1
+    xs = np.empty(2 * buckets)
+    ys = np.empty(2 * buckets)
+    xs[0::2], xs[1::2] = x[starts], x[ends]
+    ys[0::2], ys[1::2] = lo, hi
+    return xs, ys
+
+
+def temperature_range(history: "MonitorHistory", n: int) -> tuple[float, float]:
+    """Whole tens of °C around every shown series, so the axis only moves when a line would leave it."""
+    values = [buf.last(n) for buf in history.temps.values()]
+    finite = np.concatenate([v[np.isfinite(v)] for v in values]) if values else np.empty(0)
+    if finite.size == 0:
+        return 0.0, 100.0
+    return float(np.floor((finite.min() - 3) / 10) * 10), float(np.ceil((finite.max() + 3) / 10) * 10)
 
 
 class MonitorHistory:
@@ -180,6 +216,9 @@ class MonitorPage(QWidget):
         self._order: np.ndarray | None = None     # column indexes of per_cpu in display order
         self._dirty = True
         self._clock_top = 0.5
+        self._clock_ranged = False
+        self._empty_curves: dict[int, bool] = {}
+        self._y_ranges: dict[int, tuple[float, float]] = {}
         self._build()
         model.sample.connect(self.on_sample)
         model.report_changed.connect(self.on_report)
@@ -216,6 +255,9 @@ class MonitorPage(QWidget):
         bar.addWidget(self.window_box)
         bar.addStretch(1)
         bar.addWidget(self.summary)
+        bar.addSpacing(12)
+        self.heat_scale = LoadScaleBar("Per-core load")
+        bar.addWidget(self.heat_scale)
         v.addLayout(bar)
 
         tiles = QHBoxLayout()
@@ -269,28 +311,24 @@ class MonitorPage(QWidget):
         self.heat_plot.getAxis("left").setWidth(58)
         self._separators: list[pg.InfiniteLine] = []
 
+        # Each series is named in its plot's title, in its colour: a legend inside the plot covers lines.
         self.total_plot = self._plot("Total load", row=1, col=0, parent=self.small)
         self.total_plot.setYRange(0, 100, padding=0.02)
         self.total_plot.setLabel("left", "%", color=self._muted.name())
-        self.total_curve = self.total_plot.plot(pen=pg.mkPen(LINE_COLOURS[0], width=1.5),
-                                                fillLevel=0, brush=QColor(74, 144, 194, 50))
+        self.total_curve = self._curve(self.total_plot, LINE_COLOURS[0], 1.5, fill=QColor(74, 144, 194, 50))
         self.clock_plot = self._plot("Clock", row=1, col=1, parent=self.small)
         self.clock_plot.setLabel("left", "GHz", color=self._muted.name())
-        # bottom-left: a steady clock runs along the top, and the newest samples are at the right
-        self._legend(self.clock_plot, offset=(6, -2))
-        self.clock_avg = self.clock_plot.plot(pen=pg.mkPen(LINE_COLOURS[0], width=1.5), name="average")
-        self.clock_max = self.clock_plot.plot(pen=pg.mkPen(LINE_COLOURS[1], width=1), name="fastest core")
+        self.clock_avg = self._curve(self.clock_plot, LINE_COLOURS[0], 1.5)
+        self.clock_max = self._curve(self.clock_plot, LINE_COLOURS[1], 1)
+        self._series_title(self.clock_plot, "Clock", [("average", LINE_COLOURS[0]), ("fastest core", LINE_COLOURS[1])])
         self.temp_plot = self._plot("Temperature", row=2, col=0, parent=self.small)
         self.temp_plot.setLabel("left", "°C", color=self._muted.name())
-        self.temp_curves: dict[str, pg.PlotDataItem] = {}
+        self.temp_curves: dict[str, pg.PlotCurveItem] = {}
         self.mem_plot = self._plot("Memory", row=2, col=1, parent=self.small)
         self.mem_plot.setLabel("left", "GiB", color=self._muted.name())
-        mem_legend = self._legend(self.mem_plot)
-        self.mem_curve = self.mem_plot.plot(pen=pg.mkPen(LINE_COLOURS[2], width=1.5),
-                                            fillLevel=0, brush=QColor(63, 163, 107, 45))
-        # the legend shows a line like the Clock plot's, not pyqtgraph's filled-triangle sample of a filled curve
-        mem_legend.addItem(pg.PlotDataItem(pen=pg.mkPen(LINE_COLOURS[2], width=1.5)), "used")
-        self.swap_curve = self.mem_plot.plot(pen=pg.mkPen(LINE_COLOURS[3], width=1), name="swap used")
+        self.mem_curve = self._curve(self.mem_plot, LINE_COLOURS[2], 1.5, fill=QColor(63, 163, 107, 45))
+        self.swap_curve = self._curve(self.mem_plot, LINE_COLOURS[3], 1)
+        self._series_title(self.mem_plot, "Memory", [("used", LINE_COLOURS[2]), ("swap used", LINE_COLOURS[3])])
         self.small.layout.setColumnStretchFactor(0, 1)
         self.small.layout.setColumnStretchFactor(1, 1)
         self.graphics.ci.layout.setRowStretchFactor(0, 2)
@@ -313,8 +351,8 @@ class MonitorPage(QWidget):
         p.setMouseEnabled(x=False, y=False)
         p.setMenuEnabled(False)
         p.hideButtons()
-        p.setClipToView(True)
-        p.setDownsampling(auto=True, mode="peak")
+        # No auto-range: every range is set here, so a new sample never makes the view measure the data.
+        p.disableAutoRange()
         p.showGrid(x=False, y=True, alpha=0.15)
         for name in ("left", "bottom"):
             axis = p.getAxis(name)
@@ -329,18 +367,28 @@ class MonitorPage(QWidget):
             p.setLabel("bottom", "seconds ago", color=self._muted.name())
         return p
 
-    def _legend(self, plot: pg.PlotItem, offset: tuple[int, int] = (-6, 2)) -> pg.LegendItem:
-        """A small legend (top-right unless told), on a veil so lines under it stay readable."""
-        veil = QColor(self.palette().color(QPalette.ColorRole.Base))
-        veil.setAlpha(210)
-        return plot.addLegend(offset=offset, labelTextColor=self._muted, brush=veil,
-                              labelTextSize="8pt", verSpacing=-6)
+    @staticmethod
+    def _curve(plot: pg.PlotItem, colour: str, width: float, fill: QColor | None = None) -> pg.PlotCurveItem:
+        """A bare curve item: PlotDataItem's clipping and downsampling machinery costs more than
+        drawing a few hundred points (the data are decimated by :func:`decimate` beforehand)."""
+        curve = pg.PlotCurveItem(pen=pg.mkPen(colour, width=width), connect="finite")
+        if fill is not None:
+            curve.setFillLevel(0)
+            curve.setBrush(fill)
+        plot.addItem(curve)
+        return curve
+
+    def _series_title(self, plot: pg.PlotItem, title: str, series: list[tuple[str, str]]) -> None:
+        """``Clock  ━ average  ━ fastest core``: the legend in the title, where it never covers a line."""
+        names = "&nbsp;&nbsp;".join(f'<span style="color:{colour}">━&nbsp;{html.escape(name)}</span>'
+                                    for name, colour in series)
+        plot.setTitle(f"{html.escape(title)}&nbsp;&nbsp;&nbsp;<span style='font-size:8pt'>{names}</span>",
+                      color=self._fg.name(), size="10pt")
+        plot.series_names = [name for name, _colour in series]     # what the title names, for tests
 
     def _heat_lut(self) -> np.ndarray:
-        base = self.palette().color(QPalette.ColorRole.Base)
-        cmap = pg.ColorMap([0.0, 0.15, 0.5, 0.8, 1.0],
-                           [base, QColor("#9cc3df"), QColor("#4a90c2"), QColor("#e0a030"), QColor("#d9534f")])
-        return cmap.getLookupTable(0.0, 1.0, 256)
+        """The topology map's load colours (gui/load_scale.py): one scale on every page."""
+        return lookup_table(self.palette().color(QPalette.ColorRole.Base).lightness() < 128)
 
     # -- controls -----------------------------------------------------------
     def set_paused(self, paused: bool) -> None:
@@ -453,7 +501,7 @@ class MonitorPage(QWidget):
         self.heat.setImage(img, autoLevels=False, levels=(0, 100))
         self.heat.setRect(QRectF(x0, 0, -x0, img.shape[0]))
 
-        self.total_curve.setData(x, h.total.last(n))
+        self._set_curve(self.total_curve, x, h.total.last(n))
         last = h.last
         self._tile("load", f"{last.total_percent:.0f} %",
                    f"busiest CPU {max(last.cpu_percent):.0f} %" if last.cpu_percent else "")
@@ -463,12 +511,14 @@ class MonitorPage(QWidget):
         self._set_unavailable("clock", self.clock_plot, bool(not clocks_ok and np.isnan(favg).all()),
                               "Clock speed unavailable here\n(no cpufreq: VM or container)")
         fmax = h.freq_max.last(n)
-        self.clock_avg.setData(x, favg)
-        self.clock_max.setData(x, fmax)
+        self._set_curve(self.clock_avg, x, favg)
+        self._set_curve(self.clock_max, x, fmax)
         if clocks_ok:
             # from zero, so a steady clock reads as steady instead of as noise around 2.596
-            self._clock_top = max(self._clock_top, float(np.nanmax(fmax)) * 1.15)
-            self.clock_plot.setYRange(0, self._clock_top, padding=0)
+            top = max(self._clock_top, float(np.nanmax(fmax)) * 1.15)
+            if top != self._clock_top or not self._clock_ranged:
+                self._clock_top, self._clock_ranged = top, True
+                self.clock_plot.setYRange(0, top, padding=0)
             self._tile("clock", human_mhz(sum(last.freq_mhz) / len(last.freq_mhz)),
                        f"average · fastest core {human_mhz(max(last.freq_mhz))}")
         else:
@@ -476,10 +526,10 @@ class MonitorPage(QWidget):
 
         self._draw_temps(x, n)
 
-        self.mem_curve.setData(x, h.mem_used.last(n))
-        self.swap_curve.setData(x, h.swap_used.last(n))
+        self._set_curve(self.mem_curve, x, h.mem_used.last(n))
+        self._set_curve(self.swap_curve, x, h.swap_used.last(n))
         if last.mem_total_bytes:
-            self.mem_plot.setYRange(0, last.mem_total_bytes / GIB, padding=0.02)
+            self._set_y_range(self.mem_plot, 0.0, last.mem_total_bytes / GIB * 1.02)
             swap = ""
             if last.swap_total_bytes:
                 swap = f", swap {human_bytes(last.swap_used_bytes)} of {human_bytes(last.swap_total_bytes)}"
@@ -492,12 +542,14 @@ class MonitorPage(QWidget):
         for i, (key, buf) in enumerate(h.temps.items()):
             curve = self.temp_curves.get(key)
             if curve is None:
-                if not self.temp_curves:
-                    self._legend(self.temp_plot)
-                curve = self.temp_plot.plot(pen=pg.mkPen(LINE_COLOURS[i % len(LINE_COLOURS)], width=1.5), name=key)
+                curve = self._curve(self.temp_plot, LINE_COLOURS[i % len(LINE_COLOURS)], 1.5)
                 self.temp_curves[key] = curve
-            curve.setData(x, buf.last(n))
+                self._series_title(self.temp_plot, "Temperature",
+                                   [(k, LINE_COLOURS[j % len(LINE_COLOURS)]) for j, k in enumerate(self.temp_curves)])
+            self._set_curve(curve, x, buf.last(n))
         temps = h.last.temps_c if h.last else {}
+        if temps:
+            self._set_y_range(self.temp_plot, *temperature_range(h, n))
         self._set_unavailable("temp", self.temp_plot, not temps,
                               "No CPU temperature sensor\n(VM, container, or driver not loaded)")
         if temps:
@@ -505,6 +557,20 @@ class MonitorPage(QWidget):
             self._tile("temp", f"{hottest[1]:.0f} °C", hottest[0])
         else:
             self._tile("temp", "unavailable", "no CPU sensor (VM, container, or driver)")
+
+    def _set_curve(self, curve: pg.PlotCurveItem, x: np.ndarray, y: np.ndarray) -> None:
+        """New data for ``curve``, decimated; a series with no value at all (no sensor) is not redrawn."""
+        empty = bool(np.isnan(y).all())
+        if empty and self._empty_curves.get(id(curve)):
+            return
+        self._empty_curves[id(curve)] = empty
+        curve.setData(*decimate(x, y))
+
+    def _set_y_range(self, plot: pg.PlotItem, lo: float, hi: float) -> None:
+        """Set a y range only when it changes (each call makes the view recompute its transform)."""
+        if self._y_ranges.get(id(plot)) != (lo, hi):
+            self._y_ranges[id(plot)] = (lo, hi)
+            plot.setYRange(lo, hi, padding=0)
 
     def _tile(self, key: str, value: str, detail: str = "") -> None:
         """Set a live value tile; Qt relayouts only when the text really changes."""
@@ -515,17 +581,18 @@ class MonitorPage(QWidget):
     def _set_unavailable(self, key: str, plot: pg.PlotItem, missing: bool, text: str) -> None:
         item = self.unavailable[key]
         if missing == item.isVisible() and (not missing or item.toPlainText() == text):
-            if missing:
+            if missing and item.pos().x() != -self.window_s / 2:
                 item.setPos(-self.window_s / 2, 0.5)
             return
         if missing:
-            plot.setYRange(0, 1, padding=0)
+            self._set_y_range(plot, 0.0, 1.0)
             plot.getAxis("left").setStyle(showValues=False)
             item.setText(text)
             item.setPos(-self.window_s / 2, 0.5)
         elif item.isVisible():
             plot.getAxis("left").setStyle(showValues=True)
-            plot.enableAutoRange(axis="y")
+            self._y_ranges.pop(id(plot), None)          # the real range is set with the next data
+            self._clock_ranged = self._clock_ranged and plot is not self.clock_plot
         item.setVisible(missing)
 
     def _update_summary(self) -> None:

@@ -318,14 +318,41 @@ def test_monitor_pause_freezes_and_hidden_page_does_not_draw(qtbot, model):
     assert page.heat.image.shape == (2, 5)
 
 
-def test_monitor_memory_legend_shows_lines_not_a_filled_triangle(qtbot, model):
+def test_monitor_names_series_in_titles_not_in_legends_over_the_lines(qtbot, model):
+    """A legend inside a plot covers the newest samples; the series are named in the title instead."""
     page = _page(qtbot, MonitorPage, model)
-    legend = page.mem_plot.legend
-    assert [label.text for _sample, label in legend.items] == ["used", "swap used"]
-    assert all(sample.item.opts.get("fillLevel") is None for sample, _label in legend.items)
+    for plot in (page.total_plot, page.clock_plot, page.temp_plot, page.mem_plot):
+        assert plot.legend is None
+    assert page.mem_plot.series_names == ["used", "swap used"]
+    assert page.clock_plot.series_names == ["average", "fastest core"]
+    assert "fastest core" in page.clock_plot.titleLabel.text
     assert page.mem_curve.opts["fillLevel"] == 0                 # the plot itself keeps its fill
-    # the clock legend sits bottom-left, away from a steady clock's line along the top right
-    assert page.clock_plot.legend.opts["offset"] == (6, -2)
+    for s in _samples(3, [0, 1]):
+        model.sample.emit(s)
+    assert page.temp_plot.series_names == ["k10temp Tctl", "k10temp Tccd1"]
+
+
+def test_monitor_heat_strip_uses_the_map_colour_scale(qtbot, model):
+    from cpudoctor.gui.load_scale import lookup_table, rgb_at
+
+    page = _page(qtbot, MonitorPage, model)
+    lut = page.heat.lut
+    assert lut.shape == (256, 3)
+    assert tuple(lut[0]) == rgb_at(0) and tuple(lut[-1]) == rgb_at(100)
+    assert (lut == lookup_table(False)).all()
+    assert page.heat_scale.isVisibleTo(page)                      # the colour legend beside the strip
+
+
+def test_decimate_keeps_peaks_and_short_series():
+    from cpudoctor.gui.monitor_page import decimate
+
+    x = np.arange(10.0)
+    assert decimate(x, x)[0] is x
+    x = np.linspace(-900, 0, 9000)
+    y = np.zeros(9000)
+    y[4321] = 100.0
+    xs, ys = decimate(x, y, 800)
+    assert len(xs) == 800 and ys.max() == 100.0 and xs[0] == -900 and xs[-1] == 0
 
 
 def test_monitor_rate_choice_is_signalled(qtbot, model):
