@@ -45,6 +45,12 @@ PAGES: tuple[tuple[str, str], ...] = (
 )
 
 
+def saved_report_title(name: str) -> str:
+    """``r.json (saved report)``; the platform adds the application name (" — CPU Doctor"), so it is not repeated."""
+    name = name.removeprefix("Report ")
+    return name if "saved" in name else f"{name} (saved report)"
+
+
 def page_classes() -> list[type]:
     """The page classes in sidebar order (a missing page is a packaging bug: let it raise)."""
     return [getattr(importlib.import_module(f"cpudoctor.gui.{module}"), cls) for module, cls in PAGES]
@@ -123,6 +129,7 @@ class MainWindow(QMainWindow):
         self.sampler = LiveSampler(self.model, rate_hz=self._setting_float("monitor/rate_hz", DEFAULT_HZ), parent=self)
         self.pages: dict[str, QWidget] = {}
         self.report_actions = None
+        self._opened_file: str | None = None       # file name of the report being opened, for the title
 
         self._build_central()
         self._build_pages()
@@ -333,7 +340,10 @@ class MainWindow(QMainWindow):
             self.banner.show_report(report, m.source_label)
             self.banner.show()
             self.collector.diagnose_opened(report)
-            self.setWindowTitle(f"{APP_NAME} — {m.source_label}")
+            self.setWindowTitle(saved_report_title(self._opened_file or m.source_label))
+            self._opened_file = None
+            # a saved report starts at its summary, not on a live page (Monitor, Inspector) of this machine
+            self.show_page("Overview")
         else:
             self.banner.hide()
             self.setWindowTitle(APP_NAME)
@@ -367,6 +377,7 @@ class MainWindow(QMainWindow):
             QMessageBox.warning(self, "Cannot open the report", str(exc))
             return False
         self.collector.cancel()
+        self._opened_file = Path(path).name
         self.model.set_report(report, read_only=True, label=f"Report {Path(path).name}")
         self.model.status_message.emit(f"Opened {Path(path).name} read-only")
         return True

@@ -284,3 +284,17 @@ def test_narrow_window_shows_the_sidebar_as_icons(window, qtbot):
     window.resize(QSize(1180, 780))
     qtbot.waitUntil(lambda: window.sidebar.width() == mw.SIDEBAR_PX)
     assert first.text() == "Overview" and first.toolTip() == ""
+
+
+def test_saved_report_opens_on_overview_with_a_plain_title(window, qtbot, tmp_path):
+    """Not on the last live page (Inspector, Monitor), and no 'CPU Doctor' twice in the title."""
+    from cpudoctor.gui.main_window import saved_report_title
+
+    window.show_page("Inspector")
+    path = tmp_path / "r.json"
+    path.write_text(_saved_report().to_json())
+    assert window.open_report(path)
+    assert window.current_page_title() == "Overview"
+    assert window.windowTitle() == "r.json (saved report)"
+    assert "CPU Doctor" not in window.windowTitle()          # xcb and Windows append the application name
+    assert saved_report_title("AMD EPYC 9354 — saved 2026-11-30") == "AMD EPYC 9354 — saved 2026-11-30"
