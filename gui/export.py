@@ -13,7 +13,7 @@ import datetime as _dt
 import re
 from pathlib import Path
 
-from PySide6.QtCore import QObject, QStandardPaths, QUrl, Signal
+from PySide6.QtCore import QObject, QStandardPaths, Qt, QUrl, Signal
 from PySide6.QtGui import QAction, QDesktopServices, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, QFileDialog, QFormLayout,
                                QHBoxLayout, QLabel, QLineEdit, QMessageBox, QPushButton, QTextBrowser,
@@ -44,10 +44,26 @@ def qt_markdown(text: str) -> str:
 
 
 def documents_folder() -> Path:
-    """The user's documents folder (XDG/Windows/macOS aware), or home when there is none."""
+    """The platform's documents folder (XDG, Windows, macOS), created when it does not exist yet.
+
+    A fresh account often has no ~/Documents (the XDG folder is only made by a
+    desktop session); the export goes there anyway instead of into the home
+    folder. Home is the fallback when the folder cannot be made.
+    """
     loc = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.DocumentsLocation)
-    folder = Path(loc) if loc else Path.home()
+    if not loc:
+        return Path.home()
+    folder = Path(loc)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return Path.home()
     return folder if folder.is_dir() else Path.home()
+
+
+def open_with_desktop(target: Path) -> bool:
+    """Open a file or folder with the desktop's program; False when there is none (no xdg-open, a bare server)."""
+    return QDesktopServices.openUrl(QUrl.fromLocalFile(str(target)))
 
 
 def saved_label(report: Report, path: Path | None = None) -> str:
@@ -303,10 +319,34 @@ class ReportActions(QObject):
         box.setInformativeText(f"in {path.parent}")
         open_btn = box.addButton("Open", QMessageBox.ButtonRole.ActionRole)
         folder_btn = box.addButton("Show in folder", QMessageBox.ButtonRole.ActionRole)
-        open_btn.clicked.connect(lambda: QDesktopServices.openUrl(QUrl.fromLocalFile(str(path))))
-        folder_btn.clicked.connect(lambda: QDesktopServices.openUrl(QUrl.fromLocalFile(str(path.parent))))
+        copy_btn = box.addButton("Copy path", QMessageBox.ButtonRole.ActionRole)
+        open_btn.clicked.connect(lambda: self.open_or_explain(path, path))
+        folder_btn.clicked.connect(lambda: self.open_or_explain(path.parent, path))
+        copy_btn.clicked.connect(lambda: self.copy_path(path))
         self.last_message = box
         box.open()
+
+    def open_or_explain(self, target: Path, saved: Path) -> bool:
+        """Open ``target`` with the desktop; when nothing can open it, say so and give the path to copy."""
+        if open_with_desktop(target):
+            return True
+        what = "the folder" if target.is_dir() else saved.name
+        text = (f"Could not open {what}: no program to open it is set up here (no desktop launcher such as "
+                f"xdg-open). The report is saved at:\n{saved}")
+        self.failed.emit(text)
+        self.model.status_message.emit(f"No program to open {what}; the report is at {saved}")
+        box = QMessageBox(QMessageBox.Icon.Warning, "Cannot open the report", text,
+                          QMessageBox.StandardButton.Close, self.window)
+        box.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        copy_btn = box.addButton("Copy path", QMessageBox.ButtonRole.ActionRole)
+        copy_btn.clicked.connect(lambda: self.copy_path(saved))
+        self.last_message = box
+        box.open()
+        return False
+
+    def copy_path(self, path: Path) -> None:
+        QGuiApplication.clipboard().setText(str(path))
+        self.model.status_message.emit(f"Copied {path}")
 
     def _export_error(self, exc: BaseException) -> None:
         text = str(exc) if isinstance(exc, (ExportError, ReportError, OSError)) else f"Export failed: {exc}"
@@ -380,6 +420,6 @@ class ReportActions(QObject):
                           QMessageBox.StandardButton.Close, self.window)
         box.setInformativeText(result.summary().splitlines()[1])
         folder_btn = box.addButton("Show in folder", QMessageBox.ButtonRole.ActionRole)
-        folder_btn.clicked.connect(lambda: QDesktopServices.openUrl(QUrl.fromLocalFile(str(result.path.parent))))
+        folder_btn.clicked.connect(lambda: self.open_or_explain(result.path.parent, result.path))
         self.last_message = box
         box.open()

@@ -202,3 +202,33 @@ def test_html_preview_shows_the_map_as_a_picture_not_loose_text(qtbot):
     image = page.preview.document().resource(QTextDocument.ResourceType.ImageResource, QUrl(f"cpudoctor:{name}"))
     assert image is not None and not image.isNull()
     assert page.text.lstrip().lower().startswith("<!doctype html")      # Copy still copies the real file
+
+
+def test_open_without_a_launcher_says_so_and_offers_the_path(qtbot, actions, docs, monkeypatch):
+    """No xdg-open (a server, a bare container): not a silent nothing, but a message with the path to copy."""
+    from PySide6.QtGui import QGuiApplication
+
+    model, ra = actions
+    model.set_report(sample_report())
+    monkeypatch.setattr(gexport, "open_with_desktop", lambda target: False)
+    with qtbot.waitSignal(ra.exported, timeout=20000) as blocker:
+        ra.export_quick.trigger()
+    path = Path(blocker.args[0])
+    saved_box = ra.last_message
+    assert "Copy path" in [b.text() for b in saved_box.buttons()]
+    with qtbot.waitSignal(ra.failed, timeout=2000) as failed:
+        next(b for b in saved_box.buttons() if b.text() == "Open").click()
+    assert str(path) in failed.args[0] and "no program to open it" in failed.args[0]
+    box = ra.last_message
+    assert box is not saved_box and str(path) in box.text()
+    next(b for b in box.buttons() if b.text() == "Copy path").click()
+    assert QGuiApplication.clipboard().text() == str(path)
+    box.close()
+
+
+def test_documents_folder_is_created_when_missing(tmp_path, monkeypatch):
+    from PySide6.QtCore import QStandardPaths
+
+    missing = tmp_path / "home" / "Documents"
+    monkeypatch.setattr(QStandardPaths, "writableLocation", lambda loc: str(missing))
+    assert gexport.documents_folder() == missing and missing.is_dir()
