@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QHBoxLayout, Q
 
 from cpudoctor.advisor import snippets
 from cpudoctor.advisor.engine import CATEGORIES
+from cpudoctor.advisor.ranking import ranked
 from cpudoctor.gui.common import SEVERITY_COLOUR, SEVERITY_LABEL
 from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.workers import run_in_thread
@@ -167,9 +168,11 @@ class AdvisorPage(QWidget):
         rv.addLayout(snippet_bar)
         rv.addWidget(self.snippet, 2)
         split.addWidget(right)
-        split.setStretchFactor(0, 1)
-        split.setStretchFactor(1, 1)
-        split.setSizes([420, 520])
+        # the list gets the larger share: a finding's title is what a person reads first
+        split.setStretchFactor(0, 3)
+        split.setStretchFactor(1, 2)
+        split.setSizes([560, 440])
+        self.tree.setTextElideMode(Qt.TextElideMode.ElideRight)
         outer.addWidget(split, 1)
 
         style = self.style()
@@ -235,13 +238,14 @@ class AdvisorPage(QWidget):
             self.tree.setFirstColumnSpanned(self.tree.indexOfTopLevelItem(group), QModelIndex(), True)
             self._groups[severity] = group
         selected = None
-        for f in sorted(self._findings, key=lambda f: (list(CATEGORIES).index(f.category) if f.category in CATEGORIES else 99, f.code)):
+        for f in ranked(self._findings):
             group = self._groups.get(f.severity)
             if group is None:
                 continue
             item = QTreeWidgetItem([f.title, f.code, CATEGORIES.get(f.category, f.category)])
             item.setIcon(0, self._icons[f.severity])
-            item.setToolTip(0, f.why or f.title)
+            # the whole title even when the column elides it, then the why
+            item.setToolTip(0, f"<b>{html.escape(f.title)}</b>" + (f"<br>{html.escape(f.why)}" if f.why else ""))
             item.setToolTip(2, item.text(2))
             item.setData(0, FINDING_ROLE, f)
             group.addChild(item)

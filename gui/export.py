@@ -186,6 +186,10 @@ class CompareDialog(QDialog):
         lay.addLayout(top)
         lay.addWidget(self.status)
         lay.addWidget(self.view, 1)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        buttons.rejected.connect(self.reject)
+        self.close_button = buttons.button(QDialogButtonBox.StandardButton.Close)
+        lay.addWidget(buttons)
         self.resize(820, 620)
 
     def _browse(self, edit: QLineEdit) -> None:

@@ -13,7 +13,8 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QGridLayout, QHBoxLayout, QLabel, QScrollArea, QSizePolicy, QVBoxLayout,
                                QWidget)
 
-from cpudoctor.gui.common import (SEVERITY_LABEL, SEVERITY_ORDER, UNKNOWN, Badge, Card,
+from cpudoctor.advisor.ranking import ranked
+from cpudoctor.gui.common import (SEVERITY_LABEL, UNKNOWN, Badge, Card,
                                   human_bytes, human_mhz, severity_dot, text_or_unknown)
 from cpudoctor.gui.model import AppModel
 from cpudoctor.probes._fs import format_cpulist
@@ -334,15 +335,17 @@ class OverviewPage(QWidget):
             else:
                 self.findings_label.setText("The advisor runs once the software check is done.")
             return
-        ranked = sorted(findings, key=lambda f: SEVERITY_ORDER.get(f.severity, 9))
+        ordered = ranked(findings)
+        problems = [f for f in ordered if f.severity != "ok"]
+        passed = len(ordered) - len(problems)
         rows = []
-        for f in ranked[:TOP_FINDINGS]:
+        for f in problems[:TOP_FINDINGS]:
             rows.append(f"{severity_dot(f.severity)} <b>{SEVERITY_LABEL.get(f.severity, f.severity)}</b>"
                         f" &nbsp;{_esc(f.title)} <span style='color:gray'>({_esc(f.code)})</span>")
-        more = len(ranked) - TOP_FINDINGS
-        tail = f"<br><a href='advisor'>{'All ' + str(len(ranked)) + ' findings' if more > 0 else 'Details'}"\
-               f" in the Advisor…</a>"
-        self.findings_label.setText("<br>".join(rows) + tail)
+        if not problems:
+            rows.append(f"{severity_dot('ok')} No problems found.")
+        self.findings_label.setText("<br>".join(rows) + f"<br><a href='advisor'>{findings_count(problems, passed)}"
+                                    ": all in the Advisor…</a>")
 
     def on_sample(self, sample) -> None:
         if self.model.read_only:
@@ -362,6 +365,13 @@ class OverviewPage(QWidget):
         if sample.mem_total_bytes:
             self.cards["Memory"].set(
                 "In use now", f"{human_bytes(sample.mem_used_bytes)} of {human_bytes(sample.mem_total_bytes)}")
+
+
+def findings_count(problems: list[Finding], passed: int) -> str:
+    """``5 findings, 18 checks passed``: a passed check is not a finding."""
+    n = len(problems)
+    return (f"{n} finding{'' if n == 1 else 's'}, "
+            f"{passed} check{'' if passed == 1 else 's'} passed")
 
 
 def is_arm(arch: str | None) -> bool:

@@ -113,12 +113,13 @@ def test_overview_partial_avx512_is_amber(qtbot, model):
 def test_overview_top_findings_in_severity_order(qtbot, model):
     page = _page(qtbot, OverviewPage, model)
     model.set_report(zen4_report())
-    sev = ["info", "ok", "warning", "error", "info", "warning", "ok"]
+    sev = ["info", "ok", "warning", "error", "info", "warning", "ok", "info"]
     model.set_findings([Finding(code=f"T{i:03d}", symbol=f"t{i}", category="test", severity=s, title=f"Title {i}")
                         for i, s in enumerate(sev)])
     text = page.findings_label.text()
     assert text.index("Title 3") < text.index("Title 2") < text.index("Title 5") < text.index("Title 0")
-    assert "Title 1" not in text and "All 7 findings" in text       # top five, and a link to the rest
+    # the top five problems, and a link to the rest; a passed check is not a finding
+    assert "Title 1" not in text and "Title 6" not in text and "6 findings, 2 checks passed" in text
 
 
 def test_overview_live_clock_and_memory(qtbot, model):

@@ -232,3 +232,23 @@ def test_documents_folder_is_created_when_missing(tmp_path, monkeypatch):
     missing = tmp_path / "home" / "Documents"
     monkeypatch.setattr(QStandardPaths, "writableLocation", lambda loc: str(missing))
     assert gexport.documents_folder() == missing and missing.is_dir()
+
+
+def test_compare_dialog_has_close_and_shows_a_thread_change(qtbot, tmp_path):
+    current = sample_report()
+    other = sample_report()
+    current.software.torch.intra_op_threads = 2
+    other.software.torch.intra_op_threads = 1
+    path = export_report(other, "json", tmp_path / "b.json")
+    dlg = CompareDialog(current, "This machine")
+    qtbot.addWidget(dlg)
+    dlg.show()
+    dlg.b_edit.setText(str(path))
+    assert dlg.run_compare()
+    change = next(c for c in dlg.result.changes if c.item == "torch.intra_op_threads")
+    assert (change.a, change.b, change.note) == (2, 1, "-1")
+    row = next(line for line in dlg.view.toPlainText().splitlines() if "2" in line and "1" in line and "-1" in line)
+    assert row
+    assert dlg.close_button is not None and dlg.close_button.text().replace("&", "") == "Close"
+    dlg.close_button.click()
+    assert not dlg.isVisible()
