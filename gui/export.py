@@ -34,13 +34,41 @@ EXPORT_FORMATS = ("html", "md", "json", "pdf")
 
 
 def qt_markdown(text: str) -> str:
-    """GitHub Markdown for QTextBrowser: ``<details>`` shown open, the summary as a bold line.
+    """GitHub Markdown for QTextBrowser: ``<details>`` shown open, the summary as a bold line, marks as symbols.
 
     Qt's Markdown reader treats raw HTML blocks as opaque and drops what follows,
     and reads ``_text_`` as underline: whole lines in underscores become ``*text*``.
+    The plain-text marks the file keeps for terminals and issues (``[✓]``,
+    ``[-]``) are shown as coloured symbols (inline HTML spans, which Qt reads).
     """
     text = _UNDERSCORE_LINE_RE.sub(r"*\1*", text)
-    return _SUMMARY_RE.sub(lambda m: f"\n**{m.group(1)}**\n", _DETAILS_RE.sub("", text))
+    return preview_marks(_SUMMARY_RE.sub(lambda m: f"\n**{m.group(1)}**\n", _DETAILS_RE.sub("", text)))
+
+
+# the Markdown export's marks -> (symbol, severity whose colour it takes)
+PREVIEW_MARKS = {"✓": ("✓", "ok"), "✗": ("✗", "error"), "!": ("⚠", "warning"), "i": ("ℹ", "info"),
+                 "-": ("–", "")}
+_MARK_RE = re.compile(r"\\?\[([✓✗!i-])\\?\]")
+
+
+def preview_marks(text: str) -> str:
+    """``[✓]`` / ``\\[✓\\]`` -> a green ✓ (and so on) outside code blocks and code spans."""
+    from cpudoctor.gui.common import SEVERITY_COLOUR
+
+    def mark(m: re.Match) -> str:
+        symbol, severity = PREVIEW_MARKS[m.group(1)]
+        return f'<span style="color:{SEVERITY_COLOUR.get(severity, "#8a8f96")}">{symbol}</span>'
+
+    out, fenced = [], False
+    for line in text.split("\n"):
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+        if fenced or line.lstrip().startswith(("```", "~~~")):
+            out.append(line)
+            continue
+        parts = line.split("`")
+        out.append("`".join(_MARK_RE.sub(mark, p) if i % 2 == 0 else p for i, p in enumerate(parts)))
+    return "\n".join(out)
 
 
 def documents_folder() -> Path:

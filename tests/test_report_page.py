@@ -252,3 +252,20 @@ def test_compare_dialog_has_close_and_shows_a_thread_change(qtbot, tmp_path):
     assert dlg.close_button is not None and dlg.close_button.text().replace("&", "") == "Close"
     dlg.close_button.click()
     assert not dlg.isVisible()
+
+
+def test_markdown_preview_shows_marks_as_symbols_not_brackets(qtbot):
+    """The file keeps [✓] / [-] for terminals and issues; the preview draws them as coloured symbols."""
+    model = AppModel()
+    page = ReportPage(model)
+    qtbot.addWidget(page)
+    report = sample_report()
+    model.set_report(report)
+    qtbot.waitUntil(lambda: page.text.startswith("# CPU Doctor"), timeout=20000)
+    assert "[✓]" in page.text or "[-]" in page.text                       # what Copy and Export give
+    shown = page.preview.toPlainText()
+    for raw in ("[✓]", "[-]", "[✗]", "[!]", "[i]"):
+        assert raw not in shown
+    assert "✓" in shown or "–" in shown
+    assert gexport.preview_marks("```\nx[i]\n```\n`a[i]` [i] b") == (
+        '```\nx[i]\n```\n`a[i]` <span style="color:#4a90c2">ℹ</span> b')
