@@ -12,6 +12,7 @@ from typing import Any
 
 from cpudoctor.render.svg_chart import (
     find_charts,
+    fmt_metric,
     fmt_number,
     measurement_tables,
     metric_label,
@@ -182,7 +183,7 @@ def benchmarks_lines(report: Report) -> list[str]:
         scalars = [(k, v) for k, v in run.metrics.items() if not isinstance(v, (list, dict)) and v is not None]
         if scalars:
             out += ["| metric | value |", "|---|---|"]
-            out += [f"| {md_escape(metric_label(k))} | {md_escape(fmt_number(v))} |" for k, v in scalars]
+            out += [f"| {md_escape(metric_label(k))} | {md_escape(fmt_metric(k, v))} |" for k, v in scalars]
             out.append("")
         for chart in find_charts(run.metrics, kind_title(run.kind)):
             if chart.bars:

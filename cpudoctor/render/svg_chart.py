@@ -77,6 +77,17 @@ def fmt_number(v: Any) -> str:
     return f"{v:.2e}"
 
 
+# Metrics that are a fraction of something (GEMM: measured / computed peak FLOP/s): shown as percentages.
+PERCENT_KEYS = frozenset({"utilisation", "utilization", "efficiency"})
+
+
+def fmt_metric(key: str, v: Any) -> str:
+    """A metric value as a reader expects it: ``utilisation`` 0.3115 -> ``31.2%``, else :func:`fmt_number`."""
+    if str(key) in PERCENT_KEYS and _num(v):
+        return f"{v:.1%}"
+    return fmt_number(v)
+
+
 def find_charts(metrics: dict[str, Any], kind: str = "") -> list[Chart]:
     """Charts hidden in a BenchRun's metrics (see the module docstring)."""
     charts: list[Chart] = []
@@ -236,18 +247,18 @@ def measurement_tables(metrics: dict[str, Any]) -> list[tuple[str, list[str], li
         cols = [k for k in dict.fromkeys(k for p in value for k in p)
                 if any(p.get(k) not in (None, "", []) for p in value) and k not in ("error",)]
 
-        def cell(v: Any) -> str:
+        def cell(k: str, v: Any) -> str:
             if v is None:
                 return ""
             if isinstance(v, (bool, int, float)):
-                return fmt_number(v)
+                return fmt_metric(k, v)
             if isinstance(v, list) and all(isinstance(x, int) for x in v):
                 return format_cpulist(v)
             if isinstance(v, (list, dict)):
                 return str(v)
             return str(v)
 
-        tables.append((name, [metric_label(c) for c in cols], [[cell(p.get(k)) for k in cols] for p in value]))
+        tables.append((name, [metric_label(c) for c in cols], [[cell(k, p.get(k)) for k in cols] for p in value]))
     return tables
 
 

@@ -128,7 +128,7 @@ def _count(n: int, severity: str) -> str:
 def benchmarks_lines(report: Report) -> list[str]:
     """Lab results in the same words as the Training page and the Markdown/HTML exports."""
     from cpudoctor.render.md_extra import kind_title, recommendation_text, settings_text
-    from cpudoctor.render.svg_chart import fmt_number, metric_label
+    from cpudoctor.render.svg_chart import fmt_metric, metric_label
 
     if not report.benchmarks and report.recommendation is None:
         return []
@@ -143,7 +143,7 @@ def benchmarks_lines(report: Report) -> list[str]:
             out += _wrap("settings: " + ", ".join(settings), 6)
         for k, v in run.metrics.items():
             if not isinstance(v, (list, dict)):
-                out.append(f"      {metric_label(k)}: {fmt_number(v)}")
+                out.append(f"      {metric_label(k)}: {fmt_metric(k, v)}")
         series = [(k, v) for k, v in run.metrics.items() if isinstance(v, list) and v]
         for k, v in series:
             out.append(f"      {len(v)} measurement{'s' if len(v) != 1 else ''} ({metric_label(k)}): see --format md/html/json")
