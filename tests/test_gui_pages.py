@@ -203,6 +203,39 @@ def test_flags_meanings_from_resources_and_unknown_flag(qtbot, model):
         assert "asimd" not in _visible(page, FLAG)
 
 
+def test_flag_meanings_follow_the_architecture_and_vendor(qtbot, model, corpus):
+    """sme on an AMD CPU is Secure Memory Encryption (security, not deep learning); on Arm it is the matrix engine."""
+    from cpudoctor.render.cpu import describe_flag, flag_groups
+
+    assert describe_flag("sme", "x86_64", "AMD")[0] == "security"
+    assert "Secure Memory Encryption" in describe_flag("sme", "x86_64", "AMD")[1]
+    assert describe_flag("sme", "aarch64")[0] == "arm" and "Matrix" in describe_flag("sme", "aarch64")[1]
+    assert describe_flag("cpuid", "aarch64")[0] == "arm_system" and describe_flag("cpuid", "x86_64")[0] == "system"
+    assert "sme" in flag_groups(["sme", "avx2"], "x86_64", "AMD")["security"]
+    page = _page(qtbot, FlagsPage, model)
+    report = zen4_report()
+    report.cpu.flags = [*report.cpu.flags, "sme"]
+    model.set_report(report)
+    page.search.setText("sme")
+    rows = dict(zip(_visible(page, FLAG), zip(_visible(page, CAT), _visible(page, MEANING))))
+    assert rows["sme"][0] == "security" and "Secure Memory Encryption" in rows["sme"][1]
+    arm = probe_cpu(machine_root(ARM_TREE))
+    arm.flags = [*arm.flags, "sme"]
+    model.set_report(Report(cpu=arm, topology=probe_topology(machine_root(ARM_TREE))))
+    page.search.setText("sme")
+    rows = dict(zip(_visible(page, FLAG), zip(_visible(page, CAT), _visible(page, MEANING))))
+    assert rows["sme"][0] == "arm" and "Scalable Matrix Extension" in rows["sme"][1]
+
+
+def test_markdown_export_words_sme_for_the_report_cpu():
+    from cpudoctor.render.markdown import flags_lines
+
+    report = zen4_report()
+    report.cpu.flags = [*report.cpu.flags, "sme"]
+    text = "\n".join(flags_lines(report))
+    assert "Scalable Matrix" not in text and "`sme`" in text
+
+
 def test_flags_without_flags_json(qtbot, model, monkeypatch):
     from cpudoctor import resources
 

@@ -186,7 +186,7 @@ def _isa(report: Report) -> str:
         parts.append(f"<p><b>Vector width:</b> {e(width)}</p>")
     if c.flags:
         groups = "".join(f"<tr><th>{e(cpu_sec.category_title(cat))}</th><td class=\"flags\">{e(' '.join(names))}</td></tr>"
-                         for cat, names in cpu_sec.flag_groups(c.flags).items())
+                         for cat, names in cpu_sec.flag_groups(c.flags, c.arch, c.vendor).items())
         parts.append(f"<details><summary>All {len(c.flags)} CPU flags by category</summary>"
                      f"<table cellspacing=0>{groups}</table></details>")
     parts.append("</section>")

@@ -71,7 +71,7 @@ def flags_lines(report: Report) -> list[str]:
     out = _heading(f"CPU flags ({len(flags)})")
     if not flags:
         return out + ["  none reported"]
-    groups = cpu_sec.flag_groups(flags)
+    groups = cpu_sec.flag_groups(flags, report.cpu.arch, report.cpu.vendor)
     others = []
     for cat, names in groups.items():
         if cat in cpu_sec.DL_CATEGORIES:
