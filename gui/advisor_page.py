@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QHBoxLayout, Q
                                QPlainTextEdit, QPushButton, QSplitter, QStyle, QTextBrowser, QTreeWidget,
                                QTreeWidgetItem, QVBoxLayout, QWidget)
 
+from cpudoctor import docs_url
 from cpudoctor.advisor import snippets
 from cpudoctor.advisor.engine import CATEGORIES
 from cpudoctor.advisor.ranking import ranked
@@ -142,7 +143,7 @@ class AdvisorPage(QWidget):
         tfont.setPointSizeF(tfont.pointSizeF() * 1.1)
         self.details_title.setFont(tfont)
         self.details = QTextBrowser()
-        self.details.setOpenExternalLinks(False)
+        self.details.setOpenExternalLinks(True)
         snippet_bar = QHBoxLayout()
         self.snippet_label = QLabel("What to type")
         self.shell = QComboBox()
@@ -358,7 +359,8 @@ class AdvisorPage(QWidget):
                            f"<td>{html.escape(evidence_value(v, 300))}</td></tr>"
                            for k, v in finding.evidence.items())
             parts.append(f"<h4>From the report</h4><table cellspacing='4'>{rows}</table>")
-        parts.append(f"<p style='color:gray'>Details: <code>cpudoctor explain {finding.code}</code> · {html.escape(finding.docs)}</p>")
+        docs = (f" · <a href='{html.escape(docs_url(finding.docs))}'>rule reference</a>" if finding.docs else "")
+        parts.append(f"<p style='color:gray'>Details: <code>cpudoctor explain {finding.code}</code>{docs}</p>")
         self.details.setHtml("".join(parts))
         self._set_snippet(finding.snippet, finding.snippet_lang)
 

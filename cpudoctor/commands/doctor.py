@@ -13,6 +13,7 @@ import json
 import sys
 from pathlib import Path
 
+from cpudoctor import docs_url
 from cpudoctor.commands import CliError, emit, root_arg
 
 FORMATS = ("text", "json", "md")
@@ -231,7 +232,7 @@ def render_md(report, findings, label: str, *, verbose: bool = False) -> str:
         lines.append(f"### {_MD_MARKS[worst(items) if worst(items) != 'info' else 'ok']} {title}")
         lines.append("")
         for f in items:
-            lines.append(f"- {_MD_MARKS[f.severity]} **{f.title}** (`{f.code}` [{f.symbol}]({f.docs}))")
+            lines.append(f"- {_MD_MARKS[f.severity]} **{f.title}** (`{f.code}` [{f.symbol}]({docs_url(f.docs)}))")
             if f.severity in ("warning", "error", "info") and (f.severity != "info" or verbose or f.snippet):
                 if f.why:
                     lines.append(f"  {f.why}")
@@ -253,7 +254,7 @@ def render_rules(rules, fmt: str) -> str:
                             "title": r.title, "docs": r.docs_anchor} for r in rules], indent=2)
     if fmt == "md":
         rows = ["| Code | Symbol | Category | Worst | Title |", "|---|---|---|---|---|"]
-        rows += [f"| [{r.code}]({r.docs_anchor}) | `{r.symbol}` | {CATEGORIES[r.category]} | {r.severity} | {r.title} |" for r in rules]
+        rows += [f"| [{r.code}]({docs_url(r.docs_anchor)}) | `{r.symbol}` | {CATEGORIES[r.category]} | {r.severity} | {r.title} |" for r in rules]
         return "\n".join(rows) + "\n"
     w_sym = max(len(r.symbol) for r in rules)
     w_cat = max(len(r.category) for r in rules)

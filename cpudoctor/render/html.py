@@ -17,6 +17,7 @@ import re
 from html import escape
 from typing import Any, Literal
 
+from cpudoctor import docs_url
 from cpudoctor.render import cpu as cpu_sec
 from cpudoctor.render import software as sw_sec
 from cpudoctor.render.md_extra import (
@@ -390,7 +391,8 @@ def _finding(f: Finding, printable: bool = False) -> str:
         parts.append("<details><summary>Evidence</summary>" + _rows(
             [(k, e(evidence_value(v, 300))) for k, v in f.evidence.items()]) + "</details>")
     parts.append(f'<p class="note">Details: <code>cpudoctor explain {e(f.code)}</code>'
-                 + (f" · {e(f.docs)}" if f.docs else "") + "</p>")
+                 + (f' · <a href="{e(docs_url(f.docs))}">{e(f.code)} in the rule reference</a>' if f.docs else "")
+                 + "</p>")
     parts.append("</div>")
     return "".join(parts)
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from cpudoctor import docs_url
+
 from cpudoctor.render.svg_chart import (
     find_charts,
     fmt_metric,
@@ -150,7 +152,8 @@ def findings_lines(report: Report) -> list[str]:
         if f.evidence:
             out += ["  " + ln if ln else "" for ln in details(
                 "Evidence", [f"- `{_short(k, 80)}`: {md_escape(evidence_value(v))}" for k, v in f.evidence.items()])]
-        out += [f"  Details: `cpudoctor explain {f.code}`", ""]
+        out += [f"  Details: `cpudoctor explain {f.code}`"
+                + (f" · [{md_escape(f.code)} in the rule reference]({docs_url(f.docs)})" if f.docs else ""), ""]
     if passed:
         noun = "check" if len(passed) == 1 else "checks"
         out += details(f"{len(passed)} {noun} passed",
