@@ -38,6 +38,8 @@ from cpudoctor.report import Finding
 log = logging.getLogger(__name__)
 
 LIVE_MARKER_MS = 1000
+PICKER_MIN_ROWS = 4
+MAP_MIN_HEIGHT = 120
 
 
 def _item(cell: im.Cell) -> QTableWidgetItem:
@@ -162,9 +164,10 @@ class InspectorPage(QWidget):
         self.process_table = _table(im.PICKER_COLUMNS)
         self.process_table.itemSelectionChanged.connect(self._on_pick)
         self.process_table.itemDoubleClicked.connect(lambda *_: self.start_inspection())
-        # at least five processes visible: the results pane below wants all the height it can get
+        # at least four processes visible: the results pane below wants all the height it can get
         self.process_table.setMinimumHeight(self.process_table.horizontalHeader().sizeHint().height()
-                                            + 5 * self.process_table.verticalHeader().defaultSectionSize() + 4)
+                                            + PICKER_MIN_ROWS * self.process_table.verticalHeader().defaultSectionSize()
+                                            + 4)
         pl.addWidget(self.process_table, 1)
         row2 = QHBoxLayout()
         row2.addWidget(QLabel("PID:"))
@@ -243,7 +246,11 @@ class InspectorPage(QWidget):
         self.env_note = QLabel("")
         self.env_note.setWordWrap(True)
         el.addWidget(self.env_note)
-        self.tabs.addTab(envlib, "Libraries && env")
+        for table in (self.lib_table, self.env_table):
+            table.setMinimumHeight(table.horizontalHeader().sizeHint().height()
+                                   + 2 * table.verticalHeader().defaultSectionSize() + 4)
+        # scrolls when short, like Process & memory: two tables and their captions do not fit a 600 px window
+        self.tabs.addTab(_scrolled(envlib), "Libraries && env")
 
         self.child_table = _table(im.CHILD_COLUMNS)
         self.tabs.addTab(self.child_table, "Children")
@@ -268,6 +275,7 @@ class InspectorPage(QWidget):
                                     "the colour is that process's CPU use there")
         mb.addWidget(self.map_caption)
         self.topology_map = TopologyMap()
+        self.topology_map.setMinimumHeight(MAP_MIN_HEIGHT)
         mb.addWidget(self.topology_map, 1)
         results.addWidget(mapbox)
         results.setStretchFactor(0, 3)
@@ -441,7 +449,7 @@ class InspectorPage(QWidget):
         _fill(self.env_table, im.env_rows(insp))
         self.env_note.setText(im.env_note(insp))
         _fill(self.child_table, im.child_rows(insp))
-        self.tabs.setTabText(3, im.children_tab_title(insp))
+        self.tabs.setTabText(self.tabs.indexOf(self.child_table), im.children_tab_title(insp))
         self._fill_cards(insp)
         labels, load = markers_by_cpu(insp.threads)
         self.topology_map.set_markers(labels)

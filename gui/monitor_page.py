@@ -246,6 +246,7 @@ class MonitorPage(QWidget):
         self.window_box.currentIndexChanged.connect(lambda i: self.set_window(self.window_box.itemData(i)))
         self.summary = QLabel("Waiting for the first sample…")
         self.summary.setStyleSheet("color: palette(placeholder-text);")
+        self.summary.setWordWrap(True)          # two short lines in a narrow window rather than a cut one
         bar.addWidget(self.pause_button)
         bar.addSpacing(12)
         bar.addWidget(QLabel("Sample rate"))
@@ -256,7 +257,7 @@ class MonitorPage(QWidget):
         bar.addStretch(1)
         bar.addWidget(self.summary)
         bar.addSpacing(12)
-        self.heat_scale = LoadScaleBar("Per-core load")
+        self.heat_scale = LoadScaleBar("Load")
         bar.addWidget(self.heat_scale)
         v.addLayout(bar)
 

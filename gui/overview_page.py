@@ -18,6 +18,7 @@ from cpudoctor.gui.common import (SEVERITY_LABEL, UNKNOWN, Badge, Card,
                                   human_bytes, human_mhz, severity_dot, text_or_unknown)
 from cpudoctor.gui.model import AppModel
 from cpudoctor.probes._fs import format_cpulist
+from cpudoctor.render.topology import cpus_text
 from cpudoctor.report import Finding, Report
 
 TOP_FINDINGS = 5
@@ -61,7 +62,9 @@ def numa_layout(report: Report) -> str:
         return UNKNOWN
     if len(nodes) == 1:
         return "1 node (uniform memory)"
-    detail = ", ".join(f"node {n.id}: CPUs {format_cpulist(n.cpus) or 'none'}" for n in nodes[:4])
+    # the short strided form ("0-76:4"): an interleaved node's plain list has no place to wrap and
+    # made the whole page scroll sideways
+    detail = ", ".join(f"node {n.id}: CPUs {cpus_text(n.cpus) or 'none'}" for n in nodes[:4])
     more = f", … {len(nodes) - 4} more" if len(nodes) > 4 else ""
     return f"{len(nodes)} nodes — {detail}{more}"
 

@@ -72,7 +72,7 @@ class LoadLegend(QWidget):
         return QSize(width, int(self._row_h() + 4))
 
     def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt API
-        return QSize(200, self.heightForWidth(max(200, self.width())))
+        return QSize(200, self.heightForWidth(max(480, self.width())))
 
     def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
         super().resizeEvent(event)

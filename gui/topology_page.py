@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontDatabase, QGuiApplication
-from PySide6.QtWidgets import (QAbstractItemView, QFileDialog, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QMenu,
-                               QPlainTextEdit, QPushButton, QSplitter, QTableWidget, QTableWidgetItem, QTabWidget,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QAbstractItemView, QFileDialog, QFrame, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
+                               QMenu, QPlainTextEdit, QPushButton, QScrollArea, QSplitter, QTableWidget,
+                               QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget)
 
 from cpudoctor.advisor.pinning import (PinningPlan, l3_cpu_sets, numa_cpu_sets, one_thread_per_core,
                                        pinning_plan)
@@ -233,8 +233,15 @@ class TopologyPage(QWidget):
         v.addWidget(self.numa_table)
         v.addWidget(self.numa_note)
         v.addStretch(1)
-        panel.setVisible(False)
-        return panel
+        # in a scroll area: a short window scrolls the table instead of squeezing the map's row
+        area = QScrollArea()
+        area.setWidgetResizable(True)
+        area.setFrameShape(QFrame.Shape.NoFrame)
+        area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        area.setWidget(panel)
+        area.setMinimumHeight(80)
+        area.setVisible(False)
+        return area
 
     def _fill_numa_panel(self, topo: Topology | None) -> None:
         found = tm.numa_distances(topo) if topo is not None else None
@@ -266,7 +273,8 @@ class TopologyPage(QWidget):
         if rows_h + t.horizontalHeader().sizeHint().height() > 320:
             width += t.verticalScrollBar().sizeHint().width()       # 16+ nodes: the rest scrolls
         t.setFixedWidth(width)
-        self.numa_panel.setMaximumWidth(max(width, 160) + 8)
+        bar = self.numa_panel.verticalScrollBar().sizeHint().width()
+        self.numa_panel.setFixedWidth(max(width, 160) + 8 + bar)
         mem = ", ".join(f"node {k}: {human_bytes(v)}" for k, v in sorted(topo.numa_memory_bytes.items(),
                                                                          key=lambda kv: int(kv[0])))
         self.numa_note.setText("10 = local, higher = farther (ACPI SLIT)."
