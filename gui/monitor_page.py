@@ -14,9 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QRectF, Signal
-from PySide6.QtGui import QColor, QPalette
-from PySide6.QtWidgets import QComboBox, QFrame, QGraphicsItem, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtCore import QRectF, QSize, Qt, Signal
+from PySide6.QtGui import QPainter, QPalette
+from PySide6.QtWidgets import (QComboBox, QFrame, QGraphicsItem, QHBoxLayout, QLabel, QPushButton, QSizePolicy,
+                               QVBoxLayout, QWidget)
 
 from cpudoctor.gui.common import human_bytes, human_mhz
 from cpudoctor.gui.icons import icon
@@ -197,6 +198,49 @@ class MonitorHistory:
         return x.size, x
 
 
+class LiveText(QWidget):
+    """A line of text that changes every tick (a tile's value) without re-laying out the page.
+
+    A QLabel asks its layout to recompute on every new text, which at 2 Hz was a
+    noticeable part of the Monitor's cost; this widget keeps its size (one line
+    of its font, at least a few characters wide) and only repaints. Text that does
+    not fit is elided, with the whole text in the tooltip.
+    """
+
+    def __init__(self, text: str = "", muted: bool = False, parent: QWidget | None = None):
+        super().__init__(parent)
+        self._text = text
+        self._muted = muted
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+
+    def text(self) -> str:
+        return self._text
+
+    def setText(self, text: str) -> None:  # noqa: N802 - QLabel's name, for callers and tests
+        if text != self._text:
+            self._text = text
+            self.update()
+
+    def sizeHint(self) -> QSize:  # noqa: N802 - Qt API
+        fm = self.fontMetrics()
+        return QSize(max(fm.horizontalAdvance(self._text), fm.horizontalAdvance("0000000")), fm.height() + 2)
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt API
+        fm = self.fontMetrics()
+        return QSize(fm.horizontalAdvance("000"), fm.height() + 2)
+
+    def paintEvent(self, event) -> None:  # noqa: N802 - Qt API
+        p = QPainter(self)
+        role = QPalette.ColorRole.PlaceholderText if self._muted else QPalette.ColorRole.WindowText
+        p.setPen(self.palette().color(role))
+        shown = self.fontMetrics().elidedText(self._text, Qt.TextElideMode.ElideRight, self.width())
+        p.drawText(self.rect(), int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter), shown)
+        p.end()
+        tip = self._text if shown != self._text else ""
+        if self.toolTip() != tip:
+            self.setToolTip(tip)
+
+
 class MonitorPage(QWidget):
     title = "Monitor"
     icon_name = "monitor"
@@ -275,13 +319,12 @@ class MonitorPage(QWidget):
             fl.setSpacing(0)
             cap = QLabel(caption)
             cap.setStyleSheet("color: palette(placeholder-text);")
-            value = QLabel("—")
+            value = LiveText("—")
             font = value.font()
             font.setPointSizeF(font.pointSizeF() * 1.35)
             font.setBold(True)
             value.setFont(font)
-            detail = QLabel("")
-            detail.setStyleSheet("color: palette(placeholder-text);")
+            detail = LiveText("", muted=True)
             fl.addWidget(cap)
             fl.addWidget(value)
             fl.addWidget(detail)
@@ -316,7 +359,7 @@ class MonitorPage(QWidget):
         self.total_plot = self._plot("Total load", row=1, col=0, parent=self.small)
         self.total_plot.setYRange(0, 100, padding=0.02)
         self.total_plot.setLabel("left", "%", color=self._muted.name())
-        self.total_curve = self._curve(self.total_plot, LINE_COLOURS[0], 1.5, fill=QColor(74, 144, 194, 50))
+        self.total_curve = self._curve(self.total_plot, LINE_COLOURS[0], 1.5)
         self.clock_plot = self._plot("Clock", row=1, col=1, parent=self.small)
         self.clock_plot.setLabel("left", "GHz", color=self._muted.name())
         self.clock_avg = self._curve(self.clock_plot, LINE_COLOURS[0], 1.5)
@@ -327,7 +370,7 @@ class MonitorPage(QWidget):
         self.temp_curves: dict[str, pg.PlotCurveItem] = {}
         self.mem_plot = self._plot("Memory", row=2, col=1, parent=self.small)
         self.mem_plot.setLabel("left", "GiB", color=self._muted.name())
-        self.mem_curve = self._curve(self.mem_plot, LINE_COLOURS[2], 1.5, fill=QColor(63, 163, 107, 45))
+        self.mem_curve = self._curve(self.mem_plot, LINE_COLOURS[2], 1.5)
         self.swap_curve = self._curve(self.mem_plot, LINE_COLOURS[3], 1)
         self._series_title(self.mem_plot, "Memory", [("used", LINE_COLOURS[2]), ("swap used", LINE_COLOURS[3])])
         self.small.layout.setColumnStretchFactor(0, 1)
@@ -369,13 +412,11 @@ class MonitorPage(QWidget):
         return p
 
     @staticmethod
-    def _curve(plot: pg.PlotItem, colour: str, width: float, fill: QColor | None = None) -> pg.PlotCurveItem:
-        """A bare curve item: PlotDataItem's clipping and downsampling machinery costs more than
-        drawing a few hundred points (the data are decimated by :func:`decimate` beforehand)."""
+    def _curve(plot: pg.PlotItem, colour: str, width: float) -> pg.PlotCurveItem:
+        """A bare line: PlotDataItem's clipping and downsampling machinery costs more than drawing a few
+        hundred points (the data are decimated by :func:`decimate` beforehand), and a filled area under
+        it made Qt's raster engine fill most of the plot, with its thread pool, twice a second."""
         curve = pg.PlotCurveItem(pen=pg.mkPen(colour, width=width), connect="finite")
-        if fill is not None:
-            curve.setFillLevel(0)
-            curve.setBrush(fill)
         plot.addItem(curve)
         return curve
 
@@ -599,13 +640,15 @@ class MonitorPage(QWidget):
     def _update_summary(self) -> None:
         h = self.history
         if self.paused:
-            self.summary.setText("Paused")
+            text = "Paused"
+        elif h.last is None:
             return
-        if h.last is None:
-            return
-        groups = len(self._groups)
-        where = f" in {groups} groups" if groups > 1 else ""
-        self.summary.setText(f"Live · {self.rate_hz:g} Hz · {len(h.cpu_ids)} CPUs{where}")
+        else:
+            groups = len(self._groups)
+            where = f" in {groups} groups" if groups > 1 else ""
+            text = f"Live · {self.rate_hz:g} Hz · {len(h.cpu_ids)} CPUs{where}"
+        if self.summary.text() != text:         # a label's new text re-lays out the page: only when it changes
+            self.summary.setText(text)
 
     def is_unavailable(self, key: str) -> bool:
         """True while the plot ``key`` ('clock' or 'temp') shows 'unavailable' (for tests)."""
