@@ -198,6 +198,39 @@ class MonitorHistory:
         return x.size, x
 
 
+class ViewCurve(pg.PlotCurveItem):
+    """A curve told its bounds with its data, instead of measuring them again.
+
+    PlotCurveItem computes its bounding rectangle after every new sample with
+    NaN-aware minimum and maximum and a pixel-padding transform; the Monitor
+    has the data's extent at hand (:meth:`set_points`), so it passes it along.
+    Tight bounds also keep a flat line's repaint to a thin strip of its plot.
+    """
+
+    PAD_PX = 2.0
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._bounds: QRectF | None = None
+
+    def set_points(self, x: np.ndarray, y: np.ndarray) -> None:
+        self.prepareGeometryChange()
+        finite = y[np.isfinite(y)]
+        if x.size and finite.size:
+            view = self.getViewBox()
+            px, py = view.viewPixelSize() if view is not None else (0.0, 0.0)
+            lo, hi = float(finite.min()), float(finite.max())
+            pad_x, pad_y = px * self.PAD_PX, py * self.PAD_PX
+            self._bounds = QRectF(float(x[0]) - pad_x, lo - pad_y, float(x[-1] - x[0]) + 2 * pad_x,
+                                  hi - lo + 2 * pad_y)
+        else:
+            self._bounds = QRectF()
+        self.setData(x, y)
+
+    def boundingRect(self):  # noqa: N802 - Qt API
+        return self._bounds if self._bounds is not None else super().boundingRect()
+
+
 class LiveText(QWidget):
     """A line of text that changes every tick (a tile's value) without re-laying out the page.
 
@@ -207,10 +240,11 @@ class LiveText(QWidget):
     not fit is elided, with the whole text in the tooltip.
     """
 
-    def __init__(self, text: str = "", muted: bool = False, parent: QWidget | None = None):
+    def __init__(self, text: str = "", muted: bool = False, relayout: bool = False, parent: QWidget | None = None):
         super().__init__(parent)
         self._text = text
         self._muted = muted
+        self._relayout = relayout               # a rarely changing text may ask for the room it needs
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
 
     def text(self) -> str:
@@ -219,6 +253,8 @@ class LiveText(QWidget):
     def setText(self, text: str) -> None:  # noqa: N802 - QLabel's name, for callers and tests
         if text != self._text:
             self._text = text
+            if self._relayout:
+                self.updateGeometry()
             self.update()
 
     def sizeHint(self) -> QSize:  # noqa: N802 - Qt API
@@ -288,9 +324,9 @@ class MonitorPage(QWidget):
             self.window_box.addItem(label, secs)
         self.window_box.setCurrentIndex([s for _, s in WINDOWS_S].index(DEFAULT_WINDOW_S))
         self.window_box.currentIndexChanged.connect(lambda i: self.set_window(self.window_box.itemData(i)))
-        self.summary = QLabel("Waiting for the first sample…")
-        self.summary.setStyleSheet("color: palette(placeholder-text);")
-        self.summary.setWordWrap(True)          # two short lines in a narrow window rather than a cut one
+        # elided (whole text in the tooltip) rather than wrapped or cut when the window is narrow
+        self.summary = LiveText("Waiting for the first sample…", muted=True, relayout=True)
+        self.summary.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
         bar.addWidget(self.pause_button)
         bar.addSpacing(12)
         bar.addWidget(QLabel("Sample rate"))
@@ -337,6 +373,9 @@ class MonitorPage(QWidget):
         self._fg = pal.color(QPalette.ColorRole.Text)
         self._muted = pal.color(QPalette.ColorRole.PlaceholderText)
         self.graphics = pg.GraphicsLayoutWidget()
+        # Lines without antialiasing, as system monitors draw them: the plots repaint twice a second, and
+        # antialiased stroking was the largest part of that (text stays antialiased).
+        self.graphics.setAntialiasing(False)
         self.graphics.setBackground(pal.color(QPalette.ColorRole.Base))
         self.graphics.ci.setContentsMargins(4, 4, 4, 4)
         self.graphics.ci.setSpacing(10)
@@ -359,10 +398,10 @@ class MonitorPage(QWidget):
         self.total_plot = self._plot("Total load", row=1, col=0, parent=self.small)
         self.total_plot.setYRange(0, 100, padding=0.02)
         self.total_plot.setLabel("left", "%", color=self._muted.name())
-        self.total_curve = self._curve(self.total_plot, LINE_COLOURS[0], 1.5)
+        self.total_curve = self._curve(self.total_plot, LINE_COLOURS[0], 2)
         self.clock_plot = self._plot("Clock", row=1, col=1, parent=self.small)
         self.clock_plot.setLabel("left", "GHz", color=self._muted.name())
-        self.clock_avg = self._curve(self.clock_plot, LINE_COLOURS[0], 1.5)
+        self.clock_avg = self._curve(self.clock_plot, LINE_COLOURS[0], 2)
         self.clock_max = self._curve(self.clock_plot, LINE_COLOURS[1], 1)
         self._series_title(self.clock_plot, "Clock", [("average", LINE_COLOURS[0]), ("fastest core", LINE_COLOURS[1])])
         self.temp_plot = self._plot("Temperature", row=2, col=0, parent=self.small)
@@ -370,7 +409,7 @@ class MonitorPage(QWidget):
         self.temp_curves: dict[str, pg.PlotCurveItem] = {}
         self.mem_plot = self._plot("Memory", row=2, col=1, parent=self.small)
         self.mem_plot.setLabel("left", "GiB", color=self._muted.name())
-        self.mem_curve = self._curve(self.mem_plot, LINE_COLOURS[2], 1.5)
+        self.mem_curve = self._curve(self.mem_plot, LINE_COLOURS[2], 2)
         self.swap_curve = self._curve(self.mem_plot, LINE_COLOURS[3], 1)
         self._series_title(self.mem_plot, "Memory", [("used", LINE_COLOURS[2]), ("swap used", LINE_COLOURS[3])])
         self.small.layout.setColumnStretchFactor(0, 1)
@@ -406,6 +445,9 @@ class MonitorPage(QWidget):
             # view repaints them every tick: drawing text is most of a frame's cost,
             # so keep them as pixmaps until they really change.
             axis.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
+            # no "(x1e+03)" prefixes on %, GHz, °C, GiB or seconds; and pyqtgraph re-renders an axis
+            # label's HTML (and re-lays out the plot grid) on every range change while this is on
+            axis.enableAutoSIPrefix(False)
         p.getAxis("left").setWidth(58)
         if row == 2 or colspan == 2:
             p.setLabel("bottom", "seconds ago", color=self._muted.name())
@@ -416,7 +458,7 @@ class MonitorPage(QWidget):
         """A bare line: PlotDataItem's clipping and downsampling machinery costs more than drawing a few
         hundred points (the data are decimated by :func:`decimate` beforehand), and a filled area under
         it made Qt's raster engine fill most of the plot, with its thread pool, twice a second."""
-        curve = pg.PlotCurveItem(pen=pg.mkPen(colour, width=width), connect="finite")
+        curve = ViewCurve(pen=pg.mkPen(colour, width=width), connect="finite", antialias=False)
         plot.addItem(curve)
         return curve
 
@@ -584,7 +626,7 @@ class MonitorPage(QWidget):
         for i, (key, buf) in enumerate(h.temps.items()):
             curve = self.temp_curves.get(key)
             if curve is None:
-                curve = self._curve(self.temp_plot, LINE_COLOURS[i % len(LINE_COLOURS)], 1.5)
+                curve = self._curve(self.temp_plot, LINE_COLOURS[i % len(LINE_COLOURS)], 2 if i == 0 else 1)
                 self.temp_curves[key] = curve
                 self._series_title(self.temp_plot, "Temperature",
                                    [(k, LINE_COLOURS[j % len(LINE_COLOURS)]) for j, k in enumerate(self.temp_curves)])
@@ -606,7 +648,7 @@ class MonitorPage(QWidget):
         if empty and self._empty_curves.get(id(curve)):
             return
         self._empty_curves[id(curve)] = empty
-        curve.setData(*decimate(x, y))
+        curve.set_points(*decimate(x, y))
 
     def _set_y_range(self, plot: pg.PlotItem, lo: float, hi: float) -> None:
         """Set a y range only when it changes (each call makes the view recompute its transform)."""
@@ -647,8 +689,7 @@ class MonitorPage(QWidget):
             groups = len(self._groups)
             where = f" in {groups} groups" if groups > 1 else ""
             text = f"Live · {self.rate_hz:g} Hz · {len(h.cpu_ids)} CPUs{where}"
-        if self.summary.text() != text:         # a label's new text re-lays out the page: only when it changes
-            self.summary.setText(text)
+        self.summary.setText(text)
 
     def is_unavailable(self, key: str) -> bool:
         """True while the plot ``key`` ('clock' or 'temp') shows 'unavailable' (for tests)."""

@@ -7,6 +7,7 @@ README show what the test checks. The report is a scenario fixture built from a 
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from cpudoctor.advisor import diagnose
@@ -26,15 +27,17 @@ def realistic_report() -> Report:
 
 
 def samples(report: Report, n: int = 30, t0: float = 1000.0):
-    """``n`` samples at 2 Hz for the report's CPUs: a busy first socket, a quieter second one."""
+    """``n`` samples at 2 Hz for the report's CPUs: a busy first socket, a quieter second one, slow waves."""
     cpus = report.topology.online_cpus
     half = len(cpus) // 2
     for i in range(n):
-        load = [float(min(100, (60 if k < half else 15) + (i * 7 + c * 13) % 40)) for k, c in enumerate(cpus)]
+        load = [max(0.0, min(100.0, (72.0 if k < half else 18.0) + 20.0 * math.sin(i / 11.0 + c * 0.7)
+                              + 8.0 * math.sin(i / 3.0 + c * 1.3))) for k, c in enumerate(cpus)]
         yield Sample(t=t0 + i / 2, cpu_ids=cpus, cpu_percent=load,
-                     freq_mhz=[2100.0 + (c % 7) * 100 + (i % 3) * 50 for c in cpus],
-                     temps_c={"coretemp Package id 0": 61.0 + i % 5, "coretemp Package id 1": 52.0 + i % 2},
-                     mem_total_bytes=64 << 30, mem_used_bytes=(20 + i % 3) << 30,
+                     freq_mhz=[2600.0 + 500.0 * math.sin(i / 17.0 + c) for c in cpus],
+                     temps_c={"coretemp Package id 0": 64.0 + 4.0 * math.sin(i / 15.0),
+                              "coretemp Package id 1": 52.0 + 2.0 * math.sin(i / 21.0)},
+                     mem_total_bytes=64 << 30, mem_used_bytes=int((21.0 + 2.0 * math.sin(i / 40.0)) * (1 << 30)),
                      swap_total_bytes=8 << 30, swap_used_bytes=1 << 30)
 
 
