@@ -246,6 +246,8 @@ class LiveText(QWidget):
         self._muted = muted
         self._relayout = relayout               # a rarely changing text may ask for the room it needs
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        # paints its own background, so a new value does not make the styled tile behind it repaint too
+        self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent)
 
     def text(self) -> str:
         return self._text
@@ -267,6 +269,7 @@ class LiveText(QWidget):
 
     def paintEvent(self, event) -> None:  # noqa: N802 - Qt API
         p = QPainter(self)
+        p.fillRect(self.rect(), self.palette().color(self.backgroundRole()))
         role = QPalette.ColorRole.PlaceholderText if self._muted else QPalette.ColorRole.WindowText
         p.setPen(self.palette().color(role))
         shown = self.fontMetrics().elidedText(self._text, Qt.TextElideMode.ElideRight, self.width())
@@ -356,11 +359,13 @@ class MonitorPage(QWidget):
             cap = QLabel(caption)
             cap.setStyleSheet("color: palette(placeholder-text);")
             value = LiveText("—")
+            value.setBackgroundRole(QPalette.ColorRole.Base)        # the tile's colour
             font = value.font()
             font.setPointSizeF(font.pointSizeF() * 1.35)
             font.setBold(True)
             value.setFont(font)
             detail = LiveText("", muted=True)
+            detail.setBackgroundRole(QPalette.ColorRole.Base)
             fl.addWidget(cap)
             fl.addWidget(value)
             fl.addWidget(detail)
