@@ -162,8 +162,11 @@ class BoxItem(QGraphicsItem):
                              int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter),
                              self.owner.elide(self.header_text(), self.kind, self.w - 2 * PAD))
         if self.selected:
-            # drawn last, over the children's edges: a thick highlight ring and a light wash
-            painter.setBrush(c.selection_fill)
+            # drawn last, over the children's edges: a thick highlight ring, and a light wash on the
+            # outermost selected box only (nested washes would stack into a dark blue)
+            parent = self.parentItem()
+            outermost = not (isinstance(parent, BoxItem) and parent.selected)
+            painter.setBrush(c.selection_fill if outermost else Qt.BrushStyle.NoBrush)
             painter.setPen(QPen(c.highlight, SELECTED_PEN))
             inset = SELECTED_PEN / 2
             painter.drawRoundedRect(QRectF(inset, inset, self.w - 2 * inset, self.h - 2 * inset), radius, radius)
