@@ -36,6 +36,8 @@ WINDOWS_S: tuple[tuple[str, int], ...] = (("1 min", 60), ("2 min", 120), ("5 min
 DEFAULT_WINDOW_S = 120
 GIB = 1024 ** 3
 MAX_CURVE_POINTS = 800
+CHART_MIN_MOVE_PX = 6          # charts redraw once new data moves them this far (see MonitorPage.chart_interval)
+CHART_MAX_WAIT_S = 2.0
 LINE_COLOURS = ("#4a90c2", "#e07b39", "#3fa36b", "#b05fc2", "#d9534f", "#8a8f96", "#c9a227", "#2bb3b3")
 
 
@@ -300,6 +302,8 @@ class MonitorPage(QWidget):
         self._dirty = True
         self._clock_top = 0.5
         self._clock_ranged = False
+        self._charts = True                      # this redraw updates the charts (else only the tiles)
+        self._last_chart_t: float | None = None  # sample time the charts were last drawn up to
         self._empty_curves: dict[int, bool] = {}
         self._y_ranges: dict[int, tuple[float, float]] = {}
         self._build()
@@ -492,6 +496,8 @@ class MonitorPage(QWidget):
         self.pause_button.setText("Resume" if paused else "Pause")
         self.pause_button.setIcon(icon("resume" if paused else "pause"))
         self.paused_changed.emit(paused)
+        if paused and self.isVisible() and self.history.last is not None:
+            self.redraw()                       # the charts show every sample taken before the pause
         self._update_summary()
 
     def set_rate(self, hz: float) -> None:
@@ -531,7 +537,8 @@ class MonitorPage(QWidget):
         self.history.append(sample)
         self._dirty = True
         if self.isVisible():
-            self.redraw()
+            due = self._last_chart_t is None or sample.t - self._last_chart_t >= self.chart_interval() - 1e-6
+            self.redraw(charts=due)
 
     def changeEvent(self, event) -> None:  # noqa: N802 - Qt API
         super().changeEvent(event)
@@ -576,19 +583,33 @@ class MonitorPage(QWidget):
         axis.setTicks([major, minor] if major else [minor])
         self.heat_plot.setYRange(0, max(n, 1), padding=0)
 
-    def redraw(self) -> None:
-        """Draw the visible window from the buffers (cheap: a few setData calls)."""
+    def chart_interval(self) -> float:
+        """Seconds of data between two chart redraws: the time the charts need to move
+        :data:`CHART_MIN_MOVE_PX` pixels at the current history window, at most :data:`CHART_MAX_WAIT_S`.
+
+        Redrawing a scrolling chart for a shift of three or four pixels costs as much
+        as for a shift of eight, and the repaint is most of the Monitor's cost; the
+        tiles show every sample, the charts every sample that moved them visibly.
+        """
+        width = max(1.0, float(self.heat_plot.getViewBox().width()))
+        return min(CHART_MAX_WAIT_S, self.window_s / width * CHART_MIN_MOVE_PX)
+
+    def redraw(self, charts: bool = True) -> None:
+        """Draw the visible window from the buffers; ``charts=False`` updates the value tiles only."""
         self._dirty = False
         h = self.history
         n, x = h.window(self.window_s)
         if n == 0 or h.per_cpu is None:
             return
-        if self._order is None or len(self._order) != h.per_cpu.width:
-            self._update_order()
-        rows = h.per_cpu.last(n)[:, self._order]            # (time, cpu)
-        img, x0 = heat_columns(x, rows)
-        self.heat.setImage(img, autoLevels=False, levels=(0, 100))
-        self.heat.setRect(QRectF(x0, 0, -x0, img.shape[0]))
+        self._charts = charts
+        if charts:
+            self._last_chart_t = float(h.last.t)
+            if self._order is None or len(self._order) != h.per_cpu.width:
+                self._update_order()
+            rows = h.per_cpu.last(n)[:, self._order]            # (time, cpu)
+            img, x0 = heat_columns(x, rows)
+            self.heat.setImage(img, autoLevels=False, levels=(0, 100))
+            self.heat.setRect(QRectF(x0, 0, -x0, img.shape[0]))
 
         self._set_curve(self.total_curve, x, h.total.last(n))
         last = h.last
@@ -637,7 +658,7 @@ class MonitorPage(QWidget):
                                    [(k, LINE_COLOURS[j % len(LINE_COLOURS)]) for j, k in enumerate(self.temp_curves)])
             self._set_curve(curve, x, buf.last(n))
         temps = h.last.temps_c if h.last else {}
-        if temps:
+        if temps and self._charts:
             self._set_y_range(self.temp_plot, *temperature_range(h, n))
         self._set_unavailable("temp", self.temp_plot, not temps,
                               "No CPU temperature sensor\n(VM, container, or driver not loaded)")
@@ -649,6 +670,8 @@ class MonitorPage(QWidget):
 
     def _set_curve(self, curve: pg.PlotCurveItem, x: np.ndarray, y: np.ndarray) -> None:
         """New data for ``curve``, decimated; a series with no value at all (no sensor) is not redrawn."""
+        if not self._charts:
+            return
         empty = bool(np.isnan(y).all())
         if empty and self._empty_curves.get(id(curve)):
             return
@@ -668,6 +691,8 @@ class MonitorPage(QWidget):
                 label.setText(text)
 
     def _set_unavailable(self, key: str, plot: pg.PlotItem, missing: bool, text: str) -> None:
+        if not self._charts:
+            return
         item = self.unavailable[key]
         if missing == item.isVisible() and (not missing or item.toPlainText() == text):
             if missing and item.pos().x() != -self.window_s / 2:

@@ -311,6 +311,7 @@ def test_monitor_plots_follow_injected_samples(qtbot, model):
     cpus = list(range(64))
     for s in _samples(300, cpus):                  # 150 s at 2 Hz; the window shows 120 s
         model.sample.emit(s)
+    page.redraw()                                  # the charts may be one redraw interval behind the tiles
     img = page.heat.image
     assert img.shape == (64, 241)                  # CPUs x samples in the last 120 s
     assert img[5, -1] == (299 + 5) % 101           # row = CPU in CCX order, last column = newest
@@ -451,6 +452,7 @@ def test_lines_break_where_the_monitor_was_paused(qtbot, model):
     page.set_paused(False)
     for s in samples[30:]:
         model.sample.emit(s)
+    page.redraw()
     x, y = page.total_curve.getData()
     assert len(x) == 21 and np.isnan(y[10]) and not np.isnan(np.delete(y, 10)).any()
 
@@ -500,3 +502,30 @@ def test_monitor_ticks_repaint_without_relayout(qtbot, model):
         QApplication.processEvents()
     assert Count.n == 0
     assert page.tiles["load"].text().endswith("%")
+
+
+def test_monitor_tiles_follow_every_sample_and_charts_every_visible_move(qtbot, model):
+    """Tiles show each sample; the scrolling charts redraw once new data moves them a few pixels
+    (their repaint is most of the Monitor's cost), and never lag more than CHART_MAX_WAIT_S."""
+    from cpudoctor.gui.monitor_page import CHART_MAX_WAIT_S, CHART_MIN_MOVE_PX
+
+    page = _page(qtbot, MonitorPage, model)
+    interval = page.chart_interval()
+    width = page.heat_plot.getViewBox().width()
+    assert interval == pytest.approx(min(CHART_MAX_WAIT_S, page.window_s / width * CHART_MIN_MOVE_PX))
+    stream = list(_samples(40, [0, 1]))
+    drawn = []
+    for s in stream:
+        model.sample.emit(s)
+        assert page.tiles["load"].text() == f"{s.total_percent:.0f} %"           # every sample
+        drawn.append(page.heat.image.shape[1])
+    expected, last = 0, None
+    for s in stream:                                                        # one redraw per interval of data
+        if last is None or s.t - last >= interval - 1e-6:
+            expected, last = expected + 1, s.t
+    assert len(set(drawn)) == expected
+    assert interval > 0.5 and expected < len(stream)          # at 2 Hz in this window: not every sample
+    page.window_box.setCurrentIndex(page.window_box.findData(900))          # 15 min: capped wait
+    assert page.chart_interval() <= CHART_MAX_WAIT_S
+    page.set_paused(True)                                                   # a pause shows everything taken
+    assert page.heat.image.shape[1] == len(page.history.t)
