@@ -104,6 +104,13 @@ class MapColours:
         return QColor("#ffffff") if fill.lightnessF() < 0.55 else QColor("#1f2a33")
 
 
+LOAD_STEP_PERCENT = 4.0       # loads closer than this share one colour on the map
+
+
+def _load_step(percent: float | None) -> int | None:
+    return None if percent is None or math.isnan(percent) else int(percent // LOAD_STEP_PERCENT)
+
+
 # ---------------------------------------------------------------------------
 # Items
 
@@ -278,6 +285,7 @@ class TopologyMap(QGraphicsView):
         self.pu_font = QFont(self.font())
         self.pu_font.setPointSizeF(max(7.0, self.font().pointSizeF() * 0.82))
         self._label_fonts: dict[str, QFont] = {}
+        self._elided: dict[tuple[str, str, int], str] = {}
         self._facts: dict[int, tm.CpuFacts] = {}
         self._empty_text = "No topology yet"
         self.setBackgroundBrush(self.colours.background)
@@ -300,8 +308,13 @@ class TopologyMap(QGraphicsView):
         self.loads.update(load)
         for cpu, value in load.items():
             item = self.pu_items.get(cpu)
-            if item is not None and item.load != value:
-                item.load = value
+            if item is None or item.load == value:
+                continue
+            # repaint only when the colour visibly changes: an idle machine's 1-3 % jitter repainted
+            # every tile twice a second (a big share of the page's cost when Fit enlarges the map)
+            visible = _load_step(item.load) != _load_step(value)
+            item.load = value
+            if visible:
                 item.update()
 
     def set_clocks(self, clocks: dict[int, float]) -> None:
@@ -490,8 +503,16 @@ class TopologyMap(QGraphicsView):
         return font
 
     def elide(self, text: str, kind: str, width: float) -> str:
-        fm = QFontMetricsF(self.label_font(kind))
-        return fm.elidedText(text, Qt.TextElideMode.ElideRight, max(width, 10.0))
+        """``text`` cut to ``width`` with an ellipsis; remembered, since boxes repaint under live tiles."""
+        key = (text, kind, round(width))
+        shown = self._elided.get(key)
+        if shown is None:
+            fm = QFontMetricsF(self.label_font(kind))
+            shown = fm.elidedText(text, Qt.TextElideMode.ElideRight, max(width, 10.0))
+            if len(self._elided) > 4096:
+                self._elided.clear()
+            self._elided[key] = shown
+        return shown
 
     def _header_width(self, node: Node) -> float:
         """Enough width for the label's first part ("L3 32 MiB", "NUMA node 3")."""
@@ -635,7 +656,9 @@ class TopologyMap(QGraphicsView):
 
     def changeEvent(self, event) -> None:  # noqa: N802 - Qt API
         super().changeEvent(event)
-        if event.type() in (event.Type.PaletteChange, event.Type.StyleChange):
+        if event.type() in (event.Type.PaletteChange, event.Type.StyleChange, event.Type.FontChange):
+            self._elided.clear()
+            self._label_fonts.clear()
             self.colours = MapColours.from_palette(self.palette())
             self.setBackgroundBrush(self.colours.background)
             self.scene().update()
