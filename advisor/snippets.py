@@ -191,8 +191,9 @@ def shell_exports(report: Report, shell: str = "bash", *, pinned: bool = False) 
     target = _best_target(report, plan)
     if target is not None:
         # The count is meant for these CPUs: the same threads spread over every core would run at the slowest one's pace.
+        launch = translate(pinned_command(report, target), shell)
         text += (f"\n{comment} and launch pinned to {target.label}:"
-                 f"\n{comment} {pinned_command(report, target)}")
+                 + "".join(f"\n{comment} {line}" for line in launch.splitlines()))
     return text
 
 
@@ -320,12 +321,25 @@ def pinned_launches(report: Report, command: str = "python train.py") -> str:
 
 # ---------------------------------------------------------------- installs
 
+# pip distribution -> conda package (the pytorch and conda-forge channels call PyTorch "pytorch")
+CONDA_NAMES = {"torch": "pytorch", "torchvision": "torchvision", "torchaudio": "torchaudio"}
+
+
 def install_commands(report: Report, *, manager: str | None = None) -> str:
-    """Install (or replace with) the CPU build of PyTorch, for this OS, Python and env manager."""
+    """Install (or replace with) the CPU build of PyTorch, for this OS, Python and the tool that installed it.
+
+    In a conda environment PyTorch may have come from conda (package
+    ``pytorch``, with the ``pytorch-cuda`` meta-package for a CUDA build) or
+    from pip (``torch``): the dist-info INSTALLER file says which, and the
+    commands follow it. Without that record a conda env is assumed to use conda.
+    """
     sw = report.software
     system = (sw.os.system if sw else None) or _system_from_platform(report.meta.platform)
     env_kind = sw.python.env_kind if sw else None
-    manager = manager or ("conda" if env_kind == "conda" else "pip")
+    torch_pkg = next((p for p in sw.packages if p.name.lower() == "torch"), None) if sw else None
+    installer = torch_pkg.installer if torch_pkg is not None else None
+    if manager is None:
+        manager = "conda" if env_kind == "conda" and installer in (None, "conda") else "pip"
     pkgs = ["torch"]
     if sw is not None:
         names = {p.name.lower() for p in sw.packages}
@@ -334,10 +348,15 @@ def install_commands(report: Report, *, manager: str | None = None) -> str:
     lines: list[str] = []
     build = machine.torch_build(Facts(report)) if sw else None
     if manager == "conda":
-        if build in ("cuda", "rocm"):
-            lines.append(f"conda remove --yes {' '.join(pkgs)} pytorch-cuda")
+        conda_pkgs = [CONDA_NAMES[p] for p in pkgs]
+        if build == "cuda":
+            lines.append(f"conda remove --yes {' '.join(conda_pkgs)} pytorch-cuda")
+        elif build == "rocm":
+            lines.append(f"conda remove --yes {' '.join(conda_pkgs)}")
         lines.append("conda install --yes -c conda-forge pytorch-cpu" + (" torchvision" if "torchvision" in pkgs else ""))
         return "\n".join(lines)
+    if env_kind == "conda":
+        lines.append("# PyTorch came from pip in this conda environment: replace it with pip, not conda")
     if build in ("cuda", "rocm"):
         lines.append(f"{py} uninstall -y {' '.join(pkgs)}")
         if build == "cuda" and system != "Windows":
@@ -432,7 +451,8 @@ def _script_fish(header: list[str], env: dict[str, str], report: Report, target:
     lines += [
         "# Usage: ./launch.fish train.py [args...]",
         "if test (count $argv) -eq 0",
-        '    echo "usage: (status filename) SCRIPT.py [ARGS...]" >&2',
+        # fish substitutes (status filename) outside quotes only
+        '    echo "usage: "(status filename)" SCRIPT.py [ARGS...]" >&2',
         "    exit 2",
         "end",
         unset_lines(list(pinning.AFFINITY_VARS), "fish"),
@@ -504,10 +524,12 @@ _ASSIGN_RE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=('(?:[^']*)'|\"(?:[^\"]*)\"|\
 
 
 def translate(snippet: str, shell: str) -> str:
-    """Rewrite a bash snippet's ``export``/``unset`` lines and comments for ``shell``.
+    """Rewrite a bash snippet's ``export``/``unset`` lines, comments and pinned launches for ``shell``.
 
-    Other lines (commands such as ``numactl ...``) are kept: they are the same
-    in every shell that has the program. Used by the GUI's shell selector.
+    fish runs ``taskset``/``numactl`` as they are; PowerShell and cmd get the
+    Windows equivalents of a pinned launch (:func:`windows_launch`: ``start
+    /affinity``, ``start /node``, ``ProcessorAffinity``). Lines with command
+    substitutions or pipes are left alone. Used by the GUI's shell selector.
     """
     shell = normalise_shell(shell)
     if shell in ("bash", "zsh"):
@@ -526,6 +548,12 @@ def translate(snippet: str, shell: str) -> str:
         if shell == "cmd" and line.lstrip().startswith("#"):
             out.append(line.replace("#", "rem", 1))
             continue
+        if shell in ("powershell", "cmd"):
+            launch = parse_launch(line)
+            if launch is not None:
+                indent = line[: len(line) - len(line.lstrip())]
+                out += [indent + s for s in windows_launch(launch, shell).splitlines()]
+                continue
         out.append(line)
     return "\n".join(out)
 
@@ -561,3 +589,133 @@ def worker_init_snippet(pools: list[str], main_threads: int, workers: int) -> st
               f"torch.set_num_threads({main_threads})  # main process: the usable CPUs minus the workers",
               f"loader = torch.utils.data.DataLoader(dataset, num_workers={workers}, worker_init_fn=worker_init_fn)"]
     return "\n".join(lines) + "\n"
+
+
+@dataclass
+class Launch:
+    """A bash launch line taken apart: ``OMP_NUM_THREADS=8 numactl --cpunodebind=1 --membind=1 python train.py``."""
+
+    env: dict[str, str]
+    command: list[str]
+    cpus: list[int] | None = None          # taskset -c / numactl --physcpubind
+    node: int | None = None                # numactl --cpunodebind (one node)
+    memory: str = ""                       # what numactl asked of memory: "bind 1", "local", "interleave all"
+
+
+_ENV_PREFIX_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
+
+
+def parse_launch(line: str) -> Launch | None:
+    """A plain launch line (env assignments, optional taskset/numactl, a command), or None.
+
+    Anything with shell syntax beyond words and quotes (pipes, substitutions,
+    redirections, ``&&``) is not a plain launch and is left to the user.
+    """
+    text = line.strip()
+    if not text or text.startswith("#") or any(c in text for c in "|&;<>$`(){}\\") and not _only_braces_in_quotes(text):
+        return None
+    try:
+        words = shlex.split(text)
+    except ValueError:
+        return None
+    env: dict[str, str] = {}
+    while words and _ENV_PREFIX_RE.match(words[0]):
+        name, value = _ENV_PREFIX_RE.match(words[0]).groups()
+        env[name] = value
+        words.pop(0)
+    if not words:
+        return None
+    launch = Launch(env, [])
+    from cpudoctor.probes._fs import parse_cpulist
+
+    if words[0] == "taskset":
+        if len(words) < 4 or words[1] not in ("-c", "--cpu-list"):
+            return None
+        launch.cpus = parse_cpulist(words[2])
+        launch.command = words[3:]
+    elif words[0] == "numactl":
+        i = 1
+        while i < len(words) and words[i].startswith("-"):
+            opt, _, value = words[i].partition("=")
+            if not value and opt in ("-C", "-N", "-m", "-i") and i + 1 < len(words):
+                i += 1
+                value = words[i]
+            if opt in ("--physcpubind", "-C"):
+                launch.cpus = parse_cpulist(value)
+            elif opt in ("--cpunodebind", "-N"):
+                nodes = parse_cpulist(value)
+                if not nodes or len(nodes) != 1:
+                    return None                      # several nodes: no one-flag Windows equivalent
+                launch.node = nodes[0]
+            elif opt in ("--membind", "-m"):
+                launch.memory = f"bind {value}"
+            elif opt in ("--localalloc", "-l"):
+                launch.memory = "local"
+            elif opt in ("--interleave", "-i"):
+                launch.memory = f"interleave {value}"
+            else:
+                return None
+            i += 1
+        launch.command = words[i:]
+    elif env:
+        launch.command = words
+    else:
+        return None                                  # a plain command: the same in every shell
+    if not launch.command or (launch.cpus is None and launch.node is None and words[0] in ("taskset", "numactl")
+                              and not launch.memory):
+        return None
+    return launch
+
+
+def _only_braces_in_quotes(text: str) -> bool:
+    """True when the only special characters are inside quotes (``OMP_PLACES="{0,1}:4"``)."""
+    out, quote = [], ""
+    for ch in text:
+        if quote:
+            quote = "" if ch == quote else quote
+            continue
+        if ch in "'\"":
+            quote = ch
+            continue
+        out.append(ch)
+    return not any(c in "".join(out) for c in "|&;<>$`(){}\\")
+
+
+def windows_launch(launch: Launch, shell: str) -> str:
+    """The Windows way to run a pinned launch: ``start /affinity HEX`` / ``start /node N`` in cmd,
+    ``Start-Process`` then ``ProcessorAffinity`` in PowerShell; env variables set first."""
+    comment = "rem" if shell == "cmd" else "#"
+    lines = export_lines(launch.env, shell).splitlines() if launch.env else []
+    mask = _affinity_mask(launch.cpus) if launch.cpus else None
+    notes = []
+    if launch.cpus and mask is None:
+        notes.append(f"{comment} CPUs {format_cpulist(launch.cpus)} reach past CPU 63: a Windows affinity mask covers "
+                     "one processor group of 64; pin to a NUMA node with start /node instead")
+    if launch.memory and launch.node is None:
+        notes.append(f"{comment} numactl's memory placement ({launch.memory}) has no Windows switch: memory comes "
+                     "from the node of the CPU that first touches it, which pinning keeps local")
+    exe, args = launch.command[0], launch.command[1:]
+    if mask is None and launch.node is None:
+        # nothing to pin: the variables, then the command as it is
+        lines += notes + [subprocess_line(launch.command) if shell == "cmd" else f"& {subprocess_line(launch.command)}"]
+        return "\n".join(lines)
+    if shell == "cmd":
+        where = (f"/node {launch.node} " if launch.node is not None else "") + (f"/affinity {mask:X} " if mask else "")
+        lines += notes + [f'start "" /b /wait {where}{subprocess_line(launch.command)}'.replace("  ", " ")]
+        return "\n".join(lines)
+    if launch.node is not None:
+        # Start-Process has no NUMA switch; cmd's start does (the process's memory then prefers that node too)
+        inner = f'start "" /b /wait /node {launch.node} {subprocess_line(launch.command)}'
+        lines += notes + [f"cmd /c {_quote_ps(inner)}"]
+        return "\n".join(lines)
+    arg_list = f" -ArgumentList {_quote_ps(subprocess_line(args))}" if args else ""
+    lines += notes + [f"$p = Start-Process -FilePath {_quote_ps(exe)}{arg_list} -NoNewWindow -PassThru"]
+    if mask is not None:
+        lines.append(f"$p.ProcessorAffinity = [IntPtr]0x{mask:X}  # CPUs {format_cpulist(launch.cpus or [])}")
+    lines += ["$p.WaitForExit()"]
+    return "\n".join(lines)
+
+
+def subprocess_line(words: list[str]) -> str:
+    """Words back into one Windows command line (double quotes where a word has a space)."""
+    return " ".join(f'"{w}"' if " " in w else w for w in words)

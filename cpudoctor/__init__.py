@@ -14,4 +14,18 @@ try:
 except PackageNotFoundError:  # running from a source tree that was never installed
     __version__ = "0.0.0+unknown"
 
-__all__ = ["__version__"]
+# The project's home, in one place: rule documentation links in exports point here (a relative
+# "docs/rules.md#..." breaks once a report is pasted into an issue). pyproject's [project.urls]
+# says the same; tests/test_readme_facts.py checks that they agree.
+PROJECT_URL = "https://github.com/cpudoctor/cpudoctor"
+DOCS_BRANCH = "main"
+
+
+def docs_url(path: str) -> str:
+    """An absolute link to a file of the repository (``docs/rules.md#isa001`` -> https://github.com/...)."""
+    if path.startswith(("http://", "https://")):
+        return path
+    return f"{PROJECT_URL}/blob/{DOCS_BRANCH}/{path.lstrip('/')}"
+
+
+__all__ = ["DOCS_BRANCH", "PROJECT_URL", "__version__", "docs_url"]

@@ -59,6 +59,8 @@ STATIC_GLOBS = (
     "sys/class/dmi/id/bios_version", "sys/class/dmi/id/bios_date",
     "sys/kernel/mm/transparent_hugepage/enabled", "sys/kernel/mm/transparent_hugepage/defrag",
     "sys/hypervisor/type",
+    # a container's marker (the OS probe's first container check) and the PCI ids the GPU probe reads
+    ".dockerenv", "sys/bus/pci/devices/*/class", "sys/bus/pci/devices/*/vendor", "sys/bus/pci/devices/*/device",
 )
 # What may ever be packed (after symlinks are resolved), however it was found.
 ALLOW = (
@@ -68,6 +70,8 @@ ALLOW = (
     "sys/devices/system/cpu/*", "sys/devices/system/node/*", "sys/kernel/mm/transparent_hugepage/*",
     "sys/hypervisor/type", "sys/fs/cgroup/*", "dev/cpuset/*", "cgroup/*",
     "sys/class/dmi/id", "sys/devices/virtual/dmi/id/*",
+    ".dockerenv", "sys/bus/pci/devices/*", "sys/devices/pci*/class", "sys/devices/pci*/vendor",
+    "sys/devices/pci*/device",
 )
 DMI_NAMES = {"product_name", "product_family", "product_version", "sys_vendor", "board_name", "board_vendor",
              "bios_vendor", "bios_version", "bios_date"}

@@ -114,7 +114,21 @@ def item_label(change: "Change") -> str:
 
 def _field(changes: list[Change], section: str, item: str, a: Any, b: Any) -> None:
     if a != b:
-        changes.append(Change(section, item, a, b))
+        changes.append(Change(section, item, a, b, change_note(a, b)))
+
+
+def change_note(a: Any, b: Any) -> str:
+    """The Change column: ``-1`` for 2 -> 1 threads, ``1.20x`` for a measured figure, never blank."""
+    if a is None:
+        return "only in B"
+    if b is None:
+        return "only in A"
+    numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (a, b))
+    if numbers and isinstance(a, int) and isinstance(b, int):
+        return f"{b - a:+d}"
+    if numbers and a:
+        return f"{b / a:.2f}x"
+    return "changed"
 
 
 def _cpus(cpus: list[int] | None) -> str | None:

@@ -20,12 +20,14 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QHBoxLayout, Q
                                QPlainTextEdit, QPushButton, QSplitter, QStyle, QTextBrowser, QTreeWidget,
                                QTreeWidgetItem, QVBoxLayout, QWidget)
 
+from cpudoctor import docs_url
 from cpudoctor.advisor import snippets
+from cpudoctor.advisor.ranking import ranked
 from cpudoctor.gui.common import SEVERITY_COLOUR
 from cpudoctor.gui.model import AppModel
 from cpudoctor.render.escape import html_escape
 from cpudoctor.render.md_extra import evidence_value
-from cpudoctor.render.words import CATEGORIES, SEVERITY, category_order, plural
+from cpudoctor.render.words import CATEGORIES, SEVERITY, category_title, plural
 from cpudoctor.render.words import severity as severity_of
 from cpudoctor.report import Finding, Report
 
@@ -136,7 +138,7 @@ class AdvisorPage(QWidget):
         tfont.setPointSizeF(tfont.pointSizeF() * 1.1)
         self.details_title.setFont(tfont)
         self.details = QTextBrowser()
-        self.details.setOpenExternalLinks(False)
+        self.details.setOpenExternalLinks(True)
         snippet_bar = QHBoxLayout()
         self.snippet_label = QLabel("What to type")
         self.shell = QComboBox()
@@ -162,9 +164,11 @@ class AdvisorPage(QWidget):
         rv.addLayout(snippet_bar)
         rv.addWidget(self.snippet, 2)
         split.addWidget(right)
-        split.setStretchFactor(0, 1)
-        split.setStretchFactor(1, 1)
-        split.setSizes([420, 520])
+        # the list gets the larger share: a finding's title is what a person reads first
+        split.setStretchFactor(0, 3)
+        split.setStretchFactor(1, 2)
+        split.setSizes([560, 440])
+        self.tree.setTextElideMode(Qt.TextElideMode.ElideRight)
         outer.addWidget(split, 1)
 
         style = self.style()
@@ -228,13 +232,14 @@ class AdvisorPage(QWidget):
             self.tree.setFirstColumnSpanned(self.tree.indexOfTopLevelItem(group), QModelIndex(), True)
             self._groups[severity] = group
         selected = None
-        for f in sorted(self._findings, key=lambda f: (category_order(f.category), f.code)):
+        for f in ranked(self._findings):
             group = self._groups.get(f.severity)
             if group is None:
                 continue
-            item = QTreeWidgetItem([f.title, f.code, CATEGORIES.get(f.category, f.category)])
+            item = QTreeWidgetItem([f.title, f.code, category_title(f.category)])
             item.setIcon(0, self._icons[f.severity])
-            item.setToolTip(0, f.why or f.title)
+            # the whole title even when the column elides it, then the why
+            item.setToolTip(0, f"<b>{html_escape(f.title)}</b>" + (f"<br>{html_escape(f.why)}" if f.why else ""))
             item.setToolTip(2, item.text(2))
             item.setData(0, FINDING_ROLE, f)
             group.addChild(item)
@@ -346,7 +351,8 @@ class AdvisorPage(QWidget):
                            f"<td>{html_escape(evidence_value(v, 300))}</td></tr>"
                            for k, v in finding.evidence.items())
             parts.append(f"<h4>From the report</h4><table cellspacing='4'>{rows}</table>")
-        parts.append(f"<p style='color:gray'>Details: <code>cpudoctor explain {finding.code}</code> · {html_escape(finding.docs)}</p>")
+        docs = (f" · <a href='{html_escape(docs_url(finding.docs))}'>rule reference</a>" if finding.docs else "")
+        parts.append(f"<p style='color:gray'>Details: <code>cpudoctor explain {finding.code}</code>{docs}</p>")
         self.details.setHtml("".join(parts))
         self._set_snippet(finding.snippet, finding.snippet_lang)
 

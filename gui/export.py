@@ -13,7 +13,7 @@ import datetime as _dt
 import re
 from pathlib import Path
 
-from PySide6.QtCore import QObject, QStandardPaths, QUrl, Signal
+from PySide6.QtCore import QObject, QStandardPaths, Qt, QUrl, Signal
 from PySide6.QtGui import QAction, QDesktopServices, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, QFileDialog, QFormLayout,
                                QHBoxLayout, QLabel, QLineEdit, QMessageBox, QPushButton, QTextBrowser,
@@ -36,20 +36,64 @@ EXPORT_FORMATS = ("html", "md", "json", "pdf")
 
 
 def qt_markdown(text: str) -> str:
-    """GitHub Markdown for QTextBrowser: ``<details>`` shown open, the summary as a bold line.
+    """GitHub Markdown for QTextBrowser: ``<details>`` shown open, the summary as a bold line, marks as symbols.
 
     Qt's Markdown reader treats raw HTML blocks as opaque and drops what follows,
     and reads ``_text_`` as underline: whole lines in underscores become ``*text*``.
+    The plain-text marks the file keeps for terminals and issues (``[✓]``,
+    ``[-]``) are shown as coloured symbols (inline HTML spans, which Qt reads).
     """
     text = _UNDERSCORE_LINE_RE.sub(r"*\1*", text)
-    return _SUMMARY_RE.sub(lambda m: f"\n**{m.group(1)}**\n", _DETAILS_RE.sub("", text))
+    return preview_marks(_SUMMARY_RE.sub(lambda m: f"\n**{m.group(1)}**\n", _DETAILS_RE.sub("", text)))
+
+
+# the Markdown export's marks -> (symbol, severity whose colour it takes)
+PREVIEW_MARKS = {"✓": ("✓", "ok"), "✗": ("✗", "error"), "!": ("⚠", "warning"), "i": ("ℹ", "info"),
+                 "-": ("–", "")}
+_MARK_RE = re.compile(r"\\?\[([✓✗!i-])\\?\]")
+
+
+def preview_marks(text: str) -> str:
+    """``[✓]`` / ``\\[✓\\]`` -> a green ✓ (and so on) outside code blocks and code spans."""
+    from cpudoctor.gui.common import SEVERITY_COLOUR
+
+    def mark(m: re.Match) -> str:
+        symbol, severity = PREVIEW_MARKS[m.group(1)]
+        return f'<span style="color:{SEVERITY_COLOUR.get(severity, "#8a8f96")}">{symbol}</span>'
+
+    out, fenced = [], False
+    for line in text.split("\n"):
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+        if fenced or line.lstrip().startswith(("```", "~~~")):
+            out.append(line)
+            continue
+        parts = line.split("`")
+        out.append("`".join(_MARK_RE.sub(mark, p) if i % 2 == 0 else p for i, p in enumerate(parts)))
+    return "\n".join(out)
 
 
 def documents_folder() -> Path:
-    """The user's documents folder (XDG/Windows/macOS aware), or home when there is none."""
+    """The platform's documents folder (XDG, Windows, macOS), created when it does not exist yet.
+
+    A fresh account often has no ~/Documents (the XDG folder is only made by a
+    desktop session); the export goes there anyway instead of into the home
+    folder. Home is the fallback when the folder cannot be made.
+    """
     loc = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.DocumentsLocation)
-    folder = Path(loc) if loc else Path.home()
+    if not loc:
+        return Path.home()
+    folder = Path(loc)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return Path.home()
     return folder if folder.is_dir() else Path.home()
+
+
+def open_with_desktop(target: Path) -> bool:
+    """Open a file or folder with the desktop's program; False when there is none (no xdg-open, a bare server)."""
+    return QDesktopServices.openUrl(QUrl.fromLocalFile(str(target)))
 
 
 class ExportDialog(QDialog):
@@ -152,6 +196,10 @@ class CompareDialog(QDialog):
         lay.addLayout(top)
         lay.addWidget(self.status)
         lay.addWidget(self.view, 1)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        buttons.rejected.connect(self.reject)
+        self.close_button = buttons.button(QDialogButtonBox.StandardButton.Close)
+        lay.addWidget(buttons)
         self.resize(820, 620)
 
     def _browse(self, edit: QLineEdit) -> None:
@@ -289,10 +337,34 @@ class ReportActions(QObject):
         box.setInformativeText(f"in {path.parent}")
         open_btn = box.addButton("Open", QMessageBox.ButtonRole.ActionRole)
         folder_btn = box.addButton("Show in folder", QMessageBox.ButtonRole.ActionRole)
-        open_btn.clicked.connect(lambda: QDesktopServices.openUrl(QUrl.fromLocalFile(str(path))))
-        folder_btn.clicked.connect(lambda: QDesktopServices.openUrl(QUrl.fromLocalFile(str(path.parent))))
+        copy_btn = box.addButton("Copy path", QMessageBox.ButtonRole.ActionRole)
+        open_btn.clicked.connect(lambda: self.open_or_explain(path, path))
+        folder_btn.clicked.connect(lambda: self.open_or_explain(path.parent, path))
+        copy_btn.clicked.connect(lambda: self.copy_path(path))
         self.last_message = box
         box.open()
+
+    def open_or_explain(self, target: Path, saved: Path) -> bool:
+        """Open ``target`` with the desktop; when nothing can open it, say so and give the path to copy."""
+        if open_with_desktop(target):
+            return True
+        what = "the folder" if target.is_dir() else saved.name
+        text = (f"Could not open {what}: no program to open it is set up here (no desktop launcher such as "
+                f"xdg-open). The report is saved at:\n{saved}")
+        self.failed.emit(text)
+        self.model.status_message.emit(f"No program to open {what}; the report is at {saved}")
+        box = QMessageBox(QMessageBox.Icon.Warning, "Cannot open the report", text,
+                          QMessageBox.StandardButton.Close, self.window)
+        box.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        copy_btn = box.addButton("Copy path", QMessageBox.ButtonRole.ActionRole)
+        copy_btn.clicked.connect(lambda: self.copy_path(saved))
+        self.last_message = box
+        box.open()
+        return False
+
+    def copy_path(self, path: Path) -> None:
+        QGuiApplication.clipboard().setText(str(path))
+        self.model.status_message.emit(f"Copied {path}")
 
     def _export_error(self, exc: BaseException) -> None:
         text = str(exc) if isinstance(exc, (ExportError, ReportError, OSError)) else f"Export failed: {exc}"
@@ -360,6 +432,6 @@ class ReportActions(QObject):
                           QMessageBox.StandardButton.Close, self.window)
         box.setInformativeText(result.summary().splitlines()[1])
         folder_btn = box.addButton("Show in folder", QMessageBox.ButtonRole.ActionRole)
-        folder_btn.clicked.connect(lambda: QDesktopServices.openUrl(QUrl.fromLocalFile(str(result.path.parent))))
+        folder_btn.clicked.connect(lambda: self.open_or_explain(result.path.parent, result.path))
         self.last_message = box
         box.open()

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (QComboBox, QFrame, QHBoxLayout, QHeaderView, QLab
                                QVBoxLayout, QWidget)
 
 from cpudoctor.gui.model import AppModel
+from cpudoctor.render.cpu import flag_variant
 from cpudoctor.report import Report
 
 log = logging.getLogger(__name__)
@@ -232,8 +233,13 @@ class FlagsPage(QWidget):
         order = {c: i for i, c in enumerate(self.categories)}
         self.table.setSortingEnabled(False)
         self.source.removeRows(0, self.source.rowCount())
+        raw = _raw_flags()
         for name in names:
             category, meaning = self.meanings.get(name, ("other", ""))
+            # sme is AMD's memory encryption on x86, Arm's matrix extension on aarch64: the report's CPU decides
+            variant = flag_variant(raw[name], cpu.arch, cpu.vendor) if isinstance(raw.get(name), dict) else None
+            if variant is not None:
+                category, meaning = variant
             category = category or "other"
             is_present = (name in present) if flags_known else None
             if not is_present and arch and _other_arch(category, arch):
@@ -338,6 +344,18 @@ def _other_arch(category: str, arch: str) -> bool:
     """True for a category that belongs to another architecture than ``arch``."""
     is_arm = arch.startswith(("aarch64", "arm"))
     return (category == "arm") != is_arm and category != "other"
+
+
+def _raw_flags() -> dict:
+    """flags.json's entries as they are (for their per-architecture ``on`` overrides); empty when unreadable."""
+    from cpudoctor import resources
+
+    try:
+        data = resources.load_json("flags.json")
+    except (FileNotFoundError, ValueError):
+        return {}
+    flags = data.get("flags", {}) if isinstance(data, dict) else {}
+    return flags if isinstance(flags, dict) else {}
 
 
 def _bold(item: QStandardItem):

@@ -1,6 +1,7 @@
 """Inspector: pick a running training job and see why it is slow.
 
-The picker lists processes (Python first; this window and its children left
+The widgets live here; what they show (rows, texts, messages) is computed in
+:mod:`cpudoctor.gui.inspector_model`, without Qt. The picker lists processes (Python first; this window and its children left
 out) with CPU%, threads and memory, refreshed on demand in a worker. Inspect
 samples the chosen process for a few seconds on a pool thread (never on the UI
 thread), runs the process rules over the result, and shows the threads, the
@@ -16,49 +17,46 @@ import logging
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QDoubleSpinBox, QHBoxLayout, QHeaderView, QLabel,
-                               QLineEdit, QProgressBar, QPushButton, QSplitter, QTableWidget, QTableWidgetItem,
-                               QTabWidget, QTextBrowser, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QDoubleSpinBox, QFrame, QHBoxLayout, QHeaderView,
+                               QLabel, QLineEdit, QProgressBar, QPushButton, QScrollArea, QSplitter, QTableWidget,
+                               QTableWidgetItem, QTabWidget, QTextBrowser, QVBoxLayout, QWidget)
 
-from cpudoctor.advisor.process_rules import run_process_rules
-from cpudoctor.gui.common import SEVERITY_COLOUR, Card
+from cpudoctor.render.inspect import render_text
+from cpudoctor.gui import inspector_model as im
+from cpudoctor.gui.common import Card
 from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.topology_map import TopologyMap
 from cpudoctor.gui.workers import run_in_thread
-from cpudoctor.probes._fs import format_cpulist
-from cpudoctor.probes.process.inspect import (Inspection, InspectError, ProcessEntry, ThreadTracker, inspect_process,
-                                      list_processes, markers_by_cpu)
+from cpudoctor.probes.process.inspect import (Inspection, ProcessEntry, ThreadTracker, inspect_process,
+                                              list_processes, markers_by_cpu)
 from cpudoctor.probes import Topology, probe_topology
-from cpudoctor.render.format import percent, size
-from cpudoctor.render.inspect import render_text, state_text
-from cpudoctor.render.escape import html_escape as _esc
-from cpudoctor.render.words import DASH, plural, severity
 from cpudoctor.report import Finding
 
 log = logging.getLogger(__name__)
 
 LIVE_MARKER_MS = 1000
-PICKER_COLUMNS = ("PID", "CPU %", "Threads", "Memory", "Command")
-THREAD_COLUMNS = ("TID", "Name", "CPU %", "CPU", "CCX", "NUMA", "Moves", "Wait %", "State")
+PICKER_MIN_ROWS = 4
+MAP_MIN_HEIGHT = 120
 
 
-def _item(text: Any, sort_value: float | None = None, align_right: bool = False) -> QTableWidgetItem:
-    item = QTableWidgetItem("—" if text is None else str(text))
+def _item(cell: im.Cell) -> QTableWidgetItem:
+    item = QTableWidgetItem(cell.text)
     item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsEditable)
-    if sort_value is not None:
-        item.setData(Qt.ItemDataRole.UserRole, sort_value)
-    if align_right:
+    if cell.numeric:
         item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+    if cell.tooltip:
+        item.setToolTip(cell.tooltip)
     return item
 
 
-def _pct(v: float | None) -> str:
-    """A table cell under a "CPU %" heading: the number alone."""
-    return percent(v, DASH, symbol=False)
+def _fill(table: QTableWidget, rows: list[list[im.Cell]]) -> None:
+    table.setRowCount(len(rows))
+    for r, row in enumerate(rows):
+        for c, cell in enumerate(row):
+            table.setItem(r, c, _item(cell))
 
 
 def _table(columns: tuple[str, ...]) -> QTableWidget:
@@ -78,33 +76,13 @@ def _table(columns: tuple[str, ...]) -> QTableWidget:
     return t
 
 
-def findings_html(findings: list[Finding]) -> str:
-    """Findings as rich text: a coloured bar, title, why, fix, the command and a copy link.
-
-    A QTextBrowser wraps and scrolls long text properly (word-wrapped labels in a
-    scroll area do not); ``copy:N`` links copy the N-th finding's snippet.
-    """
-    if not findings:
-        return ('<p style="color:%s"><b>Nothing to fix in this window.</b></p>'
-                '<p>Inspect again while the job is in its busy phase (training steps, not start-up or '
-                'evaluation) to be sure.</p>' % SEVERITY_COLOUR["ok"])
-    parts = []
-    for i, f in enumerate(findings):
-        colour = SEVERITY_COLOUR.get(f.severity, "#888")
-        body = [f'<b><span style="color:{colour}">{severity(f.severity).name}</span> {f.code}</b>'
-                f' &mdash; <b>{_esc(f.title)}</b>']
-        if f.why:
-            body.append(f"<b>Why:</b> {_esc(f.why)}")
-        if f.fix:
-            body.append(f"<b>Fix:</b> {_esc(f.fix)}")
-        html = "<br>".join(body)
-        if f.snippet:
-            what = "command" if f.snippet_lang == "bash" else "code"
-            html += (f'<pre style="white-space: pre-wrap; font-family: monospace; margin-top: 4px;">'
-                     f'{_esc(f.snippet)}</pre><a href="copy:{i}">Copy {what}</a>')
-        parts.append(f'<table width="100%" cellspacing="0" cellpadding="4" style="margin-bottom: 8px;"><tr>'
-                     f'<td width="4" bgcolor="{colour}"></td><td>{html}</td></tr></table>')
-    return "".join(parts)
+def _scrolled(widget: QWidget) -> QScrollArea:
+    """``widget`` in a frameless scroll area: a short tab scrolls instead of drawing rows on top of each other."""
+    area = QScrollArea()
+    area.setWidgetResizable(True)
+    area.setFrameShape(QFrame.Shape.NoFrame)
+    area.setWidget(widget)
+    return area
 
 
 class InspectorPage(QWidget):
@@ -183,12 +161,13 @@ class InspectorPage(QWidget):
         row.addWidget(self.python_only)
         row.addWidget(self.refresh_button)
         pl.addLayout(row)
-        self.process_table = _table(PICKER_COLUMNS)
+        self.process_table = _table(im.PICKER_COLUMNS)
         self.process_table.itemSelectionChanged.connect(self._on_pick)
         self.process_table.itemDoubleClicked.connect(lambda *_: self.start_inspection())
-        # at least five processes visible: the results pane below wants all the height it can get
+        # at least four processes visible: the results pane below wants all the height it can get
         self.process_table.setMinimumHeight(self.process_table.horizontalHeader().sizeHint().height()
-                                            + 5 * self.process_table.verticalHeader().defaultSectionSize() + 4)
+                                            + PICKER_MIN_ROWS * self.process_table.verticalHeader().defaultSectionSize()
+                                            + 4)
         pl.addWidget(self.process_table, 1)
         row2 = QHBoxLayout()
         row2.addWidget(QLabel("PID:"))
@@ -253,23 +232,27 @@ class InspectorPage(QWidget):
         fl.addWidget(self.findings_view, 1)
         self.tabs.addTab(fwrap, "Findings")
 
-        self.thread_table = _table(THREAD_COLUMNS)
+        self.thread_table = _table(im.THREAD_COLUMNS)
         self.tabs.addTab(self.thread_table, "Threads")
 
         envlib = QWidget()
         el = QVBoxLayout(envlib)
         el.addWidget(QLabel("<b>Native libraries</b> (from the memory map; file names only)"))
-        self.lib_table = _table(("Library", "Kind", "File", "Shipped by"))
+        self.lib_table = _table(im.LIB_COLUMNS)
         el.addWidget(self.lib_table, 1)
         el.addWidget(QLabel("<b>Thread environment</b> (whitelisted names only, as the process started)"))
-        self.env_table = _table(("Variable", "Value"))
+        self.env_table = _table(im.ENV_COLUMNS)
         el.addWidget(self.env_table, 1)
         self.env_note = QLabel("")
         self.env_note.setWordWrap(True)
         el.addWidget(self.env_note)
-        self.tabs.addTab(envlib, "Libraries && env")
+        for table in (self.lib_table, self.env_table):
+            table.setMinimumHeight(table.horizontalHeader().sizeHint().height()
+                                   + 2 * table.verticalHeader().defaultSectionSize() + 4)
+        # scrolls when short, like Process & memory: two tables and their captions do not fit a 600 px window
+        self.tabs.addTab(_scrolled(envlib), "Libraries && env")
 
-        self.child_table = _table(("PID", "Name", "CPU %", "Threads", "Memory", "Command"))
+        self.child_table = _table(im.CHILD_COLUMNS)
         self.tabs.addTab(self.child_table, "Children")
 
         mem = QWidget()
@@ -282,7 +265,7 @@ class InspectorPage(QWidget):
         self.notes_label.setWordWrap(True)
         ml.addWidget(self.notes_label)
         ml.addStretch(1)
-        self.tabs.addTab(mem, "Process && memory")
+        self.tabs.addTab(_scrolled(mem), "Process && memory")
 
         mapbox = QWidget()
         mb = QVBoxLayout(mapbox)
@@ -292,6 +275,7 @@ class InspectorPage(QWidget):
                                     "the colour is that process's CPU use there")
         mb.addWidget(self.map_caption)
         self.topology_map = TopologyMap()
+        self.topology_map.setMinimumHeight(MAP_MIN_HEIGHT)
         mb.addWidget(self.topology_map, 1)
         results.addWidget(mapbox)
         results.setStretchFactor(0, 3)
@@ -355,8 +339,7 @@ class InspectorPage(QWidget):
     def _on_listed(self, entries: list[ProcessEntry]) -> None:
         self.entries = list(entries)
         self._fill_processes()
-        py = sum(1 for e in self.entries if e.is_python)
-        self.status_label.setText(f"{len(self.entries)} processes ({py} Python). Pick one and press Inspect.")
+        self.status_label.setText(im.listed_message(self.entries))
         self.processes_listed.emit(self.entries)
 
     def _on_list_error(self, exc: BaseException) -> None:
@@ -367,32 +350,19 @@ class InspectorPage(QWidget):
         self.refresh_button.setEnabled(True)
 
     def _fill_processes(self) -> None:
-        t = self.process_table
         selected = self.selected_pid()
-        t.setRowCount(len(self.entries))
+        _fill(self.process_table, [im.process_row(e) for e in self.entries])
         for r, e in enumerate(self.entries):
-            pid_item = _item(e.pid, align_right=True)
-            pid_item.setData(Qt.ItemDataRole.UserRole, e.pid)
-            cmd = _item(e.cmdline)
-            cmd.setToolTip(e.cmdline)
-            cells = (pid_item, _item(_pct(e.cpu_percent), align_right=True), _item(e.threads, align_right=True),
-                     _item(size(e.rss_bytes, DASH), align_right=True), cmd)
-            for c, cell in enumerate(cells):
-                if not e.own:
-                    cell.setToolTip("Another user's process: its environment and libraries need sudo to read")
-                t.setItem(r, c, cell)
-        t.horizontalHeader().setSectionResizeMode(4, QHeaderView.ResizeMode.Stretch)
+            self.process_table.item(r, 0).setData(Qt.ItemDataRole.UserRole, e.pid)
+        self.process_table.horizontalHeader().setSectionResizeMode(4, QHeaderView.ResizeMode.Stretch)
         self._apply_filter()
         if selected is not None:
             self.select_pid(selected)
 
     def _apply_filter(self) -> None:
-        text = self.filter_edit.text().strip().lower()
-        py_only = self.python_only.isChecked()
+        text, py_only = self.filter_edit.text(), self.python_only.isChecked()
         for r, e in enumerate(self.entries):
-            hide = (py_only and not e.is_python) or bool(
-                text and text not in e.cmdline.lower() and text not in e.name.lower() and text != str(e.pid))
-            self.process_table.setRowHidden(r, hide)
+            self.process_table.setRowHidden(r, not im.process_matches(e, text, py_only))
 
     def visible_pids(self) -> list[int]:
         return [e.pid for r, e in enumerate(self.entries) if not self.process_table.isRowHidden(r)]
@@ -421,16 +391,9 @@ class InspectorPage(QWidget):
     def start_inspection(self) -> None:
         if self._busy:
             return
-        text = self.pid_edit.text().strip()
-        if not text:
-            self.status_label.setText("Pick a process in the list or type a PID.")
-            return
-        try:
-            pid = int(text)
-            if pid <= 0:
-                raise ValueError
-        except ValueError:
-            self.status_label.setText(f"{text!r} is not a process ID: type a positive whole number.")
+        pid, problem = im.parse_pid(self.pid_edit.text())
+        if pid is None:
+            self.status_label.setText(problem)
             return
         seconds = float(self.seconds_spin.value())
         self._busy = True
@@ -441,32 +404,20 @@ class InspectorPage(QWidget):
         self.status_label.setText(f"Sampling process {pid} for {seconds:g} s…")
         self.model.status_message.emit(f"Inspecting process {pid}…")
         topo = self._local_topology()
-        run_in_thread(self._inspect_job, pid, seconds, topo, on_result=self._on_inspected,
-                      on_error=self._on_inspect_error, on_finished=self._on_inspect_finished)
-
-    def _inspect_job(self, pid: int, seconds: float, topo: Topology | None):
-        """Runs on a pool thread: sample, then the rules (cheap)."""
-        if topo is None:
-            topo = self.topology_fn()
-        insp = self.inspect_fn(pid, seconds=seconds, topology=topo, should_stop=self._stop.is_set)
-        return insp, run_process_rules(insp, topo), topo
+        run_in_thread(im.inspect_job, self.inspect_fn, self.topology_fn, pid, seconds, topo, self._stop.is_set,
+                      on_result=self._on_inspected, on_error=self._on_inspect_error,
+                      on_finished=self._on_inspect_finished)
 
     def _on_inspected(self, result) -> None:
         insp, findings, topo = result
         if topo is not None and topo is not self.topology:
             self.set_topology(topo)
         self.show_inspection(insp, findings)
+        self.status_label.setText(im.inspected_message(insp))
         if insp.status == "exited":
-            self.status_label.setText(f"Process {insp.pid} exited {insp.window_s or 0:.1f} s into the window: "
-                                      "the figures cover only that part.")
             self._tracker = None
             self.live_timer.stop()
         else:
-            msg = f"Inspected process {insp.pid} over {insp.window_s or 0:.1f} s."
-            if insp.access_limited:
-                msg += (f" It belongs to another user: its environment and libraries need sudo "
-                        f"(run `sudo cpudoctor inspect {insp.pid}`).")
-            self.status_label.setText(msg)
             self._tracker = self.tracker_factory(insp.pid)
             if self.isVisible():
                 self.live_timer.start()
@@ -474,9 +425,7 @@ class InspectorPage(QWidget):
         self.inspection_done.emit(insp)
 
     def _on_inspect_error(self, exc: BaseException) -> None:
-        msg = str(exc) if isinstance(exc, InspectError) else f"Inspection failed: {type(exc).__name__}: {exc}"
-        # the probe's advice is for the terminal; here the list is right above
-        msg = msg.replace("pick one from `cpudoctor inspect --list`", "pick one from the list (Refresh updates it)")
+        msg = im.inspect_error_message(exc)
         self.status_label.setText(msg[:1].upper() + msg[1:])
         self.model.status_message.emit(self.status_label.text())
         self.inspect_failed.emit(msg)
@@ -493,27 +442,21 @@ class InspectorPage(QWidget):
         self.inspection = insp
         self.findings = list(findings)
         self.copy_all_button.setEnabled(True)
-        busy = sum(1 for t in insp.threads if (t.cpu_percent or 0) >= 25)
-        worst = findings[0].severity if findings else "ok"
-        colour = SEVERITY_COLOUR.get(worst, "#888")
-        verdict = (f'<span style="color:{colour}">{plural(len(findings), "finding")}</span>'
-                   if findings else f'<span style="color:{colour}">Nothing to fix in this window</span>')
-        self.summary_label.setText(
-            f"<b>{_esc(insp.name or '?')}</b> (PID {insp.pid}) — {verdict}<br>"
-            f"{percent(insp.cpu_percent, '?')} CPU on {insp.usable_cpus or '?'} usable CPUs · "
-            f"{insp.num_threads or '?'} threads ({busy} busy) · {plural(len(insp.children), 'child', 'children')} · "
-            f"RSS {size(insp.rss_bytes, DASH)}")
+        self.summary_label.setText(im.summary_html(insp, self.findings))
         self._fill_findings()
-        self._fill_threads(insp)
-        self._fill_libs_env(insp)
-        self._fill_children(insp)
+        _fill(self.thread_table, im.thread_rows(insp))
+        _fill(self.lib_table, im.library_rows(insp))
+        _fill(self.env_table, im.env_rows(insp))
+        self.env_note.setText(im.env_note(insp))
+        _fill(self.child_table, im.child_rows(insp))
+        self.tabs.setTabText(self.tabs.indexOf(self.child_table), im.children_tab_title(insp))
         self._fill_cards(insp)
         labels, load = markers_by_cpu(insp.threads)
         self.topology_map.set_markers(labels)
-        self.topology_map.set_load(self._full_load(load))
+        self.topology_map.set_load(im.full_load(load, self.topology))
 
     def _fill_findings(self) -> None:
-        self.findings_view.setHtml(findings_html(self.findings))
+        self.findings_view.setHtml(im.findings_html(self.findings))
 
     def _on_anchor(self, url) -> None:
         text = url.toString()
@@ -525,69 +468,11 @@ class InspectorPage(QWidget):
             QGuiApplication.clipboard().setText(self.findings[index].snippet)
             self.model.status_message.emit(f"{self.findings[index].code}: copied to the clipboard")
 
-    def _fill_threads(self, insp: Inspection) -> None:
-        t = self.thread_table
-        rows = sorted(insp.threads, key=lambda th: -(th.cpu_percent or 0))
-        t.setRowCount(len(rows))
-        for r, th in enumerate(rows):
-            cells = (_item(th.tid, align_right=True), _item(th.name), _item(_pct(th.cpu_percent), align_right=True),
-                     _item(th.last_cpu, align_right=True), _item(th.l3, align_right=True),
-                     _item(th.numa, align_right=True), _item(th.migrations, align_right=True),
-                     _item(_pct(th.wait_percent), align_right=True), _item(state_text(th.state)))
-            for c, cell in enumerate(cells):
-                if th.cpus_seen:
-                    cell.setToolTip(f"Seen on CPUs {format_cpulist(sorted(th.cpus_seen))}")
-                t.setItem(r, c, cell)
-
-    def _fill_libs_env(self, insp: Inspection) -> None:
-        libs = insp.libraries
-        self.lib_table.setRowCount(len(libs))
-        for r, lib in enumerate(libs):
-            for c, v in enumerate((lib.label, lib.kind, lib.file, lib.origin or "—")):
-                self.lib_table.setItem(r, c, _item(v))
-        env = list(insp.env.items())
-        self.env_table.setRowCount(len(env))
-        for r, (k, v) in enumerate(env):
-            self.env_table.setItem(r, 0, _item(k))
-            self.env_table.setItem(r, 1, _item(v))
-        notes = []
-        if not insp.libraries_readable:
-            notes.append(f"Libraries: {insp.libraries_error}")
-        if not insp.env_readable:
-            notes.append(f"Environment: {insp.env_error}")
-        elif not env:
-            notes.append("No thread variables set: every library uses its default (usually all CPUs).")
-        self.env_note.setText("\n".join(notes))
-
-    def _fill_children(self, insp: Inspection) -> None:
-        kids = insp.children
-        self.child_table.setRowCount(len(kids))
-        for r, c in enumerate(kids):
-            cells = (_item(c.pid, align_right=True), _item(c.name), _item(_pct(c.cpu_percent), align_right=True),
-                     _item(c.threads, align_right=True), _item(size(c.rss_bytes, DASH), align_right=True),
-                     _item(c.cmdline))
-            for col, cell in enumerate(cells):
-                self.child_table.setItem(r, col, cell)
-        self.tabs.setTabText(3, f"Children ({len(kids)})")
-
     def _fill_cards(self, insp: Inspection) -> None:
-        p = self.process_card
-        p.set("Command", insp.cmdline or "—")
-        p.set("Affinity", format_cpulist(insp.affinity) if insp.affinity else "unknown")
-        p.set("cgroup CPU quota", f"{insp.cpu_quota:g} CPUs" if insp.cpu_quota else "none")
-        p.set("Usable CPUs", str(insp.usable_cpus) if insp.usable_cpus is not None else "unknown")
-        p.set("Nice", str(insp.nice) if insp.nice is not None else "unknown")
-        p.set("Runnable threads", f"{insp.runnable_mean} avg, {insp.runnable_max} peak"
-              if insp.runnable_mean is not None else "unknown")
-        p.set("Run-queue wait", f"{insp.wait_percent / 100:.2f} s per second" if insp.wait_percent is not None
-              else "unknown")
-        p.set("Migrations", str(insp.migrations) if insp.migrations is not None else "unknown")
-        m = self.memory_card
-        m.set("Resident (RSS)", size(insp.rss_bytes, DASH))
-        m.set("Swapped out", size(insp.swap_bytes, DASH))
-        m.set("Major page faults", f"{insp.major_faults_per_s:g} per second"
-              if insp.major_faults_per_s is not None else "unknown")
-        self.notes_label.setText("\n".join(f"• {n}" for n in insp.notes))
+        for card, rows in ((self.process_card, im.process_facts(insp)), (self.memory_card, im.memory_facts(insp))):
+            for label, text in rows:
+                card.set(label, text)
+        self.notes_label.setText(im.notes_text(insp))
 
     def text(self) -> str:
         """The inspection as plain text (what Copy puts on the clipboard)."""
@@ -610,30 +495,20 @@ class InspectorPage(QWidget):
     def _poll_done(self) -> None:
         self._polling = False
 
-    def _full_load(self, load: dict[int, float]) -> dict[int, float]:
-        """This process's load on every CPU (0 where none of its threads ran): the map keeps
-        unlisted CPUs at their last value, so a thread that moved must leave a 0 behind."""
-        cpus = set(load)
-        if self.topology is not None:
-            cpus.update(self.topology.online_cpus)
-            for d in self.topology.l3_domains:
-                cpus.update(d.cpus)
-        return {cpu: load.get(cpu, 0.0) for cpu in sorted(cpus)}
-
     def _on_places(self, places) -> None:
         if places is None:
             self._tracker = None
             self.live_timer.stop()
-            self.map_caption.setText("Threads on cores — the process has exited")
+            self.map_caption.setText(im.live_caption(None))
             self.topology_map.set_markers({})
-            self.topology_map.set_load(self._full_load({}))
+            self.topology_map.set_load(im.full_load({}, self.topology))
             return
-        if places and all(p.cpu_percent is None for p in places):
-            return                     # the first poll only primes the CPU-time deltas
+        if im.primes_only(places):
+            return
         labels, load = markers_by_cpu(places)
         self.topology_map.set_markers(labels)
-        self.topology_map.set_load(self._full_load(load))
-        self.map_caption.setText(f"Threads on cores (live, {len(places)} threads)")
+        self.topology_map.set_load(im.full_load(load, self.topology))
+        self.map_caption.setText(im.live_caption(places))
 
     def closeEvent(self, event) -> None:  # noqa: N802 - Qt API
         self._stop.set()

@@ -45,6 +45,13 @@ PAGES: tuple[tuple[str, str], ...] = (
 )
 
 
+def saved_report_title(name: str) -> str:
+    """``r.json (saved report)``; the platform adds the application name (" — CPU Doctor"), so it is not repeated."""
+    for prefix in ("Saved report ", "saved report ", "Report "):
+        name = name.removeprefix(prefix)
+    return f"{name} (saved report)"
+
+
 def page_classes() -> list[type]:
     """The page classes in sidebar order (a missing page is a packaging bug: let it raise)."""
     return [getattr(importlib.import_module(f"cpudoctor.gui.{module}"), cls) for module, cls in PAGES]
@@ -279,6 +286,8 @@ class MainWindow(QMainWindow):
         m.report_changed.connect(self._on_report)
         self.collector.busy_changed.connect(self.busy.setVisible)
         self.collector.open_failed.connect(self._open_failed)
+        # a saved report starts at its summary, not on a live page (Monitor, Inspector) of this machine
+        self.collector.opened.connect(lambda _path: self.show_page("Overview"))
         self.banner.back.clicked.connect(self.refresh)
         monitor = self.pages.get("Monitor")
         if monitor is not None:
@@ -333,7 +342,7 @@ class MainWindow(QMainWindow):
         if m.read_only:
             self.banner.show_report(report, m.source_label)
             self.banner.show()
-            self.setWindowTitle(f"{APP_NAME} — {m.source_label}")
+            self.setWindowTitle(saved_report_title(m.source_label))
         else:
             self.banner.hide()
             self.setWindowTitle(APP_NAME)

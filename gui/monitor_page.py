@@ -9,15 +9,19 @@ containers) is shown as unavailable, never as a flat zero line.
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QRectF, Signal
-from PySide6.QtGui import QColor, QPalette
-from PySide6.QtWidgets import QComboBox, QFrame, QGraphicsItem, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtCore import QRectF, QSize, Qt, Signal
+from PySide6.QtGui import QPainter, QPalette
+from PySide6.QtWidgets import (QComboBox, QFrame, QGraphicsItem, QHBoxLayout, QLabel, QPushButton, QSizePolicy,
+                               QVBoxLayout, QWidget)
 
 from cpudoctor.gui.icons import icon
+from cpudoctor.gui.load_legend import LoadScaleBar
+from cpudoctor.gui.load_scale import lookup_table
 from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.sampler import DEFAULT_HZ, RATES_HZ
 from cpudoctor.probes.live.sample import Sample
@@ -32,6 +36,9 @@ MAX_TEMP_SERIES = 8
 WINDOWS_S: tuple[tuple[str, int], ...] = (("1 min", 60), ("2 min", 120), ("5 min", 300), ("15 min", 900))
 DEFAULT_WINDOW_S = 120
 GIB = 1024 ** 3
+MAX_CURVE_POINTS = 800
+CHART_MIN_MOVE_PX = 6          # charts redraw once new data moves them this far (see MonitorPage.chart_interval)
+CHART_MAX_WAIT_S = 2.0
 LINE_COLOURS = ("#4a90c2", "#e07b39", "#3fa36b", "#b05fc2", "#d9534f", "#8a8f96", "#c9a227", "#2bb3b3")
 
 
@@ -87,6 +94,38 @@ def heat_columns(x: np.ndarray, rows: np.ndarray, max_columns: int = 400) -> tup
     gaps = (x[idx] - x[idx - 1]) > max(3.0 * usual, 2.5)
     img[:, gaps] = np.nan
     return img, x0
+
+
+def decimate(x: np.ndarray, y: np.ndarray, max_points: int = MAX_CURVE_POINTS) -> tuple[np.ndarray, np.ndarray]:
+    """At most ``max_points`` points, keeping each bucket's lowest and highest value (peaks stay visible).
+
+    15 minutes at 10 Hz is 9000 samples for a plot a few hundred pixels wide:
+    drawing them all costs time and shows nothing more. NaN (gaps) survive
+    within a bucket only where the whole bucket is a gap.
+    """
+    n = x.shape[0]
+    if n <= max_points:
+        return x, y
+    buckets = max_points // 2
+    starts = np.linspace(0, n, buckets, endpoint=False).astype(np.intp)
+    with np.errstate(invalid="ignore"):
+        lo = np.fmin.reduceat(y, starts)
+        hi = np.fmax.reduceat(y, starts)
+    ends = np.append(starts[1:], n) - 1
+    xs = np.empty(2 * buckets)
+    ys = np.empty(2 * buckets)
+    xs[0::2], xs[1::2] = x[starts], x[ends]
+    ys[0::2], ys[1::2] = lo, hi
+    return xs, ys
+
+
+def temperature_range(history: "MonitorHistory", n: int) -> tuple[float, float]:
+    """Whole tens of °C around every shown series, so the axis only moves when a line would leave it."""
+    values = [buf.last(n) for buf in history.temps.values()]
+    finite = np.concatenate([v[np.isfinite(v)] for v in values]) if values else np.empty(0)
+    if finite.size == 0:
+        return 0.0, 100.0
+    return float(np.floor((finite.min() - 3) / 10) * 10), float(np.ceil((finite.max() + 3) / 10) * 10)
 
 
 class MonitorHistory:
@@ -162,6 +201,88 @@ class MonitorHistory:
         return x.size, x
 
 
+class ViewCurve(pg.PlotCurveItem):
+    """A curve told its bounds with its data, instead of measuring them again.
+
+    PlotCurveItem computes its bounding rectangle after every new sample with
+    NaN-aware minimum and maximum and a pixel-padding transform; the Monitor
+    has the data's extent at hand (:meth:`set_points`), so it passes it along.
+    Tight bounds also keep a flat line's repaint to a thin strip of its plot.
+    """
+
+    PAD_PX = 2.0
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._bounds: QRectF | None = None
+
+    def set_points(self, x: np.ndarray, y: np.ndarray) -> None:
+        self.prepareGeometryChange()
+        finite = y[np.isfinite(y)]
+        if x.size and finite.size:
+            view = self.getViewBox()
+            px, py = view.viewPixelSize() if view is not None else (0.0, 0.0)
+            lo, hi = float(finite.min()), float(finite.max())
+            pad_x, pad_y = px * self.PAD_PX, py * self.PAD_PX
+            self._bounds = QRectF(float(x[0]) - pad_x, lo - pad_y, float(x[-1] - x[0]) + 2 * pad_x,
+                                  hi - lo + 2 * pad_y)
+        else:
+            self._bounds = QRectF()
+        self.setData(x, y)
+
+    def boundingRect(self):  # noqa: N802 - Qt API
+        return self._bounds if self._bounds is not None else super().boundingRect()
+
+
+class LiveText(QWidget):
+    """A line of text that changes every tick (a tile's value) without re-laying out the page.
+
+    A QLabel asks its layout to recompute on every new text, which at 2 Hz was a
+    noticeable part of the Monitor's cost; this widget keeps its size (one line
+    of its font, at least a few characters wide) and only repaints. Text that does
+    not fit is elided, with the whole text in the tooltip.
+    """
+
+    def __init__(self, text: str = "", muted: bool = False, relayout: bool = False, parent: QWidget | None = None):
+        super().__init__(parent)
+        self._text = text
+        self._muted = muted
+        self._relayout = relayout               # a rarely changing text may ask for the room it needs
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        # paints its own background, so a new value does not make the styled tile behind it repaint too
+        self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent)
+
+    def text(self) -> str:
+        return self._text
+
+    def setText(self, text: str) -> None:  # noqa: N802 - QLabel's name, for callers and tests
+        if text != self._text:
+            self._text = text
+            if self._relayout:
+                self.updateGeometry()
+            self.update()
+
+    def sizeHint(self) -> QSize:  # noqa: N802 - Qt API
+        fm = self.fontMetrics()
+        return QSize(max(fm.horizontalAdvance(self._text), fm.horizontalAdvance("0000000")), fm.height() + 2)
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt API
+        fm = self.fontMetrics()
+        return QSize(fm.horizontalAdvance("000"), fm.height() + 2)
+
+    def paintEvent(self, event) -> None:  # noqa: N802 - Qt API
+        p = QPainter(self)
+        p.fillRect(self.rect(), self.palette().color(self.backgroundRole()))
+        role = QPalette.ColorRole.PlaceholderText if self._muted else QPalette.ColorRole.WindowText
+        p.setPen(self.palette().color(role))
+        shown = self.fontMetrics().elidedText(self._text, Qt.TextElideMode.ElideRight, self.width())
+        p.drawText(self.rect(), int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter), shown)
+        p.end()
+        tip = self._text if shown != self._text else ""
+        if self.toolTip() != tip:
+            self.setToolTip(tip)
+
+
 class MonitorPage(QWidget):
     title = "Monitor"
     icon_name = "monitor"
@@ -181,6 +302,11 @@ class MonitorPage(QWidget):
         self._order: np.ndarray | None = None     # column indexes of per_cpu in display order
         self._dirty = True
         self._clock_top = 0.5
+        self._clock_ranged = False
+        self._charts = True                      # this redraw updates the charts (else only the tiles)
+        self._last_chart_t: float | None = None  # sample time the charts were last drawn up to
+        self._empty_curves: dict[int, bool] = {}
+        self._y_ranges: dict[int, tuple[float, float]] = {}
         self._build()
         model.sample.connect(self.on_sample)
         model.report_changed.connect(self.on_report)
@@ -206,8 +332,9 @@ class MonitorPage(QWidget):
             self.window_box.addItem(label, secs)
         self.window_box.setCurrentIndex([s for _, s in WINDOWS_S].index(DEFAULT_WINDOW_S))
         self.window_box.currentIndexChanged.connect(lambda i: self.set_window(self.window_box.itemData(i)))
-        self.summary = QLabel("Waiting for the first sample…")
-        self.summary.setStyleSheet("color: palette(placeholder-text);")
+        # elided (whole text in the tooltip) rather than wrapped or cut when the window is narrow
+        self.summary = LiveText("Waiting for the first sample…", muted=True, relayout=True)
+        self.summary.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
         bar.addWidget(self.pause_button)
         bar.addSpacing(12)
         bar.addWidget(QLabel("Sample rate"))
@@ -217,6 +344,9 @@ class MonitorPage(QWidget):
         bar.addWidget(self.window_box)
         bar.addStretch(1)
         bar.addWidget(self.summary)
+        bar.addSpacing(12)
+        self.heat_scale = LoadScaleBar("Load")
+        bar.addWidget(self.heat_scale)
         v.addLayout(bar)
 
         tiles = QHBoxLayout()
@@ -233,13 +363,14 @@ class MonitorPage(QWidget):
             fl.setSpacing(0)
             cap = QLabel(caption)
             cap.setStyleSheet("color: palette(placeholder-text);")
-            value = QLabel("—")
+            value = LiveText("—")
+            value.setBackgroundRole(QPalette.ColorRole.Base)        # the tile's colour
             font = value.font()
             font.setPointSizeF(font.pointSizeF() * 1.35)
             font.setBold(True)
             value.setFont(font)
-            detail = QLabel("")
-            detail.setStyleSheet("color: palette(placeholder-text);")
+            detail = LiveText("", muted=True)
+            detail.setBackgroundRole(QPalette.ColorRole.Base)
             fl.addWidget(cap)
             fl.addWidget(value)
             fl.addWidget(detail)
@@ -252,6 +383,9 @@ class MonitorPage(QWidget):
         self._fg = pal.color(QPalette.ColorRole.Text)
         self._muted = pal.color(QPalette.ColorRole.PlaceholderText)
         self.graphics = pg.GraphicsLayoutWidget()
+        # Lines without antialiasing, as system monitors draw them: the plots repaint twice a second, and
+        # antialiased stroking was the largest part of that (text stays antialiased).
+        self.graphics.setAntialiasing(False)
         self.graphics.setBackground(pal.color(QPalette.ColorRole.Base))
         self.graphics.ci.setContentsMargins(4, 4, 4, 4)
         self.graphics.ci.setSpacing(10)
@@ -270,28 +404,24 @@ class MonitorPage(QWidget):
         self.heat_plot.getAxis("left").setWidth(58)
         self._separators: list[pg.InfiniteLine] = []
 
+        # Each series is named in its plot's title, in its colour: a legend inside the plot covers lines.
         self.total_plot = self._plot("Total load", row=1, col=0, parent=self.small)
         self.total_plot.setYRange(0, 100, padding=0.02)
         self.total_plot.setLabel("left", "%", color=self._muted.name())
-        self.total_curve = self.total_plot.plot(pen=pg.mkPen(LINE_COLOURS[0], width=1.5),
-                                                fillLevel=0, brush=QColor(74, 144, 194, 50))
+        self.total_curve = self._curve(self.total_plot, LINE_COLOURS[0], 2)
         self.clock_plot = self._plot("Clock", row=1, col=1, parent=self.small)
         self.clock_plot.setLabel("left", "GHz", color=self._muted.name())
-        # bottom-left: a steady clock runs along the top, and the newest samples are at the right
-        self._legend(self.clock_plot, offset=(6, -2))
-        self.clock_avg = self.clock_plot.plot(pen=pg.mkPen(LINE_COLOURS[0], width=1.5), name="average")
-        self.clock_max = self.clock_plot.plot(pen=pg.mkPen(LINE_COLOURS[1], width=1), name="fastest core")
+        self.clock_avg = self._curve(self.clock_plot, LINE_COLOURS[0], 2)
+        self.clock_max = self._curve(self.clock_plot, LINE_COLOURS[1], 1)
+        self._series_title(self.clock_plot, "Clock", [("average", LINE_COLOURS[0]), ("fastest core", LINE_COLOURS[1])])
         self.temp_plot = self._plot("Temperature", row=2, col=0, parent=self.small)
         self.temp_plot.setLabel("left", "°C", color=self._muted.name())
-        self.temp_curves: dict[str, pg.PlotDataItem] = {}
+        self.temp_curves: dict[str, pg.PlotCurveItem] = {}
         self.mem_plot = self._plot("Memory", row=2, col=1, parent=self.small)
         self.mem_plot.setLabel("left", "GiB", color=self._muted.name())
-        mem_legend = self._legend(self.mem_plot)
-        self.mem_curve = self.mem_plot.plot(pen=pg.mkPen(LINE_COLOURS[2], width=1.5),
-                                            fillLevel=0, brush=QColor(63, 163, 107, 45))
-        # the legend shows a line like the Clock plot's, not pyqtgraph's filled-triangle sample of a filled curve
-        mem_legend.addItem(pg.PlotDataItem(pen=pg.mkPen(LINE_COLOURS[2], width=1.5)), "used")
-        self.swap_curve = self.mem_plot.plot(pen=pg.mkPen(LINE_COLOURS[3], width=1), name="swap used")
+        self.mem_curve = self._curve(self.mem_plot, LINE_COLOURS[2], 2)
+        self.swap_curve = self._curve(self.mem_plot, LINE_COLOURS[3], 1)
+        self._series_title(self.mem_plot, "Memory", [("used", LINE_COLOURS[2]), ("swap used", LINE_COLOURS[3])])
         self.small.layout.setColumnStretchFactor(0, 1)
         self.small.layout.setColumnStretchFactor(1, 1)
         self.graphics.ci.layout.setRowStretchFactor(0, 2)
@@ -314,8 +444,8 @@ class MonitorPage(QWidget):
         p.setMouseEnabled(x=False, y=False)
         p.setMenuEnabled(False)
         p.hideButtons()
-        p.setClipToView(True)
-        p.setDownsampling(auto=True, mode="peak")
+        # No auto-range: every range is set here, so a new sample never makes the view measure the data.
+        p.disableAutoRange()
         p.showGrid(x=False, y=True, alpha=0.15)
         for name in ("left", "bottom"):
             axis = p.getAxis(name)
@@ -325,23 +455,34 @@ class MonitorPage(QWidget):
             # view repaints them every tick: drawing text is most of a frame's cost,
             # so keep them as pixmaps until they really change.
             axis.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
+            # no "(x1e+03)" prefixes on %, GHz, °C, GiB or seconds; and pyqtgraph re-renders an axis
+            # label's HTML (and re-lays out the plot grid) on every range change while this is on
+            axis.enableAutoSIPrefix(False)
         p.getAxis("left").setWidth(58)
         if row == 2 or colspan == 2:
             p.setLabel("bottom", "seconds ago", color=self._muted.name())
         return p
 
-    def _legend(self, plot: pg.PlotItem, offset: tuple[int, int] = (-6, 2)) -> pg.LegendItem:
-        """A small legend (top-right unless told), on a veil so lines under it stay readable."""
-        veil = QColor(self.palette().color(QPalette.ColorRole.Base))
-        veil.setAlpha(210)
-        return plot.addLegend(offset=offset, labelTextColor=self._muted, brush=veil,
-                              labelTextSize="8pt", verSpacing=-6)
+    @staticmethod
+    def _curve(plot: pg.PlotItem, colour: str, width: float) -> pg.PlotCurveItem:
+        """A bare line: PlotDataItem's clipping and downsampling machinery costs more than drawing a few
+        hundred points (the data are decimated by :func:`decimate` beforehand), and a filled area under
+        it made Qt's raster engine fill most of the plot, with its thread pool, twice a second."""
+        curve = ViewCurve(pen=pg.mkPen(colour, width=width), connect="finite", antialias=False)
+        plot.addItem(curve)
+        return curve
+
+    def _series_title(self, plot: pg.PlotItem, title: str, series: list[tuple[str, str]]) -> None:
+        """``Clock  ━ average  ━ fastest core``: the legend in the title, where it never covers a line."""
+        names = "&nbsp;&nbsp;".join(f'<span style="color:{colour}">━&nbsp;{html.escape(name)}</span>'
+                                    for name, colour in series)
+        plot.setTitle(f"{html.escape(title)}&nbsp;&nbsp;&nbsp;<span style='font-size:8pt'>{names}</span>",
+                      color=self._fg.name(), size="10pt")
+        plot.series_names = [name for name, _colour in series]     # what the title names, for tests
 
     def _heat_lut(self) -> np.ndarray:
-        base = self.palette().color(QPalette.ColorRole.Base)
-        cmap = pg.ColorMap([0.0, 0.15, 0.5, 0.8, 1.0],
-                           [base, QColor("#9cc3df"), QColor("#4a90c2"), QColor("#e0a030"), QColor("#d9534f")])
-        return cmap.getLookupTable(0.0, 1.0, 256)
+        """The topology map's load colours (gui/load_scale.py): one scale on every page."""
+        return lookup_table(self.palette().color(QPalette.ColorRole.Base).lightness() < 128)
 
     # -- controls -----------------------------------------------------------
     def set_paused(self, paused: bool) -> None:
@@ -356,6 +497,8 @@ class MonitorPage(QWidget):
         self.pause_button.setText("Resume" if paused else "Pause")
         self.pause_button.setIcon(icon("resume" if paused else "pause"))
         self.paused_changed.emit(paused)
+        if paused and self.isVisible() and self.history.last is not None:
+            self.redraw()                       # the charts show every sample taken before the pause
         self._update_summary()
 
     def set_rate(self, hz: float) -> None:
@@ -395,7 +538,8 @@ class MonitorPage(QWidget):
         self.history.append(sample)
         self._dirty = True
         if self.isVisible():
-            self.redraw()
+            due = self._last_chart_t is None or sample.t - self._last_chart_t >= self.chart_interval() - 1e-6
+            self.redraw(charts=due)
 
     def changeEvent(self, event) -> None:  # noqa: N802 - Qt API
         super().changeEvent(event)
@@ -440,21 +584,35 @@ class MonitorPage(QWidget):
         axis.setTicks([major, minor] if major else [minor])
         self.heat_plot.setYRange(0, max(n, 1), padding=0)
 
-    def redraw(self) -> None:
-        """Draw the visible window from the buffers (cheap: a few setData calls)."""
+    def chart_interval(self) -> float:
+        """Seconds of data between two chart redraws: the time the charts need to move
+        :data:`CHART_MIN_MOVE_PX` pixels at the current history window, at most :data:`CHART_MAX_WAIT_S`.
+
+        Redrawing a scrolling chart for a shift of three or four pixels costs as much
+        as for a shift of eight, and the repaint is most of the Monitor's cost; the
+        tiles show every sample, the charts every sample that moved them visibly.
+        """
+        width = max(1.0, float(self.heat_plot.getViewBox().width()))
+        return min(CHART_MAX_WAIT_S, self.window_s / width * CHART_MIN_MOVE_PX)
+
+    def redraw(self, charts: bool = True) -> None:
+        """Draw the visible window from the buffers; ``charts=False`` updates the value tiles only."""
         self._dirty = False
         h = self.history
         n, x = h.window(self.window_s)
         if n == 0 or h.per_cpu is None:
             return
-        if self._order is None or len(self._order) != h.per_cpu.width:
-            self._update_order()
-        rows = h.per_cpu.last(n)[:, self._order]            # (time, cpu)
-        img, x0 = heat_columns(x, rows)
-        self.heat.setImage(img, autoLevels=False, levels=(0, 100))
-        self.heat.setRect(QRectF(x0, 0, -x0, img.shape[0]))
+        self._charts = charts
+        if charts:
+            self._last_chart_t = float(h.last.t)
+            if self._order is None or len(self._order) != h.per_cpu.width:
+                self._update_order()
+            rows = h.per_cpu.last(n)[:, self._order]            # (time, cpu)
+            img, x0 = heat_columns(x, rows)
+            self.heat.setImage(img, autoLevels=False, levels=(0, 100))
+            self.heat.setRect(QRectF(x0, 0, -x0, img.shape[0]))
 
-        self.total_curve.setData(x, h.total.last(n))
+        self._set_curve(self.total_curve, x, h.total.last(n))
         last = h.last
         self._tile("load", f"{last.total_percent:.0f} %",
                    f"busiest CPU {max(last.cpu_percent):.0f} %" if last.cpu_percent else "")
@@ -464,12 +622,14 @@ class MonitorPage(QWidget):
         self._set_unavailable("clock", self.clock_plot, bool(not clocks_ok and np.isnan(favg).all()),
                               "Clock speed unavailable here\n(no cpufreq: VM or container)")
         fmax = h.freq_max.last(n)
-        self.clock_avg.setData(x, favg)
-        self.clock_max.setData(x, fmax)
+        self._set_curve(self.clock_avg, x, favg)
+        self._set_curve(self.clock_max, x, fmax)
         if clocks_ok:
             # from zero, so a steady clock reads as steady instead of as noise around 2.596
-            self._clock_top = max(self._clock_top, float(np.nanmax(fmax)) * 1.15)
-            self.clock_plot.setYRange(0, self._clock_top, padding=0)
+            top = max(self._clock_top, float(np.nanmax(fmax)) * 1.15)
+            if top != self._clock_top or not self._clock_ranged:
+                self._clock_top, self._clock_ranged = top, True
+                self.clock_plot.setYRange(0, top, padding=0)
             self._tile("clock", clock(sum(last.freq_mhz) / len(last.freq_mhz), DASH),
                        f"average · fastest core {clock(max(last.freq_mhz), DASH)}")
         else:
@@ -477,10 +637,10 @@ class MonitorPage(QWidget):
 
         self._draw_temps(x, n)
 
-        self.mem_curve.setData(x, h.mem_used.last(n))
-        self.swap_curve.setData(x, h.swap_used.last(n))
+        self._set_curve(self.mem_curve, x, h.mem_used.last(n))
+        self._set_curve(self.swap_curve, x, h.swap_used.last(n))
         if last.mem_total_bytes:
-            self.mem_plot.setYRange(0, last.mem_total_bytes / GIB, padding=0.02)
+            self._set_y_range(self.mem_plot, 0.0, last.mem_total_bytes / GIB * 1.02)
             swap = ""
             if last.swap_total_bytes:
                 swap = f", swap {size(last.swap_used_bytes, DASH)} of {size(last.swap_total_bytes, DASH)}"
@@ -493,12 +653,14 @@ class MonitorPage(QWidget):
         for i, (key, buf) in enumerate(h.temps.items()):
             curve = self.temp_curves.get(key)
             if curve is None:
-                if not self.temp_curves:
-                    self._legend(self.temp_plot)
-                curve = self.temp_plot.plot(pen=pg.mkPen(LINE_COLOURS[i % len(LINE_COLOURS)], width=1.5), name=key)
+                curve = self._curve(self.temp_plot, LINE_COLOURS[i % len(LINE_COLOURS)], 2 if i == 0 else 1)
                 self.temp_curves[key] = curve
-            curve.setData(x, buf.last(n))
+                self._series_title(self.temp_plot, "Temperature",
+                                   [(k, LINE_COLOURS[j % len(LINE_COLOURS)]) for j, k in enumerate(self.temp_curves)])
+            self._set_curve(curve, x, buf.last(n))
         temps = h.last.temps_c if h.last else {}
+        if temps and self._charts:
+            self._set_y_range(self.temp_plot, *temperature_range(h, n))
         self._set_unavailable("temp", self.temp_plot, not temps,
                               "No CPU temperature sensor\n(VM, container, or driver not loaded)")
         if temps:
@@ -507,6 +669,22 @@ class MonitorPage(QWidget):
         else:
             self._tile("temp", "unavailable", "no CPU sensor (VM, container, or driver)")
 
+    def _set_curve(self, curve: pg.PlotCurveItem, x: np.ndarray, y: np.ndarray) -> None:
+        """New data for ``curve``, decimated; a series with no value at all (no sensor) is not redrawn."""
+        if not self._charts:
+            return
+        empty = bool(np.isnan(y).all())
+        if empty and self._empty_curves.get(id(curve)):
+            return
+        self._empty_curves[id(curve)] = empty
+        curve.set_points(*decimate(x, y))
+
+    def _set_y_range(self, plot: pg.PlotItem, lo: float, hi: float) -> None:
+        """Set a y range only when it changes (each call makes the view recompute its transform)."""
+        if self._y_ranges.get(id(plot)) != (lo, hi):
+            self._y_ranges[id(plot)] = (lo, hi)
+            plot.setYRange(lo, hi, padding=0)
+
     def _tile(self, key: str, value: str, detail: str = "") -> None:
         """Set a live value tile; Qt relayouts only when the text really changes."""
         for label, text in ((self.tiles[key], value), (self.tiles[key + "_detail"], detail)):
@@ -514,31 +692,35 @@ class MonitorPage(QWidget):
                 label.setText(text)
 
     def _set_unavailable(self, key: str, plot: pg.PlotItem, missing: bool, text: str) -> None:
+        if not self._charts:
+            return
         item = self.unavailable[key]
         if missing == item.isVisible() and (not missing or item.toPlainText() == text):
-            if missing:
+            if missing and item.pos().x() != -self.window_s / 2:
                 item.setPos(-self.window_s / 2, 0.5)
             return
         if missing:
-            plot.setYRange(0, 1, padding=0)
+            self._set_y_range(plot, 0.0, 1.0)
             plot.getAxis("left").setStyle(showValues=False)
             item.setText(text)
             item.setPos(-self.window_s / 2, 0.5)
         elif item.isVisible():
             plot.getAxis("left").setStyle(showValues=True)
-            plot.enableAutoRange(axis="y")
+            self._y_ranges.pop(id(plot), None)          # the real range is set with the next data
+            self._clock_ranged = self._clock_ranged and plot is not self.clock_plot
         item.setVisible(missing)
 
     def _update_summary(self) -> None:
         h = self.history
         if self.paused:
-            self.summary.setText("Paused")
+            text = "Paused"
+        elif h.last is None:
             return
-        if h.last is None:
-            return
-        groups = len(self._groups)
-        where = f" in {groups} groups" if groups > 1 else ""
-        self.summary.setText(f"Live · {self.rate_hz:g} Hz · {len(h.cpu_ids)} CPUs{where}")
+        else:
+            groups = len(self._groups)
+            where = f" in {groups} groups" if groups > 1 else ""
+            text = f"Live · {self.rate_hz:g} Hz · {len(h.cpu_ids)} CPUs{where}"
+        self.summary.setText(text)
 
     def is_unavailable(self, key: str) -> bool:
         """True while the plot ``key`` ('clock' or 'temp') shows 'unavailable' (for tests)."""

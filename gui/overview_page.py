@@ -13,12 +13,14 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QGridLayout, QHBoxLayout, QLabel, QScrollArea, QSizePolicy, QVBoxLayout,
                                QWidget)
 
+from cpudoctor.advisor.ranking import ranked
 from cpudoctor.gui.common import Badge, Card, severity_dot
 from cpudoctor.gui.model import AppModel
 from cpudoctor.probes._fs import format_cpulist
-from cpudoctor.render.format import clock, or_unknown, size
 from cpudoctor.render.escape import html_escape
-from cpudoctor.render.words import DASH, finding_order, plural, severity
+from cpudoctor.render.format import clock, or_unknown, size
+from cpudoctor.render.topology import cpus_text
+from cpudoctor.render.words import DASH, plural, severity
 from cpudoctor.report import Finding, Report
 
 UNKNOWN = DASH
@@ -60,7 +62,9 @@ def numa_layout(report: Report) -> str:
         return UNKNOWN
     if len(nodes) == 1:
         return "1 node (uniform memory)"
-    detail = ", ".join(f"node {n.id}: CPUs {format_cpulist(n.cpus) or 'none'}" for n in nodes[:4])
+    # the short strided form ("0-76:4"): an interleaved node's plain list has no place to wrap and
+    # made the whole page scroll sideways
+    detail = ", ".join(f"node {n.id}: CPUs {cpus_text(n.cpus) or 'none'}" for n in nodes[:4])
     more = f", … {len(nodes) - 4} more" if len(nodes) > 4 else ""
     return f"{len(nodes)} nodes — {detail}{more}"
 
@@ -336,15 +340,17 @@ class OverviewPage(QWidget):
             else:
                 self.findings_label.setText("The advisor runs once the software check is done.")
             return
-        ranked = sorted(findings, key=finding_order)
+        ordered = ranked(findings)
+        problems = [f for f in ordered if f.severity != "ok"]
+        passed = len(ordered) - len(problems)
         rows = []
-        for f in ranked[:TOP_FINDINGS]:
+        for f in problems[:TOP_FINDINGS]:
             rows.append(f"{severity_dot(f.severity)} <b>{severity(f.severity).name}</b>"
                         f" &nbsp;{html_escape(f.title)} <span style='color:gray'>({html_escape(f.code)})</span>")
-        more = len(ranked) - TOP_FINDINGS
-        tail = f"<br><a href='advisor'>{'All ' + str(len(ranked)) + ' findings' if more > 0 else 'Details'}"\
-               f" in the Advisor…</a>"
-        self.findings_label.setText("<br>".join(rows) + tail)
+        if not problems:
+            rows.append(f"{severity_dot('ok')} No problems found.")
+        self.findings_label.setText("<br>".join(rows) + f"<br><a href='advisor'>{findings_count(problems, passed)}"
+                                    ": all in the Advisor…</a>")
 
     def on_sample(self, sample) -> None:
         if self.model.read_only:
@@ -364,6 +370,11 @@ class OverviewPage(QWidget):
         if sample.mem_total_bytes:
             self.cards["Memory"].set(
                 "In use now", f"{size(sample.mem_used_bytes, UNKNOWN)} of {size(sample.mem_total_bytes, UNKNOWN)}")
+
+
+def findings_count(problems: list[Finding], passed: int) -> str:
+    """``5 findings, 18 checks passed``: a passed check is not a finding."""
+    return f"{plural(len(problems), 'finding')}, {plural(passed, 'check passed', 'checks passed')}"
 
 
 def is_arm(arch: str | None) -> bool:

@@ -2,15 +2,19 @@
 
 Like hwloc's ``lstopo`` picture, but built for thread placement: every
 hardware thread (PU) shows its OS CPU number and is coloured by its live
-load; hovering tells the core, its SMT siblings, its L3 peers, its NUMA node
-and its clock; clicking, ctrl-clicking or dragging a rubber band selects CPUs
-and emits :attr:`TopologyMap.selection_changed`, which the Topology page turns
-into pinning snippets.
+load; hovering tells the core, its SMT siblings, its L3 peers, its caches,
+its NUMA node and its clock; clicking, ctrl-clicking or dragging a rubber
+band selects CPUs and emits :attr:`TopologyMap.selection_changed`, which the
+Topology page turns into pinning snippets. :meth:`TopologyMap.set_show_caches`
+adds lstopo's L2/L1 boxes; :meth:`TopologyMap.set_temperatures` puts each
+CCD's temperature (k10temp's Tccd) on its CCXs.
 
-Layout: the containment tree of :func:`cpudoctor.render.topology.build_tree`
-(the same one the text report prints) is laid out as flowing rows that wrap at
-the view's width, so a 2 x 64-core EPYC with SMT (256 PUs) fits a normal
-window; ctrl+wheel zooms and :meth:`TopologyMap.fit` shows everything.
+This module only draws. What is drawn and said comes from
+:mod:`cpudoctor.gui.topology_model` (the tree, labels, tooltips, CCD
+temperatures) and where it goes from :mod:`cpudoctor.gui.topology_layout`
+(flowing rows that wrap at the view's width, so a 2 x 64-core EPYC with SMT
+fits a normal window); both are free of Qt. Ctrl+wheel zooms and
+:meth:`TopologyMap.fit` fills the view with the whole machine.
 
 Only QPainter primitives are used, so :meth:`export_svg` (QSvgGenerator) and
 :meth:`export_png` draw exactly what is on screen.
@@ -19,28 +23,27 @@ Only QPainter primitives are used, so :meth:`export_svg` (QSvgGenerator) and
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from PySide6.QtCore import QBuffer, QIODevice, QPointF, QRect, QRectF, QSize, Qt, Signal
-from PySide6.QtGui import (QBrush, QColor, QFont, QFontMetricsF, QImage, QKeySequence, QLinearGradient, QPainter,
+from PySide6.QtGui import (QBrush, QColor, QFont, QFontMetricsF, QImage, QKeySequence, QPainter,
                            QPainterPath, QPalette, QPen)
 from PySide6.QtSvg import QSvgGenerator
 from PySide6.QtWidgets import (QGraphicsItem, QGraphicsScene, QGraphicsView, QSizePolicy, QStyleOptionGraphicsItem,
                                QWidget)
 
-from cpudoctor.probes._fs import format_cpulist
+from cpudoctor.gui import topology_model as tm
+from cpudoctor.gui.load_scale import rgb_at, stops
+from cpudoctor.gui.topology_layout import (CORE_PAD, HEADER, MARGIN, PAD, PU_H, PU_W, STRIP_H, LayoutRules,
+                                           Placed, layout, strip_rows)
 from cpudoctor.probes import Topology
-from cpudoctor.render.format import clock as format_clock
-from cpudoctor.render.format import percent
-from cpudoctor.render.topology import Node, build_tree, cpus_text, is_ccx_vendor
-from cpudoctor.render.words import plural
+from cpudoctor.render.topology import Node
 
-# Geometry (scene units = pixels at zoom 1).
-PU_W, PU_H, PU_GAP = 26.0, 20.0, 3.0
-CORE_PAD = 3.0
-PAD, GAP, HEADER = 6.0, 6.0, 18.0
-MARGIN = 8.0
+MAX_FIT_ZOOM = 4.0          # Fit enlarges a small machine up to this (a 2-core VM would otherwise be a stamp)
+MIN_ZOOM, MAX_ZOOM = 0.2, 6.0
+PNG_MIN_WIDTH_PX = 1600     # exported PNGs are at least this wide (2x at the least): readable in docs and issues
+PNG_MAX_WIDTH_PX = 8000
+SELECTED_PEN = 3.0          # the selection outline, in pixels: it must read at a glance over any load colour
 
 
 # ---------------------------------------------------------------------------
@@ -58,54 +61,54 @@ def _is_dark(palette: QPalette) -> bool:
     return palette.color(QPalette.ColorRole.Window).lightness() < 128
 
 
-@dataclass
 class MapColours:
     """Every colour the map uses, picked once per palette."""
 
-    background: QColor
-    text: QColor
-    muted: QColor
-    box_fill: dict[str, QColor]
-    box_edge: dict[str, QColor]
-    load_stops: list[tuple[float, QColor]]
-    highlight: QColor
-    marker: QColor
+    KINDS = ("package", "numa", "l3", "l2", "core")
 
-    @classmethod
-    def from_palette(cls, palette: QPalette) -> "MapColours":
-        dark = _is_dark(palette)
+    def __init__(self, palette: QPalette):
+        self.dark = _is_dark(palette)
         base = palette.color(QPalette.ColorRole.Base)
         window = palette.color(QPalette.ColorRole.Window)
         text = palette.color(QPalette.ColorRole.Text)
         tints = {"package": QColor("#8c99a6"), "numa": QColor("#5fa274"), "l3": QColor("#5b8fc7"),
-                 "core": QColor("#9aa5b1")}
-        strength = {"package": 0.10, "numa": 0.10, "l3": 0.12, "core": 0.0}
-        fill = {k: _mix(window if k == "package" else base, tints[k], strength[k] * (1.6 if dark else 1.0))
-                for k in tints}
-        edge = {k: _mix(base, tints[k], 0.75 if dark else 0.85) for k in tints}
-        edge["core"] = _mix(base, text, 0.25)
-        # Load is a warm ramp (idle = neutral, busy = burnt orange) so it never looks like the
-        # selection, which uses the palette's highlight (blue in most themes).
-        if dark:
-            stops = [(0.0, QColor("#2f353d")), (0.5, QColor("#8a6430")), (1.0, QColor("#e0843f"))]
-        else:
-            stops = [(0.0, QColor("#f3f4f6")), (0.5, QColor("#f1cb8e")), (1.0, QColor("#d4692f"))]
-        return cls(background=base, text=text, muted=_mix(base, text, 0.55), box_fill=fill, box_edge=edge,
-                   load_stops=stops, highlight=palette.color(QPalette.ColorRole.Highlight),
-                   marker=QColor("#7b5cc4"))
+                 "l2": QColor("#7d8fc0"), "core": QColor("#9aa5b1")}
+        strength = {"package": 0.10, "numa": 0.10, "l3": 0.12, "l2": 0.10, "core": 0.0}
+        self.background = base
+        self.text = text
+        self.muted = _mix(base, text, 0.55)
+        self.box_fill = {k: _mix(window if k == "package" else base, tints[k], strength[k] * (1.6 if self.dark else 1.0))
+                         for k in tints}
+        self.box_edge = {k: _mix(base, tints[k], 0.75 if self.dark else 0.85) for k in tints}
+        self.box_edge["core"] = _mix(base, text, 0.25)
+        self.cache_fill = _mix(base, QColor("#b7c3d6"), 0.45 if self.dark else 0.35)
+        # Load is the warm ramp of gui/load_scale.py, shared with the Monitor's heat strip: idle is neutral,
+        # busy burnt orange, so it never looks like the selection (the palette's highlight, blue in most themes).
+        self.load_stops = [(t, QColor(c)) for t, c in stops(self.dark)]
+        self.highlight = palette.color(QPalette.ColorRole.Highlight)
+        self.selection_fill = QColor(self.highlight)
+        self.selection_fill.setAlpha(40)
+        self.marker = QColor("#7b5cc4")
+        self.hot = QColor("#c0392b") if not self.dark else QColor("#ff7b6b")
+
+    @classmethod
+    def from_palette(cls, palette: QPalette) -> "MapColours":
+        return cls(palette)
 
     def load(self, percent: float | None) -> QColor:
         """Fill of a PU at ``percent`` load; None (no sample yet) is the 0% colour."""
-        t = 0.0 if percent is None or math.isnan(percent) else max(0.0, min(100.0, percent)) / 100.0
-        stops = self.load_stops
-        for (t0, c0), (t1, c1) in zip(stops, stops[1:]):
-            if t <= t1:
-                return _mix(c0, c1, (t - t0) / (t1 - t0) if t1 > t0 else 0.0)
-        return QColor(stops[-1][1])
+        return QColor(*rgb_at(percent, self.dark))
 
     def on(self, fill: QColor) -> QColor:
         """Readable text colour on ``fill``."""
         return QColor("#ffffff") if fill.lightnessF() < 0.55 else QColor("#1f2a33")
+
+
+LOAD_STEP_PERCENT = 4.0       # loads closer than this share one colour on the map
+
+
+def _load_step(percent: float | None) -> int | None:
+    return None if percent is None or math.isnan(percent) else int(percent // LOAD_STEP_PERCENT)
 
 
 # ---------------------------------------------------------------------------
@@ -113,7 +116,7 @@ class MapColours:
 
 
 class BoxItem(QGraphicsItem):
-    """A package, NUMA node, L3 domain or core: a rounded box with a label."""
+    """A package, NUMA node, L3 domain, shared L2 or core: a rounded box with a label (cores: cache strips)."""
 
     def __init__(self, node: Node, label: str, owner: "TopologyMap"):
         super().__init__()
@@ -122,34 +125,60 @@ class BoxItem(QGraphicsItem):
         self.cpus = list(node.cpus)
         self.label = label
         self.owner = owner
-        self.size = QSize(0, 0)
+        self.strips: list[str] = []
         self.w = self.h = 0.0
         self.selected = False
         self.setAcceptHoverEvents(True)
-        self.setZValue({"package": 0, "numa": 1, "l3": 2, "core": 3}.get(self.kind, 0))
+        self.setZValue({"package": 0, "numa": 1, "l3": 2, "l2": 3, "core": 4}.get(self.kind, 0))
 
-    def boundingRect(self) -> QRectF:
+    def boundingRect(self) -> QRectF:  # noqa: N802 - Qt API
         return QRectF(0, 0, self.w, self.h)
+
+    def header_text(self) -> str:
+        """The label, plus the CCD temperature on a CCX when a sensor reports one."""
+        temp = self.owner.temperatures.get(self.node.index) if self.kind == "l3" else None
+        return f"{self.label} · {temp.celsius:.0f} °C" if temp is not None else self.label
 
     def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget: QWidget | None = None) -> None:
         c = self.owner.colours
         r = QRectF(0.5, 0.5, self.w - 1, self.h - 1)
-        edge = c.highlight if self.selected else c.box_edge[self.kind]
-        pen = QPen(edge, 2.0 if self.selected else 1.0)
+        radius = 3.0 if self.kind == "core" else 5.0
+        pen = QPen(c.box_edge[self.kind], 1.0)
         if self.kind == "core" and self.owner.is_efficiency(self.cpus):
             pen.setStyle(Qt.PenStyle.DashLine)
         painter.setPen(pen)
         painter.setBrush(c.box_fill[self.kind])
-        radius = 3.0 if self.kind == "core" else 5.0
         painter.drawRoundedRect(r, radius, radius)
-        if self.kind != "core" and self.label:
+        if self.kind == "core":
+            painter.setFont(self.owner.label_font("cache"))
+            for y, text in strip_rows(self.strips):
+                strip = QRectF(CORE_PAD, y, self.w - 2 * CORE_PAD, STRIP_H)
+                painter.setPen(QPen(c.box_edge["l2"], 0.8))
+                painter.setBrush(c.cache_fill)
+                painter.drawRoundedRect(strip, 2, 2)
+                painter.setPen(c.text)
+                painter.drawText(strip, int(Qt.AlignmentFlag.AlignCenter),
+                                 self.owner.elide(text, "cache", strip.width() - 2))
+        elif self.label:
+            temp = self.owner.temperatures.get(self.node.index) if self.kind == "l3" else None
             painter.setPen(c.text if self.kind != "numa" else _mix(c.text, c.box_edge["numa"], 0.35))
+            if temp is not None and temp.celsius >= 85:
+                painter.setPen(c.hot)            # hot chiplet: the number turns red
             painter.setFont(self.owner.label_font(self.kind))
             painter.drawText(QRectF(PAD + 1, 1, self.w - 2 * PAD, HEADER - 1),
                              int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter),
-                             self.owner.elide(self.label, self.kind, self.w - 2 * PAD))
+                             self.owner.elide(self.header_text(), self.kind, self.w - 2 * PAD))
+        if self.selected:
+            # drawn last, over the children's edges: a thick highlight ring, and a light wash on the
+            # outermost selected box only (nested washes would stack into a dark blue)
+            parent = self.parentItem()
+            outermost = not (isinstance(parent, BoxItem) and parent.selected)
+            painter.setBrush(c.selection_fill if outermost else Qt.BrushStyle.NoBrush)
+            painter.setPen(QPen(c.highlight, SELECTED_PEN))
+            inset = SELECTED_PEN / 2
+            painter.drawRoundedRect(QRectF(inset, inset, self.w - 2 * inset, self.h - 2 * inset), radius, radius)
 
-    def hoverEnterEvent(self, event) -> None:
+    def hoverEnterEvent(self, event) -> None:  # noqa: N802 - Qt API
         self.setToolTip(self.owner.box_tooltip(self))
         super().hoverEnterEvent(event)
 
@@ -168,9 +197,9 @@ class PUItem(QGraphicsItem):
         self.markers: list[str] = []
         self.allowed = True            # False: outside this process's affinity / cgroup cpuset
         self.setAcceptHoverEvents(True)
-        self.setZValue(4)
+        self.setZValue(5)
 
-    def boundingRect(self) -> QRectF:
+    def boundingRect(self) -> QRectF:  # noqa: N802 - Qt API
         return QRectF(0, 0, PU_W, PU_H)
 
     def fill(self) -> QColor:
@@ -181,7 +210,7 @@ class PUItem(QGraphicsItem):
         fill = self.fill()
         r = QRectF(0.5, 0.5, PU_W - 1, PU_H - 1)
         painter.setBrush(fill)
-        painter.setPen(QPen(c.highlight, 2.0) if self.selected else QPen(_mix(fill, c.text, 0.3), 1.0))
+        painter.setPen(QPen(_mix(fill, c.text, 0.3), 1.0))
         painter.drawRoundedRect(r, 3, 3)
         if not self.allowed:
             # hatched like lstopo's disallowed PUs: visible, but clearly not usable by this process
@@ -202,31 +231,19 @@ class PUItem(QGraphicsItem):
             path.lineTo(PU_W - 0.5, 10)
             path.closeSubpath()
             painter.drawPath(path)
+        if self.selected:
+            painter.setBrush(Qt.BrushStyle.NoBrush)
+            painter.setPen(QPen(c.highlight, SELECTED_PEN))
+            inset = SELECTED_PEN / 2
+            painter.drawRoundedRect(QRectF(inset, inset, PU_W - 2 * inset, PU_H - 2 * inset), 3, 3)
 
-    def hoverEnterEvent(self, event) -> None:
+    def hoverEnterEvent(self, event) -> None:  # noqa: N802 - Qt API
         self.setToolTip(self.owner.pu_tooltip(self.cpu))
         super().hoverEnterEvent(event)
 
 
 # ---------------------------------------------------------------------------
-# Layout
-
-
-@dataclass
-class _Placed:
-    item: QGraphicsItem
-    w: float
-    h: float
-    children: list[tuple[float, float, "_Placed"]] = field(default_factory=list)
-
-
-def _balanced_cols(n: int, max_cols: int) -> int:
-    """Columns for n equal boxes, at most ``max_cols``, with rows as even as possible."""
-    if n <= 0:
-        return 1
-    cols = min(n, max_cols)
-    rows = math.ceil(n / cols)
-    return math.ceil(n / rows)
+# The view
 
 
 class TopologyMap(QGraphicsView):
@@ -242,7 +259,8 @@ class TopologyMap(QGraphicsView):
         self.setRubberBandSelectionMode(Qt.ItemSelectionMode.IntersectsItemShape)
         self.setTransformationAnchor(QGraphicsView.ViewportAnchor.AnchorUnderMouse)
         self.setViewportUpdateMode(QGraphicsView.ViewportUpdateMode.SmartViewportUpdate)
-        self.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
+        # a machine smaller than the view sits in its middle, not in the top-left corner
+        self.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
         self.setMinimumSize(240, 160)
         self.rubberBandChanged.connect(self._on_rubber_band)
@@ -251,10 +269,12 @@ class TopologyMap(QGraphicsView):
         self.tree: Node | None = None
         self.pu_items: dict[int, PUItem] = {}
         self.core_items: list[BoxItem] = []
-        self.box_items: dict[str, list[BoxItem]] = {"package": [], "numa": [], "l3": [], "core": []}
+        self.box_items: dict[str, list[BoxItem]] = {k: [] for k in MapColours.KINDS}
         self.loads: dict[int, float] = {}
         self.clocks: dict[int, float] = {}
         self.markers: dict[int, list[str]] = {}
+        self.temperatures: dict[int, tm.CcxTemperature] = {}
+        self.show_caches = False
         self._selection: set[int] = set()
         self._band: QRectF | None = None
         self._press_pos = None
@@ -265,7 +285,8 @@ class TopologyMap(QGraphicsView):
         self.pu_font = QFont(self.font())
         self.pu_font.setPointSizeF(max(7.0, self.font().pointSizeF() * 0.82))
         self._label_fonts: dict[str, QFont] = {}
-        self._info_by_cpu: dict[int, dict] = {}
+        self._elided: dict[tuple[str, str, int], str] = {}
+        self._facts: dict[int, tm.CpuFacts] = {}
         self._empty_text = "No topology yet"
         self.setBackgroundBrush(self.colours.background)
 
@@ -273,49 +294,42 @@ class TopologyMap(QGraphicsView):
 
     def set_topology(self, topo: Topology | None) -> None:
         """Rebuild the map for ``topo`` (None or a topology without cores shows a message)."""
-        scene = self.scene()
-        scene.clear()
-        self.pu_items.clear()
-        self.core_items = []
-        self.box_items = {"package": [], "numa": [], "l3": [], "core": []}
-        self._info_by_cpu = {}
         self.topology = topo
-        self.tree = None
-        old_selection = self._selection
-        self._selection = set()
-        if topo is None or not topo.core_list:
-            self._empty_text = ("No topology yet" if topo is None else
-                                "Topology unknown on this system" + (f": {topo.notes[0]}" if topo.notes else ""))
-            scene.setSceneRect(QRectF(0, 0, 10, 10))
-            self.viewport().update()
-            if old_selection:
-                self.selection_changed.emit([])
-            return
-        self.tree = build_tree(topo)
-        self._index(topo)
-        self._build_items(self.tree, None)
-        allowed = topo.affinity.allowed_cpus
-        allowed_set = set(allowed) if allowed is not None else set(self.pu_items)
-        for cpu, item in self.pu_items.items():
-            item.load = self.loads.get(cpu)
-            item.markers = self.markers.get(cpu, [])
-            item.allowed = cpu in allowed_set
-        self.relayout()
-        kept = old_selection & set(self.pu_items)
-        self._apply_selection(kept, emit=kept != old_selection)
+        self._rebuild()
+
+    def set_show_caches(self, show: bool) -> None:
+        """Draw the L2 and L1 caches of each core (and shared L2 boxes), as lstopo does."""
+        if show != self.show_caches:
+            self.show_caches = show
+            self._rebuild()
 
     def set_load(self, load: dict[int, float]) -> None:
         """Per-CPU load in percent (0-100); CPUs not listed keep their last value."""
         self.loads.update(load)
         for cpu, value in load.items():
             item = self.pu_items.get(cpu)
-            if item is not None and item.load != value:
-                item.load = value
+            if item is None or item.load == value:
+                continue
+            # repaint only when the colour visibly changes: an idle machine's 1-3 % jitter repainted
+            # every tile twice a second (a big share of the page's cost when Fit enlarges the map)
+            visible = _load_step(item.load) != _load_step(value)
+            item.load = value
+            if visible:
                 item.update()
 
     def set_clocks(self, clocks: dict[int, float]) -> None:
         """Per-CPU current clock in MHz (shown in tooltips)."""
         self.clocks.update(clocks)
+
+    def set_temperatures(self, temps_c: dict[str, float]) -> None:
+        """Live sensor readings (``{"k10temp Tccd1": 61.0, ...}``): each CCD's temperature goes on its CCXs."""
+        new = tm.ccx_temperatures(self.topology, temps_c) if self.topology is not None else {}
+        old = self.temperatures
+        self.temperatures = new
+        if {k: round(v.celsius) for k, v in new.items()} != {k: round(v.celsius) for k, v in old.items()}:
+            for box in self.box_items["l3"]:
+                if box.node.index in new or box.node.index in old:
+                    box.update()
 
     def set_markers(self, markers: dict[int, list[str]]) -> None:
         """Labels per CPU (e.g. the threads of an inspected process); replaces all markers."""
@@ -337,7 +351,7 @@ class TopologyMap(QGraphicsView):
         self.set_selection([])
 
     def zoom_by(self, factor: float) -> None:
-        new = max(0.2, min(6.0, self._zoom * factor))
+        new = max(MIN_ZOOM, min(MAX_ZOOM, self._zoom * factor))
         factor = new / self._zoom
         self._zoom = new
         self._fit_mode = False
@@ -347,7 +361,7 @@ class TopologyMap(QGraphicsView):
         return self._zoom
 
     def fit(self) -> None:
-        """Zoom so the whole map is visible, re-flowing it to the window's shape."""
+        """Zoom so the whole map fills the view, re-flowing it to the window's shape (also enlarging it)."""
         self._fit_mode = True
         vp = self.viewport().size()
         if self.tree is None or vp.width() <= 0 or vp.height() <= 0:
@@ -360,24 +374,13 @@ class TopologyMap(QGraphicsView):
             rect = self.scene().sceneRect()
             return rect.height() * k <= vp.height() + 0.5 and rect.width() * k <= vp.width() + 0.5
 
-        if fits(1.0):
-            # small machines: grow up to 2x while everything still fits
-            lo, hi = 1.0, 2.0
-            for _ in range(5):
-                mid = (lo + hi) / 2
-                lo, hi = (mid, hi) if fits(mid) else (lo, mid)
-            k = lo
-            self._zoom = k
-            self.relayout()
-        else:
-            lo, hi = 0.2, 1.0      # bisect the largest zoom at which the re-flowed map fits
-            for _ in range(8):
-                mid = (lo + hi) / 2
-                lo, hi = (mid, hi) if fits(mid) else (lo, mid)
-            k = lo
-            self._zoom = k
-            self.relayout()
-        self._set_zoom(k)
+        lo, hi = (1.0, MAX_FIT_ZOOM) if fits(1.0) else (MIN_ZOOM, 1.0)
+        for _ in range(10):          # bisect the largest zoom at which the re-flowed map fits
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+        self._zoom = lo
+        self.relayout()
+        self._set_zoom(lo)
 
     def _set_zoom(self, k: float) -> None:
         self.resetTransform()
@@ -401,10 +404,17 @@ class TopologyMap(QGraphicsView):
         painter.end()
         return _write(path, bytes(buf.data()))
 
-    def export_png(self, path: str | Path, scale: float = 2.0) -> Path:
-        """Write the whole map as PNG at ``scale`` x (2 = crisp on high-DPI screens and in docs)."""
+    def png_scale(self) -> float:
+        """2x at the least, and at least :data:`PNG_MIN_WIDTH_PX` wide (a small machine's map is a few hundred
+        units wide), at most :data:`PNG_MAX_WIDTH_PX`."""
+        width = max(1.0, self._export_rect().width())
+        return max(1.0, min(PNG_MAX_WIDTH_PX / width, max(2.0, PNG_MIN_WIDTH_PX / width)))
+
+    def export_png(self, path: str | Path, scale: float | None = None) -> Path:
+        """Write the whole map as PNG, by default at :meth:`png_scale` (crisp in docs and bug reports)."""
         path = Path(path)
         rect = self._export_rect()
+        scale = self.png_scale() if scale is None else scale
         img = QImage(max(1, math.ceil(rect.width() * scale)), max(1, math.ceil(rect.height() * scale)),
                      QImage.Format.Format_ARGB32_Premultiplied)
         img.fill(self.colours.background)
@@ -420,76 +430,101 @@ class TopologyMap(QGraphicsView):
 
     # -- building -----------------------------------------------------------
 
-    def _index(self, topo: Topology) -> None:
-        """Per-CPU facts for tooltips: core, siblings, L3 peers, NUMA node, package, core kind."""
-        # Hybrid chips (P/E cores): the kinds come slowest first, like hwloc's cpukinds.
-        fast = set(topo.cpu_kinds[-1].cpus) if len(topo.cpu_kinds) >= 2 else None
-        for i, core in enumerate(topo.core_list):
-            for cpu in core.cpus:
-                self._info_by_cpu[cpu] = {"core": i, "core_id": core.core_id, "siblings": core.cpus,
-                                          "package": core.package, "l3": core.l3, "numa": core.numa,
-                                          "die": core.die,
-                                          "kind": None if fast is None else ("performance" if cpu in fast
-                                                                             else "efficiency")}
+    def _rebuild(self) -> None:
+        scene = self.scene()
+        scene.clear()
+        self.pu_items.clear()
+        self.core_items = []
+        self.box_items = {k: [] for k in MapColours.KINDS}
+        self._facts = {}
+        self.tree = None
+        topo = self.topology
+        old_selection = self._selection
+        self._selection = set()
+        if topo is None or not topo.core_list:
+            self._empty_text = ("No topology yet" if topo is None else
+                                "Topology unknown on this system" + (f": {topo.notes[0]}" if topo.notes else ""))
+            scene.setSceneRect(QRectF(0, 0, 10, 10))
+            self.viewport().update()
+            if old_selection:
+                self.selection_changed.emit([])
+            return
+        self.tree = tm.map_tree(topo, caches=self.show_caches)
+        self._facts = tm.index_cpus(topo)
+        strips = tm.core_cache_labels(topo) if self.show_caches else {}
+        self._build_items(self.tree, None, strips)
+        allowed = topo.affinity.allowed_cpus
+        allowed_set = set(allowed) if allowed is not None else set(self.pu_items)
+        for cpu, item in self.pu_items.items():
+            item.load = self.loads.get(cpu)
+            item.markers = self.markers.get(cpu, [])
+            item.allowed = cpu in allowed_set
+        self.temperatures = {k: v for k, v in self.temperatures.items() if k < len(topo.l3_domains)}
+        if self._fit_mode:
+            self.fit()
+        else:
+            self.relayout()
+        kept = old_selection & set(self.pu_items)
+        self._apply_selection(kept, emit=kept != old_selection)
 
     def is_efficiency(self, cpus: list[int]) -> bool:
         """A core of a hybrid chip's slower kind (drawn with a dashed edge)."""
-        return bool(cpus) and all(self._info_by_cpu.get(c, {}).get("kind") == "efficiency" for c in cpus)
+        return bool(cpus) and all((f := self._facts.get(c)) is not None and f.kind == "efficiency" for c in cpus)
 
     @property
     def hybrid(self) -> bool:
-        return any(info.get("kind") for info in self._info_by_cpu.values())
+        return any(f.kind for f in self._facts.values())
 
-    def _box_label(self, node: Node) -> str:
-        topo = self.topology
-        assert topo is not None
-        if node.kind == "l3":
-            return node.label
-        if node.kind == "package":
-            n_cores = sum(1 for c in topo.core_list if c.package == node.index)
-            # lstopo's logical numbering: Arm firmware gives ids such as 36 and 8442
-            ids = sorted(pk.id for pk in topo.package_list)
-            ordinal = ids.index(node.index) if node.index in ids else node.index
-            name = f"Package {ordinal}" if ordinal == node.index else f"Package {ordinal} (id {node.index})"
-            return f"{name} · {n_cores} cores"
-        return node.label
-
-    def _build_items(self, node: Node, parent: QGraphicsItem | None) -> None:
+    def _build_items(self, node: Node, parent: QGraphicsItem | None, strips: dict[int, list[str]]) -> None:
+        assert self.topology is not None
         for child in node.children:
             if not child.cpus:
                 continue             # CPU-less NUMA nodes: listed in the page, not drawn
-            box = BoxItem(child, self._box_label(child), self)
+            box = BoxItem(child, tm.box_label(child, self.topology), self)
             if parent is None:
                 self.scene().addItem(box)
             else:
                 box.setParentItem(parent)
             self.box_items[child.kind].append(box)
             if child.kind == "core":
+                box.strips = strips.get(child.index, [])
                 self.core_items.append(box)
                 for cpu in child.cpus:
                     pu = PUItem(cpu, self)
                     pu.setParentItem(box)
                     self.pu_items[cpu] = pu
             else:
-                self._build_items(child, box)
+                self._build_items(child, box, strips)
 
     def label_font(self, kind: str) -> QFont:
         font = self._label_fonts.get(kind)
         if font is None:
             font = QFont(self.font())
-            font.setPointSizeF(max(7.5, self.font().pointSizeF() * (0.95 if kind == "package" else 0.88)))
+            scale = {"package": 0.95, "cache": 0.72}.get(kind, 0.88)
+            font.setPointSizeF(max(6.5 if kind == "cache" else 7.5, self.font().pointSizeF() * scale))
             font.setBold(kind == "package")
             self._label_fonts[kind] = font
         return font
 
     def elide(self, text: str, kind: str, width: float) -> str:
-        fm = QFontMetricsF(self.label_font(kind))
-        return fm.elidedText(text, Qt.TextElideMode.ElideRight, max(width, 10.0))
+        """``text`` cut to ``width`` with an ellipsis; remembered, since boxes repaint under live tiles."""
+        key = (text, kind, round(width))
+        shown = self._elided.get(key)
+        if shown is None:
+            fm = QFontMetricsF(self.label_font(kind))
+            shown = fm.elidedText(text, Qt.TextElideMode.ElideRight, max(width, 10.0))
+            if len(self._elided) > 4096:
+                self._elided.clear()
+            self._elided[key] = shown
+        return shown
 
-    def _min_label_width(self, item: BoxItem) -> float:
+    def _header_width(self, node: Node) -> float:
         """Enough width for the label's first part ("L3 32 MiB", "NUMA node 3")."""
-        fm = QFontMetricsF(self.label_font(item.kind))
-        return min(fm.horizontalAdvance(item.label), 170.0) + 2 * PAD + 2
+        fm = QFontMetricsF(self.label_font(node.kind))
+        return min(fm.horizontalAdvance(tm.box_label(node, self.topology)), 170.0) + 2 * PAD + 2
+
+    def _strip_width(self, text: str) -> float:
+        return QFontMetricsF(self.label_font("cache")).horizontalAdvance(text)
 
     # -- layout -------------------------------------------------------------
 
@@ -499,135 +534,37 @@ class TopologyMap(QGraphicsView):
             return
         width = max(200.0, self.viewport().width() / max(self._zoom, 1e-3) - 2 * MARGIN - 2)
         self._layout_width = width
-        tops = [item for item in self.scene().items() if item.parentItem() is None]
-        tops.sort(key=lambda it: (it.cpus[:1] or [0])[0])
-        placed = [self._measure(item, width) for item in tops]
-        w, h, positions = self._flow(placed, width)
-        for (x, y, p) in positions:
-            self._place(p, MARGIN + x, MARGIN + y)
-        self.scene().setSceneRect(QRectF(0, 0, w + 2 * MARGIN, h + 2 * MARGIN))
+        strips = {b.node.index: b.strips for b in self.core_items if b.strips}
+        rules = LayoutRules(header_width=self._header_width, strip_width=self._strip_width, strips=strips)
+        w, h, tops = layout(self.tree, width, rules)
+        boxes = {id(b.node): b for bs in self.box_items.values() for b in bs}
+        for x, y, placed in tops:
+            self._place(placed, x, y, boxes)
+        self.scene().setSceneRect(QRectF(0, 0, w, h))
 
-    def _measure(self, item: QGraphicsItem, max_w: float) -> _Placed:
-        if isinstance(item, BoxItem) and item.kind == "core":
-            pus = [c for c in item.childItems() if isinstance(c, PUItem)]
-            pus.sort(key=lambda p: p.cpu)
-            w = 2 * CORE_PAD + len(pus) * PU_W + max(0, len(pus) - 1) * PU_GAP
-            h = 2 * CORE_PAD + PU_H
-            kids = [(CORE_PAD + i * (PU_W + PU_GAP), CORE_PAD, _Placed(p, PU_W, PU_H)) for i, p in enumerate(pus)]
-            return _Placed(item, w, h, kids)
-        assert isinstance(item, BoxItem)
-        children = [c for c in item.childItems() if isinstance(c, BoxItem)]
-        children.sort(key=lambda c: c.cpus[0] if c.cpus else 0)
-        inner = max(40.0, max_w - 2 * PAD)
-        placed = [self._measure(c, inner) for c in children]
-        max_cols = None
-        if children and all(c.kind == "core" for c in children):
-            smt = max(len(c.cpus) for c in children)
-            max_cols = _balanced_cols(len(children), 8 if smt == 1 else 4)
-        w, h, positions = self._flow(placed, inner, max_cols)
-        w = max(w + 2 * PAD, self._min_label_width(item))
-        h = HEADER + h + PAD
-        return _Placed(item, w, h, [(PAD + x, HEADER + y, p) for x, y, p in positions])
-
-    @staticmethod
-    def _flow(placed: list[_Placed], max_w: float, max_cols: int | None = None):
-        """Left-to-right rows wrapping at ``max_w``; equal boxes get evenly filled rows."""
-        if not placed:
-            return 0.0, 0.0, []
-        # greedy row count, then rebalance so 8 boxes in 2 rows are 4 + 4, not 7 + 1
-        per_row: list[int] = []
-        x = 0.0
-        count = 0
-        for p in placed:
-            if count and (x + GAP + p.w > max_w or (max_cols and count >= max_cols)):
-                per_row.append(count)
-                x, count = 0.0, 0
-            x = p.w if count == 0 else x + GAP + p.w
-            count += 1
-        per_row.append(count)
-        uniform = len({round(p.w) for p in placed}) == 1
-        if uniform and len(per_row) > 1:
-            n_rows = len(per_row)
-            cols = math.ceil(len(placed) / n_rows)
-            per_row = [cols] * (len(placed) // cols) + ([len(placed) % cols] if len(placed) % cols else [])
-        positions = []
-        y = 0.0
-        width = 0.0
-        i = 0
-        for n in per_row:
-            row = placed[i:i + n]
-            i += n
-            x = 0.0
-            row_h = max(p.h for p in row)
-            for p in row:
-                positions.append((x, y, p))
-                x += p.w + GAP
-            width = max(width, x - GAP)
-            y += row_h + GAP
-        return width, y - GAP, positions
-
-    def _place(self, p: _Placed, x: float, y: float) -> None:
-        item = p.item
-        item.setPos(x, y)
-        if isinstance(item, BoxItem):
-            item.prepareGeometryChange()
-            item.w, item.h = p.w, p.h
-            for cx, cy, child in p.children:
-                self._place(child, cx, cy)
+    def _place(self, placed: Placed, x: float, y: float, boxes: dict[int, BoxItem]) -> None:
+        """Position the items of ``placed`` (offsets are relative to the parent item, as Qt's are)."""
+        if placed.cpu is not None:
+            self.pu_items[placed.cpu].setPos(x, y)
+            return
+        box = boxes[id(placed.node)]
+        box.setPos(x, y)
+        box.prepareGeometryChange()
+        box.w, box.h = placed.w, placed.h
+        for cx, cy, child in placed.children:
+            self._place(child, cx, cy, boxes)
 
     # -- tooltips -----------------------------------------------------------
 
     def pu_tooltip(self, cpu: int) -> str:
-        topo = self.topology
-        info = self._info_by_cpu.get(cpu, {})
-        lines = [f"<b>CPU {cpu}</b>"]
-        if info:
-            where = f"core {info['core_id']}, package {info['package']}"
-            if info.get("die") is not None:
-                where += f", die {info['die']}"
-            lines.append(where)
-            if info.get("kind"):
-                lines.append("performance core (P)" if info["kind"] == "performance" else "efficiency core (E)")
-            sib = [c for c in info["siblings"] if c != cpu]
-            lines.append(f"SMT siblings: {format_cpulist(sib)}" if sib else "SMT siblings: none")
-            if topo is not None and info["l3"] is not None:
-                d = topo.l3_domains[info["l3"]]
-                name = f"CCX {info['l3']}" if is_ccx_vendor(topo) else f"L3 #{info['l3']}"
-                peers = [c for c in d.cpus if c != cpu]
-                lines.append(f"{name} peers (share its L3): {cpus_text(peers)}")
-            lines.append(f"NUMA node: {info['numa']}" if info["numa"] is not None else "NUMA node: none online")
         item = self.pu_items.get(cpu)
-        if item is not None and not item.allowed:
-            lines.append("<i>Not allowed for this process (CPU affinity / cgroup cpuset)</i>")
-        load = self.loads.get(cpu)
-        clock = self.clocks.get(cpu)
-        live = []
-        if load is not None:
-            live.append(f"load {percent(load)}")
-        if clock:
-            live.append(f"clock {format_clock(clock)}")
-        if live:
-            lines.append(", ".join(live))
-        if self.markers.get(cpu):
-            shown = self.markers[cpu][:8]
-            more = len(self.markers[cpu]) - len(shown)
-            lines.append("Running here: " + ", ".join(shown) + (f" (+{more} more)" if more > 0 else ""))
-        return "<br>".join(lines)
+        return tm.pu_tooltip(cpu, self.topology, self._facts.get(cpu),
+                             allowed=item is None or item.allowed, load=self.loads.get(cpu),
+                             clock_mhz=self.clocks.get(cpu), markers=self.markers.get(cpu))
 
     def box_tooltip(self, item: BoxItem) -> str:
-        cpus = item.cpus
-        n_cores = len({self._info_by_cpu.get(c, {}).get("core") for c in cpus})
-        text = (f"<b>{item.label}</b><br>{plural(n_cores, 'core')}, "
-                f"{len(cpus)} CPUs: {cpus_text(cpus)}")
-        loads = [self.loads[c] for c in cpus if c in self.loads]
-        if loads:
-            text += f"<br>average load {percent(sum(loads) / len(loads))}"
-        topo = self.topology
-        if item.kind == "numa" and topo is not None:
-            node = next((n for n in topo.numa_nodes if n.id == item.node.index), None)
-            if node is not None and len(node.distances) > 1:
-                text += f"<br>distances: {' '.join(map(str, node.distances))}"
-        return text + "<br><i>Click to select, ctrl-click to add</i>"
+        temp = self.temperatures.get(item.node.index) if item.kind == "l3" else None
+        return tm.box_tooltip(item.node, item.label, self.topology, self._facts, self.loads, temp)
 
     # -- selection ----------------------------------------------------------
 
@@ -640,7 +577,7 @@ class TopologyMap(QGraphicsView):
                 item.update()
         for boxes in self.box_items.values():
             for box in boxes:
-                # containers light up when wholly selected; cores don't (their PUs already do)
+                # containers light up when wholly selected; cores don't (their threads' rings already do)
                 sel = bool(box.cpus) and box.kind != "core" and set(box.cpus) <= self._selection
                 if box.selected != sel:
                     box.selected = sel
@@ -654,12 +591,12 @@ class TopologyMap(QGraphicsView):
                 return list(item.cpus)
         return None
 
-    def mousePressEvent(self, event) -> None:
+    def mousePressEvent(self, event) -> None:  # noqa: N802 - Qt API
         self._press_pos = event.position().toPoint()
         self._band = None
         super().mousePressEvent(event)
 
-    def mouseReleaseEvent(self, event) -> None:
+    def mouseReleaseEvent(self, event) -> None:  # noqa: N802 - Qt API
         super().mouseReleaseEvent(event)
         if event.button() != Qt.MouseButton.LeftButton or self._press_pos is None:
             return
@@ -691,7 +628,7 @@ class TopologyMap(QGraphicsView):
 
     # -- events -------------------------------------------------------------
 
-    def keyPressEvent(self, event) -> None:
+    def keyPressEvent(self, event) -> None:  # noqa: N802 - Qt API
         if event.matches(QKeySequence.StandardKey.SelectAll):
             self.set_selection([c for c, item in self.pu_items.items() if item.allowed])
         elif event.key() == Qt.Key.Key_Escape:
@@ -705,7 +642,7 @@ class TopologyMap(QGraphicsView):
             return
         event.accept()
 
-    def wheelEvent(self, event) -> None:
+    def wheelEvent(self, event) -> None:  # noqa: N802 - Qt API
         if event.modifiers() & Qt.KeyboardModifier.ControlModifier:
             steps = event.angleDelta().y() / 120.0
             if steps:
@@ -714,21 +651,23 @@ class TopologyMap(QGraphicsView):
             return
         super().wheelEvent(event)
 
-    def resizeEvent(self, event) -> None:
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
         super().resizeEvent(event)
         if self._fit_mode:
             self.fit()
         else:
             self.relayout()
 
-    def changeEvent(self, event) -> None:
+    def changeEvent(self, event) -> None:  # noqa: N802 - Qt API
         super().changeEvent(event)
-        if event.type() in (event.Type.PaletteChange, event.Type.StyleChange):
+        if event.type() in (event.Type.PaletteChange, event.Type.StyleChange, event.Type.FontChange):
+            self._elided.clear()
+            self._label_fonts.clear()
             self.colours = MapColours.from_palette(self.palette())
             self.setBackgroundBrush(self.colours.background)
             self.scene().update()
 
-    def drawForeground(self, painter: QPainter, rect: QRectF) -> None:
+    def drawForeground(self, painter: QPainter, rect: QRectF) -> None:  # noqa: N802 - Qt API
         if self.tree is None:
             painter.save()
             painter.resetTransform()
@@ -750,93 +689,6 @@ class TopologyMap(QGraphicsView):
         if self.tree is None:
             painter.setPen(self.colours.muted)
             painter.drawText(target, int(Qt.AlignmentFlag.AlignCenter), self._empty_text)
-
-
-class LoadLegend(QWidget):
-    """The colour scale of the map: 0% to 100% load, plus what a marker and a selection look like."""
-
-    def __init__(self, map_widget: TopologyMap, parent: QWidget | None = None):
-        super().__init__(parent)
-        self.map = map_widget
-        self.setMinimumHeight(max(24, self.fontMetrics().height() + 8))
-        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
-
-    def sizeHint(self) -> QSize:
-        return QSize(620, max(24, self.fontMetrics().height() + 8))
-
-    def paintEvent(self, event) -> None:
-        c = self.map.colours
-        p = QPainter(self)
-        p.setRenderHint(QPainter.RenderHint.Antialiasing)
-        fm = self.fontMetrics()
-        y = (self.height() - 14) / 2
-        x = 0.0
-        p.setPen(self.palette().color(QPalette.ColorRole.WindowText))
-        p.drawText(QRectF(x, 0, 40, self.height()), int(Qt.AlignmentFlag.AlignVCenter), "Load")
-        x += fm.horizontalAdvance("Load") + 8
-        bar = QRectF(x, y, 140, 14)
-        grad = QLinearGradient(bar.topLeft(), bar.topRight())
-        for t, col in c.load_stops:
-            grad.setColorAt(t, col)
-        p.setBrush(grad)
-        p.setPen(QPen(c.box_edge["core"], 1))
-        p.drawRoundedRect(bar, 3, 3)
-        x = bar.right() + 6
-        p.setPen(self.palette().color(QPalette.ColorRole.WindowText))
-        for text in ("0–100%",):
-            p.drawText(QRectF(x, 0, 80, self.height()), int(Qt.AlignmentFlag.AlignVCenter), text)
-            x += fm.horizontalAdvance(text) + 16
-        for kind, name in (("package", "Package"), ("numa", "NUMA node"), ("l3", "L3 / CCX"), ("core", "Core")):
-            box = QRectF(x, y, 18, 14)
-            p.setBrush(c.box_fill[kind])
-            p.setPen(QPen(c.box_edge[kind], 1))
-            p.drawRoundedRect(box, 3, 3)
-            x = box.right() + 5
-            p.setPen(self.palette().color(QPalette.ColorRole.WindowText))
-            p.drawText(QRectF(x, 0, 100, self.height()), int(Qt.AlignmentFlag.AlignVCenter), name)
-            x += fm.horizontalAdvance(name) + 14
-        sel = QRectF(x, y, 18, 14)
-        p.setBrush(c.load(0))
-        p.setPen(QPen(c.highlight, 2))
-        p.drawRoundedRect(sel, 3, 3)
-        x = sel.right() + 5
-        p.setPen(self.palette().color(QPalette.ColorRole.WindowText))
-        p.drawText(QRectF(x, 0, 100, self.height()), int(Qt.AlignmentFlag.AlignVCenter), "Selected")
-        x += fm.horizontalAdvance("Selected") + 14
-        path = QPainterPath()
-        path.moveTo(x, y)
-        path.lineTo(x + 10, y)
-        path.lineTo(x + 10, y + 10)
-        path.closeSubpath()
-        p.setPen(Qt.PenStyle.NoPen)
-        p.setBrush(c.marker)
-        p.drawPath(path)
-        p.setPen(self.palette().color(QPalette.ColorRole.WindowText))
-        p.drawText(QRectF(x + 14, 0, 120, self.height()), int(Qt.AlignmentFlag.AlignVCenter), "Marked thread")
-        x += 14 + fm.horizontalAdvance("Marked thread") + 14
-        if self.map.hybrid:
-            box = QRectF(x, y, 18, 14)
-            p.setBrush(c.box_fill["core"])
-            pen = QPen(c.box_edge["core"], 1)
-            pen.setStyle(Qt.PenStyle.DashLine)
-            p.setPen(pen)
-            p.drawRoundedRect(box, 3, 3)
-            p.setPen(self.palette().color(QPalette.ColorRole.WindowText))
-            p.drawText(QRectF(box.right() + 5, 0, 160, self.height()), int(Qt.AlignmentFlag.AlignVCenter),
-                       "Efficiency core")
-            x = box.right() + 5 + fm.horizontalAdvance("Efficiency core") + 14
-        if any(not item.allowed for item in self.map.pu_items.values()):
-            box = QRectF(x, y, 18, 14)
-            p.setBrush(c.load(0))
-            p.setPen(QPen(c.box_edge["core"], 1))
-            p.drawRoundedRect(box, 3, 3)
-            p.setBrush(QBrush(_mix(c.background, c.text, 0.35), Qt.BrushStyle.BDiagPattern))
-            p.setPen(Qt.PenStyle.NoPen)
-            p.drawRoundedRect(box, 3, 3)
-            p.setPen(self.palette().color(QPalette.ColorRole.WindowText))
-            p.drawText(QRectF(box.right() + 5, 0, 200, self.height()), int(Qt.AlignmentFlag.AlignVCenter),
-                       "Not allowed (affinity / cgroup)")
-        p.end()
 
 
 def _write(path: Path, data: bytes) -> Path:

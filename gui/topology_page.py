@@ -14,17 +14,20 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontDatabase, QGuiApplication
-from PySide6.QtWidgets import (QFileDialog, QHBoxLayout, QLabel, QLineEdit, QMenu, QPlainTextEdit, QPushButton,
-                               QSplitter, QTabWidget, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QAbstractItemView, QFileDialog, QFrame, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
+                               QMenu, QPlainTextEdit, QPushButton, QScrollArea, QSplitter, QTableWidget,
+                               QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget)
 
 from cpudoctor.advisor.pinning import (PinningPlan, l3_cpu_sets, numa_cpu_sets, one_thread_per_core,
                                        pinning_plan)
 from cpudoctor.advisor.snippets import inherited_env
 from cpudoctor.gui.model import AppModel
-from cpudoctor.gui.topology_map import LoadLegend, TopologyMap
+from cpudoctor.gui import topology_model as tm
+from cpudoctor.gui.topology_legend import LoadLegend
+from cpudoctor.gui.topology_map import TopologyMap
 from cpudoctor.probes.live.sample import Sample
 from cpudoctor.probes import Topology
-from cpudoctor.render.format import cache_size
+from cpudoctor.render.format import cache_size, size
 from cpudoctor.render.words import plural
 from cpudoctor.render.topology import (cpus_text, display_notes, is_ccx_vendor, summary_line,
                                        usable_line)
@@ -43,6 +46,7 @@ class TopologyPage(QWidget):
         self.topology: Topology | None = None
         self.plan: PinningPlan | None = None
         self._live = True
+        self._pending_sample: Sample | None = None      # the newest sample while the page was hidden
 
         self.map = TopologyMap(self)
         self.legend = LoadLegend(self.map, self)
@@ -94,7 +98,11 @@ class TopologyPage(QWidget):
         self.export_button.setMenu(export_menu)
         self.fit_button.setMinimumWidth(self.fit_button.fontMetrics().horizontalAdvance("Fit") + 24)
         self.fit_button.setMaximumWidth(60)
-        for w in (self.zoom_out, self.fit_button, self.zoom_in, self.export_button):
+        self.caches_button = QPushButton("Caches")
+        self.caches_button.setCheckable(True)
+        self.caches_button.setToolTip("Show each core's L2 and L1 caches, as lstopo draws them")
+        self.caches_button.toggled.connect(self._show_caches)
+        for w in (self.caches_button, self.zoom_out, self.fit_button, self.zoom_in, self.export_button):
             self.select_row.addWidget(w)
 
         # Snippet panel.
@@ -138,10 +146,15 @@ class TopologyPage(QWidget):
         pv.addWidget(self.tabs, 1)
         pv.addLayout(copy_row)
 
+        self.numa_panel = self._build_numa_panel()
+        map_row = QHBoxLayout()
+        map_row.setContentsMargins(0, 0, 0, 0)
+        map_row.addWidget(self.map, 1)
+        map_row.addWidget(self.numa_panel)
         top = QWidget()
         tv = QVBoxLayout(top)
         tv.setContentsMargins(0, 0, 0, 0)
-        tv.addWidget(self.map, 1)
+        tv.addLayout(map_row, 1)
         tv.addWidget(self.legend)
 
         self.splitter = QSplitter(Qt.Orientation.Vertical)
@@ -185,16 +198,100 @@ class TopologyPage(QWidget):
     def on_sample(self, sample: Sample) -> None:
         if not self._live:
             return
+        if not self.isVisible():
+            self._pending_sample = sample        # nobody sees the map: colour it when the page shows
+            return
+        self._pending_sample = None
         self.map.set_load(sample.load_by_cpu())
         if sample.freq_mhz:
             self.map.set_clocks(dict(zip(sample.cpu_ids, sample.freq_mhz)))
+        self.map.set_temperatures(sample.temps_c)
+
+    def showEvent(self, event) -> None:  # noqa: N802 - Qt API
+        super().showEvent(event)
+        if self._pending_sample is not None and self._live:
+            self.on_sample(self._pending_sample)
+
+    def _show_caches(self, show: bool) -> None:
+        self.map.set_show_caches(show)
+        self.legend.refresh()
+
+    # -- NUMA distances -----------------------------------------------------
+
+    def _build_numa_panel(self) -> QWidget:
+        panel = QWidget()
+        v = QVBoxLayout(panel)
+        v.setContentsMargins(8, 0, 0, 0)
+        title = QLabel("<b>NUMA distances</b>")
+        self.numa_table = QTableWidget(0, 0)
+        self.numa_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.numa_table.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
+        self.numa_table.setToolTip(tm.NUMA_DISTANCE_NOTE)
+        for header in (self.numa_table.horizontalHeader(), self.numa_table.verticalHeader()):
+            header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.numa_note = QLabel()
+        self.numa_note.setWordWrap(True)
+        self.numa_note.setStyleSheet("color: palette(placeholder-text);")
+        v.addWidget(title)
+        v.addWidget(self.numa_table)
+        v.addWidget(self.numa_note)
+        v.addStretch(1)
+        # in a scroll area: a short window scrolls the table instead of squeezing the map's row
+        area = QScrollArea()
+        area.setWidgetResizable(True)
+        area.setFrameShape(QFrame.Shape.NoFrame)
+        area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        area.setWidget(panel)
+        area.setMinimumHeight(80)
+        area.setVisible(False)
+        return area
+
+    def _fill_numa_panel(self, topo: Topology | None) -> None:
+        found = tm.numa_distances(topo) if topo is not None else None
+        self.numa_panel.setVisible(found is not None)
+        if found is None:
+            return
+        ids, matrix = found
+        t = self.numa_table
+        t.setRowCount(len(ids))
+        t.setColumnCount(len(ids))
+        names = [str(i) for i in ids]
+        t.setHorizontalHeaderLabels(names)
+        t.setVerticalHeaderLabels([f"node {i}" for i in ids])
+        for r, row in enumerate(matrix):
+            for c, value in enumerate(row):
+                item = QTableWidgetItem("—" if value is None else str(value))
+                item.setTextAlignment(Qt.AlignmentFlag.AlignCenter)
+                if r == c:
+                    font = item.font()
+                    font.setBold(True)
+                    item.setFont(font)
+                t.setItem(r, c, item)
+        t.resizeRowsToContents()
+        rows_h = sum(t.rowHeight(r) for r in range(t.rowCount()))
+        t.setFixedHeight(min(rows_h + t.horizontalHeader().sizeHint().height() + 2 * t.frameWidth() + 2, 320))
+        t.resizeColumnsToContents()
+        width = (t.verticalHeader().sizeHint().width() + sum(t.columnWidth(c) for c in range(t.columnCount()))
+                 + 2 * t.frameWidth() + 2)
+        if rows_h + t.horizontalHeader().sizeHint().height() > 320:
+            width += t.verticalScrollBar().sizeHint().width()       # 16+ nodes: the rest scrolls
+        t.setFixedWidth(width)
+        bar = self.numa_panel.verticalScrollBar().sizeHint().width()
+        self.numa_panel.setFixedWidth(max(width, 160) + 8 + bar)
+        mem = ", ".join(f"node {k}: {size(v)}" for k, v in sorted(topo.numa_memory_bytes.items(),
+                                                                         key=lambda kv: int(kv[0])))
+        self.numa_note.setText("10 = local, higher = farther (ACPI SLIT)."
+                               + (" Memory per node is the kernel's per-node MemTotal." if mem else ""))
+        self.numa_note.setToolTip(tm.NUMA_DISTANCE_NOTE + (f"\n\nMemory per node ({mem}): "
+                                  + tm.NUMA_MEMORY_NOTE.format(id="N") if mem else ""))
 
     # -- building -----------------------------------------------------------
 
     def _set_topology(self, topo: Topology | None) -> None:
         self.topology = topo
         self.map.set_topology(topo)
-        self.legend.update()
+        self.legend.refresh()
+        self._fill_numa_panel(topo)
         if topo is None:
             self.summary.setText("Waiting for the system report…")
             self.limits.setText("")
@@ -225,8 +322,14 @@ class TopologyPage(QWidget):
         topo = self.topology
         has = topo is not None and bool(topo.core_list)
         for w in (self.all_button, self.per_core_button, self.clear_button, self.export_button,
-                  self.fit_button, self.zoom_in, self.zoom_out):
+                  self.fit_button, self.zoom_in, self.zoom_out, self.caches_button):
             w.setEnabled(has)
+        if has and not topo.core_caches:
+            self.caches_button.setEnabled(False)
+            self.caches_button.setToolTip("No L1/L2 cache details in this report (made by an older CPU Doctor, "
+                                          "or the system shows no cache directories)")
+        elif has:
+            self.caches_button.setToolTip("Show each core's L2 and L1 caches, as lstopo draws them")
         if not has:
             return
         ccx = is_ccx_vendor(topo)

@@ -151,6 +151,8 @@ DESCRIPTIONS: dict[str, str] = {
     "Affinity.cgroup_cpuset": "CPUs allowed by the cgroup cpuset, null when unrestricted or unknown.",
     "L3Domain.cpus": "Logical CPUs sharing this L3 (on AMD: one CCX).",
     "L3Domain.size_bytes": "L3 size in bytes.",
+    "Cache.cpus": "Logical CPUs sharing this cache.",
+    "Cache.size_bytes": "Cache size in bytes.",
     "CpuKind.cpus": "Online logical CPUs of this core kind (hybrid chips: P cores or E cores).",
     "NumaNode.id": "Kernel NUMA node number (may be sparse).",
     "NumaNode.cpus": "Logical CPUs of this node.",

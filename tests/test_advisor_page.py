@@ -233,3 +233,42 @@ def test_details_speak_the_apps_words_not_python_reprs(qtbot):
     assert "Suggestion" in text and "INFO" not in text
     assert "not set / unknown" in text and "yes" in text and "none" in text
     assert "True" not in text and "[]" not in text
+
+
+def test_problems_first_then_by_relevance_not_zentorch_first(page):
+    """Within Suggestions the optional zentorch plug-in ('smaller gains on this CPU') comes after real fixes."""
+    from cpudoctor.advisor.ranking import relevance
+
+    report = _report("ryzen2700x-cuda-wheel")
+    page.model.set_report(report)
+    page.set_findings(report.findings)
+    order = page.visible_codes()
+    severities = {f.code: f.severity for f in report.findings}
+    assert [severities[c] for c in order] == sorted((severities[c] for c in order),
+                                                    key=["error", "warning", "info", "ok"].index)
+    suggestions = [c for c in order if severities[c] == "info"]
+    assert suggestions[0] != "TORCH006" and suggestions.index("TOPO002") < suggestions.index("TORCH006")
+    assert relevance("TORCH006") == "low" and relevance("TOPO002") == "high"
+
+
+def test_zentorch_evidence_says_not_installed(page):
+    report = _report("zen3-healthy")
+    f = next(f for f in report.findings if f.code == "TORCH006")
+    assert f.evidence["software.packages[zentorch]"] == "not installed"
+    page.model.set_report(report)
+    page._show_details(f)
+    text = page.details.toPlainText()
+    assert "not installed" in text and "not set / unknown" not in text
+
+
+def test_long_titles_are_whole_in_the_tooltip(page, qtbot):
+    report = _report("zen3-healthy")
+    page.resize(900, 600)
+    page.show()
+    qtbot.waitExposed(page)
+    page.model.set_report(report)
+    page.set_findings(report.findings)
+    import html
+
+    item = next(page._groups["info"].child(i) for i in range(page._groups["info"].childCount()))
+    assert item.text(0) in html.unescape(item.toolTip(0))          # rich text: the title escaped, then shown whole

@@ -172,3 +172,33 @@ def test_output_name_must_say_tar_gz(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and ".tar.gz or .tgz" in err
     assert not (tmp_path / "capture.zip").exists()
+
+
+def test_container_marker_and_pci_gpus_are_captured(tmp_path):
+    """A captured container must read as a container with its GPUs, not as a plain VM with GPUs unknown."""
+    from cpudoctor.probes.software.gpu import probe_gpus
+    from cpudoctor.probes.software.osinfo import probe_os
+
+    root = _fake_tree(tmp_path)
+    (root / ".dockerenv").write_text("")
+    for addr, cls, vendor in (("0000:00:00.0", "0x060000", "0x8086"), ("0000:41:00.0", "0x030200", "0x10de")):
+        dev = root / "sys/devices/pci0000:00" / addr
+        dev.mkdir(parents=True)
+        (dev / "class").write_text(cls + "\n")
+        (dev / "vendor").write_text(vendor + "\n")
+        (dev / "device").write_text("0x2330\n")
+        (dev / "config").write_bytes(b"\x00" * 64)           # never packed: only the ids are read
+        (root / "sys/bus/pci/devices").mkdir(parents=True, exist_ok=True)
+        os.symlink(f"../../../devices/pci0000:00/{addr}", root / "sys/bus/pci/devices" / addr)
+    result = capture(tmp_path / "c.tar.gz", root=root)
+    with tarfile.open(result.path) as tar:
+        names = {m.name.removeprefix(TOP + "/") for m in tar.getmembers()}
+    assert ".dockerenv" in names and "sys/bus/pci/devices/0000:41:00.0" in names
+    assert "sys/devices/pci0000:00/0000:41:00.0/class" in names
+    assert not any(n.endswith("/config") for n in names)
+    extracted = _extract(result.path, tmp_path / "x")
+    gpus, _notes = probe_gpus(extracted)
+    assert [(g.vendor, g.pci_address) for g in gpus] == [("NVIDIA", "0000:41:00.0")]
+    assert probe_os(extracted, environ={})[0].container == "docker"
+    assert allowed(".dockerenv") and allowed("sys/devices/pci0000:00/0000:41:00.0/vendor")
+    assert not allowed("sys/devices/pci0000:00/0000:41:00.0/config")

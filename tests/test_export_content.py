@@ -272,3 +272,31 @@ def test_new_html_paths_escape_report_data():
     ours = md[md.index("## Findings"):]                 # findings and benchmarks come from md_extra
     ours = re.sub(r"`[^`\n]*`", "", ours)               # code spans show markup literally
     assert not re.search(r"(?<!\\)<img", ours) and "\\<img src=x" in ours
+
+
+def test_pdf_snippets_stay_whole_commands_and_utilisation_is_a_percentage():
+    """A printed command must paste back into a shell: continued with ' \\' at a space, never cut mid-word;
+    backend names are not hyphen-wrapped ('torch-/fp32'); utilisation is '31.1%', not 0.3115."""
+    from cpudoctor.render.html import _chars_per_line, build_html, print_snippet
+    from cpudoctor.render.format import metric as fmt_metric
+
+    long_cmd = ("OMP_NUM_THREADS=16 numactl --physcpubind=0-7,16-23,32-39,48-55,64-71,80-87,96-103,112-119 "
+                "--membind=0 python train.py --epochs 10 --batch-size 256")
+    text, points = print_snippet(long_cmd + "\nexport OMP_PROC_BIND=close", "bash")
+    lines = text.splitlines()
+    assert all(len(line) <= _chars_per_line(points) for line in lines)
+    assert lines[0].endswith(" \\") and " ".join(p.rstrip(" \\").strip() for p in lines[:-1]) == long_cmd
+    assert print_snippet("x = [1, 2]", "python") == ("x = [1, 2]", 8.0)
+    places = 'export OMP_PLACES="' + ",".join(f"{{{i},{i + 64}}}" for i in range(22)) + '"'
+    text, points = print_snippet(places, "bash")
+    assert text == places and points < 8                    # one long word: a smaller font, no continuation
+    report = sample_report()
+    report.findings[0].snippet = long_cmd
+    report.benchmarks.append(BenchRun(kind="gemm", metrics={"points": [
+        {"backend": "torch-fp32", "threads": 4, "gflops": 400.0, "utilisation": 0.3115},
+        {"backend": "numpy-fp32", "threads": 4, "gflops": 300.0, "utilisation": 0.25}]}))
+    page, _pictures = build_html(report, "resources")
+    assert "--membind=0 python train.py" not in page.split("numactl", 1)[1].split("\n", 1)[0]
+    assert 'white-space:nowrap">torch-fp32</td>' in page
+    assert "31.1%" in page and "0.3115" not in page
+    assert fmt_metric("utilisation", 0.3115) == "31.1%" and fmt_metric("gflops", 400.0) == "400.0"

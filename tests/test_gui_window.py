@@ -127,7 +127,7 @@ def test_opened_report_without_findings_is_diagnosed(window, qtbot, tmp_path, co
                           check_params_cb=lambda f: bool(f)):
         window.open_report(path)
     assert window.model.report.findings and window.model.read_only
-    assert "findings in the Advisor" in window.pages["Overview"].findings_label.text()
+    assert "checks passed: all in the Advisor" in window.pages["Overview"].findings_label.text()
 
 
 def test_read_only_banner_and_back_to_this_machine(window, qtbot):
@@ -289,3 +289,18 @@ def test_narrow_window_shows_the_sidebar_as_icons(window, qtbot):
     window.resize(QSize(1180, 780))
     qtbot.waitUntil(lambda: window.sidebar.width() == mw.SIDEBAR_PX)
     assert first.text() == "Overview" and first.toolTip() == ""
+
+
+def test_saved_report_opens_on_overview_with_a_plain_title(window, qtbot, tmp_path):
+    """Not on the last live page (Inspector, Monitor), and no 'CPU Doctor' twice in the title."""
+    from cpudoctor.gui.main_window import saved_report_title
+
+    window.show_page("Inspector")
+    path = tmp_path / "r.json"
+    path.write_text(_saved_report().to_json())
+    with qtbot.waitSignal(window.collector.opened, timeout=30_000):      # read and diagnosed off the GUI thread
+        window.open_report(path)
+    qtbot.waitUntil(lambda: window.current_page_title() == "Overview", timeout=5000)
+    assert window.windowTitle() == "r.json (saved report)"
+    assert "CPU Doctor" not in window.windowTitle()          # xcb and Windows append the application name
+    assert saved_report_title("Saved report r.json") == "r.json (saved report)"

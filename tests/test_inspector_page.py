@@ -153,7 +153,11 @@ def test_inspect_runs_off_the_ui_thread_and_fills_the_view(qtbot, page):
     assert "Seen on CPUs 0,2" in tt.item(0, 0).toolTip()
     states = {tt.item(r, 8).text() for r in range(tt.rowCount())}
     assert states and all("(" in s and not s.startswith("(") for s in states)    # "running (R)", not "R"
-    assert not tt.wordWrap() and page.process_table.minimumHeight() > 5 * tt.verticalHeader().defaultSectionSize()
+    # four processes stay visible (five did not leave the results room in a 600 px window: tests/test_gui_layout.py)
+    from cpudoctor.gui.inspector_page import PICKER_MIN_ROWS
+
+    assert PICKER_MIN_ROWS == 4
+    assert not tt.wordWrap() and page.process_table.minimumHeight() > 4 * tt.verticalHeader().defaultSectionSize()
     # Libraries, env, children, memory.
     assert [page.lib_table.item(r, 2).text() for r in range(2)] == ["libgomp.so.1", "libiomp5.so"]
     assert (page.env_table.item(0, 0).text(), page.env_table.item(0, 1).text()) == ("OMP_NUM_THREADS", "2")

@@ -204,3 +204,70 @@ def test_html_preview_shows_the_map_as_a_picture_not_loose_text(qtbot):
     image = page.preview.document().resource(QTextDocument.ResourceType.ImageResource, QUrl(f"cpudoctor:{name}"))
     assert image is not None and not image.isNull()
     assert page.text.lstrip().lower().startswith("<!doctype html")      # Copy still copies the real file
+
+
+def test_open_without_a_launcher_says_so_and_offers_the_path(qtbot, actions, docs, monkeypatch):
+    """No xdg-open (a server, a bare container): not a silent nothing, but a message with the path to copy."""
+    from PySide6.QtGui import QGuiApplication
+
+    model, ra = actions
+    model.set_report(sample_report())
+    monkeypatch.setattr(gexport, "open_with_desktop", lambda target: False)
+    with qtbot.waitSignal(ra.exported, timeout=20000) as blocker:
+        ra.export_quick.trigger()
+    path = Path(blocker.args[0])
+    saved_box = ra.last_message
+    assert "Copy path" in [b.text() for b in saved_box.buttons()]
+    with qtbot.waitSignal(ra.failed, timeout=2000) as failed:
+        next(b for b in saved_box.buttons() if b.text() == "Open").click()
+    assert str(path) in failed.args[0] and "no program to open it" in failed.args[0]
+    box = ra.last_message
+    assert box is not saved_box and str(path) in box.text()
+    next(b for b in box.buttons() if b.text() == "Copy path").click()
+    assert QGuiApplication.clipboard().text() == str(path)
+    box.close()
+
+
+def test_documents_folder_is_created_when_missing(tmp_path, monkeypatch):
+    from PySide6.QtCore import QStandardPaths
+
+    missing = tmp_path / "home" / "Documents"
+    monkeypatch.setattr(QStandardPaths, "writableLocation", lambda loc: str(missing))
+    assert gexport.documents_folder() == missing and missing.is_dir()
+
+
+def test_compare_dialog_has_close_and_shows_a_thread_change(qtbot, tmp_path):
+    current = sample_report()
+    other = sample_report()
+    current.software.torch.intra_op_threads = 2
+    other.software.torch.intra_op_threads = 1
+    path = export_report(other, "json", tmp_path / "b.json")
+    dlg = CompareDialog(current, "This machine")
+    qtbot.addWidget(dlg)
+    dlg.show()
+    dlg.b_edit.setText(str(path))
+    assert dlg.run_compare()
+    change = next(c for c in dlg.result.changes if c.item == "torch.intra_op_threads")
+    assert (change.a, change.b, change.note) == (2, 1, "-1")
+    row = next(line for line in dlg.view.toPlainText().splitlines() if "2" in line and "1" in line and "-1" in line)
+    assert row
+    assert dlg.close_button is not None and dlg.close_button.text().replace("&", "") == "Close"
+    dlg.close_button.click()
+    assert not dlg.isVisible()
+
+
+def test_markdown_preview_shows_marks_as_symbols_not_brackets(qtbot):
+    """The file keeps [✓] / [-] for terminals and issues; the preview draws them as coloured symbols."""
+    model = AppModel()
+    page = ReportPage(model)
+    qtbot.addWidget(page)
+    report = sample_report()
+    model.set_report(report)
+    qtbot.waitUntil(lambda: page.text.startswith("# CPU Doctor"), timeout=20000)
+    assert "[✓]" in page.text or "[-]" in page.text                       # what Copy and Export give
+    shown = page.preview.toPlainText()
+    for raw in ("[✓]", "[-]", "[✗]", "[!]", "[i]"):
+        assert raw not in shown
+    assert "✓" in shown or "–" in shown
+    assert gexport.preview_marks("```\nx[i]\n```\n`a[i]` [i] b") == (
+        '```\nx[i]\n```\n`a[i]` <span style="color:#4a90c2">ℹ</span> b')

@@ -332,3 +332,58 @@ def test_hybrid_plan_on_other_chips(corpus):
     assert plan.threads == 10 and plan.cpus == gb10.topology.cpu_kinds[-1].cpus == [5, 6, 7, 8, 9, 15, 16, 17, 18, 19]
     assert _topo003_launch(gb10) == (plan.threads, plan.cpus)
     assert snippets.thread_plan(_load("zen3-healthy")).cpus is None
+
+
+def test_pinned_launches_have_real_windows_equivalents():
+    """PowerShell and cmd are not told `OMP_NUM_THREADS=8 numactl ...`: start /affinity, start /node, ProcessorAffinity."""
+    line = "OMP_NUM_THREADS=8 taskset -c 0-7 python train.py --epochs 3"
+    cmd = snippets.translate(line, "cmd").splitlines()
+    assert cmd == ["set OMP_NUM_THREADS=8", 'start "" /b /wait /affinity FF python train.py --epochs 3']
+    ps = snippets.translate(line, "powershell")
+    assert "$env:OMP_NUM_THREADS = '8'" in ps and "taskset" not in ps
+    assert "Start-Process -FilePath 'python' -ArgumentList 'train.py --epochs 3'" in ps
+    assert "$p.ProcessorAffinity = [IntPtr]0xFF" in ps and "$p.WaitForExit()" in ps
+    node = "OMP_NUM_THREADS=16 numactl --cpunodebind=1 --membind=1 python train.py"
+    assert snippets.translate(node, "cmd").splitlines()[-1] == 'start "" /b /wait /node 1 python train.py'
+    assert "/node 1" in snippets.translate(node, "powershell") and "numactl" not in snippets.translate(node, "powershell")
+    part = snippets.translate("OMP_NUM_THREADS=4 numactl --physcpubind=0-3 --membind=0 python t.py", "cmd")
+    assert "/affinity F " in part and part.count("rem ") == 1            # memory placement explained
+    far = snippets.translate("OMP_NUM_THREADS=8 taskset -c 0-7,64-71 python t.py", "powershell")
+    assert "processor group" in far and "ProcessorAffinity" not in far   # no mask can say CPU 64+
+    plain = snippets.translate('OMP_NUM_THREADS=4 GOMP_CPU_AFFINITY="0 1 2 3" python t.py', "cmd").splitlines()
+    assert plain == ["set OMP_NUM_THREADS=4", "set GOMP_CPU_AFFINITY=0 1 2 3", "python t.py"]
+    assert snippets.translate("numactl -N 0 python t.py", "fish") == "numactl -N 0 python t.py"
+    piped = "python -m pip list --format=freeze | grep -o '^nvidia-[^=]*' | xargs -r python -m pip uninstall -y"
+    assert snippets.translate(piped, "powershell") == piped                      # not a launch: left alone
+    for name in ("zen5-smt-threads", "cascadelake-2s-numa-pinned", "raptorlake-hybrid-pinned"):
+        r = _load(name)
+        for f in run_rules(r):
+            for shell in ("cmd", "powershell"):
+                text = snippets.translate(f.snippet, shell) if f.snippet_lang == "bash" else ""
+                assert not re.search(r"^\s*(?:\w+=\S+\s+)+(?:taskset|numactl)\b", text, re.M), (f.code, shell, text)
+
+
+def test_fish_launch_script_prints_its_own_name(tmp_path):
+    text = snippets.launch_script(_load("zen3-healthy"), "fish")
+    assert '"usage: "(status filename)" SCRIPT.py' in text
+    if shutil.which("fish"):
+        path = tmp_path / "launch.fish"
+        path.write_text(text)
+        res = subprocess.run(["fish", str(path)], capture_output=True, text=True, timeout=30)
+        assert res.returncode == 2 and str(path) in res.stderr and "(status filename)" not in res.stderr
+
+
+def test_conda_cuda_build_is_replaced_with_the_conda_package_names():
+    r = _load("ryzen2700x-cuda-wheel")
+    torch_pkg = next(p for p in r.software.packages if p.name == "torch")
+    r.software.python.env_kind = "conda"
+    torch_pkg.installer = "conda"
+    conda = snippets.install_commands(r)
+    assert conda.splitlines()[0].startswith("conda remove --yes pytorch") and "pytorch-cuda" in conda
+    assert " torch " not in f" {conda.splitlines()[0]} "                      # conda calls it pytorch
+    torch_pkg.installer = "pip"                                              # pip install inside a conda env
+    pip = snippets.install_commands(r)
+    commands = [line for line in pip.splitlines() if not line.startswith("#")]
+    assert not any(line.startswith("conda") for line in commands) and "python -m pip uninstall -y torch" in commands
+    torch_pkg.installer = None                                               # an older report: conda assumed
+    assert snippets.install_commands(r).startswith("conda remove --yes pytorch")

@@ -11,12 +11,16 @@ from cpudoctor.probes.software.packages import build_kind, normalize, package_of
 
 
 class FakeDist:
-    """Mirrors the two attributes of importlib.metadata.Distribution the probe reads."""
+    """Mirrors what the probe reads of importlib.metadata.Distribution: name, version, requires, INSTALLER."""
 
-    def __init__(self, name: str, version: str, requires: list[str] | None = None):
+    def __init__(self, name: str, version: str, requires: list[str] | None = None, installer: str | None = "pip"):
         self.metadata = {"Name": name}
         self.version = version
         self.requires = requires
+        self.installer = installer
+
+    def read_text(self, filename: str) -> str | None:
+        return f"{self.installer}\n" if filename == "INSTALLER" and self.installer else None
 
 
 @pytest.mark.parametrize(
@@ -132,3 +136,19 @@ def test_real_metadata_sees_this_venvs_torch():
     names = {p.name for p in probe_packages()}
     assert "numpy" in names  # a declared dependency of cpudoctor
     assert metadata.version("numpy") in {p.version for p in probe_packages()}
+
+
+def test_installer_tells_conda_from_pip(monkeypatch):
+    """In a conda env PyTorch may come from conda (``pytorch``) or from pip: the fix commands differ."""
+    _patch(monkeypatch, [FakeDist("torch", "2.3.1", installer="conda"), FakeDist("numpy", "1.26.4"),
+                         FakeDist("torchvision", "0.18.1", installer=None)])
+    got = {p.name: p.installer for p in probe_packages()}
+    assert got == {"torch": "conda", "numpy": "pip", "torchvision": None}
+
+
+def test_installer_of_the_running_python_matches_its_dist_info():
+    from importlib.metadata import distribution
+
+    numpy = next(p for p in probe_packages() if p.name == "numpy")
+    expected = (distribution("numpy").read_text("INSTALLER") or "").strip().lower() or None
+    assert numpy.installer == expected

@@ -5,12 +5,13 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 import pytest
-from PySide6.QtCore import QPoint, Qt
+from PySide6.QtCore import QPoint, QPointF, Qt
 from PySide6.QtGui import QGuiApplication
 
 from conftest import machine_root
 from cpudoctor.advisor.pinning import l3_cpu_sets, pinning_plan
 from cpudoctor.gui.model import AppModel
+from cpudoctor.gui.topology_layout import PU_W
 from cpudoctor.gui.topology_map import BoxItem, MapColours, PUItem, TopologyMap
 from cpudoctor.gui.topology_page import TopologyPage
 from cpudoctor.probes.live.sample import Sample
@@ -344,3 +345,125 @@ def test_hybrid_chip_marks_efficiency_cores(qtbot, corpus):
     qtbot.addWidget(plain)
     plain.set_topology(probe_topology(machine_root("hwloc-64amd64-4s2n4ca2co")))
     assert not plain.hybrid and not any(plain.is_efficiency(i.cpus) for i in plain.box_items["core"])
+
+
+def test_fit_enlarges_a_small_machine_to_fill_the_view(qtbot):
+    """A 4-core desktop in a big view: Fit zooms in until the map fills one side (not a stamp in a corner)."""
+    m = TopologyMap()
+    qtbot.addWidget(m)
+    m.resize(1100, 700)
+    m.show()
+    qtbot.waitExposed(m)
+    m.set_topology(epyc_small())
+    m.zoom_by(0.5)
+    m.fit()
+    rect, vp = m.scene().sceneRect(), m.viewport().size()
+    assert m.zoom() > 1.5
+    assert max(rect.width() * m.zoom() / vp.width(), rect.height() * m.zoom() / vp.height()) > 0.9
+    # centred: the map's middle is the view's middle
+    centre = m.mapFromScene(rect.center())
+    assert abs(centre.x() - vp.width() / 2) < 3 and abs(centre.y() - vp.height() / 2) < 3
+
+
+def epyc_small() -> Topology:
+    """1 socket, 2 CCXs of 2 SMT cores (8 CPUs), AMD."""
+    cores = [Core(0, i, [i, i + 4], l3=i // 2, numa=0) for i in range(4)]
+    l3 = [L3Domain([0, 1, 4, 5], 16 << 20), L3Domain([2, 3, 6, 7], 16 << 20)]
+    return Topology(packages=1, cores=4, logical_cpus=8, l3_domains=l3,
+                    numa_nodes=[NumaNode(0, list(range(8)), [10])], online_cpus=list(range(8)),
+                    smt_threads_per_core=2, package_list=[Package(0, list(range(8)))], core_list=cores,
+                    affinity=Affinity(allowed_cpus=list(range(8)), usable_cpus=8), l3_known=True,
+                    source="sysfs", vendor="AuthenticAMD", cpu_family=0x19)
+
+
+def test_png_export_is_big_enough_to_read(tmp_path, qtbot):
+    from PySide6.QtGui import QImage
+
+    from cpudoctor.gui.topology_map import PNG_MIN_WIDTH_PX
+
+    m = TopologyMap()
+    qtbot.addWidget(m)
+    m.resize(500, 300)
+    m.set_topology(epyc_small())
+    img = QImage(str(m.export_png(tmp_path / "small.png")))
+    assert img.width() >= PNG_MIN_WIDTH_PX
+    assert img.width() / m.scene().sceneRect().width() >= 2.0
+
+
+def test_caches_toggle_draws_l2_and_l1_like_lstopo(qtbot, corpus):
+    from cpudoctor.gui.topology_legend import LoadLegend
+
+    topo = probe_topology(machine_root("hwloc-20em64t-hybrid-1p6c2t+2ca4co1t"), live=False)
+    m = TopologyMap()
+    qtbot.addWidget(m)
+    m.resize(1100, 700)
+    m.set_topology(topo)
+    m.set_selection([0, 1])
+    plain_h = m.box_items["core"][0].h
+    m.set_show_caches(True)
+    assert m.selected_cpus() == [0, 1]                                 # the selection survives the rebuild
+    p_core = next(b for b in m.box_items["core"] if b.cpus == [0, 1])
+    assert [s.split()[0] for s in p_core.strips] == ["L2", "L1d", "L1i"] and p_core.h > plain_h
+    assert [b.cpus for b in m.box_items["l2"]] == topo.l2_groups
+    for l2 in m.box_items["l2"]:                                       # the cluster's cores sit inside its L2
+        cores = [c for c in m.box_items["core"] if set(c.cpus) <= set(l2.cpus)]
+        assert len(cores) == 4 and all(l2.sceneBoundingRect().contains(c.sceneBoundingRect()) for c in cores)
+    assert "L2 / L1 cache" in [text for _kind, text in LoadLegend(m).entries()]
+    m.set_show_caches(False)
+    assert not m.box_items["l2"] and not any(b.strips for b in m.box_items["core"])
+
+
+def test_selection_outline_is_thick_and_in_the_highlight_colour(qtbot):
+    from cpudoctor.gui.topology_map import SELECTED_PEN
+
+    m = TopologyMap()
+    qtbot.addWidget(m)
+    m.resize(700, 400)
+    m.show()
+    qtbot.waitExposed(m)
+    m.set_topology(epyc_small())
+    m.set_selection([0, 1, 4, 5])                       # CCX 0 exactly: its box lights up too
+    assert SELECTED_PEN >= 3
+    assert [b.selected for b in m.box_items["l3"]] == [True, False]
+    img = m.grab().toImage()
+    pu = m.pu_items[0]
+    edge = m.mapFromScene(pu.sceneBoundingRect().topLeft() + QPointF(PU_W / 2, 1.0))
+    px = img.pixelColor(edge.x(), edge.y())
+    hl = m.colours.highlight
+    assert abs(px.red() - hl.red()) < 40 and abs(px.green() - hl.green()) < 40 and abs(px.blue() - hl.blue()) < 40
+
+
+def test_ccd_temperatures_show_on_their_ccx(qtbot):
+    m = TopologyMap()
+    qtbot.addWidget(m)
+    m.set_topology(epyc_small())
+    m.set_temperatures({"k10temp Tctl": 70.0, "k10temp Tccd1": 64.4, "k10temp Tccd2": 58.0})
+    boxes = sorted(m.box_items["l3"], key=lambda b: b.cpus[0])
+    assert boxes[0].header_text().endswith("· 64 °C") and boxes[1].header_text().endswith("· 58 °C")
+    assert "k10temp Tccd1" in m.box_tooltip(boxes[0])
+    m.set_temperatures({})
+    assert "°C" not in boxes[0].header_text()
+
+
+def test_page_shows_numa_distances_and_the_per_node_memory_note(qtbot, corpus):
+    topo = probe_topology(machine_root("hwloc-x86linux-64amd64-4p2n4ca2co"), live=False)
+    page, _model = _page(qtbot, topo)
+    assert page.numa_panel.isVisible()
+    n = len(topo.numa_nodes)
+    assert page.numa_table.rowCount() == page.numa_table.columnCount() == n
+    assert all(page.numa_table.item(i, i).text() == "10" for i in range(n))
+    assert page.numa_table.item(0, 1).text() == str(topo.numa_nodes[0].distances[1])
+    if topo.numa_memory_bytes:
+        assert "kernel's per-node MemTotal" in page.numa_note.text() and "GiB" in page.numa_note.toolTip()
+    page2, _ = _page(qtbot, epyc_small())
+    assert not page2.numa_panel.isVisible()
+
+
+def test_hidden_page_colours_the_map_when_shown(qtbot):
+    page, model = _page(qtbot, epyc_small())
+    page.hide()
+    model.sample.emit(Sample(t=1.0, cpu_ids=list(range(8)), cpu_percent=[90.0] * 8))
+    assert page.map.pu_items[0].load is None                 # nobody looks: no work
+    page.show()
+    qtbot.waitExposed(page)
+    assert page.map.pu_items[0].load == 90.0

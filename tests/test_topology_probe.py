@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import HWLOC_MACHINES, MACHINES, machine_root
+from conftest import HWLOC_MACHINES, MACHINES, MANIFEST, machine_root
 from live_sources import lscpu_rows, sysfs_online_cpus
 from cpudoctor.probes._cgroup import read_cgroup_limits
 from cpudoctor.probes._fs import format_cpulist, parse_cpulist
@@ -521,3 +521,16 @@ def test_cpu_kinds_match_hwloc(name, manifest):
 ])
 def test_l3_is_a_ccx_only_on_zen(corpus, machine, ccx):
     assert probe_topology(machine_root(machine)).l3_is_ccx() is ccx
+
+
+@pytest.mark.parametrize("name", [m for m in HWLOC_MACHINES if "l2_caches" in MANIFEST["machines"][m]["ground_truth"]])
+def test_l1_l2_caches_match_hwloc(name):
+    """The map's L1/L2 boxes: as many L2 caches as hwloc counts, every core covered by an L1d."""
+    truth = MANIFEST["machines"][name]["ground_truth"]
+    topo = corpus_topology(name)
+    l2 = [c for c in topo.core_caches if c.name == "L2"]
+    assert len(l2) == truth["l2_caches"]
+    l1d = {cpu for c in topo.core_caches if c.name == "L1d" for cpu in c.cpus}
+    if l1d:                                  # some dumps carry no L1 directories
+        assert l1d == set(topo.online_cpus)
+    assert all(c.size_bytes is None or c.size_bytes > 0 for c in topo.core_caches)

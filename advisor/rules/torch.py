@@ -199,7 +199,7 @@ def zentorch_on_zen(report: Report) -> list[Finding]:
     if machine.package(report, "zentorch") is not None:
         f.record("software.packages[zentorch]", "installed")
         return [f.finding("ok", "zentorch (ZenDNN) is installed")]
-    f.record("software.packages[zentorch]", None)
+    f.record("software.packages[zentorch]", "not installed")
     best = uarch in k["best"]
     return [f.finding(
         "info", f"Try AMD's zentorch plug-in on this {uarch} CPU",

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from cpudoctor.render.format import wrap
+from cpudoctor import docs_url
 from cpudoctor.render.escape import md_code, md_escape
 from cpudoctor.render.md_extra import evidence_value
 from cpudoctor.render.words import (
@@ -149,7 +150,7 @@ def render_md(report: Report, findings: Sequence[Finding], label: str, *, verbos
         lines.append("")
         for f in items:
             lines.append(f"- {severity(f.severity).emoji} **{md_escape(f.title)}** "
-                         f"({md_code(f.code)} [{md_escape(f.symbol)}]({f.docs}))")
+                         f"({md_code(f.code)} [{md_escape(f.symbol)}]({docs_url(f.docs)}))")
             if f.severity in ("warning", "error") or (f.severity == "info" and (verbose or f.snippet)):
                 if f.why:
                     lines.append(f"  {md_escape(f.why)}")
@@ -174,7 +175,7 @@ def render_rules(rules: Sequence[Any], fmt: str, process_rules: Sequence[Any] = 
                             "title": r.title, "docs": r.docs_anchor} for r in rules], indent=2)
     if fmt == "md":
         rows = ["| Code | Symbol | Category | At worst | Title |", "|---|---|---|---|---|"]
-        rows += [f"| [{r.code}]({r.docs_anchor}) | `{r.symbol}` | {category_title(r.category)} | {severity(r.severity).name} | "
+        rows += [f"| [{r.code}]({docs_url(r.docs_anchor)}) | `{r.symbol}` | {category_title(r.category)} | {severity(r.severity).name} | "
                  f"{md_escape(r.title)} |" for r in rules]
         return "\n".join(rows) + "\n"
     w_sym = max(len(r.symbol) for r in rules)

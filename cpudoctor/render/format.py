@@ -113,3 +113,15 @@ def wrap(text: str, width: int = 100, indent: int = 0, hang: int = 0, prefix: st
     pad = " " * indent
     return textwrap.wrap(text, width=width, initial_indent=pad if prefix is None else prefix,
                          subsequent_indent=pad + " " * hang, break_on_hyphens=False, break_long_words=False)
+
+
+# Metrics that are a fraction of something (GEMM: measured / computed peak FLOP/s): shown as percentages.
+PERCENT_KEYS = frozenset({"utilisation", "utilization", "efficiency"})
+
+
+def metric(key: str, value: Any) -> str:
+    """A benchmark metric as a reader expects it: ``utilisation`` 0.3115 -> ``31.2%``, else :func:`number`."""
+    if str(key) in PERCENT_KEYS and isinstance(value, (int, float)) and not isinstance(value, bool) \
+            and math.isfinite(value):
+        return f"{value:.1%}"
+    return number(value)

@@ -19,10 +19,11 @@ import re
 from typing import Literal
 
 
+from cpudoctor import docs_url
 from cpudoctor.render import cpu as cpu_sec
 from cpudoctor.render import software as sw_sec
 from cpudoctor.render.escape import html_escape as e
-from cpudoctor.render.format import cache_size, number, or_unknown, size
+from cpudoctor.render.format import cache_size, metric, or_unknown, size
 from cpudoctor.render.md_extra import (
     evidence_value,
     kind_title,
@@ -165,7 +166,7 @@ def _isa(report: Report) -> str:
         parts.append(f"<p><b>Vector width:</b> {e(width)}</p>")
     if c.flags:
         groups = "".join(f"<tr><th>{e(cpu_sec.category_title(cat))}</th><td class=\"flags\">{e(' '.join(names))}</td></tr>"
-                         for cat, names in cpu_sec.flag_groups(c.flags).items())
+                         for cat, names in cpu_sec.flag_groups(c.flags, c.arch, c.vendor).items())
         parts.append(f"<details><summary>All {len(c.flags)} CPU flags by category</summary>"
                      f"<table cellspacing=0>{groups}</table></details>")
     parts.append("</section>")
@@ -263,7 +264,79 @@ def _marked(line: str) -> str:
     return e(line)
 
 
-def _findings(report: Report) -> str:
+# Printed snippets: the PDF's text width and DejaVu Sans Mono's advance (0.602 em), so a command is
+# laid out on whole lines that copy and paste back into a shell (Qt would break a long line anywhere).
+PRINT_SNIPPET_WIDTH_PX = 630           # the PDF's 680 px text width less the finding's bar and the block's padding
+PRINT_SNIPPET_POINTS = (8.0, 7.0, 6.0)
+MONO_ADVANCE_EM = 0.602
+SHELL_LANGS = frozenset({"bash", "sh", "zsh", "fish"})
+
+
+def _chars_per_line(points: float) -> int:
+    return int(PRINT_SNIPPET_WIDTH_PX / (MONO_ADVANCE_EM * points * 96 / 72))
+
+
+def _shell_words(line: str) -> list[str]:
+    """``line`` cut at the spaces that are outside quotes (the places a shell line may continue)."""
+    words, current, quote = [], "", ""
+    for ch in line:
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == " ":
+            words.append(current)
+            current = ""
+            continue
+        current += ch
+    return words + [current]
+
+
+def _continue_lines(line: str, width: int) -> list[str]:
+    """A long shell line as ``part \\`` continuation lines no wider than ``width`` where the words allow."""
+    words = _shell_words(line)
+    if len(line) <= width or line.lstrip().startswith("#") or max(len(w) for w in words) + 4 > width:
+        return [line]             # fits, a comment, or a word no continuation can make fit: a smaller font must
+    indent = "  "
+    out, current = [], ""
+    for word in words:
+        candidate = f"{current} {word}" if current else word
+        if current and len(candidate) + 2 > width:
+            out.append(current + " \\")
+            current = indent + word
+        else:
+            current = candidate
+    return out + [current]
+
+
+def print_snippet(text: str, lang: str) -> tuple[str, float]:
+    """(text, font size in points) for a snippet in the PDF: every line whole, a command never cut mid-word.
+
+    Shell lines longer than the page continue with `` \\`` at a space outside
+    quotes (still one command when pasted); a word that is itself too long
+    (an ``OMP_PLACES`` list) makes the block's font smaller, down to 6 pt.
+    """
+    for points in PRINT_SNIPPET_POINTS:
+        width = _chars_per_line(points)
+        lines = text.splitlines()
+        if lang in SHELL_LANGS:
+            lines = [part for line in lines for part in _continue_lines(line, width)]
+        if all(len(line) <= width for line in lines):
+            return "\n".join(lines), points
+    return text, PRINT_SNIPPET_POINTS[-1]
+
+
+def _snippet_html(f: Finding, printable: bool) -> str:
+    if not printable:
+        return f'<pre><code class="language-{e(f.snippet_lang)}">{e(f.snippet)}</code></pre>'
+    text, points = print_snippet(f.snippet, f.snippet_lang)
+    fits = all(len(line) <= _chars_per_line(points) for line in text.splitlines())
+    # white-space:pre keeps each line whole; only a line no size can fit may still wrap (pre-wrap)
+    return (f'<pre style="font-size:{points:g}pt;white-space:{"pre" if fits else "pre-wrap"}">'
+            f'<code class="language-{e(f.snippet_lang)}">{e(text)}</code></pre>')
+
+
+def _findings(report: Report, printable: bool = False) -> str:
     if not report.findings:
         return ('<section id="findings"><h2>Findings</h2><p class="note">The advisor has not run on this report '
                 "(or found nothing to say).</p></section>")
@@ -272,7 +345,7 @@ def _findings(report: Report) -> str:
     ordered = sorted(report.findings, key=finding_order)
     problems = [f for f in ordered if f.severity != "ok"]
     passed = [f for f in ordered if f.severity == "ok"]
-    items = [f'<p class="summary">{e(counts_line(report))}</p>'] + [_finding(f) for f in problems]
+    items = [f'<p class="summary">{e(counts_line(report))}</p>'] + [_finding(f, printable) for f in problems]
     if passed:
         items.append(f'<details><summary>{e(plural(len(passed), *SEVERITY["ok"].noun))}</summary><ul class="checks">'
                      + "".join(f'<li>{_mark(bracketed("ok"))} {e(f.title)} '
@@ -281,7 +354,7 @@ def _findings(report: Report) -> str:
     return f'<section id="findings"><h2>Findings</h2>{"".join(items)}</section>'
 
 
-def _finding(f: Finding) -> str:
+def _finding(f: Finding, printable: bool = False) -> str:
     sev = severity(f.severity)
     parts = [f'<div class="finding {sev.key}"><p>{_mark(bracketed(sev.key))} <span class="sev-{sev.key}">{e(sev.name)}</span> · '
              f'<span class="title">{e(f.title)}</span>&nbsp;&nbsp;<span class="code">{e(f.code)} '
@@ -291,14 +364,20 @@ def _finding(f: Finding) -> str:
     if f.fix:
         parts.append(f"<p><b>Fix:</b> {e(f.fix)}</p>")
     if f.snippet:
-        parts.append(f'<pre><code class="language-{e(f.snippet_lang)}">{e(f.snippet)}</code></pre>')
+        parts.append(_snippet_html(f, printable))
     if f.evidence:
         parts.append("<details><summary>Evidence</summary>" + _rows(
             [(k, e(evidence_value(v, 300))) for k, v in f.evidence.items()]) + "</details>")
     parts.append(f'<p class="note">Details: <code>cpudoctor explain {e(f.code)}</code>'
-                 + (f" · {e(f.docs)}" if f.docs else "") + "</p>")
+                 + (f' · <a href="{e(docs_url(f.docs))}">{e(f.code)} in the rule reference</a>' if f.docs else "")
+                 + "</p>")
     parts.append("</div>")
     return "".join(parts)
+
+
+def _cell(value: str) -> str:
+    """A measurement cell; a single word ("torch-fp32", "0-7,64-71") is never broken at its hyphen or comma."""
+    return f'<td style="white-space:nowrap">{e(value)}</td>' if " " not in value and len(value) <= 32 else f"<td>{e(value)}</td>"
 
 
 def _benchmarks(report: Report, images: Images, pictures: dict[str, str]) -> str:
@@ -319,7 +398,7 @@ def _bench(run: BenchRun, index: int, images: Images, pictures: dict[str, str]) 
         f' · <span class="sev-warning">{e(run.status)}</span>' if run.status != "ok" else "") + "</h3>"
     settings = ('<p class="note">Settings: ' + e(", ".join(settings_text(run.settings))) + "</p>") if run.settings else ""
     scalars = [(k, v) for k, v in run.metrics.items() if not isinstance(v, (list, dict)) and v is not None]
-    table = _rows([(metric_label(k), e(number(v))) for k, v in scalars]) if scalars else ""
+    table = _rows([(metric_label(k), e(metric(k, v))) for k, v in scalars]) if scalars else ""
     charts = []
     for j, chart in enumerate(find_charts(run.metrics, kind_title(run.kind))):
         svg = render_chart(chart)
@@ -334,7 +413,7 @@ def _bench(run: BenchRun, index: int, images: Images, pictures: dict[str, str]) 
         charts.append(f"<details><summary>{e(measurements_title(name, len(rows)))}</summary>"
                       + (f'<p class="note">Every row: {e(", ".join(same))}</p>' if same else "")
                       + '<table class="mt" cellspacing=0><tr>' + "".join(f"<th>{e(c)}</th>" for c in cols) + "</tr>"
-                      + "".join("<tr>" + "".join(f"<td>{e(v)}</td>" for v in row) + "</tr>" for row in rows)
+                      + "".join("<tr>" + "".join(_cell(v) for v in row) + "</tr>" for row in rows)
                       + "</table></details>")
     note = f'<p class="note">{e(run.note)}</p>' if run.note else ""
     return head + settings + table + "".join(charts) + note
@@ -351,7 +430,8 @@ def build_html(report: Report, images: Images = "inline") -> tuple[str, dict[str
     """The page, and (for ``images="resources"``) the SVG pictures it references by name."""
     pictures: dict[str, str] = {}
     body = "".join([_header(report), _chip(report), _isa(report), _topology(report, images, pictures),
-                    _software(report), _findings(report), _benchmarks(report, images, pictures), _notes(report)])
+                    _software(report), _findings(report, images == "resources"), _benchmarks(report, images, pictures),
+                    _notes(report)])
     css = CSS if images == "inline" else PRINT_CSS
     if images == "resources":       # Qt rich text has no <details>: show them open, summary as a label
         body = re.sub(r"<summary>(.*?)</summary>", r'<p class="summary">\1</p>', body)

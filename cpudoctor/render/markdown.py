@@ -62,10 +62,11 @@ def flags_lines(report: Report) -> list[str]:
     out = [f"## CPU flags ({len(flags)})", ""]
     if not flags:
         return out + ["_No flags reported._", ""]
-    groups = cpu_sec.flag_groups(flags)
+    arch, vendor = report.cpu.arch, report.cpu.vendor
+    groups = cpu_sec.flag_groups(flags, arch, vendor)
     rows = []
     for name in flags:
-        cat, meaning = cpu_sec.describe_flag(name)
+        cat, meaning = cpu_sec.describe_flag(name, arch, vendor)
         if cat in cpu_sec.KEY_CATEGORIES or name in cpu_sec.KEY_FLAGS:
             rows.append(f"| {md_code(name, table=True)} | {_cell(cpu_sec.category_title(cat))} | {_cell(meaning)} |")
     if rows:

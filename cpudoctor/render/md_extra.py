@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from cpudoctor.render.format import number
+from cpudoctor import docs_url
 from cpudoctor.render.escape import md_code, md_escape, md_fence
+from cpudoctor.render.format import metric, number
 from cpudoctor.render.svg_chart import (
     find_charts,
     measurement_tables,
@@ -137,7 +138,8 @@ def findings_lines(report: Report) -> list[str]:
         if f.evidence:
             out += ["  " + ln if ln else "" for ln in details(
                 "Evidence", [f"- {md_code(_short(k, 80))}: {md_escape(evidence_value(v))}" for k, v in f.evidence.items()])]
-        out += [f"  Details: {md_code(f'cpudoctor explain {f.code}')}", ""]
+        out += [f"  Details: {md_code(f'cpudoctor explain {f.code}')}"
+                + (f" · [{md_escape(f.code)} in the rule reference]({docs_url(f.docs)})" if f.docs else ""), ""]
     if passed:
         out += details(plural(len(passed), "check passed", "checks passed"),
                        [f"- {bracketed('ok')} {md_escape(f.title)} {md_code(f.code)}" for f in passed])
@@ -175,7 +177,7 @@ def benchmarks_lines(report: Report) -> list[str]:
         scalars = [(k, v) for k, v in run.metrics.items() if not isinstance(v, (list, dict)) and v is not None]
         if scalars:
             out += ["| metric | value |", "|---|---|"]
-            out += [f"| {md_escape(metric_label(k))} | {md_escape(number(v))} |" for k, v in scalars]
+            out += [f"| {md_escape(metric_label(k))} | {md_escape(metric(k, v))} |" for k, v in scalars]
             out.append("")
         for chart in find_charts(run.metrics, kind_title(run.kind)):
             if chart.bars:

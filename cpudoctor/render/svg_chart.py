@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass, field
 from html import escape
 from typing import Any
-from cpudoctor.render.format import number
+from cpudoctor.render.format import metric, number
 
 X_KEYS = ("threads", "num_threads", "intra_op_threads", "batch", "batch_size", "n", "size", "x", "step")
 Y_PREFERRED = ("samples_per_s", "throughput", "gflops", "tokens_per_s", "items_per_s", "speedup", "y")
@@ -217,18 +217,18 @@ def measurement_tables(metrics: dict[str, Any]) -> list[tuple[str, list[str], li
         cols = [k for k in dict.fromkeys(k for p in value for k in p)
                 if any(p.get(k) not in (None, "", []) for p in value) and k not in ("error",)]
 
-        def cell(v: Any) -> str:
+        def cell(k: str, v: Any) -> str:
             if v is None:
                 return ""
             if isinstance(v, (bool, int, float)):
-                return number(v)
+                return metric(k, v)
             if isinstance(v, list) and all(isinstance(x, int) for x in v):
                 return format_cpulist(v)
             if isinstance(v, (list, dict)):
                 return str(v)
             return str(v)
 
-        tables.append((name, [metric_label(c) for c in cols], [[cell(p.get(k)) for k in cols] for p in value]))
+        tables.append((name, [metric_label(c) for c in cols], [[cell(k, p.get(k)) for k in cols] for p in value]))
     return tables
 
 

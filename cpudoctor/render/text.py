@@ -10,7 +10,7 @@ from __future__ import annotations
 from cpudoctor.render.doctor import environment_line
 
 from cpudoctor.render import cpu as cpu_sec
-from cpudoctor.render.format import number, wrap
+from cpudoctor.render.format import metric, wrap
 from cpudoctor.render.escape import strip_controls
 from cpudoctor.render.md_extra import when
 from cpudoctor.render.words import bracketed, counts_text, finding_order, plural
@@ -67,7 +67,7 @@ def flags_lines(report: Report) -> list[str]:
     out = _heading(f"CPU flags ({len(flags)})")
     if not flags:
         return out + ["  none reported"]
-    groups = cpu_sec.flag_groups(flags)
+    groups = cpu_sec.flag_groups(flags, report.cpu.arch, report.cpu.vendor)
     others = []
     for cat, names in groups.items():
         if cat in cpu_sec.DL_CATEGORIES:
@@ -126,7 +126,7 @@ def benchmarks_lines(report: Report) -> list[str]:
             out += wrap("settings: " + ", ".join(settings), WIDTH, 6)
         for k, v in run.metrics.items():
             if not isinstance(v, (list, dict)):
-                out.append(f"      {metric_label(k)}: {number(v)}")
+                out.append(f"      {metric_label(k)}: {metric(k, v)}")
         series = [(k, v) for k, v in run.metrics.items() if isinstance(v, list) and v]
         for k, v in series:
             out.append(f"      {plural(len(v), 'measurement')} ({metric_label(k)}): see --format md/html/json")

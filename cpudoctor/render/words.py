@@ -11,6 +11,8 @@ report (:data:`cpudoctor.report.SEVERITIES`); this module only says them.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
@@ -91,9 +93,30 @@ def severity_order(key: str) -> int:
     return -SEVERITY_RANK.get(key, SEVERITY_RANK["info"])
 
 
-def finding_order(f: _Finding) -> tuple[int, str]:
-    """Sort key of a finding: worst first, then by code."""
-    return severity_order(f.severity), f.code
+RELEVANCE_LEVELS = ("high", "medium", "low")
+
+
+@lru_cache(maxsize=1)
+def _relevance_table() -> dict[str, str]:
+    from cpudoctor.resources import load_json
+
+    table = load_json("advisor_knowledge.json").get("relevance", {})
+    return {code: level for level in RELEVANCE_LEVELS for code in table.get(level, [])}
+
+
+def relevance(code: str) -> str:
+    """``high`` | ``medium`` | ``low``: how much a rule's problem can change training speed (unknown: medium).
+
+    Knowledge, so it lives in resources/advisor_knowledge.json; used to order findings."""
+    return _relevance_table().get(code, "medium")
+
+
+def finding_order(f: _Finding) -> tuple:
+    """The one reading order of findings, on every surface: the worst severity first, then what can change
+    training speed most (a missing AVX-512 kernel before "try the zentorch plug-in"), then the category's
+    order, then the code."""
+    return (severity_order(f.severity), RELEVANCE_LEVELS.index(relevance(f.code)), category_order(f.category),
+            f.code)
 
 
 def category_title(category: str) -> str:

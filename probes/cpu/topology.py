@@ -43,6 +43,15 @@ class L3Domain:
 
 
 @dataclass
+class Cache:
+    """An L1 or L2 cache and the CPUs that share it (lstopo's per-core cache boxes)."""
+
+    name: str                              # L1d | L1i | L2
+    cpus: list[int]
+    size_bytes: int | None = None
+
+
+@dataclass
 class NumaNode:
     """JSON keys are exactly ``id``, ``cpus``, ``distances`` (public contract)."""
 
@@ -102,6 +111,7 @@ class Topology:
     package_list: list[Package] = field(default_factory=list)
     core_list: list[Core] = field(default_factory=list)
     l2_groups: list[list[int]] = field(default_factory=list)   # only where an L2 is shared by several cores
+    core_caches: list[Cache] = field(default_factory=list)     # L1d, L1i and L2: one entry per distinct CPU set
     numa_memory_bytes: dict[str, int] = field(default_factory=dict)  # node id -> MemTotal
     cpuless_numa_nodes: list[int] = field(default_factory=list)
     affinity: Affinity = field(default_factory=Affinity)
@@ -285,19 +295,19 @@ def _group_cores(cpus: dict[int, _Cpu]) -> list[list[int]]:
 
 
 def _read_caches(cpu_dir: Path, online: list[int], notes: list[str] | None = None
-                 ) -> tuple[bool, dict[int, list[tuple[frozenset[int], int | None]]]]:
-    """Per level (2 and 3): distinct (CPU set, size) of data/unified caches, from cache/index*/.
+                 ) -> tuple[bool, dict[str, list[tuple[frozenset[int], int | None]]]]:
+    """Per cache (L1d, L1i, L2, L3): distinct (CPU set, size), from cache/index*/.
 
-    Returns (any cache directory seen, {level: [(cpus, size_bytes)]}).
-    The shared sets may include offline CPUs (offline-cpu0-node0), so every
-    set is intersected with the online CPUs. A CPU already covered by a
-    shared set of that level is not read again: on a 256-thread EPYC that
-    halves the files read.
+    Returns (any cache directory seen, {name: [(cpus, size_bytes)]}); L2 and
+    L3 are data or unified caches. The shared sets may include offline CPUs
+    (offline-cpu0-node0), so every set is intersected with the online CPUs. A
+    CPU already covered by a shared set of that cache is not read again: on a
+    256-thread EPYC that halves the files read.
     """
     online_set = set(online)
     found = False
-    levels: dict[int, dict[frozenset[int], int | None]] = {}
-    covered: dict[int, set[int]] = {2: set(), 3: set()}
+    levels: dict[str, dict[frozenset[int], int | None]] = {}
+    covered: dict[str, set[int]] = {"L1d": set(), "L1i": set(), "L2": set(), "L3": set()}
     for n in online:
         cache_dir = cpu_dir / f"cpu{n}" / "cache"
         for name in list_dir(cache_dir):
@@ -308,10 +318,17 @@ def _read_caches(cpu_dir: Path, online: list[int], notes: list[str] | None = Non
             if level is None:
                 continue
             found = True
-            if level not in covered or n in covered[level]:
-                continue          # L1 is not used; this CPU's L2/L3 set is already known
-            if (read_text(idx / "type") or "Unified").lower() == "instruction":
+            if level not in (1, 2, 3):
                 continue
+            kind = (read_text(idx / "type") or "Unified").lower()
+            if level == 1:
+                key = "L1i" if kind == "instruction" else "L1d"
+            elif kind == "instruction":
+                continue
+            else:
+                key = f"L{level}"
+            if n in covered[key]:
+                continue          # this CPU's set for this cache is already known
             # hwloc reads shared_cpu_map; the two files come from one kernel mask,
             # but edited dumps (64amd64: map says the L2 is shared by the compute
             # unit, list says not) can disagree, and the map is the older, always
@@ -320,11 +337,11 @@ def _read_caches(cpu_dir: Path, online: list[int], notes: list[str] | None = Non
             if shared is None:
                 shared = read_cpulist(idx / "shared_cpu_list", notes)
             members = frozenset((set(shared or []) & online_set) | {n})
-            covered[level].update(members)
-            per_level = levels.setdefault(level, {})
+            covered[key].update(members)
+            per_level = levels.setdefault(key, {})
             if members not in per_level or per_level[members] is None:
                 per_level[members] = read_size(idx / "size", notes)
-    return found, {lvl: sorted(d.items(), key=lambda kv: min(kv[0])) for lvl, d in levels.items()}
+    return found, {key: sorted(d.items(), key=lambda kv: min(kv[0])) for key, d in levels.items()}
 
 
 def _read_numa(root: Path, online: list[int], topo: Topology) -> None:
@@ -415,7 +432,7 @@ def _from_sysfs(root: Path) -> Topology:
     if not found:
         topo.notes.append("no cache information in sysfs (container, VM or WSL): L3 (CCX) domains unknown")
     else:
-        topo.l3_domains = [L3Domain(sorted(s), size) for s, size in levels.get(3, [])]
+        topo.l3_domains = [L3Domain(sorted(s), size) for s, size in levels.get("L3", [])]
         if not topo.l3_domains:
             topo.notes.append("the CPUs report no L3 cache")
 
@@ -425,8 +442,9 @@ def _from_sysfs(root: Path) -> Topology:
     topo.smt_threads_per_core = max((len(g) for g in core_groups), default=None)
     core_of = {c: i for i, g in enumerate(core_groups) for c in g}
     topo.l2_groups = [
-        sorted(s) for s, _ in levels.get(2, []) if len({core_of.get(c) for c in s}) > 1
+        sorted(s) for s, _ in levels.get("L2", []) if len({core_of.get(c) for c in s}) > 1
     ] if found else []
+    topo.core_caches = [Cache(key, sorted(s), size) for key in ("L2", "L1d", "L1i") for s, size in levels.get(key, [])]
 
     _read_numa(root, online, topo)
     l3_of = {c: i for i, d in enumerate(topo.l3_domains) for c in d.cpus}

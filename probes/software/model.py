@@ -61,6 +61,7 @@ class PackageInfo:
     version: str | None = None
     build: str | None = None               # cpu | cuda | rocm | unknown
     detail: str = ""                       # e.g. "+cu121", "CUDA 12.1"
+    installer: str | None = None           # who installed it: pip | conda | uv | ... (the dist-info INSTALLER file)
 
 
 @dataclass

@@ -124,6 +124,7 @@ def installed_distributions(dists: Iterable[metadata.Distribution] | None = None
 
 def probe_packages(dists: Iterable[metadata.Distribution] | None = None, platform: str = sys.platform) -> list[PackageInfo]:
     """Every installed distribution of the known DL packages, in table order."""
+    dists = list(metadata.distributions() if dists is None else dists)
     installed = installed_distributions(dists)
     found: list[PackageInfo] = []
     listed: set[str] = set()
@@ -136,7 +137,8 @@ def probe_packages(dists: Iterable[metadata.Distribution] | None = None, platfor
             listed.add(key)
             name, version, requires = entry
             build, detail = build_kind(name, version, requires, platform)
-            found.append(PackageInfo(name=normalize(name), version=version, build=build, detail=detail))
+            found.append(PackageInfo(name=normalize(name), version=version, build=build, detail=detail,
+                                     installer=installer_of(dist_name, dists)))
     return found
 
 
@@ -161,6 +163,24 @@ def compiled_distributions(dists: Iterable[metadata.Distribution] | None = None)
         if any(f.name.endswith(_COMPILED_SUFFIXES) or ".so." in f.name for f in files):
             names[normalize(name)] = name
     return sorted(names.values(), key=str.lower)
+
+
+def installer_of(dist_name: str, dists: Iterable[metadata.Distribution]) -> str | None:
+    """``pip``, ``conda``, ``uv``...: the dist-info INSTALLER file (PEP 376), None when absent or unreadable.
+
+    In a conda environment PyTorch may come from conda (package ``pytorch``) or
+    from pip (``torch``); the commands to replace it differ.
+    """
+    key = normalize(dist_name)
+    for dist in dists:                       # the first on sys.path wins, as in installed_distributions
+        try:
+            if normalize(dist.metadata["Name"] or "") != key:
+                continue
+            text = dist.read_text("INSTALLER")
+        except (KeyError, TypeError, OSError, ValueError):
+            return None
+        return (text.strip().lower() or None) if text else None
+    return None
 
 
 def package_of(dist_name: str) -> KnownPackage | None:

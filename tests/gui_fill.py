@@ -1,0 +1,94 @@
+"""A window's worth of realistic data: a 2-socket report, live samples, an inspection, a selection.
+
+Used by the layout test (tests/test_gui_layout.py) and by docs/screenshots.py, so the pictures in the
+README show what the test checks. The report is a scenario fixture built from a real corpus tree
+(2 x Xeon Gold 6230, 4 NUMA nodes), diagnosed by the current rules.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from cpudoctor.advisor import diagnose
+from cpudoctor.advisor.process_rules import run_process_rules
+from cpudoctor.probes.live.sample import Sample
+from cpudoctor.probes.process.inspect import (ChildProcess, Inspection, NativeLib, ProcessEntry, ThreadInfo,
+                                              place_threads)
+from cpudoctor.report import Report
+
+SCENARIO = Path(__file__).parent / "fixtures" / "scenarios" / "cascadelake-2s-numa-pinned.json"
+
+
+def realistic_report() -> Report:
+    report = Report.load(SCENARIO)
+    report.findings = diagnose(report)
+    return report
+
+
+def samples(report: Report, n: int = 30, t0: float = 1000.0):
+    """``n`` samples at 2 Hz for the report's CPUs: a busy first socket, a quieter second one, slow waves."""
+    cpus = report.topology.online_cpus
+    half = len(cpus) // 2
+    for i in range(n):
+        load = [max(0.0, min(100.0, (72.0 if k < half else 18.0) + 20.0 * math.sin(i / 11.0 + c * 0.7)
+                              + 8.0 * math.sin(i / 3.0 + c * 1.3))) for k, c in enumerate(cpus)]
+        yield Sample(t=t0 + i / 2, cpu_ids=cpus, cpu_percent=load,
+                     freq_mhz=[2600.0 + 500.0 * math.sin(i / 17.0 + c) for c in cpus],
+                     temps_c={"coretemp Package id 0": 64.0 + 4.0 * math.sin(i / 15.0),
+                              "coretemp Package id 1": 52.0 + 2.0 * math.sin(i / 21.0)},
+                     mem_total_bytes=64 << 30, mem_used_bytes=int((21.0 + 2.0 * math.sin(i / 40.0)) * (1 << 30)),
+                     swap_total_bytes=8 << 30, swap_used_bytes=1 << 30)
+
+
+def inspection(report: Report) -> Inspection:
+    cpus = report.topology.online_cpus
+    threads = [ThreadInfo(4200 + i, "python" if i == 0 else f"pt_thread_{i}", "R" if i % 3 else "S",
+                          cpu_percent=90.0 - i * 4, last_cpu=cpus[(i * 5) % len(cpus)],
+                          cpus_seen=[cpus[(i * 5) % len(cpus)], cpus[(i * 5 + 1) % len(cpus)]], migrations=i % 4,
+                          wait_percent=3.0 * (i % 3)) for i in range(20)]
+    insp = Inspection(
+        pid=4200, name="python", cmdline="python ~/projects/resnet/train.py --epochs 90 --batch-size 256 --workers 8",
+        is_python=True, window_s=3.0, samples=31, num_threads=20, threads=threads, cpu_percent=1240.0,
+        runnable_mean=14.2, runnable_max=19, wait_percent=37.0, migrations=128, affinity=list(cpus),
+        usable_cpus=len(cpus), nice=0, env={"OMP_NUM_THREADS": "40", "MKL_NUM_THREADS": "40"}, env_readable=True,
+        libraries_readable=True,
+        libraries=[NativeLib("libgomp.so.1", "openmp", "GNU OpenMP (libgomp)", "gomp", "torch"),
+                   NativeLib("libmkl_rt.so.2", "blas", "Intel MKL", "mkl", "numpy")],
+        children=[ChildProcess(4300 + k, "python", "python -c from multiprocessing.spawn import spawn_main", 3,
+                               40.0, 900 << 20) for k in range(4)],
+        children_threads=12, children_cpu_percent=160.0, rss_bytes=12 << 30, swap_bytes=0, major_faults=0,
+        major_faults_per_s=0.0, notes=["Sampled 31 times over 3.0 s", "Another note the user should read"])
+    place_threads(insp, report.topology)
+    return insp
+
+
+def processes() -> list[ProcessEntry]:
+    return [ProcessEntry(4200, "python", "python ~/projects/resnet/train.py --epochs 90 --batch-size 256 --workers 8",
+                         True, 20, 1240.0, 12 << 30),
+            *(ProcessEntry(4300 + k, "python", "python -c from multiprocessing.spawn import spawn_main", True, 3,
+                           40.0, 900 << 20) for k in range(4)),
+            ProcessEntry(1312, "jupyter-lab", "python -m jupyter lab --no-browser", True, 6, 0.7, 310 << 20),
+            ProcessEntry(880, "postgres", "postgres -D /var/lib/postgresql/16/main", False, 1, 0.1, 60 << 20,
+                         own=False)]
+
+
+def fill_window(window, report: Report, read_only: bool = False, label: str = "") -> None:
+    """Put ``report`` and live-looking data into every page of a MainWindow (its sampler paused)."""
+    window.sampler.pause()
+    if read_only:
+        window.model.set_report(report, read_only=True, label=label or "Report colleague.json")
+    else:
+        window.model.set_report(report)
+    for s in samples(report, 240):
+        window.model.sample.emit(s)
+    inspector = window.pages["Inspector"]
+    inspector.list_fn = processes
+    inspector._on_listed(processes())
+    insp = inspection(report)
+    inspector.set_topology(report.topology)
+    inspector.select_pid(insp.pid)
+    inspector.show_inspection(insp, run_process_rules(insp, report.topology))
+    inspector.status_label.setText(f"Inspected process {insp.pid} over {insp.window_s:.1f} s.")
+    topo_page = window.pages["Topology"]
+    topo_page.map.set_selection(report.topology.l3_domains[0].cpus)
