@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import sys
 
 import pytest
 
@@ -113,7 +114,9 @@ def test_job_main_turns_failures_into_one_error_line(capsys):
     lines = [protocol.parse_line(x) for x in capsys.readouterr().out.splitlines()]
     assert [m.type for m in lines] == ["log", "result"]                  # the warning is said, not silenced
     assert lines[0].text == "DeprecationWarning: this API is deprecated"
-    assert lines[1].data == {"status": "ok", "echo": {"n": 1}}
+    # the job's figures, and which Python made them (the environment they describe)
+    assert lines[1].data == {"status": "ok", "echo": {"n": 1}, "python": sys.executable,
+                             "python_version": "%d.%d.%d" % sys.version_info[:3]}
 
 
 def test_both_ends_spell_the_message_types_alike():

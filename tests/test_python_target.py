@@ -176,3 +176,25 @@ def test_child_scripts_run_on_every_python_38_plus_found_here(script, args, expe
         keys = {k for obj in lines for k in obj}
         assert any(k.startswith(expect) for k in keys), (python, out.stdout, out.stderr[-800:])
         assert "Traceback" not in out.stderr or "ModuleNotFoundError" in out.stderr, (python, out.stderr[-800:])
+
+
+@pytest.mark.slow
+def test_the_training_job_runs_in_a_second_real_venv(tmp_path):
+    """`bench train --python OTHER` trains in that interpreter: a second real venv that sees this torch through
+    a .pth file (as a shared site folder would). The job runs there by path and imports nothing of CPU Doctor
+    (tests/test_lab_jobs_standalone.py checks the scripts themselves)."""
+    import site
+
+    other = tmp_path / "other"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(other)], check=True, timeout=120)
+    own_site = next(p for p in site.getsitepackages() if (Path(p) / "torch").is_dir())
+    other_site = next(other.glob("lib/python3*/site-packages"))
+    (other_site / "shared.pth").write_text(own_site + "\n")
+    python = other / "bin" / "python"
+    out = subprocess.run([sys.executable, "-m", "cpudoctor", "bench", "train", "--python", str(python), "--steps", "6",
+                          "--seconds", "30", "--json", "--quiet"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    data = json.loads(out.stdout)
+    assert data["status"] == "ok", data["message"]
+    assert data["result"]["python"] == str(python) and data["result"]["steps"] == 6
+    assert data["environment"].startswith("other (venv")

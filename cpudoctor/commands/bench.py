@@ -44,6 +44,9 @@ def register(subparsers) -> None:
         sp.add_argument("--into", metavar="REPORT",
                         help="add the result to this saved JSON report (made by cpudoctor report -o FILE.json)")
         sp.add_argument("--quiet", action="store_true", help="no progress bar")
+        sp.add_argument("--python", metavar="PATH|ENV",
+                        help="run the job in this Python environment: an interpreter, an environment folder or a "
+                             "name from `cpudoctor envs` (default: the one you most likely train in)")
 
     def training(sp):
         sp.add_argument("--model", default="simplecnn", choices=("simplecnn", "lenet5", "resnet18"),
@@ -307,15 +310,20 @@ def run(args: argparse.Namespace) -> int:
             bar.close()
             print(text, file=sys.stderr)
 
+    python, environment = _environment(args)
+    if not args.quiet:
+        print(f"cpudoctor bench {args.job}: in {environment}", file=sys.stderr)
     context = session.context_for(args.job, clock_mhz=getattr(args, "clock_mhz", None))
     with CtrlC(args.job) as ctrl_c:
         outcome, result = session.run(args.job, settings, context=context, stop=ctrl_c.event, on_log=on_log,
+                                      python=python,
                                       on_progress=lambda d: bar.update(*_progress_text(args.job, d, settings)))
     bar.close()
     if args.json:
         from cpudoctor.serde import to_data
 
-        emit(json.dumps({"job": args.job, "status": outcome.status, "message": outcome.message,
+        emit(json.dumps({"job": args.job, "environment": environment, "status": outcome.status,
+                         "message": outcome.message,
                          "result": outcome.result, "progress": outcome.progress,
                          "bench_run": to_data(result.bench_run()),
                          "recommendation": to_data(result.recommendation())}, indent=2), args.output)
@@ -331,6 +339,20 @@ def run(args: argparse.Namespace) -> int:
         print(f"cpudoctor bench {args.job}: {outcome.message}", file=sys.stderr)
         return EXIT_FAILED
     return EXIT_CANCELLED if outcome.status == "cancelled" else 0
+
+
+def _environment(args: argparse.Namespace) -> tuple[str | None, str]:
+    """(interpreter to run the job in, None for CPU Doctor's own; the environment in words), before any job
+    starts: a bad --python is one line and exit 2, like every other argument."""
+    from cpudoctor.commands import python_choice
+    from cpudoctor.probes.software.envs import describe
+    from cpudoctor.render.software import environment_words
+    from cpudoctor.probes.software.stack import python_info
+
+    python, chosen_by = python_choice(args.python)
+    info = python_info(describe(Path(python or sys.executable), cache=True))
+    info.own, info.chosen_by = python is None, chosen_by
+    return python, environment_words(info)
 
 
 def _add_to_report(report, path: str, result) -> None:

@@ -103,7 +103,8 @@ def render_text(report: Report, findings: Sequence[Finding], label: str, *, verb
         lines.append(f"{bracketed(_category_mark(items), ascii_only)} {title}")
         for f in items:
             s = severity(f.severity)
-            lines.append(f"    {s.ascii_mark if ascii_only else s.mark} {f.title} ({f.code})")
+            # a long title (a list of packages) wraps under itself instead of running past the terminal
+            lines += wrap(f"{s.ascii_mark if ascii_only else s.mark} {f.title} ({f.code})", WIDTH, 4, hang=2)
             detailed = f.severity in ("warning", "error") or (verbose and f.severity == "info")
             if detailed:
                 lines += wrap(f.why, WIDTH, 8)

@@ -7,6 +7,8 @@ process findings with the same marks as ``cpudoctor doctor``.
 
 from __future__ import annotations
 
+import shlex
+
 from cpudoctor.probes._fs import format_cpulist
 from cpudoctor.render.format import or_unknown, percent, size, wrap
 from cpudoctor.render.words import DASH, bracketed, plural, severity
@@ -51,6 +53,11 @@ def render_list(entries) -> str:
     if len(lines) == 1:
         lines.append("(no processes found)")
     return "\n".join(lines)
+
+
+# How the inspector found a process's interpreter (Inspection.python_found_by), in words.
+_FOUND_BY = {"maps": "loaded libraries", "VIRTUAL_ENV": "$VIRTUAL_ENV", "CONDA_PREFIX": "$CONDA_PREFIX",
+             "argv[0]": "command line", "exe": "executable"}
 
 
 def render_text(insp, findings) -> str:
@@ -102,6 +109,9 @@ def render_text(insp, findings) -> str:
             out.append(f"  ... {len(insp.children) - 16} more")
     else:
         out.append("Children     none (no DataLoader workers)")
+    if insp.python:
+        out.append(f"Python       {insp.python} (found from its {_FOUND_BY.get(insp.python_found_by, 'process')})")
+        out.append(f"             its environment: cpudoctor doctor --python {shlex.quote(insp.python)}")
     swap = _mib(insp.swap_bytes) if insp.swap_bytes is not None else "?"
     faults = "?" if insp.major_faults_per_s is None else f"{insp.major_faults_per_s:g}/s"
     out.append(f"Memory       RSS {_mib(insp.rss_bytes)}; swap {swap}; major page faults {faults}")

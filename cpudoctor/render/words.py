@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
+from cpudoctor.render.plural import plural  # noqa: F401 - the one plural helper, re-exported with the words
 from cpudoctor.report import SEVERITIES, SEVERITY_RANK
 
 # An unknown value, in running text and table cells of the exports and the terminal.
@@ -128,9 +129,6 @@ def category_order(category: str) -> int:
     return order.index(category) if category in order else len(order)
 
 
-def plural(n: int, one: str, many: str | None = None) -> str:
-    """``1 core``, ``2 cores``; ``many`` for irregular nouns (``1 process``, ``2 processes``)."""
-    return f"{n} {one if n == 1 else (many if many is not None else one + 's')}"
 
 
 def severity_counts(findings: Iterable[_HasSeverity]) -> dict[str, int]:

@@ -198,9 +198,9 @@ def require(module: str):
     try:
         return importlib.import_module(module)
     except ImportError as exc:
-        isolated = " (run isolated: no user site-packages, no PYTHONPATH)" if sys.flags.isolated else ""
-        raise JobError(f"{sys.executable}{isolated} cannot import {module}: {exc}; install {module} in this "
-                       "environment or choose the Python that has it", kind="missing") from None
+        raise JobError(f"{sys.executable} cannot import {module}: {exc}; install {module} in this "
+                       "environment or choose the Python that has it (cpudoctor envs lists them)",
+                       kind="missing") from None
 
 
 def warnings_to_log() -> None:
@@ -240,5 +240,8 @@ def job_main(run: Callable[[Dict[str, Any], StopFlag], Dict[str, Any]], argv: Op
     except Exception as exc:  # noqa: BLE001 - anything else: one clear line, not a traceback
         error(f"{type(exc).__name__}: {exc}", kind="error")
         return 1
+    # Which Python ran it: the environment the figures describe (the user's, chosen with --python or the picker).
+    res.setdefault("python", sys.executable)
+    res.setdefault("python_version", "%d.%d.%d" % sys.version_info[:3])
     result(**res)
     return 0

@@ -200,7 +200,7 @@ class SoftwareProbe:
             sw.python.own, sw.python.prefix = True, sys.prefix
             dists = None                          # this interpreter's own import path
         else:
-            sw.python = _python_info(self.target)
+            sw.python = python_info(self.target)
             dists = list(metadata.distributions(path=self.target.site_dirs)) if self.target.usable else []
             if not self.target.usable:
                 sw.notes.append(f"the Python environment {self.target.python} cannot be examined: {self.target.error}; "
@@ -265,7 +265,8 @@ def _is_own(python: str) -> bool:
         return False
 
 
-def _python_info(env: PythonEnv) -> PythonInfo:
+def python_info(env: PythonEnv) -> PythonInfo:
+    """The report's words for an environment found by :mod:`cpudoctor.probes.software.envs`."""
     return PythonInfo(version=env.version, implementation=env.implementation, executable=env.python,
                       env_kind=env.kind, env_name=env.name, prefix=env.prefix, own=env.own, error=env.error)
 
