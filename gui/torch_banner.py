@@ -38,6 +38,7 @@ class TorchMissingBanner(QFrame):
         self.chooser = chooser
         self.system = system                # tests give another OS and CPU architecture
         self.setup: TorchSetup | None = None
+        self.missing: bool | None = None    # the chosen environment has no torch (None: not known yet)
         self.setFrameShape(QFrame.Shape.StyledPanel)
         self.setStyleSheet("TorchMissingBanner { border: 1px solid #c98a1a; border-radius: 4px; }")
         lay = QVBoxLayout(self)
@@ -94,6 +95,7 @@ class TorchMissingBanner(QFrame):
             self.command.setCursorPosition(0)            # the interpreter's path first, not the index URL
             self.command.setVisible(bool(self.setup.command))
             self.copy_button.setVisible(bool(self.setup.command))
+        self.missing = missing
         self.setVisible(missing)
         self.checked.emit(self.setup)
 

@@ -60,6 +60,9 @@ class TrainingPage(QWidget):
         self.runner.log.connect(self._on_log)
         self.runner.finished.connect(self._on_finished)
         self._build()
+        self._job_tips = {b: b.toolTip() for b in (self.train_button, self.sweep_button, self.gemm_button,
+                                                   self.quant_button)}
+        self.torch_banner.checked.connect(lambda _setup: self._sync_job_buttons())
         model.report_changed.connect(self._on_report)
         self._on_report(model.report)
         self.environments.chosen.connect(lambda _env, _how: self._on_environment())
@@ -407,8 +410,7 @@ class TrainingPage(QWidget):
         self.bf16_hint.setText(hint)
         self._form.setRowVisible(self.bf16_hint, bool(hint))    # no empty gap under Precision
         read_only = bool(self.model.read_only)
-        for b in (self.train_button, self.sweep_button, self.gemm_button, self.quant_button):
-            b.setEnabled(not read_only and not self.runner.is_running())
+        self._sync_job_buttons()
         if read_only:
             self._set_status("This is a saved report: the lab measures this machine, so its jobs are off while "
                              "a saved report is shown.", "info")
@@ -507,10 +509,21 @@ class TrainingPage(QWidget):
             self.runner.cancel()
 
     def _set_running(self, running: bool) -> None:
-        off = running or bool(self.model.read_only)
-        for b in (self.train_button, self.sweep_button, self.gemm_button, self.quant_button):
-            b.setEnabled(not off)
+        self._sync_job_buttons(running)
         self.cancel_button.setEnabled(running)
+
+    def _sync_job_buttons(self, running: bool | None = None) -> None:
+        """The job buttons are off while a job runs, while a saved report is shown, and while the chosen
+        environment has no PyTorch (the banner above says what to do); the tooltip says which."""
+        running = self.runner.is_running() if running is None else running
+        why = ""
+        if self.model.read_only:
+            why = "A saved report is shown: the lab measures this machine. Choose Back to this machine first."
+        elif self.torch_banner.missing:
+            why = "The chosen Python environment has no PyTorch: install it (the command above) or choose another."
+        for b in (self.train_button, self.sweep_button, self.gemm_button, self.quant_button):
+            b.setEnabled(not running and not why)
+            b.setToolTip(why or self._job_tips.get(b, ""))
 
     # ------------------------------------------------------------------ live data
 

@@ -148,13 +148,18 @@ def test_training_jobs_run_in_the_chosen_interpreter(qtbot, world, settings):
     args = page.session.begin("train", page.train_settings().to_dict(), None)
     argv = page.job_argv("train", args)
     assert argv[0] == world["torch"] and argv[1:3] == ["-I", "-B"]        # isolated, in the environment
+    assert page.train_button.isEnabled()
     chooser.choose(next(e for e in chooser.envs if e.name == "plain"))
     assert page.job_argv("gemm", {})[0] == world["plain"] and page.runner.python == world["plain"]
+    # plain has no torch: the jobs wait for one (the banner has the command), and say why
+    assert page.torch_banner.missing and not page.train_button.isEnabled()
+    assert "no PyTorch" in page.sweep_button.toolTip()
     sweep = page.job_argv("sweep", {"budget_s": 10})
     assert f'"python": "{world["plain"]}"' in " ".join(sweep)              # its workers run there too
     own = next(e for e in chooser.envs if e.own)
     chooser.choose(own)
     assert page.job_python is None                                         # CPU Doctor's own, as the CLI does
+    assert page.train_button.isEnabled() == bool(own.torch)
     page.shutdown()
     _close(window)
 
