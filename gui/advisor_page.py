@@ -25,6 +25,7 @@ from cpudoctor.advisor import snippets
 from cpudoctor.advisor.ranking import ranked
 from cpudoctor.gui.common import SEVERITY_COLOUR
 from cpudoctor.gui.model import AppModel
+from cpudoctor.render.doctor import environment_line
 from cpudoctor.render.escape import html_escape
 from cpudoctor.render.md_extra import evidence_value
 from cpudoctor.render.words import CATEGORIES, SEVERITY, category_title, plural
@@ -90,6 +91,12 @@ class AdvisorPage(QWidget):
         self.counts.setTextFormat(Qt.TextFormat.RichText)
         head.addWidget(self.counts)
         outer.addLayout(head)
+        self.environment = QLabel("")
+        self.environment.setWordWrap(True)
+        self.environment.setStyleSheet("color: palette(placeholder-text);")
+        self.environment.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.environment.setVisible(False)
+        outer.addWidget(self.environment)
 
         bar = QHBoxLayout()
         self.filter = QLineEdit()
@@ -205,6 +212,10 @@ class AdvisorPage(QWidget):
 
     def _on_report(self, report: Report) -> None:
         self.source.setText(f"— {self.model.source_label}")
+        # which Python environment the findings are about (the doctor page's line)
+        line = environment_line(report) if report is not None else None
+        self.environment.setText(line or "")
+        self.environment.setVisible(bool(line))
         self.save_button.setEnabled(report is not None)
         self.rerun_button.setEnabled(report is not None)
         if self._current is None:

@@ -86,9 +86,15 @@ def terminal_report() -> int:
     going through the CLI: the window's launcher sits below it, never above.
     """
     from cpudoctor.pipeline import Source, build_report
+    from cpudoctor.probes.software.envs import EnvError, training_environment
     from cpudoctor.render import doctor as page
 
-    source = Source.this_machine()
+    try:    # the environment `cpudoctor doctor` describes: $CPUDOCTOR_PYTHON, else the likely training one
+        env, chosen_by = training_environment()
+    except EnvError as exc:
+        print(f"CPU Doctor: {exc}", file=sys.stderr)
+        return 2
+    source = Source.this_machine(python=None if env is None or env.own else env.python, chosen_by=chosen_by)
     report = build_report(source)
     ascii_only = not _can_print("✓✗")
     sys.stdout.write(page.render_text(report, report.findings, source.label, ascii_only=ascii_only))

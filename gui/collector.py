@@ -8,6 +8,8 @@ opens a saved report (load, then the advisor), so "Open report" never
 diagnoses on the GUI thread and gives the findings ``cpudoctor doctor
 --from-report`` gives. A newer run (a refresh, another report opened) makes
 older results stale: they are dropped, never shown over the newer state.
+This machine's software stages describe the Python environment chosen in the
+window (:meth:`ReportCollector.set_environment`), as ``--python`` does on the CLI.
 """
 
 from __future__ import annotations
@@ -57,6 +59,8 @@ class ReportCollector(QObject):
         self.children = children           # False: no child-process stages (tests, --no-children)
         self._generation = 0
         self._busy = False
+        self.python: str | None = None     # the environment's interpreter; None: CPU Doctor's own
+        self.chosen_by: str | None = None  # how it was chosen (PythonInfo.chosen_by)
 
     @property
     def busy(self) -> bool:
@@ -67,9 +71,21 @@ class ReportCollector(QObject):
             self._busy = busy
             self.busy_changed.emit(busy)
 
+    @property
+    def live(self) -> bool:
+        """True when :meth:`start` reads this machine (not a captured tree): the environment matters."""
+        return Source.tree(self.root).live
+
+    def set_environment(self, python: str | None, chosen_by: str | None) -> None:
+        """The Python environment the next :meth:`start` describes (None: CPU Doctor's own interpreter)."""
+        self.python, self.chosen_by = python, chosen_by
+
     def start(self) -> None:
         """Collect this machine's report again (drops any run in progress)."""
-        self._run(Source.tree(self.root))
+        source = Source.tree(self.root)
+        if source.live:
+            source = Source.this_machine(python=self.python, chosen_by=self.chosen_by)
+        self._run(source)
 
     def open(self, path: Path | str) -> None:
         """Show a saved report read-only, diagnosed with this CPU Doctor's rules; ``opened`` or ``open_failed`` follows."""

@@ -9,6 +9,8 @@ libraries and thread environment, the children (DataLoader workers), memory,
 and the findings with the command to relaunch. The topology map shows each
 thread as a marker on the core it last ran on, refreshed once a second while
 the page is visible (one small stat read per thread, also off the UI thread).
+A Python process's own interpreter is shown with "Diagnose this environment",
+which makes it the window's environment (the toolbar's picker follows).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QDoubleSpinBox, QFr
                                QLabel, QLineEdit, QProgressBar, QPushButton, QScrollArea, QSplitter, QTableWidget,
                                QTableWidgetItem, QTabWidget, QTextBrowser, QVBoxLayout, QWidget)
 
+from cpudoctor.render.env_choice import inspector_text
 from cpudoctor.render.inspect import render_text
 from cpudoctor.gui import inspector_model as im
 from cpudoctor.gui.common import Card
@@ -92,6 +95,7 @@ class InspectorPage(QWidget):
     inspection_done = Signal(object)          # Inspection (after the view is filled)
     processes_listed = Signal(list)           # list[ProcessEntry]
     inspect_failed = Signal(str)
+    navigate = Signal(str)                    # page title to switch to (the Overview, once diagnosing another env)
 
     def __init__(self, model: AppModel, parent: QWidget | None = None):
         super().__init__(parent)
@@ -119,6 +123,9 @@ class InspectorPage(QWidget):
         self.live_timer.setInterval(LIVE_MARKER_MS)
         self.live_timer.timeout.connect(self._poll_markers)
         model.report_changed.connect(self._on_report)
+        self._diagnosing = False                  # "Diagnose this environment" waits for the chooser
+        model.environments.picked.connect(self._on_picked)
+        model.environments.rejected.connect(self._on_refused)
         if model.report is not None:
             self._on_report(model.report)
 
@@ -225,6 +232,21 @@ class InspectorPage(QWidget):
         top.addWidget(self.summary_label, 1)
         top.addWidget(self.copy_all_button, 0, Qt.AlignmentFlag.AlignTop)
         fl.addLayout(top)
+        # a Python process's interpreter: the environment it trains in, to diagnose
+        self.python_row = QWidget()
+        pr = QHBoxLayout(self.python_row)
+        pr.setContentsMargins(0, 0, 0, 0)
+        self.python_label = QLabel("")
+        self.python_label.setWordWrap(True)
+        self.python_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.diagnose_button = QPushButton("Diagnose this environment")
+        self.diagnose_button.setToolTip("Describe this process's Python environment everywhere in the window "
+                                        "(its packages, PyTorch build and findings) and run the Training jobs in it")
+        self.diagnose_button.clicked.connect(self.diagnose_environment)
+        pr.addWidget(self.python_label, 1)
+        pr.addWidget(self.diagnose_button, 0, Qt.AlignmentFlag.AlignTop)
+        self.python_row.setVisible(False)
+        fl.addWidget(self.python_row)
         self.findings_view = QTextBrowser()
         self.findings_view.setOpenLinks(False)
         self.findings_view.anchorClicked.connect(self._on_anchor)
@@ -287,6 +309,7 @@ class InspectorPage(QWidget):
     # -- topology --
 
     def _on_report(self, report) -> None:
+        self._show_python(self.inspection)
         # A report opened from a file describes another machine: local processes are not on it.
         if report is not None and not self.model.read_only and report.topology is not None:
             self.set_topology(report.topology)
@@ -451,9 +474,40 @@ class InspectorPage(QWidget):
         _fill(self.child_table, im.child_rows(insp))
         self.tabs.setTabText(self.tabs.indexOf(self.child_table), im.children_tab_title(insp))
         self._fill_cards(insp)
+        self._show_python(insp)
         labels, load = markers_by_cpu(insp.threads)
         self.topology_map.set_markers(labels)
         self.topology_map.set_load(im.full_load(load, self.topology))
+
+    def _show_python(self, insp: Inspection | None) -> None:
+        known = insp is not None and insp.is_python and bool(insp.python)
+        self.python_row.setVisible(known)
+        if not known:
+            return
+        self.python_label.setText(inspector_text(insp.python, insp.python_found_by))
+        saved = bool(self.model.read_only)
+        self.diagnose_button.setEnabled(not saved)
+        self.diagnose_button.setToolTip(
+            "A saved report is shown: go back to this machine first" if saved else
+            "Describe this process's Python environment everywhere in the window (its packages, PyTorch build "
+            "and findings) and run the Training jobs in it")
+
+    def diagnose_environment(self) -> None:
+        """Make the inspected process's interpreter the window's environment (checked off the UI thread;
+        one that cannot be used is one message, and nothing changes); the Overview follows."""
+        insp = self.inspection
+        if insp is None or not insp.python:
+            return
+        self._diagnosing = True
+        self.model.environments.choose_path(insp.python)
+
+    def _on_picked(self, _env) -> None:
+        if self._diagnosing:
+            self._diagnosing = False
+            self.navigate.emit("Overview")
+
+    def _on_refused(self, _message: str) -> None:
+        self._diagnosing = False
 
     def _fill_findings(self) -> None:
         self.findings_view.setHtml(im.findings_html(self.findings))

@@ -21,9 +21,12 @@ from PySide6.QtWidgets import (QFileDialog, QFrame, QHBoxLayout, QLabel, QListWi
 
 from cpudoctor import __version__
 from cpudoctor.gui.collector import ReportCollector
+from cpudoctor.gui.env_picker import EnvironmentPicker
+from cpudoctor.gui.environments import WINDOW, EnvLookup, job_python
 from cpudoctor.gui.icons import app_icon, icon
 from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.sampler import DEFAULT_HZ, LiveSampler
+from cpudoctor.render import env_choice
 from cpudoctor.report import Report
 
 
@@ -31,6 +34,7 @@ APP_NAME = "CPU Doctor"
 SIDEBAR_PX = 176
 SIDEBAR_COMPACT_PX = 56
 COMPACT_BELOW_PX = 1000       # narrower windows show the sidebar as icons only
+PICKER_TEXT_PX = (190, 320)   # the environment picker's text in a compact / a wide window (then elided)
 TITLE_ROLE = Qt.ItemDataRole.UserRole + 1
 # (module under cpudoctor.gui, class name) in sidebar order
 PAGES: tuple[tuple[str, str], ...] = (
@@ -118,10 +122,18 @@ class ReadOnlyBanner(QFrame):
 class MainWindow(QMainWindow):
     def __init__(self, model: AppModel | None = None, settings: QSettings | None = None,
                  root: Path = Path("/"), collect: bool = True, children: bool = True,
-                 parent: QWidget | None = None):
+                 env_lookup: EnvLookup | None = None, parent: QWidget | None = None):
         super().__init__(parent)
         self.model = model or AppModel(self)
         self.settings = settings if settings is not None else QSettings()
+        # The Python environment the report and the lab's jobs are about: remembered in the settings;
+        # ``env_lookup`` says where to look (tests give a fake home and working folder).
+        self.environments = self.model.environments
+        self.environments.settings = self.settings
+        if env_lookup is not None:
+            self.environments.lookup = env_lookup
+        self._collect_when_chosen = False  # collect this machine once the default is known
+        self._environment_known = False    # the first choice (usually the default) has arrived
         self.setWindowTitle(APP_NAME)
         self.setWindowIcon(app_icon())
         self.setMinimumSize(QSize(760, 520))
@@ -197,7 +209,9 @@ class MainWindow(QMainWindow):
 
     def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
         super().resizeEvent(event)
-        self.set_compact_sidebar(event.size().width() < COMPACT_BELOW_PX)
+        compact = event.size().width() < COMPACT_BELOW_PX
+        self.set_compact_sidebar(compact)
+        self.env_picker.set_max_text_width(PICKER_TEXT_PX[0] if compact else PICKER_TEXT_PX[1])
 
     def _build_actions(self) -> None:
         from cpudoctor.gui.export import ReportActions
@@ -235,6 +249,8 @@ class MainWindow(QMainWindow):
             tb.addAction(self.export_action)
         tb.addAction(self.open_action)
         tb.addAction(self.refresh_action)
+        self.env_picker = EnvironmentPicker(self.environments)
+        tb.addWidget(self.env_picker)
         spacer = QWidget()
         spacer.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
         tb.addWidget(spacer)
@@ -284,11 +300,14 @@ class MainWindow(QMainWindow):
         m = self.model
         m.status_message.connect(lambda text: self.statusBar().showMessage(text, 8000))
         m.report_changed.connect(self._on_report)
-        self.collector.busy_changed.connect(self.busy.setVisible)
+        self.collector.busy_changed.connect(self._show_busy)
+        self.environments.looking_changed.connect(self._show_busy)
         self.collector.open_failed.connect(self._open_failed)
         # a saved report starts at its summary, not on a live page (Monitor, Inspector) of this machine
         self.collector.opened.connect(lambda _path: self.show_page("Overview"))
         self.banner.back.clicked.connect(self.refresh)
+        self.environments.chosen.connect(self._on_environment)
+        self.environments.rejected.connect(self._environment_rejected)
         monitor = self.pages.get("Monitor")
         if monitor is not None:
             monitor.set_rate(self.sampler.rate_hz)
@@ -338,14 +357,42 @@ class MainWindow(QMainWindow):
 
     def _on_report(self, report: Report) -> None:
         m = self.model
-        self.source_label.setText(m.source_label)
+        sw = report.software
+        python = sw.python if sw is not None and not sw.captured else None
+        self.source_label.setText(env_choice.source_text(m.source_label, python))
+        self.source_label.setToolTip(env_choice.ABOUT if python is not None else "")
         if m.read_only:
             self.banner.show_report(report, m.source_label)
             self.banner.show()
             self.setWindowTitle(saved_report_title(m.source_label))
+            self.env_picker.show_saved(python)   # it describes someone else's environment
         else:
             self.banner.hide()
             self.setWindowTitle(APP_NAME)
+            self.env_picker.show_live()
+
+    def _on_environment(self, env, chosen_by: str) -> None:
+        """The environment chosen (the default when the window opens, or the user's pick): this
+        machine's report describes it, built anew; a saved report shown stays."""
+        self.collector.set_environment(job_python(env), chosen_by)
+        default, self._environment_known = not self._environment_known and chosen_by != WINDOW, True
+        if self._collect_when_chosen:       # this machine's report was waiting for the default
+            self._collect_when_chosen = False
+            self.collector.start()
+            return
+        if default:
+            return                          # nothing was waiting for it (the window was told not to probe)
+        shows_this_machine = self.model.report is not None or self.collector.busy
+        if self.collector.live and not self.model.read_only and shows_this_machine:
+            self.model.status_message.emit(env_choice.switching_text(env))
+            self.collector.start()
+
+    def _show_busy(self, _busy: bool = False) -> None:
+        """The status bar's busy bar: a report being built, or this machine's report waiting for its environment."""
+        self.busy.setVisible(self.collector.busy or (self._collect_when_chosen and self.environments.looking))
+
+    def _environment_rejected(self, message: str) -> None:
+        QMessageBox.warning(self, "Cannot use this Python", message)
 
     def _set_rate(self, hz: float) -> None:
         self.sampler.set_rate(hz)
@@ -358,8 +405,17 @@ class MainWindow(QMainWindow):
             self.sampler.resume()
 
     def refresh(self) -> None:
-        """Probe this machine again (also leaves a report opened from a file)."""
+        """Probe this machine again (also leaves a report opened from a file).
+
+        The first time, this machine's report waits for the Python environment to describe
+        (the one chosen last time: milliseconds; a first listing of the machine's environments:
+        about a second); the window and the Monitor do not.
+        """
         self.model.read_only = False
+        if self.collector.live and not self.environments.decided:
+            self._collect_when_chosen = True
+            self.environments.start()
+            return
         self.collector.start()
 
     def open_report_dialog(self) -> None:
@@ -398,7 +454,8 @@ class MainWindow(QMainWindow):
         if self._collect_on_show:
             self._collect_on_show = False
             # after the first paint, so the window appears before any probe runs
-            QTimer.singleShot(0, self.collector.start)
+            QTimer.singleShot(0, self.refresh)
+            QTimer.singleShot(0, self.environments.start)
 
     def hideEvent(self, event) -> None:  # noqa: N802 - Qt API
         super().hideEvent(event)

@@ -6,6 +6,9 @@ lab result arrives (:meth:`add_benchmark`, :meth:`set_recommendation`) or
 someone asks (:meth:`rediagnose`), it runs the pipeline's advisor stage off
 the GUI thread and emits the new findings. A report opened from a file sets
 ``read_only`` and a label, and every page shows that machine instead of this one.
+The Python environment this machine's report describes and the lab's jobs run
+in is chosen once for the window: :attr:`environments`
+(:class:`cpudoctor.gui.environments.EnvironmentChooser`).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import dataclasses
 
 from PySide6.QtCore import QObject, Signal
 
+from cpudoctor.gui.environments import EnvironmentChooser
 from cpudoctor.render.words import status_text
 from cpudoctor.report import BenchRun, Finding, Report, ThreadRecommendation
 
@@ -35,6 +39,10 @@ class AppModel(QObject):
         self._judged: Report | None = None     # the report the current findings were made for
         self._advice_generation = 0
         self._diagnosing = False
+        # Which Python environment this machine's report and the lab's jobs are about; it looks
+        # nothing up until started (the window starts it when it is shown).
+        self.environments = EnvironmentChooser(self)
+        self.environments.message.connect(self.status_message)
 
     # -- the report ------------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from cpudoctor.gui.model import AppModel
 from cpudoctor.probes._fs import format_cpulist
 from cpudoctor.render.escape import html_escape
 from cpudoctor.render.format import clock, or_unknown, size
+from cpudoctor.render.software import environment_words
 from cpudoctor.render.topology import cpus_text
 from cpudoctor.render.words import DASH, plural, severity
 from cpudoctor.report import Finding, Report
@@ -246,8 +247,12 @@ class OverviewPage(QWidget):
             s.set("Runs in", ", ".join(virt) if virt else ("bare metal" if os_.vm is False else UNKNOWN))
         if sw:
             py = sw.python
-            s.set("Python", " ".join(x for x in (py.implementation, py.version,
-                                                    py.env_kind and f"({py.env_kind})") if x) or UNKNOWN)
+            if sw.captured:
+                s.set("Python environment", "not described (a captured tree has none of this machine's)")
+            else:
+                # which environment the software facts and findings are about, and why that one
+                s.set("Python environment", environment_words(py) if py.version or py.executable else UNKNOWN,
+                      f"Interpreter: {py.executable}" if py.executable else "")
             t = sw.torch
             if not sw.children_ran and self.model.read_only:
                 s.set("PyTorch", "not checked when this report was made (made with --fast, or from a capture)")

@@ -1,11 +1,14 @@
-"""The Training page's notice when no Python environment has PyTorch, with the install command.
+"""The Training page's notice when the chosen Python environment has no PyTorch, with the install command.
 
-The lab's jobs run in one of the user's environments; the standalone app has
-no torch of its own. The first time the page is shown, the environments are
-listed off the UI thread (:func:`cpudoctor.probes.software.envs.discover`,
-cached per interpreter) and judged by :func:`cpudoctor.advisor.torch_setup.torch_setup`;
-when none has torch this banner says so and offers the command for this CPU,
-to copy, and *Look again* once it has run. Hidden otherwise.
+The lab's jobs run in the environment chosen in the toolbar
+(:class:`cpudoctor.gui.environments.EnvironmentChooser`); the standalone app
+has no torch of its own. Once the chooser has decided and listed, the chosen
+environment is judged by :func:`cpudoctor.advisor.torch_setup.torch_setup`:
+with torch the banner is hidden; without, it says so, names environments that
+have torch (to choose one in the toolbar), and offers the command that installs
+PyTorch's CPU build for this CPU into it (or into a new environment where pip
+should not install), to copy, and *Look again* once it has run. When nothing
+usable was found at all it gives the words for "no environment has PyTorch".
 """
 
 from __future__ import annotations
@@ -19,30 +22,23 @@ from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget
 
 from cpudoctor.advisor.torch_setup import TorchSetup, torch_setup
-from cpudoctor.gui.workers import run_in_thread
+from cpudoctor.gui.environments import EnvironmentChooser, identity
+from cpudoctor.render.env_choice import torch_missing_in
 from cpudoctor.render.envs import torch_missing_text
 
 
-def _discover():
-    from cpudoctor.probes.software.envs import discover
-
-    return discover()
-
-
 class TorchMissingBanner(QFrame):
-    """Hidden until the environments are known; shown only when none has PyTorch."""
+    """Hidden until the environment is chosen and the environments listed; shown when the chosen one has no PyTorch."""
 
-    checked = Signal(object)               # the TorchSetup, after each look
+    checked = Signal(object)               # the TorchSetup of the chosen environment, after each judgement
 
-    def __init__(self, parent: QWidget | None = None,
-                 find_envs: Callable[[], list] = _discover,
+    def __init__(self, chooser: EnvironmentChooser, parent: QWidget | None = None,
                  system: Callable[[], tuple[str, str]] = lambda: (platform.system(), platform.machine())):
         super().__init__(parent)
-        self.find_envs = find_envs          # tests give fake environments
-        self.system = system
+        self.chooser = chooser
+        self.system = system                # tests give another OS and CPU architecture
         self.setup: TorchSetup | None = None
-        self._looking = False
-        self._looked = False
+        self.missing: bool | None = None    # the chosen environment has no torch (None: not known yet)
         self.setFrameShape(QFrame.Shape.StyledPanel)
         self.setStyleSheet("TorchMissingBanner { border: 1px solid #c98a1a; border-radius: 4px; }")
         lay = QVBoxLayout(self)
@@ -64,38 +60,43 @@ class TorchMissingBanner(QFrame):
         row.addWidget(self.again_button)
         lay.addLayout(row)
         self.setVisible(False)
+        chooser.listed.connect(lambda _envs: self.judge())
+        chooser.chosen.connect(lambda _env, _how: self.judge())
+        chooser.looking_changed.connect(lambda busy: self.again_button.setEnabled(not busy))
+        self.judge()
 
     def look_once(self) -> None:
-        """Look the first time only (the page calls this when it is first shown)."""
-        if not self._looked:
-            self.look()
+        """Have the environments looked up if nobody has yet (the page calls this when it is first shown)."""
+        self.chooser.start()
 
     def look(self) -> None:
-        if self._looking:
+        """Look again, without the cache (after the command has run)."""
+        self.chooser.look_again()
+
+    def judge(self) -> None:
+        """Show or hide the banner for the chosen environment (nothing before it is chosen and listed)."""
+        c = self.chooser
+        if not (c.decided and c.listed_once):
             return
-        self._looking = self._looked = True
-        self.again_button.setEnabled(False)
-        run_in_thread(self.find_envs, on_result=self._show, on_error=self._failed)
-
-    def _failed(self, exc: BaseException) -> None:
-        self._looking = False
-        self.again_button.setEnabled(True)
-
-    def _show(self, envs: list) -> None:
-        self._looking = False
-        self.again_button.setEnabled(True)
         os_name, machine = self.system()
-        self.setup = torch_setup(envs, os_name, machine)
-        if self.setup.has_torch:
-            self.setVisible(False)
-        else:
+        env = c.current
+        if env is None:                     # nothing usable found: CPU Doctor's own (the app has no torch)
+            self.setup = torch_setup(c.envs, os_name, machine)
             headline, detail = torch_missing_text(self.setup)
+            missing = not self.setup.has_torch
+        else:
+            self.setup = torch_setup([env], os_name, machine)
+            missing = not env.torch
+            others = [e for e in c.envs if e.usable and e.torch and e.kind != "pipx" and identity(e) != identity(env)]
+            headline, detail = torch_missing_in(env, self.setup, others) if missing else ("", "")
+        if missing:
             self.text.setText(f"<b>{html.escape(headline)}</b> {html.escape(detail)}")
             self.command.setText(self.setup.command)
             self.command.setCursorPosition(0)            # the interpreter's path first, not the index URL
             self.command.setVisible(bool(self.setup.command))
             self.copy_button.setVisible(bool(self.setup.command))
-            self.setVisible(True)
+        self.missing = missing
+        self.setVisible(missing)
         self.checked.emit(self.setup)
 
     def copy_command(self) -> None:

@@ -7,7 +7,9 @@ is decided by :class:`cpudoctor.gui.training_session.LabSession` and worded by
 the running job with the job's own metric definitions (their titles say
 which), a table keeps every run to compare (partial results of a cancelled or
 crashed run stay), and "Use these settings" hands a conclusive sweep's (or a
-quiet run's) setting to the advisor as a ThreadRecommendation.
+quiet run's) setting to the advisor as a ThreadRecommendation. The jobs run in
+the Python environment chosen in the toolbar (the model's ``environments``);
+a line at the top says which interpreter that is.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QFileDia
                                QScrollArea, QSpinBox, QSplitter, QTableWidget, QTableWidgetItem, QTabWidget,
                                QVBoxLayout, QWidget)
 
+from cpudoctor.gui.environments import job_python
 from cpudoctor.gui.job_runner import JobRunner
 from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.training_session import LabSession
@@ -32,6 +35,7 @@ from cpudoctor.gui.torch_banner import TorchMissingBanner
 from cpudoctor.lab.runner import JobOutcome, job_command
 from cpudoctor.lab.settings import MODELS, SWEEP_TRAIN_KEYS, SettingsError, SweepSettings, TrainSettings
 from cpudoctor.render import lab as words
+from cpudoctor.render.env_choice import jobs_text
 
 LINE_COLOURS = ("#4a90c2", "#e0a030", "#3fa36b", "#b05cc6", "#d9534f")
 TABLE_COLUMNS = words.RUN_COLUMNS
@@ -47,19 +51,42 @@ class TrainingPage(QWidget):
     def __init__(self, model: AppModel, parent: QWidget | None = None):
         super().__init__(parent)
         self.model = model
-        # The argv for a job; tests swap in a tiny fake child speaking the protocol.
-        self.job_argv: Callable[[str, dict[str, Any]], list[str]] = job_command
+        self.environments = model.environments
+        # The argv for a job (in the chosen environment); tests swap in a tiny fake child speaking the protocol.
+        self.job_argv: Callable[[str, dict[str, Any]], list[str]] = self.job_command
         self.session = LabSession()
-        self.runner = JobRunner(self)
+        self.runner = JobRunner(self, python=self.job_python)
         self.runner.progress.connect(self._on_progress)
         self.runner.log.connect(self._on_log)
         self.runner.finished.connect(self._on_finished)
         self._build()
+        self._job_tips = {b: b.toolTip() for b in (self.train_button, self.sweep_button, self.gemm_button,
+                                                   self.quant_button)}
+        self.torch_banner.checked.connect(lambda _setup: self._sync_job_buttons())
         model.report_changed.connect(self._on_report)
         self._on_report(model.report)
+        self.environments.chosen.connect(lambda _env, _how: self._on_environment())
         app = QCoreApplication.instance()
         if app is not None:
             app.aboutToQuit.connect(self.shutdown)      # never leave a training child behind
+
+    @property
+    def job_python(self) -> str | None:
+        """The interpreter the jobs run in: the chosen environment's (None: CPU Doctor's own)."""
+        return job_python(self.environments.current)
+
+    def job_command(self, job: str, args: dict[str, Any]) -> list[str]:
+        """The argv of lab job ``job`` in the chosen environment."""
+        return job_command(job, args, self.job_python)
+
+    def _on_environment(self) -> None:
+        self.runner.python = self.job_python
+        c = self.environments
+        if c.decided:
+            self.env_line.setText(jobs_text(c.current, read_only=bool(self.model.read_only)))
+            self.env_line.setToolTip(c.current.python if c.current is not None else "")
+        else:
+            self.env_line.setText("Jobs run in the Python environment chosen in the toolbar (being looked up…)")
 
     @property
     def runs(self) -> list[LabResult]:
@@ -71,7 +98,7 @@ class TrainingPage(QWidget):
 
     def showEvent(self, event) -> None:  # noqa: N802 - Qt's name
         super().showEvent(event)
-        self.torch_banner.look_once()                    # environments are listed off the UI thread, once
+        self.torch_banner.look_once()                    # environments are looked up off the UI thread, once
 
     # ------------------------------------------------------------------ layout
 
@@ -92,7 +119,13 @@ class TrainingPage(QWidget):
         right = QWidget()
         rv = QVBoxLayout(right)
         rv.setContentsMargins(0, 0, 0, 0)
-        self.torch_banner = TorchMissingBanner(self)     # shown only when no Python environment has PyTorch
+        self.env_line = QLabel("")                       # which interpreter the jobs run in
+        self.env_line.setWordWrap(True)
+        self.env_line.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.env_line.setStyleSheet("color: palette(placeholder-text);")
+        rv.addWidget(self.env_line)
+        # shown only when the chosen environment has no PyTorch
+        self.torch_banner = TorchMissingBanner(self.model.environments, self)
         rv.addWidget(self.torch_banner)
         self.status = QLabel("Ready. Jobs run in a separate process; the window stays responsive.")
         self.status.setWordWrap(True)
@@ -377,11 +410,11 @@ class TrainingPage(QWidget):
         self.bf16_hint.setText(hint)
         self._form.setRowVisible(self.bf16_hint, bool(hint))    # no empty gap under Precision
         read_only = bool(self.model.read_only)
-        for b in (self.train_button, self.sweep_button, self.gemm_button, self.quant_button):
-            b.setEnabled(not read_only and not self.runner.is_running())
+        self._sync_job_buttons()
         if read_only:
             self._set_status("This is a saved report: the lab measures this machine, so its jobs are off while "
                              "a saved report is shown.", "info")
+        self._on_environment()                           # "on this machine" while a saved report is shown
 
     @staticmethod
     def _bf16_hint(report) -> str:
@@ -476,10 +509,21 @@ class TrainingPage(QWidget):
             self.runner.cancel()
 
     def _set_running(self, running: bool) -> None:
-        off = running or bool(self.model.read_only)
-        for b in (self.train_button, self.sweep_button, self.gemm_button, self.quant_button):
-            b.setEnabled(not off)
+        self._sync_job_buttons(running)
         self.cancel_button.setEnabled(running)
+
+    def _sync_job_buttons(self, running: bool | None = None) -> None:
+        """The job buttons are off while a job runs, while a saved report is shown, and while the chosen
+        environment has no PyTorch (the banner above says what to do); the tooltip says which."""
+        running = self.runner.is_running() if running is None else running
+        why = ""
+        if self.model.read_only:
+            why = "A saved report is shown: the lab measures this machine. Choose Back to this machine first."
+        elif self.torch_banner.missing:
+            why = "The chosen Python environment has no PyTorch: install it (the command above) or choose another."
+        for b in (self.train_button, self.sweep_button, self.gemm_button, self.quant_button):
+            b.setEnabled(not running and not why)
+            b.setToolTip(why or self._job_tips.get(b, ""))
 
     # ------------------------------------------------------------------ live data
 

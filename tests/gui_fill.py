@@ -7,6 +7,7 @@ README show what the test checks. The report is a scenario fixture built from a 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 
@@ -15,15 +16,48 @@ from cpudoctor.advisor.process_rules import run_process_rules
 from cpudoctor.probes.live.sample import Sample
 from cpudoctor.probes.process.inspect import (ChildProcess, Inspection, NativeLib, ProcessEntry, ThreadInfo,
                                               place_threads)
+from cpudoctor.probes.software.envs import PythonEnv
 from cpudoctor.report import Report
 
 SCENARIO = Path(__file__).parent / "fixtures" / "scenarios" / "cascadelake-2s-numa-pinned.json"
 
 
+RESNET_PYTHON = "/home/ann/projects/resnet/.venv/bin/python"
+
+
 def realistic_report() -> Report:
     report = Report.load(SCENARIO)
+    # the environment it describes, as a report made now names it (the scenario predates names)
+    report.software.python = dataclasses.replace(report.software.python, env_name="resnet",
+                                                 executable=RESNET_PYTHON, prefix=str(Path(RESNET_PYTHON).parents[1]),
+                                                 chosen_by="likely")
     report.findings = diagnose(report)
     return report
+
+
+def environments(report: Report) -> list[PythonEnv]:
+    """What the toolbar's picker lists on that machine: the report's environment (with its torch), a
+    conda env without torch, a system Python and CPU Doctor's own."""
+    py, torch = report.software.python, report.software.torch
+    return [
+        PythonEnv(python=py.executable, prefix=py.prefix, kind=py.env_kind, name=py.env_name, version=py.version,
+                  torch=torch.version if torch else None, torch_build="cpu", in_cwd=True),
+        PythonEnv(python="/home/ann/miniforge3/envs/data/bin/python", prefix="/home/ann/miniforge3/envs/data",
+                  kind="conda", name="data", version="3.12.7", numpy="2.1.3"),
+        PythonEnv(python="/usr/bin/python3", prefix="/usr", kind="system", name="python3.12", version="3.12.3"),
+        PythonEnv(python="/opt/cpudoctor/.venv/bin/python", prefix="/opt/cpudoctor/.venv", kind="venv",
+                  name=".venv", version="3.11.9", torch="2.13.0+cpu", torch_build="cpu", own=True),
+    ]
+
+
+def choose_environment(window, report: Report) -> None:
+    """The picker as a user sees it once the environments are listed: the report's one chosen."""
+    chooser = window.model.environments
+    found = environments(report)
+    chooser._started = True                  # nothing is looked up on this machine
+    chooser.envs, chooser.listed_once = list(found), True
+    chooser.listed.emit(list(found))
+    chooser._set(found[0], "likely")
 
 
 def samples(report: Report, n: int = 30, t0: float = 1000.0):
@@ -76,6 +110,8 @@ def processes() -> list[ProcessEntry]:
 def fill_window(window, report: Report, read_only: bool = False, label: str = "") -> None:
     """Put ``report`` and live-looking data into every page of a MainWindow (its sampler paused)."""
     window.sampler.pause()
+    if not read_only:
+        choose_environment(window, report)
     if read_only:
         window.model.set_report(report, read_only=True, label=label or "Report colleague.json")
     else:

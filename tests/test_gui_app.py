@@ -85,7 +85,8 @@ def test_terminal_report_is_the_doctor_page(monkeypatch, capsys):
     monkeypatch.setattr(pipeline, "build_report", quick)
     code = app.terminal_report()
     out = capsys.readouterr().out
-    assert built == [pipeline.Source.this_machine()]
+    # the environment `doctor` describes (the suite sets $CPUDOCTOR_PYTHON to its own interpreter)
+    assert built == [pipeline.Source.this_machine(python=None, chosen_by="$CPUDOCTOR_PYTHON")]
     assert out.startswith("CPU Doctor — this machine: ")
     last = out.rstrip().splitlines()
     assert any(line.startswith(("No issues found", "Doctor found issues")) for line in last[-2:])

@@ -97,46 +97,100 @@ def test_architecture_names_are_normalised():
 # ---------------------------------------------------------------- the Training page's banner
 
 
-def test_banner_shows_the_command_when_no_environment_has_torch(qtbot):
+class FakeLookup:
+    """What an EnvironmentChooser finds: one list of environments per look (the last one stays)."""
+
+    def __init__(self, *looks: list[PythonEnv]):
+        self.looks = list(looks)
+
+    def find(self, fresh: bool = False) -> list[PythonEnv]:
+        return self.looks.pop(0) if len(self.looks) > 1 else self.looks[0]
+
+    def describe(self, python: str) -> PythonEnv:
+        known = [e for e in self.looks[0] if e.python == python]
+        return known[0] if known else PythonEnv(python=python, prefix=python, kind="system", name=python,
+                                                error="no such file")
+
+    def default(self):
+        from cpudoctor.probes.software.envs import likely_training_env
+
+        found = likely_training_env(self.looks[0])
+        return found, "likely" if found is not None else "only-own"
+
+
+def _banner(qtbot, *looks):
+    from cpudoctor.gui.environments import EnvironmentChooser
     from cpudoctor.gui.torch_banner import TorchMissingBanner
 
-    _holder, banner = _shown(qtbot, TorchMissingBanner(find_envs=lambda: [env("project")],
-                                                       system=lambda: ("Linux", "x86_64")))
-    assert not banner.isVisible()                        # nothing said before the environments are known
+    chooser = EnvironmentChooser(lookup=FakeLookup(*looks))
+    holder, banner = _shown(qtbot, TorchMissingBanner(chooser, system=lambda: ("Linux", "x86_64")))
+    chooser.setParent(holder)                             # lives as long as the widget
+    return holder, chooser, banner
+
+
+def test_banner_offers_the_command_for_the_chosen_environment(qtbot):
+    _holder, chooser, banner = _banner(qtbot, [env("project")])
+    assert not banner.isVisible()                        # nothing said before the environment is known
     with qtbot.waitSignal(banner.checked, timeout=5000):
         banner.look_once()
     assert banner.isVisible()
     assert banner.command.text() == f"/home/ann/project/bin/python -m pip install torch {CPU_INDEX}"
-    assert "No Python environment with PyTorch" in banner.text.text()
+    assert "project (venv, Python 3.12.3) has no PyTorch" in banner.text.text()
+    assert "into this environment" in banner.text.text()
     banner.copy_command()
     from PySide6.QtGui import QGuiApplication
 
     assert QGuiApplication.clipboard().text() == banner.command.text()
 
 
-def test_banner_hides_once_torch_is_installed(qtbot):
-    from cpudoctor.gui.torch_banner import TorchMissingBanner
+def test_banner_names_environments_that_have_torch_when_the_chosen_one_has_not(qtbot):
+    _holder, chooser, banner = _banner(qtbot, [env("dl", torch="2.5.1+cpu"), env("plain")])
+    with qtbot.waitSignal(banner.checked, timeout=5000):
+        banner.look_once()
+    assert not banner.isVisible() and chooser.current.name == "dl"     # the default has torch
+    plain = next(e for e in chooser.envs if e.name == "plain")
+    with qtbot.waitSignal(banner.checked, timeout=5000):
+        chooser.choose(plain)
+    assert banner.isVisible()
+    text = banner.text.text()
+    assert "plain (venv, Python 3.12.3) has no PyTorch" in text and "(dl)" in text and "toolbar" in text
+    assert banner.command.text().startswith("/home/ann/plain/bin/python -m pip install torch")
 
-    found = [[env("project")], [env("project", torch="2.5.1+cpu")]]
-    _holder, banner = _shown(qtbot, TorchMissingBanner(find_envs=lambda: found.pop(0),
-                                                       system=lambda: ("Linux", "x86_64")))
+
+def test_banner_for_a_system_python_installs_into_a_new_environment(qtbot):
+    _holder, chooser, banner = _banner(qtbot, [env("python3", kind="system")])
+    with qtbot.waitSignal(banner.checked, timeout=5000):
+        banner.look_once()
+    assert banner.isVisible() and banner.command.text().startswith(f"python3 -m venv ~/{NEW_ENV_NAME} && ")
+    assert "pip refuses" in banner.text.text()
+
+
+def test_banner_when_nothing_usable_was_found(qtbot):
+    _holder, chooser, banner = _banner(qtbot, [env("old", error="Python 2.7.18 is too old")])
+    with qtbot.waitSignal(banner.checked, timeout=5000):
+        banner.look_once()
+    assert chooser.current is None and banner.isVisible()
+    assert "No Python environment with PyTorch" in banner.text.text() and NEW_ENV_NAME in banner.command.text()
+
+
+def test_banner_hides_once_torch_is_installed(qtbot):
+    _holder, chooser, banner = _banner(qtbot, [env("project")], [env("project", torch="2.5.1+cpu")])
     with qtbot.waitSignal(banner.checked, timeout=5000):
         banner.look_once()
     assert banner.isVisible()
-    banner.look_once()                                    # the first look only: nothing happens
-    assert found
-    with qtbot.waitSignal(banner.checked, timeout=5000):
+    with qtbot.waitSignal(chooser.chosen, timeout=5000):   # the same environment, now with torch: described anew
         banner.again_button.click()
-    assert not banner.isVisible() and banner.setup.has_torch
+    assert not banner.isVisible() and banner.setup.has_torch and chooser.current.torch == "2.5.1+cpu"
 
 
 def test_training_page_looks_when_first_shown(qtbot):
     from cpudoctor.gui.model import AppModel
     from cpudoctor.gui.training_page import TrainingPage
 
-    page = TrainingPage(AppModel())
+    model = AppModel()
+    model.environments.lookup = FakeLookup([])
+    page = TrainingPage(model)
     qtbot.addWidget(page)
-    page.torch_banner.find_envs = lambda: []
     page.torch_banner.system = lambda: ("Linux", "x86_64")
     with qtbot.waitSignal(page.torch_banner.checked, timeout=5000):
         page.show()

@@ -70,8 +70,12 @@ def environment_words(p: PythonInfo) -> str:
     """Which Python environment the software facts describe, and why that one:
     ``amd_dl (conda, Python 3.10.13): the environment you most likely train in``."""
     kind = p.env_kind or "unknown kind"
-    name = p.env_name or p.executable or "unknown"
-    text = f"{name} ({kind}, Python {p.version})" if p.version else f"{name} ({kind})"
+    name = p.env_name or p.executable
+    if name is None:      # a report made before environments had names: say what is known, no "unknown (venv)"
+        what = f"a {p.env_kind} environment" if p.env_kind else "an environment of unknown kind"
+        text = f"{what} (Python {p.version})" if p.version else what
+    else:
+        text = f"{name} ({kind}, Python {p.version})" if p.version else f"{name} ({kind})"
     why = [_CHOSEN.get(p.chosen_by, p.chosen_by)] if p.chosen_by else []
     if p.own:
         why.insert(0, "CPU Doctor's own")

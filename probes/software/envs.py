@@ -42,7 +42,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cpudoctor.probes.software.packages import build_kind, normalize
+from cpudoctor.probes.software.packages import build_kind, normalize, venv_name
 
 QUERY_TIMEOUT_S = 10.0       # a healthy interpreter answers in ~30 ms; a broken sitecustomize is not run (-S)
 CONDA_TIMEOUT_S = 15.0       # conda is a Python program of its own: seconds on a cold disk
@@ -436,9 +436,7 @@ def _kind_and_name(prefix: Path, python: Path, how: str, ctx: _Context) -> tuple
         is_base = any((prefix / d).exists() for d in ("condabin", "pkgs", "bin/conda", "Scripts/conda.exe"))
         return "conda", root_named or ("base" if is_base else prefix.name)
     if (prefix / "pyvenv.cfg").is_file():
-        if prefix.name in (".venv", "venv", ".env", "env"):
-            return "venv", f"{prefix.parent.name}/{prefix.name}"
-        return "venv", prefix.name
+        return "venv", venv_name(str(prefix)) or prefix.name
     if how == "pyenv" or ".pyenv" in prefix.parts:
         return "pyenv", f"pyenv {prefix.name}"
     return "system", python.name

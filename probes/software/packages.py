@@ -14,6 +14,7 @@ import re
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from cpudoctor import resources
 from cpudoctor.probes.software.model import PackageInfo, PythonInfo
@@ -192,6 +193,18 @@ def package_of(dist_name: str) -> KnownPackage | None:
     return None
 
 
+GENERIC_VENV_NAMES = (".venv", "venv", ".env", "env")
+
+
+def venv_name(prefix: str) -> str | None:
+    """What people call a venv: its folder, or ``project/.venv`` for the generic folder names
+    (the picker, ``cpudoctor envs`` and the report name one environment alike)."""
+    path = Path(prefix.rstrip("/\\") or prefix)
+    if path.name in GENERIC_VENV_NAMES and path.parent.name:
+        return f"{path.parent.name}/{path.name}"
+    return path.name or None
+
+
 def probe_python(environ: Mapping[str, str] | None = None) -> PythonInfo:
     """This interpreter: version, implementation, executable, venv/conda env name.
 
@@ -211,7 +224,7 @@ def probe_python(environ: Mapping[str, str] | None = None) -> PythonInfo:
         info.env_name = os.path.basename(name.rstrip("/\\")) or None
     elif sys.prefix != getattr(sys, "base_prefix", sys.prefix):
         info.env_kind = "venv"
-        info.env_name = os.path.basename(prefix.rstrip(os.sep)) or None
+        info.env_name = venv_name(prefix)
     else:
         info.env_kind = "system"
     return info

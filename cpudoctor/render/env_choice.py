@@ -1,0 +1,174 @@
+"""The window's words for the Python environment it describes: the toolbar picker and the pages' lines.
+
+The report's own words (``environment_words``: name, kind, Python and why it
+was chosen) come from :mod:`cpudoctor.render.software`; this module adds the
+picker's entries, the lines that say where the lab's jobs run, and the
+messages of choosing (an interpreter that cannot be used is one line).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from cpudoctor.probes.software.envs import PythonEnv
+from cpudoctor.probes.software.model import PythonInfo
+from cpudoctor.render.envs import home_short
+from cpudoctor.render.software import environment_words
+
+LABEL = "Environment:"
+LOOKING = "Finding Python environments…"
+OTHER = "Other interpreter…"
+LOOK_AGAIN = "Look again"
+OWN_FALLBACK = "CPU Doctor's own Python"
+ABOUT = "The software facts, the findings and the Training page's jobs are about this environment."
+SAVED_TIP = ("A saved report describes the environment it was made in; "
+             "choose Back to this machine to pick one here.")
+# How the Inspector found a process's interpreter (cpudoctor.probes.process.interpreter's found_by).
+FOUND_BY = {
+    "maps": "where its libraries were loaded from",
+    "VIRTUAL_ENV": "its $VIRTUAL_ENV",
+    "CONDA_PREFIX": "its $CONDA_PREFIX",
+    "argv[0]": "its command line",
+    "exe": "its executable",
+}
+
+
+def python_info(env: PythonEnv | None, chosen_by: str | None) -> PythonInfo:
+    """The report's record of ``env`` (what the pipeline writes into ``software.python``)."""
+    if env is None:
+        return PythonInfo(env_name=OWN_FALLBACK, own=True, chosen_by=chosen_by)
+    return PythonInfo(version=env.version, implementation=env.implementation, executable=env.python,
+                      env_kind=env.kind, env_name=env.name, prefix=env.prefix, own=env.own,
+                      chosen_by=chosen_by, error=env.error)
+
+
+def short_words(p: PythonInfo) -> str:
+    """``amd_dl (conda, Python 3.10.13)``: the environment alone, without why it was chosen."""
+    return environment_words(dataclasses.replace(p, chosen_by=None, own=None, error=None))
+
+
+def entry_text(env: PythonEnv) -> str:
+    """One line of the picker: name, kind, Python, torch (or "no torch"), CPU Doctor's own marked."""
+    if env.usable:
+        return env.label() + (" — active" if env.active and not env.own else "")
+    kind = f"{env.kind}, Python {env.version}" if env.version else env.kind
+    return f"{env.name} ({kind}) — cannot be used"
+
+
+def entry_tip(env: PythonEnv) -> str:
+    """The entry's tooltip: the reason it cannot be used, or its interpreter and where it was found."""
+    if not env.usable:
+        return f"{home_short(env.python)}: {env.error}"
+    found = f" (found by {', '.join(env.found_by)})" if env.found_by else ""
+    return home_short(env.python) + found
+
+
+def picker_text(env: PythonEnv | None) -> str:
+    """The picker's button: the chosen environment in a line (the widget elides it)."""
+    return entry_text(env) if env is not None else OWN_FALLBACK
+
+
+def picker_tip(env: PythonEnv | None, chosen_by: str | None) -> str:
+    lines = [environment_words(python_info(env, chosen_by))]
+    if env is not None:
+        lines.append(f"Interpreter: {home_short(env.python)}")
+    lines.append(ABOUT)
+    return "\n".join(lines)
+
+
+def saved_text(p: PythonInfo | None) -> str:
+    """The disabled picker while a saved report is shown: which environment that report describes."""
+    if p is None or (p.version is None and p.executable is None):
+        return "Saved report: no Python environment described"
+    return f"Saved report: {short_words(p)}"
+
+
+def source_text(source_label: str, p: PythonInfo | None) -> str:
+    """The status bar's source: ``This machine · Python: amd_dl (conda, Python 3.10.13)``."""
+    if p is None or (p.version is None and p.executable is None):
+        return source_label
+    return f"{source_label} · Python: {short_words(p)}"
+
+
+def jobs_text(env: PythonEnv | None, read_only: bool = False) -> str:
+    """The Training page's line: which interpreter the jobs run in."""
+    if env is None:
+        where = f"{OWN_FALLBACK} (no other usable environment was found)"
+    else:
+        torch = f", torch {env.torch}" if env.torch else ", no torch"
+        kind = f"{env.kind}, Python {env.version}" if env.version else env.kind
+        where = f"{env.name} ({kind}{torch}): {home_short(env.python)}"
+    prefix = "Jobs run on this machine, in" if read_only else "Jobs run in"
+    return f"{prefix} {where} — change it in the toolbar's Environment picker"
+
+
+def rejected_text(python: str, error: str) -> str:
+    """One line for an interpreter given by hand that cannot be used."""
+    return f"{home_short(python)} cannot be used: {error}"
+
+
+def forgotten_text(python: str, error: str) -> str:
+    return (f"The environment chosen last time ({home_short(python)}) cannot be used now ({error}); "
+            "describing the default one instead")
+
+
+def fallback_text(error: str, found: PythonEnv | None) -> str:
+    return f"{error}; describing {found.name if found is not None else OWN_FALLBACK} instead"
+
+
+def failed_text(exc: BaseException) -> str:
+    return f"Finding the Python environments failed ({exc}); describing {OWN_FALLBACK}"
+
+
+def list_failed_text(exc: BaseException) -> str:
+    return f"Listing the Python environments failed: {exc}"
+
+
+def checking_text(python: str) -> str:
+    return f"Checking {home_short(python)}…"
+
+
+def switching_text(env: PythonEnv | None) -> str:
+    return f"Describing {env.name if env is not None else OWN_FALLBACK}…"
+
+
+def inspector_text(python: str, found_by: str | None) -> str:
+    """The Inspector's line under a Python process: its interpreter and how it was found."""
+    how = f" (found from {FOUND_BY.get(found_by, found_by)})" if found_by else ""
+    return f"Its Python: {home_short(python)}{how}"
+
+
+def torch_missing_in(env: PythonEnv, setup: Any, others: list[PythonEnv]) -> tuple[str, str]:
+    """The Training page's words when the chosen environment has no PyTorch: a headline and what to do.
+
+    ``setup`` is a :class:`cpudoctor.advisor.torch_setup.TorchSetup` judged for ``env`` alone (its
+    command installs into ``env`` when pip may, else into a new environment); ``others`` are the
+    environments found that have torch.
+    """
+    headline = f"{short_words(python_info(env, None))} has no PyTorch: the Training page's jobs run in it."
+    choose = ""
+    if others:
+        names = ", ".join(e.name for e in others[:3]) + (", …" if len(others) > 3 else "")
+        choose = f"Choose an environment that has it in the toolbar ({names}), or install it. "
+    if not setup.supported:
+        arch = setup.arch or "this CPU architecture"
+        return headline, (f"{choose}PyTorch publishes no official build for {setup.os_name or 'this system'} on "
+                          f"{arch}: build it from source (pytorch.org/get-started) or use conda-forge's pytorch-cpu "
+                          "where it has one, then look again.")
+    if setup.target is not None:
+        into = "into this environment"
+    else:
+        into = (f"into a new environment in your home folder, ~/{setup.new_env} ({_not_here(env)}), "
+                "then choose it in the toolbar")
+    note = f" {setup.note}." if setup.note else ""
+    return headline, f"{choose}This installs PyTorch's CPU build for this CPU {into}; then choose Look again.{note}"
+
+
+def _not_here(env: PythonEnv) -> str:
+    """Why the install command does not install into the chosen environment (advisor.torch_setup.install_target)."""
+    if env.own:
+        return "CPU Doctor's own environment is not one to train in"
+    if env.kind == "pipx":
+        return "a pipx tool's environment is not one to train in"
+    return "pip refuses to install into a system Python"
