@@ -59,6 +59,7 @@ class ReportCollector(QObject):
         self.children = children           # False: no child-process stages (tests, --no-children)
         self._generation = 0
         self._busy = False
+        self._kind: str | None = None       # the kind of source of the newest run
         self.python: str | None = None     # the environment's interpreter; None: CPU Doctor's own
         self.chosen_by: str | None = None  # how it was chosen (PythonInfo.chosen_by)
 
@@ -96,7 +97,13 @@ class ReportCollector(QObject):
         self._generation += 1
         self._set_busy(False)
 
+    @property
+    def opening(self) -> bool:
+        """A saved report is being read: a new run of this machine would drop what the user asked for."""
+        return self._busy and self._kind == "saved"
+
     def _run(self, source: Source) -> None:
+        self._kind = source.kind
         self._generation += 1
         gen = self._generation
         self._set_busy(True)

@@ -383,6 +383,8 @@ class MainWindow(QMainWindow):
         if default:
             return                          # nothing was waiting for it (the window was told not to probe)
         shows_this_machine = self.model.report is not None or self.collector.busy
+        if self.collector.opening:
+            return                          # a saved report is being opened: it wins; Back to this machine uses the choice
         if self.collector.live and not self.model.read_only and shows_this_machine:
             self.model.status_message.emit(env_choice.switching_text(env))
             self.collector.start()
@@ -430,6 +432,8 @@ class MainWindow(QMainWindow):
         A bad file gets a message, not a crash; when nothing is shown yet (the window was
         started with that file), this machine is read instead.
         """
+        self._collect_when_chosen = False   # the user's file, not this machine, is what to show now
+        self._show_busy()
         self.collector.open(path)
 
     def _open_failed(self, message: str) -> None:

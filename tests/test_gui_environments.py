@@ -264,3 +264,46 @@ def test_long_names_are_elided_with_the_whole_line_in_the_tooltip(qtbot, world, 
     assert button.text().endswith("…") and long.name in button.toolTip() and "2.5.1+cpu" in button.toolTip()
     assert button.fontMetrics().horizontalAdvance(button.text()) <= 320
     _close(window)
+
+
+
+class HeldLookup(CountingLookup):
+    """Decides the default only when the test lets it (``release``)."""
+
+    def default(self):
+        assert self.release.wait(60)
+        return super().default()
+
+
+def test_opening_a_report_while_the_default_is_looked_up_is_not_replaced_by_this_machine(qtbot, world, settings,
+                                                                                       monkeypatch):
+    """The window's first report of this machine waits for the environment; a report the user opens
+    meanwhile wins, even when the environment is decided while the file is still being read."""
+    from gui_fill import SCENARIO
+
+    from cpudoctor.gui import collector as collector_mod
+
+    reading = threading.Event()
+    real_build = collector_mod.build_report
+
+    def slow_for_files(source, **kw):
+        if source.kind == "saved":
+            assert reading.wait(60)
+        return real_build(source, **kw)
+
+    monkeypatch.setattr(collector_mod, "build_report", slow_for_files)
+    held = lookup(world)
+    held.__class__ = HeldLookup
+    held.release = threading.Event()
+    window = _window(qtbot, world, settings, collect=True, env_lookup=held)
+    qtbot.waitUntil(lambda: window.environments.looking, timeout=10_000)     # this machine waits for the default
+    window.open_report(SCENARIO)
+    with qtbot.waitSignal(window.environments.chosen, timeout=60_000):
+        held.release.set()                            # decided while the file is being read
+    with qtbot.waitSignal(window.collector.opened, timeout=60_000):
+        reading.set()
+    qtbot.waitUntil(lambda: not window.environments.looking and not window.collector.busy, timeout=60_000)
+    assert window.model.read_only                      # the file's report, diagnosed, not this machine's
+    assert window.model.report.cpu.brand.startswith("Intel(R) Xeon(R) Gold 6230")
+    assert window.env_picker.full_text.startswith("Saved report:") and not window.env_picker.button.isEnabled()
+    _close(window)
