@@ -376,6 +376,11 @@ class MainWindow(QMainWindow):
         machine's report describes it, built anew; a saved report shown stays."""
         self.collector.set_environment(job_python(env), chosen_by)
         default, self._environment_known = not self._environment_known and chosen_by != WINDOW, True
+        if self.collector.opening or self.model.read_only:
+            # the user's file is what to show (however it was opened); Back to this machine uses this choice
+            self._collect_when_chosen = False
+            self._show_busy()
+            return
         if self._collect_when_chosen:       # this machine's report was waiting for the default
             self._collect_when_chosen = False
             self.collector.start()
@@ -383,8 +388,6 @@ class MainWindow(QMainWindow):
         if default:
             return                          # nothing was waiting for it (the window was told not to probe)
         shows_this_machine = self.model.report is not None or self.collector.busy
-        if self.collector.opening:
-            return                          # a saved report is being opened: it wins; Back to this machine uses the choice
         if self.collector.live and not self.model.read_only and shows_this_machine:
             self.model.status_message.emit(env_choice.switching_text(env))
             self.collector.start()

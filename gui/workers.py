@@ -90,8 +90,22 @@ class Worker(QRunnable):
             log.debug("worker %s: %s signal dropped (%s)", getattr(self.fn, "__name__", self.fn), name, exc)
 
     def start(self, pool: QThreadPool | None = None) -> "Worker":
-        (pool or QThreadPool.globalInstance()).start(self)
+        (pool or shared_pool()).start(self)
         return self
+
+
+# The window's background work mostly waits (on child processes, files, a listing of interpreters), so
+# it is not bounded by the CPU count: with Qt's default of one thread per CPU, a 2-CPU machine queued
+# the user's "Open report" behind the environment listing and this machine's first report.
+MIN_POOL_THREADS = 8
+
+
+def shared_pool() -> QThreadPool:
+    """Qt's global pool, with room for at least MIN_POOL_THREADS waiting jobs at once."""
+    pool = QThreadPool.globalInstance()
+    if pool.maxThreadCount() < MIN_POOL_THREADS:
+        pool.setMaxThreadCount(MIN_POOL_THREADS)
+    return pool
 
 
 def run_in_thread(fn: Callable[..., Any], *args: Any,

@@ -275,8 +275,9 @@ class HeldLookup(CountingLookup):
         return super().default()
 
 
+@pytest.mark.parametrize("how", ["window", "export-actions"])
 def test_opening_a_report_while_the_default_is_looked_up_is_not_replaced_by_this_machine(qtbot, world, settings,
-                                                                                       monkeypatch):
+                                                                                       monkeypatch, how):
     """The window's first report of this machine waits for the environment; a report the user opens
     meanwhile wins, even when the environment is decided while the file is still being read."""
     from gui_fill import SCENARIO
@@ -297,7 +298,10 @@ def test_opening_a_report_while_the_default_is_looked_up_is_not_replaced_by_this
     held.release = threading.Event()
     window = _window(qtbot, world, settings, collect=True, env_lookup=held)
     qtbot.waitUntil(lambda: window.environments.looking, timeout=10_000)     # this machine waits for the default
-    window.open_report(SCENARIO)
+    if how == "window":
+        window.open_report(SCENARIO)
+    else:                                             # the File menu's Open goes through the report actions
+        window.report_actions.open_path(SCENARIO)
     with qtbot.waitSignal(window.environments.chosen, timeout=60_000):
         held.release.set()                            # decided while the file is being read
     with qtbot.waitSignal(window.collector.opened, timeout=60_000):

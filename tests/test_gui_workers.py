@@ -8,7 +8,7 @@ from PySide6.QtCore import QThread
 
 from gui_support import no_qt_leaks  # noqa: F401 - fixture
 
-from cpudoctor.gui.workers import Worker, run_in_thread
+from cpudoctor.gui.workers import _LIVE, Worker, run_in_thread
 
 
 def test_result_signal_order_and_threads(qtbot):
@@ -64,3 +64,23 @@ def test_work_that_outlives_its_signals_ends_quietly(qtbot, capfd):
     assert QThreadPool.globalInstance().waitForDone(60_000)
     err = capfd.readouterr().err
     assert "Traceback" not in err and "Signal source has been deleted" not in err, err
+
+
+def test_waiting_jobs_do_not_queue_a_quick_one_whatever_the_cpu_count(qtbot):
+    """Background jobs mostly wait (children, files): with one thread per CPU a 2-CPU machine queued the
+    user's "Open report" behind the environment listing. Jobs that block (more than this machine has
+    CPUs, and at least three) must not hold up a quick one."""
+    import os
+
+    from cpudoctor.gui.workers import MIN_POOL_THREADS
+
+    release = threading.Event()
+    waiting = max(3, min(len(os.sched_getaffinity(0)) + 1, MIN_POOL_THREADS - 1))
+    blocked = [run_in_thread(release.wait, 60) for _ in range(waiting)]
+    try:
+        got: list = []
+        run_in_thread(lambda: "quick", on_result=got.append)
+        qtbot.waitUntil(lambda: got == ["quick"], timeout=10_000)
+    finally:
+        release.set()
+    qtbot.waitUntil(lambda: not any(w in _LIVE for w in blocked), timeout=30_000)
