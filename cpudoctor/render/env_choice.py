@@ -13,7 +13,8 @@ from typing import Any
 
 from cpudoctor.probes.software.envs import PythonEnv
 from cpudoctor.probes.software.model import PythonInfo
-from cpudoctor.render.envs import home_short
+from cpudoctor.probes.software.stack import python_info as env_python_info
+from cpudoctor.render.envs import home_short, no_official_build
 from cpudoctor.render.software import environment_words
 
 LABEL = "Environment:"
@@ -38,9 +39,7 @@ def python_info(env: PythonEnv | None, chosen_by: str | None) -> PythonInfo:
     """The report's record of ``env`` (what the pipeline writes into ``software.python``)."""
     if env is None:
         return PythonInfo(env_name=OWN_FALLBACK, own=True, chosen_by=chosen_by)
-    return PythonInfo(version=env.version, implementation=env.implementation, executable=env.python,
-                      env_kind=env.kind, env_name=env.name, prefix=env.prefix, own=env.own,
-                      chosen_by=chosen_by, error=env.error)
+    return dataclasses.replace(env_python_info(env), chosen_by=chosen_by)
 
 
 def short_words(p: PythonInfo) -> str:
@@ -152,10 +151,7 @@ def torch_missing_in(env: PythonEnv, setup: Any, others: list[PythonEnv]) -> tup
         names = ", ".join(e.name for e in others[:3]) + (", …" if len(others) > 3 else "")
         choose = f"Choose an environment that has it in the toolbar ({names}), or install it. "
     if not setup.supported:
-        arch = setup.arch or "this CPU architecture"
-        return headline, (f"{choose}PyTorch publishes no official build for {setup.os_name or 'this system'} on "
-                          f"{arch}: build it from source (pytorch.org/get-started) or use conda-forge's pytorch-cpu "
-                          "where it has one, then look again.")
+        return headline, choose + no_official_build(setup)
     if setup.target is not None:
         into = "into this environment"
     else:

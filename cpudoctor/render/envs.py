@@ -37,6 +37,13 @@ def home_short(path: str) -> str:
     return path
 
 
+def no_official_build(setup) -> str:
+    """What to do where PyTorch publishes no wheel for this OS and CPU architecture (one sentence's end)."""
+    arch = setup.arch or "this CPU architecture"
+    return (f"PyTorch publishes no official build for {setup.os_name or 'this system'} on {arch}: build it from "
+            "source (pytorch.org/get-started) or use conda-forge's pytorch-cpu where it has one, then look again.")
+
+
 def torch_missing_text(setup) -> tuple[str, str]:
     """The Training page's words when no environment has PyTorch: a headline and what to do.
 
@@ -46,10 +53,7 @@ def torch_missing_text(setup) -> tuple[str, str]:
     headline = "No Python environment with PyTorch was found on this machine."
     where = "Training, the thread sweep and the benchmarks run in one of your Python environments"
     if not setup.supported:
-        arch = setup.arch or "this CPU architecture"
-        return headline, (f"{where}, and PyTorch publishes no official build for {setup.os_name or 'this system'} "
-                          f"on {arch}: build it from source (pytorch.org/get-started) or use conda-forge's "
-                          "pytorch-cpu where it has one, then look again.")
+        return headline, f"{where}, and {no_official_build(setup)}"
     if setup.target is not None:
         into = f"into {setup.target.name} ({home_short(setup.target.python)})"
     else:
