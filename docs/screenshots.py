@@ -5,7 +5,7 @@ from the X server with ImageMagick's ``import -window root`` (not Qt's offscreen
 the data the layout test uses (tests/gui_fill.py: a 2-socket Xeon scenario report from the corpus,
 with simulated live load), then reduced to 256-colour PNGs to keep the repository small.
 
-    .venv/bin/python docs/screenshots.py [OUTDIR]      # default: docs/screenshots
+    .venv/bin/python docs/screenshots.py [OUTDIR]      # default: docs/screenshots (and docs/screenshot.png)
 
 Needs Xvfb and ImageMagick (apt-get install xvfb imagemagick).
 """
@@ -21,6 +21,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 SIZE = (1600, 1000)
+HERO = REPO / "docs" / "screenshot.png"
 PAGES = ("Overview", "Flags", "Topology", "Monitor", "Training", "Advisor", "Inspector", "Report")
 
 
@@ -102,6 +103,8 @@ def main() -> int:
     finally:
         server.terminate()
         server.wait(timeout=10)
+    if done.returncode == 0 and outdir == REPO / "docs" / "screenshots":
+        shutil.copyfile(outdir / "topology.png", HERO)      # the README's first picture is the topology page
     for png in sorted(outdir.glob("*.png")):
         print(f"{png.relative_to(REPO) if png.is_relative_to(REPO) else png}: {png.stat().st_size // 1024} KiB")
     return done.returncode
