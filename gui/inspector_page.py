@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QDoubleSpinBox, QFr
                                QLabel, QLineEdit, QProgressBar, QPushButton, QScrollArea, QSplitter, QTableWidget,
                                QTableWidgetItem, QTabWidget, QTextBrowser, QVBoxLayout, QWidget)
 
-from cpudoctor.render.env_choice import inspector_text
+from cpudoctor.render.env_choice import DIAGNOSE, DIAGNOSE_SAVED_TIP, DIAGNOSE_TIP, inspector_text
 from cpudoctor.render.inspect import render_text
 from cpudoctor.gui import inspector_model as im
 from cpudoctor.gui.common import Card
@@ -239,9 +239,8 @@ class InspectorPage(QWidget):
         self.python_label = QLabel("")
         self.python_label.setWordWrap(True)
         self.python_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.diagnose_button = QPushButton("Diagnose this environment")
-        self.diagnose_button.setToolTip("Describe this process's Python environment everywhere in the window "
-                                        "(its packages, PyTorch build and findings) and run the Training jobs in it")
+        self.diagnose_button = QPushButton(DIAGNOSE)
+        self.diagnose_button.setToolTip(DIAGNOSE_TIP)
         self.diagnose_button.clicked.connect(self.diagnose_environment)
         pr.addWidget(self.python_label, 1)
         pr.addWidget(self.diagnose_button, 0, Qt.AlignmentFlag.AlignTop)
@@ -488,9 +487,7 @@ class InspectorPage(QWidget):
         saved = bool(self.model.read_only)
         self.diagnose_button.setEnabled(not saved)
         self.diagnose_button.setToolTip(
-            "A saved report is shown: go back to this machine first" if saved else
-            "Describe this process's Python environment everywhere in the window (its packages, PyTorch build "
-            "and findings) and run the Training jobs in it")
+            DIAGNOSE_SAVED_TIP if saved else DIAGNOSE_TIP)
 
     def diagnose_environment(self) -> None:
         """Make the inspected process's interpreter the window's environment (checked off the UI thread;

@@ -25,6 +25,10 @@ OWN_FALLBACK = "CPU Doctor's own Python"
 ABOUT = "The software facts, the findings and the Training page's jobs are about this environment."
 SAVED_TIP = ("A saved report describes the environment it was made in; "
              "choose Back to this machine to pick one here.")
+DIAGNOSE = "Diagnose this environment"        # the Inspector's button under a Python process
+DIAGNOSE_TIP = ("Describe this process's Python environment everywhere in the window "
+                "(its packages, PyTorch build and findings) and run the Training jobs in it")
+DIAGNOSE_SAVED_TIP = "A saved report is shown: go back to this machine first"
 # How the Inspector found a process's interpreter (cpudoctor.probes.process.interpreter's found_by).
 FOUND_BY = {
     "maps": "where its libraries were loaded from",
