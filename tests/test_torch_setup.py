@@ -178,6 +178,8 @@ def test_banner_hides_once_torch_is_installed(qtbot):
     with qtbot.waitSignal(banner.checked, timeout=5000):
         banner.look_once()
     assert banner.isVisible()
+    # the listing's result arrives before its end: Look again is enabled once the lookup has ended
+    qtbot.waitUntil(lambda: banner.again_button.isEnabled(), timeout=5000)
     with qtbot.waitSignal(chooser.chosen, timeout=5000):   # the same environment, now with torch: described anew
         banner.again_button.click()
     assert not banner.isVisible() and banner.setup.has_torch and chooser.current.torch == "2.5.1+cpu"
