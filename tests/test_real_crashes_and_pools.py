@@ -50,13 +50,19 @@ def _host_openblas(environ: dict[str, str]) -> dict | None:
 # ----------------------------------------------------------------- class 3: crashes after import
 
 
-def test_forced_openblas_core_the_cpu_lacks_crashes_numpy_not_torch_and_unsetting_fixes_it():
+def _qemu_for_openblas() -> str:
+    """qemu-x86_64 to run as a CPU without AVX-512, and a numpy that uses OpenBLAS; else the test skips."""
     need_module("numpy")
     qemu = shutil.which("qemu-x86_64")
     if qemu is None or platform.machine() != "x86_64":
         pytest.skip("needs qemu-x86_64 on an x86-64 machine to run as a CPU without AVX-512")
     if _host_openblas(clean_environ()) is None:
         pytest.skip("numpy here does not use OpenBLAS")
+    return qemu
+
+
+def test_forced_openblas_core_the_cpu_lacks_crashes_numpy_not_torch_and_unsetting_fixes_it():
+    qemu = _qemu_for_openblas()
     environ = clean_environ(OPENBLAS_CORETYPE="SkylakeX")
     emulated = [qemu, "-cpu", "Haswell"]   # AVX2 and FMA, no AVX-512 (TCG has none)
     result = run_child(ChildSpec(emulated + script_argv("import_check", "--workload", "numpy"), what="import numpy",
@@ -290,12 +296,7 @@ def test_dataloader_workers_get_one_thread_per_pool_from_the_printed_worker_init
 
 def test_a_gemm_benchmark_that_dies_in_numpys_openblas_is_blamed_on_numpy(monkeypatch):
     """The lab's GEMM job says which library it is about to time; a SIGILL there names numpy, not torch."""
-    need_module("numpy")
-    qemu = shutil.which("qemu-x86_64")
-    if qemu is None or platform.machine() != "x86_64":
-        pytest.skip("needs qemu-x86_64 on an x86-64 machine to run as a CPU without AVX-512")
-    if _host_openblas(clean_environ()) is None:
-        pytest.skip("numpy here does not use OpenBLAS")
+    qemu = _qemu_for_openblas()
     from cpudoctor.lab.runner import Job, job_command
 
     for name in [k for k in os.environ if k.startswith(("OMP_", "OPENBLAS_", "MKL_"))]:
