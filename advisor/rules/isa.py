@@ -306,8 +306,8 @@ def package_isa_floor(report: Report) -> list[Finding]:
     if not out and risks:
         checked = sum(1 for r in risks if r.installed)
         title = f"Every installed package's ISA floor is met ({checked} checked)"
-        unknown = f.get("software.compiled_unknown") or []
-        unknown += [r.package for r in risks if r.installed and r.status == "unknown"]
+        # A new list: += on the report's own list grew it on every diagnosis (issue 29).
+        unknown = list(f.get("software.compiled_unknown") or []) + [r.package for r in risks if r.installed and r.status == "unknown"]
         if unknown:
             shown = ", ".join(unknown[:6]) + (f" and {len(unknown) - 6} more" if len(unknown) > 6 else "")
             title += f"; {len(unknown)} other compiled package{'s' if len(unknown) != 1 else ''} unknown ({shown})"

@@ -20,9 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cpudoctor.report_file import load_report
 from cpudoctor.commands import CliError, emit
-from cpudoctor.argtypes import int_list, integer, number
+from cpudoctor.argtypes import file_name, int_list, integer, number, output_file
 from cpudoctor.kits.cpulist import MAX_CPUS
 
 # Bounds shared with lab/settings.py (which checks the same again for the window's jobs).
@@ -41,8 +40,9 @@ def register(subparsers) -> None:
 
     def common(sp):
         sp.add_argument("--json", action="store_true", help="print the full result as JSON")
-        sp.add_argument("-o", "--output", metavar="FILE", help="write the output to FILE instead of stdout")
-        sp.add_argument("--into", metavar="REPORT",
+        sp.add_argument("-o", "--output", metavar="FILE", type=output_file,
+                        help="write the output to FILE instead of stdout")
+        sp.add_argument("--into", metavar="REPORT", type=file_name("the saved report's file name"),
                         help="add the result to this saved JSON report (made by cpudoctor report -o FILE.json)")
         sp.add_argument("--quiet", action="store_true", help="no progress bar")
         sp.add_argument("--python", metavar="PATH|ENV",
@@ -176,38 +176,16 @@ def _check_outputs(args: argparse.Namespace):
     """``-o`` and ``--into`` checked before the run; the saved report is read (and validated) now."""
     from cpudoctor.lab.settings import SettingsError, check_output_path
 
-    if args.output and args.output != "-":
+    if args.output is not None and args.output != "-":
         try:
             check_output_path(args.output, "-o")
         except SettingsError as exc:
             raise CliError(str(exc)) from None
-    if not args.into:
+    if args.into is None:
         return None
-    return _load_into(args.into)
+    from cpudoctor.commands.into import open_target
 
-
-def _load_into(path: str):
-    from cpudoctor.lab.settings import SettingsError, check_output_path
-    from cpudoctor.model import ReportError
-
-    try:
-        target = check_output_path(path, "--into")
-    except SettingsError as exc:
-        raise CliError(str(exc)) from None
-    if not target.exists():
-        raise CliError(f"--into {path}: no such report; save one first with: cpudoctor report -o {path}")
-    try:
-        report = load_report(target)
-    except ReportError as exc:
-        raise CliError(f"--into {path}: {exc}") from None
-    from cpudoctor.probes import probe_cpu
-
-    here = probe_cpu(Path("/")).brand
-    there = report.cpu.brand
-    if here and there and here.strip() != there.strip():
-        raise CliError(f"--into {path}: that report describes another machine ({there}); this one is {here}, "
-                       "and a measurement belongs in a report of the machine it was made on")
-    return report
+    return open_target(args.into)
 
 
 class ProgressBar:
@@ -335,7 +313,7 @@ def run(args: argparse.Namespace) -> int:
         if text:
             emit(text, args.output)
     if into is not None:
-        _add_to_report(into, args.into, result)
+        _add_to_report(into, result)
     if outcome.status in ("error", "crashed"):
         print(f"cpudoctor bench {args.job}: {outcome.message}", file=sys.stderr)
         return EXIT_FAILED
@@ -356,30 +334,17 @@ def _environment(args: argparse.Namespace) -> tuple[str | None, str]:
     return python, environment_words(info)
 
 
-def _add_to_report(report, path: str, result) -> None:
-    """The run (and a conclusive sweep's recommendation) into the saved report, re-diagnosed, written atomically."""
-    from cpudoctor.fileio import WriteError, atomic_write
+def _add_to_report(into, result) -> None:
+    """The run (and a conclusive sweep's recommendation) merged into the saved report as it is at the end
+    (:mod:`cpudoctor.commands.into`: locked, re-read, unknown fields kept); "added" only once it is on disk."""
+    from cpudoctor.commands.into import add_run
 
+    path = into.given
     if not result.has_result and result.status in ("error", "crashed"):
         print(f"cpudoctor bench: nothing measured, so nothing was added to {path}", file=sys.stderr)
         return
-    run = result.bench_run()
-    if report.meta.redacted:
-        from cpudoctor.privacy import Identity, Redactor
-
-        Redactor(Identity.current(report)).dataclass(run)
-    report.benchmarks.append(run)
     rec = result.recommendation() if result.kind == "sweep" else None
-    if rec is not None:
-        report.recommendation = rec
-    if report.findings:
-        from cpudoctor import advisor
-
-        report.findings = advisor.diagnose(report)
-    try:
-        atomic_write(path, report.to_json() + "\n")
-    except WriteError as exc:
-        raise CliError(str(exc.strerror or exc)) from None
+    add_run(into, result.bench_run(), rec)
     added = f"added the {result.kind} run" + (" and its recommendation" if rec is not None else "")
     if result.kind == "sweep" and rec is None:
         added += " (its verdict is inconclusive, so the report's recommendation is unchanged)"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from cpudoctor.report_file import load_report
 from cpudoctor.commands import CliError, emit
+from cpudoctor.argtypes import output_file
 
 
 def register(subparsers) -> None:
@@ -19,7 +20,8 @@ def register(subparsers) -> None:
     p.add_argument("a", metavar="A.json", help="first report (e.g. before)")
     p.add_argument("b", metavar="B.json", help="second report (e.g. after)")
     p.add_argument("--format", "-f", choices=("text", "md", "json"), default="text")
-    p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
+    p.add_argument("--output", "-o", metavar="FILE", type=output_file,
+                   help="write to FILE instead of stdout")
     p.add_argument("--include-identifying", action="store_true",
                    help="keep host names, user names and home paths (default: replaced by placeholders)")
     p.set_defaults(func=run)

@@ -18,6 +18,7 @@ import json
 from pathlib import Path
 
 from cpudoctor.commands import CliError, emit, root_arg
+from cpudoctor.argtypes import output_file
 from cpudoctor.render.inspect import render_list, render_text
 
 
@@ -33,7 +34,8 @@ def register(subparsers) -> None:
                    help="sampling window in seconds (default 3, 0.2-120)")
     p.add_argument("--format", "-f", choices=("text", "json"), default="text")
     p.add_argument("--list", action="store_true", help="list processes to inspect (Python first) and exit")
-    p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
+    p.add_argument("--output", "-o", metavar="FILE", type=output_file,
+                   help="write to FILE instead of stdout")
     p.add_argument("--root", metavar="DIR", help=argparse.SUPPRESS)   # a captured or fake /proc tree
     p.set_defaults(func=run)
 

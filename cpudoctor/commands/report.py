@@ -14,6 +14,7 @@ import argparse
 import sys
 
 from cpudoctor.commands import CliError, add_source_options, build, emit, source_from
+from cpudoctor.argtypes import output_file
 
 
 def register(subparsers) -> None:
@@ -30,7 +31,8 @@ def register(subparsers) -> None:
     add_source_options(p)
     p.add_argument("--format", type=format_name, choices=formats, default=None,
                    help=f"output format: {', '.join(formats)} (default: from the -o file name, else text)")
-    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of stdout")
+    p.add_argument("-o", "--output", metavar="FILE", type=output_file,
+                   help="write to FILE (atomically) instead of stdout")
     p.add_argument("--no-findings", action="store_true", help="leave out the advisor's findings")
     p.add_argument("--include-identifying", action="store_true",
                    help="keep host name, user name and paths (default: replaced by placeholders)")
