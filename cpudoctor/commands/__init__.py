@@ -8,6 +8,7 @@ user are raised as :class:`CliError` and printed as one line, exit code 2.
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -93,13 +94,20 @@ def root_arg(value: str | None) -> Path:
     if value is not None and not value.strip():
         raise CliError('--root "": an empty name; give the folder that holds proc/ and sys/ '
                        "(leave --root out for this machine)")
+    import stat
+
     root = Path(value or "/").expanduser()
     try:
         if not root.exists():
             raise CliError(f"--root {value}: no such folder")
-        if not root.is_dir():
-            hint = _archive_hint(root)
-            raise CliError(f"--root {value}: " + (hint or "not a folder (give the folder that holds proc/ and sys/)"))
+        mode = os.stat(root).st_mode
+        if not stat.S_ISDIR(mode):
+            # Only a regular file may be an archive: opening a FIFO blocks, /dev/zero never ends (issue 29).
+            hint = _archive_hint(root) if stat.S_ISREG(mode) else None
+            kind = ("" if stat.S_ISREG(mode) else " (a named pipe)" if stat.S_ISFIFO(mode)
+                    else " (a device)" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else " (a socket)")
+            raise CliError(f"--root {value}: " + (hint or f"not a folder{kind}; give the folder that holds proc/ "
+                                                          "and sys/"))
         next(iter(root.iterdir()), None)
     except OSError as exc:
         raise CliError(f"--root {value}: cannot read it ({exc.strerror or exc})") from None
