@@ -7,7 +7,6 @@ differences are listed; an empty section means "same".
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -437,7 +436,9 @@ def render_markdown(cmp: Comparison) -> str:
 
 
 def render_json(cmp: Comparison) -> str:
-    return json.dumps(cmp.to_dict(), indent=2, ensure_ascii=False) + "\n"
+    from cpudoctor.model.report import json_text
+
+    return json_text(cmp.to_dict()) + "\n"
 
 
 RENDERERS = {"text": render_text, "md": render_markdown, "json": render_json}

@@ -149,24 +149,29 @@ def _archive_hint(path: Path) -> str | None:
 def emit(text: str | bytes, output: str | None) -> None:
     """Print to stdout, or write atomically to ``output`` (CliError on failure).
 
-    Text for the terminal has its control characters stripped (a brand string
-    from a captured tree could carry ANSI/OSC escape sequences); a closed
-    stdout or a full disk is one line and exit code 1, never a traceback.
+    Text has its control characters stripped, for the terminal and for a file
+    alike (:func:`cpudoctor.kits.escape.terminal_safe`, the one sanitiser of
+    every text sink: a brand string from a captured tree could carry ANSI/OSC
+    escape sequences or a bidi override); bytes (a PDF) are written as they
+    are. A closed stdout or a full disk is one line and exit code 1, never a
+    traceback.
     """
     import sys
 
     from cpudoctor.fileio import WriteError, atomic_write
+    from cpudoctor.kits.escape import terminal_safe
 
-    if not output or output == "-":
+    if output == "":
+        raise CliError('-o "": an empty name; give a file name (or - for stdout)')
+    if isinstance(text, str):
+        text = terminal_safe(text)
+    if output is None or output == "-":
         if STDOUT_CLOSED or sys.stdout is None:
             raise CliError("standard output is closed (>&-): give -o FILE to write the output somewhere", code=1)
         try:
             if isinstance(text, bytes):
                 sys.stdout.buffer.write(text)
             else:
-                from cpudoctor.kits.escape import terminal_safe
-
-                text = terminal_safe(text)
                 sys.stdout.write(text if text.endswith("\n") else text + "\n")
             sys.stdout.flush()
         except BrokenPipeError:

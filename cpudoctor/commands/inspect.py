@@ -14,7 +14,6 @@ environment/libraries could not be read.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from cpudoctor.commands import CliError, emit, root_arg
@@ -83,8 +82,12 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         from cpudoctor.model.serde import to_data
 
-        text = json.dumps({"kind": "cpudoctor-inspection", "inspection": to_data(insp),
-                           "findings": to_data(findings)}, indent=2, ensure_ascii=False)
+        from cpudoctor.model.report import json_text
+        from cpudoctor.render.inspect import shown_python
+
+        data = to_data(insp)
+        data["python"] = shown_python(insp.python)       # ~ for a home folder, as everywhere else in inspect
+        text = json_text({"kind": "cpudoctor-inspection", "inspection": data, "findings": to_data(findings)})
     else:
         text = render_text(insp, findings)
     emit(text, args.output)
@@ -102,4 +105,6 @@ def run(args: argparse.Namespace) -> int:
 def _list_json(entries) -> str:
     from cpudoctor.model.serde import to_data
 
-    return json.dumps(to_data(entries), indent=2, ensure_ascii=False)
+    from cpudoctor.model.report import json_text
+
+    return json_text(to_data(entries))
