@@ -87,6 +87,15 @@ def emit(msg_type: str, /, stream: Optional[TextIO] = None, **fields: Any) -> No
             raise SystemExit(1) from None
 
 
+def started() -> None:
+    """The job's first line, before it imports torch: the parent's start-up deadline measures the
+    interpreter, not torch's import (a fact object: merged into the outcome's facts, never shown)."""
+    line = json.dumps({"job_started": True, "pid": os.getpid()})
+    with _emit_lock:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
+
 def progress(**fields: Any) -> None:
     emit(PROGRESS, **fields)
 
@@ -228,6 +237,7 @@ def job_main(run: Callable[[Dict[str, Any], StopFlag], Dict[str, Any]], argv: Op
     :class:`JobError` says.
     """
     args, stop = parse_job_argv(argv)
+    started()
     warnings_to_log()
     try:
         res = run(args, stop)
