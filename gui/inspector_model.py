@@ -20,7 +20,7 @@ from cpudoctor.probes.process.inspect import Inspection, InspectError, ProcessEn
 from cpudoctor.kits.escape import html_escape as esc
 from cpudoctor.kits.format import percent, size
 from cpudoctor.render.inspect import state_text
-from cpudoctor.render.words import DASH, plural, severity
+from cpudoctor.render.words import DASH, plural, reason_of, severity
 from cpudoctor.model import Finding
 
 PICKER_COLUMNS = ("PID", "CPU %", "Threads", "Memory", "Command")
@@ -107,7 +107,7 @@ def inspected_message(insp: Inspection) -> str:
 
 
 def inspect_error_message(exc: BaseException) -> str:
-    msg = str(exc) if isinstance(exc, InspectError) else f"Inspection failed: {type(exc).__name__}: {exc}"
+    msg = reason_of(exc) if isinstance(exc, InspectError) else f"Inspection failed: {reason_of(exc)}"
     # the probe's advice is for the terminal; in the window the list is right above
     return msg.replace("pick one from `cpudoctor inspect --list`", "pick one from the list (Refresh updates it)")
 

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QDoubleSpinBox, QFr
 
 from cpudoctor.render.env_choice import DIAGNOSE, DIAGNOSE_SAVED_TIP, DIAGNOSE_TIP, inspector_text
 from cpudoctor.render.inspect import render_text
+from cpudoctor.render.words import reason_of
 from cpudoctor.gui import inspector_model as im
 from cpudoctor.gui.common import Card
 from cpudoctor.gui.model import AppModel
@@ -366,7 +367,7 @@ class InspectorPage(QWidget):
         self.processes_listed.emit(self.entries)
 
     def _on_list_error(self, exc: BaseException) -> None:
-        self.status_label.setText(f"Could not list processes: {exc}")
+        self.status_label.setText(f"Could not list processes: {reason_of(exc)}")
 
     def _on_list_finished(self) -> None:
         self._listing = False

@@ -37,6 +37,7 @@ from cpudoctor.lab.settings import MODELS, SWEEP_TRAIN_KEYS, SettingsError, Swee
 from cpudoctor.lab.verdicts import busy_caveat
 from cpudoctor.render import lab as words
 from cpudoctor.render.env_choice import jobs_text
+from cpudoctor.render.words import reason_of
 
 LINE_COLOURS = ("#4a90c2", "#e0a030", "#3fa36b", "#b05cc6", "#d9534f")
 TABLE_COLUMNS = words.RUN_COLUMNS
@@ -404,7 +405,7 @@ class TrainingPage(QWidget):
                 for label, cpus in pinning_choices(report.topology, allowed):
                     self.pin_box.addItem(label, cpus)
             except Exception as exc:  # noqa: BLE001 - a strange topology must not break the page
-                self._set_status(f"Pinning choices unavailable: {exc}", "info")
+                self._set_status(f"Pinning choices unavailable: {html.escape(reason_of(exc))}", "info")
         if not self.session.sweep.latest:
             self._redraw_sweep()
         hint = self._bf16_hint(report)
