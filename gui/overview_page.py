@@ -21,7 +21,7 @@ from cpudoctor.kits.escape import html_escape
 from cpudoctor.kits.format import clock, or_unknown, size
 from cpudoctor.render.software import environment_words
 from cpudoctor.render.topology import cpus_text
-from cpudoctor.render.words import DASH, plural, severity
+from cpudoctor.render.words import DASH, plural, severity, shown_notes
 from cpudoctor.model import Finding, Report
 
 UNKNOWN = DASH
@@ -274,7 +274,7 @@ class OverviewPage(QWidget):
             self._show_live(self._last_sample)       # a new stage of this machine's report: no "—" flicker
 
         notes = [*cpu.notes, *topo.notes, *((sw.notes if sw else []))]
-        self.notes.setText("Probe notes (why a value can be unknown): " + " · ".join(dict.fromkeys(notes))
+        self.notes.setText("Probe notes (why a value can be unknown): " + " · ".join(shown_notes(notes))
                            if notes else "")
         self.notes.setVisible(bool(notes))
         self.show_findings(list(report.findings))

@@ -28,7 +28,7 @@ from cpudoctor.gui.topology_map import TopologyMap
 from cpudoctor.probes.live.sample import Sample
 from cpudoctor.model import Topology
 from cpudoctor.kits.format import cache_size, size
-from cpudoctor.render.words import plural
+from cpudoctor.render.words import plural, shown_notes
 from cpudoctor.render.topology import (cpus_text, display_notes, is_ccx_vendor, summary_line,
                                        usable_line)
 from cpudoctor.model import Report
@@ -305,7 +305,7 @@ class TopologyPage(QWidget):
                 extra.append(f"Offline CPUs: {cpus_text(topo.offline_cpus)}")
             if topo.cpuless_numa_nodes:
                 extra.append("Memory-only NUMA nodes: " + ", ".join(map(str, topo.cpuless_numa_nodes)))
-            extra += display_notes(topo)
+            extra += shown_notes(display_notes(topo))
             self.limits.setText("\n".join(extra))
             self.limits.setVisible(bool(extra))
         self._rebuild_select_buttons()

@@ -150,3 +150,16 @@ def reason_of(exc: BaseException) -> str:
     if not ours:
         return "an internal error in CPU Doctor (a bug, not your setup); please report it"
     return text or NO_REASON
+
+
+# Notes a page of the window shows at once; the rest are counted (every one is in the exported report).
+MAX_SHOWN_NOTES = 12
+
+
+def shown_notes(notes: Iterable[str], limit: int = MAX_SHOWN_NOTES) -> list[str]:
+    """``notes`` without repeats, at most ``limit`` of them, then a line counting the rest: a word-wrapped
+    label of 65,536 notes took the window minutes to lay out (issue 29)."""
+    unique = list(dict.fromkeys(notes))
+    if len(unique) <= limit:
+        return unique
+    return unique[:limit] + [f"… and {len(unique) - limit} more (all of them are in the exported report)"]

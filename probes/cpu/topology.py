@@ -16,7 +16,7 @@ from pathlib import Path
 
 from cpudoctor.model import CgroupLimits
 from cpudoctor.probes.cgroup import read_cgroup_limits
-from cpudoctor.kits.cpulist import MAX_CPUS, GarbledValue, cpu_number, format_cpulist, parse_int
+from cpudoctor.kits.cpulist import MAX_CPUS, MAX_NUMA_NODES, GarbledValue, cpu_number, format_cpulist, parse_int
 from cpudoctor.kits.rooted import (cap_notes, list_dir, numbered_dirs, read_cpulist, read_cpumask, read_int, read_lines,
     read_size, read_text, shown, under)
 from cpudoctor.model.topology import Cache, Core, CpuKind, L3Domain, NumaNode, Package, Topology
@@ -229,7 +229,7 @@ def _read_caches(cpu_dir: Path, online: list[int], notes: list[str] | None = Non
 
 def _read_numa(root: Path, online: list[int], topo: Topology) -> None:
     node_dir = under(root, _NODE_DIR)
-    present = numbered_dirs(node_dir, "node", topo.notes)
+    present = numbered_dirs(node_dir, "node", topo.notes, limit=MAX_NUMA_NODES)
     listed = read_cpulist(node_dir / "online", topo.notes)
     ids = sorted(set(listed) & set(present)) if listed is not None else present
     online_set = set(online)
