@@ -370,10 +370,10 @@ def test_gui_open_paths_refuse_them(qtbot, tmp_path, monkeypatch):
     # Opening runs the report pipeline off the GUI thread: the refusal arrives as a signal, then one message box.
     for name, (path, expected) in _cases(tmp_path).items():
         shown.clear()
-        with qtbot.waitSignal(win.collector.open_failed, timeout=10_000) as blocker:
+        with qtbot.waitSignal(win.collector.open_failed, timeout=60_000) as blocker:
             win.open_report(path)
         assert expected in blocker.args[0] and "\n" not in blocker.args[0], (name, blocker.args)
-        qtbot.waitUntil(lambda: len(shown) == 1, timeout=5000)
+        qtbot.waitUntil(lambda: len(shown) == 1, timeout=30_000)
         assert expected in shown[0] and "\n" not in shown[0], (name, shown)
         actions = win.report_actions
         shown.clear()

@@ -439,7 +439,7 @@ def test_real_torch_training_child(torch_child):
     assert all(t.last_cpu in os.sched_getaffinity(torch_child.pid) for t in insp.threads)
     assert insp.affinity == sorted(os.sched_getaffinity(torch_child.pid))
     assert insp.usable_cpus is not None and insp.rss_bytes > 50 * 2**20
-    assert insp.samples >= 5 and insp.nice == os.getpriority(os.PRIO_PROCESS, torch_child.pid)
+    assert insp.samples >= 2 and insp.nice == os.getpriority(os.PRIO_PROCESS, torch_child.pid)
 
 
 def test_real_process_with_two_libgomp_copies():
