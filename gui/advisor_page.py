@@ -27,7 +27,7 @@ from cpudoctor.gui.model import AppModel
 from cpudoctor.render.doctor import environment_line
 from cpudoctor.kits.escape import html_escape
 from cpudoctor.render.finding_view import DETAILS, EVIDENCE, FIX, WHY, finding_view, shell_snippet
-from cpudoctor.render.words import CATEGORIES, SEVERITY, category_title, plural
+from cpudoctor.render.words import SEVERITY, plural
 from cpudoctor.model import Finding, Report
 
 # (severity, group heading), worst first: the vocabulary's order and names
@@ -42,8 +42,8 @@ def matches(finding: Finding, text: str) -> bool:
     text = text.strip().lower()
     if not text:
         return True
-    hay = " ".join((finding.code, finding.symbol, finding.title, finding.category,
-                    CATEGORIES.get(finding.category, ""), finding.why)).lower()
+    view = finding_view(finding)
+    hay = " ".join((view.code, view.symbol, view.title, finding.category, view.category, view.why)).lower()
     return all(word in hay for word in text.split())
 
 
@@ -245,10 +245,11 @@ class AdvisorPage(QWidget):
             group = self._groups.get(f.severity)
             if group is None:
                 continue
-            item = QTreeWidgetItem([f.title, f.code, category_title(f.category)])
+            view = finding_view(f)
+            item = QTreeWidgetItem([view.title, view.code, view.category])
             item.setIcon(0, self._icons[f.severity])
             # the whole title even when the column elides it, then the why
-            item.setToolTip(0, f"<b>{html_escape(f.title)}</b>" + (f"<br>{html_escape(f.why)}" if f.why else ""))
+            item.setToolTip(0, f"<b>{html_escape(view.title)}</b>" + (f"<br>{html_escape(view.why)}" if view.why else ""))
             item.setToolTip(2, item.text(2))
             item.setData(0, FINDING_ROLE, f)
             group.addChild(item)
