@@ -14,7 +14,7 @@ from typing import Any
 
 from cpudoctor.kits.format import wrap
 from cpudoctor import docs_url
-from cpudoctor.kits.escape import md_code, md_escape, md_fence
+from cpudoctor.kits.escape import md_code, md_escape, md_fence, strip_controls
 from cpudoctor.render.finding_view import EVIDENCE, FIX, finding_view
 from cpudoctor.render.words import (
     bracketed,
@@ -118,7 +118,7 @@ def render_text(report: Report, findings: Sequence[Finding], label: str, *, verb
     lines += ["", summary_line(findings)]
     if to_fix(findings):
         lines.append("Run `cpudoctor explain CODE` for the full story of a check.")
-    text = "\n".join(lines) + "\n"
+    text = strip_controls("\n".join(lines)) + "\n"       # report data never steers the terminal (as render.text)
     if ascii_only:
         text = text.replace("—", "-").replace("·", "-")
         text = text.encode("ascii", "replace").decode("ascii")
