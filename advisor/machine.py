@@ -14,7 +14,7 @@ from typing import Any
 from cpudoctor.advisor.engine import Facts
 from cpudoctor.kits.plural import plural
 from cpudoctor.knowledge import ADVISOR_KNOWLEDGE
-from cpudoctor.model import Report, arch_family
+from cpudoctor.model import Report
 
 # Variables that set the size of a thread pool, in the order the runtimes read them.
 THREAD_VARS: tuple[str, ...] = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
@@ -191,8 +191,9 @@ def flags(f: Facts) -> set[str]:
 
 def is_x86(f: Facts) -> bool | None:
     """``CpuInfo.is_x86`` of the report (None: architecture unknown), with ``cpu.arch`` as its evidence."""
-    family = arch_family(f.get("cpu.arch"))
-    return None if family is None else family == "x86"
+    f.get("cpu.arch")
+    cpu = f.get("cpu", record=False)
+    return None if cpu is None else cpu.is_x86
 
 
 def expected_torch_capability(f: Facts) -> str | None:
