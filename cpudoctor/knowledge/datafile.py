@@ -13,6 +13,7 @@ broken installation, never something to guess around.
 from __future__ import annotations
 
 import json
+import re
 import threading
 from typing import Any
 
@@ -95,9 +96,13 @@ def validate(data: Any, schema: dict[str, Any], name: str) -> None:
     # Without $id, fastjsonschema resolves "#/$defs/..." in this document instead of fetching the URL.
     root = {k: v for k, v in schema.items() if k not in ("$schema", "$id")}
     try:
-        fastjsonschema.validate(root, data)
+        # Without the schema's text in every exception the generated validator is 2.5x smaller and
+        # compiles 2.5x faster (all files: ~0.13 s instead of ~0.33 s on a busy 2-core machine); the
+        # message still names the place. (fastjsonschema 2.22 cannot compile "const" this way: use a
+        # one-value "enum".)
+        fastjsonschema.compile(root, detailed_exceptions=False)(data)
     except fastjsonschema.JsonSchemaValueException as exc:
-        where = exc.name.replace("data", "$", 1) if exc.name else "$"
-        raise KnowledgeError(f"resources/{name} does not match its schema at {where}: {exc.message}") from None
+        where = re.sub(r"^data\b", "$", exc.message)
+        raise KnowledgeError(f"resources/{name} does not match its schema: {where}") from None
     except fastjsonschema.JsonSchemaDefinitionException as exc:
         raise KnowledgeError(f"the schema of resources/{name} is not valid: {exc}") from None
