@@ -208,16 +208,16 @@ def _merged(data: dict[str, Any], report, run, recommendation) -> str:
 
         run = copy.deepcopy(run)
         Redactor(Identity.current(report)).dataclass(run)
+    from cpudoctor.pipeline import KEEP, with_lab_result
+
     benchmarks = data.get("benchmarks")
     data["benchmarks"] = (benchmarks if isinstance(benchmarks, list) else []) + [to_data(run)]
-    report.benchmarks.append(run)
     if recommendation is not None:
         data["recommendation"] = to_data(recommendation)
-        report.recommendation = recommendation
     if report.findings:
-        from cpudoctor import advisor
-
-        data["findings"] = to_data(advisor.diagnose(report))
+        # judged again as every surface does it (a report saved without findings stays without)
+        updated = with_lab_result(report, run, recommendation=KEEP if recommendation is None else recommendation)
+        data["findings"] = to_data(updated.findings)
     from cpudoctor.model.report import json_text
 
     return json_text(data) + "\n"
