@@ -218,6 +218,8 @@ def _merged(data: dict[str, Any], report, run, recommendation) -> str:
         # judged again as every surface does it (a report saved without findings stays without)
         updated = with_lab_result(report, run, recommendation=KEEP if recommendation is None else recommendation)
         data["findings"] = to_data(updated.findings)
+        if updated.notes != report.notes:          # the judging's own note (an advisor that failed)
+            data["notes"] = list(updated.notes)
     from cpudoctor.model.report import json_text
 
     return json_text(data) + "\n"
