@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import copy
 import errno
-import json
 import os
 import stat
 import time
@@ -95,7 +94,7 @@ def _same_machine(report, here: str, given: str, code: int) -> None:
 
 def add_run(target: Target, run, recommendation=None) -> None:
     """Merge ``run`` (a BenchRun) and ``recommendation`` into the report as it is now; NotAdded if it cannot be."""
-    with _locked(target) as (fd, old):
+    with _LockedReport(target) as (fd, old):
         data, report = _read_current(fd, target)
         _same_machine(report, target.brand, target.given, code=1)
         text = _merged(data, report, run, recommendation)
@@ -107,7 +106,7 @@ def add_run(target: Target, run, recommendation=None) -> None:
             raise NotAdded(f"--into {target.given}: {exc.strerror or exc}; not added") from None
 
 
-class _locked:
+class _LockedReport:
     """The report's file opened (never through a link) and locked; the name still leads to it once locked."""
 
     def __init__(self, target: Target):
@@ -176,24 +175,17 @@ class _locked:
 
 def _read_current(fd: int, target: Target) -> tuple[dict[str, Any], Any]:
     """What the report holds now: parsed JSON (every field) and the checked Report."""
+    from cpudoctor.kits.rooted import read_fd
     from cpudoctor.model import ReportError
     from cpudoctor.report_file import MAX_REPORT_BYTES, parse, report_from_dict
 
-    chunks, total = [], 0
-    while True:
-        chunk = os.read(fd, min(1 << 20, MAX_REPORT_BYTES + 1 - total))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        total += len(chunk)
-        if total > MAX_REPORT_BYTES:
-            break
     try:
-        text = b"".join(chunks).decode("utf-8")
+        text = read_fd(fd, MAX_REPORT_BYTES).decode("utf-8")
         data = parse(text)
         report = report_from_dict(copy.deepcopy(data))
-    except (UnicodeDecodeError, ReportError) as exc:
-        why = "it is not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else str(exc)
+    except (OSError, UnicodeDecodeError, ReportError) as exc:
+        why = ("it is not UTF-8 text" if isinstance(exc, UnicodeDecodeError)
+               else exc.strerror if isinstance(exc, OSError) else str(exc))
         raise NotAdded(f"--into {target.given}: the report changed while the job ran and is no longer a valid "
                        f"report ({why}); not added") from None
     return data, report

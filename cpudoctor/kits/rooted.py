@@ -265,19 +265,23 @@ def read_bytes_checked(path: Path, limit: int = MAX_READ_BYTES) -> bytes:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(errno.EINVAL, "not a regular file (a device, FIFO or socket): not read", str(path))
-        chunks: list[bytes] = []
-        total = 0
-        while True:
-            chunk = os.read(fd, min(1 << 20, limit + 1 - total))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-            if total > limit:
-                raise OSError(errno.EFBIG, f"larger than {limit >> 20} MiB: not read", str(path))
+        return read_fd(fd, limit, str(path))
     finally:
         os.close(fd)
-    return b"".join(chunks)
+
+
+def read_fd(fd: int, limit: int, name: str = "") -> bytes:
+    """What an open file holds from where it stands, at most ``limit`` bytes (OSError EFBIG beyond)."""
+    chunks: list[bytes] = []
+    total = 0
+    while True:
+        chunk = os.read(fd, min(1 << 20, limit + 1 - total))
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        total += len(chunk)
+        if total > limit:
+            raise OSError(errno.EFBIG, f"larger than {limit >> 20} MiB: not read", name)
 
 
 def read_bytes(path: Path, limit: int = MAX_READ_BYTES) -> bytes | None:
