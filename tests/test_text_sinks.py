@@ -214,3 +214,18 @@ def test_envs_file_output_is_clean(tmp_path, capsys, monkeypatch):
         code, out, err = run_cli(capsys, "envs", "--format", fmt, "-o", str(target))
         assert code == 0, err
         assert not UNSAFE.search(target.read_text()), fmt
+
+
+def test_the_inspectors_copy_is_as_clean_as_the_terminal(qtbot, hostile_process):
+    """The clipboard is a text sink too: the Inspector's Copy holds no raw control from a process's name."""
+    from cpudoctor.gui.inspector_page import InspectorPage
+    from cpudoctor.gui.model import AppModel
+    from cpudoctor.probes.process.inspect import inspect_process
+    from cpudoctor.model import Topology
+
+    page = InspectorPage(AppModel())
+    qtbot.addWidget(page)
+    page.inspection = inspect_process(4321, 0.2, hostile_process, Topology())
+    page.findings = []
+    text = page.text()
+    assert "Process 4321" in text and not UNSAFE.search(text)
