@@ -13,6 +13,7 @@ The modules are grouped by job:
 :mod:`.process`           a running process from /proc (``cpudoctor inspect``)
 :mod:`.live`              per-CPU load, clocks, temperatures (the monitor)
 :mod:`.child`             running child processes safely, their scripts and cache
+:mod:`.platforms`         the one facade over Linux, Windows and macOS (live or captured)
 ========================  ==========================================================
 
 This module is the facade the rest of CPU Doctor builds a report with; the
@@ -21,8 +22,9 @@ sub-modules stay importable for the narrower jobs (the inspector, the monitor).
 
 from __future__ import annotations
 
-from cpudoctor.probes.cpu.identity import CpuInfo, IsaVerdict, probe_cpu
-from cpudoctor.probes.cpu.topology import Topology, probe_topology
+from cpudoctor.probes.cpu.identity import CpuInfo, IsaVerdict
+from cpudoctor.probes.cpu.topology import Topology
+from cpudoctor.probes.platforms import probe_cpu, probe_topology
 from cpudoctor.probes.software.model import Software, probe_software
 from cpudoctor.probes.software.stack import SoftwareProbe
 
