@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 ERROR_INSUFFICIENT_BUFFER = 122
 RELATION_ALL = 0xFFFF
+RELATION_NUMA_NODE_EX = 6
 POWERCFG_TIMEOUT_S = 10.0
 
 
@@ -43,7 +44,12 @@ def grow_until_it_fits(call: Callable[[int], tuple[bytes | None, int, int]], *,
 
 
 def logical_processor_information_ex() -> tuple[bytes | None, str | None]:
-    """The raw ``GetLogicalProcessorInformationEx(RelationAll)`` buffer of this machine."""
+    """The raw ``GetLogicalProcessorInformationEx(RelationAll)`` buffer of this machine.
+
+    Followed by the ``RelationNumaNodeEx`` records where Windows has them (Windows 11 /
+    Server 2022): a NUMA node that spans processor groups lists all of its groups only
+    there. Windows 10 refuses that relationship; the buffer is then RelationAll's alone.
+    """
     import ctypes
     from ctypes import wintypes
 
@@ -52,14 +58,20 @@ def logical_processor_information_ex() -> tuple[bytes | None, str | None]:
     api.argtypes = (wintypes.DWORD, ctypes.c_void_p, ctypes.POINTER(wintypes.DWORD))
     api.restype = wintypes.BOOL
 
-    def call(size: int) -> tuple[bytes | None, int, int]:
-        length = wintypes.DWORD(size)
-        buffer = ctypes.create_string_buffer(size) if size else None
-        if api(RELATION_ALL, buffer, ctypes.byref(length)):
-            return (buffer.raw[:length.value] if buffer is not None else b""), length.value, 0
-        return None, int(length.value), ctypes.get_last_error()
+    def caller(relation: int):
+        def call(size: int) -> tuple[bytes | None, int, int]:
+            length = wintypes.DWORD(size)
+            buffer = ctypes.create_string_buffer(size) if size else None
+            if api(relation, buffer, ctypes.byref(length)):
+                return (buffer.raw[:length.value] if buffer is not None else b""), length.value, 0
+            return None, int(length.value), ctypes.get_last_error()
+        return call
 
-    return grow_until_it_fits(call)
+    data, why = grow_until_it_fits(caller(RELATION_ALL))
+    if data is not None:
+        numa_ex, _refused = grow_until_it_fits(caller(RELATION_NUMA_NODE_EX))
+        data += numa_ex or b""
+    return data, why
 
 
 class _GroupAffinity:
