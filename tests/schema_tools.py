@@ -48,7 +48,7 @@ CONSTRAINTS: dict[str, dict[str, Any]] = {
     "Report.schema_version": {"const": 1},
     "Meta.kind": {"const": "cpudoctor-report"},
     "CpuInfo.microarchitecture": {"pattern": "^[a-z0-9_]+$"},
-    "CpuInfo.source": {"enum": ["procfs", "py-cpuinfo", "unknown"]},
+    "CpuInfo.source": {"enum": ["procfs", "py-cpuinfo", "sysctl", "unknown"]},
     "CpuInfo.flags": {"items": {"type": "string", "pattern": "^[a-z0-9_.]+$", "maxLength": 64}, "maxItems": 1024},
     "IsaVerdict.avx512_subsets": {"items": {"enum": AVX512_SUBSETS}},
     "IsaVerdict.amx": {"items": {"enum": ["tile", "bf16", "int8", "fp16", "complex"]}},
