@@ -123,3 +123,21 @@ def test_the_whole_window_shows_a_recorded_machine(qtbot, tmp_path, root):
     window.sampler.stop()
     window.pages["Inspector"].live_timer.stop()
     window.close()
+
+
+def test_monitor_says_why_windows_shows_no_temperature(qtbot):
+    from cpudoctor.gui.monitor_page import MonitorPage
+    from cpudoctor.probes.live.sample import Sample
+    from cpudoctor.probes.live.sampler import temps_unavailable_reason
+
+    why = temps_unavailable_reason("win32")
+    assert "kernel driver" in why and "macOS" not in why and "administrators" in temps_unavailable_reason("darwin")
+    model = AppModel()
+    page = MonitorPage(model)
+    qtbot.addWidget(page)
+    page.resize(1100, 800)
+    page.show()
+    for i in range(5):
+        model.sample.emit(Sample(t=float(i), cpu_ids=[0, 1], cpu_percent=[10.0, 20.0], temps_unavailable=why))
+    assert page.is_unavailable("temp")
+    assert "kernel driver" in page.unavailable["temp"].toPlainText().replace("\n", " ")
