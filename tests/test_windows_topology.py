@@ -256,3 +256,30 @@ def test_recorder_sources_build_where_mingw_is_installed(tmp_path):
                            str(FIXTURES / "record" / "lpi_dump.c")], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "d.exe").read_bytes()[:2] == b"MZ"
+
+
+@pytest.mark.parametrize("name", ["threadripper-3990x-win10", "../macos/apple-m3-max"])
+def test_a_native_capture_reads_back_as_the_same_report(tmp_path, name):
+    """What `cpudoctor capture` writes on Windows or a Mac, unpacked on Linux, gives the report of those files."""
+    import tarfile
+
+    from cpudoctor.capture import TOP, write_native
+    from cpudoctor.pipeline import Source, build_report
+
+    source = (FIXTURES / name).resolve()
+    files = {str(p.relative_to(source)): p.read_bytes() for p in source.rglob("*") if p.is_file()}
+    result = write_native(tmp_path / "c.tar.gz", files, "win32" if "win" in name else "darwin")
+    assert result.files == len(files)
+    with tarfile.open(result.path) as tar:
+        tar.extractall(tmp_path, filter="data")
+    meta = json.loads((tmp_path / TOP / "capture.json").read_text())
+    assert meta["kind"] == "cpudoctor-capture" and meta["platform"] in ("win32", "darwin")
+    again = build_report(Source.tree(tmp_path / TOP), children=False)
+    original = build_report(Source.tree(source), children=False)
+    assert again.topology == original.topology and again.cpu == original.cpu
+    assert again.software.os == original.software.os
+    assert [f.title for f in again.findings] == [f.title for f in original.findings]
+    with pytest.raises(ValueError):
+        from cpudoctor.probes.platforms import capture_files
+
+        capture_files("linux")

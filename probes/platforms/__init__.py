@@ -107,3 +107,13 @@ def _is_slash(root: Path) -> bool:
         return root.resolve() == Path("/").resolve()
     except OSError:
         return str(root) == "/"
+
+
+def capture_files(platform: str) -> tuple[dict[str, bytes], list[str]]:
+    """The files a capture of this (live) Windows PC or Mac holds: ({path under the capture: bytes}, notes).
+
+    Linux captures are packed from /proc and /sys by :mod:`cpudoctor.capture` itself.
+    """
+    if platform not in ("windows", "macos"):
+        raise ValueError(f"no native capture for {platform!r}")
+    return importlib.import_module(f"cpudoctor.probes.platforms._{platform}").capture_files()

@@ -326,3 +326,14 @@ def os_facts(where: "Where", environ: "Mapping[str, str] | None") -> "tuple[OsIn
         notes.append("macOS version unknown: kern.osproductversion was not recorded")
     notes.append("macOS has no cpufreq governor or power plan a program can read: it clocks the cores itself")
     return info, notes
+
+
+# -- capture --------------------------------------------------------------------------------------
+
+
+def capture_files() -> tuple[dict[str, bytes], list[str]]:
+    """This Mac's ``sysctl`` lines, as ``cpudoctor capture`` packs them (docs/capture.md); macOS only."""
+    text, why = run_sysctl()
+    if text is None:
+        return {}, [why or "sysctl gave nothing"]
+    return {SYSCTL_FILE: (text.rstrip("\n") + "\n").encode("utf-8")}, []

@@ -453,3 +453,29 @@ def _virtualization(info: "OsInfo", system: dict[str, Any], notes: list[str]) ->
             info.vm, info.virtualization = True, entry["virtualization"]
             return
     info.vm = False
+
+
+# -- capture ---------------------------------------------------------------------------------
+
+
+def capture_files() -> tuple[dict[str, bytes], list[str]]:
+    """This Windows machine's raw material, as ``cpudoctor capture`` packs it (docs/capture.md).
+
+    Returns ({relative path: bytes}, notes on what could not be recorded). Runs the ctypes
+    calls, powercfg and the CPUID child (~1.5 s); Windows only.
+    """
+    from cpudoctor.probes.platforms import Where, _windows_api
+
+    notes: list[str] = []
+    files: dict[str, bytes] = {}
+    buffer, why = _windows_api.logical_processor_information_ex()
+    if buffer is not None:
+        files[LPI_FILE] = buffer
+    else:
+        notes.append(why or "GetLogicalProcessorInformationEx gave nothing")
+    files[SYSTEM_FILE] = (json.dumps(_windows_api.system_facts(), indent=2) + "\n").encode()
+    files[CPU_FILE] = (json.dumps(collect_cpu_facts(), indent=2) + "\n").encode()
+    text = powercfg_text(Where("windows", Path("/"), True), notes)
+    if text is not None:
+        files[POWERCFG_FILE] = text.encode("utf-8")
+    return files, notes
