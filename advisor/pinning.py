@@ -38,8 +38,8 @@ from dataclasses import dataclass, field
 import shlex
 
 from cpudoctor.advisor import winpin
-from cpudoctor.probes._fs import format_cpulist
-from cpudoctor.probes import Topology
+from cpudoctor.kits.cpulist import format_cpulist
+from cpudoctor.model import Topology
 
 DEFAULT_COMMAND = "python train.py"
 

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cpudoctor.probes import Topology
-from cpudoctor.probes._fs import format_cpulist
+from cpudoctor.model import Topology
+from cpudoctor.kits.cpulist import format_cpulist
 
 GROUP_SIZE = 64
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 from cpudoctor.advisor.engine import Facts, rule
-from cpudoctor.probes._fs import format_cpulist
-from cpudoctor.report import Finding, Report
+from cpudoctor.kits.cpulist import format_cpulist
+from cpudoctor.model import Finding, Report
 
 # Windows 11 starts at build 22000, Server 2022 at 20348: from there a process's threads span all groups.
 SPANNING_BUILD = 20348

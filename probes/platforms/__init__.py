@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from cpudoctor.probes.cpu.identity import CpuInfo
-    from cpudoctor.probes.cpu.topology import Topology
-    from cpudoctor.probes.software.model import OsInfo
+    from cpudoctor.model import CpuInfo
+    from cpudoctor.model.topology import Topology
+    from cpudoctor.model import OsInfo
 
 PLATFORMS = ("linux", "windows", "macos", "other")
 # What marks a capture of each OS (docs/capture.md).
@@ -53,7 +53,7 @@ class Where:
 
 def platform_of(root: Path | str = Path("/"), live: bool | None = None) -> Where:
     """Which OS ``root`` describes (see the module docstring); ``live`` defaults to "root is /"."""
-    from cpudoctor.probes._fs import under
+    from cpudoctor.kits.rooted import under
 
     root = Path(root)
     if live is None:

@@ -29,10 +29,10 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from cpudoctor.probes.cpu.identity import CpuInfo
-    from cpudoctor.probes.cpu.topology import Topology
+    from cpudoctor.model import CpuInfo
+    from cpudoctor.model.topology import Topology
     from cpudoctor.probes.platforms import Where
-    from cpudoctor.probes.software.model import OsInfo
+    from cpudoctor.model import OsInfo
 
 SYSCTL_FILE = "macos/sysctl.txt"
 SYSCTL_KEYS = ("hw", "machdep.cpu", "kern.osproductversion", "kern.osrelease", "kern.osversion",
@@ -98,7 +98,7 @@ def sysctl_values(where: "Where", notes: list[str]) -> dict[str, str]:
         if why:
             notes.append(why)
         return parse_sysctl(text)
-    from cpudoctor.probes._fs import read_bytes, under
+    from cpudoctor.kits.rooted import read_bytes, under
 
     data = read_bytes(under(where.root, SYSCTL_FILE), MAX_SYSCTL_BYTES)
     if data is None:
@@ -132,7 +132,7 @@ def topology(where: "Where") -> "Topology":
 
 
 def topology_from_sysctl(values: dict[str, str]) -> "Topology":
-    from cpudoctor.probes.cpu.topology import Affinity, NumaNode, Package, Topology
+    from cpudoctor.model.topology import Affinity, NumaNode, Package, Topology
 
     topo = Topology(source="sysctl", vendor=values.get("machdep.cpu.vendor") or None)
     levels = _int(values, "hw.nperflevels", 16) or 0
@@ -161,7 +161,7 @@ def topology_from_sysctl(values: dict[str, str]) -> "Topology":
 
 
 def _cores(first: int, cores: int, threads: int, package: int = 0):
-    from cpudoctor.probes.cpu.topology import Core
+    from cpudoctor.model.topology import Core
 
     return [Core(package=package, core_id=i, cpus=list(range(first + i * threads, first + (i + 1) * threads)))
             for i in range(cores)]
@@ -175,7 +175,7 @@ def _runs(cpus: list[int], width: int) -> list[list[int]]:
 
 def _from_perflevels(topo: "Topology", values: dict[str, str], levels: int) -> None:
     """Apple silicon (and any Mac with hw.perflevel*): slowest level first, as macOS numbers them."""
-    from cpudoctor.probes.cpu.topology import Cache, CpuKind, L3Domain
+    from cpudoctor.model.topology import Cache, CpuKind, L3Domain
 
     first = 0
     for level in range(levels - 1, -1, -1):
@@ -216,7 +216,7 @@ def _from_perflevels(topo: "Topology", values: dict[str, str], levels: int) -> N
 
 def _from_counts(topo: "Topology", values: dict[str, str]) -> None:
     """Intel Macs: counts, and cache sharing from hw.cacheconfig / hw.cachesize."""
-    from cpudoctor.probes.cpu.topology import Cache, L3Domain
+    from cpudoctor.model.topology import Cache, L3Domain
 
     logical = _int(values, "hw.logicalcpu", MAX_CPUS) or _int(values, "hw.ncpu", MAX_CPUS) or 0
     physical = _int(values, "hw.physicalcpu", MAX_CPUS) or logical
@@ -282,7 +282,7 @@ def arm_flags(values: dict[str, str]) -> list[str]:
 
 def cpu_from_sysctl(values: dict[str, str]) -> "CpuInfo":
     from cpudoctor.probes.cpu._pycpuinfo import cpu_from_pycpuinfo
-    from cpudoctor.probes.cpu.identity import CpuInfo
+    from cpudoctor.model import CpuInfo
 
     brand = values.get("machdep.cpu.brand_string")
     arm = values.get("hw.optional.arm64") == "1" or (brand or "").startswith("Apple")
@@ -315,7 +315,7 @@ def cpu_from_sysctl(values: dict[str, str]) -> "CpuInfo":
 
 
 def os_facts(where: "Where", environ: "Mapping[str, str] | None") -> "tuple[OsInfo, list[str]]":
-    from cpudoctor.probes.software.model import OsInfo
+    from cpudoctor.model import OsInfo
 
     notes: list[str] = []
     values = sysctl_values(where, notes)

@@ -28,7 +28,7 @@ def cpu(where: "Where"):
 
 
 def os_facts(where: "Where", environ: "Mapping[str, str] | None"):
-    from cpudoctor.probes.software.model import OsInfo
+    from cpudoctor.model import OsInfo
 
     info = OsInfo(system=platform.system() or None, kernel=platform.release() or None)
     return info, [f"{info.system or 'this OS'}: CPU Doctor reads only counts and the OS name here"]

@@ -30,10 +30,10 @@ from cpudoctor.probes.platforms import _windows_lpi as lpi
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from cpudoctor.probes.cpu.identity import CpuInfo
-    from cpudoctor.probes.cpu.topology import Topology
+    from cpudoctor.model import CpuInfo
+    from cpudoctor.model.topology import Topology
     from cpudoctor.probes.platforms import Where
-    from cpudoctor.probes.software.model import OsInfo
+    from cpudoctor.model import OsInfo
 
 LPI_FILE = "windows/logical-processor-information-ex.bin"
 SYSTEM_FILE = "windows/system.json"
@@ -55,7 +55,7 @@ POWER_PLANS: dict[str, str] = {
 
 
 def _read_json(where: "Where", rel: str, notes: list[str]) -> dict[str, Any] | None:
-    from cpudoctor.probes._fs import read_bytes, under
+    from cpudoctor.kits.rooted import read_bytes, under
 
     data = read_bytes(under(where.root, rel), MAX_JSON_BYTES)
     if data is None:
@@ -81,7 +81,7 @@ def lpi_buffer(where: "Where", notes: list[str]) -> bytes | None:
         if why:
             notes.append(why)
         return data
-    from cpudoctor.probes._fs import read_bytes, under
+    from cpudoctor.kits.rooted import read_bytes, under
 
     data = read_bytes(under(where.root, LPI_FILE), lpi.MAX_BUFFER + 1)
     if data is None:
@@ -111,7 +111,7 @@ def powercfg_text(where: "Where", notes: list[str]) -> str | None:
         if why:
             notes.append(f"power plan unknown: {why}")
         return text
-    from cpudoctor.probes._fs import read_text, under
+    from cpudoctor.kits.rooted import read_text, under
 
     text = read_text(under(where.root, POWERCFG_FILE))
     if text is None:
@@ -144,7 +144,7 @@ def collect_cpu_facts() -> dict[str, Any]:
 
 
 def topology(where: "Where") -> "Topology":
-    from cpudoctor.probes._fs import cap_notes
+    from cpudoctor.kits.rooted import cap_notes
 
     notes: list[str] = []
     buffer = lpi_buffer(where, notes)
@@ -152,7 +152,7 @@ def topology(where: "Where") -> "Topology":
     vendor, family = processor_identity(system.get("processor_identifier"))
     topo = topology_from_buffer(buffer, vendor=vendor, family=family) if buffer is not None else None
     if topo is None:
-        from cpudoctor.probes.cpu.topology import Topology
+        from cpudoctor.model.topology import Topology
 
         topo = Topology(notes=["Windows gave no processor information: topology unknown"])
     topo.notes = notes + topo.notes
@@ -174,7 +174,7 @@ def processor_identity(identifier: Any) -> tuple[str | None, int | None]:
 
 def topology_from_buffer(buffer: bytes, *, vendor: str | None = None, family: int | None = None) -> "Topology":
     """The report's Topology from a raw buffer: the same fields the Linux probe fills."""
-    from cpudoctor.probes.cpu.topology import Topology
+    from cpudoctor.model.topology import Topology
 
     info = lpi.parse(buffer)
     topo = Topology(source="windows", vendor=vendor, cpu_family=family, notes=list(info.notes))
@@ -185,7 +185,7 @@ def topology_from_buffer(buffer: bytes, *, vendor: str | None = None, family: in
     topo.online_cpus, topo.logical_cpus = online, len(online)
     on = set(online)
     offsets = info.group_offsets()
-    from cpudoctor.probes.cpu.topology import ProcessorGroup
+    from cpudoctor.model.topology import ProcessorGroup
 
     topo.processor_groups = [
         ProcessorGroup(i, sorted(set(info.cpus([lpi.GroupMask(i, g.mask)])) & on), offsets[i], g.maximum)
@@ -202,7 +202,7 @@ def topology_from_buffer(buffer: bytes, *, vendor: str | None = None, family: in
 
 
 def _packages_and_cores(topo: "Topology", info: lpi.LogicalProcessorInfo, on: set[int]) -> None:
-    from cpudoctor.probes.cpu.topology import Core, Package
+    from cpudoctor.model.topology import Core, Package
 
     def cpus_of(rec) -> list[int]:
         return sorted(set(info.cpus(rec.masks)) & on)
@@ -229,7 +229,7 @@ def _packages_and_cores(topo: "Topology", info: lpi.LogicalProcessorInfo, on: se
 
 
 def _caches(topo: "Topology", info: lpi.LogicalProcessorInfo, on: set[int]) -> None:
-    from cpudoctor.probes.cpu.topology import Cache, L3Domain
+    from cpudoctor.model.topology import Cache, L3Domain
 
     levels: dict[str, dict[tuple[int, ...], int | None]] = {}
     for cache in info.caches:
@@ -256,7 +256,7 @@ def _caches(topo: "Topology", info: lpi.LogicalProcessorInfo, on: set[int]) -> N
 
 
 def _numa(topo: "Topology", info: lpi.LogicalProcessorInfo, on: set[int]) -> None:
-    from cpudoctor.probes.cpu.topology import NumaNode
+    from cpudoctor.model.topology import NumaNode
 
     for node in sorted(info.numa_nodes, key=lambda n: n.node):
         cpus = sorted(set(info.cpus(node.masks)) & on)
@@ -270,14 +270,14 @@ def _numa(topo: "Topology", info: lpi.LogicalProcessorInfo, on: set[int]) -> Non
         topo.notes.append("Windows gives programs no NUMA distances: how far each node is from the others is unknown")
     homeless = sorted(on - {c for n in topo.numa_nodes for c in n.cpus})
     if homeless:
-        from cpudoctor.probes._fs import format_cpulist
+        from cpudoctor.kits.cpulist import format_cpulist
 
         topo.notes.append(f"CPUs {format_cpulist(homeless)} belong to no NUMA node Windows lists")
 
 
 def _kinds(topo: "Topology") -> None:
     """Hybrid chips: EfficiencyClass tells the core types apart (0 = the slowest), as Windows schedules them."""
-    from cpudoctor.probes.cpu.topology import CpuKind
+    from cpudoctor.model.topology import CpuKind
 
     classes = sorted({c.efficiency_class for c in topo.core_list if c.efficiency_class is not None})
     if len(classes) < 2:
@@ -292,7 +292,7 @@ def _fill_affinity(topo: "Topology", affinity: Any) -> None:
     Before Windows 11 / Server 2022 a process lives in one processor group, so on a
     machine with several groups this is one group's CPUs: what PyTorch gets too.
     """
-    from cpudoctor.probes._fs import format_cpulist
+    from cpudoctor.kits.cpulist import format_cpulist
 
     aff = topo.affinity
     groups = topo.processor_groups
@@ -332,7 +332,7 @@ def cpu_from_facts(facts: dict[str, Any]) -> "CpuInfo":
     """A CpuInfo from ``windows/cpu.json`` (py-cpuinfo's keys, checked, plus the CPUID child's answer)."""
     from cpudoctor.probes.cpu._pycpuinfo import cpu_from_pycpuinfo
     from cpudoctor.probes.cpu.cpuid_check import CpuidResult
-    from cpudoctor.probes.cpu.identity import CpuInfo
+    from cpudoctor.model import CpuInfo
 
     info = facts.get("pycpuinfo")
     if not isinstance(info, dict):
@@ -408,7 +408,7 @@ def parse_active_scheme(text: str | None) -> tuple[str | None, str | None]:
 
 
 def os_facts(where: "Where", environ: "Mapping[str, str] | None") -> "tuple[OsInfo, list[str]]":
-    from cpudoctor.probes.software.model import OsInfo
+    from cpudoctor.model import OsInfo
 
     notes: list[str] = []
     system = system_facts(where, notes)
