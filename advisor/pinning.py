@@ -220,8 +220,14 @@ def pinning_plan(cpus: list[int] | set[int], topo: Topology, command: str = DEFA
     _add_warnings(plan, wanted_set, topo)
     if winpin.is_windows(topo) and not posix:
         plan.snippets = _windows_snippets(plan, topo, command, environ)
-        return plan
+    else:
+        _linux_snippets(plan, wanted, topo, command, environ)
+    return plan
 
+
+def _linux_snippets(plan: PinningPlan, wanted: list[int], topo: Topology, command: str,
+                    environ: Mapping[str, str] | None) -> None:
+    """taskset, numactl, OpenMP places, GOMP_CPU_AFFINITY and sched_setaffinity forms (Linux)."""
     cl = plan.cpulist
     n = plan.threads
     firsts = [g[0] for g in plan.cores]
@@ -295,7 +301,6 @@ def pinning_plan(cpus: list[int] | set[int], topo: Topology, command: str = DEFA
             f"torch.set_num_threads({n})",
         ]),
         "Inside the script, before torch starts its thread pool (Linux only)."))
-    return plan
 
 
 def _windows_snippets(plan: PinningPlan, topo: Topology, command: str,
