@@ -180,7 +180,7 @@ def _probe(source: Source, run: "_Run", *, children: bool, software: bool) -> Re
         if children and source.live and not probes[0].captured:
             report = run.stage("software-children", lambda r: _probed(
                 dataclasses.replace(r, software=probes[0].complete()), "software", root), report)
-    if children and source.live and report.cpu.arch in ("x86_64", "i686"):
+    if children and source.live and report.cpu.is_x86:
         report = run.stage("cpuid-cross-check", _cross_checked, report)
     return report
 

@@ -2,17 +2,17 @@
 
 One list of rows feeds both formats, so they always say the same thing. The
 explanations come from the report itself (``isa.avx512_reason``, datapath
-note) and from ``resources/flags.json``; nothing here reads the machine.
+note) and from the flag catalogue (:data:`cpudoctor.knowledge.FLAGS`); nothing here reads the machine.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from cpudoctor.knowledge import FLAGS
 from cpudoctor.model import CpuInfo
 from cpudoctor.kits.format import clock
 from cpudoctor.render.words import NEUTRAL_MARK, bracketed
-from cpudoctor.resources import load_json
 
 # The verdict marks of the ISA table: fine, worth a look, missing or broken, simply absent.
 OK, WARN, BAD, INFO = bracketed("ok"), bracketed("warning"), bracketed("error"), f"[{NEUTRAL_MARK}]"
@@ -153,50 +153,15 @@ def width_line(cpu: CpuInfo) -> str | None:
     return text
 
 
-def arch_family(arch: str | None) -> str | None:
-    """``x86`` or ``arm`` for an architecture name (``x86_64``, ``aarch64``...), None when unknown."""
-    a = (arch or "").lower()
-    if a.startswith(("aarch64", "arm")):
-        return "arm"
-    if a in ("x86_64", "amd64", "i386", "i686", "x86"):
-        return "x86"
-    return None
-
-
 def describe_flag(name: str, arch: str | None = None, vendor: str | None = None) -> tuple[str, str]:
-    """(category, meaning) of a kernel flag on this architecture and vendor; unknown flags are category 'other'.
-
-    A few names mean different things on x86 and Arm (``sme`` is AMD's Secure
-    Memory Encryption on x86, Arm's Scalable Matrix Extension on aarch64):
-    flags.json's ``on`` table says what they mean where.
-    """
-    entry = load_json("flags.json")["flags"].get(name)
-    if entry is None:
-        return "other", ""
-    variant = flag_variant(entry, arch, vendor)
-    if variant is not None:
-        return variant
-    return entry["category"], entry["meaning"]
-
-
-def flag_variant(entry: dict, arch: str | None, vendor: str | None) -> tuple[str, str] | None:
-    """The ``on`` override of a flags.json entry for this vendor or architecture family, if it has one."""
-    on = entry.get("on") or {}
-    for key in (vendor, arch_family(arch)):
-        if key and key in on:
-            v = on[key]
-            return v.get("category", entry.get("category", "other")), v.get("meaning", entry.get("meaning", ""))
-    return None
+    """(category, meaning) of a kernel flag on this architecture and vendor (the flag catalogue's words)."""
+    return FLAGS.describe(name, arch, vendor)
 
 
 def flag_groups(flags: list[str], arch: str | None = None, vendor: str | None = None) -> dict[str, list[str]]:
-    """Flags grouped by category, in the category order of flags.json."""
-    cats = list(load_json("flags.json")["categories"])
-    groups: dict[str, list[str]] = {c: [] for c in cats}
-    for name in flags:
-        groups.setdefault(describe_flag(name, arch, vendor)[0], []).append(name)
-    return {c: v for c, v in groups.items() if v}
+    """Flags grouped by category, in the category order of the flag catalogue."""
+    return FLAGS.groups(flags, arch, vendor)
 
 
 def category_title(cat: str) -> str:
-    return load_json("flags.json")["categories"].get(cat, cat)
+    return FLAGS.category_title(cat)

@@ -440,14 +440,14 @@ def _count(value: Any) -> int | None:
 def _virtualization(info: "OsInfo", system: dict[str, Any], notes: list[str]) -> None:
     """A VM from the firmware's maker and model (the registry's copy of DMI), never from the CPUID
     hypervisor bit: Windows with Hyper-V, WSL2 or memory integrity runs *itself* under a hypervisor."""
-    from cpudoctor import resources
+    from cpudoctor.knowledge import SOFTWARE_FACTS
 
     model = " ".join(str(system.get(k))[:120] for k in ("system_manufacturer", "system_product")
                      if isinstance(system.get(k), str))
     if not model:
         notes.append("virtualization unknown: the firmware's maker and model were not recorded")
         return
-    for entry in resources.load_json("software_facts.json")["dmi_virtualization"]:
+    for entry in SOFTWARE_FACTS.data["dmi_virtualization"]:
         if entry["match"].lower() in model.lower() and (entry["virtualization"] != "hyperv"
                                                         or "virtual machine" in model.lower()):
             info.vm, info.virtualization = True, entry["virtualization"]
