@@ -120,8 +120,8 @@ def fill_window(window, report: Report, read_only: bool = False, label: str = ""
     for s in samples(report, 240):
         window.model.sample.emit(s)
     inspector = window.pages["Inspector"]
-    inspector.list_fn = processes
-    inspector._on_listed(processes())
+    inspector.inspections.list_fn = processes
+    inspector.inspections._listed(processes())
     insp = inspection(report)
     inspector.set_topology(report.topology)
     inspector.select_pid(insp.pid)

@@ -76,7 +76,7 @@ def _window(qtbot, world, settings, *, collect: bool = False, env_lookup=None) -
 
 def _close(window: MainWindow) -> None:
     window.sampler.stop()
-    window.pages["Inspector"].live_timer.stop()
+    window.pages["Inspector"].inspections.live_timer.stop()
     window.close()
 
 

@@ -37,7 +37,7 @@ def filled_window(qtbot, tmp_path, request):
     qtbot.waitUntil(lambda: report_page.text.startswith("# CPU Doctor"), timeout=30_000)
     yield window
     window.sampler.stop()
-    window.pages["Inspector"].live_timer.stop()
+    window.pages["Inspector"].inspections.live_timer.stop()
     window.close()
 
 

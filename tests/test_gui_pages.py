@@ -12,7 +12,8 @@ from conftest import MANIFEST, machine_root
 from cpudoctor.gui import flags_page as fp
 from cpudoctor.gui.flags_page import CAT, FLAG, MEANING, PRESENT_ROLE, SHOW_MISSING, SHOW_PRESENT, FlagsPage
 from cpudoctor.gui.model import AppModel
-from cpudoctor.gui.monitor_page import CAPACITY, MonitorHistory, MonitorPage, cpu_groups
+from cpudoctor.gui.monitor_model import CAPACITY, MonitorHistory, cpu_groups
+from cpudoctor.gui.monitor_page import MonitorPage
 from cpudoctor.gui.overview_page import OverviewPage, ccx_layout, numa_layout
 from cpudoctor.model import CpuInfo, IsaVerdict
 from cpudoctor.probes import probe_cpu
@@ -380,7 +381,7 @@ def test_monitor_heat_strip_uses_the_map_colour_scale(qtbot, model):
 
 
 def test_decimate_keeps_peaks_and_short_series():
-    from cpudoctor.gui.monitor_page import decimate
+    from cpudoctor.gui.monitor_model import decimate
 
     x = np.arange(10.0)
     assert decimate(x, x)[0] is x
@@ -424,7 +425,7 @@ def test_history_resets_when_cpus_change():
 
 
 def test_heat_columns_stay_true_to_time_across_rate_changes_and_pauses():
-    from cpudoctor.gui.monitor_page import heat_columns
+    from cpudoctor.gui.monitor_model import heat_columns
 
     slow = np.arange(-120.0, -60.0, 0.5)                   # 2 Hz for a minute
     fast = np.arange(-60.0, 0.0 + 1e-9, 0.1)                # then 10 Hz
