@@ -186,8 +186,6 @@ MAX_FUNCTION_LINES = 100
 STILL_TOO_LONG = {
     "cpudoctor/capture.py capture",
     "gui/advisor_page.py _build",
-    "gui/inspector_page.py _build",
-    "gui/monitor_page.py _build",
     "gui/overview_page.py show_report",
     "gui/topology_page.py __init__",
     "gui/training_page.py TrainingPage",
