@@ -145,6 +145,7 @@ class MainWindow(QMainWindow):
 
         self._build_central()
         self._build_pages()
+        self._keep_lab_runs()
         self._build_actions()
         self._build_status()
         self._wire()
@@ -193,6 +194,15 @@ class MainWindow(QMainWindow):
             if nav is not None and hasattr(nav, "connect"):
                 nav.connect(self.show_page)
         self.sidebar.currentRowChanged.connect(self._on_row)
+
+    def _keep_lab_runs(self) -> None:
+        """The Training page keeps its runs between sessions beside the window's settings file."""
+        from cpudoctor.gui.training_runs import RunStore
+
+        training = self.pages.get("Training")
+        where = self.settings.fileName()
+        if training is not None and where:
+            training.set_run_store(RunStore(Path(where).with_name("lab-runs.json")))
 
     def set_compact_sidebar(self, compact: bool) -> None:
         """Icons only (titles in tooltips): a narrow window gives its width to the page."""
