@@ -56,7 +56,50 @@ class TopologyPage(QWidget):
         self.limits = QLabel()
         self.limits.setWordWrap(True)
 
-        # Select row: per-CCX and per-NUMA buttons (or menus), whole machine, one thread per core, clear.
+        self._build_select_row()
+        panel = self._build_snippet_panel()
+        self.numa_panel = self._build_numa_panel()
+        map_row = QHBoxLayout()
+        map_row.setContentsMargins(0, 0, 0, 0)
+        map_row.addWidget(self.map, 1)
+        map_row.addWidget(self.numa_panel)
+        top = QWidget()
+        tv = QVBoxLayout(top)
+        tv.setContentsMargins(0, 0, 0, 0)
+        tv.addLayout(map_row, 1)
+        tv.addWidget(self.legend)
+
+        self.splitter = QSplitter(Qt.Orientation.Vertical)
+        self.splitter.addWidget(top)
+        self.splitter.addWidget(panel)
+        self.splitter.setStretchFactor(0, 3)
+        self.splitter.setStretchFactor(1, 1)
+        self.splitter.setChildrenCollapsible(False)
+
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(16, 12, 16, 12)
+        heading = QLabel("Topology")
+        f = heading.font()
+        f.setPointSizeF(f.pointSizeF() * 1.3)       # as the Advisor and Inspector headings
+        f.setBold(True)
+        heading.setFont(f)
+        outer.addWidget(heading)
+        outer.addWidget(self.summary)
+        outer.addWidget(self.limits)
+        outer.addLayout(self.select_row)
+        outer.addWidget(self.splitter, 1)
+
+        self.map.selection_changed.connect(self._on_selection)
+        model.report_changed.connect(self.on_report)
+        model.sample.connect(self.on_sample)
+        if model.report is not None:
+            self.on_report(model.report)
+        else:
+            self._set_topology(None)
+
+    def _build_select_row(self) -> None:
+        """Per-CCX and per-NUMA buttons (or menus), whole machine, one thread per core, clear; caches, zoom,
+        export."""
         self.select_row = QHBoxLayout()
         self.select_row.setSpacing(4)
         self.select_label = QLabel("Select:")
@@ -105,7 +148,8 @@ class TopologyPage(QWidget):
         for w in (self.caches_button, self.zoom_out, self.fit_button, self.zoom_in, self.export_button):
             self.select_row.addWidget(w)
 
-        # Snippet panel.
+    def _build_snippet_panel(self) -> QWidget:
+        """The selection, its warnings, the command to pin, a tab per snippet and Copy."""
         self.selection_label = QLabel()
         self.selection_label.setWordWrap(True)
         # room for two lines: a splitter pane ignores a wrapped label's height-for-width,
@@ -145,45 +189,7 @@ class TopologyPage(QWidget):
         pv.addWidget(self.warnings_label)
         pv.addWidget(self.tabs, 1)
         pv.addLayout(copy_row)
-
-        self.numa_panel = self._build_numa_panel()
-        map_row = QHBoxLayout()
-        map_row.setContentsMargins(0, 0, 0, 0)
-        map_row.addWidget(self.map, 1)
-        map_row.addWidget(self.numa_panel)
-        top = QWidget()
-        tv = QVBoxLayout(top)
-        tv.setContentsMargins(0, 0, 0, 0)
-        tv.addLayout(map_row, 1)
-        tv.addWidget(self.legend)
-
-        self.splitter = QSplitter(Qt.Orientation.Vertical)
-        self.splitter.addWidget(top)
-        self.splitter.addWidget(panel)
-        self.splitter.setStretchFactor(0, 3)
-        self.splitter.setStretchFactor(1, 1)
-        self.splitter.setChildrenCollapsible(False)
-
-        outer = QVBoxLayout(self)
-        outer.setContentsMargins(16, 12, 16, 12)
-        heading = QLabel("Topology")
-        f = heading.font()
-        f.setPointSizeF(f.pointSizeF() * 1.3)       # as the Advisor and Inspector headings
-        f.setBold(True)
-        heading.setFont(f)
-        outer.addWidget(heading)
-        outer.addWidget(self.summary)
-        outer.addWidget(self.limits)
-        outer.addLayout(self.select_row)
-        outer.addWidget(self.splitter, 1)
-
-        self.map.selection_changed.connect(self._on_selection)
-        model.report_changed.connect(self.on_report)
-        model.sample.connect(self.on_sample)
-        if model.report is not None:
-            self.on_report(model.report)
-        else:
-            self._set_topology(None)
+        return panel
 
     # -- model --------------------------------------------------------------
 
@@ -306,6 +312,12 @@ class TopologyPage(QWidget):
             if topo.cpuless_numa_nodes:
                 extra.append("Memory-only NUMA nodes: " + ", ".join(map(str, topo.cpuless_numa_nodes)))
             extra += display_notes(topo)
+            report = self.model.report
+            os_ = report.software.os if report is not None and report.software is not None else None
+            memory = tm.numa_memory_line(topo, os_.mem_total_bytes if os_ else None, os_.vm if os_ else None,
+                                         report.meta.generated_at if report is not None else None)
+            if memory:
+                extra.append(memory)
             self.limits.setText("\n".join(extra))
             self.limits.setVisible(bool(extra))
         self._rebuild_select_buttons()
