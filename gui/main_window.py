@@ -193,6 +193,9 @@ class MainWindow(QMainWindow):
             nav = getattr(page, "navigate", None)
             if nav is not None and hasattr(nav, "connect"):
                 nav.connect(self.show_page)
+            finding = getattr(page, "open_finding", None)
+            if finding is not None and hasattr(finding, "connect"):
+                finding.connect(self.open_finding)
         self.sidebar.currentRowChanged.connect(self._on_row)
 
     def _keep_lab_runs(self) -> None:
@@ -360,6 +363,13 @@ class MainWindow(QMainWindow):
         titles = list(self.pages)
         if title in titles:
             self.sidebar.setCurrentRow(titles.index(title))
+
+    def open_finding(self, code: str) -> None:
+        """Show one finding in the Advisor (the Overview's "start here")."""
+        advisor = self.pages.get("Advisor")
+        if advisor is not None:
+            advisor.select(code)
+            self.show_page("Advisor")
 
     def _on_row(self, row: int) -> None:
         if row >= 0:

@@ -531,3 +531,50 @@ def test_monitor_tiles_follow_every_sample_and_charts_every_visible_move(qtbot, 
     assert page.chart_interval() <= CHART_MAX_WAIT_S
     page.set_paused(True)                                                   # a pause shows everything taken
     assert page.heat.image.shape[1] == len(page.history.t)
+
+
+# -- issue 28, 8: the first launch -------------------------------------------
+
+def test_overview_first_launch_is_a_skeleton_of_this_architecture(qtbot, model):
+    """x86 and ARM badges were both shown greyed and the cards stayed empty until the report came."""
+    import platform
+
+    from cpudoctor.render.overview import READING, SKELETON_ROWS
+
+    page = _page(qtbot, OverviewPage, model)
+    shown = {k for k, b in page.badges.items() if b.isVisibleTo(page)}
+    arm = platform.machine().lower().startswith(("aarch64", "arm"))
+    assert ("NEON" in shown) == arm and ("AVX2" in shown) != arm
+    for title, rows in SKELETON_ROWS.items():
+        assert all(page.cards[title].value(label) == READING for label in rows), title
+    assert page.findings_label.text() == "The advisor runs once the software check is done."
+    assert not page.start_here.isVisibleTo(page)
+
+
+def test_overview_never_says_no_findings_before_the_advisor_ran(qtbot, model):
+    from cpudoctor.model import Software
+
+    page = _page(qtbot, OverviewPage, model)
+    stage = zen4_report()
+    stage.software = Software(children_ran=True)
+    model.set_report(stage, judged=False)               # a pipeline stage: the advisor has not run yet
+    assert "No findings" not in page.findings_label.text() and "advisor runs" in page.findings_label.text()
+    model.set_findings([])                              # the advisor ran and found nothing at all
+    assert page.findings_label.text() == "No findings."
+
+
+def test_overview_start_here_points_at_the_top_finding_or_the_inspector(qtbot, model):
+    page = _page(qtbot, OverviewPage, model)
+    report = zen4_report()
+    report.findings = [Finding("THR001", "omp-unset", "threads", "warning", "OMP_NUM_THREADS is not set"),
+                       Finding("ISA002", "best-kernels", "isa", "ok", "PyTorch runs its best kernels")]
+    model.set_report(report)
+    assert page.start_here.isVisibleTo(page) and "OMP_NUM_THREADS is not set" in page.start_here.text()
+    with qtbot.waitSignal(page.open_finding) as opened:
+        page.start_here.linkActivated.emit("finding:THR001")
+    assert opened.args == ["THR001"]
+    model.set_findings([report.findings[1]])
+    assert "Inspect the running job" in page.start_here.text()
+    with qtbot.waitSignal(page.navigate) as nav:
+        page.start_here.linkActivated.emit("page:Inspector")
+    assert nav.args == ["Inspector"]

@@ -252,6 +252,17 @@ def test_overview_link_opens_the_advisor(window):
     assert window.current_page_title() == "Advisor"
 
 
+def test_start_here_opens_the_top_finding_in_the_advisor(window):
+    """Issue 28, 8: the Overview's "start here" line opens its finding, selected, in the Advisor."""
+    from cpudoctor.model import Finding, Report
+
+    window.model.set_report(Report(findings=[Finding("THR001", "omp-unset", "threads", "warning", "Threads")]))
+    window.show_page("Overview")
+    window.pages["Overview"].start_here.linkActivated.emit("finding:THR001")
+    assert window.current_page_title() == "Advisor"
+    assert window.pages["Advisor"].details_title.text().startswith("Threads")
+
+
 def test_keyboard_shortcuts_switch_pages(window, qtbot):
     from PySide6.QtCore import Qt
 
