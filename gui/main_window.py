@@ -34,6 +34,7 @@ APP_NAME = "CPU Doctor"
 SIDEBAR_PX = 176
 SIDEBAR_COMPACT_PX = 56
 COMPACT_BELOW_PX = 1000       # narrower windows show the sidebar as icons only
+ICON_TOOLBAR_BELOW_PX = 900   # narrower still: the toolbar's buttons too (the Environment picker keeps its text)
 PICKER_TEXT_PX = (190, 320)   # the environment picker's text in a compact / a wide window (then elided)
 TITLE_ROLE = Qt.ItemDataRole.UserRole + 1
 # (module under cpudoctor.gui, class name) in sidebar order
@@ -224,6 +225,9 @@ class MainWindow(QMainWindow):
         super().resizeEvent(event)
         compact = event.size().width() < COMPACT_BELOW_PX
         self.set_compact_sidebar(compact)
+        self.toolbar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonIconOnly
+                                        if event.size().width() < ICON_TOOLBAR_BELOW_PX
+                                        else Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         self.env_picker.set_max_text_width(PICKER_TEXT_PX[0] if compact else PICKER_TEXT_PX[1])
 
     def _build_actions(self) -> None:

@@ -181,3 +181,18 @@ class MonitorHistory:
         start = int(np.searchsorted(t, t[-1] - seconds, side="left"))
         x = t[start:] - t[-1]
         return x.size, x
+
+
+SENSOR_DRIVERS = ("coretemp", "k10temp", "zenpower", "cpu_thermal", "acpitz", "thinkpad", "nct6775", "it87")
+TITLE_SERIES = 3          # sensors named in a plot's title; the rest are counted (all of them in its tooltip)
+
+
+def sensor_name(key: str) -> str:
+    """A temperature sensor as a plot legend names it: ``coretemp Package id 0`` -> ``package 0``,
+    ``k10temp Tccd1`` -> ``Tccd1`` (the driver is in the tooltip)."""
+    words = key.split()
+    if len(words) > 1 and words[0] in SENSOR_DRIVERS:
+        words = words[1:]
+    text = " ".join(words)
+    return text.replace("Package id ", "package ").replace("Core ", "core ") or key
+

@@ -11,6 +11,7 @@ containers) is shown as unavailable, never as a flat zero line.
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 
 import numpy as np
 import pyqtgraph as pg
@@ -23,15 +24,16 @@ from cpudoctor.gui.icons import icon
 from cpudoctor.gui.load_legend import LoadScaleBar
 from cpudoctor.gui.load_scale import lookup_table
 from cpudoctor.gui.model import AppModel
-from cpudoctor.gui.monitor_model import (GIB, CpuGroup, MonitorHistory, cpu_groups, decimate, heat_columns,
-                                          temperature_range)
+from cpudoctor.gui.monitor_model import (GIB, TITLE_SERIES, CpuGroup, MonitorHistory, cpu_groups, decimate,
+                                          heat_columns, sensor_name, temperature_range)
 from cpudoctor.gui.sampler import DEFAULT_HZ, RATES_HZ
 from cpudoctor.probes.live.sample import Sample
 from cpudoctor.kits.format import clock, size
 from cpudoctor.render.words import DASH
 from cpudoctor.model import Report
 
-WINDOWS_S: tuple[tuple[str, int], ...] = (("1 min", 60), ("2 min", 120), ("5 min", 300), ("15 min", 900))
+WINDOWS_S: tuple[tuple[str, int], ...] = (("last 1 min", 60), ("last 2 min", 120), ("last 5 min", 300),
+                                         ("last 15 min", 900))
 DEFAULT_WINDOW_S = 120
 CHART_MIN_MOVE_PX = 6          # charts redraw once new data moves them this far (see MonitorPage.chart_interval)
 CHART_MAX_WAIT_S = 2.0
@@ -217,9 +219,9 @@ class MonitorPage(QWidget):
         self.pause_button.setCheckable(True)
         self.pause_button.toggled.connect(self.set_paused)
         self.rate_box = QComboBox()
-        self.rate_box.setToolTip("Sample rate")
+        self.rate_box.setToolTip("Sample rate: how often the monitor reads the CPUs (it costs more CPU at 10 Hz)")
         for hz in RATES_HZ:
-            self.rate_box.addItem(f"{hz:g} Hz", hz)
+            self.rate_box.addItem(f"every {1 / hz:g} s" if hz < 1 else f"{hz:g} Hz", hz)
         self.rate_box.setCurrentIndex(RATES_HZ.index(DEFAULT_HZ))
         self.rate_box.currentIndexChanged.connect(lambda i: self.rate_changed.emit(float(self.rate_box.itemData(i))))
         self.window_box = QComboBox()
@@ -231,16 +233,10 @@ class MonitorPage(QWidget):
         # A short line that always fits: it asks for its whole text (a long one elides, the tooltip keeps it)
         self.summary = LiveText("Waiting for the first sample…", muted=True, relayout=True, whole=True)
         self.summary.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
+        # the combos say what they are ("2 Hz", "last 2 min"): captions beside them pushed the bar past a small window
         bar.addWidget(self.pause_button)
-        bar.addSpacing(12)
-        rate = QLabel("Sample &rate")
-        rate.setBuddy(self.rate_box)
-        bar.addWidget(rate)
+        bar.addSpacing(8)
         bar.addWidget(self.rate_box)
-        bar.addSpacing(12)
-        history = QLabel("&History")
-        history.setBuddy(self.window_box)
-        bar.addWidget(history)
         bar.addWidget(self.window_box)
         bar.addStretch(1)
         bar.addWidget(self.summary)
@@ -365,12 +361,22 @@ class MonitorPage(QWidget):
         plot.addItem(curve)
         return curve
 
-    def _series_title(self, plot: pg.PlotItem, title: str, series: list[tuple[str, str]]) -> None:
-        """``Clock  ━ average  ━ fastest core``: the legend in the title, where it never covers a line."""
-        names = "&nbsp;&nbsp;".join(f'<span style="color:{colour}">━&nbsp;{html.escape(name)}</span>'
-                                    for name, colour in series)
+    def _series_title(self, plot: pg.PlotItem, title: str, series: list[tuple[str, str]],
+                      short: Callable[[str], str] = str) -> None:
+        """``Clock  ━ average  ━ fastest core``: the legend in the title, where it never covers a line.
+
+        At most :data:`TITLE_SERIES` names (``short`` ones) fit beside the title; more are counted, and the
+        plot's tooltip names them all.
+        """
+        shown = series[:TITLE_SERIES]
+        names = "&nbsp;&nbsp;".join(f'<span style="color:{colour}">━&nbsp;{html.escape(short(name))}</span>'
+                                    for name, colour in shown)
+        if len(series) > len(shown):
+            names += f"&nbsp;&nbsp;+{len(series) - len(shown)}"
         plot.setTitle(f"{html.escape(title)}&nbsp;&nbsp;&nbsp;<span style='font-size:8pt'>{names}</span>",
                       color=self._fg.name(), size="10pt")
+        if short is not str or len(series) > len(shown):
+            plot.setToolTip("\n".join(name for name, _colour in series))
         plot.series_names = [name for name, _colour in series]     # what the title names, for tests
 
     def _heat_lut(self) -> np.ndarray:
@@ -549,7 +555,8 @@ class MonitorPage(QWidget):
                 curve = self._curve(self.temp_plot, LINE_COLOURS[i % len(LINE_COLOURS)], 2 if i == 0 else 1)
                 self.temp_curves[key] = curve
                 self._series_title(self.temp_plot, "Temperature",
-                                   [(k, LINE_COLOURS[j % len(LINE_COLOURS)]) for j, k in enumerate(self.temp_curves)])
+                                   [(k, LINE_COLOURS[j % len(LINE_COLOURS)]) for j, k in enumerate(self.temp_curves)],
+                                   short=sensor_name)
             self._set_curve(curve, x, buf.last(n))
         temps = h.last.temps_c if h.last else {}
         if temps and self._charts:

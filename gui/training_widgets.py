@@ -15,9 +15,9 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QPalette
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFormLayout, QFrame, QGroupBox, QHBoxLayout,
-                               QLabel, QLineEdit, QPushButton, QScrollArea, QSizePolicy, QSpinBox, QToolButton,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFormLayout, QFrame, QGridLayout, QGroupBox,
+                               QHBoxLayout, QLabel, QLineEdit, QPushButton, QScrollArea, QSizePolicy, QSpinBox,
+                               QToolButton, QVBoxLayout, QWidget)
 
 from cpudoctor.gui.training_session import LiveSeries, SweepSeries
 from cpudoctor.lab.settings import MODELS, SweepSettings, TrainSettings
@@ -203,10 +203,13 @@ class LivePlots(QWidget):
     tooltip holds its whole definition, the one the runs table uses.
     """
 
+    ONE_ROW_PX = 390         # narrower: loss and accuracy side by side, samples/s below them
+
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
-        lay = QHBoxLayout(self)
-        lay.setContentsMargins(0, 0, 0, 0)
+        self.grid = QGridLayout(self)
+        self.grid.setContentsMargins(0, 0, 0, 0)
+        self._one_row: bool | None = None
         self.loss_plot = lab_plot(self, "Loss", "", tip=f"Loss: {words.metric_definition('loss')}")
         self.acc_plot = lab_plot(self, "Accuracy", "", tip=f"Accuracy: {words.metric_definition('accuracy')}")
         self.acc_plot.setYRange(0, 1)
@@ -221,8 +224,28 @@ class LivePlots(QWidget):
                                                                          style=Qt.PenStyle.DashLine)),
         }
         self.speed_legend.setVisible(False)
+        self._arrange(True)
+
+    def _arrange(self, one_row: bool) -> None:
+        """Three plots in a row, or two over one in a narrow column (three in a row cut their titles)."""
+        if one_row == self._one_row:
+            return
+        self._one_row = one_row
         for p in (self.loss_plot, self.acc_plot, self.speed_plot):
-            lay.addWidget(p)
+            self.grid.removeWidget(p)
+        if one_row:
+            for col, p in enumerate((self.loss_plot, self.acc_plot, self.speed_plot)):
+                self.grid.addWidget(p, 0, col)
+        else:
+            self.grid.addWidget(self.loss_plot, 0, 0)
+            self.grid.addWidget(self.acc_plot, 0, 1)
+            self.grid.addWidget(self.speed_plot, 1, 0, 1, 2)
+        for col in range(3):
+            self.grid.setColumnStretch(col, 1 if one_row or col < 2 else 0)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
+        super().resizeEvent(event)
+        self._arrange(event.size().width() >= self.ONE_ROW_PX)
 
     def reset(self, live: LiveSeries) -> None:
         for curve in self.curves.values():
@@ -259,11 +282,12 @@ class LivePlots(QWidget):
 class SweepPanel(QWidget):
     """The thread sweep: its button and budget, medians with their spread against threads, its verdict.
 
-    The legend sits in the title (inside the plot it covered the 1-thread
-    point) and names only the series that have points.
+    The legend is a line above the plot (inside the plot it covered the
+    1-thread point; in the title it did not fit a narrow window) and names
+    only the series that have points.
     """
 
-    TITLE = "Samples/s against threads (median and spread)"
+    TITLE = "Samples/s by thread count"
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -277,10 +301,15 @@ class SweepPanel(QWidget):
         self.sweep_budget.setToolTip("The whole sweep ends within this time, start-up included")
         row.addWidget(self.sweep_button)
         row.addWidget(self.sweep_budget)
-        row.addStretch(1)
+        # the legend: what each mark is (only those drawn), wrapping in a narrow window
+        self.legend = QLabel("")
+        self.legend.setWordWrap(True)
+        self.legend.setTextFormat(Qt.TextFormat.RichText)
+        row.addWidget(self.legend, 1)
         lay.addLayout(row)
-        self.sweep_plot = lab_plot(self, self.TITLE, "samples/s", "threads",
-                                   tip="Each point: the median of a variant's segments; the bar: their spread")
+        self.sweep_plot = lab_plot(self, self.TITLE, "", "threads",
+                                   tip="Each point: the median of a variant's segments; the bar: their spread "
+                                       "(samples/s)")
         self.series = {}
         for group, name, symbol, colour in SWEEP_SERIES:
             pen = pg.mkPen(colour, width=1.5) if group == "threads" else None
@@ -332,13 +361,10 @@ class SweepPanel(QWidget):
         self.empty_text.setPos((1 + top) / 2, 0.5)
 
     def _title(self, shown: list[tuple[str, str, str]]) -> None:
-        """``Samples/s against threads  ● threads, not pinned  ■ pinned``: the legend in the title."""
+        """``● threads, not pinned  ■ pinned``: the legend beside the buttons, each name in its mark's colour."""
         self.legend_names = [name for name, _s, _c in shown]
-        names = "&nbsp;&nbsp;".join(f'<span style="color:{colour}">{SYMBOL_GLYPHS[symbol]}&nbsp;{html.escape(name)}'
-                                    "</span>" for name, symbol, colour in shown)
-        fg = self.palette().color(QPalette.ColorRole.Text).name()
-        title = html.escape(self.TITLE) + (f"&nbsp;&nbsp;<span style='font-size:8pt'>{names}</span>" if names else "")
-        self.sweep_plot.getPlotItem().setTitle(title, color=fg, size="10pt")
+        self.legend.setText("&nbsp;&nbsp; ".join(f'<span style="color:{colour}">{SYMBOL_GLYPHS[symbol]}</span>'
+                                                 f"&nbsp;{html.escape(name)}" for name, symbol, colour in shown))
 
     def show_notes(self, result, caveat_colour: str) -> None:
         """The sweep's verdict, how quiet the machine was and failed variants, under its plot."""

@@ -578,3 +578,11 @@ def test_overview_start_here_points_at_the_top_finding_or_the_inspector(qtbot, m
     with qtbot.waitSignal(page.navigate) as nav:
         page.start_here.linkActivated.emit("page:Inspector")
     assert nav.args == ["Inspector"]
+
+
+def test_temperature_legend_names_sensors_shortly():
+    """Issue 28, 6: "Temperature ━ coretemp Package id 0 ━ coretemp Package id 1" did not fit its plot."""
+    from cpudoctor.gui.monitor_model import sensor_name
+
+    assert sensor_name("coretemp Package id 0") == "package 0"
+    assert sensor_name("k10temp Tccd1") == "Tccd1" and sensor_name("acpitz") == "acpitz"

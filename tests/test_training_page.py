@@ -594,7 +594,7 @@ def test_sweep_plot_legend_and_empty_axis(qtbot, page):
     _run(qtbot, page, page.sweep_button.click)
     assert page.sweep.legend_names == ["threads, not pinned", "pinned", "PyTorch defaults"]
     assert left.style["showValues"] and not page.sweep.empty_text.isVisible()
-    assert "●&nbsp;threads, not pinned" in plot.titleLabel.text
+    assert "●</span>&nbsp;threads, not pinned" in page.sweep.legend.text()
 
 
 def test_sweep_legend_names_only_what_it_draws():
