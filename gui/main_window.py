@@ -297,8 +297,18 @@ class MainWindow(QMainWindow):
                 act.setShortcut(QKeySequence(f"Ctrl+{i + 1}"))
             act.triggered.connect(lambda _=False, t=title: self.show_page(t))
             view_menu.addAction(act)
+        from cpudoctor.gui.help_menu import HelpActions
+
+        self.help_actions = HelpActions(self.model, self)
         help_menu = menu.addMenu("&Help")
+        for act in (self.help_actions.docs, self.help_actions.rules, self.help_actions.report_problem):
+            help_menu.addAction(act)
+        help_menu.addSeparator()
         help_menu.addAction(self.about_action)
+        report_page = self.pages.get("Report")
+        if report_page is not None and ra is not None:
+            # File > Export as… starts from what the Report page shows (format and privacy)
+            ra.preferences = lambda: (report_page.fmt, report_page.privacy.isChecked())
 
     def _build_status(self) -> None:
         sb = self.statusBar()
