@@ -294,8 +294,9 @@ class MonitorPage(QWidget):
 
         # Each series is named in its plot's title, in its colour: a legend inside the plot covers lines.
         self.total_plot = self._plot("Total load", row=1, col=0, parent=self.small)
-        # 0 to 100 % with both ends labelled (a range padded past 100 left the top tick at 80)
-        self.total_plot.setYRange(0, 100, padding=0)
+        # 0 to 100 % with both ends labelled: fixed ticks, and a little room past each end so pyqtgraph draws them
+        # (its own ticks on a range padded past 100 stopped at 80; on 0..100 exactly it leaves out both ends)
+        self.total_plot.setYRange(-4, 104, padding=0)
         self.total_plot.getAxis("left").setTicks([[(v, str(v)) for v in (0, 25, 50, 75, 100)]])
         self.total_plot.setLabel("left", "%", color=self._muted.name())
         self.total_curve = self._curve(self.total_plot, LINE_COLOURS[0], 2)

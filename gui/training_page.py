@@ -183,7 +183,7 @@ class TrainingPage(QWidget):
         c = self.environments
         if c.decided:
             self.env_line.setText(jobs_text(c.current, read_only=bool(self.model.read_only)))
-            self.env_line.setToolTip(c.current.python if c.current is not None else "")
+            self.env_line.setToolTip(f"Interpreter: {c.current.python}" if c.current is not None else "")
         else:
             self.env_line.setText("Jobs run in the Python environment chosen in the toolbar (being looked up…)")
         self._show_runs()

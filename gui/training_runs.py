@@ -88,6 +88,7 @@ class RunsPanel(QWidget):
         lay.setContentsMargins(0, 0, 0, 0)
         head = QHBoxLayout()
         self.heading = QLabel(words.RUNS_HEADING)
+        self.heading.setToolTip(words.RUNS_TIP)
         self.heading.setWordWrap(True)        # a narrow window wraps it instead of cutting it off
         self.clear_button = QPushButton("Clear")
         self.clear_button.setToolTip(words.CLEAR_TIP)
@@ -178,21 +179,47 @@ class RunsPanel(QWidget):
                           + pad)
         room = table.viewport().width()
         widths = list(wanted)
+        when = words.RUN_COLUMNS.index("When")
         over = sum(widths) - room
-        if over <= 0:
-            widths[words.RUN_COLUMNS.index("Note")] -= over        # the spare room goes to the last column
-        # too narrow: the elastic columns give up room first (the widest first), then the others, never below
-        # a few characters, so Status and Note always stay in view
+        # too narrow: the elastic columns give up room first, the widest ones down to a common width (each keeps
+        # as much as the others); then When goes (the Job cell's tooltip has it); then the others, down to their
+        # headings; never below a few characters, so Status and Note stay in view
         floor = max(header.minimumSectionSize(), fm.horizontalAdvance("Sett…") + pad)
-        for group in (ELASTIC_COLUMNS, tuple(n for n in words.RUN_COLUMNS if n not in ELASTIC_COLUMNS)):
-            for c in sorted((words.RUN_COLUMNS.index(n) for n in group), key=lambda k: -widths[k]):
-                if over <= 0:
-                    break
-                give = min(over, max(0, widths[c] - floor))
-                widths[c] -= give
-                over -= give
+        over = _level(widths, [words.RUN_COLUMNS.index(n) for n in ELASTIC_COLUMNS], over, floor)
+        hide_when = over > 0
+        if hide_when:
+            over -= widths[when]
+            widths[when] = 0
+        others = [c for c, n in enumerate(words.RUN_COLUMNS) if n not in ELASTIC_COLUMNS and c != when]
+        for c in sorted(others, key=lambda k: -widths[k]):
+            heading = header.fontMetrics().horizontalAdvance(words.RUN_COLUMNS[c]) + pad
+            over = _level(widths, [c], over, max(floor, heading)) if over > 0 else over
+        over = _level(widths, [c for c in range(len(widths)) if c != when], over, header.minimumSectionSize())
+        if over < 0:
+            widths[words.RUN_COLUMNS.index("Note")] -= over        # the spare room goes to the last column
+        table.setColumnHidden(when, hide_when)
         for c, w in enumerate(widths):
-            table.setColumnWidth(c, w)
+            if w:
+                table.setColumnWidth(c, w)
 
     def clear(self) -> None:
         self.show_runs([])
+
+
+def _level(widths: list[int], columns: list[int], over: int, floor: int) -> int:
+    """Take ``over`` pixels from ``columns`` by lowering the widest of them to one common width (not below
+    ``floor``); returns what could not be taken."""
+    while over > 0:
+        tall = [c for c in columns if widths[c] > floor]
+        if not tall:
+            return over
+        top = max(widths[c] for c in tall)
+        widest = [c for c in tall if widths[c] == top]
+        below = max([widths[c] for c in tall if widths[c] < top] + [floor])
+        step = min(top - below, -(-over // len(widest)))          # ceil: no pixel left over
+        for c in widest:
+            take = min(step, over)
+            widths[c] -= take
+            over -= take
+    return 0
+

@@ -224,6 +224,8 @@ class LivePlots(QWidget):
                                                                          style=Qt.PenStyle.DashLine)),
         }
         self.speed_legend.setVisible(False)
+        for p in (self.loss_plot, self.acc_plot, self.speed_plot):
+            p.setMinimumHeight(80)          # never squashed flat in a short window
         self._arrange(True)
 
     def _arrange(self, one_row: bool) -> None:
@@ -301,12 +303,14 @@ class SweepPanel(QWidget):
         self.sweep_budget.setToolTip("The whole sweep ends within this time, start-up included")
         row.addWidget(self.sweep_button)
         row.addWidget(self.sweep_budget)
-        # the legend: what each mark is (only those drawn), wrapping in a narrow window
+        row.addStretch(1)
+        lay.addLayout(row)
+        # the legend: what each mark is (only those drawn), on its own line, wrapping in a narrow window
         self.legend = QLabel("")
         self.legend.setWordWrap(True)
         self.legend.setTextFormat(Qt.TextFormat.RichText)
-        row.addWidget(self.legend, 1)
-        lay.addLayout(row)
+        self.legend.setVisible(False)
+        lay.addWidget(self.legend)
         self.sweep_plot = lab_plot(self, self.TITLE, "", "threads",
                                    tip="Each point: the median of a variant's segments; the bar: their spread "
                                        "(samples/s)")
@@ -330,7 +334,20 @@ class SweepPanel(QWidget):
         self.sweep_notes.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.sweep_notes.setVisible(False)
         lay.addWidget(self.sweep_notes)
+        self.sweep_plot.setMinimumHeight(80)
         self.legend_names: list[str] = []
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
+        super().resizeEvent(event)
+        self._fit_labels()
+
+    def _fit_labels(self) -> None:
+        """Wrapped lines get the height their text takes (the plot gives way), never a cut last line."""
+        for label in (self.legend, self.sweep_notes):
+            width = label.width()
+            needed = label.heightForWidth(width) if width > 0 and label.text() else 0
+            if needed > 0 and label.minimumHeight() != needed:
+                label.setMinimumHeight(needed)
 
     def redraw(self, series: SweepSeries, cpus: int) -> None:
         """The latest figure of each variant, whole thread counts on the x axis; an empty plot spans 1..CPUs."""
@@ -365,11 +382,14 @@ class SweepPanel(QWidget):
         self.legend_names = [name for name, _s, _c in shown]
         self.legend.setText("&nbsp;&nbsp; ".join(f'<span style="color:{colour}">{SYMBOL_GLYPHS[symbol]}</span>'
                                                  f"&nbsp;{html.escape(name)}" for name, symbol, colour in shown))
+        self.legend.setVisible(bool(shown))
+        self._fit_labels()
 
     def show_notes(self, result, caveat_colour: str) -> None:
         """The sweep's verdict, how quiet the machine was and failed variants, under its plot."""
         self.sweep_notes.setText(words.sweep_notes_html(result, caveat_colour) if result is not None else "")
         self.sweep_notes.setVisible(result is not None)
+        self._fit_labels()
 
 
 class BenchPanel(QWidget):

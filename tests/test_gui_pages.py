@@ -592,3 +592,12 @@ def test_temperature_legend_names_sensors_shortly():
 
     assert sensor_name("coretemp Package id 0") == "package 0"
     assert sensor_name("k10temp Tccd1") == "Tccd1" and sensor_name("acpitz") == "acpitz"
+
+
+def test_total_load_axis_labels_0_to_100(qtbot, model):
+    """Issue 28, 6: the Total-load axis stopped at 80."""
+    page = _page(qtbot, MonitorPage, model)
+    axis = page.total_plot.getAxis("left")
+    labelled = [value for value, _text in axis._tickLevels[0]]
+    lo, hi = page.total_plot.viewRange()[1]
+    assert labelled == [0, 25, 50, 75, 100] and lo < 0 and hi > 100

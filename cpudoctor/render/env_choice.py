@@ -127,15 +127,16 @@ def source_text(source_label: str, p: PythonInfo | None) -> str:
 
 
 def jobs_text(env: PythonEnv | None, read_only: bool = False) -> str:
-    """The Training page's line: which interpreter the jobs run in."""
+    """The Training page's line: which environment the jobs run in (one short line; the page's tooltip gives
+    the interpreter's path)."""
     if env is None:
         where = f"{OWN_FALLBACK} (no other usable environment was found)"
     else:
         torch = f", torch {env.torch}" if env.torch else ", no torch"
         kind = f"{env.kind}, Python {env.version}" if env.version else env.kind
-        where = f"{env.name} ({kind}{torch}): {home_short(env.python)}"
+        where = f"{env.name} ({kind}{torch})"
     prefix = "Jobs run on this machine, in" if read_only else "Jobs run in"
-    return f"{prefix} {where} — change it in the toolbar's Environment picker"
+    return f"{prefix} {where} — the toolbar's Environment picker changes it"
 
 
 def rejected_text(python: str, error: str) -> str:
