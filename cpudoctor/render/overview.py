@@ -13,8 +13,7 @@ from cpudoctor.render.words import severity
 
 # Each card's rows as the report fills them: shown with "…" while the machine is read, so nothing jumps.
 SKELETON_ROWS: dict[str, tuple[str, ...]] = {
-    "Processor": ("Vendor", "Codename", "Microarchitecture", "Product line", "Family / model / stepping",
-                  "Architecture", "Virtual machine"),
+    "Processor": ("Vendor", "Family / model", "Microarchitecture", "Architecture", "Virtual machine"),
     "Cores and caches": ("Cores / threads", "Sockets", "SMT", "CCX (L3) layout", "L3 total", "NUMA", "Usable here"),
     "Clocks": ("Base", "Max (boost)", "Now", "Governor", "Driver", "Boost"),
     "Memory": ("Total", "Available", "In use now", "Swap", "Transparent huge pages"),
