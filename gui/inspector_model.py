@@ -17,7 +17,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,8 @@ from cpudoctor.probes.process.inspect import (Inspection, InspectError, ProcessE
 from cpudoctor.kits.rooted import read_text
 from cpudoctor.kits.escape import html_escape as esc
 from cpudoctor.kits.format import percent, size
-from cpudoctor.render.inspect import own_relaunches, relaunched_pids, state_text
+from cpudoctor.render.inspect import state_text
+from cpudoctor.render.own_jobs import for_this_user
 from cpudoctor.render.finding_view import FIX, WHY, finding_view
 from cpudoctor.render.words import DASH, plural
 from cpudoctor.model import Finding
@@ -112,21 +113,6 @@ def is_own_process(pid: int, root: Path = Path("/")) -> bool | None:
     if uid is None or me is None:
         return None
     return me == 0 or uid == me
-
-
-def for_this_user(findings: list[Finding], owner: Callable[[int], bool | None]) -> list[Finding]:
-    """Relaunch commands only for the user's own jobs: another user's job in a snippet becomes one line
-    saying whose it is (only its owner can restart it), and a snippet left with no command goes."""
-    out = []
-    for f in findings:
-        pids = relaunched_pids(f.snippet) if f.snippet else []
-        if not pids:
-            out.append(f)
-            continue
-        owned = {pid: owner(pid) for pid in pids}
-        snippet = own_relaunches(f.snippet, owned)
-        out.append(f if snippet == f.snippet else replace(f, snippet=snippet))
-    return out
 
 
 def inspect_job(inspect_fn: Callable[..., Inspection], topology_fn: Callable[[], Topology], pid: int,

@@ -369,7 +369,7 @@ def test_relaunch_commands_only_for_the_users_own_jobs(qtbot, page):
 
 
 def test_own_relaunches_keeps_lines_of_unknown_owners():
-    from cpudoctor.render.inspect import own_relaunches, relaunched_pids
+    from cpudoctor.render.own_jobs import own_relaunches, relaunched_pids
 
     snippet = "# this job (PID 10):\ntaskset -c 0 python a.py\n# PID 11:\ntaskset -c 1 python b.py\n# PID 12:\nx"
     assert relaunched_pids(snippet) == [10, 11, 12]

@@ -7,9 +7,7 @@ process findings with the same marks as ``cpudoctor doctor``.
 
 from __future__ import annotations
 
-import re
 import shlex
-from collections.abc import Mapping
 
 from cpudoctor.kits.cpulist import format_cpulist
 from cpudoctor.kits.format import or_unknown, percent, size, wrap
@@ -39,45 +37,6 @@ def _wrapped(text: str) -> list[str]:
 # /proc/<pid>/task/<tid>/stat states, in words (proc(5))
 THREAD_STATES = {"R": "running", "S": "sleeping", "D": "waiting on I/O", "T": "stopped", "t": "traced",
                  "Z": "zombie", "X": "dead", "I": "idle", "P": "parked", "W": "waking"}
-
-
-# A relaunch block in a process finding's snippet starts with a comment naming the job's PID:
-# "# this job (PID 4200):", "# PID 4311:", "# PID 4311 (python train.py):".
-_RELAUNCH_HEAD = re.compile(r"^\s*#.*\bPID (\d+)\b.*:\s*$")
-
-
-def relaunched_pids(snippet: str) -> list[int]:
-    """The PIDs a snippet has relaunch blocks for, in order."""
-    return [int(m.group(1)) for m in map(_RELAUNCH_HEAD.match, snippet.splitlines()) if m]
-
-
-def other_users_job(pid: int) -> str:
-    return (f"# PID {pid} belongs to another user: only its owner (or root) can restart it; "
-            "ask them to use the CPUs left for it")
-
-
-def own_relaunches(snippet: str, owned: Mapping[int, bool | None]) -> str:
-    """``snippet`` with relaunch commands for the user's own jobs only.
-
-    A job that belongs to another user (``owned[pid] is False``) keeps one
-    comment line instead of its commands; a job whose owner is unknown (it has
-    exited) keeps its block. Lines before the first block stay. When no
-    command is left, the snippet is empty.
-    """
-    out: list[str] = []
-    dropping = False
-    commands = 0
-    for line in snippet.splitlines():
-        m = _RELAUNCH_HEAD.match(line)
-        if m:
-            dropping = owned.get(int(m.group(1))) is False
-            out.append(other_users_job(int(m.group(1))) if dropping else line)
-            continue
-        if dropping:
-            continue
-        out.append(line)
-        commands += bool(line.strip()) and not line.lstrip().startswith("#")
-    return "\n".join(out) if commands else ""
 
 
 def state_text(state: str | None) -> str:
