@@ -121,7 +121,7 @@ def test_the_whole_window_shows_a_recorded_machine(qtbot, tmp_path, root):
     assert system in report_page.text and report.cpu.brand in report_page.text
     assert len(window.pages["Topology"].map.pu_items) == report.topology.logical_cpus
     window.sampler.stop()
-    window.pages["Inspector"].live_timer.stop()
+    window.pages["Inspector"].inspections.live_timer.stop()
     window.close()
 
 
