@@ -34,8 +34,8 @@ from cpudoctor.probes.process.threadstates import TreeStates
 
 MIN_DRIVER_SAMPLES = 40          # below this the driving thread was seen too briefly to judge
 IDLE_JOB_CPUS = 0.05             # the job used less than this many CPUs on average: it was idle
-BUSY_OTHERS_FLOOR = 0.75         # other programs used at least this many CPUs ...
-BUSY_OTHERS_SHARE = 0.4          # ... and this share of the machine's CPUs: the waits may be theirs
+BUSY_OTHERS_FLOOR = 1.0          # other programs used at least this many CPUs ...
+BUSY_OTHERS_SHARE = 0.5          # ... and half the machine's CPUs: the waits may be theirs
 
 
 @dataclass
@@ -100,6 +100,7 @@ class TimeBreakdown:
     state_rate_hz: float = 0.0
     samples: int = 0              # counted samples of the job
     idle_samples: int = 0
+    startup_samples: int = 0      # importing modules: start-up, not in the shares
     seconds: float = 0.0
     shares: list[Share] = field(default_factory=list)
     processes: list[ProcessTime] = field(default_factory=list)
@@ -134,6 +135,7 @@ class _Acc:
         self.libs: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
         self.samples: Counter[str] = Counter()
         self.idle = 0
+        self.startup = 0
 
     def add(self, category: str, library: str | None, seconds: float, samples: int) -> None:
         self.seconds[category] += seconds
@@ -150,6 +152,7 @@ class _Acc:
             for lib, s in libs.items():
                 self.libs[c][lib] += s
         self.idle += other.idle
+        self.startup += other.startup
 
     def total(self) -> float:
         return sum(self.seconds.values())
@@ -217,6 +220,9 @@ def build_breakdown(record: StackRecord, states: TreeStates) -> TimeBreakdown:
         elif v.rule == "inductor-compile-worker":
             roles.setdefault(pid, "compile_worker")
         acc = threads[key]
+        if v.startup:
+            acc.startup += s.count
+            continue
         if v.blocking and key != driver and v.category != "gil":
             acc.idle += s.count
             continue
@@ -313,6 +319,7 @@ def _assemble(bd: TimeBreakdown, states: TreeStates, threads, names, roles, samp
         job.merge(proc_acc)
     bd.samples = sum(job.samples.values())
     bd.idle_samples = job.idle
+    bd.startup_samples = job.startup
     bd.seconds = round(job.total(), 3)
     bd.shares = job.shares()
 

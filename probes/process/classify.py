@@ -32,6 +32,7 @@ class Rule:
     module: re.Pattern[str] | None
     file: re.Pattern[str] | None
     process: re.Pattern[str] | None
+    startup: bool = False
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,7 @@ class Verdict:
     library: str | None = None     # compute only
     blocking: bool = False         # the leaf window waits in the kernel
     rule: str = ""                 # the id of the rule that decided
+    startup: bool = False          # start-up work (importing modules): counted apart
 
 
 def _compile(text: str | None) -> re.Pattern[str] | None:
@@ -78,7 +80,7 @@ def rules() -> Rules:
         libraries=tuple(data["libraries"]),
         rules=tuple(Rule(r["id"], r["category"], r.get("library"), r.get("where", "any"),
                          _compile(r.get("frame")), _compile(r.get("module")), _compile(r.get("file")),
-                         _compile(r.get("process"))) for r in data["rules"]),
+                         _compile(r.get("process")), bool(r.get("startup"))) for r in data["rules"]),
         blocking=re.compile(data["blocking"]["frame"]),
         leaf_window=int(data["leaf_window"]),
     )
@@ -144,7 +146,7 @@ def classify(frames: tuple[Frame, ...], process: str = "", r: Rules | None = Non
         else:
             hit = any(_frame_matches(rule, f) for f in stack)
         if hit:
-            return Verdict(rule.category, rule.library, blocking, rule.id)
+            return Verdict(rule.category, rule.library, blocking, rule.id, rule.startup)
     return Verdict(OTHER, None, blocking, "")
 
 
