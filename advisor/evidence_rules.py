@@ -16,8 +16,8 @@ samples, an idle job, a machine busy with other programs): EVID009 says
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from cpudoctor.advisor.engine import RuleSet
@@ -470,8 +470,13 @@ def emulated_dtype(ev: Evidence) -> list[Finding]:
         Train in fp32 on this CPU (drop the autocast dtype or .to(dtype)), or use the precision
         this CPU supports natively.
     """
+    if not ev.cpu_flags:
+        return []
+    found = _emulated_in_kernels(ev)
+    if found:
+        return found
     log = ev.onednn
-    if log is None or not ev.cpu_flags:
+    if log is None:
         return []
     summary = log.summary()
     total = sum(g.time_ms for g in summary) or 0.0
@@ -499,6 +504,29 @@ def emulated_dtype(ev: Evidence) -> list[Finding]:
                      "# remove: with torch.autocast('cpu', dtype=torch.bfloat16):\nout = model(x)   # fp32",
                      {"emulated_share": round(bad_ms / total, 3), "types": types or None,
                       "reference": [g.impl for g in reference] or None}, lang="python")]
+
+
+def _emulated_in_kernels(ev: Evidence) -> list[Finding]:
+    """From the stacks: compute time in ATen kernels instantiated for a type the CPU cannot compute natively."""
+    bd = ev.breakdown
+    if bd is None or not bd.reduced_precision or bd.seconds <= 0:
+        return []
+    compute = sum(s.seconds for s in bd.shares if s.category == COMPUTE) or 0.0
+    slow = {t: sec for t, sec in bd.reduced_precision.items()
+            if t in NATIVE_FLAGS and not set(NATIVE_FLAGS[t]) & ev.cpu_flags}
+    sec = sum(slow.values())
+    if not slow or compute <= 0 or sec / compute < EMULATED_SHARE:
+        return []
+    types = sorted(slow)
+    flags = " / ".join(f for t in types for f in NATIVE_FLAGS[t][:2])
+    why = (f"{_pct(sec / compute)} of the compute kernels' sampled time ({sec:.1f} s) ran PyTorch's generic "
+           f"{', '.join(types)} kernels (oneDNN has no native {', '.join(types)} kernel on a CPU without {flags}): "
+           "every value is converted to fp32 and back, element by element.")
+    fix = ("Train in fp32 on this CPU: remove the autocast dtype (or the .half()/.to(torch.float16)); "
+           "reduced precision pays off only where the CPU computes it natively.")
+    return [_finding("warning", f"{' and '.join(types)} ran emulated ({_pct(sec / compute)} of kernel time)", why,
+                     fix, "model = model.float()   # and inputs: x = x.float()",
+                     {"emulated_share": round(sec / compute, 3), "types": types}, lang="python")]
 
 
 @evidence_rule("EVID009", "inconclusive", category="threads", severity="info",
@@ -530,3 +558,17 @@ def run_evidence_rules(ev: Evidence, only: set[str] | None = None, *, strict: bo
     return EVIDENCE_RULES.run(ev, only, strict=strict)
 
 
+
+
+def judge_inspection(insp, flags: set[str] | None = None) -> list[Finding]:
+    """The evidence rules over an inspection's time breakdown (``cpudoctor inspect``, the Inspector)."""
+    if getattr(insp, "time", None) is None:
+        return []
+    if flags is None:
+        from cpudoctor.probes._fs import read_text
+        from cpudoctor.probes.cpu._cpuinfo import parse_cpuinfo
+
+        flags = set((parse_cpuinfo(read_text(Path("/proc/cpuinfo"))).first("flags") or "").split())
+    ev = Evidence(breakdown=insp.time, cpu_flags=flags, env=dict(insp.env), command=insp.cmdline or "",
+                  launch_affinity=insp.affinity)
+    return run_evidence_rules(ev)

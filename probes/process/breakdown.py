@@ -112,6 +112,7 @@ class TimeBreakdown:
     job_cpus: float | None = None
     others_cpus: float | None = None
     online_cpus: int | None = None
+    reduced_precision: dict[str, float] = field(default_factory=dict)   # f16/bf16 -> seconds in kernels templated on it
     verdict: str = "ok"           # ok | thin | idle | busy
     verdict_reason: str = ""
     notes: list[str] = field(default_factory=list)
@@ -180,6 +181,19 @@ def _leaf_name(frames) -> str:
     return frames[-1].text() if frames else "?"
 
 
+def _reduced_type(frames) -> str | None:
+    """f16 / bf16 when a native frame of the stack is a kernel instantiated for that type (ATen's own
+    fallback kernels run there when oneDNN has no native kernel for it on this CPU)."""
+    for f in reversed(frames):
+        if f.python:
+            break
+        if "c10::Half" in f.name:
+            return "f16"
+        if "c10::BFloat16" in f.name:
+            return "bf16"
+    return None
+
+
 def _driver(record: StackRecord, root_pid: int) -> tuple[int, int] | None:
     """The main thread of the top-most sampled process (the one that runs the loop)."""
     if not record.samples:
@@ -208,6 +222,7 @@ def build_breakdown(record: StackRecord, states: TreeStates) -> TimeBreakdown:
     roles: dict[int, str] = {}
     leaf_time: Counter[tuple[str, str]] = Counter()
     sampled_pids: set[int] = set()
+    typed: Counter[str] = Counter()       # compute seconds by reduced type ("" = a generic GEMM of unknown type)
     for s in record.samples:
         pid = s.pid or root
         key = (pid, s.tid)
@@ -228,6 +243,15 @@ def build_breakdown(record: StackRecord, states: TreeStates) -> TimeBreakdown:
             continue
         acc.add(v.category, v.library, s.count * stack_w, s.count)
         leaf_time[(v.category, _leaf_name(s.frames))] += s.count * stack_w
+        if v.category == COMPUTE:
+            dtype = _reduced_type(s.frames)
+            if dtype or any("cpublas" in f.name for f in s.frames[-4:]):
+                typed[dtype or ""] += s.count * stack_w
+    known = [t for t in typed if t]
+    for t in known:
+        # generic GEMM stacks whose frames do not name the type take it from the typed ones beside them
+        share = typed[""] * typed[t] / sum(typed[k] for k in known)
+        bd.reduced_precision[t] = round(typed[t] + share, 3)
     stacked = set(threads)
     _add_state_threads(states, threads, names, roles, stacked, sampled_pids, driver, state_w)
     _assemble(bd, states, threads, names, roles, sampled_pids, stacked, driver)
