@@ -49,4 +49,10 @@ def explain(code: str) -> str:
         try:
             return PROCESS_RULES.explain(code)
         except UnknownRuleError:
+            pass
+        from cpudoctor.advisor.evidence_rules import EVIDENCE_RULES
+
+        try:
+            return EVIDENCE_RULES.explain(code)
+        except UnknownRuleError:
             raise exc from None

@@ -22,6 +22,13 @@ Generated from the registry by `python -m cpudoctor.advisor.rulesdoc process`; d
 Checks run on one running process (the Inspector page and `cpudoctor inspect PID`), with stable
 codes. Each fix comes with the command to relaunch the job (pinning + thread variables)."""
 
+_EVIDENCE_INTRO = """\
+Generated from the registry by `python -m cpudoctor.advisor.rulesdoc evidence`; do not edit by hand.
+Checks that judge what a job did, from measured evidence: its time breakdown (sampled stacks and
+thread states), the kernels oneDNN ran and PyTorch's recompilations (`cpudoctor run -- COMMAND`,
+`cpudoctor inspect PID`, the Inspector). Each finding quotes the run's own numbers; the rules that
+read the breakdown stay silent when it is inconclusive (see docs/time_breakdown.md)."""
+
 
 def render_md(rules: RuleSet, title: str, intro: str) -> str:
     """One Markdown page for a rule set: a table, then each rule's sections under its anchor.
@@ -75,10 +82,17 @@ def render_process_rules_md() -> str:
     return render_md(PROCESS_RULES, "Process rules (`cpudoctor inspect`)", _PROCESS_INTRO)
 
 
+def render_evidence_rules_md() -> str:
+    """docs/evidence_rules.md: the evidence rules (`cpudoctor run`, `cpudoctor inspect`)."""
+    from cpudoctor.advisor.evidence_rules import EVIDENCE_RULES
+
+    return render_md(EVIDENCE_RULES, "Evidence rules (`cpudoctor run`, `cpudoctor inspect`)", _EVIDENCE_INTRO)
+
+
 if __name__ == "__main__":
     import sys
 
-    pages = {"rules": render_rules_md, "process": render_process_rules_md}
+    pages = {"rules": render_rules_md, "process": render_process_rules_md, "evidence": render_evidence_rules_md}
     page = sys.argv[1] if len(sys.argv) > 1 else "rules"
     if page not in pages:
         sys.exit(f"usage: python -m cpudoctor.advisor.rulesdoc [{'|'.join(pages)}]")

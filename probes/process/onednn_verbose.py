@@ -35,7 +35,7 @@ ISA_FAMILY: dict[str, int] = {"sse41": 1, "avx": 2, "avx2": 3, "avx2_vnni": 3, "
 _ALIASES = {"avx512_common": "avx512_core", "avx512_mic": "avx512_core", "uni": None, "any": None}
 _ISA_RE = re.compile(r"(?:^|[:_])(" + "|".join(sorted(ISA_ORDER, key=len, reverse=True)) + r")(?:$|[:_])")
 _REFERENCE_RE = re.compile(r"(^|:)(ref|simple|gemm:ref|ref_[a-z_]+|gemm_ref)(:|$)|^ref", re.IGNORECASE)
-_DTYPE_RE = re.compile(r"\b(src|wei|dst|diff_src|diff_dst|diff_wei)(?:_[a-z0-9]+)?:([a-z0-9]+)")
+_DTYPE_RE = re.compile(r"\b(?:diff_)?(src|wei|dst|bia)(?:_(?:iter|layer))?[:_](f32|f16|bf16|s8|u8|s32|f64|f8_e5m2|f8_e4m3)\b")
 
 
 @dataclass
@@ -170,7 +170,9 @@ def parse_line(line: str) -> Primitive | None | dict:
     mds = fields[4]
     time_ms = _float(fields[-1])
     problem = fields[-2] if time_ms is not None else fields[-1]
-    dtypes = {m.group(1).replace("diff_", ""): m.group(2) for m in _DTYPE_RE.finditer(mds)}
+    dtypes: dict[str, str] = {}
+    for m in _DTYPE_RE.finditer(mds):
+        dtypes.setdefault(m.group(1), m.group(2))
     return Primitive(kind=kind, impl=impl, isa=isa_of(impl), prop=prop, dtypes=dtypes, problem=problem,
                      time_ms=time_ms if stage == "exec" else None, stage=stage)
 
