@@ -37,7 +37,7 @@ RECOMPILES = 3                # recompilations of one function that make "keeps 
 COMPILE_SHARE = 0.30          # ... or this share of the time compiling with at least 2 recompiles
 LOWER_ISA_SHARE = 0.10        # oneDNN time on a lower ISA family than the CPU has
 EMULATED_SHARE = 0.10         # oneDNN time in a data type the CPU lacks (or in reference code)
-BUSY_THREAD = 0.5             # a thread that worked half the window counts as busy (oversubscription)
+OVERSUBSCRIBED_SHARE = 0.3    # samples with more runnable threads than CPUs (a child running 2+) while children ran
 
 EVIDENCE_RULES: RuleSet[Evidence] = RuleSet(
     "evidence rule", prefix="EVID", docs_page="docs/evidence_rules.md", group_by_category=False,
@@ -325,49 +325,42 @@ def children_confined(ev: Evidence) -> list[Finding]:
 
 
 @evidence_rule("EVID005", "children-oversubscribe", category="threads", severity="warning",
-               title="The job's processes together run more busy threads than it has CPUs")
+               title="The job's processes together run more threads than it has CPUs")
 def children_oversubscribe(ev: Evidence) -> list[Finding]:
     """
     What it checks:
-        The busy threads (working at least half of the window) of all the job's processes
-        together against the CPUs the job may use, when two or more processes each ran more than
-        one busy thread.
+        The runnable threads (running or waiting for a CPU, from /proc) of all the job's processes
+        at each sample, against the CPUs the job may use: how often there were more than CPUs while
+        a child process ran two or more threads at once.
 
     Why it matters:
-        Each process sizes its thread pools for the whole machine: four worker processes with a
-        pool each ask for four times the CPUs there are. The kernel time-slices them, OpenMP threads
+        Each process sizes its thread pools for the whole machine: three pool processes with a
+        pool each ask for three times the CPUs there are. The kernel time-slices them, OpenMP threads
         spin while the thread they wait for is descheduled, and everything runs slower than with
-        one thread per process.
+        one thread per process. Runnable threads are the job's own demand: another program's load
+        does not add to them.
 
     Fix:
         Give each child one thread (OMP_NUM_THREADS=1 in its environment, or torch.set_num_threads(1)
         at its start), or start fewer processes.
     """
-    bd = ev.judged()
-    if bd is None or bd.window_s <= 0:
+    bd = ev.breakdown
+    if bd is None or bd.verdict in ("thin", "idle") or not bd.oversubscribed_share or not bd.cpus:
         return []
-    main = bd.process(bd.pid)
-    cpus = len(ev.launch_affinity or (main.affinity if main and main.affinity else []) or []) or (bd.online_cpus or 0)
-    if not cpus:
+    if bd.oversubscribed_share < OVERSUBSCRIBED_SHARE:
         return []
-    per_proc = {}
-    for p in bd.processes:
-        if p.role == "compiler":
-            continue
-        busy = [t for t in p.threads if t.samples and t.seconds / bd.window_s >= BUSY_THREAD]
-        per_proc[p.pid] = len(busy)
-    multi = [pid for pid, n in per_proc.items() if n > 1 and pid != bd.pid]
-    total = sum(per_proc.values())
-    if len(multi) < 1 or total <= cpus or len([n for n in per_proc.values() if n]) < 2:
-        return []
-    why = (f"{plural(len(per_proc), 'process', 'processes')} of the job ran {total} busy threads together on "
-           f"{plural(cpus, 'CPU')} ({', '.join(f'PID {pid}: {n}' for pid, n in per_proc.items() if n)}): each "
-           "child sized its thread pool for the whole machine.")
+    children = [p for p in _children(bd) if (p.max_threads or 0) >= 2]
+    why = (f"In {_pct(bd.oversubscribed_share)} of the samples while its child processes ran, the job had more runnable "
+           f"threads than its {plural(bd.cpus, 'CPU')} ({bd.runnable_mean:g} on average, {bd.runnable_peak} at "
+           f"most) while a child process ran two or more of them: {plural(len(children), 'child process', 'child processes')} "
+           "sized their thread pools for the whole machine.")
     fix = ("Give every child process one thread: OMP_NUM_THREADS=1 in its environment (before it imports torch), "
-           "or torch.set_num_threads(1) first thing in the child; or start fewer processes.")
-    return [_finding("warning", f"{total} busy threads in {len(per_proc)} processes on {cpus} CPUs", why, fix,
+           "or torch.set_num_threads(1) first thing in the child (a Pool initializer); or start fewer processes.")
+    return [_finding("warning", f"{bd.runnable_peak} runnable threads on {bd.cpus} CPUs across "
+                     f"{len(children) + 1} processes", why, fix,
                      "import torch\ntorch.set_num_threads(1)   # first thing in each child process (Pool initializer)",
-                     {"busy_threads": total, "cpus": cpus, "processes": len(per_proc)}, lang="python")]
+                     {"oversubscribed_share": bd.oversubscribed_share, "runnable_mean": bd.runnable_mean,
+                      "runnable_peak": bd.runnable_peak, "cpus": bd.cpus}, lang="python")]
 
 
 @evidence_rule("EVID006", "python-dominates", category="threads", severity="warning",

@@ -20,6 +20,23 @@ from cpudoctor.probes.process import procfs
 CAP_SYS_PTRACE = 19
 
 
+def may_trace(pid: int) -> bool | None:
+    """Whether this process may read ``pid``'s memory (the right a stack sampler needs), None when unknown.
+
+    Opening /proc/PID/mem checks exactly the kernel's ptrace access rule (user, Yama,
+    capabilities, dumpable) without attaching; py-spy itself only says "no python
+    processes found" when refused while following subprocesses.
+    """
+    try:
+        fd = os.open(f"/proc/{pid}/mem", os.O_RDONLY)
+    except PermissionError:
+        return False
+    except OSError:
+        return None
+    os.close(fd)
+    return True
+
+
 def ptrace_scope(root: Path = Path("/")) -> int | None:
     text = (read_text(procfs.under(root, "/proc/sys/kernel/yama/ptrace_scope")) or "").strip()
     return int(text) if text.isdigit() else None

@@ -112,6 +112,11 @@ class TimeBreakdown:
     job_cpus: float | None = None
     others_cpus: float | None = None
     online_cpus: int | None = None
+    runnable_mean: float | None = None    # the job's runnable threads while it ran anything (/proc states)
+    runnable_peak: int | None = None
+    oversubscribed_share: float | None = None   # of the samples with a child running: more runnable threads
+                                                # than CPUs while a child ran 2+ of them
+    cpus: int | None = None               # the CPUs the job's first process may use
     reduced_precision: dict[str, float] = field(default_factory=dict)   # f16/bf16 -> seconds in kernels templated on it
     verdict: str = "ok"           # ok | thin | idle | busy
     verdict_reason: str = ""
@@ -351,6 +356,12 @@ def _assemble(bd: TimeBreakdown, states: TreeStates, threads, names, roles, samp
 def _judge(bd: TimeBreakdown, states: TreeStates) -> None:
     """Can this breakdown be judged? thin / idle / busy, with the numbers that say why."""
     bd.job_cpus = round(states.job_cpus, 2)
+    bd.cpus = states.cpus
+    if states.active_samples:
+        bd.runnable_mean = round(states.runnable_sum / states.active_samples, 2)
+        bd.runnable_peak = states.runnable_peak
+    if states.child_active_samples:
+        bd.oversubscribed_share = round(states.oversubscribed_samples / states.child_active_samples, 3)
     others = states.others_cpus
     bd.others_cpus = round(others, 2) if others is not None else None
     online = states.online_cpus or 0

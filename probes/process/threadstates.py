@@ -71,6 +71,14 @@ class TreeStates:
     machine_busy_cpus: float | None = None    # CPUs busy machine-wide on average (everything)
     online_cpus: int | None = None
     observer_cpus: float = 0.0                # what CPU Doctor and its sampler used meanwhile
+    active_samples: int = 0                   # samples with at least one of the job's threads runnable
+    runnable_sum: int = 0                     # runnable (state R) threads of the job, summed over active samples
+    runnable_peak: int = 0
+    # samples where the job had more runnable threads than CPUs while a child process ran two or more
+    # of them at once: each process sized its pools for the whole machine
+    oversubscribed_samples: int = 0
+    child_active_samples: int = 0             # samples with a child process's thread runnable
+    cpus: int | None = None                   # the CPUs the root process may use (its affinity at the start)
 
     @property
     def job_cpus(self) -> float:
@@ -154,11 +162,18 @@ class TreeSampler:
         if not self._tree:
             return False
         res = self.result
+        total_r = 0
+        multi_r_child = False
+        child_r = False
         for pid in self._tree:
             tasks = procfs.read_task_stats(self.root, pid)
             proc = res.processes.get(pid)
             if not tasks or proc is None:
                 continue
+            running = sum(1 for ts in tasks.values() if ts.state == "R")
+            total_r += running
+            multi_r_child = multi_r_child or (pid != self.pid and running >= 2)
+            child_r = child_r or (pid != self.pid and running >= 1)
             proc.last_seen = now
             proc.max_threads = max(proc.max_threads, len(tasks))
             for tid, ts in tasks.items():
@@ -173,6 +188,14 @@ class TreeSampler:
                     th.waiting += 1
         res.samples += 1
         res.window_s = now
+        if total_r:
+            res.active_samples += 1
+            res.runnable_sum += total_r
+            res.runnable_peak = max(res.runnable_peak, total_r)
+            if child_r:
+                res.child_active_samples += 1
+            if res.cpus and total_r > res.cpus and multi_r_child:
+                res.oversubscribed_samples += 1
         return procfs.read_pid_stat(self.root, self.pid) is not None
 
     def _scan(self, now: float) -> None:
@@ -195,6 +218,8 @@ class TreeSampler:
                 proc.cpu_seconds = (st.cpu_ticks - proc.start_ticks) / procfs.CLK_TCK
                 continue
             self.result.processes[pid] = self._describe(pid, st, now)
+            if pid == self.pid and self.result.cpus is None and self.result.processes[pid].affinity:
+                self.result.cpus = len(self.result.processes[pid].affinity or [])
 
     def _describe(self, pid: int, st: procfs.TaskStat, now: float) -> ProcState:
         pdir = procfs.proc_dir(self.root, pid)

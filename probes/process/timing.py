@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from cpudoctor.probes.process.attach import refusal
+from cpudoctor.probes.process.attach import may_trace, refusal
 from cpudoctor.probes.process.breakdown import TimeBreakdown, build_breakdown
 from cpudoctor.probes.process.stacks import DEFAULT_RATE, StackSampler
 from cpudoctor.probes.process.threadstates import DEFAULT_RATE as STATE_RATE, TreeSampler
@@ -27,6 +27,7 @@ class TimeSampler:
         self.command = command
         self.stacks = StackSampler(pid, rate=rate, duration=duration) if stacks and Path(root) == Path("/") else None
         self.states = TreeSampler(pid, root=self.root, rate=state_rate, observers=self._observers)
+        self._refused = False
 
     def _observers(self) -> list[int]:
         pids = [os.getpid()]
@@ -36,17 +37,20 @@ class TimeSampler:
         return pids
 
     def start(self) -> None:
-        if self.stacks is not None:
+        self._refused = self.stacks is not None and may_trace(self.pid) is False
+        if self.stacks is not None and not self._refused:
             self.stacks.start()
         self.states.start()
 
     def stop(self) -> TimeBreakdown:
         states = self.states.stop()
-        if self.stacks is not None:
+        from cpudoctor.probes.process.stacks import StackRecord
+
+        if self._refused:
+            record = StackRecord(error="permission denied", error_kind="denied")
+        elif self.stacks is not None:
             record = self.stacks.stop()
         else:
-            from cpudoctor.probes.process.stacks import StackRecord
-
             record = StackRecord(error="stacks are not sampled from a captured /proc tree", error_kind="failed")
         bd = build_breakdown(record, states)
         if record.error_kind is not None:
