@@ -79,6 +79,13 @@ def test_raw_lines_with_processes_threads_and_native_frames():
     assert samples[2].pid == 0
 
 
+def test_a_command_with_newlines_spans_lines():
+    text = 'process 5:"python -c import time\nwhile 1: pass";thread (5): MainThread;<module> (<string>:2) 40\n'
+    samples, commands = parse_raw(text.splitlines(keepends=True))
+    assert [(s.pid, s.count, s.frames[-1].python) for s in samples] == [(5, 40, True)]
+    assert commands[5] == "python -c import time\nwhile 1: pass"
+
+
 def test_failures_are_told_apart():
     assert classify_failure("Error: Permission denied (os error 13)") == "denied"
     assert classify_failure("Error: Operation not permitted (os error 1)") == "denied"

@@ -102,7 +102,7 @@ def _short(path: str) -> str:
 
 # --- the raw format ----------------------------------------------------------------------------
 
-_PROCESS_RE = re.compile(r'process (\d+):"(.*?)";')
+_PROCESS_RE = re.compile(r'process (\d+):"(.*?)";', re.DOTALL)
 _THREAD_RE = re.compile(r"thread \((0x[0-9a-fA-F]+|\d+)\)(?:: ([^;]*))?;?")
 _FRAME_RE = re.compile(r"^(.*) \(([^()]*?)(?::(\d+))?\)$")
 
@@ -123,6 +123,25 @@ def parse_frame(text: str) -> Frame:
     return Frame(name=name, module=module)
 
 
+_COMPLETE_RE = re.compile(r"thread \((?:0x[0-9a-fA-F]+|\d+)\)[^\"]*\s\d+$")
+
+
+def _records(lines):
+    """Whole records: a command line with newlines in it (``python -c "..."``) spans several physical lines."""
+    buffer = ""
+    for n, line in enumerate(lines):
+        if n >= MAX_LINES:
+            break
+        line = line.rstrip("\n")
+        buffer = f"{buffer}\n{line}" if buffer else line
+        if len(buffer) > MAX_LINE:
+            buffer = ""
+            continue
+        if _COMPLETE_RE.search(buffer):
+            yield buffer
+            buffer = ""
+
+
 def parse_raw(lines) -> tuple[list[StackSample], dict[int, str]]:
     """py-spy's ``--format raw`` lines (``--threads``, ``--subprocesses``) into samples.
 
@@ -131,12 +150,7 @@ def parse_raw(lines) -> tuple[list[StackSample], dict[int, str]]:
     """
     samples: list[StackSample] = []
     commands: dict[int, str] = {}
-    for n, line in enumerate(lines):
-        if n >= MAX_LINES:
-            break
-        line = line.rstrip("\n")
-        if not line or len(line) > MAX_LINE:
-            continue
+    for line in _records(lines):
         body, _, count_text = line.rpartition(" ")
         if not count_text.isdigit() or not body:
             continue
