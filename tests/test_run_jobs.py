@@ -126,6 +126,7 @@ def test_healthy_job_gets_no_warning(tmp_path_factory):
 # --- one job per finding: the warning, then the printed fix applied -----------------------------------
 
 
+@pytest.mark.hardware
 def test_tiny_model_on_all_threads(tmp_path_factory):
     if len(os.sched_getaffinity(0)) < 2:
         pytest.skip("one CPU: there are no extra threads to wait for")
@@ -171,6 +172,7 @@ def test_python_code_dominates(tmp_path_factory):
     assert after.share("python", driver=True) < before.share("python", driver=True)
 
 
+@pytest.mark.hardware
 def test_children_confined_by_inherited_binding(tmp_path_factory):
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) < 2:
@@ -185,6 +187,7 @@ def test_children_confined_by_inherited_binding(tmp_path_factory):
     assert all(p["affinity"] == cpus for p in after.bd["processes"] if p["role"] == "dataloader_worker")
 
 
+@pytest.mark.hardware
 def test_pool_processes_oversubscribe(tmp_path_factory):
     if len(os.sched_getaffinity(0)) < 2:
         pytest.skip("one CPU: each process already has one thread")
@@ -196,6 +199,7 @@ def test_pool_processes_oversubscribe(tmp_path_factory):
     assert after.bd["oversubscribed_share"] < before.bd["oversubscribed_share"]
 
 
+@pytest.mark.hardware
 def test_kernels_capped_to_a_lower_isa(tmp_path_factory):
     flags = cpu_flags()
     if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags:
@@ -212,6 +216,7 @@ def test_kernels_capped_to_a_lower_isa(tmp_path_factory):
     assert "EVID007" not in after.findings
 
 
+@pytest.mark.hardware
 def test_dtype_that_runs_emulated(tmp_path_factory):
     native = bool({"avx512_fp16", "amx_fp16", "avx_ne_convert"} & cpu_flags())
     before = run_job(tmp_path_factory, "conv", "--dtype", "f16")

@@ -45,7 +45,7 @@ class RunObservation:
     command: str                          # as given, home folders as ~
     pid: int | None = None
     exit_code: int | None = None          # the job's, shell style (128 + signal when killed)
-    ended_by: str = "exit"                # exit | interrupt | seconds | failed
+    ended_by: str = "exit"                # exit | interrupt | seconds | stopped | failed
     duration_s: float = 0.0
     breakdown: TimeBreakdown | None = None
     onednn: OneDnnLog = field(default_factory=OneDnnLog)
@@ -189,6 +189,7 @@ class JobRun:
         self._sampler: TimeSampler | None = None
         self._filters: list[_Filter] = []
         self._interrupted = threading.Event()
+        self._stop_requested = threading.Event()
         self._t0 = 0.0
 
     def start(self) -> bool:
@@ -230,6 +231,10 @@ class JobRun:
         """Ctrl-C: the job got the terminal's SIGINT itself; make sure it did, and stop waiting for it."""
         self._interrupted.set()
 
+    def stop(self) -> None:
+        """Stop the job from another thread (the window's Stop): SIGINT, then SIGTERM, then SIGKILL."""
+        self._stop_requested.set()
+
     def wait(self, poll: float = 0.2) -> RunObservation:
         """Until the job exits, is interrupted, or ``seconds`` pass; then stop it in stages and collect."""
         proc = self._proc
@@ -243,6 +248,10 @@ class JobRun:
                 break
             if deadline is not None and time.monotonic() >= deadline:
                 self.obs.ended_by = "seconds"
+                self._stop_job(already_signalled=False)
+                break
+            if self._stop_requested.is_set():
+                self.obs.ended_by = "stopped"
                 self._stop_job(already_signalled=False)
                 break
             try:
