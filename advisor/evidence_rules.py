@@ -17,17 +17,16 @@ samples, an idle job, a machine busy with other programs): EVID009 says
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from cpudoctor.advisor.engine import RuleSet
-from cpudoctor.probes._fs import format_cpulist
+from cpudoctor.kits.cpulist import format_cpulist
 from cpudoctor.probes.process.breakdown import ProcessTime, TimeBreakdown
 from cpudoctor.probes.process.classify import COMPILE, COMPUTE, DATA, OPENMP, PYTHON
 from cpudoctor.probes.process.onednn_verbose import ISA_FAMILY, OneDnnLog
 from cpudoctor.probes.process.torch_logs import RecompileLog
-from cpudoctor.render.words import plural
-from cpudoctor.report import Finding
+from cpudoctor.kits.plural import plural
+from cpudoctor.model import Finding
 
 # Thresholds (docs/time_breakdown.md explains each; tests/test_evidence_rules.py holds them to their meaning).
 OPENMP_DOMINATES = 0.30       # OpenMP waiting is at least this share of the job's time ...
@@ -558,10 +557,9 @@ def judge_inspection(insp, flags: set[str] | None = None) -> list[Finding]:
     if getattr(insp, "time", None) is None:
         return []
     if flags is None:
-        from cpudoctor.probes._fs import read_text
-        from cpudoctor.probes.cpu._cpuinfo import parse_cpuinfo
+        from cpudoctor.probes import probe_cpu
 
-        flags = set((parse_cpuinfo(read_text(Path("/proc/cpuinfo"))).first("flags") or "").split())
+        flags = set(probe_cpu().flags)
     ev = Evidence(breakdown=insp.time, cpu_flags=flags, env=dict(insp.env), command=insp.cmdline or "",
                   launch_affinity=insp.affinity)
     return run_evidence_rules(ev)

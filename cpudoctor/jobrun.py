@@ -12,16 +12,14 @@ from pathlib import Path
 
 from cpudoctor.advisor.evidence_rules import Evidence, run_evidence_rules
 from cpudoctor.probes.process.observe import RunObservation, run_observed
-from cpudoctor.report import Finding, SEVERITY_RANK
+from cpudoctor.model import Finding, SEVERITY_RANK
 
 
 def cpu_flags(root: Path = Path("/")) -> set[str]:
-    """This machine's CPU flags (/proc/cpuinfo's first ``flags`` line), empty when unknown."""
-    from cpudoctor.probes._fs import read_text, under
-    from cpudoctor.probes.cpu._cpuinfo import parse_cpuinfo
+    """This machine's CPU flags (as the report reads them), empty when unknown."""
+    from cpudoctor.probes import probe_cpu
 
-    info = parse_cpuinfo(read_text(under(root, "/proc/cpuinfo")))
-    return set((info.first("flags", "Features") or "").split())
+    return set(probe_cpu(root).flags)
 
 
 def diagnose(obs: RunObservation, flags: set[str] | None = None) -> list[Finding]:

@@ -16,7 +16,6 @@ which makes it the window's environment (the toolbar's picker follows).
 from __future__ import annotations
 
 import logging
-import sys
 import threading
 from collections.abc import Callable
 from functools import partial
@@ -24,23 +23,23 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QDialog, QDoubleSpinBox, QFrame, QHBoxLayout,
-                               QHeaderView, QLabel, QLineEdit, QPlainTextEdit, QProgressBar, QPushButton, QScrollArea,
-                               QSplitter, QTableWidget, QTableWidgetItem, QTabWidget, QTextBrowser, QVBoxLayout,
-                               QWidget)
+from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QDoubleSpinBox, QFrame, QHBoxLayout,
+                               QHeaderView, QLabel, QLineEdit, QProgressBar, QPushButton, QScrollArea, QSplitter,
+                               QTableWidget, QTableWidgetItem, QTabWidget, QTextBrowser, QVBoxLayout, QWidget)
 
 from cpudoctor.render.env_choice import DIAGNOSE, DIAGNOSE_SAVED_TIP, DIAGNOSE_TIP, inspector_text
 from cpudoctor.render.inspect import render_text
 from cpudoctor.gui import inspector_model as im
-from cpudoctor.gui.breakdown_bar import BreakdownBar
+from cpudoctor.gui.inspector_time import RunScriptMixin, ScriptRunner, TimeTab
 from cpudoctor.gui.common import Card
 from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.topology_map import TopologyMap
 from cpudoctor.gui.workers import run_in_thread
 from cpudoctor.probes.process.inspect import (Inspection, ProcessEntry, ThreadTracker, inspect_process,
                                               list_processes, markers_by_cpu)
-from cpudoctor.probes import Topology, probe_topology
-from cpudoctor.report import Finding
+from cpudoctor.model import Topology
+from cpudoctor.probes import probe_topology
+from cpudoctor.model import Finding
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +91,7 @@ def _scrolled(widget: QWidget) -> QScrollArea:
     return area
 
 
-class InspectorPage(QWidget):
+class InspectorPage(RunScriptMixin, QWidget):
     title = "Inspector"
     icon_name = "inspector"
 
@@ -201,6 +200,7 @@ class InspectorPage(QWidget):
         self.stop_button = QPushButton("Stop")
         self.stop_button.setEnabled(False)
         self.stop_button.clicked.connect(self._stop.set)
+        self.stop_button.clicked.connect(lambda: self.runner.stop())
         self.progress = QProgressBar()
         self.progress.setRange(0, 0)
         self.progress.setMaximumWidth(120)
@@ -297,7 +297,12 @@ class InspectorPage(QWidget):
         ml.addWidget(self.notes_label)
         ml.addStretch(1)
         self.tabs.addTab(_scrolled(mem), "Process && memory")
-        self.tabs.addTab(self._build_time_tab(), "Time")
+        self.time_tab = TimeTab(_table, _fill)
+        self.tabs.addTab(self.time_tab, "Time")
+        self.runner = ScriptRunner(self)
+        self.runner.done.connect(self._on_ran)
+        self.runner.failed.connect(self._on_inspect_error)
+        self.runner.finished.connect(self._on_inspect_finished)
 
         mapbox = QWidget()
         mb = QVBoxLayout(mapbox)
@@ -315,108 +320,6 @@ class InspectorPage(QWidget):
         split.addWidget(results)
         split.setStretchFactor(0, 2)
         split.setStretchFactor(1, 3)
-
-    def _build_time_tab(self) -> QWidget:
-        """The bar (where the time went), the categories, each thread, and a run's own output."""
-        wrap = QWidget()
-        tl = QVBoxLayout(wrap)
-        tl.setContentsMargins(4, 4, 4, 4)
-        self.time_caption = QLabel(im.time_caption(None))
-        self.time_caption.setWordWrap(True)
-        self.time_caption.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        tl.addWidget(self.time_caption)
-        self.time_bar = BreakdownBar()
-        tl.addWidget(self.time_bar)
-        self.time_table = _table(im.TIME_COLUMNS)
-        tl.addWidget(self.time_table, 2)
-        self.thread_time_table = _table(im.THREAD_TIME_COLUMNS)
-        tl.addWidget(self.thread_time_table, 2)
-        self.run_output = QPlainTextEdit()
-        self.run_output.setReadOnly(True)
-        self.run_output.setPlaceholderText("The output of a script started with Run a script… appears here.")
-        self.run_output.setVisible(False)
-        tl.addWidget(self.run_output, 1)
-        self.time_breakdown = None
-        self._job = None
-        return wrap
-
-    def show_time(self, bd) -> None:
-        self.time_breakdown = bd
-        self.time_caption.setText(im.time_caption(bd))
-        self.time_bar.set_shares(bd.shares if bd is not None else [])
-        _fill(self.time_table, im.time_rows(bd))
-        _fill(self.thread_time_table, im.thread_time_rows(bd))
-
-    # -- Run a script… --
-
-    def ask_run_script(self) -> None:
-        from cpudoctor.gui.run_dialog import RunScriptDialog
-
-        if self._busy:
-            return
-        dialog = RunScriptDialog(self.job_python(), self)
-        if dialog.exec() != QDialog.DialogCode.Accepted:
-            return
-        script, arguments, seconds = dialog.values()
-        self.run_script(script, arguments, seconds)
-
-    def job_python(self) -> str:
-        """The window's environment's interpreter (CPU Doctor's own when none was chosen)."""
-        return self.model.environments.python or sys.executable
-
-    def run_script(self, script: str, arguments: str = "", seconds: float | None = None) -> bool:
-        """Start ``script`` observed (off the UI thread); False with a message when it cannot start."""
-        from cpudoctor.gui.run_dialog import OutputSink
-        from cpudoctor.probes.process.observe import JobRun
-
-        if self._busy:
-            return False
-        if not script or not Path(script).is_file():
-            self.status_label.setText(f"No script to run: {script or 'choose a .py file'}.")
-            return False
-        try:
-            argv = im.script_command(self.job_python(), script, arguments)
-        except ValueError as exc:
-            self.status_label.setText(f"The arguments cannot be split: {exc}.")
-            return False
-        self._sink = OutputSink()
-        self._job = JobRun(argv, seconds=seconds, stdout=self._sink, stderr=self._sink,
-                           cwd=str(Path(script).resolve().parent))
-        self._busy = True
-        self._stop.clear()
-        self.inspect_button.setEnabled(False)
-        self.run_button.setEnabled(False)
-        self.stop_button.setEnabled(True)
-        self.progress.setVisible(True)
-        self.status_label.setText(f"Running {Path(script).name}" + (f" for up to {seconds:g} s…" if seconds else "…"))
-        self.model.status_message.emit(self.status_label.text())
-        run_in_thread(self._run_job, self._job, on_result=self._on_ran, on_error=self._on_inspect_error,
-                      on_finished=self._on_inspect_finished)
-        return True
-
-    def _run_job(self, job):
-        from cpudoctor.jobrun import diagnose
-
-        if not job.start():
-            return job.obs, []
-        watcher = threading.Thread(target=lambda: self._stop.wait() and job.stop(), daemon=True)
-        watcher.start()
-        obs = job.wait()
-        self._stop.set()                      # ends the watcher
-        return obs, (diagnose(obs) if obs.ended_by != "failed" else [])
-
-    def _on_ran(self, result) -> None:
-        obs, findings = result
-        self.findings = list(findings)
-        self._fill_findings()
-        self.show_time(obs.breakdown)
-        self.run_output.setVisible(True)
-        self.run_output.setPlainText(self._sink.text() if obs.error is None else obs.error)
-        self.summary_label.setText(im.run_message(obs))
-        self.status_label.setText(im.run_message(obs))
-        self.tabs.setCurrentIndex(self.tabs.indexOf(self.findings_view.parentWidget()))
-        self.model.status_message.emit(self.status_label.text())
-        self.run_done.emit(obs)
 
     # -- topology --
 
@@ -588,7 +491,7 @@ class InspectorPage(QWidget):
         self.tabs.setTabText(self.tabs.indexOf(self.child_table), im.children_tab_title(insp))
         self._fill_cards(insp)
         self._show_python(insp)
-        self.show_time(insp.time)
+        self.time_tab.show_time(insp.time)
         labels, load = markers_by_cpu(insp.threads)
         self.topology_map.set_markers(labels)
         self.topology_map.set_load(im.full_load(load, self.topology))
@@ -678,5 +581,6 @@ class InspectorPage(QWidget):
 
     def closeEvent(self, event) -> None:  # noqa: N802 - Qt API
         self._stop.set()
+        self.runner.stop()
         self.live_timer.stop()
         super().closeEvent(event)

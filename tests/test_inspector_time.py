@@ -25,6 +25,7 @@ def page(qtbot):
     p.topology_fn = two_ccx_topology
     yield p
     p._stop.set()
+    p.runner.stop()
     assert QThreadPool.globalInstance().waitForDone(60_000)
     p.live_timer.stop()
 
@@ -43,10 +44,10 @@ def test_run_a_script_shows_the_bar_the_findings_and_its_output(qtbot, page, tmp
         assert not page.run_button.isEnabled() and page.stop_button.isEnabled()
     obs = got.args[0]
     assert obs.exit_code == 0 and obs.ended_by == "exit"
-    assert "hello from the job" in page.run_output.toPlainText()
-    shares = {s.category for s in page.time_bar.shares}
-    assert "python" in shares and abs(sum(s.share for s in page.time_bar.shares) - 1) < 0.01
-    assert page.time_table.rowCount() == len(page.time_bar.shares) and page.thread_time_table.rowCount() >= 1
+    assert "hello from the job" in page.time_tab.output.toPlainText()
+    shares = {s.category for s in page.time_tab.bar.shares}
+    assert "python" in shares and abs(sum(s.share for s in page.time_tab.bar.shares) - 1) < 0.01
+    assert page.time_tab.table.rowCount() == len(page.time_tab.bar.shares) and page.time_tab.thread_table.rowCount() >= 1
     assert "Ran " in page.summary_label.text() and "exited with code 0" in page.status_label.text()
     qtbot.waitUntil(lambda: page.run_button.isEnabled(), timeout=30_000)
 
@@ -56,7 +57,7 @@ def test_stop_ends_a_script_that_would_run_on(qtbot, page, tmp_path):
     script.write_text("import time\nwhile True:\n    time.sleep(0.05)\n")
     with qtbot.waitSignal(page.run_done, timeout=120_000) as got:
         page.run_script(str(script))
-        qtbot.waitUntil(lambda: page._job is not None and page._job.obs.pid is not None, timeout=30_000)
+        qtbot.waitUntil(lambda: page.runner.job is not None and page.runner.job.obs.pid is not None, timeout=30_000)
         page.stop_button.click()
     assert got.args[0].ended_by == "stopped"
     qtbot.waitUntil(lambda: page.run_button.isEnabled(), timeout=30_000)
@@ -78,6 +79,6 @@ def test_inspecting_a_process_fills_the_time_tab(qtbot, page):
         job.kill()
         job.wait()
     bd = page.time_breakdown
-    assert bd is not None and bd.samples > 0 and page.time_bar.shares
-    assert page.time_caption.text().startswith("Where the job's threads spent")
+    assert bd is not None and bd.samples > 0 and page.time_tab.bar.shares
+    assert page.time_tab.caption.text().startswith("Where the job's threads spent")
     qtbot.waitUntil(lambda: page.inspect_button.isEnabled(), timeout=30_000)

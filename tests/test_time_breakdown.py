@@ -273,11 +273,11 @@ def test_refusal_names_the_yama_setting(tmp_path, monkeypatch, scope, words):
 def test_every_evidence_rule_is_documented():
     from pathlib import Path
 
-    from cpudoctor.advisor.rulesdoc import render_evidence_rules_md
+    from cpudoctor.render.rules import render_evidence_rules_md
 
     path = Path(__file__).resolve().parents[1] / "docs" / "evidence_rules.md"
     assert path.read_text(encoding="utf-8") == render_evidence_rules_md(), (
-        "docs/evidence_rules.md is out of date: run `python -m cpudoctor.advisor.rulesdoc evidence > "
+        "docs/evidence_rules.md is out of date: run `python -m cpudoctor.render.rules evidence > "
         "docs/evidence_rules.md`")
     assert [r.code for r in EVIDENCE_RULES.all()] == [f"EVID{i:03d}" for i in range(1, 10)]
     assert rules().label("gil") == "Waiting for the GIL"

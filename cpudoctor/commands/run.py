@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _to_stderr(text: str) -> None:
-    from cpudoctor.render.escape import terminal_safe
+    from cpudoctor.kits.escape import terminal_safe
 
     try:
         sys.stderr.write(terminal_safe(text))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from cpudoctor.probes.process.breakdown import Share, TimeBreakdown
 from cpudoctor.probes.process.classify import rules
-from cpudoctor.render.escape import html_escape as esc, md_escape
+from cpudoctor.kits.escape import html_escape as esc, md_escape
 
 BAR_WIDTH = 50
 MAX_THREAD_ROWS = 12

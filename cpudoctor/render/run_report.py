@@ -12,10 +12,10 @@ from typing import Any
 
 from cpudoctor.probes.process.observe import RunObservation
 from cpudoctor.render import breakdown as bdr
-from cpudoctor.render.escape import html_escape as esc, md_escape
-from cpudoctor.render.format import wrap
+from cpudoctor.kits.escape import html_escape as esc, md_escape
+from cpudoctor.kits.format import wrap
 from cpudoctor.render.words import bracketed, plural, severity
-from cpudoctor.report import Finding, worst
+from cpudoctor.model import Finding, worst
 
 MAX_KERNEL_ROWS = 10
 
@@ -102,7 +102,7 @@ def render_html(obs: RunObservation, findings: list[Finding]) -> str:
 
 
 def render_json(obs: RunObservation, findings: list[Finding]) -> str:
-    from cpudoctor.serde import to_data
+    from cpudoctor.model.serde import to_data
 
     data = {
         "kind": "cpudoctor-run",

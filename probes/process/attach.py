@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from cpudoctor.probes._fs import read_text
+from cpudoctor.kits.rooted import read_text
 from cpudoctor.probes.process import procfs
 
 CAP_SYS_PTRACE = 19

@@ -26,7 +26,6 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import BinaryIO
 
 from cpudoctor.probes.process.breakdown import TimeBreakdown

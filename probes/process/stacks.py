@@ -133,6 +133,8 @@ def _records(lines):
         if n >= MAX_LINES:
             break
         line = line.rstrip("\n")
+        if line.startswith(("process ", "thread (")):
+            buffer = ""                   # a record starts: what was left over was no record
         buffer = f"{buffer}\n{line}" if buffer else line
         if len(buffer) > MAX_LINE:
             buffer = ""

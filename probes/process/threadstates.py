@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cpudoctor.probes._fs import read_text
+from cpudoctor.kits.rooted import read_text
 from cpudoctor.probes.process import procfs
 from cpudoctor.probes.software.envvars import filter_thread_env
 
