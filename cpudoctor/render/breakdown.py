@@ -81,6 +81,9 @@ def render_text(bd: TimeBreakdown) -> list[str]:
             out.append(f"    thread {t.tid} {t.name[:20]} ({t.role}, {t.samples} samples): {summary_line_of(t.shares)}")
         if len(rows) > MAX_THREAD_ROWS:
             out.append(f"    ... {len(rows) - MAX_THREAD_ROWS} more threads")
+    if bd.minor_faults and bd.fault_cost_us:
+        out.append(f"  Page faults: {bd.minor_faults} minor faults x {bd.fault_cost_us:g} us (measured here) are "
+                   "counted as memory, taken from the code that touched the pages")
     if bd.top:
         out.append("  Top leaf frames:")
         for t in bd.top[:6]:

@@ -27,8 +27,8 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from cpudoctor.probes.process.classify import (COMPILE, COMPUTE, DATA, IO, OPENMP, OTHER, Verdict, classify,
-                                                classify_process, rules)
+from cpudoctor.probes.process.classify import (COMPILE, COMPUTE, DATA, IO, MEMORY, OPENMP, OTHER, Verdict,
+                                                classify, classify_process, rules)
 from cpudoctor.probes.process.stacks import StackRecord
 from cpudoctor.probes.process.threadstates import TreeStates
 
@@ -118,6 +118,8 @@ class TimeBreakdown:
                                                 # than CPUs while a child ran 2+ of them
     cpus: int | None = None               # the CPUs the job's first process may use
     reduced_precision: dict[str, float] = field(default_factory=dict)   # f16/bf16 -> seconds in kernels templated on it
+    minor_faults: int = 0                 # minor page faults of the stack-sampled threads in the window
+    fault_cost_us: float | None = None    # one fault's cost measured here; their time is counted as memory
     verdict: str = "ok"           # ok | thin | idle | busy
     verdict_reason: str = ""
     notes: list[str] = field(default_factory=list)
@@ -258,6 +260,7 @@ def build_breakdown(record: StackRecord, states: TreeStates) -> TimeBreakdown:
         share = typed[""] * typed[t] / sum(typed[k] for k in known)
         bd.reduced_precision[t] = round(typed[t] + share, 3)
     stacked = set(threads)
+    _add_page_faults(bd, states, threads, driver)
     _add_state_threads(states, threads, names, roles, stacked, sampled_pids, driver, state_w)
     _assemble(bd, states, threads, names, roles, sampled_pids, stacked, driver)
     total = bd.seconds or 1.0
@@ -267,6 +270,61 @@ def build_breakdown(record: StackRecord, states: TreeStates) -> TimeBreakdown:
     bd.driver_samples = sum(driver_acc.samples.values()) if driver_acc else 0
     _judge(bd, states)
     return bd
+
+
+def _add_page_faults(bd: TimeBreakdown, states: TreeStates, threads, driver) -> None:
+    """Minor page faults of the threads sampled with stacks: their time (count x the cost of one fault,
+    measured here) moves from the categories of the code that touched the memory to memory."""
+    from cpudoctor.probes.process.faults import fault_cost_s
+
+    cost = fault_cost_s()
+    churn = _churn_faults(states, threads)
+    bd.minor_faults = int(sum(churn.values()))
+    if not cost or not bd.minor_faults:
+        return
+    bd.fault_cost_us = round(cost * 1e6, 2)
+    for key, acc in threads.items():
+        faults = churn.get(key, 0.0)
+        if not faults:
+            continue
+        movable = {c: s for c, s in acc.seconds.items() if c in (COMPUTE, OTHER, "python")}
+        total = sum(movable.values())
+        if total <= 0:
+            continue
+        moved = min(faults * cost, 0.9 * total)
+        for cat, sec in movable.items():
+            part = moved * sec / total
+            acc.seconds[cat] -= part
+            if cat == COMPUTE:
+                libs = acc.libs[COMPUTE]
+                lib_total = sum(libs.values()) or 1.0
+                for lib in list(libs):
+                    libs[lib] -= part * libs[lib] / lib_total
+        acc.seconds[MEMORY] += moved
+
+
+def _churn_faults(states: TreeStates, threads) -> dict[tuple[int, int], float]:
+    """Each thread's share of its process's faults beyond the memory the process kept.
+
+    Loading libraries and building the model fault pages in that stay resident
+    (the resident set grows by as many pages); a loop that maps, touches and frees
+    fresh memory every step faults while the resident set stays flat. Only the
+    second is time lost to allocation: faults less the growth of the resident set.
+    """
+    out: dict[tuple[int, int], float] = {}
+    by_pid: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    for key in threads:
+        if key in states.threads:
+            by_pid[key[0]].append(key)
+    for pid, keys in by_pid.items():
+        proc = states.processes.get(pid)
+        total = sum(states.threads[k].minor_faults for k in keys)
+        if not total or proc is None or proc.rss_first is None or proc.rss_last is None:
+            continue
+        churn = max(0, total - max(0, proc.rss_last - proc.rss_first))
+        for k in keys:
+            out[k] = churn * states.threads[k].minor_faults / total
+    return out
 
 
 def _add_state_threads(states: TreeStates, threads, names, roles, stacked, sampled_pids, driver, state_w) -> None:

@@ -34,6 +34,12 @@ class ThreadState:
     name: str
     running: int = 0            # samples in state R
     waiting: int = 0            # samples in any other state (S, D, ...)
+    minflt_first: int = 0       # minor page faults at the first and the last sample
+    minflt_last: int = 0
+
+    @property
+    def minor_faults(self) -> int:
+        return max(0, self.minflt_last - self.minflt_first)
 
     @property
     def samples(self) -> int:
@@ -58,6 +64,8 @@ class ProcState:
     last_seen: float = 0.0
     start_ticks: int = 0
     starttime: int = 0
+    rss_first: int | None = None  # resident pages at the first and the last sample
+    rss_last: int | None = None
 
 
 @dataclass
@@ -176,12 +184,17 @@ class TreeSampler:
             child_r = child_r or (pid != self.pid and running >= 1)
             proc.last_seen = now
             proc.max_threads = max(proc.max_threads, len(tasks))
+            main = tasks.get(pid) or next(iter(tasks.values()))
+            if proc.rss_first is None:
+                proc.rss_first = main.rss_pages
+            proc.rss_last = main.rss_pages
             for tid, ts in tasks.items():
                 key = (pid, tid)
                 th = res.threads.get(key)
                 if th is None:
-                    th = res.threads[key] = ThreadState(pid, tid, ts.comm)
+                    th = res.threads[key] = ThreadState(pid, tid, ts.comm, minflt_first=ts.minflt)
                 th.name = ts.comm
+                th.minflt_last = ts.minflt
                 if ts.state == "R":
                     th.running += 1
                 else:
