@@ -221,8 +221,9 @@ class JobRun:
         for f in self._filters:
             f.start()
         if self.sample:
-            kwargs = {"rate": self.rate} if self.rate else {}
-            self._sampler = TimeSampler(self._proc.pid, command="cpudoctor run -- COMMAND", **kwargs)
+            from cpudoctor.probes.process.stacks import RUN_RATE
+
+            self._sampler = TimeSampler(self._proc.pid, command="cpudoctor run -- COMMAND", rate=self.rate or RUN_RATE)
             self._sampler.start()
         return True
 

@@ -14,8 +14,8 @@ processes in front (DataLoader workers, compile workers), ``--native`` adds the
 C/C++ frames below the Python ones (oneDNN, MKL, libgomp), and ``--idle`` keeps
 the samples of threads that wait (a loop waiting on its data loader must count).
 ``--nonblocking`` is not used: py-spy cannot unwind native stacks without
-pausing the threads, and the pause is what the default rate's cost was measured
-with (benchmarks/sampling_overhead.py).
+pausing the threads; that pause is the sampler's main cost, which sets the
+default rates (measured with benchmarks/sampling_overhead.py).
 
 py-spy samples threads that run Python; native-only threads (OpenMP workers)
 and non-Python children (a C++ compiler) are seen by :mod:`.threadstates`.
@@ -35,9 +35,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-# 50 samples a second: the cost measured with benchmarks/sampling_overhead.py stays under 5 %
-# of a training step with --native (py-spy pauses the threads while it unwinds them).
-DEFAULT_RATE = 50
+# Samples a second. With --native py-spy pauses every thread of the job while it unwinds the stacks
+# (libtorch's are deep): benchmarks/sampling_overhead.py measured a median slowdown of 36 % at 50 Hz and
+# 11 % at 20 Hz on a 2-CPU machine, so `inspect` samples at 10 Hz and `run` (whose budget is 3 % of a
+# long job) at 5 Hz; both measured in the README. A window needs MIN_DRIVER_SAMPLES (breakdown.py).
+DEFAULT_RATE = 10
+RUN_RATE = 5
 MAX_LINE = 200_000          # a raw line longer than this is dropped (a runaway recursion)
 MAX_LINES = 200_000
 
