@@ -29,8 +29,8 @@ def register(subparsers) -> None:
         description="Sample a running process (your training job) and explain why it is slow.",
     )
     p.add_argument("pid", nargs="?", type=_pid, help="process ID (see --list)")
-    p.add_argument("--seconds", "-s", type=_seconds, default=5.0, metavar="N",
-                   help="sampling window in seconds (default 5: enough stack samples at the default rate; 0.2-120)")
+    p.add_argument("--seconds", "-s", type=_seconds, default=8.0, metavar="N",
+                   help="sampling window in seconds (default 8: enough stack samples at the default rate; 0.2-120)")
     p.add_argument("--format", "-f", choices=("text", "json"), default="text")
     p.add_argument("--list", action="store_true", help="list processes to inspect (Python first) and exit")
     p.add_argument("--no-stacks", dest="stacks", action="store_false",

@@ -36,10 +36,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 # Samples a second. With --native py-spy pauses every thread of the job while it unwinds the stacks
-# (libtorch's are deep): benchmarks/sampling_overhead.py measured a median slowdown of 36 % at 50 Hz and
-# 11 % at 20 Hz on a 2-CPU machine, so `inspect` samples at 10 Hz and `run` (whose budget is 3 % of a
-# long job) at 5 Hz; both measured in the README. A window needs MIN_DRIVER_SAMPLES (breakdown.py).
-DEFAULT_RATE = 10
+# (libtorch's are deep, and OpenMP threads spin at barriers while their team is being stopped):
+# benchmarks/sampling_overhead.py measured median slowdowns of 36 % at 50 Hz, 11 % at 20 Hz and 9-12 % at
+# 10 Hz of an MLP training job using both CPUs of a 2-CPU machine, so both `inspect` and `run` sample at
+# 5 Hz (figures in the README). A window needs MIN_DRIVER_SAMPLES (breakdown.py): `inspect` samples 8 s.
+DEFAULT_RATE = 5
 RUN_RATE = 5
 MAX_LINE = 200_000          # a raw line longer than this is dropped (a runaway recursion)
 MAX_LINES = 200_000

@@ -13,10 +13,12 @@ def args(extra=None):
     return p.parse_args()
 
 
-def loop(step, seconds):
+def loop(step, seconds, min_steps=0):
+    """Steps for ``seconds``, and at least ``min_steps`` (a job whose point is a number of steps, such as
+    a series of input sizes, must get there on a loaded machine too)."""
     step()                                   # warm-up (first-call allocation, primitive creation)
     n, t0 = 0, time.perf_counter()
-    while time.perf_counter() - t0 < seconds:
+    while time.perf_counter() - t0 < seconds or n < min_steps:
         step()
         n += 1
     rate = n / (time.perf_counter() - t0)
