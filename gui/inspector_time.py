@@ -108,22 +108,25 @@ class ScriptRunner(QObject):
 
 
 class RunScriptMixin:
-    """The Inspector page's "Run a script…" and Time tab methods (the page owns the widgets they use:
-    ``time_tab``, ``runner``, the buttons, ``status_label``, ``summary_label``, ``findings``)."""
+    """The Inspector page's "Run a script…" (the page owns the widgets used here: ``time_tab``, the buttons,
+    ``status_label``, ``summary_label``, ``findings``, and its model's environment)."""
 
-    def show_time(self, bd) -> None:
-        self.time_tab.show_time(bd)
+    def _build_runner(self) -> None:
+        self.runner = ScriptRunner(self)
+        self._running = False
+        self.runner.done.connect(self._on_ran)
+        self.runner.failed.connect(lambda exc: self._on_inspect_error(f"the script could not be run: {exc}"))
+        self.runner.finished.connect(lambda: self._set_running(False))
+        self.stop_button.clicked.connect(self.runner.stop)
 
     @property
     def time_breakdown(self):
         return self.time_tab.breakdown
 
-    # -- Run a script… --
-
     def ask_run_script(self) -> None:
         from cpudoctor.gui.run_dialog import RunScriptDialog
 
-        if self._busy:
+        if self.inspections.busy or self._running:
             return
         dialog = RunScriptDialog(self.job_python(), self)
         if dialog.exec() == _accepted():
@@ -135,20 +138,23 @@ class RunScriptMixin:
 
     def run_script(self, script: str, arguments: str = "", seconds: float | None = None) -> bool:
         """Start ``script`` observed (off the UI thread); False with a message when it cannot start."""
-        if self._busy:
+        if self.inspections.busy or self._running:
             return False
         problem = self.runner.start(self.job_python(), script, arguments, seconds)
         if problem:
             self.status_label.setText(problem)
             return False
-        self._busy = True
-        self._stop.clear()
-        for button, on in ((self.inspect_button, False), (self.run_button, False), (self.stop_button, True)):
-            button.setEnabled(on)
-        self.progress.setVisible(True)
+        self._set_running(True)
         self.status_label.setText(f"Running {Path(script).name}" + (f" for up to {seconds:g} s…" if seconds else "…"))
         self.model.status_message.emit(self.status_label.text())
         return True
+
+    def _set_running(self, running: bool) -> None:
+        self._running = running
+        self.inspect_button.setEnabled(not running)
+        self.run_button.setEnabled(not running)
+        self.stop_button.setEnabled(running)
+        self.progress.setVisible(running)
 
     def _on_ran(self, obs, findings) -> None:
         self.findings = list(findings)
@@ -159,7 +165,6 @@ class RunScriptMixin:
         self.status_label.setText(im.run_message(obs))
         self.model.status_message.emit(self.status_label.text())
         self.run_done.emit(obs)
-
 
 
 def _accepted():

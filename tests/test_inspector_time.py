@@ -21,13 +21,12 @@ def page(qtbot):
     model = AppModel()
     p = InspectorPage(model)
     qtbot.addWidget(p)
-    p.list_fn = lambda: []
-    p.topology_fn = two_ccx_topology
+    p.inspections.list_fn = lambda: []
+    p.inspections.topology_fn = two_ccx_topology
     yield p
-    p._stop.set()
+    p.inspections.shutdown()
     p.runner.stop()
     assert QThreadPool.globalInstance().waitForDone(60_000)
-    p.live_timer.stop()
 
 
 def test_run_a_script_shows_the_bar_the_findings_and_its_output(qtbot, page, tmp_path):
