@@ -25,9 +25,13 @@ def diagnose(report: Report, *, only: set[str] | None = None) -> list[Finding]:
     """Run every rule (or only the given codes, symbols or category names) over ``report``.
 
     Pure: reads the report, never the machine, so a report saved elsewhere
-    gives the same findings here. Findings come in category order, then code.
+    gives the same findings here. Findings come in category order, then code;
+    their snippets are written for the report's OS (PowerShell for a Windows
+    machine: :func:`cpudoctor.advisor.snippets.localize`).
     """
-    return run_rules(report, only)
+    from cpudoctor.advisor.snippets import localize
+
+    return localize(run_rules(report, only), report)
 
 
 def registry() -> list[Rule]:
@@ -36,9 +40,11 @@ def registry() -> list[Rule]:
 
 
 def find_rule(code: str) -> tuple[RuleSet, Rule]:
-    """The rule set and rule of ``code`` (a code, old code or symbol), report rules first, then process rules.
+    """The rule set and rule of ``code`` (a code, old code or symbol): report rules, then process rules, then
+    evidence rules.
 
-    Process rules (PROC0xx) judge a running process in ``cpudoctor inspect``.
+    Process rules (PROC0xx) judge a running process in ``cpudoctor inspect``; evidence rules (EVID0xx)
+    what a job did (``cpudoctor run``, ``inspect``).
     Raises UnknownRuleError (a KeyError) with the known codes when nothing
     matches; :func:`cpudoctor.render.rules.explain_text` words the answer.
     """
@@ -49,5 +55,11 @@ def find_rule(code: str) -> tuple[RuleSet, Rule]:
 
         try:
             return PROCESS_RULES, PROCESS_RULES.resolve(code)
+        except UnknownRuleError:
+            pass
+        from cpudoctor.advisor.evidence_rules import EVIDENCE_RULES
+
+        try:
+            return EVIDENCE_RULES, EVIDENCE_RULES.resolve(code)
         except UnknownRuleError:
             raise exc from None

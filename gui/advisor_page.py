@@ -115,7 +115,22 @@ class AdvisorPage(QWidget):
         bar.addWidget(self.rerun_button)
         bar.addWidget(self.save_button)
         outer.addLayout(bar)
+        outer.addWidget(self._build_split(), 1)
+        self._set_tab_order()
 
+        style = self.style()
+        self._icons = {
+            "error": style.standardIcon(QStyle.StandardPixmap.SP_MessageBoxCritical),
+            "warning": style.standardIcon(QStyle.StandardPixmap.SP_MessageBoxWarning),
+            "info": style.standardIcon(QStyle.StandardPixmap.SP_MessageBoxInformation),
+            "ok": style.standardIcon(QStyle.StandardPixmap.SP_DialogApplyButton),
+        }
+        self._current: Finding | None = None
+        self._raw_snippet = ""
+        self._snippet_lang = "bash"
+
+    def _build_split(self) -> QSplitter:
+        """The findings tree on the left; the selected finding's details and its snippet on the right."""
         split = QSplitter(Qt.Orientation.Horizontal)
         self.tree = QTreeWidget()
         self.tree.setHeaderLabels(["Check", "Code", "Category"])
@@ -151,11 +166,16 @@ class AdvisorPage(QWidget):
             self.shell.addItem(label, key)
         self.shell.setToolTip("Shell the snippet and the launch script are written for")
         self.shell.currentIndexChanged.connect(lambda _i: self._refresh_snippet())
+        # The user's pick wins; until then the shell follows the report's OS (PowerShell for a Windows machine).
+        self.shell.activated.connect(lambda _i: setattr(self, "_shell_chosen", True))
+        self._shell_chosen = False
         self.copy_button = QPushButton("Copy")
         self.copy_button.clicked.connect(self.copy_snippet)
         snippet_bar.addWidget(self.snippet_label)
         snippet_bar.addStretch(1)
-        snippet_bar.addWidget(QLabel("Shell:"))
+        shell_label = QLabel("&Shell:")
+        shell_label.setBuddy(self.shell)
+        snippet_bar.addWidget(shell_label)
         snippet_bar.addWidget(self.shell)
         snippet_bar.addWidget(self.copy_button)
         self.snippet = QPlainTextEdit()
@@ -174,18 +194,17 @@ class AdvisorPage(QWidget):
         split.setStretchFactor(1, 2)
         split.setSizes([560, 440])
         self.tree.setTextElideMode(Qt.TextElideMode.ElideRight)
-        outer.addWidget(split, 1)
+        # the read-only text views show where the keyboard is (Fusion draws no focus frame on them)
+        for view in (self.details, self.snippet):
+            view.setStyleSheet(f"{type(view).__name__}:focus {{ border: 2px solid palette(highlight); }}")
+        return split
 
-        style = self.style()
-        self._icons = {
-            "error": style.standardIcon(QStyle.StandardPixmap.SP_MessageBoxCritical),
-            "warning": style.standardIcon(QStyle.StandardPixmap.SP_MessageBoxWarning),
-            "info": style.standardIcon(QStyle.StandardPixmap.SP_MessageBoxInformation),
-            "ok": style.standardIcon(QStyle.StandardPixmap.SP_DialogApplyButton),
-        }
-        self._current: Finding | None = None
-        self._raw_snippet = ""
-        self._snippet_lang = "bash"
+    def _set_tab_order(self) -> None:
+        """Tab follows the page as it reads: the filter bar, the list, the details, the shell, Copy, the snippet."""
+        chain = (self.filter, self.show_passed, self.rerun_button, self.save_button, self.tree, self.details,
+                 self.shell, self.copy_button, self.snippet)
+        for first, second in zip(chain, chain[1:]):
+            QWidget.setTabOrder(first, second)
 
     def eventFilter(self, obj, event) -> bool:  # noqa: N802 - Qt API
         if obj is self.tree.viewport() and event.type() == QEvent.Type.Resize:
@@ -210,6 +229,12 @@ class AdvisorPage(QWidget):
 
     def _on_report(self, report: Report) -> None:
         self.source.setText(f"— {self.model.source_label}")
+        if report is not None and not self._shell_chosen:
+            index = self.shell.findData(snippets.default_shell(report))
+            if index >= 0 and index != self.shell.currentIndex():
+                self.shell.blockSignals(True)
+                self.shell.setCurrentIndex(index)
+                self.shell.blockSignals(False)
         # which Python environment the findings are about (the doctor page's line)
         line = environment_line(report) if report is not None else None
         self.environment.setText(line or "")
@@ -363,7 +388,10 @@ class AdvisorPage(QWidget):
         docs = (f" · <a href='{html_escape(view.docs_url)}'>{html_escape(view.docs_label)}</a>" if view.docs_url else "")
         parts.append(f"<p style='color:gray'>{DETAILS}: <code>{html_escape(view.explain)}</code>{docs}</p>")
         self.details.setHtml("".join(parts))
-        self._set_snippet(finding.snippet, finding.snippet_lang)
+        if finding.snippet_bash:            # written for the report's OS: translate the bash form for the chosen shell
+            self._set_snippet(finding.snippet_bash, "bash")
+        else:
+            self._set_snippet(finding.snippet, finding.snippet_lang)
 
     def _set_snippet(self, text: str, lang: str) -> None:
         self._raw_snippet = text
@@ -372,7 +400,9 @@ class AdvisorPage(QWidget):
 
     def _refresh_snippet(self) -> None:
         """The snippet as typed in the chosen shell (the finding view's translation); Python stays Python."""
-        snippet = shell_snippet(self._raw_snippet, self._snippet_lang, self.current_shell())
+        report = self.model.report
+        snippet = shell_snippet(self._raw_snippet, self._snippet_lang, self.current_shell(),
+                                report.topology if report is not None else None)
         self.shell.setEnabled(snippet.shell is not None or not snippet.text)
         self.snippet.setPlainText(snippet.text)
         self.snippet_label.setText("What to type" if snippet.shell is not None or not snippet.text

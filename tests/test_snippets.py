@@ -125,7 +125,9 @@ def test_windows_affinity_mask_matches_the_cpus():
     r = _load("ryzen2700x-sweep-recommends-one-ccx")
     assert "/affinity F " in snippets.launch_script(r, "cmd")            # CPUs 0-3
     assert "[IntPtr]0xF" in snippets.launch_script(r, "powershell")
-    assert snippets._affinity_mask([0, 64]) is None                        # beyond processor group 0
+    from cpudoctor.advisor import winpin
+
+    assert winpin.windows_pin([0, 64], None).absolute_mask is None         # two processor groups: no one mask
 
 
 def test_unknown_shell_is_a_clear_error():
@@ -275,7 +277,7 @@ def test_hybrid_plan_uses_the_performance_cores_like_topo003(tmp_path):
     # The launch script pins to the same CPUs with the same count.
     script = snippets.launch_script(r, "bash")
     _bash_n(script, tmp_path)
-    assert "export OMP_NUM_THREADS=6" in script and 'exec taskset -c 0-11 "${PYTHON:-python3}" "$@"' in script
+    assert "export OMP_NUM_THREADS=6" in script and 'exec taskset -c 0-11 "$PYTHON" "$@"' in script
     assert "# Pinned to performance cores (CPUs 0-11)." in script
     # Windows: the same P-cores as an affinity mask (CPUs 0-11 = 0xFFF).
     assert "[IntPtr]0xFFF" in snippets.launch_script(r, "powershell")
