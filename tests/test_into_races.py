@@ -279,7 +279,7 @@ def test_output_onto_a_hard_link_on_a_full_disk_changes_nothing(tmp_path):
     ["report", "--fast", "-o", ""], ["doctor", "--fast", "-o", ""], ["doctor", "--list-rules", "-o", ""],
     ["envs", "-o", ""], ["compare", "a.json", "b.json", "-o", ""], ["inspect", "1", "-o", ""],
     ["capture", "-o", ""], ["bench", "train", "-o", ""], ["bench", "gemm", "--into", ""],
-    ["bench", "quant", "--into", " "], ["report", "--fast", "--output="],
+    ["bench", "quant", "--into", " "], ["report", "--fast", "--output="], ["run", "-o", "", "--", "true"],
 ])
 def test_empty_output_names_are_refused(argv, capsys, monkeypatch):
     def refuse(*a, **kw):
