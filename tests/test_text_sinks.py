@@ -229,3 +229,31 @@ def test_the_inspectors_copy_is_as_clean_as_the_terminal(qtbot, hostile_process)
     page.findings = []
     text = page.text()
     assert "Process 4321" in text and not UNSAFE.search(text)
+
+
+def test_the_time_breakdowns_process_tree_redacts_argv(tmp_path):
+    """``cpudoctor run`` and the Inspector's Time tab show every process of the job's tree: a real child
+    whose argv carries a URL's password and a key shows neither (nor a raw control)."""
+    import subprocess
+    import sys
+
+    from conftest import wait_for
+    from cpudoctor.probes.process.threadstates import TreeSampler
+
+    script = tmp_path / "train.py"
+    script.write_text("import sys\nsys.stdin.read()\n")
+    child = subprocess.Popen([sys.executable, str(script), "--db", "postgres://u:secret@h/x",
+                              "--key", "sk-hunter2", "note\x1b[2J\u202e"], stdin=subprocess.PIPE)
+    try:
+        # the sampler reads a process's argv once: start it when the child runs the script (after exec)
+        wait_for(lambda: b"train.py" in Path(f"/proc/{child.pid}/cmdline").read_bytes(), 60, "the child's exec")
+        sampler = TreeSampler(child.pid)
+        sampler._t0 = sampler.clock()
+        proc = wait_for(lambda: sampler.take() and sampler.result.processes.get(child.pid), 60,
+                        "the sampler to see the child")
+        shown = proc.cmdline
+    finally:
+        child.stdin.close()
+        child.wait(60)
+    assert "secret" not in shown and "hunter2" not in shown and not UNSAFE.search(shown), shown
+    assert "train.py" in shown and "--db" in shown

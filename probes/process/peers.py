@@ -75,8 +75,7 @@ def find_peer_jobs(root: Path, pid: int, affinity: list[int] | None, before: dic
         if not shared:
             continue
         cmd = procfs.read_cmdline(root, other)
-        text = procfs.redact_paths(" ".join(" ".join(a.split()) for a in procfs.redact_args(cmd))) if cmd else ""
-        job = PeerJob(pid=other, name=st.comm, cmdline=text[:300],
+        job = PeerJob(pid=other, name=st.comm, cmdline=procfs.shown_cmdline(cmd),
                       threads=st.num_threads, cpu_percent=round(cpu, 1), affinity=allowed, shared_cpus=shared)
         env = procfs.read_reason(procfs.proc_dir(root, other) / "environ", binary_nul=True)
         if env.text is not None:

@@ -470,6 +470,15 @@ def _without_url_passwords(args: list[str]) -> list[str]:
     return [_URL_USERINFO.sub(rf"\1{REDACTED}@", a) if "@" in a else a for a in args]
 
 
+def shown_cmdline(args: list[str] | None, limit: int = 300) -> str:
+    """A process's command line as one line that may be shown anywhere: :func:`redact_args` (no values a
+    flag list does not allow, no URL's password), whitespace inside an argument folded, homes as ``~``."""
+    if not args:
+        return ""
+    text = redact_paths(" ".join(" ".join(a.split()) for a in redact_args(args)))
+    return text[:limit]
+
+
 def read_cmdline(root: Path, pid: int) -> list[str] | None:
     r = read_reason(proc_dir(root, pid) / "cmdline", binary_nul=True)
     if r.text is None:
