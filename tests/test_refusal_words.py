@@ -98,6 +98,66 @@ def test_a_saved_report_that_breaks_the_pipeline_is_refused_in_words(qtbot, tmp_
     QThreadPool.globalInstance().waitForDone(10_000)
 
 
+def _broken(*a, **kw):
+    raise AttributeError("'list' object has no attribute 'get'")
+
+
+def test_a_compare_that_hits_a_bug_is_refused_in_words(qtbot, tmp_path, monkeypatch):
+    from PySide6.QtCore import QThreadPool
+
+    from cpudoctor.gui import export as gexport
+    from export_samples import sample_report
+
+    monkeypatch.setattr(gexport, "_compare_sides", _broken)
+    dlg = gexport.CompareDialog(sample_report(), "This machine")
+    qtbot.addWidget(dlg)
+    dlg.b_edit.setText(str(tmp_path / "b.json"))
+    with qtbot.waitSignal(dlg.failed, timeout=30_000) as blocker:
+        assert dlg.run_compare()
+    _clean(blocker.args[0])
+    _clean(dlg.status.text())
+    QThreadPool.globalInstance().waitForDone(10_000)
+
+
+def test_an_export_that_hits_a_bug_is_refused_in_words(qtbot, tmp_path, monkeypatch):
+    from PySide6.QtCore import QThreadPool
+    from PySide6.QtWidgets import QWidget
+
+    from cpudoctor.gui import export as gexport
+    from cpudoctor.gui.model import AppModel
+    from export_samples import sample_report
+
+    monkeypatch.setattr(gexport, "export_report", _broken)
+    window = QWidget()
+    qtbot.addWidget(window)
+    actions = gexport.ReportActions(AppModel(), window)
+    monkeypatch.setattr(actions, "_fail", lambda text, *a, **kw: actions.failed.emit(text))   # no message box
+    with qtbot.waitSignal(actions.failed, timeout=30_000) as blocker:
+        actions.start_export(sample_report(), "html", tmp_path / "r.html")
+    _clean(blocker.args[0])
+    QThreadPool.globalInstance().waitForDone(10_000)
+
+
+def test_a_script_that_cannot_be_run_is_refused_in_words(qtbot, tmp_path, monkeypatch):
+    """The Inspector's Run a script…: a runner that fails with a bug says so, not Python's words."""
+    from PySide6.QtCore import QThreadPool
+
+    from cpudoctor.gui.inspector_page import InspectorPage
+    from cpudoctor.gui.model import AppModel
+
+    page = InspectorPage(AppModel())
+    page.inspections.list_fn = lambda: []
+    qtbot.addWidget(page)
+    monkeypatch.setattr(page.runner, "_run", _broken)
+    script = tmp_path / "train.py"
+    script.write_text("print('hi')\n")
+    with qtbot.waitSignal(page.inspect_failed, timeout=30_000) as blocker:
+        page.run_script(str(script))
+    _clean(blocker.args[0])
+    _clean(page.status_label.text())
+    QThreadPool.globalInstance().waitForDone(30_000)
+
+
 # ---------------------------------------------------------------------------- a memory cap in a lab job
 
 ALLOCATOR = ("[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate memory: you tried "
