@@ -257,3 +257,20 @@ def test_the_time_breakdowns_process_tree_redacts_argv(tmp_path):
         child.wait(60)
     assert "secret" not in shown and "hunter2" not in shown and not UNSAFE.search(shown), shown
     assert "train.py" in shown and "--db" in shown
+
+
+def test_run_json_escapes_controls_and_keeps_the_command(tmp_path):
+    """``cpudoctor run --format json``: a command line with a bidi override and a C1 control is written with
+    ``\\u`` escapes (the data survives, nothing raw), like every other JSON CPU Doctor writes."""
+    import subprocess
+    import sys
+
+    target = tmp_path / "run.json"
+    odd = "x\u202ey\x9bz\u2028"
+    proc = subprocess.run([sys.executable, "-m", "cpudoctor", "run", "--format", "json", "-o",
+                           str(target), "--", sys.executable, "-c", "pass", odd],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    text = target.read_text()
+    assert not UNSAFE.search(text)
+    assert odd in json.loads(text)["command"]
