@@ -76,11 +76,11 @@ def _script(covers: dict[Path, list[Path]], stage: Path) -> str:
     lines = ["set -e", "umask 022"]
     for n, (closed, keep) in enumerate(sorted(covers.items())):
         held = stage / str(n)
-        lines += [f"mkdir -p {q(str(held))}", f"mount --bind {q(str(closed))} {q(str(held))}",
+        lines += [f"mkdir -p {q(str(held))}", f"mount --rbind {q(str(closed))} {q(str(held))}",
                   f"mount -t tmpfs -o mode=0755,size=1m cpudoctor-other-user {q(str(closed))}"]
         for path in sorted(set(keep)):
             inside = held / path.relative_to(closed)
-            lines += [f"mkdir -p {q(str(path))}", f"mount --bind {q(str(inside))} {q(str(path))}"]
+            lines += [f"mkdir -p {q(str(path))}", f"mount --rbind {q(str(inside))} {q(str(path))}"]
     lines.append('exec "$@"')
     return "\n".join(lines)
 
