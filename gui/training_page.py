@@ -31,6 +31,7 @@ from cpudoctor.gui.torch_banner import TorchMissingBanner
 from cpudoctor.gui.training_runs import RunsPanel, RunStore, store_key
 from cpudoctor.gui.training_session import LabSession
 from cpudoctor.gui.training_widgets import BenchPanel, LivePlots, SweepPanel, TrainingForm, scrolled
+from cpudoctor.lab import deadlines
 from cpudoctor.lab.results import LabResult
 from cpudoctor.lab.runner import JobOutcome, job_command
 from cpudoctor.lab.settings import SWEEP_TRAIN_KEYS, SettingsError, SweepSettings, TrainSettings
@@ -260,7 +261,8 @@ class TrainingPage(QWidget):
         self._set_running(True)
         self.cancel_button.setFocus(Qt.FocusReason.OtherFocusReason)   # Space stops it; no spin box grabs focus
         self._set_status(html.escape(words.running_text(job)), "info")
-        self.runner.start_argv(self.job_argv(job, args), job=job)
+        # the deadlines of its settings, as in the CLI (a job that ignores its length must not run for ever)
+        self.runner.start_argv(self.job_argv(job, args), job=job, limits=deadlines.for_job(job, args))
 
     def cancel(self) -> None:
         if self.runner.is_running():

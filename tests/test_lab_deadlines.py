@@ -131,3 +131,25 @@ def test_bench_seconds_is_enforced(tmp_path):
                           stdin=subprocess.DEVNULL)
     assert done.returncode == 1, done.stderr
     assert "ran past its deadline" in done.stderr, done.stderr
+
+
+def test_the_windows_training_job_has_the_overall_deadline_too(qtbot, monkeypatch):
+    """The Training page's jobs get the deadlines of their settings, as in the CLI: a job that ignores its
+    length is stopped, its figures kept, instead of running (and holding the window's Train button) for ever."""
+    from cpudoctor.gui.model import AppModel
+    from cpudoctor.gui.training_page import TrainingPage
+
+    monkeypatch.setenv("CPUDOCTOR_LAB_STARTUP_S", "10")     # the deadline follows: 10 + 2 x 1 s + 1 s grace
+    monkeypatch.setenv("CPUDOCTOR_LAB_GRACE_S", "1")
+    page = TrainingPage(AppModel())
+    qtbot.addWidget(page)
+    page.job_argv = lambda job, args: _argv(HANGS_AFTER_ONE_STEP)
+    page.form.length_spin.setValue(1)
+    try:
+        with qtbot.waitSignal(page.runner.finished, timeout=PATIENCE_S * 1000) as blocker:
+            page.start_training()
+        out = blocker.args[0]
+        assert out.status == "error" and out.diagnosis.kind == "deadline", out.message
+        assert out.progress and out.progress[0]["samples_per_s"] == 640.0
+    finally:
+        page.shutdown()
