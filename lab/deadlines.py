@@ -9,7 +9,7 @@ that ignores ``--seconds``). So every job has two deadlines:
 * **start-up**: the job's first protocol line (every job says ``job_started``
   before it imports torch) must come within :data:`STARTUP_S`; plain text
   first counts against it too (:data:`MAX_RAW_LINES`);
-* **overall**: what the settings ask for (``--seconds``, GEMM points, int8
+* **overall**: what the settings ask for (``--seconds``, a sweep's budget, GEMM points, int8
   batches), estimated pessimistically, plus start-up, plus :data:`GRACE_S`
   for importing torch, building the model, compiling, evaluating.
 
@@ -84,6 +84,8 @@ def _work_s(job: str, s: dict[str, Any]) -> float | None:
         if s.get("serve"):
             return None                          # a sweep worker: the sweep's own budget ends it
         return seconds * (2 if s.get("dtype") == "bf16" else 1)   # bf16 is measured against fp32 too
+    if job == "sweep":
+        return _number(s.get("budget_s"), 45.0)  # the sweep ends within its budget, start-up included
     if job == "gemm":
         n = _number(s.get("size"), 4096.0)
         points = max(1, len(s.get("backends") or [1, 2, 3, 4])) * max(1, len(s.get("threads") or [1, 2]))

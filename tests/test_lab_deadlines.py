@@ -91,6 +91,8 @@ def test_the_deadlines_follow_the_settings():
     assert big.total_s > deadlines.for_job("gemm", {"size": 512, "backends": ["numpy-fp64"], "threads": [1],
                                                     "min_seconds": 0.75}).total_s
     assert deadlines.for_job("quant", {"batches": [1, 64], "min_seconds": 1.0}).total_s > 0
+    sweep = deadlines.for_job("sweep", {"budget_s": 45.0, "train": {}})
+    assert sweep.total_s is not None and 45.0 < sweep.total_s < deadlines.for_job("sweep", {"budget_s": 600.0}).total_s
 
 
 def test_a_real_job_says_it_started_before_importing_torch(tmp_path):
