@@ -62,6 +62,19 @@ def test_json_writes_no_raw_c1_or_bidi_and_the_data_survives():
     assert re.compile(f"[{JSON_UNSAFE}]").pattern[1:-1] == JSON_UNSAFE
 
 
+def test_the_json_export_keeps_noncharacters_as_escapes():
+    """U+FFFE/U+FFFF are stripped from text (XML forbids them); the JSON export escapes them, so the data
+    survives the sink (the fuzz family found a brand ending in U+FFFF come back without it)."""
+    from cpudoctor.export import render_export
+    from cpudoctor.report_file import report_from_json
+
+    report = sample_report()
+    report.cpu.brand = "\x00x\ufffey\uffff"
+    text = render_export(report, "json", include_identifying=True).decode("utf-8")
+    assert "\ufffe" not in text and "\uffff" not in text
+    assert report_from_json(text).cpu.brand == report.cpu.brand
+
+
 @pytest.mark.parametrize("fmt", ["text", "md", "json"])
 def test_doctor_writes_the_same_clean_text_to_a_file_as_to_the_terminal(fmt, tmp_path, capsys):
     report = _hostile_report(tmp_path / "evil.json")

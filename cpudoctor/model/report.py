@@ -107,8 +107,9 @@ class Report:
 
 # What JSON may carry as text but no file should hold raw: DEL, the C1 controls (U+009B is a terminal's CSI),
 # the bidirectional marks, embeddings, overrides and isolates, the line and paragraph separators, and lone
-# surrogates (not encodable as UTF-8). The same set as cpudoctor.kits.escape.UNSAFE_IN_JSON (a test checks).
-JSON_UNSAFE = "\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff"
+# surrogates (not encodable as UTF-8), and U+FFFE/U+FFFF (noncharacters the text sinks strip): what
+# cpudoctor.kits.escape strips beyond the C0 controls JSON escapes anyway, so a sink loses none of it.
+JSON_UNSAFE = "\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff\ufffe\uffff"
 _JSON_UNSAFE_RE = re.compile(f"[{JSON_UNSAFE}]")
 
 
