@@ -173,7 +173,8 @@ def _probe(source: Source, run: "_Run", *, children: bool, software: bool) -> Re
         probes: list[SoftwareProbe] = []      # the quick stage's probe, reused by the children stage
 
         def quick(r: Report) -> Report:
-            probes.append(SoftwareProbe(root, cpu=r.cpu, python=source.python, chosen_by=source.python_chosen_by))
+            probes.append(SoftwareProbe(root, cpu=r.cpu, python=source.python, chosen_by=source.python_chosen_by,
+                                        ask=children))
             return _probed(dataclasses.replace(r, software=probes[0].quick()), "software", root)
 
         report = run.stage("software-quick", quick, report)

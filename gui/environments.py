@@ -59,9 +59,15 @@ class EnvLookup:
         return envs_mod.describe(Path(python), "chosen in the window", ctx, cache=self.cache)
 
     def default(self) -> tuple[PythonEnv | None, str]:
-        """What the CLI describes without ``--python``: ``$CPUDOCTOR_PYTHON``, else the likely one."""
+        """What the CLI describes without ``--python``: ``$CPUDOCTOR_PYTHON``, else the active environment, the
+        working folder's, the likely one (decided from files, running only the chosen interpreter)."""
         return envs_mod.training_environment(None, environ=self.environ, home=self.home, cwd=self.cwd,
                                              run_conda=self.run_conda, cache=self.cache)
+
+    def decide(self) -> tuple[PythonEnv | None, str]:
+        """The default without ``$CPUDOCTOR_PYTHON`` (when that one cannot be used)."""
+        env = envs_mod.decide(self.environ, self.home, self.cwd, cache=self.cache)
+        return env, envs_mod.why_chosen(env)
 
 
 def identity(env: PythonEnv) -> str:
@@ -279,7 +285,6 @@ def _initial_choice(lookup: EnvLookup, remembered: str | None) -> tuple[PythonEn
     try:
         env, chosen_by = lookup.default()
     except EnvError as exc:
-        found = envs_mod.likely_training_env(lookup.find())
-        env, chosen_by = found, "likely" if found is not None else "only-own"
-        note = words.fallback_text(str(exc), found)
+        env, chosen_by = lookup.decide()
+        note = words.fallback_text(str(exc), env)
     return env, chosen_by, note

@@ -63,15 +63,16 @@ def source_from(args: argparse.Namespace) -> "Source":
             raise CliError("--python describes an environment on this machine, not in a captured tree")
         check_tree(root, args.root)    # a wrong folder must not read as "No issues found!"
         return source
-    return Source.this_machine(*python_choice(python))
+    return Source.this_machine(*python_choice(python, fast=bool(getattr(args, "fast", False))))
 
 
-def python_choice(choice: str | None) -> tuple[str | None, str]:
-    """(interpreter to describe or None for CPU Doctor's own, how it was chosen); a bad ``--python`` is exit 2."""
+def python_choice(choice: str | None, *, fast: bool = False) -> tuple[str | None, str]:
+    """(interpreter to describe or None for CPU Doctor's own, how it was chosen); a bad ``--python`` is exit 2.
+    ``fast`` (``--fast``): the default is decided without running any interpreter."""
     from cpudoctor.probes.software.envs import EnvError, training_environment
 
     try:
-        env, chosen_by = training_environment(choice)
+        env, chosen_by = training_environment(choice, fast=fast)
     except EnvError as exc:
         raise CliError(str(exc)) from None
     return (None if env is None or env.own else env.python), chosen_by
