@@ -66,6 +66,7 @@ from cpudoctor.kits.rooted import read_bytes_checked
 QUERY_TIMEOUT_S = 10.0       # one interpreter asked on its own (--python): ~30 ms when healthy
 LIST_DEADLINE_S = 8.0        # every interpreter of the listing together (`envs`, the picker)
 DECIDE_DEADLINE_S = 5.0      # the default's decision: the few candidates it asks, together
+DECIDE_TRY_S = 3.0           # ... and each of them (a healthy interpreter answers in 30 ms, a busy one in 1 s)
 CONDA_TIMEOUT_S = 15.0       # conda is a Python program of its own: seconds on a cold disk
 CONDA_MAX_OUTPUT = 4 << 20
 FAILURE_TTL_S = TIMEOUT_TTL_S
@@ -527,10 +528,11 @@ def discover(environ: Mapping[str, str] | None = None, home: Path | None = None,
 
 def _score(e: PythonEnv) -> tuple:
     """How likely the user trains in ``e``: usable; not a pipx tool; not CPU Doctor's own unless activated;
+    its Python version known (a folder judged from its files whose version nothing tells is suspect);
     activated by the user (a conda base that shells activate by themselves does not count); the working
     folder's; with torch; a conda env or venv rather than a bare interpreter; not conda's base."""
     chosen = e.active and not (e.kind == "conda" and e.name == "base")
-    return (e.usable, e.kind != "pipx", not e.own or chosen, chosen, e.in_cwd, bool(e.torch),
+    return (e.usable, e.kind != "pipx", not e.own or chosen, e.version is not None, chosen, e.in_cwd, bool(e.torch),
             e.kind in ("conda", "venv"), e.name != "base")
 
 
@@ -584,7 +586,8 @@ def decide(environ: Mapping[str, str] | None = None, home: Path | None = None, c
 
 
 def _verify(ranked: list[PythonEnv], ctx: _Context, store: EnvCache | None, deadline_s: float) -> PythonEnv | None:
-    """Ask the best-ranked candidates one by one until one's real description still ranks first."""
+    """Ask the best-ranked candidates one by one until one's real description still ranks first (each try
+    has at most :data:`DECIDE_TRY_S` of the deadline, so one that hangs leaves time for the next)."""
     end = time.monotonic() + deadline_s
     pending = [e for e in ranked if e.usable or e.from_files]
     tries = 0
@@ -593,8 +596,9 @@ def _verify(ranked: list[PythonEnv], ctx: _Context, store: EnvCache | None, dead
         if not best.from_files:
             return best                       # a remembered answer: nothing to ask
         tries += 1
+        budget = max(0.1, min(DECIDE_TRY_S, end - time.monotonic()))
         real = _describe_many([(Path(best.python), best.found_by[0] if best.found_by else "found")], ctx, store,
-                              max(0.1, end - time.monotonic()))[0]
+                              budget)[0]
         if not real.usable:
             continue
         if not pending or _score(real) >= _score(pending[0]):
