@@ -99,6 +99,9 @@ class StageResult:
 
 
 StageCallback = Callable[[StageResult], None]
+# Which Python environment this machine's software stages describe, decided while the CPU and topology
+# stages run: (interpreter or None for CPU Doctor's own, how it was chosen). See build_report.
+EnvironmentCallback = Callable[[], "tuple[str | None, str | None]"]
 
 
 class Cancelled(Exception):
@@ -136,6 +139,7 @@ def build_report(
     only: set[str] | None = None,
     on_stage: StageCallback | None = None,
     cancelled: Callable[[], bool] | None = None,
+    environment: EnvironmentCallback | None = None,
 ) -> Report:
     """Build the report of ``source`` and diagnose it.
 
@@ -146,6 +150,11 @@ def build_report(
     alone). A saved report is re-diagnosed with this CPU Doctor's rules; its
     own findings stay when the advisor cannot run.
 
+    ``environment``: for this machine, called once when the software stages start, instead of
+    ``source.python``: which environment to describe. The window passes one that waits for its
+    picker's decision (made meanwhile on another thread), so the machine's facts need not wait for it;
+    it may raise :class:`Cancelled`.
+
     Raises :class:`cpudoctor.model.report.ReportError` for an unreadable saved report
     and :class:`Cancelled` when ``cancelled()`` turns true between stages.
     """
@@ -153,13 +162,14 @@ def build_report(
     if source.kind == "saved":
         report = run.stage("load", lambda _r: load_report(source.path), None)
     else:
-        report = _probe(source, run, children=children, software=software)
+        report = _probe(source, run, children=children, software=software, environment=environment)
     if findings:
         report = run.stage("advisor", lambda r: diagnose(r, only), report)
     return report
 
 
-def _probe(source: Source, run: "_Run", *, children: bool, software: bool) -> Report:
+def _probe(source: Source, run: "_Run", *, children: bool, software: bool,
+           environment: EnvironmentCallback | None = None) -> Report:
     from cpudoctor.probes import probe_cpu, probe_topology
 
     root = source.path
@@ -173,8 +183,10 @@ def _probe(source: Source, run: "_Run", *, children: bool, software: bool) -> Re
         probes: list[SoftwareProbe] = []      # the quick stage's probe, reused by the children stage
 
         def quick(r: Report) -> Report:
-            probes.append(SoftwareProbe(root, cpu=r.cpu, python=source.python, chosen_by=source.python_chosen_by,
-                                        ask=children))
+            python, chosen_by = source.python, source.python_chosen_by
+            if environment is not None and source.live:
+                python, chosen_by = environment()
+            probes.append(SoftwareProbe(root, cpu=r.cpu, python=python, chosen_by=chosen_by, ask=children))
             return _probed(dataclasses.replace(r, software=probes[0].quick()), "software", root)
 
         report = run.stage("software-quick", quick, report)

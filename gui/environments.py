@@ -114,6 +114,9 @@ class EnvironmentChooser(QObject):
         self.listed_once = False
         self._extra: list[PythonEnv] = []  # chosen by hand, not found by discovery: kept in the listing
         self._started = False
+        self._initial_over = False         # the default's decision has ended (well or not)
+        self._list_wanted = False          # someone asked for the listing (start, the picker's menu)
+        self._listing = 0                  # listings in progress
         self._list_gen = 0
         self._pick_gen = 0
         self._busy = 0
@@ -143,6 +146,18 @@ class EnvironmentChooser(QObject):
 
     def start(self) -> None:
         """Decide the default, then list the environments (once; both off the UI thread)."""
+        self._list_wanted = True
+        if not self._started:
+            self.decide_default()
+        elif self._initial_over and not self.listed_once and not self._listing:
+            self._list(fresh=False)
+
+    def decide_default(self) -> None:
+        """Decide the default only (once, off the UI thread); the listing waits for :meth:`start`.
+
+        The window decides this way when it opens: the report needs one environment, and asking every
+        interpreter on the machine would compete with it for the CPU. The listing follows when the
+        picker's menu opens, the Training page needs it, or the first report is done."""
         if self._started:
             return
         self._started = True
@@ -162,13 +177,20 @@ class EnvironmentChooser(QObject):
     def _list(self, fresh: bool) -> None:
         self._list_gen += 1
         gen = self._list_gen
+        self._listing += 1
         self._begin()
         run_in_thread(self.lookup.find, fresh, on_result=lambda envs: self._listed(gen, envs),
-                      on_error=lambda exc: self._list_failed(gen, exc), on_finished=self._end)
+                      on_error=lambda exc: self._list_failed(gen, exc), on_finished=self._list_ended)
+
+    def _list_ended(self) -> None:
+        self._listing = max(0, self._listing - 1)
+        self._end()
 
     def _after_initial(self) -> None:
+        self._initial_over = True
         self._end()
-        self._list(fresh=False)
+        if self._list_wanted and not self.listed_once and not self._listing:
+            self._list(fresh=False)
 
     def _initial_done(self, gen: int, answer: tuple[PythonEnv | None, str, str]) -> None:
         env, chosen_by, note = answer

@@ -132,7 +132,6 @@ class MainWindow(QMainWindow):
         self.environments.settings = self.settings
         if env_lookup is not None:
             self.environments.lookup = env_lookup
-        self._collect_when_chosen = False  # collect this machine once the default is known
         self._environment_known = False    # the first choice (usually the default) has arrived
         self.setWindowTitle(APP_NAME)
         self.setWindowIcon(app_icon())
@@ -301,6 +300,7 @@ class MainWindow(QMainWindow):
         m.status_message.connect(lambda text: self.statusBar().showMessage(text, 8000))
         m.report_changed.connect(self._on_report)
         self.collector.busy_changed.connect(self._show_busy)
+        self.collector.busy_changed.connect(self._list_when_idle)
         self.environments.looking_changed.connect(self._show_busy)
         self.collector.open_failed.connect(self._open_failed)
         # a saved report starts at its summary, not on a live page (Monitor, Inspector) of this machine
@@ -374,16 +374,13 @@ class MainWindow(QMainWindow):
     def _on_environment(self, env, chosen_by: str) -> None:
         """The environment chosen (the default when the window opens, or the user's pick): this
         machine's report describes it, built anew; a saved report shown stays."""
+        awaited = self.collector.awaiting_environment       # the report in progress waits for exactly this
         self.collector.set_environment(job_python(env), chosen_by)
         default, self._environment_known = not self._environment_known and chosen_by != WINDOW, True
-        if self.collector.opening or self.model.read_only:
-            # the user's file is what to show (however it was opened); Back to this machine uses this choice
-            self._collect_when_chosen = False
+        if awaited or self.collector.opening or self.model.read_only:
+            # awaited: the run goes on with it; a saved report: the user's file is what to show (however
+            # it was opened), and Back to this machine uses this choice
             self._show_busy()
-            return
-        if self._collect_when_chosen:       # this machine's report was waiting for the default
-            self._collect_when_chosen = False
-            self.collector.start()
             return
         if default:
             return                          # nothing was waiting for it (the window was told not to probe)
@@ -392,9 +389,15 @@ class MainWindow(QMainWindow):
             self.model.status_message.emit(env_choice.switching_text(env))
             self.collector.start()
 
+    def _list_when_idle(self, busy: bool) -> None:
+        """Once this machine's first report is done, list the environments for the picker (off the
+        critical path: asking every interpreter competes with the report's checks for the CPU)."""
+        if not busy and self.environments.decided and not self.environments.listed_once:
+            self.environments.start()
+
     def _show_busy(self, _busy: bool = False) -> None:
-        """The status bar's busy bar: a report being built, or this machine's report waiting for its environment."""
-        self.busy.setVisible(self.collector.busy or (self._collect_when_chosen and self.environments.looking))
+        """The status bar's busy bar: a report being built (perhaps waiting for its environment)."""
+        self.busy.setVisible(self.collector.busy)
 
     def _environment_rejected(self, message: str) -> None:
         QMessageBox.warning(self, "Cannot use this Python", message)
@@ -412,14 +415,14 @@ class MainWindow(QMainWindow):
     def refresh(self) -> None:
         """Probe this machine again (also leaves a report opened from a file).
 
-        The first time, this machine's report waits for the Python environment to describe
-        (the one chosen last time: milliseconds; a first listing of the machine's environments:
-        about a second); the window and the Monitor do not.
+        The first time, the Python environment to describe is decided meanwhile (the one chosen last
+        time, else the CLI's default: milliseconds, one interpreter at most): the machine's facts show
+        at once, and the software stages wait for the decision.
         """
         self.model.read_only = False
         if self.collector.live and not self.environments.decided:
-            self._collect_when_chosen = True
-            self.environments.start()
+            self.environments.decide_default()
+            self.collector.start(environment_pending=True)
             return
         self.collector.start()
 
@@ -435,9 +438,8 @@ class MainWindow(QMainWindow):
         A bad file gets a message, not a crash; when nothing is shown yet (the window was
         started with that file), this machine is read instead.
         """
-        self._collect_when_chosen = False   # the user's file, not this machine, is what to show now
-        self._show_busy()
         self.collector.open(path)
+        self._show_busy()
 
     def _open_failed(self, message: str) -> None:
         QMessageBox.warning(self, "Cannot open the report", message)
@@ -462,7 +464,6 @@ class MainWindow(QMainWindow):
             self._collect_on_show = False
             # after the first paint, so the window appears before any probe runs
             QTimer.singleShot(0, self.refresh)
-            QTimer.singleShot(0, self.environments.start)
 
     def hideEvent(self, event) -> None:  # noqa: N802 - Qt API
         super().hideEvent(event)

@@ -37,6 +37,7 @@ class AppModel(QObject):
         self.read_only = False                 # True for a report opened from a file
         self.source_label = "This machine"
         self._judged: Report | None = None     # the report the current findings were made for
+        self.advised = False                   # the findings shown come from the advisor (an empty list means none)
         self._advice_generation = 0
         self._diagnosing = False
         # Which Python environment this machine's report and the lab's jobs are about; it looks
@@ -65,6 +66,8 @@ class AppModel(QObject):
         self._set_diagnosing(False)
         self.report = own
         self._judged = report
+        # A saved report's findings are its own; a snapshot of this machine has none until the advisor ran.
+        self.advised = read_only
         self.read_only = read_only
         self.source_label = label or ("Saved report" if read_only else "This machine")
         self.report_changed.emit(own)
@@ -73,8 +76,10 @@ class AppModel(QObject):
             self.rediagnose()
 
     def set_findings(self, findings: list[Finding]) -> None:
+        """Findings the advisor made for the model's report (an empty list: it found nothing)."""
         if self.report is not None:
             self.report.findings = list(findings)
+        self.advised = True
         self.findings_changed.emit(list(findings))
 
     def offer_findings(self, judged: Report, findings: list[Finding]) -> bool:

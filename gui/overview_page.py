@@ -340,9 +340,9 @@ class OverviewPage(QWidget):
             report = self.model.report
             if self.model.read_only:
                 self.findings_label.setText("No findings in this report.")
-            elif report is not None and report.software and report.software.children_ran:
+            elif report is not None and self.model.advised:
                 self.findings_label.setText("No findings.")
-            else:
+            else:                           # never "No findings." before the advisor has run
                 self.findings_label.setText("The advisor runs once the software check is done.")
             return
         ordered = ranked(findings)
