@@ -175,6 +175,8 @@ def _probe(source: Source, run: "_Run", *, children: bool, software: bool,
     root = source.path
     meta = Meta(generated_at=utc_now_iso(), tool_version=__version__, root=str(root), platform=sys.platform)
     report = run.stage("cpu", lambda _r: _probed(Report(meta=meta, cpu=probe_cpu(root)), "cpu", root), None)
+    # The CPUID child needs nothing the later stages find: it runs beside them (its stage collects it).
+    cpuid = _CpuidChild() if children and source.live and report.cpu.arch in ("x86_64", "i686") else None
     report = run.stage("topology", lambda r: _probed(dataclasses.replace(r, topology=probe_topology(root)),
                                                      "topology", root), report)
     if software:
@@ -193,8 +195,8 @@ def _probe(source: Source, run: "_Run", *, children: bool, software: bool,
         if children and source.live and not probes[0].captured:
             report = run.stage("software-children", lambda r: _probed(
                 dataclasses.replace(r, software=probes[0].complete()), "software", root), report)
-    if children and source.live and report.cpu.arch in ("x86_64", "i686"):
-        report = run.stage("cpuid-cross-check", _cross_checked, report)
+    if cpuid is not None:
+        report = run.stage("cpuid-cross-check", cpuid.checked, report)
     return report
 
 
@@ -246,13 +248,31 @@ def _bound_value(value, notes: list[str], where: str):
     return value
 
 
-def _cross_checked(report: Report) -> Report:
-    """The report with the CPUID cross-check on its CPU, as data and notes (a new CpuInfo: snapshots keep theirs)."""
-    from cpudoctor.probes.cpu.cpuid_check import cross_check
+class _CpuidChild:
+    """The CPUID cross-check's child, started at once on a thread of its own; :meth:`checked` waits for it and
+    gives the report with the check on its CPU, as data and notes (a new CpuInfo: snapshots keep theirs)."""
 
-    check, notes = cross_check(report.cpu)
-    cpu = dataclasses.replace(report.cpu, cpuid_check=check, notes=[*report.cpu.notes, *notes])
-    return dataclasses.replace(report, cpu=cpu)
+    def __init__(self):
+        import threading
+
+        from cpudoctor.probes.cpu.cpuid_check import run_child
+
+        self._result = None
+        self._thread = threading.Thread(target=self._run, args=(run_child,), name="cpudoctor-cpuid", daemon=True)
+        self._thread.start()
+
+    def _run(self, run_child) -> None:
+        self._result = run_child()
+
+    def checked(self, report: Report) -> Report:
+        from cpudoctor.probes.cpu.cpuid_check import CpuidResult, notes, summarise
+
+        self._thread.join()
+        result = self._result if self._result is not None else CpuidResult(error="the CPUID check did not run")
+        check = summarise(report.cpu, result)
+        cpu = dataclasses.replace(report.cpu, cpuid_check=check,
+                                  notes=[*report.cpu.notes, *notes(report.cpu, check, result.xcr0)])
+        return dataclasses.replace(report, cpu=cpu)
 
 
 def diagnose(report: Report, only: set[str] | None = None) -> Report:

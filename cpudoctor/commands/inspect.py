@@ -18,7 +18,6 @@ import json
 from pathlib import Path
 
 from cpudoctor.commands import CliError, emit, root_arg
-from cpudoctor.render.inspect import render_list, render_text
 
 
 
@@ -64,6 +63,8 @@ def run(args: argparse.Namespace) -> int:
         from cpudoctor.probes.process.inspect import list_processes
 
         entries = list_processes(root, interval=0.4, exclude_self=True)
+        from cpudoctor.render.inspect import render_list
+
         emit(_list_json(entries) if args.format == "json" else render_list(entries), args.output)
         return 0
     if args.pid is None:
@@ -84,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
         text = json.dumps({"kind": "cpudoctor-inspection", "inspection": to_data(insp),
                            "findings": to_data(findings)}, indent=2, ensure_ascii=False)
     else:
+        from cpudoctor.render.inspect import render_text
+
         text = render_text(insp, findings)
     emit(text, args.output)
     if insp.status == "exited":
