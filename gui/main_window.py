@@ -25,6 +25,7 @@ from cpudoctor.gui.env_picker import EnvironmentPicker
 from cpudoctor.gui.environments import WINDOW, EnvLookup, job_python
 from cpudoctor.gui.icons import app_icon, icon
 from cpudoctor.gui.model import AppModel
+from cpudoctor.gui.page_set import PageSet
 from cpudoctor.gui.sampler import DEFAULT_HZ, LiveSampler
 from cpudoctor.render import env_choice
 from cpudoctor.model import Report
@@ -35,6 +36,7 @@ SIDEBAR_PX = 176
 SIDEBAR_COMPACT_PX = 56
 COMPACT_BELOW_PX = 1000       # narrower windows show the sidebar as icons only
 PICKER_TEXT_PX = (190, 320)   # the environment picker's text in a compact / a wide window (then elided)
+LATE_PAGES_MS = 600           # after the window is shown, the pages it did not wait for are built (gui/page_set.py)
 TITLE_ROLE = Qt.ItemDataRole.UserRole + 1
 # (module under cpudoctor.gui, class name) in sidebar order
 PAGES: tuple[tuple[str, str], ...] = (
@@ -139,7 +141,7 @@ class MainWindow(QMainWindow):
 
         self.collector = ReportCollector(self.model, root=root, children=children, parent=self)
         self.sampler = LiveSampler(self.model, rate_hz=self._setting_float("monitor/rate_hz", DEFAULT_HZ), parent=self)
-        self.pages: dict[str, QWidget] = {}
+        self.pages: PageSet                # title -> page (Monitor and Training built just after the first paint)
         self.report_actions = None
 
         self._build_central()
@@ -180,18 +182,28 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(central)
 
     def _build_pages(self) -> None:
-        for cls in page_classes():
-            page = cls(self.model)
-            self.pages[cls.title] = page
-            self.stack.addWidget(page)
-            item = QListWidgetItem(icon(cls.icon_name), cls.title)
-            item.setData(TITLE_ROLE, cls.title)
+        self.pages = PageSet(self.stack, lambda cls: cls(self.model), self._page_built)
+        for module, cls_name in PAGES:
+            title = self.pages.add(module, cls_name, late=True)
+            item = QListWidgetItem(icon(self.pages.icons[title]), title)
+            item.setData(TITLE_ROLE, title)
             item.setSizeHint(QSize(160, 38))
             self.sidebar.addItem(item)
-            nav = getattr(page, "navigate", None)
-            if nav is not None and hasattr(nav, "connect"):
-                nav.connect(self.show_page)
         self.sidebar.currentRowChanged.connect(self._on_row)
+
+    def _page_built(self, title: str, page: QWidget) -> None:
+        nav = getattr(page, "navigate", None)
+        if nav is not None and hasattr(nav, "connect"):
+            nav.connect(self.show_page)
+        if title == "Monitor":
+            page.set_rate(self.sampler.rate_hz)
+            page.rate_changed.connect(self._set_rate)
+            page.paused_changed.connect(self._set_paused)
+
+    def _build_late_pages(self) -> None:
+        """One page the window did not wait for, per turn of the event loop, while it is shown."""
+        if self.isVisible() and self.pages.build_next():
+            QTimer.singleShot(0, self._build_late_pages)
 
     def set_compact_sidebar(self, compact: bool) -> None:
         """Icons only (titles in tooltips): a narrow window gives its width to the page."""
@@ -274,7 +286,7 @@ class MainWindow(QMainWindow):
         file_menu.addAction(self.quit_action)
         view_menu = menu.addMenu("&View")
         for i, title in enumerate(self.pages):
-            act = QAction(icon(type(self.pages[title]).icon_name), title, self)
+            act = QAction(icon(self.pages.icons[title]), title, self)
             if i < 9:
                 act.setShortcut(QKeySequence(f"Ctrl+{i + 1}"))
             act.triggered.connect(lambda _=False, t=title: self.show_page(t))
@@ -308,11 +320,6 @@ class MainWindow(QMainWindow):
         self.banner.back.clicked.connect(self.refresh)
         self.environments.chosen.connect(self._on_environment)
         self.environments.rejected.connect(self._environment_rejected)
-        monitor = self.pages.get("Monitor")
-        if monitor is not None:
-            monitor.set_rate(self.sampler.rate_hz)
-            monitor.rate_changed.connect(self._set_rate)
-            monitor.paused_changed.connect(self._set_paused)
 
     # -- settings -------------------------------------------------------------
     def _setting_float(self, key: str, default: float) -> float:
@@ -343,8 +350,7 @@ class MainWindow(QMainWindow):
 
     # -- behaviour ------------------------------------------------------------
     def current_page_title(self) -> str:
-        page = self.stack.currentWidget()
-        return type(page).title if page is not None else ""
+        return self.pages.title_at(self.stack.currentIndex())
 
     def show_page(self, title: str) -> None:
         titles = list(self.pages)
@@ -353,6 +359,7 @@ class MainWindow(QMainWindow):
 
     def _on_row(self, row: int) -> None:
         if row >= 0:
+            self.pages.get(self.pages.title_at(row))       # a page the window did not wait for is built now
             self.stack.setCurrentIndex(row)
 
     def _on_report(self, report: Report) -> None:
@@ -457,9 +464,10 @@ class MainWindow(QMainWindow):
     # -- lifecycle ------------------------------------------------------------
     def showEvent(self, event) -> None:  # noqa: N802 - Qt API
         super().showEvent(event)
-        monitor = self.pages.get("Monitor")
+        monitor = self.pages.built("Monitor")
         if not (monitor is not None and monitor.paused):
             self.sampler.start()
+        QTimer.singleShot(LATE_PAGES_MS, self._build_late_pages)
         if self._collect_on_show:
             self._collect_on_show = False
             # after the first paint, so the window appears before any probe runs
@@ -472,7 +480,7 @@ class MainWindow(QMainWindow):
     def changeEvent(self, event) -> None:  # noqa: N802 - Qt API
         super().changeEvent(event)
         if event.type() == event.Type.WindowStateChange:
-            monitor = self.pages.get("Monitor")
+            monitor = self.pages.built("Monitor")
             if self.isMinimized():
                 self.sampler.pause()        # nobody looks at a minimised window
             elif self.isVisible() and not (monitor is not None and monitor.paused):

@@ -86,3 +86,55 @@ def test_no_findings_is_said_only_after_the_advisor_ran(qtbot):
     assert page.findings_label.text() == "No findings."
     model.set_report(dataclasses.replace(report))      # a new snapshot: the advisor has not judged it yet
     assert page.findings_label.text() != "No findings."
+
+
+def test_late_pages_are_named_as_their_classes_say():
+    import importlib
+
+    from cpudoctor.gui.main_window import PAGES
+    from cpudoctor.gui.page_set import LATE
+
+    classes = dict(PAGES)
+    for module, (title, icon_name) in LATE.items():
+        cls = getattr(importlib.import_module(f"cpudoctor.gui.{module}"), classes[module])
+        assert (cls.title, cls.icon_name) == (title, icon_name)
+
+
+def test_the_window_paints_before_pyqtgraph_is_imported_and_builds_every_page_after(tmp_path):
+    """A fresh process: nothing of pyqtgraph (nor numpy through it) before the first paint; every page after."""
+    import os
+    import subprocess
+    import sys
+
+    script = """
+import sys
+from PySide6.QtCore import QEvent, QObject, QSettings
+from PySide6.QtWidgets import QApplication
+app = QApplication([])
+from cpudoctor.gui.main_window import MainWindow
+from cpudoctor.gui.model import AppModel
+painted = []
+class Seen(QObject):
+    def eventFilter(self, obj, event):
+        if event.type() == QEvent.Type.Paint and not painted:
+            painted.append("pyqtgraph" in sys.modules)
+        return False
+window = MainWindow(AppModel(), settings=QSettings(sys.argv[1], QSettings.Format.IniFormat), collect=False)
+seen = Seen()
+window.installEventFilter(seen)
+window.show()
+while not painted:
+    app.processEvents()
+assert painted == [False], painted
+while window.pages.pending:
+    app.processEvents()
+assert "pyqtgraph" in sys.modules and window.pages["Monitor"].history is not None
+assert [window.stack.indexOf(window.pages[t]) for t in window.pages] == list(range(len(window.pages)))
+window.sampler.stop()
+window.pages["Inspector"].live_timer.stop()
+window.close()
+print("ok")
+"""
+    out = subprocess.run([sys.executable, "-c", script, str(tmp_path / "s.ini")], capture_output=True, text=True,
+                         timeout=300, env={**os.environ, "QT_QPA_PLATFORM": "offscreen"})
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]

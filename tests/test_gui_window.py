@@ -43,8 +43,8 @@ def test_window_opens_with_every_present_page(window):
     assert {"overview_page", "flags_page", "monitor_page"} <= {m for m, _ in expected}
     assert window.sidebar.count() == window.stack.count() == len(expected)
     for row, (module, cls_name) in enumerate(expected):
-        page = window.stack.widget(row)
-        assert type(page).__name__ == cls_name
+        page = window.pages[window.pages.title_at(row)]     # a page built after the first paint: built on look-up
+        assert window.stack.widget(row) is page and type(page).__name__ == cls_name
         item = window.sidebar.item(row)
         assert item.data(mw.TITLE_ROLE) == type(page).title
         assert item.text() == type(page).title or item.toolTip() == type(page).title    # compact: tooltip
