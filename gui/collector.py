@@ -23,7 +23,7 @@ from shiboken6 import isValid
 
 from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.workers import run_in_thread
-from cpudoctor.pipeline import Cancelled, Source, StageResult, build_report, planned_stages
+from cpudoctor.pipeline import Cancelled, Source, StageResult, build_report, environment_python, planned_stages
 from cpudoctor.render.words import status_text
 from cpudoctor.model import ReportError
 
@@ -62,7 +62,7 @@ class ReportCollector(QObject):
         self._generation = 0
         self._busy = False
         self._kind: str | None = None       # the kind of source of the newest run
-        self.python: str | None = None     # the environment's interpreter; None: CPU Doctor's own
+        self.environment = None            # the PythonEnv to describe; None: CPU Doctor's own
         self.chosen_by: str | None = None  # how it was chosen (PythonInfo.chosen_by)
         self._chosen = threading.Event()   # set: the environment above is decided (a waiting run goes on)
         self._chosen.set()
@@ -81,10 +81,10 @@ class ReportCollector(QObject):
         """True when :meth:`start` reads this machine (not a captured tree): the environment matters."""
         return Source.tree(self.root).live
 
-    def set_environment(self, python: str | None, chosen_by: str | None) -> None:
-        """The Python environment the next :meth:`start` describes (None: CPU Doctor's own interpreter);
+    def set_environment(self, env, chosen_by: str | None) -> None:
+        """The Python environment (a PythonEnv) the next :meth:`start` describes (None: CPU Doctor's own);
         a run waiting for it (``start(environment_pending=True)``) goes on with it."""
-        self.python, self.chosen_by = python, chosen_by
+        self.environment, self.chosen_by = env, chosen_by
         self._chosen.set()
 
     @property
@@ -100,7 +100,7 @@ class ReportCollector(QObject):
         """
         source = Source.tree(self.root)
         if source.live:
-            source = Source.this_machine(python=self.python, chosen_by=self.chosen_by)
+            source = Source.for_environment(self.environment, self.chosen_by)
             if environment_pending:
                 self._chosen.clear()
         self._run(source, wait_for_environment=environment_pending and source.live)
@@ -143,7 +143,7 @@ class ReportCollector(QObject):
                     raise Cancelled("software-quick")
             if gen != self._generation:
                 raise Cancelled("software-quick")
-            return self.python, self.chosen_by
+            return environment_python(self.environment), self.chosen_by
         return wait
 
     def _current(self, gen: int, source: Source) -> bool:

@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (QFileDialog, QFrame, QHBoxLayout, QLabel, QListWi
 from cpudoctor import __version__
 from cpudoctor.gui.collector import ReportCollector
 from cpudoctor.gui.env_picker import EnvironmentPicker
-from cpudoctor.gui.environments import WINDOW, EnvLookup, job_python
+from cpudoctor.gui.environments import WINDOW, EnvLookup
 from cpudoctor.gui.icons import app_icon, icon
 from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.page_set import PageSet
@@ -382,7 +382,7 @@ class MainWindow(QMainWindow):
         """The environment chosen (the default when the window opens, or the user's pick): this
         machine's report describes it, built anew; a saved report shown stays."""
         awaited = self.collector.awaiting_environment       # the report in progress waits for exactly this
-        self.collector.set_environment(job_python(env), chosen_by)
+        self.collector.set_environment(env, chosen_by)
         default, self._environment_known = not self._environment_known and chosen_by != WINDOW, True
         if awaited or self.collector.opening or self.model.read_only:
             # awaited: the run goes on with it; a saved report: the user's file is what to show (however

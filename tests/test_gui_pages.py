@@ -239,12 +239,11 @@ def test_markdown_export_words_sme_for_the_report_cpu():
 
 
 def test_flags_without_flags_json(qtbot, model, monkeypatch):
-    from cpudoctor import resources
+    from cpudoctor.gui import flags_page
+    from cpudoctor.knowledge import FlagCatalogue
 
-    def missing(name):
-        raise FileNotFoundError(name)
-
-    monkeypatch.setattr(resources, "load_json", missing)
+    # The real loader on a file that is not there (a broken installation).
+    monkeypatch.setattr(flags_page, "FLAGS", FlagCatalogue("no_such_flags.json", "missing on purpose"))
     page = _page(qtbot, FlagsPage, model)
     model.set_report(zen4_report())
     assert page.source.rowCount() == 13            # exactly the CPU's flags, meanings empty
@@ -279,10 +278,13 @@ def test_flags_rows_follow_the_wrapped_meanings(qtbot, model):
     assert len(heights) <= 2                       # wide window: almost all one line, none clipped
 
 
-def test_flag_catalogue_formats():
-    assert fp._entry("x", "plain meaning") == ("x", "", "plain meaning")
-    assert fp._entry("x", {"category": "simd", "meaning": "m"}) == ("x", "simd", "m")
-    assert fp._entry("", {"flag": "avx2", "group": "simd", "dl": "d"}) == ("avx2", "simd", "d")
+def test_flag_catalogue_is_the_knowledge_layers():
+    """The page reads the one flag catalogue (schema-checked), not a file of its own."""
+    from cpudoctor.knowledge import FLAGS
+
+    meanings, categories, aliases = fp.load_flag_catalogue()
+    assert meanings["avx2"] == FLAGS.describe("avx2") and meanings["avx2"][1]
+    assert list(categories) == list(FLAGS.categories) and aliases["sse3"] == "pni"
 
 
 # -- Monitor ----------------------------------------------------------------

@@ -193,7 +193,7 @@ def quick_name(dist) -> str:
 
 def versions(site_dirs: Iterable[str | os.PathLike], names: Iterable[str]) -> dict[str, str]:
     """Normalised name -> version of the first distribution of each of ``names`` found (import order)."""
-    from cpudoctor.probes.software.packages import normalize
+    from cpudoctor.knowledge.versions import normalize
 
     wanted = {normalize(n) for n in names}
     found: dict[str, str] = {}
