@@ -27,6 +27,7 @@ import argparse
 import importlib.util
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -67,14 +68,23 @@ def _env(cache: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def timed(argv: list[str], cwd: Path, env: dict[str, str], timeout: float = 900) -> float:
+CPU: dict[str, list[float]] = {}     # row -> CPU seconds (user + system) of the process and all it waited for
+
+
+def timed(argv: list[str], cwd: Path, env: dict[str, str], timeout: float = 900, row: str = "") -> float:
+    """Wall seconds of one whole process; its CPU seconds (with its children's) go to CPU[row]."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     try:
         subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                        stdin=subprocess.DEVNULL, timeout=timeout)
     except subprocess.TimeoutExpired:
         return float("inf")
-    return time.perf_counter() - start
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if row:
+        CPU.setdefault(row, []).append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+    return wall
 
 
 # --------------------------------------------------------------------------- the window, seen from inside
@@ -85,6 +95,7 @@ T0 = float(os.environ["BENCH_T0"])
 events = {}
 def mark(name):
     events.setdefault(name, time.time() - T0)
+    events.setdefault("cpu " + name, time.process_time())
 from PySide6.QtCore import QEvent, QObject, QTimer
 import cpudoctor.gui.main_window as mw
 class Filter(QObject):
@@ -181,7 +192,7 @@ def _measure(base: Path, args) -> int:
         timed(argv, world["project"], _env(cache or fresh()))
     for r in range(args.rounds):
         for name, (argv, cache) in rows.items():
-            times[name].append(timed(argv, world["project"], _env(cache or fresh())))
+            times[name].append(timed(argv, world["project"], _env(cache or fresh()), row=name))
         if not args.no_window:
             for mark, python in installs.items():
                 for key, value in window_run(python, world, fresh(), base / f"config-{fresh_n[0]}").items():
@@ -195,8 +206,11 @@ def _measure(base: Path, args) -> int:
                 cd = [python, "-m", "cpudoctor"]
                 hang.setdefault(f"{mark}doctor --fast, {HANGING} hanging interpreters", []).append(
                     timed(cd + ["doctor", "--fast"], world["project"], _env(fresh(), **hang_env)))
+                remembered = fresh()
                 hang.setdefault(f"{mark}envs, {HANGING} hanging interpreters", []).append(
-                    timed(cd + ["envs"], world["project"], _env(fresh(), **hang_env)))
+                    timed(cd + ["envs"], world["project"], _env(remembered, **hang_env)))
+                hang.setdefault(f"{mark}envs again (same cache), {HANGING} hanging", []).append(
+                    timed(cd + ["envs"], world["project"], _env(remembered, **hang_env)))
     _print(times, window, hang, args)
     return 0
 
@@ -219,24 +233,30 @@ def _print(times: dict[str, list[float]], window: dict[str, dict[str, list[float
         "report --fast, warm cache": (0.12 * collect, "<= 0.12 x collect_env"),
         "report --fast, fresh cache": (0.12 * collect, "<= 0.12 x collect_env"),
     }
-    print(f"\n{'what':56} {'median s':>9} {'min-max s':>13} {'x collect_env':>14}  goal")
+    cpu_collect = _med(CPU.get("python -m torch.utils.collect_env", []))
+    print(f"\n{'what':56} {'median s':>9} {'min-max s':>13} {'x collect_env':>14} {'CPU s':>6} {'x':>5}  goal")
     for name, values in times.items():
         med = _med(values)
+        cpu = _med(CPU.get(name, []))
         goal, words = goals.get(name.split(": ", 1)[-1].strip(), (None, ""))
-        print(f"{name:56} {med:9.2f} {min(values):6.2f}-{max(values):<6.2f} {med / collect:14.2f}  "
-              f"{_verdict(med, goal, words)}")
+        print(f"{name:56} {med:9.2f} {min(values):6.2f}-{max(values):<6.2f} {med / collect:14.2f} {cpu:6.2f} "
+              f"{cpu / cpu_collect:5.2f}  {_verdict(med, goal, words)}")
+    print("(CPU s: user + system seconds of the process and its children, median; x: over collect_env's; "
+          "load changes it far less than wall time)")
     wgoals = {"paint": (1.0, "on screen <= 1 s"), "advisor": (torch + 1.0, "first findings <= import torch + 1 s")}
     labels = {"paint": "first paint", "facts": "first machine facts shown", "advisor": "first findings (advisor ran)"}
     for mark, events in window.items():
         if not events:
             continue
-        print(f"\n{mark}the window (offscreen, fresh cache and settings; seconds from the process start; "
-              f"{len(events.get('advisor', []))} of {args.rounds} runs reached the findings)")
+        print(f"\n{mark}the window (offscreen, fresh cache and settings; seconds from the process start, CPU s "
+              f"of the window's own process; {len(events.get('advisor', []))} of {args.rounds} runs reached the "
+              "findings)")
         for key, label in labels.items():
             values = events.get(key, [])
             if values:
                 med = _med(values)
-                print(f"  {label:54} {med:9.2f} {min(values):6.2f}-{max(values):<6.2f} {'':14}  "
+                cpu = _med(events.get("cpu " + key, []))
+                print(f"  {label:54} {med:9.2f} {min(values):6.2f}-{max(values):<6.2f} {'':14} {cpu:6.2f} {'':5}  "
                       f"{_verdict(med, *wgoals.get(key, (None, '')))}")
         flashes = len(events.get("empty findings shown", []))
         print(f"  'No findings.' shown before the advisor ran: in {flashes} of {args.rounds} runs")
