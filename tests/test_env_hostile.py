@@ -377,3 +377,14 @@ def test_make_run_installs_only_what_the_app_needs(tmp_path):
     assert "pip install" in run and "-e ." in run
     assert "[test]" not in run and "opencv" not in run and "hypothesis" not in run
     assert "[test]" in planned("test")
+
+
+def test_a_broken_working_folder_venv_does_not_decide(place):
+    """The working folder's .venv decides only when it answers; a broken one falls back to the others."""
+    fake_env(place["project"] / ".venv", "echo 'not a python'\n", conda=False)
+    (place["project"] / ".venv" / "pyvenv.cfg").write_text("version = 3.11.7\n")        # it looks fine from files
+    plain = make_venv(place["home"] / ".virtualenvs" / "plain", numpy="2.1.0")
+    env, how = training_environment(**_ctx(place), cache=place["cache"])
+    assert env is not None and env.prefix == str(plain) and how == "likely"
+    active, how = training_environment(**_ctx(place, VIRTUAL_ENV=str(plain)), cache=place["cache"])
+    assert active.prefix == str(plain) and how == "active"

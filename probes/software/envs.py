@@ -247,12 +247,17 @@ def _conda_env_list(ctx: _Context, cache: EnvCache | None) -> list[str]:
     return envs
 
 
-def _venv_candidates(ctx: _Context, found: _Found) -> None:
+def _active_candidates(ctx: _Context, found: _Found) -> None:
+    """The cheapest facts: the activated environments, then the working folder's."""
     for var, how in (("VIRTUAL_ENV", "active ($VIRTUAL_ENV)"), ("CONDA_PREFIX", "active ($CONDA_PREFIX)")):
         if _plausible(ctx.environ.get(var)):
             found.add(Path(ctx.environ[var]), how)
     for folder in _cwd_env_folders(ctx):
         found.add(folder, "working folder")
+
+
+def _venv_candidates(ctx: _Context, found: _Found) -> None:
+    _active_candidates(ctx, found)
     folders: list[tuple[Path, str]] = []
     if _plausible(ctx.environ.get("WORKON_HOME")):
         folders.append((Path(ctx.environ["WORKON_HOME"]), "$WORKON_HOME"))
@@ -571,6 +576,11 @@ def decide(environ: Mapping[str, str] | None = None, home: Path | None = None, c
     files decide. ``run_conda`` is off: ``conda env list`` is for the listing."""
     ctx = _Context.current(environ, home, cwd)
     store = EnvCache.open(cache, ctx.environ)
+    chosen = _by_cheap_facts(ctx, store, ask, DECIDE_DEADLINE_S if deadline is None else deadline)
+    if chosen is not None:
+        if store is not None:
+            store.save()
+        return chosen
     found = _candidates(ctx, run_conda=run_conda, cache=store)
     hints: list[PythonEnv] = []
     for path, how in found.candidates.items():
@@ -583,6 +593,26 @@ def decide(environ: Mapping[str, str] | None = None, home: Path | None = None, c
     if store is not None:
         store.save()
     return chosen
+
+
+def _by_cheap_facts(ctx: _Context, store: EnvCache | None, ask: bool, deadline_s: float) -> PythonEnv | None:
+    """The activated environment (not a conda base a shell activates by itself), else the working folder's,
+    when it is usable: it ranks first whatever else is there (:func:`_score`), so nothing else is looked at."""
+    found = _Found()
+    _active_candidates(ctx, found)
+    for path, how in found.candidates.items():
+        if not _exists(path):
+            continue
+        hint = _describe_quietly(_absolute(path), how, ctx, store)
+        deliberate = hint.active and not (hint.kind == "conda" and hint.name == "base")
+        if not hint.usable or hint.version is None or not (deliberate or (hint.in_cwd and not hint.own)):
+            continue
+        if not ask or not hint.from_files:
+            return hint
+        real = _describe_many([(Path(hint.python), how)], ctx, store, min(DECIDE_TRY_S, deadline_s))[0]
+        if real.usable:
+            return real
+    return None
 
 
 def _verify(ranked: list[PythonEnv], ctx: _Context, store: EnvCache | None, deadline_s: float) -> PythonEnv | None:
