@@ -53,7 +53,7 @@ def test_machine_facts_show_before_the_environment_is_decided(qtbot, world, sett
     assert window.pages["Overview"].findings_label.text() != "No findings."
     assert held.listings == 0                                             # nobody listed every interpreter
     held.release.set()
-    qtbot.waitUntil(lambda: window.model.advised and not window.collector.busy, timeout=60_000)
+    qtbot.waitUntil(lambda: window.model.judged and not window.collector.busy, timeout=60_000)
     python = window.model.report.software.python
     assert python.executable == world["torch"] and python.chosen_by == "working-folder"
     qtbot.waitUntil(lambda: window.environments.listed_once, timeout=60_000)   # the listing follows, after
@@ -80,11 +80,11 @@ def test_no_findings_is_said_only_after_the_advisor_ran(qtbot):
     report = sample_report()
     report.software = dataclasses.replace(report.software, children_ran=True)
     report.findings = []
-    model.set_report(report)                           # a snapshot after the child checks, before the advisor
+    model.set_report(report, judged=False)             # a snapshot after the child checks, before the advisor
     assert page.findings_label.text() != "No findings."
     model.set_findings([])                             # the advisor ran and found nothing
     assert page.findings_label.text() == "No findings."
-    model.set_report(dataclasses.replace(report))      # a new snapshot: the advisor has not judged it yet
+    model.set_report(dataclasses.replace(report), judged=False)   # a new snapshot: not judged yet
     assert page.findings_label.text() != "No findings."
 
 
@@ -131,7 +131,7 @@ while window.pages.pending:
 assert "pyqtgraph" in sys.modules and window.pages["Monitor"].history is not None
 assert [window.stack.indexOf(window.pages[t]) for t in window.pages] == list(range(len(window.pages)))
 window.sampler.stop()
-window.pages["Inspector"].live_timer.stop()
+window.pages["Inspector"].inspections.live_timer.stop()
 window.close()
 print("ok")
 """
