@@ -14,7 +14,16 @@ in them:
   ``$WORKON_HOME``), pipenv's and poetry's folders, pipx's venvs (marked: those
   are tools, not training environments);
 * Method 3, interpreters: findpython's providers (PATH, pyenv, asdf, rye, uv,
-  the Windows registry, macOS frameworks).
+  the Windows registry, macOS frameworks) and, on Windows, the ``py`` launcher's
+  list (``py -0p``).
+
+On Windows the same methods look where Windows installs put things:
+``%USERPROFILE%\\.conda\\environments.txt``, ``Anaconda3`` / ``Miniconda3`` /
+``miniforge3`` under ``%USERPROFILE%``, ``%LOCALAPPDATA%`` and
+``%ProgramData%`` (all-users installs), ``Scripts\\python.exe`` venvs,
+virtualenvwrapper-win's ``%USERPROFILE%\\Envs`` and Poetry's and pipx's
+``%LOCALAPPDATA%`` folders. Where to look comes from the environment variables,
+not from the OS this runs on, so a Windows layout is tested on Linux too.
 
 **Which one to describe** (:func:`training_environment`) is decided from cheap
 facts first, running at most the chosen interpreter: ``--python``, then
@@ -141,7 +150,7 @@ class _Context:
         env = dict(os.environ if environ is None else environ)
         if home is None:
             try:
-                home = Path(env.get("HOME") or Path.home())
+                home = Path(env.get("HOME") or env.get("USERPROFILE") or Path.home())
             except RuntimeError:          # no home directory (some containers)
                 home = None
         if cwd is None:
@@ -186,22 +195,29 @@ def _is_env_folder(path: Path) -> bool:
     return _isfile(path / "pyvenv.cfg") or isdir(path / "conda-meta")
 
 
+CONDA_NAMES = ("miniconda3", "anaconda3", "miniforge3", "mambaforge", "micromamba", "miniconda", "anaconda",
+               ".conda", "conda", "Anaconda3", "Miniconda3", "Miniforge3")
+
+
 def _conda_roots(ctx: _Context) -> list[Path]:
-    """Folders of conda installs: known names under home and /opt, plus what conda's variables name."""
+    """Folders of conda installs: known names under home and /opt (Windows: %LOCALAPPDATA%, %ProgramData%),
+    plus what conda's variables name."""
     roots: list[Path] = []
-    names = ("miniconda3", "anaconda3", "miniforge3", "mambaforge", "micromamba", "miniconda", "anaconda",
-             ".conda", "conda")
     if ctx.home is not None:
-        roots += [ctx.home / n for n in names]
+        roots += [ctx.home / n for n in CONDA_NAMES]
     roots += [Path("/opt/conda"), Path("/opt/miniconda3"), Path("/opt/anaconda3"), Path("/opt/miniforge3")]
+    for var in ("LOCALAPPDATA", "ProgramData", "PROGRAMDATA"):      # per-user and all-users Windows installs
+        if ctx.environ.get(var):
+            roots += [Path(ctx.environ[var]) / n for n in ("Anaconda3", "Miniconda3", "miniforge3", "anaconda3",
+                                                            "miniconda3")]
     for var in ("CONDA_EXE", "MAMBA_EXE"):
         exe = ctx.environ.get(var)
         if _plausible(exe):
-            roots.append(Path(exe).parent.parent)        # <root>/bin/conda
+            roots.append(Path(exe).parent.parent)        # <root>/bin/conda, <root>\\Scripts\\conda.exe
     for var in ("MAMBA_ROOT_PREFIX", "CONDA_ROOT"):
         if _plausible(ctx.environ.get(var)):
             roots.append(Path(ctx.environ[var]))
-    return roots
+    return list(dict.fromkeys(roots))
 
 
 def _conda_candidates(ctx: _Context, found: _Found, run_conda: bool, cache: EnvCache | None) -> None:
@@ -268,7 +284,13 @@ def _venv_candidates(ctx: _Context, found: _Found) -> None:
             (ctx.home / ".cache" / "pypoetry" / "virtualenvs", "poetry"),
             (ctx.home / ".local" / "pipx" / "venvs", "pipx"),
             (ctx.home / ".local" / "share" / "pipx" / "venvs", "pipx"),
+            (ctx.home / "Envs", "virtualenvwrapper-win (~\\Envs)"),
+            (ctx.home / "pipx" / "venvs", "pipx"),
         ]
+    local = ctx.environ.get("LOCALAPPDATA")
+    if local:                              # Windows: Poetry's and pipx's folders
+        folders += [(Path(local) / "pypoetry" / "Cache" / "virtualenvs", "poetry"),
+                    (Path(local) / "pipx" / "pipx" / "venvs", "pipx")]
     for folder, how in folders:
         for sub in _children(folder):
             if _is_env_folder(sub):
@@ -279,6 +301,41 @@ def _cwd_env_folders(ctx: _Context) -> list[Path]:
     if ctx.cwd is None:
         return []
     return [ctx.cwd / name for name in (".venv", "venv", ".env", "env") if _is_env_folder(ctx.cwd / name)]
+
+
+PY_LAUNCHER_TIMEOUT_S = 10.0
+PY_LAUNCHER_MAX_OUTPUT = 256 * 1024
+# `py -0p`: " -V:3.12 *        C:\\...\\python.exe" (launcher 3.11+) or " -3.9-64        C:\\...\\python.exe" (older)
+_PY_LIST_LINE = re.compile(r"^\s*-\S+(?:\s+\*)?\s+(\S.*?\.exe)\s*$", re.IGNORECASE)
+
+
+def parse_py_list(text: str) -> list[str]:
+    """Interpreter paths from the Windows ``py`` launcher's ``py -0p`` listing (paths may hold spaces)."""
+    out = []
+    for line in (text or "").splitlines()[:200]:
+        m = _PY_LIST_LINE.match(line)
+        if m and m.group(1) not in out and _plausible(m.group(1)):
+            out.append(m.group(1))
+    return out
+
+
+def _py_launcher_candidates(ctx: _Context, found: _Found, cache: EnvCache | None) -> None:
+    """What the ``py`` launcher knows (PEP 514 registrations and the Store's Pythons), cached per launcher;
+    bounded in time and output like ``conda env list`` (a ``py`` that hangs or floods is stopped)."""
+    exe = shutil.which("py", path=ctx.environ.get("PATH"))
+    if not _plausible(exe):
+        return
+    key = json.dumps([exe, _stamp(Path(exe))])
+    listed = cache.get("py", key) if cache is not None else None
+    if not isinstance(listed, list):
+        outcome = pyquery.run_all([[exe, "-0p"]], time.monotonic() + PY_LAUNCHER_TIMEOUT_S, env=dict(ctx.environ),
+                                  max_output=PY_LAUNCHER_MAX_OUTPUT)[0]
+        listed = parse_py_list(outcome.stdout.decode("utf-8", "replace")) if outcome.status == "ok" else []
+        if cache is not None and outcome.status in ("ok", "failed"):
+            cache.put("py", key, listed)
+    for p in listed:
+        if _plausible(p):
+            found.add(Path(p), "py launcher")
 
 
 def _interpreter_candidates(ctx: _Context, found: _Found) -> None:
@@ -324,6 +381,8 @@ def _candidates(ctx: _Context, *, run_conda: bool, cache: EnvCache | None) -> _F
     _venv_candidates(ctx, found)
     _conda_candidates(ctx, found, run_conda, cache)
     _interpreter_candidates(ctx, found)
+    if run_conda:                          # the listing runs tools (conda env list, Windows' py -0p); decide does not
+        _py_launcher_candidates(ctx, found, cache)
     if ctx.own_prefix is not None:
         found.add(Path(ctx.own_prefix), "CPU Doctor")
     return found
