@@ -506,3 +506,13 @@ def test_int8_with_vnni_measured_slower_says_so():
     r.benchmarks = [BenchRun("quant", {}, {"points": [{"batch": 64, "speedup": 0.14}]})]
     (f,) = engine.run_rules(r, only={"PREC002"}, strict=True)
     assert f.title == "int8 inference was slower than fp32 in your measured run (0.1x at batch 64)"
+
+
+def test_torch_missing_points_to_python_and_the_picker():
+    """Issue 26: TORCH001 said "run CPU Doctor from there"; the way to look at another environment is
+    --python (or the picker), not reinstalling CPU Doctor beside torch."""
+    finding = next(f for f in advisor.diagnose(_load("torch-not-installed")) if f.code == "TORCH001")
+    assert finding.severity == "warning"
+    assert "--python" in finding.why and "cpudoctor envs" in finding.why and "picker" in finding.why
+    assert "run CPU Doctor from there" not in finding.why
+    assert "--python" in explain_text("TORCH001")
