@@ -86,3 +86,19 @@ def test_no_py_launcher_no_candidates(tmp_path):
     found = envs._Found()
     envs._py_launcher_candidates(ctx, found, cache=None)
     assert found.candidates == {}
+
+
+def test_a_py_launcher_that_hangs_is_stopped_and_the_default_never_runs_it(tmp_path, monkeypatch):
+    """``py -0p`` runs only for the listing, under its own deadline (a launcher that never answers is
+    stopped, and lends no candidate); deciding the default runs no tool at all."""
+    ran = tmp_path / "ran"
+    bin_dir = tmp_path / "bin"
+    _exe(bin_dir / "py", f"#!/bin/sh\necho x >> '{ran}'\nexec sleep 600\n")
+    monkeypatch.setattr(envs, "PY_LAUNCHER_TIMEOUT_S", 0.5)
+    environ = {"USERPROFILE": str(tmp_path), "PATH": str(bin_dir)}
+    found = envs._Found()
+    envs._py_launcher_candidates(envs._Context.current(environ, tmp_path, tmp_path), found, cache=None)
+    assert found.candidates == {} and ran.exists()
+    ran.unlink()
+    envs.decide(environ=environ, home=tmp_path, cwd=tmp_path, cache=False, ask=False)
+    assert not ran.exists()
