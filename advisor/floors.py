@@ -82,8 +82,9 @@ def safe_range(f: Facts, risk) -> str | None:
 
     A report saved by an older CPU Doctor carries no ``safe_versions``; the
     flags are enough to compute it again, so old and new reports get the same fix.
+    Under emulation the flags are those of the CPU that runs Python (ISA007).
     """
-    flags = machine.flags(f)
+    flags = machine.running_flags(f)
     return FLOORS.safe_versions(risk.package, flags) if flags else risk.safe_versions
 
 

@@ -222,6 +222,15 @@ def executing_lacks(f: Facts) -> set[str]:
     return set(missing)
 
 
+def running_flags(f: Facts) -> set[str]:
+    """The flags of the CPU that executes Python: /proc/cpuinfo's, less what the CPUID cross-check found missing.
+
+    Under user-mode emulation /proc/cpuinfo describes the host; what a build
+    needs is checked against the CPU that runs it.
+    """
+    return flags(f) - executing_lacks(f)
+
+
 def torch_installed(f: Facts) -> bool:
     """torch is installed (its child ran, or the quick probe found its package metadata)."""
     status = f.get("software.torch.status")
