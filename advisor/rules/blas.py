@@ -133,7 +133,10 @@ def import_order_fails(report: Report) -> list[Finding]:
         (numpy then torch, torch then numpy), with each package's tiny workload, run without
         ``KMP_DUPLICATE_LIB_OK`` unless you set it: a crash, an error or a hang there while every
         package imports fine on its own. The OpenMP runtime's own message ("OMP: Error #15") is
-        quoted when it printed one.
+        quoted when it printed one. An order that fails because one package fails alone (its import
+        or its first computation, e.g. under a forced ``OPENBLAS_CORETYPE``) is left to the rules
+        that explain that package; an order killed by SIGILL is named as an instruction the CPU
+        lacks, never as two runtimes.
 
     Why it matters:
         Two copies of Intel's OpenMP runtime, or libiomp5 beside libgomp, only meet when both
@@ -149,15 +152,18 @@ def import_order_fails(report: Report) -> list[Finding]:
     orders = f.get("software.import_orders", record=False) or []
     if not orders:
         return []
-    alone = {c.module: c.status for c in f.get("software.import_checks", record=False) or []}
+    failed_alone = _failed_alone(f)
     f.record("software.import_orders", [f"{' then '.join(o.modules)}: {o.status}" for o in orders])
     out = []
     for order in orders:
         if order.status in ("ok", "skipped"):
             continue
-        if any(alone.get(m) not in (None, "ok") for m in order.modules):
-            continue  # one of them fails on its own: ISA003/ISA004 explain that
+        if any(m in failed_alone for m in order.modules):
+            continue  # one of them fails on its own (import or first computation): ISA003/ISA004/KERNEL001 say why
         sequence = " then ".join(order.modules)
+        if order.signal_name == "SIGILL":
+            out.append(_order_sigill(f, order, sequence))   # an instruction the CPU lacks, never two runtimes
+            continue
         why = f"{order.message}." if order.message else f"Importing {sequence} in one process failed."
         why += " Each of them imports fine on its own."
         if order.openmp_libs:
@@ -181,6 +187,39 @@ def import_order_fails(report: Report) -> list[Finding]:
         return out
     checked = [" then ".join(o.modules) for o in orders if o.status == "ok"]
     return [f.finding("ok", f"Packages import together in the orders scripts use ({'; '.join(checked)})")] if checked else []
+
+
+def _failed_alone(f: Facts) -> set[str]:
+    """Modules whose own import check failed, at the import or at the first computation after it.
+
+    ``OPENBLAS_CORETYPE=SkylakeX`` on a CPU without AVX-512 kills numpy's first
+    matrix product whatever else the process imported: every order with numpy
+    fails too, and that is KERNEL001's finding, not two OpenMP runtimes.
+    """
+    out = set()
+    for c in f.get("software.import_checks", record=False) or []:
+        if c.status not in ("ok", "skipped") or c.workload_status not in (None, "ok"):
+            out.add(c.module)
+            f.record(f"software.import_checks[{c.package}]",
+                     f"{c.status}" + (f", workload {c.workload_status}" if c.workload_status else ""))
+    return out
+
+
+def _order_sigill(f: Facts, order, sequence: str) -> Finding:
+    """An order killed by SIGILL while each module passed alone: the CPU lacks an instruction (say where)."""
+    where = f" at '{order.stage}'" if order.stage else ""
+    inside = f" inside {order.crashed_in}'s code" if order.crashed_in else ""
+    return f.finding(
+        "error", f"import {sequence} dies of SIGILL{where}",
+        why=(f"{order.message or f'Importing {sequence} in one process failed'}.{' The crash was' + inside + '.' if inside else ''} "
+             "SIGILL (Illegal instruction) means code ran an instruction this CPU lacks: a build or a kernel choice "
+             "made for another CPU, not two OpenMP runtimes. Each package passed its own check, so the path that "
+             "crashed is only taken when both are loaded."),
+        fix=("Reproduce it with the command below; check the variables that force an instruction set "
+             "(OPENBLAS_CORETYPE, ATEN_CPU_CAPABILITY, ONEDNN_MAX_CPU_ISA) and install builds of both packages "
+             "made for this CPU."),
+        snippet="python -c 'import " + ", ".join(order.modules) + "'  # reproduces it\n"
+                "env | grep -E 'OPENBLAS_CORETYPE|ATEN_CPU_CAPABILITY|ONEDNN_MAX_CPU_ISA|DNNL_MAX_CPU_ISA|MKL_ENABLE'")
 
 
 # MKL_THREADING_LAYER value -> the OpenMP runtime (label of _OPENMP_RUNTIMES) that layer loads.
