@@ -18,7 +18,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from cpudoctor import __version__
-from cpudoctor.advisor import machine, pinning
+from cpudoctor.advisor import machine, pinning, torch_install
 from cpudoctor.advisor.engine import Facts
 from cpudoctor.kits.cpulist import format_cpulist
 from cpudoctor.kits.format import cache_size
@@ -32,7 +32,6 @@ SHELL_LABELS: dict[str, str] = {
 # Syntax-highlighting / file-type names for Finding.snippet_lang and saved scripts.
 SCRIPT_SUFFIX: dict[str, str] = {"bash": ".sh", "zsh": ".zsh", "fish": ".fish", "powershell": ".ps1", "cmd": ".cmd"}
 
-CPU_WHEEL_INDEX = "https://download.pytorch.org/whl/cpu"
 
 
 @dataclass
@@ -334,7 +333,8 @@ def install_commands(report: Report, *, manager: str | None = None) -> str:
     commands follow it. Without that record a conda env is assumed to use conda.
     """
     sw = report.software
-    system = (sw.os.system if sw else None) or _system_from_platform(report.meta.platform)
+    platform = torch_install.platform_of(report)
+    system = platform.os_name
     env_kind = sw.python.env_kind if sw else None
     torch_pkg = next((p for p in sw.packages if p.name.lower() == "torch"), None) if sw else None
     installer = torch_pkg.installer if torch_pkg is not None else None
@@ -363,19 +363,14 @@ def install_commands(report: Report, *, manager: str | None = None) -> str:
             lines.append(f"{py} list --format=freeze | grep -o '^nvidia-[^=]*' | xargs -r {py} uninstall -y")
         if build == "rocm":
             lines.append(f"{py} uninstall -y pytorch-triton-rocm")
-    if system == "Darwin":
-        lines.append(f"{py} install {' '.join(pkgs)}  # PyPI's macOS wheels are the CPU/MPS build")
+    command = torch_install.pip_install(pkgs, platform, pip=py)
+    if not command:
+        lines.append(f"# PyTorch publishes no build for {system} on {platform.arch}")
+    elif system == "Darwin":
+        lines.append(f"{command}  # PyPI's macOS wheels are the CPU/MPS build")
     else:
-        lines.append(f"{py} install {' '.join(pkgs)} --index-url {CPU_WHEEL_INDEX}")
+        lines.append(command)
     return "\n".join(lines)
-
-
-def _system_from_platform(platform: str) -> str:
-    if platform.startswith("win"):
-        return "Windows"
-    if platform == "darwin":
-        return "Darwin"
-    return "Linux"
 
 
 # ---------------------------------------------------------------- launch script

@@ -5,6 +5,7 @@ from __future__ import annotations
 from cpudoctor.advisor import floors, machine, sigill, snippets, vm_mask
 from cpudoctor.advisor.engine import Facts, rule
 from cpudoctor.advisor.quoting import quote_message
+from cpudoctor.advisor.torch_install import pip_install, platform_of
 from cpudoctor.knowledge import FLOORS
 from cpudoctor.model import Finding, Report
 
@@ -189,7 +190,8 @@ def _sigill_finding(report: Report, f: Facts, crash: sigill.Sigill, who: str, em
         why += f" {who[0].upper() + who[1:]} lacks instructions /proc/cpuinfo lists, which this build uses."
     if crash.floor_name and missing:
         fix, snippet = floors.fix_for(crash.floor_name, FLOORS.safe_versions(crash.floor_name,
-                                                                            machine.running_flags(f)))
+                                                                            machine.running_flags(f)),
+                                      platform_of(report))
     elif package == "torch":
         fix = ("Install a PyTorch build that matches this CPU, or run on a CPU that has the instructions it needs.")
         snippet = snippets.install_commands(report)
@@ -252,10 +254,21 @@ def import_failed(report: Report) -> list[Finding]:
         out.append(f.finding(sev, f"{chk.package} {what} on import", why=why,
                              fix=("Reinstall it in a clean virtual environment with matching versions; "
                                   "the message names the library that failed."),
-                             snippet=f"python -m venv fresh-env && . fresh-env/bin/activate\npython -m pip install {chk.package}"))
+                             snippet=_fresh_venv(report, chk.package)))
     if not out and checks and all(c.status in ("ok", "skipped") for c in checks):
         return [f.finding("ok", f"All {sum(1 for c in checks if c.status == 'ok')} import checks passed")]
     return out
+
+
+def _fresh_venv(report: Report, package: str) -> str:
+    """A new virtual environment with ``package`` installed (PyTorch from its CPU index, like TORCH002)."""
+    platform = platform_of(report)
+    if platform.os_name == "Windows":
+        make = "py -m venv fresh-env\nfresh-env\\Scripts\\activate"
+    else:
+        make = "python -m venv fresh-env && . fresh-env/bin/activate"
+    return make + "\n" + (pip_install([package], platform, pip="python -m pip")
+                          or f"# no official {package} build for this OS and CPU")
 
 
 class _TorchCheck:
@@ -302,7 +315,7 @@ def package_isa_floor(report: Report) -> list[Finding]:
             why += " The floor is unverified (see the table's reason), so this is a warning, not a certainty."
         if r.sources:
             why += f" Source: {r.sources[0]}"
-        sentence, command = floors.fix_for(r.package, floors.safe_range(f, r))
+        sentence, command = floors.fix_for(r.package, floors.safe_range(f, r), platform_of(report))
         out.append(f.finding(
             "error" if sure else "warning",
             " ".join(f"{r.package} {r.version or ''} needs {', '.join(r.missing)}, which this CPU lacks".split()),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from cpudoctor.advisor import machine, snippets
 from cpudoctor.advisor.engine import Facts, rule
+from cpudoctor.advisor.torch_install import cpu_index, platform_of
 from cpudoctor.model import Finding, Report
 
 
@@ -83,7 +84,7 @@ def gpu_build_without_gpu(report: Report) -> list[Finding]:
         "warning", f"PyTorch is a {build.upper()} build but there is no {vendor} GPU",
         why=(f"{version} carries the {build.upper()} runtime, {waste}; with no {vendor} GPU none of it is used and "
              "the CPU code inside is the same as the CPU build's."),
-        fix=f"Uninstall it and install the CPU build from {snippets.CPU_WHEEL_INDEX}.",
+        fix=f"Uninstall it and install the CPU build from {cpu_index(platform_of(report)) or 'PyPI'}.",
         snippet=snippets.install_commands(report))]
 
 
