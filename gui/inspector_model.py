@@ -20,7 +20,8 @@ from cpudoctor.probes.process.inspect import Inspection, InspectError, ProcessEn
 from cpudoctor.kits.escape import html_escape as esc
 from cpudoctor.kits.format import percent, size
 from cpudoctor.render.inspect import state_text
-from cpudoctor.render.words import DASH, plural, severity
+from cpudoctor.render.finding_view import FIX, WHY, finding_view
+from cpudoctor.render.words import DASH, plural
 from cpudoctor.model import Finding
 
 PICKER_COLUMNS = ("PID", "CPU %", "Threads", "Memory", "Command")
@@ -137,18 +138,19 @@ def findings_html(findings: list[Finding]) -> str:
                 'evaluation) to be sure.</p>' % SEVERITY_COLOUR["ok"])
     parts = []
     for i, f in enumerate(findings):
-        colour = SEVERITY_COLOUR.get(f.severity, "#888")
-        body = [f'<b><span style="color:{colour}">{severity(f.severity).name}</span> {f.code}</b>'
-                f' &mdash; <b>{esc(f.title)}</b>']
-        if f.why:
-            body.append(f"<b>Why:</b> {esc(f.why)}")
-        if f.fix:
-            body.append(f"<b>Fix:</b> {esc(f.fix)}")
+        v = finding_view(f)
+        colour = SEVERITY_COLOUR.get(v.severity.key, "#888")
+        body = [f'<b><span style="color:{colour}">{esc(v.severity.name)}</span> {esc(v.code)}</b>'
+                f' &mdash; <b>{esc(v.title)}</b>']
+        if v.why:
+            body.append(f"<b>{WHY}:</b> {esc(v.why)}")
+        if v.fix:
+            body.append(f"<b>{FIX}:</b> {esc(v.fix)}")
         html = "<br>".join(body)
-        if f.snippet:
-            what = "command" if f.snippet_lang == "bash" else "code"
+        if v.snippet:
+            what = "command" if v.snippet.shell else "code"
             html += (f'<pre style="white-space: pre-wrap; font-family: monospace; margin-top: 4px;">'
-                     f'{esc(f.snippet)}</pre><a href="copy:{i}">Copy {what}</a>')
+                     f'{esc(v.snippet.text)}</pre><a href="copy:{i}">Copy {what}</a>')
         parts.append(f'<table width="100%" cellspacing="0" cellpadding="4" style="margin-bottom: 8px;"><tr>'
                      f'<td width="4" bgcolor="{colour}"></td><td>{html}</td></tr></table>')
     return "".join(parts)

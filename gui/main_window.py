@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (QFileDialog, QFrame, QHBoxLayout, QLabel, QListWi
 from cpudoctor import __version__
 from cpudoctor.gui.collector import ReportCollector
 from cpudoctor.gui.env_picker import EnvironmentPicker
-from cpudoctor.gui.environments import WINDOW, EnvLookup, job_python
+from cpudoctor.gui.environments import WINDOW, EnvLookup
 from cpudoctor.gui.icons import app_icon, icon
 from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.sampler import DEFAULT_HZ, LiveSampler
@@ -374,7 +374,7 @@ class MainWindow(QMainWindow):
     def _on_environment(self, env, chosen_by: str) -> None:
         """The environment chosen (the default when the window opens, or the user's pick): this
         machine's report describes it, built anew; a saved report shown stays."""
-        self.collector.set_environment(job_python(env), chosen_by)
+        self.collector.set_environment(env, chosen_by)
         default, self._environment_known = not self._environment_known and chosen_by != WINDOW, True
         if self.collector.opening or self.model.read_only:
             # the user's file is what to show (however it was opened); Back to this machine uses this choice

@@ -2,7 +2,8 @@
 
 Pages take an AppModel, react to its signals and never call probes or the
 advisor themselves. The model owns the diagnosis of what it holds: when a
-lab result arrives (:meth:`add_benchmark`, :meth:`set_recommendation`) or
+lab result arrives (:meth:`add_benchmark`, :meth:`set_recommendation`: the
+pipeline's :func:`~cpudoctor.pipeline.with_lab_result`, as ``bench --into``) or
 someone asks (:meth:`rediagnose`), it runs the pipeline's advisor stage off
 the GUI thread and emits the new findings. A report opened from a file sets
 ``read_only`` and a label, and every page shows that machine instead of this one.
@@ -18,6 +19,7 @@ import dataclasses
 from PySide6.QtCore import QObject, Signal
 
 from cpudoctor.gui.environments import EnvironmentChooser
+from cpudoctor.pipeline import with_lab_result
 from cpudoctor.render.words import status_text
 from cpudoctor.model import BenchRun, Finding, Report, ThreadRecommendation
 
@@ -90,15 +92,17 @@ class AppModel(QObject):
     # -- lab results -----------------------------------------------------------------------------
 
     def add_benchmark(self, run: BenchRun) -> None:
+        """A lab run joins the report (the pipeline's :func:`~cpudoctor.pipeline.with_lab_result`, as
+        ``bench --into`` does); the advisor then judges it again off the GUI thread."""
         if self.report is None:
             return
-        self.report.benchmarks = [*self.report.benchmarks, run]
+        self.report = with_lab_result(self.report, run, judge=False)
         self.benchmarks_changed.emit(list(self.report.benchmarks))
         self.rediagnose()
 
     def set_recommendation(self, rec: ThreadRecommendation | None) -> None:
         if self.report is not None:
-            self.report.recommendation = rec
+            self.report = with_lab_result(self.report, recommendation=rec, judge=False)
         self.recommendation_changed.emit(rec)
         if self.report is not None:
             self.rediagnose()          # a measured thread count changes fixes and snippets

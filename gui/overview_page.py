@@ -19,6 +19,7 @@ from cpudoctor.gui.model import AppModel
 from cpudoctor.kits.cpulist import format_cpulist
 from cpudoctor.kits.escape import html_escape
 from cpudoctor.kits.format import clock, or_unknown, size
+from cpudoctor.render.cpu_facts import cpu_facts
 from cpudoctor.render.software import environment_words
 from cpudoctor.render.topology import cpus_text
 from cpudoctor.render.words import DASH, plural, severity
@@ -27,6 +28,8 @@ from cpudoctor.model import Finding, Report
 UNKNOWN = DASH
 
 TOP_FINDINGS = 5
+# Rows of render.cpu_facts the Processor card leaves to the page: the model is its heading, the clock its own card.
+PROCESSOR_ELSEWHERE = frozenset({"Model", "Clock"})
 X86_BADGES = ("AVX2", "FMA", "AVX-512", "VNNI", "BF16", "AMX", "x86-64")
 # (badge, Features-line names that mean it, what it is for); the kernel's names, see
 # arch/arm64/kernel/cpuinfo.c
@@ -180,16 +183,10 @@ class OverviewPage(QWidget):
         self.verdict.setVisible(bool(why))
 
         p = self.cards["Processor"]
-        p.set("Vendor", or_unknown(cpu.vendor, UNKNOWN) + (f" ({cpu.vendor_id})" if cpu.vendor_id else ""))
-        p.set("Codename", or_unknown(cpu.codename, UNKNOWN))
-        p.set("Microarchitecture", or_unknown(cpu.microarchitecture, UNKNOWN))
-        p.set("Product line", or_unknown(cpu.product_line, UNKNOWN))
-        fms = [cpu.family, cpu.model, cpu.stepping]
-        p.set("Family / model / stepping", UNKNOWN if cpu.family is None else
-              " / ".join("?" if x is None else f"{x} (0x{x:x})" for x in fms))
-        p.set("Architecture", or_unknown(cpu.arch, UNKNOWN))
-        p.set("Virtual machine", UNKNOWN if cpu.hypervisor is None else
-              ("yes — the hypervisor may hide CPU features" if cpu.hypervisor else "no"))
+        # the exports' rows, worded once (render.cpu_facts): the model is the heading, the clocks have a card
+        for fact in cpu_facts(cpu):
+            if fact.label not in PROCESSOR_ELSEWHERE:
+                p.set(fact.label, fact.text, fact.note)
 
         c = self.cards["Cores and caches"]
         threads = f"{topo.logical_cpus} threads" if topo.logical_cpus else ""

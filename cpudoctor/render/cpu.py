@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from cpudoctor.knowledge import FLAGS
 from cpudoctor.model import CpuInfo
-from cpudoctor.kits.format import clock
+from cpudoctor.render.cpu_facts import cpu_facts
 from cpudoctor.render.words import NEUTRAL_MARK, bracketed
 
 # The verdict marks of the ISA table: fine, worth a look, missing or broken, simply absent.
@@ -33,55 +33,9 @@ class IsaRow:
 
 
 def identity_rows(cpu: CpuInfo) -> list[tuple[str, str]]:
-    """(label, value) rows describing which CPU this is."""
-    rows = [("Model", cpu.brand or "unknown")]
-    vendor = cpu.vendor or "unknown"
-    if cpu.vendor_id and cpu.vendor_id != cpu.vendor:
-        vendor += f" ({cpu.vendor_id})"
-    rows.append(("Vendor", vendor))
-    if cpu.family is not None or cpu.model is not None:
-        fam = "?" if cpu.family is None else f"{cpu.family} (0x{cpu.family:x})"
-        mod = "?" if cpu.model is None else f"{cpu.model} (0x{cpu.model:x})"
-        step = "" if cpu.stepping is None else f", stepping {cpu.stepping}"
-        rows.append(("Family / model", f"{fam} / {mod}{step}"))
-    if cpu.arm_parts:
-        parts = ", ".join(cpu.arm_parts)
-        rows.append(("CPU part", parts + (f", variant {cpu.arm_variant}" if cpu.arm_variant else "")))
-    if cpu.microarchitecture:
-        ua = cpu.microarchitecture
-        extra = [x for x in (cpu.microarchitecture_name, cpu.codename) if x]
-        if len(extra) == 2 and extra[0] in extra[1]:
-            extra = extra[1:]          # "Cortex-X925 + Cortex-A725" already names the core
-        if cpu.product_line:
-            extra.append(cpu.product_line)
-        rows.append(("Microarchitecture", ua + (f" — {', '.join(extra)}" if extra else "")))
-    else:
-        rows.append(("Microarchitecture", "unknown" + (f" ({cpu.product_line})" if cpu.product_line else "")))
-    arch = cpu.arch or "unknown"
-    if cpu.isa.x86_64_level:
-        arch += f", psABI level x86-64-v{cpu.isa.x86_64_level}" if cpu.isa.x86_64_level > 1 else ", psABI level x86-64 (baseline)"
-    rows.append(("Architecture", arch))
-    rows.append(("Clock", clock_text(cpu)))
-    if cpu.logical_cpus_listed:
-        rows.append(("cpuinfo entries", str(cpu.logical_cpus_listed)))
-    if cpu.hypervisor is not None:
-        rows.append(("Hypervisor", "yes: flags may be masked by the VM" if cpu.hypervisor else "no (bare metal)"))
-    rows.append(("Source", cpu.source))
-    return rows
-
-
-def clock_text(cpu: CpuInfo) -> str:
-    """``base 2.40 GHz, max 3.90 GHz``; when neither is known, the clock the kernel reported at probe time."""
-    parts = []
-    if cpu.base_mhz is not None:
-        parts.append(f"base {clock(cpu.base_mhz)}")
-    if cpu.max_mhz is not None:
-        parts.append(f"max {clock(cpu.max_mhz)}")
-    if parts:
-        return ", ".join(parts)
-    if cpu.current_mhz is not None:
-        return f"{clock(cpu.current_mhz)} when probed (no cpufreq data or clock in the name to rate it)"
-    return "unknown (no cpufreq data and no clock in the name)"
+    """(label, text) rows describing which CPU this is: :func:`cpudoctor.render.cpu_facts.cpu_facts` as the
+    text, Markdown and HTML reports print them."""
+    return [(fact.label, fact.text) for fact in cpu_facts(cpu)]
 
 
 def isa_rows(cpu: CpuInfo) -> list[IsaRow]:

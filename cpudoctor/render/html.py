@@ -19,13 +19,12 @@ import re
 from typing import Literal
 
 
-from cpudoctor import docs_url
 from cpudoctor.render import cpu as cpu_sec
 from cpudoctor.render import software as sw_sec
 from cpudoctor.kits.escape import html_escape as e
 from cpudoctor.kits.format import cache_size, metric, or_unknown, size
+from cpudoctor.render.finding_view import DETAILS, EVIDENCE, FIX, Snippet, finding_view
 from cpudoctor.render.md_extra import (
-    evidence_value,
     kind_title,
     measurements_title,
     recommendation_text,
@@ -40,7 +39,7 @@ from cpudoctor.render.svg_chart import (
     split_constant_columns,
 )
 from cpudoctor.render.svg_topology import render_svg
-from cpudoctor.render.words import SEVERITY, bracketed, finding_order, plural, severity, severity_counts
+from cpudoctor.render.words import SEVERITY, bracketed, finding_order, plural, severity_counts
 from cpudoctor.model import BenchRun, Finding, Report
 
 Images = Literal["inline", "resources"]
@@ -326,14 +325,14 @@ def print_snippet(text: str, lang: str) -> tuple[str, float]:
     return text, PRINT_SNIPPET_POINTS[-1]
 
 
-def _snippet_html(f: Finding, printable: bool) -> str:
+def _snippet_html(snippet: Snippet, printable: bool) -> str:
     if not printable:
-        return f'<pre><code class="language-{e(f.snippet_lang)}">{e(f.snippet)}</code></pre>'
-    text, points = print_snippet(f.snippet, f.snippet_lang)
+        return f'<pre><code class="language-{e(snippet.lang)}">{e(snippet.text)}</code></pre>'
+    text, points = print_snippet(snippet.text, snippet.lang)
     fits = all(len(line) <= _chars_per_line(points) for line in text.splitlines())
     # white-space:pre keeps each line whole; only a line no size can fit may still wrap (pre-wrap)
     return (f'<pre style="font-size:{points:g}pt;white-space:{"pre" if fits else "pre-wrap"}">'
-            f'<code class="language-{e(f.snippet_lang)}">{e(text)}</code></pre>')
+            f'<code class="language-{e(snippet.lang)}">{e(text)}</code></pre>')
 
 
 def _findings(report: Report, printable: bool = False) -> str:
@@ -354,22 +353,23 @@ def _findings(report: Report, printable: bool = False) -> str:
     return f'<section id="findings"><h2>Findings</h2>{"".join(items)}</section>'
 
 
-def _finding(f: Finding, printable: bool = False) -> str:
-    sev = severity(f.severity)
-    parts = [f'<div class="finding {sev.key}"><p>{_mark(bracketed(sev.key))} <span class="sev-{sev.key}">{e(sev.name)}</span> · '
-             f'<span class="title">{e(f.title)}</span>&nbsp;&nbsp;<span class="code">{e(f.code)} '
-             f"{e(f.symbol)}</span></p>"]
-    if f.why:
-        parts.append(f"<p>{e(f.why)}</p>")
-    if f.fix:
-        parts.append(f"<p><b>Fix:</b> {e(f.fix)}</p>")
-    if f.snippet:
-        parts.append(_snippet_html(f, printable))
-    if f.evidence:
-        parts.append("<details><summary>Evidence</summary>" + _rows(
-            [(k, e(evidence_value(v, 300))) for k, v in f.evidence.items()]) + "</details>")
-    parts.append(f'<p class="note">Details: <code>cpudoctor explain {e(f.code)}</code>'
-                 + (f' · <a href="{e(docs_url(f.docs))}">{e(f.code)} in the rule reference</a>' if f.docs else "")
+def _finding(f: Finding, printable: bool = False, shell: str = "bash") -> str:
+    v = finding_view(f, shell)
+    sev = v.severity
+    parts = [f'<div class="finding {sev.key}"><p>{_mark(v.bracketed())} <span class="sev-{sev.key}">{e(sev.name)}</span> · '
+             f'<span class="title">{e(v.title)}</span>&nbsp;&nbsp;<span class="code">{e(v.code)} '
+             f"{e(v.symbol)}</span></p>"]
+    if v.why:
+        parts.append(f"<p>{e(v.why)}</p>")
+    if v.fix:
+        parts.append(f"<p><b>{FIX}:</b> {e(v.fix)}</p>")
+    if v.snippet:
+        parts.append(_snippet_html(v.snippet, printable))
+    if v.evidence:
+        parts.append(f"<details><summary>{EVIDENCE}</summary>" + _rows(
+            [(line.key, e(line.value)) for line in v.evidence]) + "</details>")
+    parts.append(f'<p class="note">{DETAILS}: <code>{e(v.explain)}</code>'
+                 + (f' · <a href="{e(v.docs_url)}">{e(v.docs_label)}</a>' if v.docs_url else "")
                  + "</p>")
     parts.append("</div>")
     return "".join(parts)
