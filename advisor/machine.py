@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from cpudoctor.advisor import measured
 from cpudoctor.advisor.engine import Facts
 from cpudoctor.kits.plural import plural
 from cpudoctor.knowledge import ADVISOR_KNOWLEDGE
@@ -165,10 +166,12 @@ def recommended_threads(report: Report, f: Facts | None = None) -> tuple[int, st
     OpenMP's equal chunks make every thread wait for the ones on E-cores.
     """
     f = f or Facts(report)
-    rec = f.get("recommendation")
+    rec = measured.sweep_choice(report, f)
     if rec is not None and rec.threads:
-        what = f"the thread sweep's best setting ({rec.variant})" if rec.variant else "the thread sweep's best setting"
-        return int(rec.threads), what
+        what = "the thread sweep's best setting" if report.recommendation is not None else \
+            "what the thread sweep measured fastest, beyond every spread"
+        variant = measured.named_variant(rec)
+        return int(rec.threads), f"{what} ({variant})" if variant else what
     hybrid = performance_cores(f)
     if hybrid is not None:
         n = hybrid.fast_cores

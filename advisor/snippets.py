@@ -18,7 +18,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from cpudoctor import __version__
-from cpudoctor.advisor import machine, pinning, torch_install
+from cpudoctor.advisor import machine, measured, pinning, torch_install
 from cpudoctor.advisor.engine import Facts
 from cpudoctor.kits.cpulist import format_cpulist
 from cpudoctor.kits.format import cache_size
@@ -57,7 +57,7 @@ def thread_plan(report: Report) -> ThreadPlan:
     """
     f = Facts(report)
     threads, source = machine.recommended_threads(report, f)
-    rec = report.recommendation
+    rec = measured.sweep_choice(report)
     interop = rec.interop_threads if rec is not None and rec.interop_threads else 1
     cpus = list(rec.cpus) if rec is not None and rec.cpus else None
     hybrid = machine.performance_cores(f) if rec is None or not rec.threads else None

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from cpudoctor.advisor import machine, snippets
+from cpudoctor.advisor import machine, measured, snippets
 from cpudoctor.advisor.engine import Facts, rule
 from cpudoctor.kits.cpulist import format_cpulist
+from cpudoctor.kits.plural import plural
 from cpudoctor.model import Finding, Report
 
 
@@ -30,7 +31,7 @@ def _limit_text(f: Facts, usable: int) -> str:
     return f"{usable} usable CPU{'s' if usable != 1 else ''}" + (f" ({'; '.join(parts)})" if parts else "")
 
 
-@rule("THR001", "thread-env-unset", category="threads", severity="info",
+@rule("THR001", "thread-env-unset", category="threads", severity="warning",
       title="Thread counts are left to each library's default")
 def thread_env_unset(report: Report) -> list[Finding]:
     """What it checks:
@@ -42,6 +43,10 @@ def thread_env_unset(report: Report) -> list[Finding]:
         each DataLoader worker process starts its own pools. An explicit count makes runs
         reproducible and keeps pools from fighting.
 
+        When the thread sweep measured PyTorch's default against other counts, the measurement
+        decides: no finding when the default is what it measured fastest, and the measured gain
+        (which also ranks the finding) when another count was faster beyond both spreads.
+
     Fix:
         Export ``OMP_NUM_THREADS`` (and ``MKL_NUM_THREADS``) to the usable physical cores — or to
         the thread sweep's best count — before Python starts.
@@ -52,6 +57,9 @@ def thread_env_unset(report: Report) -> list[Finding]:
     value = machine.env(f, "OMP_NUM_THREADS")
     if value is not None:
         return [f.finding("ok", f"OMP_NUM_THREADS is set ({value})")]
+    measured_finding = _thread_env_measured(report, f)
+    if measured_finding is not None:
+        return [measured_finding]
     plan = snippets.thread_plan(report)
     torch_default = f.get("software.torch.intra_op_threads")
     why = "OMP_NUM_THREADS is not set, so each library picks its own thread count"
@@ -61,6 +69,56 @@ def thread_env_unset(report: Report) -> list[Finding]:
     fix += f", and launch the job pinned to CPUs {format_cpulist(plan.cpus)} ({plan.variant})." if plan.cpus else "."
     return [f.finding("info", "OMP_NUM_THREADS is not set", why=why, fix=fix,
                       snippet=snippets.shell_exports(report, "bash"))]
+
+
+# A measured gain from this factor on is a warning: the job trains that much slower than it could.
+MEASURED_WARNING = 1.25
+
+
+def _thread_env_measured(report: Report, f: Facts) -> Finding | None:
+    """THR001 from the sweep's measurement of PyTorch's default, when there is one."""
+    choice = measured.sweep_choice(report, f)
+    default = measured.default_point(report)
+    torch_default = f.get("software.torch.intra_op_threads")
+    if default is None and choice is not None and choice.default_samples_per_s and torch_default:
+        # A saved recommendation carries the default's figure without the sweep's points.
+        rate = float(choice.default_samples_per_s)
+        default = measured.Point("PyTorch default", "default", int(torch_default), None, rate, rate, rate)
+    if choice is None or default is None:
+        return None
+    pinned_elsewhere = bool(choice.cpus) and sorted(choice.cpus) != sorted(default.cpus or [])
+    if choice.threads == default.threads and not pinned_elsewhere:
+        return f.finding("ok", f"OMP_NUM_THREADS is not set, and PyTorch's default ({plural(default.threads, 'thread')}) "
+                               "is what the thread sweep measured fastest here")
+    rate = choice.samples_per_s or 0.0
+    gain = rate / default.median if rate and default.median else None
+    if gain is None:
+        return None
+    f.record("measured_effect", round(gain, 2))
+    conclusive = report.recommendation is not None
+    where = f" on CPUs {format_cpulist(choice.cpus)}" if pinned_elsewhere and choice.cpus else ""
+    title = (f"OMP_NUM_THREADS is not set: {plural(choice.threads, 'thread')}{where} measured {gain:.1f}x as fast as "
+             f"PyTorch's default {default.threads}" if gain >= 1.05 else
+             f"OMP_NUM_THREADS is not set: {plural(choice.threads, 'thread')}{where} measured as fast as PyTorch's "
+             f"default {default.threads}, with fewer threads")
+    named = measured.named_variant(choice)
+    run = measured.latest_sweep(report)
+    best = next((p for p in (measured.sweep_points(run) if run else []) if p.threads == choice.threads
+                 and abs(p.median - rate) < 0.06 * rate), None)
+    spread = f" ({best.lo:,.0f}-{best.hi:,.0f})" if best is not None and best.hi > best.lo else ""
+    why = (f"OMP_NUM_THREADS is not set, so PyTorch runs {plural(default.threads, 'thread')}. The thread sweep "
+           f"measured {rate:,.0f} samples/s{spread} with {plural(choice.threads, 'thread')}"
+           + (f" ({named})" if named else "") + f" against {default.median:,.0f}"
+           + (f" ({default.lo:,.0f}-{default.hi:,.0f})" if default.hi > default.lo else "")
+           + " with PyTorch's default.")
+    if not conclusive:
+        why += (" The sweep's verdict was inconclusive (others used the CPU, or time ran out), but this difference "
+                "lies beyond both settings' spreads.")
+    plan = snippets.thread_plan(report)
+    fix = f"Set the thread count to {plan.threads}, as measured, before Python starts"
+    fix += f", and launch the job pinned to CPUs {format_cpulist(plan.cpus)}." if plan.cpus else "."
+    return f.finding("warning" if gain >= MEASURED_WARNING else "info", title, why=why, fix=fix,
+                     snippet=snippets.shell_exports(report, "bash"))
 
 
 @rule("THR002", "threads-above-usable-cpus", category="threads", severity="warning",
@@ -139,7 +197,7 @@ def threads_count_smt(report: Report) -> list[Finding]:
         return [f.finding("ok", "No SMT: one thread per core already")]
     if count <= cores:
         return [f.finding("ok", f"{source} = {count} stays within the {cores} physical cores")]
-    rec = f.get("recommendation")
+    rec = measured.sweep_choice(report, f)
     if rec is not None and rec.threads and rec.threads >= count:
         return [f.finding("ok", f"{count} threads: the thread sweep measured {rec.threads} as best here")]
     if count > usable:
