@@ -187,7 +187,7 @@ GOOD_BAD = {
     "KERNEL001": ("zen3-healthy", "zen3-openblas-coretype-skylakex"),
     "ISAENV001": ("zen3-healthy", "zen3-openblas-coretype-skylakex"),
     "THR004": ("zen3-healthy", "taskset-interop-host-sized"),
-    "THR005": ("taskset-interop-host-sized", "zen3-healthy"),
+    "THR005": ("zen3-healthy", "zen3-opencv-transforms"),
 }
 # Rules whose "good" case is advice rather than silence (the rule always has something to say).
 ADVICE_WHEN_GOOD = {"PREC001": "bf16 autocast can pay off", "PREC002": "int8 inference can pay off"}

@@ -253,6 +253,18 @@ def interop_above_usable(report: Report) -> list[Finding]:
         snippet_lang="python")]
 
 
+def _worker_pool_users(f: Facts) -> list[str]:
+    """Installed packages whose transforms run thread pools inside DataLoader workers (the evidence THR005 needs)."""
+    known = machine.knowledge()["worker_pool_packages"]["packages"]
+    found = []
+    for pkg in f.get("software.packages", record=False) or []:
+        name = pkg.name.lower().replace("_", "-")
+        if name in known and name not in found:
+            found.append(name)
+    f.record("software.packages", found)
+    return found
+
+
 # Loaded pools that a forked DataLoader worker inherits with all their threads.
 _WORKER_POOL_LIBS = {"openblas": "OpenBLAS", "mkl": "MKL", "blis": "BLIS"}
 
@@ -264,7 +276,10 @@ def worker_library_pools(report: Report) -> list[Finding]:
         The thread pools numpy's BLAS (OpenBLAS, MKL, BLIS) keeps, as the probe children measured
         them through the libraries' own APIs (``openblas_get_num_threads``,
         ``MKL_Get_Max_Threads``), when PyTorch is installed and the pools have more than one
-        thread.
+        thread, and whether the environment has a package whose transforms run thread pools in
+        the workers (OpenCV, albumentations, imgaug: ``worker_pool_packages`` in
+        resources/advisor_knowledge.json). numpy alone is no such evidence: its BLAS pool only
+        wakes up in a worker whose transforms call BLAS.
 
     Why it matters:
         A DataLoader worker is a fork of the training process: it inherits these pools, and every
@@ -287,14 +302,20 @@ def worker_library_pools(report: Report) -> list[Finding]:
     big = {k: v for k, v in pools.items() if v > 1}
     if not big:
         return [f.finding("ok", "numpy's BLAS runs one thread: DataLoader workers inherit no big pool")] if pools else []
+    users = _worker_pool_users(f)
+    if not users:
+        return [f.finding("ok", "No installed transform library runs thread pools in DataLoader workers")]
     plan = snippets.thread_plan(report)
     workers = max(plan.workers, 1)
-    listed = ", ".join(f"{k} {v} threads" for k, v in big.items())
+    listed = ", ".join(f"{k} {plural(v, 'thread')}" for k, v in big.items())
+    known = machine.knowledge()["worker_pool_packages"]["packages"]
+    evidence = "; ".join(f"{name}: {known[name]}" for name in users)
     return [f.finding(
-        "info", f"DataLoader workers inherit numpy's BLAS pool ({listed})",
-        why=(f"numpy's BLAS keeps its own pool ({listed}). Each DataLoader worker is a fork of the training process "
-             f"and inherits it: {workers} worker{'s' if workers != 1 else ''} doing numpy or OpenCV work in transforms "
-             f"start up to {workers * max(big.values())} threads beside the {plan.threads} compute threads. "
+        "info", f"DataLoader workers inherit numpy's BLAS pool ({listed}), and {', '.join(users)} is installed",
+        why=(f"numpy's BLAS keeps its own pool ({listed}), and this environment has {', '.join(users)} ({evidence}). "
+             f"Each DataLoader worker is a fork of the training process and inherits the pools: {plural(workers, 'worker')} "
+             f"doing numpy or OpenCV work in transforms start up to {workers * max(big.values())} threads beside the "
+             f"{plural(plan.threads, 'compute thread')}. "
              "OMP_NUM_THREADS in the shell does not reach a pool that already exists in the fork."),
         fix=("Give every worker one thread per pool with each library's own switch in worker_init_fn: "
              "torch.set_num_threads(1), threadpool_limits(1) for the BLAS, cv2.setNumThreads(1) if transforms use OpenCV."),
