@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cpudoctor.advisor import machine
+from cpudoctor.advisor import machine, torch_install
 from cpudoctor.advisor.engine import Facts, rule
 from cpudoctor.model import Finding, Report
 
@@ -79,6 +79,28 @@ def _quant_speedups(report: Report, f: Facts) -> dict[int, float]:
             f.record("benchmarks[quant].speedup", speedups)
             return speedups
     return {}
+
+
+# What PyTorch says in torch.ao.quantization's own DEPRECATION_WARNING (torch/ao/quantization/utils.py): eager mode
+# quantize_dynamic users migrate to torchao's quantize_ (pytorch/ao#2259). The old API still runs in torch 2.13.
+TORCHAO_SNIPPET = ("from torchao.quantization import Int8DynamicActivationInt8WeightConfig, quantize_\n\n"
+                   "quantize_(model.eval(), Int8DynamicActivationInt8WeightConfig())  # Linear layers to int8, in place")
+
+
+def _int8_api(f: Facts) -> tuple[str, str]:
+    """(snippet, sentence naming the API) for dynamic int8 quantisation: torchao's, installed or not."""
+    installed = None
+    if machine.env_known(f):
+        installed = any(p.name.lower() == "torchao" for p in f.get("software.packages", record=False) or [])
+        f.record("software.packages[torchao]", installed)
+    sentence = ("torchao's quantize_ with Int8DynamicActivationInt8WeightConfig, the API PyTorch points to now that "
+                "torch.ao.quantization.quantize_dynamic is deprecated (PyTorch's own warning; pytorch/ao#2259)")
+    if installed:
+        return TORCHAO_SNIPPET, sentence + "; torchao is installed here."
+    where = "is not installed in this environment" if installed is False else "may not be installed"
+    return (f"# {torch_install.pip_install(['torchao'])}\n{TORCHAO_SNIPPET}",
+            sentence + f"; torchao {where} (pip install torchao). cpudoctor bench quant --api torch.ao measures the "
+            "deprecated API, which still runs.")
 
 
 def _speedup_words(speedups: dict[int, float]) -> str:
@@ -177,9 +199,12 @@ def int8_needs_vnni(report: Report) -> list[Finding]:
         shrinks to little, while accuracy still drops.
 
     Fix:
-        With VNNI: ``torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear},
-        dtype=torch.qint8)`` for inference. Without: measure first (``cpudoctor bench quant``)
-        before accepting the accuracy cost.
+        With VNNI: quantise the Linear layers for inference with torchao's ``quantize_(model,
+        Int8DynamicActivationInt8WeightConfig())``, the API PyTorch's deprecation of
+        ``torch.ao.quantization`` points to (``pip install torchao`` when the environment lacks
+        it); ``cpudoctor bench quant`` measures it (``--api torch.ao`` the deprecated
+        ``quantize_dynamic``, still in PyTorch 2.13). Without VNNI: measure first before accepting
+        the accuracy cost.
     """
     f = Facts(report)
     if not f.get("cpu.flags"):
@@ -195,8 +220,7 @@ def int8_needs_vnni(report: Report) -> list[Finding]:
     else:
         flags = machine.flags(f)
         found += [name for flag, name in (("asimddp", "Arm SDOT dot product"), ("i8mm", "I8MM")) if flag in flags]
-    snippet = ("qmodel = torch.ao.quantization.quantize_dynamic(\n"
-               "    model.eval(), {torch.nn.Linear}, dtype=torch.qint8)")
+    snippet, api = _int8_api(f)
     speedups = _quant_speedups(report, f)
     measured = f" The lab measured int8 at {_speedup_words(speedups)} of fp32's speed." if speedups else ""
     best = max(speedups.values()) if speedups else None
@@ -212,7 +236,7 @@ def int8_needs_vnni(report: Report) -> list[Finding]:
             "info", f"int8 inference can pay off ({', '.join(found)})",
             why=(f"This CPU has {', '.join(found)}: int8 multiply-accumulates run in one instruction, so dynamic "
                  "quantisation of Linear layers speeds up inference (check the accuracy)." + measured),
-            fix="Quantise Linear layers dynamically for inference and compare latency and accuracy.",
+            fix=f"Quantise Linear layers dynamically for inference and compare latency and accuracy: {api}",
             snippet=snippet, snippet_lang="python")]
     uarch = f.get("cpu.microarchitecture") or "This CPU"
     if best is not None and best >= 1.5:
@@ -222,7 +246,7 @@ def int8_needs_vnni(report: Report) -> list[Finding]:
             why=(f"{uarch} has no VNNI/AMX int8 instructions, so each int8 multiply-accumulate takes three "
                  f"instructions; still the lab measured int8 at {_speedup_words(speedups)} of fp32's speed. Fewer "
                  "bytes per weight help memory-bound layers even without the fast dot product."),
-            fix="Quantise where the lab measured a gain, and check the accuracy on your own data.",
+            fix=f"Quantise where the lab measured a gain, and check the accuracy on your own data: {api}",
             snippet=snippet, snippet_lang="python")]
     return [f.finding(
         "info", "int8 quantisation gains little here (no VNNI)",

@@ -277,7 +277,7 @@ def worker_library_pools(report: Report) -> list[Finding]:
         them through the libraries' own APIs (``openblas_get_num_threads``,
         ``MKL_Get_Max_Threads``), when PyTorch is installed and the pools have more than one
         thread, and whether the environment has a package whose transforms run thread pools in
-        the workers (OpenCV, albumentations, imgaug: ``worker_pool_packages`` in
+        the workers (OpenCV, which albumentations and imgaug bring along: ``worker_pool_packages`` in
         resources/advisor_knowledge.json). numpy alone is no such evidence: its BLAS pool only
         wakes up in a worker whose transforms call BLAS.
 
