@@ -184,6 +184,7 @@ GOOD_BAD = {
     "AFF001": ("zen3-healthy", "zen3-gomp-cpu-affinity-0"),
     "OMP001": ("zen3-healthy", "zen3-two-libiomp-error15"),
     "OMP002": ("zen3-healthy", "conda-mkl-threading-layer-intel"),
+    "OMP003": ("zen3-two-libiomp-error15", "zen3-kmp-duplicate-lib-ok"),
     "KERNEL001": ("zen3-healthy", "zen3-openblas-coretype-skylakex"),
     "ISAENV001": ("zen3-healthy", "zen3-openblas-coretype-skylakex"),
     "THR004": ("zen3-healthy", "taskset-interop-host-sized"),

@@ -222,6 +222,60 @@ def _order_sigill(f: Facts, order, sequence: str) -> Finding:
                 "env | grep -E 'OPENBLAS_CORETYPE|ATEN_CPU_CAPABILITY|ONEDNN_MAX_CPU_ISA|DNNL_MAX_CPU_ISA|MKL_ENABLE'")
 
 
+_TRUE = ("1", "true", "yes", "on", "y", "t")
+
+
+@rule("OMP003", "kmp-duplicate-lib-ok", category="blas", severity="warning",
+      title="KMP_DUPLICATE_LIB_OK=TRUE hides duplicate OpenMP runtimes")
+def kmp_duplicate_lib_ok(report: Report) -> list[Finding]:
+    """What it checks:
+        Whether ``KMP_DUPLICATE_LIB_OK`` is set to a true value in the environment you start
+        Python from. A value a library set inside CPU Doctor's own process (threadpoolctl sets it
+        when imported) is not yours and is not counted.
+
+    Why it matters:
+        It is the workaround that circulates for "OMP: Error #15: Initializing libiomp5.so, but
+        found libiomp5.so already initialized". The error means two copies of Intel's OpenMP
+        runtime were loaded into one process; the variable makes the second copy carry on instead
+        of aborting. Intel's own message says this "may cause crashes or silently produce
+        incorrect results": two runtimes, two thread pools on the same cores, and the duplicate
+        that caused it stays, as does the next one.
+
+    Fix:
+        Unset it, find the packages that bring the second runtime (``pip list`` / ``conda list``
+        for intel-openmp, mkl, llvm-openmp) and install them from one ecosystem (all pip or all
+        conda-forge) so one runtime is loaded once.
+    """
+    f = Facts(report)
+    if not machine.env_known(f):
+        return []
+    value = machine.env(f, "KMP_DUPLICATE_LIB_OK")
+    if value is None or value.strip().lower() not in _TRUE:
+        return [f.finding("ok", "KMP_DUPLICATE_LIB_OK is not set: a duplicate OpenMP runtime would show")] \
+            if value is None else []
+    runtimes = _openmp_files(f)
+    copies = {k: v for k, v in runtimes.items() if len(v) > 1}
+    if len(runtimes) > 1 or copies:
+        found = "; ".join(f"{k}: {_listed(v)}" for k, v in runtimes.items())
+        hides = (f"Here it hides a real duplicate: the checks loaded these runtimes in one process ({found}; "
+                 "BLAS001).")
+    elif runtimes:
+        hides = ("The checks found one OpenMP runtime, so it hides nothing today; the next package that brings its "
+                 "own copy will load silently.")
+    else:
+        hides = "No check listed the OpenMP runtimes, so what it hides here is not known."
+    return [f.finding(
+        "warning", f"KMP_DUPLICATE_LIB_OK={value} hides duplicate OpenMP runtimes",
+        why=(f"KMP_DUPLICATE_LIB_OK={value} is set where you start Python. It makes a second copy of Intel's OpenMP "
+             "runtime carry on instead of aborting with 'OMP: Error #15'; Intel's own message warns that this may "
+             f"crash or silently produce incorrect results, and two thread pools then share the cores. {hides}"),
+        fix=("Unset KMP_DUPLICATE_LIB_OK, then remove the duplicate: list the packages that ship an OpenMP runtime "
+             "and install them from one ecosystem (all pip, or all conda-forge) so one runtime is loaded once."),
+        snippet=(snippets.unset_lines(["KMP_DUPLICATE_LIB_OK"]) + "\n"
+                 "python -m pip list 2>/dev/null | grep -i -E 'intel-openmp|mkl|torch|numpy'\n"
+                 "conda list 2>/dev/null | grep -i -E 'intel-openmp|llvm-openmp|_openmp_mutex|mkl'"))]
+
+
 # MKL_THREADING_LAYER value -> the OpenMP runtime (label of _OPENMP_RUNTIMES) that layer loads.
 _LAYER_RUNTIME = {"INTEL": "Intel libiomp5", "GNU": "GNU libgomp"}
 
