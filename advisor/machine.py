@@ -39,6 +39,11 @@ def env(f: Facts, name: str) -> str | None:
     return None if value is None else str(value)
 
 
+def setting(name: str, value: str | None) -> str:
+    """``NAME=value`` as a person reads it; just ``NAME`` when the report hid the value (shown as "set")."""
+    return name if value in (None, "", "set") else f"{name}={value}"
+
+
 def env_int(f: Facts, name: str) -> int | None:
     value = env(f, name)
     if value is None:
@@ -178,7 +183,7 @@ def recommended_threads(report: Report, f: Facts | None = None) -> tuple[int, st
         quota = f.get("topology.affinity.cpu_quota")
         if quota:
             n = max(1, min(n, math.ceil(quota)))
-        return n, f"the {n} performance cores of this hybrid CPU, one thread each"
+        return n, f"the {plural(n, 'performance core')} of this hybrid CPU, one thread each"
     n = usable_physical_cores(f)
     if n:
         return n, plural(n, "usable physical core")

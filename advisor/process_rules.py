@@ -23,6 +23,7 @@ from typing import Any
 
 from cpudoctor.advisor.engine import SEVERITY_RANK, RuleSet
 from cpudoctor.advisor.job_command import JobCommand, job_command
+from cpudoctor.advisor.machine import setting
 from cpudoctor.advisor.job_split import Job, SplitPlan, cpus_text, plan_split, quota_threads
 from cpudoctor.advisor.pinning import affinity_vars_to_clear
 from cpudoctor.advisor.snippets import worker_init_snippet
@@ -206,7 +207,7 @@ def oversubscribed(ctx: Context) -> list[Finding]:
            + (f" (leaving {plural(workers, 'CPU')} for the DataLoader "
               f"{'worker' if workers == 1 else 'workers'})" if workers else "")
            + ", or call torch.set_num_threads(" + str(threads) + ") at the top of the script.")
-    return [_finding(sev, f"Oversubscribed: {i.runnable_mean:g} runnable threads on {usable} usable CPUs", why, fix,
+    return [_finding(sev, f"Oversubscribed: {i.runnable_mean:g} runnable threads on {plural(usable, 'usable CPU')}", why, fix,
                      ctx.relaunch(None, threads),
                      ctx.evidence(runnable_mean=i.runnable_mean, runnable_max=i.runnable_max, usable_cpus=usable,
                                   wait_percent=wait, num_threads=i.num_threads, active_threads=active,
@@ -274,7 +275,7 @@ def _spread(ctx: Context, kind: str) -> list[Finding]:
     cpus = ctx.physical_first(sorted(set(domains[best]) & allowed) if allowed else domains[best])
     label = f"{name} {ids[best]}"
     why = (f"{n} busy threads ran on {len(used)} different {names} during the window, yet {n} threads fit "
-           f"in {label} alone ({len(cpus)} cores). ")
+           f"in {label} alone ({plural(len(cpus), 'core')}). ")
     if kind == "ccx":
         unit = "CCX" if ccx else "L3 domain"
         why += (f"Each {unit} has its own L3: threads that share data across {unit}s pay cross-die latency and "
@@ -362,7 +363,7 @@ def smt_siblings_busy(ctx: Context) -> list[Finding]:
     pairs = [f"core {topo.core_list[c].core_id} (CPUs {format_cpulist([t.last_cpu for t in ts if t.last_cpu is not None])})"
              for c, ts in sorted(shared.items())]
     why = (f"{plural(len(shared), 'core')} ran two busy threads of this job on their SMT "
-           f"siblings ({'; '.join(pairs[:4])}) while {len(cores)} cores are usable for {len(busy)} busy threads. "
+           f"siblings ({'; '.join(pairs[:4])}) while {plural(len(cores), 'core')} {'is' if len(cores) == 1 else 'are'} usable for {plural(len(busy), 'busy thread')}. "
            "Siblings share one core's FMA units, so both run at about half speed.")
     fix = f"Give each of the {len(busy)} threads its own core: one CPU per core, threads bound to cores."
     return [_finding("warning", "SMT siblings both busy while cores are free", why, fix,
@@ -452,7 +453,7 @@ def worker_thread_explosion(ctx: Context) -> list[Finding]:
         return []
     workers = len(i.children)
     why = (f"{workers} child processes run {i.children_threads} threads (up to {per_worker} each) beside the "
-           f"main process's {i.num_threads}: {total} threads for {usable} usable CPUs, and {len(parallel)} of the "
+           f"main process's {i.num_threads}: {total} threads for {plural(usable, 'usable CPU')}, and {len(parallel)} of the "
            "workers ran several threads at once in the window. Each worker's BLAS/OpenMP pool is sized for the "
            "whole machine and competes with the training threads when it computes.")
     main_threads = max(1, usable - workers)
@@ -464,7 +465,7 @@ def worker_thread_explosion(ctx: Context) -> list[Finding]:
     fix = (f"Give each worker one thread per pool with each library's own switch in worker_init_fn ({named}), and the "
            f"training process {main_threads} (the usable CPUs minus the workers); as a launch-time alternative: "
            f"{ctx.relaunch(None, main_threads, extra_env={'OPENBLAS_NUM_THREADS': '1'})}")
-    return [_finding("warning", f"{workers} workers x up to {per_worker} threads: {total} threads on {usable} CPUs",
+    return [_finding("warning", f"{workers} workers x up to {per_worker} threads: {total} threads on {plural(usable, 'CPU')}",
                      why, fix, snippet,
                      ctx.evidence(workers=workers, children_threads=i.children_threads, per_worker_max=per_worker,
                                   main_threads=i.num_threads, usable_cpus=usable), lang="python")]
@@ -546,14 +547,14 @@ def starved_threads(ctx: Context) -> list[Finding]:
     if i.children and child_cpu >= 50:
         title = "The training process mostly waits while its DataLoader workers are busy"
         why = (f"The main process used {i.cpu_percent:.0f}% CPU (of up to {capacity:.0f}% for its {i.num_threads} "
-               f"threads on {usable} CPUs) while its {len(i.children)} workers used {child_cpu:.0f}%: "
+               f"threads on {plural(usable, 'CPU')}) while its {plural(len(i.children), 'worker')} used {child_cpu:.0f}%: "
                "it is waiting for batches.")
         fix = ("Make data loading faster: more workers if CPUs are spare, persistent_workers=True, "
                "cheaper transforms, or pre-processed data.")
     else:
         title = f"Only {i.cpu_percent:.0f}% CPU with {i.num_threads} threads: the job is waiting"
         why = (f"The process used {i.cpu_percent:.0f}% CPU over the window, far below the {capacity:.0f}% its "
-               f"{i.num_threads} threads could use on {usable} CPUs"
+               f"{i.num_threads} threads could use on {plural(usable, 'CPU')}"
                + (f"; its {len(i.children)} children used {child_cpu:.0f}%" if i.children else "")
                + ". It waits on I/O, a lock, a single-threaded step, or data loading in the main process.")
         fix = ("Find the wait: py-spy dump --pid PID shows where each thread is. With num_workers=0, move data "
@@ -586,12 +587,12 @@ def threads_exceed_usable(ctx: Context) -> list[Finding]:
         return []
     listed = ", ".join(f"{k}={v}" for k, v in too_many.items())
     why = (f"{listed} but the process may use {plural(usable, 'CPU')}"
-           + (f" (cgroup quota {ctx.insp.cpu_quota:g} CPUs)" if ctx.insp.cpu_quota else "")
+           + (f" (cgroup quota {plural(ctx.insp.cpu_quota, 'CPU')})" if ctx.insp.cpu_quota else "")
            + ": the extra threads time-slice on the same CPUs.")
     workers = len(ctx.insp.children)
     threads = max(1, usable - workers) if workers < usable else 1
-    return [_finding("warning", f"{listed} exceeds the {usable} usable CPUs", why,
-                     f"Relaunch with {threads} threads.", ctx.relaunch(None, threads),
+    return [_finding("warning", f"{listed} exceeds the {plural(usable, 'usable CPU')}", why,
+                     f"Relaunch with {plural(threads, 'thread')}.", ctx.relaunch(None, threads),
                      ctx.evidence(usable_cpus=usable, cpu_quota=ctx.insp.cpu_quota, **too_many))]
 
 
@@ -652,7 +653,7 @@ def myth_env_in_process(ctx: Context) -> list[Finding]:
     hits = {k: v for k, v in ctx.insp.env.items() if k in myths}
     if not hits:
         return []
-    listed = ", ".join(f"{k}={v}" for k, v in hits.items())
+    listed = ", ".join(setting(k, v) for k, v in hits.items())
     why = " ".join(f"{k}: {myths[k]}." for k in hits)
     return [_finding("warning", f"{listed}: set for this job, read by nothing", why,
                      "Remove it; pin and size threads with settings that exist.",

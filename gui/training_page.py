@@ -34,7 +34,7 @@ from cpudoctor.lab.results import LabResult
 from cpudoctor.gui.torch_banner import TorchMissingBanner
 from cpudoctor.lab.runner import JobOutcome, job_command
 from cpudoctor.lab.settings import MODELS, SWEEP_TRAIN_KEYS, SettingsError, SweepSettings, TrainSettings
-from cpudoctor.lab.verdicts import busy_caveat
+from cpudoctor.lab.verdicts import busy_caveat, threads_words
 from cpudoctor.render import lab as words
 from cpudoctor.render.env_choice import jobs_text
 
@@ -579,10 +579,11 @@ class TrainingPage(QWidget):
         elif job == "gemm":
             if data.get("phase") == "partial":
                 done = ", ".join(f"{b} {g:,.0f}" for b, g in (data.get("gflops_so_far") or {}).items())
-                self._set_status(f"GEMM at {data.get('threads')} threads: {done} GFLOP/s so far", "info")
+                self._set_status(f"GEMM at {threads_words(data.get('threads'))}: {done} GFLOP/s so far", "info")
             else:
                 self._set_status(f"GEMM {data.get('step')}/{data.get('total')}: {data.get('backend')} at "
-                                 f"{data.get('threads')} threads, {_fmt(data.get('gflops'), ',.1f')} GFLOP/s", "info")
+                                 f"{threads_words(data.get('threads'))}, {_fmt(data.get('gflops'), ',.1f')} GFLOP/s",
+                                 "info")
                 self._show_gemm(self.session.preview(self.runner.outcome, self.model.report))
         elif job == "quant":
             self._set_status(f"int8 vs fp32: batch {data.get('batch')} done", "info")

@@ -6,6 +6,7 @@ import re
 
 from cpudoctor.advisor import machine, snippets
 from cpudoctor.advisor.engine import Facts, rule
+from cpudoctor.kits.plural import plural
 from cpudoctor.model import Finding, Report
 
 # File-name prefixes of the three OpenMP runtimes (conda/pip may add a hash suffix).
@@ -377,8 +378,8 @@ def blas_pools_fight(report: Report) -> list[Finding]:
         return [f.finding("ok", "BLAS and OpenMP thread pools do not compete")] if pools else []
     listed = ", ".join(f"{k}: {v}" for k, v in pools.items())
     return [f.finding(
-        "warning", f"{len(pools)} thread pools with {total} threads on {usable} usable CPUs",
-        why=(f"Loaded pools: {listed}. Together {total} threads on {usable} CPUs ({total / usable:.1f}x); when numpy "
+        "warning", f"{len(pools)} thread pools with {total} threads on {plural(usable, 'usable CPU')}",
+        why=(f"Loaded pools: {listed}. Together {total} threads on {plural(usable, 'CPU')} ({total / usable:.1f}x); when numpy "
              "work and torch work overlap (augmentation, DataLoader workers) they spin on the same cores."),
         fix="Give numpy's BLAS one thread in data-loading processes and the compute threads to torch.",
         snippet=("import threadpoolctl\n\n"

@@ -6,6 +6,7 @@ from cpudoctor.advisor import floors, machine, sigill, snippets, vm_mask
 from cpudoctor.advisor.engine import Facts, rule
 from cpudoctor.advisor.quoting import quote_message
 from cpudoctor.advisor.torch_install import pip_install, platform_of
+from cpudoctor.kits.plural import plural
 from cpudoctor.knowledge import FLOORS
 from cpudoctor.model import Finding, Report
 
@@ -256,7 +257,10 @@ def import_failed(report: Report) -> list[Finding]:
                                   "the message names the library that failed."),
                              snippet=_fresh_venv(report, chk.package)))
     if not out and checks and all(c.status in ("ok", "skipped") for c in checks):
-        return [f.finding("ok", f"All {sum(1 for c in checks if c.status == 'ok')} import checks passed")]
+        passed = [c.package for c in checks if c.status == "ok"]
+        if len(passed) == 1:
+            return [f.finding("ok", f"The import check passed ({passed[0]})")]
+        return [f.finding("ok", f"All {plural(len(passed), 'import check')} passed")]
     return out
 
 

@@ -93,8 +93,8 @@ def _int8_api(f: Facts) -> tuple[str, str]:
     if machine.env_known(f):
         installed = any(p.name.lower() == "torchao" for p in f.get("software.packages", record=False) or [])
         f.record("software.packages[torchao]", installed)
-    sentence = ("torchao's quantize_ with Int8DynamicActivationInt8WeightConfig, the API PyTorch points to now that "
-                "torch.ao.quantization.quantize_dynamic is deprecated (PyTorch's own warning; pytorch/ao#2259)")
+    sentence = ("torchao's quantize_ with Int8DynamicActivationInt8WeightConfig, the API torch.ao.quantization's own "
+                "deprecation warning points to: torch.ao.quantization.quantize_dynamic is deprecated (pytorch/ao#2259)")
     if installed:
         return TORCHAO_SNIPPET, sentence + "; torchao is installed here."
     where = "is not installed in this environment" if installed is False else "may not be installed"

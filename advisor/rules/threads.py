@@ -27,8 +27,8 @@ def _limit_text(f: Facts, usable: int) -> str:
     if allowed and logical and len(allowed) < logical:
         parts.append(f"the affinity/cpuset allows {len(allowed)} of {logical} CPUs")
     if quota:
-        parts.append(f"the cgroup CPU quota is {quota:g} CPUs")
-    return f"{usable} usable CPU{'s' if usable != 1 else ''}" + (f" ({'; '.join(parts)})" if parts else "")
+        parts.append(f"the cgroup CPU quota is {plural(quota, 'CPU')}")
+    return plural(usable, "usable CPU") + (f" ({'; '.join(parts)})" if parts else "")
 
 
 @rule("THR001", "thread-env-unset", category="threads", severity="warning",
@@ -150,11 +150,11 @@ def threads_above_usable(report: Report) -> list[Finding]:
         return []
     over = {k: v for k, v in counts.items() if v > usable}
     if not over:
-        return [f.finding("ok", f"Thread counts fit the {usable} usable CPUs ({max(counts.values())} at most)")]
+        return [f.finding("ok", f"Thread counts fit the {plural(usable, 'usable CPU')} ({max(counts.values())} at most)")]
     worst = max(over.values())
     plan = snippets.thread_plan(report)
     return [f.finding(
-        "warning", f"{worst} threads on {usable} usable CPUs",
+        "warning", f"{plural(worst, 'thread')} on {plural(usable, 'usable CPU')}",
         why=(f"{', '.join(f'{k}={v}' for k, v in over.items())} but this process may use {_limit_text(f, usable)}. "
              f"That is {worst / usable:.1f}x oversubscribed: threads wait for time slices at every OpenMP barrier."),
         fix=f"Lower the thread counts to {plan.threads} ({plan.source}).",
@@ -196,7 +196,7 @@ def threads_count_smt(report: Report) -> list[Finding]:
     if smt < 2:
         return [f.finding("ok", "No SMT: one thread per core already")]
     if count <= cores:
-        return [f.finding("ok", f"{source} = {count} stays within the {cores} physical cores")]
+        return [f.finding("ok", f"{source} = {count} stays within the {plural(cores, 'physical core')}")]
     rec = measured.sweep_choice(report, f)
     if rec is not None and rec.threads and rec.threads >= count:
         return [f.finding("ok", f"{count} threads: the thread sweep measured {rec.threads} as best here")]
@@ -236,13 +236,13 @@ def interop_above_usable(report: Report) -> list[Finding]:
     if not interop or not usable:
         return []
     if interop <= usable:
-        return [f.finding("ok", f"PyTorch's inter-op pool ({interop}) fits the {usable} usable CPUs")]
+        return [f.finding("ok", f"PyTorch's inter-op pool ({interop}) fits the {plural(usable, 'usable CPU')}")]
     plan = snippets.thread_plan(report)
     n = max(1, min(plan.interop, usable))
     logical = f.get("topology.logical_cpus")
     host = f" — the host's {logical} CPUs" if logical and logical == interop else ""
     return [f.finding(
-        "warning", f"PyTorch's inter-op pool has {interop} threads on {usable} usable CPU{'s' if usable != 1 else ''}",
+        "warning", f"PyTorch's inter-op pool has {plural(interop, 'thread')} on {plural(usable, 'usable CPU')}",
         why=(f"torch.get_num_interop_threads() is {interop}{host}, but this process may use {_limit_text(f, usable)}. "
              "This PyTorch sizes the inter-op pool from the host, not from the affinity, cpuset or quota; each of its "
              "threads opens its own intra-op team when it runs, so parallel operators oversubscribe the CPUs."),
