@@ -784,7 +784,7 @@ def competing_training_jobs(ctx: Context) -> list[Finding]:
     lines: list[str] = []
     for share in plan.shares:
         who = f"this job (PID {i.pid})" if share.job.role == "this" else f"PID {share.job.pid}"
-        lines.append(f"# {who}: {cpus_text(share.cpus)}, {plural(share.threads, 'thread')}")
+        lines.append(f"# {who}, {cpus_text(share.cpus)}, {plural(share.threads, 'thread')}:")
         lines.append(ctx.relaunch(share.cpus, share.threads,
                                   other=None if share.job.role == "this" else commands[share.job.pid]))
     fix = _split_fix(plan, usable, i.cpu_quota)

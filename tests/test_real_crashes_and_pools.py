@@ -256,7 +256,7 @@ def test_two_training_jobs_each_sized_for_every_cpu_and_the_printed_split_fixes_
         [finding] = [f for f in run_process_rules(insp, topo, strict=True) if f.code == "PROC014"]
         assert finding.severity == "warning" and jobs[1].pid in finding.evidence["peers"]
         lines = finding.snippet.splitlines()
-        ours = {lines[i].split(":")[0]: lines[i + 1] for i in range(0, len(lines) - 1, 2)}
+        ours = {lines[i].split(",")[0]: lines[i + 1] for i in range(0, len(lines) - 1, 2)}
         relaunches = [ours[f"# this job (PID {jobs[0].pid})"], ours[f"# PID {jobs[1].pid}"]]
         assert all("taskset -c" in line and "OMP_NUM_THREADS=" in line for line in relaunches)
         sets = [line.split("taskset -c ")[1].split()[0] for line in relaunches]

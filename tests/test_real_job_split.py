@@ -127,11 +127,11 @@ def _inspect(pid: int, mine: list[int], topo):
 
 
 def _commands(snippet: str) -> dict[int | str, str]:
-    """{pid: relaunch line} from the snippet's ``# PID n: ...`` / ``# this job (PID n): ...`` headers."""
+    """{pid: relaunch line} from the snippet's ``# PID n, ...:`` / ``# this job (PID n), ...:`` headers."""
     lines = snippet.splitlines()
     out = {}
     for head, line in zip(lines, lines[1:]):
-        m = re.match(r"# (?:this job \(PID (\d+)\)|PID (\d+)): ", head)
+        m = re.match(r"# (?:this job \(PID (\d+)\)|PID (\d+)), .*:$", head)
         if m:
             out[int(m.group(1) or m.group(2))] = line
     return out
@@ -140,7 +140,7 @@ def _commands(snippet: str) -> dict[int | str, str]:
 def _promised(snippet: str) -> dict[int, tuple[list[int], int]]:
     """{pid: (CPUs, threads)} as the snippet's headers say them in words."""
     out = {}
-    for m in re.finditer(r"# (?:this job \(PID (\d+)\)|PID (\d+)): CPUs? ([0-9,-]+), (\d+) threads?", snippet):
+    for m in re.finditer(r"# (?:this job \(PID (\d+)\)|PID (\d+)), CPUs? ([0-9,-]+), (\d+) threads?:", snippet):
         cpus = []
         for part in m.group(3).split(","):
             lo, _, hi = part.partition("-")
