@@ -111,3 +111,11 @@ def test_torch001_points_to_python_and_the_environment_picker(tmp_path, capsys):
     assert finding["severity"] == "warning"
     assert "run CPU Doctor from there" not in finding["why"]
     assert "--python" in finding["why"] and "Environment picker" in finding["why"]
+
+
+def test_lab_progress_at_one_thread():
+    from cpudoctor.render.training import progress_text
+
+    partial = progress_text("gemm", "gemm", {"phase": "partial", "threads": 1, "gflops_so_far": {"fp32": 40.0}})
+    step = progress_text("gemm", "gemm", {"step": 1, "total": 2, "backend": "fp32", "threads": 1, "gflops": 40.0})
+    assert partial.startswith("GEMM at 1 thread:") and "at 1 thread," in step
