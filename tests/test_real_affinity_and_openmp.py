@@ -114,7 +114,8 @@ def test_a_package_that_narrows_the_affinity_on_import_is_blamed_and_the_snippet
 # ----------------------------------------------------------------- class 2: runtimes that meet
 
 
-def test_threadpoolctl_in_this_process_does_not_hide_error_15_from_the_children(monkeypatch):
+def _threadpoolctl_sets_kmp_here(monkeypatch) -> None:
+    """The situation: threadpoolctl imported in this process sets KMP_DUPLICATE_LIB_OK (not the user)."""
     initial = initial_environment()
     if initial is None:
         pytest.skip("no /proc/self/environ here")
@@ -124,6 +125,10 @@ def test_threadpoolctl_in_this_process_does_not_hide_error_15_from_the_children(
     import threadpoolctl  # noqa: F401 - the import is the situation: it sets KMP_DUPLICATE_LIB_OK here
 
     monkeypatch.setenv("KMP_DUPLICATE_LIB_OK", os.environ.get("KMP_DUPLICATE_LIB_OK", "True"))
+
+
+def test_threadpoolctl_in_this_process_does_not_hide_error_15_from_the_children(monkeypatch):
+    _threadpoolctl_sets_kmp_here(monkeypatch)
     env, removed = child_environment(os.environ, own_environ=True)
     assert removed == ["KMP_DUPLICATE_LIB_OK"] and "KMP_DUPLICATE_LIB_OK" not in env
     # A variable the user really set is kept: the checks then see what the user's script sees.
@@ -202,15 +207,7 @@ def test_kmp_duplicate_lib_ok_set_by_the_user_is_named_with_what_it_hides_and_un
 
 
 def test_kmp_duplicate_lib_ok_set_inside_cpu_doctor_by_threadpoolctl_is_not_the_users(monkeypatch):
-    initial = initial_environment()
-    if initial is None:
-        pytest.skip("no /proc/self/environ here")
-    if "KMP_DUPLICATE_LIB_OK" in initial:
-        pytest.skip("KMP_DUPLICATE_LIB_OK was set by whoever started the tests")
-    need_module("threadpoolctl")
-    import threadpoolctl  # noqa: F401 - the import is the situation: it sets KMP_DUPLICATE_LIB_OK here
-
-    monkeypatch.setenv("KMP_DUPLICATE_LIB_OK", os.environ.get("KMP_DUPLICATE_LIB_OK", "True"))
+    _threadpoolctl_sets_kmp_here(monkeypatch)
     from cpudoctor.probes.software.stack import probe_software
 
     report = live_report(clean_environ(), children=False)
