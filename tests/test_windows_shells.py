@@ -121,10 +121,10 @@ def test_doctor_defaults_to_the_login_shell(capsys, monkeypatch):
     from conftest import run_cli
 
     monkeypatch.setenv("SHELL", "/usr/bin/fish")
-    _, out, _ = run_cli(capsys, "doctor", "--from-report", str(LINUX_REPORT), "--only", "THR001,threads",
+    _, out, _ = run_cli(capsys, "doctor", "--from-report", str(LINUX_REPORT), "--only", "topology",
                         "--format", "json")
-    langs = {f["snippet_lang"] for f in json.loads(out)["findings"] if f.get("snippet_bash")}
-    assert langs <= {"fish"}
+    langs = {f["snippet_lang"] for f in json.loads(out)["findings"] if f["snippet"] and f["snippet_lang"] != "python"}
+    assert langs == {"fish"}
     monkeypatch.setenv("SHELL", "/bin/bash")
     _, out, _ = run_cli(capsys, "doctor", "--from-report", str(WINDOWS_REPORT), "--format", "json")
     langs = {f["snippet_lang"] for f in json.loads(out)["findings"] if f.get("snippet_bash")}
