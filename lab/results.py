@@ -297,8 +297,23 @@ def _read_gemm(r: dict[str, Any], progress: list[dict[str, Any]], base: dict[str
 # ----------------------------------------------------------------------------- quantisation
 
 
+def _separated(p: dict[str, Any]) -> bool | None:
+    """int8's and fp32's latencies at one batch size lie apart beyond both spreads (p10..p90); None: no spreads."""
+    try:
+        f_lo, f_hi, i_lo, i_hi = (float(p[k]) for k in ("fp32_p10_ms", "fp32_p90_ms", "int8_p10_ms", "int8_p90_ms"))
+    except (KeyError, TypeError, ValueError):
+        return None
+    return i_hi < f_lo or f_hi < i_lo
+
+
 @dataclass
 class QuantResult(LabResult):
+    """int8 against fp32 per batch size; like the sweep, a busy machine makes the whole result inconclusive.
+
+    A point's speed-up counts only when the machine was quiet and the two latencies lie apart beyond
+    their spreads (``separated``); noise is never explained as a cause.
+    """
+
     kind: str = "quant"
     points: list[dict[str, Any]] = field(default_factory=list)
     api: str | None = None
@@ -311,21 +326,52 @@ class QuantResult(LabResult):
     native: NativeSupport | None = None
 
     @property
+    def verdict(self) -> str:
+        """"measured" when the figures may be read as int8's speed here, else "inconclusive"."""
+        return "inconclusive" if self.quiet is False or not self.points else "measured"
+
+    @property
+    def reason(self) -> str:
+        """Why the result is inconclusive ("" when it is not), starting with "inconclusive:" like the sweep's."""
+        if self.verdict != "inconclusive":
+            return ""
+        if self.interference is not None and self.quiet is False:
+            return words.inconclusive("busy", share=self.interference.share)
+        return words.inconclusive("no points")
+
+    def decided(self) -> dict[int, float]:
+        """Speed-ups per batch that the figures support: a quiet machine and latencies apart beyond both spreads."""
+        if self.quiet is False:
+            return {}
+        return {p["batch"]: p["speedup"] for p in self.points if p.get("speedup") and p.get("separated") is not False}
+
+    @property
     def precision_why(self) -> str:
+        if self.verdict == "inconclusive":
+            return words.quant_inconclusive(self.reason)
         native = self.native.int8 if self.native else None
         via = self.native.int8_via if self.native else []
-        speedups = {p["batch"]: p["speedup"] for p in self.points if p.get("speedup")}
-        return words.int8_why(native, via, speedups, self.hidden, self.emulated, self.api)
+        tied = sorted(p["batch"] for p in self.points if p.get("separated") is False)
+        return words.int8_why(native, via, self.decided(), self.hidden, self.emulated, self.api, tied=tied)
+
+    def caveats(self) -> list[str]:
+        out = [] if self.status == "ok" else [self.message]
+        if self.reason:
+            out.append(self.reason)
+        return [c for c in out if c]
 
     def metrics(self) -> dict[str, Any]:
         return {"points": [_plain_point(p) for p in self.points], "vnni": self.native.int8 if self.native else None,
                 "vnni_note": self.precision_why, "api": self.api_name or self.api,
                 "api_warnings": self.api_warnings or None, "hidden": self.hidden, "emulated": self.emulated,
-                "top1_agreement": self.top1_agreement, "engine": self.engine}
+                "top1_agreement": self.top1_agreement, "engine": self.engine, "verdict": self.verdict,
+                "reason": self.reason or None}
 
 
 def _read_quant(r: dict[str, Any], progress: list[dict[str, Any]], base: dict[str, Any], ctx: Context) -> QuantResult:
-    points = list(r.get("points") or [p for p in progress if p.get("batch")])
+    points = [dict(p) for p in (r.get("points") or [p for p in progress if p.get("batch")])]
+    for p in points:
+        p["separated"] = _separated(p)
     base = dict(base, interference=Interference.worst([p.get("interference") for p in points]))
     settings = base["settings"]
     return QuantResult(**base, points=points, api=r.get("api"), api_name=r.get("api_name"),

@@ -12,7 +12,8 @@ import html
 from typing import Any
 
 from cpudoctor.kits.plural import plural
-from cpudoctor.lab.verdicts import busy, cpu_list, percent, threads_words
+from cpudoctor.lab.results import Interference
+from cpudoctor.lab.verdicts import busy, cpu_list, factor, percent, threads_words
 
 
 # ----------------------------------------------------------------------------- one definition per metric
@@ -157,13 +158,41 @@ def _gemm_text(r) -> list[str]:
     return lines
 
 
+def _ms_spread(p: dict, name: str) -> str:
+    lo, hi = p.get(f"{name}_p10_ms"), p.get(f"{name}_p90_ms")
+    return f"{lo:.3f}–{hi:.3f}" if lo is not None and hi is not None else "-"
+
+
+def _speedup(p: dict) -> str:
+    """The speed-up of one point, or why it is no figure: "within spread" when the spreads overlap."""
+    s = p.get("speedup")
+    if not s:
+        return "-"
+    return f"{factor(s)}×" + ("" if p.get("separated") is not False else " (within spread)")
+
+
+def quant_rows(r) -> list[list[str]]:
+    """One row per batch size: medians with their p10–p90 spread, the speed-up, the share others took."""
+    rows = []
+    for p in r.points:
+        inter = Interference.read(p.get("interference"))
+        share = inter.share if inter is not None else p.get("other_share")
+        rows.append([str(p["batch"]), f"{p['fp32_ms']:.3f}", _ms_spread(p, "fp32"), f"{p['int8_ms']:.3f}",
+                     _ms_spread(p, "int8"), _speedup(p), percent(share, "-")])
+    return rows
+
+
+QUANT_COLUMNS = ("batch", "fp32 ms", "fp32 p10–p90", "int8 ms", "int8 p10–p90", "speed-up", "others")
+
+
 def _quant_text(r) -> list[str]:
     if not r.points:
         return []
-    lines = [f"{'batch':>5} {'fp32 ms':>10} {'int8 ms':>10} {'speed-up':>9}  {'int8 p10–p90 ms':>16}"]
-    for p in r.points:
-        lines.append(f"{p['batch']:>5} {p['fp32_ms']:>10.3f} {p['int8_ms']:>10.3f} {_num(p.get('speedup'), '.2f'):>8}×"
-                     f"  {p.get('int8_p10_ms', 0):>7.3f}–{p.get('int8_p90_ms', 0):<7.3f}")
+    rows = [list(QUANT_COLUMNS), *quant_rows(r)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(QUANT_COLUMNS))]
+    lines = ["  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in rows]
+    if r.verdict == "inconclusive":
+        lines.append(f"verdict: {r.reason}")
     lines.append(f"why: {r.precision_why}")
     api = r.api_name or r.api or "unknown"
     lines.append(f"quantisation API: {api}" + (f" (said: {r.api_warnings[0].strip()})" if r.api_warnings else ""))
@@ -232,11 +261,15 @@ def run_row(result) -> list[tuple[str, str]]:
         if best:
             res = f"{best['gflops']:,.1f} GFLOP/s ({best['backend']})"
     elif result.kind == "quant":
-        res = "; ".join(f"b{p['batch']}: ×{p['speedup']:.2f}" for p in result.points if p.get("speedup")) or "—"
+        if result.verdict == "inconclusive":
+            res = "inconclusive"
+        else:
+            res = "; ".join(f"b{p['batch']}: {_speedup(p)}" for p in result.points if p.get("speedup")) or "—"
         res_tip = result.precision_why
     note = "; ".join(result.caveats())
     short = note
-    if result.kind == "sweep" and not result.conclusive and result.interference is not None and not result.quiet:
+    busy_verdict = result.kind == "quant" or (result.kind == "sweep" and not result.conclusive)
+    if busy_verdict and result.interference is not None and not result.quiet:
         short = f"busy machine ({percent(result.interference.share)} to others): rerun"
     return [(result.kind, ""), (result.status, result.message), (describe(result), describe(result)),
             (sps, sps_tip), (res, res_tip or res),
@@ -320,14 +353,15 @@ def gemm_html(result) -> str:
             + "</table>" + notes)
 
 
-def quant_html(result) -> str:
+def quant_html(result, caveat_colour: str = "#c98a1a") -> str:
     e = html.escape
-    rows = "".join(f"<tr><td align='right'>{p['batch']}</td><td align='right'>{p['fp32_ms']:.3f}</td>"
-                   f"<td align='right'>{p['int8_ms']:.3f}</td><td align='right'>{_num(p.get('speedup'), '.2f')}×"
-                   "</td></tr>" for p in result.points)
+    head = "".join(f"<th>{e(c)}</th>" for c in QUANT_COLUMNS)
+    rows = "".join("<tr>" + "".join(f"<td align='right'>{e(c)}</td>" for c in row) + "</tr>"
+                   for row in quant_rows(result))
+    verdict = (f"<p><b style='color:{caveat_colour}'>Inconclusive</b> — {e(result.reason)}.</p>"
+               if result.verdict == "inconclusive" else "")
     api = e(result.api_name or result.api or "unknown")
     said = f" (it says: {e(result.api_warnings[0].strip())})" if result.api_warnings else ""
-    return ("<b>Dynamic int8 vs fp32 (MLP), measured in the same job</b><table cellspacing='6'><tr><th>batch</th>"
-            "<th>fp32 ms</th><th>int8 ms</th><th>speed-up</th></tr>" + rows
-            + f"</table><p>{e(result.precision_why)}.</p><p>Quantisation API: {api}{said}. Top-1 agreement with "
-            f"fp32: {percent_1(result.top1_agreement)}.</p>")
+    return ("<b>Dynamic int8 vs fp32 (MLP), measured in the same job</b><table cellspacing='6'><tr>" + head
+            + "</tr>" + rows + f"</table>{verdict}<p>{e(result.precision_why)}.</p><p>Quantisation API: {api}{said}. "
+            f"Top-1 agreement with fp32: {percent_1(result.top1_agreement)}.</p>")
