@@ -130,7 +130,20 @@ class TrainResult(LabResult):
     dtype: str = "fp32"
     reference_samples_per_s: float | None = None     # fp32 in the same job (bf16 runs)
     reference_spread: Figure | None = None
+    reference_missing: str = ""             # why fp32 was not measured in a bf16 run ("" when it was)
+    not_measured: str = ""                  # why this run's own dtype has no figure
+    budget_s: float | None = None           # the whole job's budget, start-up included
+    startup_s: float | None = None          # process start to the first step: interpreter, torch, data
+    warmup_s: float | None = None
+    job_s: float | None = None              # what the job took, start-up included
+    ended_by: str | None = None             # budget | steps | cancelled
+    eval_samples_done: int | None = None
     native: NativeSupport | None = None
+
+    @property
+    def compared(self) -> bool:
+        """A bf16 run that measured fp32 in the same job: only then is there a ratio to speak of."""
+        return self.dtype != "fp32" and bool(self.reference_samples_per_s)
 
     @property
     def ratio(self) -> float | None:
@@ -145,6 +158,11 @@ class TrainResult(LabResult):
             return ""
         native = self.native.bf16 if self.native else None
         via = self.native.bf16_via if self.native else []
+        if not self.compared:
+            why = self.reference_missing
+            if not why and self.settings.get("compare_fp32") is False:
+                why = "the fp32 comparison was switched off for this run"
+            return words.bf16_uncompared(native, via, why)
         return words.bf16_why(native, via, self.ratio)
 
     def metrics(self) -> dict[str, Any]:
@@ -152,12 +170,16 @@ class TrainResult(LabResult):
                              "train_accuracy": self.train_accuracy, "initial_loss": self.initial_loss,
                              "eval_accuracy": self.eval_accuracy, "steps": self.steps, "threads": self.threads,
                              "interop_threads": self.interop_threads, "elapsed": self.elapsed,
-                             "smoothing_steps": self.smoothing_steps, "compile_s": self.compile_s}
+                             "smoothing_steps": self.smoothing_steps, "compile_s": self.compile_s,
+                             "budget_s": self.budget_s, "startup_s": self.startup_s, "job_s": self.job_s,
+                             "ended_by": self.ended_by, "eval_samples": self.eval_samples_done,
+                             "not_measured": self.not_measured or None}
         if self.spread is not None:
             m.update(samples_per_s_lo=round(self.spread.lo, 1), samples_per_s_hi=round(self.spread.hi, 1))
         if self.dtype != "fp32":
             m.update(fp32_samples_per_s=self.reference_samples_per_s,
                      **{f"{self.dtype}_vs_fp32": round(self.ratio, 3) if self.ratio else None},
+                     fp32_not_measured=self.reference_missing or None,
                      precision_basis=words.native_word(self.native.bf16 if self.native else None),
                      precision_note=self.precision_why)
         return m
@@ -194,6 +216,11 @@ def _read_train(r: dict[str, Any], progress: list[dict[str, Any]], base: dict[st
         dtype=str(r.get("dtype") or settings.get("dtype") or "fp32"),
         reference_samples_per_s=ref.get("samples_per_s", last.get("reference_samples_per_s")),
         reference_spread=summarize(ref.get("window_rates") or [], whole_range=True),
+        reference_missing=str(ref.get("not_measured") or ""),
+        not_measured=str(r.get("not_measured") or ""),
+        budget_s=r.get("budget_s"), startup_s=r.get("startup_s"), warmup_s=r.get("warmup_s"), job_s=r.get("job_s"),
+        ended_by=r.get("ended_by"),
+        eval_samples_done=r.get("eval_samples_done"),
         native=ctx.native,
     )
 

@@ -85,9 +85,20 @@ def ratio_words(ratio: float) -> str:
     return f"{ratio:.2f}× fp32 ({1 / ratio:.1f}× slower)"
 
 
+def bf16_uncompared(native: bool | None, via: list[str], why: str) -> str:
+    """A bf16 run without an fp32 figure: say that no comparison was made, and the CPU's bf16 only as a fact."""
+    text = "fp32 was not measured in this job" + (f" ({why})" if why else "") + ", so there is no bf16/fp32 ratio"
+    if native is None:
+        return text
+    fact = f"native on this CPU ({', '.join(via)})" if native else "emulated on this CPU (no AVX512_BF16 or AMX-BF16)"
+    return f"{text}; bf16 is {fact}"
+
+
 def bf16_why(native: bool | None, via: list[str], ratio: float | None) -> str:
-    """Why bf16 measured what it did against fp32 in the same job."""
-    measured = f"bf16 ran {ratio_words(ratio)} in this job" if ratio else "bf16 was measured against fp32 in this job"
+    """Why bf16 measured what it did against fp32 in the same job (callers without a ratio: bf16_uncompared)."""
+    if not ratio:
+        return bf16_uncompared(native, via, "")
+    measured = f"bf16 ran {ratio_words(ratio)} in this job"
     if native is None:
         return f"{measured}; whether this CPU computes bf16 natively is unknown (its flags could not be read)"
     if native:

@@ -64,7 +64,8 @@ def register(subparsers) -> None:
 
     t = jobs.add_parser("train", help="micro-training run: samples/s, loss and accuracy")
     training(t)
-    t.add_argument("--seconds", type=_SECONDS, default=20.0, help="run length (default 20)")
+    t.add_argument("--seconds", type=_SECONDS, default=20.0,
+                   help="the whole job ends within this many seconds, start-up included (default 20)")
     t.add_argument("--steps", type=integer(1, 10**9), help="stop after this many steps (before --seconds if shorter)")
     t.add_argument("--threads", type=_THREADS, help="intra-op threads (default: PyTorch's own choice)")
     t.add_argument("--interop-threads", type=_THREADS, help="inter-op threads (default: PyTorch's own choice)")

@@ -88,22 +88,47 @@ def _train_text(r) -> list[str]:
     lines = [settings_line(r)]
     if r.samples_per_s is None:
         warm = r.settings.get("warmup_steps")
-        lines.append(f"  throughput  not measured: all {plural(r.steps or 0, 'step')} were warm-up"
-                     + (f" (the first {warm} are not timed)" if warm else "") + "; run more steps or seconds")
+        why = r.not_measured or (f"all {plural(r.steps or 0, 'step')} were warm-up"
+                                 + (f" (the first {warm} are not timed)" if warm else ""))
+        lines.append(f"  throughput  not measured: {why}; run more steps or seconds")
     else:
         spread = f", spread {_spread(r.spread)}" if r.spread is not None and r.spread.n > 1 else ""
         lines.append(f"  throughput  {_num(r.samples_per_s)} samples/s{spread} ({plural(r.steps or 0, 'step')} in "
                      f"{_num(r.elapsed, '.1f')} s)")
     if r.dtype != "fp32":
-        lines.append(f"  fp32        {_num(r.reference_samples_per_s)} samples/s in the same job, alternating windows")
+        if r.compared:
+            lines.append(f"  fp32        {_num(r.reference_samples_per_s)} samples/s in the same job, alternating windows")
+        else:
+            lines.append(f"  fp32        not measured{': ' + r.reference_missing if r.reference_missing else ''}")
         lines.append(f"  why         {r.precision_why}")
+    budget = budget_line(r)
+    if budget:
+        lines.append(f"  time        {budget}")
+    if not r.steps:
+        return lines
     lines.append(f"  loss        {_num(r.initial_loss, '.3f')} -> {_num(r.final_loss, '.3f')} "
                  f"(mean of the last {r.smoothing_steps} steps)")
     held = f", held-out {percent_1(r.eval_accuracy)}" if r.eval_accuracy is not None else ""
+    if held and r.eval_samples_done and r.eval_samples_done < (r.settings.get("eval_samples") or 0):
+        held += f" ({r.eval_samples_done} of {r.settings['eval_samples']} samples: the budget ended it)"
     lines.append(f"  accuracy    train {percent_1(r.train_accuracy)} (last {r.smoothing_steps} steps){held}")
     if r.compile_s is not None:
         lines.append(f"  compile     {r.compile_s} s")
     return lines
+
+
+_ENDED_BY = {"budget": "the budget ended it", "steps": "the step limit ended it", "cancelled": "stopped"}
+
+
+def budget_line(r) -> str:
+    """"14.6 s of the 15 s budget: start-up 6.2 s, warm-up 3.1 s; the budget ended it" (start-up included)."""
+    if r.job_s is None:
+        return ""
+    parts = [f"start-up {r.startup_s:.1f} s" if r.startup_s is not None else "",
+             f"warm-up {r.warmup_s:.1f} s" if r.warmup_s is not None else ""]
+    head = f"{r.job_s:.1f} s" + (f" of the {r.budget_s:g} s budget" if r.budget_s else "")
+    detail = ", ".join(p for p in parts if p)
+    return head + (f": {detail}" if detail else "") + (f"; {_ENDED_BY[r.ended_by]}" if r.ended_by in _ENDED_BY else "")
 
 
 def percent_1(share: float | None) -> str:

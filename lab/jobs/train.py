@@ -15,7 +15,14 @@ One set of metric definitions, used by the progress lines and the result alike
 
 A bf16 run also trains fp32 in the same job, in alternating windows of about
 half a second (ABAB...), so the bf16/fp32 ratio is measured under the same
-conditions; ``reference_samples_per_s`` is the fp32 figure.
+conditions; ``reference_samples_per_s`` is the fp32 figure. When the run ends
+before fp32 got a step, the result says so (``reference.not_measured``): no
+ratio is claimed that was not measured.
+
+``seconds`` is the whole job's budget, counted from the start of the process
+(:class:`Budget`): start-up, warm-up, training and the held-out evaluation fit
+inside it; ``ended_by`` says whether the budget, the step limit or a stop
+ended the run.
 
 With ``serve`` the job is a sweep worker: it warms up, says ``ready``, then
 measures one segment per ``measure SECONDS`` command until told to stop.
@@ -39,6 +46,7 @@ else:  # a standalone script: ``python -I`` leaves the script's folder off sys.p
     from _settings import SMOOTHING_STEPS, SettingsError, TrainSettings
 
 WINDOW_S = 0.5        # length of one window; a bf16 run alternates bf16 and fp32 windows
+EVAL_CHUNK = 256      # held-out samples per forward pass
 
 
 class CompileError(_jobkit.JobError):
@@ -169,24 +177,28 @@ class Trainer:
         self.steps += 1
         return float(loss.detach()), int((out.argmax(1) == y).sum()), len(y)
 
-    def evaluate(self, dtype: str) -> Optional[float]:
+    def evaluate(self, dtype: str, deadline: Optional[float] = None) -> Tuple[Optional[float], int]:
+        """Accuracy on the held-out samples and how many were evaluated: chunks stop at ``deadline``."""
         if self.test is None:
-            return None
+            return None, 0
         torch = self.torch
         self.model.eval()
         x = torch.from_numpy(self.test.images).contiguous(memory_format=self.fmt)
         y = torch.from_numpy(self.test.labels)
-        correct = 0
+        correct = done = 0
         with torch.no_grad():
-            for i in range(0, len(y), 256):
+            for i in range(0, len(y), EVAL_CHUNK):
+                if deadline is not None and time.perf_counter() >= deadline:
+                    break
                 if dtype == "bf16":
                     with torch.autocast("cpu", dtype=torch.bfloat16):
-                        out = self.model(x[i:i + 256])
+                        out = self.model(x[i:i + EVAL_CHUNK])
                 else:
-                    out = self.model(x[i:i + 256])
-                correct += int((out.argmax(1) == y[i:i + 256]).sum())
+                    out = self.model(x[i:i + EVAL_CHUNK])
+                correct += int((out.argmax(1) == y[i:i + EVAL_CHUNK]).sum())
+                done += len(out)
         self.model.train()
-        return correct / max(1, len(y))
+        return (correct / done if done else None), done
 
     def facts(self, cpus: Optional[List[int]]) -> Dict[str, Any]:
         torch = self.torch
@@ -220,25 +232,89 @@ class Meter:
         return self.samples[dtype] / secs if secs > 0 and self.samples.get(dtype) else None
 
 
-def train(tr: Trainer, s: TrainSettings, stop: _jobkit.StopFlag, cpus: Optional[List[int]]) -> Dict[str, Any]:
+class Budget:
+    """The run's time budget: ``seconds`` counted from the start of the process, start-up included.
+
+    ``--seconds 15`` means the job ends within 15 s of the user's time: importing torch, loading data,
+    warming up, training and the held-out evaluation all count. A step is only started when the
+    latest step of its kind still fits before the deadline (less what is kept for the evaluation).
+    """
+
+    def __init__(self, seconds: Optional[float], age: Optional[float] = None):
+        now = time.perf_counter()
+        self.seconds = seconds
+        self.started = now - (_jobkit.process_age() if age is None else age)
+        self.deadline = None if seconds is None else self.started + seconds
+        self.reserve = 0.0          # seconds kept for the held-out evaluation
+
+    def used(self) -> float:
+        return time.perf_counter() - self.started
+
+    def fits(self, step_s: float, reserve: bool = True) -> bool:
+        if self.deadline is None:
+            return True
+        return time.perf_counter() + step_s <= self.deadline - (self.reserve if reserve else 0.0)
+
+    def eval_deadline(self) -> Optional[float]:
+        return self.deadline
+
+
+def _warm_up(tr: Trainer, s: TrainSettings, dtypes: List[str], stop: _jobkit.StopFlag, budget: Budget,
+             record) -> Dict[str, float]:
+    """Untimed steps per dtype (the first ones allocate, pick kernels, compile); the last step's seconds of each.
+
+    Within the budget: one step per dtype while one fits, more only within a quarter of what is left.
+    """
+    last: Dict[str, float] = {}
+    share_end = None if budget.deadline is None else time.perf_counter() + 0.25 * (budget.deadline - time.perf_counter())
+    for dtype in dtypes:
+        for i in range(s.warmup_steps):
+            if stop.is_set() or (s.steps is not None and tr.steps >= s.steps):
+                return last
+            guess = last.get(dtype, max(last.values(), default=0.0))
+            if not budget.fits(guess) or (i > 0 and share_end is not None and time.perf_counter() + guess > share_end):
+                break
+            t0 = time.perf_counter()
+            record(tr.step(dtype))
+            last[dtype] = time.perf_counter() - t0
+    return last
+
+
+def _eval_reserve(s: TrainSettings, tr: Trainer, last: Dict[str, float]) -> float:
+    """Seconds to keep for the held-out evaluation: forward passes cost about a third of a training step."""
+    if tr.test is None or not s.eval_samples or s.seconds is None or s.dtype not in last:
+        return 0.0
+    estimate = s.eval_samples / s.batch_size * last[s.dtype] / 3
+    return min(estimate, 0.2 * s.seconds)
+
+
+def _not_measured(budget: Budget, ended_by: str, dtype: str) -> str:
+    """Why ``dtype`` has no figure, in a few words for the result."""
+    if ended_by == "budget":
+        return (f"the {budget.seconds:g} s budget (start-up included) ended before a {dtype} step was measured")
+    if ended_by == "cancelled":
+        return f"the run was stopped before a {dtype} step was measured"
+    return f"the step limit was reached before a {dtype} step was measured"
+
+
+def train(tr: Trainer, s: TrainSettings, stop: _jobkit.StopFlag, cpus: Optional[List[int]],
+          budget: Optional[Budget] = None) -> Dict[str, Any]:
     """Train until steps/seconds run out or the parent says stop; the result holds what was measured."""
+    budget = budget or Budget(s.seconds)
     dtypes = [s.dtype] + (["fp32"] if s.compares_fp32 else [])
     recent: deque = deque(maxlen=SMOOTHING_STEPS)      # (loss, correct, samples) of the last steps
     losses: List[float] = []
     meter = Meter()
     start = time.perf_counter()
-    budget_start = start
-    status = "ok"
-    # Warm-up: every dtype of the run gets its own (first steps allocate, pick kernels, compile).
-    for dtype in dtypes:
-        for _ in range(s.warmup_steps):
-            if stop.is_set() or (s.steps is not None and tr.steps >= s.steps):
-                break
-            loss, correct, n = tr.step(dtype)
-            losses.append(loss)
-            recent.append((loss, correct, n))
-            if tr.compile_s is not None and tr.steps == 1:
-                budget_start = time.perf_counter()     # the run length counts training, not compiling
+    startup_s = budget.used()
+
+    def record(step: Tuple[float, int, int]) -> None:
+        losses.append(step[0])
+        recent.append(step)
+
+    last = _warm_up(tr, s, dtypes, stop, budget, record)
+    warmup_s = time.perf_counter() - start
+    budget.reserve = _eval_reserve(s, tr, last)
     cpu_meter = _cpumeter.CpuMeter(cpus)
     cpu_start = cpu_meter.start()
     window = {"dtype": dtypes[0], "samples": 0, "seconds": 0.0, "began": time.perf_counter(), "steps": 0}
@@ -255,22 +331,23 @@ def train(tr: Trainer, s: TrainSettings, stop: _jobkit.StopFlag, cpus: Optional[
             fields["reference_samples_per_s"] = meter.rate("fp32")
         _jobkit.progress(**fields)
 
+    ended_by = "steps"
     while True:
         if stop.is_set():
-            status = "cancelled"
+            ended_by = "cancelled"
             break
         if s.steps is not None and tr.steps >= s.steps:
             break
-        now = time.perf_counter()
-        if s.seconds is not None and now - budget_start >= s.seconds and meter.samples:
+        if not budget.fits(last.get(window["dtype"], 0.0)):
+            ended_by = "budget"
             break
         t0 = time.perf_counter()
-        loss, correct, n = tr.step(window["dtype"])
+        step = tr.step(window["dtype"])
         dt = time.perf_counter() - t0
-        losses.append(loss)
-        recent.append((loss, correct, n))
-        meter.add(window["dtype"], n, dt)
-        window["samples"] += n
+        last[window["dtype"]] = dt
+        record(step)
+        meter.add(window["dtype"], step[2], dt)
+        window["samples"] += step[2]
         window["seconds"] += dt
         window["steps"] += 1
         now = time.perf_counter()
@@ -284,29 +361,29 @@ def train(tr: Trainer, s: TrainSettings, stop: _jobkit.StopFlag, cpus: Optional[
     meter.close_window(window["dtype"], window["samples"], window["seconds"])
     interference = cpu_meter.since(cpu_start)
     report(time.perf_counter())         # the last point of the plots is the result's figure
-    eval_acc = tr.evaluate(s.dtype) if status == "ok" else None
+    status = "cancelled" if ended_by == "cancelled" else "ok"
+    eval_acc, eval_done = tr.evaluate(s.dtype, budget.eval_deadline()) if status == "ok" else (None, 0)
     head = losses[: max(1, min(10, len(losses) // 4))]
     res: Dict[str, Any] = {
-        "status": status,
-        "steps": tr.steps,
-        "samples": tr.steps * s.batch_size,
-        "dtype": s.dtype,
-        "samples_per_s": meter.rate(s.dtype),
-        "window_rates": meter.windows.get(s.dtype, []),
-        "initial_loss": _mean(head) if losses else None,
-        "final_loss": _mean(r[0] for r in recent),
-        "train_accuracy": _accuracy(recent),
-        "smoothing_steps": SMOOTHING_STEPS,
-        "eval_accuracy": eval_acc,
+        "status": status, "steps": tr.steps, "samples": tr.steps * s.batch_size, "dtype": s.dtype,
+        "samples_per_s": meter.rate(s.dtype), "window_rates": meter.windows.get(s.dtype, []),
+        "initial_loss": _mean(head) if losses else None, "final_loss": _mean(r[0] for r in recent),
+        "train_accuracy": _accuracy(recent), "smoothing_steps": SMOOTHING_STEPS,
+        "eval_accuracy": eval_acc, "eval_samples_done": eval_done,
         "elapsed": round(time.perf_counter() - start, 3),
         "compile_s": round(tr.compile_s, 3) if tr.compile_s is not None else None,
-        "interference": interference,
-        "max_rss_mib": _max_rss_mib(),
-        "settings": s.to_dict(),
+        "interference": interference, "max_rss_mib": _max_rss_mib(), "settings": s.to_dict(),
+        # the budget, start-up included: what the time went to, and what ended the run
+        "budget_s": s.seconds, "startup_s": round(startup_s, 3), "warmup_s": round(warmup_s, 3),
+        "job_s": round(budget.used(), 3), "ended_by": ended_by,
     }
+    if not meter.samples.get(s.dtype):
+        res["not_measured"] = _not_measured(budget, ended_by, s.dtype)
     if len(dtypes) > 1:
         res["reference"] = {"dtype": "fp32", "samples_per_s": meter.rate("fp32"),
                             "window_rates": meter.windows.get("fp32", [])}
+        if not meter.samples.get("fp32"):
+            res["reference"]["not_measured"] = _not_measured(budget, ended_by, "fp32")
     res.update(tr.facts(cpus))
     return res
 
