@@ -96,6 +96,12 @@ CONSTRAINTS: dict[str, dict[str, Any]] = {
 }
 
 # Descriptions for fields whose source line has no comment.
+# Fields added after schema version 1 was published: optional, so a report written before them still loads
+# (serde gives them their default). Every other field is required.
+ADDED_LATER: frozenset[str] = frozenset({
+    "Topology.memory_total_bytes",
+})
+
 DESCRIPTIONS: dict[str, str] = {
     "Report.schema_version": "Version of this schema; readers refuse other versions.",
     "Report.meta": "Who made the report, when, and from which root.",
@@ -306,7 +312,7 @@ def _add_def(cls: type, defs: dict[str, Any]) -> None:
     if desc:
         entry["description"] = desc
     entry["properties"] = props
-    entry["required"] = [f.name for f in dataclasses.fields(cls)]
+    entry["required"] = [f.name for f in dataclasses.fields(cls) if f"{cls.__name__}.{f.name}" not in ADDED_LATER]
     entry["additionalProperties"] = True         # newer minor versions may add fields; readers ignore them
     defs[cls.__name__] = entry
 
