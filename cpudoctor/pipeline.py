@@ -268,7 +268,13 @@ def _cross_checked(report: Report) -> Report:
 
     check, notes = cross_check(report.cpu)
     cpu = dataclasses.replace(report.cpu, cpuid_check=check, notes=[*report.cpu.notes, *notes])
-    return dataclasses.replace(report, cpu=cpu)
+    software = report.software
+    if software is not None and check.hypervisor_vendor:
+        from cpudoctor.probes.software.osinfo import name_hypervisor
+
+        os_info, sw_notes = name_hypervisor(software.os, software.notes, check.hypervisor_vendor)
+        software = dataclasses.replace(software, os=os_info, notes=sw_notes)
+    return dataclasses.replace(report, cpu=cpu, software=software)
 
 
 def diagnose(report: Report, only: set[str] | None = None) -> Report:

@@ -99,7 +99,7 @@ CONSTRAINTS: dict[str, dict[str, Any]] = {
 # Fields added after schema version 1 was published: optional, so a report written before them still loads
 # (serde gives them their default). Every other field is required.
 ADDED_LATER: frozenset[str] = frozenset({
-    "Topology.memory_total_bytes",
+    "Topology.memory_total_bytes", "CpuidCheck.hypervisor_vendor",
 })
 
 DESCRIPTIONS: dict[str, str] = {
