@@ -318,7 +318,8 @@ class ReportActions(QObject):
         self.compare = QAction("Co&mpare reports…", self)
         self.compare.triggered.connect(self.compare_dialog)
         self.capture = QAction("Save machine &capture…", self)
-        self.capture.setToolTip("Pack the /proc and /sys files CPU Doctor reads, for `cpudoctor report --root`")
+        self.capture.setToolTip("Pack the /proc and /sys files CPU Doctor reads and the Python environment it describes, "
+                                     "for `cpudoctor report --root`")
         self.capture.triggered.connect(self.capture_dialog)
         for act in (self.export_quick, self.export_as, self.copy_markdown):
             act.setEnabled(model.report is not None)
@@ -448,10 +449,9 @@ class ReportActions(QObject):
             self.start_capture(Path(path), force=Path(path).exists())   # the dialog asked about replacing
 
     def start_capture(self, path: Path, force: bool = False):
-        from cpudoctor.capture import capture
-
-        self.model.status_message.emit("Capturing /proc and /sys…")
-        worker = run_in_thread(capture, path, force=force, on_result=self._captured, on_error=self._export_error)
+        self.model.status_message.emit("Capturing /proc and /sys and the Python environment…")
+        worker = run_in_thread(capture_machine, path, force, _window_python(self.model.report),
+                               on_result=self._captured, on_error=self._export_error)
         self.workers.append(worker)
         return worker
 
@@ -465,3 +465,21 @@ class ReportActions(QObject):
         folder_btn.clicked.connect(lambda: self.open_or_explain(result.path.parent, result.path))
         self.last_message = box
         box.open()
+
+
+def _window_python(report) -> tuple[str | None, str | None] | None:
+    """(interpreter, how chosen) of the environment the window describes on this machine; None: not this machine's."""
+    sw = report.software if report is not None else None
+    if sw is None or sw.captured or report.meta.root not in ("", "/") or not sw.python.executable:
+        return None
+    return (None if sw.python.own else sw.python.executable), sw.python.chosen_by
+
+
+def capture_machine(path: Path, force: bool, python: tuple[str | None, str | None] | None):
+    """The capture the window saves (on a worker thread): this machine, with the environment the window
+    describes in environment.json (the one doctor would choose when the window shows no report of this machine)."""
+    from cpudoctor.capture import capture
+    from cpudoctor.pipeline import Source, chosen_source
+
+    source = Source.this_machine(*python) if python is not None else chosen_source()
+    return capture(path, force=force, environment=source)
