@@ -318,8 +318,8 @@ class ReportActions(QObject):
         self.compare = QAction("Co&mpare reports…", self)
         self.compare.triggered.connect(self.compare_dialog)
         self.capture = QAction("Save machine &capture…", self)
-        self.capture.setToolTip("Pack the /proc and /sys files CPU Doctor reads and the Python environment it describes, "
-                                     "for `cpudoctor report --root`")
+        self.capture.setToolTip("Pack the /proc and /sys files CPU Doctor reads and the Python environment it "
+                                "describes, for `cpudoctor report --root`")
         self.capture.triggered.connect(self.capture_dialog)
         for act in (self.export_quick, self.export_as, self.copy_markdown):
             act.setEnabled(model.report is not None)
