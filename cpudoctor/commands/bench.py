@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from cpudoctor.report_file import load_report
-from cpudoctor.commands import CliError, emit
+from cpudoctor.commands import CliError, emit, output_format
 from cpudoctor.argtypes import int_list, integer, number
 from cpudoctor.kits.cpulist import MAX_CPUS
 
@@ -182,6 +182,7 @@ def _check_outputs(args: argparse.Namespace):
             check_output_path(args.output, "-o")
         except SettingsError as exc:
             raise CliError(str(exc)) from None
+        args.json = output_format(args.output, "json" if args.json else None, ("text", "json"), "--json") == "json"
     if not args.into:
         return None
     return _load_into(args.into)

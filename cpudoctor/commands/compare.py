@@ -10,7 +10,9 @@ other-schema file.
 
 from __future__ import annotations
 
-from cpudoctor.commands import CliError, emit
+from cpudoctor.commands import CliError, emit, output_format
+
+FORMATS = ("text", "md", "json")
 
 
 def register(subparsers) -> None:
@@ -18,7 +20,8 @@ def register(subparsers) -> None:
                               description="Show what differs between two saved CPU Doctor JSON reports.")
     p.add_argument("a", metavar="A.json", help="first report (e.g. before)")
     p.add_argument("b", metavar="B.json", help="second report (e.g. after)")
-    p.add_argument("--format", "-f", choices=("text", "md", "json"), default="text")
+    p.add_argument("--format", "-f", choices=FORMATS, default=None,
+                   help="text, md or json (default: from the -o file name's ending, else text)")
     p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
     p.add_argument("--include-identifying", action="store_true",
                    help="keep host names, user names and home paths (default: replaced by placeholders)")
@@ -29,6 +32,7 @@ def run(args) -> int:
     from cpudoctor.compare import RENDERERS, compare_files
     from cpudoctor.model import ReportError
 
+    args.format = output_format(args.output, args.format, FORMATS)
     try:
         result = compare_files(args.a, args.b, include_identifying=args.include_identifying)
     except ReportError as exc:

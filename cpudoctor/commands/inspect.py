@@ -17,7 +17,7 @@ import argparse
 import json
 from pathlib import Path
 
-from cpudoctor.commands import CliError, emit, root_arg
+from cpudoctor.commands import CliError, emit, output_format, root_arg
 from cpudoctor.render.inspect import render_list, render_text
 
 
@@ -31,7 +31,8 @@ def register(subparsers) -> None:
     p.add_argument("pid", nargs="?", type=_pid, help="process ID (see --list)")
     p.add_argument("--seconds", "-s", type=_seconds, default=3.0, metavar="N",
                    help="sampling window in seconds (default 3, 0.2-120)")
-    p.add_argument("--format", "-f", choices=("text", "json"), default="text")
+    p.add_argument("--format", "-f", choices=("text", "json"), default=None,
+                   help="text or json (default: from the -o file name's ending, else text)")
     p.add_argument("--list", action="store_true", help="list processes to inspect (Python first) and exit")
     p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
     p.add_argument("--root", metavar="DIR", help=argparse.SUPPRESS)   # a captured or fake /proc tree
@@ -59,6 +60,7 @@ def _seconds(value: str) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
+    args.format = output_format(args.output, args.format, ("text", "json"))
     root = root_arg(args.root) if args.root else Path("/")
     if args.list:
         from cpudoctor.probes.process.inspect import list_processes

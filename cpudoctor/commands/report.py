@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from cpudoctor.commands import CliError, add_source_options, build, emit, source_from
+from cpudoctor.commands import CliError, add_source_options, build, emit, output_format, source_from
 
 
 def register(subparsers) -> None:
@@ -29,7 +29,8 @@ def register(subparsers) -> None:
     )
     add_source_options(p)
     p.add_argument("--format", type=format_name, choices=formats, default=None,
-                   help=f"output format: {', '.join(formats)} (default: from the -o file name, else text)")
+                   help=f"output format: {', '.join(formats)} (default: from the -o file name's ending, else text; "
+                        "an ending that names no format is refused)")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of stdout")
     p.add_argument("--no-findings", action="store_true", help="leave out the advisor's findings")
     p.add_argument("--include-identifying", action="store_true",
@@ -40,7 +41,9 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     from cpudoctor.export import ExportError, render_export
 
-    fmt = args.format or _format_from_output(args.output)
+    from cpudoctor.render import FORMATS
+
+    fmt = output_format(args.output, args.format, tuple(FORMATS))
     if fmt == "pdf" and (not args.output or args.output == "-") and sys.stdout.isatty():
         raise CliError("a PDF is binary and would garble the terminal; give -o FILE.pdf (or pipe it)")
     report = build(source_from(args), fast=args.fast, findings=not args.no_findings)
@@ -52,11 +55,3 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from None
     emit(data, args.output)
     return 0
-
-
-def _format_from_output(output: str | None) -> str:
-    from cpudoctor.render import format_for_path
-
-    if not output or output == "-":
-        return "text"
-    return format_for_path(output, default="text")
