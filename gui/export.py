@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, 
                                QVBoxLayout, QWidget)
 
 from cpudoctor.export import FORMATS, ExportError, default_filename, export_report, format_for_path, unique_path
+from cpudoctor.privacy import IDENTIFYING, KEPT_SHORT
 from cpudoctor.gui.collector import ReportCollector
 from cpudoctor.gui.icons import icon
 from cpudoctor.gui.model import AppModel
@@ -27,7 +28,7 @@ from cpudoctor.gui.workers import run_in_thread
 from cpudoctor.render.words import plural
 from cpudoctor.model import Report, ReportError
 
-PRIVACY_TEXT = "Include identifying details (host name, user, paths)"
+PRIVACY_TEXT = f"Include identifying details ({KEPT_SHORT})"
 _SUMMARY_RE = re.compile(r"<summary>(.*?)</summary>")
 _DETAILS_RE = re.compile(r"</?details( open)?>")
 # A line in _underscores_: GitHub's italics, which Qt's Markdown reader underlines like a link
@@ -115,8 +116,8 @@ class ExportDialog(QDialog):
         row.addWidget(browse)
         self.privacy = QCheckBox(PRIVACY_TEXT)
         self.privacy.setChecked(False)
-        hint = QLabel("Off: host name, user name, home paths, MAC addresses and serial numbers are replaced "
-                      "by placeholders, so the file is safe to paste into a public bug tracker.")
+        hint = QLabel(f"Off: {IDENTIFYING} are replaced by placeholders, so the file is safe to paste into a "
+                      "public bug tracker. The host name is never collected.")
         hint.setWordWrap(True)
         hint.setStyleSheet("color: palette(placeholder-text);")
         form = QFormLayout()

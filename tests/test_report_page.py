@@ -115,7 +115,7 @@ def test_export_dialog_defaults(qtbot, docs):
     dlg = ExportDialog(None, "html")
     qtbot.addWidget(dlg)
     assert not dlg.privacy.isChecked()
-    assert dlg.privacy.text() == "Include identifying details (host name, user, paths)"
+    assert dlg.privacy.text() == "Include identifying details (user name, paths, serials)"
     assert [dlg.format_box.itemData(i) for i in range(dlg.format_box.count())] == ["html", "md", "json", "pdf"]
     dlg.format_box.setCurrentIndex(3)
     assert dlg.path.suffix == ".pdf" and dlg.path.parent == docs

@@ -16,6 +16,8 @@ FORMATS = ("text", "md", "json")
 
 
 def register(subparsers) -> None:
+    from cpudoctor.privacy import KEPT_WHEN_INCLUDED
+
     p = subparsers.add_parser("compare", help="compare two saved JSON reports (before/after, machine A vs B)",
                               description="Show what differs between two saved CPU Doctor JSON reports.")
     p.add_argument("a", metavar="A.json", help="first report (e.g. before)")
@@ -24,7 +26,7 @@ def register(subparsers) -> None:
                    help="text, md or json (default: from the -o file name's ending, else text)")
     p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
     p.add_argument("--include-identifying", action="store_true",
-                   help="keep host names, user names and home paths (default: replaced by placeholders)")
+                   help=f"keep {KEPT_WHEN_INCLUDED} (default: replaced by placeholders)")
     p.set_defaults(func=run)
 
 

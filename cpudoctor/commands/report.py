@@ -17,6 +17,7 @@ from cpudoctor.commands import CliError, add_source_options, build, emit, output
 
 
 def register(subparsers) -> None:
+    from cpudoctor.privacy import KEPT_WHEN_INCLUDED
     from cpudoctor.render import FORMATS, format_name
 
     formats = tuple(FORMATS)
@@ -24,8 +25,9 @@ def register(subparsers) -> None:
         "report",
         help="print the CPU, topology and software report (text, Markdown, JSON, HTML or PDF)",
         description=("Probe this machine (or a captured /proc+/sys tree with --root, or re-read a saved report "
-                     "with --from-report) and print the report. Identifying details (host and user names, home "
-                     "paths, serials) are replaced by placeholders unless --include-identifying is given."),
+                     "with --from-report) and print the report. Identifying details (user names, home paths, "
+                     "serials) are replaced by placeholders unless --include-identifying is given; the host name "
+                     "is never collected."),
     )
     add_source_options(p)
     p.add_argument("--format", type=format_name, choices=formats, default=None,
@@ -34,7 +36,7 @@ def register(subparsers) -> None:
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of stdout")
     p.add_argument("--no-findings", action="store_true", help="leave out the advisor's findings")
     p.add_argument("--include-identifying", action="store_true",
-                   help="keep host name, user name and paths (default: replaced by placeholders)")
+                   help=f"keep {KEPT_WHEN_INCLUDED} (default: replaced by placeholders)")
     p.set_defaults(func=run)
 
 
