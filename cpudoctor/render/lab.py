@@ -136,16 +136,19 @@ def percent_1(share: float | None) -> str:
 
 
 def _sweep_text(r) -> list[str]:
-    lines = [f"{'variant':<44} {'threads':>7} {'samples/s':>10} {'spread':>15} {'segments':>8} {'others':>7}"]
+    width = max([len("variant"), *(len(p["variant"]) for p in r.points)])   # names are never cut
+    lines = [f"{'variant':<{width}} {'threads':>7} {'samples/s':>10} {'spread':>15} {'segments':>8} {'others':>7}"]
     for p in r.points:
         threads = p.get("threads_used") or p.get("threads")
+        head = f"{p['variant']:<{width}} {_num(threads, 'd'):>7}"
+        if p.get("same_as"):
+            # the very same setting as another variant: measured there, said in full (never "= PyTorch defau")
+            lines.append(f"{head}  same setting as {p['same_as']}: measured there")
+            continue
         spread = (f"{p['samples_per_s_lo']:,.0f}–{p['samples_per_s_hi']:,.0f}"
                   if p.get("samples_per_s_lo") is not None and (p.get("samples_per_s_n") or 0) > 1 else "-")
         sps = _num(p.get("samples_per_s")) if p.get("samples_per_s") else p.get("status", "")
-        if p.get("same_as"):
-            spread = f"= {p['same_as']}"[:15]
-        lines.append(f"{p['variant'][:44]:<44} {_num(threads, 'd'):>7} {sps:>10} {spread:>15} "
-                     f"{p.get('segments', 0):>8} {percent(p.get('other_share'), '-'):>7}")
+        lines.append(f"{head} {sps:>10} {spread:>15} {p.get('segments', 0):>8} {percent(p.get('other_share'), '-'):>7}")
     rec = r.recommendation()
     if rec is not None:
         lines.append(f"Recommended: {rec.variant} -> torch.set_num_threads({rec.threads})"
