@@ -115,7 +115,22 @@ class AdvisorPage(QWidget):
         bar.addWidget(self.rerun_button)
         bar.addWidget(self.save_button)
         outer.addLayout(bar)
+        outer.addWidget(self._build_split(), 1)
+        self._set_tab_order()
 
+        style = self.style()
+        self._icons = {
+            "error": style.standardIcon(QStyle.StandardPixmap.SP_MessageBoxCritical),
+            "warning": style.standardIcon(QStyle.StandardPixmap.SP_MessageBoxWarning),
+            "info": style.standardIcon(QStyle.StandardPixmap.SP_MessageBoxInformation),
+            "ok": style.standardIcon(QStyle.StandardPixmap.SP_DialogApplyButton),
+        }
+        self._current: Finding | None = None
+        self._raw_snippet = ""
+        self._snippet_lang = "bash"
+
+    def _build_split(self) -> QSplitter:
+        """The findings tree on the left; the selected finding's details and its snippet on the right."""
         split = QSplitter(Qt.Orientation.Horizontal)
         self.tree = QTreeWidget()
         self.tree.setHeaderLabels(["Check", "Code", "Category"])
@@ -155,7 +170,9 @@ class AdvisorPage(QWidget):
         self.copy_button.clicked.connect(self.copy_snippet)
         snippet_bar.addWidget(self.snippet_label)
         snippet_bar.addStretch(1)
-        snippet_bar.addWidget(QLabel("Shell:"))
+        shell_label = QLabel("&Shell:")
+        shell_label.setBuddy(self.shell)
+        snippet_bar.addWidget(shell_label)
         snippet_bar.addWidget(self.shell)
         snippet_bar.addWidget(self.copy_button)
         self.snippet = QPlainTextEdit()
@@ -174,18 +191,17 @@ class AdvisorPage(QWidget):
         split.setStretchFactor(1, 2)
         split.setSizes([560, 440])
         self.tree.setTextElideMode(Qt.TextElideMode.ElideRight)
-        outer.addWidget(split, 1)
+        # the read-only text views show where the keyboard is (Fusion draws no focus frame on them)
+        for view in (self.details, self.snippet):
+            view.setStyleSheet(f"{type(view).__name__}:focus {{ border: 2px solid palette(highlight); }}")
+        return split
 
-        style = self.style()
-        self._icons = {
-            "error": style.standardIcon(QStyle.StandardPixmap.SP_MessageBoxCritical),
-            "warning": style.standardIcon(QStyle.StandardPixmap.SP_MessageBoxWarning),
-            "info": style.standardIcon(QStyle.StandardPixmap.SP_MessageBoxInformation),
-            "ok": style.standardIcon(QStyle.StandardPixmap.SP_DialogApplyButton),
-        }
-        self._current: Finding | None = None
-        self._raw_snippet = ""
-        self._snippet_lang = "bash"
+    def _set_tab_order(self) -> None:
+        """Tab follows the page as it reads: the filter bar, the list, the details, the shell, Copy, the snippet."""
+        chain = (self.filter, self.show_passed, self.rerun_button, self.save_button, self.tree, self.details,
+                 self.shell, self.copy_button, self.snippet)
+        for first, second in zip(chain, chain[1:]):
+            QWidget.setTabOrder(first, second)
 
     def eventFilter(self, obj, event) -> bool:  # noqa: N802 - Qt API
         if obj is self.tree.viewport() and event.type() == QEvent.Type.Resize:

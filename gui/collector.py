@@ -132,7 +132,7 @@ class ReportCollector(QObject):
         elif stage.name in SHOWN:
             saved = stage.name == "load"
             self.model.set_report(stage.report, read_only=saved,
-                                  label=_label(source) if saved else None)
+                                  label=_label(source) if saved else None, judged=saved)
             if saved:
                 self.model.status_message.emit(f"Opened {source.path.name} read-only")
                 self.opened.emit(source.path)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import QObject, QStandardPaths, Qt, QUrl, Signal
@@ -299,6 +300,8 @@ class ReportActions(QObject):
                                                                       notify=collector is None))
         self.last_message: QMessageBox | None = None
         self.workers: list = []
+        # Export as… starts from the format and privacy choice the Report page shows (the window sets this)
+        self.preferences: Callable[[], tuple[str, bool]] = lambda: ("html", False)
 
         self.export_quick = QAction(icon("export"), "&Export report", self)
         self.export_quick.setShortcut(QKeySequence("Ctrl+E"))
@@ -342,7 +345,10 @@ class ReportActions(QObject):
     def export_as_dialog(self) -> None:
         if self.model.report is None:
             return self._fail("There is no report yet: wait for the probe to finish.")
-        dlg = ExportDialog(self.window)
+        fmt, identifying = self.preferences()
+        dlg = ExportDialog(self.window, fmt if fmt in EXPORT_FORMATS else "html")
+        dlg.privacy.setChecked(identifying)
+        self.last_dialog = dlg
         if dlg.exec() != QDialog.DialogCode.Accepted:
             return
         path, overwrite = dlg.path, False

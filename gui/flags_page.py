@@ -25,6 +25,15 @@ COLUMNS = ("Category", "Flag", "Present", "What it means for deep learning")
 CAT, FLAG, PRESENT, MEANING = range(4)
 PRESENT_ROLE = Qt.ItemDataRole.UserRole + 1     # True / False / None (flags unknown)
 SORT_ROLE = Qt.ItemDataRole.UserRole + 2        # categories sort by relevance, not alphabet
+CATEGORY_ROLE = Qt.ItemDataRole.UserRole + 3    # the category's key (the cell shows its title)
+
+
+def category_title(key: str, description: str) -> str:
+    """A category as a reader sees it: flags.json's description before its examples ("Vector instruction
+    sets" for ``simd``), never the internal lowercase key."""
+    if description:
+        return description.split(" (")[0]
+    return key.replace("_", " ").capitalize()
 SHOW_ALL, SHOW_PRESENT, SHOW_MISSING = "All flags", "Present", "Missing"
 
 
@@ -71,7 +80,7 @@ class FlagFilter(QSortFilterProxyModel):
 
     def filterAcceptsRow(self, row: int, parent: QModelIndex) -> bool:  # noqa: N802 - Qt API
         src = self.sourceModel()
-        if self.category and src.index(row, CAT, parent).data() != self.category:
+        if self.category and src.index(row, CAT, parent).data(CATEGORY_ROLE) != self.category:
             return False
         if self.show != SHOW_ALL:
             present = src.index(row, PRESENT, parent).data(PRESENT_ROLE)
@@ -194,10 +203,11 @@ class FlagsPage(QWidget):
             is_present = (name in present) if flags_known else None
             if not is_present and arch and _other_arch(category, arch):
                 continue                   # ARM-only flags on an x86 CPU (and back) are noise
-            items = [QStandardItem(category), QStandardItem(name),
+            items = [QStandardItem(category_title(category, self.categories.get(category, ""))), QStandardItem(name),
                      QStandardItem({True: "✓ yes", False: "no", None: "unknown"}[is_present]),
                      QStandardItem(meaning)]
             items[CAT].setToolTip(self.categories.get(category, ""))
+            items[CAT].setData(category, CATEGORY_ROLE)
             # within a category, what this CPU has comes first
             items[CAT].setData(f"{order.get(category, 99):02d} {category} {0 if is_present else 1} {name}",
                                SORT_ROLE)
@@ -221,7 +231,7 @@ class FlagsPage(QWidget):
         self.category.blockSignals(True)
         self.category.clear()
         self.category.addItem("All categories", "")
-        shown = {self.source.item(r, CAT).text() for r in range(self.source.rowCount())}
+        shown = {self.source.item(r, CAT).data(CATEGORY_ROLE) for r in range(self.source.rowCount())}
         for cat in sorted(shown, key=lambda c: (order.get(c, 99), c)):
             self.category.addItem(self.categories.get(cat, cat), cat)
         idx = self.category.findData(current)

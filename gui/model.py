@@ -38,6 +38,7 @@ class AppModel(QObject):
         self.report: Report | None = None
         self.read_only = False                 # True for a report opened from a file
         self.source_label = "This machine"
+        self.judged = False                    # the findings shown are the advisor's for this report
         self._judged: Report | None = None     # the report the current findings were made for
         self._advice_generation = 0
         self._diagnosing = False
@@ -48,8 +49,12 @@ class AppModel(QObject):
 
     # -- the report ------------------------------------------------------------------------------
 
-    def set_report(self, report: Report, read_only: bool = False, label: str | None = None) -> None:
+    def set_report(self, report: Report, read_only: bool = False, label: str | None = None,
+                   judged: bool = True) -> None:
         """Show ``report``. The model keeps its own copy: it changes lab results on it, never the caller's.
+
+        ``judged=False``: a stage of a report the advisor has not seen yet (its findings follow), so no page
+        says "No findings." before the advisor ran.
 
         A new stage of this machine's report keeps the lab results measured here meanwhile (a
         benchmark run while the software check was still going, or before a refresh); when the
@@ -68,6 +73,7 @@ class AppModel(QObject):
         self.report = own
         self._judged = report
         self.read_only = read_only
+        self.judged = judged
         self.source_label = label or ("Saved report" if read_only else "This machine")
         self.report_changed.emit(own)
         self.findings_changed.emit(list(own.findings))
@@ -75,6 +81,7 @@ class AppModel(QObject):
             self.rediagnose()
 
     def set_findings(self, findings: list[Finding]) -> None:
+        self.judged = True
         if self.report is not None:
             self.report.findings = list(findings)
         self.findings_changed.emit(list(findings))

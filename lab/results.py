@@ -324,8 +324,13 @@ def _read_gemm(r: dict[str, Any], progress: list[dict[str, Any]], base: dict[str
 # ----------------------------------------------------------------------------- quantisation
 
 
-def _separated(p: dict[str, Any]) -> bool | None:
-    """int8's and fp32's latencies at one batch size lie apart beyond both spreads (p10..p90); None: no spreads."""
+def separated(p: dict[str, Any]) -> bool | None:
+    """int8's and fp32's latencies at one batch size lie apart beyond both spreads (p10..p90); None: no spreads.
+
+    A point read by :func:`read_outcome` carries the answer (``separated``); one built elsewhere is worked out.
+    """
+    if "separated" in p:
+        return p["separated"]
     try:
         f_lo, f_hi, i_lo, i_hi = (float(p[k]) for k in ("fp32_p10_ms", "fp32_p90_ms", "int8_p10_ms", "int8_p90_ms"))
     except (KeyError, TypeError, ValueError):
@@ -370,7 +375,11 @@ class QuantResult(LabResult):
         """Speed-ups per batch that the figures support: a quiet machine and latencies apart beyond both spreads."""
         if self.quiet is False:
             return {}
-        return {p["batch"]: p["speedup"] for p in self.points if p.get("speedup") and p.get("separated") is not False}
+        return {p["batch"]: p["speedup"] for p in self.points if p.get("speedup") and separated(p) is not False}
+
+    def tied(self) -> list[int]:
+        """Batch sizes where int8 and fp32 measured within each other's spread (no difference can be told)."""
+        return sorted(p["batch"] for p in self.points if separated(p) is False)
 
     @property
     def precision_why(self) -> str:
@@ -378,8 +387,7 @@ class QuantResult(LabResult):
             return words.quant_inconclusive(self.reason)
         native = self.native.int8 if self.native else None
         via = self.native.int8_via if self.native else []
-        tied = sorted(p["batch"] for p in self.points if p.get("separated") is False)
-        return words.int8_why(native, via, self.decided(), self.hidden, self.emulated, self.api, tied=tied)
+        return words.int8_why(native, via, self.decided(), self.hidden, self.emulated, self.api, tied=self.tied())
 
     def caveats(self) -> list[str]:
         out = [] if self.status == "ok" else [self.message]
@@ -398,7 +406,7 @@ class QuantResult(LabResult):
 def _read_quant(r: dict[str, Any], progress: list[dict[str, Any]], base: dict[str, Any], ctx: Context) -> QuantResult:
     points = [dict(p) for p in (r.get("points") or [p for p in progress if p.get("batch")])]
     for p in points:
-        p["separated"] = _separated(p)
+        p["separated"] = separated(p)
     base = dict(base, interference=Interference.worst([p.get("interference") for p in points]))
     settings = base["settings"]
     return QuantResult(**base, points=points, api=r.get("api"), api_name=r.get("api_name"),

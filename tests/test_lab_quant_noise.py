@@ -18,7 +18,8 @@ from cpudoctor.lab.native import native_support
 from cpudoctor.lab.results import Context, read_outcome
 from cpudoctor.lab.runner import JobOutcome
 from cpudoctor.model import CpuInfo, IsaVerdict, Report
-from cpudoctor.render.lab import outcome_text, run_row
+from cpudoctor.render.lab import outcome_text
+from cpudoctor.render.training import run_cells
 
 CAUSES = ("quantising activations", "multiply-accumulate", "instruction")
 
@@ -81,7 +82,9 @@ def test_the_issues_busy_batch_1_is_inconclusive_not_quantisation_overhead():
     text = outcome_text(result)
     assert "0.00×" not in text and "0.0023×" in text
     assert not any(c in result.precision_why for c in CAUSES)
-    assert run_row(result)[4][0] == "inconclusive" and run_row(result)[6][0] == "busy machine (84 % to others): rerun"
+    cells = dict(zip(("When", "Job", "Status", "Settings", "Samples/s", "Held-out", "Result", "Note"),
+                     (c[0] for c in run_cells(result.bench_run()))))
+    assert cells["Result"] == "inconclusive" and cells["Note"] == "busy machine (84 % to others): rerun"
 
 
 def test_a_quiet_point_within_spread_is_said_as_such_never_explained():

@@ -32,6 +32,7 @@ from cpudoctor.render.md_extra import (
     when,
 )
 from cpudoctor.render.svg_chart import (
+    drop_derived_columns,
     find_charts,
     measurement_tables,
     metric_label,
@@ -89,10 +90,10 @@ body{font-family:'DejaVu Sans',Arial,sans-serif;font-size:9pt;color:#1f2933}
 h1{font-size:17pt;margin:0}h2{font-size:12.5pt;margin-top:14pt;color:#1f2933;border-bottom:1px solid #c9d0d8}
 h3{font-size:10pt;margin-top:8pt}
 .chip{font-size:12pt;color:#5f6b77}.meta,.note,.code{color:#5f6b77;font-size:8pt}
-th{color:#5f6b77;font-weight:normal;text-align:left;padding:1px 14px 1px 0}
+th{color:#5f6b77;font-weight:normal;text-align:left;padding:1px 14px 1px 0;white-space:nowrap}
 td{padding:1px 14px 1px 0}
 pre,code{font-family:'DejaVu Sans Mono',monospace;font-size:8pt;background-color:#f3f5f7}
-pre{white-space:pre-wrap}.summary{font-weight:bold;margin-top:6pt}
+pre{white-space:pre-wrap}.summary{font-weight:bold;margin-top:6pt}h4{font-size:9pt;margin:6pt 0 2pt 0}
 .yes{color:#2e7d4f;font-weight:bold}.no{color:#5f6b77}
 .sev-ok{color:#2e7d4f}.sev-info{color:#2f6fbf}.sev-warning{color:#a86400}.sev-error{color:#c0392b}
 .title{font-weight:bold}.flags{font-family:'DejaVu Sans Mono',monospace;font-size:7.5pt;color:#5f6b77}
@@ -380,6 +381,11 @@ def _cell(value: str) -> str:
     return f'<td style="white-space:nowrap">{e(value)}</td>' if " " not in value and len(value) <= 32 else f"<td>{e(value)}</td>"
 
 
+def _head(label: str, images: Images) -> str:
+    """A table heading; on paper each word on its own line (a heading never breaks inside a word there)."""
+    return "<br>".join(e(w) for w in label.split()) if images == "resources" else e(label)
+
+
 def _benchmarks(report: Report, images: Images, pictures: dict[str, str]) -> str:
     if not report.benchmarks and report.recommendation is None:
         return ""
@@ -410,9 +416,12 @@ def _bench(run: BenchRun, index: int, images: Images, pictures: dict[str, str]) 
             charts.append(f'<p><img src="cpudoctor:{name}"></p>')
     for name, cols, rows in measurement_tables(run.metrics):
         cols, rows, same = split_constant_columns(cols, rows)
+        cols, rows = drop_derived_columns(cols, rows)
         charts.append(f"<details><summary>{e(measurements_title(name, len(rows)))}</summary>"
                       + (f'<p class="note">Every row: {e(", ".join(same))}</p>' if same else "")
-                      + '<table class="mt" cellspacing=0><tr>' + "".join(f"<th>{e(c)}</th>" for c in cols) + "</tr>"
+                      # <thead>: a table that runs onto the next page repeats its headings there
+                      + '<table class="mt" cellspacing=0><thead><tr>'
+                      + "".join(f"<th>{_head(c, images)}</th>" for c in cols) + "</tr></thead>"
                       + "".join("<tr>" + "".join(_cell(v) for v in row) + "</tr>" for row in rows)
                       + "</table></details>")
     note = f'<p class="note">{e(run.note)}</p>' if run.note else ""
@@ -434,7 +443,8 @@ def build_html(report: Report, images: Images = "inline") -> tuple[str, dict[str
                     _notes(report)])
     css = CSS if images == "inline" else PRINT_CSS
     if images == "resources":       # Qt rich text has no <details>: show them open, summary as a label
-        body = re.sub(r"<summary>(.*?)</summary>", r'<p class="summary">\1</p>', body)
+        # a summary becomes a small heading, which the PDF keeps on the page of what follows it
+        body = re.sub(r"<summary>(.*?)</summary>", r'<h4 class="summary">\1</h4>', body)
         body = re.sub(r"</?details>", "", body)
         # Qt drops margins after a table, so a heading would touch the table above it: a tiny spacer paragraph.
         body = body.replace("</table>", '</table><p style="margin:0;font-size:4pt">&nbsp;</p>')
