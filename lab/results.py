@@ -137,6 +137,7 @@ class TrainResult(LabResult):
     warmup_s: float | None = None
     job_s: float | None = None              # what the job took, start-up included
     ended_by: str | None = None             # budget | steps | cancelled
+    cut_off: str | None = None              # what the budget's hard stop interrupted (a step, torch's import)
     eval_samples_done: int | None = None
     native: NativeSupport | None = None
 
@@ -172,7 +173,8 @@ class TrainResult(LabResult):
                              "interop_threads": self.interop_threads, "elapsed": self.elapsed,
                              "smoothing_steps": self.smoothing_steps, "compile_s": self.compile_s,
                              "budget_s": self.budget_s, "startup_s": self.startup_s, "job_s": self.job_s,
-                             "ended_by": self.ended_by, "eval_samples": self.eval_samples_done,
+                             "ended_by": self.ended_by, "cut_off": self.cut_off,
+                             "eval_samples": self.eval_samples_done,
                              "not_measured": self.not_measured or None}
         if self.spread is not None:
             m.update(samples_per_s_lo=round(self.spread.lo, 1), samples_per_s_hi=round(self.spread.hi, 1))
@@ -219,7 +221,7 @@ def _read_train(r: dict[str, Any], progress: list[dict[str, Any]], base: dict[st
         reference_missing=str(ref.get("not_measured") or ""),
         not_measured=str(r.get("not_measured") or ""),
         budget_s=r.get("budget_s"), startup_s=r.get("startup_s"), warmup_s=r.get("warmup_s"), job_s=r.get("job_s"),
-        ended_by=r.get("ended_by"),
+        ended_by=r.get("ended_by"), cut_off=r.get("cut_off"),
         eval_samples_done=r.get("eval_samples_done"),
         native=ctx.native,
     )

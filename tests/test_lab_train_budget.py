@@ -48,3 +48,46 @@ def test_a_bf16_run_that_measured_no_fp32_claims_no_comparison():
         assert "fp32        not measured: the step limit was reached" in text
         assert "in the same job, alternating windows" not in text
         assert result.bench_run().metrics["fp32_not_measured"].startswith("the step limit")
+
+
+def test_the_hard_stop_ends_a_job_stuck_in_one_long_call(tmp_path):
+    """A job whose main thread sits in one long library call (here a 10-minute sleep, which releases the GIL like
+    a torch op): at its deadline the job sends what it measured and ends, instead of running the call out."""
+    import json
+    import subprocess
+    import sys
+
+    from cpudoctor.lab import jobs
+
+    script = tmp_path / "stuck.py"
+    script.write_text(
+        "import sys, time\n"
+        f"sys.path.insert(0, {str(jobs.script_path('train').parent)!r})\n"
+        "import _jobkit\n"
+        "measured = {'steps': 3}\n"
+        "hard = _jobkit.Deadline(time.perf_counter() + 0.5, lambda: {'status': 'ok', 'ended_by': 'budget', **measured})\n"
+        "time.sleep(600)\n"
+        "print('the long call ran out')\n")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    lines = [json.loads(ln) for ln in out.stdout.splitlines()]
+    assert lines == [{"type": "result", "status": "ok", "ended_by": "budget", "steps": 3, "python": sys.executable,
+                      "python_version": "%d.%d.%d" % sys.version_info[:3]}]
+
+
+def test_a_run_cut_off_during_start_up_says_so():
+    """The hard stop's result when torch's import (or the data) outlasted the budget: nothing measured, and why."""
+    import importlib.util
+
+    from cpudoctor.lab import jobs
+
+    spec = importlib.util.spec_from_file_location("train_job", jobs.script_path("train"))
+    train_job = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(train_job)
+    s = train_job.TrainSettings(dtype="bf16", seconds=15.0).validate()
+    res = train_job.TrainingRun(s, train_job.Budget(15.0, age=16.0), None).cut_off()
+    assert res["ended_by"] == "budget" and res["steps"] == 0 and res["samples_per_s"] is None
+    assert res["cut_off"].startswith("start-up") and res["job_s"] >= 16.0
+    assert res["reference"]["not_measured"].startswith("the 15 s budget (start-up included) ended during start-up")
+    result = read_outcome("train", runner.JobOutcome(status="ok", result=res), s.to_dict())
+    assert "cutting off start-up" in outcome_text(result) and not result.compared

@@ -128,7 +128,10 @@ def budget_line(r) -> str:
              f"warm-up {r.warmup_s:.1f} s" if r.warmup_s is not None else ""]
     head = f"{r.job_s:.1f} s" + (f" of the {r.budget_s:g} s budget" if r.budget_s else "")
     detail = ", ".join(p for p in parts if p)
-    return head + (f": {detail}" if detail else "") + (f"; {_ENDED_BY[r.ended_by]}" if r.ended_by in _ENDED_BY else "")
+    ended = f"; {_ENDED_BY[r.ended_by]}" if r.ended_by in _ENDED_BY else ""
+    if r.cut_off:
+        ended += f", cutting off {r.cut_off}"
+    return head + (f": {detail}" if detail else "") + ended
 
 
 def percent_1(share: float | None) -> str:
