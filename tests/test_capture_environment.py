@@ -11,6 +11,8 @@ import tarfile
 import venv
 from pathlib import Path
 
+import pytest
+
 from cpudoctor.capture import TOP, capture
 from cpudoctor.pipeline import Source, build_report, chosen_source
 from cpudoctor.probes.software.captured import ENVIRONMENT_FILE
@@ -43,6 +45,7 @@ def _capture_and_compare(tmp_path: Path, source: Source) -> tuple[dict, dict, ob
     return _said(here), _said(there), there
 
 
+@pytest.mark.hardware
 def test_this_environment_captured_and_analysed_elsewhere_gives_the_same_findings(tmp_path):
     """The suite's own environment (torch, numpy, OpenCV installed): every finding the same, PyTorch included."""
     here, there, tree_report = _capture_and_compare(tmp_path, chosen_source())
@@ -54,6 +57,7 @@ def test_this_environment_captured_and_analysed_elsewhere_gives_the_same_finding
     assert "TORCH001" in here and all(sev == "ok" for sev, _ in here["TORCH001"])
 
 
+@pytest.mark.hardware
 def test_a_chosen_environment_travels_and_nothing_identifying_does(tmp_path, monkeypatch):
     """A bare venv (no packages) chosen with --python: the tree says what doctor said for it (no PyTorch), and
     environment.json holds nothing a shared report would not (host and user names, home folders)."""

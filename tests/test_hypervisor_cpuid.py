@@ -44,6 +44,7 @@ def test_dmi_silent_cpuid_names_it_dmi_named_stays():
     assert named.virtualization == "amazon" and same == []          # DMI's product name says more
 
 
+@pytest.mark.hardware
 @pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="CPUID is x86-only")
 def test_this_guest_is_named_as_lscpu_names_it():
     """lscpu reads the same leaf with its own code: the independent source. A bare-metal machine has no leaf."""

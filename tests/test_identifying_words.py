@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import socket
 
+import pytest
+
 from tests.conftest import run_cli
 
 
@@ -20,6 +22,7 @@ def _option_help(command: str, option: str) -> str:
     return next(a.help for a in sub.choices[command]._actions if option in a.option_strings)
 
 
+@pytest.mark.hardware
 def test_the_report_holds_no_host_name_so_no_opt_in_promises_one(capsys, tmp_path):
     """With --include-identifying, the JSON report has no host name (the independent check: the machine's own
     name from the socket module is nowhere in it); then no help text or check box may offer to keep one."""

@@ -20,6 +20,7 @@ def _pids(text: str) -> set[int]:
     return {int(ln.split()[0]) for ln in text.splitlines()[1:] if ln.split() and ln.split()[0].isdigit()}
 
 
+@pytest.mark.hardware
 @pytest.mark.skipif(shutil.which("sleep") is None or sys.platform != "linux", reason="needs Linux /proc and sleep")
 def test_python_and_busy_first_idle_others_on_request(capsys):
     """Real processes: an idle Python one, a busy shell loop and an idle `sleep`, started detached (the listing

@@ -35,6 +35,7 @@ def _isa005(text: str) -> re.Match:
     return re.search(r"ISA floor is met \((\d+) checked\); (\d+) other compiled packages? unknown", " ".join(text.split()))
 
 
+@pytest.mark.hardware
 def test_report_and_doctor_count_the_same_packages_once(capsys):
     """This environment, through the real commands: the report's list names each package once, its count is
     ISA005's, and a package without a floor on record (OpenCV, a test extra here) is unknown, not met."""

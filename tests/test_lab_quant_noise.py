@@ -38,6 +38,7 @@ def _point(batch: int, fp32: tuple[float, float, float], int8: tuple[float, floa
 
 @pytest.mark.skipif(shutil.which("taskset") is None or not hasattr(os, "sched_getaffinity"),
                     reason="needs taskset (util-linux) and CPU affinity")
+@pytest.mark.hardware
 def test_a_busy_loop_on_the_jobs_cpu_makes_bench_quant_inconclusive():
     """A real busy loop pinned to the one CPU the job runs on: the result is "inconclusive" with the share the
     others took, each point shows both spreads, and nothing explains the ratios by quantisation."""

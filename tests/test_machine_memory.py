@@ -62,6 +62,7 @@ def test_nodes_that_add_up_get_no_note_and_a_tree_without_meminfo_says_so(tmp_pa
 
 @pytest.mark.skipif(shutil.which("free") is None or not Path("/sys/devices/system/node/node0/meminfo").exists(),
                     reason="needs procps' free and NUMA sysfs")
+@pytest.mark.hardware
 def test_this_machine_line_is_what_free_says():
     """`free -b` (procps) is the independent source of MemTotal; the note appears exactly when the nodes'
     totals on this machine differ from it by more than 2 %."""
