@@ -22,12 +22,13 @@ SAVED = Path(__file__).parent / "fixtures" / "scenarios" / "zen3-healthy.json"
     ["envs", "--no-conda", "-o", "{out}/e.csv"],
     ["inspect", "--list", "-o", "{out}/l.html"],
     ["bench", "quant", "-o", "{out}/q.xlsx"],
+    ["run", "-o", "{out}/r.docx", "--", "true"],
 ])
 def test_a_name_that_promises_another_format_is_refused(capsys, tmp_path, argv):
     argv = [a.format(out=tmp_path) for a in argv]
     code, out, err = run_cli(capsys, *argv)
     assert code == 2, (out, err)
-    target = Path(argv[-1])
+    target = Path(argv[argv.index("-o") + 1])
     assert f"-o {target}: this command cannot write" in err and "name the file with one of those endings" in err
     assert not target.exists()                                      # nothing written under the wrong name
 
