@@ -188,6 +188,8 @@ GOOD_BAD = {
     "ISAENV001": ("zen3-healthy", "zen3-openblas-coretype-skylakex"),
     "THR004": ("zen3-healthy", "taskset-interop-host-sized"),
     "THR005": ("taskset-interop-host-sized", "zen3-healthy"),
+    "TOPO004": ("zen3-healthy", "threadripper-3990x-windows10-groups"),
+    "OS002": ("threadripper-3990x-windows11", "threadripper-3990x-windows10-groups"),
 }
 # Rules whose "good" case is advice rather than silence (the rule always has something to say).
 ADVICE_WHEN_GOOD = {"PREC001": "bf16 autocast can pay off", "PREC002": "int8 inference can pay off"}
