@@ -6,6 +6,7 @@ reports per-node totals that move and do not add up.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -73,3 +74,21 @@ def test_this_machine_line_is_what_free_says():
     nodes = _node_sum_kib(Path("/")) * 1024
     noted = any("do not add up" in n for n in display_notes(topo))
     assert noted == (abs(nodes - total) > 0.02 * total)
+
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.mark.parametrize("tree, recorded", [
+    ("windows/threadripper-3990x-win11",
+     lambda root: json.loads((root / "windows/system.json").read_text())["memory"]["total"]),
+    ("macos/apple-m3-max",
+     lambda root: int(re.search(r"^hw\.memsize: (\d+)", (root / "macos/sysctl.txt").read_text(), re.M).group(1))),
+])
+def test_a_windows_or_mac_capture_states_the_machines_memory(tree, recorded):
+    """Windows and macOS have no MemTotal: the machine line carries what the OS recorded (system.json's
+    memory total, sysctl's hw.memsize), as the OS section does; it was bare before."""
+    root = FIXTURES / tree
+    topo = probe_topology(root)
+    assert topo.memory_total_bytes == recorded(root)
+    assert tree_lines(topo)[0] == f"Machine ({size(recorded(root))} total)"
