@@ -354,7 +354,8 @@ def capture(output: Path | str, root: Path | str = Path("/"), force: bool = Fals
             from cpudoctor.probes.platforms import capture_files
 
             files, notes = capture_files("windows" if sys.platform == "win32" else "macos")
-            return write_native(output, files, sys.platform, force=force, notes=notes)
+            described = environment_report(environment) if environment is not None else None
+            return write_native(output, files, sys.platform, force=force, notes=notes, environment=described)
         if str(root) == "/":
             raise CaptureError(f"capture packs Linux /proc and /sys files; this system ({sys.platform}) has none: "
                                "export a JSON report instead (cpudoctor report --format json -o FILE)")
@@ -471,11 +472,12 @@ def capture(output: Path | str, root: Path | str = Path("/"), force: bool = Fals
 
 
 def write_native(output: Path | str, files: dict[str, bytes], platform_name: str, *, force: bool = False,
-                 notes: list[str] | None = None) -> CaptureResult:
+                 notes: list[str] | None = None, environment: tuple[bytes, str] | None = None) -> CaptureResult:
     """Write a capture of a Windows PC or a Mac: ``files`` (docs/capture.md) under the capture folder.
 
     The same tarball shape as a Linux capture, so ``tar xzf`` and ``cpudoctor report --root
-    cpudoctor-capture`` work the same on any OS.
+    cpudoctor-capture`` work the same on any OS. ``environment``: :func:`environment_report`'s
+    (``environment.json``, words), the software side it carries as a Linux capture does.
     """
     from cpudoctor.fileio import WriteError, atomic_write
 
@@ -485,12 +487,15 @@ def write_native(output: Path | str, files: dict[str, bytes], platform_name: str
             raise CaptureError(f"{output} already exists; choose another name or pass --force to replace it")
     except OSError as exc:
         raise CaptureError(f"cannot write {str(output)[:120]}: {exc.strerror}; choose another name") from None
-    wanted = {rel: data for rel, data in files.items() if member_name(rel) is not None}
+    wanted = {rel: data for rel, data in files.items() if member_name(rel) is not None and rel != ENVIRONMENT_FILE}
     if not wanted:
         raise CaptureError("nothing to pack: " + ("; ".join(notes or []) or "the system calls gave nothing"))
     result = CaptureResult(path=output, files=len(wanted), bytes=sum(len(d) for d in wanted.values()))
+    if environment is not None:
+        wanted[ENVIRONMENT_FILE], result.environment = environment
     meta = json.dumps({"kind": "cpudoctor-capture", "tool_version": __version__, "machine": platform.machine(),
-                       "platform": platform_name, "files": len(wanted), "links": 0, "root": "/",
+                       "platform": platform_name, "files": result.files, "links": 0, "root": "/",
+                       "environment": ENVIRONMENT_FILE if result.environment else None,
                        "notes": list(notes or []), "scrubbed": {}}, indent=2).encode()
     now = time.time()
     buf = io.BytesIO()

@@ -87,3 +87,27 @@ def test_a_damaged_environment_file_is_a_note_not_a_crash(tmp_path):
     damaged = build_report(Source.tree(root), children=False)
     assert damaged.software.captured
     assert any(n.startswith(f"the capture's {ENVIRONMENT_FILE} could not be used") for n in damaged.software.notes)
+
+
+@pytest.mark.hardware
+def test_a_windows_or_mac_capture_carries_the_environment_too(tmp_path, monkeypatch):
+    """A Mac's capture (its recorded sysctl lines, packed as the Mac would pack them) with a bare venv's
+    description: analysed elsewhere, the software side is that environment's, not 'captured, unknown'."""
+    from cpudoctor.capture import environment_report, write_native
+
+    env_dir = tmp_path / "bare-env"
+    venv.create(env_dir, with_pip=False, symlinks=True)
+    monkeypatch.delenv("CPUDOCTOR_PYTHON", raising=False)
+    source = chosen_source(str(env_dir / "bin" / "python"))
+    mac = Path(__file__).parent / "fixtures" / "macos" / "apple-m3-max"
+    files = {"macos/sysctl.txt": (mac / "macos" / "sysctl.txt").read_bytes()}
+    result = write_native(tmp_path / "mac.tar.gz", files, "darwin", environment=environment_report(source))
+    assert ENVIRONMENT_FILE in result.summary()
+    root = _extract(result.path, tmp_path / "x")
+    assert json.loads((root / "capture.json").read_text())["environment"] == ENVIRONMENT_FILE
+    here, there = build_report(source), build_report(Source.tree(root))
+    assert there.cpu.brand == "Apple M3 Max" and not there.software.captured
+    assert there.software.python.env_name == "bare-env" == here.software.python.env_name
+    assert there.software.python.version == here.software.python.version
+    assert _said(there)["TORCH001"] == _said(here)["TORCH001"]
+    assert {sev for sev, _ in _said(there)["TORCH001"]} == {"warning"}          # "PyTorch is not installed"
