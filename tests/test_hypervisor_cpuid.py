@@ -44,6 +44,17 @@ def test_dmi_silent_cpuid_names_it_dmi_named_stays():
     assert named.virtualization == "amazon" and same == []          # DMI's product name says more
 
 
+def test_a_host_under_its_own_hypervisor_is_not_called_a_guest():
+    """Windows with memory integrity, Hyper-V or WSL2 runs itself under Hyper-V: CPUID says 'Microsoft Hv' on
+    bare metal. Where the OS's facts say bare metal (firmware names a real machine, macOS's hv_vmm_present 0)
+    or a Windows machine's firmware is unknown, the leaf names no VM; a KVM signature on Windows still does."""
+    for os_info in (OsInfo(system="Windows", vm=False), OsInfo(system="Windows"), OsInfo(system="Darwin", vm=False)):
+        same, notes = name_hypervisor(os_info, [], "Microsoft Hv")
+        assert same is os_info and notes == []
+    guest, _ = name_hypervisor(OsInfo(system="Windows"), [], "KVMKVMKVM")
+    assert guest.virtualization == "kvm" and guest.vm is True
+
+
 @pytest.mark.hardware
 @pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="CPUID is x86-only")
 def test_this_guest_is_named_as_lscpu_names_it():

@@ -155,8 +155,10 @@ def name_hypervisor(os_info: OsInfo, notes: list[str], signature: str | None) ->
     import dataclasses
 
     name = hypervisor_from_cpuid(signature)
-    if name is None or os_info.virtualization is not None:
-        return os_info, notes
+    if name is None or os_info.virtualization is not None or os_info.vm is False:
+        return os_info, notes                   # named already, or the OS's own facts say bare metal
+    if name == "hyperv" and os_info.system == "Windows" and os_info.vm is not True:
+        return os_info, notes                   # Windows runs itself under Hyper-V (VBS, WSL2): the leaf says so
     said = f"which hypervisor: {name}, from CPUID's hypervisor leaf ({signature!r}); DMI does not name it"
     notes = [said if n == UNNAMED_HYPERVISOR else n for n in notes]
     if said not in notes:
