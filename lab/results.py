@@ -443,6 +443,7 @@ def read_outcome(job: str, outcome: Any, settings: dict[str, Any] | None = None,
     progress = list(outcome.progress or [])
     settings = dict(settings if settings is not None else (r.get("settings") or {}))
     settings.pop("topology", None)          # the sweep's topology is in the report already
+    settings.pop("started", None)           # when the sweep's budget began: this process's clock, no setting
     base = {"kind": job, "status": outcome.status, "message": "" if outcome.status == "ok" else outcome.message,
             "settings": settings, "started_at": ctx.started_at, "quiet_limit": ctx.quiet_limit,
             "interference": Interference.read(r.get("interference")), "has_result": outcome.result is not None}

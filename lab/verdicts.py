@@ -39,6 +39,12 @@ def inconclusive(kind: str, *, share: float | None = None, rounds: int = 0, why:
             f"{budget}; rerun with a longer budget on an idle machine")
 
 
+def budget_cut(budget_s: float, variant: str) -> str:
+    """Why a sweep ended mid-segment: one step took longer than what was left of its budget."""
+    return (f"the {budget_s:g} s budget (start-up included) ended during a segment of '{variant}' (one training "
+            "step took longer than the time left), which is not counted")
+
+
 def within_spread(a: str, b: str) -> str:
     return f"{a} and {b} measured within each other's spread"
 

@@ -303,6 +303,10 @@ def run(args: argparse.Namespace) -> int:
     from cpudoctor.lab import session
 
     settings = job_args(args)
+    if args.job == "sweep":
+        from cpudoctor.kits.clock import process_started
+
+        settings["started"] = process_started()     # --budget counts this command's start-up too
     for warning in _check_machine_fit(args):
         print(f"cpudoctor bench {args.job}: warning: {warning}", file=sys.stderr)
     into = _check_outputs(args)
