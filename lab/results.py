@@ -353,6 +353,8 @@ class QuantResult(LabResult):
     api: str | None = None
     api_name: str | None = None
     api_warnings: list[str] = field(default_factory=list)
+    torchao_installed: bool | None = None
+    torch_version: str | None = None
     hidden: int | None = None
     emulated: bool = False
     top1_agreement: float | None = None
@@ -384,6 +386,11 @@ class QuantResult(LabResult):
         return sorted(p["batch"] for p in self.points if separated(p) is False)
 
     @property
+    def api_words(self) -> str:
+        """The API used and the current one, in words (lab.verdicts.quant_api)."""
+        return words.quant_api(self.api, self.torchao_installed, self.torch_version)
+
+    @property
     def precision_why(self) -> str:
         if self.verdict == "inconclusive":
             return words.quant_inconclusive(self.reason)
@@ -399,7 +406,7 @@ class QuantResult(LabResult):
 
     def metrics(self) -> dict[str, Any]:
         return {"points": [_plain_point(p) for p in self.points], "vnni": self.native.int8 if self.native else None,
-                "vnni_note": self.precision_why, "api": self.api_name or self.api,
+                "vnni_note": self.precision_why, "api": self.api_name or self.api, "api_note": self.api_words,
                 "api_warnings": self.api_warnings or None, "hidden": self.hidden, "emulated": self.emulated,
                 "top1_agreement": self.top1_agreement, "engine": self.engine, "verdict": self.verdict,
                 "reason": self.reason or None}
@@ -412,7 +419,8 @@ def _read_quant(r: dict[str, Any], progress: list[dict[str, Any]], base: dict[st
     base = dict(base, interference=Interference.worst([p.get("interference") for p in points]))
     settings = base["settings"]
     return QuantResult(**base, points=points, api=r.get("api"), api_name=r.get("api_name"),
-                       api_warnings=list(r.get("api_warnings") or []), hidden=r.get("hidden"),
+                       api_warnings=list(r.get("api_warnings") or []), torchao_installed=r.get("torchao_installed"),
+                       torch_version=r.get("torch"), hidden=r.get("hidden"),
                        emulated=bool(r.get("emulated", settings.get("native_int8") is False)),
                        top1_agreement=r.get("top1_agreement"), engine=r.get("engine"), native=ctx.native)
 

@@ -161,6 +161,23 @@ def int8_why(native: bool | None, via: list[str], speedups: dict[int, float], hi
     return why
 
 
+def quant_api(api: str | None, torchao_installed: bool | None, torch_version: str | None = None) -> str:
+    """Which quantisation API a quant job used, and which one is current (never torch's own warning, which says
+    "removed in 2.10" while 2.13 still runs it)."""
+    current = "torchao's quantize_ (Int8DynamicActivationInt8WeightConfig)"
+    if api == "torchao":
+        return f"{current}, the current API"
+    old = {"torch.ao": "torch.ao.quantization.quantize_dynamic",
+           "torch.quantization": "torch.quantization.quantize_dynamic"}.get(api or "", api or "unknown")
+    text = (f"{old}, deprecated by PyTorch in favour of {current} but still working"
+            + (f" in torch {torch_version}" if torch_version else ""))
+    if torchao_installed is False:
+        text += "; torchao is not installed in this Python (pip install torchao, then measure again)"
+    elif torchao_installed:
+        text += "; asked for with --api torch.ao (torchao is installed: the default measures it)"
+    return text
+
+
 def emulated_gemm(backends: list[str], sizes: dict[str, int], via: list[str]) -> str:
     shown = ", ".join(f"{b} at n = {sizes.get(b, '?')}" for b in backends)
     return (f"{shown}: emulated on this CPU (no AVX512_BF16 or AMX-BF16), so measured small; at the full size "

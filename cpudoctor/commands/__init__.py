@@ -46,6 +46,24 @@ def add_source_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-software", dest="fast", action="store_true", help=argparse.SUPPRESS)
 
 
+SHELL_CHOICES = ("bash", "zsh", "fish", "powershell", "cmd")
+
+
+def add_shell_option(p: argparse.ArgumentParser) -> None:
+    """``--shell``: the shell the findings' commands are written for, the same on ``report`` and ``doctor``."""
+    p.add_argument("--shell", choices=SHELL_CHOICES, default=None,
+                   help="write the fixes' commands for this shell (default: your shell; PowerShell on Windows "
+                        "and for a Windows machine's report)")
+
+
+def findings_for_shell(report: "Report", shell: str | None) -> None:
+    """Write ``report``'s findings' shell snippets for ``shell`` (None: the user's shell), in place."""
+    from cpudoctor.advisor.snippets import for_shell, user_shell
+
+    if report.findings:
+        report.findings = for_shell(report.findings, report, shell or user_shell(report))
+
+
 def source_from(args: argparse.Namespace) -> "Source":
     """The :class:`~cpudoctor.pipeline.Source` that ``--root`` / ``--from-report`` name (this machine by default)."""
     from cpudoctor.pipeline import Source

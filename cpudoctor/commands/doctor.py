@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 
-from cpudoctor.commands import CliError, add_source_options, emit, output_format, source_from
+from cpudoctor.commands import CliError, add_shell_option, add_source_options, emit, output_format, source_from
 from cpudoctor.render.doctor import FORMATS
 
 
@@ -31,6 +31,7 @@ def register(subparsers) -> None:
     p.add_argument("--list-rules", action="store_true", help="print the rule registry and exit")
     p.add_argument("-v", "--verbose", action="store_true", help="also show the details of passed checks and suggestions")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    add_shell_option(p)
     p.set_defaults(func=run)
 
 
@@ -50,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     ascii_only = not (bool(args.output) and args.output != "-") and not doctor_run.can_print()   # files are UTF-8
     try:
         done = doctor_run.run(source, fmt=args.format, verbose=args.verbose, fast=args.fast, only=only,
-                              ascii_only=ascii_only)
+                              ascii_only=ascii_only, shell=args.shell)
     except ReportError as exc:
         raise CliError(f"--from-report: {exc}") from None
     emit(done.text, args.output)

@@ -13,7 +13,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from cpudoctor.commands import CliError, add_source_options, build, emit, output_format, source_from
+from cpudoctor.commands import (CliError, add_shell_option, add_source_options, build, emit, findings_for_shell,
+                                output_format, source_from)
 
 
 def register(subparsers) -> None:
@@ -37,6 +38,7 @@ def register(subparsers) -> None:
     p.add_argument("--no-findings", action="store_true", help="leave out the advisor's findings")
     p.add_argument("--include-identifying", action="store_true",
                    help=f"keep {KEPT_WHEN_INCLUDED} (default: replaced by placeholders)")
+    add_shell_option(p)
     p.set_defaults(func=run)
 
 
@@ -51,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
     report = build(source_from(args), fast=args.fast, findings=not args.no_findings)
     if args.no_findings:
         report.findings = []          # a saved report's own findings are left out too
+    findings_for_shell(report, args.shell)
     try:
         data = render_export(report, fmt, include_identifying=args.include_identifying)
     except ExportError as exc:

@@ -170,6 +170,7 @@ class ImportCheck:
     workload_status: str | None = None     # ok | crashed | error | timeout; None = none known for this package, or not reached
     workload_message: str = ""
     workload_library: str | None = None    # the native library the crashed workload ran in: "OpenBLAS 0.3.27 (SkylakeX kernels)"
+    crashed_in: str | None = None          # top-level module whose code ran at a crash (faulthandler's innermost installed frame): "numpy" when importing cv2 died in numpy
     cpus_before: list[int] | None = None   # the main thread's CPUs before the import (os.sched_getaffinity)
     cpus_after: list[int] | None = None    # ... after the import and the workload: smaller = the import pinned the thread
     workload_threads: int | None = None    # threads the workload started (the OpenMP team or BLAS pool)
@@ -193,6 +194,7 @@ class ImportOrderCheck:
     signal_name: str | None = None
     openmp_libs: list[str] = field(default_factory=list)   # OpenMP runtime files mapped (one per distinct file)
     openmp_error: str | None = None        # the runtime's own words, e.g. "OMP: Error #15: Initializing libiomp5.so, ..."
+    crashed_in: str | None = None          # top-level module whose code ran at a crash (faulthandler's innermost installed frame)
 
 
 @dataclass

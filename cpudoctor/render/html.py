@@ -354,7 +354,7 @@ def _findings(report: Report, printable: bool = False) -> str:
     return f'<section id="findings"><h2>Findings</h2>{"".join(items)}</section>'
 
 
-def _finding(f: Finding, printable: bool = False, shell: str = "bash") -> str:
+def _finding(f: Finding, printable: bool = False, shell: str | None = None) -> str:
     v = finding_view(f, shell)
     sev = v.severity
     parts = [f'<div class="finding {sev.key}"><p>{_mark(v.bracketed())} <span class="sev-{sev.key}">{e(sev.name)}</span> · '

@@ -224,8 +224,7 @@ def _quant_text(r) -> list[str]:
     if r.verdict == "inconclusive":
         lines.append(f"verdict: {r.reason}")
     lines.append(f"why: {r.precision_why}")
-    api = r.api_name or r.api or "unknown"
-    lines.append(f"quantisation API: {api}" + (f" (said: {r.api_warnings[0].strip()})" if r.api_warnings else ""))
+    lines.append(f"quantisation API: {r.api_words}")
     lines.append(f"top-1 agreement with fp32 {percent_1(r.top1_agreement)}; engine {r.engine or 'unknown'}")
     return lines
 
@@ -365,10 +364,9 @@ def quant_html(result) -> str:
                     f"<td align='right'>{percent(share, '—')}</td></tr>")
     kind, verdict = quant_verdict(result)
     colour = " style='color:#c98a1a'" if kind == "inconclusive" else ""
-    api = e(result.api_name or result.api or "unknown")
-    said = f" (it says: {e(result.api_warnings[0].strip())})" if result.api_warnings else ""
+    api = e(result.api_words)
     return ("<b>Dynamic int8 vs fp32 (MLP), measured in the same job</b><table cellspacing='6'><tr><th>batch</th>"
             "<th>fp32 ms</th><th>int8 ms</th><th>speed-up</th><th>CPU to others</th></tr>" + "".join(rows)
             + "</table><p><small>Each figure: the median; below it the spread of the repeats (p10–p90).</small></p>"
-            f"<p{colour}>{e(verdict)}</p><p>Quantisation API: {api}{said}. Top-1 agreement with "
+            f"<p{colour}>{e(verdict)}</p><p>Quantisation API: {api}. Top-1 agreement with "
             f"fp32: {percent_1(result.top1_agreement)}.</p>")

@@ -94,10 +94,10 @@ def progress_text(job: str, changed: str, data: dict[str, Any]) -> str | None:
         return f"Sweep: warming up {len(data.get('variants') or [])} training workers …"
     if job == "gemm" and data.get("phase") == "partial":
         done = ", ".join(f"{b} {g:,.0f}" for b, g in (data.get("gflops_so_far") or {}).items())
-        return f"GEMM at {data.get('threads')} threads: {done} GFLOP/s so far"
+        return f"GEMM at {threads_words(data.get('threads'))}: {done} GFLOP/s so far"
     if job == "gemm":
-        return (f"GEMM {data.get('step')}/{data.get('total')}: {data.get('backend')} at {data.get('threads')} "
-                f"threads, {_fmt(data.get('gflops'), ',.1f')} GFLOP/s")
+        return (f"GEMM {data.get('step')}/{data.get('total')}: {data.get('backend')} at "
+                f"{threads_words(data.get('threads'))}, {_fmt(data.get('gflops'), ',.1f')} GFLOP/s")
     if job == "quant":
         return f"int8 vs fp32: batch {data.get('batch')} done"
     return None

@@ -79,6 +79,7 @@ class Inspection:
     pid: int
     name: str | None = None
     cmdline: str | None = None             # home folders replaced by ~
+    argv: list[str] = field(default_factory=list)   # the same, one entry per argument (hidden ones: <redacted>)
     is_python: bool = False
     python: str | None = None              # its interpreter (an environment to diagnose), when Python
     python_found_by: str | None = None     # maps | VIRTUAL_ENV | CONDA_PREFIX | argv[0] | exe
@@ -415,6 +416,7 @@ def _read_static_facts(insp: Inspection, root: Path, pid: int, comm: str) -> dic
     insp.uid = procfs.status_uid(status)
     cmd = procfs.read_cmdline(root, pid)
     insp.cmdline = _join_cmd(cmd) if cmd is not None else None
+    insp.argv = procfs.shown_argv(cmd) if cmd else []
     insp.is_python = _is_python(cmd, comm)
     insp.affinity = procfs.status_cpus_allowed(status)
     if insp.affinity is None:

@@ -203,7 +203,8 @@ class SoftwareProbe:
                                 "its packages and import checks are missing (choose another with --python)")
         sw.python.chosen_by = chosen_by
         sw.packages = probe_packages(dists)
-        sw.thread_env = filter_thread_env(self.env)
+        # As the user set it: a hiding variable a library set inside CPU Doctor (threadpoolctl) is not theirs.
+        sw.thread_env = filter_thread_env(child_environment(self.env, own_environ=self.own_environ)[0])
         sw.preload_libs = preload_names(self.env.get("LD_PRELOAD"))
         self.cpu = cpu_for_risk(self.root, cpu)
         sw.isa_risks = assess(self.cpu, sw.packages)
