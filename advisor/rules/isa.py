@@ -324,16 +324,18 @@ def package_isa_floor(report: Report) -> list[Finding]:
             "error" if sure else "warning",
             " ".join(f"{r.package} {r.version or ''} needs {', '.join(r.missing)}, which this CPU lacks".split()),
             why=" ".join(why.split()), fix=sentence, snippet=command))
-    if not out and risks:
-        checked = sum(1 for r in risks if r.installed)
-        title = f"Every installed package's ISA floor is met ({checked} checked)"
-        unknown = f.get("software.compiled_unknown") or []
-        unknown += [r.package for r in risks if r.installed and r.status == "unknown"]
-        if unknown:
-            shown = ", ".join(unknown[:6]) + (f" and {len(unknown) - 6} more" if len(unknown) > 6 else "")
-            title += f"; {len(unknown)} other compiled package{'s' if len(unknown) != 1 else ''} unknown ({shown})"
-        return [f.finding("ok", title)]
-    return out
+    if out or not risks:
+        return out
+    tally = f.get("software", record=False).floor_tally()
+    f.record("software.floor_tally", {"met": tally.met, "unknown": tally.unknown, "unchecked": tally.unchecked})
+    n = len(tally.unknown)
+    shown = ", ".join(tally.unknown[:6]) + (f" and {n - 6} more" if n > 6 else "")
+    packages = f"compiled package{'s' if n != 1 else ''} unknown ({shown})"
+    if not tally.checked:
+        # nothing checked is not a pass: a captured tree, or only packages without a floor on record
+        return [f.finding("info", f"No installed package's ISA floor could be checked; {n} {packages}")] if n else []
+    title = f"Every installed package's ISA floor is met ({tally.checked} checked)"
+    return [f.finding("ok", title + (f"; {n} other {packages}" if n else ""))]
 
 
 @rule("ISA006", "fma-masked", category="isa", severity="warning",

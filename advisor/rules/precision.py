@@ -73,8 +73,10 @@ def _quant_speedups(report: Report, f: Facts) -> dict[int, float]:
     for run in reversed(report.benchmarks):
         if run.kind != "quant" or not _trusted(run):
             continue
+        # a point whose int8 and fp32 latencies overlap within their spreads measured no difference
         speedups = {int(p["batch"]): float(p["speedup"]) for p in run.metrics.get("points") or []
-                    if isinstance(p, dict) and _positive(p.get("speedup")) and isinstance(p.get("batch"), int)}
+                    if isinstance(p, dict) and _positive(p.get("speedup")) and isinstance(p.get("batch"), int)
+                    and p.get("separated") is not False}
         if speedups:
             f.record("benchmarks[quant].speedup", speedups)
             return speedups

@@ -167,6 +167,43 @@ def _archive_hint(path: Path) -> str | None:
     return f"a tar archive, not a folder; unpack it first: tar xf {path} && use --root {top}"
 
 
+# File name endings that mean plain text whatever a command writes (none at all, a log).
+TEXT_SUFFIXES = frozenset({"", ".txt", ".text", ".log", ".out"})
+
+
+def output_format(output: str | None, given: str | None, choices: "tuple[str, ...] | list[str]",
+                  choose: str = "--format") -> str:
+    """The format a command writes: ``--format`` when given, else the one the ``-o`` file's name asks for.
+
+    No suffix (or ``.txt``, ``.log``) is text; a suffix naming a format the command writes picks it
+    (``-o page.md``); any other (``-o x.docx``, or ``.pdf`` where no PDF is written) is refused rather than
+    silently written as text under a name that promises something else.
+    """
+    from pathlib import Path
+
+    from cpudoctor.render import FORMATS, format_of_suffix
+
+    if given is not None:
+        return given
+    default = "text" if "text" in choices else choices[0]
+    if not output or output == "-":
+        return default
+    suffix = Path(output).suffix.lower()
+    if suffix in TEXT_SUFFIXES:
+        return default
+    fmt = format_of_suffix(output)
+    if fmt in choices:
+        return fmt
+    if fmt:
+        label = FORMATS[fmt].label
+        what = f"{'an' if label[0] in 'AEHIOU' else 'a'} {label} ({suffix})"
+    else:
+        what = f"a '{suffix}' file"
+    names = ", ".join(f"{c} ({FORMATS[c].suffix})" if c in FORMATS else c for c in choices)
+    raise CliError(f"-o {output}: this command cannot write {what}; it writes {names}: name the file with one of "
+                   f"those endings, or choose with {choose}")
+
+
 def emit(text: str | bytes, output: str | None) -> None:
     """Print to stdout, or write atomically to ``output`` (CliError on failure).
 

@@ -131,6 +131,24 @@ class IsaRisk:
     sources: list[str] = field(default_factory=list)  # links behind the floor (release notes, issues)
 
 
+@dataclass(frozen=True)
+class FloorTally:
+    """The installed packages against the ISA-floor table, each named once, in one of four lists.
+
+    The report's Illegal-instruction section and rule ISA005 both count from here, so "N unknown" is the
+    same number everywhere and no package is both "met" and "unknown".
+    """
+
+    met: list[str]                 # a floor on record (or none above the x86-64 baseline), and this CPU meets it
+    at_risk: list[str]             # a floor on record that this CPU does not meet
+    unknown: list[str]             # compiled code and no floor on record: neither fine nor at risk
+    unchecked: list[str]           # a floor on record that could not be compared (CPU flags unknown, not x86)
+
+    @property
+    def checked(self) -> int:
+        return len(self.met) + len(self.at_risk)
+
+
 @dataclass
 class ImportCheck:
     """One package imported in its own child, then its tiny workload run (a BLAS call, a matmul + conv).
@@ -198,3 +216,29 @@ class Software:
     children_cached: bool = False          # the children's results came from the cache (nothing they depend on changed)
     captured: bool = False                 # a captured tree (root is not /): Python, packages, env and children unknown, not empty
     notes: list[str] = field(default_factory=list)
+
+    def floor_tally(self) -> FloorTally:
+        """The installed packages by their ISA-floor status, each once (see :class:`FloorTally`)."""
+        lists: dict[str, list[str]] = {"met": [], "at_risk": [], "unknown": [], "unchecked": []}
+        seen: set[str] = set()
+
+        def add(kind: str, name: str) -> None:
+            key = name.lower().replace("_", "-").replace(".", "-")
+            if key not in seen:
+                seen.add(key)
+                lists[kind].append(name)
+
+        for r in self.isa_risks:
+            if not r.installed:
+                continue
+            if r.at_risk:
+                add("at_risk", r.package)
+            elif r.status in ("met", "no_floor", None):     # None: a report from before 'status' (checked, met)
+                add("met", r.package)
+            elif r.status == "unknown":
+                add("unknown", r.package)
+            else:
+                add("unchecked", r.package)
+        for name in self.compiled_unknown:
+            add("unknown", name)
+        return FloorTally(**lists)

@@ -14,7 +14,7 @@ import datetime as _dt
 from typing import Any
 
 from cpudoctor.kits.plural import plural
-from cpudoctor.lab.verdicts import busy, busy_caveat, cpu_list, percent, threads_words
+from cpudoctor.lab.verdicts import busy, busy_caveat, cpu_list, factor, percent, threads_words
 from cpudoctor.model import BenchRun, CpuInfo
 from cpudoctor.render.lab import MODEL_LABELS, metric_definition, percent_1
 
@@ -231,8 +231,12 @@ def _result_cells(run: BenchRun) -> tuple[str, str, str, str, str, str]:
         if best:
             res = f"{best['gflops']:,.1f} GFLOP/s ({best.get('backend')})"
     elif run.kind == "quant":
-        res = "; ".join(f"b{p['batch']}: ×{p['speedup']:.2f}" for p in m.get("points") or []
-                        if isinstance(p, dict) and p.get("speedup")) or "—"
+        if m.get("verdict") == "inconclusive":       # a busy machine: the lab's verdict, as the sweep's
+            res = "inconclusive"
+        else:
+            res = "; ".join(f"b{p['batch']}: ×{factor(p['speedup'])}"
+                            + (" (within spread)" if p.get("separated") is False else "")
+                            for p in m.get("points") or [] if isinstance(p, dict) and p.get("speedup")) or "—"
         res_tip = str(m.get("vnni_note") or "")
     return sps, "", "—", "", res, res_tip or res
 
@@ -242,8 +246,8 @@ def _note_cells(run: BenchRun) -> tuple[str, str]:
     share = _other_share(run)
     if not measured_anything(run) and run.status == "cancelled":
         return "cancelled before its first measurement", note
-    if run.kind == "sweep" and run.metrics.get("verdict") != "recommended" and share is not None \
-            and share > QUIET_LIMIT:
+    if run.kind in ("sweep", "quant") and run.metrics.get("verdict") not in ("recommended", "measured") \
+            and share is not None and share > QUIET_LIMIT:
         return f"busy machine ({percent(share)} to others): rerun", note or f"measured while {busy(share)}"
     return note, note
 

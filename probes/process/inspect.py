@@ -736,6 +736,21 @@ class ProcessEntry:
     own: bool = True                       # same user as the caller (inspectable in full)
 
 
+BUSY_PERCENT = 5.0          # a process using this much of one CPU in the listing's window is worth showing
+
+
+def candidates(entries: list[ProcessEntry], everything: bool = False) -> tuple[list[ProcessEntry], int]:
+    """(what a picker shows first, how many it leaves out): Python processes and busy ones, the rest on request.
+
+    A training job is a Python process or, when it runs under another name (a launcher, a compiled
+    binary), a busy one; the seventy idle daemons of a desktop are noise in between.
+    """
+    if everything:
+        return list(entries), 0
+    shown = [e for e in entries if e.is_python or (e.cpu_percent or 0.0) >= BUSY_PERCENT]
+    return shown, len(entries) - len(shown)
+
+
 def _snapshot(root: Path) -> dict[int, procfs.TaskStat]:
     return procfs.read_all_stats(root)
 
