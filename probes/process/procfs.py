@@ -473,10 +473,12 @@ def _without_url_passwords(args: list[str]) -> list[str]:
 def shown_cmdline(args: list[str] | None, limit: int = 300) -> str:
     """A process's command line as one line that may be shown anywhere: :func:`redact_args` (no values a
     flag list does not allow, no URL's password), whitespace inside an argument folded, homes as ``~``."""
-    if not args:
-        return ""
-    text = redact_paths(" ".join(" ".join(a.split()) for a in redact_args(args)))
-    return text[:limit]
+    return " ".join(" ".join(a.split()) for a in shown_argv(args or []))[:limit]
+
+
+def shown_argv(args: list[str]) -> list[str]:
+    """``args`` as they may be shown, one entry per argument: :func:`redact_args`, then home folders as ``~``."""
+    return [redact_paths(a) for a in redact_args(args)]
 
 
 def read_cmdline(root: Path, pid: int) -> list[str] | None:
