@@ -141,7 +141,7 @@ def test_the_windows_training_job_has_the_overall_deadline_too(qtbot, monkeypatc
     from cpudoctor.gui.model import AppModel
     from cpudoctor.gui.training_page import TrainingPage
 
-    monkeypatch.setenv("CPUDOCTOR_LAB_STARTUP_S", "10")     # the deadline follows: 10 + 2 x 1 s + 1 s grace
+    monkeypatch.setenv("CPUDOCTOR_LAB_STARTUP_S", "30")     # the deadline follows: 30 + 2 x 1 s + 1 s grace
     monkeypatch.setenv("CPUDOCTOR_LAB_GRACE_S", "1")
     page = TrainingPage(AppModel())
     qtbot.addWidget(page)
