@@ -66,6 +66,8 @@ def file_name(what: str = "a file name") -> Callable[[str], str]:
     def parse(text: str) -> str:
         if not text.strip():
             raise argparse.ArgumentTypeError(f"{text!r} is an empty name; give {what}")
+        if "\0" in text:
+            raise argparse.ArgumentTypeError(f"{text!r}: a file name cannot hold a NUL character; give {what}")
         return text
     return parse
 

@@ -139,3 +139,15 @@ def test_capture_of_a_tree_with_too_many_cpu_folders_is_bounded(crowded_tree, tm
     with tarfile.open(result.path) as tar:
         names = tar.getnames()
     assert any(n.endswith("sys/devices/system/cpu/cpu15/topology/core_id") for n in names)
+
+
+@pytest.mark.parametrize("argv", [["doctor", "--from-report", "\x00"], ["compare", "a\x00.json", "b.json"],
+                                  ["bench", "train", "--into", "r\x00.json"]])
+def test_a_file_name_with_a_nul_is_one_line(argv, capsys):
+    """A NUL cannot reach us from a shell, but it can from a caller of cli.main or a pasted path: Python's
+    'embedded null byte' ValueError was a traceback (found by the argument fuzz family)."""
+    from conftest import run_cli
+
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert "Traceback" not in err and "NUL" in err

@@ -259,6 +259,8 @@ def read_bytes_checked(path: Path, limit: int = MAX_READ_BYTES) -> bytes:
     non-blocking and checked again, so a swap in between changes nothing.
     """
     real = os.fspath(path)
+    if "\0" in str(real):                  # os.stat would raise ValueError ("embedded null byte"), not OSError
+        raise OSError(errno.EINVAL, "a file name cannot hold a NUL character: not read", str(path))
     if not stat.S_ISREG(os.stat(real).st_mode):
         raise OSError(errno.EINVAL, "not a regular file (a device, FIFO or socket): not read", str(path))
     fd = os.open(real, _O_READ)
