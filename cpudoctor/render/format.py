@@ -116,7 +116,8 @@ def wrap(text: str, width: int = 100, indent: int = 0, hang: int = 0, prefix: st
 
 
 # Metrics that are a fraction of something (GEMM: measured / computed peak FLOP/s): shown as percentages.
-PERCENT_KEYS = frozenset({"utilisation", "utilization", "efficiency"})
+PERCENT_KEYS = frozenset({"utilisation", "utilization", "efficiency", "of_roof", "of_nominal", "share",
+                          "below_share", "emulated_share", "measured_vs_nominal", "best_operator_vs_roof"})
 
 
 def metric(key: str, value: Any) -> str:

@@ -183,11 +183,13 @@ def outcome_text(result) -> str:
         lines.append("Cancelled: partial results.")
     elif result.status != "ok":
         lines.append(f"Stopped: {result.message}.")
-    writer = {"train": _train_text, "sweep": _sweep_text, "gemm": _gemm_text, "quant": _quant_text}[result.kind]
+    writer = {"train": _train_text, "sweep": _sweep_text, "gemm": _gemm_text, "quant": _quant_text,
+              "roofline": _roofline_text}[result.kind]
     body = writer(result)
     if not body and result.status != "ok":
         return "\n".join(lines)
     lines += body
+    lines += kernels_lines(result.kernels, result.kernel_check)
     if result.interference is not None and result.kind != "sweep":
         lines.append(f"other programs took {percent(result.interference.share)} of the CPUs measured"
                      + ("" if result.quiet else f" (more than {percent(result.quiet_limit)}: rerun on an idle machine)"))
@@ -253,13 +255,16 @@ def _sweep_text(r) -> list[str]:
 def _gemm_text(r) -> list[str]:
     if not r.points:
         return []
-    lines = [f"{'backend':<12} {'threads':>7} {'n':>6} {'GFLOP/s':>10} {'spread':>17} {'peak':>9} {'of peak':>8}"]
+    lines = [f"{'backend':<12} {'threads':>7} {'n':>6} {'GFLOP/s':>10} {'spread':>17} {'roof':>9} {'of roof':>8} "
+             f"{'nominal':>9} {'of nom.':>8}"]
     for p in r.points:
-        util = percent(p.get("utilisation"), "-")
         spread = f"{p['gflops_lo']:,.1f}–{p['gflops_hi']:,.1f}" if p.get("gflops_lo") is not None else "-"
         name = p["backend"] + (" *" if p.get("emulated") else "")
         lines.append(f"{name:<12} {p['threads']:>7} {p.get('size', '-'):>6} {p['gflops']:>10,.1f} {spread:>17} "
-                     f"{_num(p.get('peak_gflops'), ',.1f'):>9} {util:>8}")
+                     f"{_num(p.get('roof_gflops'), ',.1f'):>9} {percent(p.get('of_roof'), '-'):>8} "
+                     f"{_num(p.get('peak_gflops'), ',.1f'):>9} {percent(p.get('utilisation'), '-'):>8}")
+    lines.append("roof = the best in-cache multiply of that precision measured in this job (the measured roof); "
+                 "nominal = cores × clock × FLOP/cycle (the nominal peak)")
     if r.emulated:
         lines.append("* emulated on this CPU, measured small")
     m = r.machine or {}
@@ -268,6 +273,73 @@ def _gemm_text(r) -> list[str]:
                      f"{plural(m.get('physical_cores') or 0, 'physical core')}")
     lines += [f"note: {n}" for n in r.notes]
     return lines
+
+
+def _roofline_text(r) -> list[str]:
+    if not r.compute and not r.memory:
+        return []
+    lines = [f"{'measured roof':<14} {'threads':>7} {'GFLOP/s':>10} {'median':>10} {'nominal peak':>13} "
+             f"{'measured/nominal':>17} {'others':>7}"]
+    for c in r.compute:
+        if c.get("error"):
+            lines.append(f"{c['dtype']:<14} {c['threads']:>7} not measured: {c['error']}")
+            continue
+        lines.append(f"{c['dtype']:<14} {c['threads']:>7} {c['gflops']:>10,.1f} {_num(c.get('median_gflops'), ',.1f'):>10} "
+                     f"{_num(c.get('nominal_gflops'), ',.1f'):>13} {percent(c.get('of_nominal'), '-'):>17} "
+                     f"{percent(c.get('other_share'), '-'):>7}")
+    if r.nominal:
+        n = r.nominal[0]
+        lines.append(f"nominal peak = cores × clock × FLOP/cycle: clock {_num(n.get('clock_mhz'))} MHz, "
+                     f"{n.get('clock_source')}; {_num(n.get('flops_per_cycle'), 'g')} FLOP/cycle/core from "
+                     f"{n.get('flops_per_cycle_source')}")
+    if r.memory:
+        lines.append(f"{'memory':<14} {'kernel':>7} {'GB/s':>10} {'median':>10}  method")
+        for m in r.memory:
+            node = "all" if m.get("node") == "all" else f"node {m.get('node')}"
+            lines.append(f"{node:<14} {m.get('kernel', ''):>7} {m['gbps']:>10,.1f} {_num(m.get('median_gbps'), ',.1f'):>10}"
+                         f"  {m.get('method', '')}")
+    if r.claim:
+        from cpudoctor.render.roofline import claim_text
+
+        lines.append(claim_text(r.claim, r.nominal))
+    lines += [f"note: {n}" for n in r.notes]
+    return lines
+
+
+def kernels_lines(kernels: list[dict[str, Any]], check: dict[str, Any] | None) -> list[str]:
+    """Which kernels ran, as the libraries said, and whether they ran below this CPU."""
+    if not kernels:
+        return []
+    shown = [k for k in kernels if k.get("primitive") != "reorder"]
+    lines = ["kernels (the libraries' own reports):"]
+    for k in shown[:12]:
+        share = f", {percent(k['share'])} of its time" if k.get("share") is not None else ""
+        dtype = f" {k['dtype']}" if k.get("dtype") else ""
+        isa = k.get("isa") or "instruction set not named"
+        lines.append(f"  {k['library']} {k['primitive']}{dtype}: {k.get('impl') or isa} ({isa}{share})")
+    if check:
+        for item in check.get("below") or []:
+            why = f" ({item['cap']})" if item.get("cap") else ""
+            lines.append(f"  below this CPU: {item['library']} {item['primitive']} ran {item['ran']}, the CPU runs "
+                         f"{item['cpu']}{why}")
+        for item in check.get("emulated") or []:
+            lines.append(f"  emulated: {item['library']} {item['primitive']} {item.get('dtype')} ran {item['isa']} "
+                         "(no dot-product instructions for its dtype)")
+    return lines
+
+
+def findings_text(findings: list[Any]) -> str:
+    """The advisor's findings from a run's own evidence, for the terminal after its figures."""
+    from cpudoctor.render.words import bracketed
+
+    lines = []
+    for f in findings:
+        lines.append(f"{bracketed(f.severity)} {f.code} {f.title}")
+        if f.why:
+            lines.append(f"    {f.why}")
+        if f.fix:
+            lines.append(f"    Fix: {f.fix}")
+    return "\n".join(lines)
 
 
 def _quant_text(r) -> list[str]:

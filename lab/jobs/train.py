@@ -30,12 +30,14 @@ from collections import deque
 from typing import Any, Dict, List, Optional, Tuple
 
 if __package__:
-    from . import _cpumeter, _jobkit
+    from . import _cpumeter, _jobkit, _libreports, _opprofile
     from ._settings import SMOOTHING_STEPS, SettingsError, TrainSettings
 else:  # a standalone script: ``python -I`` leaves the script's folder off sys.path
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import _cpumeter
     import _jobkit
+    import _libreports
+    import _opprofile
     from _settings import SMOOTHING_STEPS, SettingsError, TrainSettings
 
 WINDOW_S = 0.5        # length of one window; a bf16 run alternates bf16 and fp32 windows
@@ -142,8 +144,10 @@ class Trainer:
         self.pos += self.s.batch_size
         return self.x_all[idx].contiguous(memory_format=self.fmt), self.y_all[idx]
 
-    def step(self, dtype: str) -> Tuple[float, int, int]:
-        """One optimizer step on the next batch; (loss, correct predictions, samples)."""
+    def step(self, dtype: str, counted: bool = True) -> Tuple[float, int, int]:
+        """One optimizer step on the next batch; (loss, correct predictions, samples).
+
+        ``counted=False``: a census step (kernels, profile), not one of the run's steps."""
         torch, F = self.torch, self.functional
         x, y = self._batch()
         t0 = time.perf_counter()
@@ -166,7 +170,7 @@ class Trainer:
             raise
         if self.s.compile and self.compile_s is None:
             self.compile_s = time.perf_counter() - t0
-        self.steps += 1
+        self.steps += 1 if counted else 0
         return float(loss.detach()), int((out.argmax(1) == y).sum()), len(y)
 
     def evaluate(self, dtype: str) -> Optional[float]:
@@ -239,6 +243,9 @@ def train(tr: Trainer, s: TrainSettings, stop: _jobkit.StopFlag, cpus: Optional[
             recent.append((loss, correct, n))
             if tr.compile_s is not None and tr.steps == 1:
                 budget_start = time.perf_counter()     # the run length counts training, not compiling
+    census_began = time.perf_counter()
+    evidence = census(tr, dtypes, stop, operators=True)
+    budget_start += time.perf_counter() - census_began      # the run length counts training, not the census
     cpu_meter = _cpumeter.CpuMeter(cpus)
     cpu_start = cpu_meter.start()
     window = {"dtype": dtypes[0], "samples": 0, "seconds": 0.0, "began": time.perf_counter(), "steps": 0}
@@ -304,6 +311,7 @@ def train(tr: Trainer, s: TrainSettings, stop: _jobkit.StopFlag, cpus: Optional[
         "max_rss_mib": _max_rss_mib(),
         "settings": s.to_dict(),
     }
+    res.update(evidence)
     if len(dtypes) > 1:
         res["reference"] = {"dtype": "fp32", "samples_per_s": meter.rate("fp32"),
                             "window_rates": meter.windows.get("fp32", [])}
@@ -317,7 +325,7 @@ def serve(tr: Trainer, s: TrainSettings, stop: _jobkit.StopFlag, cpus: Optional[
         if stop.is_set():
             break
         tr.step(s.dtype)
-    _jobkit.progress(phase="ready", **tr.facts(cpus))
+    _jobkit.progress(phase="ready", **tr.facts(cpus), **census(tr, [s.dtype], stop, operators=False))
     cpu_meter = _cpumeter.CpuMeter(cpus)
     segments = 0
     while True:
@@ -350,6 +358,23 @@ def serve(tr: Trainer, s: TrainSettings, stop: _jobkit.StopFlag, cpus: Optional[
                          interference=cpu_meter.since(cpu_start))
     return {"status": "ok", "segments": segments, "steps": tr.steps, "max_rss_mib": _max_rss_mib(),
             "settings": s.to_dict(), **tr.facts(cpus)}
+
+
+def census(tr: Trainer, dtypes: List[str], stop: _jobkit.StopFlag, operators: bool) -> Dict[str, Any]:
+    """After warm-up, unmeasured: one step per dtype with the libraries' verbose reports on (which kernels
+    ran), and two under PyTorch's profiler (each operator's FLOP, bytes and time, for the roofline picture)."""
+    if not tr.s.census or stop.is_set():
+        return {}
+    kit = _libreports.Census(tr.torch)
+    for dtype in dtypes:
+        if not stop.is_set():
+            kit.run(lambda d=dtype: tr.step(d, counted=False))
+    out: Dict[str, Any] = {"library_reports": kit.report()}
+    if operators and not stop.is_set():
+        ops, notes = _opprofile.profile_operators(tr.torch, lambda: tr.step(tr.s.dtype, counted=False))
+        out["operators"] = ops
+        out["library_reports"]["notes"] += notes
+    return out
 
 
 def _mean(values) -> Optional[float]:

@@ -1,0 +1,200 @@
+"""Roofline job: ``python -I roofline.py --json-args '{...}'`` measures what this CPU reaches.
+
+Compute roofs per dtype (fp32 always; bf16 and int8 where the parent's CPU
+probe says they are native) through torch, with operands in cache, on every
+usable CPU and on one core (:mod:`_roofs`); memory bandwidth per NUMA node
+with the node's CPUs and memory, and over all usable CPUs; the kernels the
+multiplies ran (:mod:`_libreports`); and the operators of a few SimpleCNN
+training steps with their FLOP counts (:mod:`_opprofile`), the points of the
+roofline picture. Every measured window carries its interference share.
+
+The nominal peak (cores x clock x FLOP/cycle) and the ratio are the parent's
+(:mod:`cpudoctor.lab.results`): this job only measures. Bounded by
+``budget_s`` (default 50 s): whatever did not fit is skipped and said so.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Any, Dict, List, Optional
+
+if __package__:
+    from . import _cpumeter, _jobkit, _libreports, _opprofile, _roofs
+    from ._settings import RooflineSettings
+else:  # a standalone script: ``python -I`` leaves the script's folder off sys.path
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import _cpumeter
+    import _jobkit
+    import _libreports
+    import _opprofile
+    import _roofs
+    from _settings import RooflineSettings
+
+
+class Budget:
+    def __init__(self, seconds: float):
+        self.start = time.perf_counter()
+        self.seconds = seconds
+        self.skipped: List[str] = []
+
+    @property
+    def elapsed(self) -> float:
+        return round(time.perf_counter() - self.start, 3)
+
+    def allows(self, what: str) -> bool:
+        if self.elapsed < self.seconds:
+            return True
+        self.skipped.append(what)
+        return False
+
+
+def _allowed() -> List[int]:
+    return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
+
+
+def compute(torch: Any, s: RooflineSettings, allowed: List[int], budget: Budget, stop: _jobkit.StopFlag,
+            meter: _cpumeter.CpuMeter, census: _libreports.Census) -> List[Dict[str, Any]]:
+    roofs = []
+    threads = s.threads or sorted({len(allowed), 1}, reverse=True)
+    steps = [(d, t) for d in s.dtypes_used for t in threads]
+    for i, (dtype, t) in enumerate(steps):
+        if stop.is_set() or not budget.allows(f"{dtype} at {t} thread(s)"):
+            continue
+        sizes = _roofs.ladder(dtype, s.cache_bytes, s.sizes)
+        if i == 0 or dtype != steps[i - 1][0]:
+            torch.set_num_threads(t)
+            try:
+                census.run(_roofs.matmul_op(torch, dtype, sizes[-1]))     # which kernels this dtype runs
+            except RuntimeError as exc:            # e.g. torch._int_mm missing in an old torch
+                roofs.append({"dtype": dtype, "threads": t, "error": f"{type(exc).__name__}: {exc}"})
+                continue
+        try:
+            roof = _roofs.compute_roof(torch, dtype, t, sizes, s.seconds_per_point, stop, meter)
+        except (RuntimeError, AttributeError) as exc:
+            roof = {"dtype": dtype, "threads": t, "error": f"{type(exc).__name__}: {exc}"}
+        roofs.append(roof)
+        _jobkit.progress(phase="compute", step=i + 1, total=len(steps), elapsed=budget.elapsed,
+                         **{k: v for k, v in roof.items() if k != "points"})
+    return roofs
+
+
+def memory(torch: Any, s: RooflineSettings, allowed: List[int], budget: Budget, stop: _jobkit.StopFlag) \
+        -> List[Dict[str, Any]]:
+    """One entry per node and kernel (read, copy): ``{node, kernel, gbps, method, ...}``; node "all" = in total."""
+    nodes = s.nodes or [{"node": None, "cpus": allowed}]
+    nbytes = s.memory_mib << 20
+    out: List[Dict[str, Any]] = []
+    original = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    plans = [(n["node"], [c for c in n["cpus"] if c in allowed]) for n in nodes] if len(nodes) > 1 else []
+    plans.append(("all", allowed))
+    try:
+        for node, cpus in plans:
+            if not cpus or stop.is_set() or not budget.allows(f"memory of node {node}"):
+                continue
+            pin_error = _roofs.pin_all_threads(cpus) if node != "all" else None
+            meter = _cpumeter.CpuMeter(cpus)
+            bound = node if isinstance(node, int) else None
+            got = _roofs.bandwidth(torch, nbytes, len(cpus), s.memory_seconds, stop, bound, meter)
+            how = _placement_words(node, cpus, got, pin_error)
+            names = [node] if node != "all" or len(nodes) > 1 else [nodes[0]["node"], "all"]
+            for name in names:
+                for kernel, fig in got["results"].items():
+                    where = how if name != "all" or len(nodes) > 1 else f"the only NUMA node: {how}"
+                    out.append({"node": name, "kernel": kernel, "gbps": fig["gbps"], "median_gbps": fig["median_gbps"],
+                                "method": f"{kernel}: torch {fig['kernel']} over {s.memory_mib} MiB fp32 buffers, "
+                                          f"{len(cpus)} thread(s); {where}",
+                                "cpus": cpus, "bytes": nbytes, "placement": got["placement"],
+                                "interference": got["interference"]})
+            _jobkit.progress(phase="memory", node=node, elapsed=budget.elapsed,
+                             **{k: v["gbps"] for k, v in got["results"].items()})
+    finally:
+        if original:
+            _roofs.pin_all_threads(original)
+    return out
+
+
+def _placement_words(node: Any, cpus: List[int], got: Dict[str, Any], pin_error: Optional[str]) -> str:
+    """How CPUs and memory were bound, and where the pages really were."""
+    if node == "all" or node is None:
+        words = "all usable CPUs, memory placed by first touch of the same threads"
+    else:
+        pinned = f"threads pinned to node {node}'s CPUs" + (f" (refused: {pin_error})" if pin_error else "")
+        err = got.get("mbind_error")
+        memory = (f"memory bound to node {node} with mbind(MPOL_BIND)" if not err
+                  else f"memory placed by first touch (mbind refused: {err})")
+        words = f"{pinned}, {memory}"
+    where = got.get("placement")
+    if where:
+        words += "; pages on " + ", ".join(f"node {n}: {share:.0%}" for n, share in sorted(where.items()))
+    return words
+
+
+def operators(torch: Any, s: RooflineSettings, allowed: List[int], budget: Budget, stop: _jobkit.StopFlag) \
+        -> Dict[str, Any]:
+    """A few SimpleCNN training steps under the profiler: the operators' FLOP, bytes and time."""
+    if not s.operators or stop.is_set() or not budget.allows("the micro-training's operators"):
+        return {}
+    try:
+        _jobkit.require("numpy")
+    except _jobkit.JobError as exc:
+        return {"operator_notes": [f"no operator profile: {exc}"]}
+    if __package__:
+        from . import data
+        from .models import build_model
+    else:
+        import data
+        from models import build_model
+    import torch.nn.functional as F  # noqa: PLC0415, N812
+
+    torch.set_num_threads(len(allowed))
+    torch.manual_seed(0)
+    model = build_model("simplecnn")
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    batch = data.synthetic(64, seed=0)
+    x, y = torch.from_numpy(batch.images), torch.from_numpy(batch.labels)
+    out: Dict[str, Any] = {"operators": [], "operator_notes": []}
+    for dtype in ["fp32"] + (["bf16"] if s.native_bf16 else []):
+        def step(dtype: str = dtype) -> None:
+            opt.zero_grad(set_to_none=True)
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == "bf16"):
+                loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+
+        for _ in range(2):
+            step()
+        ops, notes = _opprofile.profile_operators(torch, step)
+        out["operators"] += [dict(o, model="simplecnn", run_dtype=dtype) for o in ops]
+        out["operator_notes"] += notes
+    return out
+
+
+def run(args: Dict[str, Any], stop: _jobkit.StopFlag) -> Dict[str, Any]:
+    s = RooflineSettings.from_dict(args)
+    budget = Budget(s.budget_s)
+    torch = _jobkit.require("torch")
+    allowed = _allowed()
+    census = _libreports.Census(torch)
+    roofs = compute(torch, s, allowed, budget, stop, _cpumeter.CpuMeter(allowed), census)
+    mem = memory(torch, s, allowed, budget, stop) if s.memory else []
+    ops = operators(torch, s, allowed, budget, stop)
+    torch.set_num_threads(len(allowed))
+    return {
+        "status": "cancelled" if stop.is_set() else "ok",
+        "compute": roofs,
+        "memory": mem,
+        **ops,
+        "allowed_cpus": allowed,
+        "dtypes": s.dtypes_used,
+        "skipped": budget.skipped,
+        "library_reports": census.report(),
+        "torch": torch.__version__,
+        "elapsed": budget.elapsed,
+        "settings": s.to_dict(),
+    }
+
+
+if __name__ == "__main__":
+    sys.exit(_jobkit.job_main(run))
