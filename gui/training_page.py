@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QFileDia
 
 from cpudoctor.gui.environments import job_python
 from cpudoctor.gui.job_runner import JobRunner
+from cpudoctor.gui.roofline_view import RooflineView
 from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.training_session import LabSession
 from cpudoctor.lab.results import LabResult
@@ -60,10 +61,10 @@ class TrainingPage(QWidget):
         self.runner.log.connect(self._on_log)
         self.runner.finished.connect(self._on_finished)
         self._build()
-        self._job_tips = {b: b.toolTip() for b in (self.train_button, self.sweep_button, self.gemm_button,
-                                                   self.quant_button)}
+        self._job_tips = {b: b.toolTip() for b in self._job_buttons}
         self.torch_banner.checked.connect(lambda _setup: self._sync_job_buttons())
         model.report_changed.connect(self._on_report)
+        model.benchmarks_changed.connect(self.roofline_tab.show_runs)
         self._on_report(model.report)
         self.environments.chosen.connect(lambda _env, _how: self._on_environment())
         app = QCoreApplication.instance()
@@ -136,6 +137,10 @@ class TrainingPage(QWidget):
         self.tabs.addTab(self._build_live_plots(), "Live")
         self.tabs.addTab(self._build_sweep_tab(), "Thread sweep")
         self.tabs.addTab(self._build_bench_tab(), "GEMM && int8")
+        self.roofline_tab = RooflineView()
+        self.roofline_tab.measure.clicked.connect(self.start_roofline)
+        self.roofline_tab.save_requested.connect(self.save_roofline)
+        self.tabs.addTab(self.roofline_tab, "Roofline")
         rv.addWidget(self.tabs, 3)
         runs = QLabel("<b>Runs</b> — compare settings; cancelled and crashed runs keep their partial figures")
         runs.setWordWrap(True)        # a narrow window wraps it instead of cutting it off
@@ -406,6 +411,7 @@ class TrainingPage(QWidget):
                 self._set_status(f"Pinning choices unavailable: {exc}", "info")
         if not self.session.sweep.latest:
             self._redraw_sweep()
+        self.roofline_tab.show_runs(report.benchmarks if report is not None else [])
         hint = self._bf16_hint(report)
         self.bf16_hint.setText(hint)
         self._form.setRowVisible(self.bf16_hint, bool(hint))    # no empty gap under Precision
@@ -489,6 +495,37 @@ class TrainingPage(QWidget):
         self.tabs.setCurrentIndex(2)
         self._start("quant", {})
 
+    def start_roofline(self) -> None:
+        self.tabs.setCurrentWidget(self.roofline_tab)
+        self._start("roofline", {})
+
+    def save_roofline(self, path: str | None = None) -> None:
+        """The picture shown, as SVG or PNG (by the file's extension), written off nothing slow: it is drawn text."""
+        from cpudoctor.render.svg_roofline import render_svg
+
+        picture = self.roofline_tab.picture
+        path = path or self.roofline_tab.ask_save_path()
+        if not path or picture is None:
+            return
+        svg = render_svg(picture)
+        try:
+            if path.lower().endswith(".png"):
+                from cpudoctor.render.pdf import write_png
+
+                write_png(svg, path)
+            else:
+                from cpudoctor.fileio import atomic_write
+
+                atomic_write(path if path.lower().endswith(".svg") else path + ".svg", svg + "\n")
+        except (OSError, RuntimeError) as exc:
+            self._set_status(f"The picture was not saved: {html.escape(str(exc))}", "warning")
+            return
+        self._set_status(f"Saved the roofline picture to {html.escape(path)}", "ok")
+
+    @property
+    def _job_buttons(self) -> tuple[QPushButton, ...]:
+        return (self.train_button, self.sweep_button, self.gemm_button, self.quant_button, self.roofline_tab.measure)
+
     def _start(self, job: str, settings: dict[str, Any]) -> None:
         if self.runner.is_running():
             self._set_status("A job is already running; cancel it first.", "info")
@@ -521,7 +558,7 @@ class TrainingPage(QWidget):
             why = "A saved report is shown: the lab measures this machine. Choose Back to this machine first."
         elif self.torch_banner.missing:
             why = "The chosen Python environment has no PyTorch: install it (the command above) or choose another."
-        for b in (self.train_button, self.sweep_button, self.gemm_button, self.quant_button):
+        for b in self._job_buttons:
             b.setEnabled(not running and not why)
             b.setToolTip(why or self._job_tips.get(b, ""))
 
@@ -585,6 +622,8 @@ class TrainingPage(QWidget):
                 self._show_gemm(self.session.preview(self.runner.outcome, self.model.report))
         elif job == "quant":
             self._set_status(f"int8 vs fp32: batch {data.get('batch')} done", "info")
+        elif job == "roofline":
+            self._set_status(html.escape(words.roofline_progress(data)), "info")
 
     def _redraw_sweep(self) -> None:
         series = self.session.sweep

@@ -59,7 +59,8 @@ _MKL_UNITS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
 # The code path oneMKL names in its version line (it names none on non-Intel CPUs).
 _MKL_ISA_WORDS = (("Advanced Matrix Extensions", "avx512"), ("AVX-512", "avx512"), ("AVX512", "avx512"),
                   ("AVX2", "avx2"), ("Advanced Vector Extensions (", "avx"), ("SSE4.2", "sse4_2"),
-                  ("Streaming SIMD Extensions 4.2", "sse4_2"))
+                  ("Streaming SIMD Extensions 4.2", "sse4_2"), ("SSSE3", "ssse3"))
+_MKL_VERSION_RE = re.compile(r"^MKL_VERBOSE\s+(Intel\(R\) (oneAPI )?(Math Kernel Library|MKL)|oneMKL)\b")
 
 
 @dataclass
@@ -174,7 +175,7 @@ def detected_width(text: str | None) -> int | None:
 def mkl_isa(lines: Iterable[str]) -> str | None:
     """The code path oneMKL names in its version line; None where it names none (non-Intel CPUs)."""
     for line in lines:
-        if line.startswith("MKL_VERBOSE") and ("Product build" in line or "Version" in line) and "(" not in line[:30]:
+        if _MKL_VERSION_RE.match(line.strip()):
             for words, isa in _MKL_ISA_WORDS:
                 if words in line:
                     return isa
@@ -250,6 +251,8 @@ def kernel_width(kernel: Kernel) -> int | None:
         return None
     if kernel.isa == "ref":
         return 0
+    if kernel.isa.lower().startswith(("sse", "ssse")):
+        return 1
     entry = _table().get(TABLE_VARIABLE.get(kernel.library, ""))
     if entry is None:
         return None

@@ -286,10 +286,9 @@ def _progress_text(job: str, data: dict[str, Any], settings: dict[str, Any]) -> 
         return frac, f"round {data.get('round')}: {data.get('variant')}: " + (f"{sps:,.0f} samples/s" if sps else "-")
     frac = data.get("step", 0) / data["total"] if data.get("total") else None
     if job == "roofline":
-        if data.get("phase") == "memory":
-            got = ", ".join(f"{k} {data[k]:,.1f}" for k in ("read", "copy") if isinstance(data.get(k), (int, float)))
-            return None, f"memory, {'all CPUs' if data.get('node') == 'all' else 'node ' + str(data.get('node'))}: {got} GB/s"
-        return frac, f"{data.get('dtype')} x{data.get('threads')}: {data.get('gflops') or 0:,.1f} GFLOP/s"
+        from cpudoctor.render.lab import roofline_progress
+
+        return frac, roofline_progress(data)
     if job == "gemm":
         if data.get("phase") == "partial":
             done = ", ".join(f"{b} {g:,.0f}" for b, g in (data.get("gflops_so_far") or {}).items())

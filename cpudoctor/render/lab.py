@@ -306,6 +306,16 @@ def _roofline_text(r) -> list[str]:
     return lines
 
 
+def roofline_progress(data: dict[str, Any]) -> str:
+    """One line about the roofline job's latest measurement, for a status line or a progress bar."""
+    if data.get("phase") == "memory":
+        got = ", ".join(f"{k} {data[k]:,.1f}" for k in ("read", "copy") if isinstance(data.get(k), (int, float)))
+        where = "all CPUs" if data.get("node") == "all" else f"node {data.get('node')}"
+        return f"Roofline: memory, {where}: {got} GB/s"
+    return (f"Roofline: {data.get('dtype')} on {threads_words(data.get('threads'))}: "
+            f"{data.get('gflops') or 0:,.1f} GFLOP/s ({data.get('step')}/{data.get('total')})")
+
+
 def kernels_lines(kernels: list[dict[str, Any]], check: dict[str, Any] | None) -> list[str]:
     """Which kernels ran, as the libraries said, and whether they ran below this CPU."""
     if not kernels:
@@ -485,6 +495,7 @@ def sweep_notes_html(result, caveat_colour: str = "#c98a1a") -> str:
 
 
 def gemm_html(result) -> str:
+    """GEMM points against the measured roof (the best in-cache multiply of the job) and the nominal peak."""
     e = html.escape
     rows = []
     for p in result.points:
@@ -492,7 +503,9 @@ def gemm_html(result) -> str:
         name = e(p["backend"]) + (" <i>(emulated)</i>" if p.get("emulated") else "")
         rows.append(f"<tr><td>{name}</td><td align='right'>{p['threads']}</td>"
                     f"<td align='right'>{p.get('size', '—')}</td><td align='right'>{p['gflops']:,.1f}</td>"
-                    f"<td align='right'>{spread}</td><td align='right'>{_num(p.get('peak_gflops')).replace('-', '—')}</td>"
+                    f"<td align='right'>{spread}</td><td align='right'>{_num(p.get('roof_gflops'), ',.1f').replace('-', '—')}</td>"
+                    f"<td align='right'>{percent(p.get('of_roof'), '—')}</td>"
+                    f"<td align='right'>{_num(p.get('peak_gflops')).replace('-', '—')}</td>"
                     f"<td align='right'>{percent(p.get('utilisation'), '—')}</td></tr>")
     m = result.machine or {}
     notes = ""
@@ -501,8 +514,10 @@ def gemm_html(result) -> str:
                  f"{e(plural(m.get('physical_cores') or 0, 'physical core'))}. "
                  + " ".join(e(n.rstrip(".")) + "." for n in result.notes) + "</p>")
     return ("<b>GEMM</b><table cellspacing='6'><tr><th align='left'>backend</th><th>threads</th><th>n</th>"
-            "<th>GFLOP/s (median)</th><th>spread</th><th>peak</th><th>of peak</th></tr>" + "".join(rows)
-            + "</table>" + notes)
+            "<th>GFLOP/s (median)</th><th>spread</th><th>measured roof</th><th>of roof</th><th>nominal peak</th>"
+            "<th>of nominal</th></tr>" + "".join(rows) + "</table>"
+            "<p>Measured roof: the best in-cache multiply of the same precision in this job. Nominal peak: cores × "
+            "clock × FLOP/cycle.</p>" + notes)
 
 
 def quant_html(result) -> str:

@@ -245,3 +245,30 @@ def roof_lines(runs: list[Any]) -> list[tuple[str, str]]:
     if m.get("claim"):
         rows.append(("90 % claim", claim_text(m["claim"], m.get("nominal") or [])))
     return rows
+
+
+def peak_rows(nominal: dict[str, Any] | None, runs: list[Any]) -> list[tuple[str, str, str]]:
+    """(label, value, tooltip) rows that keep the nominal peak and the measured roof apart (the Overview)."""
+    rows = []
+    if nominal and nominal.get("gflops"):
+        rows.append(("Nominal peak", f"{nominal['gflops']:,.0f} GFLOP/s fp32 on {nominal['cores']} "
+                                     f"core{'s' if nominal['cores'] != 1 else ''} (cores × clock × FLOP/cycle)",
+                     f"clock {nominal.get('clock_mhz') or 0:,.0f} MHz: {nominal.get('clock_source')}; "
+                     f"{nominal.get('flops_per_cycle'):g} FLOP/cycle from {nominal.get('flops_per_cycle_source')}"))
+    else:
+        rows.append(("Nominal peak", "unknown", (nominal or {}).get("flops_per_cycle_source") or
+                     "no FLOP/cycle figure or no clock for this CPU"))
+    run = latest(runs, "roofline")
+    roof = None
+    if run is not None:
+        compute = [c for c in run.metrics.get("compute") or [] if c.get("dtype") == "fp32" and c.get("gflops")]
+        roof = max(compute, key=lambda c: (c.get("threads") or 0), default=None)
+    if roof is not None:
+        ratio = f", {share(roof['of_nominal'])} of the nominal peak" if roof.get("of_nominal") is not None else ""
+        rows.append(("Measured roof", f"{roof['gflops']:,.0f} GFLOP/s fp32 on {roof['threads']} "
+                                      f"thread{'s' if roof['threads'] != 1 else ''}{ratio}",
+                     str(roof.get("method") or "") + (f"; measured {run.started_at}" if run.started_at else "")))
+    else:
+        rows.append(("Measured roof", "not measured yet (Training page, Roofline tab)",
+                     "cpudoctor bench roofline measures it: the best in-cache matrix multiply through torch"))
+    return rows
