@@ -13,18 +13,22 @@ sits above the plot. The tab only shows: the page starts the job
 
 from __future__ import annotations
 
+import html
 import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QPointF, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import QPalette
-from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (QFileDialog, QFrame, QHBoxLayout, QLabel, QPushButton, QScrollArea, QVBoxLayout,
+                               QWidget)
 
 from cpudoctor.render.roofline import Picture, picture_from_runs
 from cpudoctor.render.svg_roofline import DTYPE_COLOURS, MEMORY_COLOUR, NOMINAL_COLOUR
 
 SYMBOLS = {"gemm": "o", "gemm-ladder": "o", "operator": "s"}
+# Where a label may sit beside its point (TextItem anchors): right above, right below, left above, left below.
+LABEL_SPOTS = ((-0.12, 0.95), (-0.12, 0.05), (1.12, 0.95), (1.12, 0.05), (0.5, 1.25), (0.5, -0.25))
 EMPTY_TEXT = ("No roofs measured yet. <b>Measure roofs</b> runs the roofline job (under a minute): in-cache matrix "
               "multiplies per dtype on every usable CPU and on one core, memory bandwidth per NUMA node, and a few "
               "profiled training steps; GEMM and training runs then appear as points.")
@@ -56,19 +60,37 @@ class RooflineView(QWidget):
         row.addWidget(self.save)
         row.addStretch(1)
         lay.addLayout(row)
+        # The claim and the key scroll in a short window instead of being cut; the plot takes the rest.
+        words = QWidget()
+        wl = QVBoxLayout(words)
+        wl.setContentsMargins(0, 0, 0, 0)
         self.claim = QLabel(EMPTY_TEXT)
         self.claim.setWordWrap(True)
         self.claim.setTextFormat(Qt.TextFormat.RichText)
         self.claim.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        lay.addWidget(self.claim)
+        wl.addWidget(self.claim)
+        self.key = QLabel("")          # what each line and mark is: beside the plot, so no point hides under it
+        self.key.setWordWrap(True)
+        self.key.setTextFormat(Qt.TextFormat.RichText)
+        self.key.setStyleSheet("color: palette(placeholder-text);")
+        wl.addWidget(self.key)
+        wl.addStretch(1)
+        self.words = QScrollArea()
+        self.words.setWidgetResizable(True)
+        self.words.setFrameShape(QFrame.Shape.NoFrame)
+        self.words.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.words.setWidget(words)
+        self.words.setMaximumHeight(self.fontMetrics().lineSpacing() * 6)   # a narrow window scrolls the rest
+        lay.addWidget(self.words)
         self.plot = self._make_plot()
+        self.plot.setMinimumSize(240, 165)      # three decades stay readable in a 900x600 window
         lay.addWidget(self.plot, 1)
         self.plot.setVisible(False)
 
     def _make_plot(self) -> pg.PlotWidget:
         pal = self.palette()
         fg, muted = pal.color(QPalette.ColorRole.Text), pal.color(QPalette.ColorRole.PlaceholderText)
-        w = pg.PlotWidget()
+        w = _RooflinePlot()
         w.setBackground(pal.color(QPalette.ColorRole.Base))
         item = w.getPlotItem()
         item.hideButtons()
@@ -77,11 +99,13 @@ class RooflineView(QWidget):
             axis = item.getAxis(name)
             axis.setTextPen(muted)
             axis.setPen(pg.mkPen(muted, width=1))
-        w.setLabel("bottom", "FLOP per byte moved", color=muted.name())
-        w.setLabel("left", "GFLOP/s", color=muted.name())
+        w.setLabel("bottom", "FLOP per byte moved (log)", color=muted.name())
+        w.setLabel("left", "GFLOP/s (log)", color=muted.name())
         w.showGrid(x=True, y=True, alpha=0.15)
         w.setMenuEnabled(False)
         w.setMouseEnabled(x=False, y=False)
+        # the labels are placed in pixels: again whenever the view's geometry changes
+        w.getPlotItem().getViewBox().sigTransformChanged.connect(self.place_labels)
         self._fg = fg
         return w
 
@@ -95,8 +119,10 @@ class RooflineView(QWidget):
         self.picture = picture
         self.plot.clear()
         self.point_items, self.roof_items, self.memory_item, self.labels = {}, [], None, []
+        key: list[tuple[str, str, str]] = []
         has = picture is not None and bool(picture.compute)
         self.plot.setVisible(has)
+        self.key.setVisible(has)
         self.save.setEnabled(has)
         if not has:
             self.claim.setText(EMPTY_TEXT)
@@ -104,32 +130,41 @@ class RooflineView(QWidget):
         self.claim.setText(picture.claim or "")
         xs = [p.intensity for p in picture.points] + [x for x in (picture.ridge(r) for r in picture.compute) if x]
         ys = [p.gflops for p in picture.points] + [r.gflops for r in picture.compute + picture.nominal]
-        x_lo, x_hi = _decade_floor(min(xs, default=1.0) / 2), _decade_ceil(max(xs, default=100.0) * 2)
-        y_lo, y_hi = _decade_floor(min(ys, default=1.0) / 2), _decade_ceil(max(ys, default=100.0) * 2)
+        # a margin around the data, not whole decades: a small window keeps its height for the data
+        x_lo, x_hi = min(xs, default=1.0) / 2, max(xs, default=100.0) * 2
+        y_lo, y_hi = min(ys, default=1.0) / 1.6, max(ys, default=100.0) * 1.6
         for roof in picture.compute:
             start = max(picture.ridge(roof) or x_lo, x_lo)
             pen = pg.mkPen(DTYPE_COLOURS.get(roof.dtype, "#34495e"), width=2.5 if roof.all_cpus else 1.5,
                            style=Qt.PenStyle.SolidLine if roof.all_cpus else Qt.PenStyle.DashLine)
             line = self.plot.plot([start, x_hi], [roof.gflops, roof.gflops], pen=pen)
             self.roof_items.append((roof, line))
-            if roof.all_cpus:
-                self._label(roof.label, x_hi, roof.gflops, DTYPE_COLOURS.get(roof.dtype), anchor=(1, 1))
+            if roof.all_cpus:        # one key entry per dtype: every usable CPU, and one core beside it
+                one = next((r for r in picture.compute if r.dtype == roof.dtype and not r.all_cpus), None)
+                key.append((DTYPE_COLOURS.get(roof.dtype, "#34495e"), "━", f"{roof.dtype} roof {roof.gflops:,.0f} GFLOP/s"
+                            + (f" (one core, dashed: {one.gflops:,.0f})" if one else "")))
         for roof in picture.nominal:
-            for share, text, style in ((1.0, roof.label, Qt.PenStyle.DashLine),
-                                       (0.9, "90 % of nominal", Qt.PenStyle.DotLine)):
+            for share, style in ((1.0, Qt.PenStyle.DashLine), (0.9, Qt.PenStyle.DotLine)):
                 line = self.plot.plot([x_lo, x_hi], [roof.gflops * share] * 2,
                                       pen=pg.mkPen(NOMINAL_COLOUR, width=1.2, style=style))
                 self.roof_items.append((roof, line))
-                self._label(text, x_lo, roof.gflops * share, NOMINAL_COLOUR, anchor=(0, 0 if share == 1.0 else 1))
+                if share == 1.0:
+                    key.append((NOMINAL_COLOUR, "╍", f"nominal fp32 peak {roof.gflops:,.0f} (dotted: 90 % of it)"))
         if picture.memory_gbps:
             top = max((r.gflops for r in picture.compute), default=y_hi)
             lo, hi = max(x_lo, y_lo / picture.memory_gbps), top / picture.memory_gbps
             self.memory_item = self.plot.plot([lo, hi], [picture.memory_gbps * lo, picture.memory_gbps * hi],
                                               pen=pg.mkPen(MEMORY_COLOUR, width=2.5))
-            self._label(picture.memory_label, lo * 1.3, picture.memory_gbps * lo * 1.3, MEMORY_COLOUR, anchor=(0, 0))
+            key.append((MEMORY_COLOUR, "━", f"memory {picture.memory_gbps:,.1f} GB/s (copy)"))
+        self.key.setText(" &nbsp; ".join(f"<span style='color:{c}'>{m}</span>&nbsp;{html.escape(t)}" for c, m, t in key)
+                         + " &nbsp; ● GEMM run &nbsp; ○ in-cache multiply &nbsp; ■ training operator")
         self._points(picture)
         self.plot.setXRange(math.log10(x_lo), math.log10(x_hi), padding=0)
         self.plot.setYRange(math.log10(y_lo), math.log10(y_hi), padding=0)
+        item = self.plot.getPlotItem()
+        for name, lo, hi in (("bottom", x_lo, x_hi), ("left", y_lo, y_hi)):
+            item.getAxis(name).setTicks([_log_ticks(lo, hi), []])
+        self.place_labels()
 
     def _points(self, picture: Picture) -> None:
         """One scatter per (kind, dtype), in the view's log10 coordinates (a ScatterPlotItem is not log-aware)."""
@@ -165,6 +200,35 @@ class RooflineView(QWidget):
         self.plot.addItem(item)
         self.labels.append(item)
 
+    def showEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        super().showEvent(event)
+        self.place_labels()
+
+    def place_labels(self) -> None:
+        """Each point label beside its point where it touches no other label or the plot's edge;
+        hidden where it fits nowhere (the tooltip still has it). Again whenever the plot is resized."""
+        vb = self.plot.getPlotItem().getViewBox()
+        if not self.labels or not vb.isVisible():
+            return
+        box = vb.sceneBoundingRect()
+        taken: list = []                       # every mark first: no label covers a point
+        for item in self.point_items.values():
+            xs, ys = item.getData()
+            for x, y in zip(xs, ys):
+                at = vb.mapViewToScene(QPointF(float(x), float(y)))
+                taken.append(QRectF(at.x() - 5, at.y() - 5, 10, 10))
+        for item in self.labels:
+            item.setVisible(True)
+            for anchor in LABEL_SPOTS:
+                item.setAnchor(anchor)
+                item.updateTransform(force=True)
+                rect = item.sceneBoundingRect()
+                if box.contains(rect) and not any(rect.intersects(t) for t in taken):
+                    taken.append(rect)
+                    break
+            else:
+                item.setVisible(False)
+
     # ------------------------------------------------------------------ saving
 
     def ask_save_path(self) -> str:
@@ -173,9 +237,20 @@ class RooflineView(QWidget):
         return path
 
 
-def _decade_floor(v: float) -> float:
-    return 10.0 ** math.floor(math.log10(max(v, 1e-9)))
+class _RooflinePlot(pg.PlotWidget):
+    """Asks for a readable size (three decades of GFLOP/s need height) yet can shrink in a small window."""
+
+    def sizeHint(self) -> QSize:  # noqa: N802 - Qt's name
+        return QSize(480, 300)
 
 
-def _decade_ceil(v: float) -> float:
-    return 10.0 ** math.ceil(math.log10(max(v, 1e-9)))
+def _log_ticks(lo: float, hi: float) -> list[tuple[float, str]]:
+    """Ticks at 1, 10, 100 ... inside [lo, hi]; with 2 and 5 between them when fewer than two decades show."""
+    steps = (1, 2, 5) if math.log10(hi / lo) < 2 else (1,)
+    out = []
+    for exponent in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1):
+        for m in steps:
+            v = m * 10.0 ** exponent
+            if lo <= v <= hi:
+                out.append((math.log10(v), f"{v / 1000:g}k" if v >= 1000 else f"{v:g}"))
+    return out
