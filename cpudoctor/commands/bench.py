@@ -109,8 +109,9 @@ def register(subparsers) -> None:
                    help="repeat to choose several (default: fp32, plus bf16 and int8 where this CPU has them)")
     r.add_argument("--threads", type=int_list(1, 4096, 64, "thread counts"),
                    help="thread counts for the compute roofs (default: all usable CPUs and 1)")
-    r.add_argument("--budget", type=number(5, 3600, "a number of seconds"), default=50.0,
-                   help="the measurements end within this many seconds; what does not fit is skipped (default 50)")
+    r.add_argument("--budget", type=number(5, 3600, "a number of seconds"), default=45.0,
+                   help="the measurements end within this many seconds; what does not fit is skipped (default 45, "
+                        "so a run with its start-up ends within a minute)")
     r.add_argument("--no-memory", action="store_true", help="compute roofs only")
     r.add_argument("--clock-mhz", type=number(1, 100_000, "a clock in MHz"),
                    help="clock for the nominal peak (default: boost, base or /proc/cpuinfo clock)")

@@ -25,7 +25,7 @@ import statistics
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-LADDER = (256, 512, 1024, 1536)
+LADDER = (256, 384, 512, 768, 1024, 1536)     # the sizes whose operands fit the cache are measured
 BYTES = {"fp32": 4, "bf16": 2, "fp64": 8, "int8": 1}
 MIN_REPS = 3
 MAX_REPS = 400
@@ -38,7 +38,9 @@ def ladder(dtype: str, cache_bytes: Optional[int], sizes: Optional[List[int]] = 
     if sizes:
         return list(sizes)
     if not cache_bytes:
-        return list(LADDER[:2])
+        return [n for n in LADDER if n <= 512]
+    if sizes is None and cache_bytes < 3 * 256 * 256 * BYTES.get(dtype, 4):
+        return [128]
     fit = [n for n in LADDER if 3 * n * n * BYTES.get(dtype, 4) <= cache_bytes]
     return fit or [LADDER[0]]
 

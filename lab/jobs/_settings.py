@@ -262,9 +262,9 @@ class RooflineSettings:
 
     dtypes: Optional[List[str]] = None
     threads: Optional[List[int]] = None        # None: all usable CPUs and 1
-    sizes: Optional[List[int]] = None          # None: 256..1536, those whose operands fit in ``cache_bytes``
+    sizes: Optional[List[int]] = None          # None: 128..1536, those whose operands fit in ``cache_bytes``
     cache_bytes: Optional[int] = None          # the last-level cache the operands should fit in (parent: L3)
-    seconds_per_point: float = 0.25            # each matrix size at each thread count
+    seconds_per_point: float = 0.3             # each matrix size at each thread count
     memory: bool = True
     nodes: Optional[List[Dict[str, Any]]] = None
     memory_mib: int = 256                      # per buffer (two for copy); the parent picks > 4x the L3
@@ -272,7 +272,7 @@ class RooflineSettings:
     operators: bool = True                     # profile a few SimpleCNN steps: the picture's operator points
     native_bf16: Optional[bool] = None
     native_int8: Optional[bool] = None
-    budget_s: float = 50.0
+    budget_s: float = 45.0
 
     def validate(self) -> "RooflineSettings":
         if self.dtypes is not None:

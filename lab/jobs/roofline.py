@@ -10,7 +10,7 @@ roofline picture. Every measured window carries its interference share.
 
 The nominal peak (cores x clock x FLOP/cycle) and the ratio are the parent's
 (:mod:`cpudoctor.lab.results`): this job only measures. Bounded by
-``budget_s`` (default 50 s): whatever did not fit is skipped and said so.
+``budget_s`` (default 45 s: with torch's start-up, within a minute): whatever did not fit is skipped and said so.
 """
 
 from __future__ import annotations
@@ -56,28 +56,64 @@ def _allowed() -> List[int]:
 
 def compute(torch: Any, s: RooflineSettings, allowed: List[int], budget: Budget, stop: _jobkit.StopFlag,
             meter: _cpumeter.CpuMeter, census: _libreports.Census) -> List[Dict[str, Any]]:
-    roofs = []
+    """Every dtype at every thread count, in two passes in opposite orders (ABC, CBA), half the time each,
+    then the best size of each once more.
+
+    A burst of load elsewhere (on 2 shared CPUs one busy neighbour makes a 2-thread multiply wait at every
+    barrier) then hits one pass of a setting, not both: each roof is the best window, with that window's
+    interference share.
+    """
     threads = s.threads or sorted({len(allowed), 1}, reverse=True)
     steps = [(d, t) for d in s.dtypes_used for t in threads]
-    for i, (dtype, t) in enumerate(steps):
-        if stop.is_set() or not budget.allows(f"{dtype} at {t} thread(s)"):
-            continue
-        sizes = _roofs.ladder(dtype, s.cache_bytes, s.sizes)
-        if i == 0 or dtype != steps[i - 1][0]:
-            torch.set_num_threads(t)
-            try:
-                census.run(_roofs.matmul_op(torch, dtype, sizes[-1]))     # which kernels this dtype runs
-            except RuntimeError as exc:            # e.g. torch._int_mm missing in an old torch
-                roofs.append({"dtype": dtype, "threads": t, "error": f"{type(exc).__name__}: {exc}"})
-                continue
+    best: Dict[tuple, Dict[str, Any]] = {}
+    for dtype in s.dtypes_used:                         # which kernels each dtype runs, once, before timing
+        if stop.is_set():
+            break
+        torch.set_num_threads(threads[0])
         try:
-            roof = _roofs.compute_roof(torch, dtype, t, sizes, s.seconds_per_point, stop, meter)
-        except (RuntimeError, AttributeError) as exc:
-            roof = {"dtype": dtype, "threads": t, "error": f"{type(exc).__name__}: {exc}"}
-        roofs.append(roof)
-        _jobkit.progress(phase="compute", step=i + 1, total=len(steps), elapsed=budget.elapsed,
-                         **{k: v for k, v in roof.items() if k != "points"})
-    return roofs
+            census.run(_roofs.matmul_op(torch, dtype, _roofs.ladder(dtype, s.cache_bytes, s.sizes)[-1]))
+        except RuntimeError as exc:                    # e.g. torch._int_mm missing in an old torch
+            best[(dtype, None)] = {"dtype": dtype, "threads": None, "error": f"{type(exc).__name__}: {exc}"}
+    failed = {d for (d, t) in best if t is None}
+    total = 2 * len(steps)
+    for pass_no, order in enumerate((steps, list(reversed(steps)))):
+        for i, (dtype, t) in enumerate(order):
+            if dtype in failed or stop.is_set() or not budget.allows(f"{dtype} at {t} thread(s), pass {pass_no + 1}"):
+                continue
+            sizes = _roofs.ladder(dtype, s.cache_bytes, s.sizes)
+            try:
+                roof = _roofs.compute_roof(torch, dtype, t, sizes, s.seconds_per_point / 2, stop, meter)
+            except (RuntimeError, AttributeError) as exc:
+                roof = {"dtype": dtype, "threads": t, "error": f"{type(exc).__name__}: {exc}"}
+            old = best.get((dtype, t))
+            if old is None or (roof.get("gflops") or 0) > (old.get("gflops") or 0):
+                best[(dtype, t)] = dict(roof, points=_merge(old, roof))
+            else:
+                old["points"] = _merge(old, roof)
+            _jobkit.progress(phase="compute", step=pass_no * len(steps) + i + 1, total=total, elapsed=budget.elapsed,
+                             **{k: v for k, v in roof.items() if k != "points"})
+    # Then the best size of each setting once more, as long as a whole pass gave it: the roof is the best
+    # call, and the most time goes where it is.
+    for dtype, t in steps:
+        roof = best.get((dtype, t))
+        if not roof or not roof.get("size") or stop.is_set() or not budget.allows(f"{dtype} at {t}, refined"):
+            continue
+        again = _roofs.compute_roof(torch, dtype, t, [roof["size"]], s.seconds_per_point, stop, meter)
+        if (again.get("gflops") or 0) > roof["gflops"]:
+            best[(dtype, t)] = dict(again, points=_merge(roof, again))
+        else:
+            roof["points"] = _merge(roof, again)
+    order = {k: i for i, k in enumerate(steps)}
+    return [v for k, v in sorted(best.items(), key=lambda kv: order.get(kv[0], -1))]
+
+
+def _merge(old: Optional[Dict[str, Any]], new: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """The best call of each size over both passes."""
+    points: Dict[int, Dict[str, Any]] = {}
+    for p in (old or {}).get("points", []) + new.get("points", []):
+        if p["size"] not in points or p["gflops"] > points[p["size"]]["gflops"]:
+            points[p["size"]] = p
+    return [points[n] for n in sorted(points)]
 
 
 def memory(torch: Any, s: RooflineSettings, allowed: List[int], budget: Budget, stop: _jobkit.StopFlag) \
