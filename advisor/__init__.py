@@ -11,13 +11,14 @@ from cpudoctor.advisor.engine import (
     REPORT_RULES,
     SEVERITIES,
     Rule,
+    RuleSet,
     UnknownRuleError,
     run_rules,
     worst,
 )
-from cpudoctor.report import Finding, Report
+from cpudoctor.model import Finding, Report
 
-__all__ = ["CATEGORIES", "REDIRECTS", "SEVERITIES", "Rule", "UnknownRuleError", "diagnose", "explain", "registry", "worst"]
+__all__ = ["CATEGORIES", "REDIRECTS", "SEVERITIES", "Rule", "UnknownRuleError", "diagnose", "find_rule", "registry", "worst"]
 
 
 def diagnose(report: Report, *, only: set[str] | None = None) -> list[Finding]:
@@ -34,19 +35,19 @@ def registry() -> list[Rule]:
     return REPORT_RULES.all()
 
 
-def explain(code: str) -> str:
-    """The documentation of a rule (by code, old code or symbol) as plain text.
+def find_rule(code: str) -> tuple[RuleSet, Rule]:
+    """The rule set and rule of ``code`` (a code, old code or symbol), report rules first, then process rules.
 
-    Covers the report rules and the process rules (PROC0xx, which judge a
-    running process in `cpudoctor inspect`). Raises UnknownRuleError (a
-    KeyError) with the known codes when nothing matches.
+    Process rules (PROC0xx) judge a running process in ``cpudoctor inspect``.
+    Raises UnknownRuleError (a KeyError) with the known codes when nothing
+    matches; :func:`cpudoctor.render.rules.explain_text` words the answer.
     """
     try:
-        return REPORT_RULES.explain(code)
+        return REPORT_RULES, REPORT_RULES.resolve(code)
     except UnknownRuleError as exc:
         from cpudoctor.advisor.process_rules import PROCESS_RULES  # probes.inspect: only when needed
 
         try:
-            return PROCESS_RULES.explain(code)
+            return PROCESS_RULES, PROCESS_RULES.resolve(code)
         except UnknownRuleError:
             raise exc from None

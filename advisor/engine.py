@@ -2,7 +2,7 @@
 
 A rule is a small pure function ``fn(input) -> list[Finding]`` registered with
 ``@ruleset.rule(code, symbol, category=..., severity=..., title=...)``. Two sets
-share this machinery: :data:`REPORT_RULES` judge a :class:`~cpudoctor.report.Report`
+share this machinery: :data:`REPORT_RULES` judge a :class:`~cpudoctor.model.report.Report`
 (``cpudoctor doctor``; registered with :func:`rule`, defined in
 :mod:`cpudoctor.advisor.rules`), and ``PROCESS_RULES`` in
 :mod:`cpudoctor.advisor.process_rules` judge one running process
@@ -34,13 +34,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from cpudoctor.render.format import wrap
-from cpudoctor.render.words import CATEGORIES, severity
-from cpudoctor.report import SEVERITIES, SEVERITY_RANK, Finding, Report, worst
-from cpudoctor.serde import to_data
+from cpudoctor.model import CATEGORIES, SEVERITIES, SEVERITY_RANK, Finding, Report, worst
+from cpudoctor.model.serde import to_data
 
-# The severities are the report model's and the categories' titles and order are words
-# (cpudoctor.render.words); the advisor validates rules against both and re-exports them.
+# The severities and categories are the report model's (their words are cpudoctor.render.words');
+# the advisor validates rules against both and re-exports them.
 __all__ = ["CATEGORIES", "DOC_SECTIONS", "REDIRECTS", "REPORT_RULES", "SEVERITIES", "SEVERITY_RANK", "Facts", "Rule",
            "RuleDefinitionError", "RuleSet", "UnknownRuleError", "doc_sections", "registry", "resolve",
            "resolve_only", "rule", "run_rules", "worst"]
@@ -245,25 +243,6 @@ class RuleSet(Generic[In]):
         if SEVERITY_RANK[f.severity] > SEVERITY_RANK[r.severity]:
             raise RuleDefinitionError(f"{r.code} produced {f.severity} but is registered as at most {r.severity}")
         return dataclasses.replace(f, code=r.code, symbol=r.symbol, category=r.category, docs=r.docs_anchor)
-
-    # -- documentation --------------------------------------------------------------------------
-
-    def explain(self, code_or_symbol: str) -> str:
-        """``cpudoctor explain`` text of one rule (by code, old code or symbol); UnknownRuleError if none."""
-        r = self.resolve(code_or_symbol)
-        asked = code_or_symbol.strip()
-        head = f"{r.code} ({r.symbol}) — {r.title}"
-        category = CATEGORIES.get(r.category, r.category)
-        lines = [head, "=" * len(head), f"Category: {category}   At worst: {severity(r.severity).name}"]
-        if self.scope:
-            lines.append(self.scope)
-        if asked.upper() != r.code and asked.lower() != r.symbol:
-            lines.append(f"({asked.upper()} was renamed to {r.code}.)")
-        sections = r.sections()
-        for name in DOC_SECTIONS:
-            lines += ["", f"{name}:", *(wrap(sections.get(name, ""), 88, indent=2) or ["  -"])]
-        lines += ["", f"Docs: {r.docs_anchor}"]
-        return "\n".join(lines) + "\n"
 
 
 def _crash_finding(r: Rule, exc: Exception, hint: str) -> Finding:

@@ -13,8 +13,8 @@ from functools import lru_cache
 from typing import Any
 
 from cpudoctor.advisor.engine import Facts
-from cpudoctor.render.words import plural
-from cpudoctor.report import Report
+from cpudoctor.kits.plural import plural
+from cpudoctor.model import Report
 
 # Variables that set the size of a thread pool, in the order the runtimes read them.
 THREAD_VARS: tuple[str, ...] = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
@@ -130,7 +130,7 @@ def hybrid_split(f: Facts) -> HybridSplit | None:
     kinds = f.get("topology.cpu_kinds", record=False) or []
     if len(kinds) < 2:
         return None
-    from cpudoctor.probes._fs import format_cpulist
+    from cpudoctor.kits.cpulist import format_cpulist
 
     f.record("topology.cpu_kinds", [f"{format_cpulist(k.cpus)} ({k.source} {k.perf})" for k in kinds])
     fast = kinds[-1]                       # slowest kind first, like hwloc

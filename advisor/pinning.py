@@ -35,8 +35,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from cpudoctor.probes._fs import format_cpulist
-from cpudoctor.probes import Topology
+from cpudoctor.kits.cpulist import format_cpulist
+from cpudoctor.model import Topology
 
 DEFAULT_COMMAND = "python train.py"
 

@@ -2,7 +2,7 @@
 
 Input is an :class:`~cpudoctor.probes.process.inspect.Inspection` (plus the machine's
 Topology), wrapped in a :class:`Context`; output is
-:class:`~cpudoctor.report.Finding` objects with stable codes ``PROC001``...
+:class:`~cpudoctor.model.report.Finding` objects with stable codes ``PROC001``...
 The rules live in :data:`PROCESS_RULES`, a :class:`~cpudoctor.advisor.engine.RuleSet`
 like the report rules': same decorator (:func:`proc_rule`), same docstring
 sections (``What it checks`` / ``Why it matters`` / ``Fix``), code rules,
@@ -21,14 +21,14 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from cpudoctor.advisor.engine import SEVERITY_RANK, RuleSet, UnknownRuleError
+from cpudoctor.advisor.engine import SEVERITY_RANK, RuleSet
 from cpudoctor.advisor.pinning import affinity_vars_to_clear
 from cpudoctor.advisor.snippets import worker_init_snippet
-from cpudoctor.probes._fs import format_cpulist
+from cpudoctor.kits.cpulist import format_cpulist
 from cpudoctor.probes.process.inspect import Inspection, ThreadInfo
-from cpudoctor.probes import Topology
-from cpudoctor.render.words import plural
-from cpudoctor.report import Finding
+from cpudoctor.model import Topology
+from cpudoctor.kits.plural import plural
+from cpudoctor.model import Finding
 
 # A thread counts as busy at a quarter of a CPU over the window: OpenMP workers
 # of a training step sit well above it, idle pools (inter-op, autograd) below.
@@ -789,11 +789,3 @@ def run_process_rules(insp: Inspection, topo: Topology | None = None, only: set[
     """All (or ``only`` these codes/symbols/categories) process rules over one inspection, worst first."""
     found = PROCESS_RULES.run(Context(insp, topo), only, strict=strict)
     return sorted(found, key=lambda f: (-SEVERITY_RANK[f.severity], f.code))
-
-
-def explain_text(code_or_symbol: str) -> str | None:
-    """``cpudoctor explain PROC001`` text for a process rule, or None when it is not one."""
-    try:
-        return PROCESS_RULES.explain(code_or_symbol).rstrip("\n")
-    except UnknownRuleError:
-        return None

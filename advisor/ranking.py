@@ -1,22 +1,63 @@
-"""The order findings are read in, for the advisor's callers: :func:`cpudoctor.render.words.finding_order`.
+"""The order findings are read in, on every surface: worst first, then what can change training speed most.
 
 Within one severity, a rule's relevance (``relevance`` in
 resources/advisor_knowledge.json: high, medium or low) decides, then the
 category order of the report, then the code. So a missing AVX-512 kernel or
 an unpinned NUMA job comes before "try the zentorch plug-in" (whose gains
-depend on the CPU), which comes before "running in a container". The order
-itself lives with the words (render/words.py) so the doctor page, the exports
-and the window read findings alike.
+depend on the CPU), which comes before "running in a container". The doctor
+page, the exports and the window all sort with :func:`finding_order`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import lru_cache
+from typing import Protocol
 
-from cpudoctor.render.words import RELEVANCE_LEVELS, finding_order, relevance
-from cpudoctor.report import Finding
+from cpudoctor.model import CATEGORIES, SEVERITY_RANK, Finding
 
-__all__ = ["RELEVANCE_LEVELS", "ranked", "relevance"]
+__all__ = ["RELEVANCE_LEVELS", "finding_order", "ranked", "relevance"]
+
+RELEVANCE_LEVELS = ("high", "medium", "low")
+
+
+class _Ranked(Protocol):
+    code: str
+    severity: str
+    category: str
+
+
+@lru_cache(maxsize=1)
+def _relevance_table() -> dict[str, str]:
+    from cpudoctor.resources import load_json
+
+    table = load_json("advisor_knowledge.json").get("relevance", {})
+    return {code: level for level in RELEVANCE_LEVELS for code in table.get(level, [])}
+
+
+def relevance(code: str) -> str:
+    """``high`` | ``medium`` | ``low``: how much a rule's problem can change training speed (unknown: medium).
+
+    Knowledge, so it lives in resources/advisor_knowledge.json; used to order findings."""
+    return _relevance_table().get(code, "medium")
+
+
+def severity_order(key: str) -> int:
+    """Sort key, worst first (errors, warnings, suggestions, passed); an unknown severity sorts as a suggestion."""
+    return -SEVERITY_RANK.get(key, SEVERITY_RANK["info"])
+
+
+def category_order(category: str) -> int:
+    """Sort key of a category: the report model's order, unknown categories last."""
+    return CATEGORIES.index(category) if category in CATEGORIES else len(CATEGORIES)
+
+
+def finding_order(f: _Ranked) -> tuple:
+    """The one reading order of findings, on every surface: the worst severity first, then what can change
+    training speed most (a missing AVX-512 kernel before "try the zentorch plug-in"), then the category's
+    order, then the code."""
+    return (severity_order(f.severity), RELEVANCE_LEVELS.index(relevance(f.code)), category_order(f.category),
+            f.code)
 
 
 def ranked(findings: Iterable[Finding]) -> list[Finding]:

@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from cpudoctor import __version__
 from cpudoctor.advisor import machine, pinning
 from cpudoctor.advisor.engine import Facts
-from cpudoctor.probes._fs import format_cpulist
-from cpudoctor.render.format import cache_size
-from cpudoctor.render.words import plural
-from cpudoctor.report import Report
+from cpudoctor.kits.cpulist import format_cpulist
+from cpudoctor.kits.format import cache_size
+from cpudoctor.kits.plural import plural
+from cpudoctor.model import Report
 
 SHELLS: tuple[str, ...] = ("bash", "zsh", "fish", "powershell", "cmd")
 SHELL_LABELS: dict[str, str] = {
@@ -626,7 +626,7 @@ def parse_launch(line: str) -> Launch | None:
     if not words:
         return None
     launch = Launch(env, [])
-    from cpudoctor.probes._fs import parse_cpulist
+    from cpudoctor.kits.cpulist import parse_cpulist
 
     if words[0] == "taskset":
         if len(words) < 4 or words[1] not in ("-c", "--cpu-list"):

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from cpudoctor.probes import probe_software
 
-PROBE_CODE = "from cpudoctor.probes.software.model import probe_software; probe_software(cache=False)"
+PROBE_CODE = "from cpudoctor.probes.software.stack import probe_software; probe_software(cache=False)"
 
 
 def timed_subprocess(argv: list[str]) -> float:

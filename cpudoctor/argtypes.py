@@ -43,10 +43,10 @@ def integer(lo: int, hi: int, what: str = "a whole number") -> Callable[[str], i
 def int_list(lo: int, hi: int, max_items: int = 64, what: str = "numbers") -> Callable[[str], list[int]]:
     """``1,2,4`` or ``0-7``: at most ``max_items`` values, each in [lo, hi]."""
     def parse(text: str) -> list[int]:
-        from cpudoctor.probes._fs import GarbledValue, _cpulist
+        from cpudoctor.kits.cpulist import GarbledValue, strict_cpulist
 
         try:
-            values = _cpulist(text)
+            values = strict_cpulist(text)
         except GarbledValue as exc:
             detail = f" ({exc})" if what == "CPU numbers" else ""
             raise argparse.ArgumentTypeError(f"expected {what} like 1,2,4 or 0-7, not {text[:40]!r}{detail}") from None

@@ -168,7 +168,7 @@ DMI_IDENTIFIERS = ("product_serial", "board_serial", "chassis_serial", "product_
 
 
 def _dmi_identifiers(root: Path) -> list[str]:
-    from cpudoctor.probes._fs import read_text, under
+    from cpudoctor.kits.rooted import read_text, under
 
     values = []
     for folder in ("sys/class/dmi/id", "sys/devices/virtual/dmi/id"):
@@ -197,7 +197,7 @@ def _link_target_ok(link: str, target: str) -> bool:
 
 def _glob(root: Path, pattern: str) -> list[str]:
     """Relative paths under ``root`` matching ``pattern`` (fnmatch per component), listed inside the root only."""
-    from cpudoctor.probes._fs import list_dir, under
+    from cpudoctor.kits.rooted import list_dir, under
 
     found = [""]
     for comp in pattern.split("/"):
@@ -237,8 +237,8 @@ def _cgroup_paths(root: Path) -> list[str]:
     A path or mount point with ``.``/``..`` steps (no kernel writes one) is
     skipped: it could only walk out of the cgroup mount.
     """
-    from cpudoctor.probes._cgroup import clean_cgroup_path
-    from cpudoctor.probes._fs import read_text, under
+    from cpudoctor.probes.cgroup import clean_cgroup_path
+    from cpudoctor.kits.rooted import read_text, under
 
     mounts = read_text(under(root, "proc/self/mounts")) or read_text(under(root, "proc/mounts")) or ""
     legacy = clean_cgroup_path((read_text(under(root, "proc/self/cpuset")) or "").strip() or None)
@@ -273,8 +273,8 @@ def _cgroup_paths(root: Path) -> list[str]:
 
 def trace_probe_reads(timeout: float = 60.0) -> list[str]:
     """Paths the probes open or list on this machine (absolute), from a child process."""
-    from cpudoctor.probes.child.own import own_command
-    from cpudoctor.probes.child.runner import ChildSpec, run_child
+    from cpudoctor.kits.child.own import own_command
+    from cpudoctor.kits.child.runner import ChildSpec, run_child
 
     result = run_child(ChildSpec(own_command("cpudoctor.capture", "--trace"),
                                  what="the probe trace", timeout=timeout))
@@ -307,7 +307,7 @@ def capture(output: Path | str, root: Path | str = Path("/"), force: bool = Fals
     """Write the capture tarball atomically; CaptureError on any problem, nothing half-written."""
     from cpudoctor.fileio import WriteError, atomic_write
     from cpudoctor.privacy import IdentifierScrubber
-    from cpudoctor.probes._fs import read_bytes, under
+    from cpudoctor.kits.rooted import read_bytes, under
 
     output, root = Path(output).expanduser(), Path(root)
     try:

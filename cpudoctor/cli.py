@@ -15,7 +15,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse that reports bad usage as one line and exit code 2 (no usage dump)."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        from cpudoctor.render.escape import one_line
+        from cpudoctor.kits.escape import one_line
 
         self.exit(2, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
 
@@ -101,7 +101,7 @@ def opens_window(argv: list[str]) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     import cpudoctor.commands as commands
-    from cpudoctor.probes.child.own import run_hidden_entry
+    from cpudoctor.kits.child.own import run_hidden_entry
 
     stdout_closed = _reopen_closed_std_fds()   # first: the next file opened must not become fd 1
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -149,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _error(command: str, message: str, prefix: str = "error: ") -> None:
     """The one line on stderr (which may itself be closed or full: then nothing is said)."""
-    from cpudoctor.render.escape import one_line
+    from cpudoctor.kits.escape import one_line
 
     try:
         print(f"cpudoctor {command}: {prefix}{one_line(message)}", file=sys.stderr)

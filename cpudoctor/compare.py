@@ -12,11 +12,11 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from cpudoctor.probes._fs import format_cpulist, parse_cpulist
-from cpudoctor.render.format import wrap
-from cpudoctor.render.escape import md_escape
+from cpudoctor.kits.cpulist import format_cpulist, parse_cpulist
+from cpudoctor.kits.format import wrap
+from cpudoctor.kits.escape import md_escape
 from cpudoctor.render.words import plural, severity
-from cpudoctor.report import SEVERITY_RANK, BenchRun, Finding, Report
+from cpudoctor.model import SEVERITY_RANK, BenchRun, Finding, Report
 
 
 
@@ -312,7 +312,7 @@ def _show(v: Any) -> str:
     if isinstance(v, bool):
         return "yes" if v else "no"
     if isinstance(v, float):
-        from cpudoctor.render.format import number
+        from cpudoctor.kits.format import number
 
         return number(v)
     if isinstance(v, list):
@@ -323,7 +323,7 @@ def _show(v: Any) -> str:
 
 
 def _bytes(v: Any) -> Any:
-    from cpudoctor.render.format import size
+    from cpudoctor.kits.format import size
 
     if isinstance(v, list):
         return [_bytes(x) for x in v]
@@ -331,7 +331,7 @@ def _bytes(v: Any) -> Any:
 
 
 def _cache_sizes(v: Any) -> Any:
-    from cpudoctor.render.format import cache_size
+    from cpudoctor.kits.format import cache_size
 
     return [cache_size(x) for x in v] if isinstance(v, list) else v
 
@@ -413,7 +413,7 @@ def _md(v: Any) -> str:
 
 
 def render_markdown(cmp: Comparison) -> str:
-    from cpudoctor.render.escape import md_fence
+    from cpudoctor.kits.escape import md_fence
 
     lines = ["# CPU Doctor: report comparison", "", f"- **A:** {_md(cmp.label_a)}", f"- **B:** {_md(cmp.label_b)}", ""]
     if cmp.same:

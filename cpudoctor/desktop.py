@@ -55,7 +55,7 @@ def paths(env: dict[str, str] | None = None) -> DesktopPaths:
 def gui_command() -> list[str]:
     """How to start the window: the standalone app itself, the installed ``cpudoctor-gui`` script,
     else this Python."""
-    from cpudoctor.probes.child.own import frozen, own_command
+    from cpudoctor.kits.child.own import frozen, own_command
 
     if frozen():
         # The app built by `make dist`: with no arguments it opens the window. Resolved, so the

@@ -13,7 +13,7 @@ from pathlib import Path
 from cpudoctor.fileio import WriteError, atomic_write
 from cpudoctor.privacy import Identity, Redactor, redact_markdown, redact_report
 from cpudoctor.render import FORMATS, Scrub, format_for_path, render
-from cpudoctor.report import Report
+from cpudoctor.model import Report
 
 __all__ = ["FORMATS", "ExportError", "default_filename", "export_report", "format_for_path", "render_export",
            "render_qt_html", "unique_path"]

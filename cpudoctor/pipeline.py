@@ -35,8 +35,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from cpudoctor.report_file import load_report
 from cpudoctor import __version__
-from cpudoctor.report import Meta, Report, utc_now_iso
+from cpudoctor.model import Meta, Report, utc_now_iso
 
 STAGES: tuple[str, ...] = ("load", "cpu", "topology", "software-quick", "software-children",
                            "cpuid-cross-check", "advisor")
@@ -145,12 +146,12 @@ def build_report(
     alone). A saved report is re-diagnosed with this CPU Doctor's rules; its
     own findings stay when the advisor cannot run.
 
-    Raises :class:`cpudoctor.report.ReportError` for an unreadable saved report
+    Raises :class:`cpudoctor.model.report.ReportError` for an unreadable saved report
     and :class:`Cancelled` when ``cancelled()`` turns true between stages.
     """
     run = _Run(on_stage, cancelled)
     if source.kind == "saved":
-        report = run.stage("load", lambda _r: Report.load(source.path), None)
+        report = run.stage("load", lambda _r: load_report(source.path), None)
     else:
         report = _probe(source, run, children=children, software=software)
     if findings:
@@ -184,7 +185,7 @@ def _probe(source: Source, run: "_Run", *, children: bool, software: bool) -> Re
     return report
 
 
-# What a report may hold, as cpudoctor.report_check enforces when one is read back: a probe
+# What a report may hold, as cpudoctor.report_file enforces when one is read back: a probe
 # that copied something odd from a tree must not write a report that CPU Doctor then refuses.
 _MAX_TEXT = 4096
 _MAX_INT = 2 ** 63 - 1
@@ -195,7 +196,7 @@ def _probed(report: Report, part: str, root: Path) -> Report:
     over-long strings clipped, control characters and out-of-range integers dropped, and the files of a tree
     that were not read (a FIFO, a device, a file of gigabytes) noted. The part is new in this stage, so
     bounding it in place changes nothing a window already shows."""
-    from cpudoctor.probes._fs import refusal_notes
+    from cpudoctor.kits.rooted import refusal_notes
 
     notes = list(report.notes)
     _bound(getattr(report, part), notes, f"report.{part}")
@@ -218,7 +219,7 @@ def _bound(obj, notes: list[str], path: str = "report") -> None:
 
 
 def _bound_value(value, notes: list[str], where: str):
-    from cpudoctor.render.escape import strip_controls
+    from cpudoctor.kits.escape import strip_controls
 
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         _bound(value, notes, where)

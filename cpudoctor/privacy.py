@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Any
 
-from cpudoctor.report import Report
+from cpudoctor.model import Report
 
 HOSTNAME = "<hostname>"
 USER = "<user>"
@@ -269,7 +269,7 @@ def redact_report(report: Report, include_identifying: bool = False,
     return out
 
 
-# Code as CommonMark delimits it (cpudoctor.render.escape writes it so): a fenced block closed by
+# Code as CommonMark delimits it (cpudoctor.kits.escape writes it so): a fenced block closed by
 # the same fence, or an inline span closed by the same run of backticks (not a backslash-escaped one).
 _CODE_RE = re.compile(r"^[ \t]*(`{3,})[^\n]*\n.*?^[ \t]*\1[ \t]*$"
                       r"|(?<![\\`])(`+)(?!`)[^\n]+?(?<!`)\2(?!`)",

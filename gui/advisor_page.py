@@ -26,11 +26,11 @@ from cpudoctor.advisor.ranking import ranked
 from cpudoctor.gui.common import SEVERITY_COLOUR
 from cpudoctor.gui.model import AppModel
 from cpudoctor.render.doctor import environment_line
-from cpudoctor.render.escape import html_escape
+from cpudoctor.kits.escape import html_escape
 from cpudoctor.render.md_extra import evidence_value
 from cpudoctor.render.words import CATEGORIES, SEVERITY, category_title, plural
 from cpudoctor.render.words import severity as severity_of
-from cpudoctor.report import Finding, Report
+from cpudoctor.model import Finding, Report
 
 # (severity, group heading), worst first: the vocabulary's order and names
 GROUPS: tuple[tuple[str, str], ...] = tuple((s.key, s.group) for s in SEVERITY.values())

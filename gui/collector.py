@@ -24,7 +24,7 @@ from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.workers import run_in_thread
 from cpudoctor.pipeline import Cancelled, Source, StageResult, build_report, planned_stages
 from cpudoctor.render.words import status_text
-from cpudoctor.report import ReportError
+from cpudoctor.model import ReportError
 
 log = logging.getLogger(__name__)
 

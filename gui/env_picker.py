@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QMenu, QToolButt
 
 from cpudoctor.gui.environments import EnvironmentChooser, identity
 from cpudoctor.probes.software.envs import PythonEnv
-from cpudoctor.probes.software.model import PythonInfo
+from cpudoctor.model import PythonInfo
 from cpudoctor.render import env_choice as words
 
 MAX_TEXT_PX = 300           # the button's text is elided beyond this (the toolbar must fit 900 px)

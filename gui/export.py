@@ -19,13 +19,14 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, 
                                QHBoxLayout, QLabel, QLineEdit, QMessageBox, QPushButton, QTextBrowser,
                                QVBoxLayout, QWidget)
 
+from cpudoctor.report_file import load_report
 from cpudoctor.export import FORMATS, ExportError, default_filename, export_report, format_for_path, unique_path
 from cpudoctor.gui.collector import ReportCollector
 from cpudoctor.gui.icons import icon
 from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.workers import run_in_thread
 from cpudoctor.render.words import plural
-from cpudoctor.report import Report, ReportError
+from cpudoctor.model import Report, ReportError
 
 PRIVACY_TEXT = "Include identifying details (host name, user, paths)"
 _SUMMARY_RE = re.compile(r"<summary>(.*?)</summary>")
@@ -217,7 +218,7 @@ class CompareDialog(QDialog):
                               + " (Browse…, or type its path).")
         path = Path(text).expanduser()
         try:
-            return Report.load(path), path.name
+            return load_report(path), path.name
         except ReportError as exc:
             raise ReportError(f"{path.name}: {exc}") from None
 

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (QComboBox, QFrame, QHBoxLayout, QHeaderView, QLab
 
 from cpudoctor.gui.model import AppModel
 from cpudoctor.render.cpu import flag_variant
-from cpudoctor.report import Report
+from cpudoctor.model import Report
 
 log = logging.getLogger(__name__)
 

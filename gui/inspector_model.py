@@ -14,14 +14,14 @@ from typing import Any
 
 from cpudoctor.advisor.process_rules import run_process_rules
 from cpudoctor.gui.common import SEVERITY_COLOUR
-from cpudoctor.probes import Topology
-from cpudoctor.probes._fs import format_cpulist
+from cpudoctor.model import Topology
+from cpudoctor.kits.cpulist import format_cpulist
 from cpudoctor.probes.process.inspect import Inspection, InspectError, ProcessEntry
-from cpudoctor.render.escape import html_escape as esc
-from cpudoctor.render.format import percent, size
+from cpudoctor.kits.escape import html_escape as esc
+from cpudoctor.kits.format import percent, size
 from cpudoctor.render.inspect import state_text
 from cpudoctor.render.words import DASH, plural, severity
-from cpudoctor.report import Finding
+from cpudoctor.model import Finding
 
 PICKER_COLUMNS = ("PID", "CPU %", "Threads", "Memory", "Command")
 THREAD_COLUMNS = ("TID", "Name", "CPU %", "CPU", "CCX", "NUMA", "Moves", "Wait %", "State")

@@ -35,8 +35,9 @@ from cpudoctor.gui.topology_map import TopologyMap
 from cpudoctor.gui.workers import run_in_thread
 from cpudoctor.probes.process.inspect import (Inspection, ProcessEntry, ThreadTracker, inspect_process,
                                               list_processes, markers_by_cpu)
-from cpudoctor.probes import Topology, probe_topology
-from cpudoctor.report import Finding
+from cpudoctor.model import Topology
+from cpudoctor.probes import probe_topology
+from cpudoctor.model import Finding
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 Any page can run a child job with it (training, sweep, GEMM, quantisation, or
 any command speaking :mod:`cpudoctor.lab.protocol`). The process is run by
-:class:`cpudoctor.probes.child.runner.ChildProcess`, exactly as the CLI runs it
+:class:`cpudoctor.kits.child.runner.ChildProcess`, exactly as the CLI runs it
 (own session, staged stop, no descendant left behind); this class only moves
 what its threads report onto the GUI thread. The GUI process never imports
 torch: only the child does, so a SIGILL or an OOM kill takes down the child,
@@ -26,7 +26,7 @@ from PySide6.QtCore import QObject, Qt, Signal
 
 from cpudoctor.lab import protocol
 from cpudoctor.lab.runner import ASK_WAIT_S, TERM_WAIT_S, JobOutcome, collect, finish, job_command
-from cpudoctor.probes.child.runner import ChildEnd, ChildProcess
+from cpudoctor.kits.child.runner import ChildEnd, ChildProcess
 
 
 class JobRunner(QObject):

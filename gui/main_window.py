@@ -27,7 +27,7 @@ from cpudoctor.gui.icons import app_icon, icon
 from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.sampler import DEFAULT_HZ, LiveSampler
 from cpudoctor.render import env_choice
-from cpudoctor.report import Report
+from cpudoctor.model import Report
 
 
 APP_NAME = "CPU Doctor"

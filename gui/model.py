@@ -19,7 +19,7 @@ from PySide6.QtCore import QObject, Signal
 
 from cpudoctor.gui.environments import EnvironmentChooser
 from cpudoctor.render.words import status_text
-from cpudoctor.report import BenchRun, Finding, Report, ThreadRecommendation
+from cpudoctor.model import BenchRun, Finding, Report, ThreadRecommendation
 
 
 class AppModel(QObject):

@@ -25,10 +25,10 @@ from cpudoctor.gui.load_scale import lookup_table
 from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.sampler import DEFAULT_HZ, RATES_HZ
 from cpudoctor.probes.live.sample import Sample
-from cpudoctor.render.format import clock, size
+from cpudoctor.kits.format import clock, size
 from cpudoctor.render.words import DASH
 from cpudoctor.probes.live.ringbuffer import RingBuffer, RingBuffer2D
-from cpudoctor.report import Report
+from cpudoctor.model import Report
 
 # 15 minutes at the fastest rate; memory is fixed by this, whatever the run time.
 CAPACITY = 9000

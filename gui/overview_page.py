@@ -16,13 +16,13 @@ from PySide6.QtWidgets import (QGridLayout, QHBoxLayout, QLabel, QScrollArea, QS
 from cpudoctor.advisor.ranking import ranked
 from cpudoctor.gui.common import Badge, Card, severity_dot
 from cpudoctor.gui.model import AppModel
-from cpudoctor.probes._fs import format_cpulist
-from cpudoctor.render.escape import html_escape
-from cpudoctor.render.format import clock, or_unknown, size
+from cpudoctor.kits.cpulist import format_cpulist
+from cpudoctor.kits.escape import html_escape
+from cpudoctor.kits.format import clock, or_unknown, size
 from cpudoctor.render.software import environment_words
 from cpudoctor.render.topology import cpus_text
 from cpudoctor.render.words import DASH, plural, severity
-from cpudoctor.report import Finding, Report
+from cpudoctor.model import Finding, Report
 
 UNKNOWN = DASH
 

@@ -15,7 +15,7 @@ from cpudoctor.export import render_export, render_qt_html
 from cpudoctor.gui.export import PRIVACY_TEXT, qt_markdown
 from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.workers import run_in_thread
-from cpudoctor.render.format import size
+from cpudoctor.kits.format import size
 
 PREVIEW_FORMATS = (("md", "Markdown (for GitHub issues)"), ("html", "HTML page"), ("json", "JSON"))
 

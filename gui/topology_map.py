@@ -36,7 +36,7 @@ from cpudoctor.gui import topology_model as tm
 from cpudoctor.gui.load_scale import rgb_at, stops
 from cpudoctor.gui.topology_layout import (CORE_PAD, HEADER, MARGIN, PAD, PU_H, PU_W, STRIP_H, LayoutRules,
                                            Placed, layout, strip_rows)
-from cpudoctor.probes import Topology
+from cpudoctor.model import Topology
 from cpudoctor.render.topology import Node
 
 MAX_FIT_ZOOM = 4.0          # Fit enlarges a small machine up to this (a 2-core VM would otherwise be a stamp)

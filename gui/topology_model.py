@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from cpudoctor.probes import Topology
-from cpudoctor.probes._fs import format_cpulist
-from cpudoctor.render.format import cache_size, clock, percent, size
+from cpudoctor.model import Topology
+from cpudoctor.kits.cpulist import format_cpulist
+from cpudoctor.kits.format import cache_size, clock, percent, size
 from cpudoctor.render.words import plural
 from cpudoctor.render.topology import Node, build_tree, cpus_text, is_ccx_vendor
 

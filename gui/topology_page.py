@@ -26,12 +26,12 @@ from cpudoctor.gui import topology_model as tm
 from cpudoctor.gui.topology_legend import LoadLegend
 from cpudoctor.gui.topology_map import TopologyMap
 from cpudoctor.probes.live.sample import Sample
-from cpudoctor.probes import Topology
-from cpudoctor.render.format import cache_size, size
+from cpudoctor.model import Topology
+from cpudoctor.kits.format import cache_size, size
 from cpudoctor.render.words import plural
 from cpudoctor.render.topology import (cpus_text, display_notes, is_ccx_vendor, summary_line,
                                        usable_line)
-from cpudoctor.report import Report
+from cpudoctor.model import Report
 
 MAX_INLINE_BUTTONS = 4        # more CCX + NUMA buttons than this (in a 1000 px window): drop-down menus
 

@@ -35,6 +35,7 @@ from cpudoctor.lab.results import LabResult
 from cpudoctor.gui.torch_banner import TorchMissingBanner
 from cpudoctor.lab.runner import JobOutcome, job_command
 from cpudoctor.lab.settings import MODELS, SWEEP_TRAIN_KEYS, SettingsError, SweepSettings, TrainSettings
+from cpudoctor.lab.verdicts import busy_caveat
 from cpudoctor.render import lab as words
 from cpudoctor.render.env_choice import jobs_text
 
@@ -683,7 +684,7 @@ class TrainingPage(QWidget):
             return (f"The sweep finished without a recommendation ({html.escape(result.reason)}); the advisor keeps "
                     "its own thread advice.", "info")
         if result.status == "ok" and result.quiet is False:
-            return (f"The {job} job finished, {html.escape(words.busy_caveat(result.interference.share))}.", "info")
+            return (f"The {job} job finished, {html.escape(busy_caveat(result.interference.share))}.", "info")
         if result.status == "ok":
             return f"The {job} job finished.", "ok"
         if result.status == "cancelled":

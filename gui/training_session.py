@@ -19,7 +19,7 @@ from cpudoctor.lab.peak import MachinePeak
 from cpudoctor.lab.results import Context, LabResult, read_outcome
 from cpudoctor.lab.roofline import available_memory, machine_args
 from cpudoctor.lab.session import job_args
-from cpudoctor.report import Report, ThreadRecommendation, utc_now_iso
+from cpudoctor.model import Report, ThreadRecommendation, utc_now_iso
 
 LIVE_KEYS = ("loss", "accuracy", "samples_per_s", "reference_samples_per_s")
 
@@ -112,7 +112,7 @@ class LabSession:
 
     def begin(self, job: str, settings: dict[str, Any], report: Report | None) -> dict[str, Any]:
         """Start bookkeeping for ``job``; returns the child's arguments (settings plus the parent's facts)."""
-        from cpudoctor.serde import to_data
+        from cpudoctor.model.serde import to_data
 
         self.job = job
         self.settings = dict(settings)

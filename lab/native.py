@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cpudoctor.probes import CpuInfo
+from cpudoctor.model import CpuInfo
 
 ARM = ("aarch64", "arm64", "armv8", "arm")
 

@@ -72,7 +72,7 @@ def flops_per_cycle(microarchitecture: str | None, precision: str = "fp32", bran
 
 def cpuinfo_mhz(root: Path = Path("/")) -> float | None:
     """The 'cpu MHz' the kernel shows for the first CPU (fallback when cpufreq is absent, e.g. in VMs)."""
-    from cpudoctor.probes._fs import read_text, under
+    from cpudoctor.kits.rooted import read_text, under
 
     text = read_text(under(root, "/proc/cpuinfo"))
     if not text:

@@ -18,8 +18,8 @@ from typing import Any
 from cpudoctor.lab.native import NativeSupport
 from cpudoctor.lab.peak import MachinePeak
 from cpudoctor.lab.stats import Figure, summarize
-from cpudoctor.render import lab as words
-from cpudoctor.report import BenchRun, ThreadRecommendation
+from cpudoctor.lab import verdicts as words
+from cpudoctor.model import BenchRun, ThreadRecommendation
 
 QUIET_LIMIT = 0.10      # above this share of the CPUs taken by other programs a figure is not trusted
 

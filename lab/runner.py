@@ -2,11 +2,11 @@
 
 The child streams JSON lines (:mod:`cpudoctor.lab.protocol`). The process
 itself is run by the app's one child runner,
-:class:`cpudoctor.probes.child.runner.ChildProcess` (own session, staged stop
+:class:`cpudoctor.kits.child.runner.ChildProcess` (own session, staged stop
 ask -> wait -> terminate -> kill as s-tui stops its stress workers, no
 descendant left behind); this module files the messages into a
 :class:`JobOutcome` (:func:`collect`) and explains the end (:func:`finish`,
-:func:`classify`, with :func:`cpudoctor.probes.child.exitstatus.diagnose_exit`'s
+:func:`classify`, with :func:`cpudoctor.kits.child.exitstatus.diagnose_exit`'s
 words). The Qt :class:`cpudoctor.gui.job_runner.JobRunner` uses the same
 three and :func:`job_command`, so the GUI and the CLI say the same thing.
 No torch here.
@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from cpudoctor.lab import jobs, protocol
-from cpudoctor.probes.child.exitstatus import ExitDiagnosis, diagnose_exit
-from cpudoctor.probes.child.own import frozen, own_command, own_script_command
-from cpudoctor.probes.child.runner import ASK_WAIT_S, CHILD_FLAGS, TERM_WAIT_S, ChildEnd, ChildProcess
-from cpudoctor.probes.child.runner import WAIT_SLICE_S as _runner_wait_slice
+from cpudoctor.kits.child.exitstatus import ExitDiagnosis, diagnose_exit
+from cpudoctor.kits.child.own import frozen, own_command, own_script_command
+from cpudoctor.kits.child.runner import ASK_WAIT_S, CHILD_FLAGS, TERM_WAIT_S, ChildEnd, ChildProcess
+from cpudoctor.kits.child.runner import WAIT_SLICE_S as _runner_wait_slice
 
 # Jobs that run in CPU Doctor's own interpreter (``python -m``): orchestrators without torch that start
 # the child jobs themselves. Every other job is a standalone script in lab/jobs/ (JOB_SCRIPTS).
@@ -212,7 +212,7 @@ def finish(outcome: JobOutcome, end: ChildEnd, what: str) -> JobOutcome:
 
 
 class Job:
-    """One lab job in a child process (:class:`~cpudoctor.probes.child.runner.ChildProcess`).
+    """One lab job in a child process (:class:`~cpudoctor.kits.child.runner.ChildProcess`).
 
     ``outcome`` fills in while the job runs; ``on_message`` is called on the
     reader thread for every message, in order.

@@ -20,7 +20,7 @@ from cpudoctor.lab.peak import MachinePeak
 from cpudoctor.lab.results import Context, LabResult, read_outcome
 from cpudoctor.lab.roofline import available_memory, machine_args
 from cpudoctor.lab.runner import JobOutcome, job_command, run_job
-from cpudoctor.report import utc_now_iso
+from cpudoctor.model import utc_now_iso
 
 
 def context_for(job: str, root: Path = Path("/"), clock_mhz: float | None = None, cpu=None, topology=None) -> Context:

@@ -81,7 +81,7 @@ def _positive(name: str, value: Any) -> float:
 
 def check_cpus(cpus: list[int] | None, allowed: list[int] | None = None) -> None:
     """Refuse CPUs this process may not run on (the child could only fail at pinning to them)."""
-    from cpudoctor.probes._fs import format_cpulist
+    from cpudoctor.kits.cpulist import format_cpulist
 
     if not cpus:
         return

@@ -33,8 +33,8 @@ from cpudoctor.lab.stats import Figure, summarize, tied
 from cpudoctor.lab.jobs._cpumeter import CpuMeter
 from cpudoctor.lab.variants import Variant, derive_variants, usable_cpus
 from cpudoctor.lab.workers import NOT_READY, Stop, WorkerPool, max_workers_alive
-from cpudoctor.probes import Topology
-from cpudoctor.render import lab as words
+from cpudoctor.model import Topology
+from cpudoctor.lab import verdicts as words
 
 TIE_TOLERANCE = 0.03    # within 3 % of the best, fewer threads win: same speed, cores left free
 PRECISE = 0.10          # ... but only when both spreads are within 10 % of their medians
@@ -371,7 +371,7 @@ def main(argv: list[str] | None = None) -> int:
         _jobkit.error(str(exc), kind="settings")
         return 2
     if topo_data is not None:
-        from cpudoctor.serde import from_data
+        from cpudoctor.model.serde import from_data
 
         topology = from_data(Topology, topo_data)
     else:

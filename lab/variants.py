@@ -12,9 +12,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from cpudoctor.probes import Topology
-from cpudoctor.probes._fs import format_cpulist
-from cpudoctor.render.plural import plural
+from cpudoctor.model import Topology
+from cpudoctor.kits.cpulist import format_cpulist
+from cpudoctor.kits.plural import plural
 
 
 @dataclass

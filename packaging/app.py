@@ -3,13 +3,13 @@
 One executable for everything: no arguments opens the window, ``report``,
 ``doctor``, ``envs``, ... are the CLI (:func:`cpudoctor.cli.main` decides),
 and the hidden ``--run-module`` / ``--run-script`` run CPU Doctor's own child
-processes (see :mod:`cpudoctor.probes.child.own`). Kept tiny: every child
+processes (see :mod:`cpudoctor.kits.child.own`). Kept tiny: every child
 process of the app starts here, so nothing is imported before it is needed.
 """
 
 import sys
 
-from cpudoctor.probes.child.own import restore_library_path, run_hidden_entry
+from cpudoctor.kits.child.own import restore_library_path, run_hidden_entry
 
 
 def main() -> int:

@@ -21,9 +21,12 @@ sub-modules stay importable for the narrower jobs (the inspector, the monitor).
 
 from __future__ import annotations
 
-from cpudoctor.probes.cpu.identity import CpuInfo, IsaVerdict, probe_cpu
-from cpudoctor.probes.cpu.topology import Topology, probe_topology
-from cpudoctor.probes.software.model import Software, probe_software
+from cpudoctor.model import CpuInfo, IsaVerdict
+from cpudoctor.probes.cpu.identity import probe_cpu
+from cpudoctor.model import Topology
+from cpudoctor.probes.cpu.topology import probe_topology
+from cpudoctor.model import Software
+from cpudoctor.probes.software.stack import probe_software
 from cpudoctor.probes.software.stack import SoftwareProbe
 
 __all__ = ["CpuInfo", "IsaVerdict", "Software", "SoftwareProbe", "Topology", "probe_cpu", "probe_software",

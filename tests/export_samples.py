@@ -6,11 +6,10 @@ progress and can plant identifying strings in known places.
 
 from __future__ import annotations
 
-from cpudoctor.probes import CpuInfo, IsaVerdict
-from cpudoctor.probes.software.model import (BlasLib, NumpyInfo, OsInfo, PackageInfo, PythonInfo, Software,
-                                       TorchBuild)
-from cpudoctor.probes.cpu.topology import Affinity, Core, L3Domain, NumaNode, Package, Topology
-from cpudoctor.report import BenchRun, Finding, Meta, Report, ThreadRecommendation
+from cpudoctor.model import CpuInfo, IsaVerdict
+from cpudoctor.model import BlasLib, NumpyInfo, OsInfo, PackageInfo, PythonInfo, Software, TorchBuild
+from cpudoctor.model import Affinity, Core, L3Domain, NumaNode, Package, Topology
+from cpudoctor.model import BenchRun, Finding, Meta, Report, ThreadRecommendation
 
 BRAND = "AMD EPYC 9354 32-Core Processor"
 

@@ -11,13 +11,14 @@ import dataclasses
 import math
 from pathlib import Path
 
+from cpudoctor.report_file import load_report
 from cpudoctor.advisor import diagnose
 from cpudoctor.advisor.process_rules import run_process_rules
 from cpudoctor.probes.live.sample import Sample
 from cpudoctor.probes.process.inspect import (ChildProcess, Inspection, NativeLib, ProcessEntry, ThreadInfo,
                                               place_threads)
 from cpudoctor.probes.software.envs import PythonEnv
-from cpudoctor.report import Report
+from cpudoctor.model import Report
 
 SCENARIO = Path(__file__).parent / "fixtures" / "scenarios" / "cascadelake-2s-numa-pinned.json"
 
@@ -26,7 +27,7 @@ RESNET_PYTHON = "/home/ann/projects/resnet/.venv/bin/python"
 
 
 def realistic_report() -> Report:
-    report = Report.load(SCENARIO)
+    report = load_report(SCENARIO)
     # the environment it describes, as a report made now names it (the scenario predates names)
     report.software.python = dataclasses.replace(report.software.python, env_name="resnet",
                                                  executable=RESNET_PYTHON, prefix=str(Path(RESNET_PYTHON).parents[1]),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cpudoctor.probes.cpu.topology import Core, L3Domain, NumaNode, Topology
+from cpudoctor.model import Core, L3Domain, NumaNode, Topology
 
 
 def stat_line(pid: int, comm: str, *, state: str = "S", ppid: int = 1, utime: int = 0, stime: int = 0,

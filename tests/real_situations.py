@@ -23,10 +23,10 @@ from typing import Any
 import pytest
 
 from cpudoctor.probes import probe_cpu, probe_topology
-from cpudoctor.probes.child.runner import parse_json_lines
+from cpudoctor.kits.child.runner import parse_json_lines
 from cpudoctor.probes.child.scripts import script_path
-from cpudoctor.probes.software.model import probe_software
-from cpudoctor.report import Meta, Report
+from cpudoctor.probes.software.stack import probe_software
+from cpudoctor.model import Meta, Report
 
 
 def usable_cpus() -> list[int]:

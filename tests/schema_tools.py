@@ -312,7 +312,7 @@ def _add_def(cls: type, defs: dict[str, Any]) -> None:
 
 
 def build_schema() -> dict[str, Any]:
-    from cpudoctor.report import Report
+    from cpudoctor.model import Report
 
     defs: dict[str, Any] = {}
     _add_def(Report, defs)

@@ -11,16 +11,17 @@ from PySide6.QtGui import QGuiApplication
 
 from gui_support import no_qt_leaks  # noqa: F401 - fixture
 
+from cpudoctor.report_file import load_report
 from cpudoctor.advisor import diagnose
 from cpudoctor.gui.advisor_page import GROUPS, AdvisorPage, matches
 from cpudoctor.gui.model import AppModel
-from cpudoctor.report import Report, ThreadRecommendation
+from cpudoctor.model import Report, ThreadRecommendation
 
 SCENARIOS = Path(__file__).parent / "fixtures" / "scenarios"
 
 
 def _report(name: str, findings: bool = True) -> Report:
-    r = Report.load(SCENARIOS / f"{name}.json")
+    r = load_report(SCENARIOS / f"{name}.json")
     if findings:
         r.findings = diagnose(r)
     return r
@@ -220,7 +221,7 @@ def test_details_speak_the_apps_words_not_python_reprs(qtbot):
     """Severity as the groups name it ('Suggestion'), evidence as words (no True / [] / None)."""
     from cpudoctor.gui.advisor_page import AdvisorPage
     from cpudoctor.gui.model import AppModel
-    from cpudoctor.report import Finding
+    from cpudoctor.model import Finding
 
     f = Finding("THR001", "threads-unset", "threads", "info", "OMP_NUM_THREADS is not set",
                 why="w", evidence={"software.thread_env.OMP_NUM_THREADS": None, "cpu.isa.avx512_usable": True,

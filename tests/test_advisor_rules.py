@@ -8,16 +8,18 @@ from pathlib import Path
 
 import pytest
 
+from cpudoctor.render.rules import explain_text
+from cpudoctor.report_file import load_report, report_from_dict, report_from_json
 from cpudoctor import advisor
 from cpudoctor.advisor import engine
-from cpudoctor.report import Finding, Report, ThreadRecommendation
+from cpudoctor.model import Finding, Report, ThreadRecommendation
 
 SCENARIOS = Path(__file__).parent / "fixtures" / "scenarios"
 SCENARIO_FILES = sorted(SCENARIOS.glob("*.json"))
 
 
 def _load(name: str) -> Report:
-    return Report.load(SCENARIOS / f"{name}.json")
+    return load_report(SCENARIOS / f"{name}.json")
 
 
 def _by_code(findings) -> dict[str, set[str]]:
@@ -50,7 +52,7 @@ def test_every_rule_fires_non_ok_in_some_scenario():
 @pytest.mark.parametrize("path", SCENARIO_FILES, ids=lambda p: p.stem)
 def test_scenario(path: Path):
     data = json.loads(path.read_text())
-    report = Report.from_dict(data)
+    report = report_from_dict(data)
     findings = engine.run_rules(report, strict=True)
     got = _by_code(findings)
     for code, severity in data["expect"].items():
@@ -69,15 +71,15 @@ def test_scenario(path: Path):
 def test_scenarios_are_valid_saved_reports():
     """Fixtures double as --from-report files: they load and round-trip."""
     for p in SCENARIO_FILES:
-        r = Report.load(p)
-        assert Report.from_json(r.to_json()).to_dict() == r.to_dict()
+        r = load_report(p)
+        assert report_from_json(r.to_json()).to_dict() == r.to_dict()
 
 
 # ------------------------------------------------------------------ wrong advice never given
 
 def test_bf16_never_advised_without_native_bf16():
     for p in SCENARIO_FILES:
-        r = Report.load(p)
+        r = load_report(p)
         for f in engine.run_rules(r, only={"PREC001"}, strict=True):
             native = r.cpu.isa.avx512_bf16 or "bf16" in r.cpu.isa.amx
             if "can pay off" in f.title:
@@ -88,7 +90,7 @@ def test_bf16_never_advised_without_native_bf16():
 
 def test_zentorch_only_on_amd_zen():
     for p in SCENARIO_FILES:
-        r = Report.load(p)
+        r = load_report(p)
         if engine.run_rules(r, only={"TORCH006"}, strict=True):
             assert r.cpu.vendor == "AMD" and r.cpu.microarchitecture.startswith("zen"), p.stem
 
@@ -309,7 +311,7 @@ def test_redirects_and_symbols_resolve(monkeypatch):
     monkeypatch.setitem(engine.REDIRECTS, "THR099", "THR002")
     assert engine.resolve("thr099").code == "THR002"
     assert engine.resolve("avx512-not-usable").code == "ISA001"
-    assert "renamed" in advisor.explain("THR099")
+    assert "renamed" in explain_text("THR099")
     with pytest.raises(advisor.UnknownRuleError, match="ISA00"):
         engine.resolve("ISA999")
 
@@ -368,7 +370,7 @@ def test_a_rule_set_is_generic_over_its_input():
     # Selection by code, old code, symbol or category; explain follows redirects.
     assert rules.resolve_only(["toy009", "toy-crash", "os"]) == {"TOY002", "TOY001", "TOY003"}
     assert [f.code for f in rules.run({"n": 2, "ok": True}, {"isa"})] == ["TOY002"]
-    text = rules.explain("TOY009")
+    text = explain_text("TOY009", rules)
     assert text.startswith("TOY002 (toy-warn) — title TOY002\n") and "(TOY009 was renamed to TOY002.)" in text
     with pytest.raises(engine.UnknownRuleError, match="no toy rule 'TOY404'.*TOY001"):
         rules.resolve("TOY404")
@@ -390,18 +392,18 @@ def test_a_crashing_rule_becomes_an_internal_finding(monkeypatch):
 
 
 def test_explain_prints_every_section():
-    text = advisor.explain("ISA001")
+    text = explain_text("ISA001")
     for name in engine.DOC_SECTIONS:
         assert f"{name}:" in text
     assert "docs/rules.md#isa001" in text
 
 
 def test_docs_rules_md_is_in_sync():
-    from cpudoctor.advisor.rulesdoc import render_rules_md
+    from cpudoctor.render.rules import render_rules_md
 
     path = Path(__file__).resolve().parents[1] / "docs" / "rules.md"
     assert path.read_text(encoding="utf-8") == render_rules_md(), (
-        "docs/rules.md is out of date: run `python -m cpudoctor.advisor.rulesdoc > docs/rules.md`")
+        "docs/rules.md is out of date: run `python -m cpudoctor.render.rules > docs/rules.md`")
 
 
 def test_smt_rule_defers_to_a_measured_sweep():
@@ -432,7 +434,7 @@ def test_knowledge_file_names_real_uarchs_and_carries_reasons():
 @pytest.mark.parametrize("path", SCENARIO_FILES[:12], ids=lambda p: p.stem)
 def test_evidence_is_small_and_named_by_field_path(path):
     """Evidence names the fields a finding used, with small values — never whole sub-reports."""
-    for f in engine.run_rules(Report.load(path), strict=True):
+    for f in engine.run_rules(load_report(path), strict=True):
         assert len(json.dumps(f.evidence, default=str)) < 2000, (f.code, f.evidence)
         for key, value in f.evidence.items():
             assert key.split(".")[0].split("[")[0] in ("cpu", "topology", "software", "recommendation", "benchmarks"), key
@@ -463,7 +465,7 @@ def test_myths_hold_for_the_installed_torch():
 
 def test_bf16_on_native_cpu_follows_the_measured_lab_runs():
     """Native bf16 is not a promise: a measured run where fp32 was faster wins over the datasheet."""
-    from cpudoctor.report import BenchRun
+    from cpudoctor.model import BenchRun
 
     r = _load("sapphirerapids-amx")
     r.benchmarks = [BenchRun("train", {"dtype": "fp32"}, {"samples_per_s": 7470.0}),
@@ -477,7 +479,7 @@ def test_bf16_on_native_cpu_follows_the_measured_lab_runs():
 
 def test_precision_findings_defer_to_measured_figures():
     """Issue 16: PREC002 said "int8 gains little" while bench quant measured 6.8x; a noisy run is not evidence."""
-    from cpudoctor.report import BenchRun
+    from cpudoctor.model import BenchRun
 
     r = _load("zen3-healthy")                                            # no VNNI, no native bf16
     (f,) = engine.run_rules(r, only={"PREC002"}, strict=True)
@@ -498,7 +500,7 @@ def test_precision_findings_defer_to_measured_figures():
 
 
 def test_int8_with_vnni_measured_slower_says_so():
-    from cpudoctor.report import BenchRun
+    from cpudoctor.model import BenchRun
 
     r = _load("zen4-aten-capability-forced")
     r.benchmarks = [BenchRun("quant", {}, {"points": [{"batch": 64, "speedup": 0.14}]})]

@@ -11,7 +11,7 @@ import pytest
 from conftest import machine_root
 from cpudoctor.capture import TOP, CaptureError, allowed, capture
 from cpudoctor.probes import probe_topology
-from cpudoctor.serde import to_data
+from cpudoctor.model.serde import to_data
 
 
 def _extract(tarball: Path, dest: Path) -> Path:

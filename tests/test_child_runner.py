@@ -18,9 +18,9 @@ import pytest
 from child_support import assert_gone, forker, gone, no_process_left, wait_until  # noqa: F401 - autouse fixture
 
 from cpudoctor.lab import runner as lab
-from cpudoctor.probes.child import tree
-from cpudoctor.probes.child.lines import FACTS, LOG, MAX_LINE_BYTES, PROGRESS, merge_facts, parse_line
-from cpudoctor.probes.child.runner import ChildProcess, ChildSpec, run_child, run_children
+from cpudoctor.kits.child import tree
+from cpudoctor.kits.child.lines import FACTS, LOG, MAX_LINE_BYTES, PROGRESS, merge_facts, parse_line
+from cpudoctor.kits.child.runner import ChildProcess, ChildSpec, run_child, run_children
 
 # ------------------------------------------------------------------ the grandchild that called setsid
 

@@ -10,8 +10,9 @@ import signal
 import pytest
 
 from cpudoctor.advisor.rules.affinity import parse_gomp_affinity
-from cpudoctor.probes.child.exitstatus import diagnose_exit
-from cpudoctor.probes.child.runner import ChildResult, ChildSpec, run_child, script_argv
+from cpudoctor.kits.child.exitstatus import diagnose_exit
+from cpudoctor.kits.child.runner import ChildResult, ChildSpec, run_child
+from cpudoctor.probes.child.scripts import script_argv
 from cpudoctor.probes.child.scripts import FOLDER, native_pools, workloads
 from cpudoctor.probes.software.importcheck import openmp_error, to_import_check, to_order_check
 

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from conftest import MANIFEST, REPO, machine_root, run_cli
+from cpudoctor.report_file import load_report, report_from_json
 from cpudoctor.cli import main
-from cpudoctor.report import Report
+from cpudoctor.model import Report
 
 SCRIPT = Path(sys.executable).with_name("cpudoctor")
 ZEN5 = "archspec-rocky9-zen5"
@@ -41,9 +42,9 @@ def test_json_on_corpus_root_matches_manifest_and_round_trips(name, corpus, caps
     assert isinstance(cpu["isa"]["avx512_subsets"], list) and isinstance(cpu["flags"], list)
     # Redacted by default: where the tree lies on this disk is nobody's business, its name is kept.
     assert data["meta"]["root"] == f"…/{name}" and data["meta"]["redacted"] is True
-    report = Report.from_json(out)
+    report = report_from_json(out)
     assert report.to_dict() == data                      # lossless round trip
-    assert Report.from_json(report.to_json()).to_dict() == data
+    assert report_from_json(report.to_json()).to_dict() == data
 
 
 def test_markdown_and_text_contain_brand_and_verdicts(corpus, capsys):
@@ -67,7 +68,7 @@ def test_format_is_inferred_from_output_name(corpus, tmp_path, capsys):
     out = tmp_path / "zen5.json"
     code, stdout, err = run_cli(capsys, "report", "--fast", "--root", str(machine_root(ZEN5)), "-o", str(out))
     assert code == 0 and stdout == "" and err == ""
-    assert Report.load(out).cpu.microarchitecture == "zen5"
+    assert load_report(out).cpu.microarchitecture == "zen5"
     md = tmp_path / "zen5.md"
     assert run_cli(capsys, "report", "--fast", "--root", str(machine_root(ZEN5)), "-o", str(md))[0] == 0
     assert md.read_text().startswith("# CPU Doctor report: AMD Ryzen 9 9950X")
@@ -76,7 +77,7 @@ def test_format_is_inferred_from_output_name(corpus, tmp_path, capsys):
 def test_live_machine_fast(capsys):
     code, out, err = run_cli(capsys, "report", "--fast", "--format", "json")
     assert code == 0, err
-    report = Report.from_json(out)
+    report = report_from_json(out)
     assert report.cpu.source in ("procfs", "py-cpuinfo")
     assert report.cpu.brand and report.cpu.brand in run_cli(capsys, "report", "--fast")[1]
     assert not any("CPUID" in n for n in report.cpu.notes), "--fast must not run the CPUID child"
@@ -116,7 +117,7 @@ def test_garbled_tree_still_reports(tmp_path, capsys):
     (tmp_path / "proc" / "cpuinfo").write_bytes(b"\x00\xff garbage \x13" * 50)
     code, out, err = run_cli(capsys, "report", "--fast", "--root", str(tmp_path), "--format", "json")
     assert code == 0, err
-    report = Report.from_json(out)
+    report = report_from_json(out)
     assert report.cpu.vendor is None and report.cpu.notes
 
 
@@ -126,7 +127,7 @@ def test_script_json_round_trip(corpus):
     proc = subprocess.run([str(SCRIPT), "report", "--fast", "--root", str(machine_root(RAPTOR)), "--format", "json"],
                           capture_output=True, text=True, timeout=120, cwd=REPO)
     assert proc.returncode == 0, proc.stderr
-    report = Report.from_json(proc.stdout)
+    report = report_from_json(proc.stdout)
     assert report.cpu.microarchitecture == "raptorlake" and report.cpu.max_mhz == 5200.0
     assert report.topology.logical_cpus == MANIFEST["machines"][RAPTOR]["ground_truth"]["pus"]
 
@@ -148,7 +149,7 @@ def test_full_live_report_runs_the_cpuid_cross_check():
     """Without --fast the live report runs its child checks; on x86 the CPUID cross-check adds no emulation warning."""
     proc = subprocess.run([str(SCRIPT), "report", "--format", "json"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    report = Report.from_json(proc.stdout)
+    report = report_from_json(proc.stdout)
     if report.cpu.arch == "x86_64":
         assert not any("emulation" in n or "cross-check skipped" in n for n in report.cpu.notes), report.cpu.notes
 
@@ -206,7 +207,7 @@ def test_render_dispatch_and_no_qt_for_text():
 def test_text_benchmarks_use_the_apps_words():
     """Job names, units and the recommendation read as on the Training page, never as Python reprs."""
     from cpudoctor.render.text import benchmarks_lines
-    from cpudoctor.report import BenchRun, Report, ThreadRecommendation
+    from cpudoctor.model import BenchRun, Report, ThreadRecommendation
 
     r = Report(recommendation=ThreadRecommendation(threads=1, variant="1 thread", samples_per_s=7470.0,
                                                    default_samples_per_s=6000.0))

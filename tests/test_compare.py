@@ -7,7 +7,7 @@ import json
 import pytest
 
 from cpudoctor.compare import Change, Comparison, compare, render_json, render_markdown, render_text
-from cpudoctor.report import Finding
+from cpudoctor.model import Finding
 from conftest import run_cli
 from export_samples import epyc_topology, sample_report
 
@@ -158,7 +158,7 @@ def _interleaved(name):
 
 def test_interleaved_cpu_lists_are_short():
     """Round-robin numbered machines: counts first, then the kernel's a-b:stride form, not 20 CPUs spelled out."""
-    from cpudoctor.probes._fs import parse_cpulist
+    from cpudoctor.kits.cpulist import parse_cpulist
 
     a, b = _interleaved("hwloc-memorysidecaches"), _interleaved("hwloc-96em64t-4no4pa3ca2co")
     cmp = compare(a, b)

@@ -21,7 +21,8 @@ import pytest
 from conftest import MACHINES, MANIFEST, machine_root
 from live_sources import kernel_cpuinfo, lscpu_fields
 from cpudoctor.probes.cpu import isa as isa_mod
-from cpudoctor.probes.cpu.identity import CpuInfo, cpu_from_cpuinfo_text, probe_cpu
+from cpudoctor.model import CpuInfo
+from cpudoctor.probes.cpu.identity import cpu_from_cpuinfo_text, probe_cpu
 from cpudoctor.probes.cpu.cpuid_check import CpuidResult, compare
 from cpudoctor.probes.cpu._pycpuinfo import cpu_from_pycpuinfo, normalise_flags
 from cpudoctor.probes.cpu.uarch import decode_x86

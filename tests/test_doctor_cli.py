@@ -12,6 +12,7 @@ import pytest
 
 from conftest import run_cli
 
+from cpudoctor.render.rules import explain_text
 from cpudoctor import advisor
 from cpudoctor.cli import main
 
@@ -181,5 +182,5 @@ def test_explain_covers_process_rules_too():
     """PROC rules live in the inspector's registry; `cpudoctor explain` must still know them."""
     from cpudoctor import advisor
 
-    text = advisor.explain("PROC001")
+    text = explain_text("PROC001")
     assert text.startswith("PROC001") and "What it checks" in text and "Fix" in text

@@ -2,7 +2,7 @@ import signal
 import subprocess
 import sys
 
-from cpudoctor.probes.child.exitstatus import diagnose_exit
+from cpudoctor.kits.child.exitstatus import diagnose_exit
 
 
 def test_real_sigill_child_is_named_illegal_instruction():

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from conftest import HWLOC_MACHINES, machine_root
+from cpudoctor.report_file import report_from_json
 from cpudoctor.export import ExportError, default_filename, export_report, format_for_path, render_export, unique_path
-from cpudoctor.report import Report
+from cpudoctor.model import Report
 from export_samples import BRAND, epyc_topology, sample_report
 
 
@@ -72,7 +73,7 @@ def test_markdown_has_sections_and_details():
 
 def test_json_round_trips():
     data = render_export(sample_report(), "json")
-    back = Report.from_json(data.decode())
+    back = report_from_json(data.decode())
     assert back.cpu.brand == BRAND
     assert back.topology.cores == 64 and len(back.topology.l3_domains) == 8
     assert back.meta.redacted is True
@@ -112,7 +113,7 @@ def test_corpus_machine_every_format(corpus, manifest, machine, tmp_path):
     for heading in ("# CPU Doctor report", "## CPU", "## Instruction sets", "## Topology", "## Findings"):
         assert f"\n{heading}" in "\n" + md, heading
     assert "<details>" in md and md.count("<details>") == md.count("</details>")
-    assert Report.from_json(render_export(report, "json").decode()).topology.cores == report.topology.cores
+    assert report_from_json(render_export(report, "json").decode()).topology.cores == report.topology.cores
     pdf = render_export(report, "pdf")
     assert pdf.startswith(b"%PDF")
     if shutil.which("pdftotext"):
@@ -155,7 +156,7 @@ def test_names_and_formats(tmp_path):
 
 
 def test_topology_svg_nests_snc_and_degrades():
-    from cpudoctor.probes import Topology
+    from cpudoctor.model import Topology
     from cpudoctor.render.svg_topology import build_tree, render_svg
 
     tree = build_tree(epyc_topology(packages=1, ccx_per_pkg=2, cores_per_ccx=4))

@@ -12,14 +12,15 @@ import pytest
 from conftest import MACHINES, machine_root
 from text_checks import cut_mid_sentence, finding_text_problems
 
+from cpudoctor.report_file import load_report
 from cpudoctor import advisor
 from cpudoctor.advisor.quoting import quote_message
 from conftest import probe_tree
 from cpudoctor.probes import probe_cpu
-from cpudoctor.probes.child.exitstatus import diagnose_exit
+from cpudoctor.kits.child.exitstatus import diagnose_exit
 from cpudoctor.probes.software.isarisk import isa_hint
-from cpudoctor.probes.software.model import ImportCheck
-from cpudoctor.report import Report
+from cpudoctor.model import ImportCheck
+from cpudoctor.model import Report
 from cpudoctor.resources import load_json
 
 SCENARIOS = sorted((Path(__file__).parent / "fixtures" / "scenarios").glob("*.json"))
@@ -33,13 +34,13 @@ def test_no_cut_sentences_on_corpus_trees(name):
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
 def test_no_cut_sentences_in_scenarios(path):
-    assert finding_text_problems(advisor.diagnose(Report.load(path))) == []
+    assert finding_text_problems(advisor.diagnose(load_report(path))) == []
 
 
 @pytest.mark.parametrize("package", [p["name"] for p in load_json("isa_floors.json")["packages"]])
 def test_real_sigill_messages_are_quoted_whole(package):
     """The message the runner really builds (diagnose_exit + isa_hint) on a CPU without AVX or SSE4.2."""
-    report = Report.load(Path(__file__).parent / "fixtures" / "scenarios" / "k10-tensorflow-sigill.json")
+    report = load_report(Path(__file__).parent / "fixtures" / "scenarios" / "k10-tensorflow-sigill.json")
     report.cpu = probe_cpu(machine_root("archspec-scientific7-k10"))
     message = diagnose_exit(-4, isa_hint=isa_hint(report.cpu, package, "99.0"), what=f"import {package}").message
     report.software.import_checks = [ImportCheck(package, package, "crashed", 4, "SIGILL", message, 0.3)]
@@ -55,7 +56,7 @@ def test_doctor_output_has_no_cut_fix(capsys, tmp_path):
     """The rendered doctor text of a real-format SIGILL report: no "fix: pip)" style leftovers."""
     from conftest import run_cli
 
-    report = Report.load(Path(__file__).parent / "fixtures" / "scenarios" / "k10-tensorflow-sigill.json")
+    report = load_report(Path(__file__).parent / "fixtures" / "scenarios" / "k10-tensorflow-sigill.json")
     long_hint = isa_hint(report.cpu, "numpy", "2.4.0")
     message = diagnose_exit(-4, isa_hint=long_hint, what="import numpy").message
     report.software.import_checks.append(ImportCheck("numpy", "numpy", "crashed", 4, "SIGILL", message, 0.2))

@@ -2,7 +2,8 @@ from pathlib import Path
 
 from hypothesis import given, strategies as st
 
-from cpudoctor.probes._fs import format_cpulist, parse_cpulist, parse_cpumask, parse_size, read_int, read_text
+from cpudoctor.kits.cpulist import format_cpulist, parse_cpulist, parse_cpumask, parse_size
+from cpudoctor.kits.rooted import read_int, read_text
 
 
 def test_parse_cpulist_forms():

@@ -32,6 +32,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import REPO, machine_root
+from cpudoctor.report_file import load_report, report_from_json
 
 EXAMPLES = int(os.environ.get("CPUDOCTOR_FUZZ_EXAMPLES", "8"))
 TIMEOUT = float(os.environ.get("CPUDOCTOR_FUZZ_TIMEOUT", "30"))
@@ -227,8 +228,8 @@ def _check_tree_outputs(tree: Path, outside: Path, work: Path) -> None:
     from conftest import probe_tree
     from cpudoctor.render.doctor import render_json, render_md, render_text
     from cpudoctor.export import render_export
-    from cpudoctor.render.escape import terminal_safe
-    from cpudoctor.report import Report
+    from cpudoctor.kits.escape import terminal_safe
+    from cpudoctor.model import Report
 
     with forbid_reads(outside):
         report = probe_tree(tree, software=True)
@@ -236,7 +237,7 @@ def _check_tree_outputs(tree: Path, outside: Path, work: Path) -> None:
         outputs = {fmt: render_export(report, fmt).decode() for fmt in ("md", "text", "json", "html")}
         outputs["doctor"] = render_text(report, report.findings, "tree") + render_md(report, report.findings, "tree")
         outputs["doctor-json"] = render_json(report, report.findings, "tree")
-        back = Report.from_json(report.to_json())          # what was written reads back
+        back = report_from_json(report.to_json())          # what was written reads back
         assert back.topology.logical_cpus == report.topology.logical_cpus
         try:
             result = capture(work / "c.tar.gz", root=tree, force=True)
@@ -340,13 +341,13 @@ def _check_report(text: str, original: str, work: Path) -> None:
     from cpudoctor.compare import RENDERERS, compare
     from cpudoctor.export import render_export
     from cpudoctor.privacy import redact_report
-    from cpudoctor.render.escape import terminal_safe
-    from cpudoctor.report import Report, ReportError
+    from cpudoctor.kits.escape import terminal_safe
+    from cpudoctor.model import Report, ReportError
 
     path = work / "r.json"
     path.write_text(text, errors="surrogateescape")
     try:
-        report = Report.load(path)
+        report = load_report(path)
     except ReportError as exc:
         message = str(exc)
         assert "\n" not in message and len(message) < 400, message
@@ -355,13 +356,13 @@ def _check_report(text: str, original: str, work: Path) -> None:
     outputs = {fmt: render_export(report, fmt).decode() for fmt in ("md", "text", "json", "html")}
     outputs["doctor"] = render_text(report, report.findings, "saved") + render_md(report, report.findings, "saved")
     outputs["doctor-json"] = render_json(report, report.findings, "saved")
-    cmp = compare(redact_report(Report.from_json(original)), redact_report(report))
+    cmp = compare(redact_report(report_from_json(original)), redact_report(report))
     outputs.update({f"compare-{k}": r(cmp) for k, r in RENDERERS.items()})
     for fmt in ("text", "doctor", "compare-text"):
         _no_escapes(terminal_safe(outputs[fmt]), fmt)
     if re.search(r"<img src=x", outputs["html"]):
         raise Leak("report data became HTML markup")
-    Report.from_json(report.to_json())                  # what it writes, it reads back
+    report_from_json(report.to_json())                  # what it writes, it reads back
 
 
 @FUZZ
@@ -376,13 +377,13 @@ def test_mutated_reports(tmp_path_factory, case):
 @FUZZ
 @given(raw=st.binary(max_size=300) | st.text(max_size=300).map(str.encode))
 def test_random_bytes_as_reports(tmp_path_factory, raw):
-    from cpudoctor.report import Report, ReportError
+    from cpudoctor.model import Report, ReportError
 
     path = tmp_path_factory.mktemp("fuzz-bytes") / "r.json"
     path.write_bytes(raw)
     with counted("reports"), watchdog():
         with contextlib.suppress(ReportError):
-            Report.load(path)
+            load_report(path)
 
 
 # ---------------------------------------------------------------------------- family 3: argument strings
@@ -482,8 +483,8 @@ def odd_valid_report(draw):
     """The sample report with up to 4 fields set to edge values; only ones the checks accept are kept."""
     from export_samples import sample_report
 
-    from cpudoctor import report_check
-    from cpudoctor.report import ReportError
+    from cpudoctor import report_file as report_check
+    from cpudoctor.model import ReportError
 
     base = json.loads(sample_report().to_json())
     for _ in range(5):

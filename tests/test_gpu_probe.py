@@ -2,8 +2,8 @@ from pathlib import Path
 
 from cpudoctor.advisor import diagnose
 from cpudoctor.probes.software.gpu import probe_gpus
-from cpudoctor.probes.software.model import PackageInfo, Software, TorchBuild
-from cpudoctor.report import Report
+from cpudoctor.model import PackageInfo, Software, TorchBuild
+from cpudoctor.model import Report
 
 
 def _pci(root: Path, addr: str, cls: str, vendor: str, device: str = "0x0001") -> None:

@@ -14,10 +14,11 @@ from cpudoctor.gui.flags_page import CAT, FLAG, MEANING, PRESENT_ROLE, SHOW_MISS
 from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.monitor_page import CAPACITY, MonitorHistory, MonitorPage, cpu_groups
 from cpudoctor.gui.overview_page import OverviewPage, ccx_layout, numa_layout
-from cpudoctor.probes import CpuInfo, IsaVerdict, probe_cpu
+from cpudoctor.model import CpuInfo, IsaVerdict
+from cpudoctor.probes import probe_cpu
 from cpudoctor.probes.live.sample import Sample
 from cpudoctor.probes import probe_topology
-from cpudoctor.report import Finding, Report
+from cpudoctor.model import Finding, Report
 
 ZEN_TREE = "hwloc-64amd64-4s2n4ca2co"          # 4 sockets, 8 L3 domains of 8 CPUs (Bulldozer: "L3", not "CCX")
 ARM_TREE = "hwloc-128arm-2pa2n8cluster4co"     # Kunpeng 920: asimd, asimdhp, asimddp; no SVE
@@ -136,7 +137,7 @@ def test_overview_live_clock_and_memory(qtbot, model):
 
 def test_overview_saved_report_drops_the_previous_reports_live_values_and_rows(qtbot, model):
     """Opening a saved report must not keep this machine's 'Now' clock, memory in use or extra rows."""
-    from cpudoctor.probes.software.model import OsInfo, Software
+    from cpudoctor.model import OsInfo, Software
 
     page = _page(qtbot, OverviewPage, model)
     live = zen4_report()

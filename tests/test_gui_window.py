@@ -19,8 +19,8 @@ from cpudoctor.gui import main_window as mw
 from cpudoctor.gui.icons import icon, known_icons
 from cpudoctor.gui.main_window import MainWindow, versions
 from cpudoctor.gui.model import AppModel
-from cpudoctor.probes import CpuInfo
-from cpudoctor.report import Meta, Report
+from cpudoctor.model import CpuInfo
+from cpudoctor.model import Meta, Report
 
 
 def installed_pages() -> list[tuple[str, str]]:

@@ -19,9 +19,11 @@ from pathlib import Path
 import pytest
 
 from conftest import machine_root, run_cli
+from cpudoctor.report_file import load_report
 from cpudoctor.fileio import WriteError, atomic_write
-from cpudoctor.probes._fs import parse_cpulist, parse_cpumask, parse_size, read_text, refusal_notes, under
-from cpudoctor.report import Report, ReportError
+from cpudoctor.kits.cpulist import parse_cpulist, parse_cpumask, parse_size
+from cpudoctor.kits.rooted import read_text, refusal_notes, under
+from cpudoctor.model import Report, ReportError
 
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 CANARY = "CANARY-7f3a-SECRET"
@@ -337,7 +339,7 @@ def test_every_issue_case_is_one_line_naming_the_path(tmp_path):
     assert '"cpu_quota": null' in _report_text()
     for name, (path, expected) in _cases(tmp_path).items():
         with pytest.raises(ReportError) as exc:
-            Report.load(path)
+            load_report(path)
         message = str(exc.value)
         assert expected in message and "\n" not in message and len(message) < 300, (name, message)
 
@@ -404,7 +406,7 @@ def test_escape_sequences_never_reach_the_terminal(tmp_path, capsys):
 def test_backticks_cannot_break_out_of_code_spans():
     import re
 
-    from cpudoctor.render.escape import md_code, md_fence
+    from cpudoctor.kits.escape import md_code, md_fence
 
     for text in ("a`b", "`rm -rf ~`", "``", "x``y`z", "| pipe"):
         span = md_code(text, table=True)
@@ -435,7 +437,7 @@ def test_schema_uses_only_keywords_fastjsonschema_reads_alike():
 
 
 def test_anyof_errors_name_the_innermost_path():
-    from cpudoctor.report_check import check_schema
+    from cpudoctor.report_file import check_schema
 
     data = json.loads(_report_text())
     data["topology"]["affinity"]["allowed_cpus"] = [1, "x"]

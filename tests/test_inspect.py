@@ -17,7 +17,7 @@ from cpudoctor.probes.process import procfs
 from cpudoctor.probes.process.inspect import (
     InspectError, classify_libraries, inspect_process, list_processes, locate_cpu,
 )
-from cpudoctor.probes import Topology
+from cpudoctor.model import Topology
 from conftest import wait_for
 from inspect_fakes import FakeProc, StepClock, stat_line, two_ccx_topology
 

@@ -17,7 +17,8 @@ from cpudoctor.gui.inspector_page import InspectorPage
 from cpudoctor.gui.model import AppModel
 from cpudoctor.probes.process.inspect import (ChildProcess, Inspection, InspectError, NativeLib, ProcessEntry, ThreadInfo,
                                       ThreadPlace, place_threads)
-from cpudoctor.probes import Topology, probe_topology
+from cpudoctor.model import Topology
+from cpudoctor.probes import probe_topology
 from inspect_fakes import two_ccx_topology
 
 
@@ -233,7 +234,7 @@ def test_real_topology_map_gets_markers(qtbot):
 
 
 def test_report_topology_feeds_the_map_unless_read_only(qtbot):
-    from cpudoctor.report import Report
+    from cpudoctor.model import Report
 
     model = AppModel()
     page = InspectorPage(model)
@@ -321,7 +322,7 @@ def test_gone_process_message_points_at_the_list_not_the_cli(qtbot, page):
 @pytest.mark.hardware
 def test_window_opened_on_a_saved_report_still_maps_this_machine(qtbot):
     """cpudoctor-gui REPORT.json: the Inspector inspects this machine, so it reads this machine's topology."""
-    from cpudoctor.report import Report
+    from cpudoctor.model import Report
 
     model = AppModel()
     model.set_report(Report(topology=Topology()), read_only=True, label="colleague.json")

@@ -14,7 +14,7 @@ from fake_wheels import Venv, build_wheel
 from cpudoctor import advisor
 from conftest import probe_tree
 from cpudoctor.probes.software.isarisk import assess, compiled_without_floor
-from cpudoctor.probes.software.model import Software
+from cpudoctor.model import Software
 from cpudoctor.probes.software.packages import compiled_distributions, probe_packages
 
 K10 = "archspec-scientific7-k10"

@@ -12,7 +12,7 @@ from packaging.specifiers import SpecifierSet
 from cpudoctor import resources
 from cpudoctor.probes import probe_cpu
 from cpudoctor.probes.software import isarisk
-from cpudoctor.probes.software.model import PackageInfo
+from cpudoctor.model import PackageInfo
 from cpudoctor.probes.software.packages import normalize
 
 DATA = resources.load_json("isa_floors.json")

@@ -13,13 +13,14 @@ from conftest import machine_root
 from fake_wheels import Venv, build_wheel
 from packaging.specifiers import SpecifierSet
 
+from cpudoctor.report_file import load_report
 from cpudoctor.advisor import engine, known
 from conftest import probe_tree
 from cpudoctor.probes import probe_cpu
 from cpudoctor.probes.software.envvars import filter_thread_env
-from cpudoctor.probes.software.model import BlasLib, PackageInfo, Software
+from cpudoctor.model import BlasLib, PackageInfo, Software
 from cpudoctor.probes.software.packages import probe_packages
-from cpudoctor.report import Report
+from cpudoctor.model import Report
 from cpudoctor.resources import load_json
 
 DATA = load_json("known_problems.json")
@@ -59,7 +60,7 @@ def _titles(report: Report) -> list[str]:
 
 
 def _base(machine_scenario: str = "zen3-healthy") -> Report:
-    return Report.load(SCENARIOS / f"{machine_scenario}.json")
+    return load_report(SCENARIOS / f"{machine_scenario}.json")
 
 
 def _with_cpu(report: Report, machine: str) -> Report:

@@ -10,12 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from cpudoctor.report_file import load_report
 from cpudoctor.cli import _Parser
 from cpudoctor.commands import CliError, bench
 from cpudoctor.lab import session
 from cpudoctor.lab.results import Context, read_outcome
 from cpudoctor.lab.runner import JobOutcome
-from cpudoctor.report import Report
+from cpudoctor.model import Report
 from conftest import run_cli
 
 
@@ -202,7 +203,7 @@ def test_ctrl_c_twice_prints_partial_results_and_exits_130():
 
 
 def _cpu(brand: str):
-    from cpudoctor.probes import CpuInfo
+    from cpudoctor.model import CpuInfo
 
     return CpuInfo(brand=brand)
 
@@ -235,7 +236,7 @@ def test_into_adds_a_conclusive_sweep_and_its_recommendation(tmp_path, capsys, m
     monkeypatch.setattr(session, "run", _fake_run(_sweep_outcome(), "sweep"))
     code, out, err = run_cli(capsys, "bench", "sweep", "--into", str(path), "--quiet")
     assert code == 0 and "added the sweep run and its recommendation" in err
-    report = Report.load(path)
+    report = load_report(path)
     assert [r.kind for r in report.benchmarks] == ["sweep"]
     assert report.recommendation.threads == 1 and report.recommendation.cpus == [0, 1, 2, 3, 8]
     assert report.benchmarks[0].metrics["verdict"] == "recommended"
@@ -251,14 +252,14 @@ def test_into_never_adopts_an_inconclusive_sweep(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(session, "run", _fake_run(_sweep_outcome("inconclusive"), "sweep"))
     code, out, err = run_cli(capsys, "bench", "sweep", "--into", str(path), "--quiet")
     assert code == 0 and "inconclusive, so the report's recommendation is unchanged" in err
-    report = Report.load(path)
+    report = load_report(path)
     assert report.recommendation is None and report.benchmarks[0].metrics["verdict"] == "inconclusive"
     assert "48 % of the CPU" in report.benchmarks[0].note
 
 
 def test_into_a_bf16_run_reaches_the_precision_finding(tmp_path, capsys, monkeypatch):
     """doctor --from-report defers to the measured bf16/fp32 ratio of a run added with --into."""
-    from cpudoctor.probes import CpuInfo, IsaVerdict
+    from cpudoctor.model import CpuInfo, IsaVerdict
 
     report = Report(cpu=_this_cpu_with_flags(CpuInfo, IsaVerdict))
     path = tmp_path / "r.json"

@@ -8,7 +8,7 @@ from cpudoctor.lab import runner
 from cpudoctor.lab.native import native_support
 from cpudoctor.lab.peak import MachinePeak, clock_notes, flops_per_cycle
 from cpudoctor.lab.results import Context, read_outcome
-from cpudoctor.probes import CpuInfo, IsaVerdict, Topology
+from cpudoctor.model import CpuInfo, IsaVerdict, Topology
 
 
 def _zen5_peak() -> MachinePeak:
@@ -50,7 +50,7 @@ def test_cores_and_clock_notes():
 
 
 def test_machine_peak_from_the_probes_counts_physical_cores():
-    from cpudoctor.probes.cpu.topology import Affinity, Core
+    from cpudoctor.model import Affinity, Core
 
     topo = Topology(core_list=[Core(0, 0, [0, 2]), Core(0, 1, [1, 3])], affinity=Affinity(allowed_cpus=[0, 1, 2, 3]))
     peak = MachinePeak.from_probe(CpuInfo(microarchitecture="zen4"), topo)
@@ -117,7 +117,7 @@ def test_quant_api_choice():
 
 
 def test_precision_words_for_both_branches():
-    from cpudoctor.render.lab import bf16_why, int8_why
+    from cpudoctor.lab.verdicts import bf16_why, int8_why
 
     assert bf16_why(False, [], 0.35) == ("bf16 ran 0.35× fp32 (2.9× slower) in this job: bf16 is emulated on this "
                                          "CPU (no AVX512_BF16 or AMX-BF16), so every operation converts to fp32 and back")

@@ -121,7 +121,7 @@ def test_job_main_turns_failures_into_one_error_line(capsys):
 
 def test_both_ends_spell_the_message_types_alike():
     """The child's kit is a standalone file with its own copy; the one line reader must agree with it."""
-    from cpudoctor.probes.child import lines
+    from cpudoctor.kits.child import lines
 
     assert (_jobkit.PROGRESS, _jobkit.RESULT, _jobkit.LOG, _jobkit.ERROR) == \
         (lines.PROGRESS, lines.RESULT, lines.LOG, lines.ERROR)

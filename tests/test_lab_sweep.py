@@ -6,7 +6,7 @@ import pytest
 
 from cpudoctor.lab import sweep, variants
 from cpudoctor.lab.settings import SweepSettings
-from cpudoctor.probes.cpu.topology import Affinity, Core, L3Domain, NumaNode, Topology
+from cpudoctor.model import Affinity, Core, L3Domain, NumaNode, Topology
 
 
 def make_topology(cores: int, smt: int = 1, ccx_cores: int | None = None, numa: int = 1) -> Topology:

@@ -17,8 +17,7 @@ import pytest
 
 from cpudoctor import cli, desktop
 from cpudoctor.lab import runner as lab_runner
-from cpudoctor.probes.child import own
-from cpudoctor.probes.child import runner as child_runner
+from cpudoctor.kits.child import own
 from cpudoctor.probes.child import scripts as child_scripts
 from cpudoctor.probes.software import envs as envs_mod
 
@@ -90,9 +89,9 @@ def test_child_scripts_are_found_in_the_bundle_when_frozen(frozen_app, monkeypat
     monkeypatch.setattr(child_scripts, "FOLDER", child_scripts._folder())
     assert child_scripts.script_path("torch_facts") == folder / "torch_facts.py"
     app = str(frozen_app["app"])
-    assert child_runner.script_argv("torch_facts", "--numpy") == [app, "--run-script", str(folder / "torch_facts.py"),
+    assert child_scripts.script_argv("torch_facts", "--numpy") == [app, "--run-script", str(folder / "torch_facts.py"),
                                                                    "--numpy"]
-    assert child_runner.script_argv("torch_facts", python="/env/bin/python") == ["/env/bin/python", "-I", "-B",
+    assert child_scripts.script_argv("torch_facts", python="/env/bin/python") == ["/env/bin/python", "-I", "-B",
                                                                                 str(folder / "torch_facts.py")]
     with pytest.raises(FileNotFoundError, match="torch_facts"):
         child_scripts.script_path("blas_facts")

@@ -20,8 +20,9 @@ from cpudoctor.advisor.pinning import (
     package_cpu_sets,
     pinning_plan,
 )
-from cpudoctor.probes._fs import parse_cpulist
-from cpudoctor.probes.cpu.topology import Affinity, Core, L3Domain, NumaNode, Package, Topology, probe_topology
+from cpudoctor.kits.cpulist import parse_cpulist
+from cpudoctor.model import Affinity, Core, L3Domain, NumaNode, Package, Topology
+from cpudoctor.probes.cpu.topology import probe_topology
 
 
 def expand_places(text: str) -> list[list[int]]:

@@ -9,7 +9,7 @@ import pytest
 from conftest import machine_root, run_cli
 
 from cpudoctor.pipeline import STAGES, Cancelled, Source, build_report, diagnose, planned_stages
-from cpudoctor.report import ReportError
+from cpudoctor.model import ReportError
 
 TREE = "archspec-rocky9-zen5"
 

@@ -9,7 +9,7 @@ import pytest
 from cpudoctor.advisor import process_rules as pr
 from cpudoctor.advisor.engine import REPORT_RULES, RuleDefinitionError
 from cpudoctor.probes.process.inspect import ChildProcess, Inspection, NativeLib, ThreadInfo, inspect_process, place_threads
-from cpudoctor.probes import Topology
+from cpudoctor.model import Topology
 from inspect_fakes import FakeProc, StepClock, two_ccx_topology
 
 GOMP = NativeLib("libgomp.so.1", "openmp", "GNU OpenMP (libgomp)", "gomp", "torch")
@@ -54,13 +54,17 @@ def test_every_rule_documented_and_codes_stable():
 
 
 def test_explain_text():
-    text = pr.explain_text("proc005")
+    from cpudoctor.advisor.engine import UnknownRuleError
+    from cpudoctor.render.rules import explain_text
+
+    text = explain_text("proc005", pr.PROCESS_RULES).rstrip("\n")
     # Same layout as the report rules' explain text: "CODE (symbol) — title", underline, wrapped sections.
     assert text.startswith("PROC005 (two-openmp-runtimes) — Two OpenMP runtimes loaded in one process\n===")
     assert "\nWhy it matters:\n  Each runtime keeps its own thread pool" in text
     assert max(len(line) for line in text.splitlines()) <= 90
     assert text.endswith("Docs: docs/process_rules.md#proc005")
-    assert pr.explain_text("ISA001") is None
+    with pytest.raises(UnknownRuleError):
+        explain_text("ISA001", pr.PROCESS_RULES)
 
 
 def test_codes_and_symbols_unique_across_both_rule_sets():
@@ -334,12 +338,12 @@ def test_kmp_vars_ignored_with_libgomp_only():
 def test_docs_page_is_in_sync():
     from pathlib import Path
 
-    from cpudoctor.advisor.rulesdoc import render_process_rules_md
+    from cpudoctor.render.rules import render_process_rules_md
 
     path = Path(__file__).resolve().parents[1] / "docs" / "process_rules.md"
     assert path.read_text(encoding="utf-8") == render_process_rules_md(), (
         "docs/process_rules.md is out of date: run "
-        "`python -m cpudoctor.advisor.rulesdoc process > docs/process_rules.md`")
+        "`python -m cpudoctor.render.rules process > docs/process_rules.md`")
 
 
 # --- PROC013 contention ---
@@ -357,7 +361,7 @@ def test_cpu_contention_from_other_programs():
 
 def test_relaunch_prefix_from_pinning_module_and_fallback():
     from cpudoctor.advisor import pinning
-    from cpudoctor.probes.cpu.topology import L3Domain, NumaNode
+    from cpudoctor.model import L3Domain, NumaNode
 
     topo = two_ccx_topology()
     assert pr.launch_prefix(topo, [0, 1]) == pinning.launch_prefix(topo, [0, 1])

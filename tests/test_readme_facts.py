@@ -6,6 +6,7 @@ import re
 import sys
 from pathlib import Path
 
+from cpudoctor.report_file import load_report
 import cpudoctor
 from cpudoctor.advisor.engine import REPORT_RULES
 from cpudoctor.advisor.process_rules import PROCESS_RULES
@@ -41,9 +42,9 @@ def test_markdown_exports_link_rule_docs_absolutely():
     from cpudoctor.advisor import diagnose
     from cpudoctor.render.doctor import render_md
     from cpudoctor.export import render_export
-    from cpudoctor.report import Report
+    from cpudoctor.model import Report
 
-    report = Report.load(REPO / "tests" / "fixtures" / "scenarios" / "zen5-smt-threads.json")
+    report = load_report(REPO / "tests" / "fixtures" / "scenarios" / "zen5-smt-threads.json")
     report.findings = diagnose(report)
     for text in (render_export(report, "md").decode(), render_md(report, report.findings, "test"),
                  render_export(report, "html").decode()):

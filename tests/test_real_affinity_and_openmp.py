@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from cpudoctor.advisor import engine, pinning, snippets
-from cpudoctor.probes.child.runner import ChildSpec, run_child, script_argv
+from cpudoctor.kits.child.runner import ChildSpec, run_child
+from cpudoctor.probes.child.scripts import script_argv
 from cpudoctor.probes.software.importcheck import to_import_check, to_order_check
 from cpudoctor.probes.software.stack import child_environment, initial_environment
 from real_situations import (

@@ -27,7 +27,8 @@ from cpudoctor.advisor import engine
 from cpudoctor.advisor.process_rules import run_process_rules
 from cpudoctor.advisor.rules.crashes import judge
 from cpudoctor.probes import probe_topology
-from cpudoctor.probes.child.runner import ChildSpec, run_child, script_argv
+from cpudoctor.kits.child.runner import ChildSpec, run_child
+from cpudoctor.probes.child.scripts import script_argv
 from cpudoctor.probes.child.scripts import FOLDER as SCRIPTS
 from cpudoctor.probes.process.inspect import inspect_process
 from cpudoctor.probes.software.importcheck import to_import_check

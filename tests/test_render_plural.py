@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cpudoctor.render.plural import noun, plural
+from cpudoctor.kits.plural import noun, plural
 
 
 def test_counts_and_nouns():

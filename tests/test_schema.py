@@ -11,7 +11,8 @@ import pytest
 
 import schema_tools
 from conftest import machine_root, probe_tree
-from cpudoctor.report import BenchRun, Finding, Report, ThreadRecommendation
+from cpudoctor.report_file import report_from_json
+from cpudoctor.model import BenchRun, Finding, Report, ThreadRecommendation
 from cpudoctor.resources import load_json
 
 REGEN = "regenerate with: .venv/bin/python tests/schema_tools.py (then describe new fields in tests/schema_tools.py)"
@@ -90,7 +91,7 @@ def test_report_with_benchmarks_and_recommendation_validates(corpus, schema):
     report.findings = [Finding(code="ISA001", symbol="avx512-not-usable", category="isa", severity="ok", title="fine",
                                evidence={"cpu.isa.avx512_usable": True})]
     _validate(report, schema)
-    _validate(Report.from_json(report.to_json()), schema)
+    _validate(report_from_json(report.to_json()), schema)
 
 
 @pytest.mark.parametrize(

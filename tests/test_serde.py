@@ -3,9 +3,10 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from cpudoctor.report import Finding, Report, ReportError, SCHEMA_VERSION
-from cpudoctor.serde import SchemaError, from_data, to_data
-from cpudoctor.probes.cpu.topology import L3Domain, NumaNode
+from cpudoctor.report_file import report_from_dict, report_from_json
+from cpudoctor.model import Finding, Report, ReportError, SCHEMA_VERSION
+from cpudoctor.model.serde import SchemaError, from_data, to_data
+from cpudoctor.model import L3Domain, NumaNode
 
 
 @dataclass
@@ -40,22 +41,22 @@ def test_report_json_roundtrip_keeps_contract_keys():
     assert data["schema_version"] == SCHEMA_VERSION
     assert data["topology"]["l3_domains"] == [{"cpus": [0, 1], "size_bytes": 32 << 20}]
     assert data["topology"]["numa_nodes"] == [{"id": 0, "cpus": [0, 1], "distances": [10]}]
-    assert Report.from_json(r.to_json()) == r
+    assert report_from_json(r.to_json()) == r
 
 
 def test_report_rejects_foreign_json():
     with pytest.raises(ReportError, match="not a CPU Doctor report"):
-        Report.from_json('{"hello": 1}')
+        report_from_json('{"hello": 1}')
     with pytest.raises(ReportError, match="not valid JSON"):
-        Report.from_json("{")
+        report_from_json("{")
     data = Report().to_dict()
     data["schema_version"] = 999
     with pytest.raises(ReportError, match="schema version 999"):
-        Report.from_dict(data)
+        report_from_dict(data)
 
 
 def test_report_json_is_strict_even_with_a_diverged_loss():
-    from cpudoctor.report import BenchRun
+    from cpudoctor.model import BenchRun
 
     r = Report(benchmarks=[BenchRun("train", metrics={"loss": float("nan"), "samples_per_s": float("inf"), "ok": 1.5})])
     data = json.loads(r.to_json())                     # json.loads accepts NaN; check the text too

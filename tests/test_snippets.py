@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from cpudoctor.report_file import load_report
 from cpudoctor.advisor import snippets
 from cpudoctor.advisor.engine import run_rules
-from cpudoctor.probes._fs import parse_cpulist
-from cpudoctor.report import Report, ThreadRecommendation
+from cpudoctor.kits.cpulist import parse_cpulist
+from cpudoctor.model import Report, ThreadRecommendation
 
 SCENARIOS = Path(__file__).parent / "fixtures" / "scenarios"
 ALL = sorted(SCENARIOS.glob("*.json"))
@@ -23,7 +24,7 @@ VARIED = ["cascadelake-2s-two-openmp", "ryzen2700x-cuda-wheel", "kunpeng-arm-num
 
 
 def _load(name: str) -> Report:
-    return Report.load(SCENARIOS / f"{name}.json")
+    return load_report(SCENARIOS / f"{name}.json")
 
 
 def _bash_n(text: str, tmp_path: Path, shell: str = "bash") -> None:
@@ -37,7 +38,7 @@ def _bash_n(text: str, tmp_path: Path, shell: str = "bash") -> None:
 
 @pytest.mark.parametrize("path", ALL, ids=lambda p: p.stem)
 def test_every_bash_snippet_of_every_scenario_parses(path, tmp_path):
-    report = Report.load(path)
+    report = load_report(path)
     for f in run_rules(report, strict=True):
         if f.snippet and f.snippet_lang == "bash":
             _bash_n(f.snippet, tmp_path)
@@ -235,7 +236,7 @@ def test_big_machine_leaves_cores_for_dataloader_workers(corpus):
     from cpudoctor.advisor.snippets import python_settings, thread_plan
     from cpudoctor.probes import probe_cpu
     from cpudoctor.probes import probe_topology
-    from cpudoctor.report import Report, ThreadRecommendation
+    from cpudoctor.model import Report, ThreadRecommendation
 
     root = machine_root("hwloc-96em64t-4no4pa3ca2co")
     report = Report(cpu=probe_cpu(root), topology=probe_topology(root))

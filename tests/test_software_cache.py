@@ -8,8 +8,8 @@ import signal
 import sys
 
 from cpudoctor.probes.child import cache as childcache
-from cpudoctor.probes.child.runner import ChildResult, ChildSpec, run_children
-from cpudoctor.probes.child.exitstatus import diagnose_exit
+from cpudoctor.kits.child.runner import ChildResult, ChildSpec, run_children
+from cpudoctor.kits.child.exitstatus import diagnose_exit
 from cpudoctor.probes import probe_software
 
 SPECS = [ChildSpec([sys.executable, "-c", "print('{\"x\": 1}')"], what="child one")]

@@ -8,7 +8,7 @@ import sys
 import time
 
 from conftest import wait_for
-from cpudoctor.probes.child.runner import ChildSpec, parse_json_lines, run_child, run_children
+from cpudoctor.kits.child.runner import ChildSpec, parse_json_lines, run_child, run_children
 from cpudoctor.probes.software.importcheck import import_spec, to_import_check
 
 SIGILL_SELF = "import os, signal, sys; print('{\"before\": 1}', flush=True); os.kill(os.getpid(), signal.SIGILL)"

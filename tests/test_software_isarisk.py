@@ -12,10 +12,10 @@ from conftest import MACHINES, MANIFEST, machine_root
 from live_sources import kernel_cpuinfo
 
 from cpudoctor import resources
-from cpudoctor.probes import CpuInfo
+from cpudoctor.model import CpuInfo
 from cpudoctor.probes.software.isarisk import assess, expand_needs, isa_hint, missing_for, parse_version, x86_64_level
 from cpudoctor.probes.software.packages import known_packages
-from cpudoctor.probes.software.model import PackageInfo
+from cpudoctor.model import PackageInfo
 from cpudoctor.probes.software.stack import cpu_for_risk
 
 OPTERON = "hwloc-16amd64-8n2c"           # Opteron 865 (K8): no SSE4, no AVX

@@ -12,8 +12,10 @@ from pathlib import Path
 import pytest
 from conftest import machine_root, probe_tree
 
-from cpudoctor.probes import Software, probe_software
-from cpudoctor.report import Report
+from cpudoctor.report_file import report_from_json
+from cpudoctor.model import Software
+from cpudoctor.probes import probe_software
+from cpudoctor.model import Report
 
 
 def test_captured_tree_gets_file_facts_only(corpus):
@@ -52,7 +54,7 @@ def test_planted_secrets_never_reach_the_report(monkeypatch, tmp_path, children)
         assert report.software.children_ran and report.software.thread_env["OMP_NUM_THREADS"] == "2"
         return
     assert "alice" not in text and "secretdir" not in text
-    sw = Report.from_json(text).software
+    sw = report_from_json(text).software
     assert sw.thread_env["OMP_NUM_THREADS"] == "2"
     assert sw.preload_libs == ["libjemalloc.so.2"] and sw.thread_env["LD_PRELOAD"] == "libjemalloc.so.2"
 
@@ -110,7 +112,7 @@ def test_real_run_against_this_machines_torch():
     assert sw.numpy.version == metadata.version("numpy") and sw.numpy.simd_baseline
     assert all("/" not in (lib.library or "") for lib in sw.loaded_libs + sw.numpy.blas)
     # The report round-trips through JSON unchanged.
-    assert Report.from_json(report.to_json()).software == sw
+    assert report_from_json(report.to_json()).software == sw
 
 
 @pytest.mark.parametrize(

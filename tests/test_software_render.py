@@ -4,17 +4,8 @@ from __future__ import annotations
 
 import signal
 
-from cpudoctor.probes.software.model import (
-    BlasLib,
-    ImportCheck,
-    IsaRisk,
-    NumpyInfo,
-    OsInfo,
-    PackageInfo,
-    PythonInfo,
-    Software,
-    TorchBuild,
-)
+from cpudoctor.model import (BlasLib, ImportCheck, IsaRisk, NumpyInfo, OsInfo, PackageInfo, PythonInfo, Software,
+    TorchBuild)
 from cpudoctor.render.software import markdown_lines, text_lines
 
 
@@ -82,7 +73,7 @@ def test_empty_and_missing_software():
 
 def test_markdown_escapes_report_data_from_a_captured_tree():
     """A distro name read from someone's os-release must not become HTML in a pasted issue."""
-    from cpudoctor.probes.software.model import OsInfo, Software
+    from cpudoctor.model import OsInfo, Software
     from cpudoctor.render.software import markdown_lines
 
     md = "\n".join(markdown_lines(Software(os=OsInfo(system="Linux", distro="<img src=x onerror=alert(1)>"))))

@@ -15,9 +15,9 @@ from cpudoctor.gui.topology_layout import PU_W
 from cpudoctor.gui.topology_map import BoxItem, MapColours, PUItem, TopologyMap
 from cpudoctor.gui.topology_page import TopologyPage
 from cpudoctor.probes.live.sample import Sample
-from cpudoctor.probes.cpu.topology import (Affinity, Core, L3Domain, NumaNode, Package, Topology,
-                                       probe_topology)
-from cpudoctor.report import Report
+from cpudoctor.model import Affinity, Core, L3Domain, NumaNode, Package, Topology
+from cpudoctor.probes.cpu.topology import probe_topology
+from cpudoctor.model import Report
 from gui_support import no_qt_leaks  # noqa: F401  (autouse fixture)
 
 LARGE = "hwloc-128arm-2pa2n8cluster4co"

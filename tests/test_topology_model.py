@@ -11,7 +11,7 @@ from cpudoctor.gui import topology_model as tm
 from cpudoctor.gui.topology_layout import (CORE_PAD, PU_H, PU_W, STRIP_GAP, STRIP_H, LayoutRules, Placed,
                                            balanced_cols, flow, layout)
 from cpudoctor.probes import probe_topology
-from cpudoctor.probes.cpu.topology import Cache, Core, L3Domain, NumaNode, Package, Topology
+from cpudoctor.model import Cache, Core, L3Domain, NumaNode, Package, Topology
 
 EPYC_ZEN2 = "hwloc-x86linux-64amd64-4p2n4ca2co"     # 4 packages, AMD: L3 domains are CCXs
 HYBRID = "hwloc-20em64t-hybrid-1p6c2t+2ca4co1t"     # Raptor Lake: E-cores share an L2 per 4-core cluster

@@ -10,10 +10,11 @@ import pytest
 
 from conftest import HWLOC_MACHINES, MACHINES, MANIFEST, machine_root
 from live_sources import lscpu_rows, sysfs_online_cpus
-from cpudoctor.probes._cgroup import read_cgroup_limits
-from cpudoctor.probes._fs import format_cpulist, parse_cpulist
-from cpudoctor.probes import Topology, probe_topology
-from cpudoctor.serde import from_data, to_data
+from cpudoctor.probes.cgroup import read_cgroup_limits
+from cpudoctor.kits.cpulist import format_cpulist, parse_cpulist
+from cpudoctor.model import Topology
+from cpudoctor.probes import probe_topology
+from cpudoctor.model.serde import from_data, to_data
 
 PYCPUINFO = [m for m in MACHINES if m.startswith("pycpuinfo-")]
 CGROUP_TREES = [
@@ -382,7 +383,7 @@ def test_cgroup_v1_unlimited_quota(tmp_path):
 # ---------------------------------------------------------------------------
 # Rendering (text tree like lstopo-no-graphics, Markdown)
 
-from cpudoctor.render.format import cache_size  # noqa: E402
+from cpudoctor.kits.format import cache_size  # noqa: E402
 from cpudoctor.render.topology import build_tree, cpus_text, markdown_lines, text_lines  # noqa: E402
 
 
@@ -473,7 +474,7 @@ def test_no_sysfs_on_live_system_uses_psutil_counts(tmp_path):
 
 
 def test_size_units():
-    from cpudoctor.render.format import size
+    from cpudoctor.kits.format import size
 
     assert size(8 << 30) == "8 GiB"
     assert size(int(6.1 * (1 << 30))) == "6.1 GiB"

@@ -11,10 +11,10 @@ from PySide6.QtWidgets import QApplication
 
 from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.training_page import TrainingPage
-from cpudoctor.probes.cpu.topology import Affinity, Core, L3Domain, NumaNode, Topology
-from cpudoctor.probes import CpuInfo
+from cpudoctor.model import Affinity, Core, L3Domain, NumaNode, Topology
+from cpudoctor.model import CpuInfo
 from cpudoctor.render.lab import RUN_COLUMNS
-from cpudoctor.report import BenchRun, Report, ThreadRecommendation
+from cpudoctor.model import BenchRun, Report, ThreadRecommendation
 
 TORCH_BEFORE = "torch" in sys.modules
 
@@ -295,7 +295,7 @@ def test_pinning_choices_come_from_the_topology(page):
 
 
 def test_bf16_hint_follows_the_cpu(qtbot, page):
-    from cpudoctor.probes import CpuInfo, IsaVerdict
+    from cpudoctor.model import CpuInfo, IsaVerdict
 
     page.model.set_report(Report(cpu=CpuInfo(flags=["avx2", "avx512f", "avx512_bf16"], isa=IsaVerdict(avx512_bf16=True))))
     assert "AVX512_BF16" in page.bf16_hint.text() and "pay off" in page.bf16_hint.text()
@@ -370,7 +370,7 @@ def test_driving_the_page_in_a_fresh_process_never_imports_torch(tmp_path):
         app = QApplication([])
         from cpudoctor.gui.model import AppModel
         from cpudoctor.gui.training_page import TrainingPage
-        from cpudoctor.report import Report
+        from cpudoctor.model import Report
         m = AppModel(); m.set_report(Report())
         p = TrainingPage(m)
         p.job_argv = lambda job, args: [sys.executable, "-c", {FAKE!r}, job, "ok"]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from cpudoctor.advisor import machine, snippets
 from cpudoctor.advisor.engine import Facts, rule
-from cpudoctor.probes._fs import format_cpulist
-from cpudoctor.report import Finding, Report
+from cpudoctor.kits.cpulist import format_cpulist
+from cpudoctor.model import Finding, Report
 
 # OMP_PROC_BIND values that bind (the runtime pins the initial thread to its first place).
 _BINDING = {"true", "close", "spread", "master", "primary"}

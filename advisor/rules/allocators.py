@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from cpudoctor.advisor import machine
 from cpudoctor.advisor.engine import Facts, rule
-from cpudoctor.report import Finding, Report
+from cpudoctor.model import Finding, Report
 
 _ALLOCATORS = ("jemalloc", "tcmalloc", "mimalloc")
 _MALLOC_CONF = "oversize_threshold:1,background_thread:true,metadata_thp:auto,dirty_decay_ms:9000000000,muzzy_decay_ms:9000000000"

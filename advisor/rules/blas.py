@@ -6,7 +6,7 @@ import re
 
 from cpudoctor.advisor import machine, snippets
 from cpudoctor.advisor.engine import Facts, rule
-from cpudoctor.report import Finding, Report
+from cpudoctor.model import Finding, Report
 
 # File-name prefixes of the three OpenMP runtimes (conda/pip may add a hash suffix).
 _OPENMP_RUNTIMES: tuple[tuple[str, str], ...] = (

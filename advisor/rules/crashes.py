@@ -8,7 +8,7 @@ from typing import Any
 
 from cpudoctor.advisor import machine, snippets
 from cpudoctor.advisor.engine import Facts, rule
-from cpudoctor.report import Finding, Report
+from cpudoctor.model import Finding, Report
 
 # Which forcing variables each package's kernels read.
 _READERS: dict[str, tuple[str, ...]] = {

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from cpudoctor.advisor import machine, snippets
 from cpudoctor.advisor.engine import Facts, rule
-from cpudoctor.render.format import size
-from cpudoctor.report import Finding, Report
+from cpudoctor.kits.format import size
+from cpudoctor.model import Finding, Report
 
 
 @rule("ENV001", "wsl2", category="environment", severity="info",

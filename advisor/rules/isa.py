@@ -5,7 +5,7 @@ from __future__ import annotations
 from cpudoctor.advisor import floors, machine, snippets, vm_mask
 from cpudoctor.advisor.engine import Facts, rule
 from cpudoctor.advisor.quoting import quote_message
-from cpudoctor.report import Finding, Report
+from cpudoctor.model import Finding, Report
 
 
 def _uarch(f: Facts) -> str | None:

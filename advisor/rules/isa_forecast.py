@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from cpudoctor.advisor import floors, machine
 from cpudoctor.advisor.engine import Facts, rule
-from cpudoctor.report import Finding, Report
+from cpudoctor.model import Finding, Report
 
 
 @rule("ISA008", "isa-floor-forecast", category="isa", severity="warning",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from cpudoctor.advisor import known
 from cpudoctor.advisor.engine import Facts, rule
-from cpudoctor.report import Finding, Report
+from cpudoctor.model import Finding, Report
 
 
 @rule("KNOWN001", "known-version-problem", category="known", severity="warning",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from cpudoctor.advisor import machine, snippets
 from cpudoctor.advisor.engine import Facts, rule
-from cpudoctor.report import Finding, Report
+from cpudoctor.model import Finding, Report
 
 
 def _version_tuple(text: str | None) -> tuple[int, ...] | None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from cpudoctor.advisor import machine
 from cpudoctor.advisor.engine import Facts, rule
-from cpudoctor.render.format import size
-from cpudoctor.report import Finding, Report
+from cpudoctor.kits.format import size
+from cpudoctor.model import Finding, Report
 
 # Drivers whose "powersave" governor is the dynamic, EPP-driven policy, not "lowest clock".
 _EPP_DRIVERS = ("intel_pstate", "amd-pstate-epp")

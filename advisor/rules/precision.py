@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from cpudoctor.advisor import machine
 from cpudoctor.advisor.engine import Facts, rule
-from cpudoctor.report import Finding, Report
+from cpudoctor.model import Finding, Report
 
 
 def _bf16_native(f: Facts) -> tuple[bool | None, str]:

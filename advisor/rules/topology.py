@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from cpudoctor.advisor import machine, snippets
 from cpudoctor.advisor.engine import Facts, rule
-from cpudoctor.probes._fs import format_cpulist
-from cpudoctor.render.format import cache_size
-from cpudoctor.report import Finding, Report
+from cpudoctor.kits.cpulist import format_cpulist
+from cpudoctor.kits.format import cache_size
+from cpudoctor.model import Finding, Report
 
 
 def _pinned_by(f: Facts) -> str | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from cpudoctor.advisor import machine, snippets
 from cpudoctor.advisor.engine import Facts, rule
-from cpudoctor.report import Finding, Report
+from cpudoctor.model import Finding, Report
 
 
 @rule("TORCH001", "torch-missing", category="torch", severity="warning",

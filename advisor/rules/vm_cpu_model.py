@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from cpudoctor.advisor import floors, machine, vm_mask
 from cpudoctor.advisor.engine import Facts, rule
-from cpudoctor.report import Finding, Report
+from cpudoctor.model import Finding, Report
 
 
 @rule("ISA009", "vm-cpu-model-hides-isa", category="isa", severity="warning",

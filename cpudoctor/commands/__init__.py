@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from cpudoctor.pipeline import Source
-    from cpudoctor.report import Report
+    from cpudoctor.model import Report
 
 # Order is the order of `cpudoctor --help`.
 COMMANDS: tuple[str, ...] = ("report", "inspect", "doctor", "explain", "envs", "compare", "capture", "install_desktop",
@@ -80,7 +80,7 @@ def python_choice(choice: str | None) -> tuple[str | None, str]:
 def build(source: "Source", *, fast: bool = False, findings: bool = True, only: set[str] | None = None) -> "Report":
     """The diagnosed report of ``source``; an unreadable saved report is a one-line error (exit 2)."""
     from cpudoctor.pipeline import build_report
-    from cpudoctor.report import ReportError
+    from cpudoctor.model import ReportError
 
     try:
         return build_report(source, children=not fast, findings=findings, only=only)
@@ -108,7 +108,7 @@ def root_arg(value: str | None) -> Path:
 
 def check_tree(root: Path, given: str | None) -> None:
     """A captured tree must hold proc/cpuinfo or sys/devices/system/cpu, else it is the wrong folder."""
-    from cpudoctor.probes._fs import under
+    from cpudoctor.kits.rooted import under
 
     def holds(d: Path) -> bool:
         return under(d, "proc/cpuinfo").exists() or under(d, "sys/devices/system/cpu").is_dir()
@@ -156,7 +156,7 @@ def emit(text: str | bytes, output: str | None) -> None:
             if isinstance(text, bytes):
                 sys.stdout.buffer.write(text)
             else:
-                from cpudoctor.render.escape import terminal_safe
+                from cpudoctor.kits.escape import terminal_safe
 
                 text = terminal_safe(text)
                 sys.stdout.write(text if text.endswith("\n") else text + "\n")

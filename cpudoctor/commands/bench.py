@@ -20,9 +20,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from cpudoctor.report_file import load_report
 from cpudoctor.commands import CliError, emit
 from cpudoctor.argtypes import int_list, integer, number
-from cpudoctor.probes._fs import MAX_CPUS
+from cpudoctor.kits.cpulist import MAX_CPUS
 
 # Bounds shared with lab/settings.py (which checks the same again for the window's jobs).
 _THREADS = integer(1, 4096, "a thread count")
@@ -163,7 +164,7 @@ def _check_machine_fit(args: argparse.Namespace) -> list[str]:
     import os
 
     from cpudoctor.lab.settings import SettingsError, check_cpus, check_mnist_dir
-    from cpudoctor.probes._fs import format_cpulist
+    from cpudoctor.kits.cpulist import format_cpulist
 
     try:
         check_mnist_dir(getattr(args, "data", None), getattr(args, "mnist_dir", None))
@@ -215,7 +216,7 @@ def _check_outputs(args: argparse.Namespace):
 
 def _load_into(path: str):
     from cpudoctor.lab.settings import SettingsError, check_output_path
-    from cpudoctor.report import Report, ReportError
+    from cpudoctor.model import ReportError
 
     try:
         target = check_output_path(path, "--into")
@@ -224,7 +225,7 @@ def _load_into(path: str):
     if not target.exists():
         raise CliError(f"--into {path}: no such report; save one first with: cpudoctor report -o {path}")
     try:
-        report = Report.load(target)
+        report = load_report(target)
     except ReportError as exc:
         raise CliError(f"--into {path}: {exc}") from None
     from cpudoctor.probes import probe_cpu
@@ -353,7 +354,7 @@ def run(args: argparse.Namespace) -> int:
     bar.close()
     findings = evidence_findings(result)
     if args.json:
-        from cpudoctor.serde import to_data
+        from cpudoctor.model.serde import to_data
 
         raw = dict(outcome.result, **result.json_extra()) if outcome.result is not None else None
         emit(json.dumps({"job": args.job, "environment": environment, "status": outcome.status,

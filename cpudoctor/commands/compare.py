@@ -9,6 +9,7 @@ other-schema file.
 
 from __future__ import annotations
 
+from cpudoctor.report_file import load_report
 from cpudoctor.commands import CliError, emit
 
 
@@ -27,12 +28,12 @@ def register(subparsers) -> None:
 def run(args) -> int:
     from cpudoctor.compare import RENDERERS, compare
     from cpudoctor.privacy import redact_report
-    from cpudoctor.report import Report, ReportError
+    from cpudoctor.model import ReportError
 
     reports = []
     for name in (args.a, args.b):
         try:
-            report = Report.load(name)
+            report = load_report(name)
         except ReportError as exc:
             raise CliError(f"{name}: {exc}") from None
         reports.append(redact_report(report, include_identifying=args.include_identifying))

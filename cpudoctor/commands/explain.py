@@ -18,11 +18,11 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from cpudoctor import advisor
     from cpudoctor.advisor.engine import UnknownRuleError
+    from cpudoctor.render.rules import explain_text
 
     try:
-        text = advisor.explain(args.code)
+        text = explain_text(args.code)
     except UnknownRuleError as exc:
         raise CliError(str(exc)) from None
     emit(text, None)

@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from None
     findings = run_process_rules(insp, topo)
     if args.format == "json":
-        from cpudoctor.serde import to_data
+        from cpudoctor.model.serde import to_data
 
         text = json.dumps({"kind": "cpudoctor-inspection", "inspection": to_data(insp),
                            "findings": to_data(findings)}, indent=2, ensure_ascii=False)
@@ -98,6 +98,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _list_json(entries) -> str:
-    from cpudoctor.serde import to_data
+    from cpudoctor.model.serde import to_data
 
     return json.dumps(to_data(entries), indent=2, ensure_ascii=False)

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from cpudoctor.report import Report
+    from cpudoctor.model import Report
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cpudoctor.probes import CpuInfo
-from cpudoctor.render.format import clock
+from cpudoctor.model import CpuInfo
+from cpudoctor.kits.format import clock
 from cpudoctor.render.words import NEUTRAL_MARK, bracketed
 from cpudoctor.resources import load_json
 

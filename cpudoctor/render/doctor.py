@@ -12,9 +12,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from cpudoctor.render.format import wrap
+from cpudoctor.kits.format import wrap
 from cpudoctor import docs_url
-from cpudoctor.render.escape import md_code, md_escape
+from cpudoctor.kits.escape import md_code, md_escape
 from cpudoctor.render.md_extra import evidence_value
 from cpudoctor.render.words import (
     bracketed,
@@ -27,7 +27,7 @@ from cpudoctor.render.words import (
     severity_counts,
     to_fix,
 )
-from cpudoctor.report import Finding, Report, worst
+from cpudoctor.model import Finding, Report, worst
 
 FORMATS = ("text", "json", "md")
 WIDTH = 100
@@ -128,7 +128,7 @@ def render_text(report: Report, findings: Sequence[Finding], label: str, *, verb
 
 
 def render_json(report: Report, findings: Sequence[Finding], label: str) -> str:
-    from cpudoctor.serde import to_data
+    from cpudoctor.model.serde import to_data
 
     data = {
         "source": label,

@@ -12,7 +12,7 @@ import dataclasses
 from typing import Any
 
 from cpudoctor.probes.software.envs import PythonEnv
-from cpudoctor.probes.software.model import PythonInfo
+from cpudoctor.model import PythonInfo
 from cpudoctor.probes.software.stack import python_info as env_python_info
 from cpudoctor.render.envs import home_short, no_official_build
 from cpudoctor.render.software import environment_words

@@ -22,8 +22,8 @@ from typing import Literal
 from cpudoctor import docs_url
 from cpudoctor.render import cpu as cpu_sec
 from cpudoctor.render import software as sw_sec
-from cpudoctor.render.escape import html_escape as e
-from cpudoctor.render.format import cache_size, metric, or_unknown, size
+from cpudoctor.kits.escape import html_escape as e
+from cpudoctor.kits.format import cache_size, metric, or_unknown, size
 from cpudoctor.render.md_extra import (
     evidence_value,
     kind_title,
@@ -41,7 +41,7 @@ from cpudoctor.render.svg_chart import (
 )
 from cpudoctor.render.svg_topology import render_svg
 from cpudoctor.render.words import SEVERITY, bracketed, finding_order, plural, severity, severity_counts
-from cpudoctor.report import BenchRun, Finding, Report
+from cpudoctor.model import BenchRun, Finding, Report
 
 Images = Literal["inline", "resources"]
 PLATFORM_NAMES = {"linux": "Linux", "darwin": "macOS", "win32": "Windows", "cygwin": "Windows (Cygwin)"}
@@ -109,7 +109,7 @@ def _rows(rows: list[tuple[str, str]]) -> str:
 
 
 def _cpulist(cpus: list[int] | None) -> str:
-    from cpudoctor.probes._fs import format_cpulist
+    from cpudoctor.kits.cpulist import format_cpulist
 
     return "unknown" if cpus is None else (format_cpulist(cpus) or "none")
 

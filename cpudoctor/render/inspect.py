@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import shlex
 
-from cpudoctor.probes._fs import format_cpulist
-from cpudoctor.render.format import or_unknown, percent, size, wrap
+from cpudoctor.kits.cpulist import format_cpulist
+from cpudoctor.kits.format import or_unknown, percent, size, wrap
 from cpudoctor.render.words import DASH, bracketed, plural, severity
-from cpudoctor.report import worst
+from cpudoctor.model import worst
 
 MAX_THREAD_ROWS = 24
 

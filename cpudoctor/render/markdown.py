@@ -10,14 +10,14 @@ from __future__ import annotations
 from cpudoctor.render.doctor import environment_line
 
 from cpudoctor.render import cpu as cpu_sec
-from cpudoctor.render.escape import md_code, md_escape
+from cpudoctor.kits.escape import md_code, md_escape
 from cpudoctor.render.md_extra import (
     benchmarks_lines,
     details,
     findings_lines,
     when,
 )
-from cpudoctor.report import Report
+from cpudoctor.model import Report
 
 _cell = md_escape        # a table cell: the same escaping (pipes included)
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from cpudoctor import docs_url
-from cpudoctor.render.escape import md_code, md_escape, md_fence
-from cpudoctor.render.format import metric, number
+from cpudoctor.kits.escape import md_code, md_escape, md_fence
+from cpudoctor.kits.format import metric, number
 from cpudoctor.render.svg_chart import (
     find_charts,
     measurement_tables,
@@ -20,7 +20,7 @@ from cpudoctor.render.svg_chart import (
     split_constant_columns,
 )
 from cpudoctor.render.words import bracketed, counts_text, finding_order, plural, to_fix
-from cpudoctor.report import Report, ThreadRecommendation
+from cpudoctor.model import Report, ThreadRecommendation
 # Lab job kinds as the Training page names them.
 KIND_TITLES = {"train": "Micro-training", "sweep": "Thread sweep", "gemm": "GEMM throughput",
                "quant": "Dynamic int8 vs fp32 inference", "peak": "Peak FLOP/s",
@@ -88,7 +88,7 @@ def settings_text(settings: dict[str, Any], limit: int = 60) -> list[str]:
 
 def recommendation_text(rec: ThreadRecommendation) -> str:
     """"2 threads, 1 inter-op, pinned to CPUs 0-7 (one CCX): 1.14× the PyTorch default"."""
-    from cpudoctor.probes._fs import format_cpulist
+    from cpudoctor.kits.cpulist import format_cpulist
 
     text = plural(rec.threads, "thread")
     if rec.interop_threads:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cpudoctor.probes.software.model import IsaRisk, PythonInfo, Software
-from cpudoctor.render.escape import md_code, md_escape
-from cpudoctor.render.format import seconds, size
+from cpudoctor.model import IsaRisk, PythonInfo, Software
+from cpudoctor.kits.escape import md_code, md_escape
+from cpudoctor.kits.format import seconds, size
 from cpudoctor.render.words import bracketed, yes_no
 
 OK, WARN, BAD = bracketed("ok"), bracketed("warning"), bracketed("error")

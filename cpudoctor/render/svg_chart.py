@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass, field
 from html import escape
 from typing import Any
-from cpudoctor.render.format import metric, number
+from cpudoctor.kits.format import metric, number
 
 X_KEYS = ("threads", "num_threads", "intra_op_threads", "batch", "batch_size", "n", "size", "x", "step")
 Y_PREFERRED = ("samples_per_s", "throughput", "gflops", "tokens_per_s", "items_per_s", "speedup", "y")
@@ -210,7 +210,7 @@ def bar_chart(chart: Chart, width: int = 600) -> str:
 
 def measurement_tables(metrics: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]]]]:
     """Every list of measurement dicts as (name, columns, rows of display strings), for tables."""
-    from cpudoctor.probes._fs import format_cpulist
+    from cpudoctor.kits.cpulist import format_cpulist
 
     tables = []
     for name, value in metrics.items():

@@ -16,7 +16,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from html import escape
 
-from cpudoctor.probes.cpu.topology import Core, Topology
+from cpudoctor.model import Core, Topology
 from cpudoctor.render import topology as tree
 
 PU_W, PU_H = 30, 18

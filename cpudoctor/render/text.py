@@ -10,11 +10,11 @@ from __future__ import annotations
 from cpudoctor.render.doctor import environment_line
 
 from cpudoctor.render import cpu as cpu_sec
-from cpudoctor.render.format import metric, wrap
-from cpudoctor.render.escape import strip_controls
+from cpudoctor.kits.format import metric, wrap
+from cpudoctor.kits.escape import strip_controls
 from cpudoctor.render.md_extra import when
 from cpudoctor.render.words import bracketed, counts_text, finding_order, plural
-from cpudoctor.report import Report
+from cpudoctor.model import Report
 
 WIDTH = 100
 

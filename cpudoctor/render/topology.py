@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cpudoctor.probes._fs import format_cpulist
-from cpudoctor.probes import Topology
-from cpudoctor.render.format import cache_size, size
-from cpudoctor.render.escape import md_escape
+from cpudoctor.kits.cpulist import format_cpulist
+from cpudoctor.model import Topology
+from cpudoctor.kits.format import cache_size, size
+from cpudoctor.kits.escape import md_escape
 from cpudoctor.render.words import plural
 
 _RANK = {"machine": -1, "package": 0, "numa": 1, "l3": 2, "core": 3}

@@ -6,25 +6,21 @@ HTML, PDF), so a finding is a "Warning" with a ``!`` everywhere and a count
 reads "2 warnings, 4 suggestions, 9 checks passed" wherever it is shown.
 
 The severity *keys* (``ok``, ``info``, ``warning``, ``error``) are data of the
-report (:data:`cpudoctor.report.SEVERITIES`); this module only says them.
+report (:data:`cpudoctor.model.report.SEVERITIES`); this module only says them.
 """
 
 from __future__ import annotations
-
-from functools import lru_cache
 
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
-from cpudoctor.render.plural import plural  # noqa: F401 - the one plural helper, re-exported with the words
-from cpudoctor.report import SEVERITIES, SEVERITY_RANK
+from cpudoctor.kits.format import DASH, UNKNOWN  # noqa: F401 - re-exported with the words
+from cpudoctor.kits.plural import plural  # noqa: F401 - the one plural helper, re-exported with the words
+from cpudoctor.advisor.ranking import category_order, finding_order, severity_order  # noqa: F401 - the reading order
+from cpudoctor.model import CATEGORIES as CATEGORY_KEYS
+from cpudoctor.model import SEVERITIES
 
-# An unknown value, in running text and table cells of the exports and the terminal.
-UNKNOWN = "unknown"
-# An unknown value in a window's form or table cell, where a word would read as data (the
-# tooltip or a note says why it is unknown).
-DASH = "—"
 
 
 @dataclass(frozen=True)
@@ -66,8 +62,10 @@ CATEGORIES: dict[str, str] = {
     "allocator": "Memory allocator",
     "known": "Known problems by version",
     "myth": "Myths from tuning guides",
+    "evidence": "Evidence from the running job",
     "internal": "CPU Doctor itself",
 }
+assert tuple(CATEGORIES) == CATEGORY_KEYS, "every category of the report model needs its title, in the model's order"
 
 
 class _HasSeverity(Protocol):
@@ -89,44 +87,10 @@ def bracketed(key: str, ascii_only: bool = False) -> str:
     return f"[{s.ascii_mark if ascii_only else s.mark}]"
 
 
-def severity_order(key: str) -> int:
-    """Sort key, worst first (errors, warnings, suggestions, passed)."""
-    return -SEVERITY_RANK.get(key, SEVERITY_RANK["info"])
-
-
-RELEVANCE_LEVELS = ("high", "medium", "low")
-
-
-@lru_cache(maxsize=1)
-def _relevance_table() -> dict[str, str]:
-    from cpudoctor.resources import load_json
-
-    table = load_json("advisor_knowledge.json").get("relevance", {})
-    return {code: level for level in RELEVANCE_LEVELS for code in table.get(level, [])}
-
-
-def relevance(code: str) -> str:
-    """``high`` | ``medium`` | ``low``: how much a rule's problem can change training speed (unknown: medium).
-
-    Knowledge, so it lives in resources/advisor_knowledge.json; used to order findings."""
-    return _relevance_table().get(code, "medium")
-
-
-def finding_order(f: _Finding) -> tuple:
-    """The one reading order of findings, on every surface: the worst severity first, then what can change
-    training speed most (a missing AVX-512 kernel before "try the zentorch plug-in"), then the category's
-    order, then the code."""
-    return (severity_order(f.severity), RELEVANCE_LEVELS.index(relevance(f.code)), category_order(f.category),
-            f.code)
-
-
 def category_title(category: str) -> str:
     return CATEGORIES.get(category, category)
 
 
-def category_order(category: str) -> int:
-    order = list(CATEGORIES)
-    return order.index(category) if category in order else len(order)
 
 
 

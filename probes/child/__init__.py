@@ -1,7 +1,8 @@
-"""Child-process machinery: run a script in a separate process, bound it, explain its death.
+"""The probes' children: standalone scripts run in the environment under test, and their cache.
 
-A child may hang, print noise or die of SIGILL (a build made for a newer CPU);
-:mod:`.runner` bounds and reads it, :mod:`.exitstatus` turns its end into words,
-:mod:`.cache` keeps answers while nothing they depend on changed, and
-:mod:`.scripts` holds the standalone scripts that run in the environment under test.
+:mod:`.scripts` holds the scripts (run by path with ``python -I -B``, so they
+never import CPU Doctor) and :func:`~.scripts.script_argv`, the command line
+that runs one; :mod:`.cache` keeps their answers while nothing they depend on
+changed. Running and supervising a child is the shared kit's job
+(:mod:`cpudoctor.kits.child`).
 """

@@ -24,8 +24,8 @@ from typing import Any
 
 from cpudoctor import __version__
 from cpudoctor.fileio import WriteError, atomic_write
-from cpudoctor.probes.child.runner import ChildResult, ChildSpec
-from cpudoctor.probes.child.exitstatus import diagnose_exit
+from cpudoctor.kits.child.runner import ChildResult, ChildSpec
+from cpudoctor.kits.child.exitstatus import diagnose_exit
 
 FORMAT = 1
 FILE_NAME = "software-children.json"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import platform
 
-from cpudoctor.probes.cpu.identity import CpuInfo
+from cpudoctor.model import CpuInfo
 
 
 def normalise_flags(flags: list[str]) -> list[str]:

@@ -19,6 +19,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from typing import Any
+from cpudoctor.model.cpu import CpuidCheck
 
 # XCR0 bits the OS sets when it saves a register state on context switch.
 XCR0_SSE, XCR0_AVX = 1 << 1, 1 << 2
@@ -38,18 +39,6 @@ class CpuidResult:
     flags: list[str] = field(default_factory=list)       # CPUID bits, as kernel flag names
     os_disabled: list[str] = field(default_factory=list)  # in CPUID but the OS does not save their state
     error: str | None = None
-
-
-@dataclass
-class CpuidCheck:
-    """CPUID run by a child Python against /proc/cpuinfo: does the CPU that executes code match it?"""
-
-    executing: str | None = None           # "GenuineIntel family 6 model 26": the CPU that ran the child
-    emulated: bool = False                 # its identity differs from /proc/cpuinfo's (qemu-user, Rosetta 2)
-    missing_flags: list[str] = field(default_factory=list)   # listed by the kernel, absent from CPUID: SIGILL if used
-    hidden_flags: list[str] = field(default_factory=list)    # in CPUID, not listed by the kernel (disabled by it)
-    os_disabled: list[str] = field(default_factory=list)     # listed by the kernel, register state not saved (XCR0)
-    error: str | None = None               # the check could not run; the rest is empty
 
 
 # -- the child side: runs CPUID in this process -----------------------------
@@ -167,9 +156,9 @@ def main() -> int:
 
 def run_child(timeout: float = 20.0) -> CpuidResult:
     """Run the CPUID reader in a child Python (the app's one child runner); never raises."""
-    from cpudoctor.probes.child.own import own_command
-    from cpudoctor.probes.child.runner import ChildSpec
-    from cpudoctor.probes.child.runner import run_child as run_probe_child
+    from cpudoctor.kits.child.own import own_command
+    from cpudoctor.kits.child.runner import ChildSpec
+    from cpudoctor.kits.child.runner import run_child as run_probe_child
 
     child = run_probe_child(ChildSpec(own_command("cpudoctor.probes.cpu.cpuid_check"),
                                       what="the CPUID check", timeout=timeout))

@@ -15,63 +15,9 @@ from __future__ import annotations
 import platform
 import re
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from cpudoctor.probes.cpu.cpuid_check import CpuidCheck
-
-
-@dataclass
-class IsaVerdict:
-    """What the CPU can run, decided from flags the kernel reports (not substrings)."""
-
-    avx512_usable: bool = False            # avx512f AND avx512cd reported (OS saves ZMM state)
-    avx512_subsets: list[str] = field(default_factory=list)  # short names: F, CD, BW, DQ, VL, IFMA, VBMI, VBMI2, VNNI, BF16, FP16, BITALG, VPOPCNTDQ, VP2INTERSECT, ER, PF
-    avx512_torch_kernels: bool = False     # PyTorch's AVX512 kernels eligible: F+BW+DQ+VL
-    avx512_reason: str = ""                # one or two sentences: why usable / not
-    avx2: bool = False
-    fma: bool = False
-    f16c: bool = False
-    bmi2: bool = False
-    avx_vnni: bool = False
-    avx512_vnni: bool = False
-    avx512_bf16: bool = False
-    amx: list[str] = field(default_factory=list)   # subset of tile, bf16, int8, fp16, complex
-    x86_64_level: int | None = None        # 1-4 per the psABI; None on non-x86
-    vector_width_bits: int | None = None   # widest usable SIMD register (128/256/512; SVE: vector length if known)
-    datapath_note: str = ""                # e.g. "Zen4 executes 512-bit ops on 256-bit units"
-    datapath_bits: int | None = None       # native SIMD execution width of the micro-architecture, when known
-
-
-@dataclass
-class CpuInfo:
-    vendor: str | None = None              # short: AMD, Intel, ARM, Hygon, ...
-    vendor_id: str | None = None           # raw: AuthenticAMD, GenuineIntel, 0x41
-    brand: str | None = None
-    family: int | None = None
-    model: int | None = None
-    stepping: int | None = None
-    microarchitecture: str | None = None   # lowercase: zen, zen2, ..., haswell, skylake, icelake, sapphirerapids, neoverse_v2, ...
-    codename: str | None = None            # product codename: Milan, Raphael, Sapphire Rapids, ...
-    product_line: str | None = None        # Ryzen desktop, Ryzen mobile, Threadripper, EPYC, Xeon, Core, ...
-    arch: str | None = None                # x86_64, aarch64, ...
-    base_mhz: float | None = None
-    max_mhz: float | None = None
-    flags: list[str] = field(default_factory=list)
-    isa: IsaVerdict = field(default_factory=IsaVerdict)
-    hypervisor: bool | None = None         # running under a hypervisor (flags may be masked)
-    source: str = "unknown"                # procfs | py-cpuinfo | unknown
-    notes: list[str] = field(default_factory=list)
-    microarchitecture_name: str | None = None  # human form: "Zen 5", "Neoverse V2"
-    arm_part: str | None = None            # ARM: CPU part of the fastest core, e.g. 0xd4f
-    arm_parts: list[str] = field(default_factory=list)  # ARM: every distinct CPU part (hybrid chips list several)
-    arm_variant: str | None = None         # ARM: CPU variant
-    logical_cpus_listed: int | None = None  # processor entries in cpuinfo (archspec dumps keep only one)
-    base_mhz_source: str | None = None     # cpufreq base_frequency | acpi_cppc nominal_freq | brand string
-    max_mhz_source: str | None = None      # cpufreq cpuinfo_max_freq
-    current_mhz: float | None = None       # the clock the kernel reported when probed, averaged over CPUs (a snapshot)
-    current_mhz_source: str | None = None  # cpuinfo cpu MHz | cpufreq scaling_cur_freq
-    cpuid_check: CpuidCheck | None = None  # CPUID in a child against cpuinfo (this machine, x86); None = not run
+from cpudoctor.model.cpu import CpuInfo
 
 
 def probe_cpu(root: Path = Path("/")) -> CpuInfo:
@@ -80,7 +26,7 @@ def probe_cpu(root: Path = Path("/")) -> CpuInfo:
     Never raises: a missing or garbled cpuinfo gives an unknown CpuInfo whose
     ``notes`` say what was wrong.
     """
-    from cpudoctor.probes._fs import read_text, under
+    from cpudoctor.kits.rooted import read_text, under
 
     root = Path(root)
     path = under(root, "/proc/cpuinfo")
@@ -127,7 +73,7 @@ def cpu_from_cpuinfo_text(text: str | None, root: Path | None = None, path: str 
 
 def _int(text: str | None) -> int | None:
     """A cpuinfo number (family, model, stepping): bounded ASCII decimal or 0x hex, else None."""
-    from cpudoctor.probes._fs import GarbledValue, parse_int
+    from cpudoctor.kits.cpulist import GarbledValue, parse_int
 
     if text is None:
         return None
@@ -189,7 +135,7 @@ def _fill_arm(cpu: CpuInfo, parsed, root: Path | None) -> None:
 
 def _midr(root: Path) -> tuple[str | None, list[str], str | None]:
     """Implementer, distinct parts and variant from ``cpuN/regs/identification/midr_el1``."""
-    from cpudoctor.probes._fs import list_dir, read_text, under
+    from cpudoctor.kits.rooted import list_dir, read_text, under
 
     base = under(root, "/sys/devices/system/cpu")
     impl = variant = None
@@ -373,7 +319,7 @@ def _fill_current_clock(cpu: CpuInfo, parsed, root: Path | None) -> None:
         return
     if root is None:
         return
-    from cpudoctor.probes._fs import list_dir, read_int, under
+    from cpudoctor.kits.rooted import list_dir, read_int, under
 
     base = under(root, "/sys/devices/system/cpu")
     khz = [v for n in list_dir(base) if re.fullmatch(r"cpu\d+", n)
@@ -384,7 +330,7 @@ def _fill_current_clock(cpu: CpuInfo, parsed, root: Path | None) -> None:
 
 
 def _sysfs_clocks(root: Path) -> tuple[int | None, int | None, int | None]:
-    from cpudoctor.probes._fs import list_dir, read_int, under
+    from cpudoctor.kits.rooted import list_dir, read_int, under
 
     base = under(root, "/sys/devices/system/cpu")
     maxes: list[int] = []
@@ -411,7 +357,7 @@ def _sysfs_clocks(root: Path) -> tuple[int | None, int | None, int | None]:
 
 def _fill_isa(cpu: CpuInfo, root: Path | None, match=None) -> None:
     from cpudoctor.probes.cpu import isa as _isa
-    from cpudoctor.probes._fs import read_int, under
+    from cpudoctor.kits.rooted import read_int, under
 
     flags = set(cpu.flags)
     if cpu.arch in ("x86_64", "i686"):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from cpudoctor.probes.cpu.identity import IsaVerdict
+from cpudoctor.model import IsaVerdict
 from cpudoctor.probes.cpu.uarch import UarchMatch
 from cpudoctor.resources import load_json
 

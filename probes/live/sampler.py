@@ -25,7 +25,8 @@ from pathlib import Path
 
 import psutil
 
-from cpudoctor.probes._fs import list_dir, parse_cpulist, read_int, read_text, under
+from cpudoctor.kits.rooted import list_dir, read_int, read_text, under
+from cpudoctor.kits.cpulist import parse_cpulist
 from cpudoctor.probes.live.sample import Sample
 
 log = logging.getLogger(__name__)

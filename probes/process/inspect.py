@@ -27,9 +27,9 @@ from pathlib import Path
 from cpudoctor.probes.process import procfs
 from cpudoctor.probes.process.interpreter import process_python
 from cpudoctor.probes.process.peers import PeerJob, find_peer_jobs, snapshot as peer_snapshot
-from cpudoctor.probes._fs import read_text
+from cpudoctor.kits.rooted import read_text
 from cpudoctor.probes.software.envvars import filter_thread_env, preload_names
-from cpudoctor.probes.cpu.topology import Topology
+from cpudoctor.model import Topology
 
 # --- results ---------------------------------------------------------------------------
 

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cpudoctor.probes._fs import under
+from cpudoctor.kits.rooted import under
 
 _SITE = re.compile(r"^(/.+?)/lib(?:64)?/python\d+\.\d+/(?:site|dist)-packages/")
 _INTERPRETERS = ("bin/python3", "bin/python")

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cpudoctor.probes._fs import read_text
+from cpudoctor.kits.rooted import read_text
 from cpudoctor.probes.process import procfs
 
 # A process counts as training when it used a tenth of a CPU over the window: an idle notebook kernel

@@ -15,7 +15,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from cpudoctor.probes._fs import list_dir, parse_cpulist, read_bytes_checked, read_text, under
+from cpudoctor.kits.rooted import list_dir, read_bytes_checked, read_text, under
+from cpudoctor.kits.cpulist import parse_cpulist
 
 # Clock ticks per second for utime/stime. Linux has used USER_HZ = 100 on every
 # architecture for decades; sysconf gives the live value where available.

@@ -150,7 +150,7 @@ class _Context:
 
 def _own_prefix() -> str | None:
     """CPU Doctor's own environment; None in the standalone app, whose bundle is no Python to pick."""
-    from cpudoctor.probes.child.own import frozen
+    from cpudoctor.kits.child.own import frozen
 
     return None if frozen() else sys.prefix
 

@@ -8,10 +8,10 @@ driver library, so it is safe in the GUI process and works on captured trees.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
-from cpudoctor.probes._fs import list_dir, read_text, under
+from cpudoctor.kits.rooted import list_dir, read_text, under
+from cpudoctor.model.software import GpuInfo
 
 # PCI base class 0x03 = display controller (VGA 0x0300, 3D 0x0302, other 0x0380);
 # 0x12 = processing accelerator (some data-centre GPUs and NPUs report it).
@@ -21,14 +21,6 @@ _VENDORS = {0x10DE: "NVIDIA", 0x1002: "AMD", 0x8086: "Intel", 0x1A03: "ASPEED", 
             0x1414: "Microsoft", 0x1AF4: "virtio"}
 # Vendors whose display devices are only a console framebuffer, never a compute GPU.
 _CONSOLE_ONLY = {"ASPEED", "QEMU", "VMware", "Microsoft", "virtio"}
-
-
-@dataclass
-class GpuInfo:
-    vendor: str                 # NVIDIA, AMD, Intel, ...
-    pci_address: str = ""        # PCI bus address (0000:41:00.0), or "dxg" for a WSL2 GPU
-    device_id: str = ""         # hex, e.g. 0x2330
-    compute: bool = True        # False for BMC/VM console adapters (ASPEED, QEMU std VGA)
 
 
 def probe_gpus(root: Path = Path("/")) -> tuple[list[GpuInfo] | None, list[str]]:

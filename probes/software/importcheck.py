@@ -18,8 +18,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from cpudoctor.probes.child.runner import ChildResult, ChildSpec, script_argv
-from cpudoctor.probes.software.model import ImportCheck, ImportOrderCheck
+from cpudoctor.kits.child.runner import ChildResult, ChildSpec
+from cpudoctor.probes.child.scripts import script_argv
+from cpudoctor.model import ImportCheck, ImportOrderCheck
 
 # "OMP: Error #15: Initializing libiomp5.so, but found libiomp5.so already initialized." (Intel/LLVM runtimes)
 _OMP_ERROR = re.compile(r"OMP: Error #\d+:[^\n]*")

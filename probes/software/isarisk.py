@@ -25,8 +25,8 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from cpudoctor import resources
-from cpudoctor.probes.cpu.identity import CpuInfo
-from cpudoctor.probes.software.model import IsaRisk, PackageInfo
+from cpudoctor.model import CpuInfo
+from cpudoctor.model import IsaRisk, PackageInfo
 
 _LEVEL = re.compile(r"^x86-64-v([1-4])$")
 _EFFECT = {"sigill": "dies with 'Illegal instruction' at import", "import_error": "refuses to import"}

@@ -17,8 +17,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from cpudoctor import resources
-from cpudoctor.probes._fs import GarbledValue, list_dir, parse_int, read_int, read_lines, read_text, under
-from cpudoctor.probes.software.model import OsInfo
+from cpudoctor.kits.cpulist import GarbledValue, parse_int
+from cpudoctor.kits.rooted import list_dir, read_int, read_lines, read_text, under
+from cpudoctor.model import OsInfo
 
 # cgroup v1 reports "no limit" as a huge page-rounded number (2^63 - 4096 on
 # 64-bit kernels); anything above 2^60 bytes is no limit in practice.

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cpudoctor import resources
-from cpudoctor.probes.software.model import PackageInfo, PythonInfo
+from cpudoctor.model import PackageInfo, PythonInfo
 
 
 @dataclass(frozen=True)

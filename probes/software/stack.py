@@ -23,9 +23,11 @@ from typing import Any
 
 from cpudoctor import resources
 from cpudoctor.probes.child import cache as childcache
-from cpudoctor.probes._fs import read_text, under
-from cpudoctor.probes.child.runner import ChildResult, ChildSpec, run_children, script_argv
-from cpudoctor.probes.cpu.identity import CpuInfo, probe_cpu
+from cpudoctor.kits.rooted import read_text, under
+from cpudoctor.kits.child.runner import ChildResult, ChildSpec, run_children
+from cpudoctor.probes.child.scripts import script_argv
+from cpudoctor.model import CpuInfo
+from cpudoctor.probes.cpu.identity import probe_cpu
 from cpudoctor.probes.software.envs import PythonEnv
 from cpudoctor.probes.software.envs import describe as describe_env
 from cpudoctor.probes.software.envvars import filter_thread_env, preload_names
@@ -40,9 +42,8 @@ from cpudoctor.probes.software.packages import (
     probe_packages,
     probe_python,
 )
-from cpudoctor.probes.software.model import (
-    BlasLib, ImportCheck, ImportOrderCheck, NumpyInfo, PackageInfo, PythonInfo, Software, TorchBuild,
-)
+from cpudoctor.model import (BlasLib, ImportCheck, ImportOrderCheck, NumpyInfo, PackageInfo, PythonInfo, Software,
+    TorchBuild)
 
 
 def _is_live(root: Path) -> bool:
@@ -449,3 +450,25 @@ def _runtime_notes(sw: Software) -> None:
     runtimes = {b.library.split(".so")[0].split("-")[0] for b in sw.loaded_libs if b.user_api == "openmp" and b.library}
     if len(runtimes) > 1:
         sw.notes.append("several OpenMP runtimes are loaded together (" + ", ".join(sorted(runtimes)) + "): their thread pools compete")
+
+
+def probe_software(
+    root: Path = Path("/"),
+    children: bool = True,
+    *,
+    environ: "Mapping[str, str] | None" = None,
+    timeout: float = 60.0,
+    cache: bool | Path = True,
+    python: str | None = None,
+) -> Software:
+    """Probe the software stack; ``children=False`` returns at once without child processes.
+
+    ``python``: the interpreter of the environment to describe (default: CPU Doctor's own).
+
+    For a captured tree (``root`` is not ``/``) only the file-based OS facts
+    are filled in: the Python, packages and children of *this* process say
+    nothing about that machine. ``cache`` reuses the children's results while
+    the installation, CPU, kernel and environment are unchanged (True: the user
+    cache folder, a Path: that folder, False: always run them).
+    """
+    return probe_stack(Path(root), children=children, environ=environ, timeout=timeout, cache=cache, python=python)

@@ -21,7 +21,7 @@ version, an editor or an attacker. Before any of CPU Doctor touches it:
    by validating the one alternative meant for that kind of value, so the
    message names the innermost path at fault.
 
-Every failure is a :class:`~cpudoctor.report.ReportError` whose message is one
+Every failure is a :class:`~cpudoctor.model.report.ReportError` whose message is one
 line: ``$.meta: expected an object, got null``.
 """
 
@@ -34,6 +34,10 @@ import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+from cpudoctor.kits.rooted import read_bytes_checked
+from cpudoctor.model.report import REPORT_KIND, SCHEMA_VERSION, Report, ReportError
+from cpudoctor.model.serde import SchemaError, from_data
 
 # A report of an 8192-CPU machine with every benchmark is a few MB; 32 MiB is far beyond any real one.
 MAX_REPORT_BYTES = 32 << 20
@@ -85,8 +89,6 @@ def _clip(text: str, limit: int = 40) -> str:
 
 def read_report_text(path: Path | str) -> str:
     """The text of a report file: a regular file, at most MAX_REPORT_BYTES, UTF-8."""
-    from cpudoctor.probes._fs import read_bytes_checked
-    from cpudoctor.report import ReportError
 
     path = Path(path)
     try:
@@ -104,7 +106,6 @@ def read_report_text(path: Path | str) -> str:
 
 def parse(text: str) -> Any:
     """JSON text to data; numbers out of range stay :class:`_BadNumber` for :func:`check_limits` to name."""
-    from cpudoctor.report import ReportError
 
     if len(text) > MAX_REPORT_BYTES:
         raise ReportError(f"$: the text is larger than {MAX_REPORT_BYTES >> 20} MiB, far more than any report")
@@ -162,7 +163,6 @@ def _key(name: Any) -> str:
 
 def check_limits(data: Any) -> None:
     """Depth, string length, list length and numbers; ReportError naming the first path at fault."""
-    from cpudoctor.report import ReportError
 
     todo: list[tuple[Any, str, int]] = [(data, "$", 0)]
     while todo:
@@ -314,7 +314,6 @@ def check_schema(data: Any) -> None:
     """Validate against resources/report.schema.json; ReportError with the path and what is wrong."""
     import fastjsonschema
 
-    from cpudoctor.report import ReportError
 
     try:
         _compiled()(data)
@@ -327,3 +326,38 @@ def check(data: Any) -> None:
     """Everything :func:`parse` leaves to check, in order: limits, then the schema."""
     check_limits(data)
     check_schema(data)
+
+
+# ---------------------------------------------------------------------------
+# The Report of a file, a text or parsed JSON
+
+def report_from_dict(data: Any) -> Report:
+    """A Report from parsed JSON, after the limits and the schema (ReportError if bad)."""
+    if not isinstance(data, dict):
+        raise ReportError("not a CPU Doctor report: the JSON is not an object")
+    check_limits(data)
+    meta = data.get("meta")
+    if not isinstance(meta, dict) or meta.get("kind") != REPORT_KIND or "schema_version" not in data:
+        if isinstance(meta, dict) or "meta" not in data:
+            raise ReportError("not a CPU Doctor report: no 'schema_version' / 'meta.kind' = cpudoctor-report")
+    version = data.get("schema_version")
+    if version != SCHEMA_VERSION and isinstance(version, (int, float, str)) and not isinstance(version, bool):
+        raise ReportError(
+            f"report schema version {str(version)[:20]} is not supported by this CPU Doctor "
+            f"(it reads version {SCHEMA_VERSION}); update CPU Doctor or re-export the report"
+        )
+    check_schema(data)
+    try:
+        return from_data(Report, data)
+    except SchemaError as exc:
+        raise ReportError(f"the report is damaged: {exc}") from None
+
+
+def report_from_json(text: str) -> Report:
+    """A Report from JSON text (parsed with bounds, then :func:`report_from_dict`)."""
+    return report_from_dict(parse(text))
+
+
+def load_report(path: Path | str) -> Report:
+    """Read a saved report: a regular file of bounded size, checked before any use (ReportError)."""
+    return report_from_json(read_report_text(path))

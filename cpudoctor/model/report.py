@@ -13,19 +13,21 @@ import json
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from cpudoctor.probes import CpuInfo
-from cpudoctor.probes import Software
-from cpudoctor.probes import Topology
-from cpudoctor.serde import SchemaError, from_data, to_data
+from cpudoctor.model.cpu import CpuInfo
+from cpudoctor.model.serde import to_data
+from cpudoctor.model.software import Software
+from cpudoctor.model.topology import Topology
 
 SCHEMA_VERSION = 1
 REPORT_KIND = "cpudoctor-report"
 # The values of Finding.severity, least to most severe (cpudoctor.render.words says them in words).
 SEVERITIES: tuple[str, ...] = ("ok", "info", "warning", "error")
 SEVERITY_RANK: dict[str, int] = {s: i for i, s in enumerate(SEVERITIES)}
+# The values of Finding.category, in the order findings are grouped (cpudoctor.render.words titles them).
+CATEGORIES: tuple[str, ...] = ("isa", "torch", "threads", "blas", "topology", "os", "memory", "environment",
+                               "precision", "allocator", "known", "myth", "evidence", "internal")
 
 
 @dataclass
@@ -100,43 +102,6 @@ class Report:
         """Strict JSON: a non-finite number (a diverged loss) is written as null, never NaN."""
         return json.dumps(_finite(self.to_dict()), indent=indent, sort_keys=False, ensure_ascii=False,
                           allow_nan=False)
-
-    @classmethod
-    def from_dict(cls, data: Any) -> "Report":
-        """A Report from parsed JSON, after the checks of :mod:`cpudoctor.report_check` (ReportError if bad)."""
-        from cpudoctor import report_check
-
-        if not isinstance(data, dict):
-            raise ReportError("not a CPU Doctor report: the JSON is not an object")
-        report_check.check_limits(data)
-        meta = data.get("meta")
-        if not isinstance(meta, dict) or meta.get("kind") != REPORT_KIND or "schema_version" not in data:
-            if isinstance(meta, dict) or "meta" not in data:
-                raise ReportError("not a CPU Doctor report: no 'schema_version' / 'meta.kind' = cpudoctor-report")
-        version = data.get("schema_version")
-        if version != SCHEMA_VERSION and isinstance(version, (int, float, str)) and not isinstance(version, bool):
-            raise ReportError(
-                f"report schema version {str(version)[:20]} is not supported by this CPU Doctor "
-                f"(it reads version {SCHEMA_VERSION}); update CPU Doctor or re-export the report"
-            )
-        report_check.check_schema(data)
-        try:
-            return from_data(cls, data)
-        except SchemaError as exc:
-            raise ReportError(f"the report is damaged: {exc}") from None
-
-    @classmethod
-    def from_json(cls, text: str) -> "Report":
-        from cpudoctor import report_check
-
-        return cls.from_dict(report_check.parse(text))
-
-    @classmethod
-    def load(cls, path: Path | str) -> "Report":
-        """Read a saved report: a regular file of bounded size, checked before any use (ReportError)."""
-        from cpudoctor import report_check
-
-        return cls.from_json(report_check.read_report_text(path))
 
 
 def _finite(data: Any) -> Any:

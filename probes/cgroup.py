@@ -22,10 +22,12 @@ a parent's limit caps every child.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from cpudoctor.probes._fs import GarbledValue, parse_int, read_cpulist, read_lines, read_text, under
+from cpudoctor.kits.cpulist import GarbledValue, parse_int
+from cpudoctor.kits.rooted import read_cpulist, read_lines, read_text, under
+from cpudoctor.model.topology import CgroupLimits
 
 
 # cpu.max / cfs_quota_us are microseconds; the kernel caps the period at 1 s and the
@@ -38,19 +40,6 @@ class Mount:
     path: str          # mount point, absolute inside the tree ("/sys/fs/cgroup")
     fstype: str        # cgroup2 | cgroup | cpuset
     options: list[str]
-
-
-@dataclass
-class CgroupLimits:
-    """What the cgroups say. None = no limit found (or unknown), see ``notes``."""
-
-    cpuset_cpus: list[int] | None = None
-    cpuset_mems: list[int] | None = None
-    cpu_quota: float | None = None        # in CPUs (quota / period); None = unlimited or unknown
-    version: str | None = None            # "v2", "v1", "cpuset" (legacy fs) for the cpuset source
-    cpuset_path: str | None = None        # file the cpuset was read from, relative to root
-    quota_path: str | None = None
-    notes: list[str] = field(default_factory=list)
 
 
 def read_mounts(root: Path) -> list[Mount]:
@@ -74,7 +63,7 @@ def clean_cgroup_path(path: str | None) -> str | None:
 
     The kernel never writes those; in a captured tree they would only serve to
     walk out of the cgroup mount (reads are contained in the tree anyway, see
-    ``_fs.under``, but the answer would be some other folder's limits).
+    ``kits.rooted.under``, but the answer would be some other folder's limits).
     """
     if path is None:
         return None

@@ -8,9 +8,9 @@ that none of that reaches the app:
 
 * it starts the child in its **own session** (its own process group), with an
   optional stdin pipe for the ``stop`` command, and a token in its environment
-  (:mod:`cpudoctor.probes.child.tree`);
+  (:mod:`cpudoctor.kits.child.tree`);
 * a reader thread parses **stdout line by line** with the one line protocol
-  (:mod:`cpudoctor.probes.child.lines`) and hands each message to a callback;
+  (:mod:`cpudoctor.kits.child.lines`) and hands each message to a callback;
   another keeps a **stderr tail**;
 * a supervisor thread **waits on the process, not on its pipes** (a forked
   grandchild may hold them open long after the child died), samples the
@@ -24,7 +24,7 @@ that none of that reaches the app:
 :func:`run_child` / :func:`run_children` use it for the probe children
 (:mod:`cpudoctor.probes.child.scripts`): their fact objects are merged into
 :attr:`ChildResult.data` and the exit explained by
-:func:`cpudoctor.probes.child.exitstatus.diagnose_exit`. The lab's
+:func:`cpudoctor.kits.child.exitstatus.diagnose_exit`. The lab's
 :class:`cpudoctor.lab.runner.Job` and the GUI's ``JobRunner`` use it too.
 No Qt, no torch here.
 """
@@ -35,7 +35,6 @@ import atexit
 import os
 import select
 import signal
-import sys
 import subprocess
 import threading
 import time
@@ -45,9 +44,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from cpudoctor.probes.child import tree
-from cpudoctor.probes.child.exitstatus import ExitDiagnosis, diagnose_exit
-from cpudoctor.probes.child.lines import FACTS, MAX_LINE_BYTES, STOP_COMMAND, Message, merge_facts, parse_line
+from cpudoctor.kits.child import tree
+from cpudoctor.kits.child.exitstatus import ExitDiagnosis, diagnose_exit
+from cpudoctor.kits.child.lines import FACTS, MAX_LINE_BYTES, STOP_COMMAND, Message, merge_facts, parse_line
 
 ASK_WAIT_S = 0.5         # after writing "stop": time to finish the step and send a result
 TERM_WAIT_S = 0.3        # after SIGTERM, before SIGKILL: a lab job's whole stop stays under a second
@@ -449,32 +448,13 @@ class ChildResult:
         return self.diagnosis.kind == "ok"
 
 
-def script_argv(name: str, *args: str, python: str | None = None) -> list[str]:
-    """Run child script ``name`` (see :mod:`cpudoctor.probes.child.scripts`) by path with ``args``.
-
-    ``python`` is the interpreter of the environment under test (default: this
-    one; in the standalone app, the app's ``--run-script``). ``-I`` keeps CPU
-    Doctor's own Python settings out of it; the script's prelude then gives it
-    the import path a plain ``python train.py`` of the user would have
-    (PYTHONPATH, the user site). ``-B``: looking at an environment writes
-    nothing into it (no ``__pycache__`` in its packages).
-    """
-    from cpudoctor.probes.child.own import frozen, own_script_command
-    from cpudoctor.probes.child.scripts import script_path
-
-    path = script_path(name)
-    if python is None and frozen():
-        return own_script_command(path, *args)
-    return [python or sys.executable, *CHILD_FLAGS, str(path), *args]
-
-
 # How every standalone script starts in the environment under test: isolated from CPU Doctor's
 # own Python settings (-I), and writing no bytecode into that environment (-B).
 CHILD_FLAGS = ("-I", "-B")
 
 
 def parse_json_lines(stdout: str) -> dict[str, Any]:
-    """Merge the fact objects in ``stdout`` (see :func:`cpudoctor.probes.child.lines.merge_facts`)."""
+    """Merge the fact objects in ``stdout`` (see :func:`cpudoctor.kits.child.lines.merge_facts`)."""
     return merge_facts(stdout.splitlines())
 
 

@@ -1,20 +1,21 @@
-"""The software stack: OS, Python, DL packages, PyTorch build, BLAS, thread env, ISA risk.
+"""The software stack of the Python environment a report describes: OS, Python, packages, PyTorch, BLAS.
 
-Half of "why is CPU training slow or crashing" is the software, not the chip.
-torch and every DL package are only ever imported in child processes (a build
-made for a newer CPU kills its importer with SIGILL); this process reads files
-and package metadata only. ``probe_software(children=False)`` is the instant
-part; the children (PyTorch facts, NumPy/BLAS, one import check per package)
-run at the same time, each with a timeout.
+Plain data, filled by :mod:`cpudoctor.probes.software` and read by every
+other layer. The field names are a public JSON contract
+(``resources/report.schema.json``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from collections.abc import Mapping
-from pathlib import Path
 
-from cpudoctor.probes.software.gpu import GpuInfo
+
+@dataclass
+class GpuInfo:
+    vendor: str                 # NVIDIA, AMD, Intel, ...
+    pci_address: str = ""        # PCI bus address (0000:41:00.0), or "dxg" for a WSL2 GPU
+    device_id: str = ""         # hex, e.g. 0x2330
+    compute: bool = True        # False for BMC/VM console adapters (ASPEED, QEMU std VGA)
 
 
 @dataclass
@@ -193,27 +194,3 @@ class Software:
     children_cached: bool = False          # the children's results came from the cache (nothing they depend on changed)
     captured: bool = False                 # a captured tree (root is not /): Python, packages, env and children unknown, not empty
     notes: list[str] = field(default_factory=list)
-
-
-def probe_software(
-    root: Path = Path("/"),
-    children: bool = True,
-    *,
-    environ: "Mapping[str, str] | None" = None,
-    timeout: float = 60.0,
-    cache: bool | Path = True,
-    python: str | None = None,
-) -> Software:
-    """Probe the software stack; ``children=False`` returns at once without child processes.
-
-    ``python``: the interpreter of the environment to describe (default: CPU Doctor's own).
-
-    For a captured tree (``root`` is not ``/``) only the file-based OS facts
-    are filled in: the Python, packages and children of *this* process say
-    nothing about that machine. ``cache`` reuses the children's results while
-    the installation, CPU, kernel and environment are unchanged (True: the user
-    cache folder, a Path: that folder, False: always run them).
-    """
-    from cpudoctor.probes.software.stack import probe_stack  # noqa: PLC0415 - keeps this contract module light
-
-    return probe_stack(Path(root), children=children, environ=environ, timeout=timeout, cache=cache, python=python)

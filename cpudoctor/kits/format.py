@@ -3,8 +3,8 @@
 One function per kind of number, used by the terminal, the window, the
 exports and the advisor's sentences, so 23.5 GiB of memory never reads
 "24 GiB" on another page. Each takes the text for "unknown" as an argument:
-running text says ``unknown`` (:data:`~cpudoctor.render.words.UNKNOWN`), a
-window's form shows a dash (:data:`~cpudoctor.render.words.DASH`).
+running text says ``unknown`` (:data:`UNKNOWN`), a window's form shows a
+dash (:data:`DASH`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,11 @@ import math
 import textwrap
 from typing import Any
 
-from cpudoctor.render.words import UNKNOWN
+# An unknown value, in running text and table cells of the exports and the terminal.
+UNKNOWN = "unknown"
+# An unknown value in a window's form or table cell, where a word would read as data (the
+# tooltip or a note says why it is unknown).
+DASH = "—"
 
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 

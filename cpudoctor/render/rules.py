@@ -1,24 +1,25 @@
-"""Render the rule pages from the registries, so the docs can never drift from the code.
+"""The rules' documentation in words: the rule pages and ``cpudoctor explain``, from the registries.
 
-    python -m cpudoctor.advisor.rulesdoc > docs/rules.md
-    python -m cpudoctor.advisor.rulesdoc process > docs/process_rules.md
+    python -m cpudoctor.render.rules > docs/rules.md
+    python -m cpudoctor.render.rules process > docs/process_rules.md
 
-One renderer serves every :class:`~cpudoctor.advisor.engine.RuleSet`; tests
-compare both files with its output.
+One renderer serves every :class:`~cpudoctor.advisor.engine.RuleSet`, so the
+docs can never drift from the code; tests compare both files with its output.
 """
 
 from __future__ import annotations
 
-from cpudoctor.advisor.engine import CATEGORIES, REPORT_RULES, RuleSet
-from cpudoctor.render.words import severity
+from cpudoctor.advisor.engine import DOC_SECTIONS, REPORT_RULES, RuleSet
+from cpudoctor.kits.format import wrap
+from cpudoctor.render.words import CATEGORIES, severity
 
 _RULES_INTRO = """\
-Generated from the rule registry by `python -m cpudoctor.advisor.rulesdoc`; do not edit by hand.
+Generated from the rule registry by `python -m cpudoctor.render.rules`; do not edit by hand.
 Every check `cpudoctor doctor` runs, with its stable code. Codes are never reused; renamed codes
 are listed at the end and still work with `--only` and `cpudoctor explain`."""
 
 _PROCESS_INTRO = """\
-Generated from the registry by `python -m cpudoctor.advisor.rulesdoc process`; do not edit by hand.
+Generated from the registry by `python -m cpudoctor.render.rules process`; do not edit by hand.
 Checks run on one running process (the Inspector page and `cpudoctor inspect PID`), with stable
 codes. Each fix comes with the command to relaunch the job (pinning + thread variables)."""
 
@@ -75,11 +76,37 @@ def render_process_rules_md() -> str:
     return render_md(PROCESS_RULES, "Process rules (`cpudoctor inspect`)", _PROCESS_INTRO)
 
 
+def explain_text(code_or_symbol: str, rules: RuleSet | None = None) -> str:
+    """``cpudoctor explain`` text of one rule (by code, old code or symbol); UnknownRuleError if none.
+
+    ``rules``: look in that rule set only (default: the report rules, then the process rules).
+    """
+    from cpudoctor.advisor import find_rule
+
+    if rules is None:
+        rules, r = find_rule(code_or_symbol)
+    else:
+        r = rules.resolve(code_or_symbol)
+    asked = code_or_symbol.strip()
+    head = f"{r.code} ({r.symbol}) — {r.title}"
+    category = CATEGORIES.get(r.category, r.category)
+    lines = [head, "=" * len(head), f"Category: {category}   At worst: {severity(r.severity).name}"]
+    if rules.scope:
+        lines.append(rules.scope)
+    if asked.upper() != r.code and asked.lower() != r.symbol:
+        lines.append(f"({asked.upper()} was renamed to {r.code}.)")
+    sections = r.sections()
+    for name in DOC_SECTIONS:
+        lines += ["", f"{name}:", *(wrap(sections.get(name, ""), 88, indent=2) or ["  -"])]
+    lines += ["", f"Docs: {r.docs_anchor}"]
+    return "\n".join(lines) + "\n"
+
+
 if __name__ == "__main__":
     import sys
 
     pages = {"rules": render_rules_md, "process": render_process_rules_md}
     page = sys.argv[1] if len(sys.argv) > 1 else "rules"
     if page not in pages:
-        sys.exit(f"usage: python -m cpudoctor.advisor.rulesdoc [{'|'.join(pages)}]")
+        sys.exit(f"usage: python -m cpudoctor.render.rules [{'|'.join(pages)}]")
     sys.stdout.write(pages[page]())

@@ -1,0 +1,34 @@
+"""The report model: plain data every layer shares, importing nothing else of CPU Doctor.
+
+The probes fill it, the advisor and the lab read it and add findings and
+benchmarks, render words it, the window shows it, and a saved report is its
+JSON form (:mod:`cpudoctor.report_file` reads one back). Like psutil's
+``_common``, it sits at the bottom: nothing here reads the machine, decides
+or words anything.
+
+================  ============================================================
+:mod:`.cpu`       identity, flags, ISA verdicts, the CPUID cross-check
+:mod:`.topology`  packages, NUMA nodes, L3 domains, cores, affinity, cgroups
+:mod:`.software`  OS, Python, packages, PyTorch build, BLAS, import checks
+:mod:`.report`    the Report, findings, benchmark runs, the recommendation
+:mod:`.serde`     dataclasses to JSON data and back, type-checked
+================  ============================================================
+"""
+
+from __future__ import annotations
+
+from cpudoctor.model.cpu import ARM_ARCHES, X86_ARCHES, CpuidCheck, CpuInfo, IsaVerdict, arch_family
+from cpudoctor.model.report import (CATEGORIES, REPORT_KIND, SCHEMA_VERSION, SEVERITIES, SEVERITY_RANK, BenchRun,
+                                    Finding, Meta, Report, ReportError, ThreadRecommendation, utc_now_iso, worst)
+from cpudoctor.model.serde import SchemaError, from_data, to_data
+from cpudoctor.model.software import (BlasLib, GpuInfo, ImportCheck, ImportOrderCheck, IsaRisk, NumpyInfo, OsInfo,
+                                      PackageInfo, PythonInfo, Software, TorchBuild)
+from cpudoctor.model.topology import (Affinity, Cache, CgroupLimits, Core, CpuKind, L3Domain, NumaNode, Package,
+                                      Topology)
+
+__all__ = ["ARM_ARCHES", "CATEGORIES", "REPORT_KIND", "SCHEMA_VERSION", "SEVERITIES", "SEVERITY_RANK", "X86_ARCHES",
+           "Affinity", "BenchRun", "BlasLib", "Cache", "CgroupLimits", "Core", "CpuInfo", "CpuKind", "CpuidCheck",
+           "Finding", "GpuInfo", "ImportCheck", "ImportOrderCheck", "IsaRisk", "IsaVerdict", "L3Domain", "Meta",
+           "NumaNode", "NumpyInfo", "OsInfo", "Package", "PackageInfo", "PythonInfo", "Report", "ReportError",
+           "SchemaError", "Software", "ThreadRecommendation", "Topology", "TorchBuild", "arch_family", "from_data",
+           "to_data", "utc_now_iso", "worst"]
