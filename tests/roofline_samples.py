@@ -13,7 +13,7 @@ from types import SimpleNamespace
 from cpudoctor.lab.native import NativeSupport
 from cpudoctor.lab.peak import MachinePeak
 from cpudoctor.lab.results import Context, read_outcome
-from cpudoctor.report import BenchRun
+from cpudoctor.model import BenchRun
 
 QUIET = {"cpus": [0, 1], "wall_s": 1.0, "other_share": 0.02, "steal_share": 0.0}
 BUSY = {"cpus": [0, 1], "wall_s": 1.0, "other_share": 0.30, "steal_share": 0.01}

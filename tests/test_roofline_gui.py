@@ -22,7 +22,7 @@ from cpudoctor.gui.roofline_view import EMPTY_TEXT, RooflineView
 from cpudoctor.gui.training_page import TrainingPage
 from cpudoctor.probes import CpuInfo
 from cpudoctor.render.roofline import gemm_intensity, picture_from_runs
-from cpudoctor.report import Report
+from cpudoctor.model import Report
 from tests import roofline_samples as samples
 from tests.test_training_page import two_ccx_smt
 

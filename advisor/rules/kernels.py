@@ -15,7 +15,7 @@ from typing import Any
 from cpudoctor.advisor import snippets
 from cpudoctor.advisor.engine import Facts, rule
 from cpudoctor.probes import kernels as kern
-from cpudoctor.report import Finding, Report
+from cpudoctor.model import Finding, Report
 
 MIN_SHARE = 0.10          # a kernel below the CPU counts when it took at least this share of its primitive's time
 JOB_WORDS = {"train": "training run", "sweep": "thread sweep", "gemm": "GEMM run", "quant": "int8 run",

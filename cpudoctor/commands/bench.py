@@ -383,7 +383,7 @@ def evidence_findings(result) -> list:
     """The advisor's findings from what this run itself showed (the kernels it ran), judged against this CPU."""
     from cpudoctor import advisor
     from cpudoctor.probes import probe_cpu
-    from cpudoctor.report import Report
+    from cpudoctor.model import Report
 
     if not result.kernels:
         return []

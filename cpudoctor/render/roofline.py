@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from cpudoctor.render.format import percent as _percent
+from cpudoctor.kits.format import percent as _percent
 
 ELEMENT_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp64": 8, "int8": 1}
 DTYPE_ORDER = ("fp32", "bf16", "int8", "fp64")

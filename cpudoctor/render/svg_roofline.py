@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from html import escape
 
-from cpudoctor.render.format import wrap
+from cpudoctor.kits.format import wrap
 from cpudoctor.render.roofline import Picture, Point, Roof
 
 FONT = "system-ui,-apple-system,'Segoe UI',Roboto,sans-serif"

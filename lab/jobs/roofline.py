@@ -43,8 +43,10 @@ class Budget:
     def elapsed(self) -> float:
         return round(time.perf_counter() - self.start, 3)
 
-    def allows(self, what: str) -> bool:
-        if self.elapsed < self.seconds:
+    def allows(self, what: str, share: float = 1.0) -> bool:
+        """Whether ``what`` may start: before ``share`` of the budget is spent (each phase keeps room for
+        the next: compute until 55 %, its refine until 65 %, memory until 90 %, the operators last)."""
+        if self.elapsed < self.seconds * share:
             return True
         self.skipped.append(what)
         return False
@@ -78,7 +80,8 @@ def compute(torch: Any, s: RooflineSettings, allowed: List[int], budget: Budget,
     total = 2 * len(steps)
     for pass_no, order in enumerate((steps, list(reversed(steps)))):
         for i, (dtype, t) in enumerate(order):
-            if dtype in failed or stop.is_set() or not budget.allows(f"{dtype} at {t} thread(s), pass {pass_no + 1}"):
+            what = f"{dtype} at {t} thread(s), pass {pass_no + 1}"
+            if dtype in failed or stop.is_set() or not budget.allows(what, 0.55):
                 continue
             sizes = _roofs.ladder(dtype, s.cache_bytes, s.sizes)
             try:
@@ -96,7 +99,7 @@ def compute(torch: Any, s: RooflineSettings, allowed: List[int], budget: Budget,
     # call, and the most time goes where it is.
     for dtype, t in steps:
         roof = best.get((dtype, t))
-        if not roof or not roof.get("size") or stop.is_set() or not budget.allows(f"{dtype} at {t}, refined"):
+        if not roof or not roof.get("size") or stop.is_set() or not budget.allows(f"{dtype} at {t}, refined", 0.65):
             continue
         again = _roofs.compute_roof(torch, dtype, t, [roof["size"]], s.seconds_per_point, stop, meter)
         if (again.get("gflops") or 0) > roof["gflops"]:
@@ -127,7 +130,7 @@ def memory(torch: Any, s: RooflineSettings, allowed: List[int], budget: Budget, 
     plans.append(("all", allowed))
     try:
         for node, cpus in plans:
-            if not cpus or stop.is_set() or not budget.allows(f"memory of node {node}"):
+            if not cpus or stop.is_set() or not budget.allows(f"memory of node {node}", 0.9):
                 continue
             pin_error = _roofs.pin_all_threads(cpus) if node != "all" else None
             meter = _cpumeter.CpuMeter(cpus)
