@@ -501,23 +501,19 @@ class TrainingPage(QWidget):
         self._start("roofline", {})
 
     def save_roofline(self, path: str | None = None) -> None:
-        """The picture shown, as SVG or PNG (by the file's extension), written off nothing slow: it is drawn text."""
+        """The picture shown, as SVG or PNG (by the file's extension); quick: the picture is drawn from data."""
         from cpudoctor.render.svg_roofline import render_svg
 
         picture = self.roofline_tab.picture
         path = path or self.roofline_tab.ask_save_path()
         if not path or picture is None:
             return
-        svg = render_svg(picture)
+        from cpudoctor.render.pdf import write_picture
+
+        if not path.lower().endswith((".svg", ".png")):
+            path += ".svg"
         try:
-            if path.lower().endswith(".png"):
-                from cpudoctor.render.pdf import write_png
-
-                write_png(svg, path)
-            else:
-                from cpudoctor.fileio import atomic_write
-
-                atomic_write(path if path.lower().endswith(".svg") else path + ".svg", svg + "\n")
+            write_picture(render_svg(picture), path)
         except (OSError, RuntimeError) as exc:
             self._set_status(f"The picture was not saved: {html.escape(str(exc))}", "warning")
             return

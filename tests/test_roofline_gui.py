@@ -19,12 +19,9 @@ from gui_support import no_qt_leaks  # noqa: F401 - fixture
 from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.overview_page import OverviewPage
 from cpudoctor.gui.roofline_view import EMPTY_TEXT, RooflineView
-from cpudoctor.gui.training_page import TrainingPage
-from cpudoctor.probes import CpuInfo
 from cpudoctor.render.roofline import gemm_intensity, picture_from_runs
-from cpudoctor.model import Report
 from tests import roofline_samples as samples
-from tests.test_training_page import two_ccx_smt
+from tests.test_training_page import page as page  # noqa: F401 - the fixture this module's page builds on
 
 
 def _key(kind, x, y):
@@ -74,18 +71,14 @@ FAKE_ROOFLINE = textwrap.dedent("""
 
 
 @pytest.fixture
-def page(qtbot):
-    model = AppModel()
-    model.set_report(Report(cpu=CpuInfo(microarchitecture="zen5", brand="AMD Ryzen 9 9950X 16-Core Processor",
-                                        max_mhz=2500.0), topology=two_ccx_smt()))
-    p = TrainingPage(model)
-    qtbot.addWidget(p)
-    p.job_argv = lambda job, args: [sys.executable, "-c", FAKE_ROOFLINE, json.dumps(samples.child_result())]
-    yield p
-    p.shutdown()
+def roofline_page(page):
+    """The Training page of test_training_page (a Zen 5 at 2.5 GHz), with a fake roofline job."""
+    page.job_argv = lambda job, args: [sys.executable, "-c", FAKE_ROOFLINE, json.dumps(samples.child_result())]
+    return page
 
 
-def test_measure_roofs_fills_the_tab_the_model_and_the_overview(qtbot, page):
+def test_measure_roofs_fills_the_tab_the_model_and_the_overview(qtbot, roofline_page):
+    page = roofline_page
     overview = OverviewPage(page.model)
     qtbot.addWidget(overview)
     assert "not measured yet" in overview.cards["Clocks"].row("Measured roof").text()
@@ -103,7 +96,8 @@ def test_measure_roofs_fills_the_tab_the_model_and_the_overview(qtbot, page):
     assert nominal.startswith("1,280 GFLOP/s fp32 on 8 cores (cores × clock × FLOP/cycle)")
 
 
-def test_the_picture_saves_as_svg_and_png(qtbot, page, tmp_path):
+def test_the_picture_saves_as_svg_and_png(qtbot, roofline_page, tmp_path):
+    page = roofline_page
     page.model.add_benchmark(samples.roofline_result().bench_run())
     page.save_roofline(str(tmp_path / "r.svg"))
     assert (tmp_path / "r.svg").read_text().startswith("<svg")

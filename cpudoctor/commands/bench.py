@@ -396,7 +396,6 @@ EVIDENCE_RULES = ("ISA010", "PREC003")      # the rules that judge a lab run's o
 
 def _plot(path: str, runs: list) -> None:
     """The roofline picture of ``runs`` (a roofline run, and the report's GEMM and training runs) into ``path``."""
-    from cpudoctor.fileio import WriteError, atomic_write
     from cpudoctor.render.roofline import picture_from_runs
     from cpudoctor.render.svg_roofline import render_svg
 
@@ -404,15 +403,11 @@ def _plot(path: str, runs: list) -> None:
     if picture is None or not picture.compute:
         print(f"cpudoctor bench roofline: nothing measured, so no picture was written to {path}", file=sys.stderr)
         return
-    svg = render_svg(picture)
-    try:
-        if path.lower().endswith(".png"):
-            from cpudoctor.render.pdf import write_png
+    from cpudoctor.render.pdf import write_picture
 
-            write_png(svg, path)
-        else:
-            atomic_write(path, svg + "\n")
-    except (WriteError, OSError, RuntimeError) as exc:
+    try:
+        write_picture(render_svg(picture), path)
+    except (OSError, RuntimeError) as exc:
         raise CliError(f"--plot {path}: {getattr(exc, 'strerror', None) or exc}") from None
     print(f"cpudoctor bench roofline: the roofline picture is in {path}", file=sys.stderr)
 

@@ -99,6 +99,17 @@ def write_png(svg: str, path, scale: int = 2) -> None:
     atomic_write(path, bytes(data.data()))
 
 
+def write_picture(svg: str, path) -> None:
+    """An SVG picture into ``path``: rasterised when it ends in .png, else the SVG text (both atomically).
+    OSError (fileio's WriteError is one) or RuntimeError when it cannot be written."""
+    if str(path).lower().endswith(".png"):
+        write_png(svg, path)
+        return
+    from cpudoctor.fileio import atomic_write
+
+    atomic_write(path, svg + "\n")
+
+
 def _svg_handler():
     """A QTextDocument object type that paints an SVG with QSvgRenderer: vectors in the PDF.
 
