@@ -343,7 +343,8 @@ def _cause(library: str, width: int | None, best: int | None, caps: Mapping[str,
     for name in CAP_VARIABLES.get(library, ()):
         if name in caps and str(caps[name]).strip().lower() not in ("all", "default", "auto"):
             return "cap", f"{name}={caps[name]}"
-    seen = detected_width(detected) if library == ONEDNN else None
+    # oneDNN's own "isa:" line is what the process sees of the CPU: below the flags, every library is hit
+    seen = detected_width(detected)
     cpu_best = cpu_width(ONEDNN, flags)
     if seen is not None and cpu_best is not None and seen < cpu_best:
         return "hidden", None

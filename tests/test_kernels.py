@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -201,6 +202,25 @@ def test_summary_counts_time_below_and_emulated():
     assert s["below"][0]["ran"] == "AVX2" and s["emulated"] == []
 
 
+@pytest.mark.parametrize("job", ["train", "sweep", "gemm", "quant", "roofline"])
+def test_every_lab_result_carries_its_kernels_judged(job):
+    """What a job's census sent (raw lines) arrives in its BenchRun as kernels, judged against the flags given."""
+    from types import SimpleNamespace
+
+    from cpudoctor.lab.results import Context, read_outcome
+
+    lines = log("zen4-kvm-onednn3.12-ONEDNN_MAX_CPU_ISA-AVX2.log")
+    reports = {"onednn": lines, "mkl": lines, "aten_capability": "AVX512", "caps": {"ONEDNN_MAX_CPU_ISA": "AVX2"}}
+    outcome = SimpleNamespace(status="ok", result={"library_reports": reports}, progress=[], message="")
+    result = read_outcome(job, outcome, {}, Context(flags=sorted(flags_of(ZEN4))))
+    metrics = result.bench_run().metrics
+    assert {(k["library"], k["isa"]) for k in metrics["kernels"]} >= {("oneDNN", "avx2"), ("ATen", "avx512")}
+    assert metrics["kernel_check"]["caps"] == ["ONEDNN_MAX_CPU_ISA=AVX2"]
+    assert result.json_extra()["kernels"] == metrics["kernels"]
+    nothing = read_outcome(job, SimpleNamespace(status="ok", result={}, progress=[], message=""), {}, Context())
+    assert nothing.kernels == [] and "kernels" not in nothing.bench_run().metrics
+
+
 # ----------------------------------------------------------------------------- a real training run
 
 
@@ -262,3 +282,54 @@ def test_bench_train_names_the_kernels_this_cpu_runs_and_a_cap_below_it(tmp_path
         assert "unset ONEDNN_MAX_CPU_ISA" in found[0]["snippet"]
     else:
         assert not found                 # AVX2 is the best this CPU runs: the cap changes nothing
+
+
+CENSUS_UNDER_QEMU = """
+import json, sys, torch
+sys.path.insert(0, sys.argv[1])
+import _libreports
+census = _libreports.Census(torch)
+conv = torch.nn.Conv2d(1, 8, 3)
+x = torch.randn(4, 1, 16, 16)
+census.run(lambda: conv(x).sum().backward())
+print(json.dumps(census.report()))
+"""
+
+
+@pytest.mark.hardware
+@pytest.mark.slow
+def test_an_emulated_cpu_runs_narrower_kernels_and_the_finding_says_why(tmp_path):
+    """qemu-x86_64 emulates an older CPU for a real torch step; the kernels it reports are judged against this
+    machine's /proc/cpuinfo (which qemu's user mode leaves as the host's): below it, cause "hidden" (the
+    library saw a smaller CPU, no variable capped it), and ISA010 says the CPU is emulated."""
+    import shutil
+    import subprocess
+    import sys
+
+    from cpudoctor.advisor import diagnose
+    from cpudoctor.lab.jobs import FOLDER
+    from cpudoctor.lab.results import read_kernels
+    from cpudoctor.model import BenchRun, Report
+    from cpudoctor.probes import probe_cpu
+
+    if shutil.which("qemu-x86_64") is None or importlib.util.find_spec("torch") is None:
+        pytest.skip("needs qemu-x86_64 (apt qemu-user) and torch")
+    flags = _cpuinfo_flags()
+    if AVX512_CORE <= flags:
+        model, narrower = "Haswell", "avx2"
+    elif {"avx2", "fma"} <= flags:
+        model, narrower = "Nehalem", "sse41"
+    else:
+        pytest.skip("this CPU has no AVX2: no older model with a narrower oneDNN kernel to emulate")
+    env = {k: v for k, v in os.environ.items() if k not in K.ALL_CAP_VARIABLES}
+    proc = subprocess.run(["qemu-x86_64", "-cpu", model, sys.executable, "-c", CENSUS_UNDER_QEMU, str(FOLDER)],
+                          capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    reports = json.loads(proc.stdout.strip().splitlines()[-1])
+    kernels, check = read_kernels(reports, sorted(flags))
+    conv = {k["isa"] for k in kernels if k["library"] == "oneDNN" and k["primitive"] == "convolution"}
+    assert conv == {narrower}
+    assert check["below"] and check["causes"] == ["hidden"] and not check["caps"]
+    report = Report(cpu=probe_cpu(), benchmarks=[BenchRun("train", {}, {"kernels": kernels, "kernel_check": check})])
+    found = [f for f in diagnose(report, only={"ISA010"}) if f.severity != "ok"]
+    assert len(found) == 1 and "emulated CPU" in found[0].why
