@@ -21,6 +21,7 @@ from cpudoctor.gui.overview_page import OverviewPage
 from cpudoctor.gui.roofline_view import EMPTY_TEXT, RooflineView
 from cpudoctor.render.roofline import gemm_intensity, picture_from_runs
 from tests import roofline_samples as samples
+from tests.test_training_page import COLUMN
 from tests.test_training_page import page as page  # noqa: F401 - the fixture this module's page builds on
 
 
@@ -89,6 +90,7 @@ def test_measure_roofs_fills_the_tab_the_model_and_the_overview(qtbot, roofline_
     run = page.model.report.benchmarks[-1]
     assert run.kind == "roofline" and run.metrics["compute"][0]["gflops"] == 288.0
     assert page.roofline_tab.picture is not None and len(page.roofline_tab.plotted_points()) == 6
+    assert page.table.item(0, COLUMN["Result"]).text() == "fp32 roof 288 GFLOP/s · copy 33.0 GB/s"
     roof = overview.cards["Clocks"].row("Measured roof").text()
     nominal = overview.cards["Clocks"].row("Nominal peak").text()
     assert roof.startswith("288 GFLOP/s fp32 on 2 threads") and "90 % of the nominal peak" in roof

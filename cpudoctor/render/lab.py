@@ -277,6 +277,9 @@ def describe(result) -> str:
         return f"{MODEL_LABELS.get(model, model)}, budget {s.get('budget_s', 45):g} s"
     if result.kind == "gemm":
         return f"n = {result.size}" if result.size else "GEMM"
+    if result.kind == "roofline":
+        dtypes = list(dict.fromkeys(c.get("dtype") for c in result.compute if c.get("dtype")))
+        return f"roofs: {', '.join(dtypes) or 'none'}" + (", memory" if result.memory else "")
     return f"MLP, batch {', '.join(str(b) for b in s.get('batches') or [1, 64])}"
 
 
@@ -316,7 +319,20 @@ def run_row(result) -> list[tuple[str, str]]:
     elif result.kind == "quant":
         res = "; ".join(f"b{p['batch']}: ×{p['speedup']:.2f}" for p in result.points if p.get("speedup")) or "—"
         res_tip = result.precision_why
-    note = "; ".join(result.caveats())
+    elif result.kind == "roofline":
+        roof, copy = result.roof("fp32"), result.bandwidth("all", "copy")
+        bits = ([f"fp32 roof {roof['gflops']:,.0f} GFLOP/s"] if roof else []) + (
+            [f"copy {copy['gbps']:,.1f} GB/s"] if copy else [])
+        res = " · ".join(bits) or "—"
+        from cpudoctor.render.roofline import claim_text
+
+        res_tip = claim_text(result.claim, result.nominal)
+    kernels = kernels_lines(result.kernels, result.kernel_check)
+    if kernels:                                   # which kernels ran: in the result's tooltip
+        res_tip = "\n".join([res_tip or res, *kernels])
+    below = (result.kernel_check or {}).get("below") or []
+    note = "; ".join(result.caveats() + [f"{b['library']} ran {b['ran']} kernels, this CPU runs {b['cpu']}"
+                                         for b in below[:1]])
     short = note
     if result.kind == "sweep" and not result.conclusive and result.interference is not None and not result.quiet:
         short = f"busy machine ({percent(result.interference.share)} to others): rerun"
