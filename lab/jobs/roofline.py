@@ -43,6 +43,9 @@ class Budget:
     def elapsed(self) -> float:
         return round(time.perf_counter() - self.start, 3)
 
+    def left(self, share: float = 1.0) -> bool:
+        return self.elapsed < self.seconds * share
+
     def allows(self, what: str, share: float = 1.0) -> bool:
         """Whether ``what`` may start: before ``share`` of the budget is spent (each phase keeps room for
         the next: compute until 55 %, its refine until 65 %, memory until 90 %, the operators last)."""
@@ -59,7 +62,7 @@ def _allowed() -> List[int]:
 def compute(torch: Any, s: RooflineSettings, allowed: List[int], budget: Budget, stop: _jobkit.StopFlag,
             meter: _cpumeter.CpuMeter, census: _libreports.Census) -> List[Dict[str, Any]]:
     """Every dtype at every thread count, in two passes in opposite orders (ABC, CBA), half the time each,
-    then the best size of each once more.
+    then the best size of each once more (:func:`_refine`).
 
     A burst of load elsewhere (on 2 shared CPUs one busy neighbour makes a 2-thread multiply wait at every
     barrier) then hits one pass of a setting, not both: each roof is the best window, with that window's
@@ -95,19 +98,42 @@ def compute(torch: Any, s: RooflineSettings, allowed: List[int], budget: Budget,
                 old["points"] = _merge(old, roof)
             _jobkit.progress(phase="compute", step=pass_no * len(steps) + i + 1, total=total, elapsed=budget.elapsed,
                              **{k: v for k, v in roof.items() if k != "points"})
-    # Then the best size of each setting once more, as long as a whole pass gave it: the roof is the best
-    # call, and the most time goes where it is.
-    for dtype, t in steps:
-        roof = best.get((dtype, t))
-        if not roof or not roof.get("size") or stop.is_set() or not budget.allows(f"{dtype} at {t}, refined", 0.65):
-            continue
-        again = _roofs.compute_roof(torch, dtype, t, [roof["size"]], s.seconds_per_point, stop, meter)
-        if (again.get("gflops") or 0) > roof["gflops"]:
-            best[(dtype, t)] = dict(again, points=_merge(roof, again))
-        else:
-            roof["points"] = _merge(roof, again)
+    _refine(torch, s, steps, best, budget, stop, meter)
     order = {k: i for i, k in enumerate(steps)}
     return [v for k, v in sorted(best.items(), key=lambda kv: order.get(kv[0], -1))]
+
+
+QUIET = 0.10           # a window where others took more of the CPUs than this is measured again if time allows
+
+
+def _refine(torch: Any, s: RooflineSettings, steps: List[tuple], best: Dict[tuple, Dict[str, Any]], budget: Budget,
+            stop: _jobkit.StopFlag, meter: _cpumeter.CpuMeter) -> None:
+    """The best size of each setting once more: the roof is the best call, and the most time goes where it is.
+
+    A setting whose best window was busy (others took more than 10 % of the CPUs) is measured again, round
+    after round, while the compute share of the budget lasts: on a shared machine a quiet moment comes, and
+    a roof measured in it is the CPU's, not the neighbours'. Optional work: nothing is listed as skipped.
+    """
+    rounds = 0
+    while not stop.is_set() and budget.left(0.65 if rounds == 0 else 0.55):
+        todo = [k for k in steps if (best.get(k) or {}).get("size") and (rounds == 0 or _busy(best[k]))]
+        if not todo:
+            return
+        for key in todo:
+            if stop.is_set() or (rounds and not budget.left(0.55)):
+                return
+            roof = best[key]
+            again = _roofs.compute_roof(torch, key[0], key[1], [roof["size"]], s.seconds_per_point, stop, meter)
+            if (again.get("gflops") or 0) > roof["gflops"]:
+                best[key] = dict(again, points=_merge(roof, again))
+            else:
+                roof["points"] = _merge(roof, again)
+        rounds += 1
+
+
+def _busy(roof: Dict[str, Any]) -> bool:
+    inter = roof.get("interference") or {}
+    return float(inter.get("other_share") or 0) + float(inter.get("steal_share") or 0) > QUIET
 
 
 def _merge(old: Optional[Dict[str, Any]], new: Dict[str, Any]) -> List[Dict[str, Any]]:
