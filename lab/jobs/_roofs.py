@@ -25,7 +25,7 @@ import statistics
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-LADDER = (256, 384, 512, 768, 1024, 1536)     # the sizes whose operands fit the cache are measured
+LADDER = (256, 384, 512, 768, 1024)     # those whose operands fit the cache are measured (the best: 256..512)
 BYTES = {"fp32": 4, "bf16": 2, "fp64": 8, "int8": 1}
 MIN_REPS = 3
 MAX_REPS = 400
@@ -59,7 +59,8 @@ def matmul_op(torch: Any, dtype: str, n: int) -> Callable[[], Any]:
 
 
 def timed_rates(op: Callable[[], Any], work: float, seconds: float, stop: Any) -> List[float]:
-    """Rates (work per second) of single calls, for at least ``seconds`` and MIN_REPS calls."""
+    """Rates (work per second) of single calls, for at least ``seconds`` and MIN_REPS calls, but never much
+    over 3 x ``seconds``: on a machine others keep busy one call can take ten times as long."""
     op()                                           # warm-up: allocation, kernel choice
     rates: List[float] = []
     began = time.perf_counter()
@@ -68,7 +69,8 @@ def timed_rates(op: Callable[[], Any], work: float, seconds: float, stop: Any) -
         op()
         dt = time.perf_counter() - t0
         rates.append(work / max(dt, 1e-9))
-        if len(rates) >= MIN_REPS and time.perf_counter() - began >= seconds:
+        spent = time.perf_counter() - began
+        if (len(rates) >= MIN_REPS and spent >= seconds) or spent >= 3 * seconds:
             break
     return rates
 

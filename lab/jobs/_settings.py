@@ -262,7 +262,7 @@ class RooflineSettings:
 
     dtypes: Optional[List[str]] = None
     threads: Optional[List[int]] = None        # None: all usable CPUs and 1
-    sizes: Optional[List[int]] = None          # None: 128..1536, those whose operands fit in ``cache_bytes``
+    sizes: Optional[List[int]] = None          # None: 256..1024, those whose operands fit in ``cache_bytes``
     cache_bytes: Optional[int] = None          # the last-level cache the operands should fit in (parent: L3)
     seconds_per_point: float = 0.3             # each matrix size at each thread count
     memory: bool = True
