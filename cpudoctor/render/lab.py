@@ -163,8 +163,10 @@ def _gemm_text(r) -> list[str]:
 
 
 def _roofline_text(r) -> list[str]:
+    skipped = [f"skipped (over the {r.settings.get('budget_s', 45):g} s budget): {', '.join(r.skipped)}; on a busy "
+               "machine rerun with a larger --budget or when it is quieter"] if r.skipped else []
     if not r.compute and not r.memory:
-        return []
+        return skipped
     lines = [f"{'measured roof':<14} {'threads':>7} {'GFLOP/s':>10} {'median':>10} {'nominal peak':>13} "
              f"{'measured/nominal':>17} {'others':>7}"]
     for c in r.compute:
@@ -190,7 +192,7 @@ def _roofline_text(r) -> list[str]:
 
         lines.append(claim_text(r.claim, r.nominal))
     lines += [f"note: {n}" for n in r.notes]
-    return lines
+    return lines + skipped
 
 
 def roofline_progress(data: dict[str, Any]) -> str:

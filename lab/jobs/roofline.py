@@ -77,7 +77,7 @@ def compute(torch: Any, s: RooflineSettings, allowed: List[int], budget: Budget,
             break
         torch.set_num_threads(threads[0])
         try:
-            census.run(_roofs.matmul_op(torch, dtype, _roofs.ladder(dtype, s.cache_bytes, s.sizes)[-1]))
+            census.run(_roofs.matmul_op(torch, dtype, _roofs.ladder(dtype, s.cache_bytes, s.sizes)[0]))
         except RuntimeError as exc:                    # e.g. torch._int_mm missing in an old torch
             best[(dtype, None)] = {"dtype": dtype, "threads": None, "error": f"{type(exc).__name__}: {exc}"}
     failed = {d for (d, t) in best if t is None}
