@@ -1,7 +1,9 @@
 """The ISA-floor table seen from a report: what to do about a build, and what this CPU cannot run.
 
 The rules ISA003 (a crash), ISA005 (an installed build below its floor) and
-ISA008 (a forecast) word the same facts the same way through here. Everything
+ISA008 (a forecast) word the same facts the same way through here: the fix
+commands and the forecasts live here, the table and its version maths in
+:mod:`cpudoctor.knowledge.floors`, the recorded risks in the software probe. Everything
 is computed from the report's CPU flags and package versions with the current
 table, so a captured tree or a report saved by an older CPU Doctor gets the
 same answers as the live machine.
@@ -13,7 +15,8 @@ from dataclasses import dataclass
 
 from cpudoctor.advisor import machine
 from cpudoctor.advisor.engine import Facts
-from cpudoctor.probes.software import isarisk
+from cpudoctor.knowledge import FLOORS, LEVELS
+from cpudoctor.knowledge.versions import lower_bound, parse_version
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,13 @@ class Forecast:
         return self.confidence in ("documented", "reported")
 
 
+def pip_spec(package: str, safe: str | None) -> str:
+    """``python -m pip install 'numpy<2.4'`` for a safe range; "" when there is none to give."""
+    if not safe:
+        return ""
+    return f"python -m pip install '{FLOORS.requirement(package, safe)}'"
+
+
 def fix_for(package: str, safe: str | None) -> tuple[str, str]:
     """(sentence, command) that get a build of ``package`` this CPU runs.
 
@@ -50,11 +60,11 @@ def fix_for(package: str, safe: str | None) -> tuple[str, str]:
     release in the table runs here (the table's install hint then), None when
     current releases run (upgrade).
     """
-    entry = isarisk.table().get(package)
+    entry = FLOORS.packages.get(package)
     label = entry.label if entry else package
     distribution = entry.distributions[0] if entry and entry.distributions else package
     if safe:
-        command = isarisk.pip_spec(package, safe)
+        command = pip_spec(package, safe)
         return f"Install a {label} release this CPU runs ({distribution}{safe}).", command
     if safe is None:
         command = f"python -m pip install --upgrade {distribution}"
@@ -74,7 +84,7 @@ def safe_range(f: Facts, risk) -> str | None:
     flags are enough to compute it again, so old and new reports get the same fix.
     """
     flags = machine.flags(f)
-    return isarisk.safe_versions(risk.package, flags) if flags else risk.safe_versions
+    return FLOORS.safe_versions(risk.package, flags) if flags else risk.safe_versions
 
 
 def forecasts(f: Facts) -> list[Forecast]:
@@ -85,23 +95,21 @@ def forecasts(f: Facts) -> list[Forecast]:
     installed = {}
     if machine.env_known(f):
         for pkg in f.get("software.packages", record=False) or []:
-            from cpudoctor.probes.software.packages import package_of  # noqa: PLC0415 - light module, late import
-
-            known = package_of(pkg.name)
+            known = FLOORS.package_of(pkg.name)
             if known and known.name not in installed:
                 installed[known.name] = pkg.version
     out = []
-    for name, entry in isarisk.table().items():
-        safe = isarisk.safe_versions(name, flags)
+    for name, entry in FLOORS.packages.items():
+        safe = FLOORS.safe_versions(name, flags)
         if safe is None:
             continue
-        open_unmet = [fl for fl in entry.floors if fl.open_ended and isarisk.missing_for(fl.needs, flags)]
-        first = min(open_unmet, key=lambda fl: isarisk.lower_bound(fl.versions) or isarisk.parse_version("0"))
-        start = isarisk.lower_bound(first.versions) if safe else None   # "": no release runs at all
+        open_unmet = [fl for fl in entry.floors if fl.open_ended and LEVELS.missing_for(fl.needs, flags)]
+        first = min(open_unmet, key=lambda fl: lower_bound(fl.versions) or parse_version("0"))
+        start = lower_bound(first.versions) if safe else None   # "": no release runs at all
         out.append(Forecast(name, entry.label, str(start) if start else None, first.needs,
-                            tuple(isarisk.missing_for(first.needs, flags)), first.confidence, safe,
+                            tuple(LEVELS.missing_for(first.needs, flags)), first.confidence, safe,
                             installed.get(name), first.sources))
     # NumPy first: every stack has it, so it is the forecast most readers need.
     kinds = ["scientific", "dl-framework", "inference-runtime", "vector-search", "image-audio", "tokenizer"]
-    order = {name: kinds.index(entry.kind) if entry.kind in kinds else 99 for name, entry in isarisk.table().items()}
+    order = {name: kinds.index(entry.kind) if entry.kind in kinds else 99 for name, entry in FLOORS.packages.items()}
     return sorted(out, key=lambda x: order.get(x.package, 99))

@@ -11,21 +11,16 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
-
-from packaging.specifiers import SpecifierSet
 
 from cpudoctor.advisor import machine
 from cpudoctor.advisor.engine import Facts
-from cpudoctor.probes.software.isarisk import parse_version
+from cpudoctor.knowledge import FLOORS, KNOWN_PROBLEMS
+from cpudoctor.knowledge.versions import in_range, normalize
 
 
-@lru_cache(maxsize=1)
 def problems() -> list[dict[str, Any]]:
-    from cpudoctor.resources import load_json
-
-    return load_json("known_problems.json")["problems"]
+    return KNOWN_PROBLEMS.data["problems"]
 
 
 @dataclass
@@ -34,22 +29,13 @@ class Match:
     values: dict[str, str] = field(default_factory=dict)   # {version}, {cpus} for the title
 
 
-def _in_range(version: str | None, spec: str | None) -> bool | None:
-    if not spec:
-        return True
-    v = parse_version(version)
-    return None if v is None else SpecifierSet(spec).contains(v, prereleases=True)
-
-
 def _package(cond: dict, f: Facts, m: Match) -> bool | None:
     if not machine.env_known(f):
         return None
-    from cpudoctor.probes.software.packages import normalize, package_of  # noqa: PLC0415
-
     name = cond["name"]
     versions = []
     for pkg in f.get("software.packages", record=False) or []:
-        known = package_of(pkg.name)
+        known = FLOORS.package_of(pkg.name)
         if normalize(pkg.name) == name or (known is not None and known.name == name):
             versions.append(pkg.version)
     if name == "torch" and f.get("software.torch.version", record=False):
@@ -57,7 +43,7 @@ def _package(cond: dict, f: Facts, m: Match) -> bool | None:
     if not versions:
         return False
     f.record(f"software.packages[{name}]", versions[0])
-    answer = _in_range(versions[0], cond.get("versions"))
+    answer = in_range(versions[0], cond.get("versions"))
     if answer:
         m.values["version"] = str(versions[0])
     return answer
@@ -91,7 +77,7 @@ def _library(cond: dict, f: Facts, m: Match) -> bool | None:
         return False
     answers = []
     for version, arch, filename in found:
-        checks = [_in_range(version, cond.get("versions"))]
+        checks = [in_range(version, cond.get("versions"))]
         if "architecture" in cond:
             checks.append(None if not arch else arch.lower() in {a.lower() for a in cond["architecture"]})
         if "file_pattern" in cond:

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 from cpudoctor.advisor.engine import Facts
 from cpudoctor.kits.plural import plural
+from cpudoctor.knowledge import ADVISOR_KNOWLEDGE
 from cpudoctor.model import Report
 
 # Variables that set the size of a thread pool, in the order the runtimes read them.
@@ -22,11 +22,9 @@ THREAD_VARS: tuple[str, ...] = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_
 PINNING_VARS: tuple[str, ...] = ("OMP_PLACES", "OMP_PROC_BIND", "GOMP_CPU_AFFINITY", "KMP_AFFINITY")
 
 
-@lru_cache(maxsize=1)
 def knowledge() -> dict[str, Any]:
-    from cpudoctor.resources import load_json
-
-    return load_json("advisor_knowledge.json")
+    """resources/advisor_knowledge.json (schema-checked): the facts the rules decide from."""
+    return ADVISOR_KNOWLEDGE.data
 
 
 def env_known(f: Facts) -> bool:
@@ -192,13 +190,10 @@ def flags(f: Facts) -> set[str]:
 
 
 def is_x86(f: Facts) -> bool | None:
-    arch = f.get("cpu.arch")
-    if arch:
-        return arch in ("x86_64", "amd64", "i686", "i386", "x86")
-    vendor = f.get("cpu.vendor")
-    if vendor:
-        return vendor in ("AMD", "Intel", "Hygon", "Zhaoxin", "VIA")
-    return None
+    """``CpuInfo.is_x86`` of the report (None: architecture unknown), with ``cpu.arch`` as its evidence."""
+    f.get("cpu.arch")
+    cpu = f.get("cpu", record=False)
+    return None if cpu is None else cpu.is_x86
 
 
 def expected_torch_capability(f: Facts) -> str | None:

@@ -639,9 +639,9 @@ def myth_env_in_process(ctx: Context) -> list[Finding]:
         Remove the variable and use the setting that exists (OpenMP binding, taskset/numactl,
         OMP_NUM_THREADS).
     """
-    from cpudoctor.resources import load_json
+    from cpudoctor.knowledge import ADVISOR_KNOWLEDGE
 
-    myths: dict[str, str] = load_json("advisor_knowledge.json").get("myth_env", {})
+    myths: dict[str, str] = ADVISOR_KNOWLEDGE.data["myth_env"]
     hits = {k: v for k, v in ctx.insp.env.items() if k in myths}
     if not hits:
         return []

@@ -29,9 +29,9 @@ class _Ranked(Protocol):
 
 @lru_cache(maxsize=1)
 def _relevance_table() -> dict[str, str]:
-    from cpudoctor.resources import load_json
+    from cpudoctor.knowledge import ADVISOR_KNOWLEDGE
 
-    table = load_json("advisor_knowledge.json").get("relevance", {})
+    table = ADVISOR_KNOWLEDGE.data["relevance"]
     return {code: level for level in RELEVANCE_LEVELS for code in table.get(level, [])}
 
 

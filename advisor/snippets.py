@@ -380,9 +380,22 @@ def _system_from_platform(platform: str) -> str:
 
 # ---------------------------------------------------------------- launch script
 
-def launch_script(report: Report, shell: str = "bash") -> str:
-    """A complete script to save: thread settings, pinning when it helps, then runs the given command."""
+def report_python(report: Report) -> str | None:
+    """The interpreter of the environment ``report`` describes (None: unknown, or a captured tree)."""
+    sw = report.software
+    if sw is None or sw.captured or sw.python is None:
+        return None
+    return sw.python.executable or None
+
+
+def launch_script(report: Report, shell: str = "bash", python: str | None = None) -> str:
+    """A complete script to save: thread settings, pinning when it helps, then runs the given command.
+
+    The command runs in ``python`` (default: the interpreter of the environment the report describes; the
+    shell's ``python3``/``python`` when unknown); ``$PYTHON`` set when the script runs overrides it.
+    """
     shell = normalise_shell(shell)
+    python = python or report_python(report)
     plan = thread_plan(report)
     target = _best_target(report, plan)
     cpu = report.cpu.brand or report.cpu.microarchitecture or "this CPU"
@@ -401,13 +414,15 @@ def launch_script(report: Report, shell: str = "bash") -> str:
     if target is not None:
         n = str(pinning.pinning_plan(target.cpus, report.topology).threads)
         env.update(OMP_NUM_THREADS=n, MKL_NUM_THREADS=n, OPENBLAS_NUM_THREADS=n)
+    if python:
+        header.append(f"Runs in {python} (the environment the report describes; set PYTHON to change it).")
     if shell in ("bash", "zsh"):
-        return _script_posix(shell, header, env, report, target)
+        return _script_posix(shell, header, env, report, target, python or "python3")
     if shell == "fish":
-        return _script_fish(header, env, report, target)
+        return _script_fish(header, env, report, target, python or "python3")
     if shell == "powershell":
-        return _script_powershell(header, env, target)
-    return _script_cmd(header, env, target)
+        return _script_powershell(header, env, target, python or "python")
+    return _script_cmd(header, env, target, python or "python")
 
 
 def _best_target(report: Report, plan: ThreadPlan) -> PinTarget | None:
@@ -419,7 +434,8 @@ def _best_target(report: Report, plan: ThreadPlan) -> PinTarget | None:
     return None
 
 
-def _script_posix(shell: str, header: list[str], env: dict[str, str], report: Report, target: PinTarget | None) -> str:
+def _script_posix(shell: str, header: list[str], env: dict[str, str], report: Report, target: PinTarget | None,
+                  python: str = "python3") -> str:
     lines = [f"#!/usr/bin/env {shell}"]
     lines += [f"# {h}" for h in header]
     lines += [
@@ -432,20 +448,22 @@ def _script_posix(shell: str, header: list[str], env: dict[str, str], report: Re
         "# Inherited OpenMP binding would override the CPU set and pin the main thread (and its workers) to one CPU",
         unset_lines(list(pinning.AFFINITY_VARS), shell),
         export_lines(env, shell),
+        f'if [ -z "${{PYTHON:-}}" ]; then PYTHON={shlex.quote(python)}; fi',
     ]
     if target is not None:
         prefix = _pinning_prefix(report, target)
-        lines.append(f'exec {prefix} "${{PYTHON:-python3}}" "$@"')
+        lines.append(f'exec {prefix} "$PYTHON" "$@"')
     else:
         alternatives = pinned_launches(report, 'python3 "$@"')
         if alternatives:
             lines.append("# Alternatives: one job per NUMA node or L3 domain (run the thread sweep to compare):")
             lines += ["#   " + line.lstrip("# ") for line in alternatives.splitlines()]
-        lines.append('exec "${PYTHON:-python3}" "$@"')
+        lines.append('exec "$PYTHON" "$@"')
     return "\n".join(lines) + "\n"
 
 
-def _script_fish(header: list[str], env: dict[str, str], report: Report, target: PinTarget | None) -> str:
+def _script_fish(header: list[str], env: dict[str, str], report: Report, target: PinTarget | None,
+                 python: str = "python3") -> str:
     lines = ["#!/usr/bin/env fish"]
     lines += [f"# {h}" for h in header]
     lines += [
@@ -457,7 +475,7 @@ def _script_fish(header: list[str], env: dict[str, str], report: Report, target:
         "end",
         unset_lines(list(pinning.AFFINITY_VARS), "fish"),
         export_lines(env, "fish"),
-        "set -q PYTHON; or set PYTHON python3",
+        f"set -q PYTHON; or set PYTHON {shlex.quote(python)}",
     ]
     prefix = (_pinning_prefix(report, target) + " ") if target is not None else ""
     lines.append(f"exec {prefix}$PYTHON $argv")
@@ -474,14 +492,15 @@ def _affinity_mask(cpus: list[int]) -> int | None:
     return mask
 
 
-def _script_powershell(header: list[str], env: dict[str, str], target: PinTarget | None) -> str:
+def _script_powershell(header: list[str], env: dict[str, str], target: PinTarget | None,
+                       python: str = "python") -> str:
     lines = [f"# {h}" for h in header]
     lines += [
         "# Usage: .\\launch.ps1 train.py [args...]",
         "if ($args.Count -eq 0) { Write-Error 'usage: launch.ps1 SCRIPT.py [ARGS...]'; exit 2 }",
         unset_lines(list(pinning.AFFINITY_VARS), "powershell"),
         export_lines(env, "powershell"),
-        "$python = if ($env:PYTHON) { $env:PYTHON } else { 'python' }",
+        f"$python = if ($env:PYTHON) {{ $env:PYTHON }} else {{ {_quote_ps(python)} }}",
     ]
     mask = _affinity_mask(target.cpus) if target is not None else None
     if mask is not None:
@@ -496,7 +515,7 @@ def _script_powershell(header: list[str], env: dict[str, str], target: PinTarget
     return "\n".join(lines) + "\n"
 
 
-def _script_cmd(header: list[str], env: dict[str, str], target: PinTarget | None) -> str:
+def _script_cmd(header: list[str], env: dict[str, str], target: PinTarget | None, python: str = "python") -> str:
     lines = ["@echo off"]
     lines += [f"rem {h}" for h in header]
     lines += [
@@ -505,7 +524,7 @@ def _script_cmd(header: list[str], env: dict[str, str], target: PinTarget | None
         "setlocal",
         *unset_lines(list(pinning.AFFINITY_VARS), "cmd").splitlines(),
         *export_lines(env, "cmd").splitlines(),
-        'if not defined PYTHON set PYTHON=python',
+        f'if not defined PYTHON set "PYTHON={python}"',
     ]
     mask = _affinity_mask(target.cpus) if target is not None else None
     if mask is not None:

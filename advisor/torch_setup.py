@@ -16,7 +16,7 @@ import shlex
 import subprocess
 from dataclasses import dataclass, field
 
-from cpudoctor import resources
+from cpudoctor.knowledge import TORCH_WHEELS
 from cpudoctor.probes.software.envs import PythonEnv
 
 NEW_ENV_NAME = "torch-cpu"      # the folder of the environment the command creates when none is fit
@@ -50,7 +50,7 @@ def normalise_arch(machine: str, os_name: str) -> str:
 
 def wheel_source(os_name: str, arch: str) -> dict | None:
     """The torch_wheels.json entry for this OS and (normalised) architecture; None: no official build."""
-    for entry in resources.load_json("torch_wheels.json")["platforms"]:
+    for entry in TORCH_WHEELS.data["platforms"]:
         if entry["os"] == os_name and arch in entry["arch"]:
             return entry
     return None

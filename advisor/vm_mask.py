@@ -16,22 +16,19 @@ ISA009 reports it; ISA001, ISA002 and ISA006 defer to it so one cause gives one 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 from cpudoctor.advisor import machine
 from cpudoctor.advisor.engine import Facts
+from cpudoctor.knowledge import VM_CPU_MODELS
 from cpudoctor.probes.cpu.vm_model import generic_vm_model, named_vm_model
 
 # What a generic model is judged by: the sets that decide PyTorch's kernels.
 _GENERIC_CHECK = ("avx", "avx2", "fma", "avx512f")
 
 
-@lru_cache(maxsize=1)
 def table() -> dict[str, Any]:
-    from cpudoctor.resources import load_json
-
-    return load_json("vm_cpu_models.json")
+    return VM_CPU_MODELS.data
 
 
 @dataclass

@@ -2,14 +2,23 @@
 
 The diff is data (:class:`Comparison`), rendered as text, Markdown or JSON, so
 the CLI and the GUI's side-by-side dialog show the same thing. Only
-differences are listed; an empty section means "same".
+differences are listed; an empty section means "same". What the two reports
+say about their Python environments comes first: two reports may describe
+different environments, and then a package or a finding that differs says
+nothing about a fix. A problem whose rule has nothing to say in B "no longer
+applies"; only a check that passes in B was "fixed".
+
+:func:`compare_files` (``cpudoctor compare``) and :func:`compare_reports` (the
+window's Compare dialog) read, redact and label both sides the same way.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from cpudoctor.kits.cpulist import format_cpulist, parse_cpulist
@@ -24,11 +33,11 @@ from cpudoctor.model import SEVERITY_RANK, BenchRun, Finding, Report
 class Change:
     """One field that differs: ``a`` in the first report, ``b`` in the second."""
 
-    section: str                           # chip | flags | topology | software | packages | threads | findings | benchmarks
+    section: str                           # environment | packages | threads | chip | flags | topology | software | ...
     item: str
     a: Any = None
     b: Any = None
-    note: str = ""                         # e.g. "new", "resolved", "1.23x"
+    note: str = ""                         # e.g. "new", "fixed", "no longer applies", "1.23x"
 
 
 @dataclass
@@ -36,6 +45,11 @@ class Comparison:
     label_a: str
     label_b: str
     changes: list[Change] = field(default_factory=list)
+    # Which Python environment each report describes (None: none, e.g. a captured tree), and whether they
+    # are one environment (None: cannot tell): said before anything else.
+    environment_a: str | None = None
+    environment_b: str | None = None
+    same_environment: bool | None = None
 
     def section(self, name: str) -> list[Change]:
         return [c for c in self.changes if c.section == name]
@@ -45,13 +59,47 @@ class Comparison:
         return not self.changes
 
     def to_dict(self) -> dict[str, Any]:
-        return {"a": self.label_a, "b": self.label_b, "changes": [asdict(c) for c in self.changes]}
+        return {"a": self.label_a, "b": self.label_b,
+                "environment": {"a": self.environment_a, "b": self.environment_b, "same": self.same_environment},
+                "changes": [asdict(c) for c in self.changes]}
 
 
-SECTIONS = ("chip", "flags", "topology", "software", "packages", "threads", "findings", "benchmarks")
-SECTION_TITLES = {"chip": "Chip", "flags": "CPU flags", "topology": "Topology", "software": "Software",
-                  "packages": "Packages", "threads": "Thread environment", "findings": "Findings",
-                  "benchmarks": "Benchmarks"}
+# What changed in the Python environment first, then the machine, then what was judged and measured.
+SECTIONS = ("environment", "packages", "threads", "chip", "flags", "topology", "software", "findings", "benchmarks")
+SECTION_TITLES = {"environment": "Python", "chip": "Chip", "flags": "CPU flags", "topology": "Topology",
+                  "software": "Software", "packages": "Packages", "threads": "Thread environment",
+                  "findings": "Findings", "benchmarks": "Benchmarks"}
+
+
+def compare_files(path_a: Path | str, path_b: Path | str, *, include_identifying: bool = False) -> Comparison:
+    """Two saved reports compared, each side labelled by its machine, date and file name.
+
+    Raises :class:`cpudoctor.model.ReportError` naming the file that cannot be read.
+    """
+    a, b = read_report(path_a), read_report(path_b)
+    return compare_reports(a, b, Path(path_a).name, Path(path_b).name, include_identifying=include_identifying)
+
+
+def compare_reports(a: Report, b: Report, name_a: str, name_b: str, *,
+                    include_identifying: bool = False) -> Comparison:
+    """``a`` and ``b`` compared as the CLI and the window show them: redacted (unless the user keeps
+    identifying details) and labelled ``AMD EPYC 9354 (2026-11-30), before.json``."""
+    from cpudoctor.privacy import redact_report
+
+    same_day = (a.meta.generated_at or "")[:10] == (b.meta.generated_at or "")[:10]
+    return compare(redact_report(a, include_identifying), redact_report(b, include_identifying),
+                   f"{label(a, same_day)}, {name_a}", f"{label(b, same_day)}, {name_b}")
+
+
+def read_report(path: Path | str) -> Report:
+    """A saved report for comparing; :class:`~cpudoctor.model.ReportError` names the file when it cannot be read."""
+    from cpudoctor.report_file import load_report
+    from cpudoctor.model import ReportError
+
+    try:
+        return load_report(path)
+    except ReportError as exc:
+        raise ReportError(f"{path}: {exc}") from None
 
 
 def label(report: Report, with_time: bool = False) -> str:
@@ -82,7 +130,7 @@ ITEM_LABELS = {
     "os.libc": "C library", "os.virtualization": "virtualisation", "os.container": "container",
     "os.governor": "CPU governor", "os.cpufreq_driver": "cpufreq driver", "os.boost": "boost",
     "os.thp": "transparent huge pages", "os.mem_total_bytes": "memory",
-    "os.cgroup_memory_limit_bytes": "cgroup memory limit", "python": "Python",
+    "os.cgroup_memory_limit_bytes": "cgroup memory limit", "python.version": "version",
     "torch.status": "PyTorch status", "torch.version": "PyTorch", "torch.cpu_capability": "PyTorch CPU capability",
     "torch.openmp": "PyTorch OpenMP", "torch.parallel_backend": "PyTorch parallel backend",
     "torch.mkl_available": "MKL", "torch.mkldnn_available": "oneDNN", "torch.intra_op_threads": "PyTorch intra-op threads",
@@ -96,6 +144,7 @@ CPU_ITEMS = {"offline_cpus", "allowed_cpus"}                     # one cpulist p
 CPU_SET_ITEMS = {"numa_nodes": ("node", "nodes"), "l3_domains": ("L3", "L3s")}   # a cpulist per node / L3
 SHOWN_SETS = 4             # the first few sets of a long NUMA/L3 list are shown, then "+N more"
 WIDE = 100                 # text lines longer than this: flags wrap, long A/B values go on lines of their own
+NBSP = "\u00a0"            # keeps a note ("[no longer applies]") on one line when a long line wraps
 
 
 def item_label(change: "Change") -> str:
@@ -163,6 +212,8 @@ def compare(a: Report, b: Report, label_a: str | None = None, label_b: str | Non
     _field(ch, "topology", "allowed_cpus", _cpus(ta.affinity.allowed_cpus), _cpus(tb.affinity.allowed_cpus))
     _field(ch, "topology", "cpu_quota", ta.affinity.cpu_quota, tb.affinity.cpu_quota)
 
+    out.environment_a, out.environment_b = _environment(a), _environment(b)
+    out.same_environment = _same_environment(a, b)
     _software(ch, a, b)
     _findings(ch, a, b)
     _benchmarks(ch, a.benchmarks, b.benchmarks)
@@ -187,7 +238,7 @@ def _software(ch: list[Change], a: Report, b: Report) -> None:
 
         _field(ch, "software", "python_env", _env(ca), _env(cb))
         return
-    _field(ch, "software", "python", sa.python.version, sb.python.version)
+    _field(ch, "environment", "python.version", sa.python.version, sb.python.version)
     for name in ("status", "version", "cpu_capability", "openmp", "parallel_backend", "mkl_available",
                  "mkldnn_available", "intra_op_threads", "inter_op_threads", "bf16_supported"):
         _field(ch, "software", f"torch.{name}", getattr(sa.torch, name), getattr(sb.torch, name))
@@ -207,6 +258,29 @@ def _software(ch: list[Change], a: Report, b: Report) -> None:
         if ea.get(name) != eb.get(name):
             note = "set" if name not in ea else "unset" if name not in eb else "changed"
             ch.append(Change("threads", name, ea.get(name), eb.get(name), note))
+
+
+def _environment(report: Report) -> str | None:
+    """``amd_dl (conda, Python 3.10.13)``: the environment a report describes; None when it describes none."""
+    from cpudoctor.render.software import environment_words
+
+    sw = report.software
+    if sw is None or sw.captured or (sw.python.executable is None and sw.python.version is None):
+        return None
+    return environment_words(dataclasses.replace(sw.python, chosen_by=None, error=None))
+
+
+def _same_environment(a: Report, b: Report) -> bool | None:
+    """Whether both reports describe one Python environment (its interpreter or folder); None when unknown."""
+    pa = a.software.python if a.software is not None and not a.software.captured else None
+    pb = b.software.python if b.software is not None and not b.software.captured else None
+    if pa is None or pb is None:
+        return None
+    for key in ("executable", "prefix"):
+        x, y = getattr(pa, key), getattr(pb, key)
+        if x and y:
+            return x == y
+    return None
 
 
 # Report fields that only a live look at the machine's Python environment fills in (not a captured tree)...
@@ -257,13 +331,15 @@ def _findings(ch: list[Change], a: Report, b: Report) -> None:
                     "new" if could_check(a, y) else "not checked in A")
             ch.append(Change("findings", f"{code} {y.title}", None, y.severity, note))
         elif y is None and x is not None:
+            # The rule says nothing in B: its problem no longer applies there (another environment, a package
+            # gone), which is not a fix; a fix is a check that passes.
             note = ("checked only in A" if x.severity == "ok" else
-                    "resolved" if could_check(b, x) else "not checked in B")
+                    "no longer applies" if could_check(b, x) else "not checked in B")
             ch.append(Change("findings", f"{code} {x.title}", x.severity, None, note))
         elif x is not None and y is not None and x.severity != y.severity:
             better = SEVERITY_RANK.get(y.severity, 1) < SEVERITY_RANK.get(x.severity, 1)
-            ch.append(Change("findings", f"{code} {y.title}", x.severity, y.severity,
-                             "better" if better else "worse"))
+            note = "fixed" if y.severity == "ok" else "better" if better else "worse"
+            ch.append(Change("findings", f"{code} {y.title}", x.severity, y.severity, note))
 
 
 def _figures(run: BenchRun) -> dict[str, float]:
@@ -380,8 +456,40 @@ def _values(c: Change) -> tuple[Any, Any]:
     return (_bytes(c.a), _bytes(c.b)) if c.item in BYTE_ITEMS else (c.a, c.b)
 
 
+def environment_text(cmp: Comparison) -> str | None:
+    """The first thing a comparison says: which Python environments the reports describe, and what changed in it.
+
+    None when neither report describes one (captured trees, reports without software).
+    """
+    a, b = cmp.environment_a, cmp.environment_b
+    if a is None and b is None:
+        return None
+    if a is None or b is None:
+        side = "B" if a is None else "A"
+        return (f"Python environment: only {side} describes one ({a or b}); "
+                f"its packages and PyTorch build have nothing to be compared with.")
+    if cmp.same_environment is False:
+        return (f"Python environment: the reports describe different environments (A: {a}; B: {b}), so "
+                "package, PyTorch and finding differences may come from that, not from a change.")
+    changed = [plural(n, one, many) for n, one, many in (
+        (len(cmp.section("environment")), "Python version", "Python versions"),
+        (len(cmp.section("packages")), "package", "packages"),
+        (len(cmp.section("threads")), "thread variable", "thread variables")) if n]
+    what = f"{_and(changed)} changed in it" if changed else "nothing in it changed"
+    where = f"the same in both, {a}" if cmp.same_environment else f"A: {a}; B: {b}"
+    return f"Python environment: {where}; {what}."
+
+
+def _and(items: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
 def render_text(cmp: Comparison) -> str:
     lines = [f"A: {cmp.label_a}", f"B: {cmp.label_b}", ""]
+    env = environment_text(cmp)
+    if env:
+        lines += [*wrap(env, WIDE), ""]
     if cmp.same:
         return "\n".join(lines + ["No differences."]) + "\n"
     for sec in SECTIONS:
@@ -400,7 +508,8 @@ def render_text(cmp: Comparison) -> str:
                 if len(line) <= WIDE:
                     lines.append(line)
                 elif len(a) + len(b) < 30:      # a long title with short values: wrapped, the change stays together
-                    lines += wrap(line.strip(), WIDE, indent=2, hang=4)
+                    whole = line.strip().replace(f"[{c.note}]", f"[{c.note}]".replace(" ", NBSP))
+                    lines += [part.replace(NBSP, " ") for part in wrap(whole, WIDE, indent=2, hang=4)]
                 else:       # long values: A and B under each other, easy to compare by eye
                     lines += [f"  {item_label(c)}:{note}", f"    A: {a}", f"    B: {b}"]
         lines.append("")
@@ -416,6 +525,10 @@ def render_markdown(cmp: Comparison) -> str:
     from cpudoctor.kits.escape import md_fence
 
     lines = ["# CPU Doctor: report comparison", "", f"- **A:** {_md(cmp.label_a)}", f"- **B:** {_md(cmp.label_b)}", ""]
+    env = environment_text(cmp)
+    if env:
+        head, _, rest = env.partition(": ")
+        lines += [f"**{md_escape(head)}:** {md_escape(rest)}", ""]
     if cmp.same:
         return "\n".join(lines + ["No differences."]) + "\n"
     for sec in SECTIONS:

@@ -17,6 +17,11 @@ another machine). The work runs in named stages:
 ``advisor``            the rules over everything above
 =====================  ===================================================================
 
+After the report is built, :func:`with_lab_result` adds a lab result (a benchmark run, the
+thread sweep's recommendation) and judges again, for ``cpudoctor bench --into`` and the
+window alike; :meth:`Source.for_environment` and :func:`chosen_source` make the source
+for a chosen Python environment, for the CLI, the window and its no-display fallback.
+
 ``children=False`` skips the two child-process stages (``--fast``). After
 each stage ``on_stage`` receives a :class:`StageResult` holding a snapshot of
 the report so far: later stages build new objects instead of changing it, so
@@ -33,11 +38,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from cpudoctor.report_file import load_report
 from cpudoctor import __version__
-from cpudoctor.model import Meta, Report, utc_now_iso
+from cpudoctor.model import BenchRun, Meta, Report, ThreadRecommendation, utc_now_iso
+
+if TYPE_CHECKING:
+    from cpudoctor.probes.software.envs import PythonEnv
 
 STAGES: tuple[str, ...] = ("load", "cpu", "topology", "software-quick", "software-children",
                            "cpuid-cross-check", "advisor")
@@ -65,6 +73,11 @@ class Source:
         return cls("machine", Path("/"), python, chosen_by)
 
     @classmethod
+    def for_environment(cls, env: "PythonEnv | None", chosen_by: str | None = None) -> "Source":
+        """This machine, its software described in ``env`` (None or CPU Doctor's own: this interpreter's)."""
+        return cls.this_machine(environment_python(env), chosen_by)
+
+    @classmethod
     def tree(cls, root: Path | str) -> "Source":
         """A captured tree; ``/`` (or a path resolving to it) is this machine."""
         root = Path(root)
@@ -87,6 +100,22 @@ class Source:
         if self.kind == "tree":
             return f"captured tree {self.path}"
         return f"saved report {self.path.name}"
+
+
+def environment_python(env: "PythonEnv | None") -> str | None:
+    """The interpreter that describes ``env`` and runs the lab's jobs in it; None for CPU Doctor's own."""
+    return None if env is None or env.own else env.python
+
+
+def chosen_source(choice: str | None = None) -> Source:
+    """This machine, its software described in the environment ``choice`` names (``--python PATH|ENV``),
+    else ``$CPUDOCTOR_PYTHON``, else the one the user most likely trains in: what ``cpudoctor doctor``
+    and ``report`` describe. Raises :class:`cpudoctor.probes.software.envs.EnvError` for a choice that
+    cannot be used."""
+    from cpudoctor.probes.software.envs import training_environment
+
+    env, chosen_by = training_environment(choice)
+    return Source.for_environment(env, chosen_by)
 
 
 @dataclass(frozen=True)
@@ -180,7 +209,7 @@ def _probe(source: Source, run: "_Run", *, children: bool, software: bool) -> Re
         if children and source.live and not probes[0].captured:
             report = run.stage("software-children", lambda r: _probed(
                 dataclasses.replace(r, software=probes[0].complete()), "software", root), report)
-    if children and source.live and report.cpu.arch in ("x86_64", "i686"):
+    if children and source.live and report.cpu.is_x86:
         report = run.stage("cpuid-cross-check", _cross_checked, report)
     return report
 
@@ -257,6 +286,34 @@ def diagnose(report: Report, only: set[str] | None = None) -> Report:
             "the findings are those saved with the report" if report.findings else "findings are missing")
         return dataclasses.replace(report, notes=[*report.notes, note])
     return dataclasses.replace(report, findings=found)
+
+
+class _Keep:
+    """The report's recommendation stays (the default of :func:`with_lab_result`)."""
+
+    def __repr__(self) -> str:
+        return "KEEP"
+
+
+KEEP = _Keep()
+
+
+def with_lab_result(report: Report, run: BenchRun | None = None, *,
+                    recommendation: ThreadRecommendation | None | _Keep = KEEP, judge: bool = True,
+                    only: set[str] | None = None) -> Report:
+    """A new report: ``report`` with a lab ``run`` added (and ``recommendation`` in place of its own), judged again.
+
+    The one "add a lab result and judge again": ``cpudoctor bench --into`` and the window's
+    model both come here, so a measurement changes the findings the same way on every surface
+    (a measured thread count rewrites the thread advice, a bf16 run the precision advice).
+    ``judge=False`` adds without judging, for a caller that runs :func:`diagnose` itself (the
+    window, on a worker thread). ``report`` is never changed.
+    """
+    changed = dataclasses.replace(
+        report, benchmarks=[*report.benchmarks, *([run] if run is not None else [])],
+        recommendation=report.recommendation if isinstance(recommendation, _Keep) else recommendation,
+        findings=list(report.findings), notes=list(report.notes))
+    return diagnose(changed, only) if judge else changed
 
 
 class _Run:

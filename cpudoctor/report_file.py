@@ -198,18 +198,20 @@ def _schema() -> dict[str, Any]:
 def _compiled(fragment: str | None = None):
     """The schema (or one of its fragments, JSON text, with the shared $defs) compiled by fastjsonschema.
 
-    Compiled once per process (a second or so) and cached: validating is then
-    a plain Python function, fast enough for the window's UI thread.
+    Compiled once per process and cached (the whole schema also across processes, in
+    the user's cache folder): validating is then a plain Python function, fast enough
+    for the window's UI thread.
     """
     import fastjsonschema
 
     schema = _schema()
     if fragment is None:
         # The draft keywords used are the same in draft 7 and 2020-12; $defs is reached as a JSON pointer.
-        root = {k: v for k, v in schema.items() if k not in ("$schema", "$id")}
-    else:
-        root = {**json.loads(fragment), "$defs": schema["$defs"]}
-    return fastjsonschema.compile(root)
+        # The whole schema is compiled once per machine (kits.compiled_schema), not in every process.
+        from cpudoctor.kits.compiled_schema import validator
+
+        return validator({k: v for k, v in schema.items() if k not in ("$schema", "$id")}, "report")
+    return fastjsonschema.compile({**json.loads(fragment), "$defs": schema["$defs"]})
 
 
 _TYPE_NAMES = {"object": "an object", "array": "a list", "string": "a string", "integer": "an integer",

@@ -1,13 +1,15 @@
-"""Take the README's screenshots of the real window: every page at 1600x1000 under a private Xvfb.
+"""Take the README's screenshots of the real window: every page at 1600x1000 under a private Xvfb, and a few states.
 
 The window is CPU Doctor's own MainWindow on the xcb platform (what a desktop user gets), captured
-from the X server with ImageMagick's ``import -window root`` (not Qt's offscreen grab), filled with
-the data the layout test uses (tests/gui_fill.py: a 2-socket Xeon scenario report from the corpus,
-with simulated live load), then reduced to 256-colour PNGs to keep the repository small.
+from the X server with ImageMagick's ``import`` (not Qt's offscreen grab), filled with the data the
+layout test uses (tests/gui_fill.py: a 2-socket Xeon scenario report from the corpus, with simulated
+live load, an inspection and lab runs), then reduced to 256-colour PNGs to keep the repository small.
+The states: the first launch before anything is read, the Training page with runs at 1280x800, the
+window at its minimum size, and the first pages of the PDF export (with pdftoppm, when installed).
 
     .venv/bin/python docs/screenshots.py [OUTDIR]      # default: docs/screenshots (and docs/screenshot.png)
 
-Needs Xvfb and ImageMagick (apt-get install xvfb imagemagick).
+Needs Xvfb and ImageMagick (apt-get install xvfb imagemagick; poppler-utils for the PDF pages).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ REPO = Path(__file__).resolve().parents[1]
 SIZE = (1600, 1000)
 HERO = REPO / "docs" / "screenshot.png"
 PAGES = ("Overview", "Flags", "Topology", "Monitor", "Training", "Advisor", "Inspector", "Report")
+STATE_SIZE = (1280, 800)
 
 
 def _free_display() -> int:
@@ -32,9 +35,10 @@ def _free_display() -> int:
     raise SystemExit("no free X display number between :150 and :199")
 
 
-def _shoot(display: str, out: Path) -> None:
+def _shoot(display: str, out: Path, size: tuple[int, int] | None = None) -> None:
     raw = out.with_suffix(".raw.png")
-    subprocess.run(["import", "-display", display, "-window", "root", str(raw)], check=True)
+    crop = ["-crop", f"{size[0]}x{size[1]}+0+0"] if size else []
+    subprocess.run(["import", "-display", display, "-window", "root", *crop, str(raw)], check=True)
     # 256 colours: a flat UI loses nothing visible and the file shrinks four- to sixfold
     subprocess.run(["convert", str(raw), "-strip", "-dither", "None", "-colors", "256", f"PNG8:{out}"], check=True)
     raw.unlink()
@@ -57,29 +61,88 @@ def run_in_display(outdir: Path) -> int:
     app.setApplicationDisplayName(APP_NAME)
     apply_theme(app, "light")
     pg.setConfigOptions(antialias=True)
-    settings = QSettings(str(outdir / ".screenshots.ini"), QSettings.Format.IniFormat)
-    settings.clear()
-    window = MainWindow(AppModel(), settings=settings, collect=False, children=False)
-    window.setGeometry(0, 0, *SIZE)
-    window.show()
+    display = os.environ["DISPLAY"]
 
     def settle(ms: int) -> None:
         loop = QEventLoop()
         QTimer.singleShot(ms, loop.quit)
         loop.exec()
 
-    settle(500)
+    def new_window(size: tuple[int, int]) -> MainWindow:
+        settings = QSettings(str(outdir / ".screenshots.ini"), QSettings.Format.IniFormat)
+        settings.clear()
+        (outdir / "lab-runs.json").unlink(missing_ok=True)        # the Training page's kept runs, beside it
+        window = MainWindow(AppModel(), settings=settings, collect=False, children=False)
+        window.setGeometry(0, 0, *size)
+        window.show()
+        settle(500)
+        return window
+
+    window = new_window(SIZE)
     fill_window(window, realistic_report())
     window.pages["Advisor"].select("PREC001")
     settle(1500)
-    display = os.environ["DISPLAY"]
     for title in PAGES:
         window.show_page(title)
         settle(900)
         _shoot(display, outdir / f"{title.lower()}.png")
     window.close()
-    Path(outdir / ".screenshots.ini").unlink(missing_ok=True)
+    _shoot_states(outdir, new_window, settle, display)
+    for leftover in (".screenshots.ini", "lab-runs.json"):
+        (outdir / leftover).unlink(missing_ok=True)
     return 0
+
+
+def _shoot_states(outdir: Path, new_window, settle, display: str) -> None:
+    """The first launch, the Training page with runs, the minimum size, and the PDF export's first pages."""
+    from gui_fill import fill_window, realistic_report
+    from lab_samples import lab_runs
+
+    window = new_window(STATE_SIZE)                     # nothing read yet: the Overview's skeleton
+    window.show_page("Overview")
+    settle(700)
+    _shoot(display, outdir / "state-first-launch.png", STATE_SIZE)
+    fill_window(window, realistic_report())
+    settle(1200)
+    window.show_page("Training")
+    settle(900)
+    _shoot(display, outdir / "state-training-runs.png", STATE_SIZE)
+    window.pages["Training"].tabs.setCurrentIndex(1)
+    settle(700)
+    _shoot(display, outdir / "state-training-sweep.png", STATE_SIZE)
+    window.pages["Training"].tabs.setCurrentIndex(0)
+    smallest = (window.minimumSize().width(), window.minimumSize().height())
+    window.resize(*smallest)
+    for title in ("Training", "Monitor"):
+        window.show_page(title)
+        settle(900)
+        _shoot(display, outdir / f"state-minimum-{title.lower()}.png", smallest)
+    window.close()
+    if shutil.which("pdftoppm") is None:
+        return
+    from cpudoctor.export import render_export
+
+    report = realistic_report()
+    report.benchmarks = lab_runs()
+    pdf = outdir / "report.pdf"
+    pdf.write_bytes(render_export(report, "pdf"))
+    subprocess.run(["pdftoppm", "-r", "60", "-png", "-f", "1", "-l", "7", str(pdf), str(outdir / "state-pdf")],
+                   check=True)
+    pdf.unlink()
+    pages = sorted(outdir.glob("state-pdf-*.png"))
+    if pages:
+        # two strips: the first page beside the second, the benchmarks' pages side by side
+        subprocess.run(["convert", *map(str, pages[:2]), "+append", str(outdir / "state-pdf-pages-1-2.png.raw.png")],
+                       check=True)
+        subprocess.run(["convert", *map(str, pages[-3:]), "+append", str(outdir / "state-pdf-benchmarks.png.raw.png")],
+                       check=True)
+        for name in ("state-pdf-pages-1-2", "state-pdf-benchmarks"):
+            raw = outdir / f"{name}.png.raw.png"
+            subprocess.run(["convert", str(raw), "-strip", "-dither", "None", "-colors", "256",
+                            f"PNG8:{outdir / (name + '.png')}"], check=True)
+            raw.unlink()
+    for page in pages:
+        page.unlink()
 
 
 def main() -> int:
@@ -99,7 +162,7 @@ def main() -> int:
             time.sleep(0.1)
         env = {**os.environ, "DISPLAY": f":{n}", "QT_QPA_PLATFORM": "xcb", "CPUDOCTOR_SCREENSHOTS_INSIDE": "1"}
         env.pop("WAYLAND_DISPLAY", None)
-        done = subprocess.run([sys.executable, __file__, str(outdir)], env=env, timeout=300)
+        done = subprocess.run([sys.executable, __file__, str(outdir)], env=env, timeout=900)
     finally:
         server.terminate()
         server.wait(timeout=10)

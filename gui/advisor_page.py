@@ -20,16 +20,14 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QHBoxLayout, Q
                                QPlainTextEdit, QPushButton, QSplitter, QStyle, QTextBrowser, QTreeWidget,
                                QTreeWidgetItem, QVBoxLayout, QWidget)
 
-from cpudoctor import docs_url
 from cpudoctor.advisor import snippets
 from cpudoctor.advisor.ranking import ranked
 from cpudoctor.gui.common import SEVERITY_COLOUR
 from cpudoctor.gui.model import AppModel
 from cpudoctor.render.doctor import environment_line
 from cpudoctor.kits.escape import html_escape
-from cpudoctor.render.md_extra import evidence_value
-from cpudoctor.render.words import CATEGORIES, SEVERITY, category_title, plural
-from cpudoctor.render.words import severity as severity_of
+from cpudoctor.render.finding_view import DETAILS, EVIDENCE, FIX, WHY, finding_view, shell_snippet
+from cpudoctor.render.words import SEVERITY, plural
 from cpudoctor.model import Finding, Report
 
 # (severity, group heading), worst first: the vocabulary's order and names
@@ -44,8 +42,8 @@ def matches(finding: Finding, text: str) -> bool:
     text = text.strip().lower()
     if not text:
         return True
-    hay = " ".join((finding.code, finding.symbol, finding.title, finding.category,
-                    CATEGORIES.get(finding.category, ""), finding.why)).lower()
+    view = finding_view(finding)
+    hay = " ".join((view.code, view.symbol, view.title, finding.category, view.category, view.why)).lower()
     return all(word in hay for word in text.split())
 
 
@@ -117,7 +115,22 @@ class AdvisorPage(QWidget):
         bar.addWidget(self.rerun_button)
         bar.addWidget(self.save_button)
         outer.addLayout(bar)
+        outer.addWidget(self._build_split(), 1)
+        self._set_tab_order()
 
+        style = self.style()
+        self._icons = {
+            "error": style.standardIcon(QStyle.StandardPixmap.SP_MessageBoxCritical),
+            "warning": style.standardIcon(QStyle.StandardPixmap.SP_MessageBoxWarning),
+            "info": style.standardIcon(QStyle.StandardPixmap.SP_MessageBoxInformation),
+            "ok": style.standardIcon(QStyle.StandardPixmap.SP_DialogApplyButton),
+        }
+        self._current: Finding | None = None
+        self._raw_snippet = ""
+        self._snippet_lang = "bash"
+
+    def _build_split(self) -> QSplitter:
+        """The findings tree on the left; the selected finding's details and its snippet on the right."""
         split = QSplitter(Qt.Orientation.Horizontal)
         self.tree = QTreeWidget()
         self.tree.setHeaderLabels(["Check", "Code", "Category"])
@@ -157,7 +170,9 @@ class AdvisorPage(QWidget):
         self.copy_button.clicked.connect(self.copy_snippet)
         snippet_bar.addWidget(self.snippet_label)
         snippet_bar.addStretch(1)
-        snippet_bar.addWidget(QLabel("Shell:"))
+        shell_label = QLabel("&Shell:")
+        shell_label.setBuddy(self.shell)
+        snippet_bar.addWidget(shell_label)
         snippet_bar.addWidget(self.shell)
         snippet_bar.addWidget(self.copy_button)
         self.snippet = QPlainTextEdit()
@@ -176,18 +191,17 @@ class AdvisorPage(QWidget):
         split.setStretchFactor(1, 2)
         split.setSizes([560, 440])
         self.tree.setTextElideMode(Qt.TextElideMode.ElideRight)
-        outer.addWidget(split, 1)
+        # the read-only text views show where the keyboard is (Fusion draws no focus frame on them)
+        for view in (self.details, self.snippet):
+            view.setStyleSheet(f"{type(view).__name__}:focus {{ border: 2px solid palette(highlight); }}")
+        return split
 
-        style = self.style()
-        self._icons = {
-            "error": style.standardIcon(QStyle.StandardPixmap.SP_MessageBoxCritical),
-            "warning": style.standardIcon(QStyle.StandardPixmap.SP_MessageBoxWarning),
-            "info": style.standardIcon(QStyle.StandardPixmap.SP_MessageBoxInformation),
-            "ok": style.standardIcon(QStyle.StandardPixmap.SP_DialogApplyButton),
-        }
-        self._current: Finding | None = None
-        self._raw_snippet = ""
-        self._snippet_lang = "bash"
+    def _set_tab_order(self) -> None:
+        """Tab follows the page as it reads: the filter bar, the list, the details, the shell, Copy, the snippet."""
+        chain = (self.filter, self.show_passed, self.rerun_button, self.save_button, self.tree, self.details,
+                 self.shell, self.copy_button, self.snippet)
+        for first, second in zip(chain, chain[1:]):
+            QWidget.setTabOrder(first, second)
 
     def eventFilter(self, obj, event) -> bool:  # noqa: N802 - Qt API
         if obj is self.tree.viewport() and event.type() == QEvent.Type.Resize:
@@ -247,10 +261,11 @@ class AdvisorPage(QWidget):
             group = self._groups.get(f.severity)
             if group is None:
                 continue
-            item = QTreeWidgetItem([f.title, f.code, category_title(f.category)])
+            view = finding_view(f)
+            item = QTreeWidgetItem([view.title, view.code, view.category])
             item.setIcon(0, self._icons[f.severity])
             # the whole title even when the column elides it, then the why
-            item.setToolTip(0, f"<b>{html_escape(f.title)}</b>" + (f"<br>{html_escape(f.why)}" if f.why else ""))
+            item.setToolTip(0, f"<b>{html_escape(view.title)}</b>" + (f"<br>{html_escape(view.why)}" if view.why else ""))
             item.setToolTip(2, item.text(2))
             item.setData(0, FINDING_ROLE, f)
             group.addChild(item)
@@ -348,22 +363,21 @@ class AdvisorPage(QWidget):
                 "# " + line if line else "#" for line in snippets.python_settings(report).splitlines())
             self._set_snippet(text, "bash")
             return
-        colour = SEVERITY_COLOUR.get(finding.severity, "#888")
-        self.details_title.setText(f"{finding.title}  ({finding.code})")
-        parts = [f'<p><span style="color:{colour}">●</span> <b>{severity_of(finding.severity).name}</b> · '
-                 f"{html_escape(CATEGORIES.get(finding.category, finding.category))} · "
-                 f"<code>{html_escape(finding.symbol)}</code></p>"]
-        if finding.why:
-            parts.append(f"<h4>Why</h4><p>{html_escape(finding.why)}</p>")
-        if finding.fix:
-            parts.append(f"<h4>Fix</h4><p>{html_escape(finding.fix)}</p>")
-        if finding.evidence:
-            rows = "".join(f"<tr><td><code>{html_escape(k)}</code></td>"
-                           f"<td>{html_escape(evidence_value(v, 300))}</td></tr>"
-                           for k, v in finding.evidence.items())
-            parts.append(f"<h4>From the report</h4><table cellspacing='4'>{rows}</table>")
-        docs = (f" · <a href='{html_escape(docs_url(finding.docs))}'>rule reference</a>" if finding.docs else "")
-        parts.append(f"<p style='color:gray'>Details: <code>cpudoctor explain {finding.code}</code>{docs}</p>")
+        view = finding_view(finding, self.current_shell())
+        colour = SEVERITY_COLOUR.get(view.severity.key, "#888")
+        self.details_title.setText(f"{view.title}  ({view.code})")
+        parts = [f'<p><span style="color:{colour}">●</span> <b>{html_escape(view.severity.name)}</b> · '
+                 f"{html_escape(view.category)} · <code>{html_escape(view.symbol)}</code></p>"]
+        if view.why:
+            parts.append(f"<h4>{WHY}</h4><p>{html_escape(view.why)}</p>")
+        if view.fix:
+            parts.append(f"<h4>{FIX}</h4><p>{html_escape(view.fix)}</p>")
+        if view.evidence:
+            rows = "".join(f"<tr><td><code>{html_escape(line.key)}</code></td><td>{html_escape(line.value)}</td></tr>"
+                           for line in view.evidence)
+            parts.append(f"<h4>{EVIDENCE}</h4><table cellspacing='4'>{rows}</table>")
+        docs = (f" · <a href='{html_escape(view.docs_url)}'>{html_escape(view.docs_label)}</a>" if view.docs_url else "")
+        parts.append(f"<p style='color:gray'>{DETAILS}: <code>{html_escape(view.explain)}</code>{docs}</p>")
         self.details.setHtml("".join(parts))
         self._set_snippet(finding.snippet, finding.snippet_lang)
 
@@ -373,14 +387,13 @@ class AdvisorPage(QWidget):
         self._refresh_snippet()
 
     def _refresh_snippet(self) -> None:
-        shell_based = self._snippet_lang == "bash"
-        self.shell.setEnabled(shell_based or not self._raw_snippet)
-        text = self._raw_snippet
-        if shell_based and text:
-            text = snippets.translate(text, self.current_shell())
-        self.snippet.setPlainText(text)
-        self.snippet_label.setText("What to type" if shell_based else f"What to type ({self._snippet_lang})")
-        self.copy_button.setEnabled(bool(text))
+        """The snippet as typed in the chosen shell (the finding view's translation); Python stays Python."""
+        snippet = shell_snippet(self._raw_snippet, self._snippet_lang, self.current_shell())
+        self.shell.setEnabled(snippet.shell is not None or not snippet.text)
+        self.snippet.setPlainText(snippet.text)
+        self.snippet_label.setText("What to type" if snippet.shell is not None or not snippet.text
+                                   else f"What to type ({snippet.lang})")
+        self.copy_button.setEnabled(bool(snippet.text))
 
     def current_shell(self) -> str:
         return str(self.shell.currentData())

@@ -80,34 +80,24 @@ def missing_xcb_libs(load=ctypes.CDLL) -> list[tuple[str, str]]:
 
 
 def terminal_report() -> int:
-    """Print the doctor's page for this machine in the terminal (what ``cpudoctor doctor`` prints).
+    """Print the doctor's page for this machine in the terminal: what ``cpudoctor doctor`` prints.
 
-    Built by the same pipeline and rendered by the same page as the command, without
-    going through the CLI: the window's launcher sits below it, never above.
+    The window cannot import the commands (its siblings), so both run
+    :mod:`cpudoctor.doctor_run`: the environment ``doctor`` describes, the same
+    pipeline, the same page, the same terminal escaping and exit code.
     """
-    from cpudoctor.pipeline import Source, build_report
-    from cpudoctor.probes.software.envs import EnvError, training_environment
-    from cpudoctor.render import doctor as page
+    from cpudoctor import doctor_run
+    from cpudoctor.pipeline import chosen_source
+    from cpudoctor.probes.software.envs import EnvError
 
     try:    # the environment `cpudoctor doctor` describes: $CPUDOCTOR_PYTHON, else the likely training one
-        env, chosen_by = training_environment()
+        source = chosen_source()
     except EnvError as exc:
         print(f"CPU Doctor: {exc}", file=sys.stderr)
         return 2
-    source = Source.this_machine(python=None if env is None or env.own else env.python, chosen_by=chosen_by)
-    report = build_report(source)
-    ascii_only = not _can_print("✓✗")
-    sys.stdout.write(page.render_text(report, report.findings, source.label, ascii_only=ascii_only))
-    sys.stdout.flush()
-    return page.exit_code(report.findings)
-
-
-def _can_print(text: str) -> bool:
-    try:
-        text.encode(getattr(sys.stdout, "encoding", None) or "ascii")
-    except (UnicodeEncodeError, LookupError):
-        return False
-    return True
+    done = doctor_run.run(source, ascii_only=not doctor_run.can_print())
+    doctor_run.print_page(done.text)
+    return done.exit_code
 
 
 def _explain_no_display() -> None:

@@ -60,7 +60,7 @@ class ReportCollector(QObject):
         self._generation = 0
         self._busy = False
         self._kind: str | None = None       # the kind of source of the newest run
-        self.python: str | None = None     # the environment's interpreter; None: CPU Doctor's own
+        self.environment = None            # the PythonEnv to describe; None: CPU Doctor's own
         self.chosen_by: str | None = None  # how it was chosen (PythonInfo.chosen_by)
 
     @property
@@ -77,15 +77,15 @@ class ReportCollector(QObject):
         """True when :meth:`start` reads this machine (not a captured tree): the environment matters."""
         return Source.tree(self.root).live
 
-    def set_environment(self, python: str | None, chosen_by: str | None) -> None:
-        """The Python environment the next :meth:`start` describes (None: CPU Doctor's own interpreter)."""
-        self.python, self.chosen_by = python, chosen_by
+    def set_environment(self, env, chosen_by: str | None) -> None:
+        """The Python environment (a PythonEnv) the next :meth:`start` describes (None: CPU Doctor's own)."""
+        self.environment, self.chosen_by = env, chosen_by
 
     def start(self) -> None:
         """Collect this machine's report again (drops any run in progress)."""
         source = Source.tree(self.root)
         if source.live:
-            source = Source.this_machine(python=self.python, chosen_by=self.chosen_by)
+            source = Source.for_environment(self.environment, self.chosen_by)
         self._run(source)
 
     def open(self, path: Path | str) -> None:
@@ -132,7 +132,7 @@ class ReportCollector(QObject):
         elif stage.name in SHOWN:
             saved = stage.name == "load"
             self.model.set_report(stage.report, read_only=saved,
-                                  label=_label(source) if saved else None)
+                                  label=_label(source) if saved else None, judged=saved)
             if saved:
                 self.model.status_message.emit(f"Opened {source.path.name} read-only")
                 self.opened.emit(source.path)

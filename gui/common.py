@@ -66,6 +66,10 @@ class Card(QFrame):
             self._values[label] = value
         return self._values[label]
 
+    def rows(self) -> list[tuple[str, str]]:
+        """(label, text) of every row, top to bottom."""
+        return [(label, value.text()) for label, value in self._values.items()]
+
     def label_width(self) -> int:
         """Width the row labels need (for lining up several cards' value columns)."""
         return max((self.form.labelForField(v).sizeHint().width() for v in self._values.values()), default=0)

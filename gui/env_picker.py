@@ -2,8 +2,9 @@
 
 A label and a tool button whose menu lists the environments found (by
 :class:`cpudoctor.gui.environments.EnvironmentChooser`, off the UI thread),
-each in one line (name, kind, Python, torch or "no torch"; CPU Doctor's own
-marked; one that cannot be used is greyed out with the reason as its tooltip),
+each in one line (name, kind, Python, torch or "no torch", numpy; CPU Doctor's
+own marked; one that cannot be used is greyed out with the reason as its tooltip,
+below all the usable ones; interpreters of one kind newest first),
 then "Other interpreter…" and "Look again". The button shows the chosen one,
 elided to fit the toolbar (the whole line is its tooltip). While a saved report
 is shown the picker is off and says which environment that report describes.
@@ -72,7 +73,7 @@ class EnvironmentPicker(QWidget):
             busy = self.menu.addAction(words.LOOKING)
             busy.setEnabled(False)
         current = identity(c.current) if c.current is not None else None
-        for env in c.envs:
+        for env in words.menu_order(c.envs):
             action = self.menu.addAction(words.entry_text(env))
             action.setToolTip(words.entry_tip(env))
             action.setEnabled(env.usable)

@@ -82,8 +82,10 @@ def _facts(env: PythonEnv | None) -> tuple | None:
 
 
 def job_python(env: PythonEnv | None) -> str | None:
-    """The interpreter for the pipeline and the lab's jobs: None for CPU Doctor's own (as the CLI does)."""
-    return None if env is None or env.own else env.python
+    """The interpreter for the lab's jobs: None for CPU Doctor's own (the pipeline's answer, as the CLI's)."""
+    from cpudoctor.pipeline import environment_python
+
+    return environment_python(env)
 
 
 class EnvironmentChooser(QObject):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import QObject, QStandardPaths, Qt, QUrl, Signal
@@ -19,7 +20,6 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, 
                                QHBoxLayout, QLabel, QLineEdit, QMessageBox, QPushButton, QTextBrowser,
                                QVBoxLayout, QWidget)
 
-from cpudoctor.report_file import load_report
 from cpudoctor.export import FORMATS, ExportError, default_filename, export_report, format_for_path, unique_path
 from cpudoctor.gui.collector import ReportCollector
 from cpudoctor.gui.icons import icon
@@ -157,7 +157,15 @@ class ExportDialog(QDialog):
 
 
 class CompareDialog(QDialog):
-    """Pick two reports (or the current one and a file) and show what differs."""
+    """Pick two reports (or the current one and a file) and show what differs.
+
+    The comparison is :func:`cpudoctor.compare.compare_reports`, what ``cpudoctor compare``
+    prints, run on the thread pool (two reports are read and validated); ``compared`` or
+    ``failed`` follows :meth:`run_compare`.
+    """
+
+    compared = Signal(object)          # cpudoctor.compare.Comparison
+    failed = Signal(str)               # why there is nothing to show
 
     def __init__(self, current: Report | None, current_label: str, parent: QWidget | None = None):
         super().__init__(parent)
@@ -186,6 +194,7 @@ class CompareDialog(QDialog):
                                      "another file), then press Compare.")
         self.fmt_box.currentIndexChanged.connect(lambda _i: self._show_result())
         self.result = None
+        self._generation = 0
         self.status = QLabel()
         self.status.setWordWrap(True)
         top = QHBoxLayout()
@@ -209,7 +218,8 @@ class CompareDialog(QDialog):
         if path:
             edit.setText(path)
 
-    def _side(self, edit: QLineEdit) -> tuple[Report, str]:
+    def _side(self, edit: QLineEdit) -> tuple[Report | Path, str]:
+        """(the report shown in the window, or the file to read; its name)."""
         text = edit.text().strip()
         if not text:
             if edit is self.a_edit and self.current is not None:
@@ -217,28 +227,39 @@ class CompareDialog(QDialog):
             raise ReportError("Choose a report file for " + ("A" if edit is self.a_edit else "B")
                               + " (Browse…, or type its path).")
         path = Path(text).expanduser()
-        try:
-            return load_report(path), path.name
-        except ReportError as exc:
-            raise ReportError(f"{path.name}: {exc}") from None
+        return path, path.name
 
     def run_compare(self) -> bool:
-        from cpudoctor.compare import compare, label
-        from cpudoctor.privacy import redact_report
-
+        """Start comparing on the thread pool; False (and why, in the status line) when a side is missing."""
         try:
-            (a, la), (b, lb) = self._side(self.a_edit), self._side(self.b_edit)
+            (a, name_a), (b, name_b) = self._side(self.a_edit), self._side(self.b_edit)
         except ReportError as exc:
-            self.status.setText(str(exc))
-            self.view.clear()
-            self.result = None
+            self._failed(self._generation, exc)
             return False
-        same_day = (a.meta.generated_at or "")[:10] == (b.meta.generated_at or "")[:10]
-        result = compare(redact_report(a), redact_report(b), f"{la}: {label(a, same_day)}", f"{lb}: {label(b, same_day)}")
+        self._generation += 1
+        generation = self._generation
+        self.status.setText("Comparing…")
+        run_in_thread(_compare_sides, a, name_a, b, name_b,
+                      on_result=lambda result: self._compared(generation, result),
+                      on_error=lambda exc: self._failed(generation, exc))
+        return True
+
+    def _compared(self, generation: int, result) -> None:
+        if generation != self._generation:
+            return                      # an older Compare press: its answer is not what the fields say now
         self.status.setText("No differences." if result.same else f"{plural(len(result.changes), 'difference')}.")
         self.result = result
         self._show_result()
-        return True
+        self.compared.emit(result)
+
+    def _failed(self, generation: int, exc: BaseException) -> None:
+        if generation != self._generation:
+            return
+        text = str(exc) if isinstance(exc, (ReportError, OSError)) else f"Compare failed: {exc}"
+        self.status.setText(text)
+        self.view.clear()
+        self.result = None
+        self.failed.emit(text)
 
     def _show_result(self) -> None:
         """Render the last comparison in the chosen format (switching format needs no new Compare)."""
@@ -250,6 +271,15 @@ class CompareDialog(QDialog):
             self.view.setMarkdown(qt_markdown(render_markdown(self.result)))
         else:
             self.view.setPlainText(render_text(self.result))
+
+
+def _compare_sides(a: Report | Path, name_a: str, b: Report | Path, name_b: str):
+    """The Compare dialog's work on the pool: read the files, then what ``cpudoctor compare`` does."""
+    from cpudoctor.compare import compare_reports, read_report
+
+    ra = a if isinstance(a, Report) else read_report(a)
+    rb = b if isinstance(b, Report) else read_report(b)
+    return compare_reports(ra, rb, name_a, name_b)
 
 
 class ReportActions(QObject):
@@ -269,6 +299,8 @@ class ReportActions(QObject):
                                                                       notify=collector is None))
         self.last_message: QMessageBox | None = None
         self.workers: list = []
+        # Export as… starts from the format and privacy choice the Report page shows (the window sets this)
+        self.preferences: Callable[[], tuple[str, bool]] = lambda: ("html", False)
 
         self.export_quick = QAction(icon("export"), "&Export report", self)
         self.export_quick.setShortcut(QKeySequence("Ctrl+E"))
@@ -311,7 +343,10 @@ class ReportActions(QObject):
     def export_as_dialog(self) -> None:
         if self.model.report is None:
             return self._fail("There is no report yet: wait for the probe to finish.")
-        dlg = ExportDialog(self.window)
+        fmt, identifying = self.preferences()
+        dlg = ExportDialog(self.window, fmt if fmt in EXPORT_FORMATS else "html")
+        dlg.privacy.setChecked(identifying)
+        self.last_dialog = dlg
         if dlg.exec() != QDialog.DialogCode.Accepted:
             return
         path, overwrite = dlg.path, False

@@ -9,7 +9,6 @@ meaning. The AVX-512 verdict is spelled out in words above the table, because
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from PySide6.QtCore import QModelIndex, QSortFilterProxyModel, Qt, QTimer
 from PySide6.QtGui import QColor, QStandardItem, QStandardItemModel
@@ -17,7 +16,7 @@ from PySide6.QtWidgets import (QComboBox, QFrame, QHBoxLayout, QHeaderView, QLab
                                QVBoxLayout, QWidget)
 
 from cpudoctor.gui.model import AppModel
-from cpudoctor.render.cpu import flag_variant
+from cpudoctor.knowledge import FLAGS, KnowledgeError
 from cpudoctor.model import Report
 
 log = logging.getLogger(__name__)
@@ -26,72 +25,33 @@ COLUMNS = ("Category", "Flag", "Present", "What it means for deep learning")
 CAT, FLAG, PRESENT, MEANING = range(4)
 PRESENT_ROLE = Qt.ItemDataRole.UserRole + 1     # True / False / None (flags unknown)
 SORT_ROLE = Qt.ItemDataRole.UserRole + 2        # categories sort by relevance, not alphabet
+CATEGORY_ROLE = Qt.ItemDataRole.UserRole + 3    # the category's key (the cell shows its title)
+
+
+def category_title(key: str, description: str) -> str:
+    """A category as a reader sees it: flags.json's description before its examples ("Vector instruction
+    sets" for ``simd``), never the internal lowercase key."""
+    if description:
+        return description.split(" (")[0]
+    return key.replace("_", " ").capitalize()
 SHOW_ALL, SHOW_PRESENT, SHOW_MISSING = "All flags", "Present", "Missing"
-_MEANING_KEYS = ("dl", "deep_learning", "meaning", "dl_meaning", "why", "description", "summary", "text")
-
-
-def _entry(name: str, value: Any) -> tuple[str, str, str] | None:
-    if isinstance(value, str):
-        return name, "", value
-    if not isinstance(value, dict):
-        return None
-    name = str(value.get("flag") or value.get("name") or name)
-    meaning = next((str(value[k]) for k in _MEANING_KEYS if isinstance(value.get(k), str) and value[k]), "")
-    return name, str(value.get("category") or value.get("group") or ""), meaning
 
 
 def load_flag_catalogue() -> tuple[dict[str, tuple[str, str]], dict[str, str], dict[str, str]]:
-    """(meanings, categories, aliases) from resources/flags.json.
+    """(meanings, categories, aliases) from the flag catalogue (resources/flags.json).
 
-    ``categories`` maps a category key to its description, in the file's order
-    (most relevant to deep learning first); ``aliases`` maps other spellings
-    (py-cpuinfo, older kernels) to the kernel's flag name.
+    ``meanings`` maps a flag to (category, meaning); ``categories`` maps a
+    category key to its description, in the file's order (most relevant to
+    deep learning first); ``aliases`` maps other spellings (py-cpuinfo, older
+    kernels) to the kernel's flag name. All empty when the file cannot be read:
+    the flags are then listed without meanings.
     """
-    from cpudoctor import resources
-
     try:
-        data = resources.load_json("flags.json")
-    except (FileNotFoundError, ValueError):
-        data = {}
-    cats = data.get("categories", {}) if isinstance(data, dict) else {}
-    aliases = data.get("aliases", {}) if isinstance(data, dict) else {}
-    return (load_flag_meanings(),
-            {str(k): str(v) for k, v in cats.items()} if isinstance(cats, dict) else {},
-            {str(k).lower(): str(v).lower() for k, v in aliases.items()} if isinstance(aliases, dict) else {})
-
-
-def load_flag_meanings() -> dict[str, tuple[str, str]]:
-    """flag -> (category, meaning) from resources/flags.json; empty when it is not there.
-
-    Accepts ``{"flags": {name: entry}}``, ``{"flags": [entry, ...]}`` or a top-level
-    ``{name: entry}`` mapping, where an entry is a string or an object with
-    ``category`` and a meaning field.
-    """
-    from cpudoctor import resources
-
-    try:
-        data = resources.load_json("flags.json")
-    except FileNotFoundError:
-        log.info("resources/flags.json not found: flags are listed without meanings")
-        return {}
-    except ValueError as exc:
-        log.warning("resources/flags.json is not valid JSON (%s): flags are listed without meanings", exc)
-        return {}
-    flags = data.get("flags", data) if isinstance(data, dict) else data
-    items: list[tuple[str, Any]]
-    if isinstance(flags, dict):
-        items = [(k, v) for k, v in flags.items() if not k.startswith(("_", "$"))
-                 and k not in ("version", "schema", "schema_version", "source", "categories", "aliases")]
-    elif isinstance(flags, list):
-        items = [("", v) for v in flags]
-    else:
-        return {}
-    out: dict[str, tuple[str, str]] = {}
-    for key, value in items:
-        parsed = _entry(key, value)
-        if parsed and parsed[0]:
-            out[parsed[0].lower()] = (parsed[1], parsed[2])
-    return out
+        entries, categories, aliases = FLAGS.entries, FLAGS.categories, FLAGS.aliases
+    except KnowledgeError as exc:
+        log.warning("%s: flags are listed without meanings", exc)
+        return {}, {}, {}
+    return {name: (e["category"], e["meaning"]) for name, e in entries.items()}, dict(categories), dict(aliases)
 
 
 class FlagFilter(QSortFilterProxyModel):
@@ -120,7 +80,7 @@ class FlagFilter(QSortFilterProxyModel):
 
     def filterAcceptsRow(self, row: int, parent: QModelIndex) -> bool:  # noqa: N802 - Qt API
         src = self.sourceModel()
-        if self.category and src.index(row, CAT, parent).data() != self.category:
+        if self.category and src.index(row, CAT, parent).data(CATEGORY_ROLE) != self.category:
             return False
         if self.show != SHOW_ALL:
             present = src.index(row, PRESENT, parent).data(PRESENT_ROLE)
@@ -233,21 +193,21 @@ class FlagsPage(QWidget):
         order = {c: i for i, c in enumerate(self.categories)}
         self.table.setSortingEnabled(False)
         self.source.removeRows(0, self.source.rowCount())
-        raw = _raw_flags()
         for name in names:
             category, meaning = self.meanings.get(name, ("other", ""))
             # sme is AMD's memory encryption on x86, Arm's matrix extension on aarch64: the report's CPU decides
-            variant = flag_variant(raw[name], cpu.arch, cpu.vendor) if isinstance(raw.get(name), dict) else None
+            variant = FLAGS.variant(FLAGS.entries[name], cpu.arch, cpu.vendor) if name in self.meanings else None
             if variant is not None:
                 category, meaning = variant
             category = category or "other"
             is_present = (name in present) if flags_known else None
             if not is_present and arch and _other_arch(category, arch):
                 continue                   # ARM-only flags on an x86 CPU (and back) are noise
-            items = [QStandardItem(category), QStandardItem(name),
+            items = [QStandardItem(category_title(category, self.categories.get(category, ""))), QStandardItem(name),
                      QStandardItem({True: "✓ yes", False: "no", None: "unknown"}[is_present]),
                      QStandardItem(meaning)]
             items[CAT].setToolTip(self.categories.get(category, ""))
+            items[CAT].setData(category, CATEGORY_ROLE)
             # within a category, what this CPU has comes first
             items[CAT].setData(f"{order.get(category, 99):02d} {category} {0 if is_present else 1} {name}",
                                SORT_ROLE)
@@ -271,7 +231,7 @@ class FlagsPage(QWidget):
         self.category.blockSignals(True)
         self.category.clear()
         self.category.addItem("All categories", "")
-        shown = {self.source.item(r, CAT).text() for r in range(self.source.rowCount())}
+        shown = {self.source.item(r, CAT).data(CATEGORY_ROLE) for r in range(self.source.rowCount())}
         for cat in sorted(shown, key=lambda c: (order.get(c, 99), c)):
             self.category.addItem(self.categories.get(cat, cat), cat)
         idx = self.category.findData(current)
@@ -344,18 +304,6 @@ def _other_arch(category: str, arch: str) -> bool:
     """True for a category that belongs to another architecture than ``arch``."""
     is_arm = arch.startswith(("aarch64", "arm"))
     return (category == "arm") != is_arm and category != "other"
-
-
-def _raw_flags() -> dict:
-    """flags.json's entries as they are (for their per-architecture ``on`` overrides); empty when unreadable."""
-    from cpudoctor import resources
-
-    try:
-        data = resources.load_json("flags.json")
-    except (FileNotFoundError, ValueError):
-        return {}
-    flags = data.get("flags", {}) if isinstance(data, dict) else {}
-    return flags if isinstance(flags, dict) else {}
 
 
 def _bold(item: QStandardItem):

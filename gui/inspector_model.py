@@ -1,26 +1,43 @@
-"""What the Inspector page shows, computed without Qt: rows, texts, messages, the map's load.
+"""The Inspector's model: its work (listing, inspecting, the live markers' timer) and what its page shows.
 
-The page (:mod:`cpudoctor.gui.inspector_page`) keeps the widgets and wires
-them; everything here is a plain function of an :class:`Inspection`, a
-:class:`ProcessEntry` or a :class:`Topology`, so it is tested without a
+:class:`InspectorModel` owns the inspections: it lists processes and samples
+one on the thread pool (never on the UI thread), runs the process rules,
+keeps the live thread markers' timer (running only while someone watches),
+and reads this machine's topology when the window shows a saved report.
+The page (:mod:`cpudoctor.gui.inspector_page`) keeps the widgets, listens to
+the model's signals and never calls a probe. The rest of this module are
+plain functions of an :class:`Inspection`, a :class:`ProcessEntry` or a
+:class:`Topology` (rows, texts, messages, the map's load), tested without a
 window and reused by anything else that shows an inspection.
 """
 
 from __future__ import annotations
 
+import logging
+import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+from PySide6.QtCore import QObject, QTimer, Signal
 
 from cpudoctor.advisor.process_rules import run_process_rules
 from cpudoctor.gui.common import SEVERITY_COLOUR
 from cpudoctor.model import Topology
 from cpudoctor.kits.cpulist import format_cpulist
-from cpudoctor.probes.process.inspect import Inspection, InspectError, ProcessEntry
+from cpudoctor.probes import probe_topology
+from cpudoctor.probes.process import procfs
+from cpudoctor.probes.process.inspect import (Inspection, InspectError, ProcessEntry, ThreadTracker, inspect_process,
+                                              list_processes)
+from cpudoctor.kits.rooted import read_text
 from cpudoctor.kits.escape import html_escape as esc
 from cpudoctor.kits.format import percent, size
 from cpudoctor.render.inspect import state_text
-from cpudoctor.render.words import DASH, plural, severity
+from cpudoctor.render.own_jobs import for_this_user
+from cpudoctor.render.finding_view import FIX, WHY, finding_view
+from cpudoctor.render.words import DASH, plural
 from cpudoctor.model import Finding
 
 PICKER_COLUMNS = ("PID", "CPU %", "Threads", "Memory", "Command")
@@ -29,6 +46,9 @@ CHILD_COLUMNS = ("PID", "Name", "CPU %", "Threads", "Memory", "Command")
 LIB_COLUMNS = ("Library", "Kind", "File", "Shipped by")
 ENV_COLUMNS = ("Variable", "Value")
 BUSY_THREAD_PERCENT = 25          # a thread at this CPU % or more counts as busy in the summary
+LIVE_MARKER_MS = 1000             # the live markers' refresh while the page is visible
+
+log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Cell:
@@ -86,13 +106,23 @@ def parse_pid(text: str) -> tuple[int | None, str]:
 
 # -- the inspection -------------------------------------------------------------
 
+def is_own_process(pid: int, root: Path = Path("/")) -> bool | None:
+    """Whether ``pid`` runs as this user (root owns every process); None when it cannot be told (gone)."""
+    uid = procfs.status_uid(procfs.parse_status(read_text(procfs.proc_dir(root, pid) / "status") or ""))
+    me = os.geteuid() if hasattr(os, "geteuid") else None
+    if uid is None or me is None:
+        return None
+    return me == 0 or uid == me
+
+
 def inspect_job(inspect_fn: Callable[..., Inspection], topology_fn: Callable[[], Topology], pid: int,
-                seconds: float, topo: Topology | None, should_stop: Callable[[], bool]):
-    """Runs on a pool thread: sample the process, then run the (cheap) process rules."""
+                seconds: float, topo: Topology | None, should_stop: Callable[[], bool],
+                owner: Callable[[int], bool | None] = is_own_process):
+    """Runs on a pool thread: sample the process, run the (cheap) process rules, keep the user's own relaunches."""
     if topo is None:
         topo = topology_fn()
     insp = inspect_fn(pid, seconds=seconds, topology=topo, should_stop=should_stop)
-    return insp, run_process_rules(insp, topo), topo
+    return insp, for_this_user(run_process_rules(insp, topo), owner), topo
 
 
 def inspected_message(insp: Inspection) -> str:
@@ -137,18 +167,19 @@ def findings_html(findings: list[Finding]) -> str:
                 'evaluation) to be sure.</p>' % SEVERITY_COLOUR["ok"])
     parts = []
     for i, f in enumerate(findings):
-        colour = SEVERITY_COLOUR.get(f.severity, "#888")
-        body = [f'<b><span style="color:{colour}">{severity(f.severity).name}</span> {f.code}</b>'
-                f' &mdash; <b>{esc(f.title)}</b>']
-        if f.why:
-            body.append(f"<b>Why:</b> {esc(f.why)}")
-        if f.fix:
-            body.append(f"<b>Fix:</b> {esc(f.fix)}")
+        v = finding_view(f)
+        colour = SEVERITY_COLOUR.get(v.severity.key, "#888")
+        body = [f'<b><span style="color:{colour}">{esc(v.severity.name)}</span> {esc(v.code)}</b>'
+                f' &mdash; <b>{esc(v.title)}</b>']
+        if v.why:
+            body.append(f"<b>{WHY}:</b> {esc(v.why)}")
+        if v.fix:
+            body.append(f"<b>{FIX}:</b> {esc(v.fix)}")
         html = "<br>".join(body)
-        if f.snippet:
-            what = "command" if f.snippet_lang == "bash" else "code"
+        if v.snippet:
+            what = "command" if v.snippet.shell else "code"
             html += (f'<pre style="white-space: pre-wrap; font-family: monospace; margin-top: 4px;">'
-                     f'{esc(f.snippet)}</pre><a href="copy:{i}">Copy {what}</a>')
+                     f'{esc(v.snippet.text)}</pre><a href="copy:{i}">Copy {what}</a>')
         parts.append(f'<table width="100%" cellspacing="0" cellpadding="4" style="margin-bottom: 8px;"><tr>'
                      f'<td width="4" bgcolor="{colour}"></td><td>{html}</td></tr></table>')
     return "".join(parts)
@@ -256,3 +287,158 @@ def primes_only(places: list) -> bool:
 
 def _bytes(n: int | None) -> str:
     return size(n, DASH)
+
+
+# -- the model ----------------------------------------------------------------
+
+class InspectorModel(QObject):
+    """The Inspector's work, off the UI thread: the process list, one inspection at a time, the live markers.
+
+    The functions that touch the machine are attributes, so tests and other
+    sources swap them (all run on a pool thread). The live markers' timer runs
+    while an inspected process lives and someone :meth:`watch`-es.
+    """
+
+    listing_changed = Signal(bool)            # a listing runs
+    listed = Signal(list)                     # list[ProcessEntry]
+    list_failed = Signal(str)
+    busy_changed = Signal(bool)               # an inspection runs
+    inspected = Signal(object, list)          # Inspection, list[Finding]
+    failed = Signal(str)                      # one line: why the inspection failed
+    topology_changed = Signal(object)         # Topology: the map's machine
+    places = Signal(object)                   # list[ThreadPlace] from a live poll; None once the process is gone
+
+    def __init__(self, parent: QObject | None = None):
+        super().__init__(parent)
+        self.list_fn: Callable[[], list[ProcessEntry]] = lambda: list_processes(interval=0.3)
+        self.inspect_fn: Callable[..., Inspection] = inspect_process
+        self.topology_fn: Callable[[], Topology] = lambda: probe_topology(Path("/"))
+        self.tracker_factory: Callable[[int], ThreadTracker] = ThreadTracker
+        self.owner_fn: Callable[[int], bool | None] = is_own_process
+        self.entries: list[ProcessEntry] = []
+        self.inspection: Inspection | None = None
+        self.findings: list[Finding] = []
+        self.topology: Topology | None = None
+        self.busy = False
+        self.listing = False
+        self._stop = threading.Event()
+        self._tracker: ThreadTracker | None = None
+        self._polling = False
+        self._watching = False
+        self._probing_topology = False
+        self.live_timer = QTimer(self)
+        self.live_timer.setObjectName("inspector_live")
+        self.live_timer.setInterval(LIVE_MARKER_MS)
+        self.live_timer.timeout.connect(self.poll)
+
+    # -- the process list --
+
+    def refresh(self) -> bool:
+        """List the processes (False while a listing runs already)."""
+        if self.listing:
+            return False
+        self._set_listing(True)
+        from cpudoctor.gui.workers import run_in_thread
+
+        run_in_thread(self.list_fn, on_result=self._listed, on_error=lambda exc: self.list_failed.emit(str(exc)),
+                      on_finished=lambda: self._set_listing(False))
+        return True
+
+    def _set_listing(self, busy: bool) -> None:
+        self.listing = busy
+        self.listing_changed.emit(busy)
+
+    def _listed(self, entries: list[ProcessEntry]) -> None:
+        self.entries = list(entries)
+        self.listed.emit(self.entries)
+
+    # -- the topology --
+
+    def set_topology(self, topo: Topology | None) -> None:
+        self.topology = topo
+        if topo is not None:
+            self.topology_changed.emit(topo)
+
+    def need_local_topology(self) -> None:
+        """Read this machine's topology once (the window shows a saved report of another machine)."""
+        if self.topology is not None or self._probing_topology:
+            return
+        self._probing_topology = True
+        from cpudoctor.gui.workers import run_in_thread
+
+        run_in_thread(self.topology_fn, on_result=lambda topo: self.topology is None and self.set_topology(topo),
+                      on_error=lambda exc: log.warning("local topology unavailable: %s", exc))
+
+    # -- inspecting --
+
+    def inspect(self, pid: int, seconds: float) -> bool:
+        """Sample ``pid`` for ``seconds`` on the pool; ``inspected`` or ``failed`` follows (False: one runs)."""
+        if self.busy:
+            return False
+        self._stop.clear()
+        self._set_busy(True)
+        from cpudoctor.gui.workers import run_in_thread
+
+        run_in_thread(inspect_job, self.inspect_fn, self.topology_fn, pid, seconds, self.topology, self._stop.is_set,
+                      self.owner_fn, on_result=self._inspected,
+                      on_error=lambda exc: self.failed.emit(inspect_error_message(exc)),
+                      on_finished=lambda: self._set_busy(False))
+        return True
+
+    def stop(self) -> None:
+        """End the running inspection's window early (what it sampled so far is shown)."""
+        self._stop.set()
+
+    def _set_busy(self, busy: bool) -> None:
+        self.busy = busy
+        self.busy_changed.emit(busy)
+
+    def _inspected(self, result) -> None:
+        insp, findings, topo = result
+        if topo is not None and topo is not self.topology:
+            self.set_topology(topo)
+        self.inspection, self.findings = insp, list(findings)
+        if insp.status == "exited":
+            self._tracker = None
+            self.live_timer.stop()
+        else:
+            self._tracker = self.tracker_factory(insp.pid)
+            if self._watching:
+                self.live_timer.start()
+        self.inspected.emit(insp, list(findings))
+
+    # -- the live markers --
+
+    def watch(self, watching: bool) -> None:
+        """Someone looks at the markers (the page is visible): poll while an inspected process lives."""
+        self._watching = watching
+        if watching and self._tracker is not None:
+            if not self.live_timer.isActive():
+                self.live_timer.start()
+        else:
+            self.live_timer.stop()
+
+    def poll(self) -> None:
+        if self._tracker is None or self._polling or not self._watching:
+            return
+        self._polling = True
+        from cpudoctor.gui.workers import run_in_thread
+
+        run_in_thread(self._tracker.poll, on_result=self._on_places, on_finished=self._poll_done)
+
+    def _poll_done(self) -> None:
+        self._polling = False
+
+    def _on_places(self, places) -> None:
+        if places is None:
+            self._tracker = None
+            self.live_timer.stop()
+        elif primes_only(places):
+            return
+        self.places.emit(places)
+
+    def shutdown(self) -> None:
+        """Stop the running inspection and the live timer (the page is closing)."""
+        self._stop.set()
+        self._tracker = None
+        self.live_timer.stop()

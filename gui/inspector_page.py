@@ -1,26 +1,23 @@
 """Inspector: pick a running training job and see why it is slow.
 
-The widgets live here; what they show (rows, texts, messages) is computed in
-:mod:`cpudoctor.gui.inspector_model`, without Qt. The picker lists processes (Python first; this window and its children left
-out) with CPU%, threads and memory, refreshed on demand in a worker. Inspect
-samples the chosen process for a few seconds on a pool thread (never on the UI
-thread), runs the process rules over the result, and shows the threads, the
-libraries and thread environment, the children (DataLoader workers), memory,
-and the findings with the command to relaunch. The topology map shows each
+The widgets live here. The work (listing, inspecting, the live markers' timer)
+belongs to :class:`cpudoctor.gui.inspector_model.InspectorModel`, and what the
+page shows (rows, texts, messages) is computed in the same module, without Qt.
+The picker lists processes (Python first; this window and its children left
+out) with CPU%, threads and memory. Inspect samples the chosen process for a
+few seconds on a pool thread (never on the UI thread), runs the process rules
+over the result, and shows the threads, the libraries and thread environment,
+the children (DataLoader workers), memory, and the findings with the command
+to relaunch (for the user's own jobs only). The topology map shows each
 thread as a marker on the core it last ran on, refreshed once a second while
-the page is visible (one small stat read per thread, also off the UI thread).
+the page is visible.
 A Python process's own interpreter is shown with "Diagnose this environment",
 which makes it the window's environment (the toolbar's picker follows).
 """
 
 from __future__ import annotations
 
-import logging
-import threading
-from collections.abc import Callable
-from pathlib import Path
-
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QDoubleSpinBox, QFrame, QHBoxLayout, QHeaderView,
                                QLabel, QLineEdit, QProgressBar, QPushButton, QScrollArea, QSplitter, QTableWidget,
@@ -32,16 +29,9 @@ from cpudoctor.gui import inspector_model as im
 from cpudoctor.gui.common import Card
 from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.topology_map import TopologyMap
-from cpudoctor.gui.workers import run_in_thread
-from cpudoctor.probes.process.inspect import (Inspection, ProcessEntry, ThreadTracker, inspect_process,
-                                              list_processes, markers_by_cpu)
-from cpudoctor.model import Topology
-from cpudoctor.probes import probe_topology
-from cpudoctor.model import Finding
+from cpudoctor.probes.process.inspect import Inspection, ProcessEntry, markers_by_cpu
+from cpudoctor.model import Finding, Topology
 
-log = logging.getLogger(__name__)
-
-LIVE_MARKER_MS = 1000
 PICKER_MIN_ROWS = 4
 MAP_MIN_HEIGHT = 120
 
@@ -101,34 +91,36 @@ class InspectorPage(QWidget):
     def __init__(self, model: AppModel, parent: QWidget | None = None):
         super().__init__(parent)
         self.model = model
-        # Injectable for tests and for other sources; both run on a pool thread.
-        self.list_fn: Callable[[], list[ProcessEntry]] = lambda: list_processes(interval=0.3)
-        self.inspect_fn: Callable[..., Inspection] = inspect_process
-        self.topology_fn: Callable[[], Topology] = lambda: probe_topology(Path("/"))
-        self.tracker_factory: Callable[[int], ThreadTracker] = ThreadTracker
-
-        self.entries: list[ProcessEntry] = []
+        # The inspections and the live markers' timer: the page only shows what the model reports.
+        self.inspections = im.InspectorModel(self)
         self.inspection: Inspection | None = None
         self.findings: list[Finding] = []
-        self.topology: Topology | None = None
-        self._stop = threading.Event()
-        self._busy = False
-        self._listing = False
-        self._polling = False
-        self._tracker: ThreadTracker | None = None
         self._listed_once = False
-        self._probing_topology = False
-
         self._build()
-        self.live_timer = QTimer(self)
-        self.live_timer.setInterval(LIVE_MARKER_MS)
-        self.live_timer.timeout.connect(self._poll_markers)
+        ins = self.inspections
+        ins.listing_changed.connect(self._on_listing)
+        ins.listed.connect(self._on_listed)
+        ins.list_failed.connect(lambda msg: self.status_label.setText(f"Could not list processes: {msg}"))
+        ins.busy_changed.connect(self._on_busy)
+        ins.inspected.connect(self._on_inspected)
+        ins.failed.connect(self._on_inspect_error)
+        ins.topology_changed.connect(self.topology_map.set_topology)
+        ins.places.connect(self._on_places)
         model.report_changed.connect(self._on_report)
         self._diagnosing = False                  # "Diagnose this environment" waits for the chooser
         model.environments.picked.connect(self._on_picked)
         model.environments.rejected.connect(self._on_refused)
         if model.report is not None:
             self._on_report(model.report)
+
+    @property
+    def topology(self) -> Topology | None:
+        """The machine the map draws (this one: a saved report's never replaces it)."""
+        return self.inspections.topology
+
+    @property
+    def entries(self) -> list[ProcessEntry]:
+        return self.inspections.entries
 
     # -- layout --
 
@@ -152,7 +144,13 @@ class InspectorPage(QWidget):
         split = QSplitter(Qt.Orientation.Vertical)
         outer.addWidget(split, 1)
 
-        # Picker.
+        split.addWidget(self._build_picker())
+        split.addWidget(self._build_results())
+        split.setStretchFactor(0, 2)
+        split.setStretchFactor(1, 3)
+
+    def _build_picker(self) -> QWidget:
+        """The process list, its filter, the PID and window, Inspect and Stop, the status line."""
         picker = QWidget()
         pl = QVBoxLayout(picker)
         pl.setContentsMargins(0, 0, 0, 0)
@@ -196,7 +194,7 @@ class InspectorPage(QWidget):
         self.inspect_button.clicked.connect(self.start_inspection)
         self.stop_button = QPushButton("Stop")
         self.stop_button.setEnabled(False)
-        self.stop_button.clicked.connect(self._stop.set)
+        self.stop_button.clicked.connect(self.inspections.stop)
         self.progress = QProgressBar()
         self.progress.setRange(0, 0)
         self.progress.setMaximumWidth(120)
@@ -210,50 +208,15 @@ class InspectorPage(QWidget):
         self.status_label.setWordWrap(True)
         self.status_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         pl.addWidget(self.status_label)
-        split.addWidget(picker)
+        return picker
 
-        # Results: tabs on the left, the topology map on the right.
+    def _build_results(self) -> QWidget:
+        """Tabs (findings, threads, libraries and environment, children, memory) beside the live map."""
         results = QSplitter(Qt.Orientation.Horizontal)
         self.tabs = QTabWidget()
         results.addWidget(self.tabs)
 
-        # Findings tab.
-        fwrap = QWidget()
-        fl = QVBoxLayout(fwrap)
-        fl.setContentsMargins(4, 4, 4, 4)
-        top = QHBoxLayout()
-        self.summary_label = QLabel("No process inspected yet.")
-        self.summary_label.setWordWrap(True)
-        self.summary_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.copy_all_button = QPushButton("Copy as text")
-        self.copy_all_button.setToolTip("The whole inspection and findings as plain text, safe to paste "
-                                        "(whitelisted variables only, home folders as ~)")
-        self.copy_all_button.setEnabled(False)
-        self.copy_all_button.clicked.connect(self.copy_all)
-        top.addWidget(self.summary_label, 1)
-        top.addWidget(self.copy_all_button, 0, Qt.AlignmentFlag.AlignTop)
-        fl.addLayout(top)
-        # a Python process's interpreter: the environment it trains in, to diagnose
-        self.python_row = QWidget()
-        pr = QHBoxLayout(self.python_row)
-        pr.setContentsMargins(0, 0, 0, 0)
-        self.python_label = QLabel("")
-        self.python_label.setWordWrap(True)
-        self.python_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.diagnose_button = QPushButton(DIAGNOSE)
-        self.diagnose_button.setToolTip(DIAGNOSE_TIP)
-        self.diagnose_button.clicked.connect(self.diagnose_environment)
-        pr.addWidget(self.python_label, 1)
-        pr.addWidget(self.diagnose_button, 0, Qt.AlignmentFlag.AlignTop)
-        self.python_row.setVisible(False)
-        fl.addWidget(self.python_row)
-        self.findings_view = QTextBrowser()
-        self.findings_view.setOpenLinks(False)
-        self.findings_view.anchorClicked.connect(self._on_anchor)
-        self.findings_view.setHtml("<p>Inspect a process to see what slows it down.</p>")
-        fl.addWidget(self.findings_view, 1)
-        self.tabs.addTab(fwrap, "Findings")
-
+        self.tabs.addTab(self._build_findings_tab(), "Findings")
         self.thread_table = _table(im.THREAD_COLUMNS)
         self.tabs.addTab(self.thread_table, "Threads")
 
@@ -302,9 +265,45 @@ class InspectorPage(QWidget):
         results.addWidget(mapbox)
         results.setStretchFactor(0, 3)
         results.setStretchFactor(1, 2)
-        split.addWidget(results)
-        split.setStretchFactor(0, 2)
-        split.setStretchFactor(1, 3)
+        return results
+
+    def _build_findings_tab(self) -> QWidget:
+        """The summary, Copy as text, the process's Python environment and the findings."""
+        fwrap = QWidget()
+        fl = QVBoxLayout(fwrap)
+        fl.setContentsMargins(4, 4, 4, 4)
+        top = QHBoxLayout()
+        self.summary_label = QLabel("No process inspected yet.")
+        self.summary_label.setWordWrap(True)
+        self.summary_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.copy_all_button = QPushButton("Copy as text")
+        self.copy_all_button.setToolTip("The whole inspection and findings as plain text, safe to paste "
+                                        "(whitelisted variables only, home folders as ~)")
+        self.copy_all_button.setEnabled(False)
+        self.copy_all_button.clicked.connect(self.copy_all)
+        top.addWidget(self.summary_label, 1)
+        top.addWidget(self.copy_all_button, 0, Qt.AlignmentFlag.AlignTop)
+        fl.addLayout(top)
+        # a Python process's interpreter: the environment it trains in, to diagnose
+        self.python_row = QWidget()
+        pr = QHBoxLayout(self.python_row)
+        pr.setContentsMargins(0, 0, 0, 0)
+        self.python_label = QLabel("")
+        self.python_label.setWordWrap(True)
+        self.python_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.diagnose_button = QPushButton(DIAGNOSE)
+        self.diagnose_button.setToolTip(DIAGNOSE_TIP)
+        self.diagnose_button.clicked.connect(self.diagnose_environment)
+        pr.addWidget(self.python_label, 1)
+        pr.addWidget(self.diagnose_button, 0, Qt.AlignmentFlag.AlignTop)
+        self.python_row.setVisible(False)
+        fl.addWidget(self.python_row)
+        self.findings_view = QTextBrowser()
+        self.findings_view.setOpenLinks(False)
+        self.findings_view.anchorClicked.connect(self._on_anchor)
+        self.findings_view.setHtml("<p>Inspect a process to see what slows it down.</p>")
+        fl.addWidget(self.findings_view, 1)
+        return fwrap
 
     # -- topology --
 
@@ -315,21 +314,7 @@ class InspectorPage(QWidget):
             self.set_topology(report.topology)
 
     def set_topology(self, topo: Topology | None) -> None:
-        self.topology = topo
-        if topo is not None:
-            self.topology_map.set_topology(topo)
-
-    def _on_local_topology(self, topo: Topology) -> None:
-        if self.topology is None:
-            self.set_topology(topo)
-
-    def _local_topology(self) -> Topology | None:
-        if self.topology is not None:
-            return self.topology
-        report = self.model.report
-        if report is not None and not self.model.read_only:
-            return report.topology
-        return None
+        self.inspections.set_topology(topo)
 
     # -- picker --
 
@@ -338,39 +323,26 @@ class InspectorPage(QWidget):
         if not self._listed_once:
             self._listed_once = True
             self.refresh_processes()
-        if self.topology is None and self.model.read_only and not self._probing_topology:
+        if self.model.read_only:
             # the window opened on a saved report: this machine's own map is still needed here
-            self._probing_topology = True
-            run_in_thread(probe_topology, on_result=self._on_local_topology,
-                          on_error=lambda exc: log.warning("local topology unavailable: %s", exc))
-        if self._tracker is not None and not self.live_timer.isActive():
-            self.live_timer.start()
+            self.inspections.need_local_topology()
+        self.inspections.watch(True)
 
     def hideEvent(self, event) -> None:  # noqa: N802 - Qt API
         super().hideEvent(event)
-        self.live_timer.stop()
+        self.inspections.watch(False)
 
     def refresh_processes(self) -> None:
-        if self._listing:
-            return
-        self._listing = True
-        self.refresh_button.setEnabled(False)
-        self.status_label.setText("Listing processes…")
-        run_in_thread(self.list_fn, on_result=self._on_listed, on_error=self._on_list_error,
-                      on_finished=self._on_list_finished)
+        if self.inspections.refresh():
+            self.status_label.setText("Listing processes…")
+
+    def _on_listing(self, busy: bool) -> None:
+        self.refresh_button.setEnabled(not busy)
 
     def _on_listed(self, entries: list[ProcessEntry]) -> None:
-        self.entries = list(entries)
         self._fill_processes()
         self.status_label.setText(im.listed_message(self.entries))
-        self.processes_listed.emit(self.entries)
-
-    def _on_list_error(self, exc: BaseException) -> None:
-        self.status_label.setText(f"Could not list processes: {exc}")
-
-    def _on_list_finished(self) -> None:
-        self._listing = False
-        self.refresh_button.setEnabled(True)
+        self.processes_listed.emit(list(entries))
 
     def _fill_processes(self) -> None:
         selected = self.selected_pid()
@@ -412,52 +384,32 @@ class InspectorPage(QWidget):
     # -- inspection --
 
     def start_inspection(self) -> None:
-        if self._busy:
+        if self.inspections.busy:
             return
         pid, problem = im.parse_pid(self.pid_edit.text())
         if pid is None:
             self.status_label.setText(problem)
             return
         seconds = float(self.seconds_spin.value())
-        self._busy = True
-        self._stop.clear()
-        self.inspect_button.setEnabled(False)
-        self.stop_button.setEnabled(True)
-        self.progress.setVisible(True)
-        self.status_label.setText(f"Sampling process {pid} for {seconds:g} s…")
-        self.model.status_message.emit(f"Inspecting process {pid}…")
-        topo = self._local_topology()
-        run_in_thread(im.inspect_job, self.inspect_fn, self.topology_fn, pid, seconds, topo, self._stop.is_set,
-                      on_result=self._on_inspected, on_error=self._on_inspect_error,
-                      on_finished=self._on_inspect_finished)
+        if self.inspections.inspect(pid, seconds):
+            self.status_label.setText(f"Sampling process {pid} for {seconds:g} s…")
+            self.model.status_message.emit(f"Inspecting process {pid}…")
 
-    def _on_inspected(self, result) -> None:
-        insp, findings, topo = result
-        if topo is not None and topo is not self.topology:
-            self.set_topology(topo)
+    def _on_busy(self, busy: bool) -> None:
+        self.inspect_button.setEnabled(not busy)
+        self.stop_button.setEnabled(busy)
+        self.progress.setVisible(busy)
+
+    def _on_inspected(self, insp: Inspection, findings: list[Finding]) -> None:
         self.show_inspection(insp, findings)
         self.status_label.setText(im.inspected_message(insp))
-        if insp.status == "exited":
-            self._tracker = None
-            self.live_timer.stop()
-        else:
-            self._tracker = self.tracker_factory(insp.pid)
-            if self.isVisible():
-                self.live_timer.start()
         self.model.status_message.emit(self.status_label.text())
         self.inspection_done.emit(insp)
 
-    def _on_inspect_error(self, exc: BaseException) -> None:
-        msg = im.inspect_error_message(exc)
+    def _on_inspect_error(self, msg: str) -> None:
         self.status_label.setText(msg[:1].upper() + msg[1:])
         self.model.status_message.emit(self.status_label.text())
         self.inspect_failed.emit(msg)
-
-    def _on_inspect_finished(self) -> None:
-        self._busy = False
-        self.inspect_button.setEnabled(True)
-        self.stop_button.setEnabled(False)
-        self.progress.setVisible(False)
 
     # -- showing results --
 
@@ -538,24 +490,11 @@ class InspectorPage(QWidget):
 
     # -- live markers --
 
-    def _poll_markers(self) -> None:
-        if self._tracker is None or self._polling or not self.isVisible():
-            return
-        self._polling = True
-        run_in_thread(self._tracker.poll, on_result=self._on_places, on_finished=self._poll_done)
-
-    def _poll_done(self) -> None:
-        self._polling = False
-
     def _on_places(self, places) -> None:
         if places is None:
-            self._tracker = None
-            self.live_timer.stop()
             self.map_caption.setText(im.live_caption(None))
             self.topology_map.set_markers({})
             self.topology_map.set_load(im.full_load({}, self.topology))
-            return
-        if im.primes_only(places):
             return
         labels, load = markers_by_cpu(places)
         self.topology_map.set_markers(labels)
@@ -563,6 +502,5 @@ class InspectorPage(QWidget):
         self.map_caption.setText(im.live_caption(places))
 
     def closeEvent(self, event) -> None:  # noqa: N802 - Qt API
-        self._stop.set()
-        self.live_timer.stop()
+        self.inspections.shutdown()
         super().closeEvent(event)

@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (QFileDialog, QFrame, QHBoxLayout, QLabel, QListWi
 from cpudoctor import __version__
 from cpudoctor.gui.collector import ReportCollector
 from cpudoctor.gui.env_picker import EnvironmentPicker
-from cpudoctor.gui.environments import WINDOW, EnvLookup, job_python
+from cpudoctor.gui.environments import WINDOW, EnvLookup
 from cpudoctor.gui.icons import app_icon, icon
 from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.sampler import DEFAULT_HZ, LiveSampler
@@ -34,6 +34,7 @@ APP_NAME = "CPU Doctor"
 SIDEBAR_PX = 176
 SIDEBAR_COMPACT_PX = 56
 COMPACT_BELOW_PX = 1000       # narrower windows show the sidebar as icons only
+ICON_TOOLBAR_BELOW_PX = 900   # narrower still: the toolbar's buttons too (the Environment picker keeps its text)
 PICKER_TEXT_PX = (190, 320)   # the environment picker's text in a compact / a wide window (then elided)
 TITLE_ROLE = Qt.ItemDataRole.UserRole + 1
 # (module under cpudoctor.gui, class name) in sidebar order
@@ -145,6 +146,7 @@ class MainWindow(QMainWindow):
 
         self._build_central()
         self._build_pages()
+        self._keep_lab_runs()
         self._build_actions()
         self._build_status()
         self._wire()
@@ -192,7 +194,19 @@ class MainWindow(QMainWindow):
             nav = getattr(page, "navigate", None)
             if nav is not None and hasattr(nav, "connect"):
                 nav.connect(self.show_page)
+            finding = getattr(page, "open_finding", None)
+            if finding is not None and hasattr(finding, "connect"):
+                finding.connect(self.open_finding)
         self.sidebar.currentRowChanged.connect(self._on_row)
+
+    def _keep_lab_runs(self) -> None:
+        """The Training page keeps its runs between sessions beside the window's settings file."""
+        from cpudoctor.gui.training_runs import RunStore
+
+        training = self.pages.get("Training")
+        where = self.settings.fileName()
+        if training is not None and where:
+            training.set_run_store(RunStore(Path(where).with_name("lab-runs.json")))
 
     def set_compact_sidebar(self, compact: bool) -> None:
         """Icons only (titles in tooltips): a narrow window gives its width to the page."""
@@ -211,6 +225,9 @@ class MainWindow(QMainWindow):
         super().resizeEvent(event)
         compact = event.size().width() < COMPACT_BELOW_PX
         self.set_compact_sidebar(compact)
+        self.toolbar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonIconOnly
+                                        if event.size().width() < ICON_TOOLBAR_BELOW_PX
+                                        else Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         self.env_picker.set_max_text_width(PICKER_TEXT_PX[0] if compact else PICKER_TEXT_PX[1])
 
     def _build_actions(self) -> None:
@@ -280,8 +297,18 @@ class MainWindow(QMainWindow):
                 act.setShortcut(QKeySequence(f"Ctrl+{i + 1}"))
             act.triggered.connect(lambda _=False, t=title: self.show_page(t))
             view_menu.addAction(act)
+        from cpudoctor.gui.help_menu import HelpActions
+
+        self.help_actions = HelpActions(self.model, self)
         help_menu = menu.addMenu("&Help")
+        for act in (self.help_actions.docs, self.help_actions.rules, self.help_actions.report_problem):
+            help_menu.addAction(act)
+        help_menu.addSeparator()
         help_menu.addAction(self.about_action)
+        report_page = self.pages.get("Report")
+        if report_page is not None and ra is not None:
+            # File > Export as… starts from what the Report page shows (format and privacy)
+            ra.preferences = lambda: (report_page.fmt, report_page.privacy.isChecked())
 
     def _build_status(self) -> None:
         sb = self.statusBar()
@@ -351,6 +378,13 @@ class MainWindow(QMainWindow):
         if title in titles:
             self.sidebar.setCurrentRow(titles.index(title))
 
+    def open_finding(self, code: str) -> None:
+        """Show one finding in the Advisor (the Overview's "start here")."""
+        advisor = self.pages.get("Advisor")
+        if advisor is not None:
+            advisor.select(code)
+            self.show_page("Advisor")
+
     def _on_row(self, row: int) -> None:
         if row >= 0:
             self.stack.setCurrentIndex(row)
@@ -374,7 +408,7 @@ class MainWindow(QMainWindow):
     def _on_environment(self, env, chosen_by: str) -> None:
         """The environment chosen (the default when the window opens, or the user's pick): this
         machine's report describes it, built anew; a saved report shown stays."""
-        self.collector.set_environment(job_python(env), chosen_by)
+        self.collector.set_environment(env, chosen_by)
         default, self._environment_known = not self._environment_known and chosen_by != WINDOW, True
         if self.collector.opening or self.model.read_only:
             # the user's file is what to show (however it was opened); Back to this machine uses this choice

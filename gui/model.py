@@ -2,7 +2,8 @@
 
 Pages take an AppModel, react to its signals and never call probes or the
 advisor themselves. The model owns the diagnosis of what it holds: when a
-lab result arrives (:meth:`add_benchmark`, :meth:`set_recommendation`) or
+lab result arrives (:meth:`add_benchmark`, :meth:`set_recommendation`: the
+pipeline's :func:`~cpudoctor.pipeline.with_lab_result`, as ``bench --into``) or
 someone asks (:meth:`rediagnose`), it runs the pipeline's advisor stage off
 the GUI thread and emits the new findings. A report opened from a file sets
 ``read_only`` and a label, and every page shows that machine instead of this one.
@@ -18,6 +19,7 @@ import dataclasses
 from PySide6.QtCore import QObject, Signal
 
 from cpudoctor.gui.environments import EnvironmentChooser
+from cpudoctor.pipeline import with_lab_result
 from cpudoctor.render.words import status_text
 from cpudoctor.model import BenchRun, Finding, Report, ThreadRecommendation
 
@@ -36,6 +38,7 @@ class AppModel(QObject):
         self.report: Report | None = None
         self.read_only = False                 # True for a report opened from a file
         self.source_label = "This machine"
+        self.judged = False                    # the findings shown are the advisor's for this report
         self._judged: Report | None = None     # the report the current findings were made for
         self._advice_generation = 0
         self._diagnosing = False
@@ -46,8 +49,12 @@ class AppModel(QObject):
 
     # -- the report ------------------------------------------------------------------------------
 
-    def set_report(self, report: Report, read_only: bool = False, label: str | None = None) -> None:
+    def set_report(self, report: Report, read_only: bool = False, label: str | None = None,
+                   judged: bool = True) -> None:
         """Show ``report``. The model keeps its own copy: it changes lab results on it, never the caller's.
+
+        ``judged=False``: a stage of a report the advisor has not seen yet (its findings follow), so no page
+        says "No findings." before the advisor ran.
 
         A new stage of this machine's report keeps the lab results measured here meanwhile (a
         benchmark run while the software check was still going, or before a refresh); when the
@@ -66,6 +73,7 @@ class AppModel(QObject):
         self.report = own
         self._judged = report
         self.read_only = read_only
+        self.judged = judged
         self.source_label = label or ("Saved report" if read_only else "This machine")
         self.report_changed.emit(own)
         self.findings_changed.emit(list(own.findings))
@@ -73,6 +81,7 @@ class AppModel(QObject):
             self.rediagnose()
 
     def set_findings(self, findings: list[Finding]) -> None:
+        self.judged = True
         if self.report is not None:
             self.report.findings = list(findings)
         self.findings_changed.emit(list(findings))
@@ -90,15 +99,17 @@ class AppModel(QObject):
     # -- lab results -----------------------------------------------------------------------------
 
     def add_benchmark(self, run: BenchRun) -> None:
+        """A lab run joins the report (the pipeline's :func:`~cpudoctor.pipeline.with_lab_result`, as
+        ``bench --into`` does); the advisor then judges it again off the GUI thread."""
         if self.report is None:
             return
-        self.report.benchmarks = [*self.report.benchmarks, run]
+        self.report = with_lab_result(self.report, run, judge=False)
         self.benchmarks_changed.emit(list(self.report.benchmarks))
         self.rediagnose()
 
     def set_recommendation(self, rec: ThreadRecommendation | None) -> None:
         if self.report is not None:
-            self.report.recommendation = rec
+            self.report = with_lab_result(self.report, recommendation=rec, judge=False)
         self.recommendation_changed.emit(rec)
         if self.report is not None:
             self.rediagnose()          # a measured thread count changes fixes and snippets

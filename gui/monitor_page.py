@@ -1,8 +1,9 @@
 """Monitor: per-core load as a heat strip grouped by CCX, total load, clocks, temperatures, memory.
 
 Samples arrive through ``model.sample`` (see gui/sampler.py) and go into
-fixed-size ring buffers (:class:`MonitorHistory`, no Qt), so hours of
-monitoring use the same memory as a minute. Drawing happens only while the
+fixed-size ring buffers (:class:`~cpudoctor.gui.monitor_model.MonitorHistory`,
+no Qt, beside the application model), so hours of monitoring use the same
+memory as a minute. Drawing happens only while the
 page is visible; a hidden page just appends. A sensor that is missing (VMs,
 containers) is shown as unavailable, never as a flat zero line.
 """
@@ -10,7 +11,7 @@ containers) is shown as unavailable, never as a flat zero line.
 from __future__ import annotations
 
 import html
-from dataclasses import dataclass
+from collections.abc import Callable
 
 import numpy as np
 import pyqtgraph as pg
@@ -23,182 +24,20 @@ from cpudoctor.gui.icons import icon
 from cpudoctor.gui.load_legend import LoadScaleBar
 from cpudoctor.gui.load_scale import lookup_table
 from cpudoctor.gui.model import AppModel
+from cpudoctor.gui.monitor_model import (GIB, TITLE_SERIES, CpuGroup, MonitorHistory, cpu_groups, decimate,
+                                          heat_columns, sensor_name, temperature_range)
 from cpudoctor.gui.sampler import DEFAULT_HZ, RATES_HZ
 from cpudoctor.probes.live.sample import Sample
 from cpudoctor.kits.format import clock, size
 from cpudoctor.render.words import DASH
-from cpudoctor.probes.live.ringbuffer import RingBuffer, RingBuffer2D
 from cpudoctor.model import Report
 
-# 15 minutes at the fastest rate; memory is fixed by this, whatever the run time.
-CAPACITY = 9000
-MAX_TEMP_SERIES = 8
-WINDOWS_S: tuple[tuple[str, int], ...] = (("1 min", 60), ("2 min", 120), ("5 min", 300), ("15 min", 900))
+WINDOWS_S: tuple[tuple[str, int], ...] = (("last 1 min", 60), ("last 2 min", 120), ("last 5 min", 300),
+                                         ("last 15 min", 900))
 DEFAULT_WINDOW_S = 120
-GIB = 1024 ** 3
-MAX_CURVE_POINTS = 800
 CHART_MIN_MOVE_PX = 6          # charts redraw once new data moves them this far (see MonitorPage.chart_interval)
 CHART_MAX_WAIT_S = 2.0
 LINE_COLOURS = ("#4a90c2", "#e07b39", "#3fa36b", "#b05fc2", "#d9534f", "#8a8f96", "#c9a227", "#2bb3b3")
-
-
-@dataclass
-class CpuGroup:
-    label: str               # "CCX 0"
-    cpus: list[int]          # logical CPU numbers, in display order
-
-
-def cpu_groups(report: Report | None, cpu_ids: list[int]) -> list[CpuGroup]:
-    """CPUs grouped by L3 domain (one CCX on AMD), in the order the heat strip shows them.
-
-    CPUs the topology does not place go last, in an "other" group; without a
-    topology everything is one group.
-    """
-    live = set(cpu_ids)
-    groups: list[CpuGroup] = []
-    placed: set[int] = set()
-    domains = report.topology.l3_domains if report is not None else []
-    if len(domains) > 1 or (domains and len(domains[0].cpus) < len(cpu_ids)):
-        name = "CCX" if report is not None and report.topology.l3_is_ccx() else "L3"
-        for i, d in enumerate(domains):
-            cpus = [c for c in d.cpus if c in live and c not in placed]
-            if cpus:
-                groups.append(CpuGroup(f"{name} {i}", cpus))
-                placed.update(cpus)
-    rest = [c for c in cpu_ids if c not in placed]
-    if rest:
-        groups.append(CpuGroup("other" if groups else "CPUs", rest))
-    return groups
-
-
-def heat_columns(x: np.ndarray, rows: np.ndarray, max_columns: int = 400) -> tuple[np.ndarray, float]:
-    """(image, x0): per-CPU rows resampled onto evenly spaced time columns from x0 to 0.
-
-    ``x`` are sample times in seconds before the newest (ascending, ``x[-1] == 0``);
-    ``rows`` is (samples, cpus). Sample ``i`` covers the interval (x[i-1], x[i]], so
-    each column takes the first sample at or after its centre. Columns stay true to
-    time when the rate changes, and an interval much longer than usual (the monitor
-    was paused) is left empty (NaN) instead of being stretched.
-    """
-    n = x.shape[0]
-    if n < 2:
-        return rows.T.copy(), -1.0
-    x0 = float(x[0])
-    span = -x0
-    usual = float(np.median(np.diff(x)))
-    # as many columns as the usual rate gives over the span, capped for drawing cost
-    cols = int(min(max_columns, max(n, span / usual if usual > 0 else n)))
-    centres = x0 + (np.arange(cols) + 0.5) * (span / cols)
-    idx = np.searchsorted(x, centres, side="left").clip(1, n - 1)
-    img = rows[idx].T.copy()
-    gaps = (x[idx] - x[idx - 1]) > max(3.0 * usual, 2.5)
-    img[:, gaps] = np.nan
-    return img, x0
-
-
-def decimate(x: np.ndarray, y: np.ndarray, max_points: int = MAX_CURVE_POINTS) -> tuple[np.ndarray, np.ndarray]:
-    """At most ``max_points`` points, keeping each bucket's lowest and highest value (peaks stay visible).
-
-    15 minutes at 10 Hz is 9000 samples for a plot a few hundred pixels wide:
-    drawing them all costs time and shows nothing more. NaN (gaps) survive
-    within a bucket only where the whole bucket is a gap.
-    """
-    n = x.shape[0]
-    if n <= max_points:
-        return x, y
-    buckets = max_points // 2
-    starts = np.linspace(0, n, buckets, endpoint=False).astype(np.intp)
-    with np.errstate(invalid="ignore"):
-        lo = np.fmin.reduceat(y, starts)
-        hi = np.fmax.reduceat(y, starts)
-    ends = np.append(starts[1:], n) - 1
-    xs = np.empty(2 * buckets)
-    ys = np.empty(2 * buckets)
-    xs[0::2], xs[1::2] = x[starts], x[ends]
-    ys[0::2], ys[1::2] = lo, hi
-    return xs, ys
-
-
-def temperature_range(history: "MonitorHistory", n: int) -> tuple[float, float]:
-    """Whole tens of °C around every shown series, so the axis only moves when a line would leave it."""
-    values = [buf.last(n) for buf in history.temps.values()]
-    finite = np.concatenate([v[np.isfinite(v)] for v in values]) if values else np.empty(0)
-    if finite.size == 0:
-        return 0.0, 100.0
-    return float(np.floor((finite.min() - 3) / 10) * 10), float(np.ceil((finite.max() + 3) / 10) * 10)
-
-
-class MonitorHistory:
-    """Ring buffers for everything the monitor draws; constant memory. No Qt."""
-
-    def __init__(self, capacity: int = CAPACITY):
-        self.capacity = capacity
-        self.cpu_ids: list[int] = []
-        self.t = RingBuffer(capacity)
-        self.total = RingBuffer(capacity)
-        self.per_cpu: RingBuffer2D | None = None
-        self.freq_avg = RingBuffer(capacity)
-        self.freq_max = RingBuffer(capacity)
-        self.mem_used = RingBuffer(capacity)
-        self.swap_used = RingBuffer(capacity)
-        self.temps: dict[str, RingBuffer] = {}
-        self.last: Sample | None = None
-
-    def clear(self) -> None:
-        self.__init__(self.capacity)
-
-    @property
-    def nbytes(self) -> int:
-        bufs = [self.t, self.total, self.freq_avg, self.freq_max, self.mem_used, self.swap_used,
-                *self.temps.values()] + ([self.per_cpu] if self.per_cpu is not None else [])
-        return sum(b.nbytes for b in bufs)
-
-    def append(self, s: Sample) -> None:
-        if s.cpu_ids != self.cpu_ids or self.per_cpu is None:
-            # first sample, or CPUs went on/offline: the old rows no longer line up
-            self.clear()
-            self.cpu_ids = list(s.cpu_ids)
-            self.per_cpu = RingBuffer2D(self.capacity, max(1, len(s.cpu_ids)))
-        n_before = len(self.t)
-        self.t.append(s.t)
-        self.total.append(s.total_percent)
-        self.per_cpu.append(s.cpu_percent)
-        if s.freq_mhz:
-            self.freq_avg.append(sum(s.freq_mhz) / len(s.freq_mhz) / 1000.0)    # GHz
-            self.freq_max.append(max(s.freq_mhz) / 1000.0)
-        else:
-            self.freq_avg.append(None)
-            self.freq_max.append(None)
-        self.mem_used.append(s.mem_used_bytes / GIB if s.mem_used_bytes is not None else None)
-        self.swap_used.append(s.swap_used_bytes / GIB if s.swap_used_bytes is not None else None)
-        for key in list(s.temps_c)[:MAX_TEMP_SERIES]:
-            if key not in self.temps and len(self.temps) < MAX_TEMP_SERIES:
-                buf = RingBuffer(self.capacity)
-                for _ in range(min(n_before, self.capacity)):
-                    buf.append(None)       # no value before the sensor appeared
-                self.temps[key] = buf
-        for key, buf in self.temps.items():
-            buf.append(s.temps_c.get(key))
-        self.last = s
-
-    def append_gap(self, t: float) -> None:
-        """A row of 'no data' at time ``t``, so lines break where the monitor was paused."""
-        if self.per_cpu is None or len(self.t) == 0:
-            return
-        self.t.append(t)
-        self.per_cpu.append([])
-        for buf in (self.total, self.freq_avg, self.freq_max, self.mem_used, self.swap_used,
-                    *self.temps.values()):
-            buf.append(None)
-
-    def window(self, seconds: float) -> tuple[int, np.ndarray]:
-        """(n, x): the newest ``n`` samples within ``seconds``, x = seconds before the newest."""
-        t = self.t.last()
-        if t.size == 0:
-            return 0, t
-        start = int(np.searchsorted(t, t[-1] - seconds, side="left"))
-        x = t[start:] - t[-1]
-        return x.size, x
 
 
 class ViewCurve(pg.PlotCurveItem):
@@ -235,19 +74,24 @@ class ViewCurve(pg.PlotCurveItem):
 
 
 class LiveText(QWidget):
-    """A line of text that changes every tick (a tile's value) without re-laying out the page.
+    """Text that changes every tick (a tile's value) without re-laying out the page.
 
     A QLabel asks its layout to recompute on every new text, which at 2 Hz was a
-    noticeable part of the Monitor's cost; this widget keeps its size (one line
-    of its font, at least a few characters wide) and only repaints. Text that does
-    not fit is elided, with the whole text in the tooltip.
+    noticeable part of the Monitor's cost; this widget keeps its size (``lines``
+    lines of its font, at least a few characters wide) and only repaints. Longer
+    text wraps at spaces onto the next of its ``lines``; what still does not fit
+    is elided, with the whole text in the tooltip. ``whole``: the widget asks for
+    its whole text as its minimum (a short line that must never be cut).
     """
 
-    def __init__(self, text: str = "", muted: bool = False, relayout: bool = False, parent: QWidget | None = None):
+    def __init__(self, text: str = "", muted: bool = False, relayout: bool = False, parent: QWidget | None = None,
+                 *, lines: int = 1, whole: bool = False):
         super().__init__(parent)
         self._text = text
         self._muted = muted
-        self._relayout = relayout               # a rarely changing text may ask for the room it needs
+        self._relayout = relayout or whole       # a rarely changing text may ask for the room it needs
+        self._lines = max(1, lines)
+        self._whole = whole
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         # paints its own background, so a new value does not make the styled tile behind it repaint too
         self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent)
@@ -262,23 +106,57 @@ class LiveText(QWidget):
                 self.updateGeometry()
             self.update()
 
+    def _height(self) -> int:
+        fm = self.fontMetrics()
+        return fm.height() + fm.lineSpacing() * (self._lines - 1) + 2
+
     def sizeHint(self) -> QSize:  # noqa: N802 - Qt API
         fm = self.fontMetrics()
-        return QSize(max(fm.horizontalAdvance(self._text), fm.horizontalAdvance("0000000")), fm.height() + 2)
+        return QSize(max(fm.horizontalAdvance(self._text), fm.horizontalAdvance("0000000")), self._height())
 
     def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt API
         fm = self.fontMetrics()
-        return QSize(fm.horizontalAdvance("000"), fm.height() + 2)
+        width = fm.horizontalAdvance(self._text) + 1 if self._whole else fm.horizontalAdvance("000")
+        return QSize(width, self._height())
+
+    def shown_lines(self) -> list[str]:
+        """The lines drawn at the current width: wrapped at spaces, the last one elided when needed."""
+        fm = self.fontMetrics()
+        width = max(1, self.width())
+        words, out = self._text.split(" "), []
+        line = ""
+        for i, word in enumerate(words):
+            candidate = f"{line} {word}" if line else word
+            if fm.horizontalAdvance(candidate) <= width or not line:
+                line = candidate
+                continue
+            if len(out) == self._lines - 1:
+                line = " ".join([line, *words[i:]])
+                break
+            out.append(line)
+            line = word
+        out.append(line)
+        out[-1] = fm.elidedText(out[-1], Qt.TextElideMode.ElideRight, width)
+        return [fm.elidedText(x, Qt.TextElideMode.ElideRight, width) for x in out]
+
+    def text_fits(self) -> bool:
+        """True when the whole text is drawn (for the layout checks: nothing elided, nothing cut)."""
+        return " ".join(self.shown_lines()) == " ".join(self._text.split(" "))
 
     def paintEvent(self, event) -> None:  # noqa: N802 - Qt API
         p = QPainter(self)
         p.fillRect(self.rect(), self.palette().color(self.backgroundRole()))
         role = QPalette.ColorRole.PlaceholderText if self._muted else QPalette.ColorRole.WindowText
         p.setPen(self.palette().color(role))
-        shown = self.fontMetrics().elidedText(self._text, Qt.TextElideMode.ElideRight, self.width())
-        p.drawText(self.rect(), int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter), shown)
+        lines = self.shown_lines()
+        if self._lines == 1:
+            p.drawText(self.rect(), int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter), lines[0])
+        else:
+            fm = self.fontMetrics()
+            for i, line in enumerate(lines):
+                p.drawText(0, 1 + fm.ascent() + i * fm.lineSpacing(), line)
         p.end()
-        tip = self._text if shown != self._text else ""
+        tip = "" if self.text_fits() else self._text
         if self.toolTip() != tip:
             self.setToolTip(tip)
 
@@ -318,40 +196,60 @@ class MonitorPage(QWidget):
         v = QVBoxLayout(self)
         v.setContentsMargins(18, 12, 18, 12)
         v.setSpacing(8)
+        v.addLayout(self._build_bar())
+        v.addLayout(self._build_tiles())
+        pal = self.palette()
+        self._fg = pal.color(QPalette.ColorRole.Text)
+        self._muted = pal.color(QPalette.ColorRole.PlaceholderText)
+        self.graphics = pg.GraphicsLayoutWidget()
+        # Lines without antialiasing, as system monitors draw them: the plots repaint twice a second, and
+        # antialiased stroking was the largest part of that (text stays antialiased).
+        self.graphics.setAntialiasing(False)
+        self.graphics.setBackground(pal.color(QPalette.ColorRole.Base))
+        self.graphics.ci.setContentsMargins(4, 4, 4, 4)
+        self.graphics.ci.setSpacing(10)
+        v.addWidget(self.graphics, 1)
+        self._build_plots()
+        self.set_window(self.window_s)
+
+    def _build_bar(self) -> QHBoxLayout:
+        """Pause, rate and history, the one-line summary and the load colour scale."""
         bar = QHBoxLayout()
         self.pause_button = QPushButton(icon("pause"), "Pause")
         self.pause_button.setCheckable(True)
         self.pause_button.toggled.connect(self.set_paused)
         self.rate_box = QComboBox()
+        self.rate_box.setToolTip("Sample rate: how often the monitor reads the CPUs (it costs more CPU at 10 Hz)")
         for hz in RATES_HZ:
-            self.rate_box.addItem(f"{hz:g} Hz", hz)
+            self.rate_box.addItem(f"every {1 / hz:g} s" if hz < 1 else f"{hz:g} Hz", hz)
         self.rate_box.setCurrentIndex(RATES_HZ.index(DEFAULT_HZ))
         self.rate_box.currentIndexChanged.connect(lambda i: self.rate_changed.emit(float(self.rate_box.itemData(i))))
         self.window_box = QComboBox()
+        self.window_box.setToolTip("How much history the charts show")
         for label, secs in WINDOWS_S:
             self.window_box.addItem(label, secs)
         self.window_box.setCurrentIndex([s for _, s in WINDOWS_S].index(DEFAULT_WINDOW_S))
         self.window_box.currentIndexChanged.connect(lambda i: self.set_window(self.window_box.itemData(i)))
-        # elided (whole text in the tooltip) rather than wrapped or cut when the window is narrow
-        self.summary = LiveText("Waiting for the first sample…", muted=True, relayout=True)
+        # A short line that always fits: it asks for its whole text (a long one elides, the tooltip keeps it)
+        self.summary = LiveText("Waiting for the first sample…", muted=True, relayout=True, whole=True)
         self.summary.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
+        # the combos say what they are ("2 Hz", "last 2 min"): captions beside them pushed the bar past a small window
         bar.addWidget(self.pause_button)
-        bar.addSpacing(12)
-        bar.addWidget(QLabel("Sample rate"))
+        bar.addSpacing(8)
         bar.addWidget(self.rate_box)
-        bar.addSpacing(12)
-        bar.addWidget(QLabel("History"))
         bar.addWidget(self.window_box)
         bar.addStretch(1)
         bar.addWidget(self.summary)
         bar.addSpacing(12)
         self.heat_scale = LoadScaleBar("Load")
         bar.addWidget(self.heat_scale)
-        v.addLayout(bar)
+        return bar
 
+    def _build_tiles(self) -> QHBoxLayout:
+        """Four value tiles: a caption, the value, and a detail line that wraps to a second line."""
         tiles = QHBoxLayout()
         tiles.setSpacing(10)
-        self.tiles: dict[str, QLabel] = {}
+        self.tiles: dict[str, LiveText] = {}
         for key, caption in (("load", "Total load"), ("clock", "Clock"), ("temp", "Temperature"),
                              ("memory", "Memory")):
             frame = QFrame()
@@ -369,7 +267,7 @@ class MonitorPage(QWidget):
             font.setPointSizeF(font.pointSizeF() * 1.35)
             font.setBold(True)
             value.setFont(font)
-            detail = LiveText("", muted=True)
+            detail = LiveText("", muted=True, lines=2)
             detail.setBackgroundRole(QPalette.ColorRole.Base)
             fl.addWidget(cap)
             fl.addWidget(value)
@@ -377,20 +275,10 @@ class MonitorPage(QWidget):
             self.tiles[key] = value
             self.tiles[key + "_detail"] = detail
             tiles.addWidget(frame, 1)
-        v.addLayout(tiles)
+        return tiles
 
-        pal = self.palette()
-        self._fg = pal.color(QPalette.ColorRole.Text)
-        self._muted = pal.color(QPalette.ColorRole.PlaceholderText)
-        self.graphics = pg.GraphicsLayoutWidget()
-        # Lines without antialiasing, as system monitors draw them: the plots repaint twice a second, and
-        # antialiased stroking was the largest part of that (text stays antialiased).
-        self.graphics.setAntialiasing(False)
-        self.graphics.setBackground(pal.color(QPalette.ColorRole.Base))
-        self.graphics.ci.setContentsMargins(4, 4, 4, 4)
-        self.graphics.ci.setSpacing(10)
-        v.addWidget(self.graphics, 1)
-
+    def _build_plots(self) -> None:
+        """The heat strip over the whole width, four small plots below it in an even grid."""
         self.heat_plot = self._plot("Per-core load", row=0, col=0, colspan=2)
         # the four small plots sit in their own grid so their columns share the width evenly
         self.small = self.graphics.ci.addLayout(row=1, col=0)
@@ -406,7 +294,10 @@ class MonitorPage(QWidget):
 
         # Each series is named in its plot's title, in its colour: a legend inside the plot covers lines.
         self.total_plot = self._plot("Total load", row=1, col=0, parent=self.small)
-        self.total_plot.setYRange(0, 100, padding=0.02)
+        # 0 to 100 % with both ends labelled: fixed ticks, and a little room past each end so pyqtgraph draws them
+        # (its own ticks on a range padded past 100 stopped at 80; on 0..100 exactly it leaves out both ends)
+        self.total_plot.setYRange(-4, 104, padding=0)
+        self.total_plot.getAxis("left").setTicks([[(v, str(v)) for v in (0, 25, 50, 75, 100)]])
         self.total_plot.setLabel("left", "%", color=self._muted.name())
         self.total_curve = self._curve(self.total_plot, LINE_COLOURS[0], 2)
         self.clock_plot = self._plot("Clock", row=1, col=1, parent=self.small)
@@ -433,7 +324,6 @@ class MonitorPage(QWidget):
             item.setVisible(False)
             plot.addItem(item, ignoreBounds=True)
             self.unavailable[key] = item
-        self.set_window(self.window_s)
 
     def _plot(self, title: str, row: int, col: int, colspan: int = 1, parent=None) -> pg.PlotItem:
         layout = parent if parent is not None else self.graphics.ci
@@ -472,12 +362,22 @@ class MonitorPage(QWidget):
         plot.addItem(curve)
         return curve
 
-    def _series_title(self, plot: pg.PlotItem, title: str, series: list[tuple[str, str]]) -> None:
-        """``Clock  ━ average  ━ fastest core``: the legend in the title, where it never covers a line."""
-        names = "&nbsp;&nbsp;".join(f'<span style="color:{colour}">━&nbsp;{html.escape(name)}</span>'
-                                    for name, colour in series)
+    def _series_title(self, plot: pg.PlotItem, title: str, series: list[tuple[str, str]],
+                      short: Callable[[str], str] = str) -> None:
+        """``Clock  ━ average  ━ fastest core``: the legend in the title, where it never covers a line.
+
+        At most :data:`TITLE_SERIES` names (``short`` ones) fit beside the title; more are counted, and the
+        plot's tooltip names them all.
+        """
+        shown = series[:TITLE_SERIES]
+        names = "&nbsp;&nbsp;".join(f'<span style="color:{colour}">━&nbsp;{html.escape(short(name))}</span>'
+                                    for name, colour in shown)
+        if len(series) > len(shown):
+            names += f"&nbsp;&nbsp;+{len(series) - len(shown)}"
         plot.setTitle(f"{html.escape(title)}&nbsp;&nbsp;&nbsp;<span style='font-size:8pt'>{names}</span>",
                       color=self._fg.name(), size="10pt")
+        if short is not str or len(series) > len(shown):
+            plot.setToolTip("\n".join(name for name, _colour in series))
         plot.series_names = [name for name, _colour in series]     # what the title names, for tests
 
     def _heat_lut(self) -> np.ndarray:
@@ -656,7 +556,8 @@ class MonitorPage(QWidget):
                 curve = self._curve(self.temp_plot, LINE_COLOURS[i % len(LINE_COLOURS)], 2 if i == 0 else 1)
                 self.temp_curves[key] = curve
                 self._series_title(self.temp_plot, "Temperature",
-                                   [(k, LINE_COLOURS[j % len(LINE_COLOURS)]) for j, k in enumerate(self.temp_curves)])
+                                   [(k, LINE_COLOURS[j % len(LINE_COLOURS)]) for j, k in enumerate(self.temp_curves)],
+                                   short=sensor_name)
             self._set_curve(curve, x, buf.last(n))
         temps = h.last.temps_c if h.last else {}
         if temps and self._charts:

@@ -7,6 +7,7 @@ is visible. Unknown values show a dash with the probe's note as the tooltip.
 
 from __future__ import annotations
 
+import platform
 from collections import Counter
 
 from PySide6.QtCore import Qt, Signal
@@ -19,6 +20,8 @@ from cpudoctor.gui.model import AppModel
 from cpudoctor.kits.cpulist import format_cpulist
 from cpudoctor.kits.escape import html_escape
 from cpudoctor.kits.format import clock, or_unknown, size
+from cpudoctor.render import overview as words
+from cpudoctor.render.cpu_facts import cpu_facts
 from cpudoctor.render.software import environment_words
 from cpudoctor.render.topology import cpus_text
 from cpudoctor.render.words import DASH, plural, severity
@@ -27,6 +30,8 @@ from cpudoctor.model import Finding, Report
 UNKNOWN = DASH
 
 TOP_FINDINGS = 5
+# Rows of render.cpu_facts the Processor card leaves to the page: the model is its heading, the clock its own card.
+PROCESSOR_ELSEWHERE = frozenset({"Model", "Clock"})
 X86_BADGES = ("AVX2", "FMA", "AVX-512", "VNNI", "BF16", "AMX", "x86-64")
 # (badge, Features-line names that mean it, what it is for); the kernel's names, see
 # arch/arm64/kernel/cpuinfo.c
@@ -75,6 +80,7 @@ class OverviewPage(QWidget):
     icon_name = "overview"
 
     navigate = Signal(str)                 # page title to switch to (e.g. "Advisor")
+    open_finding = Signal(str)             # a finding's code to show in the Advisor
 
     def __init__(self, model: AppModel, parent: QWidget | None = None):
         super().__init__(parent)
@@ -88,7 +94,7 @@ class OverviewPage(QWidget):
         if model.report is not None:
             self.show_report(model.report)
         else:
-            self.name.setText("Reading this machine…")
+            self.show_skeleton()
 
     # -- layout -------------------------------------------------------------
     def _build(self) -> None:
@@ -129,6 +135,13 @@ class OverviewPage(QWidget):
         self.verdict = QLabel()
         self.verdict.setWordWrap(True)
         v.addWidget(self.verdict)
+        # one line that points a new user at one thing: the top finding, or the Inspector for a slow run
+        self.start_here = QLabel()
+        self.start_here.setWordWrap(True)
+        self.start_here.setTextFormat(Qt.TextFormat.RichText)
+        self.start_here.linkActivated.connect(self._follow)
+        self.start_here.setVisible(False)
+        v.addWidget(self.start_here)
 
         self.findings_card = Card("Top findings")
         self.findings_label = QLabel("The advisor runs once the software check is done.")
@@ -159,17 +172,52 @@ class OverviewPage(QWidget):
         v.addStretch(1)
 
     # -- filling in ---------------------------------------------------------
+    def show_skeleton(self) -> None:
+        """Before the first report: this machine's architecture's badges and every card's rows, being read."""
+        self.name.setText("Reading this machine…")
+        self.subtitle.setText(platform.machine() or "")
+        self._show_badge_set(is_arm(platform.machine()))
+        for badge in self.badges.values():
+            badge.set_state("unknown", tooltip=words.READING_TIP)
+        for title, rows in words.SKELETON_ROWS.items():
+            for label in rows:
+                self.cards[title].set(label, words.READING, words.READING_TIP)
+        self._align_cards()
+        self.findings_label.setText(words.ADVISOR_PENDING)
+
     def show_report(self, report: Report) -> None:
-        cpu, topo, sw = report.cpu, report.topology, report.software
-        isa = cpu.isa
+        cpu, topo = report.cpu, report.topology
         self.name.setText(cpu.brand or "Unknown processor")
         sub = [s for s in (cpu.codename, cpu.microarchitecture, cpu.product_line) if s]
         self.subtitle.setText("  ·  ".join(sub) or "Identity unknown")
-
         for card in self.cards.values():
             card.clear()        # rows such as "Container limit" or a live "Now" belong to the previous report
         self._badges(report)
-        if is_arm(cpu.arch):
+        self._show_verdict(report)
+        self._show_processor(report)
+        self._show_cores(report)
+        self._show_clocks(report)
+        self._show_memory(report)
+        self._show_system(report)
+        self._align_cards()
+        if not self.model.read_only and self._last_sample is not None:
+            self._show_live(self._last_sample)       # a new stage of this machine's report: no "—" flicker
+        sw = report.software
+        notes = [*cpu.notes, *topo.notes, *((sw.notes if sw else []))]
+        self.notes.setText("Probe notes (why a value can be unknown): " + " · ".join(dict.fromkeys(notes))
+                           if notes else "")
+        self.notes.setVisible(bool(notes))
+        self.show_findings(list(report.findings))
+
+    def _align_cards(self) -> None:
+        """One value column for every card, as in CPU-Z, instead of each card's own."""
+        width = max(card.label_width() for card in self.cards.values())
+        for card in self.cards.values():
+            card.set_label_width(width)
+
+    def _show_verdict(self, report: Report) -> None:
+        isa = report.cpu.isa
+        if is_arm(report.cpu.arch):
             # AVX-512 means nothing on Arm: say what the vector unit is instead
             why = isa.datapath_note or ""
             self.verdict.setText(f"<b>SIMD:</b> {html_escape(why)}" if why else "")
@@ -180,18 +228,16 @@ class OverviewPage(QWidget):
             self.verdict.setText(f"<b>AVX-512:</b> {why}" if why else "")
         self.verdict.setVisible(bool(why))
 
+    def _show_processor(self, report: Report) -> None:
+        cpu = report.cpu
         p = self.cards["Processor"]
-        p.set("Vendor", or_unknown(cpu.vendor, UNKNOWN) + (f" ({cpu.vendor_id})" if cpu.vendor_id else ""))
-        p.set("Codename", or_unknown(cpu.codename, UNKNOWN))
-        p.set("Microarchitecture", or_unknown(cpu.microarchitecture, UNKNOWN))
-        p.set("Product line", or_unknown(cpu.product_line, UNKNOWN))
-        fms = [cpu.family, cpu.model, cpu.stepping]
-        p.set("Family / model / stepping", UNKNOWN if cpu.family is None else
-              " / ".join("?" if x is None else f"{x} (0x{x:x})" for x in fms))
-        p.set("Architecture", or_unknown(cpu.arch, UNKNOWN))
-        p.set("Virtual machine", UNKNOWN if cpu.hypervisor is None else
-              ("yes — the hypervisor may hide CPU features" if cpu.hypervisor else "no"))
+        # the exports' rows, worded once (render.cpu_facts): the model is the heading, the clocks have a card
+        for fact in cpu_facts(cpu):
+            if fact.label not in PROCESSOR_ELSEWHERE:
+                p.set(fact.label, fact.text, fact.note)
 
+    def _show_cores(self, report: Report) -> None:
+        topo = report.topology
         c = self.cards["Cores and caches"]
         threads = f"{topo.logical_cpus} threads" if topo.logical_cpus else ""
         cores = f"{topo.cores} cores" if topo.cores else ""
@@ -212,19 +258,42 @@ class OverviewPage(QWidget):
         if topo.offline_cpus:
             c.set("Offline CPUs", format_cpulist(topo.offline_cpus))
 
+    def _show_clocks(self, report: Report) -> None:
+        cpu, sw = report.cpu, report.software
         k = self.cards["Clocks"]
         k.set("Base", clock(cpu.base_mhz, UNKNOWN))
         k.set("Max (boost)", clock(cpu.max_mhz, UNKNOWN))
         # The clock the kernel reported when the report was made; this machine's live clock replaces it below.
         k.set("Now", f"{clock(cpu.current_mhz)} when probed" if cpu.current_mhz else UNKNOWN,
               f"from {cpu.current_mhz_source}" if cpu.current_mhz_source else "no clock reported")
-        live_only = "a live value: shown for this machine, not stored in saved reports"
         os_ = sw.os if sw else None
         k.set("Governor", or_unknown(os_ and os_.governor, UNKNOWN))
         k.set("Driver", or_unknown(os_ and os_.cpufreq_driver, UNKNOWN))
         k.set("Boost", UNKNOWN if not os_ or os_.boost is None else ("on" if os_.boost else "off"))
         self._show_peaks(report)
 
+    def _show_peaks(self, report: Report | None) -> None:
+        """The nominal peak (cores × clock × FLOP/cycle) and the measured roof, never one for the other."""
+        if report is None:
+            return
+        from cpudoctor.lab.peak import MachinePeak
+        from cpudoctor.lab.roofline import nominal
+        from cpudoctor.render.roofline import peak_rows
+
+        try:
+            peak = MachinePeak.from_probe(report.cpu, report.topology)
+            if self.model.read_only:            # a saved report: its own 'cpu MHz', not this machine's
+                peak.cpuinfo_mhz = report.cpu.current_mhz if "cpuinfo" in (report.cpu.current_mhz_source or "") else None
+            nom = nominal(peak, "fp32", peak.physical_cores)
+        except Exception:  # noqa: BLE001 - a strange report must not break the page
+            nom = None
+        for label, value, tip in peak_rows(nom, report.benchmarks):
+            self.cards["Clocks"].set(label, value, tip)
+
+    def _show_memory(self, report: Report) -> None:
+        sw = report.software
+        os_ = sw.os if sw else None
+        live_only = "a live value: shown for this machine, not stored in saved reports"
         m = self.cards["Memory"]
         m.set("Total", size(os_ and os_.mem_total_bytes, UNKNOWN))
         m.set("Available", size(os_ and os_.mem_available_bytes, UNKNOWN))
@@ -238,6 +307,9 @@ class OverviewPage(QWidget):
         if os_ and os_.cgroup_memory_limit_bytes:
             m.set("Container limit", size(os_.cgroup_memory_limit_bytes, UNKNOWN))
 
+    def _show_system(self, report: Report) -> None:
+        sw = report.software
+        os_ = sw.os if sw else None
         s = self.cards["System"]
         if os_:
             distro = " ".join(x for x in (os_.distro, os_.distro_version) if x)
@@ -267,46 +339,18 @@ class OverviewPage(QWidget):
                 s.set("PyTorch", {"not_installed": "not installed"}.get(t.status, t.status)
                       + (f" ({t.signal_name})" if t.signal_name else ""), t.error or "")
 
-        # one value column for every card, as in CPU-Z, instead of each card's own
-        width = max(card.label_width() for card in self.cards.values())
-        for card in self.cards.values():
-            card.set_label_width(width)
-
-        if not self.model.read_only and self._last_sample is not None:
-            self._show_live(self._last_sample)       # a new stage of this machine's report: no "—" flicker
-
-        notes = [*cpu.notes, *topo.notes, *((sw.notes if sw else []))]
-        self.notes.setText("Probe notes (why a value can be unknown): " + " · ".join(dict.fromkeys(notes))
-                           if notes else "")
-        self.notes.setVisible(bool(notes))
-        self.show_findings(list(report.findings))
-
-    def _show_peaks(self, report: Report | None) -> None:
-        """The nominal peak (cores × clock × FLOP/cycle) and the measured roof, never one for the other."""
-        if report is None:
-            return
-        from cpudoctor.lab.peak import MachinePeak
-        from cpudoctor.lab.roofline import nominal
-        from cpudoctor.render.roofline import peak_rows
-
-        try:
-            peak = MachinePeak.from_probe(report.cpu, report.topology)
-            if self.model.read_only:            # a saved report: its own 'cpu MHz', not this machine's
-                peak.cpuinfo_mhz = report.cpu.current_mhz if "cpuinfo" in (report.cpu.current_mhz_source or "") else None
-            nom = nominal(peak, "fp32", peak.physical_cores)
-        except Exception:  # noqa: BLE001 - a strange report must not break the page
-            nom = None
-        for label, value, tip in peak_rows(nom, report.benchmarks):
-            self.cards["Clocks"].set(label, value, tip)
-
-    def _badges(self, report: Report) -> None:
-        arm = is_arm(report.cpu.arch)
+    def _show_badge_set(self, arm: bool) -> None:
+        """Only one architecture's badges, in its order (an x86 CPU has no NEON, an Arm one no AVX2)."""
         order = [k for k, _n, _w in ARM_BADGES] if arm else list(X86_BADGES)
         for i, key in enumerate(order):          # BF16 is in both sets, at different places
             self._badge_row.removeWidget(self.badges[key])
             self._badge_row.insertWidget(i, self.badges[key])
         for key, badge in self.badges.items():
             badge.setVisible(key in ARM_KEYS if arm else key in X86_BADGES)
+
+    def _badges(self, report: Report) -> None:
+        arm = is_arm(report.cpu.arch)
+        self._show_badge_set(arm)
         if arm:
             self._arm_badges(report)
             return
@@ -358,14 +402,18 @@ class OverviewPage(QWidget):
     def show_findings(self, findings: list[Finding]) -> None:
         if not findings:
             report = self.model.report
+            self.start_here.setVisible(False)
             if self.model.read_only:
                 self.findings_label.setText("No findings in this report.")
-            elif report is not None and report.software and report.software.children_ran:
+            elif report is not None and self.model.judged:
                 self.findings_label.setText("No findings.")
             else:
-                self.findings_label.setText("The advisor runs once the software check is done.")
+                self.findings_label.setText(words.ADVISOR_PENDING)     # never "No findings." before it ran
             return
         ordered = ranked(findings)
+        text, _target = words.start_here(ordered)
+        self.start_here.setText(text)
+        self.start_here.setVisible(True)
         problems = [f for f in ordered if f.severity != "ok"]
         passed = len(ordered) - len(problems)
         rows = []
@@ -376,6 +424,14 @@ class OverviewPage(QWidget):
             rows.append(f"{severity_dot('ok')} No problems found.")
         self.findings_label.setText("<br>".join(rows) + f"<br><a href='advisor'>{findings_count(problems, passed)}"
                                     ": all in the Advisor…</a>")
+
+    def _follow(self, link: str) -> None:
+        """A "start here" link: a finding opens in the Advisor, a page is shown."""
+        kind, _, what = link.partition(":")
+        if kind == "finding":
+            self.open_finding.emit(what)
+        elif kind == "page":
+            self.navigate.emit(what)
 
     def on_sample(self, sample) -> None:
         if self.model.read_only:

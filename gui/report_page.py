@@ -32,7 +32,9 @@ class ReportPage(QWidget):
         self.format_box = QComboBox()
         for key, label in PREVIEW_FORMATS:
             self.format_box.addItem(label, key)
-        self.privacy = QCheckBox(PRIVACY_TEXT)
+        # short beside the format (the whole sentence did not fit a small window); the tooltip says which details
+        self.privacy = QCheckBox("Include identifying details")
+        self.privacy.setToolTip(PRIVACY_TEXT + ". Off: replaced by placeholders, safe to paste in public.")
         self.privacy.setChecked(False)
         self.export_button = QPushButton("Export…")
         self.copy_button = QPushButton("Copy")

@@ -22,6 +22,36 @@ CACHE_ORDER = ("L2", "L1d", "L1i")            # top to bottom above a core's thr
 NUMA_MEMORY_NOTE = ("the kernel's MemTotal for this node (/sys/devices/system/node/node{id}/meminfo): "
                     "memory the kernel manages there, less than what is installed (firmware and kernel "
                     "reservations), and in a VM it grows or shrinks with memory hot-plug or a balloon driver")
+NODE_MEMORY_SLACK = 0.02                      # node totals within 2 % of MemTotal "add up"
+
+
+def numa_memory_line(topo: Topology, mem_total: int | None, vm: bool | None, read_at: str | None) -> str:
+    """What the NUMA nodes' memory figures are and when they move, when a reader would wonder: they do not
+    add up to the machine's MemTotal (the Overview's figure), or the machine is a VM (where they move).
+
+    Empty when there is nothing to explain (no per-node figures; bare metal whose nodes add up).
+    """
+    nodes = {int(k): v for k, v in topo.numa_memory_bytes.items() if str(k).isdigit() and v}
+    if not nodes:
+        return ""
+    total = sum(nodes.values())
+    adds_up = mem_total is not None and abs(total - mem_total) <= NODE_MEMORY_SLACK * mem_total
+    if adds_up and not vm:
+        return ""
+    when = f", read at {read_at.replace('T', ' ')[:16]} UTC" if read_at else ""
+    if len(nodes) == 1:
+        (nid, mem), = nodes.items()
+        what = (f"NUMA node {nid}'s {size(mem)} is the kernel's MemTotal for that node "
+                f"(/sys/devices/system/node/node{nid}/meminfo){when}")
+    else:
+        what = (f"Memory per NUMA node ({size(total)} in all) is each node's MemTotal from the kernel "
+                f"(/sys/devices/system/node/node*/meminfo){when}")
+    machine = f"; the machine's MemTotal (the Overview's figure) is {size(mem_total)}" if mem_total else ""
+    moves = ("In a VM the per-node figure moves with memory hot-plug and the balloon driver, and need not add up "
+             "to MemTotal; Refresh reads it again." if vm or not adds_up else "")
+    return f"{what}{machine}. {moves}".strip()
+
+
 NUMA_DISTANCE_NOTE = ("Relative memory access cost between nodes as the firmware reports it (ACPI SLIT): "
                       "10 = local; 20 = twice as far. Keep a job and its memory on one node.")
 _TCCD_RE = re.compile(r"^k10temp Tccd(\d+)(?: #(\d+))?$")

@@ -33,6 +33,9 @@ from cpudoctor.render.topology import (cpus_text, display_notes, is_ccx_vendor, 
                                        usable_line)
 from cpudoctor.model import Report
 
+MAP_MIN_HEIGHT = 90
+NOTE_MAX_LINES = 2            # a longer snippet note is elided (the whole note in its tooltip)
+SNIPPET_MIN_LINES = 2
 MAX_INLINE_BUTTONS = 4        # more CCX + NUMA buttons than this (in a 1000 px window): drop-down menus
 
 
@@ -49,6 +52,7 @@ class TopologyPage(QWidget):
         self._pending_sample: Sample | None = None      # the newest sample while the page was hidden
 
         self.map = TopologyMap(self)
+        self.map.setMinimumHeight(MAP_MIN_HEIGHT)       # the map zooms to fit: a small window keeps the snippets
         self.legend = LoadLegend(self.map, self)
         self.summary = QLabel()
         self.summary.setWordWrap(True)
@@ -56,7 +60,58 @@ class TopologyPage(QWidget):
         self.limits = QLabel()
         self.limits.setWordWrap(True)
 
-        # Select row: per-CCX and per-NUMA buttons (or menus), whole machine, one thread per core, clear.
+        self._build_select_row()
+        panel = self._build_snippet_panel()
+        self.numa_panel = self._build_numa_panel()
+        map_row = QHBoxLayout()
+        map_row.setContentsMargins(0, 0, 0, 0)
+        map_row.addWidget(self.map, 1)
+        map_row.addWidget(self.numa_panel)
+        top = QWidget()
+        tv = QVBoxLayout(top)
+        tv.setContentsMargins(0, 0, 0, 0)
+        tv.addLayout(map_row, 1)
+        tv.addWidget(self.legend)
+
+        self.splitter = QSplitter(Qt.Orientation.Vertical)
+        self.splitter.addWidget(top)
+        self.splitter.addWidget(panel)
+        self.splitter.setStretchFactor(0, 3)
+        self.splitter.setStretchFactor(1, 1)
+        self.splitter.setChildrenCollapsible(False)
+
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(16, 8, 16, 6)
+        outer.setSpacing(4)                          # a small window keeps its height for the map and snippets
+        heading = QLabel("Topology")
+        f = heading.font()
+        f.setPointSizeF(f.pointSizeF() * 1.3)       # as the Advisor and Inspector headings
+        f.setBold(True)
+        heading.setFont(f)
+        # the view's own buttons beside the heading: on the Select row they pushed it past a small window
+        # and the summary line beside them, where it wraps if it must
+        head = QHBoxLayout()
+        head.addWidget(heading, 0, Qt.AlignmentFlag.AlignTop)
+        head.addSpacing(8)
+        head.addWidget(self.summary, 1)
+        for w in (self.caches_button, self.zoom_out, self.fit_button, self.zoom_in, self.export_button):
+            head.addWidget(w, 0, Qt.AlignmentFlag.AlignTop)
+        outer.addLayout(head)
+        outer.addWidget(self.limits)
+        outer.addLayout(self.select_row)
+        outer.addWidget(self.splitter, 1)
+
+        self.map.selection_changed.connect(self._on_selection)
+        model.report_changed.connect(self.on_report)
+        model.sample.connect(self.on_sample)
+        if model.report is not None:
+            self.on_report(model.report)
+        else:
+            self._set_topology(None)
+
+    def _build_select_row(self) -> None:
+        """Per-CCX and per-NUMA buttons (or menus), whole machine, one thread per core, clear; caches, zoom,
+        export."""
         self.select_row = QHBoxLayout()
         self.select_row.setSpacing(4)
         self.select_label = QLabel("Select:")
@@ -102,10 +157,9 @@ class TopologyPage(QWidget):
         self.caches_button.setCheckable(True)
         self.caches_button.setToolTip("Show each core's L2 and L1 caches, as lstopo draws them")
         self.caches_button.toggled.connect(self._show_caches)
-        for w in (self.caches_button, self.zoom_out, self.fit_button, self.zoom_in, self.export_button):
-            self.select_row.addWidget(w)
 
-        # Snippet panel.
+    def _build_snippet_panel(self) -> QWidget:
+        """The selection, its warnings, the command to pin, a tab per snippet and Copy."""
         self.selection_label = QLabel()
         self.selection_label.setWordWrap(True)
         # room for two lines: a splitter pane ignores a wrapped label's height-for-width,
@@ -140,50 +194,12 @@ class TopologyPage(QWidget):
 
         panel = QWidget()
         pv = QVBoxLayout(panel)
-        pv.setContentsMargins(0, 4, 0, 0)
+        pv.setContentsMargins(0, 2, 0, 0)
         pv.addLayout(cmd_row)
         pv.addWidget(self.warnings_label)
         pv.addWidget(self.tabs, 1)
         pv.addLayout(copy_row)
-
-        self.numa_panel = self._build_numa_panel()
-        map_row = QHBoxLayout()
-        map_row.setContentsMargins(0, 0, 0, 0)
-        map_row.addWidget(self.map, 1)
-        map_row.addWidget(self.numa_panel)
-        top = QWidget()
-        tv = QVBoxLayout(top)
-        tv.setContentsMargins(0, 0, 0, 0)
-        tv.addLayout(map_row, 1)
-        tv.addWidget(self.legend)
-
-        self.splitter = QSplitter(Qt.Orientation.Vertical)
-        self.splitter.addWidget(top)
-        self.splitter.addWidget(panel)
-        self.splitter.setStretchFactor(0, 3)
-        self.splitter.setStretchFactor(1, 1)
-        self.splitter.setChildrenCollapsible(False)
-
-        outer = QVBoxLayout(self)
-        outer.setContentsMargins(16, 12, 16, 12)
-        heading = QLabel("Topology")
-        f = heading.font()
-        f.setPointSizeF(f.pointSizeF() * 1.3)       # as the Advisor and Inspector headings
-        f.setBold(True)
-        heading.setFont(f)
-        outer.addWidget(heading)
-        outer.addWidget(self.summary)
-        outer.addWidget(self.limits)
-        outer.addLayout(self.select_row)
-        outer.addWidget(self.splitter, 1)
-
-        self.map.selection_changed.connect(self._on_selection)
-        model.report_changed.connect(self.on_report)
-        model.sample.connect(self.on_sample)
-        if model.report is not None:
-            self.on_report(model.report)
-        else:
-            self._set_topology(None)
+        return panel
 
     # -- model --------------------------------------------------------------
 
@@ -306,6 +322,12 @@ class TopologyPage(QWidget):
             if topo.cpuless_numa_nodes:
                 extra.append("Memory-only NUMA nodes: " + ", ".join(map(str, topo.cpuless_numa_nodes)))
             extra += display_notes(topo)
+            report = self.model.report
+            os_ = report.software.os if report is not None and report.software is not None else None
+            memory = tm.numa_memory_line(topo, os_.mem_total_bytes if os_ else None, os_.vm if os_ else None,
+                                         report.meta.generated_at if report is not None else None)
+            if memory:
+                extra.append(memory)
             self.limits.setText("\n".join(extra))
             self.limits.setVisible(bool(extra))
         self._rebuild_select_buttons()
@@ -439,6 +461,7 @@ class TopologyPage(QWidget):
                 view = QPlainTextEdit()
                 view.setReadOnly(True)
                 view.setFont(mono)
+                view.setMinimumHeight(SNIPPET_MIN_LINES * view.fontMetrics().lineSpacing() + 12)
                 view.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
                 self.tabs.addTab(view, s.label)
                 self.snippet_views[s.kind] = view
@@ -451,12 +474,36 @@ class TopologyPage(QWidget):
                 view.setPlainText(s.text)
 
     def _show_note(self) -> None:
-        if self.plan is None or not self.plan.snippets:
-            self.note_label.setText("")
-            return
-        i = self.tabs.currentIndex()
-        if 0 <= i < len(self.plan.snippets):
-            self.note_label.setText(self.plan.snippets[i].note)
+        self._note = ""
+        if self.plan is not None and self.plan.snippets:
+            i = self.tabs.currentIndex()
+            if 0 <= i < len(self.plan.snippets):
+                self._note = self.plan.snippets[i].note
+        self._fit_note()
+
+    def _fit_note(self) -> None:
+        """The snippet's note on at most two lines, elided beyond (its tooltip has it all), with the height it
+        needs: a splitter pane ignores height-for-width and cut its last line."""
+        label, text = self.note_label, getattr(self, "_note", "")
+        width = label.width()
+        shown = text
+        label.setText(text)
+        if width > 0 and text:
+            fm = label.fontMetrics()
+            limit = NOTE_MAX_LINES * fm.lineSpacing() + 2
+            budget = NOTE_MAX_LINES * width
+            while label.heightForWidth(width) > limit and budget > width // 2:
+                budget -= width // 8
+                shown = fm.elidedText(text, Qt.TextElideMode.ElideRight, budget)
+                label.setText(shown)
+        label.setToolTip(text if shown != text else "")
+        needed = label.heightForWidth(width) if width > 0 and shown else 0
+        if label.minimumHeight() != max(0, needed):
+            label.setMinimumHeight(max(0, needed))
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
+        super().resizeEvent(event)
+        self._fit_note()
 
     def current_snippet_text(self) -> str:
         if self.plan is None or not self.plan.snippets:

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cpudoctor import resources
+from cpudoctor.knowledge import PEAK_FLOPS
 
 PRECISIONS = ("fp32", "fp64", "bf16", "int8")
 
@@ -35,7 +35,7 @@ class Peak:
 
 
 def table() -> dict:
-    return resources.load_json("peak_flops.json")["microarchitectures"]
+    return PEAK_FLOPS.data["microarchitectures"]
 
 
 def flops_per_cycle(microarchitecture: str | None, precision: str = "fp32", brand: str | None = None) -> FlopsPerCycle | None:

@@ -87,7 +87,8 @@ def memory_total() -> int | None:
 def isa_hint(root: str = "/", package: str = "torch") -> str:
     """What ``package``'s build needs vs what this CPU has, for a SIGILL message (no import of it).
 
-    The floors are data (resources/isa_floors.json, read by probes/isarisk.py).
+    The floors are knowledge (resources/isa_floors.json); the probe says what the
+    build needs against what this CPU has (probes/software/isarisk.shortfall).
     For numpy a forced ``OPENBLAS_CORETYPE`` is named first: it makes OpenBLAS
     run kernels the CPU may lack.
     """
@@ -103,9 +104,9 @@ def isa_hint(root: str = "/", package: str = "torch") -> str:
     prefix = f"OPENBLAS_CORETYPE={forced} forces numpy's OpenBLAS kernels; " if forced else ""
     try:
         from cpudoctor.probes import probe_cpu
-        from cpudoctor.probes.software.isarisk import isa_hint as floor_hint
+        from cpudoctor.probes.software.isarisk import shortfall
 
-        return prefix + floor_hint(probe_cpu(Path(root)), package, version)
+        return prefix + shortfall(probe_cpu(Path(root)), package, version)
     except Exception:  # noqa: BLE001 - the hint must never fail the diagnosis
         return prefix + f"{package} {version or ''} uses an instruction this CPU does not have".replace("  ", " ")
 

@@ -31,7 +31,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 ONEDNN = "oneDNN"
@@ -233,11 +232,10 @@ def from_reports(reports: Mapping[str, Any] | None) -> list[Kernel]:
 # ----------------------------------------------------------------------------- against the CPU
 
 
-@lru_cache(maxsize=1)
 def _table() -> dict[str, Any]:
-    from cpudoctor import resources
+    from cpudoctor.knowledge import ISA_FORCING
 
-    return resources.load_json("isa_forcing.json")["variables"]
+    return ISA_FORCING.data["variables"]
 
 
 def _width(library: str, rank: int) -> int:

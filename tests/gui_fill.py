@@ -113,9 +113,60 @@ def processes() -> list[ProcessEntry]:
                          own=False)]
 
 
+def _train_lines(steps: int = 60) -> list[dict]:
+    """A training run's progress lines as lab/jobs/train.py writes them: loss falling, accuracy rising."""
+    lines = []
+    for s in range(1, steps + 1):
+        lines.append({"step": s, "loss": 2.3 * math.exp(-s / 40) + 0.2, "accuracy": min(0.95, 0.1 + s / 80),
+                      "samples_per_s": None if s < 3 else 1150.0 + 40.0 * math.sin(s / 5), "elapsed": s * 0.3})
+    return lines
+
+
+def fill_training(window) -> None:
+    """The Training page after a training run and a thread sweep on a busy machine, run through the page's own
+    code (its session reads the outcomes the lab's jobs would give; no child process runs)."""
+    from cpudoctor.lab.runner import JobOutcome
+
+    page = window.pages["Training"]
+    report = window.model.report
+    busy = {"other_share": 0.48, "steal_share": 0.0, "share": 0.48, "seconds": 30.0}
+    page.session.begin("sweep", {"train": {"model": "simplecnn", "batch_size": 64}, "budget_s": 45.0}, report)
+    points = []
+    for threads, sps in ((1, 610.0), (2, 1010.0), (4, 1480.0), (8, 1690.0), (16, 1620.0)):
+        point = {"variant": f"{threads} threads" if threads > 1 else "1 thread", "group": "threads",
+                 "threads": threads, "threads_used": threads, "samples_per_s": sps, "samples_per_s_lo": sps * 0.8,
+                 "samples_per_s_hi": sps * 1.15, "samples_per_s_n": 4, "segments": 4, "phase": "segment"}
+        points.append(point)
+        page._on_progress(dict(point, round=1))
+    default = {"variant": "PyTorch defaults", "group": "default", "threads": None, "threads_used": 40,
+               "samples_per_s": 1540.0, "samples_per_s_lo": 1300.0, "samples_per_s_hi": 1700.0, "samples_per_s_n": 4,
+               "segments": 4, "phase": "segment"}
+    page._on_progress(dict(default, round=1))
+    page._on_finished(JobOutcome(status="ok", result={
+        "status": "ok", "points": [*points, default], "verdict": "inconclusive", "recommendation": None,
+        "reason": "inconclusive: 48 % of the CPU went to other programs", "rounds": 4, "variants": 6,
+        "budget_s": 45.0, "segment_s": 1.0, "interference": busy}))
+    settings = page.train_settings().to_dict()
+    page.session.begin("train", settings, report)
+    page.live.reset(page.session.live)
+    lines = _train_lines()
+    for line in lines:
+        page._on_progress(line)
+    page._on_finished(JobOutcome(status="ok", progress=lines, result={
+        "status": "ok", "steps": 60, "samples_per_s": 1183.4, "window_rates": [1120.0, 1183.0, 1230.0],
+        "initial_loss": 2.302, "final_loss": 1.626, "train_accuracy": 0.412, "eval_accuracy": 0.6328,
+        "smoothing_steps": 20, "threads": 40, "elapsed": 20.1,
+        "interference": {"other_share": 0.02, "steal_share": 0.0, "cpus": [0, 1], "wall_s": 20.0}}))
+    page.tabs.setCurrentIndex(0)
+
+
 def fill_window(window, report: Report, read_only: bool = False, label: str = "") -> None:
     """Put ``report`` and live-looking data into every page of a MainWindow (its sampler paused)."""
     window.sampler.pause()
+    if read_only and not report.benchmarks:
+        from lab_samples import lab_runs
+
+        report = dataclasses.replace(report, benchmarks=lab_runs())     # a saved report's lab runs are shown
     if not read_only:
         choose_environment(window, report)
     if read_only:
@@ -125,8 +176,8 @@ def fill_window(window, report: Report, read_only: bool = False, label: str = ""
     for s in samples(report, 240):
         window.model.sample.emit(s)
     inspector = window.pages["Inspector"]
-    inspector.list_fn = processes
-    inspector._on_listed(processes())
+    inspector.inspections.list_fn = processes
+    inspector.inspections._listed(processes())
     insp = inspection(report)
     inspector.set_topology(report.topology)
     inspector.select_pid(insp.pid)
@@ -134,3 +185,5 @@ def fill_window(window, report: Report, read_only: bool = False, label: str = ""
     inspector.status_label.setText(f"Inspected process {insp.pid} over {insp.window_s:.1f} s.")
     topo_page = window.pages["Topology"]
     topo_page.map.set_selection(report.topology.l3_domains[0].cpus)
+    if not read_only:
+        fill_training(window)

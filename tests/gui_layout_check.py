@@ -13,7 +13,14 @@ the same rules, without knowing its widgets:
   width, a word-wrapped label the height its text takes at its width. A
   label that elides on purpose says so (an "…" in its text) and carries
   the full text in its tooltip. A button needs its size hint's width (its
-  text plus the style's margins and menu arrow).
+  text plus the style's margins and menu arrow). A custom text widget that
+  says whether its text fits (``text_fits()``, the Monitor's live values)
+  must fit. A text widget must not be cut by its container (a splitter that
+  squeezes a column, a row wider than its page); what a scroll area hides
+  is fine.
+* **Plots.** A pyqtgraph title or axis label must fit the plot it belongs to.
+* **Tables.** A table with room to spare must not elide a cell.
+* **Toolbars.** Nothing may hide in a toolbar's overflow (») menu.
 
 Widgets of other top-level windows (menus, tooltips) are not looked at.
 """
@@ -121,6 +128,8 @@ def _label_cut(label: QLabel) -> str | None:
         hint = label.minimumSizeHint()
         needed_w, needed_h = hint.width() - 2 * label.margin(), hint.height() - 2 * label.margin()
     else:
+        if label.buddy() is not None:        # "&Model": the & marks the mnemonic and is not drawn
+            text = text.replace("&&", "\0").replace("&", "").replace("\0", "&")
         lines = text.splitlines() or [""]
         fm = label.fontMetrics()
         needed_w = max(fm.horizontalAdvance(line) for line in lines)
@@ -133,6 +142,11 @@ def _label_cut(label: QLabel) -> str | None:
 
 
 def _button_cut(button: QAbstractButton) -> str | None:
+    from PySide6.QtWidgets import QToolButton
+
+    if isinstance(button, QToolButton) and button.toolButtonStyle() == Qt.ToolButtonStyle.ToolButtonIconOnly \
+            and not button.icon().isNull():
+        return None               # an icon, its text in the tooltip
     fm = button.fontMetrics()
     text = button.text().replace("&&", "\0").replace("&", "").replace("\0", "&")
     # the text and the style's smallest frame around it (a push button's 2 x 4 px margin)
@@ -154,17 +168,117 @@ def _runs_out_of_view(label: QLabel, window: QWidget) -> str | None:
     return None
 
 
+def _cut_by_container(w: QWidget, window: QWidget) -> str | None:
+    """The part of ``w`` its ancestors' rectangles leave, narrower than ``w``: a squeezed splitter pane or a
+    row wider than its page. Inside a scroll area's viewport that is scrolling, not cutting."""
+    rect = QRect(w.mapTo(window, w.rect().topLeft()), w.size())
+    shown = QRect(rect)
+    parent = w.parentWidget()
+    while parent is not None and parent is not window:
+        if isinstance(parent.parentWidget(), QAbstractScrollArea):
+            return None               # the scroll area's viewport: content out of view scrolls into it
+        shown = shown.intersected(QRect(parent.mapTo(window, parent.rect().topLeft()), parent.size()))
+        parent = parent.parentWidget()
+    shown = shown.intersected(window.rect())
+    if shown.width() < rect.width() - SLACK_PX - 1:
+        side = "left" if shown.x() > rect.x() else "right"
+        return f"is cut by its container: {rect.width() - shown.width()} px hidden at its {side} edge"
+    return None
+
+
 def cut_texts(window: QWidget) -> list[Problem]:
     found = []
     for w in text_widgets(window):
         if isinstance(w, QLabel):
-            why = _label_cut(w) or _runs_out_of_view(w, window)
+            why = _label_cut(w) or _runs_out_of_view(w, window) or _cut_by_container(w, window)
         elif isinstance(w, QAbstractButton) and not isinstance(w.parentWidget(), QAbstractScrollArea):
-            why = _button_cut(w)
+            why = _button_cut(w) or _cut_by_container(w, window)
         else:
             why = None
         if why:
             found.append(Problem("cut", f"{_name(w)} {why}"))
+    for w in window.findChildren(QWidget):
+        fits = getattr(w, "text_fits", None)
+        if callable(fits) and w.window() is window and w.isVisible() and not _shown_rect(w, window).isEmpty() \
+                and not fits():
+            found.append(Problem("cut", f"{type(w).__name__} {w.text()!r} does not fit its {w.width()} px"))
+    return found + plot_texts_cut(window) + table_cells_cut(window) + toolbar_overflow(window)
+
+
+def plot_texts_cut(window: QWidget) -> list[Problem]:
+    """pyqtgraph titles and axis labels wider than their plot (Qt's checks cannot see into a scene)."""
+    try:
+        import pyqtgraph as pg
+    except ImportError:                # pragma: no cover - the app depends on it
+        return []
+    found = []
+    for view in window.findChildren(pg.GraphicsView):
+        if view.window() is not window or not view.isVisible() or _shown_rect(view.viewport(), window).isEmpty():
+            continue
+        # what the view shows of its scene: a plot laid out wider than its view (its title's width) is cut there
+        seen = view.mapToScene(view.viewport().rect()).boundingRect()
+        for item in view.scene().items():
+            if not isinstance(item, pg.PlotItem) or not item.isVisible():
+                continue
+            title = item.titleLabel
+            if title.isVisible() and title.text:
+                text_rect = title.item.sceneBoundingRect()
+                room = item.sceneBoundingRect().intersected(seen)
+                if text_rect.left() < room.left() - SLACK_PX or text_rect.right() > room.right() + SLACK_PX:
+                    text = " ".join(title.item.toPlainText().split())
+                    found.append(Problem("cut", f"plot title {text[:40]!r} needs {text_rect.width():.0f} px, its plot "
+                                                f"shows {room.width():.0f}"))
+            for name in ("left", "bottom"):
+                axis = item.getAxis(name)
+                if axis.isVisible() and axis.label.isVisible() and axis.label.toPlainText().strip():
+                    need = axis.label.boundingRect().width()
+                    have = item.boundingRect().height() if name == "left" else item.boundingRect().width()
+                    if need > have + SLACK_PX:
+                        found.append(Problem("cut", f"axis label {axis.label.toPlainText()!r} needs {need:.0f} px, "
+                                                    f"has {have:.0f}"))
+    return found
+
+
+def table_cells_cut(window: QWidget) -> list[Problem]:
+    """A table that elides a cell while its columns leave room to spare (the room went to empty columns)."""
+    from PySide6.QtWidgets import QTableWidget
+
+    found = []
+    for table in window.findChildren(QTableWidget):
+        if table.window() is not window or not table.isVisible() or table.wordWrap():
+            continue
+        cols = [c for c in range(table.columnCount()) if not table.isColumnHidden(c)]
+        spare = table.viewport().width() - sum(table.columnWidth(c) for c in cols)
+        fm = table.fontMetrics()
+        for r in range(table.rowCount()):
+            if table.isRowHidden(r):
+                continue
+            for c in cols:
+                item = table.item(r, c)
+                if item is None or not item.text():
+                    continue
+                need = fm.horizontalAdvance(item.text()) + 12          # the cell's margins
+                short = need - table.columnWidth(c)
+                if short > SLACK_PX and spare >= short:
+                    found.append(Problem("cut", f"table cell {item.text()[:40]!r} is elided while the table has "
+                                                f"{spare} px to spare"))
+    return found
+
+
+def toolbar_overflow(window: QWidget) -> list[Problem]:
+    """A toolbar too narrow for its items shows an extension button (») and hides the rest in its menu."""
+    from PySide6.QtWidgets import QToolBar, QToolButton
+
+    found = []
+    for bar in window.findChildren(QToolBar):
+        if bar.window() is not window or not bar.isVisible():
+            continue
+        for button in bar.findChildren(QToolButton, "qt_toolbar_ext_button"):
+            if button.isVisible():
+                hidden = [a.text() or type(a).__name__ for a in bar.actions()
+                          if bar.widgetForAction(a) is not None and not bar.widgetForAction(a).isVisible()]
+                found.append(Problem("cut", f"toolbar {bar.windowTitle()!r} hides items in its overflow menu "
+                                            f"({', '.join(x for x in hidden if x) or 'some'})"))
     return found
 
 

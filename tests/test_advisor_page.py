@@ -273,3 +273,58 @@ def test_long_titles_are_whole_in_the_tooltip(page, qtbot):
 
     item = next(page._groups["info"].child(i) for i in range(page._groups["info"].childCount()))
     assert item.text(0) in html.unescape(item.toolTip(0))          # rich text: the title escaped, then shown whole
+
+
+def test_launch_script_runs_in_the_reports_environment(page, tmp_path):
+    """Issue 28, 2: the saved script ran `python3` from PATH, not the environment chosen in the toolbar
+    (`./launch-train.sh t.py` failed with No module named 'torch' until PYTHON= was set)."""
+    import dataclasses
+    import shutil
+
+    env = tmp_path / "my env" / "bin"             # a space in the path: the script must quote it
+    env.mkdir(parents=True)
+    python = env / "python"
+    python.write_text('#!/bin/sh\necho "ran in the chosen environment: $*"\n')
+    python.chmod(0o755)
+    r = _report("zen3-healthy")
+    r.software.python = dataclasses.replace(r.software.python, executable=str(python))
+    page.model.set_report(r)
+    page.shell.setCurrentIndex(page.shell.findData("bash"))
+    script = page.save_launch_script(tmp_path / "launch.sh")
+    clean = {k: v for k, v in os.environ.items() if k != "PYTHON"}
+    out = subprocess.run([str(script), "t.py", "--epochs", "1"], capture_output=True, text=True, env=clean, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ran in the chosen environment: t.py --epochs 1"
+    # $PYTHON still wins when the user sets it
+    out = subprocess.run([str(script), "t.py"], capture_output=True, text=True, env={**clean, "PYTHON": "echo"},
+                         timeout=60)
+    assert out.stdout.strip() == "t.py"
+    if shutil.which("fish"):
+        page.shell.setCurrentIndex(page.shell.findData("fish"))
+        fish = page.save_launch_script(tmp_path / "launch.fish")
+        out = subprocess.run(["fish", str(fish), "t.py"], capture_output=True, text=True, env=clean, timeout=60)
+        assert out.stdout.strip() == "ran in the chosen environment: t.py", out.stderr
+    page.shell.setCurrentIndex(page.shell.findData("powershell"))
+    assert f"else {{ '{python}' }}" in page.save_launch_script(tmp_path / "launch.ps1").read_text()
+
+
+def test_tab_follows_the_page_and_every_stop_shows_focus(qtbot, page):
+    """Issue 28, 11: Tab jumped around the Advisor page and one stop showed no focus."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QApplication
+
+    page.model.set_report(_report("zen3-healthy"))
+    page.resize(1100, 700)
+    page.show()
+    qtbot.waitExposed(page)
+    page.activateWindow()
+    page.filter.setFocus()
+    qtbot.waitUntil(page.filter.hasFocus, timeout=5_000)
+    order = []
+    for _ in range(9):
+        order.append(QApplication.focusWidget())
+        qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_Tab)
+    assert order == [page.filter, page.show_passed, page.rerun_button, page.save_button, page.tree, page.details,
+                     page.shell, page.copy_button, page.snippet]
+    for view in (page.details, page.snippet):                 # read-only views draw a focus frame
+        assert ":focus" in view.styleSheet()

@@ -415,10 +415,10 @@ def test_smt_rule_defers_to_a_measured_sweep():
 
 
 def test_knowledge_file_names_real_uarchs_and_carries_reasons():
-    from cpudoctor.resources import load_json
+    from cpudoctor.knowledge import ADVISOR_KNOWLEDGE, MICROARCHITECTURES
 
-    know = load_json("advisor_knowledge.json")
-    known = set(load_json("microarchitectures.json")["uarchs"])
+    know = ADVISOR_KNOWLEDGE.data
+    known = set(MICROARCHITECTURES.data["uarchs"])
     names = set(know["avx512_silicon"]["uarchs"]) | set(know["zen_uarchs"]["uarchs"]) | set(know["zen_uarchs"]["best"])
     assert names <= known, names - known
     assert all(reason for reason in know["avx512_silicon"]["uarchs"].values())
@@ -426,7 +426,7 @@ def test_knowledge_file_names_real_uarchs_and_carries_reasons():
         assert know[section].get("reason"), section
     assert all(know["myth_env"].values())
     # Every AVX-512 micro-architecture the CPU probe knows (by its expected flags) is in the silicon table.
-    uarchs = load_json("microarchitectures.json")["uarchs"]
+    uarchs = MICROARCHITECTURES.data["uarchs"]
     with_avx512 = {k for k, v in uarchs.items() if "avx512f" in v.get("expected_flags", [])}
     assert with_avx512 <= set(know["avx512_silicon"]["uarchs"]), with_avx512 - set(know["avx512_silicon"]["uarchs"])
 

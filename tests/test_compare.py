@@ -41,7 +41,7 @@ def test_structured_diff():
     assert by[("software", "torch.version")].b == "2.4.0+cpu"
     assert by[("packages", "numpy")].note == "changed"
     findings = {c.item.split()[0]: c.note for c in cmp.section("findings")}
-    assert findings == {"THR001": "resolved", "ISA001": "worse", "MEM002": "new"}
+    assert findings == {"THR001": "no longer applies", "ISA001": "worse", "MEM002": "new"}
     assert by[("benchmarks", "gemm.peak fp32 GFLOP/s")].note == "2.00x"
     assert by[("benchmarks", "gemm.peak bf16 GFLOP/s")].note == "2.00x"
     best = by[("benchmarks", "sweep.best samples/s")]
@@ -58,7 +58,7 @@ def test_same_report_has_no_differences():
 def test_renderers():
     cmp = compare(sample_report(), _after())
     text = render_text(cmp)
-    assert "Findings:" in text and "resolved" in text and "2.00x" in text
+    assert "Findings:" in text and "no longer applies" in text and "2.00x" in text
     md = render_markdown(cmp)
     assert "## Findings" in md and "<details>" in md and "| GEMM throughput: peak fp32 GFLOP/s |" in md
     assert "| | A | B | Change |" in md
@@ -84,7 +84,7 @@ def test_wording_for_a_reader():
     assert "logical CPUs: 128 -> 64" in text and "logical_cpus" not in text
     assert "name: AMD EPYC 9354" in text
     isa = next(c for c in cmp.changes if c.item.startswith("ISA001"))
-    assert isa.note == "checked only in A" and "resolved" not in text
+    assert isa.note == "checked only in A" and "no longer applies" not in text
     big = Change("benchmarks", "quant.peak int8 samples/s", 258911.7, 336585.2, "1.30x")
     assert "258,912 -> 336,585" in render_text(Comparison("A", "B", [big]))
     assert "Micro-training: — -> run" in render_text(Comparison("A", "B", [Change("benchmarks", "train", None, "run")]))
@@ -189,13 +189,13 @@ def _note(a, b, code="THR001"):
     return next(c.note for c in compare(a, b).section("findings") if c.item.startswith(code))
 
 
-def test_a_rule_that_did_not_run_is_not_resolved():
+def test_a_rule_that_did_not_run_did_not_stop_applying():
     """Found by review: B made with --fast or from a captured tree has no THR001, which is not a fix."""
     a = sample_report()
     a.findings = [_omp_finding()]
     fixed = sample_report()
     fixed.findings = []
-    assert _note(a, fixed) == "resolved"                     # same kind of report, problem gone
+    assert _note(a, fixed) == "no longer applies"            # same kind of report, the rule says nothing
     fast = sample_report()
     fast.findings, fast.software.children_ran = [], False
     assert _note(a, fast) == "not checked in B"              # the rule needed the torch child
@@ -208,7 +208,7 @@ def test_a_rule_that_did_not_run_is_not_resolved():
     assert _note(fast, a) == "not checked in A"              # and the other way round, not "new"
     assert _note(fixed, a) == "new"
     text = render_text(compare(a, captured))
-    assert "[not checked in B]" in text and "resolved" not in text
+    assert "[not checked in B]" in text and "no longer applies" not in text
 
 
 def test_fast_report_still_checks_what_it_reads():
@@ -220,14 +220,109 @@ def test_fast_report_still_checks_what_it_reads():
     a.findings = [env_only]
     fast = sample_report()
     fast.findings, fast.software.children_ran = [], False
-    assert _note(a, fast) == "resolved"
-    # A captured tree knows its OS files: a governor finding gone there is resolved unless the file was missing.
+    assert _note(a, fast) == "no longer applies"
+    # A captured tree knows its OS files: a governor finding gone there no longer applies unless the file was missing.
     gov = Finding(code="OS003", symbol="governor", category="os", severity="info", title="Governor is powersave",
                   fields_used=["software.os.governor"])
     a.findings = [gov]
     captured = sample_report()
     captured.findings, captured.software.captured = [], True
     captured.software.os.governor = "performance"
-    assert _note(a, captured, "OS003") == "resolved"
+    assert _note(a, captured, "OS003") == "no longer applies"
     captured.software.os.governor = None
     assert _note(a, captured, "OS003") == "not checked in B"
+
+
+# -- issue 26: the environment first, "fixed" vs "no longer applies", and nothing heavy ----------------
+
+def _in_env(report, executable: str, name: str, version: str = "3.11.7"):
+    p = report.software.python
+    p.executable, p.prefix, p.env_name, p.env_kind, p.version = executable, executable.rsplit("/bin/", 1)[0], name, "venv", version
+    return report
+
+
+def test_different_environments_are_said_before_anything_else():
+    """Seen before: two reports of different environments read as 'torch removed, numpy changed, resolved'."""
+    a = _in_env(sample_report(), "/opt/envs/train/bin/python", "train")
+    b = _in_env(_after(), "/usr/bin/python3", "python3", "3.11.2")
+    cmp = compare(a, b)
+    assert cmp.same_environment is False and cmp.environment_a.startswith("train (venv, Python 3.11.7)")
+    text = render_text(cmp)
+    first = text.split("\n\n")[1]                                   # right after the A/B labels
+    assert first.startswith("Python environment: the reports describe different environments")
+    assert "train (venv, Python 3.11.7)" in first and "python3 (venv, Python 3.11.2)" in first
+    from cpudoctor.compare import SECTION_TITLES
+
+    sections = [line[:-1] for line in text.splitlines() if line[:-1] in SECTION_TITLES.values()]
+    assert sections[:3] == ["Python", "Packages", "Thread environment"]       # what changed in the environment first
+    assert "version: 3.11.7 -> 3.11.2" in text
+    md = render_markdown(cmp)
+    assert md.index("**Python environment:**") < md.index("## Packages")
+    assert json.loads(render_json(cmp))["environment"] == {"a": cmp.environment_a, "b": cmp.environment_b,
+                                                            "same": False}
+
+
+def test_one_environment_says_what_changed_in_it():
+    a = _in_env(sample_report(), "/opt/envs/train/bin/python", "train")
+    b = _in_env(_after(), "/opt/envs/train/bin/python", "train")
+    text = render_text(compare(a, b))
+    assert ("Python environment: the same in both, train (venv, Python 3.11.7); 1 package and 3 thread variables "
+            "changed in it.") in " ".join(text.split())
+    same = render_text(compare(a, _in_env(sample_report(), "/opt/envs/train/bin/python", "train")))
+    assert "nothing in it changed" in same and "No differences." in same
+    captured = sample_report()
+    captured.software.captured = True
+    assert "only B describes one" in render_text(compare(captured, a))
+
+
+def test_fixed_only_when_the_check_passes_else_no_longer_applies():
+    """A rule that stopped applying is not a fix: 'fixed' is a check that passes now."""
+    a = sample_report()
+    a.findings = [_omp_finding(), Finding(code="OS003", symbol="governor", category="os", severity="warning",
+                                           title="Governor is powersave", fields_used=["software.os.governor"])]
+    b = sample_report()
+    b.findings = [Finding(code="OS003", symbol="governor", category="os", severity="ok",
+                          title="Governor is performance", fields_used=["software.os.governor"])]
+    notes = {c.item.split()[0]: c.note for c in compare(a, b).section("findings")}
+    assert notes == {"OS003": "fixed", "THR001": "no longer applies"}
+    text = render_text(compare(a, b))
+    assert "[fixed]" in text and "[no longer applies]" in text and "resolved" not in text
+
+
+def test_compare_files_labels_sides_and_names_a_bad_file(tmp_path):
+    from cpudoctor.compare import compare_files
+    from cpudoctor.export import export_report
+    from cpudoctor.model import ReportError
+
+    a = export_report(sample_report(), "json", tmp_path / "before.json")
+    b = export_report(_after(), "json", tmp_path / "after.json")
+    cmp = compare_files(a, b)
+    assert cmp.label_a.endswith(", before.json") and cmp.label_b.endswith(", after.json")
+    assert cmp.label_a.startswith("AMD EPYC 9354")
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(ReportError, match=r"bad\.json: .*not valid JSON"):
+        compare_files(a, tmp_path / "bad.json")
+
+
+def test_compare_reads_two_files_and_nothing_else(tmp_path):
+    """Two saved reports are compared as saved: no advisor run, no probe, no other command imported (it took
+    seconds: the schema compiled in every process, all nine commands and every probe imported)."""
+    import subprocess
+    import sys
+
+    from cpudoctor.export import export_report
+
+    a = export_report(sample_report(), "json", tmp_path / "a.json")
+    b = export_report(_after(), "json", tmp_path / "b.json")
+    code = ("import sys\nfrom cpudoctor.cli import main\nmain(['compare', sys.argv[1], sys.argv[2]])\n"
+            "print('MODULES', ' '.join(sorted(sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code, str(a), str(b)], capture_output=True, text=True, timeout=120,
+                         env={**__import__("os").environ, "CPUDOCTOR_CACHE_DIR": str(tmp_path / "cache")})
+    assert out.returncode == 0, out.stderr
+    modules = set(out.stdout.rsplit("MODULES ", 1)[1].split())
+    assert "A: AMD EPYC 9354" in out.stdout
+    heavy = {m for m in modules if m.startswith(("cpudoctor.advisor.rules", "cpudoctor.probes.cpu",
+                                                  "cpudoctor.probes.software.stack", "cpudoctor.pipeline",
+                                                  "cpudoctor.commands.", "torch", "PySide6", "psutil"))}
+    assert heavy == {"cpudoctor.commands.compare"}
+    assert list((tmp_path / "cache").glob("report-*.schema-code"))      # the schema compiled once, for the next run

@@ -20,13 +20,12 @@ import pytest
 
 from conftest import MACHINES, MANIFEST, machine_root
 from live_sources import kernel_cpuinfo, lscpu_fields
-from cpudoctor.probes.cpu import isa as isa_mod
 from cpudoctor.model import CpuInfo
 from cpudoctor.probes.cpu.identity import cpu_from_cpuinfo_text, probe_cpu
 from cpudoctor.probes.cpu.cpuid_check import CpuidResult, compare
 from cpudoctor.probes.cpu._pycpuinfo import cpu_from_pycpuinfo, normalise_flags
 from cpudoctor.probes.cpu.uarch import decode_x86
-from cpudoctor.resources import load_json
+from cpudoctor.knowledge import FLAGS, LEVELS, MICROARCHITECTURES
 
 X86_VENDORS = {"AuthenticAMD": "AMD", "GenuineIntel": "Intel"}
 
@@ -146,7 +145,7 @@ def test_microarchitecture(name, corpus, probed):
 
 def test_overrides_cover_exactly_the_generic_labels(manifest):
     """Every archspec label that is not a silicon name is overridden, and nothing else is."""
-    known = load_json("microarchitectures.json")["uarchs"]
+    known = MICROARCHITECTURES.data["uarchs"]
     generic = {n for n, m in manifest["machines"].items() if m["microarchitecture"]["name"] not in known}
     assert generic == {n for n, e in SILICON_NOT_ARCHSPEC.items() if _m(n)["microarchitecture"]["name"] not in known}
     assert generic  # x86_64, x86_64_v2, x86_64_v3, aarch64 labels exist in the corpus
@@ -352,7 +351,7 @@ def test_cross_check_flags_emulation(corpus, probed):
 # -- knowledge files ------------------------------------------------------
 
 def test_microarchitecture_table_is_consistent():
-    table = load_json("microarchitectures.json")
+    table = MICROARCHITECTURES.data
     uarchs = table["uarchs"]
     for row in table["x86"] + table["arm"]:
         assert row["reason"], row
@@ -375,7 +374,7 @@ def test_microarchitecture_table_is_consistent():
 def test_flag_table_covers_corpus_and_has_valid_cpuid_bits(corpus):
     # The corpus only: a user's newer kernel may print a flag the table does not know yet; the app shows it
     # under "other" (describe_flag), which is no reason for `make test` to fail on that machine.
-    flags = load_json("flags.json")
+    flags = FLAGS.data
     cats = flags["categories"]
     seen: set[str] = set()
     for path in corpus.glob("machines/*/proc/cpuinfo"):
@@ -391,13 +390,13 @@ def test_flag_table_covers_corpus_and_has_valid_cpuid_bits(corpus):
         if "cpuid" in e:
             leaf, sub, reg, bit = e["cpuid"].split(".")
             assert int(leaf, 0) >= 0 and int(sub) >= 0 and reg in {"eax", "ebx", "ecx", "edx"} and 0 <= int(bit) < 32
-    subsets = isa_mod.avx512_subset_names()
+    subsets = FLAGS.avx512_subsets()
     assert list(subsets.values()) == ["F", "CD", "BW", "DQ", "VL", "IFMA", "VBMI", "VBMI2", "VNNI", "BF16", "FP16",
                                       "BITALG", "VPOPCNTDQ", "VP2INTERSECT", "ER", "PF"]
 
 
 def test_levels_file_matches_psabi():
-    levels = load_json("x86_64_levels.json")["levels"]
+    levels = LEVELS.rows
     assert [lv["level"] for lv in levels] == [1, 2, 3, 4]
     assert set(levels[3]["flags"]) == {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"}
 
@@ -466,7 +465,7 @@ def test_this_machine_cpuid_child_agrees_with_the_kernel():
     assert (result.vendor_id, result.family, result.model, result.stepping) == (
         kernel.first["vendor_id"], kernel.int_field("cpu family"), kernel.int_field("model"),
         kernel.int_field("stepping"))
-    comparable = {n for n, e in load_json("flags.json")["flags"].items() if e.get("cpuid")}
+    comparable = set(FLAGS.cpuid_bits())
     usable = set(result.flags) - set(result.os_disabled)
     # The kernel lists a flag only when the CPU has it and the OS saves its state. (The reverse may not
     # hold: a kernel older than the CPU, or a boot option, hides flags CPUID still reports.)
@@ -515,7 +514,7 @@ def test_cpuid_child_under_qemu_sees_the_emulated_cpu_not_the_host(model):
     notes = compare(probe_cpu(Path("/")), result)
     host = (kernel.first.get("vendor_id"), kernel.int_field("cpu family"), kernel.int_field("model"))
     assert any("looks like emulation" in n for n in notes) is (host != (vendor, family, model_no))
-    comparable = {n for n, e in load_json("flags.json")["flags"].items() if e.get("cpuid")}
+    comparable = set(FLAGS.cpuid_bits())
     host_only = sorted(kernel.flags & comparable - set(result.flags))
     lacking = [n for n in notes if "would crash with SIGILL" in n]
     if host_only:

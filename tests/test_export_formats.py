@@ -229,3 +229,76 @@ def test_charts_from_lab_result_shapes():
         svg = render_chart(chart)
         assert _parse(svg).tags["svg"] == 1
     assert find_charts({"points": [{"threads": None, "samples_per_s": None}]}, "x") == []
+
+
+@pytest.mark.skipif(shutil.which("pdftotext") is None,
+                    reason="pdftotext (poppler-utils) is not installed: a machine with it runs this test")
+def test_pdf_keeps_words_whole_shows_shares_as_percentages_and_no_heading_alone(tmp_path):
+    """Issue 28, 9: headings broke mid-word ("precisio/n", "thre/ads"), "other share 0.8984", and a heading
+    stood alone at the foot of page 1. The lab runs have the real jobs' shapes (tests/lab_samples.py)."""
+    from gui_fill import realistic_report
+    from lab_samples import lab_runs
+
+    report = realistic_report()
+    report.benchmarks = lab_runs()
+    pdf = tmp_path / "r.pdf"
+    pdf.write_bytes(render_export(report, "pdf"))
+
+    def pages() -> list[str]:
+        out = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], capture_output=True, text=True, check=True)
+        return out.stdout.split("\f")
+
+    text = "\f".join(pages())
+    words = set(text.split())
+    for whole in ("utilisation", "emulated", "threads", "variant", "PyTorch"):
+        assert whole in words, whole
+    for broken in ("precisio", "thre", "ads", "utilisatio", "emulate", "PyTorc"):
+        assert broken not in words, broken
+    assert "0.8984" not in text and "89.8%" in text and "98.4%" in text         # shares and agreement
+    assert "CPU to others" in text and "other share" not in text
+    # The last line drawn on each page (pdftotext also lists text the page's clip hides, so words below the
+    # text area, where the footer is, are left out): never a heading.
+    import re
+
+    from cpudoctor.render.pdf import FOOTER_PX, TEXT_WIDTH_PX
+
+    pt = (595.0 - 2 * 42.52) / TEXT_WIDTH_PX                       # A4 less 15 mm margins, per layout px
+    bottom = 42.52 + (TEXT_WIDTH_PX * 267 / 180 - FOOTER_PX) * pt
+    boxes = subprocess.run(["pdftotext", "-bbox", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
+    headings = {"Chip", "Topology", "Software stack", "Findings", "Benchmarks", "Evidence", "Python",
+                "Instruction sets for deep learning", "PyTorch build", "Operating system"}
+    for number, page in enumerate(boxes.split("<page ")[1:-1], 1):
+        words = [(float(y0), float(y1), w) for y0, y1, w in
+                 re.findall(r'yMin="([\d.]+)" xMax="[\d.]+" yMax="([\d.]+)">([^<]*)</word>', page)]
+        drawn = [(y0, w) for y0, y1, w in words if y1 <= bottom + 0.5]
+        last_y = max(y0 for y0, _w in drawn)
+        last = " ".join(w for y0, w in drawn if abs(y0 - last_y) < 2)
+        assert last not in headings, f"page {number} ends with the heading {last!r}"
+
+
+def test_keep_headings_with_next_moves_a_stranded_heading_and_its_run():
+    """A heading at a page's foot goes to the next page with what it heads; so do the headings above it."""
+    from PySide6.QtCore import QSizeF
+    from PySide6.QtGui import QTextDocument
+
+    from cpudoctor.render.pdf import _ensure_gui_app, keep_headings_with_next
+
+    _ensure_gui_app()
+    doc = QTextDocument()
+    filler = "".join(f"<p>line {i}</p>" for i in range(200))
+    doc.setHtml(filler + "<h2>Software stack</h2><h3>Operating system</h3><p>" + "word " * 400 + "</p>")
+    doc.setDocumentMargin(0)
+    layout = doc.documentLayout()
+    # a page height that leaves the two headings at the foot of a page, the paragraph on the next
+    block = doc.begin()
+    while block.text() != "Software stack":
+        block = block.next()
+    top = layout.blockBoundingRect(block).top()
+    doc.setPageSize(QSizeF(600, top + 50))
+    h2 = doc.findBlockByNumber(block.blockNumber())
+    para = h2.next().next()
+    page = lambda b: int(layout.blockBoundingRect(b).top() // doc.pageSize().height())  # noqa: E731
+    assert page(h2) != page(para)
+    assert keep_headings_with_next(doc) >= 1
+    assert page(h2) == page(h2.next()) == page(para)
+    assert doc.pageCount() >= 2

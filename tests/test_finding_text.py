@@ -18,10 +18,10 @@ from cpudoctor.advisor.quoting import quote_message
 from conftest import probe_tree
 from cpudoctor.probes import probe_cpu
 from cpudoctor.kits.child.exitstatus import diagnose_exit
-from cpudoctor.probes.software.isarisk import isa_hint
+from cpudoctor.probes.software.isarisk import shortfall
 from cpudoctor.model import ImportCheck
 from cpudoctor.model import Report
-from cpudoctor.resources import load_json
+from cpudoctor.knowledge import FLOORS
 
 SCENARIOS = sorted((Path(__file__).parent / "fixtures" / "scenarios").glob("*.json"))
 
@@ -37,12 +37,12 @@ def test_no_cut_sentences_in_scenarios(path):
     assert finding_text_problems(advisor.diagnose(load_report(path))) == []
 
 
-@pytest.mark.parametrize("package", [p["name"] for p in load_json("isa_floors.json")["packages"]])
+@pytest.mark.parametrize("package", list(FLOORS.packages))
 def test_real_sigill_messages_are_quoted_whole(package):
-    """The message the runner really builds (diagnose_exit + isa_hint) on a CPU without AVX or SSE4.2."""
+    """The message the runner really builds (diagnose_exit + the probe's shortfall) on a CPU without AVX or SSE4.2."""
     report = load_report(Path(__file__).parent / "fixtures" / "scenarios" / "k10-tensorflow-sigill.json")
     report.cpu = probe_cpu(machine_root("archspec-scientific7-k10"))
-    message = diagnose_exit(-4, isa_hint=isa_hint(report.cpu, package, "99.0"), what=f"import {package}").message
+    message = diagnose_exit(-4, isa_hint=shortfall(report.cpu, package, "99.0"), what=f"import {package}").message
     report.software.import_checks = [ImportCheck(package, package, "crashed", 4, "SIGILL", message, 0.3)]
     if package == "torch":
         report.software.torch.status, report.software.torch.signal_name = "crashed", "SIGILL"
@@ -57,7 +57,7 @@ def test_doctor_output_has_no_cut_fix(capsys, tmp_path):
     from conftest import run_cli
 
     report = load_report(Path(__file__).parent / "fixtures" / "scenarios" / "k10-tensorflow-sigill.json")
-    long_hint = isa_hint(report.cpu, "numpy", "2.4.0")
+    long_hint = shortfall(report.cpu, "numpy", "2.4.0")
     message = diagnose_exit(-4, isa_hint=long_hint, what="import numpy").message
     report.software.import_checks.append(ImportCheck("numpy", "numpy", "crashed", 4, "SIGILL", message, 0.2))
     path = tmp_path / "r.json"

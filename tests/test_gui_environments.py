@@ -76,7 +76,7 @@ def _window(qtbot, world, settings, *, collect: bool = False, env_lookup=None) -
 
 def _close(window: MainWindow) -> None:
     window.sampler.stop()
-    window.pages["Inspector"].live_timer.stop()
+    window.pages["Inspector"].inspections.live_timer.stop()
     window.close()
 
 
@@ -102,6 +102,7 @@ def test_picker_lists_the_environments_off_the_ui_thread_and_prefers_one_with_to
     assert chooser.current.name == "project/.venv" and chooser.chosen_by == "likely"
     assert "torch 2.4.0+cpu" in picker.entry("project/.venv").text() and picker.entry("project/.venv").isChecked()
     assert "no torch" in picker.entry("plain").text()
+    assert "numpy 2.0.1" in picker.entry("project/.venv").text()             # issue 28, 10: numpy is shown
     own = [i for i, (_a, e) in enumerate(picker.entries) if e.own]
     assert own and "CPU Doctor's own" in picker.entries[own[0]][0].text()
     assert names.index("project/.venv") < own[0]                          # CPU Doctor's own is not the default
@@ -202,6 +203,9 @@ def test_other_interpreter_adds_a_good_one_and_refuses_a_bad_one_in_one_message(
         picker.other_action.trigger()
     assert chooser.current.python == world["hidden"] and chooser.chosen_by == "window"
     assert picker.entry("hidden") is not None and picker.entry("hidden").isChecked()     # listed, though not found
+    # issue 28, 10: one added by hand is listed above the greyed rows, not below them
+    names = [e.name for _a, e in picker.entries]
+    assert names.index("hidden") < names.index("broken") and names[-1] == "broken"
     qtbot.waitUntil(lambda: picker.again_action.isEnabled(), timeout=30_000)              # off while looking
     with qtbot.waitSignal(chooser.listed, timeout=60_000):
         picker.again_action.trigger()                                                     # Look again keeps it
@@ -311,3 +315,18 @@ def test_opening_a_report_while_the_default_is_looked_up_is_not_replaced_by_this
     assert window.model.report.cpu.brand.startswith("Intel(R) Xeon(R) Gold 6230")
     assert window.env_picker.full_text.startswith("Saved report:") and not window.env_picker.button.isEnabled()
     _close(window)
+
+
+def test_menu_lists_usable_first_and_one_kind_of_interpreter_newest_first():
+    """Issue 28, 10: pyenv versions were unsorted and greyed rows sat among the usable ones."""
+    from cpudoctor.probes.software.envs import PythonEnv
+
+    def env(name, kind, version, error=None):
+        return PythonEnv(python=f"/x/{name}", prefix=f"/x/{name}", kind=kind, name=name, version=version, error=error)
+
+    found = [env("proj", "venv", "3.11.9"), env("3.8.18", "pyenv", "3.8.18"), env("old", "conda", None, "hangs"),
+             env("3.12.4", "pyenv", "3.12.4"), env("3.10.14", "pyenv", "3.10.14"), env("data", "conda", "3.12.7"),
+             env("3.9.19", "pyenv", "3.9.19"), env("by hand", "venv", "3.13.0")]
+    names = [e.name for e in env_choice.menu_order(found)]
+    assert names == ["proj", "by hand", "3.12.4", "3.10.14", "3.9.19", "3.8.18", "data", "old"]
+

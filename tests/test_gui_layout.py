@@ -1,5 +1,6 @@
-"""Every page of the real window, filled with a real machine's data, at 900x600 and 1600x1000: no text drawn
-over other text, no label or button cut off (see gui_layout_check.py for the rules).
+"""Every page of the real window, filled with a real machine's data, at its minimum size, 900x600, 1280x800 and
+1600x1000: no text drawn over other text, no label, button, live value, plot title or table cell cut off, nothing
+in the toolbar's overflow menu (see gui_layout_check.py for the rules).
 
 The report is a scenario fixture made from a 2-socket Cascade Lake corpus tree (4 NUMA nodes, findings;
 see gui_fill.py); the Monitor gets live samples for its CPUs, the Inspector an inspection with threads,
@@ -20,7 +21,8 @@ from cpudoctor.gui.main_window import MainWindow
 from cpudoctor.gui.model import AppModel
 from gui_fill import fill_window, realistic_report
 
-SIZES = ((900, 600), (1600, 1000))
+MINIMUM = (0, 0)              # the window's own minimum size (MainWindow.minimumSize)
+SIZES = (MINIMUM, (900, 600), (1280, 800), (1600, 1000))
 
 
 @pytest.fixture(params=["live", "saved"])
@@ -37,7 +39,7 @@ def filled_window(qtbot, tmp_path, request):
     qtbot.waitUntil(lambda: report_page.text.startswith("# CPU Doctor"), timeout=30_000)
     yield window
     window.sampler.stop()
-    window.pages["Inspector"].live_timer.stop()
+    window.pages["Inspector"].inspections.live_timer.stop()
     window.close()
 
 
@@ -63,9 +65,11 @@ def _walk_tabs(qtbot, page, check) -> None:
         tabs.setCurrentIndex(current)
 
 
-@pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
+@pytest.mark.parametrize("size", SIZES, ids=["minimum" if s == MINIMUM else f"{s[0]}x{s[1]}" for s in SIZES])
 def test_no_page_overlaps_or_cuts_text(qtbot, filled_window, size):
     window = filled_window
+    if size == MINIMUM:
+        size = (window.minimumSize().width(), window.minimumSize().height())
     window.resize(*size)
     _settle(qtbot)
     problems: list[str] = []
@@ -110,3 +114,53 @@ def test_the_checker_sees_overlap_and_cut_text(qtbot):
     cut_names = " ".join(p.what for p in cut_texts(w))
     assert "Run-queue wait: 0.37" in cut_names and "One thread per core" in cut_names
     assert "Run-queue w…" not in cut_names and "'OK'" not in cut_names
+
+
+def test_the_checker_sees_cut_live_values_plot_titles_cells_squeezed_columns_and_toolbar_overflow(qtbot):
+    """What the second tour found (issue 28, 6) and the first checker missed: a live value elided in its tile, a
+    plot title cut by its plot ("Loss (last 20 ste"), a cell elided in a half-empty table, a column cut at its
+    left edge by a squeezed container, a toolbar item in the overflow menu."""
+    import pyqtgraph as pg
+    from PySide6.QtGui import QAction
+    from PySide6.QtWidgets import QMainWindow, QTableWidget, QTableWidgetItem, QToolBar, QWidget
+
+    from cpudoctor.gui.monitor_page import LiveText
+    from gui_layout_check import cut_texts
+
+    w = QMainWindow()
+    qtbot.addWidget(w)
+    w.resize(700, 400)
+    body = QWidget()
+    w.setCentralWidget(body)
+    tile = LiveText("in use of 64 GiB, swap 1 GiB of 8 GiB", parent=body)
+    tile.setGeometry(10, 10, 90, 20)
+    two_lines = LiveText("in use of 64 GiB, swap 1 GiB of 8 GiB", parent=body, lines=2)
+    two_lines.setGeometry(10, 40, 190, 40)
+    plot = pg.PlotWidget(body)
+    plot.setTitle("Loss (last 20 steps)", size="10pt")
+    plot.setGeometry(220, 10, 80, 120)
+    table = QTableWidget(1, 2, body)
+    table.setWordWrap(False)                          # one line per row, like the runs table
+    table.setGeometry(320, 10, 360, 80)
+    table.setItem(0, 0, QTableWidgetItem("loss 1.626 · held-out 63.3 %"))
+    table.setColumnWidth(0, 60)
+    table.setColumnWidth(1, 40)
+    narrow = QWidget(body)
+    narrow.setGeometry(10, 150, 60, 30)
+    squeezed = QLabel("Jobs run in resnet", narrow)
+    squeezed.setGeometry(-40, 0, 120, 20)            # a column pushed off its container's left edge
+    bar = QToolBar("Main")
+    for name in ("Export report", "Open report", "Refresh", "Environment", "About CPU Doctor"):
+        bar.addAction(QAction(name, w))
+    w.addToolBar(bar)
+    w.show()
+    qtbot.waitExposed(w)
+    w.resize(300, 400)                                # the toolbar no longer fits
+    qtbot.waitUntil(lambda: bar.width() <= 300, timeout=5_000)
+    found = " | ".join(p.what for p in cut_texts(w))
+    assert "'in use of 64 GiB, swap 1 GiB of 8 GiB' does not fit its 90 px" in found
+    assert found.count("in use of 64 GiB") == 1                   # on two lines it fits
+    assert "plot title 'Loss (last 20 steps)'" in found
+    assert "table cell 'loss 1.626 · held-out 63.3 %' is elided" in found
+    assert "'Jobs run in resnet'" in found and "left edge" in found
+    assert "toolbar 'Main' hides items in its overflow menu" in found

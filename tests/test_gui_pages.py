@@ -12,7 +12,8 @@ from conftest import MANIFEST, machine_root
 from cpudoctor.gui import flags_page as fp
 from cpudoctor.gui.flags_page import CAT, FLAG, MEANING, PRESENT_ROLE, SHOW_MISSING, SHOW_PRESENT, FlagsPage
 from cpudoctor.gui.model import AppModel
-from cpudoctor.gui.monitor_page import CAPACITY, MonitorHistory, MonitorPage, cpu_groups
+from cpudoctor.gui.monitor_model import CAPACITY, MonitorHistory, cpu_groups
+from cpudoctor.gui.monitor_page import MonitorPage
 from cpudoctor.gui.overview_page import OverviewPage, ccx_layout, numa_layout
 from cpudoctor.model import CpuInfo, IsaVerdict
 from cpudoctor.probes import probe_cpu
@@ -188,7 +189,13 @@ def test_flags_table_filters(qtbot, model):
     # category filter
     idx = page.category.findData("other")
     page.category.setCurrentIndex(idx)
-    assert set(_visible(page, CAT)) == {"other"} and "zz_future_flag" in _visible(page, FLAG)
+    assert set(_visible(page, CAT)) == {"Other"} and "zz_future_flag" in _visible(page, FLAG)
+    # issue 28, 11: the Category column reads as words, never flags.json's lowercase keys
+    page.category.setCurrentIndex(0)
+    titles = set(_visible(page, CAT))
+    if page.categories:
+        assert "Vector instruction sets" in titles and "simd" not in titles
+    assert all(t[:1].isupper() for t in titles)
 
 
 def test_flags_meanings_from_resources_and_unknown_flag(qtbot, model):
@@ -220,13 +227,13 @@ def test_flag_meanings_follow_the_architecture_and_vendor(qtbot, model, corpus):
     model.set_report(report)
     page.search.setText("sme")
     rows = dict(zip(_visible(page, FLAG), zip(_visible(page, CAT), _visible(page, MEANING))))
-    assert rows["sme"][0] == "security" and "Secure Memory Encryption" in rows["sme"][1]
+    assert rows["sme"][0] == "Security and speculation mitigations" and "Secure Memory Encryption" in rows["sme"][1]
     arm = probe_cpu(machine_root(ARM_TREE))
     arm.flags = [*arm.flags, "sme"]
     model.set_report(Report(cpu=arm, topology=probe_topology(machine_root(ARM_TREE))))
     page.search.setText("sme")
     rows = dict(zip(_visible(page, FLAG), zip(_visible(page, CAT), _visible(page, MEANING))))
-    assert rows["sme"][0] == "arm" and "Scalable Matrix Extension" in rows["sme"][1]
+    assert rows["sme"][0] == "ARM SIMD, matrix and atomics" and "Scalable Matrix Extension" in rows["sme"][1]
 
 
 def test_markdown_export_words_sme_for_the_report_cpu():
@@ -239,12 +246,11 @@ def test_markdown_export_words_sme_for_the_report_cpu():
 
 
 def test_flags_without_flags_json(qtbot, model, monkeypatch):
-    from cpudoctor import resources
+    from cpudoctor.gui import flags_page
+    from cpudoctor.knowledge import FlagCatalogue
 
-    def missing(name):
-        raise FileNotFoundError(name)
-
-    monkeypatch.setattr(resources, "load_json", missing)
+    # The real loader on a file that is not there (a broken installation).
+    monkeypatch.setattr(flags_page, "FLAGS", FlagCatalogue("no_such_flags.json", "missing on purpose"))
     page = _page(qtbot, FlagsPage, model)
     model.set_report(zen4_report())
     assert page.source.rowCount() == 13            # exactly the CPU's flags, meanings empty
@@ -279,10 +285,13 @@ def test_flags_rows_follow_the_wrapped_meanings(qtbot, model):
     assert len(heights) <= 2                       # wide window: almost all one line, none clipped
 
 
-def test_flag_catalogue_formats():
-    assert fp._entry("x", "plain meaning") == ("x", "", "plain meaning")
-    assert fp._entry("x", {"category": "simd", "meaning": "m"}) == ("x", "simd", "m")
-    assert fp._entry("", {"flag": "avx2", "group": "simd", "dl": "d"}) == ("avx2", "simd", "d")
+def test_flag_catalogue_is_the_knowledge_layers():
+    """The page reads the one flag catalogue (schema-checked), not a file of its own."""
+    from cpudoctor.knowledge import FLAGS
+
+    meanings, categories, aliases = fp.load_flag_catalogue()
+    assert meanings["avx2"] == FLAGS.describe("avx2") and meanings["avx2"][1]
+    assert list(categories) == list(FLAGS.categories) and aliases["sse3"] == "pni"
 
 
 # -- Monitor ----------------------------------------------------------------
@@ -380,7 +389,7 @@ def test_monitor_heat_strip_uses_the_map_colour_scale(qtbot, model):
 
 
 def test_decimate_keeps_peaks_and_short_series():
-    from cpudoctor.gui.monitor_page import decimate
+    from cpudoctor.gui.monitor_model import decimate
 
     x = np.arange(10.0)
     assert decimate(x, x)[0] is x
@@ -424,7 +433,7 @@ def test_history_resets_when_cpus_change():
 
 
 def test_heat_columns_stay_true_to_time_across_rate_changes_and_pauses():
-    from cpudoctor.gui.monitor_page import heat_columns
+    from cpudoctor.gui.monitor_model import heat_columns
 
     slow = np.arange(-120.0, -60.0, 0.5)                   # 2 Hz for a minute
     fast = np.arange(-60.0, 0.0 + 1e-9, 0.1)                # then 10 Hz
@@ -530,3 +539,67 @@ def test_monitor_tiles_follow_every_sample_and_charts_every_visible_move(qtbot, 
     assert page.chart_interval() <= CHART_MAX_WAIT_S
     page.set_paused(True)                                                   # a pause shows everything taken
     assert page.heat.image.shape[1] == len(page.history.t)
+
+
+# -- issue 28, 8: the first launch -------------------------------------------
+
+def test_overview_first_launch_is_a_skeleton_of_this_architecture(qtbot, model):
+    """x86 and ARM badges were both shown greyed and the cards stayed empty until the report came."""
+    import platform
+
+    from cpudoctor.render.overview import READING, SKELETON_ROWS
+
+    page = _page(qtbot, OverviewPage, model)
+    shown = {k for k, b in page.badges.items() if b.isVisibleTo(page)}
+    arm = platform.machine().lower().startswith(("aarch64", "arm"))
+    assert ("NEON" in shown) == arm and ("AVX2" in shown) != arm
+    for title, rows in SKELETON_ROWS.items():
+        assert all(page.cards[title].value(label) == READING for label in rows), title
+    assert page.findings_label.text() == "The advisor runs once the software check is done."
+    assert not page.start_here.isVisibleTo(page)
+
+
+def test_overview_never_says_no_findings_before_the_advisor_ran(qtbot, model):
+    from cpudoctor.model import Software
+
+    page = _page(qtbot, OverviewPage, model)
+    stage = zen4_report()
+    stage.software = Software(children_ran=True)
+    model.set_report(stage, judged=False)               # a pipeline stage: the advisor has not run yet
+    assert "No findings" not in page.findings_label.text() and "advisor runs" in page.findings_label.text()
+    model.set_findings([])                              # the advisor ran and found nothing at all
+    assert page.findings_label.text() == "No findings."
+
+
+def test_overview_start_here_points_at_the_top_finding_or_the_inspector(qtbot, model):
+    page = _page(qtbot, OverviewPage, model)
+    report = zen4_report()
+    report.findings = [Finding("THR001", "omp-unset", "threads", "warning", "OMP_NUM_THREADS is not set"),
+                       Finding("ISA002", "best-kernels", "isa", "ok", "PyTorch runs its best kernels")]
+    model.set_report(report)
+    assert page.start_here.isVisibleTo(page) and "OMP_NUM_THREADS is not set" in page.start_here.text()
+    with qtbot.waitSignal(page.open_finding) as opened:
+        page.start_here.linkActivated.emit("finding:THR001")
+    assert opened.args == ["THR001"]
+    model.set_findings([report.findings[1]])
+    assert "Inspect the running job" in page.start_here.text()
+    with qtbot.waitSignal(page.navigate) as nav:
+        page.start_here.linkActivated.emit("page:Inspector")
+    assert nav.args == ["Inspector"]
+
+
+def test_temperature_legend_names_sensors_shortly():
+    """Issue 28, 6: "Temperature ━ coretemp Package id 0 ━ coretemp Package id 1" did not fit its plot."""
+    from cpudoctor.gui.monitor_model import sensor_name
+
+    assert sensor_name("coretemp Package id 0") == "package 0"
+    assert sensor_name("k10temp Tccd1") == "Tccd1" and sensor_name("acpitz") == "acpitz"
+
+
+def test_total_load_axis_labels_0_to_100(qtbot, model):
+    """Issue 28, 6: the Total-load axis stopped at 80."""
+    page = _page(qtbot, MonitorPage, model)
+    axis = page.total_plot.getAxis("left")
+    labelled = [value for value, _text in axis._tickLevels[0]]
+    lo, hi = page.total_plot.viewRange()[1]
+    assert labelled == [0, 25, 50, 75, 100] and lo < 0 and hi > 100

@@ -252,6 +252,17 @@ def test_overview_link_opens_the_advisor(window):
     assert window.current_page_title() == "Advisor"
 
 
+def test_start_here_opens_the_top_finding_in_the_advisor(window):
+    """Issue 28, 8: the Overview's "start here" line opens its finding, selected, in the Advisor."""
+    from cpudoctor.model import Finding, Report
+
+    window.model.set_report(Report(findings=[Finding("THR001", "omp-unset", "threads", "warning", "Threads")]))
+    window.show_page("Overview")
+    window.pages["Overview"].start_here.linkActivated.emit("finding:THR001")
+    assert window.current_page_title() == "Advisor"
+    assert window.pages["Advisor"].details_title.text().startswith("Threads")
+
+
 def test_keyboard_shortcuts_switch_pages(window, qtbot):
     from PySide6.QtCore import Qt
 
@@ -304,3 +315,49 @@ def test_saved_report_opens_on_overview_with_a_plain_title(window, qtbot, tmp_pa
     assert window.windowTitle() == "r.json (saved report)"
     assert "CPU Doctor" not in window.windowTitle()          # xcb and Windows append the application name
     assert saved_report_title("Saved report r.json") == "r.json (saved report)"
+
+
+def test_export_as_starts_from_the_report_pages_format_and_privacy(window, monkeypatch):
+    """Issue 28, 11: File > Export as… defaulted to HTML while the Report page was set to Markdown."""
+    from PySide6.QtWidgets import QDialog
+
+    from cpudoctor.gui.export import ExportDialog
+    from cpudoctor.model import Report
+
+    window.model.set_report(Report())
+    page = window.pages["Report"]
+    page.format_box.setCurrentIndex(page.format_box.findData("md"))
+    page.privacy.setChecked(True)
+    seen = {}
+
+    def fake_exec(dlg):
+        seen.update(fmt=dlg.fmt, private=dlg.privacy.isChecked(), path=dlg.path.suffix)
+        return QDialog.DialogCode.Rejected
+
+    monkeypatch.setattr(ExportDialog, "exec", fake_exec)
+    window.report_actions.export_as.trigger()
+    assert seen == {"fmt": "md", "private": True, "path": ".md"}
+
+
+def test_help_menu_has_the_docs_the_rules_and_report_a_problem(window, tmp_path, monkeypatch):
+    """Issue 28, 11: the Help menu had only About."""
+    from PySide6.QtGui import QDesktopServices, QGuiApplication
+    from PySide6.QtWidgets import QMenu
+
+    from cpudoctor.model import Report
+
+    help_menu = next(m for m in window.menuBar().findChildren(QMenu) if m.title() == "&Help")
+    titles = [a.text() for a in help_menu.actions() if a.text()]
+    assert titles == ["&Documentation", "&Rules reference", "Report a &problem…", "&About CPU Doctor"]
+    dialog = window.help_actions.show_rules()
+    assert "ISA001" in dialog.view.toPlainText() and "PROC014" in dialog.view.toPlainText()
+    dialog.close()
+    opened = []
+    monkeypatch.setattr(QDesktopServices, "openUrl", lambda url: opened.append(url.toString()) or True)
+    window.model.set_report(Report())
+    saved = window.help_actions.start_report(tmp_path)
+    assert saved is not None and saved.parent == tmp_path and saved.suffix == ".md"
+    text = saved.read_text()
+    assert text.startswith("# CPU Doctor") and QGuiApplication.clipboard().text() == text
+    assert opened and "/issues/new?" in opened[0] and "title=Problem+report" in opened[0]
+    window.help_actions.last_dialog.close()

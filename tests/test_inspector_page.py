@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QApplication
 
 from PySide6.QtCore import QUrl
 
+from cpudoctor.gui.inspector_model import InspectorModel
 from cpudoctor.gui.inspector_page import InspectorPage
 from cpudoctor.gui.model import AppModel
 from cpudoctor.probes.process.inspect import (ChildProcess, Inspection, InspectError, NativeLib, ProcessEntry, ThreadInfo,
@@ -29,7 +30,7 @@ def no_qt_leaks(qapp):
     assert QThreadPool.globalInstance().waitForDone(30_000)
     QApplication.processEvents()
     timers = [t for w in QApplication.topLevelWidgets() for t in w.findChildren(QTimer)
-              if t.isActive() and isinstance(t.parent(), InspectorPage)]
+              if t.isActive() and isinstance(t.parent(), InspectorModel)]
     assert not timers, "the inspector left its live timer running"
     assert not [t for t in qapp.findChildren(QThread) if t.isRunning()]
 
@@ -87,15 +88,15 @@ def page(qtbot):
             raise InspectError("no process with PID 404 (it may have exited); pick one from the list", "not_found")
         return fake_inspection(pid)
 
-    p.list_fn = lambda: list(ENTRIES)
-    p.inspect_fn = fake_inspect
-    p.topology_fn = two_ccx_topology
-    p.tracker_factory = FakeTracker
+    p.inspections.list_fn = lambda: list(ENTRIES)
+    p.inspections.inspect_fn = fake_inspect
+    p.inspections.topology_fn = two_ccx_topology
+    p.inspections.tracker_factory = FakeTracker
     p.topology_map.set_markers = lambda m: calls["markers"].append(m)
     p.topology_map.set_load = lambda m: calls["loads"].append(m)
     p.calls = calls
     yield p
-    p.live_timer.stop()
+    p.inspections.live_timer.stop()
     p.hide()
 
 
@@ -182,15 +183,15 @@ def test_live_markers_refresh_while_visible_and_stop_on_exit(qtbot, page):
     page.pid_edit.setText("200")
     with qtbot.waitSignal(page.inspection_done, timeout=10_000):
         page.start_inspection()
-    assert page.live_timer.isActive()
-    page.live_timer.setInterval(20)
+    assert page.inspections.live_timer.isActive()
+    page.inspections.live_timer.setInterval(20)
     qtbot.waitUntil(lambda: {1: ["python 200 (99%)"], 6: ["python 201 (50%)"]} in page.calls["markers"],
                     timeout=30_000)
     # The priming poll (no CPU% yet) never replaced the inspection's markers and load.
     assert {1: ["python 200"], 6: ["python 201"]} not in page.calls["markers"]
     assert all(load.get(0) in (97.0, 0.0) for load in page.calls["loads"])
     # The fake tracker reports the process gone on its third poll: markers cleared, timer stopped.
-    qtbot.waitUntil(lambda: not page.live_timer.isActive(), timeout=30_000)
+    qtbot.waitUntil(lambda: not page.inspections.live_timer.isActive(), timeout=30_000)
     assert page.calls["markers"][-1] == {} and "exited" in page.map_caption.text()
 
 
@@ -200,9 +201,9 @@ def test_hidden_page_stops_live_timer(qtbot, page):
     page.pid_edit.setText("201")
     with qtbot.waitSignal(page.inspection_done, timeout=10_000):
         page.start_inspection()
-    assert page.live_timer.isActive()
+    assert page.inspections.live_timer.isActive()
     page.hide()
-    assert not page.live_timer.isActive()
+    assert not page.inspections.live_timer.isActive()
 
 
 def test_errors_are_one_clear_message(qtbot, page):
@@ -221,9 +222,9 @@ def test_real_topology_map_gets_markers(qtbot):
     """No recorder: the real TopologyMap widget holds the markers on the inspected threads' CPUs."""
     page = InspectorPage(AppModel())
     qtbot.addWidget(page)
-    page.inspect_fn = lambda pid, seconds, topology=None, should_stop=None: fake_inspection(pid)
-    page.topology_fn = two_ccx_topology
-    page.tracker_factory = FakeTracker
+    page.inspections.inspect_fn = lambda pid, seconds, topology=None, should_stop=None: fake_inspection(pid)
+    page.inspections.topology_fn = two_ccx_topology
+    page.inspections.tracker_factory = FakeTracker
     page.pid_edit.setText("200")
     with qtbot.waitSignal(page.inspection_done, timeout=10_000):
         page.start_inspection()
@@ -257,7 +258,7 @@ def test_real_process_end_to_end(qtbot):
     try:
         page = InspectorPage(AppModel())
         qtbot.addWidget(page)
-        page.list_fn = lambda: __import__("cpudoctor.probes.process.inspect", fromlist=["x"]).list_processes(
+        page.inspections.list_fn = lambda: __import__("cpudoctor.probes.process.inspect", fromlist=["x"]).list_processes(
             interval=0.1, exclude_self=False)
         _list(qtbot, page)
         assert page.select_pid(proc.pid)
@@ -267,7 +268,7 @@ def test_real_process_end_to_end(qtbot):
         insp = blocker.args[0]
         assert insp.pid == proc.pid and insp.is_python and insp.status == "ok"
         assert page.thread_table.rowCount() == insp.num_threads
-        page.live_timer.stop()
+        page.inspections.live_timer.stop()
     finally:
         proc.kill()
         proc.wait()
@@ -282,7 +283,7 @@ def test_stop_ends_a_long_inspection_early(qtbot, page):
             threading.Event().wait(0.01)
         return fake_inspection(pid)
 
-    page.inspect_fn = slow_inspect
+    page.inspections.inspect_fn = slow_inspect
     page.seconds_spin.setValue(60)
     page.pid_edit.setText("200")
     with qtbot.waitSignal(page.inspection_done, timeout=10_000):
@@ -308,7 +309,7 @@ def test_gone_process_message_points_at_the_list_not_the_cli(qtbot, page):
 
     from cpudoctor.probes.process.inspect import inspect_process
 
-    page.inspect_fn = inspect_process
+    page.inspections.inspect_fn = inspect_process
     gone = next(p for p in range(4_000_000, 4_100_000) if not os.path.exists(f"/proc/{p}"))
     page.pid_edit.setText(str(gone))
     page.seconds_spin.setValue(0.2)
@@ -327,8 +328,51 @@ def test_window_opened_on_a_saved_report_still_maps_this_machine(qtbot):
     model = AppModel()
     model.set_report(Report(topology=Topology()), read_only=True, label="colleague.json")
     page = InspectorPage(model)
-    page.list_fn = lambda: []
+    page.inspections.list_fn = lambda: []
     qtbot.addWidget(page)
     page.show()
     qtbot.waitUntil(lambda: page.topology is not None, timeout=10_000)
     assert page.topology.online_cpus == probe_topology().online_cpus
+
+
+def test_relaunch_commands_only_for_the_users_own_jobs(qtbot, page):
+    """Issue 28, 1: PROC014 relaunches every job on the CPUs; the Inspector keeps the user's own ones and says
+    whose the others are (only their owner can restart them)."""
+    from cpudoctor.probes.process.peers import PeerJob
+
+    def crowded(pid, seconds, topology=None, should_stop=None):
+        insp = fake_inspection(pid)
+        insp.env = {}
+        insp.peers = [PeerJob(pid=310, name="python", cmdline="python mine.py", threads=8, cpu_percent=150.0,
+                              affinity=list(range(8)), shared_cpus=list(range(8))),
+                      PeerJob(pid=311, name="python", cmdline="python theirs.py", threads=8, cpu_percent=150.0,
+                              affinity=list(range(8)), shared_cpus=list(range(8)))]
+        return insp
+
+    page.inspections.inspect_fn = crowded
+    page.inspections.owner_fn = lambda pid: pid != 311          # 311 runs as another user
+    page.pid_edit.setText("200")
+    with qtbot.waitSignal(page.inspection_done, timeout=10_000):
+        page.start_inspection()
+    proc14 = next(f for f in page.findings if f.code == "PROC014")
+    lines = proc14.snippet.splitlines()
+    assert "python mine.py" in proc14.snippet and "python train.py" in proc14.snippet
+    assert "theirs.py" not in proc14.snippet
+    assert any(line.startswith("# PID 311 belongs to another user") for line in lines)
+    assert "theirs.py" not in page.text()            # Copy as text says the same as the view
+    # Nobody's job is the user's: no command at all, so no Copy link either.
+    qtbot.waitUntil(lambda: page.inspect_button.isEnabled(), timeout=30_000)
+    page.inspections.owner_fn = lambda pid: False
+    with qtbot.waitSignal(page.inspection_done, timeout=10_000):
+        page.start_inspection()
+    assert next(f for f in page.findings if f.code == "PROC014").snippet == ""
+
+
+def test_own_relaunches_keeps_lines_of_unknown_owners():
+    from cpudoctor.render.own_jobs import own_relaunches, relaunched_pids
+
+    snippet = "# this job (PID 10):\ntaskset -c 0 python a.py\n# PID 11:\ntaskset -c 1 python b.py\n# PID 12:\nx"
+    assert relaunched_pids(snippet) == [10, 11, 12]
+    kept = own_relaunches(snippet, {10: True, 11: False, 12: None}).splitlines()
+    assert kept[:2] == ["# this job (PID 10):", "taskset -c 0 python a.py"]
+    assert kept[2].startswith("# PID 11 belongs to another user") and kept[3:] == ["# PID 12:", "x"]

@@ -13,7 +13,8 @@ from fake_wheels import Venv, build_wheel
 
 from cpudoctor import advisor
 from conftest import probe_tree
-from cpudoctor.probes.software.isarisk import assess, compiled_without_floor
+from cpudoctor.knowledge import FLOORS
+from cpudoctor.probes.software.isarisk import assess
 from cpudoctor.model import Software
 from cpudoctor.probes.software.packages import compiled_distributions, probe_packages
 
@@ -26,7 +27,7 @@ def report_for(root, venv: Venv):
     dists = venv.distributions()
     packages = probe_packages(dists)
     report.software = Software(packages=packages, isa_risks=assess(report.cpu, packages),
-                               compiled_unknown=compiled_without_floor(compiled_distributions(dists)))
+                               compiled_unknown=FLOORS.compiled_without_floor(compiled_distributions(dists)))
     return report
 
 

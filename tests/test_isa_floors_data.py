@@ -9,21 +9,22 @@ import schema_tools
 from conftest import machine_root
 from packaging.specifiers import SpecifierSet
 
-from cpudoctor import resources
+from cpudoctor.knowledge import FLAGS as CATALOGUE
+from cpudoctor.knowledge import FLOORS, LEVELS
+from cpudoctor.knowledge.versions import normalize
 from cpudoctor.probes import probe_cpu
 from cpudoctor.probes.software import isarisk
 from cpudoctor.model import PackageInfo
-from cpudoctor.probes.software.packages import normalize
 
-DATA = resources.load_json("isa_floors.json")
+DATA = FLOORS.data
 PACKAGES = DATA["packages"]
-FLAGS = set(resources.load_json("flags.json")["flags"])
+FLAGS = set(CATALOGUE.entries)
 # Operators whose bounds lower_bound()/upper_bound() read exactly; others would need more than a bound.
 OPERATORS = {">=", "<", "==", "!="}
 
 
 def test_the_file_validates_against_its_schema():
-    schema_tools.validate(DATA, resources.load_json("isa_floors.schema.json"))
+    schema_tools.validate(DATA, FLOORS.schema())
 
 
 def test_the_table_covers_every_kind_the_issue_names():
@@ -94,8 +95,8 @@ def test_safe_versions_from_real_cpus(corpus, package, version, machine, safe):
         # What the finding prints is a specifier pip accepts, and the releases it admits run on this CPU.
         for v in ("1.4.0", "1.5.0", "1.5.1", "2.3.5"):
             if SpecifierSet(safe).contains(v):
-                floor = isarisk.applicable_floor(package, v)
-                assert floor is None or not isarisk.missing_for(floor.needs, set(cpu.flags)), (v, floor)
+                floor = FLOORS.applicable_floor(package, v)
+                assert floor is None or not LEVELS.missing_for(floor.needs, set(cpu.flags)), (v, floor)
 
 
 def test_torch_160_avx_regression_is_a_floor_of_that_release_only(corpus):
@@ -107,7 +108,7 @@ def test_torch_160_avx_regression_is_a_floor_of_that_release_only(corpus):
 
 
 def test_unknown_compiled_packages_are_reported_as_unknown():
-    assert isarisk.compiled_without_floor(["numpy", "PySide6_Essentials", "torch", "psutil"]) == ["psutil",
+    assert FLOORS.compiled_without_floor(["numpy", "PySide6_Essentials", "torch", "psutil"]) == ["psutil",
                                                                                                  "PySide6_Essentials"]
 
 

@@ -21,15 +21,15 @@ from cpudoctor.probes.software.envvars import filter_thread_env
 from cpudoctor.model import BlasLib, PackageInfo, Software
 from cpudoctor.probes.software.packages import probe_packages
 from cpudoctor.model import Report
-from cpudoctor.resources import load_json
+from cpudoctor.knowledge import FLAGS, KNOWN_PROBLEMS, MICROARCHITECTURES
 
-DATA = load_json("known_problems.json")
+DATA = KNOWN_PROBLEMS.data
 PROBLEMS = {p["id"]: p for p in DATA["problems"]}
 SCENARIOS = Path(__file__).parent / "fixtures" / "scenarios"
 
 
 def test_the_file_validates_against_its_schema():
-    schema_tools.validate(DATA, load_json("known_problems.schema.json"))
+    schema_tools.validate(DATA, KNOWN_PROBLEMS.schema())
 
 
 @pytest.mark.parametrize("problem", DATA["problems"], ids=lambda p: p["id"])
@@ -37,8 +37,8 @@ def test_every_entry_is_linked_evaluable_and_whole(problem):
     assert problem["links"] and problem["verified"]
     assert problem["why"].endswith(".") and problem["fix"].endswith(".")
     assert set(re.findall(r"{(\w+)}", problem["title"])) <= {"version", "cpus"}
-    flags = set(load_json("flags.json")["flags"])
-    uarchs = set(load_json("microarchitectures.json")["uarchs"])
+    flags = set(FLAGS.entries)
+    uarchs = set(MICROARCHITECTURES.data["uarchs"])
     for key, cond in problem["when"].items():
         assert key in known.CONDITIONS
         if "versions" in cond:

@@ -315,9 +315,9 @@ def test_myth_env_from_shared_knowledge():
     [f] = pr.run_process_rules(healthy(env={"TORCH_LOOP_CORE_PINNING": "1", "OMP_NUM_THREADS": "2"}),
                                two_ccx_topology(), only={"PROC011"})
     assert f.category == "myth" and "TORCH_LOOP_CORE_PINNING=1" in f.title
-    from cpudoctor.resources import load_json
+    from cpudoctor.knowledge import ADVISOR_KNOWLEDGE
 
-    reason = load_json("advisor_knowledge.json")["myth_env"]["TORCH_LOOP_CORE_PINNING"]
+    reason = ADVISOR_KNOWLEDGE.data["myth_env"]["TORCH_LOOP_CORE_PINNING"]
     assert reason in f.why and f.snippet.startswith("unset TORCH_LOOP_CORE_PINNING")
     assert codes(healthy(), "PROC011") == []
 

@@ -166,14 +166,16 @@ def test_compare_dialog_current_vs_file(qtbot, tmp_path):
     dlg = CompareDialog(current, "This machine")
     qtbot.addWidget(dlg)
     dlg.b_edit.setText(str(path))
-    assert dlg.run_compare()
+    with qtbot.waitSignal(dlg.compared, timeout=30_000):
+        assert dlg.run_compare()                                       # read and compared on the pool
     text = dlg.view.toPlainText()
     assert ("torch.version" in text or "PyTorch" in text) and "2.5.0+cpu" in text   # raw or human field name
     dlg.fmt_box.setCurrentIndex(dlg.fmt_box.findData("text"))          # the format switch re-renders at once
     assert dlg.view.toPlainText() != text and "2.5.0+cpu" in dlg.view.toPlainText()
     dlg.b_edit.setText(str(tmp_path / "missing.json"))
-    assert not dlg.run_compare()
-    assert "cannot read" in dlg.status.text()
+    with qtbot.waitSignal(dlg.failed, timeout=30_000):
+        dlg.run_compare()
+    assert "cannot read" in dlg.status.text() and dlg.result is None
     dlg.b_edit.clear()
     assert not dlg.run_compare() and "Browse" in dlg.status.text() and dlg.view.toPlainText() == ""
 
@@ -246,7 +248,8 @@ def test_compare_dialog_has_close_and_shows_a_thread_change(qtbot, tmp_path):
     qtbot.addWidget(dlg)
     dlg.show()
     dlg.b_edit.setText(str(path))
-    assert dlg.run_compare()
+    with qtbot.waitSignal(dlg.compared, timeout=30_000):
+        assert dlg.run_compare()
     change = next(c for c in dlg.result.changes if c.item == "torch.intra_op_threads")
     assert (change.a, change.b, change.note) == (2, 1, "-1")
     row = next(line for line in dlg.view.toPlainText().splitlines() if "2" in line and "1" in line and "-1" in line)

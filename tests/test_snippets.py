@@ -275,7 +275,7 @@ def test_hybrid_plan_uses_the_performance_cores_like_topo003(tmp_path):
     # The launch script pins to the same CPUs with the same count.
     script = snippets.launch_script(r, "bash")
     _bash_n(script, tmp_path)
-    assert "export OMP_NUM_THREADS=6" in script and 'exec taskset -c 0-11 "${PYTHON:-python3}" "$@"' in script
+    assert "export OMP_NUM_THREADS=6" in script and 'exec taskset -c 0-11 "$PYTHON" "$@"' in script
     assert "# Pinned to performance cores (CPUs 0-11)." in script
     # Windows: the same P-cores as an affinity mask (CPUs 0-11 = 0xFFF).
     assert "[IntPtr]0xFFF" in snippets.launch_script(r, "powershell")

@@ -11,10 +11,11 @@ import pytest
 from conftest import MACHINES, MANIFEST, machine_root
 from live_sources import kernel_cpuinfo
 
-from cpudoctor import resources
+from cpudoctor.advisor.floors import fix_for
+from cpudoctor.knowledge import FLOORS, LEVELS
+from cpudoctor.knowledge.versions import parse_version
 from cpudoctor.model import CpuInfo
-from cpudoctor.probes.software.isarisk import assess, expand_needs, isa_hint, missing_for, parse_version, x86_64_level
-from cpudoctor.probes.software.packages import known_packages
+from cpudoctor.probes.software.isarisk import assess, shortfall
 from cpudoctor.model import PackageInfo
 from cpudoctor.probes.software.stack import cpu_for_risk
 
@@ -27,8 +28,8 @@ def risks(cpu, packages=()):
 
 
 def test_table_is_well_formed():
-    table = resources.load_json("isa_floors.json")
-    levels = {f"x86-64-v{e['level']}" for e in resources.load_json("x86_64_levels.json")["levels"]}
+    table = FLOORS.data
+    levels = {f"x86-64-v{e['level']}" for e in LEVELS.rows}
     assert levels == {"x86-64-v1", "x86-64-v2", "x86-64-v3", "x86-64-v4"}
     names = [p["name"] for p in table["packages"]]
     assert len(names) == len(set(names))
@@ -42,17 +43,19 @@ def test_table_is_well_formed():
                 assert "unverified" in floor["reason"]
             for need in floor["needs"]:
                 assert need in levels or need.islower() and " " not in need
-    assert {k.name for k in known_packages()} >= {"torch", "tensorflow", "onnxruntime", "jaxlib", "numpy",
+    assert set(FLOORS.packages) >= {"torch", "tensorflow", "onnxruntime", "jaxlib", "numpy",
                                                   "intel-extension-for-pytorch", "zentorch", "scipy"}
 
 
 def test_levels_and_versions():
-    v2 = set(expand_needs(["x86-64-v2"]))
+    v2 = set(LEVELS.expand(["x86-64-v2"]))
     assert {"sse4_2", "popcnt", "ssse3"} <= v2 and "sse2" not in v2
-    assert x86_64_level(set()) is None
-    flags = set(expand_needs(["x86-64-v1"])) | v2
-    assert x86_64_level(flags) == 2
-    assert missing_for(["x86-64-v2", "avx"], {"sse2"})[0].startswith("x86-64-v2 (")
+    assert LEVELS.x86_64_level(set()) is None and LEVELS.level_counting_sse2_as_v1(set()) is None
+    flags = set(LEVELS.expand(["x86-64-v1"])) | v2
+    assert LEVELS.x86_64_level(flags) == 2 and LEVELS.level_counting_sse2_as_v1(flags) == 2
+    # The two meanings differ on a CPU with SSE2 that lacks a baseline flag (a 32-bit CPU has no lm).
+    assert LEVELS.x86_64_level(flags - {"lm"}) is None and LEVELS.level_counting_sse2_as_v1(flags - {"lm"}) == 1
+    assert LEVELS.missing_for(["x86-64-v2", "avx"], {"sse2"})[0].startswith("x86-64-v2 (")
     assert str(parse_version("2.4.0rc1+cpu")) == "2.4.0" and parse_version(None) is None
     assert parse_version("not a version") is None
 
@@ -65,12 +68,13 @@ def test_old_opteron_without_avx(corpus):
     assert "Illegal instruction" in r["tensorflow"].note
     assert r["numpy"].at_risk and r["numpy"].missing[0].startswith("x86-64-v2 (")
     assert r["numpy"].safe_versions == "<2.4" and r["numpy"].confidence == "documented"
-    assert "numpy<2.4" in isa_hint(cpu, "numpy", "2.4.6")
+    assert shortfall(cpu, "numpy", "2.4.6").startswith("numpy 2.4.6 needs x86-64-v2; this CPU lacks x86-64-v2 (")
+    assert fix_for("numpy", r["numpy"].safe_versions)[1] == "python -m pip install 'numpy<2.4'"
     # Not installed, still flagged: installing them would fail here.
     assert not r["jaxlib"].installed and r["jaxlib"].at_risk
     assert r["intel-extension-for-pytorch"].at_risk and r["zentorch"].at_risk
     assert not r["torch"].at_risk  # the x86-64 baseline with run-time dispatch
-    assert "x86-64-v1" in isa_hint(cpu, "torch", "2.13.0") and "without avx" in isa_hint(cpu, "torch", "2.13.0")
+    assert "x86-64-v1" in shortfall(cpu, "torch", "2.13.0") and "without avx" in shortfall(cpu, "torch", "2.13.0")
     # numpy before 2.4 only needed SSE3, which this Opteron has.
     assert not risks(cpu, [PackageInfo("numpy", "2.3.5")])["numpy"].at_risk
 
@@ -127,7 +131,7 @@ def test_this_machines_verdicts_agree_with_what_really_imports_here():
     assert not r["torch"].at_risk and not r["numpy"].at_risk
     assert all(not r[p.name].missing for p in installed)
     for risk in r.values():
-        flags = expand_needs(risk.needs)
+        flags = LEVELS.expand(risk.needs)
         lacking = [f for f in flags if f not in kernel.flags]
         if "vendor_id" in kernel.first:         # on ARM no x86 floor applies (checked on the corpus)
             assert risk.at_risk is bool(lacking), (risk.package, lacking)

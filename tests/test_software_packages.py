@@ -7,7 +7,9 @@ import importlib.metadata as metadata
 import pytest
 
 from cpudoctor.probes.software import packages as pk
-from cpudoctor.probes.software.packages import build_kind, normalize, package_of, probe_packages, probe_python
+from cpudoctor.knowledge import FLOORS
+from cpudoctor.knowledge.versions import normalize
+from cpudoctor.probes.software.packages import build_kind, probe_packages, probe_python
 
 
 class FakeDist:
@@ -49,9 +51,10 @@ def test_macos_torch_is_cpu_build():
 
 def test_normalize_and_package_of():
     assert normalize("Intel_Extension.For-PyTorch") == "intel-extension-for-pytorch"
-    assert package_of("onnxruntime-gpu").name == "onnxruntime"
-    assert package_of("tf-nightly").name == "tensorflow"
-    assert package_of("requests") is None
+    assert FLOORS.package_of("onnxruntime-gpu").name == "onnxruntime"
+    assert FLOORS.package_of("tf-nightly").name == "tensorflow"
+    assert FLOORS.package_of("Intel_Extension.For-PyTorch").name == "intel-extension-for-pytorch"
+    assert FLOORS.package_of("requests") is None
 
 
 def _patch(monkeypatch, dists):
@@ -79,7 +82,7 @@ def test_a_distribution_is_listed_once_however_it_is_spelled(monkeypatch, spelli
 
 def test_the_table_names_each_distribution_once_and_for_one_package():
     owners: dict[str, list[str]] = {}
-    for package in pk.resources.load_json("isa_floors.json")["packages"]:
+    for package in FLOORS.data["packages"]:
         for dist in package["distributions"]:
             owners.setdefault(normalize(dist), []).append(package["name"])
     assert {d: names for d, names in owners.items() if len(names) > 1} == {}

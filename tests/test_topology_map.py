@@ -467,3 +467,20 @@ def test_hidden_page_colours_the_map_when_shown(qtbot):
     page.show()
     qtbot.waitExposed(page)
     assert page.map.pu_items[0].load == 90.0
+
+
+def test_page_says_what_a_vm_nodes_memory_is(qtbot):
+    """Issue 28, 7: the only NUMA node's memory moved between readings while the Overview said 23.5 GiB."""
+    from cpudoctor.model import Meta, OsInfo, Software
+
+    gib = 1 << 30
+    topo = Topology(packages=1, cores=2, logical_cpus=2, online_cpus=[0, 1], numa_nodes=[NumaNode(0, [0, 1])],
+                    core_list=[Core(0, 0, [0]), Core(0, 1, [1])], numa_memory_bytes={"0": int(16.8 * gib)})
+    model = AppModel()
+    page = TopologyPage(model)
+    qtbot.addWidget(page)
+    model.set_report(Report(meta=Meta(generated_at="2026-12-01T10:02:00+00:00"), topology=topo,
+                            software=Software(os=OsInfo(mem_total_bytes=int(23.5 * gib), vm=True))))
+    text = page.limits.text()
+    assert page.limits.isVisibleTo(page) and "16.8 GiB is the kernel's MemTotal for that node" in text
+    assert "23.5 GiB" in text and "balloon" in text and "10:02" in text

@@ -143,3 +143,20 @@ def test_core_caches_in_order(corpus):
                     core_caches=[Cache("L1i", [0, 1], 32 << 10), Cache("L2", [0, 1], 1 << 20),
                                  Cache("L1d", [0, 1], 48 << 10)])
     assert tm.core_cache_labels(topo) == {0: ["L2 1 MiB", "L1d 48 KiB", "L1i 32 KiB"]}
+
+
+def test_numa_memory_line_says_what_the_node_figure_is_and_when_it_moves():
+    """Issue 28, 7: a VM's only NUMA node read 9.2 GiB, then 16.8 GiB, while the Overview said 23.5 GiB."""
+    gib = 1 << 30
+    topo = Topology(numa_nodes=[NumaNode(0, [0, 1])], numa_memory_bytes={"0": int(9.2 * gib)})
+    line = tm.numa_memory_line(topo, int(23.5 * gib), True, "2026-12-01T10:02:33+00:00")
+    assert "NUMA node 0's 9.2 GiB is the kernel's MemTotal for that node" in line
+    assert "the machine's MemTotal (the Overview's figure) is 23.5 GiB" in line
+    assert "read at 2026-12-01 10:02 UTC" in line and "moves with memory hot-plug and the balloon driver" in line
+    # bare metal whose nodes add up to MemTotal: nothing to explain
+    two = Topology(numa_nodes=[NumaNode(0, [0]), NumaNode(1, [1])], numa_memory_bytes={"0": 32 * gib, "1": 32 * gib})
+    assert tm.numa_memory_line(two, 64 * gib - (300 << 20), False, None) == ""
+    # nodes that do not add up, even on bare metal: say so, in all
+    assert "(40 GiB in all)" in tm.numa_memory_line(
+        Topology(numa_nodes=two.numa_nodes, numa_memory_bytes={"0": 32 * gib, "1": 8 * gib}), 64 * gib, False, None)
+    assert tm.numa_memory_line(Topology(), 64 * gib, True, None) == ""

@@ -13,7 +13,7 @@ from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.training_page import TrainingPage
 from cpudoctor.model import Affinity, Core, L3Domain, NumaNode, Topology
 from cpudoctor.model import CpuInfo
-from cpudoctor.render.lab import RUN_COLUMNS
+from cpudoctor.render.training import RUN_COLUMNS
 from cpudoctor.model import BenchRun, Report, ThreadRecommendation
 
 TORCH_BEFORE = "torch" in sys.modules
@@ -24,7 +24,11 @@ FAKE = textwrap.dedent("""
     job, mode = sys.argv[1], sys.argv[2]
     stop = protocol.StopFlag()
     stop.watch_stdin()
-    if job == "train":
+    if job == "train" and mode == "silent":              # cancelled while still starting: nothing measured
+        while not stop.is_set():
+            time.sleep(0.02)
+        protocol.result(status="cancelled")
+    elif job == "train":
         step = 0
         dtype = "bf16" if mode == "bf16" else "fp32"
         while not stop.is_set():
@@ -76,6 +80,18 @@ FAKE = textwrap.dedent("""
                  gflops_lo=98.0, gflops_hi=101.0, best_gflops=101.0, reps=3, emulated=False)
         protocol.progress(step=1, total=1, elapsed=0.01, **p)
         protocol.result(status="ok", points=[p], size=64, sizes={"torch-fp32": 64}, emulated=[], notes=[])
+    elif job == "quant" and mode == "busy":
+        # as lab/jobs/quant.py writes it beside a busy loop: p10-p90 spreads and each point's interference
+        pts = [dict(batch=1, fp32_ms=0.17, int8_ms=72.5, speedup=0.0023, fp32_p10_ms=0.12, fp32_p90_ms=9.8,
+                    int8_p10_ms=0.31, int8_p90_ms=140.2,
+                    interference={"other_share": 0.84, "steal_share": 0.0, "cpus": [0, 1], "wall_s": 2.0}),
+               dict(batch=64, fp32_ms=1.9, int8_ms=1.4, speedup=1.36, fp32_p10_ms=1.7, fp32_p90_ms=6.1,
+                    int8_p10_ms=1.2, int8_p90_ms=5.9,
+                    interference={"other_share": 0.84, "steal_share": 0.0, "cpus": [0, 1], "wall_s": 2.0})]
+        for i, p in enumerate(pts):
+            protocol.progress(step=i + 1, total=2, elapsed=0.01, **p)
+        protocol.result(status="ok", points=pts, api="torch.ao", api_name="torch.ao.quantization.quantize_dynamic",
+                        top1_agreement=0.97, hidden=256)
     elif job == "quant":
         p = dict(batch=1, fp32_ms=0.2, int8_ms=0.1, speedup=2.0)
         protocol.progress(step=1, total=1, elapsed=0.01, **p)
@@ -131,18 +147,19 @@ def test_training_run_fills_plots_table_and_model(qtbot, page):
     page.model.benchmarks_changed.connect(added.append)
     out = _run(qtbot, page, page.train_button.click)
     assert out.status == "ok"
-    xs, ys = page.curves["loss"].getData()
+    xs, ys = page.live.curves["loss"].getData()
     assert list(xs) == [1, 2, 3, 4, 5, 5] and ys[-1] == pytest.approx(0.46)
     # the plot's last point is the table's figure: one definition of samples/s
-    assert page.curves["samples_per_s"].getData()[1][-1] == pytest.approx(1234.5)
-    assert page.speed_plot.getPlotItem().viewRange()[1][0] == pytest.approx(0)        # samples/s from zero
-    assert page.acc_plot.getPlotItem().viewRange()[1] == pytest.approx([0, 1], abs=0.05)
+    assert page.live.curves["samples_per_s"].getData()[1][-1] == pytest.approx(1234.5)
+    assert page.live.speed_plot.getPlotItem().viewRange()[1][0] == pytest.approx(0)        # samples/s from zero
+    assert page.live.acc_plot.getPlotItem().viewRange()[1] == pytest.approx([0, 1], abs=0.05)
     assert page.table.rowCount() == 1
     assert page.table.item(0, COLUMN["Samples/s"]).text() == "1,234"
     assert page.table.item(0, COLUMN["Status"]).text() == "ok"
-    assert page.table.item(0, COLUMN["Accuracy"]).text() == "50.0 %"
-    assert page.table.item(0, COLUMN["Result"]).text() == "loss 0.460 · held-out 45.0 %"
-    assert "last 20 steps" in page.table.item(0, COLUMN["Accuracy"]).toolTip()
+    # issue 28, 3: the accuracy column is the held-out one (the training accuracy is in its tooltip)
+    assert page.table.item(0, COLUMN["Held-out"]).text() == "45.0 %"
+    assert "training accuracy (last 20 steps): 50.0 %" in page.table.item(0, COLUMN["Held-out"]).toolTip()
+    assert page.table.item(0, COLUMN["Result"]).text() == "loss 0.460"
     run = page.model.report.benchmarks[-1]
     assert isinstance(run, BenchRun) and run.kind == "train" and run.status == "ok"
     assert run.metrics["samples_per_s"] == 1234.5 and run.settings["model"] == "simplecnn"
@@ -158,21 +175,23 @@ def test_training_run_fills_plots_table_and_model(qtbot, page):
 
 
 def test_plot_titles_say_what_is_plotted(page):
-    titles = [p.getPlotItem().titleLabel.text for p in (page.loss_plot, page.acc_plot, page.speed_plot)]
-    assert titles == ["Loss (last 20 steps)", "Accuracy (last 20 steps)", "Samples/s"]
-    assert "mean of the last 20 steps" in page.loss_plot.toolTip()
-    header = page.table.horizontalHeaderItem(COLUMN["Accuracy"]).toolTip()
-    assert header == page.acc_plot.toolTip()                   # the table and the plot define it alike
+    """Short titles (a narrow window cut "Loss (last 20 ste"); the definitions are one hover away."""
+    titles = [p.getPlotItem().titleLabel.text for p in (page.live.loss_plot, page.live.acc_plot, page.live.speed_plot)]
+    assert titles == ["Loss", "Accuracy", "Samples/s"]
+    assert "mean of the last 20 steps" in page.live.loss_plot.toolTip()
+    assert "mean of the last 20 steps" in page.live.acc_plot.toolTip()
+    header = page.table.horizontalHeaderItem(COLUMN["Samples/s"]).toolTip()
+    assert header in page.live.speed_plot.toolTip()             # the table and the plot define it alike
 
 
 def test_bf16_run_plots_fp32_from_the_same_job(qtbot, page):
     page.modes["train"] = "bf16"
-    page.dtype_box.setCurrentIndex(page.dtype_box.findData("bf16"))
+    page.form.dtype_box.setCurrentIndex(page.form.dtype_box.findData("bf16"))
     _run(qtbot, page, page.train_button.click)
-    ys = page.curves["reference_samples_per_s"].getData()[1]
+    ys = page.live.curves["reference_samples_per_s"].getData()[1]
     assert ys is not None and any(y == pytest.approx(905.0) for y in ys)
-    assert page.speed_legend.isVisible()
-    labels = [item[1].text for item in page.speed_legend.items]
+    assert page.live.speed_legend.isVisible()
+    labels = [item[1].text for item in page.live.speed_legend.items]
     assert labels == ["bf16", "fp32, same job"]
     result = page.table.item(0, COLUMN["Result"]).text()
     assert "bf16 1.23× fp32" in result
@@ -190,8 +209,8 @@ def test_cancel_keeps_partial_results_and_plots_them(qtbot, page):
     out = blocker.args[0]
     assert out.status == "cancelled" and out.progress
     assert page.table.item(0, COLUMN["Status"]).text() == "cancelled"
-    assert len(page.curves["loss"].getData()[0]) >= 1
-    speeds = [y for y in page.curves["samples_per_s"].getData()[1] if y == y]
+    assert len(page.live.curves["loss"].getData()[0]) >= 1
+    speeds = [y for y in page.live.curves["samples_per_s"].getData()[1] if y == y]
     assert speeds and speeds[-1] == pytest.approx(1234.5)               # the row's figure is plotted too
     assert page.table.item(0, COLUMN["Samples/s"]).text() == "1,234"
     assert page.model.report.benchmarks[-1].status == "cancelled"
@@ -203,7 +222,7 @@ def test_sigill_crash_is_shown_calmly_with_partial_results(qtbot, page):
     out = _run(qtbot, page, page.train_button.click)
     assert out.status == "crashed" and out.diagnosis.kind == "illegal_instruction"
     assert "Illegal instruction" in page.status.text() and "Partial results are kept" in page.status.text()
-    assert list(page.curves["loss"].getData()[0]) == [1, 2, 3]
+    assert list(page.live.curves["loss"].getData()[0]) == [1, 2, 3]
     assert page.table.item(0, COLUMN["Status"]).text() == "crashed"
     assert "Illegal instruction" in page.table.item(0, COLUMN["Note"]).toolTip()
     assert page.table.item(0, COLUMN["Samples/s"]).text() == "1,003"     # the last progress line's samples/s
@@ -213,15 +232,15 @@ def test_sigill_crash_is_shown_calmly_with_partial_results(qtbot, page):
 def test_sweep_plots_medians_with_spread_and_recommends(qtbot, page):
     out = _run(qtbot, page, page.sweep_button.click)
     assert out.status == "ok" and page.tabs.currentIndex() == 1
-    xs, ys = page.sweep_unpinned.getData()
+    xs, ys = page.sweep.sweep_unpinned.getData()
     assert list(xs) == [1.0, 2.0] and list(ys) == [700.0, 1000.0]
-    assert list(page.sweep_pinned.getData()[1]) == [1100.0]
-    assert sorted(page.sweep_bars.opts["top"]) == [10.0, 10.0, 20.0, 20.0]      # the spread of each point
-    ticks = page.sweep_plot.getPlotItem().getAxis("bottom")._tickLevels
+    assert list(page.sweep.sweep_pinned.getData()[1]) == [1100.0]
+    assert sorted(page.sweep.sweep_bars.opts["top"]) == [10.0, 10.0, 20.0, 20.0]      # the spread of each point
+    ticks = page.sweep.sweep_plot.getPlotItem().getAxis("bottom")._tickLevels
     assert ticks and [label for _, label in ticks[0]] == ["1", "2"]          # whole threads only
     assert "1.22× the PyTorch defaults" in page.best_label.text()
-    notes = page.sweep_notes.text()
-    assert page.sweep_notes.isVisibleTo(page) and "Recommended" in notes and "2 %" in notes
+    notes = page.sweep.sweep_notes.text()
+    assert page.sweep.sweep_notes.isVisibleTo(page) and "Recommended" in notes and "2 %" in notes
     assert page.table.item(0, COLUMN["Result"]).text() == "best: all cores, no SMT (CPUs 0-1)"
     assert page.table.item(0, COLUMN["Note"]).text() == ""
     page.use_best()
@@ -236,8 +255,8 @@ def test_busy_sweep_recommends_nothing(qtbot, page):
     page.show()
     out = _run(qtbot, page, page.sweep_button.click)
     assert out.status == "ok"
-    notes = page.sweep_notes.text()
-    assert page.sweep_notes.isVisible() and "No recommendation" in notes
+    notes = page.sweep.sweep_notes.text()
+    assert page.sweep.sweep_notes.isVisible() and "No recommendation" in notes
     assert "inconclusive: 48 % of the CPU went to other programs" in notes
     assert "1 variant failed: 1 thread: out of memory." in notes
     assert not page.use_button.isEnabled() and page.best is None
@@ -251,18 +270,18 @@ def test_busy_sweep_recommends_nothing(qtbot, page):
     # A later quiet sweep recommends again.
     page.modes["sweep"] = "ok"
     _run(qtbot, page, page.sweep_button.click)
-    assert page.use_button.isEnabled() and "No recommendation" not in page.sweep_notes.text()
+    assert page.use_button.isEnabled() and "No recommendation" not in page.sweep.sweep_notes.text()
 
 
 def test_gemm_and_quant_show_results(qtbot, page):
     _run(qtbot, page, page.gemm_button.click)
-    text = page.bench_text.text()
+    text = page.bench.bench_text.text()
     assert "62 %" in text and "zen5" in text and "98.0–101.0" in text
     _run(qtbot, page, page.quant_button.click)
-    text = page.bench_text.text()
+    text = page.bench.bench_text.text()
     assert "torch.ao.quantization.quantize_dynamic" in text and "deprecated" in text
     assert "int8 ran 2.00× at batch 1" in text
-    assert [page.table.item(r, 0).text() for r in range(2)] == ["gemm", "quant"]
+    assert [page.table.item(r, COLUMN["Job"]).text() for r in range(2)] == ["gemm", "quant"]
     assert page.table.item(0, COLUMN["Result"]).text() == "100.0 GFLOP/s (torch-fp32)"
     assert page.model.report.benchmarks[0].metrics["points"][0]["utilisation"] == 0.625
 
@@ -287,10 +306,10 @@ def test_status_and_note_stay_visible_in_a_narrow_table(qtbot, page):
 
 
 def test_pinning_choices_come_from_the_topology(page):
-    items = [page.pin_box.itemText(i) for i in range(page.pin_box.count())]
+    items = [page.form.pin_box.itemText(i) for i in range(page.form.pin_box.count())]
     assert items[0] == "No pinning"
     assert items[1:] == ["CCX 0 (CPUs 0-3,8-11)", "CCX 1 (CPUs 4-7,12-15)", "all cores, no SMT (CPUs 0-7)"]
-    page.pin_box.setCurrentIndex(items.index("CCX 1 (CPUs 4-7,12-15)"))
+    page.form.pin_box.setCurrentIndex(items.index("CCX 1 (CPUs 4-7,12-15)"))
     assert page.train_settings().cpus == [4, 5, 6, 7, 12, 13, 14, 15]
 
 
@@ -298,22 +317,22 @@ def test_bf16_hint_follows_the_cpu(qtbot, page):
     from cpudoctor.model import CpuInfo, IsaVerdict
 
     page.model.set_report(Report(cpu=CpuInfo(flags=["avx2", "avx512f", "avx512_bf16"], isa=IsaVerdict(avx512_bf16=True))))
-    assert "AVX512_BF16" in page.bf16_hint.text() and "pay off" in page.bf16_hint.text()
+    assert "AVX512_BF16" in page.form.bf16_hint.text() and "pay off" in page.form.bf16_hint.text()
     page.model.set_report(Report(cpu=CpuInfo(flags=["avx2", "fma"])))
-    assert "usually slower" in page.bf16_hint.text()
-    assert page._form.isRowVisible(page.bf16_hint)
+    assert "usually slower" in page.form.bf16_hint.text()
+    assert page.form.form.isRowVisible(page.form.bf16_hint)
     page.model.set_report(Report(topology=two_ccx_smt()))          # flags unknown: no hint, and no empty gap
-    assert page.bf16_hint.text() == "" and not page._form.isRowVisible(page.bf16_hint)
+    assert page.form.bf16_hint.text() == "" and not page.form.form.isRowVisible(page.form.bf16_hint)
 
 
 def test_empty_plots_count_steps_from_zero(qtbot, page):
     """Before any data the x axes read steps 0..10: never negative (issue 16: -40..40), never fractions."""
     def x_ranges():
-        return [p.getPlotItem().viewRange()[0] for p in (page.loss_plot, page.acc_plot, page.speed_plot)]
+        return [p.getPlotItem().viewRange()[0] for p in (page.live.loss_plot, page.live.acc_plot, page.live.speed_plot)]
 
     for lo, hi in x_ranges():
         assert lo == pytest.approx(0, abs=0.5) and hi == pytest.approx(10, abs=0.5)
-    lo, hi = page.sweep_plot.getPlotItem().viewRange()[0]               # threads 1..CPUs, not 0..1
+    lo, hi = page.sweep.sweep_plot.getPlotItem().viewRange()[0]               # threads 1..CPUs, not 0..1
     cpus = len(page.model.report.topology.online_cpus)
     assert lo < 1 < cpus < hi < cpus + 1
     page.show()
@@ -332,7 +351,7 @@ def test_empty_plots_count_steps_from_zero(qtbot, page):
 
 
 def test_bad_settings_start_nothing(qtbot, page):
-    page.data_box.setCurrentIndex(page.data_box.findData("mnist"))
+    page.form.data_box.setCurrentIndex(page.form.data_box.findData("mnist"))
     page.train_button.click()
     assert "Check the settings" in page.status.text() and "mnist_dir" in page.status.text()
     assert not page.runner.is_running() and page.table.rowCount() == 0
@@ -452,3 +471,166 @@ def test_best_and_adopted_words_count_threads_once():
     assert adopted_text(pinned) == "The advisor now uses 2 threads (all cores, no SMT (CPUs 0,2))."
     run = ThreadRecommendation(threads=1, variant="measured run", samples_per_s=5.0)
     assert adopted_text(run) == "The advisor now uses 1 thread (measured run)."
+
+
+# ----------------------------------------------------------------------------- issue 28: the second tour
+
+
+def test_train_shows_the_live_plots_whatever_tab_was_open(qtbot, page):
+    """Issue 28, 3: Train from the GEMM & int8 tab left the live plots hidden for the whole run."""
+    page.tabs.setCurrentIndex(2)
+    _run(qtbot, page, page.train_button.click)
+    assert page.tabs.currentWidget() is page.live
+
+
+def test_runs_table_shows_whole_results_while_it_has_room(qtbot, page):
+    """Issue 28, 3: "loss 1.626 · held-out 6…" was cut while most of the table was empty."""
+    page.resize(1280, 800)
+    page.show()
+    qtbot.waitExposed(page)
+    _run(qtbot, page, page.train_button.click)
+    page.modes["sweep"] = "busy"
+    _run(qtbot, page, page.sweep_button.click)
+    QApplication.processEvents()
+    fm = page.table.fontMetrics()
+    for r in range(page.table.rowCount()):
+        for c in range(page.table.columnCount()):
+            text = page.table.item(r, c).text()
+            assert fm.horizontalAdvance(text) <= page.table.columnWidth(c), (RUN_COLUMNS[c], text)
+    assert sum(page.table.columnWidth(c) for c in range(page.table.columnCount())) <= page.table.viewport().width()
+
+
+def test_use_these_settings_says_why_it_is_off(qtbot, page):
+    """Issue 28, 3: after inconclusive sweeps the button stayed off with no word why."""
+    assert not page.use_button.isEnabled() and "run a thread sweep" in page.best_label.text()
+    page.modes["sweep"] = "busy"
+    _run(qtbot, page, page.sweep_button.click)
+    _run(qtbot, page, page.sweep_button.click)
+    assert not page.use_button.isEnabled()
+    text = page.best_label.text()
+    assert "all 2 thread sweeps were inconclusive" in text and "48 % of the CPU went to other programs" in text
+    assert "idle machine" in text
+
+
+def test_a_saved_reports_runs_are_shown(qtbot):
+    """Issue 28, 3: a saved report's lab runs did not appear on the Training page."""
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+    from lab_samples import lab_runs
+
+    model = AppModel()
+    model.set_report(Report(benchmarks=lab_runs()), read_only=True, label="colleague.json")
+    p = TrainingPage(model)
+    qtbot.addWidget(p)
+    assert [p.table.item(r, COLUMN["Job"]).text() for r in range(p.table.rowCount())] == \
+        ["train", "sweep", "gemm", "quant"]
+    assert p.table.item(0, COLUMN["Held-out"]).text() == "63.3 %"
+    assert "saved report" in p.runs_panel.heading.text() and not p.runs_panel.clear_button.isVisibleTo(p)
+
+
+def test_runs_are_kept_per_machine_and_environment_with_a_clear(qtbot, tmp_path):
+    """Issue 28, 3: runs were lost on restart. They come back in a new window on the same machine and
+    environment, muted; Clear forgets them."""
+    from cpudoctor.gui.training_runs import RunStore
+
+    def window():
+        model = AppModel()
+        model.set_report(Report(cpu=CpuInfo(brand="AMD Ryzen 9 9950X 16-Core Processor"), topology=two_ccx_smt()))
+        p = TrainingPage(model)
+        qtbot.addWidget(p)
+        p.job_argv = lambda job, args: [sys.executable, "-c", FAKE, job, "ok"]
+        p.set_run_store(RunStore(tmp_path / "lab-runs.json"))
+        return p
+
+    first = window()
+    _run(qtbot, first, first.train_button.click)
+    _run(qtbot, first, first.gemm_button.click)
+    first.shutdown()
+    second = window()
+    assert [second.table.item(r, COLUMN["Job"]).text() for r in range(2)] == ["train", "gemm"]
+    assert "earlier run" in second.table.item(0, 0).toolTip()
+    assert second.table.item(0, COLUMN["Samples/s"]).text() == "1,234"
+    assert second.runs_panel.clear_button.isEnabled()
+    second.runs_panel.clear_button.click()
+    assert second.table.rowCount() == 0
+    third = window()
+    assert third.table.rowCount() == 0
+
+
+def test_a_cancel_before_any_figure_does_not_promise_partial_results(qtbot, page):
+    """Issue 28, 11: "partial results kept" stood next to a row of dashes."""
+    page.modes["train"] = "silent"
+    with qtbot.waitSignal(page.runner.started, timeout=20_000):
+        page.train_button.click()
+    with qtbot.waitSignal(page.runner.finished, timeout=20_000):
+        page.cancel_button.click()
+    assert "before it measured anything" in page.status.text() and "kept" not in page.status.text()
+    assert page.table.item(0, COLUMN["Note"]).text() == "cancelled before its first measurement"
+
+
+def test_focus_goes_back_to_the_button_that_started_the_job(qtbot, page):
+    """Issue 28, 11: after each job the focus landed in a spin box with its text selected."""
+    from PySide6.QtWidgets import QAbstractSpinBox
+
+    page.show()
+    qtbot.waitExposed(page)
+    page.activateWindow()
+    page.tabs.setCurrentWidget(page.sweep)
+    page.sweep_button.setFocus()
+    qtbot.waitUntil(page.sweep_button.hasFocus, timeout=5_000)
+    _run(qtbot, page, page.sweep_button.click)
+    focus = QApplication.focusWidget()
+    assert not isinstance(focus, QAbstractSpinBox) and not isinstance(focus.parent(), QAbstractSpinBox)
+    assert focus is page.sweep_button
+
+
+def test_sweep_plot_legend_and_empty_axis(qtbot, page):
+    """Issue 28, 4: the legend covered the 1-thread point and named series never drawn; the empty plot read
+    "samples/s (x0.001)" from -400 to 400."""
+    plot = page.sweep.sweep_plot.getPlotItem()
+    assert plot.legend is None                       # no legend box inside the plot
+    left = plot.getAxis("left")
+    assert not left.autoSIPrefix and not left.style["showValues"] and page.sweep.empty_text.isVisible()
+    assert page.sweep.legend_names == []
+    _run(qtbot, page, page.sweep_button.click)
+    assert page.sweep.legend_names == ["threads, not pinned", "pinned", "PyTorch defaults"]
+    assert left.style["showValues"] and not page.sweep.empty_text.isVisible()
+    assert "●</span>&nbsp;threads, not pinned" in page.sweep.legend.text()
+
+
+def test_sweep_legend_names_only_what_it_draws():
+    from cpudoctor.gui.training_session import SweepSeries
+    from cpudoctor.gui.training_widgets import SweepPanel
+
+    panel = SweepPanel()
+    series = SweepSeries()
+    series.add({"variant": "1 thread", "group": "threads", "threads": 1, "threads_used": 1, "samples_per_s": 10.0})
+    series.add({"variant": "CCX 0", "group": "pinning", "threads": 4, "status": "ok", "samples_per_s": None,
+                "same_as": "4 threads"})
+    panel.redraw(series, 8)
+    assert panel.legend_names == ["threads, not pinned"]
+
+
+def test_busy_int8_run_is_inconclusive_with_its_spread(qtbot, page):
+    """Issue 28, 5: int8 at 0.00x while 84 % of the CPU went elsewhere was explained as quantisation overhead."""
+    page.modes["quant"] = "busy"
+    _run(qtbot, page, page.quant_button.click)
+    text = page.bench.bench_text.text()
+    assert "Inconclusive" in text and "84 % of the CPU went to other programs" in text
+    assert "time goes to quantising" not in text and "one instruction" not in text
+    assert "0.12–9.800" in text.replace("0.120", "0.12") and "140.200" in text       # p10–p90 of each figure
+    assert "84 %" in text.split("CPU to others")[1]                                 # each point's share
+
+
+def test_int8_verdict_reads_points_defensively():
+    """Points without spreads or interference (older reports, other writers) still read; a job-given speed-up
+    spread is used as is; a spread that straddles 1 is "within each other's spread"."""
+    from cpudoctor.lab.results import QuantResult
+    from cpudoctor.render.lab import quant_html, quant_verdict, speedup_range
+
+    bare = QuantResult(points=[{"batch": 1, "fp32_ms": 0.2, "int8_ms": 0.1, "speedup": 2.0}])
+    assert quant_verdict(bare)[0] == "measured" and "2.00×" in quant_html(bare)
+    assert speedup_range({"speedup_lo": 0.9, "speedup_hi": 1.2, "fp32_p10_ms": 1, "fp32_p90_ms": 2}) == (0.9, 1.2)
+    close = QuantResult(points=[{"batch": 64, "fp32_ms": 1.0, "int8_ms": 0.95, "speedup": 1.05, "fp32_p10_ms": 0.9,
+                                 "fp32_p90_ms": 1.1, "int8_p10_ms": 0.9, "int8_p90_ms": 1.0}])
+    kind, sentence = quant_verdict(close)
+    assert kind == "overlap" and "batch 64" in sentence

@@ -13,9 +13,9 @@ from qemu_guest import QEMU, cpuid_under, guest_tree, python_under
 from cpudoctor import advisor
 from conftest import probe_tree
 from cpudoctor.probes import probe_cpu
-from cpudoctor.resources import load_json
+from cpudoctor.knowledge import MICROARCHITECTURES, SOFTWARE_FACTS, VM_CPU_MODELS
 
-DATA = load_json("vm_cpu_models.json")
+DATA = VM_CPU_MODELS.data
 
 
 def _findings(root):
@@ -40,7 +40,7 @@ V4 = ["avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl"]
 # ------------------------------------------------------------------ the data
 
 def test_data_validates_against_its_schema():
-    schema_tools.validate(DATA, load_json("vm_cpu_models.schema.json"))
+    schema_tools.validate(DATA, VM_CPU_MODELS.schema())
 
 
 def test_silicon_table_matches_archspec(corpus):
@@ -50,11 +50,11 @@ def test_silicon_table_matches_archspec(corpus):
     for uarch, flags in DATA["silicon_isa"].items():
         features = set(archspec[uarch]["features"])
         assert [f for f in DATA["flag_labels"] if f in features] == flags, uarch
-    assert set(DATA["silicon_isa"]) <= set(load_json("microarchitectures.json")["uarchs"])
+    assert set(DATA["silicon_isa"]) <= set(MICROARCHITECTURES.data["uarchs"])
 
 
 def test_every_fix_names_known_hypervisors_and_a_source_or_says_unverified():
-    known = {e["virtualization"] for e in load_json("software_facts.json")["dmi_virtualization"]} | {"kvm", "xen"}
+    known = {e["virtualization"] for e in SOFTWARE_FACTS.data["dmi_virtualization"]} | {"kvm", "xen"}
     for fix in DATA["fixes"]:
         assert set(fix["hypervisors"]) <= known, fix["name"]
         assert fix["text"].endswith("."), fix["name"]

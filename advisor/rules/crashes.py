@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 from cpudoctor.advisor import machine, snippets
 from cpudoctor.advisor.engine import Facts, rule
+from cpudoctor.knowledge import ISA_FORCING
 from cpudoctor.model import Finding, Report
 
 # Which forcing variables each package's kernels read.
@@ -18,11 +18,8 @@ _READERS: dict[str, tuple[str, ...]] = {
 }
 
 
-@lru_cache(maxsize=1)
 def forcing_table() -> dict[str, Any]:
-    from cpudoctor.resources import load_json
-
-    return load_json("isa_forcing.json")
+    return ISA_FORCING.data
 
 
 @dataclass

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from cpudoctor.advisor import floors, machine
 from cpudoctor.advisor.engine import Facts, rule
+from cpudoctor.knowledge import FLOORS
+from cpudoctor.knowledge.versions import parse_version
 from cpudoctor.model import Finding, Report
 
 
@@ -70,16 +72,12 @@ def _some(items: list[floors.Forecast]) -> str:
 
 def _runs(x: floors.Forecast) -> bool:
     """The installed version of a forecast package is below its first bad release (it still runs)."""
-    from cpudoctor.probes.software.isarisk import parse_version  # noqa: PLC0415
-
     v, first = parse_version(x.installed), parse_version(x.first_bad)
     return v is not None and first is not None and v < first
 
 
 def _distribution(x: floors.Forecast) -> str:
-    from cpudoctor.probes.software.isarisk import table  # noqa: PLC0415
-
-    entry = table().get(x.package)
+    entry = FLOORS.packages.get(x.package)
     return entry.distributions[0] if entry and entry.distributions else x.package
 
 

@@ -63,18 +63,25 @@ def source_from(args: argparse.Namespace) -> "Source":
             raise CliError("--python describes an environment on this machine, not in a captured tree")
         check_tree(root, args.root)    # a wrong folder must not read as "No issues found!"
         return source
-    return Source.this_machine(*python_choice(python))
+    from cpudoctor.pipeline import chosen_source
+    from cpudoctor.probes.software.envs import EnvError
+
+    try:
+        return chosen_source(python)
+    except EnvError as exc:
+        raise CliError(str(exc)) from None
 
 
 def python_choice(choice: str | None) -> tuple[str | None, str]:
-    """(interpreter to describe or None for CPU Doctor's own, how it was chosen); a bad ``--python`` is exit 2."""
+    """(interpreter to run in or None for CPU Doctor's own, how it was chosen); a bad ``--python`` is exit 2."""
+    from cpudoctor.pipeline import environment_python
     from cpudoctor.probes.software.envs import EnvError, training_environment
 
     try:
         env, chosen_by = training_environment(choice)
     except EnvError as exc:
         raise CliError(str(exc)) from None
-    return (None if env is None or env.own else env.python), chosen_by
+    return environment_python(env), chosen_by
 
 
 def build(source: "Source", *, fast: bool = False, findings: bool = True, only: set[str] | None = None) -> "Report":

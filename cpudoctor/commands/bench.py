@@ -433,21 +433,18 @@ def _add_to_report(report, path: str, result) -> None:
     if not result.has_result and result.status in ("error", "crashed"):
         print(f"cpudoctor bench: nothing measured, so nothing was added to {path}", file=sys.stderr)
         return
+    from cpudoctor.pipeline import KEEP, with_lab_result
+
     run = result.bench_run()
     if report.meta.redacted:
         from cpudoctor.privacy import Identity, Redactor
 
         Redactor(Identity.current(report)).dataclass(run)
-    report.benchmarks.append(run)
     rec = result.recommendation() if result.kind == "sweep" else None
-    if rec is not None:
-        report.recommendation = rec
-    if report.findings:
-        from cpudoctor import advisor
-
-        report.findings = advisor.diagnose(report)
+    # judged again as every surface does it; a report saved without findings stays without
+    updated = with_lab_result(report, run, recommendation=KEEP if rec is None else rec, judge=bool(report.findings))
     try:
-        atomic_write(path, report.to_json() + "\n")
+        atomic_write(path, updated.to_json() + "\n")
     except WriteError as exc:
         raise CliError(str(exc.strerror or exc)) from None
     added = f"added the {result.kind} run" + (" and its recommendation" if rec is not None else "")

@@ -1,7 +1,8 @@
 """``cpudoctor compare A.json B.json``: what differs between two saved reports.
 
-Before/after a fix on one machine, or machine A against machine B: chip,
-flags, topology, software, thread environment, findings (new / resolved /
+Before/after a fix on one machine, or machine A against machine B: first the
+Python environments the two reports describe (and what changed in them), then
+chip, flags, topology, software, findings (new / fixed / no longer applies /
 changed severity) and benchmark figures with ratios. Exit 0 when compared
 (whether or not they differ), 2 for a missing, corrupt, foreign or
 other-schema file.
@@ -9,7 +10,6 @@ other-schema file.
 
 from __future__ import annotations
 
-from cpudoctor.report_file import load_report
 from cpudoctor.commands import CliError, emit
 
 
@@ -26,16 +26,12 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from cpudoctor.compare import RENDERERS, compare
-    from cpudoctor.privacy import redact_report
+    from cpudoctor.compare import RENDERERS, compare_files
     from cpudoctor.model import ReportError
 
-    reports = []
-    for name in (args.a, args.b):
-        try:
-            report = load_report(name)
-        except ReportError as exc:
-            raise CliError(f"{name}: {exc}") from None
-        reports.append(redact_report(report, include_identifying=args.include_identifying))
-    emit(RENDERERS[args.format](compare(*reports)), args.output)
+    try:
+        result = compare_files(args.a, args.b, include_identifying=args.include_identifying)
+    except ReportError as exc:
+        raise CliError(str(exc)) from None
+    emit(RENDERERS[args.format](result), args.output)
     return 0

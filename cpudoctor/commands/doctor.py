@@ -12,9 +12,8 @@ an unreadable report — so scripts and CI can gate on it.
 from __future__ import annotations
 
 import argparse
-import sys
 
-from cpudoctor.commands import CliError, add_source_options, build, emit, source_from
+from cpudoctor.commands import CliError, add_source_options, emit, source_from
 from cpudoctor.render.doctor import FORMATS
 
 
@@ -35,7 +34,8 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from cpudoctor import advisor
+    from cpudoctor import advisor, doctor_run
+    from cpudoctor.model import ReportError
     from cpudoctor.render import doctor as page
 
     if args.list_rules:
@@ -45,16 +45,14 @@ def run(args: argparse.Namespace) -> int:
         return 0
     only = _only(args.only)
     source = source_from(args)
-    report = build(source, fast=args.fast, only=only)
-    findings, label = report.findings, source.label
-    if args.format == "json":
-        text = page.render_json(report, findings, label)
-    elif args.format == "md":
-        text = page.render_md(report, findings, label, verbose=args.verbose)
-    else:
-        text = page.render_text(report, findings, label, verbose=args.verbose, ascii_only=not _can_encode(args.output))
-    emit(text, args.output)
-    return page.exit_code(findings)
+    ascii_only = not (bool(args.output) and args.output != "-") and not doctor_run.can_print()   # files are UTF-8
+    try:
+        done = doctor_run.run(source, fmt=args.format, verbose=args.verbose, fast=args.fast, only=only,
+                              ascii_only=ascii_only)
+    except ReportError as exc:
+        raise CliError(f"--from-report: {exc}") from None
+    emit(done.text, args.output)
+    return done.exit_code
 
 
 def _only(value: str | None) -> set[str] | None:
@@ -69,14 +67,3 @@ def _only(value: str | None) -> set[str] | None:
         return resolve_only(items)
     except UnknownRuleError as exc:
         raise CliError(f"--only: {exc}") from None
-
-
-def _can_encode(output: str | None) -> bool:
-    if output and output != "-":
-        return True  # files are written as UTF-8
-    enc = getattr(sys.stdout, "encoding", None) or "ascii"
-    try:
-        "✓✗•".encode(enc)
-    except (UnicodeEncodeError, LookupError):
-        return False
-    return True

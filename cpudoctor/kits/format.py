@@ -119,8 +119,10 @@ def wrap(text: str, width: int = 100, indent: int = 0, hang: int = 0, prefix: st
                          subsequent_indent=pad + " " * hang, break_on_hyphens=False, break_long_words=False)
 
 
-# Metrics that are a fraction of something (GEMM: measured / computed peak FLOP/s): shown as percentages.
-PERCENT_KEYS = frozenset({"utilisation", "utilization", "efficiency", "of_roof", "of_nominal", "share",
+# Metrics that are a fraction of something (GEMM: measured / computed peak FLOP/s; the CPU share other programs
+# took; an accuracy): shown as percentages, never as a raw 0.8984.
+PERCENT_KEYS = frozenset({"utilisation", "utilization", "efficiency", "other_share", "steal_share", "accuracy",
+                          "train_accuracy", "eval_accuracy", "top1_agreement", "of_roof", "of_nominal", "share",
                           "below_share", "emulated_share", "measured_vs_nominal", "best_operator_vs_roof"})
 
 

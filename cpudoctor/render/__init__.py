@@ -4,6 +4,8 @@
 :mod:`.words`          the vocabulary: severity names and marks, categories, counts
 :mod:`.format`         number formats (sizes, clocks, durations, percentages), wrapping
 :mod:`.markup`         escaping report data for Markdown and HTML
+:mod:`.finding_view`   what one finding says, made once; every format below lays it out
+:mod:`.cpu_facts`      the CPU identity rows the exports and the window's Overview share
 :mod:`.text`           the report for a terminal
 :mod:`.markdown`       the report for a GitHub issue (with :mod:`.md_extra`)
 :mod:`.html`           the self-contained HTML page

@@ -2,17 +2,17 @@
 
 One list of rows feeds both formats, so they always say the same thing. The
 explanations come from the report itself (``isa.avx512_reason``, datapath
-note) and from ``resources/flags.json``; nothing here reads the machine.
+note) and from the flag catalogue (:data:`cpudoctor.knowledge.FLAGS`); nothing here reads the machine.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from cpudoctor.knowledge import FLAGS
 from cpudoctor.model import CpuInfo
-from cpudoctor.kits.format import clock
+from cpudoctor.render.cpu_facts import cpu_facts
 from cpudoctor.render.words import NEUTRAL_MARK, bracketed
-from cpudoctor.resources import load_json
 
 # The verdict marks of the ISA table: fine, worth a look, missing or broken, simply absent.
 OK, WARN, BAD, INFO = bracketed("ok"), bracketed("warning"), bracketed("error"), f"[{NEUTRAL_MARK}]"
@@ -33,55 +33,9 @@ class IsaRow:
 
 
 def identity_rows(cpu: CpuInfo) -> list[tuple[str, str]]:
-    """(label, value) rows describing which CPU this is."""
-    rows = [("Model", cpu.brand or "unknown")]
-    vendor = cpu.vendor or "unknown"
-    if cpu.vendor_id and cpu.vendor_id != cpu.vendor:
-        vendor += f" ({cpu.vendor_id})"
-    rows.append(("Vendor", vendor))
-    if cpu.family is not None or cpu.model is not None:
-        fam = "?" if cpu.family is None else f"{cpu.family} (0x{cpu.family:x})"
-        mod = "?" if cpu.model is None else f"{cpu.model} (0x{cpu.model:x})"
-        step = "" if cpu.stepping is None else f", stepping {cpu.stepping}"
-        rows.append(("Family / model", f"{fam} / {mod}{step}"))
-    if cpu.arm_parts:
-        parts = ", ".join(cpu.arm_parts)
-        rows.append(("CPU part", parts + (f", variant {cpu.arm_variant}" if cpu.arm_variant else "")))
-    if cpu.microarchitecture:
-        ua = cpu.microarchitecture
-        extra = [x for x in (cpu.microarchitecture_name, cpu.codename) if x]
-        if len(extra) == 2 and extra[0] in extra[1]:
-            extra = extra[1:]          # "Cortex-X925 + Cortex-A725" already names the core
-        if cpu.product_line:
-            extra.append(cpu.product_line)
-        rows.append(("Microarchitecture", ua + (f" — {', '.join(extra)}" if extra else "")))
-    else:
-        rows.append(("Microarchitecture", "unknown" + (f" ({cpu.product_line})" if cpu.product_line else "")))
-    arch = cpu.arch or "unknown"
-    if cpu.isa.x86_64_level:
-        arch += f", psABI level x86-64-v{cpu.isa.x86_64_level}" if cpu.isa.x86_64_level > 1 else ", psABI level x86-64 (baseline)"
-    rows.append(("Architecture", arch))
-    rows.append(("Clock", clock_text(cpu)))
-    if cpu.logical_cpus_listed:
-        rows.append(("cpuinfo entries", str(cpu.logical_cpus_listed)))
-    if cpu.hypervisor is not None:
-        rows.append(("Hypervisor", "yes: flags may be masked by the VM" if cpu.hypervisor else "no (bare metal)"))
-    rows.append(("Source", cpu.source))
-    return rows
-
-
-def clock_text(cpu: CpuInfo) -> str:
-    """``base 2.40 GHz, max 3.90 GHz``; when neither is known, the clock the kernel reported at probe time."""
-    parts = []
-    if cpu.base_mhz is not None:
-        parts.append(f"base {clock(cpu.base_mhz)}")
-    if cpu.max_mhz is not None:
-        parts.append(f"max {clock(cpu.max_mhz)}")
-    if parts:
-        return ", ".join(parts)
-    if cpu.current_mhz is not None:
-        return f"{clock(cpu.current_mhz)} when probed (no cpufreq data or clock in the name to rate it)"
-    return "unknown (no cpufreq data and no clock in the name)"
+    """(label, text) rows describing which CPU this is: :func:`cpudoctor.render.cpu_facts.cpu_facts` as the
+    text, Markdown and HTML reports print them."""
+    return [(fact.label, fact.text) for fact in cpu_facts(cpu)]
 
 
 def isa_rows(cpu: CpuInfo) -> list[IsaRow]:
@@ -153,50 +107,15 @@ def width_line(cpu: CpuInfo) -> str | None:
     return text
 
 
-def arch_family(arch: str | None) -> str | None:
-    """``x86`` or ``arm`` for an architecture name (``x86_64``, ``aarch64``...), None when unknown."""
-    a = (arch or "").lower()
-    if a.startswith(("aarch64", "arm")):
-        return "arm"
-    if a in ("x86_64", "amd64", "i386", "i686", "x86"):
-        return "x86"
-    return None
-
-
 def describe_flag(name: str, arch: str | None = None, vendor: str | None = None) -> tuple[str, str]:
-    """(category, meaning) of a kernel flag on this architecture and vendor; unknown flags are category 'other'.
-
-    A few names mean different things on x86 and Arm (``sme`` is AMD's Secure
-    Memory Encryption on x86, Arm's Scalable Matrix Extension on aarch64):
-    flags.json's ``on`` table says what they mean where.
-    """
-    entry = load_json("flags.json")["flags"].get(name)
-    if entry is None:
-        return "other", ""
-    variant = flag_variant(entry, arch, vendor)
-    if variant is not None:
-        return variant
-    return entry["category"], entry["meaning"]
-
-
-def flag_variant(entry: dict, arch: str | None, vendor: str | None) -> tuple[str, str] | None:
-    """The ``on`` override of a flags.json entry for this vendor or architecture family, if it has one."""
-    on = entry.get("on") or {}
-    for key in (vendor, arch_family(arch)):
-        if key and key in on:
-            v = on[key]
-            return v.get("category", entry.get("category", "other")), v.get("meaning", entry.get("meaning", ""))
-    return None
+    """(category, meaning) of a kernel flag on this architecture and vendor (the flag catalogue's words)."""
+    return FLAGS.describe(name, arch, vendor)
 
 
 def flag_groups(flags: list[str], arch: str | None = None, vendor: str | None = None) -> dict[str, list[str]]:
-    """Flags grouped by category, in the category order of flags.json."""
-    cats = list(load_json("flags.json")["categories"])
-    groups: dict[str, list[str]] = {c: [] for c in cats}
-    for name in flags:
-        groups.setdefault(describe_flag(name, arch, vendor)[0], []).append(name)
-    return {c: v for c, v in groups.items() if v}
+    """Flags grouped by category, in the category order of the flag catalogue."""
+    return FLAGS.groups(flags, arch, vendor)
 
 
 def category_title(cat: str) -> str:
-    return load_json("flags.json")["categories"].get(cat, cat)
+    return FLAGS.category_title(cat)

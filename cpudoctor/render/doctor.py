@@ -14,8 +14,8 @@ from typing import Any
 
 from cpudoctor.kits.format import wrap
 from cpudoctor import docs_url
-from cpudoctor.kits.escape import md_code, md_escape
-from cpudoctor.render.md_extra import evidence_value
+from cpudoctor.kits.escape import md_code, md_escape, md_fence, strip_controls
+from cpudoctor.render.finding_view import EVIDENCE, FIX, finding_view
 from cpudoctor.render.words import (
     bracketed,
     category_order,
@@ -93,7 +93,7 @@ def exit_code(findings: Sequence[Finding]) -> int:
 
 
 def render_text(report: Report, findings: Sequence[Finding], label: str, *, verbose: bool = False,
-                ascii_only: bool = False) -> str:
+                ascii_only: bool = False, shell: str = "bash") -> str:
     lines = [f"CPU Doctor — {label}: {machine_line(report)}"]
     env = environment_line(report)
     lines += ([env] if env else []) + [""]
@@ -102,25 +102,23 @@ def render_text(report: Report, findings: Sequence[Finding], label: str, *, verb
     for _cat, title, items in grouped(findings):
         lines.append(f"{bracketed(_category_mark(items), ascii_only)} {title}")
         for f in items:
-            s = severity(f.severity)
+            v = finding_view(f, shell)
             # a long title (a list of packages) wraps under itself instead of running past the terminal
-            lines += wrap(f"{s.ascii_mark if ascii_only else s.mark} {f.title} ({f.code})", WIDTH, 4, hang=2)
-            detailed = f.severity in ("warning", "error") or (verbose and f.severity == "info")
-            if detailed:
-                lines += wrap(f.why, WIDTH, 8)
-                if f.fix:
-                    lines += wrap("Fix: " + f.fix, WIDTH, 8)
-                if f.snippet:
-                    lines += ["          " + line for line in f.snippet.splitlines()]
-            elif f.severity == "info" and f.fix:
-                lines += wrap(f.fix, WIDTH, 8)
-            if verbose and f.evidence:
-                ev = ", ".join(f"{k}={evidence_value(v)}" for k, v in f.evidence.items())
-                lines += wrap("Evidence: " + ev, WIDTH, 8)
+            lines += wrap(f"{v.mark(ascii_only)} {v.title} ({v.code})", WIDTH, 4, hang=2)
+            if v.detailed or (verbose and v.severity.key == "info"):
+                lines += wrap(v.why, WIDTH, 8)
+                if v.fix:
+                    lines += wrap(f"{FIX}: {v.fix}", WIDTH, 8)
+                if v.snippet:
+                    lines += ["          " + line for line in v.snippet.text.splitlines()]
+            elif v.severity.key == "info" and v.fix:
+                lines += wrap(v.fix, WIDTH, 8)
+            if verbose and v.evidence:
+                lines += wrap(f"{EVIDENCE}: {v.evidence_text()}", WIDTH, 8)
     lines += ["", summary_line(findings)]
     if to_fix(findings):
         lines.append("Run `cpudoctor explain CODE` for the full story of a check.")
-    text = "\n".join(lines) + "\n"
+    text = strip_controls("\n".join(lines)) + "\n"       # report data never steers the terminal (as render.text)
     if ascii_only:
         text = text.replace("—", "-").replace("·", "-")
         text = text.encode("ascii", "replace").decode("ascii")
@@ -142,7 +140,8 @@ def render_json(report: Report, findings: Sequence[Finding], label: str) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False)
 
 
-def render_md(report: Report, findings: Sequence[Finding], label: str, *, verbose: bool = False) -> str:
+def render_md(report: Report, findings: Sequence[Finding], label: str, *, verbose: bool = False,
+              shell: str = "bash") -> str:
     env = environment_line(report)
     lines = [f"## CPU Doctor — {md_escape(label)}", "", f"**{md_escape(machine_line(report))}**", ""]
     lines += [md_escape(env), ""] if env else []
@@ -150,16 +149,16 @@ def render_md(report: Report, findings: Sequence[Finding], label: str, *, verbos
         lines.append(f"### {severity(_category_mark(items)).emoji} {md_escape(title)}")
         lines.append("")
         for f in items:
-            lines.append(f"- {severity(f.severity).emoji} **{md_escape(f.title)}** "
-                         f"({md_code(f.code)} [{md_escape(f.symbol)}]({docs_url(f.docs)}))")
-            if f.severity in ("warning", "error") or (f.severity == "info" and (verbose or f.snippet)):
-                if f.why:
-                    lines.append(f"  {md_escape(f.why)}")
-                if f.fix:
-                    lines.append(f"  **Fix:** {md_escape(f.fix)}")
-                if f.snippet:
-                    fence = "````" if "```" in f.snippet else "```"
-                    lines += ["", f"  {fence}{f.snippet_lang}", *[f"  {s}" for s in f.snippet.splitlines()], f"  {fence}"]
+            v = finding_view(f, shell)
+            symbol = f"[{md_escape(v.symbol)}]({v.docs_url})" if v.docs_url else md_escape(v.symbol)
+            lines.append(f"- {v.severity.emoji} **{md_escape(v.title)}** ({md_code(v.code)} {symbol})")
+            if v.detailed or (v.severity.key == "info" and (verbose or v.snippet)):
+                if v.why:
+                    lines.append(f"  {md_escape(v.why)}")
+                if v.fix:
+                    lines.append(f"  **{FIX}:** {md_escape(v.fix)}")
+                if v.snippet:
+                    lines += ["", *md_fence(v.snippet.text, v.snippet.lang, indent="  ")]
         lines.append("")
     lines.append(f"_{md_escape(summary_line(findings))}_")
     return "\n".join(lines) + "\n"

@@ -52,11 +52,43 @@ def short_words(p: PythonInfo) -> str:
 
 
 def entry_text(env: PythonEnv) -> str:
-    """One line of the picker: name, kind, Python, torch (or "no torch"), CPU Doctor's own marked."""
+    """One line of the picker: name, kind, Python, torch (or "no torch"), numpy, CPU Doctor's own marked."""
     if env.usable:
-        return env.label() + (" — active" if env.active and not env.own else "")
+        numpy = f" · numpy {env.numpy}" if env.numpy else ""
+        return env.label() + numpy + (" — active" if env.active and not env.own else "")
     kind = f"{env.kind}, Python {env.version}" if env.version else env.kind
     return f"{env.name} ({kind}) — cannot be used"
+
+
+# Kinds whose entries are interpreters of one kind by version (pyenv's 3.8 ... 3.13): listed newest first.
+BY_VERSION = frozenset({"pyenv", "system", "asdf", "uv", "python.org", "homebrew"})
+
+
+def _version_key(env: PythonEnv) -> tuple[int, ...]:
+    parts = []
+    for piece in (env.version or "").split("."):
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        parts.append(int(digits) if digits else 0)
+    return tuple(parts)
+
+
+def menu_order(envs: list[PythonEnv]) -> list[PythonEnv]:
+    """The picker's order: the likely training environment first (discovery's first), then the usable ones
+    grouped by kind in the order discovery met them, interpreters of one kind newest first; every one
+    that cannot be used last (one chosen by hand is usable, so it never lands below a greyed row)."""
+    usable = [e for e in envs if e.usable]
+    unusable = [e for e in envs if not e.usable]
+    if not usable:
+        return unusable
+    first, rest = usable[0], usable[1:]
+    kinds = list(dict.fromkeys(e.kind for e in usable))
+    ordered = [first]
+    for kind in kinds:
+        group = [e for e in rest if e.kind == kind]
+        if kind in BY_VERSION:
+            group.sort(key=_version_key, reverse=True)
+        ordered += group
+    return ordered + unusable
 
 
 def entry_tip(env: PythonEnv) -> str:
@@ -95,15 +127,16 @@ def source_text(source_label: str, p: PythonInfo | None) -> str:
 
 
 def jobs_text(env: PythonEnv | None, read_only: bool = False) -> str:
-    """The Training page's line: which interpreter the jobs run in."""
+    """The Training page's line: which environment the jobs run in (one short line; the page's tooltip gives
+    the interpreter's path)."""
     if env is None:
         where = f"{OWN_FALLBACK} (no other usable environment was found)"
     else:
         torch = f", torch {env.torch}" if env.torch else ", no torch"
         kind = f"{env.kind}, Python {env.version}" if env.version else env.kind
-        where = f"{env.name} ({kind}{torch}): {home_short(env.python)}"
+        where = f"{env.name} ({kind}{torch})"
     prefix = "Jobs run on this machine, in" if read_only else "Jobs run in"
-    return f"{prefix} {where} — change it in the toolbar's Environment picker"
+    return f"{prefix} {where} — the toolbar's Environment picker changes it"
 
 
 def rejected_text(python: str, error: str) -> str:

@@ -19,13 +19,12 @@ import re
 from typing import Literal
 
 
-from cpudoctor import docs_url
 from cpudoctor.render import cpu as cpu_sec
 from cpudoctor.render import software as sw_sec
 from cpudoctor.kits.escape import html_escape as e
 from cpudoctor.kits.format import cache_size, metric, or_unknown, size
+from cpudoctor.render.finding_view import DETAILS, EVIDENCE, FIX, Snippet, finding_view
 from cpudoctor.render.md_extra import (
-    evidence_value,
     kind_title,
     measurements_title,
     recommendation_text,
@@ -33,6 +32,7 @@ from cpudoctor.render.md_extra import (
     when,
 )
 from cpudoctor.render.svg_chart import (
+    drop_derived_columns,
     find_charts,
     measurement_tables,
     metric_label,
@@ -40,7 +40,7 @@ from cpudoctor.render.svg_chart import (
     split_constant_columns,
 )
 from cpudoctor.render.svg_topology import render_svg
-from cpudoctor.render.words import SEVERITY, bracketed, finding_order, plural, severity, severity_counts
+from cpudoctor.render.words import SEVERITY, bracketed, finding_order, plural, severity_counts
 from cpudoctor.model import BenchRun, Finding, Report
 
 Images = Literal["inline", "resources"]
@@ -90,10 +90,10 @@ body{font-family:'DejaVu Sans',Arial,sans-serif;font-size:9pt;color:#1f2933}
 h1{font-size:17pt;margin:0}h2{font-size:12.5pt;margin-top:14pt;color:#1f2933;border-bottom:1px solid #c9d0d8}
 h3{font-size:10pt;margin-top:8pt}
 .chip{font-size:12pt;color:#5f6b77}.meta,.note,.code{color:#5f6b77;font-size:8pt}
-th{color:#5f6b77;font-weight:normal;text-align:left;padding:1px 14px 1px 0}
+th{color:#5f6b77;font-weight:normal;text-align:left;padding:1px 14px 1px 0;white-space:nowrap}
 td{padding:1px 14px 1px 0}
 pre,code{font-family:'DejaVu Sans Mono',monospace;font-size:8pt;background-color:#f3f5f7}
-pre{white-space:pre-wrap}.summary{font-weight:bold;margin-top:6pt}
+pre{white-space:pre-wrap}.summary{font-weight:bold;margin-top:6pt}h4{font-size:9pt;margin:6pt 0 2pt 0}
 .yes{color:#2e7d4f;font-weight:bold}.no{color:#5f6b77}
 .sev-ok{color:#2e7d4f}.sev-info{color:#2f6fbf}.sev-warning{color:#a86400}.sev-error{color:#c0392b}
 .title{font-weight:bold}.flags{font-family:'DejaVu Sans Mono',monospace;font-size:7.5pt;color:#5f6b77}
@@ -326,14 +326,14 @@ def print_snippet(text: str, lang: str) -> tuple[str, float]:
     return text, PRINT_SNIPPET_POINTS[-1]
 
 
-def _snippet_html(f: Finding, printable: bool) -> str:
+def _snippet_html(snippet: Snippet, printable: bool) -> str:
     if not printable:
-        return f'<pre><code class="language-{e(f.snippet_lang)}">{e(f.snippet)}</code></pre>'
-    text, points = print_snippet(f.snippet, f.snippet_lang)
+        return f'<pre><code class="language-{e(snippet.lang)}">{e(snippet.text)}</code></pre>'
+    text, points = print_snippet(snippet.text, snippet.lang)
     fits = all(len(line) <= _chars_per_line(points) for line in text.splitlines())
     # white-space:pre keeps each line whole; only a line no size can fit may still wrap (pre-wrap)
     return (f'<pre style="font-size:{points:g}pt;white-space:{"pre" if fits else "pre-wrap"}">'
-            f'<code class="language-{e(f.snippet_lang)}">{e(text)}</code></pre>')
+            f'<code class="language-{e(snippet.lang)}">{e(text)}</code></pre>')
 
 
 def _findings(report: Report, printable: bool = False) -> str:
@@ -354,22 +354,23 @@ def _findings(report: Report, printable: bool = False) -> str:
     return f'<section id="findings"><h2>Findings</h2>{"".join(items)}</section>'
 
 
-def _finding(f: Finding, printable: bool = False) -> str:
-    sev = severity(f.severity)
-    parts = [f'<div class="finding {sev.key}"><p>{_mark(bracketed(sev.key))} <span class="sev-{sev.key}">{e(sev.name)}</span> · '
-             f'<span class="title">{e(f.title)}</span>&nbsp;&nbsp;<span class="code">{e(f.code)} '
-             f"{e(f.symbol)}</span></p>"]
-    if f.why:
-        parts.append(f"<p>{e(f.why)}</p>")
-    if f.fix:
-        parts.append(f"<p><b>Fix:</b> {e(f.fix)}</p>")
-    if f.snippet:
-        parts.append(_snippet_html(f, printable))
-    if f.evidence:
-        parts.append("<details><summary>Evidence</summary>" + _rows(
-            [(k, e(evidence_value(v, 300))) for k, v in f.evidence.items()]) + "</details>")
-    parts.append(f'<p class="note">Details: <code>cpudoctor explain {e(f.code)}</code>'
-                 + (f' · <a href="{e(docs_url(f.docs))}">{e(f.code)} in the rule reference</a>' if f.docs else "")
+def _finding(f: Finding, printable: bool = False, shell: str = "bash") -> str:
+    v = finding_view(f, shell)
+    sev = v.severity
+    parts = [f'<div class="finding {sev.key}"><p>{_mark(v.bracketed())} <span class="sev-{sev.key}">{e(sev.name)}</span> · '
+             f'<span class="title">{e(v.title)}</span>&nbsp;&nbsp;<span class="code">{e(v.code)} '
+             f"{e(v.symbol)}</span></p>"]
+    if v.why:
+        parts.append(f"<p>{e(v.why)}</p>")
+    if v.fix:
+        parts.append(f"<p><b>{FIX}:</b> {e(v.fix)}</p>")
+    if v.snippet:
+        parts.append(_snippet_html(v.snippet, printable))
+    if v.evidence:
+        parts.append(f"<details><summary>{EVIDENCE}</summary>" + _rows(
+            [(line.key, e(line.value)) for line in v.evidence]) + "</details>")
+    parts.append(f'<p class="note">{DETAILS}: <code>{e(v.explain)}</code>'
+                 + (f' · <a href="{e(v.docs_url)}">{e(v.docs_label)}</a>' if v.docs_url else "")
                  + "</p>")
     parts.append("</div>")
     return "".join(parts)
@@ -378,6 +379,11 @@ def _finding(f: Finding, printable: bool = False) -> str:
 def _cell(value: str) -> str:
     """A measurement cell; a single word ("torch-fp32", "0-7,64-71") is never broken at its hyphen or comma."""
     return f'<td style="white-space:nowrap">{e(value)}</td>' if " " not in value and len(value) <= 32 else f"<td>{e(value)}</td>"
+
+
+def _head(label: str, images: Images) -> str:
+    """A table heading; on paper each word on its own line (a heading never breaks inside a word there)."""
+    return "<br>".join(e(w) for w in label.split()) if images == "resources" else e(label)
 
 
 def _benchmarks(report: Report, images: Images, pictures: dict[str, str]) -> str:
@@ -430,9 +436,12 @@ def _bench(run: BenchRun, index: int, images: Images, pictures: dict[str, str]) 
             charts.append(f'<p><img src="cpudoctor:{name}"></p>')
     for name, cols, rows in measurement_tables(run.metrics):
         cols, rows, same = split_constant_columns(cols, rows)
+        cols, rows = drop_derived_columns(cols, rows)
         charts.append(f"<details><summary>{e(measurements_title(name, len(rows)))}</summary>"
                       + (f'<p class="note">Every row: {e(", ".join(same))}</p>' if same else "")
-                      + '<table class="mt" cellspacing=0><tr>' + "".join(f"<th>{e(c)}</th>" for c in cols) + "</tr>"
+                      # <thead>: a table that runs onto the next page repeats its headings there
+                      + '<table class="mt" cellspacing=0><thead><tr>'
+                      + "".join(f"<th>{_head(c, images)}</th>" for c in cols) + "</tr></thead>"
                       + "".join("<tr>" + "".join(_cell(v) for v in row) + "</tr>" for row in rows)
                       + "</table></details>")
     note = f'<p class="note">{e(run.note)}</p>' if run.note else ""
@@ -454,7 +463,8 @@ def build_html(report: Report, images: Images = "inline") -> tuple[str, dict[str
                     _notes(report)])
     css = CSS if images == "inline" else PRINT_CSS
     if images == "resources":       # Qt rich text has no <details>: show them open, summary as a label
-        body = re.sub(r"<summary>(.*?)</summary>", r'<p class="summary">\1</p>', body)
+        # a summary becomes a small heading, which the PDF keeps on the page of what follows it
+        body = re.sub(r"<summary>(.*?)</summary>", r'<h4 class="summary">\1</h4>', body)
         body = re.sub(r"</?details>", "", body)
         # Qt drops margins after a table, so a heading would touch the table above it: a tiny spacer paragraph.
         body = body.replace("</table>", '</table><p style="margin:0;font-size:4pt">&nbsp;</p>')

@@ -12,6 +12,7 @@ import shlex
 from cpudoctor.kits.cpulist import format_cpulist
 from cpudoctor.kits.format import or_unknown, percent, size, wrap
 from cpudoctor.render.words import DASH, bracketed, plural, severity
+from cpudoctor.render.finding_view import FIX, WHY, finding_view
 from cpudoctor.model import worst
 
 MAX_THREAD_ROWS = 24
@@ -119,13 +120,14 @@ def render_text(insp, findings) -> str:
     if findings:
         out.append("Findings")
         for f in findings:
-            out.append(f"{bracketed(f.severity)} {f.code} {f.title}")
-            if f.why:
-                out.extend(_wrapped(f"Why: {f.why}"))
-            if f.fix:
-                out.extend(_wrapped(f"Fix: {f.fix}"))
-            for line in (f.snippet or "").splitlines():
-                out.append(f"      {'$ ' if f.snippet_lang == 'bash' else ''}{line}".rstrip())
+            v = finding_view(f)
+            out.append(f"{v.bracketed()} {v.code} {v.title}")
+            if v.why:
+                out.extend(_wrapped(f"{WHY}: {v.why}"))
+            if v.fix:
+                out.extend(_wrapped(f"{FIX}: {v.fix}"))
+            for line in v.snippet.text.splitlines():
+                out.append(f"      {'$ ' if v.snippet.shell else ''}{line}".rstrip())
         out.append(f"{plural(len(findings), 'finding')} (worst: {severity(worst(findings)).name.lower()}).")
     else:
         out.append(f"{bracketed('ok')} Nothing to fix in this window.")

@@ -257,91 +257,7 @@ def _quant_text(r) -> list[str]:
 
 # ----------------------------------------------------------------------------- the Training page
 
-RUN_COLUMNS = ("Job", "Status", "Settings", "Samples/s", "Result", "Accuracy", "Note")
 MODEL_LABELS = {"simplecnn": "SimpleCNN", "lenet5": "LeNet-5", "resnet18": "ResNet-18 (28x28)"}
-
-
-def describe(result) -> str:
-    """The settings of a run in a few words, for the runs table."""
-    s = result.settings
-    if result.kind == "train":
-        parts = [MODEL_LABELS.get(s.get("model"), s.get("model")), s.get("dtype"), f"batch {s.get('batch_size')}",
-                 threads_words(result.threads or s.get("threads"))]
-        if s.get("cpus"):
-            parts.append(f"CPUs {cpu_list(s['cpus'])}")
-        if s.get("channels_last"):
-            parts.append("channels_last")
-        if s.get("compile"):
-            parts.append("compiled")
-        return ", ".join(str(p) for p in parts)
-    if result.kind == "sweep":
-        model = (s.get("train") or {}).get("model", "simplecnn")
-        return f"{MODEL_LABELS.get(model, model)}, budget {s.get('budget_s', 45):g} s"
-    if result.kind == "gemm":
-        return f"n = {result.size}" if result.size else "GEMM"
-    if result.kind == "roofline":
-        dtypes = list(dict.fromkeys(c.get("dtype") for c in result.compute if c.get("dtype")))
-        return f"roofs: {', '.join(dtypes) or 'none'}" + (", memory" if result.memory else "")
-    return f"MLP, batch {', '.join(str(b) for b in s.get('batches') or [1, 64])}"
-
-
-def run_row(result) -> list[tuple[str, str]]:
-    """(text, tooltip) per RUN_COLUMNS: one line per run, the full story in the tooltips."""
-    sps, sps_tip, res, res_tip, acc = "—", "", "—", "", "—"
-    if result.kind == "train":
-        if result.samples_per_s is not None:
-            sps = format(result.samples_per_s, ",.0f")
-            sps_tip = metric_definition("samples_per_s")
-            if result.spread is not None and result.spread.n > 1:
-                sps_tip += f"; half-second windows spread {_spread(result.spread)}"
-        bits = []
-        if result.final_loss is not None:
-            bits.append(f"loss {result.final_loss:.3f}")
-        if result.eval_accuracy is not None:
-            bits.append(f"held-out {percent_1(result.eval_accuracy)}")
-        if result.ratio is not None:
-            bits.append(f"{result.dtype} {result.ratio:.2f}× fp32")
-        res = " · ".join(bits) or "—"
-        res_tip = "; ".join(x for x in (metric_definition("loss", result.smoothing_steps),
-                                        metric_definition("eval_accuracy"), result.precision_why) if x)
-        if result.train_accuracy is not None:
-            acc = percent_1(result.train_accuracy)
-    elif result.kind == "sweep":
-        rec = result.recommendation()
-        if rec is not None:
-            sps = format(rec.samples_per_s or 0, ",.0f")
-            res = f"best: {rec.variant}"
-        else:
-            res = "inconclusive"
-        res_tip = result.reason
-    elif result.kind == "gemm":
-        best = result.best
-        if best:
-            res = f"{best['gflops']:,.1f} GFLOP/s ({best['backend']})"
-    elif result.kind == "quant":
-        res = "; ".join(f"b{p['batch']}: ×{p['speedup']:.2f}" for p in result.points if p.get("speedup")) or "—"
-        res_tip = result.precision_why
-    elif result.kind == "roofline":
-        roof, copy = result.roof("fp32"), result.bandwidth("all", "copy")
-        bits = ([f"fp32 roof {roof['gflops']:,.0f} GFLOP/s"] if roof else []) + (
-            [f"copy {copy['gbps']:,.1f} GB/s"] if copy else [])
-        res = " · ".join(bits) or "—"
-        from cpudoctor.render.roofline import claim_text
-
-        res_tip = claim_text(result.claim, result.nominal)
-    kernels = kernels_lines(result.kernels, result.kernel_check)
-    if kernels:                                   # which kernels ran: in the result's tooltip
-        res_tip = "\n".join([res_tip or res, *kernels])
-    below = (result.kernel_check or {}).get("below") or []
-    note = "; ".join(result.caveats() + [f"{b['library']} ran {b['ran']} kernels, this CPU runs {b['cpu']}"
-                                         for b in below[:1]])
-    short = note
-    if result.kind == "sweep" and not result.conclusive and result.interference is not None and not result.quiet:
-        short = f"busy machine ({percent(result.interference.share)} to others): rerun"
-    return [(result.kind, ""), (result.status, result.message), (describe(result), describe(result)),
-            (sps, sps_tip), (res, res_tip or res),
-            (acc, metric_definition("accuracy", getattr(result, "smoothing_steps", 20)) if acc != "—" else ""),
-            (short, note)]
 
 
 def best_text(rec, caveat: str = "") -> str:
@@ -425,14 +341,67 @@ def gemm_html(result) -> str:
             "clock × FLOP/cycle.</p>" + notes)
 
 
+def _share_of(point: dict[str, Any]) -> float | None:
+    """The CPU share other programs took while one point was measured (the job's record, or a report's)."""
+    inter = point.get("interference")
+    share = inter.get("other_share") if isinstance(inter, dict) else point.get("other_share")
+    return float(share) if isinstance(share, (int, float)) else None
+
+
+def _ms_range(point: dict[str, Any], name: str) -> tuple[float, float] | None:
+    lo, hi = point.get(f"{name}_p10_ms"), point.get(f"{name}_p90_ms")
+    return (float(lo), float(hi)) if isinstance(lo, (int, float)) and isinstance(hi, (int, float)) and lo > 0 else None
+
+
+def speedup_range(point: dict[str, Any]) -> tuple[float, float] | None:
+    """The int8 speed-up's spread at one batch: the job's own (``speedup_lo``/``_hi``) when it gives one,
+    else the slowest and fastest pairing of the two latency spreads (p10–p90)."""
+    lo, hi = point.get("speedup_lo"), point.get("speedup_hi")
+    if isinstance(lo, (int, float)) and isinstance(hi, (int, float)):
+        return float(lo), float(hi)
+    fp32, int8 = _ms_range(point, "fp32"), _ms_range(point, "int8")
+    if fp32 is None or int8 is None:
+        return None
+    return fp32[0] / int8[1], fp32[1] / int8[0]
+
+
+def quant_verdict(result) -> tuple[str, str]:
+    """("inconclusive" | "overlap" | "measured", the sentence): noise is never explained as a cause."""
+    shares = [s for s in (_share_of(p) for p in result.points) if s is not None]
+    share = max(shares) if shares else (result.interference.share if result.interference is not None else None)
+    if share is not None and share > result.quiet_limit:
+        return ("inconclusive", f"Inconclusive: {busy(share)} while it measured, so these ratios are what a busy "
+                                "machine gave, not what int8 does on this CPU. Rerun on an idle machine.")
+    within = [p["batch"] for p in result.points if (r := speedup_range(p)) is not None and r[0] <= 1 <= r[1]]
+    if within:
+        batches = ", ".join(str(b) for b in within)
+        return ("overlap", f"At batch {batches} int8 and fp32 measured within each other's spread: no difference "
+                           f"can be told there. {result.precision_why}.")
+    return "measured", f"{result.precision_why}."
+
+
 def quant_html(result) -> str:
+    """int8 against fp32 per batch with each figure's spread (p10–p90), the share other programs took, and a
+    verdict that says "inconclusive" when the machine was busy instead of explaining the ratio."""
     e = html.escape
-    rows = "".join(f"<tr><td align='right'>{p['batch']}</td><td align='right'>{p['fp32_ms']:.3f}</td>"
-                   f"<td align='right'>{p['int8_ms']:.3f}</td><td align='right'>{_num(p.get('speedup'), '.2f')}×"
-                   "</td></tr>" for p in result.points)
+
+    def spread(r: tuple[float, float] | None, fmt: str) -> str:
+        return f"<br><small>{format(r[0], fmt)}–{format(r[1], fmt)}</small>" if r is not None else ""
+
+    rows = []
+    for p in result.points:
+        share = _share_of(p)
+        rows.append(f"<tr><td align='right'>{p['batch']}</td>"
+                    f"<td align='right'>{p['fp32_ms']:.3f}{spread(_ms_range(p, 'fp32'), '.3f')}</td>"
+                    f"<td align='right'>{p['int8_ms']:.3f}{spread(_ms_range(p, 'int8'), '.3f')}</td>"
+                    f"<td align='right'>{_num(p.get('speedup'), '.2f')}×{spread(speedup_range(p), '.2f')}</td>"
+                    f"<td align='right'>{percent(share, '—')}</td></tr>")
+    kind, verdict = quant_verdict(result)
+    colour = " style='color:#c98a1a'" if kind == "inconclusive" else ""
     api = e(result.api_name or result.api or "unknown")
     said = f" (it says: {e(result.api_warnings[0].strip())})" if result.api_warnings else ""
     return ("<b>Dynamic int8 vs fp32 (MLP), measured in the same job</b><table cellspacing='6'><tr><th>batch</th>"
-            "<th>fp32 ms</th><th>int8 ms</th><th>speed-up</th></tr>" + rows
-            + f"</table><p>{e(result.precision_why)}.</p><p>Quantisation API: {api}{said}. Top-1 agreement with "
+            "<th>fp32 ms</th><th>int8 ms</th><th>speed-up</th><th>CPU to others</th></tr>" + "".join(rows)
+            + "</table><p><small>Each figure: the median; below it the spread of the repeats (p10–p90).</small></p>"
+            f"<p{colour}>{e(verdict)}</p><p>Quantisation API: {api}{said}. Top-1 agreement with "
             f"fp32: {percent_1(result.top1_agreement)}.</p>")

@@ -10,9 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from cpudoctor import docs_url
 from cpudoctor.kits.escape import md_code, md_escape, md_fence
 from cpudoctor.kits.format import metric, number
+from cpudoctor.render.finding_view import (  # noqa: F401 - evidence_value: settings below, and its old home
+    DETAILS,
+    EVIDENCE,
+    FIX,
+    evidence_value,
+    finding_view,
+)
 from cpudoctor.render.svg_chart import (
     find_charts,
     measurement_tables,
@@ -48,29 +54,6 @@ def measurements_title(name: str, n: int) -> str:
     """``8 measurements`` for a job's own ``points``; other lists keep their name."""
     count = plural(n, "measurement")
     return count if name in ("points", "series", "results") else f"{count} ({name})"
-
-
-def evidence_value(value: Any, limit: int = 200) -> str:
-    """An evidence value in words: None is "not set / unknown" (as the Advisor page says), True "yes".
-
-    Evidence keys are JSON paths of the report; the values are shown the way a
-    reader of a bug report understands them, not as Python reprs (``None``,
-    ``True``, ``[]``).
-    """
-    if value is None:
-        text = "not set / unknown"
-    elif isinstance(value, int) and not isinstance(value, bool):
-        text = str(value)
-    elif isinstance(value, (bool, float)):
-        text = number(value)
-    elif isinstance(value, (list, tuple)):
-        text = ", ".join(evidence_value(v, limit) for v in value) if value else "none"
-    elif isinstance(value, dict):
-        text = ", ".join(f"{k}={evidence_value(v, limit)}" for k, v in value.items()) if value else "none"
-    else:
-        text = str(value)
-    text = text.replace("\n", " ")
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def settings_text(settings: dict[str, Any], limit: int = 60) -> list[str]:
@@ -118,7 +101,7 @@ def flags_lines(report: Report) -> list[str]:
     return details(f"All {len(flags)} CPU flags", md_fence(" ".join(flags), "text"))
 
 
-def findings_lines(report: Report) -> list[str]:
+def findings_lines(report: Report, shell: str = "bash") -> list[str]:
     out = ["## Findings", ""]
     if not report.findings:
         return out + ["_The advisor has not run on this report (or found nothing to say)._", ""]
@@ -127,20 +110,21 @@ def findings_lines(report: Report) -> list[str]:
     passed = [f for f in ordered if f.severity == "ok"]
     out += [f"**{md_escape(counts_line(report))}**", ""]
     for f in problems:
+        v = finding_view(f, shell)
         # Title, why and fix are separate paragraphs of the list item: consecutive lines would
         # run together into one paragraph on GitHub.
-        out += [f"- **{bracketed(f.severity)} {md_escape(f.title)}** {md_code(f.code)} {md_escape(f.symbol)}", ""]
-        if f.why:
-            out += [f"  {md_escape(f.why)}", ""]
-        if f.fix:
-            out += [f"  **Fix:** {md_escape(f.fix)}", ""]
-        if f.snippet:
-            out += [*md_fence(f.snippet, f.snippet_lang, indent="  "), ""]
-        if f.evidence:
+        out += [f"- **{v.bracketed()} {md_escape(v.title)}** {md_code(v.code)} {md_escape(v.symbol)}", ""]
+        if v.why:
+            out += [f"  {md_escape(v.why)}", ""]
+        if v.fix:
+            out += [f"  **{FIX}:** {md_escape(v.fix)}", ""]
+        if v.snippet:
+            out += [*md_fence(v.snippet.text, v.snippet.lang, indent="  "), ""]
+        if v.evidence:
             out += ["  " + ln if ln else "" for ln in details(
-                "Evidence", [f"- {md_code(_short(k, 80))}: {md_escape(evidence_value(v))}" for k, v in f.evidence.items()])]
-        out += [f"  Details: {md_code(f'cpudoctor explain {f.code}')}"
-                + (f" · [{md_escape(f.code)} in the rule reference]({docs_url(f.docs)})" if f.docs else ""), ""]
+                EVIDENCE, [f"- {md_code(_short(line.key, 80))}: {md_escape(line.value)}" for line in v.evidence])]
+        out += [f"  {DETAILS}: {md_code(v.explain)}"
+                + (f" · [{md_escape(v.docs_label)}]({v.docs_url})" if v.docs_url else ""), ""]
     if passed:
         out += details(plural(len(passed), "check passed", "checks passed"),
                        [f"- {bracketed('ok')} {md_escape(f.title)} {md_code(f.code)}" for f in passed])

@@ -204,6 +204,72 @@ def attach_pictures(doc, page: str, pictures: dict[str, str], max_width: int = T
     return _IMG_RE.sub(_sized, page)
 
 
+MAX_HEADING_PASSES = 40     # each pass moves at most one heading; a report has far fewer at a page's foot
+
+
+def keep_headings_with_next(doc) -> int:
+    """Start a new page before a heading that would stand at the foot of a page without what it heads.
+
+    Qt's rich text has no ``break-after: avoid``: after the layout, a heading
+    (``<h1>``..``<h6>``) whose next two blocks (a note, a table's first row)
+    do not all begin on its page gets a page break before it, and the layout
+    runs again. A run of headings ("Software stack" over "Operating system")
+    moves as one. Returns how many page breaks were added.
+    """
+    from PySide6.QtGui import QTextCursor, QTextFormat
+
+    page_h = doc.pageSize().height()
+    if page_h <= 0:
+        return 0
+    layout = doc.documentLayout()
+    always = QTextFormat.PageBreakFlag.PageBreak_AlwaysBefore
+
+    def heading(block) -> bool:
+        return block.isValid() and block.blockFormat().headingLevel() > 0 and bool(block.text().strip())
+
+    def page(y: float) -> int:
+        return int(y // page_h)
+
+    def stranded(block) -> bool:
+        top = page(layout.blockBoundingRect(block).top())
+        nxt = block.next()
+        for _ in range(2):
+            if not nxt.isValid():
+                return False
+            rect = layout.blockBoundingRect(nxt)
+            if page(rect.top() + min(rect.height(), 12)) != top:
+                return True
+            nxt = nxt.next()
+        return False
+
+    moved = 0
+    for _ in range(MAX_HEADING_PASSES):
+        block, target = doc.begin(), None
+        while block.isValid() and target is None:
+            if heading(block) and not block.blockFormat().pageBreakPolicy() & always and stranded(block):
+                target = block
+            block = block.next()
+        if target is None:
+            break
+        while heading(target.previous()):
+            target = target.previous()             # the headings above it go with it
+        fmt = target.blockFormat()
+        fmt.setPageBreakPolicy(always)
+        QTextCursor(target).setBlockFormat(fmt)
+        follower = target.next()
+        while heading(follower):                    # a heading of the same run needs no break of its own now
+            ffmt = follower.blockFormat()
+            if ffmt.pageBreakPolicy() & always:
+                ffmt.setPageBreakPolicy(QTextFormat.PageBreakFlag.PageBreak_Auto)
+                QTextCursor(follower).setBlockFormat(ffmt)
+            follower = follower.next()
+        # the layout is incremental: lay the whole document out again before the next look (and the print)
+        doc.markContentsDirty(0, doc.characterCount())
+        layout.documentSize()
+        moved += 1
+    return moved
+
+
 def _print_with_footer(doc, writer, title: str) -> None:
     """Paint page by page (what ``QTextDocument.print_`` does) plus a footer: title and "page 2 of 7".
 
@@ -288,6 +354,7 @@ def _pdf_from_html(page: str, pictures: dict[str, str], title: str) -> bytes:
     # Lay out on an A4 text area measured in 96-dpi px, less a strip at the bottom for the footer.
     doc.setDocumentMargin(0)
     doc.setPageSize(QSizeF(TEXT_WIDTH_PX, TEXT_WIDTH_PX * 267 / 180 - FOOTER_PX))
+    keep_headings_with_next(doc)
     doc.setMetaInformation(QTextDocument.MetaInformation.DocumentTitle, title)
     data = QByteArray()
     buf = QBuffer(data)

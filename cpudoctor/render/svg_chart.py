@@ -45,9 +45,12 @@ def _num(v: Any) -> bool:
 
 # Unit-bearing keys whose plain "underscores to spaces" reading would be wrong or ugly.
 _LABELS = {"gflops": "GFLOP/s", "best_gflops": "best GFLOP/s", "peak_gflops": "nominal peak GFLOP/s",
+           "gflops_lo": "GFLOP/s lo", "gflops_hi": "GFLOP/s hi", "other_share": "CPU to others",
+           "steal_share": "CPU stolen", "eval_accuracy": "held-out accuracy", "top1_agreement": "top-1 agreement",
            "utilisation": "of nominal peak", "roof_gflops": "measured roof GFLOP/s", "of_roof": "of measured roof",
            "nominal_gflops": "nominal peak GFLOP/s", "of_nominal": "of nominal peak", "gbps": "GB/s",
-           "median_gbps": "median GB/s", "median_gflops": "median GFLOP/s", "threads_used": "threads used", "interop_threads": "inter-op threads",
+           "median_gbps": "median GB/s", "median_gflops": "median GFLOP/s",
+           "threads_used": "threads used", "interop_threads": "inter-op threads",
            "elapsed": "elapsed (s)", "import_s": "import (s)", "compile_s": "compile (s)"}
 
 
@@ -248,3 +251,22 @@ def split_constant_columns(cols: list[str], rows: list[list[str]]) -> tuple[list
     keep = [i for i in range(len(cols)) if i not in const]
     return ([cols[i] for i in keep], [[r[i] for i in keep] for r in rows],
             [f"{cols[i]} {rows[0][i]}" for i in const])
+
+
+def drop_derived_columns(cols: list[str], rows: list[list[str]]) -> tuple[list[str], list[list[str]]]:
+    """Columns whose every value is part of another column's in the same row, left out: GEMM's ``library``
+    (``torch``) and ``precision`` (``fp32``) say again what ``backend`` (``torch-fp32``) says, and their width
+    is what squeezed a printed table until its headers broke mid-word."""
+    if not rows:
+        return cols, rows
+    drop = set()
+    for i in range(len(cols)):
+        for j in range(len(cols)):
+            if i == j or j in drop or not all(r[i] for r in rows):
+                continue
+            if all(r[i] != r[j] and r[i] in r[j].replace("-", " ").split() for r in rows):
+                drop.add(i)
+                break
+    keep = [i for i in range(len(cols)) if i not in drop]
+    return [cols[i] for i in keep], [[r[i] for i in keep] for r in rows]
+

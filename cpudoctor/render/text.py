@@ -12,8 +12,9 @@ from cpudoctor.render.doctor import environment_line
 from cpudoctor.render import cpu as cpu_sec
 from cpudoctor.kits.format import metric, wrap
 from cpudoctor.kits.escape import strip_controls
+from cpudoctor.render.finding_view import FIX, finding_view
 from cpudoctor.render.md_extra import when
-from cpudoctor.render.words import bracketed, counts_text, finding_order, plural
+from cpudoctor.render.words import counts_text, finding_order, plural
 from cpudoctor.model import Report
 
 WIDTH = 100
@@ -91,18 +92,19 @@ def software_lines(report: Report) -> list[str]:
     return _heading("Software") + ["  " + ln if ln else "" for ln in software.text_lines(report.software)]
 
 
-def findings_lines(report: Report) -> list[str]:
+def findings_lines(report: Report, shell: str = "bash") -> list[str]:
     if not report.findings:
         return []
     out = _heading(f"Findings ({len(report.findings)})")
     for f in sorted(report.findings, key=finding_order):
-        out.append(f"  {bracketed(f.severity)} {f.title}  ({f.code} {f.symbol})")
-        if f.why:
-            out += wrap(f.why, WIDTH, 6)
-        if f.fix:
-            out += wrap("Fix: " + f.fix, WIDTH, 6)
-        if f.snippet:
-            out += ["      " + ln for ln in f.snippet.splitlines()]
+        v = finding_view(f, shell)
+        out.append(f"  {v.bracketed()} {v.title}  ({v.code} {v.symbol})")
+        if v.why:
+            out += wrap(v.why, WIDTH, 6)
+        if v.fix:
+            out += wrap(f"{FIX}: {v.fix}", WIDTH, 6)
+        if v.snippet:
+            out += ["      " + ln for ln in v.snippet.text.splitlines()]
     out.append("")
     out.append("  " + counts_text(report.findings))
     return out

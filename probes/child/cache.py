@@ -38,15 +38,10 @@ _VOLATILE_PREFIXES = ("XDG_SESSION_", "TERM_", "VSCODE_", "KONSOLE_", "GNOME_TER
 
 
 def default_dir(environ: Mapping[str, str]) -> Path | None:
-    """$CPUDOCTOR_CACHE_DIR, else $XDG_CACHE_HOME/cpudoctor, else ~/.cache/cpudoctor."""
-    if environ.get("CPUDOCTOR_CACHE_DIR"):
-        return Path(environ["CPUDOCTOR_CACHE_DIR"])
-    if environ.get("XDG_CACHE_HOME"):
-        return Path(environ["XDG_CACHE_HOME"]) / "cpudoctor"
-    try:
-        return Path.home() / ".cache" / "cpudoctor"
-    except RuntimeError:  # no home directory (some containers)
-        return None
+    """$CPUDOCTOR_CACHE_DIR, else $XDG_CACHE_HOME/cpudoctor, else ~/.cache/cpudoctor (one folder for every cache)."""
+    from cpudoctor.kits.cachedir import cache_dir
+
+    return cache_dir(environ)
 
 
 def _stat(path: str | None) -> list[int] | None:

@@ -10,17 +10,16 @@ from __future__ import annotations
 
 import platform
 
-from cpudoctor.model import CpuInfo
+from cpudoctor.model import CpuInfo, arch_family
 
 
 def normalise_flags(flags: list[str]) -> list[str]:
     """py-cpuinfo / CPUID flag names -> Linux /proc/cpuinfo names (resources/flags.json aliases)."""
-    from cpudoctor.resources import load_json
+    from cpudoctor.knowledge import FLAGS
 
-    aliases = load_json("flags.json")["aliases"]
     out: list[str] = []
     for name in flags:
-        name = aliases.get(name.lower(), name.lower())
+        name = FLAGS.canonical(name)
         if name not in out:
             out.append(name)
     return out
@@ -51,10 +50,10 @@ def cpu_from_pycpuinfo(info: dict, cpuid=None) -> CpuInfo:
         if disabled:
             cpu.notes.append(f"CPUID reports {', '.join(sorted(disabled))} but the OS does not enable their register state (XCR0)")
         flags = [f for f in flags if f not in disabled]
-    elif cpuid is not None and cpuid.error and cpu.arch == "x86_64":
+    elif cpuid is not None and cpuid.error and cpu.is_x86:
         cpu.notes.append(f"XCR0 could not be checked ({cpuid.error}): AVX-512 verdict trusts CPUID alone")
     cpu.flags = flags
-    if cpu.arch in ("x86_64", "i686"):
+    if cpu.is_x86:
         match = decode_x86(cpu.vendor, cpu.family, cpu.model, cpu.stepping, cpu.brand)
         cpu.hypervisor = "hypervisor" in flags
     elif cpu.brand and decode_brand(cpu.brand).uarch:
@@ -83,13 +82,13 @@ def probe_live() -> CpuInfo:
     try:
         import cpuinfo  # py-cpuinfo
     except ImportError:
-        return CpuInfo(notes=["no /proc/cpuinfo and py-cpuinfo is not installed: CPU identity unknown (pip install py-cpuinfo)"])
+        return CpuInfo(notes=["no /proc/cpuinfo and py-cpuinfo is not installed: CPU identity unknown"])
     try:
         info = cpuinfo.get_cpu_info()
     except Exception as exc:  # noqa: BLE001 - py-cpuinfo shells out to many tools; any failure -> unknown
         return CpuInfo(notes=[f"py-cpuinfo failed ({type(exc).__name__}: {exc}): CPU identity unknown"])
     cpuid = None
-    if platform.machine().lower() in {"x86_64", "amd64", "i386", "i686", "x86"}:
+    if arch_family(platform.machine()) == "x86":
         from cpudoctor.probes.cpu.cpuid_check import run_child
 
         cpuid = run_child()

@@ -73,7 +73,7 @@ def _xgetbv0() -> int:
 
 def read_cpuid() -> dict[str, Any]:
     """CPUID identity + flags of the executing CPU. May crash: run it in a child."""
-    from cpudoctor.resources import load_json
+    from cpudoctor.knowledge import FLAGS
 
     max_leaf = _cpuid(0, 0, "eax")
     vendor = b"".join(_cpuid(0, 0, r).to_bytes(4, "little") for r in ("ebx", "edx", "ecx")).decode("ascii", "replace")
@@ -96,12 +96,8 @@ def read_cpuid() -> dict[str, Any]:
         return regs[key]
 
     flags = []
-    for name, entry in load_json("flags.json")["flags"].items():
-        spec = entry.get("cpuid")
-        if not spec:
-            continue
-        leaf_s, sub_s, reg_s, bit_s = spec.split(".")
-        if reg(int(leaf_s, 0), int(sub_s), reg_s) >> int(bit_s) & 1:
+    for name, (leaf, sub, register, bit) in FLAGS.cpuid_bits().items():
+        if reg(leaf, sub, register) >> bit & 1:
             flags.append(name)
     brand = None
     if max_ext >= 0x80000004:
@@ -141,7 +137,9 @@ def _os_disabled(flags: list[str], xcr0: int | None) -> list[str]:
 def main() -> int:
     import platform
 
-    if platform.machine().lower() not in {"x86_64", "amd64", "i386", "i686", "x86"}:
+    from cpudoctor.model import arch_family
+
+    if arch_family(platform.machine()) != "x86":
         print(json.dumps({"error": f"CPUID is x86-only; this is {platform.machine()}"}))
         return 0
     try:
@@ -173,9 +171,9 @@ def summarise(cpu, result: CpuidResult) -> CpuidCheck:
     """Where /proc/cpuinfo (``cpu``) and the executing CPU's CPUID (``result``) disagree, as data."""
     if result.error:
         return CpuidCheck(error=result.error)
-    from cpudoctor.resources import load_json
+    from cpudoctor.knowledge import FLAGS
 
-    comparable = {n for n, e in load_json("flags.json")["flags"].items() if e.get("cpuid")}
+    comparable = set(FLAGS.cpuid_bits())
     kernel = set(cpu.flags) & comparable
     usable = set(result.flags) - set(result.os_disabled)
     return CpuidCheck(

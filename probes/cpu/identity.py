@@ -17,7 +17,7 @@ import re
 import sys
 from pathlib import Path
 
-from cpudoctor.model.cpu import CpuInfo
+from cpudoctor.model.cpu import CpuInfo, arch_family
 
 
 def probe_cpu(root: Path = Path("/")) -> CpuInfo:
@@ -211,16 +211,12 @@ def _arch(cpu: CpuInfo, parsed, root: Path | None, flags: set[str], is_arm: bool
         running = {"amd64": "x86_64", "arm64": "aarch64", "x64": "x86_64"}.get(machine, machine or None)
         if described is None:
             return running
-        if running and _arch_family(running) != _arch_family(described):
+        if running and arch_family(running) != arch_family(described):
             cpu.notes.append(
                 f"/proc/cpuinfo describes an {described} CPU but this Python runs as {running}: it is emulated "
                 "(qemu-user, Rosetta 2, box64), so the flags below are the host's, not what your code can use"
             )
     return described
-
-
-def _arch_family(arch: str) -> str:
-    return "x86" if arch in {"x86_64", "i686", "i386", "x86"} else "arm" if arch in {"aarch64", "arm", "armv7l", "armv8l"} else arch
 
 
 def _fill_uarch(cpu: CpuInfo):
@@ -259,9 +255,9 @@ def _generic_vm_model(brand: str | None) -> str | None:
 
 
 def _part_of(match, cpu: CpuInfo) -> str | None:
-    from cpudoctor.resources import load_json
+    from cpudoctor.knowledge import MICROARCHITECTURES
 
-    for row in load_json("microarchitectures.json")["arm"]:
+    for row in MICROARCHITECTURES.data["arm"]:
         if row["uarch"] == match.uarch and row["implementer"] == (cpu.vendor_id or "").lower():
             for part in cpu.arm_parts:
                 if part in row["parts"]:
@@ -360,7 +356,7 @@ def _fill_isa(cpu: CpuInfo, root: Path | None, match=None) -> None:
     from cpudoctor.kits.rooted import read_int, under
 
     flags = set(cpu.flags)
-    if cpu.arch in ("x86_64", "i686"):
+    if cpu.is_x86:
         cpu.hypervisor = "hypervisor" in flags
     sve_bits = None
     if root is not None and "sve" in flags:

@@ -11,47 +11,15 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from cpudoctor.model import IsaVerdict
+from cpudoctor.knowledge import FLAGS, LEVELS
+from cpudoctor.model import IsaVerdict, arch_family
 from cpudoctor.probes.cpu.uarch import UarchMatch
-from cpudoctor.resources import load_json
 
 # PyTorch's ATen CPU dispatch picks its AVX512 kernels only when these are all
 # present (aten/src/ATen/native/DispatchStub.cpp via cpuinfo: avx512f, avx512bw,
 # avx512dq, avx512vl); otherwise it falls back to AVX2.
 TORCH_AVX512_NEEDS = ("avx512f", "avx512bw", "avx512dq", "avx512vl")
 AMX_FLAGS = {"amx_tile": "tile", "amx_bf16": "bf16", "amx_int8": "int8", "amx_fp16": "fp16", "amx_complex": "complex"}
-X86_ARCHES = {"x86_64", "i386", "i686", "x86"}
-
-
-def avx512_subset_names() -> dict[str, str]:
-    """Kernel flag -> short subset name (F, CD, BW, ...), in the issue's order."""
-    flags = load_json("flags.json")["flags"]
-    order = ["F", "CD", "BW", "DQ", "VL", "IFMA", "VBMI", "VBMI2", "VNNI", "BF16", "FP16", "BITALG",
-             "VPOPCNTDQ", "VP2INTERSECT", "ER", "PF"]
-    mapping = {name: e["avx512_subset"] for name, e in flags.items() if "avx512_subset" in e}
-    return dict(sorted(mapping.items(), key=lambda kv: order.index(kv[1])))
-
-
-def x86_64_level(flags: set[str]) -> int | None:
-    """Highest psABI level whose flags (and all lower levels' flags) are present; None if not x86-64."""
-    reached = None
-    for row in load_json("x86_64_levels.json")["levels"]:
-        if not set(row["flags"]) <= flags:
-            break
-        reached = row["level"]
-    return reached
-
-
-def missing_for_next_level(flags: set[str], level: int | None) -> tuple[int, list[str]] | None:
-    """The next psABI level and the flags it lacks (for explanations)."""
-    for row in load_json("x86_64_levels.json")["levels"]:
-        if level is None or row["level"] == level + 1:
-            missing = sorted(set(row["flags"]) - flags)
-            if missing:
-                return row["level"], missing
-            if level is not None:
-                return None
-    return None
 
 
 def isa_verdict(flags: Iterable[str], arch: str | None, uarch: UarchMatch | None = None,
@@ -59,8 +27,9 @@ def isa_verdict(flags: Iterable[str], arch: str | None, uarch: UarchMatch | None
     """Decide every IsaVerdict field from whole flag names (never substrings)."""
     fl = set(flags)
     v = IsaVerdict()
-    x86 = arch in X86_ARCHES or (arch is None and ("sse2" in fl or "lm" in fl))
-    subsets = avx512_subset_names()
+    # arch unknown (py-cpuinfo gave none): x86 flags say x86.
+    x86 = arch_family(arch) == "x86" if arch else ("sse2" in fl or "lm" in fl)
+    subsets = FLAGS.avx512_subsets()
     v.avx512_subsets = [short for flag, short in subsets.items() if flag in fl]
     has_f, has_cd = "avx512f" in fl, "avx512cd" in fl
     v.avx512_usable = has_f and has_cd
@@ -75,7 +44,7 @@ def isa_verdict(flags: Iterable[str], arch: str | None, uarch: UarchMatch | None
     v.amx = [short for flag, short in AMX_FLAGS.items() if flag in fl]
     v.avx512_reason = _avx512_reason(fl, x86, uarch)
     if x86:
-        v.x86_64_level = x86_64_level(fl)
+        v.x86_64_level = LEVELS.x86_64_level(fl)
     # Widest register the OS lets code use; the execution width is the datapath note.
     if x86:
         v.vector_width_bits = 512 if v.avx512_usable else 256 if "avx" in fl else 128 if "sse2" in fl or "sse" in fl else None

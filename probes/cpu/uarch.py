@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from cpudoctor.resources import load_json
+from cpudoctor.knowledge import MICROARCHITECTURES
 
 
 @dataclass
@@ -34,7 +34,7 @@ class UarchMatch:
 
 
 def _table() -> dict[str, Any]:
-    return load_json("microarchitectures.json")
+    return MICROARCHITECTURES.data
 
 
 def vendor_short(vendor_id: str | None) -> str | None:

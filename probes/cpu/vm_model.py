@@ -10,14 +10,11 @@ micro-architecture unknown for them, and the advisor explains what the model hid
 from __future__ import annotations
 
 import re
-from functools import lru_cache
-
-from cpudoctor.resources import load_json
+from cpudoctor.knowledge import VM_CPU_MODELS
 
 
-@lru_cache(maxsize=1)
 def _table() -> dict:
-    return load_json("vm_cpu_models.json")
+    return VM_CPU_MODELS.data
 
 
 def generic_vm_model(brand: str | None) -> str | None:

@@ -139,9 +139,9 @@ class InspectError(Exception):
 
 @lru_cache(maxsize=1)
 def _lib_patterns() -> tuple[tuple[re.Pattern[str], dict], ...]:
-    from cpudoctor.resources import load_json
+    from cpudoctor.knowledge import NATIVE_LIBS
 
-    return tuple((re.compile(e["pattern"]), e) for e in load_json("native_libs.json")["libraries"])
+    return tuple((re.compile(e["pattern"]), e) for e in NATIVE_LIBS.data["libraries"])
 
 
 _SITE_RE = re.compile(r"/(?:site|dist)-packages/([^/]+)/")

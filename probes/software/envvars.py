@@ -44,9 +44,9 @@ _MAX_VALUE = 400
 @lru_cache(maxsize=1)
 def shown_settings() -> dict:
     """resources/shown_settings.json with its shapes compiled: {"environment": {name: regex}, ...}."""
-    from cpudoctor import resources
+    from cpudoctor.knowledge import SHOWN_SETTINGS
 
-    data = resources.load_json("shown_settings.json")
+    data = SHOWN_SETTINGS.data
     shapes = {name: re.compile(rx) for name, rx in data["shapes"].items()}
     cmd = data["command_line"]
     return {

@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 
-from cpudoctor import resources
+from cpudoctor.knowledge import SOFTWARE_FACTS
 from cpudoctor.kits.cpulist import GarbledValue, parse_int
 from cpudoctor.kits.rooted import list_dir, read_int, read_lines, read_text, under
 from cpudoctor.model import OsInfo
@@ -115,7 +115,7 @@ def _cpuinfo_has_hypervisor(root: Path) -> bool | None:
 
 
 def _virtualization(root: Path, notes: list[str]) -> tuple[bool | None, str | None]:
-    facts = resources.load_json("software_facts.json")
+    facts = SOFTWARE_FACTS.data
     hypervisor = _cpuinfo_has_hypervisor(root)
     dmi = " ".join(
         t for t in (read_text(under(root, f"/sys/class/dmi/id/{f}")) for f in ("sys_vendor", "product_name")) if t
@@ -134,7 +134,7 @@ def _virtualization(root: Path, notes: list[str]) -> tuple[bool | None, str | No
 
 def _container(root: Path, environ: Mapping[str, str] | None) -> str | None:
     """docker | podman | kubernetes | lxc | ... or None; the most specific marker wins."""
-    facts = resources.load_json("software_facts.json")
+    facts = SOFTWARE_FACTS.data
     found: str | None = None
     # Method 1: the runtime's own marker files.
     if under(root, "/.dockerenv").exists():

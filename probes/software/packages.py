@@ -3,7 +3,8 @@
 Importing torch or tensorflow to ask their version can kill the caller with
 SIGILL, so this module never imports them: it reads ``importlib.metadata``
 (the installed ``*.dist-info``), which is safe and takes milliseconds. Which
-distributions to look for comes from ``resources/isa_floors.json``.
+distributions to look for comes from the ISA-floor table
+(:data:`cpudoctor.knowledge.FLOORS`).
 """
 
 from __future__ import annotations
@@ -13,46 +14,11 @@ import os
 import re
 import sys
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
-from cpudoctor import resources
+from cpudoctor.knowledge import FLOORS
+from cpudoctor.knowledge.versions import normalize
 from cpudoctor.model import PackageInfo, PythonInfo
-
-
-@dataclass(frozen=True)
-class KnownPackage:
-    """One entry of isa_floors.json's package list."""
-
-    name: str
-    label: str
-    module: str
-    distributions: tuple[str, ...]
-
-
-def known_packages() -> list[KnownPackage]:
-    """The table's packages; each distribution once, however many spellings of it the table lists.
-
-    ``intel_extension_for_pytorch`` and ``intel-extension-for-pytorch`` are one
-    distribution (PEP 503); listing both once made the package appear twice.
-    """
-    return [
-        KnownPackage(p["name"], p.get("label", p["name"]), p["module"], _distinct(p["distributions"]))
-        for p in resources.load_json("isa_floors.json")["packages"]
-    ]
-
-
-def _distinct(names: Iterable[str]) -> tuple[str, ...]:
-    """``names`` without later spellings of an earlier one (same PEP 503 name), in order."""
-    first: dict[str, str] = {}
-    for name in names:
-        first.setdefault(normalize(name), name)
-    return tuple(first.values())
-
-
-def normalize(name: str) -> str:
-    """PEP 503 name normalisation: ``Intel_Extension.For-PyTorch`` -> ``intel-extension-for-pytorch``."""
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 _CUDA_LOCAL = re.compile(r"^cu(\d+)$")
@@ -129,7 +95,7 @@ def probe_packages(dists: Iterable[metadata.Distribution] | None = None, platfor
     installed = installed_distributions(dists)
     found: list[PackageInfo] = []
     listed: set[str] = set()
-    for known in known_packages():
+    for known in FLOORS.packages.values():
         for dist_name in known.distributions:
             key = normalize(dist_name)
             entry = installed.get(key)
@@ -181,15 +147,6 @@ def installer_of(dist_name: str, dists: Iterable[metadata.Distribution]) -> str 
         except (KeyError, TypeError, OSError, ValueError):
             return None
         return (text.strip().lower() or None) if text else None
-    return None
-
-
-def package_of(dist_name: str) -> KnownPackage | None:
-    """The known package a distribution belongs to (``onnxruntime-gpu`` -> onnxruntime)."""
-    key = normalize(dist_name)
-    for known in known_packages():
-        if key in (normalize(d) for d in known.distributions):
-            return known
     return None
 
 

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from cpudoctor import resources
+from cpudoctor.knowledge import FLOORS, SOFTWARE_FACTS
 from cpudoctor.probes.child import cache as childcache
 from cpudoctor.kits.rooted import read_text, under
 from cpudoctor.kits.child.runner import ChildResult, ChildSpec, run_children
@@ -32,13 +32,11 @@ from cpudoctor.probes.software.envs import PythonEnv
 from cpudoctor.probes.software.envs import describe as describe_env
 from cpudoctor.probes.software.envvars import filter_thread_env, preload_names
 from cpudoctor.probes.software.importcheck import import_spec, order_spec, to_import_check, to_order_check
-from cpudoctor.probes.software.isarisk import assess, compiled_without_floor, isa_hint
+from cpudoctor.probes.software.isarisk import assess, shortfall
 from cpudoctor.probes.software.gpu import probe_gpus
 from cpudoctor.probes.software.osinfo import probe_os
 from cpudoctor.probes.software.packages import (
     compiled_distributions,
-    known_packages,
-    package_of,
     probe_packages,
     probe_python,
 )
@@ -86,7 +84,7 @@ def cpu_for_risk(root: Path, cpu: CpuInfo | None = None) -> CpuInfo:
 def _openmp_label(libs: list[str]) -> str | None:
     labels: list[str] = []
     for lib in libs:
-        for entry in resources.load_json("software_facts.json")["openmp_runtimes"]:
+        for entry in SOFTWARE_FACTS.data["openmp_runtimes"]:
             # libomp must not match libgomp: compare at the start of the file name.
             if lib.startswith(entry["match"]) and entry["label"] not in labels:
                 labels.append(entry["label"])
@@ -212,12 +210,12 @@ class SoftwareProbe:
         sw.preload_libs = preload_names(self.env.get("LD_PRELOAD"))
         self.cpu = cpu_for_risk(self.root, cpu)
         sw.isa_risks = assess(self.cpu, sw.packages)
-        sw.compiled_unknown = compiled_without_floor(compiled_distributions(dists))
+        sw.compiled_unknown = FLOORS.compiled_without_floor(compiled_distributions(dists))
         if not self.cpu.flags:
             sw.notes.append("CPU flags unknown: the Illegal-instruction risk table could not be checked")
         # One entry per known package that is installed (the first distribution found).
         for pkg in sw.packages:
-            known = package_of(pkg.name)
+            known = FLOORS.package_of(pkg.name)
             if known and known.name not in self.installed:
                 self.installed[known.name] = pkg
 
@@ -300,7 +298,7 @@ def _run_children(sw: Software, probe: SoftwareProbe, timeout: float, cache: boo
 
     def hint(package: str):
         version = installed[package].version if package in installed else None
-        return lambda: isa_hint(cpu, package, version)
+        return lambda: shortfall(cpu, package, version)
 
     if torch_pkg is not None:
         argv = script_argv("torch_facts", *(["--numpy"] if "numpy" in installed else []), "--workload",
@@ -317,7 +315,7 @@ def _run_children(sw: Software, probe: SoftwareProbe, timeout: float, cache: boo
         specs.append(ChildSpec(script_argv("blas_facts", python=probe.python), what="numpy/BLAS facts", timeout=timeout,
                                isa_hint=hint("numpy"), env=child_env))
         roles.append(("blas", "numpy", "numpy"))
-    modules = {k.name: k.module for k in known_packages()}
+    modules = {k.name: k.module for k in FLOORS.packages.values()}
     for name in installed:
         if name == "torch":
             continue  # the torch facts child is torch's import check

@@ -1,0 +1,150 @@
+"""What one finding says, worded once for every surface.
+
+A :class:`~cpudoctor.model.Finding` is data the advisor made. :func:`finding_view`
+turns it into a :class:`FindingView`: the title, the severity in the app's words,
+the why, the fix, the snippet written for one shell, the ``explain`` command, the
+link into the rule reference and the evidence in words. The text, Markdown and
+HTML reports, the doctor page, ``inspect`` and the window's Advisor page only lay
+a view out (marks, indentation, markup, escaping): none of them reads a finding's
+fields for words of its own, so a wording fixed here is fixed on every surface
+(``tests/test_finding_view.py`` renders one finding everywhere and checks).
+
+Snippets: the advisor writes shell snippets for bash; :func:`shell_snippet` gives
+the same commands for zsh, fish, PowerShell or cmd through
+:func:`cpudoctor.advisor.snippets.translate`. Snippets in another language
+(Python, an ini file) are the same for every shell.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from cpudoctor import docs_url
+from cpudoctor.advisor import snippets
+from cpudoctor.model import Finding
+from cpudoctor.render.words import Severity, bracketed, category_title, severity
+
+# The names of a finding's parts, the same on every surface.
+WHY = "Why"
+FIX = "Fix"
+EVIDENCE = "Evidence"
+DETAILS = "Details"
+# An evidence value longer than this is cut with an ellipsis (a list of 200 packages is not evidence).
+EVIDENCE_LIMIT = 300
+# The language a code block in each shell is highlighted as (GitHub's and the HTML page's names).
+SHELL_LANGS: dict[str, str] = {"bash": "bash", "zsh": "zsh", "fish": "fish", "powershell": "powershell",
+                               "cmd": "bat"}
+DEFAULT_SHELL = "bash"       # what the advisor writes its shell snippets in
+
+
+@dataclass(frozen=True)
+class Snippet:
+    """What to type: ``text`` in ``lang``, written for ``shell`` (None: not a shell snippet, e.g. Python)."""
+
+    text: str
+    lang: str
+    shell: str | None
+
+    def __bool__(self) -> bool:
+        return bool(self.text)
+
+
+@dataclass(frozen=True)
+class EvidenceLine:
+    """One fact the rule read: the report field (``topology.affinity.usable_cpus``) and its value in words."""
+
+    key: str
+    value: str
+
+
+@dataclass(frozen=True)
+class FindingView:
+    """Everything a surface shows of one finding, in words; see the module docstring."""
+
+    code: str
+    symbol: str
+    category: str                  # the category's title ("Thread counts")
+    severity: Severity             # its name ("Warning"), group, marks and emoji
+    title: str
+    why: str
+    fix: str
+    snippet: Snippet
+    explain: str                   # "cpudoctor explain THR002"
+    docs_url: str                  # the rule's page in the rule reference ("" when the rule has none)
+    docs_label: str                # "THR002 in the rule reference"
+    evidence: tuple[EvidenceLine, ...]
+
+    def mark(self, ascii_only: bool = False) -> str:
+        """``!``: the severity's mark (``ascii_only`` for a terminal without Unicode)."""
+        return self.severity.ascii_mark if ascii_only else self.severity.mark
+
+    def bracketed(self, ascii_only: bool = False) -> str:
+        """``[!]``: the flutter-doctor mark."""
+        return bracketed(self.severity.key, ascii_only)
+
+    @property
+    def detailed(self) -> bool:
+        """True for what must be fixed (warnings, problems): pages that keep suggestions short show these in full."""
+        return self.severity.key in ("warning", "error")
+
+    def evidence_text(self) -> str:
+        """``key=value, key=value``: the evidence on one line (the doctor's verbose page)."""
+        return ", ".join(f"{line.key}={line.value}" for line in self.evidence)
+
+
+def finding_view(finding: Finding, shell: str = DEFAULT_SHELL) -> FindingView:
+    """The words of ``finding``, its snippet written for ``shell`` (bash, zsh, fish, powershell, cmd).
+
+    Raises ValueError for a shell CPU Doctor does not write for.
+    """
+    return FindingView(
+        code=finding.code,
+        symbol=finding.symbol,
+        category=category_title(finding.category),
+        severity=severity(finding.severity),
+        title=finding.title,
+        why=finding.why,
+        fix=finding.fix,
+        snippet=shell_snippet(finding.snippet, finding.snippet_lang, shell),
+        explain=f"cpudoctor explain {finding.code}",
+        docs_url=docs_url(finding.docs) if finding.docs else "",
+        docs_label=f"{finding.code} in the rule reference",
+        evidence=tuple(EvidenceLine(str(key), evidence_value(value, EVIDENCE_LIMIT))
+                       for key, value in finding.evidence.items()),
+    )
+
+
+def shell_snippet(text: str, lang: str, shell: str = DEFAULT_SHELL) -> Snippet:
+    """A snippet as typed in ``shell``: a bash snippet translated, any other language (Python, ini) as it is."""
+    shell = snippets.normalise_shell(shell)
+    if lang != "bash":
+        return Snippet(text, lang, None)
+    if text and shell != DEFAULT_SHELL:
+        text = snippets.translate(text, shell)
+    return Snippet(text, SHELL_LANGS[shell], shell)
+
+
+def evidence_value(value: Any, limit: int = 200) -> str:
+    """An evidence value in words: None is "not set / unknown", True "yes", [] "none".
+
+    Evidence keys are JSON paths of the report; the values are shown the way a
+    reader of a bug report understands them, not as Python reprs (``None``,
+    ``True``, ``[]``).
+    """
+    from cpudoctor.kits.format import number
+
+    if value is None:
+        text = "not set / unknown"
+    elif isinstance(value, int) and not isinstance(value, bool):
+        text = str(value)
+    elif isinstance(value, (bool, float)):
+        text = number(value)
+    elif isinstance(value, (list, tuple)):
+        text = ", ".join(evidence_value(v, limit) for v in value) if value else "none"
+    elif isinstance(value, dict):
+        text = ", ".join(f"{k}={evidence_value(v, limit)}" for k, v in value.items()) if value else "none"
+    else:
+        text = str(value)
+    text = text.replace("\n", " ")
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,225 @@
+"""The Training page's runs: a table to compare them, kept between sessions per machine and environment.
+
+Every row is a :class:`~cpudoctor.model.BenchRun`, the record a report keeps,
+so a run measured now, one kept from an earlier session and one in a saved
+report are shown alike (:func:`cpudoctor.render.training.run_cells`).
+:class:`RunStore` keeps the last :data:`KEEP` runs of each machine and
+Python environment in one small JSON file beside the window's settings,
+written atomically; an unreadable file is ignored, never fatal.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+from pathlib import Path
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor, QPalette
+from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QPushButton, QTableWidget,
+                               QTableWidgetItem, QVBoxLayout, QWidget)
+
+from cpudoctor.model import BenchRun, Report
+from cpudoctor.model.serde import from_data, to_data
+from cpudoctor.render import training as words
+from cpudoctor.render.lab import metric_definition
+
+log = logging.getLogger(__name__)
+
+KEEP = 20                          # runs kept per machine and environment
+MAX_FILE_BYTES = 4 << 20           # a runs file larger than this is not read (someone else's, or damaged)
+# Columns that give up room first (and elide) when the table is narrow; the others keep their text.
+ELASTIC_COLUMNS = ("Settings", "Result", "Note")
+
+
+def store_key(report: Report | None, python: str | None) -> str:
+    """Which runs belong together: this host, its CPU and the interpreter the jobs ran in."""
+    brand = report.cpu.brand if report is not None and report.cpu.brand else "unknown CPU"
+    return f"{socket.gethostname()} | {brand} | {python or 'CPU Doctor own Python'}"
+
+
+class RunStore:
+    """The last runs per key in a JSON file: ``{"version": 1, "runs": {key: [BenchRun, ...]}}``."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+
+    def _read(self) -> dict[str, list]:
+        try:
+            if self.path.stat().st_size > MAX_FILE_BYTES:
+                return {}
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        runs = data.get("runs") if isinstance(data, dict) else None
+        return runs if isinstance(runs, dict) else {}
+
+    def load(self, key: str) -> list[BenchRun]:
+        out = []
+        for item in self._read().get(key) or []:
+            try:
+                out.append(from_data(BenchRun, item))
+            except (TypeError, ValueError) as exc:
+                log.info("a kept lab run could not be read (%s): skipped", exc)
+        return out[-KEEP:]
+
+    def save(self, key: str, runs: list[BenchRun]) -> None:
+        from cpudoctor.fileio import WriteError, atomic_write
+
+        data = self._read()
+        if runs:
+            data[key] = [to_data(r) for r in runs[-KEEP:]]
+        else:
+            data.pop(key, None)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(self.path, json.dumps({"version": 1, "runs": data}, indent=1), overwrite=True)
+        except (WriteError, OSError) as exc:
+            log.warning("lab runs not kept: %s", exc)
+
+
+class RunsPanel(QWidget):
+    """The runs table with its heading and Clear; rows from BenchRun records, newest last."""
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        head = QHBoxLayout()
+        self.heading = QLabel(words.RUNS_HEADING)
+        self.heading.setToolTip(words.RUNS_TIP)
+        self.heading.setWordWrap(True)        # a narrow window wraps it instead of cutting it off
+        self.clear_button = QPushButton("Clear")
+        self.clear_button.setToolTip(words.CLEAR_TIP)
+        self.clear_button.setEnabled(False)
+        head.addWidget(self.heading, 1)
+        head.addWidget(self.clear_button, 0, Qt.AlignmentFlag.AlignBottom)
+        lay.addLayout(head)
+        self.table = self._build_table()
+        lay.addWidget(self.table, 1)
+        self.runs: list[BenchRun] = []
+        self.earlier = 0                       # how many of the first rows are from earlier sessions
+
+    def _build_table(self) -> QTableWidget:
+        columns = words.RUN_COLUMNS
+        table = QTableWidget(0, len(columns))
+        table.setHorizontalHeaderLabels(columns)
+        table.verticalHeader().setVisible(False)
+        table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
+        table.setWordWrap(False)                 # one line per run, like the Inspector's tables
+        table.setTextElideMode(Qt.TextElideMode.ElideRight)
+        table.setHorizontalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
+        # Never wider than the view: the long columns give up room and elide (the tooltip has the text).
+        table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        header = table.horizontalHeader()
+        header.setMinimumSectionSize(36)
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
+        header.setStretchLastSection(False)
+        for i, name in enumerate(columns):
+            item = table.horizontalHeaderItem(i)
+            if item is not None and name in ("Samples/s", "Held-out"):
+                item.setToolTip(metric_definition("samples_per_s" if name == "Samples/s" else "eval_accuracy"))
+        table.verticalHeader().setDefaultSectionSize(table.fontMetrics().height() + 8)
+        table.viewport().installEventFilter(self)
+        return table
+
+    def eventFilter(self, obj, event) -> bool:  # noqa: N802 - Qt API
+        if obj is self.table.viewport() and event.type() == event.Type.Resize:
+            self.fit_columns()
+        return super().eventFilter(obj, event)
+
+    # -- rows --
+
+    def show_runs(self, runs: list[BenchRun], earlier: int = 0, saved: bool = False) -> None:
+        """Show ``runs`` (the first ``earlier`` of them kept from earlier sessions, in a muted colour)."""
+        self.runs, self.earlier = list(runs), earlier
+        self.heading.setText(words.SAVED_RUNS_HEADING if saved else words.RUNS_HEADING)
+        self.clear_button.setVisible(not saved)
+        self.clear_button.setEnabled(bool(runs) and not saved)
+        self.table.setRowCount(0)
+        for i, run in enumerate(self.runs):
+            self._append(run, muted=i < earlier)
+        self.fit_columns()
+
+    def add(self, run: BenchRun) -> None:
+        self.runs.append(run)
+        self._append(run, muted=False)
+        self.clear_button.setEnabled(True)
+        self.fit_columns()
+        self.table.scrollToBottom()
+
+    def _append(self, run: BenchRun, muted: bool) -> None:
+        r = self.table.rowCount()
+        self.table.insertRow(r)
+        grey = self.palette().color(QPalette.ColorRole.PlaceholderText)
+        for c, (text, tip) in enumerate(words.run_cells(run)):
+            item = QTableWidgetItem(text)
+            if tip or text:
+                item.setToolTip(tip or text)         # the full text behind a short or elided cell
+            if words.RUN_COLUMNS[c] in ("Samples/s", "Held-out"):
+                item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+            if muted:
+                item.setForeground(QColor(grey))
+                if c == 0:
+                    item.setToolTip(f"{tip} — {words.restored_text(self.earlier)}")
+            self.table.setItem(r, c, item)
+
+    def fit_columns(self) -> None:
+        """Every column as wide as its text when the view has room (nothing cut while the table is half
+        empty); when it has not, Settings, Result and Note give up room in turn and elide."""
+        table, header = self.table, self.table.horizontalHeader()
+        fm = table.fontMetrics()
+        pad = 16
+        wanted = []
+        for c, name in enumerate(words.RUN_COLUMNS):
+            texts = [table.item(r, c).text() for r in range(table.rowCount()) if table.item(r, c) is not None]
+            wanted.append(max([fm.horizontalAdvance(t) for t in texts] + [header.fontMetrics().horizontalAdvance(name)])
+                          + pad)
+        room = table.viewport().width()
+        widths = list(wanted)
+        when = words.RUN_COLUMNS.index("When")
+        over = sum(widths) - room
+        # too narrow: the elastic columns give up room first, the widest ones down to a common width (each keeps
+        # as much as the others); then When goes (the Job cell's tooltip has it); then the others, down to their
+        # headings; never below a few characters, so Status and Note stay in view
+        floor = max(header.minimumSectionSize(), fm.horizontalAdvance("Sett…") + pad)
+        over = _level(widths, [words.RUN_COLUMNS.index(n) for n in ELASTIC_COLUMNS], over, floor)
+        hide_when = over > 0
+        if hide_when:
+            over -= widths[when]
+            widths[when] = 0
+        others = [c for c, n in enumerate(words.RUN_COLUMNS) if n not in ELASTIC_COLUMNS and c != when]
+        for c in sorted(others, key=lambda k: -widths[k]):
+            heading = header.fontMetrics().horizontalAdvance(words.RUN_COLUMNS[c]) + pad
+            over = _level(widths, [c], over, max(floor, heading)) if over > 0 else over
+        over = _level(widths, [c for c in range(len(widths)) if c != when], over, header.minimumSectionSize())
+        if over < 0:
+            widths[words.RUN_COLUMNS.index("Note")] -= over        # the spare room goes to the last column
+        table.setColumnHidden(when, hide_when)
+        for c, w in enumerate(widths):
+            if w:
+                table.setColumnWidth(c, w)
+
+    def clear(self) -> None:
+        self.show_runs([])
+
+
+def _level(widths: list[int], columns: list[int], over: int, floor: int) -> int:
+    """Take ``over`` pixels from ``columns`` by lowering the widest of them to one common width (not below
+    ``floor``); returns what could not be taken."""
+    while over > 0:
+        tall = [c for c in columns if widths[c] > floor]
+        if not tall:
+            return over
+        top = max(widths[c] for c in tall)
+        widest = [c for c in tall if widths[c] == top]
+        below = max([widths[c] for c in tall if widths[c] < top] + [floor])
+        step = min(top - below, -(-over // len(widest)))          # ceil: no pixel left over
+        for c in widest:
+            take = min(step, over)
+            widths[c] -= take
+            over -= take
+    return 0
+
