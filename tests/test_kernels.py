@@ -217,11 +217,12 @@ def test_every_lab_result_carries_its_kernels_judged(job):
     assert {(k["library"], k["isa"]) for k in metrics["kernels"]} >= {("oneDNN", "avx2"), ("ATen", "avx512")}
     assert metrics["kernel_check"]["caps"] == ["ONEDNN_MAX_CPU_ISA=AVX2"]
     assert result.json_extra()["kernels"] == metrics["kernels"]
-    from cpudoctor.render.lab import outcome_text, run_row
+    from cpudoctor.render.lab import outcome_text
+    from cpudoctor.render.training import RUN_COLUMNS, run_cells
 
-    row = run_row(result)
-    assert "oneDNN convolution fp32: jit:avx2" in row[4][1]                     # the Result cell's tooltip
-    assert "oneDNN ran AVX2 kernels, this CPU runs AVX-512" in row[-1][1]       # the Note
+    row = dict(zip(RUN_COLUMNS, run_cells(result.bench_run())))
+    assert "oneDNN convolution fp32: jit:avx2" in row["Result"][1]              # the Result cell's tooltip
+    assert "oneDNN ran AVX2 kernels, this CPU runs AVX-512" in row["Note"][1]
     assert "below this CPU: oneDNN convolution ran AVX2" in outcome_text(result) or job == "sweep"
     nothing = read_outcome(job, SimpleNamespace(status="ok", result={}, progress=[], message=""), {}, Context())
     assert nothing.kernels == [] and "kernels" not in nothing.bench_run().metrics
