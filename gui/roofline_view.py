@@ -20,8 +20,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import QPalette
-from PySide6.QtWidgets import (QFileDialog, QFrame, QHBoxLayout, QLabel, QPushButton, QScrollArea, QVBoxLayout,
-                               QWidget)
+from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from cpudoctor.render.roofline import Picture, picture_from_runs
 from cpudoctor.render.svg_roofline import DTYPE_COLOURS, MEMORY_COLOUR, NOMINAL_COLOUR
@@ -58,32 +57,22 @@ class RooflineView(QWidget):
         self.save.clicked.connect(self.save_requested)
         row.addWidget(self.measure)
         row.addWidget(self.save)
-        row.addStretch(1)
-        lay.addLayout(row)
-        # The claim and the key scroll in a short window instead of being cut; the plot takes the rest.
-        words = QWidget()
-        wl = QVBoxLayout(words)
-        wl.setContentsMargins(0, 0, 0, 0)
-        self.claim = QLabel(EMPTY_TEXT)
-        self.claim.setWordWrap(True)
-        self.claim.setTextFormat(Qt.TextFormat.RichText)
+        # The claim in one line beside the buttons (elided; its tooltip has it whole): the plot keeps the height.
+        self.claim = _OneLine()
         self.claim.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        wl.addWidget(self.claim)
+        row.addWidget(self.claim, 1)
+        lay.addLayout(row)
+        self.empty = QLabel(EMPTY_TEXT)      # before any roofline run: what the button does
+        self.empty.setWordWrap(True)
+        self.empty.setTextFormat(Qt.TextFormat.RichText)
+        lay.addWidget(self.empty)
         self.key = QLabel("")          # what each line and mark is: beside the plot, so no point hides under it
         self.key.setWordWrap(True)
         self.key.setTextFormat(Qt.TextFormat.RichText)
         self.key.setStyleSheet("color: palette(placeholder-text);")
-        wl.addWidget(self.key)
-        wl.addStretch(1)
-        self.words = QScrollArea()
-        self.words.setWidgetResizable(True)
-        self.words.setFrameShape(QFrame.Shape.NoFrame)
-        self.words.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.words.setWidget(words)
-        self.words.setMaximumHeight(self.fontMetrics().lineSpacing() * 6)   # a narrow window scrolls the rest
-        lay.addWidget(self.words)
+        lay.addWidget(self.key)
         self.plot = self._make_plot()
-        self.plot.setMinimumSize(240, 165)      # three decades stay readable in a 900x600 window
+        self.plot.setMinimumSize(240, 140)      # two to three decades stay readable in the smallest window
         lay.addWidget(self.plot, 1)
         self.plot.setVisible(False)
 
@@ -120,14 +109,15 @@ class RooflineView(QWidget):
         self.plot.clear()
         self.point_items, self.roof_items, self.memory_item, self.labels = {}, [], None, []
         key: list[tuple[str, str, str]] = []
+        tips: list[str] = []
         has = picture is not None and bool(picture.compute)
         self.plot.setVisible(has)
         self.key.setVisible(has)
+        self.empty.setVisible(not has)
         self.save.setEnabled(has)
+        self.claim.set_full(picture.claim if has and picture.claim else "")
         if not has:
-            self.claim.setText(EMPTY_TEXT)
             return
-        self.claim.setText(picture.claim or "")
         xs = [p.intensity for p in picture.points] + [x for x in (picture.ridge(r) for r in picture.compute) if x]
         ys = [p.gflops for p in picture.points] + [r.gflops for r in picture.compute + picture.nominal]
         # a margin around the data, not whole decades: a small window keeps its height for the data
@@ -141,23 +131,30 @@ class RooflineView(QWidget):
             self.roof_items.append((roof, line))
             if roof.all_cpus:        # one key entry per dtype: every usable CPU, and one core beside it
                 one = next((r for r in picture.compute if r.dtype == roof.dtype and not r.all_cpus), None)
-                key.append((DTYPE_COLOURS.get(roof.dtype, "#34495e"), "━", f"{roof.dtype} roof {roof.gflops:,.0f} GFLOP/s"
-                            + (f" (one core, dashed: {one.gflops:,.0f})" if one else "")))
+                key.append((DTYPE_COLOURS.get(roof.dtype, "#34495e"), "━", f"{roof.dtype} {roof.gflops:,.0f}"))
+                if one:
+                    tips.append(f"{roof.dtype}: {roof.gflops:,.1f} GFLOP/s on every usable CPU, {one.gflops:,.1f} on "
+                                "one core (dashed)")
         for roof in picture.nominal:
             for share, style in ((1.0, Qt.PenStyle.DashLine), (0.9, Qt.PenStyle.DotLine)):
                 line = self.plot.plot([x_lo, x_hi], [roof.gflops * share] * 2,
                                       pen=pg.mkPen(NOMINAL_COLOUR, width=1.2, style=style))
                 self.roof_items.append((roof, line))
                 if share == 1.0:
-                    key.append((NOMINAL_COLOUR, "╍", f"nominal fp32 peak {roof.gflops:,.0f} (dotted: 90 % of it)"))
+                    key.append((NOMINAL_COLOUR, "╍", f"nominal {roof.gflops:,.0f}"))
         if picture.memory_gbps:
             top = max((r.gflops for r in picture.compute), default=y_hi)
             lo, hi = max(x_lo, y_lo / picture.memory_gbps), top / picture.memory_gbps
             self.memory_item = self.plot.plot([lo, hi], [picture.memory_gbps * lo, picture.memory_gbps * hi],
                                               pen=pg.mkPen(MEMORY_COLOUR, width=2.5))
-            key.append((MEMORY_COLOUR, "━", f"memory {picture.memory_gbps:,.1f} GB/s (copy)"))
+            key.append((MEMORY_COLOUR, "━", f"memory {picture.memory_gbps:,.1f} GB/s"))
         self.key.setText(" &nbsp; ".join(f"<span style='color:{c}'>{m}</span>&nbsp;{html.escape(t)}" for c, m, t in key)
-                         + " &nbsp; ● GEMM run &nbsp; ○ in-cache multiply &nbsp; ■ training operator")
+                         + " &nbsp; ● GEMM ○ in-cache ■ operator")
+        self.key.setToolTip("\n".join(tips) + "\n\nRoofs: the best in-cache multiply per dtype on every usable CPU (solid) and one core "
+                            "(dashed); the memory roof is copy bandwidth × FLOP per byte; grey dashed: the nominal "
+                            "peak (cores × clock × FLOP/cycle), dotted: 90 % of it. Points: ● GEMM runs, ○ the "
+                            "roofline job's in-cache multiplies, ■ the latest training run's operators (PyTorch's "
+                            "profiler FLOP counts); hover one for its figures.")
         self._points(picture)
         self.plot.setXRange(math.log10(x_lo), math.log10(x_hi), padding=0)
         self.plot.setYRange(math.log10(y_lo), math.log10(y_hi), padding=0)
@@ -235,6 +232,33 @@ class RooflineView(QWidget):
         path, _ = QFileDialog.getSaveFileName(self, "Save the roofline picture", "roofline.svg",
                                               "SVG picture (*.svg);;PNG picture (*.png)")
         return path
+
+
+class _OneLine(QLabel):
+    """One line of text, elided with "…" to the width it gets; the whole text is its tooltip."""
+
+    def __init__(self) -> None:
+        super().__init__("")
+        self.full = ""
+        self.setMinimumWidth(40)
+
+    def set_full(self, text: str) -> None:
+        self.full = text
+        self.setToolTip(text)
+        self._fit()
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        super().resizeEvent(event)
+        self._fit()
+
+    def _fit(self) -> None:
+        self.setText(self.fontMetrics().elidedText(self.full, Qt.TextElideMode.ElideRight, max(self.width(), 40)))
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt's name
+        return QSize(40, super().minimumSizeHint().height())
+
+    def sizeHint(self) -> QSize:  # noqa: N802 - Qt's name
+        return QSize(self.fontMetrics().horizontalAdvance(self.full) + 4, super().sizeHint().height())
 
 
 class _RooflinePlot(pg.PlotWidget):
