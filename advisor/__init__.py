@@ -36,9 +36,11 @@ def registry() -> list[Rule]:
 
 
 def find_rule(code: str) -> tuple[RuleSet, Rule]:
-    """The rule set and rule of ``code`` (a code, old code or symbol), report rules first, then process rules.
+    """The rule set and rule of ``code`` (a code, old code or symbol): report rules, then process rules, then
+    evidence rules.
 
-    Process rules (PROC0xx) judge a running process in ``cpudoctor inspect``.
+    Process rules (PROC0xx) judge a running process in ``cpudoctor inspect``; evidence rules (EVID0xx)
+    what a job did (``cpudoctor run``, ``inspect``).
     Raises UnknownRuleError (a KeyError) with the known codes when nothing
     matches; :func:`cpudoctor.render.rules.explain_text` words the answer.
     """
@@ -49,5 +51,11 @@ def find_rule(code: str) -> tuple[RuleSet, Rule]:
 
         try:
             return PROCESS_RULES, PROCESS_RULES.resolve(code)
+        except UnknownRuleError:
+            pass
+        from cpudoctor.advisor.evidence_rules import EVIDENCE_RULES
+
+        try:
+            return EVIDENCE_RULES, EVIDENCE_RULES.resolve(code)
         except UnknownRuleError:
             raise exc from None

@@ -18,6 +18,7 @@ import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -122,7 +123,7 @@ def inspect_job(inspect_fn: Callable[..., Inspection], topology_fn: Callable[[],
     if topo is None:
         topo = topology_fn()
     insp = inspect_fn(pid, seconds=seconds, topology=topo, should_stop=should_stop)
-    return insp, for_this_user(run_process_rules(insp, topo), owner), topo
+    return insp, for_this_user(inspect_findings(insp, topo), owner), topo
 
 
 def inspected_message(insp: Inspection) -> str:
@@ -289,6 +290,69 @@ def _bytes(n: int | None) -> str:
     return size(n, DASH)
 
 
+# -- the time breakdown and "Run a script…" ----------------------------------------------------
+
+TIME_COLUMNS = ("Category", "Share", "Seconds", "Samples")
+THREAD_TIME_COLUMNS = ("Process", "Thread", "Role", "Samples", "Where the time went")
+
+
+def time_rows(bd) -> list[list[Cell]]:
+    """One row per category of the job, largest first; compute's libraries in the tooltip."""
+    from cpudoctor.render.breakdown import share_text
+
+    rows = []
+    for s in sorted(bd.shares, key=lambda s: -s.share) if bd is not None else []:
+        tip = share_text(s)
+        rows.append([Cell(s.label, False, tip), Cell(percent(s.share * 100, DASH, symbol=False), True, tip),
+                     Cell(f"{s.seconds:.2f}", True, tip), Cell(str(s.samples), True, tip)])
+    return rows
+
+
+def thread_time_rows(bd) -> list[list[Cell]]:
+    from cpudoctor.render.breakdown import summary_line_of
+
+    rows = []
+    for p in bd.processes if bd is not None else []:
+        for t in p.threads:
+            if t.samples:
+                rows.append([Cell(f"{p.pid} {p.name}", False, p.cmdline or p.name), Cell(f"{t.tid} {t.name}"),
+                             Cell(t.role), Cell(str(t.samples), True), Cell(summary_line_of(t.shares))])
+    return rows
+
+
+def time_caption(bd) -> str:
+    """The line above the bar: what was sampled, and whether it may be judged."""
+    if bd is None:
+        return "No time breakdown: inspect a process (stacks are sampled with it) or run a script."
+    text = (f"Where the job's threads spent {bd.window_s:g} s: {bd.samples} samples counted "
+            f"({bd.idle_samples} idle, {bd.startup_samples} start-up), {bd.sampler}.")
+    if not bd.conclusive:
+        text += f"\nInconclusive: {bd.verdict_reason}."
+    if bd.stacks_error:
+        text += f"\nStacks: {bd.stacks_error}"
+    return text
+
+
+def inspect_findings(insp: Inspection, topo: Topology | None) -> list[Finding]:
+    """The process rules and the evidence rules over one inspection."""
+    from cpudoctor.advisor.evidence_rules import judge_inspection
+
+    return run_process_rules(insp, topo) + judge_inspection(insp)
+
+
+def script_command(python: str, script: str, arguments: str) -> list[str]:
+    """``python script args...`` for "Run a script…" (the arguments split as a shell would)."""
+    import shlex
+
+    return [python, script, *shlex.split(arguments)]
+
+
+def run_message(obs) -> str:
+    from cpudoctor.render.run_report import _ended
+
+    return f"Ran {obs.command}: {_ended(obs)} after {obs.duration_s:g} s."
+
+
 # -- the model ----------------------------------------------------------------
 
 class InspectorModel(QObject):
@@ -311,7 +375,7 @@ class InspectorModel(QObject):
     def __init__(self, parent: QObject | None = None):
         super().__init__(parent)
         self.list_fn: Callable[[], list[ProcessEntry]] = lambda: list_processes(interval=0.3)
-        self.inspect_fn: Callable[..., Inspection] = inspect_process
+        self.inspect_fn: Callable[..., Inspection] = partial(inspect_process, stacks=True)
         self.topology_fn: Callable[[], Topology] = lambda: probe_topology(Path("/"))
         self.tracker_factory: Callable[[int], ThreadTracker] = ThreadTracker
         self.owner_fn: Callable[[int], bool | None] = is_own_process

@@ -27,6 +27,7 @@ from cpudoctor.render.env_choice import DIAGNOSE, DIAGNOSE_SAVED_TIP, DIAGNOSE_T
 from cpudoctor.render.inspect import render_text
 from cpudoctor.gui import inspector_model as im
 from cpudoctor.gui.common import Card
+from cpudoctor.gui.inspector_time import RunScriptMixin, TimeTab
 from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.topology_map import TopologyMap
 from cpudoctor.probes.process.inspect import Inspection, ProcessEntry, markers_by_cpu
@@ -79,7 +80,7 @@ def _scrolled(widget: QWidget) -> QScrollArea:
     return area
 
 
-class InspectorPage(QWidget):
+class InspectorPage(RunScriptMixin, QWidget):
     title = "Inspector"
     icon_name = "inspector"
 
@@ -87,6 +88,7 @@ class InspectorPage(QWidget):
     processes_listed = Signal(list)           # list[ProcessEntry]
     inspect_failed = Signal(str)
     navigate = Signal(str)                    # page title to switch to (the Overview, once diagnosing another env)
+    run_done = Signal(object)                 # RunObservation of "Run a script…" (after the view is filled)
 
     def __init__(self, model: AppModel, parent: QWidget | None = None):
         super().__init__(parent)
@@ -186,7 +188,7 @@ class InspectorPage(QWidget):
         self.seconds_spin = QDoubleSpinBox()
         self.seconds_spin.setRange(0.5, 60.0)
         self.seconds_spin.setSingleStep(1.0)
-        self.seconds_spin.setValue(3.0)
+        self.seconds_spin.setValue(8.0)
         self.seconds_spin.setSuffix(" s")
         row2.addWidget(self.seconds_spin)
         self.inspect_button = QPushButton("Inspect")
@@ -195,11 +197,16 @@ class InspectorPage(QWidget):
         self.stop_button = QPushButton("Stop")
         self.stop_button.setEnabled(False)
         self.stop_button.clicked.connect(self.inspections.stop)
+        self.run_button = QPushButton("Run a script…")
+        self.run_button.setToolTip("Start a training script in the window's Python environment, watch where its "
+                                   "time goes and which kernels run, and say what to change (as `cpudoctor run`)")
+        self.run_button.clicked.connect(self.ask_run_script)
         self.progress = QProgressBar()
         self.progress.setRange(0, 0)
         self.progress.setMaximumWidth(120)
         self.progress.setVisible(False)
         row2.addWidget(self.inspect_button)
+        row2.addWidget(self.run_button)
         row2.addWidget(self.stop_button)
         row2.addWidget(self.progress)
         row2.addStretch(1)
@@ -251,6 +258,9 @@ class InspectorPage(QWidget):
         ml.addWidget(self.notes_label)
         ml.addStretch(1)
         self.tabs.addTab(_scrolled(mem), "Process && memory")
+        self.time_tab = TimeTab(_table, _fill)
+        self.tabs.addTab(_scrolled(self.time_tab), "Time")     # scrolls in a small window, like the others
+        self._build_runner()
 
         mapbox = QWidget()
         mb = QVBoxLayout(mapbox)
@@ -397,6 +407,7 @@ class InspectorPage(QWidget):
 
     def _on_busy(self, busy: bool) -> None:
         self.inspect_button.setEnabled(not busy)
+        self.run_button.setEnabled(not busy)
         self.stop_button.setEnabled(busy)
         self.progress.setVisible(busy)
 
@@ -427,6 +438,7 @@ class InspectorPage(QWidget):
         self.tabs.setTabText(self.tabs.indexOf(self.child_table), im.children_tab_title(insp))
         self._fill_cards(insp)
         self._show_python(insp)
+        self.time_tab.show_time(insp.time)
         labels, load = markers_by_cpu(insp.threads)
         self.topology_map.set_markers(labels)
         self.topology_map.set_load(im.full_load(load, self.topology))
@@ -503,4 +515,5 @@ class InspectorPage(QWidget):
 
     def closeEvent(self, event) -> None:  # noqa: N802 - Qt API
         self.inspections.shutdown()
+        self.runner.stop()
         super().closeEvent(event)

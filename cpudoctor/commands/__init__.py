@@ -16,8 +16,8 @@ if TYPE_CHECKING:
     from cpudoctor.model import Report
 
 # Order is the order of `cpudoctor --help`.
-COMMANDS: tuple[str, ...] = ("report", "inspect", "doctor", "explain", "envs", "compare", "capture", "install_desktop",
-                             "bench")
+COMMANDS: tuple[str, ...] = ("report", "inspect", "run", "doctor", "explain", "envs", "compare", "capture",
+                             "install_desktop", "bench")
 
 
 class CliError(Exception):

@@ -29,10 +29,12 @@ def register(subparsers) -> None:
         description="Sample a running process (your training job) and explain why it is slow.",
     )
     p.add_argument("pid", nargs="?", type=_pid, help="process ID (see --list)")
-    p.add_argument("--seconds", "-s", type=_seconds, default=3.0, metavar="N",
-                   help="sampling window in seconds (default 3, 0.2-120)")
+    p.add_argument("--seconds", "-s", type=_seconds, default=8.0, metavar="N",
+                   help="sampling window in seconds (default 8: enough stack samples at the default rate; 0.2-120)")
     p.add_argument("--format", "-f", choices=("text", "json"), default="text")
     p.add_argument("--list", action="store_true", help="list processes to inspect (Python first) and exit")
+    p.add_argument("--no-stacks", dest="stacks", action="store_false",
+                   help="do not sample stacks (no time breakdown; nothing attaches to the process)")
     p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
     p.add_argument("--root", metavar="DIR", help=argparse.SUPPRESS)   # a captured or fake /proc tree
     p.set_defaults(func=run)
@@ -74,10 +76,13 @@ def run(args: argparse.Namespace) -> int:
 
     topo = probe_topology(root)
     try:
-        insp = inspect_process(args.pid, seconds=args.seconds, root=root, topology=topo)
+        insp = inspect_process(args.pid, seconds=args.seconds, root=root, topology=topo,
+                               stacks=args.stacks and root == Path("/"))
     except InspectError as exc:
         raise CliError(str(exc)) from None
-    findings = run_process_rules(insp, topo)
+    from cpudoctor.advisor.evidence_rules import judge_inspection
+
+    findings = run_process_rules(insp, topo) + judge_inspection(insp)
     if args.format == "json":
         from cpudoctor.model.serde import to_data
 

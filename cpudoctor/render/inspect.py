@@ -116,6 +116,10 @@ def render_text(insp, findings) -> str:
     swap = _mib(insp.swap_bytes) if insp.swap_bytes is not None else "?"
     faults = "?" if insp.major_faults_per_s is None else f"{insp.major_faults_per_s:g}/s"
     out.append(f"Memory       RSS {_mib(insp.rss_bytes)}; swap {swap}; major page faults {faults}")
+    if insp.time is not None:
+        from cpudoctor.render.breakdown import render_text as breakdown_text
+
+        out.extend(breakdown_text(insp.time))
     out.append("")
     if findings:
         out.append("Findings")

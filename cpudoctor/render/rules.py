@@ -2,6 +2,7 @@
 
     python -m cpudoctor.render.rules > docs/rules.md
     python -m cpudoctor.render.rules process > docs/process_rules.md
+    python -m cpudoctor.render.rules evidence > docs/evidence_rules.md
 
 One renderer serves every :class:`~cpudoctor.advisor.engine.RuleSet`, so the
 docs can never drift from the code; tests compare both files with its output.
@@ -22,6 +23,13 @@ _PROCESS_INTRO = """\
 Generated from the registry by `python -m cpudoctor.render.rules process`; do not edit by hand.
 Checks run on one running process (the Inspector page and `cpudoctor inspect PID`), with stable
 codes. Each fix comes with the command to relaunch the job (pinning + thread variables)."""
+
+_EVIDENCE_INTRO = """\
+Generated from the registry by `python -m cpudoctor.render.rules evidence`; do not edit by hand.
+Checks that judge what a job did, from measured evidence: its time breakdown (sampled stacks and
+thread states), the kernels oneDNN ran and PyTorch's recompilations (`cpudoctor run -- COMMAND`,
+`cpudoctor inspect PID`, the Inspector). Each finding quotes the run's own numbers; the rules that
+read the breakdown stay silent when it is inconclusive (see docs/time_breakdown.md)."""
 
 
 def render_md(rules: RuleSet, title: str, intro: str) -> str:
@@ -76,6 +84,13 @@ def render_process_rules_md() -> str:
     return render_md(PROCESS_RULES, "Process rules (`cpudoctor inspect`)", _PROCESS_INTRO)
 
 
+def render_evidence_rules_md() -> str:
+    """docs/evidence_rules.md: the evidence rules (`cpudoctor run`, `cpudoctor inspect`)."""
+    from cpudoctor.advisor.evidence_rules import EVIDENCE_RULES
+
+    return render_md(EVIDENCE_RULES, "Evidence rules (`cpudoctor run`, `cpudoctor inspect`)", _EVIDENCE_INTRO)
+
+
 def explain_text(code_or_symbol: str, rules: RuleSet | None = None) -> str:
     """``cpudoctor explain`` text of one rule (by code, old code or symbol); UnknownRuleError if none.
 
@@ -105,7 +120,7 @@ def explain_text(code_or_symbol: str, rules: RuleSet | None = None) -> str:
 if __name__ == "__main__":
     import sys
 
-    pages = {"rules": render_rules_md, "process": render_process_rules_md}
+    pages = {"rules": render_rules_md, "process": render_process_rules_md, "evidence": render_evidence_rules_md}
     page = sys.argv[1] if len(sys.argv) > 1 else "rules"
     if page not in pages:
         sys.exit(f"usage: python -m cpudoctor.render.rules [{'|'.join(pages)}]")

@@ -30,6 +30,7 @@ from cpudoctor.probes.process.peers import PeerJob, find_peer_jobs, snapshot as 
 from cpudoctor.kits.rooted import read_text
 from cpudoctor.probes.software.envvars import filter_thread_env, preload_names
 from cpudoctor.model import Topology
+from cpudoctor.probes.process.breakdown import TimeBreakdown
 
 # --- results ---------------------------------------------------------------------------
 
@@ -115,6 +116,7 @@ class Inspection:
     topology_known: bool = False
     denied: list[str] = field(default_factory=list)   # what the kernel refused: "environment", "libraries"
     notes: list[str] = field(default_factory=list)
+    time: TimeBreakdown | None = None      # where the threads' time went (sampled stacks), when sampled
 
     @property
     def openmp_runtimes(self) -> list[NativeLib]:
@@ -356,8 +358,12 @@ def inspect_process(
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
     should_stop: Callable[[], bool] | None = None,
+    stacks: bool = False,
 ) -> Inspection:
     """Sample ``pid`` for ``seconds`` and describe it.
+
+    With ``stacks``, the stacks and thread states of the process and its children
+    are sampled over the same window (:mod:`.timing`) into ``time``.
 
     Raises :class:`InspectError` when nothing can be read (no such PID, kernel
     thread, zombie, unreadable stat). A process that exits during the window
@@ -378,7 +384,17 @@ def inspect_process(
     status = _read_static_facts(insp, root, pid, first.comm)
     sampler = _Sampler(root, pid, first, _children_at_start(insp, root, pid))
     peers_before = peer_snapshot(root)
-    window = _sample_window(sampler, seconds, interval, clock, sleep, should_stop)
+    timer = None
+    if stacks:
+        from cpudoctor.probes.process.timing import TimeSampler
+
+        timer = TimeSampler(pid, root=root, duration=seconds, command=f"cpudoctor inspect {pid}")
+        timer.start()
+    try:
+        window = _sample_window(sampler, seconds, interval, clock, sleep, should_stop)
+    finally:
+        if timer is not None:
+            insp.time = timer.stop()
     _record_window(insp, window, seconds)
     _find_peers(insp, root, pid, peers_before, window)
     _summarise_threads(insp, sampler, window)

@@ -68,12 +68,20 @@ def process_python(root: Path, pid: int, *, environ: Mapping[str, str] | None, a
             if not first.startswith("/"):
                 cwd = _readlink(root, f"proc/{pid}/cwd")
                 first = os.path.normpath(os.path.join(cwd, first)) if cwd else ""
-            if first and under(root, first).is_file():
+            if first and _is_file(under(root, first)):
                 return ProcessPython(first, _prefix_of(first), "argv[0]")
     exe = _readlink(root, f"proc/{pid}/exe")
     if exe:
         return ProcessPython(exe, _prefix_of(exe), "exe")
     return None
+
+
+def _is_file(path) -> bool:
+    """``path.is_file()``, False when a folder on the way may not be searched (another user's 0700 home)."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
 
 
 def _prefix_of(executable: str) -> str | None:

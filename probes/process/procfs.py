@@ -44,6 +44,7 @@ class TaskStat:
     starttime: int             # field 22, ticks since boot
     rss_pages: int             # field 24
     processor: int | None      # field 39: CPU the task last ran on (None on ancient kernels)
+    minflt: int = 0            # field 10: minor page faults (a first touch of fresh memory)
 
     @property
     def cpu_ticks(self) -> int:
@@ -92,6 +93,7 @@ def parse_stat(text: str) -> TaskStat:
             starttime=field_(22),
             rss_pages=field_(24),
             processor=field_(39) if len(rest) >= 37 else None,
+            minflt=field_(10),
         )
     except ValueError as exc:
         raise StatParseError(f"non-numeric field in stat line: {exc}") from None

@@ -1,0 +1,565 @@
+"""Rules that judge what a job did, not how it was set up: findings from measured evidence.
+
+Input is an :class:`Evidence`: the time breakdown (sampled stacks and thread
+states), and for a job started by ``cpudoctor run`` also the kernels oneDNN
+ran (its verbose profile), PyTorch's recompilations, and the CPUs the job was
+started with. Output is :class:`~cpudoctor.report.Finding` objects with stable
+codes ``EVID001``..., registered in :data:`EVIDENCE_RULES` (a
+:class:`~cpudoctor.advisor.engine.RuleSet` like the process rules: same
+decorator, docstring sections, ``cpudoctor explain``, generated docs in
+docs/evidence_rules.md). Every ``why`` quotes this run's numbers.
+
+Rules that read the breakdown say nothing when it may not be judged (too few
+samples, an idle job, a machine busy with other programs): EVID009 says
+"inconclusive" instead, with the reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from cpudoctor.advisor.engine import RuleSet
+from cpudoctor.kits.cpulist import format_cpulist
+from cpudoctor.probes.process.breakdown import ProcessTime, TimeBreakdown
+from cpudoctor.probes.process.classify import COMPILE, COMPUTE, DATA, OPENMP, PYTHON
+from cpudoctor.probes.process.onednn_verbose import ISA_FAMILY, OneDnnLog
+from cpudoctor.probes.process.torch_logs import RecompileLog
+from cpudoctor.kits.plural import plural
+from cpudoctor.model import Finding
+
+# Thresholds (docs/time_breakdown.md explains each; tests/test_evidence_rules.py holds them to their meaning).
+OPENMP_DOMINATES = 0.30       # OpenMP waiting is at least this share of the job's time ...
+PYTHON_DOMINATES = 0.40       # Python code is at least this share, and more than the kernels
+DATA_WAIT = 0.30              # the driving thread spent this share inside DataLoader's next batch
+RECOMPILES = 3                # recompilations of one function that make "keeps compiling"
+COMPILE_SHARE = 0.30          # ... or this share of the time compiling with at least 2 recompiles
+LOWER_ISA_SHARE = 0.10        # oneDNN time on a lower ISA family than the CPU has
+EMULATED_SHARE = 0.10         # oneDNN time in a data type the CPU lacks (or in reference code)
+OVERSUBSCRIBED_SHARE = 0.3    # samples with more runnable threads than CPUs (a child running 2+) while children ran
+
+EVIDENCE_RULES: RuleSet[Evidence] = RuleSet(
+    "evidence rule", prefix="EVID", docs_page="docs/evidence_rules.md", group_by_category=False,
+    scope="Judges what a job did: `cpudoctor run -- COMMAND`, `cpudoctor inspect PID` and the Inspector page.",
+    crash_hint="the output of `cpudoctor run --format json -o run.json -- COMMAND`",
+)
+evidence_rule = EVIDENCE_RULES.rule
+
+# Native data types oneDNN can compute in, and the CPU flags that make them native.
+NATIVE_FLAGS: dict[str, tuple[str, ...]] = {
+    "bf16": ("avx512_bf16", "amx_bf16", "avx_ne_convert"),
+    "f16": ("avx512_fp16", "amx_fp16", "avx_ne_convert"),
+}
+ISA_CAPS = ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY")
+BINDING_VARS = ("OMP_PROC_BIND", "OMP_PLACES", "GOMP_CPU_AFFINITY", "KMP_AFFINITY")
+
+
+@dataclass
+class Evidence:
+    breakdown: TimeBreakdown | None = None
+    onednn: OneDnnLog | None = None
+    recompiles: RecompileLog | None = None
+    cpu_flags: set[str] = field(default_factory=set)
+    launch_affinity: list[int] | None = None      # the CPUs the job was started with (run), else None
+    env: dict[str, str] = field(default_factory=dict)   # the job's thread variables as started
+    command: str = ""
+
+    @property
+    def bd(self) -> TimeBreakdown | None:
+        return self.breakdown
+
+    def judged(self) -> TimeBreakdown | None:
+        """The breakdown when it may be judged, else None."""
+        bd = self.breakdown
+        return bd if bd is not None and bd.conclusive and bd.seconds > 0 else None
+
+    def cmd(self) -> str:
+        cmd = (self.command or "").strip()
+        return cmd if cmd and len(cmd) <= 200 and "\n" not in cmd else "python train.py"
+
+
+def cpu_vector_family(flags: set[str]) -> int | None:
+    """The CPU's widest vector family in oneDNN's terms (1 SSE4.1 ... 4 AVX-512, 5 AMX)."""
+    if not flags:
+        return None
+    if {"amx_tile", "amx_bf16"} <= flags:
+        return 5
+    if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags:
+        return 4
+    if "avx2" in flags:
+        return 3
+    if "avx" in flags:
+        return 2
+    if "sse4_1" in flags:
+        return 1
+    return None
+
+
+FAMILY_NAME = {1: "SSE4.1", 2: "AVX", 3: "AVX2", 4: "AVX-512", 5: "AMX"}
+
+
+def _finding(severity: str, title: str, why: str, fix: str, snippet: str = "", evidence: dict[str, Any] | None = None,
+             lang: str = "bash") -> Finding:
+    ev = {k: v for k, v in (evidence or {}).items() if v is not None}
+    return Finding(code="", symbol="", category="", severity=severity, title=title, why=why, fix=fix,
+                   snippet=snippet, snippet_lang=lang, evidence=ev, fields_used=sorted(ev))
+
+
+def _pct(x: float) -> str:
+    return f"{x * 100:.0f} %"
+
+
+def _counted(bd: TimeBreakdown) -> str:
+    return f"{bd.samples} samples over {bd.window_s:g} s"
+
+
+# --- the rules --------------------------------------------------------------------------------
+
+
+@evidence_rule("EVID001", "openmp-wait-dominates", category="threads", severity="warning",
+               title="The job's threads mostly wait for each other in OpenMP")
+def openmp_wait_dominates(ev: Evidence) -> list[Finding]:
+    """
+    What it checks:
+        The share of the job's sampled thread time spent inside the OpenMP runtime (forking and
+        joining thread teams, barriers, spinning, yielding) against the share in compute kernels.
+
+    Why it matters:
+        Every parallel region costs a fork and a join. With a small model each kernel is so short
+        that the threads spend more time handing work around and waiting at barriers than computing,
+        and more threads make it slower, not faster.
+
+    Fix:
+        Use fewer threads (OMP_NUM_THREADS, or torch.set_num_threads at the top of the script), down
+        to 1 for very small models; measure steps per second before and after.
+    """
+    bd = ev.judged()
+    if bd is None:
+        return []
+    omp, comp = bd.share(OPENMP), bd.share(COMPUTE)
+    if omp < OPENMP_DOMINATES or omp < comp:
+        return []
+    threads = _compute_threads(bd, ev)
+    target = 1 if omp >= 2 * comp or threads <= 2 else max(1, threads // 2)
+    why = (f"{_pct(omp)} of the job's thread time was OpenMP waiting (barriers, spinning, team fork/join) and "
+           f"only {_pct(comp)} compute kernels ({_counted(bd)}, {plural(threads, 'compute thread')}). The kernels "
+           "are too short for this many threads to pay off.")
+    fix = (f"Run it with {plural(target, 'thread')}: OMP_NUM_THREADS={target} (or torch.set_num_threads({target}) "
+           "first thing in the script), and compare steps per second.")
+    return [_finding("warning", f"OpenMP waiting takes {_pct(omp)} of the time, kernels {_pct(comp)}", why, fix,
+                     f"OMP_NUM_THREADS={target} {ev.cmd()}",
+                     {"openmp_wait_share": round(omp, 3), "compute_share": round(comp, 3), "threads": threads,
+                      "samples": bd.samples, "suggested_threads": target})]
+
+
+def _compute_threads(bd: TimeBreakdown, ev: Evidence) -> int:
+    main = bd.process(bd.pid) or (bd.processes[0] if bd.processes else None)
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        value = (main.thread_vars.get(name) if main else None) or ev.env.get(name)
+        if value and value.strip().isdigit():
+            return int(value)
+    if main is None:
+        return 1
+    busy = [t for t in main.threads if t.role in ("driver", "native") and t.seconds >= 0.1 * bd.window_s]
+    return max(1, len(busy))
+
+
+@evidence_rule("EVID002", "waits-on-data", category="threads", severity="warning",
+               title="The training loop waits for its data")
+def waits_on_data(ev: Evidence) -> list[Finding]:
+    """
+    What it checks:
+        The share of the driving thread's time (the main thread of the training process) spent
+        inside DataLoader's next batch, waiting for workers or loading the batch itself, and how
+        busy the DataLoader's worker processes were.
+
+    Why it matters:
+        While the loop waits for a batch, the model does not train: the compute threads sit idle.
+        A loader with no workers loads every batch on the training thread; too few workers, or
+        workers restarted every epoch, leave gaps between steps.
+
+    Fix:
+        Give the DataLoader workers (num_workers), keep them between epochs (persistent_workers=True)
+        and let them work ahead (prefetch_factor); move slow per-sample work (decoding, augmentation)
+        into the dataset so the workers do it.
+    """
+    bd = ev.judged()
+    if bd is None:
+        return []
+    driver = _driver_thread(bd)
+    if driver is None:
+        return []
+    share = next((s.share for s in driver.shares if s.category == DATA), 0.0)
+    if share < DATA_WAIT:
+        return []
+    workers = [p for p in bd.processes if p.role == "dataloader_worker"]
+    if workers:
+        busy = sum((p.cpu_percent or 0.0) for p in workers) / 100
+        state = (f"its {plural(len(workers), 'worker process', 'worker processes')} used {busy:.1f} CPUs together")
+        n = len(workers)
+        fix = (f"The workers do not keep up: give more workers than {n} where CPUs are free, make "
+               "each sample cheaper, and keep them alive (persistent_workers=True) with prefetch_factor=4.")
+        snippet = (f"loader = DataLoader(dataset, batch_size=..., num_workers={n * 2}, persistent_workers=True,\n"
+                   "                    prefetch_factor=4)")
+    else:
+        state = "it has no worker processes: the training thread loads every batch itself"
+        cpus = len(ev.launch_affinity or []) or (bd.online_cpus or 2)
+        n = max(2, min(8, cpus))
+        fix = (f"Load in worker processes: num_workers={n}, persistent_workers=True, prefetch_factor=4 "
+               "(samples that wait on disk or network overlap with training even on few CPUs).")
+        snippet = (f"loader = DataLoader(dataset, batch_size=..., num_workers={n}, persistent_workers=True,\n"
+                   "                    prefetch_factor=4)")
+    why = (f"The training loop spent {_pct(share)} of its time ({driver.samples} samples of the main thread over "
+           f"{bd.window_s:g} s) inside DataLoader's next batch; {state}.")
+    return [_finding("warning", f"The loop waits for data {_pct(share)} of the time", why, fix, snippet,
+                     {"data_wait_share": round(share, 3), "driver_samples": driver.samples,
+                      "workers": len(workers)}, lang="python")]
+
+
+@evidence_rule("EVID003", "keeps-compiling", category="torch", severity="warning",
+               title="torch.compile keeps recompiling")
+def keeps_compiling(ev: Evidence) -> list[Finding]:
+    """
+    What it checks:
+        PyTorch's recompilation log (TORCH_LOGS=recompiles, switched on by `cpudoctor run`): how
+        often each compiled function was compiled again and which guard failed, and the share of
+        the time spent compiling.
+
+    Why it matters:
+        A compiled function is specialised to the shapes it first saw. Each new size (a last
+        smaller batch, variable sequence lengths) fails a guard and compiles again, which takes
+        seconds; after the recompile limit Dynamo gives up and runs the function uncompiled.
+
+    Fix:
+        Tell the compiler which sizes change: torch.compile(model, dynamic=True), or
+        torch._dynamo.mark_dynamic(x, dim) on the input before the call; or pad inputs to a few
+        bucket sizes (and drop_last=True for the last batch).
+    """
+    rec = ev.recompiles
+    bd = ev.breakdown
+    if rec is None or not rec.recompiles:
+        return []
+    worst_fn, worst = max(rec.by_function().items(), key=lambda kv: len(kv[1]))
+    compile_share = bd.share(COMPILE) if bd is not None and bd.seconds > 0 else 0.0
+    if len(worst) < RECOMPILES and not (len(rec.recompiles) >= 2 and compile_share >= COMPILE_SHARE):
+        return []
+    changes = rec.size_changes()
+    if changes:
+        (tensor, dim), sizes = max(changes.items(), key=lambda kv: len(kv[1]))
+        cause = f"the size of dim {dim} of {tensor} changed ({', '.join(map(str, sizes[:8]))}{'…' if len(sizes) > 8 else ''})"
+        snippet = (f"torch._dynamo.mark_dynamic(x, {dim})   # x: the input whose dim {dim} varies, before the call\n"
+                   "# or: model = torch.compile(model, dynamic=True)")
+    else:
+        cause = f"the newest guard failure: {worst[-1].reason or 'not given'}"
+        snippet = "model = torch.compile(model, dynamic=True)"
+    why = (f"{worst_fn.split(' (')[0]} was compiled again {len(worst)} times in {bd.window_s if bd else 0:g} s "
+           f"({len(rec.recompiles)} recompilations in all): {cause}."
+           + (f" Compiling took {_pct(compile_share)} of the job's time." if compile_share else "")
+           + (" Dynamo hit its recompile limit and fell back to running uncompiled." if rec.limit_hit else ""))
+    fix = ("Mark the changing dimension dynamic (torch._dynamo.mark_dynamic(x, dim)) or compile with "
+           "dynamic=True; or pad inputs to a few fixed sizes (and drop_last=True in the DataLoader).")
+    return [_finding("warning", f"Recompiled {len(worst)} times: {cause.split(' (')[0]}", why, fix, snippet,
+                     {"recompiles": len(rec.recompiles), "worst_function_recompiles": len(worst),
+                      "compile_share": round(compile_share, 3), "limit_hit": rec.limit_hit}, lang="python")]
+
+
+def _driver_thread(bd: TimeBreakdown):
+    for p in bd.processes:
+        for t in p.threads:
+            if t.role == "driver" and t.samples:
+                return t
+    return None
+
+
+def _children(bd: TimeBreakdown) -> list[ProcessTime]:
+    return [p for p in bd.processes if p.pid != bd.pid and p.python and p.role != "compiler"]
+
+
+@evidence_rule("EVID004", "children-confined", category="topology", severity="warning",
+               title="The job's child processes may use fewer CPUs than the job")
+def children_confined(ev: Evidence) -> list[Finding]:
+    """
+    What it checks:
+        The CPU affinity of every process the job started (DataLoader workers, multiprocessing
+        pools) against the CPUs the job itself was started with.
+
+    Why it matters:
+        A child inherits its parent's affinity at fork. When OpenMP binding variables
+        (OMP_PROC_BIND, OMP_PLACES, GOMP_CPU_AFFINITY, KMP_AFFINITY) pin the main thread to one CPU
+        at `import torch`, or the script pins itself before starting workers, every worker is
+        squeezed onto that CPU and they take turns instead of running side by side.
+
+    Fix:
+        Choose the CPU set with taskset or numactl outside the job and unset the binding variables;
+        or give each worker all CPUs back in worker_init_fn (os.sched_setaffinity).
+    """
+    bd = ev.breakdown
+    if bd is None:
+        return []
+    main = bd.process(bd.pid)
+    job_cpus = sorted(ev.launch_affinity or (main.affinity if main and main.affinity else []) or [])
+    if len(job_cpus) < 2:
+        return []
+    confined = [p for p in _children(bd) if p.affinity is not None and len(p.affinity) < len(job_cpus)]
+    if not confined:
+        return []
+    sets = sorted({format_cpulist(p.affinity or []) for p in confined})
+    binding = {k: v for k, v in {**ev.env, **(main.thread_vars if main else {})}.items() if k in BINDING_VARS}
+    cause = (f"the binding variable{'s' if len(binding) > 1 else ''} "
+             f"{', '.join(f'{k}={v}' for k, v in binding.items())} pinned the main thread at start-up and the "
+             "children inherited it" if binding else "they inherited a narrower affinity from their parent")
+    why = (f"{plural(len(confined), 'child process', 'child processes')} (PIDs "
+           f"{', '.join(str(p.pid) for p in confined[:6])}) may run only on CPU{'s' if len(sets) > 1 or ',' in sets[0] or '-' in sets[0] else ''} "
+           f"{' / '.join(sets)} of the {len(job_cpus)} the job was started with ({format_cpulist(job_cpus)}): {cause}.")
+    unset = " ".join(f"-u {k}" for k in binding) or "-u OMP_PROC_BIND -u OMP_PLACES"
+    fix = ("Unset the OpenMP binding variables and choose the CPUs outside the job (taskset -c / numactl); "
+           "or give each worker every CPU back in worker_init_fn.")
+    snippet = (f"env {unset} taskset -c {format_cpulist(job_cpus)} {ev.cmd()}\n"
+               f"# or in the script: DataLoader(..., worker_init_fn=lambda _: os.sched_setaffinity(0, "
+               f"{{{', '.join(map(str, job_cpus[:16]))}}}))")
+    return [_finding("warning", f"{plural(len(confined), 'child process', 'child processes')} confined to "
+                     f"{' / '.join(sets)} of {len(job_cpus)} CPUs", why, fix, snippet,
+                     {"confined": len(confined), "job_cpus": len(job_cpus), "child_cpus": sets,
+                      "binding": binding or None})]
+
+
+@evidence_rule("EVID005", "children-oversubscribe", category="threads", severity="warning",
+               title="The job's processes together run more threads than it has CPUs")
+def children_oversubscribe(ev: Evidence) -> list[Finding]:
+    """
+    What it checks:
+        The runnable threads (running or waiting for a CPU, from /proc) of all the job's processes
+        at each sample, against the CPUs the job may use: how often there were more than CPUs while
+        a child process ran two or more threads at once.
+
+    Why it matters:
+        Each process sizes its thread pools for the whole machine: three pool processes with a
+        pool each ask for three times the CPUs there are. The kernel time-slices them, OpenMP threads
+        spin while the thread they wait for is descheduled, and everything runs slower than with
+        one thread per process. Runnable threads are the job's own demand: another program's load
+        does not add to them.
+
+    Fix:
+        Give each child one thread (OMP_NUM_THREADS=1 in its environment, or torch.set_num_threads(1)
+        at its start), or start fewer processes.
+    """
+    bd = ev.breakdown
+    if bd is None or bd.verdict in ("thin", "idle") or not bd.oversubscribed_share or not bd.cpus:
+        return []
+    if bd.oversubscribed_share < OVERSUBSCRIBED_SHARE:
+        return []
+    children = [p for p in _children(bd) if (p.max_threads or 0) >= 2]
+    why = (f"In {_pct(bd.oversubscribed_share)} of the samples while its child processes ran, the job had more runnable "
+           f"threads than its {plural(bd.cpus, 'CPU')} ({bd.runnable_mean:g} on average, {bd.runnable_peak} at "
+           f"most) while a child process ran two or more of them: {plural(len(children), 'child process', 'child processes')} "
+           "sized their thread pools for the whole machine.")
+    fix = ("Give every child process one thread: OMP_NUM_THREADS=1 in its environment (before it imports torch), "
+           "or torch.set_num_threads(1) first thing in the child (a Pool initializer); or start fewer processes.")
+    return [_finding("warning", f"{bd.runnable_peak} runnable threads on {bd.cpus} CPUs across "
+                     f"{len(children) + 1} processes", why, fix,
+                     "import torch\ntorch.set_num_threads(1)   # first thing in each child process (Pool initializer)",
+                     {"oversubscribed_share": bd.oversubscribed_share, "runnable_mean": bd.runnable_mean,
+                      "runnable_peak": bd.runnable_peak, "cpus": bd.cpus}, lang="python")]
+
+
+@evidence_rule("EVID006", "python-dominates", category="threads", severity="warning",
+               title="Python code dominates the step")
+def python_dominates(ev: Evidence) -> list[Finding]:
+    """
+    What it checks:
+        The share of the job's sampled time in which the interpreter ran Python code (the leaf
+        frame is Python), against the share in compute kernels.
+
+    Why it matters:
+        Every Python-level operation costs microseconds of interpreter and dispatcher time. A step
+        built from many small operations, per-sample loops or Python-side metrics leaves the
+        kernels idle: more threads or a faster CPU do not help.
+
+    Fix:
+        Vectorise the per-sample loop into tensor operations, move per-sample work into DataLoader
+        workers, use larger batches, or compile the step (torch.compile). The top Python functions
+        in the why show where to start.
+    """
+    bd = ev.judged()
+    if bd is None:
+        return []
+    driver = _driver_thread(bd)
+    shares = {s.category: s.share for s in (driver.shares if driver else bd.shares)}
+    py, comp = shares.get(PYTHON, 0.0), shares.get(COMPUTE, 0.0)
+    if py < PYTHON_DOMINATES or py <= comp:
+        return []
+    tops = [t for t in bd.top if t.category == PYTHON][:3]
+    where = "; ".join(f"{t.frame} {_pct(t.share)}" for t in tops)
+    why = (f"The training thread ran Python code {_pct(py)} of its time and compute kernels only {_pct(comp)} "
+           f"({driver.samples if driver else bd.samples} samples over {bd.window_s:g} s)." + (f" Top Python lines: {where}." if where else ""))
+    fix = ("Turn the per-element Python work into tensor operations on whole batches, move per-sample work "
+           "into the DataLoader's workers, or compile the step with torch.compile.")
+    return [_finding("warning", f"Python code takes {_pct(py)} of the time, kernels {_pct(comp)}", why, fix,
+                     "", {"python_share": round(py, 3), "compute_share": round(comp, 3), "samples": bd.samples})]
+
+
+@evidence_rule("EVID007", "lower-isa-kernels", category="isa", severity="warning",
+               title="Kernels ran a lower instruction set than the CPU supports")
+def lower_isa_kernels(ev: Evidence) -> list[Finding]:
+    """
+    What it checks:
+        The instruction set of every oneDNN kernel the job ran (from ONEDNN_VERBOSE, switched on
+        by `cpudoctor run`) against the widest vector instructions this CPU has, and what capped
+        them: ONEDNN_MAX_CPU_ISA / DNNL_MAX_CPU_ISA / ATEN_CPU_CAPABILITY in the job's
+        environment, an old oneDNN, or a CPU model that hides instructions.
+
+    Why it matters:
+        An AVX2 kernel on an AVX-512 CPU does half the work per instruction; SSE4.1 a quarter.
+        A cap variable left over from a debugging session or a guide silently halves the speed.
+
+    Fix:
+        Unset the cap variable; update PyTorch when its oneDNN predates the CPU; in a VM, give the
+        guest the host's CPU model (host-passthrough).
+    """
+    log = ev.onednn
+    fam = cpu_vector_family(ev.cpu_flags)
+    if log is None or fam is None:
+        return []
+    groups = [g for g in log.summary() if g.isa]
+    total = sum(g.time_ms for g in groups) or 0.0
+    low = [g for g in groups if ISA_FAMILY.get(g.isa or "", fam) < min(fam, 4)]
+    low_ms = sum(g.time_ms for g in low)
+    if not low or total <= 0 or low_ms / total < LOWER_ISA_SHARE:
+        return []
+    ran = sorted({g.isa for g in low if g.isa}, key=lambda i: ISA_FAMILY.get(i, 0))
+    caps = {k: v for k, v in ev.env.items() if k in ISA_CAPS}
+    if caps:
+        cause = "capped by " + ", ".join(f"{k}={v}" for k, v in caps.items()) + " in the job's environment"
+        fix = f"Unset {' and '.join(caps)}: oneDNN then picks the best kernels for this CPU."
+        snippet = f"env {' '.join(f'-u {k}' for k in caps)} {ev.cmd()}"
+    else:
+        cause = (f"oneDNN {log.version or ''} reported its ISA as {log.max_isa!r}: an old build or a CPU model "
+                 "that hides instructions from it")
+        fix = "Update PyTorch (its oneDNN); in a VM, pass the host CPU model through to the guest."
+        snippet = "pip install --upgrade torch"
+    why = (f"{_pct(low_ms / total)} of oneDNN's kernel time ({sum(g.count for g in low)} executions, "
+           f"{low_ms:.0f} ms) ran {', '.join(ran)} kernels, while this CPU supports {FAMILY_NAME[fam]}: {cause}.")
+    return [_finding("warning", f"oneDNN kernels ran {ran[0]} on an {FAMILY_NAME[fam]} CPU", why, fix, snippet,
+                     {"lower_isa_share": round(low_ms / total, 3), "kernel_isas": ran,
+                      "cpu_family": FAMILY_NAME[fam], "caps": caps or None})]
+
+
+@evidence_rule("EVID008", "emulated-dtype", category="precision", severity="warning",
+               title="A data type ran emulated or in reference code")
+def emulated_dtype(ev: Evidence) -> list[Finding]:
+    """
+    What it checks:
+        The data types of oneDNN's kernels (bf16, f16) against the CPU flags that compute them
+        natively (avx512_bf16 / amx_bf16 for bf16, avx512_fp16 / amx_fp16 for f16), and kernels
+        that ran oneDNN's reference (portable C++) implementation.
+
+    Why it matters:
+        Without native support a bf16 or f16 kernel converts every value to fp32 and back: it is
+        slower than plain fp32, often several times. A reference implementation is the slowest
+        path there is.
+
+    Fix:
+        Train in fp32 on this CPU (drop the autocast dtype or .to(dtype)), or use the precision
+        this CPU supports natively.
+    """
+    if not ev.cpu_flags:
+        return []
+    found = _emulated_in_kernels(ev)
+    if found:
+        return found
+    log = ev.onednn
+    if log is None:
+        return []
+    summary = log.summary()
+    total = sum(g.time_ms for g in summary) or 0.0
+    if total <= 0:
+        return []
+    emulated = [g for g in summary if g.data_type in NATIVE_FLAGS and not set(NATIVE_FLAGS[g.data_type]) & ev.cpu_flags]
+    reference = [g for g in summary if g.reference and g not in emulated]
+    bad = emulated + reference
+    bad_ms = sum(g.time_ms for g in bad)
+    if not bad or bad_ms / total < EMULATED_SHARE:
+        return []
+    types = sorted({g.data_type for g in emulated})
+    parts = []
+    if emulated:
+        parts.append(f"{', '.join(types)} kernels ({sum(g.time_ms for g in emulated):.0f} ms) on a CPU without "
+                     f"{' / '.join(f for t in types for f in NATIVE_FLAGS[t][:2])}")
+    if reference:
+        parts.append(f"reference implementations {', '.join(sorted({g.impl for g in reference}))} "
+                     f"({sum(g.time_ms for g in reference):.0f} ms)")
+    why = f"{_pct(bad_ms / total)} of oneDNN's kernel time ran " + " and ".join(parts) + ": emulated, not native."
+    fix = ("Train in fp32 on this CPU: remove the autocast dtype (or the .to(torch.bfloat16/float16)); "
+           "bf16 pays off only where the CPU has avx512_bf16 or AMX.")
+    return [_finding("warning", f"{' and '.join(types) or 'Reference'} kernels ran emulated "
+                     f"({_pct(bad_ms / total)} of kernel time)", why, fix,
+                     "# remove: with torch.autocast('cpu', dtype=torch.bfloat16):\nout = model(x)   # fp32",
+                     {"emulated_share": round(bad_ms / total, 3), "types": types or None,
+                      "reference": [g.impl for g in reference] or None}, lang="python")]
+
+
+def _emulated_in_kernels(ev: Evidence) -> list[Finding]:
+    """From the stacks: compute time in ATen kernels instantiated for a type the CPU cannot compute natively."""
+    bd = ev.breakdown
+    if bd is None or not bd.reduced_precision or bd.seconds <= 0:
+        return []
+    compute = sum(s.seconds for s in bd.shares if s.category == COMPUTE) or 0.0
+    slow = {t: sec for t, sec in bd.reduced_precision.items()
+            if t in NATIVE_FLAGS and not set(NATIVE_FLAGS[t]) & ev.cpu_flags}
+    sec = sum(slow.values())
+    if not slow or compute <= 0 or sec / compute < EMULATED_SHARE:
+        return []
+    types = sorted(slow)
+    flags = " / ".join(f for t in types for f in NATIVE_FLAGS[t][:2])
+    why = (f"{_pct(sec / compute)} of the compute kernels' sampled time ({sec:.1f} s) ran PyTorch's generic "
+           f"{', '.join(types)} kernels (oneDNN has no native {', '.join(types)} kernel on a CPU without {flags}): "
+           "every value is converted to fp32 and back, element by element.")
+    fix = ("Train in fp32 on this CPU: remove the autocast dtype (or the .half()/.to(torch.float16)); "
+           "reduced precision pays off only where the CPU computes it natively.")
+    return [_finding("warning", f"{' and '.join(types)} ran emulated ({_pct(sec / compute)} of kernel time)", why,
+                     fix, "model = model.float()   # and inputs: x = x.float()",
+                     {"emulated_share": round(sec / compute, 3), "types": types}, lang="python")]
+
+
+@evidence_rule("EVID009", "inconclusive", category="threads", severity="info",
+               title="Not enough evidence to judge where the time went")
+def inconclusive(ev: Evidence) -> list[Finding]:
+    """
+    What it checks:
+        Whether the time breakdown may be judged: enough samples of the training thread, a job
+        that used the CPU, and a machine not busy with other programs.
+
+    Why it matters:
+        Shares from a few samples, from a job that was idle, or from a machine where other programs
+        took the CPUs say nothing about the job: the breakdown rules stay silent instead of guessing.
+
+    Fix:
+        Sample longer while the job trains (`cpudoctor inspect PID --seconds 20`, or let
+        `cpudoctor run` run longer), and on a quiet machine.
+    """
+    bd = ev.breakdown
+    if bd is None or bd.conclusive:
+        return []
+    return [_finding("info", f"Inconclusive: {bd.verdict_reason.split(':')[0]}", bd.verdict_reason[:1].upper()
+                     + bd.verdict_reason[1:] + ".", "Sample longer while the job trains, on a quiet machine.", "",
+                     {"verdict": bd.verdict, "samples": bd.samples, "others_cpus": bd.others_cpus,
+                      "job_cpus": bd.job_cpus})]
+
+
+def run_evidence_rules(ev: Evidence, only: set[str] | None = None, *, strict: bool = False) -> list[Finding]:
+    return EVIDENCE_RULES.run(ev, only, strict=strict)
+
+
+
+
+def judge_inspection(insp, flags: set[str] | None = None) -> list[Finding]:
+    """The evidence rules over an inspection's time breakdown (``cpudoctor inspect``, the Inspector)."""
+    if getattr(insp, "time", None) is None:
+        return []
+    if flags is None:
+        from cpudoctor.probes import probe_cpu
+
+        flags = set(probe_cpu().flags)
+    ev = Evidence(breakdown=insp.time, cpu_flags=flags, env=dict(insp.env), command=insp.cmdline or "",
+                  launch_affinity=insp.affinity)
+    return run_evidence_rules(ev)

@@ -1,0 +1,125 @@
+"""``cpudoctor run``'s diagnosed report of one run: text, Markdown, HTML and JSON.
+
+JSON carries ``findings`` in the shape of ``doctor --format json`` (code,
+severity, title, why, fix, snippet, ...), the time breakdown and the kernels
+oneDNN ran, so a script can read the same facts the text shows.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from cpudoctor.probes.process.observe import RunObservation
+from cpudoctor.render import breakdown as bdr
+from cpudoctor.kits.escape import html_escape as esc, md_escape
+from cpudoctor.kits.format import wrap
+from cpudoctor.render.words import bracketed, plural, severity
+from cpudoctor.model import Finding, worst
+
+MAX_KERNEL_ROWS = 10
+
+
+def _ended(obs: RunObservation) -> str:
+    return {"exit": f"exited with code {obs.exit_code}", "interrupt": f"stopped by Ctrl-C (exit code {obs.exit_code})",
+            "seconds": f"stopped after --seconds (exit code {obs.exit_code})",
+            "stopped": f"stopped from the window (exit code {obs.exit_code})",
+            "failed": f"could not start: {obs.error}"}.get(obs.ended_by, obs.ended_by)
+
+
+def kernel_rows(obs: RunObservation) -> list[dict[str, Any]]:
+    log = obs.onednn
+    total = log.total_ms or 0.0
+    return [{"kind": g.kind, "impl": g.impl, "isa": g.isa, "data_type": g.data_type, "count": g.count,
+             "time_ms": round(g.time_ms, 3), "share": round(g.time_ms / total, 4) if total else None,
+             "reference": g.reference} for g in log.summary()]
+
+
+def render_text(obs: RunObservation, findings: list[Finding]) -> str:
+    out = [f"cpudoctor run: {obs.command}", f"  {_ended(obs)} after {obs.duration_s:g} s"]
+    if obs.diagnostics:
+        out.append("  diagnostics on: " + " ".join(f"{k}={v}" for k, v in obs.diagnostics.items())
+                   + " (their lines were kept out of the job's output)")
+    if obs.breakdown is not None:
+        out.extend(bdr.render_text(obs.breakdown))
+    rows = kernel_rows(obs)
+    if rows:
+        log = obs.onednn
+        out.append(f"Kernels      oneDNN {log.version or '?'} ({log.runtime or '?'}, {log.threads or '?'} threads, "
+                   f"ISA {log.max_isa or '?'}): {sum(r['count'] for r in rows)} executions, {log.total_ms:.0f} ms")
+        for r in rows[:MAX_KERNEL_ROWS]:
+            share = f"{r['share'] * 100:.0f}%" if r["share"] is not None else "?"
+            out.append(f"  {share:>4}  {r['kind']:<14} {r['impl']:<28} {r['data_type']:<5} x{r['count']}")
+    elif "ONEDNN_VERBOSE" in obs.diagnostics:
+        out.append("Kernels      oneDNN ran no primitive (fp32 linear layers use MKL; convolutions and bf16 use oneDNN)")
+    if obs.recompiles.recompiles:
+        out.append(f"Recompiles   {len(obs.recompiles.recompiles)}"
+                   + (" (Dynamo hit its recompile limit)" if obs.recompiles.limit_hit else ""))
+    out.append("")
+    if findings:
+        out.append("Findings")
+        for f in findings:
+            out.append(f"{bracketed(f.severity)} {f.code} {f.title}")
+            for label, text in (("Why", f.why), ("Fix", f.fix)):
+                if text:
+                    out.extend(wrap(f"{label}: {text}", 100, indent=4, hang=5))
+            for line in (f.snippet or "").splitlines():
+                out.append(f"      {'$ ' if f.snippet_lang == 'bash' else ''}{line}".rstrip())
+        out.append(f"{plural(len(findings), 'finding')} (worst: {severity(worst(findings)).name.lower()}).")
+    else:
+        out.append(f"{bracketed('ok')} No problem found in this run.")
+    out.extend(f"Note: {n}" for n in obs.notes)
+    return "\n".join(out) + "\n"
+
+
+def render_md(obs: RunObservation, findings: list[Finding]) -> str:
+    out = [f"# cpudoctor run: `{md_escape(obs.command)}`", "", f"{md_escape(_ended(obs))} after {obs.duration_s:g} s.", ""]
+    if obs.breakdown is not None:
+        out += bdr.render_md(obs.breakdown) + [""]
+    rows = kernel_rows(obs)
+    if rows:
+        out += ["## Kernels (oneDNN)", "", "| Kind | Implementation | Type | Runs | Time |", "|---|---|---|---:|---:|"]
+        out += [f"| {r['kind']} | `{md_escape(r['impl'])}` | {r['data_type']} | {r['count']} | {r['time_ms']:.1f} ms |"
+                for r in rows[:MAX_KERNEL_ROWS]] + [""]
+    out += ["## Findings", ""]
+    if not findings:
+        out.append("No problem found in this run.")
+    for f in findings:
+        out += [f"### {severity(f.severity).name} {f.code}: {md_escape(f.title)}", "", md_escape(f.why), "",
+                f"**Fix.** {md_escape(f.fix)}", ""]
+        if f.snippet:
+            out += [f"```{f.snippet_lang}", f.snippet, "```", ""]
+    return "\n".join(out) + "\n"
+
+
+def render_html(obs: RunObservation, findings: list[Finding]) -> str:
+    items = "".join(f"<li><b>{esc(severity(f.severity).name)} {esc(f.code)}</b> {esc(f.title)}<br>{esc(f.why)}"
+                    f"<br><i>Fix:</i> {esc(f.fix)}" + (f"<pre>{esc(f.snippet)}</pre>" if f.snippet else "") + "</li>"
+                    for f in findings) or "<li>No problem found in this run.</li>"
+    bd = bdr.render_html(obs.breakdown) if obs.breakdown is not None else ""
+    return (f"<html><body><h1>cpudoctor run: <code>{esc(obs.command)}</code></h1><p>{esc(_ended(obs))} after "
+            f"{obs.duration_s:g} s</p>{bd}<h2>Findings</h2><ul>{items}</ul></body></html>\n")
+
+
+def render_json(obs: RunObservation, findings: list[Finding]) -> str:
+    from cpudoctor.model.serde import to_data
+
+    data = {
+        "kind": "cpudoctor-run",
+        "command": obs.command,
+        "exit_code": obs.exit_code,
+        "ended_by": obs.ended_by,
+        "duration_s": obs.duration_s,
+        "diagnostics": obs.diagnostics,
+        "findings": [to_data(f) for f in findings],
+        "breakdown": to_data(obs.breakdown) if obs.breakdown is not None else None,
+        "kernels": {"onednn": {"version": obs.onednn.version, "runtime": obs.onednn.runtime,
+                               "threads": obs.onednn.threads, "max_isa": obs.onednn.max_isa,
+                               "total_ms": round(obs.onednn.total_ms, 3), "groups": kernel_rows(obs)}},
+        "recompiles": to_data(obs.recompiles),
+        "notes": obs.notes,
+    }
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+RENDERERS = {"text": render_text, "md": render_md, "html": render_html, "json": render_json}

@@ -1,0 +1,173 @@
+"""The Inspector's Time tab and its "Run a script…" runner (kept apart from the page, which is long enough).
+
+:class:`TimeTab` shows a :class:`~cpudoctor.probes.process.breakdown.TimeBreakdown`:
+a caption (what was sampled, whether it may be judged), the bar, the categories
+and each thread. :class:`ScriptRunner` runs a script observed, as ``cpudoctor
+run`` does (:mod:`cpudoctor.jobrun`), on a pool thread, and reports through signals.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from pathlib import Path
+
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtWidgets import QLabel, QPlainTextEdit, QVBoxLayout, QWidget
+
+from cpudoctor.gui import inspector_model as im
+from cpudoctor.gui.breakdown_bar import BreakdownBar
+from cpudoctor.gui.run_dialog import OutputSink
+from cpudoctor.gui.workers import run_in_thread
+
+
+class TimeTab(QWidget):
+    def __init__(self, table_factory, fill, parent: QWidget | None = None):
+        super().__init__(parent)
+        from PySide6.QtCore import Qt
+
+        self._fill = fill
+        tl = QVBoxLayout(self)
+        tl.setContentsMargins(4, 4, 4, 4)
+        self.caption = QLabel(im.time_caption(None))
+        self.caption.setWordWrap(True)
+        self.caption.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        tl.addWidget(self.caption)
+        self.bar = BreakdownBar()
+        tl.addWidget(self.bar)
+        self.table = table_factory(im.TIME_COLUMNS)
+        tl.addWidget(self.table, 2)
+        self.thread_table = table_factory(im.THREAD_TIME_COLUMNS)
+        tl.addWidget(self.thread_table, 2)
+        self.output = QPlainTextEdit()
+        self.output.setReadOnly(True)
+        self.output.setPlaceholderText("The output of a script started with Run a script… appears here.")
+        self.output.setVisible(False)
+        tl.addWidget(self.output, 1)
+        self.breakdown = None
+
+    def show_time(self, bd) -> None:
+        self.breakdown = bd
+        self.caption.setText(im.time_caption(bd))
+        self.bar.set_shares(bd.shares if bd is not None else [])
+        self._fill(self.table, im.time_rows(bd))
+        self._fill(self.thread_table, im.thread_time_rows(bd))
+
+    def show_output(self, text: str) -> None:
+        self.output.setVisible(True)
+        self.output.setPlainText(text)
+
+
+class ScriptRunner(QObject):
+    """Runs one script at a time, observed; ``done(obs, findings)`` or ``failed(exception)``, then ``finished``."""
+
+    done = Signal(object, object)
+    failed = Signal(object)
+    finished = Signal()
+
+    def __init__(self, parent: QObject | None = None):
+        super().__init__(parent)
+        self.job = None
+        self.sink: OutputSink | None = None
+        self._stop = threading.Event()
+
+    def start(self, python: str, script: str, arguments: str = "", seconds: float | None = None) -> str:
+        """Start it; "" when started, else what to tell the user."""
+        from cpudoctor.probes.process.observe import JobRun
+
+        if not script or not Path(script).is_file():
+            return f"No script to run: {script or 'choose a .py file'}."
+        try:
+            argv = im.script_command(python, script, arguments)
+        except ValueError as exc:
+            return f"The arguments cannot be split: {exc}."
+        self.sink = OutputSink()
+        self.job = JobRun(argv, seconds=seconds, stdout=self.sink, stderr=self.sink,
+                          cwd=str(Path(script).resolve().parent))
+        self._stop.clear()
+        run_in_thread(self._run, self.job, on_result=lambda r: self.done.emit(*r), on_error=self.failed.emit,
+                      on_finished=self.finished.emit)
+        return ""
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _run(self, job):
+        from cpudoctor.jobrun import diagnose
+
+        if not job.start():
+            return job.obs, []
+        watcher = threading.Thread(target=lambda: self._stop.wait() and job.stop(), daemon=True)
+        watcher.start()
+        obs = job.wait()
+        self._stop.set()                      # ends the watcher
+        return obs, (diagnose(obs) if obs.ended_by != "failed" else [])
+
+    def output(self) -> str:
+        return self.sink.text() if self.sink is not None else ""
+
+
+class RunScriptMixin:
+    """The Inspector page's "Run a script…" (the page owns the widgets used here: ``time_tab``, the buttons,
+    ``status_label``, ``summary_label``, ``findings``, and its model's environment)."""
+
+    def _build_runner(self) -> None:
+        self.runner = ScriptRunner(self)
+        self._running = False
+        self.runner.done.connect(self._on_ran)
+        self.runner.failed.connect(lambda exc: self._on_inspect_error(f"the script could not be run: {exc}"))
+        self.runner.finished.connect(lambda: self._set_running(False))
+        self.stop_button.clicked.connect(self.runner.stop)
+
+    @property
+    def time_breakdown(self):
+        return self.time_tab.breakdown
+
+    def ask_run_script(self) -> None:
+        from cpudoctor.gui.run_dialog import RunScriptDialog
+
+        if self.inspections.busy or self._running:
+            return
+        dialog = RunScriptDialog(self.job_python(), self)
+        if dialog.exec() == _accepted():
+            self.run_script(*dialog.values())
+
+    def job_python(self) -> str:
+        """The window's environment's interpreter (CPU Doctor's own when none was chosen)."""
+        return self.model.environments.python or sys.executable
+
+    def run_script(self, script: str, arguments: str = "", seconds: float | None = None) -> bool:
+        """Start ``script`` observed (off the UI thread); False with a message when it cannot start."""
+        if self.inspections.busy or self._running:
+            return False
+        problem = self.runner.start(self.job_python(), script, arguments, seconds)
+        if problem:
+            self.status_label.setText(problem)
+            return False
+        self._set_running(True)
+        self.status_label.setText(f"Running {Path(script).name}" + (f" for up to {seconds:g} s…" if seconds else "…"))
+        self.model.status_message.emit(self.status_label.text())
+        return True
+
+    def _set_running(self, running: bool) -> None:
+        self._running = running
+        self.inspect_button.setEnabled(not running)
+        self.run_button.setEnabled(not running)
+        self.stop_button.setEnabled(running)
+        self.progress.setVisible(running)
+
+    def _on_ran(self, obs, findings) -> None:
+        self.findings = list(findings)
+        self._fill_findings()
+        self.time_tab.show_time(obs.breakdown)
+        self.time_tab.show_output(self.runner.output() if obs.error is None else obs.error)
+        self.summary_label.setText(im.run_message(obs))
+        self.status_label.setText(im.run_message(obs))
+        self.model.status_message.emit(self.status_label.text())
+        self.run_done.emit(obs)
+
+
+def _accepted():
+    from PySide6.QtWidgets import QDialog
+
+    return QDialog.DialogCode.Accepted

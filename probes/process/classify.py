@@ -1,0 +1,159 @@
+"""One sampled stack -> one category of the time breakdown, by the rules in resources/sample_rules.json.
+
+The rules are data (validated against resources/sample_rules.schema.json by the
+tests) and tried in order; the first that matches names the category (and, for
+compute kernels, the library). Each rule looks at some frames only (``where``):
+any Python frame, any native frame, the last few frames (the leaf window), or
+the leaf alone. A sample is also *blocking* when its leaf window waits in the
+kernel (read, poll, sleep, a futex): for helper threads that is idle capacity,
+not the job's time (see :mod:`.breakdown`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from cpudoctor.probes.process.stacks import Frame
+
+# Category ids, in the order the breakdown shows them (the data file's order).
+COMPUTE, OPENMP, PYTHON, DATA, COMPILE, MEMORY, IO, GIL, OTHER = (
+    "compute", "openmp_wait", "python", "data", "compile", "memory", "io_sleep", "gil", "other")
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    category: str
+    library: str | None
+    where: str
+    frame: re.Pattern[str] | None
+    module: re.Pattern[str] | None
+    file: re.Pattern[str] | None
+    process: re.Pattern[str] | None
+    startup: bool = False
+
+
+@dataclass(frozen=True)
+class Rules:
+    categories: tuple[dict, ...]
+    libraries: tuple[dict, ...]
+    rules: tuple[Rule, ...]
+    blocking: re.Pattern[str]
+    leaf_window: int
+
+    def category_ids(self) -> list[str]:
+        return [c["id"] for c in self.categories]
+
+    def label(self, category: str) -> str:
+        return next((c["label"] for c in self.categories if c["id"] == category), category)
+
+    def colour(self, category: str) -> str:
+        return next((c["colour"] for c in self.categories if c["id"] == category), "#b8b8b8")
+
+    def library_label(self, library: str) -> str:
+        return next((lib["label"] for lib in self.libraries if lib["id"] == library), library)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    category: str
+    library: str | None = None     # compute only
+    blocking: bool = False         # the leaf window waits in the kernel
+    rule: str = ""                 # the id of the rule that decided
+    startup: bool = False          # start-up work (importing modules): counted apart
+
+
+def _compile(text: str | None) -> re.Pattern[str] | None:
+    return re.compile(text) if text else None
+
+
+@lru_cache(maxsize=1)
+def rules() -> Rules:
+    """The classification rules from resources/sample_rules.json, compiled once."""
+    from cpudoctor.resources import load_json
+
+    data = load_json("sample_rules.json")
+    return Rules(
+        categories=tuple(data["categories"]),
+        libraries=tuple(data["libraries"]),
+        rules=tuple(Rule(r["id"], r["category"], r.get("library"), r.get("where", "any"),
+                         _compile(r.get("frame")), _compile(r.get("module")), _compile(r.get("file")),
+                         _compile(r.get("process")), bool(r.get("startup"))) for r in data["rules"]),
+        blocking=re.compile(data["blocking"]["frame"]),
+        leaf_window=int(data["leaf_window"]),
+    )
+
+
+def _frame_matches(rule: Rule, f: Frame) -> bool:
+    if rule.frame is not None and not rule.frame.search(f.name):
+        return False
+    if rule.module is not None and (f.python or not rule.module.search(f.module or "")):
+        return False
+    if rule.file is not None and (not f.python or not rule.file.search(f.file)):
+        return False
+    return True
+
+
+def _meaningful(frames: tuple[Frame, ...]) -> tuple[Frame, ...]:
+    """The stack without trailing unresolved libc addresses (the bottom of a syscall wrapper).
+
+    ``...;pthread_cond_timedwait (libc.so.6);0x7f.. (libc.so.6)``: the leaf that
+    names something is the one before the bare address.
+    """
+    end = len(frames)
+    while end > 1 and not frames[end - 1].python and frames[end - 1].name.startswith("0x") \
+            and frames[end - 1].module.startswith("libc"):
+        end -= 1
+    return frames[:end]
+
+
+def is_blocking(frames: tuple[Frame, ...], r: Rules | None = None) -> bool:
+    r = r or rules()
+    window = _meaningful(frames)[-r.leaf_window:]
+    return any(not f.python and r.blocking.search(f.name) for f in window)
+
+
+def classify(frames: tuple[Frame, ...], process: str = "", r: Rules | None = None) -> Verdict:
+    """The category of one stack (root first) of a thread of the process named ``process``."""
+    r = r or rules()
+    stack = _meaningful(frames)
+    window = stack[-r.leaf_window:]
+    blocking = any(not f.python and r.blocking.search(f.name) for f in window)
+    leaf = stack[-1] if stack else None
+    for rule in r.rules:
+        if rule.process is not None:
+            if rule.process.search(process or ""):
+                return Verdict(rule.category, rule.library, blocking, rule.id)
+            continue
+        if not stack:
+            continue
+        if rule.where == "blocking":
+            hit = blocking
+        elif rule.where == "python":
+            hit = any(f.python and _frame_matches(rule, f) for f in stack)
+        elif rule.where == "native":
+            hit = any(not f.python and _frame_matches(rule, f) for f in stack)
+        elif rule.where == "leaf":
+            hit = any(_frame_matches(rule, f) for f in window)
+        elif rule.where == "leaf1":
+            hit = leaf is not None and _frame_matches(rule, leaf)
+        elif rule.where == "leaf1-python":
+            hit = leaf is not None and leaf.python and _frame_matches(rule, leaf)
+        elif rule.where == "leaf1-after-python":
+            hit = len(stack) >= 2 and stack[-2].python and _frame_matches(rule, stack[-1])
+        else:
+            hit = any(_frame_matches(rule, f) for f in stack)
+        if hit:
+            return Verdict(rule.category, rule.library, blocking, rule.id, rule.startup)
+    return Verdict(OTHER, None, blocking, "")
+
+
+def classify_process(process: str, r: Rules | None = None) -> Verdict | None:
+    """A verdict from the process name alone (a compiler child), or None."""
+    r = r or rules()
+    for rule in r.rules:
+        if rule.process is not None and rule.process.search(process or ""):
+            return Verdict(rule.category, rule.library, False, rule.id)
+    return None

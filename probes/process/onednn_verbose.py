@@ -1,0 +1,195 @@
+"""oneDNN's verbose lines (``ONEDNN_VERBOSE=profile_exec``) -> which kernels ran, on which ISA, how long.
+
+A pure parser: lines in, records out, no I/O. oneDNN prints one line per
+primitive execution to the process's stdout::
+
+    onednn_verbose,v1,primitive,exec,cpu,convolution,brg_conv_fwd:avx512_core,forward_training,
+        src:f32::blocked:acdb::f0 wei:f32:a:blocked:Acdb16a::f0 ...,attr-scratchpad:user,alg:...,mb16_ic3oc32...,0.49
+
+(oneDNN 3.x, with the ``v1`` version marker; older builds print ``onednn_verbose,exec,...`` or
+``dnnl_verbose,exec,...`` without it, and a timestamp field when ``ONEDNN_VERBOSE_TIMESTAMP=1``). The
+implementation name carries the ISA after a colon (``jit:avx2``, ``brg_matmul:avx512_core_amx``); ``ref``,
+``gemm:ref`` or ``simple`` implementations are the slow reference code. ``info`` lines name the library version,
+its runtime and the highest ISA it may use (after ``ONEDNN_MAX_CPU_ISA``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+PREFIXES = ("onednn_verbose,", "dnnl_verbose,", "mkldnn_verbose,")
+MAX_LINE = 8192
+
+# oneDNN's ISA names, lowest first; an implementation's ISA is the longest known name it ends with.
+ISA_ORDER: tuple[str, ...] = (
+    "sse41", "avx", "avx2", "avx2_vnni", "avx2_vnni_2", "avx512_core", "avx512_core_vnni", "avx512_core_bf16",
+    "avx512_core_fp16", "avx512_core_amx", "avx512_core_amx_fp16",
+)
+# The vector width family each ISA belongs to (what "a lower ISA than the CPU supports" compares).
+ISA_FAMILY: dict[str, int] = {"sse41": 1, "avx": 2, "avx2": 3, "avx2_vnni": 3, "avx2_vnni_2": 3,
+                              "avx512_core": 4, "avx512_core_vnni": 4, "avx512_core_bf16": 4,
+                              "avx512_core_fp16": 4, "avx512_core_amx": 5, "avx512_core_amx_fp16": 5}
+# Legacy spellings in older builds' implementation names.
+_ALIASES = {"avx512_common": "avx512_core", "avx512_mic": "avx512_core", "uni": None, "any": None}
+_ISA_RE = re.compile(r"(?:^|[:_])(" + "|".join(sorted(ISA_ORDER, key=len, reverse=True)) + r")(?:$|[:_])")
+_REFERENCE_RE = re.compile(r"(^|:)(ref|simple|gemm:ref|ref_[a-z_]+|gemm_ref)(:|$)|^ref", re.IGNORECASE)
+_DTYPE_RE = re.compile(r"\b(?:diff_)?(src|wei|dst|bia)(?:_(?:iter|layer))?[:_](f32|f16|bf16|s8|u8|s32|f64|f8_e5m2|f8_e4m3)\b")
+
+
+@dataclass
+class Primitive:
+    """One executed (or created) primitive."""
+
+    kind: str                     # convolution, inner_product, matmul, reorder, eltwise, ...
+    impl: str                     # brg_conv_fwd:avx512_core, jit:avx2, gemm:jit, ref:any
+    isa: str | None               # avx512_core, avx2, ... None when the name says none (uni, any, gemm:jit)
+    prop: str                     # forward_training, forward_inference, backward_data, undef
+    dtypes: dict[str, str]        # src/wei/dst -> f32, bf16, f16, s8, u8
+    problem: str                  # mb16_ic3oc32_ih64...
+    time_ms: float | None         # exec only
+    stage: str = "exec"           # exec | create
+
+    @property
+    def reference(self) -> bool:
+        """oneDNN's reference (portable C++) implementation: correct, and many times slower."""
+        return bool(_REFERENCE_RE.search(self.impl))
+
+    @property
+    def data_type(self) -> str:
+        """The compute type: the weights' type, else the source's."""
+        return self.dtypes.get("wei") or self.dtypes.get("src") or self.dtypes.get("dst") or "?"
+
+
+@dataclass
+class KernelSummary:
+    """All executions of one (kind, implementation, data type)."""
+
+    kind: str
+    impl: str
+    isa: str | None
+    data_type: str
+    count: int = 0
+    time_ms: float = 0.0
+    reference: bool = False
+
+
+@dataclass
+class OneDnnLog:
+    version: str | None = None          # "v3.12.0"
+    runtime: str | None = None          # OpenMP, TBB, SEQ
+    threads: int | None = None
+    max_isa: str | None = None          # the info line: "Intel AVX-512 with Intel DL Boost and bfloat16 support"
+    primitives: list[Primitive] = field(default_factory=list)
+    lines: int = 0                      # verbose lines read
+    dropped: int = 0                    # lines kept out of ``primitives`` (over the limit)
+
+    def summary(self) -> list[KernelSummary]:
+        """Executed primitives grouped by kind, implementation and data type, longest total time first."""
+        groups: dict[tuple[str, str, str], KernelSummary] = {}
+        for p in self.primitives:
+            if p.stage != "exec":
+                continue
+            key = (p.kind, p.impl, p.data_type)
+            g = groups.get(key)
+            if g is None:
+                g = groups[key] = KernelSummary(p.kind, p.impl, p.isa, p.data_type, reference=p.reference)
+            g.count += 1
+            g.time_ms += p.time_ms or 0.0
+        return sorted(groups.values(), key=lambda g: (-g.time_ms, -g.count))
+
+    @property
+    def total_ms(self) -> float:
+        return sum(p.time_ms or 0.0 for p in self.primitives if p.stage == "exec")
+
+
+def isa_of(impl: str) -> str | None:
+    """The ISA in an implementation name (``brg_conv_fwd:avx512_core`` -> ``avx512_core``), or None."""
+    name = impl.lower()
+    for old, new in _ALIASES.items():
+        if new and old in name:
+            name = name.replace(old, new)
+    m = _ISA_RE.search(name)
+    return m.group(1) if m else None
+
+
+def is_verbose_line(line: str) -> bool:
+    return line.startswith(PREFIXES)
+
+
+def _float(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def parse_line(line: str) -> Primitive | None | dict:
+    """One line: a :class:`Primitive`, an info dict (``{"version": ...}``), or None for anything else."""
+    if len(line) > MAX_LINE or not is_verbose_line(line):
+        return None
+    parts = line.rstrip("\r\n").split(",")
+    rest = parts[1:]
+    if rest and re.fullmatch(r"v\d+", rest[0]):
+        rest = rest[1:]                       # the format version (v1)
+    if rest and _float(rest[0]) is not None and "." in rest[0]:
+        rest = rest[1:]                       # a timestamp (ONEDNN_VERBOSE_TIMESTAMP=1)
+    if rest and rest[0] in ("primitive", "graph", "common"):
+        if rest[0] == "graph":
+            return None
+        rest = rest[1:]
+    if not rest:
+        return None
+    if rest[0] == "info":
+        text = ",".join(rest[1:])
+        if text.startswith("oneDNN ") or text.startswith("DNNL "):
+            return {"version": text.split()[1]}
+        if text.startswith("cpu,runtime:"):
+            out: dict = {}
+            for item in rest[2:]:
+                k, _, v = item.partition(":")
+                if k == "runtime":
+                    out["runtime"] = v
+                elif k == "nthr" and v.isdigit():
+                    out["threads"] = int(v)
+            return out
+        if text.startswith("cpu,isa:"):
+            return {"max_isa": text.split("isa:", 1)[1]}
+        return None
+    stage = rest[0]
+    if stage.startswith("create"):
+        stage = "create"
+    elif stage != "exec":
+        return None
+    # exec,cpu,KIND,IMPL,PROP,MDS,ATTR,AUX,PROBLEM,TIME
+    fields = rest[1:]
+    if len(fields) < 8 or fields[0] != "cpu":
+        return None
+    kind, impl, prop = fields[1], fields[2], fields[3]
+    mds = fields[4]
+    time_ms = _float(fields[-1])
+    problem = fields[-2] if time_ms is not None else fields[-1]
+    dtypes: dict[str, str] = {}
+    for m in _DTYPE_RE.finditer(mds):
+        dtypes.setdefault(m.group(1), m.group(2))
+    return Primitive(kind=kind, impl=impl, isa=isa_of(impl), prop=prop, dtypes=dtypes, problem=problem,
+                     time_ms=time_ms if stage == "exec" else None, stage=stage)
+
+
+def parse_onednn_verbose(lines: Iterable[str], limit: int = 200_000) -> OneDnnLog:
+    """Every oneDNN verbose line among ``lines`` (other lines are ignored); at most ``limit`` primitives kept."""
+    log = OneDnnLog()
+    for line in lines:
+        rec = parse_line(line)
+        if rec is None:
+            continue
+        log.lines += 1
+        if isinstance(rec, dict):
+            for k, v in rec.items():
+                setattr(log, k, v)
+        elif len(log.primitives) < limit:
+            log.primitives.append(rec)
+        else:
+            log.dropped += 1
+    return log
