@@ -52,7 +52,6 @@ DTYPES = {"f32": "fp32", "bf16": "bf16", "f16": "fp16", "s8": "int8", "u8": "int
 # oneDNN instruction-set names that compute bf16 / int8 with dot-product instructions (not by conversion).
 BF16_ISAS = ("avx512_core_bf16", "avx512_core_fp16", "avx512_core_amx", "avx10_1_512", "avx2_vnni_2")
 INT8_ISAS = ("avx512_core_vnni", "avx2_vnni") + BF16_ISAS
-_ONEDNN_ISA_RE = re.compile(r"(avx10_\w+|avx512_\w+|avx2_vnni_2|avx2_vnni|avx2|avx|sse41|amx\w*)$")
 _MKL_LINE_RE = re.compile(r"^MKL_VERBOSE\s+(\w+)\((.*?)\)\s+([0-9.]+)(ns|us|ms|s)\b")
 _MKL_UNITS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
 # The code path oneMKL names in its version line (it names none on non-Intel CPUs).
@@ -91,71 +90,43 @@ class Kernel:
 
 # ----------------------------------------------------------------------------- oneDNN
 
-
-def _onednn_fields(line: str) -> list[str] | None:
-    """The comma-separated fields of an exec line from ``exec`` on; None for other lines."""
-    line = line.strip()
-    if not line.startswith(("onednn_verbose", "dnnl_verbose")):
-        return None
-    fields = line.split(",")
-    try:
-        at = fields.index("exec")
-    except ValueError:
-        return None
-    rest = fields[at:]
-    return rest if len(rest) >= 5 else None
+# oneDNN's lines are read by the one parser of them, :mod:`cpudoctor.probes.process.onednn_verbose` (which
+# ``cpudoctor run`` uses on a user's job); this module groups what it read into kernels with time shares.
 
 
 def onednn_isa(impl: str) -> str | None:
     """The instruction set in an implementation name: ``brg_conv_fwd:avx512_core`` -> ``avx512_core``,
     ``ref:any`` -> ``ref`` (no vector kernel), ``jit:uni`` / ``gemm:jit`` -> None (not named)."""
-    parts = [p for p in impl.lower().split(":") if p]
-    for part in reversed(parts):
-        m = _ONEDNN_ISA_RE.search(part)
-        if m and (m.start() == 0 or part[m.start() - 1] == "_"):
-            return m.group(1)
-    return "ref" if parts[:1] == ["ref"] else None
+    from cpudoctor.probes.process.onednn_verbose import isa_of
 
-
-def _dtype(descriptors: str) -> str | None:
-    """The source data type of ``src:bf16::blocked:...`` (oneDNN 3) or ``src_f32::...`` (older) descriptors."""
-    m = re.search(r"\bsrc[:_]([a-z0-9]+)", descriptors)
-    return DTYPES.get(m.group(1), m.group(1)) if m else None
+    isa = isa_of(impl)
+    # "ref"/"gemm:ref" is the portable C++ code; "simple:any" reorders are ordinary layout copies, not named
+    return isa if isa is not None else ("ref" if re.match(r"(gemm:)?ref(:|_|$)", impl.lower()) else None)
 
 
 def parse_onednn_verbose(lines: Iterable[str]) -> list[Kernel]:
     """oneDNN's ``exec`` lines as kernels: one per (primitive, implementation, dtype), with its share of
     that primitive's time. Other lines (info, create, a program's own output) are ignored."""
-    groups: dict[tuple[str, str, str | None], list[float]] = {}
-    for line in lines:
-        fields = _onednn_fields(line)
-        if fields is None:
-            continue
-        # exec, engine, primitive, implementation, prop_kind, descriptors, ..., time (ms, last)
-        primitive, impl = fields[2], fields[3]
-        try:
-            ms = float(fields[-1])
-        except ValueError:
-            ms = 0.0
-        groups.setdefault((primitive, impl, _dtype(fields[5])), []).append(max(ms, 0.0))
+    from cpudoctor.probes.process.onednn_verbose import parse_onednn_verbose as read
+
+    groups = read(lines).summary()
     totals: dict[str, float] = {}
-    for (primitive, _impl, _dt), times in groups.items():
-        totals[primitive] = totals.get(primitive, 0.0) + sum(times)
+    for g in groups:
+        totals[g.kind] = totals.get(g.kind, 0.0) + g.time_ms
     out = []
-    for (primitive, impl, dtype), times in groups.items():
-        total = totals[primitive]
-        share = round(sum(times) / total, 4) if total > 0 else round(1.0 / len(
-            [k for k in groups if k[0] == primitive]), 4)
-        out.append(Kernel(ONEDNN, primitive, onednn_isa(impl), share, impl, dtype, len(times), round(sum(times), 4)))
+    for g in groups:
+        total, siblings = totals[g.kind], sum(1 for h in groups if h.kind == g.kind)
+        share = round(g.time_ms / total, 4) if total > 0 else round(1.0 / siblings, 4)
+        out.append(Kernel(ONEDNN, g.kind, onednn_isa(g.impl), share, g.impl, DTYPES.get(g.data_type, g.data_type),
+                          g.count, round(g.time_ms, 4)))
     return sorted(out, key=lambda k: (k.primitive, -(k.ms or 0.0)))
 
 
 def onednn_detected_isa(lines: Iterable[str]) -> str | None:
     """The instruction set oneDNN says it will use at most (its ``info,cpu,isa:`` line), caps applied."""
-    for line in lines:
-        if line.startswith(("onednn_verbose", "dnnl_verbose")) and ",isa:" in line:
-            return line.split(",isa:", 1)[1].strip()
-    return None
+    from cpudoctor.probes.process.onednn_verbose import parse_onednn_verbose as read
+
+    return read(lines).max_isa
 
 
 def detected_width(text: str | None) -> int | None:
@@ -322,6 +293,9 @@ def check_kernels(kernels: Iterable[Kernel], flags: Iterable[str], caps: Mapping
     caps = {k: v for k, v in (caps or {}).items() if v not in (None, "")}
     out = []
     for k in kernels:
+        if k.primitive == "reorder":          # layout copies: no vector width to hold against the CPU
+            out.append(KernelCheck(k, None, cpu_width(k.library, have)))
+            continue
         width, best = kernel_width(k), cpu_width(k.library, have)
         below = width is not None and best is not None and width < best
         native_cpu = dtype_native_on_cpu(k.dtype, have)

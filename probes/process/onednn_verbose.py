@@ -25,12 +25,14 @@ MAX_LINE = 8192
 # oneDNN's ISA names, lowest first; an implementation's ISA is the longest known name it ends with.
 ISA_ORDER: tuple[str, ...] = (
     "sse41", "avx", "avx2", "avx2_vnni", "avx2_vnni_2", "avx512_core", "avx512_core_vnni", "avx512_core_bf16",
-    "avx512_core_fp16", "avx512_core_amx", "avx512_core_amx_fp16",
+    "avx512_core_fp16", "avx10_1_512", "avx512_core_amx", "avx10_1_512_amx", "avx512_core_amx_fp16",
+    "avx10_1_512_amx_fp16",
 )
 # The vector width family each ISA belongs to (what "a lower ISA than the CPU supports" compares).
 ISA_FAMILY: dict[str, int] = {"sse41": 1, "avx": 2, "avx2": 3, "avx2_vnni": 3, "avx2_vnni_2": 3,
                               "avx512_core": 4, "avx512_core_vnni": 4, "avx512_core_bf16": 4,
-                              "avx512_core_fp16": 4, "avx512_core_amx": 5, "avx512_core_amx_fp16": 5}
+                              "avx512_core_fp16": 4, "avx10_1_512": 4, "avx512_core_amx": 5, "avx10_1_512_amx": 5,
+                              "avx512_core_amx_fp16": 5, "avx10_1_512_amx_fp16": 5}
 # Legacy spellings in older builds' implementation names.
 _ALIASES = {"avx512_common": "avx512_core", "avx512_mic": "avx512_core", "uni": None, "any": None}
 _ISA_RE = re.compile(r"(?:^|[:_])(" + "|".join(sorted(ISA_ORDER, key=len, reverse=True)) + r")(?:$|[:_])")
