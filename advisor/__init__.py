@@ -25,9 +25,13 @@ def diagnose(report: Report, *, only: set[str] | None = None) -> list[Finding]:
     """Run every rule (or only the given codes, symbols or category names) over ``report``.
 
     Pure: reads the report, never the machine, so a report saved elsewhere
-    gives the same findings here. Findings come in category order, then code.
+    gives the same findings here. Findings come in category order, then code;
+    their snippets are written for the report's OS (PowerShell for a Windows
+    machine: :func:`cpudoctor.advisor.snippets.localize`).
     """
-    return run_rules(report, only)
+    from cpudoctor.advisor.snippets import localize
+
+    return localize(run_rules(report, only), report)
 
 
 def registry() -> list[Rule]:

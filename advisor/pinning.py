@@ -35,12 +35,21 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+import shlex
+
+from cpudoctor.advisor import winpin
 from cpudoctor.kits.cpulist import format_cpulist
 from cpudoctor.model import Topology
 
 DEFAULT_COMMAND = "python train.py"
 
 KINDS = ("taskset", "numactl", "openmp", "gomp", "python")
+# What a Windows machine gets instead: cmd's start, PowerShell, Intel OpenMP places, psutil.
+WINDOWS_KINDS = ("cmd", "powershell", "openmp", "python")
+MACOS_NO_PINNING = ("macOS cannot pin threads to CPUs: it has no affinity call (thread affinity tags are hints, "
+                    "and Apple silicon ignores them), so the kernel decides where every thread runs. Set the thread "
+                    "count instead: OMP_NUM_THREADS or torch.set_num_threads, on Apple silicon the number of "
+                    "performance cores.")
 
 # Variables that bind OpenMP threads to CPUs. Inherited from the shell they override the CPU set a
 # relaunch asks for, and they pin the main thread at `import torch` (forked workers inherit it).
@@ -63,7 +72,7 @@ def env_unset(names: Iterable[str]) -> str:
 class Snippet:
     """One way to pin: ``text`` is what to paste, ``note`` says when to use it."""
 
-    kind: str              # one of KINDS
+    kind: str              # one of KINDS (Linux) or WINDOWS_KINDS
     label: str             # tab title: "taskset", "numactl", "OpenMP", ...
     text: str
     note: str = ""
@@ -179,7 +188,7 @@ def _nodes_of(cpus: set[int], topo: Topology) -> tuple[list[int], bool]:
 
 
 def pinning_plan(cpus: list[int] | set[int], topo: Topology, command: str = DEFAULT_COMMAND, *,
-                 environ: Mapping[str, str] | None = None) -> PinningPlan:
+                 environ: Mapping[str, str] | None = None, posix: bool = False) -> PinningPlan:
     """Pinning snippets for running ``command`` on exactly ``cpus``.
 
     ``environ`` is the environment the command will inherit (the report's
@@ -187,9 +196,19 @@ def pinning_plan(cpus: list[int] | set[int], topo: Topology, command: str = DEFA
     are cleared by every snippet that does not set them itself; None (not
     known) clears all of them. An empty set gives a plan with no snippets and
     a warning, never an error: the GUI calls this on every selection change.
+
+    The snippets are for the topology's OS: Windows gets cmd, PowerShell, OpenMP and
+    psutil forms (:data:`WINDOWS_KINDS`), a Mac none (it cannot pin: a warning says so).
+    ``posix=True`` asks for the Linux forms whatever the OS: the advisor writes its
+    snippets in bash and translates them for the report's OS afterwards.
     """
     wanted = sorted(set(cpus))
     plan = PinningPlan(cpus=wanted, cpulist=format_cpulist(wanted), threads=0)
+    if topo.source == "sysctl" and not posix:     # a Mac (live or captured): nothing can pin
+        plan.cores = cores_of(wanted, topo)
+        plan.threads = len(plan.cores)
+        plan.warnings.append(MACOS_NO_PINNING)
+        return plan
     if not wanted:
         plan.warnings.append("no CPUs selected: click a core, an L3 domain or a NUMA node")
         return plan
@@ -199,7 +218,16 @@ def pinning_plan(cpus: list[int] | set[int], topo: Topology, command: str = DEFA
     plan.numa_nodes, plan.whole_numa_nodes = _nodes_of(wanted_set, topo)
     plan.l3_domains = [i for i, d in enumerate(topo.l3_domains) if wanted_set & set(d.cpus)]
     _add_warnings(plan, wanted_set, topo)
+    if winpin.is_windows(topo) and not posix:
+        plan.snippets = _windows_snippets(plan, topo, command, environ)
+    else:
+        _linux_snippets(plan, wanted, topo, command, environ)
+    return plan
 
+
+def _linux_snippets(plan: PinningPlan, wanted: list[int], topo: Topology, command: str,
+                    environ: Mapping[str, str] | None) -> None:
+    """taskset, numactl, OpenMP places, GOMP_CPU_AFFINITY and sched_setaffinity forms (Linux)."""
     cl = plan.cpulist
     n = plan.threads
     firsts = [g[0] for g in plan.cores]
@@ -273,7 +301,63 @@ def pinning_plan(cpus: list[int] | set[int], topo: Topology, command: str = DEFA
             f"torch.set_num_threads({n})",
         ]),
         "Inside the script, before torch starts its thread pool (Linux only)."))
-    return plan
+
+
+def _windows_snippets(plan: PinningPlan, topo: Topology, command: str,
+                      environ: Mapping[str, str] | None) -> list[Snippet]:
+    """cmd's ``start /node /affinity``, PowerShell, Intel OpenMP places and psutil, for a Windows machine."""
+    n = plan.threads
+    try:
+        words = shlex.split(command, posix=False) or ["python"]
+    except ValueError:
+        words = command.split() or ["python"]
+    clear = affinity_vars_to_clear(environ)
+    pin = winpin.windows_pin(plan.cpus, topo)
+    groups_note = " ".join(pin.notes)
+    switches = pin.start_switches()
+    where = (f"start {switches} runs the process on these CPUs" + (
+        f" (NUMA node {pin.node}'s processor group; the mask counts from the node's first CPU)"
+        if pin.node is not None and pin.mask is not None else "") + "." if switches else
+        "Nothing to pin: the set is every CPU the process gets anyway.")
+    cleared = (" The inherited OpenMP binding variables are cleared: they would override the CPU set."
+               if clear else "")
+    cmd_lines = [f"set {v}=" for v in clear] + [f"set OMP_NUM_THREADS={n}", winpin.cmd_launch(words, pin)
+                                                if switches else winpin.command_line(words)]
+    ps_lines = ([f"Remove-Item Env:{v} -ErrorAction SilentlyContinue" for v in clear]
+                + [f"$env:OMP_NUM_THREADS = '{n}'"] + winpin.powershell_launch(words, pin))
+    out = [
+        Snippet("cmd", "cmd.exe", "\n".join(cmd_lines),
+                " ".join(x.strip() for x in (where, groups_note, cleared) if x), f"start {switches}".strip()),
+        Snippet("powershell", "PowerShell", "\n".join(ps_lines),
+                ("Start-Process, then ProcessorAffinity: the mask of the process's own processor group."
+                 if pin.absolute_mask is not None and pin.node is None else
+                 "Start-Process cannot choose a NUMA node or processor group, so this goes through cmd's start.")
+                + (" " + groups_note if groups_note else "") + cleared),
+    ]
+    # Intel OpenMP numbers a processor 64 x group + bit (hwloc does too): the same as the report's numbers
+    # unless a group holds fewer than 64.
+    intel = {c: 64 * g.id + (c - g.first_cpu) for g in topo.processor_groups for c in g.cpus}
+    places = _omp_places([[intel.get(c, c) for c in core] for core in plan.cores])
+    omp_clear = affinity_vars_to_clear(environ, sets=("OMP_PLACES", "OMP_PROC_BIND"))
+    out.append(Snippet(
+        "openmp", "OpenMP",
+        "\n".join([f"Remove-Item Env:{v} -ErrorAction SilentlyContinue" for v in omp_clear] + [
+            f"$env:OMP_NUM_THREADS = '{n}'",
+            f"$env:OMP_PLACES = '{places}'",
+            "$env:OMP_PROC_BIND = 'close'",
+            f"& {winpin.command_line(words)}"]),
+        "One place per physical core; OMP_PROC_BIND=close keeps thread i on place i. PyTorch's Windows wheels use "
+        "Intel OpenMP (libiomp5md.dll), which binds within the process's processor group."))
+    bits = winpin.python_affinity(pin)
+    if bits is not None:
+        out.append(Snippet(
+            "python", "Python",
+            "\n".join(["import psutil", bits + "  # bits of this process's processor group",
+                        "import torch  # after setting affinity, before any parallel work",
+                        f"torch.set_num_threads({n})"]),
+            "Inside the script, before torch starts its thread pool. psutil sets the mask of the process's own "
+            "processor group (Windows has no call that spans groups)."))
+    return out
 
 
 def _py_cpus(cpus: list[int]) -> str:
@@ -295,7 +379,7 @@ def launch_prefix(topo: Topology, cpus: list[int] | set[int], numa_node: int | N
         if node is not None and (not cpus or set(cpus) == set(node.cpus)):
             return f"numactl --cpunodebind={numa_node} --membind={numa_node}"
         return f"numactl --physcpubind={format_cpulist(cpus)} --membind={numa_node}"
-    plan = pinning_plan(cpus, topo)
+    plan = pinning_plan(cpus, topo, posix=True)
     if not plan.snippets:
         raise ValueError("no CPUs to pin to")
     return plan.snippet("taskset").prefix
@@ -319,12 +403,13 @@ def _add_warnings(plan: PinningPlan, wanted: set[int], topo: Topology) -> None:
         if missing:
             plan.warnings.append(f"CPUs {format_cpulist(missing)} are not online on this machine")
     allowed = topo.affinity.allowed_cpus
-    if allowed is not None:
+    # On Windows the allowed set is the group CPU Doctor's process ran in; `start /node` reaches the others.
+    if allowed is not None and not (winpin.is_windows(topo) and len(topo.processor_groups) > 1):
         blocked = wanted - set(allowed) - (wanted - set(topo.online_cpus) if topo.online_cpus else set())
         if blocked:
             plan.warnings.append(
                 f"CPUs {format_cpulist(blocked)} are outside this process's allowed set "
-                f"({format_cpulist(allowed)}): taskset/numactl will fail or silently drop them")
+                f"({format_cpulist(allowed)}): pinning to them will fail or silently drop them")
     quota = topo.affinity.usable_cpus
     if quota is not None and topo.affinity.cpu_quota is not None and plan.threads > quota:
         plan.warnings.append(

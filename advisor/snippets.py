@@ -12,18 +12,19 @@ No shell is assumed: exports exist for bash/zsh, fish, PowerShell and cmd.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 import shlex
 from dataclasses import dataclass, field
 
 from cpudoctor import __version__
-from cpudoctor.advisor import machine, pinning
+from cpudoctor.advisor import machine, pinning, winpin
 from cpudoctor.advisor.engine import Facts
 from cpudoctor.kits.cpulist import format_cpulist
 from cpudoctor.kits.format import cache_size
 from cpudoctor.kits.plural import plural
-from cpudoctor.model import Report
+from cpudoctor.model import Finding, Report, Topology
 
 SHELLS: tuple[str, ...] = ("bash", "zsh", "fish", "powershell", "cmd")
 SHELL_LABELS: dict[str, str] = {
@@ -292,7 +293,7 @@ def pinned_command(report: Report, target: PinTarget, command: str = "python tra
     The text comes from the shared pinning generator, so the topology map, the
     inspector and the advisor print the same commands.
     """
-    plan = pinning.pinning_plan(target.cpus, report.topology, command, environ=inherited_env(report))
+    plan = pinning.pinning_plan(target.cpus, report.topology, command, environ=inherited_env(report), posix=True)
     return plan.snippet(_pin_kind(report, target, plan)).text
 
 
@@ -303,7 +304,7 @@ def _pin_kind(report: Report, target: PinTarget, plan: pinning.PinningPlan) -> s
 
 def _pinning_prefix(report: Report, target: PinTarget) -> str:
     """The ``numactl ...``/``taskset ...`` part alone, for scripts that set the env themselves."""
-    plan = pinning.pinning_plan(target.cpus, report.topology)
+    plan = pinning.pinning_plan(target.cpus, report.topology, posix=True)
     return plan.snippet(_pin_kind(report, target, plan)).prefix
 
 
@@ -412,7 +413,7 @@ def launch_script(report: Report, shell: str = "bash", python: str | None = None
     # forked from it would share one CPU. taskset/numactl keep the job on its CPUs instead.
     env = thread_env(report, plan)
     if target is not None:
-        n = str(pinning.pinning_plan(target.cpus, report.topology).threads)
+        n = str(pinning.pinning_plan(target.cpus, report.topology, posix=True).threads)
         env.update(OMP_NUM_THREADS=n, MKL_NUM_THREADS=n, OPENBLAS_NUM_THREADS=n)
     if python:
         header.append(f"Runs in {python} (the environment the report describes; set PYTHON to change it).")
@@ -420,9 +421,10 @@ def launch_script(report: Report, shell: str = "bash", python: str | None = None
         return _script_posix(shell, header, env, report, target, python or "python3")
     if shell == "fish":
         return _script_fish(header, env, report, target, python or "python3")
+    pin = winpin.windows_pin(target.cpus, report.topology) if target is not None else None
     if shell == "powershell":
-        return _script_powershell(header, env, target, python or "python")
-    return _script_cmd(header, env, target, python or "python")
+        return _script_powershell(header, env, pin, python or "python")
+    return _script_cmd(header, env, pin, python or "python")
 
 
 def _best_target(report: Report, plan: ThreadPlan) -> PinTarget | None:
@@ -482,19 +484,10 @@ def _script_fish(header: list[str], env: dict[str, str], report: Report, target:
     return "\n".join(lines) + "\n"
 
 
-def _affinity_mask(cpus: list[int]) -> int | None:
-    """Windows affinity mask for CPUs 0-63 (processor group 0); None beyond."""
-    if not cpus or max(cpus) >= 64:
-        return None
-    mask = 0
-    for c in cpus:
-        mask |= 1 << c
-    return mask
-
-
-def _script_powershell(header: list[str], env: dict[str, str], target: PinTarget | None,
+def _script_powershell(header: list[str], env: dict[str, str], pin: winpin.WindowsPin | None,
                        python: str = "python") -> str:
     lines = [f"# {h}" for h in header]
+    lines += [f"# {n}" for n in (pin.notes if pin is not None else [])]
     lines += [
         "# Usage: .\\launch.ps1 train.py [args...]",
         "if ($args.Count -eq 0) { Write-Error 'usage: launch.ps1 SCRIPT.py [ARGS...]'; exit 2 }",
@@ -502,22 +495,26 @@ def _script_powershell(header: list[str], env: dict[str, str], target: PinTarget
         export_lines(env, "powershell"),
         f"$python = if ($env:PYTHON) {{ $env:PYTHON }} else {{ {_quote_ps(python)} }}",
     ]
-    mask = _affinity_mask(target.cpus) if target is not None else None
-    if mask is not None:
+    if pin is not None and pin.node is None and pin.absolute_mask is not None:
         lines += [
             "$p = Start-Process -FilePath $python -ArgumentList $args -NoNewWindow -PassThru",
-            f"$p.ProcessorAffinity = [IntPtr]0x{mask:X}",
+            f"$p.ProcessorAffinity = [IntPtr]0x{pin.absolute_mask:X}",
             "$p.WaitForExit()",
             "exit $p.ExitCode",
         ]
+    elif pin is not None and (pin.node is not None or pin.mask is not None):
+        # Start-Process cannot choose a processor group or NUMA node; cmd's start can
+        lines += [f"cmd /c \"start `\"`\" /b /wait {pin.start_switches()} `\"$python`\" $args\"",
+                  "exit $LASTEXITCODE"]
     else:
         lines += ["& $python @args", "exit $LASTEXITCODE"]
     return "\n".join(lines) + "\n"
 
 
-def _script_cmd(header: list[str], env: dict[str, str], target: PinTarget | None, python: str = "python") -> str:
+def _script_cmd(header: list[str], env: dict[str, str], pin: winpin.WindowsPin | None, python: str = "python") -> str:
     lines = ["@echo off"]
     lines += [f"rem {h}" for h in header]
+    lines += [f"rem {n}" for n in (pin.notes if pin is not None else [])]
     lines += [
         "rem Usage: launch.cmd train.py [args...]",
         'if "%~1"=="" (echo usage: %~nx0 SCRIPT.py [ARGS...] 1>&2 & exit /b 2)',
@@ -526,9 +523,9 @@ def _script_cmd(header: list[str], env: dict[str, str], target: PinTarget | None
         *export_lines(env, "cmd").splitlines(),
         f'if not defined PYTHON set "PYTHON={python}"',
     ]
-    mask = _affinity_mask(target.cpus) if target is not None else None
-    if mask is not None:
-        lines.append(f'start "" /b /wait /affinity {mask:X} "%PYTHON%" %*')
+    switches = pin.start_switches() if pin is not None else ""
+    if switches:
+        lines.append(f'start "" /b /wait {switches} "%PYTHON%" %*')
     else:
         lines.append('"%PYTHON%" %*')
     lines.append("exit /b %ERRORLEVEL%")
@@ -542,18 +539,21 @@ _UNSET_RE = re.compile(r"^(\s*)unset\s+(.+)$")
 _ASSIGN_RE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=('(?:[^']*)'|\"(?:[^\"]*)\"|\S*)")
 
 
-def translate(snippet: str, shell: str) -> str:
+def translate(snippet: str, shell: str, topology: Topology | None = None) -> str:
     """Rewrite a bash snippet's ``export``/``unset`` lines, comments and pinned launches for ``shell``.
 
     fish runs ``taskset``/``numactl`` as they are; PowerShell and cmd get the
     Windows equivalents of a pinned launch (:func:`windows_launch`: ``start
     /affinity``, ``start /node``, ``ProcessorAffinity``). Lines with command
-    substitutions or pipes are left alone. Used by the GUI's shell selector.
+    substitutions or pipes are left alone. Used by the GUI's shell selector and, for reports of
+    Windows machines, by :func:`localize`; ``topology`` (the report's) makes Windows CPU numbers
+    and processor groups exact.
     """
     shell = normalise_shell(shell)
     if shell in ("bash", "zsh"):
         return snippet
     out = []
+    cleared: set[str] = set()
     for line in snippet.splitlines():
         m = _EXPORT_RE.match(line)
         if m and _ASSIGN_RE.search(m.group(2)) and "$(" not in line and "`" not in line:
@@ -571,9 +571,70 @@ def translate(snippet: str, shell: str) -> str:
             launch = parse_launch(line)
             if launch is not None:
                 indent = line[: len(line) - len(line.lstrip())]
-                out += [indent + s for s in windows_launch(launch, shell).splitlines()]
+                out += [indent + s for s in windows_launch(launch, shell, topology, cleared).splitlines()]
                 continue
         out.append(line)
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------- the report's own OS
+
+def report_os(report: Report) -> str:
+    """``windows``, ``macos`` or ``linux``: the OS the report describes (not the one reading it)."""
+    source = report.topology.source
+    system = report.software.os.system if report.software is not None else None
+    if source == "windows" or system == "Windows":
+        return "windows"
+    if source == "sysctl" or system == "Darwin":
+        return "macos"
+    return "linux"
+
+
+def default_shell(report: Report) -> str:
+    """The shell a snippet for this report's machine is written for: PowerShell on Windows, zsh on a Mac."""
+    return {"windows": "powershell", "macos": "zsh"}.get(report_os(report), "bash")
+
+
+MACOS_NO_PINNING_LINE = "# macOS cannot pin a process to CPUs: only the thread count applies"
+
+
+def localize(findings: list[Finding], report: Report) -> list[Finding]:
+    """Findings with their bash snippets written for the report's OS.
+
+    Windows: PowerShell, with ``start /node /affinity`` for pinned launches in the machine's own
+    CPU numbers and processor groups (the bash form stays in ``snippet_bash``, for the window's
+    shell switch). macOS: pinned launches lose their ``taskset``/``numactl`` (there is no CPU
+    affinity on macOS) and keep their thread counts. Linux: unchanged.
+    """
+    target = report_os(report)
+    if target == "linux":
+        return findings
+    out = []
+    for f in findings:
+        if f.snippet_lang != "bash" or not f.snippet:
+            out.append(f)
+            continue
+        if target == "windows":
+            text = translate(f.snippet, "powershell", report.topology)
+            out.append(dataclasses.replace(f, snippet=text, snippet_lang="powershell", snippet_bash=f.snippet))
+        else:
+            out.append(dataclasses.replace(f, snippet=_unpinned(f.snippet)))
+    return out
+
+
+def _unpinned(snippet: str) -> str:
+    """A bash snippet with its taskset/numactl launches reduced to their environment and command (macOS)."""
+    out: list[str] = []
+    for line in snippet.splitlines():
+        launch = parse_launch(line)
+        if launch is None or (launch.cpus is None and launch.node is None and not launch.memory):
+            out.append(line)
+            continue
+        indent = line[: len(line) - len(line.lstrip())]
+        if MACOS_NO_PINNING_LINE not in out:
+            out.append(indent + MACOS_NO_PINNING_LINE)
+        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in launch.env.items())
+        out.append(indent + " ".join(x for x in (env, shlex.join(launch.command)) if x))
     return "\n".join(out)
 
 
@@ -619,9 +680,11 @@ class Launch:
     cpus: list[int] | None = None          # taskset -c / numactl --physcpubind
     node: int | None = None                # numactl --cpunodebind (one node)
     memory: str = ""                       # what numactl asked of memory: "bind 1", "local", "interleave all"
+    unset: list[str] = field(default_factory=list)   # ``env -u NAME``: variables the launch clears first
 
 
 _ENV_PREFIX_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
+_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def parse_launch(line: str) -> Launch | None:
@@ -637,6 +700,14 @@ def parse_launch(line: str) -> Launch | None:
         words = shlex.split(text)
     except ValueError:
         return None
+    unset: list[str] = []
+    if words and words[0] == "env":        # ``env -u A -u B CMD``: the clean-environment prefix of pinned launches
+        words.pop(0)
+        while len(words) >= 2 and words[0] == "-u" and _NAME_RE.match(words[1]):
+            unset.append(words[1])
+            del words[:2]
+        if words and words[0].startswith("-"):
+            return None                     # another env option: not a plain launch
     env: dict[str, str] = {}
     while words and _ENV_PREFIX_RE.match(words[0]):
         name, value = _ENV_PREFIX_RE.match(words[0]).groups()
@@ -644,7 +715,7 @@ def parse_launch(line: str) -> Launch | None:
         words.pop(0)
     if not words:
         return None
-    launch = Launch(env, [])
+    launch = Launch(env, [], unset=unset)
     from cpudoctor.kits.cpulist import parse_cpulist
 
     if words[0] == "taskset":
@@ -676,7 +747,7 @@ def parse_launch(line: str) -> Launch | None:
                 return None
             i += 1
         launch.command = words[i:]
-    elif env:
+    elif env or unset:
         launch.command = words
     else:
         return None                                  # a plain command: the same in every shell
@@ -700,39 +771,35 @@ def _only_braces_in_quotes(text: str) -> bool:
     return not any(c in "".join(out) for c in "|&;<>$`(){}\\")
 
 
-def windows_launch(launch: Launch, shell: str) -> str:
+def windows_launch(launch: Launch, shell: str, topology: Topology | None = None,
+                   cleared: set[str] | None = None) -> str:
     """The Windows way to run a pinned launch: ``start /affinity HEX`` / ``start /node N`` in cmd,
-    ``Start-Process`` then ``ProcessorAffinity`` in PowerShell; env variables set first."""
+    ``Start-Process`` then ``ProcessorAffinity`` in PowerShell; variables set (and cleared) first.
+
+    With the report's ``topology`` the CPU numbers are Windows' own and processor groups are
+    respected (:mod:`cpudoctor.advisor.winpin`); without it CPUs 0-63 are group 0.
+    ``cleared``: variables an earlier line of the same snippet already removed (a Windows
+    shell forgets them for the whole session, unlike ``env -u`` for one command).
+    """
     comment = "rem" if shell == "cmd" else "#"
-    lines = export_lines(launch.env, shell).splitlines() if launch.env else []
-    mask = _affinity_mask(launch.cpus) if launch.cpus else None
-    notes = []
-    if launch.cpus and mask is None:
+    unset = [v for v in launch.unset if cleared is None or v not in cleared]
+    if cleared is not None:
+        cleared.update(unset)
+    lines = unset_lines(unset, shell).splitlines() if unset else []
+    lines += export_lines(launch.env, shell).splitlines() if launch.env else []
+    pin = winpin.windows_pin(launch.cpus, topology, node=launch.node)
+    notes = [f"{comment} {n}" for n in pin.notes]
+    if launch.cpus and pin.mask is None and pin.node is None and not notes:
         notes.append(f"{comment} CPUs {format_cpulist(launch.cpus)} reach past CPU 63: a Windows affinity mask covers "
                      "one processor group of 64; pin to a NUMA node with start /node instead")
     if launch.memory and launch.node is None:
         notes.append(f"{comment} numactl's memory placement ({launch.memory}) has no Windows switch: memory comes "
                      "from the node of the CPU that first touches it, which pinning keeps local")
-    exe, args = launch.command[0], launch.command[1:]
-    if mask is None and launch.node is None:
-        # nothing to pin: the variables, then the command as it is
-        lines += notes + [subprocess_line(launch.command) if shell == "cmd" else f"& {subprocess_line(launch.command)}"]
-        return "\n".join(lines)
     if shell == "cmd":
-        where = (f"/node {launch.node} " if launch.node is not None else "") + (f"/affinity {mask:X} " if mask else "")
-        lines += notes + [f'start "" /b /wait {where}{subprocess_line(launch.command)}'.replace("  ", " ")]
-        return "\n".join(lines)
-    if launch.node is not None:
-        # Start-Process has no NUMA switch; cmd's start does (the process's memory then prefers that node too)
-        inner = f'start "" /b /wait /node {launch.node} {subprocess_line(launch.command)}'
-        lines += notes + [f"cmd /c {_quote_ps(inner)}"]
-        return "\n".join(lines)
-    arg_list = f" -ArgumentList {_quote_ps(subprocess_line(args))}" if args else ""
-    lines += notes + [f"$p = Start-Process -FilePath {_quote_ps(exe)}{arg_list} -NoNewWindow -PassThru"]
-    if mask is not None:
-        lines.append(f"$p.ProcessorAffinity = [IntPtr]0x{mask:X}  # CPUs {format_cpulist(launch.cpus or [])}")
-    lines += ["$p.WaitForExit()"]
-    return "\n".join(lines)
+        if pin.mask is None and pin.node is None:
+            return "\n".join(lines + notes + [subprocess_line(launch.command)])
+        return "\n".join(lines + notes + [winpin.cmd_launch(launch.command, pin)])
+    return "\n".join(lines + notes + winpin.powershell_launch(launch.command, pin))
 
 
 def subprocess_line(words: list[str]) -> str:

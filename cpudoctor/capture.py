@@ -316,6 +316,11 @@ def capture(output: Path | str, root: Path | str = Path("/"), force: bool = Fals
     except OSError as exc:                        # a name too long to even look at
         raise CaptureError(f"cannot write {str(output)[:120]}: {exc.strerror}; choose another name") from None
     if not under(root, "proc").is_dir() and not under(root, "sys").is_dir():
+        if str(root) == "/" and sys.platform in ("win32", "darwin"):
+            from cpudoctor.probes.platforms import capture_files
+
+            files, notes = capture_files("windows" if sys.platform == "win32" else "macos")
+            return write_native(output, files, sys.platform, force=force, notes=notes)
         if str(root) == "/":
             raise CaptureError(f"capture packs Linux /proc and /sys files; this system ({sys.platform}) has none: "
                                "export a JSON report instead (cpudoctor report --format json -o FILE)")
@@ -416,6 +421,47 @@ def capture(output: Path | str, root: Path | str = Path("/"), force: bool = Fals
         for name in sorted(members, key=lambda n: (members[n].type != tarfile.DIRTYPE, n)):
             ti = members[name]
             tar.addfile(ti, io.BytesIO(blobs[name]) if name in blobs else None)
+    try:
+        atomic_write(output, buf.getvalue(), overwrite=force)
+    except WriteError as exc:
+        raise CaptureError(exc.strerror or str(exc), code=exc.exit_code) from None
+    return result
+
+
+def write_native(output: Path | str, files: dict[str, bytes], platform_name: str, *, force: bool = False,
+                 notes: list[str] | None = None) -> CaptureResult:
+    """Write a capture of a Windows PC or a Mac: ``files`` (docs/capture.md) under the capture folder.
+
+    The same tarball shape as a Linux capture, so ``tar xzf`` and ``cpudoctor report --root
+    cpudoctor-capture`` work the same on any OS.
+    """
+    from cpudoctor.fileio import WriteError, atomic_write
+
+    output = Path(output).expanduser()
+    try:
+        if not force and output.is_file():
+            raise CaptureError(f"{output} already exists; choose another name or pass --force to replace it")
+    except OSError as exc:
+        raise CaptureError(f"cannot write {str(output)[:120]}: {exc.strerror}; choose another name") from None
+    wanted = {rel: data for rel, data in files.items() if member_name(rel) is not None}
+    if not wanted:
+        raise CaptureError("nothing to pack: " + ("; ".join(notes or []) or "the system calls gave nothing"))
+    result = CaptureResult(path=output, files=len(wanted), bytes=sum(len(d) for d in wanted.values()))
+    meta = json.dumps({"kind": "cpudoctor-capture", "tool_version": __version__, "machine": platform.machine(),
+                       "platform": platform_name, "files": len(wanted), "links": 0, "root": "/",
+                       "notes": list(notes or []), "scrubbed": {}}, indent=2).encode()
+    now = time.time()
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz", compresslevel=9) as tar:
+        folders = sorted({f"{TOP}/{rel.rpartition('/')[0]}" for rel in wanted if "/" in rel} | {TOP})
+        for folder in folders:
+            info = tarfile.TarInfo(folder)
+            info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, now
+            tar.addfile(info)
+        for rel, data in [("capture.json", meta), *sorted(wanted.items())]:
+            info = tarfile.TarInfo(f"{TOP}/{rel}")
+            info.size, info.mode, info.mtime = len(data), 0o444, now
+            tar.addfile(info, io.BytesIO(data))
     try:
         atomic_write(output, buf.getvalue(), overwrite=force)
     except WriteError as exc:

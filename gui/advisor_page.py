@@ -166,6 +166,9 @@ class AdvisorPage(QWidget):
             self.shell.addItem(label, key)
         self.shell.setToolTip("Shell the snippet and the launch script are written for")
         self.shell.currentIndexChanged.connect(lambda _i: self._refresh_snippet())
+        # The user's pick wins; until then the shell follows the report's OS (PowerShell for a Windows machine).
+        self.shell.activated.connect(lambda _i: setattr(self, "_shell_chosen", True))
+        self._shell_chosen = False
         self.copy_button = QPushButton("Copy")
         self.copy_button.clicked.connect(self.copy_snippet)
         snippet_bar.addWidget(self.snippet_label)
@@ -226,6 +229,12 @@ class AdvisorPage(QWidget):
 
     def _on_report(self, report: Report) -> None:
         self.source.setText(f"— {self.model.source_label}")
+        if report is not None and not self._shell_chosen:
+            index = self.shell.findData(snippets.default_shell(report))
+            if index >= 0 and index != self.shell.currentIndex():
+                self.shell.blockSignals(True)
+                self.shell.setCurrentIndex(index)
+                self.shell.blockSignals(False)
         # which Python environment the findings are about (the doctor page's line)
         line = environment_line(report) if report is not None else None
         self.environment.setText(line or "")
@@ -379,7 +388,10 @@ class AdvisorPage(QWidget):
         docs = (f" · <a href='{html_escape(view.docs_url)}'>{html_escape(view.docs_label)}</a>" if view.docs_url else "")
         parts.append(f"<p style='color:gray'>{DETAILS}: <code>{html_escape(view.explain)}</code>{docs}</p>")
         self.details.setHtml("".join(parts))
-        self._set_snippet(finding.snippet, finding.snippet_lang)
+        if finding.snippet_bash:            # written for the report's OS: translate the bash form for the chosen shell
+            self._set_snippet(finding.snippet_bash, "bash")
+        else:
+            self._set_snippet(finding.snippet, finding.snippet_lang)
 
     def _set_snippet(self, text: str, lang: str) -> None:
         self._raw_snippet = text
@@ -388,7 +400,9 @@ class AdvisorPage(QWidget):
 
     def _refresh_snippet(self) -> None:
         """The snippet as typed in the chosen shell (the finding view's translation); Python stays Python."""
-        snippet = shell_snippet(self._raw_snippet, self._snippet_lang, self.current_shell())
+        report = self.model.report
+        snippet = shell_snippet(self._raw_snippet, self._snippet_lang, self.current_shell(),
+                                report.topology if report is not None else None)
         self.shell.setEnabled(snippet.shell is not None or not snippet.text)
         self.snippet.setPlainText(snippet.text)
         self.snippet_label.setText("What to type" if snippet.shell is not None or not snippet.text

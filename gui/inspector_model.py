@@ -322,6 +322,8 @@ def thread_time_rows(bd) -> list[list[Cell]]:
 
 def time_caption(bd) -> str:
     """The line above the bar: what was sampled, and whether it may be judged."""
+    from cpudoctor.render.breakdown import stacks_line
+
     if bd is None:
         return "No time breakdown: inspect a process (stacks are sampled with it) or run a script."
     text = (f"Where the job's threads spent {bd.window_s:g} s: {bd.samples} samples counted "
@@ -329,7 +331,7 @@ def time_caption(bd) -> str:
     if not bd.conclusive:
         text += f"\nInconclusive: {bd.verdict_reason}."
     if bd.stacks_error:
-        text += f"\nStacks: {bd.stacks_error}"
+        text += f"\nStacks: {stacks_line(bd)}"
     return text
 
 

@@ -11,6 +11,7 @@ containers) is shown as unavailable, never as a flat zero line.
 from __future__ import annotations
 
 import html
+import textwrap
 from collections.abc import Callable
 
 import numpy as np
@@ -562,8 +563,10 @@ class MonitorPage(QWidget):
         temps = h.last.temps_c if h.last else {}
         if temps and self._charts:
             self._set_y_range(self.temp_plot, *temperature_range(h, n))
+        why = h.last.temps_unavailable if h.last else ""
         self._set_unavailable("temp", self.temp_plot, not temps,
-                              "No CPU temperature sensor\n(VM, container, or driver not loaded)")
+                              "No CPU temperature\n" + textwrap.fill(why or "(VM, container, or driver not loaded)",
+                                                                      48))
         if temps:
             hottest = max(temps.items(), key=lambda kv: kv[1])
             self._tile("temp", f"{hottest[1]:.0f} °C", hottest[0])

@@ -13,6 +13,7 @@ The modules are grouped by job:
 :mod:`.process`           a running process from /proc (``cpudoctor inspect``)
 :mod:`.live`              per-CPU load, clocks, temperatures (the monitor)
 :mod:`.child`             running child processes safely, their scripts and cache
+:mod:`.platforms`         the one facade over Linux, Windows and macOS (live or captured)
 ========================  ==========================================================
 
 This module is the facade the rest of CPU Doctor builds a report with; the
@@ -30,14 +31,14 @@ from typing import TYPE_CHECKING, Any
 from cpudoctor.model import CpuInfo, IsaVerdict, Software, Topology
 
 if TYPE_CHECKING:
-    from cpudoctor.probes.cpu.identity import probe_cpu
-    from cpudoctor.probes.cpu.topology import probe_topology
+    from cpudoctor.probes.platforms import probe_cpu, probe_topology
     from cpudoctor.probes.software.stack import SoftwareProbe, probe_software
 
-# Each probe of the facade and the module that defines it.
+# Each probe of the facade and the module that defines it (CPU and topology: the platform facade,
+# which picks Linux, Windows or macOS readers per call).
 _PROBES = {
-    "probe_cpu": "cpudoctor.probes.cpu.identity",
-    "probe_topology": "cpudoctor.probes.cpu.topology",
+    "probe_cpu": "cpudoctor.probes.platforms",
+    "probe_topology": "cpudoctor.probes.platforms",
     "probe_software": "cpudoctor.probes.software.stack",
     "SoftwareProbe": "cpudoctor.probes.software.stack",
 }

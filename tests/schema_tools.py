@@ -48,7 +48,7 @@ CONSTRAINTS: dict[str, dict[str, Any]] = {
     "Report.schema_version": {"const": 1},
     "Meta.kind": {"const": "cpudoctor-report"},
     "CpuInfo.microarchitecture": {"pattern": "^[a-z0-9_]+$"},
-    "CpuInfo.source": {"enum": ["procfs", "py-cpuinfo", "unknown"]},
+    "CpuInfo.source": {"enum": ["procfs", "py-cpuinfo", "sysctl", "unknown"]},
     "CpuInfo.flags": {"items": {"type": "string", "pattern": "^[a-z0-9_.]+$", "maxLength": 64}, "maxItems": 1024},
     "IsaVerdict.avx512_subsets": {"items": {"enum": AVX512_SUBSETS}},
     "IsaVerdict.amx": {"items": {"enum": ["tile", "bf16", "int8", "fp16", "complex"]}},
@@ -84,6 +84,11 @@ CONSTRAINTS: dict[str, dict[str, Any]] = {
     "NumaNode.distances": {"items": {"minimum": 0, "maximum": 255}},
     "Core.cpus": {"items": CPU_ID},
     "Core.l3": CPU_ID,
+    "Core.efficiency_class": {"minimum": 0, "maximum": 255},
+    "ProcessorGroup.id": {"minimum": 0, "maximum": 65535},
+    "ProcessorGroup.cpus": {"items": CPU_ID},
+    "ProcessorGroup.first_cpu": CPU_ID,
+    "ProcessorGroup.maximum": {"minimum": 0, "maximum": 64},
     "Core.numa": CPU_ID,
     "Package.cpus": {"items": CPU_ID},
     "CpuKind.cpus": {"items": CPU_ID},
@@ -96,6 +101,13 @@ CONSTRAINTS: dict[str, dict[str, Any]] = {
 }
 
 # Descriptions for fields whose source line has no comment.
+# Fields added after schema version 1 was published: optional, so a report written before them still loads
+# (serde gives them their default). Every other field is required.
+ADDED_LATER: frozenset[str] = frozenset({
+    "Topology.processor_groups", "Core.efficiency_class", "OsInfo.power_plan", "OsInfo.power_plan_guid",
+    "Finding.snippet_bash",
+})
+
 DESCRIPTIONS: dict[str, str] = {
     "Report.schema_version": "Version of this schema; readers refuse other versions.",
     "Report.meta": "Who made the report, when, and from which root.",
@@ -306,7 +318,7 @@ def _add_def(cls: type, defs: dict[str, Any]) -> None:
     if desc:
         entry["description"] = desc
     entry["properties"] = props
-    entry["required"] = [f.name for f in dataclasses.fields(cls)]
+    entry["required"] = [f.name for f in dataclasses.fields(cls) if f"{cls.__name__}.{f.name}" not in ADDED_LATER]
     entry["additionalProperties"] = True         # newer minor versions may add fields; readers ignore them
     defs[cls.__name__] = entry
 

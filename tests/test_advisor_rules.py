@@ -190,6 +190,8 @@ GOOD_BAD = {
     "THR005": ("taskset-interop-host-sized", "zen3-healthy"),
     "ISA010": ("zen4-kernels-healthy", "zen4-onednn-capped-avx2"),
     "PREC003": ("zen4-kernels-healthy", "zen4-bf16-capped-avx512-core"),
+    "TOPO004": ("zen3-healthy", "threadripper-3990x-windows10-groups"),
+    "OS002": ("threadripper-3990x-windows11", "threadripper-3990x-windows10-groups"),
 }
 # Rules whose "good" case is advice rather than silence (the rule always has something to say).
 ADVICE_WHEN_GOOD = {"PREC001": "bf16 autocast can pay off", "PREC002": "int8 inference can pay off"}

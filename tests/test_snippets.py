@@ -125,7 +125,9 @@ def test_windows_affinity_mask_matches_the_cpus():
     r = _load("ryzen2700x-sweep-recommends-one-ccx")
     assert "/affinity F " in snippets.launch_script(r, "cmd")            # CPUs 0-3
     assert "[IntPtr]0xF" in snippets.launch_script(r, "powershell")
-    assert snippets._affinity_mask([0, 64]) is None                        # beyond processor group 0
+    from cpudoctor.advisor import winpin
+
+    assert winpin.windows_pin([0, 64], None).absolute_mask is None         # two processor groups: no one mask
 
 
 def test_unknown_shell_is_a_clear_error():

@@ -17,4 +17,5 @@ from cpudoctor.advisor.rules import (  # noqa: F401  (import = registration)
     topology,
     torch,
     vm_cpu_model,
+    windows,
 )

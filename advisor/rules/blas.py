@@ -121,8 +121,24 @@ def multiple_openmp_runtimes(report: Report) -> list[Finding]:
         why=why,
         fix=("Install torch, numpy and MKL from one ecosystem (all pip or all conda-forge) so one runtime is loaded "
              "once; keep OMP_NUM_THREADS set meanwhile."),
-        snippet=("python -m pip list 2>/dev/null | grep -i -E 'intel-openmp|mkl|torch|numpy'\n"
-                 "conda list 2>/dev/null | grep -i -E 'intel-openmp|llvm-openmp|_openmp_mutex|mkl'"))]
+        **_inventory(report))]
+
+
+def _inventory(report: Report, modules: list[str] | None = None) -> dict[str, str]:
+    """Commands that list who brought which OpenMP runtime: bash, or PowerShell for a Windows machine,
+    where the runtimes are DLLs (libiomp5md.dll, vcomp140.dll) and Error #15 names them."""
+    if snippets.report_os(report) == "windows":
+        lines = ([f'python -c "import {", ".join(modules)}"  # reproduces it'] if modules else []) + [
+            "python -m pip list | Select-String -Pattern 'intel-openmp|mkl|torch|numpy'",
+            "conda list | Select-String -Pattern 'intel-openmp|llvm-openmp|_openmp_mutex|mkl'",
+            "# every copy of Intel's OpenMP runtime in this environment, and who shipped it (folder)",
+            "Get-ChildItem -Path (python -c \"import sys; print(sys.prefix)\") -Recurse -Include libiomp5md.dll, "
+            "vcomp*.dll, libomp*.dll -ErrorAction SilentlyContinue | Select-Object FullName"]
+        return {"snippet": "\n".join(lines), "snippet_lang": "powershell"}
+    lines = ([f"python -c 'import {', '.join(modules)}'  # reproduces it"] if modules else []) + [
+        "python -m pip list 2>/dev/null | grep -i -E 'intel-openmp|mkl|torch|numpy'",
+        "conda list 2>/dev/null | grep -i -E 'intel-openmp|llvm-openmp|_openmp_mutex|mkl'"]
+    return {"snippet": "\n".join(lines)}
 
 
 @rule("OMP001", "import-order-fails", category="blas", severity="error",
@@ -163,8 +179,8 @@ def import_order_fails(report: Report) -> list[Finding]:
         if order.openmp_libs:
             why += f" OpenMP runtimes mapped: {', '.join(order.openmp_libs)}."
         if order.openmp_error and "#15" in order.openmp_error:
-            why += (" Error #15 means two copies of Intel's OpenMP runtime (libiomp5) were initialised in one process: "
-                    "two packages each bring their own.")
+            why += (" Error #15 means two copies of Intel's OpenMP runtime (libiomp5, libiomp5md.dll on Windows) were "
+                    "initialised in one process: two packages each bring their own.")
         dup = machine.env(f, "KMP_DUPLICATE_LIB_OK")
         if dup:
             why += f" KMP_DUPLICATE_LIB_OK={dup} is set by you, yet it still fails."
@@ -174,9 +190,7 @@ def import_order_fails(report: Report) -> list[Finding]:
             fix=("Install the packages from one ecosystem so that one OpenMP runtime is loaded once (pip wheels "
                  "together, or conda-forge packages together), then run the doctor again. Do not set "
                  "KMP_DUPLICATE_LIB_OK=TRUE: it hides the duplicate and can give wrong results."),
-            snippet=("python -c 'import " + ", ".join(order.modules) + "'  # reproduces it\n"
-                     "python -m pip list 2>/dev/null | grep -i -E 'intel-openmp|mkl|torch|numpy'\n"
-                     "conda list 2>/dev/null | grep -i -E 'intel-openmp|llvm-openmp|_openmp_mutex|mkl'")))
+            **_inventory(report, list(order.modules))))
     if out:
         return out
     checked = [" then ".join(o.modules) for o in orders if o.status == "ok"]

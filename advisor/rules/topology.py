@@ -202,6 +202,8 @@ def hybrid_cores_unpinned(report: Report) -> list[Finding]:
         return [f.finding("ok", f"Hybrid CPU with {split.fast_cores} performance core: pinning to it would leave "
                                 "most of the compute idle")]
     pcpus, slow = split.fast_cpus, split.slow_cpus
+    if snippets.report_os(report) == "macos":
+        return [_hybrid_on_macos(f, split)]
     target = snippets.PinTarget("cpus", 0, pcpus, f"performance cores (CPUs {format_cpulist(pcpus)})")
     return [f.finding(
         "info", f"Hybrid CPU: pin training to the performance cores (CPUs {format_cpulist(pcpus)})",
@@ -212,3 +214,16 @@ def hybrid_cores_unpinned(report: Report) -> list[Finding]:
         fix=(f"Run the job on the {split.fast_cores} performance cores, one thread per physical core, and compare "
              "with all cores (cpudoctor bench sweep). CPU Doctor's thread settings and launch script already do this."),
         snippet=f"# {target.label}\n{snippets.pinned_command(report, target)}")]
+
+
+def _hybrid_on_macos(f: Facts, split) -> Finding:
+    """A Mac cannot pin: one thread per performance core is what can be set (and macOS then favours them)."""
+    return f.finding(
+        "info", f"Hybrid CPU: use {split.fast_cores} threads, one per performance core (macOS cannot pin)",
+        why=(f"This CPU has {split.fast_cores} performance cores and {split.slow_cores} efficiency cores "
+             f"({split.source}: {split.fast_perf} vs {split.slow_perf}). OpenMP gives every thread an equal share of "
+             "each operator, so a thread the scheduler puts on an efficiency core makes the others wait at every "
+             "barrier. macOS has no CPU affinity, but with no more threads than performance cores it keeps busy "
+             "threads on them."),
+        fix=(f"Set the thread count to {split.fast_cores} and compare with all cores (cpudoctor bench sweep)."),
+        snippet=f"OMP_NUM_THREADS={split.fast_cores} python train.py")

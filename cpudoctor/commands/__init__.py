@@ -114,11 +114,14 @@ def root_arg(value: str | None) -> Path:
 
 
 def check_tree(root: Path, given: str | None) -> None:
-    """A captured tree must hold proc/cpuinfo or sys/devices/system/cpu, else it is the wrong folder."""
+    """A captured tree must hold proc/cpuinfo or sys/devices/system/cpu (Linux), windows/ or macos/,
+    else it is the wrong folder."""
     from cpudoctor.kits.rooted import under
+    from cpudoctor.probes.platforms import MACOS_DIR, WINDOWS_DIR
 
     def holds(d: Path) -> bool:
-        return under(d, "proc/cpuinfo").exists() or under(d, "sys/devices/system/cpu").is_dir()
+        return (under(d, "proc/cpuinfo").exists() or under(d, "sys/devices/system/cpu").is_dir()
+                or under(d, WINDOWS_DIR).is_dir() or under(d, MACOS_DIR).is_dir())
 
     if holds(root):
         return
@@ -129,7 +132,8 @@ def check_tree(root: Path, given: str | None) -> None:
     if len(inner) == 1:   # the folder a capture tarball was unpacked into, one level too high
         raise CliError(f"--root {given}: no proc/ or sys/ here, but {inner[0]} has them; use --root {inner[0]}")
     raise CliError(f"--root {given}: no proc/cpuinfo or sys/devices/system/cpu there; "
-                   "give the folder that holds the captured proc/ and sys/")
+                   "give the folder that holds the captured proc/ and sys/ (windows/ or macos/ for a capture "
+                   "of a Windows PC or a Mac)")
 
 
 def _archive_hint(path: Path) -> str | None:

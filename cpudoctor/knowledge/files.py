@@ -37,3 +37,6 @@ SOFTWARE_FACTS = DataFile(
 SHOWN_SETTINGS = DataFile(
     "shown_settings.json", "which environment variables and command-line flags a report shows, and the shape "
     "a shown value must have; read by probes/software/envvars.py")
+SAMPLE_RULES = DataFile(
+    "sample_rules.json", "how a sampled stack is classified (compute kernels by library, OpenMP waiting, Python, "
+    "data loading, compilation, memory, I/O and sleep, the GIL); read by probes/process/classify.py")

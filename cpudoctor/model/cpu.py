@@ -69,7 +69,7 @@ class CpuInfo:
     flags: list[str] = field(default_factory=list)
     isa: IsaVerdict = field(default_factory=IsaVerdict)
     hypervisor: bool | None = None         # running under a hypervisor (flags may be masked)
-    source: str = "unknown"                # procfs | py-cpuinfo | unknown
+    source: str = "unknown"                # procfs | py-cpuinfo | sysctl (macOS) | unknown
     notes: list[str] = field(default_factory=list)
     microarchitecture_name: str | None = None  # human form: "Zen 5", "Neoverse V2"
     arm_part: str | None = None            # ARM: CPU part of the fastest core, e.g. 0xd4f

@@ -30,6 +30,8 @@ class OsInfo:
     vm: bool | None = None
     container: str | None = None           # docker, podman, kubernetes, lxc, ... or None
     governor: str | None = None            # performance, powersave, schedutil, ...
+    power_plan: str | None = None          # Windows: the active power plan (Balanced, High performance, ...)
+    power_plan_guid: str | None = None     # Windows: its GUID (the same in every display language)
     cpufreq_driver: str | None = None      # amd-pstate, amd-pstate-epp, acpi-cpufreq, intel_pstate
     boost: bool | None = None
     thp: str | None = None                 # always | madvise | never

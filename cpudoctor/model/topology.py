@@ -46,6 +46,7 @@ class Core:
     die: int | None = None
     l3: int | None = None                  # index into Topology.l3_domains
     numa: int | None = None                # NUMA node id
+    efficiency_class: int | None = None    # Windows EfficiencyClass (higher = faster core type); None elsewhere
 
 
 @dataclass
@@ -60,7 +61,21 @@ class CpuKind:
     """CPUs of one core type on a hybrid chip (P/E cores, Arm big.LITTLE), slowest kind first like hwloc."""
     cpus: list[int] = field(default_factory=list)
     perf: int | None = None            # the sysfs figure the kinds were told apart by (higher = faster core)
-    source: str = ""                   # cpu_capacity | acpi_cppc/highest_perf | cpufreq/cpuinfo_max_freq
+    source: str = ""                   # cpu_capacity | acpi_cppc/highest_perf | cpufreq/cpuinfo_max_freq | EfficiencyClass | hw.perflevel
+
+
+@dataclass
+class ProcessorGroup:
+    """A Windows processor group: at most 64 logical CPUs that one affinity mask can name.
+
+    Windows splits machines with more than 64 logical CPUs into groups; before
+    Windows 11 / Server 2022 a process runs in one group unless it asks for more.
+    """
+
+    id: int                                # the group number Windows uses (0, 1, ...)
+    cpus: list[int]                        # global CPU numbers (the report's), active ones only
+    first_cpu: int = 0                     # the global number of bit 0 of this group's masks
+    maximum: int | None = None             # MaximumProcessorCount: room for hot-added CPUs included
 
 
 @dataclass
@@ -92,11 +107,12 @@ class Topology:
     cpuless_numa_nodes: list[int] = field(default_factory=list)
     affinity: Affinity = field(default_factory=Affinity)
     l3_known: bool = False                 # False when there were no cache dirs (container, VM, WSL)
-    source: str = "unknown"                # sysfs | cpuinfo | psutil | unknown
+    source: str = "unknown"                # sysfs | cpuinfo | psutil | windows | sysctl | unknown
     vendor: str | None = None              # /proc/cpuinfo vendor_id ("AuthenticAMD"): an L3 is a CCX on AMD/Hygon
     cpu_family: int | None = None          # /proc/cpuinfo "cpu family": AMD L3s are CCXs from Zen (0x17) on, not on K8-Bulldozer
     cpu_kinds: list[CpuKind] = field(default_factory=list)  # hybrid chips only (2+ core types), slowest first
     notes: list[str] = field(default_factory=list)
+    processor_groups: list[ProcessorGroup] = field(default_factory=list)  # Windows only: empty elsewhere
 
     def l3_is_ccx(self) -> bool:
         """Whether an L3 domain is a CCX: on Zen (AMD family 0x17 and later, Hygon), not on K8-Bulldozer or others.

@@ -91,9 +91,19 @@ def render_text(bd: TimeBreakdown) -> list[str]:
     if not bd.conclusive:
         out.append(f"  {verdict_line(bd)}")
     if bd.stacks_error:
-        out.append(f"  Stacks: {bd.stacks_error}")
+        out.append(f"  Stacks: {stacks_line(bd)}")
     out.extend(f"  Note: {n}" for n in bd.notes)
     return out
+
+
+def stacks_line(bd: TimeBreakdown) -> str:
+    """Why stacks were not sampled, and what to do when the remedy is CPU Doctor's own ("" when they were)."""
+    if not bd.stacks_error:
+        return ""
+    text = bd.stacks_error
+    if bd.stacks_error_kind == "missing":
+        text += "; reinstall CPU Doctor (its requirements pin py-spy) to sample stacks"
+    return text
 
 
 def summary_line_of(shares: list[Share]) -> str:
@@ -119,7 +129,7 @@ def render_md(bd: TimeBreakdown) -> list[str]:
     if not bd.conclusive:
         out += ["", f"**{md_escape(verdict_line(bd))}**"]
     if bd.stacks_error:
-        out += ["", f"Stacks: {md_escape(bd.stacks_error)}"]
+        out += ["", f"Stacks: {md_escape(stacks_line(bd))}"]
     return out
 
 
@@ -133,7 +143,7 @@ def render_html(bd: TimeBreakdown) -> str:
                    f"<td align=right>{_pct(s.share)}</td><td align=right>{s.seconds:.2f}</td>"
                    f"<td align=right>{s.samples}</td></tr>" for s in shares)
     note = f"<p><b>{esc(verdict_line(bd))}</b></p>" if not bd.conclusive else ""
-    stacks = f"<p>Stacks: {esc(bd.stacks_error)}</p>" if bd.stacks_error else ""
+    stacks = f"<p>Stacks: {esc(stacks_line(bd))}</p>" if bd.stacks_error else ""
     return (f"<h2>Where the time went</h2><p>{bd.window_s:g} s sampled, {bd.samples} samples counted "
             f"({esc(bd.sampler)})</p><div style=\"width:100%;white-space:nowrap\">{segs}</div>"
             f"<table><tr><th>Category</th><th>Share</th><th>Seconds</th><th>Samples</th></tr>{rows}</table>"

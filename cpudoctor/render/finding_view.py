@@ -115,13 +115,16 @@ def finding_view(finding: Finding, shell: str = DEFAULT_SHELL) -> FindingView:
     )
 
 
-def shell_snippet(text: str, lang: str, shell: str = DEFAULT_SHELL) -> Snippet:
-    """A snippet as typed in ``shell``: a bash snippet translated, any other language (Python, ini) as it is."""
+def shell_snippet(text: str, lang: str, shell: str = DEFAULT_SHELL, topology=None) -> Snippet:
+    """A snippet as typed in ``shell``: a bash snippet translated, any other language (Python, ini) as it is.
+
+    ``topology`` (the report's) makes pinned launches exact on Windows: its CPU numbers and processor groups.
+    """
     shell = snippets.normalise_shell(shell)
     if lang != "bash":
         return Snippet(text, lang, None)
     if text and shell != DEFAULT_SHELL:
-        text = snippets.translate(text, shell)
+        text = snippets.translate(text, shell, topology)
     return Snippet(text, SHELL_LANGS[shell], shell)
 
 

@@ -46,13 +46,18 @@ def _os_section(sw: Software) -> Section:
         where.append(f"container: {o.container}")
     if where:
         s.lines.append("Runs on: " + ", ".join(where))
-    freq = f"Governor: {o.governor or 'unknown'}, driver: {o.cpufreq_driver or 'unknown'}, boost: {yes_no(o.boost)}"
-    s.lines.append(freq)
-    s.lines.append(f"Transparent huge pages: {o.thp or 'unknown'}")
+    if o.system == "Windows":        # no cpufreq, no THP: the power plan is Windows' clock policy
+        s.lines.append(f"Power plan: {o.power_plan or o.power_plan_guid or 'unknown'}")
+    elif o.system != "Darwin":       # macOS clocks the cores itself and shows programs no policy
+        freq = f"Governor: {o.governor or 'unknown'}, driver: {o.cpufreq_driver or 'unknown'}, boost: {yes_no(o.boost)}"
+        s.lines.append(freq)
+        s.lines.append(f"Transparent huge pages: {o.thp or 'unknown'}")
     mem = f"Memory: {size(o.mem_total_bytes)} total, {size(o.mem_available_bytes)} available"
     if o.swap_total_bytes is not None:
         mem += "; swap: none" if o.swap_total_bytes == 0 else f"; swap: {size(o.swap_used_bytes)} of {size(o.swap_total_bytes)} used"
-    mem += f"; cgroup limit: {size(o.cgroup_memory_limit_bytes)}" if o.cgroup_memory_limit_bytes else "; cgroup limit: none"
+    if o.system in (None, "Linux"):  # cgroups are Linux's
+        mem += (f"; cgroup limit: {size(o.cgroup_memory_limit_bytes)}" if o.cgroup_memory_limit_bytes
+                else "; cgroup limit: none")
     s.lines.append(mem)
     return s
 

@@ -20,6 +20,7 @@ class Sample:
     mem_used_bytes: int | None = None
     swap_total_bytes: int | None = None
     swap_used_bytes: int | None = None
+    temps_unavailable: str = ""                # why temps_c is empty, in one line ("" when temperatures are there)
 
     @property
     def total_percent(self) -> float:

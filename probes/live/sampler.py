@@ -35,6 +35,21 @@ log = logging.getLogger(__name__)
 # AMD's (Tctl = control temperature, Tccd1.. = per chiplet), zenpower is its
 # out-of-tree replacement, coretemp is Intel's, the rest are ARM SoCs.
 CPU_HWMON_CHIPS: tuple[str, ...] = ("k10temp", "zenpower", "coretemp", "cpu_thermal", "cpu-thermal", "soc_thermal")
+# Why there is no CPU temperature, per OS: an explanation, not a fault.
+TEMPS_UNAVAILABLE: dict[str, str] = {
+    "win32": ("Windows gives programs no CPU temperature without a kernel driver of their own (psutil has none "
+              "there): AMD Ryzen Master or HWiNFO show it"),
+    "darwin": ("macOS shows CPU temperatures only to administrators (powermetrics), and psutil has none there"),
+    "linux": "no k10temp/coretemp sensor (virtual machine, container, or driver not loaded)",
+}
+
+
+def temps_unavailable_reason(platform: str = sys.platform) -> str:
+    """Why a machine running ``platform`` (``sys.platform``) shows no CPU temperature."""
+    return TEMPS_UNAVAILABLE.get("linux" if platform.startswith("linux") else platform,
+                                 "psutil reads no CPU temperature on this operating system")
+
+
 # coretemp reports one value per core; the package value is the one that matters
 # at a glance and the per-core values would swamp the plot on a 60-core Xeon.
 _CORETEMP_KEEP = re.compile(r"^Package id \d+$")
@@ -249,8 +264,8 @@ class Sampler:
         freqs = self._clocks(t)
         self._note("CPU clocks", freqs is not None, "no cpufreq and no 'cpu MHz' (virtual machine or container?)")
         temps = self._temps()
-        self._note("CPU temperatures", bool(temps),
-                   "no k10temp/coretemp sensor (virtual machine, container, or driver not loaded)")
+        why_no_temps = "" if temps else temps_unavailable_reason()
+        self._note("CPU temperatures", bool(temps), why_no_temps)
         mem = swap = None
         try:
             mem = psutil.virtual_memory()
@@ -268,6 +283,7 @@ class Sampler:
             mem_used_bytes=int(mem.total - mem.available) if mem else None,
             swap_total_bytes=int(swap.total) if swap else None,
             swap_used_bytes=int(swap.used) if swap else None,
+            temps_unavailable=why_no_temps,
         )
 
     @property

@@ -72,9 +72,9 @@ def _compile(text: str | None) -> re.Pattern[str] | None:
 @lru_cache(maxsize=1)
 def rules() -> Rules:
     """The classification rules from resources/sample_rules.json, compiled once."""
-    from cpudoctor.resources import load_json
+    from cpudoctor.knowledge.files import SAMPLE_RULES
 
-    data = load_json("sample_rules.json")
+    data = SAMPLE_RULES.data
     return Rules(
         categories=tuple(data["categories"]),
         libraries=tuple(data["libraries"]),

@@ -289,8 +289,8 @@ class StackSampler:
     def wait(self, timeout: float = 30.0) -> StackRecord:
         """Wait for py-spy to end by itself (duration passed, or the target exited), then collect."""
         if self.exe is None:
-            return StackRecord(rate_hz=self.rate, error="py-spy is not installed next to CPU Doctor "
-                               "(reinstall it: pip install cpudoctor), so only thread states were sampled",
+            return StackRecord(rate_hz=self.rate, error="py-spy is not installed next to CPU Doctor, "
+                               "so only thread states were sampled",
                                error_kind="missing")
         if self._proc is None:
             return StackRecord(rate_hz=self.rate, error=f"py-spy could not be started ({self.exe})",

@@ -13,7 +13,16 @@ in them:
   ``$WORKON_HOME``), pipenv's and poetry's folders, pipx's venvs (marked: those
   are tools, not training environments);
 * Method 3, interpreters: findpython's providers (PATH, pyenv, asdf, rye, uv,
-  the Windows registry, macOS frameworks).
+  the Windows registry, macOS frameworks) and, on Windows, the ``py`` launcher's
+  list (``py -0p``).
+
+On Windows the same methods look where Windows installs put things:
+``%USERPROFILE%\\.conda\\environments.txt``, ``Anaconda3`` / ``Miniconda3`` /
+``miniforge3`` under ``%USERPROFILE%``, ``%LOCALAPPDATA%`` and
+``%ProgramData%`` (all-users installs), ``Scripts\\python.exe`` venvs,
+virtualenvwrapper-win's ``%USERPROFILE%\\Envs`` and Poetry's and pipx's
+``%LOCALAPPDATA%`` folders. Where to look comes from the environment variables,
+not from the OS this runs on, so a Windows layout is tested on Linux too.
 
 Each interpreter is asked once, with ``-I -S`` (no site, so no ``.pth`` file
 runs, no package is imported), for its version and site folders; the
@@ -137,7 +146,7 @@ class _Context:
         env = dict(os.environ if environ is None else environ)
         if home is None:
             try:
-                home = Path(env.get("HOME") or Path.home())
+                home = Path(env.get("HOME") or env.get("USERPROFILE") or Path.home())
             except RuntimeError:          # no home directory (some containers)
                 home = None
         if cwd is None:
@@ -171,22 +180,29 @@ def _is_env_folder(path: Path) -> bool:
     return (path / "pyvenv.cfg").is_file() or (path / "conda-meta").is_dir()
 
 
+CONDA_NAMES = ("miniconda3", "anaconda3", "miniforge3", "mambaforge", "micromamba", "miniconda", "anaconda",
+               ".conda", "conda", "Anaconda3", "Miniconda3", "Miniforge3")
+
+
 def _conda_roots(ctx: _Context) -> list[Path]:
-    """Folders of conda installs: known names under home and /opt, plus what conda's variables name."""
+    """Folders of conda installs: known names under home and /opt (Windows: %LOCALAPPDATA%, %ProgramData%),
+    plus what conda's variables name."""
     roots: list[Path] = []
-    names = ("miniconda3", "anaconda3", "miniforge3", "mambaforge", "micromamba", "miniconda", "anaconda",
-             ".conda", "conda")
     if ctx.home is not None:
-        roots += [ctx.home / n for n in names]
+        roots += [ctx.home / n for n in CONDA_NAMES]
     roots += [Path("/opt/conda"), Path("/opt/miniconda3"), Path("/opt/anaconda3"), Path("/opt/miniforge3")]
+    for var in ("LOCALAPPDATA", "ProgramData", "PROGRAMDATA"):      # per-user and all-users Windows installs
+        if ctx.environ.get(var):
+            roots += [Path(ctx.environ[var]) / n for n in ("Anaconda3", "Miniconda3", "miniforge3", "anaconda3",
+                                                            "miniconda3")]
     for var in ("CONDA_EXE", "MAMBA_EXE"):
         exe = ctx.environ.get(var)
         if exe:
-            roots.append(Path(exe).parent.parent)        # <root>/bin/conda
+            roots.append(Path(exe).parent.parent)        # <root>/bin/conda, <root>\\Scripts\\conda.exe
     for var in ("MAMBA_ROOT_PREFIX", "CONDA_ROOT"):
         if ctx.environ.get(var):
             roots.append(Path(ctx.environ[var]))
-    return roots
+    return list(dict.fromkeys(roots))
 
 
 def _conda_candidates(ctx: _Context, run_conda: bool, cache: "_Cache | None") -> dict[Path, str]:
@@ -248,12 +264,52 @@ def _venv_candidates(ctx: _Context) -> dict[Path, str]:
             (ctx.home / ".cache" / "pypoetry" / "virtualenvs", "poetry"),
             (ctx.home / ".local" / "pipx" / "venvs", "pipx"),
             (ctx.home / ".local" / "share" / "pipx" / "venvs", "pipx"),
+            (ctx.home / "Envs", "virtualenvwrapper-win (~\\Envs)"),
+            (ctx.home / "pipx" / "venvs", "pipx"),
         ]
+    local = ctx.environ.get("LOCALAPPDATA")
+    if local:                              # Windows: Poetry's and pipx's folders
+        folders += [(Path(local) / "pypoetry" / "Cache" / "virtualenvs", "poetry"),
+                    (Path(local) / "pipx" / "pipx" / "venvs", "pipx")]
     for folder, how in folders:
         for sub in _children(folder):
             if _is_env_folder(sub):
                 found.setdefault(sub, how)
     return found
+
+
+PY_LAUNCHER_TIMEOUT_S = 10.0
+# `py -0p`: " -V:3.12 *        C:\\...\\python.exe" (launcher 3.11+) or " -3.9-64        C:\\...\\python.exe" (older)
+_PY_LIST_LINE = re.compile(r"^\s*-\S+(?:\s+\*)?\s+(\S.*?\.exe)\s*$", re.IGNORECASE)
+
+
+def parse_py_list(text: str) -> list[str]:
+    """Interpreter paths from the Windows ``py`` launcher's ``py -0p`` listing (paths may hold spaces)."""
+    out = []
+    for line in (text or "").splitlines()[:200]:
+        m = _PY_LIST_LINE.match(line)
+        if m and m.group(1) not in out:
+            out.append(m.group(1))
+    return out
+
+
+def _py_launcher_candidates(ctx: _Context, cache: "_Cache | None") -> dict[Path, str]:
+    """What the ``py`` launcher knows (PEP 514 registrations and the Store's Pythons), cached per launcher."""
+    exe = shutil.which("py", path=ctx.environ.get("PATH"))
+    if not exe:
+        return {}
+    key = json.dumps([exe, _stamp(Path(exe))])
+    listed = cache.get("py", key) if cache is not None else None
+    if listed is None:
+        try:
+            done = subprocess.run([exe, "-0p"], capture_output=True, text=True, errors="replace", timeout=PY_LAUNCHER_TIMEOUT_S,
+                                  stdin=subprocess.DEVNULL, env=dict(ctx.environ))
+            listed = parse_py_list(done.stdout) if done.returncode == 0 else []
+        except (OSError, subprocess.SubprocessError):
+            listed = []
+        if cache is not None:
+            cache.put("py", key, listed)
+    return {Path(p): "py launcher" for p in listed}
 
 
 def _interpreter_candidates(ctx: _Context) -> dict[Path, str]:
@@ -503,7 +559,8 @@ def discover(environ: Mapping[str, str] | None = None, home: Path | None = None,
     ctx = _Context.current(environ, home, cwd)
     store = _Cache.open(cache, ctx)
     candidates: dict[Path, str] = {}
-    for source in (_venv_candidates(ctx), _conda_candidates(ctx, run_conda, store), _interpreter_candidates(ctx)):
+    for source in (_venv_candidates(ctx), _conda_candidates(ctx, run_conda, store), _interpreter_candidates(ctx),
+                   _py_launcher_candidates(ctx, store)):
         for path, how in source.items():
             candidates.setdefault(path, how)
     if ctx.own_prefix is not None:

@@ -34,7 +34,7 @@ from cpudoctor.probes.software.envvars import filter_thread_env, preload_names
 from cpudoctor.probes.software.importcheck import import_spec, order_spec, to_import_check, to_order_check
 from cpudoctor.probes.software.isarisk import assess, shortfall
 from cpudoctor.probes.software.gpu import probe_gpus
-from cpudoctor.probes.software.osinfo import probe_os
+from cpudoctor.probes.platforms import probe_os
 from cpudoctor.probes.software.packages import (
     compiled_distributions,
     probe_packages,

@@ -5,7 +5,9 @@ it replaces threadpoolctl in the child for two reasons. threadpoolctl sets
 ``KMP_DUPLICATE_LIB_OK=True`` in the process that imports it, which hides the
 very "OMP: Error #15" (two copies of Intel's OpenMP) the import checks look
 for; and the environment under test may not have it installed. Each library
-is found in ``/proc/self/maps`` and asked through ctypes with ``RTLD_NOLOAD``
+is found in ``/proc/self/maps`` (Windows: the process's module list, where the
+same runtimes are ``libiomp5md.dll``, ``vcomp140.dll``, ``libomp140.x86_64.dll``)
+and asked through ctypes with ``RTLD_NOLOAD``
 (so nothing new is loaded): OpenBLAS ``openblas_get_num_threads`` /
 ``openblas_get_config`` / ``openblas_get_corename``, MKL
 ``MKL_Get_Max_Threads`` / ``MKL_Get_Version_String`` /
@@ -24,6 +26,7 @@ from __future__ import annotations
 import ctypes
 import os
 import re
+import sys
 from typing import Any, Dict, List, Optional
 
 # (file-name prefix, user_api, internal_api); the first match wins, so libomp
@@ -36,6 +39,7 @@ KNOWN_LIBS = (
     ("libscipy_openblas", "blas", "openblas"),
     ("libopenblas", "blas", "openblas"),
     ("libmkl_rt", "blas", "mkl"),
+    ("mkl_rt", "blas", "mkl"),                # Windows: mkl_rt.2.dll
     ("libblis", "blas", "blis"),
     ("libflexiblas", "blas", "flexiblas"),
 )
@@ -62,7 +66,9 @@ def parse_cpulist(text: str) -> List[int]:
 
 
 def mapped_libraries() -> List[str]:
-    """Full paths of the shared objects mapped into this process, in first-mapped order (Linux)."""
+    """Full paths of the shared objects mapped into this process, in first-mapped order (Linux, Windows)."""
+    if sys.platform == "win32":
+        return windows_modules()
     paths: List[str] = []
     seen = set()
     try:
@@ -80,12 +86,43 @@ def mapped_libraries() -> List[str]:
     return paths
 
 
+MAX_MODULES = 4096
+
+
+def windows_modules() -> List[str]:
+    """Full paths of the DLLs loaded in this process (K32EnumProcessModules, Windows 7 and later)."""
+    from ctypes import wintypes
+
+    kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)
+    process = kernel32.GetCurrentProcess()
+    handles = (wintypes.HMODULE * MAX_MODULES)()
+    needed = wintypes.DWORD(0)
+    enum = kernel32.K32EnumProcessModules
+    enum.argtypes = (wintypes.HANDLE, ctypes.POINTER(wintypes.HMODULE), wintypes.DWORD, ctypes.POINTER(wintypes.DWORD))
+    if not enum(process, handles, ctypes.sizeof(handles), ctypes.byref(needed)):
+        return []
+    name = kernel32.GetModuleFileNameW
+    name.argtypes = (wintypes.HMODULE, wintypes.LPWSTR, wintypes.DWORD)
+    buffer = ctypes.create_unicode_buffer(32768)
+    paths: List[str] = []
+    for i in range(min(needed.value // ctypes.sizeof(wintypes.HMODULE), MAX_MODULES)):
+        length = name(handles[i], buffer, len(buffer))
+        if length and buffer.value.lower().endswith(".dll") and buffer.value not in paths:
+            paths.append(buffer.value)
+    return paths
+
+
 def openmp_files() -> List[str]:
-    """File names (never folders) of every OpenMP runtime mapped, one per distinct file."""
-    return [os.path.basename(p) for p in mapped_libraries() if os.path.basename(p).startswith(OPENMP_PREFIXES)]
+    """File names (never folders) of every OpenMP runtime mapped, one per distinct file.
+
+    Windows names them in any case (``VCOMP140.DLL`` from System32), so the match ignores it.
+    """
+    return [os.path.basename(p) for p in mapped_libraries()
+            if os.path.basename(p).lower().startswith(OPENMP_PREFIXES)]
 
 
 def _classify(base: str):
+    base = base.lower()
     for prefix, user_api, internal_api in KNOWN_LIBS:
         if base.startswith(prefix):
             return user_api, internal_api
