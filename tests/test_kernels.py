@@ -340,3 +340,34 @@ def test_an_emulated_cpu_runs_narrower_kernels_and_the_finding_says_why(tmp_path
     report = Report(cpu=probe_cpu(), benchmarks=[BenchRun("train", {}, {"kernels": kernels, "kernel_check": check})])
     found = [f for f in diagnose(report, only={"ISA010"}) if f.severity != "ok"]
     assert len(found) == 1 and "emulated CPU" in found[0].why
+
+
+# ----------------------------------------------------------------------------- one parser (issue 24's) underneath
+
+_CONV_AVX2 = ("onednn_verbose,v1,primitive,exec,cpu,convolution,jit:avx2,forward_training,src:f32:a:blocked:abcd::f0 "
+              "wei:f32:a:blocked:Acdb8a::f0 dst:f32:a:blocked:aBcd8b::f0,attr-scratchpad:user,alg:convolution_direct,"
+              "mb16_ic3oc32_ih64oh64kh3sh1dh0ph1_iw64ow64kw3sw1dw0pw1,30.0")
+_REORDER_AVX2 = ("onednn_verbose,v1,primitive,exec,cpu,reorder,jit:avx2,undef,src:f32::blocked:abcd::f0 "
+                 "dst:f32::blocked:aBcd8b::f0,,,16x3x64x64,2.0")
+_MATMUL_AVX10 = ("onednn_verbose,v1,primitive,exec,cpu,matmul,brg_matmul:avx10_1_512_amx,undef,"
+                 "src:bf16::blocked:ab::f0 wei:bf16::blocked:ab::f0 dst:bf16::blocked:ab::f0,,,256x256:256x256,1.5")
+
+
+def test_a_reorder_is_a_layout_copy_not_held_against_the_cpus_width():
+    """A convolution on AVX2 is below an AVX-512 CPU; a reorder that says avx2 is not (a copy has no roof)."""
+    checks = K.check_kernels(K.parse_onednn_verbose([_CONV_AVX2, _REORDER_AVX2]), flags_of(ZEN4))
+    by_kind = {c.kernel.primitive: c for c in checks}
+    assert by_kind["reorder"].kernel.isa == "avx2" and not by_kind["reorder"].below
+    assert by_kind["convolution"].below and by_kind["convolution"].cause == "library"
+    assert [i["primitive"] for i in K.summary(checks)["below"]] == ["convolution"]
+
+
+def test_avx10_1_kernels_are_read_by_the_one_parser_and_judged():
+    from cpudoctor.probes.process.onednn_verbose import ISA_FAMILY, ISA_ORDER, isa_of
+
+    assert set(ISA_ORDER) == set(ISA_FAMILY)                  # every name the parser knows has a width
+    assert isa_of("brg_matmul:avx10_1_512_amx") == "avx10_1_512_amx" and isa_of("jit:avx10_1_512") == "avx10_1_512"
+    (kernel,) = K.parse_onednn_verbose([_MATMUL_AVX10])
+    assert (kernel.isa, kernel.dtype, kernel.share) == ("avx10_1_512_amx", "bf16", 1.0)
+    (check,) = K.check_kernels([kernel], flags_of(SPR))
+    assert not check.below and not check.dtype_emulated
