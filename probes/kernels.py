@@ -289,11 +289,13 @@ def check_kernels(kernels: Iterable[Kernel], flags: Iterable[str], caps: Mapping
                   detected: str | None = None) -> list[KernelCheck]:
     """Each kernel against the CPU's ``flags``; ``caps`` are the cap variables set in the job's environment,
     ``detected`` oneDNN's own ``isa:`` line (what it saw of the CPU, caps applied)."""
+    from cpudoctor.probes.process.onednn_verbose import LAYOUT_KINDS
+
     have = set(flags)
     caps = {k: v for k, v in (caps or {}).items() if v not in (None, "")}
     out = []
     for k in kernels:
-        if k.primitive == "reorder":          # layout copies: no vector width to hold against the CPU
+        if k.library == ONEDNN and k.primitive in LAYOUT_KINDS:   # copies: no vector width to hold against the CPU
             out.append(KernelCheck(k, None, cpu_width(k.library, have)))
             continue
         width, best = kernel_width(k), cpu_width(k.library, have)

@@ -37,6 +37,9 @@ ISA_FAMILY: dict[str, int] = {"sse41": 1, "avx": 2, "avx2": 3, "avx2_vnni": 3, "
 _ALIASES = {"avx512_common": "avx512_core", "avx512_mic": "avx512_core", "uni": None, "any": None}
 _ISA_RE = re.compile(r"(?:^|[:_])(" + "|".join(sorted(ISA_ORDER, key=len, reverse=True)) + r")(?:$|[:_])")
 _REFERENCE_RE = re.compile(r"(^|:)(ref|simple|gemm:ref|ref_[a-z_]+|gemm_ref)(:|$)|^ref", re.IGNORECASE)
+# Kinds that copy data between layouts (or types) rather than compute: their implementation (``simple:any``,
+# ``jit:uni``, even a named ``jit:avx2``) is no vector roof and no reference computation to hold against the CPU.
+LAYOUT_KINDS = frozenset({"reorder"})
 _DTYPE_RE = re.compile(r"\b(?:diff_)?(src|wei|dst|bia)(?:_(?:iter|layer))?[:_](f32|f16|bf16|s8|u8|s32|f64|f8_e5m2|f8_e4m3)\b")
 
 
@@ -54,9 +57,15 @@ class Primitive:
     stage: str = "exec"           # exec | create
 
     @property
+    def layout_copy(self) -> bool:
+        """A reorder: data copied between layouts, not computed."""
+        return self.kind in LAYOUT_KINDS
+
+    @property
     def reference(self) -> bool:
-        """oneDNN's reference (portable C++) implementation: correct, and many times slower."""
-        return bool(_REFERENCE_RE.search(self.impl))
+        """oneDNN's reference (portable C++) implementation of a computation: correct, and many times slower.
+        A reorder's ``simple:any`` is its ordinary generic copy, not a slow path."""
+        return not self.layout_copy and bool(_REFERENCE_RE.search(self.impl))
 
     @property
     def data_type(self) -> str:
@@ -75,6 +84,11 @@ class KernelSummary:
     count: int = 0
     time_ms: float = 0.0
     reference: bool = False
+
+    @property
+    def layout_copy(self) -> bool:
+        """A reorder: data copied between layouts, not computed (see :data:`LAYOUT_KINDS`)."""
+        return self.kind in LAYOUT_KINDS
 
 
 @dataclass
