@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -146,7 +147,8 @@ def test_loop_waiting_on_its_data(tmp_path_factory):
     before.conclusive_or_skip()
     f = before.findings["EVID002"]
     assert "no worker processes" in f["why"] and "num_workers=" in f["snippet"]
-    after = run_job(tmp_path_factory, "data_wait", "--fixed")
+    printed = re.search(r"num_workers=(\d+)", f["snippet"]).group(1)      # the fix as printed
+    after = run_job(tmp_path_factory, "data_wait", "--fixed", "--workers", printed)
     after.conclusive_or_skip()
     assert "EVID002" not in after.findings
     assert after.share("data", driver=True) < before.share("data", driver=True)
