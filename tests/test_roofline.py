@@ -120,6 +120,21 @@ def test_gemm_text_shows_measured_roof_and_nominal_peak():
     assert "measured roof" in html and "nominal peak" in html and "80 %" in html and "75 %" in html
 
 
+def test_one_numa_node_is_one_memory_row_per_kernel_and_two_nodes_keep_their_total():
+    """On one node the job reports its one measurement as node 0 and as the total: the terminal and the
+    report rows say it once ("node 0 (all)"); with two nodes each node and the total keep their rows."""
+    from cpudoctor.render.lab import outcome_text
+    from cpudoctor.render.roofline import memory_places
+
+    r = samples.roofline_result()
+    rows = [line for line in outcome_text(r).splitlines() if line.startswith(("node ", "all"))]
+    assert [row.split()[:4] for row in rows] == [["node", "0", "(all)", "read"], ["node", "0", "(all)", "copy"]]
+    two = [{"node": n, "kernel": "copy", "gbps": g} for n, g in ((0, 20.0), (1, 19.0), ("all", 38.0))]
+    assert [(where, x["gbps"]) for where, x in memory_places(two)] == [("node 0", 20.0), ("node 1", 19.0),
+                                                                      ("all nodes", 38.0)]
+    assert memory_places([{"node": "all", "kernel": "copy", "gbps": 5.0}])[0][0] == "all nodes"
+
+
 # ----------------------------------------------------------------------------- the picture
 
 

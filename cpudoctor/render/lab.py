@@ -183,8 +183,9 @@ def _roofline_text(r) -> list[str]:
                      f"{n.get('flops_per_cycle_source')}")
     if r.memory:
         lines.append(f"{'memory':<14} {'kernel':>7} {'GB/s':>10} {'median':>10}  method")
-        for m in r.memory:
-            node = "all" if m.get("node") == "all" else f"node {m.get('node')}"
+        from cpudoctor.render.roofline import memory_places
+
+        for node, m in memory_places(r.memory):
             lines.append(f"{node:<14} {m.get('kernel', ''):>7} {m['gbps']:>10,.1f} {_num(m.get('median_gbps'), ',.1f'):>10}"
                          f"  {m.get('method', '')}")
     if r.claim:

@@ -193,6 +193,21 @@ def _choose_labels(points: list[Point]) -> None:
 # ----------------------------------------------------------------------------- words
 
 
+def memory_places(memory: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    """(where, figure) for each memory figure worth a row. On one NUMA node the job reports its one
+    measurement as node 0 and as the total: one row each kernel then, named for both."""
+    nodes = {x.get("node") for x in memory if x.get("node") != "all"}
+    single = len(nodes) == 1 and any(x.get("node") == "all" for x in memory)
+    out = []
+    for x in memory:
+        if x.get("node") == "all":
+            if not single:
+                out.append(("all nodes", x))
+        else:
+            out.append((f"node {x.get('node')}" + (" (all)" if single else ""), x))
+    return out
+
+
 def claim_text(claim: dict[str, Any], nominals: list[dict[str, Any]]) -> str:
     """The seeds' "about 90 % of the theoretical compute", checked against this machine's measured roof."""
     if not claim or not claim.get("roof_gflops"):
@@ -240,8 +255,7 @@ def roof_lines(runs: list[Any]) -> list[tuple[str, str]]:
     memory = [x for x in m.get("memory") or [] if x.get("gbps")]
     if memory:
         rows.append(("Memory bandwidth", "; ".join(
-            f"{'all nodes' if x['node'] == 'all' else 'node ' + str(x['node'])} {x['kernel']} {x['gbps']:,.1f} GB/s"
-            for x in memory)))
+            f"{where} {x['kernel']} {x['gbps']:,.1f} GB/s" for where, x in memory_places(memory))))
     if m.get("claim"):
         rows.append(("90 % claim", claim_text(m["claim"], m.get("nominal") or [])))
     return rows
