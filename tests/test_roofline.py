@@ -143,6 +143,17 @@ def _svg_points(svg: str) -> list[dict]:
     return [el.attrib for el in root.iter() if "rf-point" in el.attrib.get("class", "")]
 
 
+def test_the_key_names_the_precisions_drawn_and_no_other():
+    pic = picture_from_runs(samples.runs())
+    drawn = {r.dtype for r in pic.compute} | {p.dtype for p in pic.points if p.dtype}
+    keys = [el.text or "" for el in ET.fromstring(render_svg(pic)).iter() if "rf-m" in el.attrib.get("class", "")]
+    assert {k.split(" ", 1)[1] for k in keys if k.startswith("— ")} == drawn
+    pic.compute = [r for r in pic.compute if r.dtype == "fp32"]
+    pic.points = [p for p in pic.points if p.dtype == "fp32"]
+    keys = [el.text or "" for el in ET.fromstring(render_svg(pic)).iter() if "rf-m" in el.attrib.get("class", "")]
+    assert [k for k in keys if k.startswith("— ")] == ["— fp32"]
+
+
 def test_every_point_drawn_is_a_point_of_the_data_and_back():
     runs = samples.runs()
     svg = render_svg(picture_from_runs(runs))

@@ -204,15 +204,17 @@ def render_svg(pic: Picture, width: int = 900, height: int = 600) -> str:
             f'viewBox="0 0 {width} {total_h}" width="{width}" height="{total_h}" class="chart roofline">', _STYLE,
             f'<rect x="0" y="0" width="{width}" height="{total_h}" fill="#ffffff"/>',
             f'<text class="rf-h" x="{left}" y="20">Roofline: measured roofs, nominal peak, and where the work ran</text>']
-    legend = _legend(left, 38)
+    shown = {r.dtype for r in pic.compute} | {p.dtype for p in pic.points if p.dtype}
+    legend = _legend(left, 38, [d for d in DTYPE_COLOURS if d in shown] + sorted(shown - set(DTYPE_COLOURS)))
     text = [f'<text class="rf-t" x="{left}" y="{height + 10 + 16 * i}">{escape(line)}</text>'
             for i, line in enumerate(below)]
     return "".join(head + [legend] + out + labels + text) + "</svg>"
 
 
-def _legend(left: float, y: float) -> str:
+def _legend(left: float, y: float, dtypes: list[str]) -> str:
+    """The key: the marks, then a colour for each precision the picture draws (none it does not)."""
     items = [("●", "GEMM run"), ("○", "in-cache multiply"), ("■", "training operator"),
-             ("- -", "roof on one core"), ("- -", "nominal peak")] + [("—", d) for d in DTYPE_COLOURS]
+             ("- -", "roof on one core"), ("- -", "nominal peak")] + [("—", d) for d in dtypes]
     parts, x = [], left
     for mark, name in items:
         text = f"{mark} {name}"
