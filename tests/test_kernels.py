@@ -371,3 +371,16 @@ def test_avx10_1_kernels_are_read_by_the_one_parser_and_judged():
     assert (kernel.isa, kernel.dtype, kernel.share) == ("avx10_1_512_amx", "bf16", 1.0)
     (check,) = K.check_kernels([kernel], flags_of(SPR))
     assert not check.below and not check.dtype_emulated
+
+
+def test_a_kernel_line_names_each_thing_once():
+    from cpudoctor.render.lab import kernels_lines
+
+    kernels = [{"library": "oneDNN", "primitive": "gemm_api", "isa": None, "share": 1.0, "impl": "", "dtype": "int8"},
+               {"library": "oneMKL", "primitive": "SGEMM", "isa": None, "share": 1.0, "impl": "SGEMM", "dtype": "fp32"},
+               {"library": "oneDNN", "primitive": "matmul", "isa": "avx512_core_bf16", "share": 0.5,
+                "impl": "brg_matmul:avx512_core_bf16", "dtype": "bf16"}]
+    assert kernels_lines(kernels, None)[1:] == [
+        "  oneDNN gemm_api int8 (instruction set not named, 100 % of its time)",
+        "  oneMKL SGEMM fp32 (instruction set not named, 100 % of its time)",
+        "  oneDNN matmul bf16: brg_matmul:avx512_core_bf16 (avx512_core_bf16, 50 % of its time)"]

@@ -216,7 +216,9 @@ def kernels_lines(kernels: list[dict[str, Any]], check: dict[str, Any] | None) -
         share = f", {percent(k['share'])} of its time" if k.get("share") is not None else ""
         dtype = f" {k['dtype']}" if k.get("dtype") else ""
         isa = k.get("isa") or "instruction set not named"
-        lines.append(f"  {k['library']} {k['primitive']}{dtype}: {k.get('impl') or isa} ({isa}{share})")
+        impl = k.get("impl")                    # the implementation's own name, when it says more than the kind
+        named = f": {impl}" if impl and impl != k["primitive"] else ""
+        lines.append(f"  {k['library']} {k['primitive']}{dtype}{named} ({isa}{share})")
     if check:
         for item in check.get("below") or []:
             why = f" ({item['cap']})" if item.get("cap") else ""
