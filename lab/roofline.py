@@ -22,7 +22,7 @@ CLAIM = 0.90            # "about 90 % of the theoretical compute", as the seeds 
 MIN_BUFFER_MIB = 256
 MAX_BUFFER_MIB = 1024
 _ROOF_KEYS = ("dtype", "threads", "gflops", "method", "median_gflops", "size", "error")
-_MEMORY_KEYS = ("node", "kernel", "gbps", "method", "median_gbps", "cpus", "placement")
+_MEMORY_KEYS = ("node", "kernel", "gbps", "method", "median_gbps", "threads", "cpus", "placement")
 
 
 def machine_args(topology, allowed: list[int] | None = None, available_bytes: int | None = None) -> dict[str, Any]:

@@ -68,6 +68,49 @@ def test_without_numa_facts_the_job_measures_all_cpus_only():
     assert "nodes" not in args and args["memory_mib"] >= 256
 
 
+
+class _FakeTorch:
+    """Just what :func:`_roofs.bandwidth` touches; the rates come from the patched ``timed_rates``."""
+
+    float32 = "float32"
+
+    def __init__(self) -> None:
+        self.threads = 1
+
+    def set_num_threads(self, n: int) -> None:
+        self.threads = n
+
+    def empty(self, n: int, dtype: str):
+        class Buffer:
+            def data_ptr(self) -> int:
+                return 0
+
+            def fill_(self, value: float) -> None:
+                pass
+
+            def copy_(self, other) -> None:
+                pass
+        return Buffer()
+
+
+@pytest.mark.parametrize("rates, used", [({2: 6e9, 1: 22e9}, 1), ({2: 30e9, 1: 12e9}, 2)])
+def test_a_memory_roof_is_the_better_of_all_threads_and_one(monkeypatch, rates, used):
+    """On 2 busy CPUs a 2-thread copy waits for its slower thread at every barrier: one thread is the roof's
+    floor. Each figure says which thread count it came from; the job's thread count is restored."""
+    from cpudoctor.lab.jobs import _roofs
+
+    torch = _FakeTorch()
+    monkeypatch.setattr(_roofs, "timed_rates", lambda op, work, seconds, stop: [rates[torch.threads] * 0.9,
+                                                                                 rates[torch.threads]])
+    got = _roofs.bandwidth(torch, 1 << 20, 2, 0.1, stop=type("S", (), {"is_set": lambda self: False})())
+    for kernel in ("read", "copy"):
+        assert got["results"][kernel]["threads"] == used
+        assert got["results"][kernel]["gbps"] == round(max(rates.values()) / 1e9, 2)
+    assert torch.threads == 2
+    one = _roofs.bandwidth(torch, 1 << 20, 1, 0.1, stop=type("S", (), {"is_set": lambda self: False})())
+    assert one["results"]["copy"]["threads"] == 1 and one["results"]["copy"]["gbps"] == round(rates[1] / 1e9, 2)
+
+
 # ----------------------------------------------------------------------------- reading a result
 
 

@@ -170,8 +170,8 @@ def memory(torch: Any, s: RooflineSettings, allowed: List[int], budget: Budget, 
                     where = how if name != "all" or len(nodes) > 1 else f"the only NUMA node: {how}"
                     out.append({"node": name, "kernel": kernel, "gbps": fig["gbps"], "median_gbps": fig["median_gbps"],
                                 "method": f"{kernel}: torch {fig['kernel']} over {s.memory_mib} MiB fp32 buffers, "
-                                          f"{len(cpus)} thread(s); {where}",
-                                "cpus": cpus, "bytes": nbytes, "placement": got["placement"],
+                                          f"{_threads_words(fig.get('threads', len(cpus)), len(cpus))}; {where}",
+                                "threads": fig.get("threads", len(cpus)), "cpus": cpus, "bytes": nbytes, "placement": got["placement"],
                                 "interference": got["interference"]})
             _jobkit.progress(phase="memory", node=node, elapsed=budget.elapsed,
                              **{k: v["gbps"] for k, v in got["results"].items()})
@@ -179,6 +179,11 @@ def memory(torch: Any, s: RooflineSettings, allowed: List[int], budget: Budget, 
         if original:
             _roofs.pin_all_threads(original)
     return out
+
+
+def _threads_words(used: int, offered: int) -> str:
+    """``2 thread(s)``, or which of the two thread counts a memory figure came from."""
+    return f"{used} thread(s)" if offered <= 1 else f"{used} thread(s), the better of {offered} and 1"
 
 
 def _placement_words(node: Any, cpus: List[int], got: Dict[str, Any], pin_error: Optional[str]) -> str:
