@@ -209,7 +209,14 @@ class RuleSet(Generic[In]):
             if item.lower() in CATEGORIES:
                 out.update(r.code for r in rules.values() if r.category == item.lower())
                 continue
-            out.add(self.resolve(item).code)
+            try:
+                out.add(self.resolve(item).code)
+            except UnknownRuleError as exc:
+                # --only takes categories too: the error names them, not just the codes.
+                used = [c for c in CATEGORIES if any(r.category == c for r in rules.values())]
+                message = str(exc.args[0]).replace(f"no {self.noun} ", f"no {self.noun} or category ", 1)
+                raise UnknownRuleError(message.replace(" (see ", f"; categories: {', '.join(used)} (see ", 1)) \
+                    from None
         return out
 
     # -- running --------------------------------------------------------------------------------

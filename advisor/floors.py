@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from cpudoctor.advisor import machine
 from cpudoctor.advisor.engine import Facts
+from cpudoctor.advisor.torch_install import Platform, is_torch, pip_install
 from cpudoctor.knowledge import FLOORS, LEVELS
 from cpudoctor.knowledge.versions import lower_bound, parse_version
 
@@ -46,14 +47,16 @@ class Forecast:
         return self.confidence in ("documented", "reported")
 
 
-def pip_spec(package: str, safe: str | None) -> str:
-    """``python -m pip install 'numpy<2.4'`` for a safe range; "" when there is none to give."""
+def pip_spec(package: str, safe: str | None, platform: Platform | None = None) -> str:
+    """``python -m pip install 'numpy<2.4'`` for a safe range; "" when there is none to give.
+
+    PyTorch's family comes from its CPU wheel index (:mod:`cpudoctor.advisor.torch_install`)."""
     if not safe:
         return ""
-    return f"python -m pip install '{FLOORS.requirement(package, safe)}'"
+    return pip_install([FLOORS.requirement(package, safe)], platform)
 
 
-def fix_for(package: str, safe: str | None) -> tuple[str, str]:
+def fix_for(package: str, safe: str | None, platform: Platform | None = None) -> tuple[str, str]:
     """(sentence, command) that get a build of ``package`` this CPU runs.
 
     ``safe`` is :attr:`IsaRisk.safe_versions`: a range to pin, "" when no
@@ -64,12 +67,14 @@ def fix_for(package: str, safe: str | None) -> tuple[str, str]:
     label = entry.label if entry else package
     distribution = entry.distributions[0] if entry and entry.distributions else package
     if safe:
-        command = pip_spec(package, safe)
+        command = pip_spec(package, safe, platform)
         return f"Install a {label} release this CPU runs ({distribution}{safe}).", command
     if safe is None:
-        command = f"python -m pip install --upgrade {distribution}"
+        command = pip_install([distribution], platform, upgrade=True)
         return f"Upgrade {label}: its current releases run on this CPU.", command
     hint = entry.install_hint if entry else ""
+    if is_torch(distribution) and hint.startswith("python -m pip"):
+        hint = pip_install([distribution], platform)
     if hint.startswith("python -m pip") or hint.startswith("conda "):
         return f"No stock {label} release runs on this CPU; install a build made for it.", hint
     sentence = f"No stock {label} release runs on this CPU. {hint}" if hint else \
@@ -82,8 +87,9 @@ def safe_range(f: Facts, risk) -> str | None:
 
     A report saved by an older CPU Doctor carries no ``safe_versions``; the
     flags are enough to compute it again, so old and new reports get the same fix.
+    Under emulation the flags are those of the CPU that runs Python (ISA007).
     """
-    flags = machine.flags(f)
+    flags = machine.running_flags(f)
     return FLOORS.safe_versions(risk.package, flags) if flags else risk.safe_versions
 
 

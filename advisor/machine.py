@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from cpudoctor.advisor import measured
 from cpudoctor.advisor.engine import Facts
 from cpudoctor.kits.plural import plural
 from cpudoctor.knowledge import ADVISOR_KNOWLEDGE
@@ -36,6 +37,11 @@ def env(f: Facts, name: str) -> str | None:
     """A whitelisted environment variable from the report (None when unset or unknown)."""
     value = f.get(f"software.thread_env.{name}")
     return None if value is None else str(value)
+
+
+def setting(name: str, value: str | None) -> str:
+    """``NAME=value`` as a person reads it; just ``NAME`` when the report hid the value (shown as "set")."""
+    return name if value in (None, "", "set") else f"{name}={value}"
 
 
 def env_int(f: Facts, name: str) -> int | None:
@@ -165,17 +171,19 @@ def recommended_threads(report: Report, f: Facts | None = None) -> tuple[int, st
     OpenMP's equal chunks make every thread wait for the ones on E-cores.
     """
     f = f or Facts(report)
-    rec = f.get("recommendation")
+    rec = measured.sweep_choice(report, f)
     if rec is not None and rec.threads:
-        what = f"the thread sweep's best setting ({rec.variant})" if rec.variant else "the thread sweep's best setting"
-        return int(rec.threads), what
+        what = "the thread sweep's best setting" if report.recommendation is not None else \
+            "what the thread sweep measured fastest, beyond every spread"
+        variant = measured.named_variant(rec)
+        return int(rec.threads), f"{what} ({variant})" if variant else what
     hybrid = performance_cores(f)
     if hybrid is not None:
         n = hybrid.fast_cores
         quota = f.get("topology.affinity.cpu_quota")
         if quota:
             n = max(1, min(n, math.ceil(quota)))
-        return n, f"the {n} performance cores of this hybrid CPU, one thread each"
+        return n, f"the {plural(n, 'performance core')} of this hybrid CPU, one thread each"
     n = usable_physical_cores(f)
     if n:
         return n, plural(n, "usable physical core")
@@ -220,6 +228,15 @@ def executing_lacks(f: Facts) -> set[str]:
     if missing:
         f.record("cpu.cpuid_check.missing_flags", missing)
     return set(missing)
+
+
+def running_flags(f: Facts) -> set[str]:
+    """The flags of the CPU that executes Python: /proc/cpuinfo's, less what the CPUID cross-check found missing.
+
+    Under user-mode emulation /proc/cpuinfo describes the host; what a build
+    needs is checked against the CPU that runs it.
+    """
+    return flags(f) - executing_lacks(f)
 
 
 def torch_installed(f: Facts) -> bool:

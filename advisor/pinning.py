@@ -39,6 +39,7 @@ import shlex
 
 from cpudoctor.advisor import winpin
 from cpudoctor.kits.cpulist import format_cpulist
+from cpudoctor.kits.plural import plural
 from cpudoctor.model import Topology
 
 DEFAULT_COMMAND = "python train.py"
@@ -413,8 +414,8 @@ def _add_warnings(plan: PinningPlan, wanted: set[int], topo: Topology) -> None:
     quota = topo.affinity.usable_cpus
     if quota is not None and topo.affinity.cpu_quota is not None and plan.threads > quota:
         plan.warnings.append(
-            f"{plan.threads} threads but the cgroup CPU quota allows {topo.affinity.cpu_quota:g} CPUs: "
-            f"use at most {quota} threads")
+            f"{plan.threads} threads but the cgroup CPU quota allows {plural(topo.affinity.cpu_quota, 'CPU')}: "
+            f"use at most {plural(quota, 'thread')}")
     if len(plan.l3_domains) > 1:
         plan.warnings.append(
             f"the set spans {len(plan.l3_domains)} L3 domains (CCXs on AMD): threads sharing data "

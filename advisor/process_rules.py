@@ -22,6 +22,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from cpudoctor.advisor.engine import SEVERITY_RANK, RuleSet
+from cpudoctor.advisor.job_command import JobCommand, job_command
+from cpudoctor.advisor.machine import setting
+from cpudoctor.advisor.job_split import Job, SplitPlan, cpus_text, plan_split, quota_threads
 from cpudoctor.advisor.pinning import affinity_vars_to_clear
 from cpudoctor.advisor.snippets import worker_init_snippet
 from cpudoctor.kits.cpulist import format_cpulist
@@ -80,11 +83,12 @@ class Context:
 
     # -- relaunch commands --
 
+    def job_command(self) -> JobCommand:
+        """The job's own command, pasteable: hidden arguments become variables that name them."""
+        return job_command(self.insp.pid, self.insp.argv, self.insp.cmdline)
+
     def command(self) -> str:
-        cmd = (self.insp.cmdline or "").strip()
-        if not cmd or len(cmd) > 200 or "\n" in cmd:
-            return "python train.py  # your command"
-        return cmd
+        return self.job_command().text
 
     def physical_first(self, cpus: list[int]) -> list[int]:
         """One CPU per physical core among ``cpus`` (the first sibling)."""
@@ -103,20 +107,24 @@ class Context:
         return affinity_vars_to_clear(self.insp.env if self.insp.env_readable else None)
 
     def relaunch(self, cpus: list[int] | None, threads: int, numa_node: int | None = None,
-                 extra_env: dict[str, str] | None = None) -> str:
+                 extra_env: dict[str, str] | None = None, *, other: JobCommand | None = None) -> str:
         """``<pinning prefix> env [-u BINDING...] OMP_NUM_THREADS=n ... <command>`` as one line.
 
         The CPU set comes from taskset/numactl, never from OpenMP binding
         variables: binding pins the main thread at ``import torch`` and the
         DataLoader workers it forks inherit that one CPU. Binding variables
-        the job inherited are cleared (``env -u``) instead of kept.
+        the job inherited are cleared (``env -u``) instead of kept. ``other``
+        relaunches another job (PROC014) instead of this one: every binding
+        variable is cleared, its environment was not read.
         """
         env = {name: str(threads) for name in THREAD_VARS}
         env.update(extra_env or {})
-        unset = " ".join(f"-u {name}" for name in self.binding_vars() if name not in env)
+        binding = affinity_vars_to_clear(None) if other is not None else self.binding_vars()
+        unset = " ".join(f"-u {name}" for name in binding if name not in env)
         env_part = "env " + (unset + " " if unset else "") + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
         prefix = launch_prefix(self.topo, cpus, numa_node) if cpus else ""
-        return " ".join(p for p in (prefix, env_part, self.command()) if p)
+        command = other.text if other is not None else self.command()
+        return " ".join(p for p in (prefix, env_part, command) if p)
 
 
 def launch_prefix(topo: Topology | None, cpus: list[int], numa_node: int | None = None) -> str:
@@ -199,7 +207,7 @@ def oversubscribed(ctx: Context) -> list[Finding]:
            + (f" (leaving {plural(workers, 'CPU')} for the DataLoader "
               f"{'worker' if workers == 1 else 'workers'})" if workers else "")
            + ", or call torch.set_num_threads(" + str(threads) + ") at the top of the script.")
-    return [_finding(sev, f"Oversubscribed: {i.runnable_mean:g} runnable threads on {usable} usable CPUs", why, fix,
+    return [_finding(sev, f"Oversubscribed: {i.runnable_mean:g} runnable threads on {plural(usable, 'usable CPU')}", why, fix,
                      ctx.relaunch(None, threads),
                      ctx.evidence(runnable_mean=i.runnable_mean, runnable_max=i.runnable_max, usable_cpus=usable,
                                   wait_percent=wait, num_threads=i.num_threads, active_threads=active,
@@ -267,7 +275,7 @@ def _spread(ctx: Context, kind: str) -> list[Finding]:
     cpus = ctx.physical_first(sorted(set(domains[best]) & allowed) if allowed else domains[best])
     label = f"{name} {ids[best]}"
     why = (f"{n} busy threads ran on {len(used)} different {names} during the window, yet {n} threads fit "
-           f"in {label} alone ({len(cpus)} cores). ")
+           f"in {label} alone ({plural(len(cpus), 'core')}). ")
     if kind == "ccx":
         unit = "CCX" if ccx else "L3 domain"
         why += (f"Each {unit} has its own L3: threads that share data across {unit}s pay cross-die latency and "
@@ -355,7 +363,7 @@ def smt_siblings_busy(ctx: Context) -> list[Finding]:
     pairs = [f"core {topo.core_list[c].core_id} (CPUs {format_cpulist([t.last_cpu for t in ts if t.last_cpu is not None])})"
              for c, ts in sorted(shared.items())]
     why = (f"{plural(len(shared), 'core')} ran two busy threads of this job on their SMT "
-           f"siblings ({'; '.join(pairs[:4])}) while {len(cores)} cores are usable for {len(busy)} busy threads. "
+           f"siblings ({'; '.join(pairs[:4])}) while {plural(len(cores), 'core')} {'is' if len(cores) == 1 else 'are'} usable for {plural(len(busy), 'busy thread')}. "
            "Siblings share one core's FMA units, so both run at about half speed.")
     fix = f"Give each of the {len(busy)} threads its own core: one CPU per core, threads bound to cores."
     return [_finding("warning", "SMT siblings both busy while cores are free", why, fix,
@@ -445,7 +453,7 @@ def worker_thread_explosion(ctx: Context) -> list[Finding]:
         return []
     workers = len(i.children)
     why = (f"{workers} child processes run {i.children_threads} threads (up to {per_worker} each) beside the "
-           f"main process's {i.num_threads}: {total} threads for {usable} usable CPUs, and {len(parallel)} of the "
+           f"main process's {i.num_threads}: {total} threads for {plural(usable, 'usable CPU')}, and {len(parallel)} of the "
            "workers ran several threads at once in the window. Each worker's BLAS/OpenMP pool is sized for the "
            "whole machine and competes with the training threads when it computes.")
     main_threads = max(1, usable - workers)
@@ -457,7 +465,7 @@ def worker_thread_explosion(ctx: Context) -> list[Finding]:
     fix = (f"Give each worker one thread per pool with each library's own switch in worker_init_fn ({named}), and the "
            f"training process {main_threads} (the usable CPUs minus the workers); as a launch-time alternative: "
            f"{ctx.relaunch(None, main_threads, extra_env={'OPENBLAS_NUM_THREADS': '1'})}")
-    return [_finding("warning", f"{workers} workers x up to {per_worker} threads: {total} threads on {usable} CPUs",
+    return [_finding("warning", f"{workers} workers x up to {per_worker} threads: {total} threads on {plural(usable, 'CPU')}",
                      why, fix, snippet,
                      ctx.evidence(workers=workers, children_threads=i.children_threads, per_worker_max=per_worker,
                                   main_threads=i.num_threads, usable_cpus=usable), lang="python")]
@@ -539,14 +547,14 @@ def starved_threads(ctx: Context) -> list[Finding]:
     if i.children and child_cpu >= 50:
         title = "The training process mostly waits while its DataLoader workers are busy"
         why = (f"The main process used {i.cpu_percent:.0f}% CPU (of up to {capacity:.0f}% for its {i.num_threads} "
-               f"threads on {usable} CPUs) while its {len(i.children)} workers used {child_cpu:.0f}%: "
+               f"threads on {plural(usable, 'CPU')}) while its {plural(len(i.children), 'worker')} used {child_cpu:.0f}%: "
                "it is waiting for batches.")
         fix = ("Make data loading faster: more workers if CPUs are spare, persistent_workers=True, "
                "cheaper transforms, or pre-processed data.")
     else:
         title = f"Only {i.cpu_percent:.0f}% CPU with {i.num_threads} threads: the job is waiting"
         why = (f"The process used {i.cpu_percent:.0f}% CPU over the window, far below the {capacity:.0f}% its "
-               f"{i.num_threads} threads could use on {usable} CPUs"
+               f"{i.num_threads} threads could use on {plural(usable, 'CPU')}"
                + (f"; its {len(i.children)} children used {child_cpu:.0f}%" if i.children else "")
                + ". It waits on I/O, a lock, a single-threaded step, or data loading in the main process.")
         fix = ("Find the wait: py-spy dump --pid PID shows where each thread is. With num_workers=0, move data "
@@ -579,12 +587,12 @@ def threads_exceed_usable(ctx: Context) -> list[Finding]:
         return []
     listed = ", ".join(f"{k}={v}" for k, v in too_many.items())
     why = (f"{listed} but the process may use {plural(usable, 'CPU')}"
-           + (f" (cgroup quota {ctx.insp.cpu_quota:g} CPUs)" if ctx.insp.cpu_quota else "")
+           + (f" (cgroup quota {plural(ctx.insp.cpu_quota, 'CPU')})" if ctx.insp.cpu_quota else "")
            + ": the extra threads time-slice on the same CPUs.")
     workers = len(ctx.insp.children)
     threads = max(1, usable - workers) if workers < usable else 1
-    return [_finding("warning", f"{listed} exceeds the {usable} usable CPUs", why,
-                     f"Relaunch with {threads} threads.", ctx.relaunch(None, threads),
+    return [_finding("warning", f"{listed} exceeds the {plural(usable, 'usable CPU')}", why,
+                     f"Relaunch with {plural(threads, 'thread')}.", ctx.relaunch(None, threads),
                      ctx.evidence(usable_cpus=usable, cpu_quota=ctx.insp.cpu_quota, **too_many))]
 
 
@@ -645,7 +653,7 @@ def myth_env_in_process(ctx: Context) -> list[Finding]:
     hits = {k: v for k, v in ctx.insp.env.items() if k in myths}
     if not hits:
         return []
-    listed = ", ".join(f"{k}={v}" for k, v in hits.items())
+    listed = ", ".join(setting(k, v) for k, v in hits.items())
     why = " ".join(f"{k}: {myths[k]}." for k in hits)
     return [_finding("warning", f"{listed}: set for this job, read by nothing", why,
                      "Remove it; pin and size threads with settings that exist.",
@@ -742,8 +750,10 @@ def competing_training_jobs(ctx: Context) -> list[Finding]:
         own looks healthy.
 
     Fix:
-        Split the CPUs: give every job its own set with taskset (or numactl per NUMA node) and an
-        OMP_NUM_THREADS that fits it, so the jobs' threads add up to the usable CPUs.
+        Split the CPUs: give every job of yours its own set with taskset and an OMP_NUM_THREADS
+        that fits it (within its cgroup quota), so the jobs' threads add up to the usable CPUs; with
+        more jobs than CPUs, one thread each, or run them one after the other. Jobs of other users
+        and CPU Doctor's own lab jobs are counted but never relaunched.
     """
     i = ctx.insp
     usable = ctx.usable
@@ -757,28 +767,95 @@ def competing_training_jobs(ctx: Context) -> list[Finding]:
     total = sum(demand.values())
     if total <= usable:
         return []
-    jobs = len(demand)
-    cpus = ctx.physical_first(ctx.allowed()) or ctx.allowed()
-    share = max(1, len(cpus) // jobs)
-    slices = [cpus[k * share:(k + 1) * share] for k in range(jobs)] if len(cpus) >= jobs else [cpus] * jobs
-    listed = "; ".join(f"PID {p.pid} ({p.cpu_percent:g}% CPU, {p.threads} threads, OMP_NUM_THREADS="
-                       f"{p.omp_num_threads if p.omp_num_threads else ('unset' if p.env_readable else 'unknown')})"
-                       for p in peers[:4])
-    why = (f"{len(peers)} other PyTorch process{'es' if len(peers) != 1 else ''} run{'s' if len(peers) == 1 else ''} "
-           f"on the same CPUs ({listed}). Together the {jobs} jobs ask for about {total} compute threads on {usable} "
-           f"usable CPUs ({total / usable:.1f} per CPU): PyTorch sizes each pool for the whole machine, so their "
-           "OpenMP barriers wait for descheduled threads and every job runs at a fraction of its speed.")
-    lines = [f"# this job (PID {i.pid}):", ctx.relaunch(slices[0], len(slices[0]))]
-    for p, cpu_set in zip(peers, slices[1:]):
-        command = p.cmdline if p.cmdline and len(p.cmdline) <= 200 else "python train.py  # its command"
-        peer_ctx = Context(Inspection(pid=p.pid, cmdline=command, env={}, env_readable=False), ctx.topo)
-        lines += [f"# PID {p.pid}:", peer_ctx.relaunch(cpu_set, len(cpu_set))]
-    fix = (f"Give each of the {jobs} jobs its own {share} CPU{'s' if share != 1 else ''} and {share} thread"
-           f"{'s' if share != 1 else ''} (taskset + OMP_NUM_THREADS), or run them one after the other.")
-    return [_finding("warning", f"{jobs} PyTorch jobs share {usable} CPUs, asking for {total} threads together",
-                     why, fix, "\n".join(lines),
-                     ctx.evidence(usable_cpus=usable, jobs=jobs, threads_asked=total,
-                                  peers=[p.pid for p in peers]))]
+    jobs = [Job(i.pid, "this", ctx.allowed(), own, quota_threads(i.cpu_quota))]
+    jobs += [Job(p.pid, _peer_role(i, p), sorted(p.affinity or p.shared_cpus), demand[p.pid]) for p in peers]
+    plan = plan_split(jobs, ctx.physical_first)
+    listed = "; ".join(f"PID {p.pid} ({p.cpu_percent:g}% CPU, {plural(p.threads or 0, 'thread')}, OMP_NUM_THREADS="
+                       f"{p.omp_num_threads if p.omp_num_threads else ('unset' if p.env_readable else 'unknown')}"
+                       f"{_ROLE_WORDS.get(_peer_role(i, p), '')})" for p in peers[:4])
+    n_jobs = len(jobs)
+    why = (f"{len(peers)} other PyTorch {'process runs' if len(peers) == 1 else 'processes run'} "
+           f"on the same CPUs ({listed}). Together the {n_jobs} jobs ask for about {total} compute threads on "
+           f"{plural(usable, 'usable CPU')} ({total / usable:.1f} per CPU): PyTorch sizes each pool for the whole "
+           "machine, so their OpenMP barriers wait for descheduled threads and every job runs at a fraction of "
+           "its speed.")
+    commands = {p.pid: job_command(p.pid, p.argv, p.cmdline) for p in peers}
+    commands[i.pid] = ctx.job_command()
+    lines: list[str] = []
+    for share in plan.shares:
+        who = f"this job (PID {i.pid})" if share.job.role == "this" else f"PID {share.job.pid}"
+        lines.append(f"# {who}, {cpus_text(share.cpus)}, {plural(share.threads, 'thread')}:")
+        lines.append(ctx.relaunch(share.cpus, share.threads,
+                                  other=None if share.job.role == "this" else commands[share.job.pid]))
+    fix = _split_fix(plan, usable, i.cpu_quota)
+    notes = [commands[s.job.pid].note("this job" if s.job.role == "this" else f"PID {s.job.pid}")
+             for s in plan.shares]
+    fix = " ".join([fix, *[n for n in notes if n]])
+    own_jobs = [s.job.pid for s in plan.shares]
+    return [_finding("warning", f"{n_jobs} PyTorch jobs share {plural(usable, 'CPU')}, asking for {total} threads "
+                     "together", why, fix, "\n".join(lines),
+                     ctx.evidence(usable_cpus=usable, jobs=n_jobs, threads_asked=total,
+                                  peers=[p.pid for p in peers], own_jobs=own_jobs,
+                                  other_users_jobs=[j.pid for j in plan.staying if j.role == "other user"],
+                                  cpudoctor_jobs=[j.pid for j in plan.staying if j.role == "cpu doctor"],
+                                  relaunch=[{"pid": s.job.pid, "cpus": format_cpulist(s.cpus), "threads": s.threads,
+                                             "hidden_arguments": commands[s.job.pid].hidden}
+                                            for s in plan.shares]))]
+
+
+_ROLE_WORDS = {"other user": ", another user's", "cpu doctor": ", a CPU Doctor lab job"}
+
+
+def _peer_role(insp: Inspection, peer) -> str:
+    """yours | other user | cpu doctor: whose job a peer is, from facts the inspector read."""
+    if peer.cpudoctor_child:
+        return "cpu doctor"
+    if peer.uid is not None and insp.uid is not None and peer.uid != insp.uid:
+        return "other user"
+    return "yours"
+
+
+def _split_fix(plan: SplitPlan, usable: int, quota: float | None) -> str:
+    """The plan in words, made from the same shares as the commands."""
+    mine = len(plan.shares)
+    if plan.crowded:
+        text = (f"{mine} jobs of yours and {plural(len(plan.pool), 'CPU')} to run them on: give each job 1 thread "
+                f"(up to {plan.per_cpu()} jobs take turns on one CPU, as below), or better run them one after the "
+                "other.")
+    elif mine == 1:
+        s = plan.shares[0]
+        text = f"Give this job {cpus_text(s.cpus)} and {plural(s.threads, 'thread')} (taskset + OMP_NUM_THREADS)"
+        text += (", its fair share beside the jobs that stay." if plan.fair_share is not None else ".")
+    else:
+        same = plan.uniform
+        if same is not None:
+            cpus = "its own CPU" if len(same.cpus) == 1 else f"its own {len(same.cpus)} CPUs"
+            text = (f"Give each of your {mine} jobs {cpus} and {plural(same.threads, 'thread')} (taskset + "
+                    "OMP_NUM_THREADS), or run them one after the other.")
+        else:
+            text = ("Give each of your jobs its own CPUs and as many threads as its share allows (taskset + "
+                    "OMP_NUM_THREADS, per job below), or run them one after the other.")
+    this = plan.shares[0]
+    if quota and quota < len(this.cpus):
+        text += (f" This job's cgroup quota ({quota:g} CPUs) caps it below its "
+                 f"{'CPU' if len(this.cpus) == 1 else f'{len(this.cpus)} CPUs'} whatever the split: "
+                 f"{plural(this.threads, 'thread')} is all it can use.")
+    if plan.staying:
+        others = [j for j in plan.staying if j.role == "other user"]
+        helpers = [j for j in plan.staying if j.role == "cpu doctor"]
+        parts = []
+        if others:
+            parts.append(f"PID {', '.join(str(j.pid) for j in others)} belong{'s' if len(others) == 1 else ''} to "
+                         "another user: ask its owner, or wait")
+        if helpers:
+            parts.append(f"PID {', '.join(str(j.pid) for j in helpers)} "
+                         f"{'is a CPU Doctor lab job' if len(helpers) == 1 else 'are CPU Doctor lab jobs'}: let "
+                         f"{'it' if len(helpers) == 1 else 'them'} finish or cancel {'it' if len(helpers) == 1 else 'them'} "
+                         "in CPU Doctor")
+        text += " " + "; ".join(parts) + " (no relaunch for them here)."
+        if plan.avoided:
+            text += f" Your jobs keep off {cpus_text(plan.avoided)}, which they use."
+    return text
 
 
 # --- running them ---------------------------------------------------------------------------------
@@ -787,5 +864,11 @@ def competing_training_jobs(ctx: Context) -> list[Finding]:
 def run_process_rules(insp: Inspection, topo: Topology | None = None, only: set[str] | None = None,
                       *, strict: bool = False) -> list[Finding]:
     """All (or ``only`` these codes/symbols/categories) process rules over one inspection, worst first."""
-    found = PROCESS_RULES.run(Context(insp, topo), only, strict=strict)
+    ctx = Context(insp, topo)
+    found = PROCESS_RULES.run(ctx, only, strict=strict)
+    hidden = ctx.job_command()
+    for f in found:
+        # A relaunch of this job with hidden arguments: the fix says which, and how to supply them.
+        if hidden.hidden and f.code != "PROC014" and any(v in f.snippet or v in f.fix for v in hidden.variables):
+            f.fix = f"{f.fix} {hidden.note('this job')}".strip()
     return sorted(found, key=lambda f: (-SEVERITY_RANK[f.severity], f.code))

@@ -52,12 +52,25 @@ def category_order(category: str) -> int:
     return CATEGORIES.index(category) if category in CATEGORIES else len(CATEGORIES)
 
 
+# A finding whose effect was measured on this machine (evidence ``measured_effect``: 20.0 = 20x) from this
+# factor on comes before every finding of its severity whose effect is only expected.
+MEASURED_FIRST = 1.5
+
+
+def measured_effect(f: _Ranked) -> float:
+    """The speed factor a finding's fix was measured to bring here (0: not measured)."""
+    evidence = getattr(f, "evidence", None)
+    value = evidence.get("measured_effect") if isinstance(evidence, dict) else None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else 0.0
+
+
 def finding_order(f: _Ranked) -> tuple:
-    """The one reading order of findings, on every surface: the worst severity first, then what can change
-    training speed most (a missing AVX-512 kernel before "try the zentorch plug-in"), then the category's
-    order, then the code."""
-    return (severity_order(f.severity), RELEVANCE_LEVELS.index(relevance(f.code)), category_order(f.category),
-            f.code)
+    """The one reading order of findings, on every surface: the worst severity first, then what changes
+    training speed most: a measured effect (biggest first) before the rules' expected relevance (a missing
+    AVX-512 kernel before "try the zentorch plug-in"), then the category's order, then the code."""
+    effect = measured_effect(f)
+    level = -1 if effect >= MEASURED_FIRST else RELEVANCE_LEVELS.index(relevance(f.code))
+    return (severity_order(f.severity), level, -effect, category_order(f.category), f.code)
 
 
 def ranked(findings: Iterable[Finding]) -> list[Finding]:

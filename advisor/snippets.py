@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import os
+import platform
 import re
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from cpudoctor import __version__
-from cpudoctor.advisor import machine, pinning, winpin
+from cpudoctor.advisor import machine, measured, pinning, torch_install, winpin, winshell
 from cpudoctor.advisor.engine import Facts
 from cpudoctor.kits.cpulist import format_cpulist
 from cpudoctor.kits.format import cache_size
@@ -33,7 +36,6 @@ SHELL_LABELS: dict[str, str] = {
 # Syntax-highlighting / file-type names for Finding.snippet_lang and saved scripts.
 SCRIPT_SUFFIX: dict[str, str] = {"bash": ".sh", "zsh": ".zsh", "fish": ".fish", "powershell": ".ps1", "cmd": ".cmd"}
 
-CPU_WHEEL_INDEX = "https://download.pytorch.org/whl/cpu"
 
 
 @dataclass
@@ -59,7 +61,7 @@ def thread_plan(report: Report) -> ThreadPlan:
     """
     f = Facts(report)
     threads, source = machine.recommended_threads(report, f)
-    rec = report.recommendation
+    rec = measured.sweep_choice(report)
     interop = rec.interop_threads if rec is not None and rec.interop_threads else 1
     cpus = list(rec.cpus) if rec is not None and rec.cpus else None
     hybrid = machine.performance_cores(f) if rec is None or not rec.threads else None
@@ -335,7 +337,8 @@ def install_commands(report: Report, *, manager: str | None = None) -> str:
     commands follow it. Without that record a conda env is assumed to use conda.
     """
     sw = report.software
-    system = (sw.os.system if sw else None) or _system_from_platform(report.meta.platform)
+    platform = torch_install.platform_of(report)
+    system = platform.os_name
     env_kind = sw.python.env_kind if sw else None
     torch_pkg = next((p for p in sw.packages if p.name.lower() == "torch"), None) if sw else None
     installer = torch_pkg.installer if torch_pkg is not None else None
@@ -364,19 +367,14 @@ def install_commands(report: Report, *, manager: str | None = None) -> str:
             lines.append(f"{py} list --format=freeze | grep -o '^nvidia-[^=]*' | xargs -r {py} uninstall -y")
         if build == "rocm":
             lines.append(f"{py} uninstall -y pytorch-triton-rocm")
-    if system == "Darwin":
-        lines.append(f"{py} install {' '.join(pkgs)}  # PyPI's macOS wheels are the CPU/MPS build")
+    command = torch_install.pip_install(pkgs, platform, pip=py)
+    if not command:
+        lines.append(f"# PyTorch publishes no build for {system} on {platform.arch}")
+    elif system == "Darwin":
+        lines.append(f"{command}  # PyPI's macOS wheels are the CPU/MPS build")
     else:
-        lines.append(f"{py} install {' '.join(pkgs)} --index-url {CPU_WHEEL_INDEX}")
+        lines.append(command)
     return "\n".join(lines)
-
-
-def _system_from_platform(platform: str) -> str:
-    if platform.startswith("win"):
-        return "Windows"
-    if platform == "darwin":
-        return "Darwin"
-    return "Linux"
 
 
 # ---------------------------------------------------------------- launch script
@@ -573,6 +571,8 @@ def translate(snippet: str, shell: str, topology: Topology | None = None) -> str
                 indent = line[: len(line) - len(line.lstrip())]
                 out += [indent + s for s in windows_launch(launch, shell, topology, cleared).splitlines()]
                 continue
+            out += winshell.windows_lines(line, shell)
+            continue
         out.append(line)
     return "\n".join(out)
 
@@ -593,6 +593,46 @@ def report_os(report: Report) -> str:
 def default_shell(report: Report) -> str:
     """The shell a snippet for this report's machine is written for: PowerShell on Windows, zsh on a Mac."""
     return {"windows": "powershell", "macos": "zsh"}.get(report_os(report), "bash")
+
+
+def user_shell(report: Report, environ: Mapping[str, str] | None = None, system: str | None = None) -> str:
+    """The shell to write snippets in when the user names none (``--shell``'s default).
+
+    A report of a Windows machine gets PowerShell, as does any report read on Windows; elsewhere the
+    login shell in ``$SHELL`` when CPU Doctor writes for it (bash, zsh, fish), else the report's OS
+    default (:func:`default_shell`). A report of a Linux or Mac machine read on Windows keeps its own
+    OS's shell: its commands run there.
+    """
+    environ = os.environ if environ is None else environ
+    system = platform.system() if system is None else system
+    if report_os(report) == "windows":
+        return "powershell"
+    if system == "Windows":
+        return default_shell(report)
+    login = environ.get("SHELL", "").rstrip("/").rsplit("/", 1)[-1]
+    return login if login in ("bash", "zsh", "fish") else default_shell(report)
+
+
+def for_shell(findings: list[Finding], report: Report, shell: str) -> list[Finding]:
+    """Findings with every shell snippet written for ``shell`` (``doctor``/``report --shell``).
+
+    The bash form (``snippet_bash`` for a finding already written for the report's OS, else the bash
+    snippet) is translated with the report's topology, so Windows launches use its CPU numbers and
+    processor groups; ``snippet_bash`` keeps the bash form. Snippets in another language (Python, or
+    PowerShell a Windows rule wrote itself) stay as they are.
+    """
+    shell = normalise_shell(shell)
+    out = []
+    for f in findings:
+        bash = f.snippet_bash or (f.snippet if f.snippet_lang == "bash" else "")
+        if not bash or not f.snippet:
+            out.append(f)
+        elif shell == "bash":
+            out.append(dataclasses.replace(f, snippet=bash, snippet_lang="bash", snippet_bash=""))
+        else:
+            out.append(dataclasses.replace(f, snippet=translate(bash, shell, report.topology), snippet_lang=shell,
+                                           snippet_bash=bash))
+    return out
 
 
 MACOS_NO_PINNING_LINE = "# macOS cannot pin a process to CPUs: only the thread count applies"
@@ -681,6 +721,7 @@ class Launch:
     node: int | None = None                # numactl --cpunodebind (one node)
     memory: str = ""                       # what numactl asked of memory: "bind 1", "local", "interleave all"
     unset: list[str] = field(default_factory=list)   # ``env -u NAME``: variables the launch clears first
+    nodes: list[int] | None = None         # numactl --cpunodebind over several nodes (``node`` holds one)
 
 
 _ENV_PREFIX_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
@@ -734,9 +775,12 @@ def parse_launch(line: str) -> Launch | None:
                 launch.cpus = parse_cpulist(value)
             elif opt in ("--cpunodebind", "-N"):
                 nodes = parse_cpulist(value)
-                if not nodes or len(nodes) != 1:
-                    return None                      # several nodes: no one-flag Windows equivalent
-                launch.node = nodes[0]
+                if not nodes:
+                    return None
+                if len(nodes) == 1:
+                    launch.node = nodes[0]
+                else:
+                    launch.nodes = nodes             # several: Windows pins to their CPUs (windows_launch)
             elif opt in ("--membind", "-m"):
                 launch.memory = f"bind {value}"
             elif opt in ("--localalloc", "-l"):
@@ -751,8 +795,8 @@ def parse_launch(line: str) -> Launch | None:
         launch.command = words
     else:
         return None                                  # a plain command: the same in every shell
-    if not launch.command or (launch.cpus is None and launch.node is None and words[0] in ("taskset", "numactl")
-                              and not launch.memory):
+    if not launch.command or (launch.cpus is None and launch.node is None and not launch.nodes
+                              and words[0] in ("taskset", "numactl") and not launch.memory):
         return None
     return launch
 
@@ -787,10 +831,19 @@ def windows_launch(launch: Launch, shell: str, topology: Topology | None = None,
         cleared.update(unset)
     lines = unset_lines(unset, shell).splitlines() if unset else []
     lines += export_lines(launch.env, shell).splitlines() if launch.env else []
-    pin = winpin.windows_pin(launch.cpus, topology, node=launch.node)
-    notes = [f"{comment} {n}" for n in pin.notes]
-    if launch.cpus and pin.mask is None and pin.node is None and not notes:
-        notes.append(f"{comment} CPUs {format_cpulist(launch.cpus)} reach past CPU 63: a Windows affinity mask covers "
+    cpus, notes = launch.cpus, []
+    if launch.nodes and cpus is None:
+        # ``start /node`` takes one node: several nodes become the affinity of their CPUs.
+        known = {n.id: n.cpus for n in (topology.numa_nodes if topology is not None else [])}
+        if all(known.get(n) for n in launch.nodes):
+            cpus = sorted({c for n in launch.nodes for c in known[n]})
+        else:
+            notes.append(f"{comment} the CPUs of NUMA nodes {format_cpulist(launch.nodes)} are unknown here and "
+                         "start /node takes one node: run one process per node, each with start /node N")
+    pin = winpin.windows_pin(cpus, topology, node=launch.node)
+    notes += [f"{comment} {n}" for n in pin.notes]
+    if cpus and pin.mask is None and pin.node is None and not notes:
+        notes.append(f"{comment} CPUs {format_cpulist(cpus)} reach past CPU 63: a Windows affinity mask covers "
                      "one processor group of 64; pin to a NUMA node with start /node instead")
     if launch.memory and launch.node is None:
         notes.append(f"{comment} numactl's memory placement ({launch.memory}) has no Windows switch: memory comes "

@@ -16,11 +16,13 @@ import shlex
 import subprocess
 from dataclasses import dataclass, field
 
-from cpudoctor.knowledge import TORCH_WHEELS
+from cpudoctor.advisor.torch_install import Platform, normalise_arch, pip_install, wheel_source
 from cpudoctor.probes.software.envs import PythonEnv
 
+__all__ = ["NEW_ENV_NAME", "TorchSetup", "install_command", "install_target", "normalise_arch", "torch_setup",
+           "wheel_source"]
+
 NEW_ENV_NAME = "torch-cpu"      # the folder of the environment the command creates when none is fit
-_ARCH_ALIASES = {"amd64": "x86_64", "x64": "x86_64", "arm64": "aarch64", "armv8": "aarch64"}
 
 
 @dataclass
@@ -39,21 +41,6 @@ class TorchSetup:
     @property
     def has_torch(self) -> bool:
         return bool(self.with_torch)
-
-
-def normalise_arch(machine: str, os_name: str) -> str:
-    arch = (machine or "").strip().lower()
-    if os_name == "Darwin" and arch in ("arm64", "aarch64"):
-        return "arm64"                     # Apple's name, as macOS and its wheels spell it
-    return _ARCH_ALIASES.get(arch, arch)
-
-
-def wheel_source(os_name: str, arch: str) -> dict | None:
-    """The torch_wheels.json entry for this OS and (normalised) architecture; None: no official build."""
-    for entry in TORCH_WHEELS.data["platforms"]:
-        if entry["os"] == os_name and arch in entry["arch"]:
-            return entry
-    return None
 
 
 def install_target(envs: list[PythonEnv]) -> PythonEnv | None:
@@ -77,17 +64,14 @@ def install_command(os_name: str, arch: str, target: PythonEnv | None) -> tuple[
     source = wheel_source(os_name, arch)
     if source is None:
         return "", None
-    pip_args = [source.get("pin") or "torch"]
-    if source.get("index"):
-        pip_args += ["--index-url", source["index"]]
+    platform = Platform(os_name, arch)
     if target is not None:
-        python = _quote(target.python, os_name)
-        return f"{python} -m pip install {' '.join(pip_args)}", source
+        return pip_install(["torch"], platform, pip=f"{_quote(target.python, os_name)} -m pip"), source
     if os_name == "Windows":
         folder = rf"%USERPROFILE%\{NEW_ENV_NAME}"
-        return (f"py -m venv {folder} && {folder}\\Scripts\\python -m pip install {' '.join(pip_args)}"), source
+        return f"py -m venv {folder} && " + pip_install(["torch"], platform, pip=f"{folder}\\Scripts\\python -m pip"), source
     folder = f"~/{NEW_ENV_NAME}"
-    return f"python3 -m venv {folder} && {folder}/bin/python -m pip install {' '.join(pip_args)}", source
+    return f"python3 -m venv {folder} && " + pip_install(["torch"], platform, pip=f"{folder}/bin/python -m pip"), source
 
 
 def torch_setup(envs: list[PythonEnv], os_name: str, machine: str) -> TorchSetup:

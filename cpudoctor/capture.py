@@ -1,7 +1,7 @@
 """Pack the /proc and /sys files the probes read into a tarball, like hwloc-gather-topology.
 
 ``cpudoctor report --root EXTRACTED`` on another machine then gives the same
-CPU, topology and OS answers as on this one. What goes in:
+CPU, topology, OS and software answers as on this one. What goes in:
 
 * the files the probes really read on this machine, recorded by running them
   in a child process under a Python audit hook (``open``/``listdir`` events),
@@ -10,7 +10,16 @@ CPU, topology and OS answers as on this one. What goes in:
   caches, cpufreq, NUMA nodes, cgroup limits), so a capture is complete even
   when a probe skipped a file on this machine.
 
-Both are filtered through an allowlist: nothing outside CPU/NUMA/cgroup/OS
+A capture of this machine also carries ``environment.json``: the software
+side the doctor sees here, for the chosen Python environment (interpreter and
+version, packages and versions, the PyTorch build, BLAS libraries, import
+checks, the thread variables a shared report keeps: known knobs with their
+values, others by name only) and the CPUID check, redacted like a shared
+report (no host or user names, home folders as ``~``). Under ``--root`` the
+software probe reads it back (:mod:`cpudoctor.probes.software.captured`), so
+the findings about the software are the ones ``doctor`` gives on the machine.
+
+The files are filtered through an allowlist: nothing outside CPU/NUMA/cgroup/OS
 release facts, DMI *names* only (never serials or UUIDs), ``/proc/self/status``
 cut down to its CPU/memory-affinity lines, mount tables cut down to cgroup
 mounts (they otherwise list home folders). Symlinks that the probes follow
@@ -35,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cpudoctor import __version__
+from cpudoctor.probes.software.captured import ENVIRONMENT_FILE
 
 # (glob relative to the root) — the hwloc-gather-topology style fixed list.
 STATIC_GLOBS = (
@@ -101,6 +111,7 @@ class CaptureResult:
     links: int = 0
     bytes: int = 0
     traced: int = 0                       # how many of the files came from the probes' own reads
+    environment: str = ""                 # the Python environment environment.json describes, in words
     skipped: list[str] = field(default_factory=list)
     scrubbed: dict[str, dict[str, int]] = field(default_factory=dict)   # file -> {what was replaced: count}
 
@@ -111,6 +122,8 @@ class CaptureResult:
             what = sorted({k for changes in self.scrubbed.values() for k in changes})
             text += (f"Replaced identifiers ({', '.join(what)}) in {len(self.scrubbed)} file(s); "
                      f"{TOP}/capture.json lists where\n")
+        if self.environment:
+            text += f"Described the Python environment {self.environment} in {TOP}/{ENVIRONMENT_FILE}\n"
         return text + f"Analyse it anywhere: tar xzf {self.path.name} && cpudoctor report --root {TOP}"
 
 
@@ -302,9 +315,30 @@ def _trace_main() -> None:
     sys.stdout.write(json.dumps({"paths": out}) + "\n")   # a fact line for the child runner
 
 
+def environment_report(source) -> tuple[bytes, str]:
+    """(``environment.json``, the environment in words): the software side of this machine as the doctor sees
+    it for ``source``'s Python environment, and the CPUID check, redacted like a shared report."""
+    from cpudoctor.model import CpuInfo, Report
+    from cpudoctor.pipeline import build_report
+    from cpudoctor.privacy import redact_report
+
+    report = build_report(source, findings=False)
+    carried = Report(meta=report.meta, cpu=CpuInfo(cpuid_check=report.cpu.cpuid_check), software=report.software,
+                     notes=["the software side of a capture: read by cpudoctor report --root (see docs/capture.md)"])
+    shared = redact_report(carried)
+    sw = shared.software
+    words = f"{sw.python.executable or 'unknown'} (Python {sw.python.version or '?'}, {len(sw.packages)} packages)" \
+        if sw is not None else "unknown"
+    return (shared.to_json() + "\n").encode(), words
+
+
 def capture(output: Path | str, root: Path | str = Path("/"), force: bool = False,
-            trace: bool = True) -> CaptureResult:
-    """Write the capture tarball atomically; CaptureError on any problem, nothing half-written."""
+            trace: bool = True, environment=None) -> CaptureResult:
+    """Write the capture tarball atomically; CaptureError on any problem, nothing half-written.
+
+    ``environment``: the :class:`~cpudoctor.pipeline.Source` whose Python environment the capture describes
+    (``environment.json``); only for this machine (``root`` is ``/``), None for none.
+    """
     from cpudoctor.fileio import WriteError, atomic_write
     from cpudoctor.privacy import IdentifierScrubber
     from cpudoctor.kits.rooted import read_bytes, under
@@ -320,7 +354,8 @@ def capture(output: Path | str, root: Path | str = Path("/"), force: bool = Fals
             from cpudoctor.probes.platforms import capture_files
 
             files, notes = capture_files("windows" if sys.platform == "win32" else "macos")
-            return write_native(output, files, sys.platform, force=force, notes=notes)
+            described = environment_report(environment) if environment is not None else None
+            return write_native(output, files, sys.platform, force=force, notes=notes, environment=described)
         if str(root) == "/":
             raise CaptureError(f"capture packs Linux /proc and /sys files; this system ({sys.platform}) has none: "
                                "export a JSON report instead (cpudoctor report --format json -o FILE)")
@@ -407,10 +442,13 @@ def capture(output: Path | str, root: Path | str = Path("/"), force: bool = Fals
     if result.files == 0:
         raise CaptureError(f"nothing to pack: no readable CPU, topology or OS file under {root} "
                            "(run as a user who can read /proc and /sys, or check --root)")
+    if environment is not None and str(root) == "/":
+        blobs[f"{TOP}/{ENVIRONMENT_FILE}"], result.environment = environment_report(environment)
     result.scrubbed = scrubbed
     meta = json.dumps({"kind": "cpudoctor-capture", "tool_version": __version__, "machine": platform.machine(),
                        "files": result.files, "links": result.links,
                        "root": "/" if str(root) == "/" else "<given --root>",
+                       "environment": ENVIRONMENT_FILE if result.environment else None,
                        # What was replaced, never the values: file -> {what: how many}.
                        "scrubbed": scrubbed}, indent=2).encode()
     buf = io.BytesIO()
@@ -421,6 +459,11 @@ def capture(output: Path | str, root: Path | str = Path("/"), force: bool = Fals
         for name in sorted(members, key=lambda n: (members[n].type != tarfile.DIRTYPE, n)):
             ti = members[name]
             tar.addfile(ti, io.BytesIO(blobs[name]) if name in blobs else None)
+        env_name = f"{TOP}/{ENVIRONMENT_FILE}"
+        if env_name in blobs and env_name not in members:
+            info = tarfile.TarInfo(env_name)
+            info.size, info.mode, info.mtime = len(blobs[env_name]), 0o444, now
+            tar.addfile(info, io.BytesIO(blobs[env_name]))
     try:
         atomic_write(output, buf.getvalue(), overwrite=force)
     except WriteError as exc:
@@ -429,11 +472,12 @@ def capture(output: Path | str, root: Path | str = Path("/"), force: bool = Fals
 
 
 def write_native(output: Path | str, files: dict[str, bytes], platform_name: str, *, force: bool = False,
-                 notes: list[str] | None = None) -> CaptureResult:
+                 notes: list[str] | None = None, environment: tuple[bytes, str] | None = None) -> CaptureResult:
     """Write a capture of a Windows PC or a Mac: ``files`` (docs/capture.md) under the capture folder.
 
     The same tarball shape as a Linux capture, so ``tar xzf`` and ``cpudoctor report --root
-    cpudoctor-capture`` work the same on any OS.
+    cpudoctor-capture`` work the same on any OS. ``environment``: :func:`environment_report`'s
+    (``environment.json``, words), the software side it carries as a Linux capture does.
     """
     from cpudoctor.fileio import WriteError, atomic_write
 
@@ -443,12 +487,15 @@ def write_native(output: Path | str, files: dict[str, bytes], platform_name: str
             raise CaptureError(f"{output} already exists; choose another name or pass --force to replace it")
     except OSError as exc:
         raise CaptureError(f"cannot write {str(output)[:120]}: {exc.strerror}; choose another name") from None
-    wanted = {rel: data for rel, data in files.items() if member_name(rel) is not None}
+    wanted = {rel: data for rel, data in files.items() if member_name(rel) is not None and rel != ENVIRONMENT_FILE}
     if not wanted:
         raise CaptureError("nothing to pack: " + ("; ".join(notes or []) or "the system calls gave nothing"))
     result = CaptureResult(path=output, files=len(wanted), bytes=sum(len(d) for d in wanted.values()))
+    if environment is not None:
+        wanted[ENVIRONMENT_FILE], result.environment = environment
     meta = json.dumps({"kind": "cpudoctor-capture", "tool_version": __version__, "machine": platform.machine(),
-                       "platform": platform_name, "files": len(wanted), "links": 0, "root": "/",
+                       "platform": platform_name, "files": result.files, "links": 0, "root": "/",
+                       "environment": ENVIRONMENT_FILE if result.environment else None,
                        "notes": list(notes or []), "scrubbed": {}}, indent=2).encode()
     now = time.time()
     buf = io.BytesIO()

@@ -80,7 +80,9 @@ def _exec_quote(arg: str) -> str:
 
 
 def entry_text(command: list[str], icon: Path) -> str:
-    exec_line = " ".join(_exec_quote(a) for a in command)
+    # %f: a file opened with CPU Doctor (a saved report from the file manager's "Open with") is passed on;
+    # the window opens it read-only. Nothing when the menu entry is clicked.
+    exec_line = " ".join(_exec_quote(a) for a in command) + " %f"
     return "\n".join([
         "[Desktop Entry]",
         "Type=Application",

@@ -15,6 +15,7 @@ from typing import TextIO
 
 from cpudoctor.kits.escape import terminal_safe
 from cpudoctor import pipeline
+from cpudoctor.advisor import snippets
 from cpudoctor.pipeline import Source
 from cpudoctor.render import doctor as page
 
@@ -31,12 +32,15 @@ class DoctorPage:
 
 
 def run(source: Source, *, fmt: str = "text", verbose: bool = False, fast: bool = False,
-        only: set[str] | None = None, ascii_only: bool = False) -> DoctorPage:
+        only: set[str] | None = None, ascii_only: bool = False, shell: str | None = None) -> DoctorPage:
     """Build the report of ``source`` (``fast``: no child processes; ``only`` these rules) and lay out the page.
+
+    The fixes' commands are written for ``shell`` (None: the user's shell, PowerShell for Windows).
 
     Raises :class:`cpudoctor.model.ReportError` for a saved report that cannot be read.
     """
     report = pipeline.build_report(source, children=not fast, only=only)
+    report.findings = snippets.for_shell(report.findings, report, shell or snippets.user_shell(report))
     findings, label = report.findings, source.label
     if fmt == "json":
         text = page.render_json(report, findings, label)

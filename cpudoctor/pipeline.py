@@ -206,6 +206,8 @@ def _probe(source: Source, run: "_Run", *, children: bool, software: bool) -> Re
             return _probed(dataclasses.replace(r, software=probes[0].quick()), "software", root)
 
         report = run.stage("software-quick", quick, report)
+        if probes and probes[0].captured_cpuid is not None and report.cpu.cpuid_check is None:
+            report = _with_cpuid_check(report, probes[0].captured_cpuid)     # a capture's, made on its machine
         if children and source.live and not probes[0].captured:
             report = run.stage("software-children", lambda r: _probed(
                 dataclasses.replace(r, software=probes[0].complete()), "software", root), report)
@@ -262,13 +264,29 @@ def _bound_value(value, notes: list[str], where: str):
     return value
 
 
+def _with_cpuid_check(report: Report, check, notes: list[str] | None = None) -> Report:
+    """The report with a CPUID check on its CPU, as data and notes (a new CpuInfo: snapshots keep theirs), and the
+    hypervisor its leaf names where DMI named none. ``notes`` None: worded here (a check recorded elsewhere,
+    a capture's, made on its machine)."""
+    from cpudoctor.probes.cpu.cpuid_check import notes as check_notes
+
+    said = check_notes(report.cpu, check) if notes is None else notes
+    cpu = dataclasses.replace(report.cpu, cpuid_check=check, notes=[*report.cpu.notes, *said])
+    software = report.software
+    if software is not None and check.hypervisor_vendor:
+        from cpudoctor.probes.software.osinfo import name_hypervisor
+
+        os_info, sw_notes = name_hypervisor(software.os, software.notes, check.hypervisor_vendor)
+        software = dataclasses.replace(software, os=os_info, notes=sw_notes)
+    return dataclasses.replace(report, cpu=cpu, software=software)
+
+
 def _cross_checked(report: Report) -> Report:
-    """The report with the CPUID cross-check on its CPU, as data and notes (a new CpuInfo: snapshots keep theirs)."""
+    """The report with the CPUID cross-check run in a child on this machine."""
     from cpudoctor.probes.cpu.cpuid_check import cross_check
 
     check, notes = cross_check(report.cpu)
-    cpu = dataclasses.replace(report.cpu, cpuid_check=check, notes=[*report.cpu.notes, *notes])
-    return dataclasses.replace(report, cpu=cpu)
+    return _with_cpuid_check(report, check, notes)
 
 
 def diagnose(report: Report, only: set[str] | None = None) -> Report:

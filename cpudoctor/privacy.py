@@ -28,6 +28,12 @@ from typing import Any
 
 from cpudoctor.model import Report
 
+# What --include-identifying (the window's "Include identifying details") keeps: only what a report can hold.
+# The host name is never collected (OsInfo.hostname stays empty), so the opt-in never promises it.
+IDENTIFYING = "user names, home folders, MAC addresses, UUIDs and serial numbers"
+KEPT_WHEN_INCLUDED = f"{IDENTIFYING} where the report holds them (the host name is never collected)"
+KEPT_SHORT = "user name, paths, serials"
+
 HOSTNAME = "<hostname>"
 USER = "<user>"
 HOME = "~"

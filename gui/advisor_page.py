@@ -166,7 +166,7 @@ class AdvisorPage(QWidget):
             self.shell.addItem(label, key)
         self.shell.setToolTip("Shell the snippet and the launch script are written for")
         self.shell.currentIndexChanged.connect(lambda _i: self._refresh_snippet())
-        # The user's pick wins; until then the shell follows the report's OS (PowerShell for a Windows machine).
+        # The user's pick wins; until then the user's shell (PowerShell on Windows and for a Windows machine).
         self.shell.activated.connect(lambda _i: setattr(self, "_shell_chosen", True))
         self._shell_chosen = False
         self.copy_button = QPushButton("Copy")
@@ -230,7 +230,7 @@ class AdvisorPage(QWidget):
     def _on_report(self, report: Report) -> None:
         self.source.setText(f"— {self.model.source_label}")
         if report is not None and not self._shell_chosen:
-            index = self.shell.findData(snippets.default_shell(report))
+            index = self.shell.findData(snippets.user_shell(report))
             if index >= 0 and index != self.shell.currentIndex():
                 self.shell.blockSignals(True)
                 self.shell.setCurrentIndex(index)

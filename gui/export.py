@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, 
                                QVBoxLayout, QWidget)
 
 from cpudoctor.export import FORMATS, ExportError, default_filename, export_report, format_for_path, unique_path
+from cpudoctor.privacy import IDENTIFYING, KEPT_SHORT
 from cpudoctor.gui.collector import ReportCollector
 from cpudoctor.gui.icons import icon
 from cpudoctor.gui.model import AppModel
@@ -28,7 +29,7 @@ from cpudoctor.gui.workers import run_in_thread
 from cpudoctor.render.words import plural
 from cpudoctor.model import Report, ReportError
 
-PRIVACY_TEXT = "Include identifying details (host name, user, paths)"
+PRIVACY_TEXT = f"Include identifying details ({KEPT_SHORT})"
 _SUMMARY_RE = re.compile(r"<summary>(.*?)</summary>")
 _DETAILS_RE = re.compile(r"</?details( open)?>")
 # A line in _underscores_: GitHub's italics, which Qt's Markdown reader underlines like a link
@@ -116,8 +117,8 @@ class ExportDialog(QDialog):
         row.addWidget(browse)
         self.privacy = QCheckBox(PRIVACY_TEXT)
         self.privacy.setChecked(False)
-        hint = QLabel("Off: host name, user name, home paths, MAC addresses and serial numbers are replaced "
-                      "by placeholders, so the file is safe to paste into a public bug tracker.")
+        hint = QLabel(f"Off: {IDENTIFYING} are replaced by placeholders, so the file is safe to paste into a "
+                      "public bug tracker. The host name is never collected.")
         hint.setWordWrap(True)
         hint.setStyleSheet("color: palette(placeholder-text);")
         form = QFormLayout()
@@ -321,7 +322,8 @@ class ReportActions(QObject):
         self.compare = QAction("Co&mpare reports…", self)
         self.compare.triggered.connect(self.compare_dialog)
         self.capture = QAction("Save machine &capture…", self)
-        self.capture.setToolTip("Pack the /proc and /sys files CPU Doctor reads, for `cpudoctor report --root`")
+        self.capture.setToolTip("Pack the /proc and /sys files CPU Doctor reads and the Python environment it "
+                                "describes, for `cpudoctor report --root`")
         self.capture.triggered.connect(self.capture_dialog)
         for act in (self.export_quick, self.export_as, self.copy_markdown):
             act.setEnabled(model.report is not None)
@@ -454,10 +456,9 @@ class ReportActions(QObject):
             self.start_capture(Path(path), force=Path(path).exists())   # the dialog asked about replacing
 
     def start_capture(self, path: Path, force: bool = False):
-        from cpudoctor.capture import capture
-
-        self.model.status_message.emit("Capturing /proc and /sys…")
-        worker = run_in_thread(capture, path, force=force, on_result=self._captured, on_error=self._export_error)
+        self.model.status_message.emit("Capturing /proc and /sys and the Python environment…")
+        worker = run_in_thread(capture_machine, path, force, _window_python(self.model.report),
+                               on_result=self._captured, on_error=self._export_error)
         self.workers.append(worker)
         return worker
 
@@ -471,3 +472,21 @@ class ReportActions(QObject):
         folder_btn.clicked.connect(lambda: self.open_or_explain(result.path.parent, result.path))
         self.last_message = box
         box.open()
+
+
+def _window_python(report) -> tuple[str | None, str | None] | None:
+    """(interpreter, how chosen) of the environment the window describes on this machine; None: not this machine's."""
+    sw = report.software if report is not None else None
+    if sw is None or sw.captured or report.meta.root not in ("", "/") or not sw.python.executable:
+        return None
+    return (None if sw.python.own else sw.python.executable), sw.python.chosen_by
+
+
+def capture_machine(path: Path, force: bool, python: tuple[str | None, str | None] | None):
+    """The capture the window saves (on a worker thread): this machine, with the environment the window
+    describes in environment.json (the one doctor would choose when the window shows no report of this machine)."""
+    from cpudoctor.capture import capture
+    from cpudoctor.pipeline import Source, chosen_source
+
+    source = Source.this_machine(*python) if python is not None else chosen_source()
+    return capture(path, force=force, environment=source)

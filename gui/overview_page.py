@@ -334,7 +334,7 @@ class OverviewPage(QWidget):
                 s.set("PyTorch", "not checked yet (checked in a child process, never in this one)")
             elif t.status == "ok":
                 s.set("PyTorch", f"{t.version} — CPU capability {t.cpu_capability or '?'}, "
-                                 f"{t.intra_op_threads or '?'} threads")
+                                 f"{plural(t.intra_op_threads, 'thread') if t.intra_op_threads else '? threads'}")
             else:
                 s.set("PyTorch", {"not_installed": "not installed"}.get(t.status, t.status)
                       + (f" ({t.signal_name})" if t.signal_name else ""), t.error or "")

@@ -198,8 +198,8 @@ def box_tooltip(node: Node, label: str, topo: Topology | None, facts: dict[int, 
         mem = topo.numa_memory_bytes.get(str(node.index))
         if mem:
             text += (f"<br>Memory: {size(mem)}, " + NUMA_MEMORY_NOTE.format(id=node.index)
-                     + (f"; the machine's total is {size(sum(topo.numa_memory_bytes.values()))}"
-                        if len(topo.numa_memory_bytes) > 1 else ""))
+                     + (f"; the machine's total is {size(topo.memory_total_bytes)} (MemTotal)"
+                        if len(topo.numa_memory_bytes) > 1 and topo.memory_total_bytes else ""))
         row = next((n.distances for n in topo.numa_nodes if n.id == node.index), [])
         if len(row) > 1:
             text += f"<br>Distances to nodes {', '.join(str(n.id) for n in topo.numa_nodes)}: {' '.join(map(str, row))}"

@@ -29,7 +29,7 @@ from cpudoctor.probes.live.sample import Sample
 from cpudoctor.model import Topology
 from cpudoctor.kits.format import cache_size, size
 from cpudoctor.render.words import plural
-from cpudoctor.render.topology import (cpus_text, display_notes, is_ccx_vendor, summary_line,
+from cpudoctor.render.topology import (cpus_text, display_notes, is_ccx_vendor, memory_note, summary_line,
                                        usable_line)
 from cpudoctor.model import Report
 
@@ -321,11 +321,12 @@ class TopologyPage(QWidget):
                 extra.append(f"Offline CPUs: {cpus_text(topo.offline_cpus)}")
             if topo.cpuless_numa_nodes:
                 extra.append("Memory-only NUMA nodes: " + ", ".join(map(str, topo.cpuless_numa_nodes)))
-            extra += display_notes(topo)
             report = self.model.report
             os_ = report.software.os if report is not None and report.software is not None else None
             memory = tm.numa_memory_line(topo, os_.mem_total_bytes if os_ else None, os_.vm if os_ else None,
                                          report.meta.generated_at if report is not None else None)
+            # the page's own memory line says what the report's note says, and more: one of them
+            extra += [n for n in display_notes(topo) if not (memory and n == memory_note(topo))]
             if memory:
                 extra.append(memory)
             self.limits.setText("\n".join(extra))

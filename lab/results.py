@@ -142,8 +142,22 @@ class TrainResult(LabResult):
     dtype: str = "fp32"
     reference_samples_per_s: float | None = None     # fp32 in the same job (bf16 runs)
     reference_spread: Figure | None = None
+    reference_missing: str = ""             # why fp32 was not measured in a bf16 run ("" when it was)
+    not_measured: str = ""                  # why this run's own dtype has no figure
+    budget_s: float | None = None           # the whole job's budget, start-up included
+    startup_s: float | None = None          # process start to the first step: interpreter, torch, data
+    warmup_s: float | None = None
+    job_s: float | None = None              # what the job took, start-up included
+    ended_by: str | None = None             # budget | steps | cancelled
+    cut_off: str | None = None              # what the budget's hard stop interrupted (a step, torch's import)
+    eval_samples_done: int | None = None
     native: NativeSupport | None = None
     operators: list[dict[str, Any]] = field(default_factory=list)   # profiled: FLOP, bytes, GFLOP/s per operator
+
+    @property
+    def compared(self) -> bool:
+        """A bf16 run that measured fp32 in the same job: only then is there a ratio to speak of."""
+        return self.dtype != "fp32" and bool(self.reference_samples_per_s)
 
     @property
     def ratio(self) -> float | None:
@@ -158,6 +172,11 @@ class TrainResult(LabResult):
             return ""
         native = self.native.bf16 if self.native else None
         via = self.native.bf16_via if self.native else []
+        if not self.compared:
+            why = self.reference_missing
+            if not why and self.settings.get("compare_fp32") is False:
+                why = "the fp32 comparison was switched off for this run"
+            return words.bf16_uncompared(native, via, why)
         return words.bf16_why(native, via, self.ratio)
 
     def metrics(self) -> dict[str, Any]:
@@ -165,12 +184,17 @@ class TrainResult(LabResult):
                              "train_accuracy": self.train_accuracy, "initial_loss": self.initial_loss,
                              "eval_accuracy": self.eval_accuracy, "steps": self.steps, "threads": self.threads,
                              "interop_threads": self.interop_threads, "elapsed": self.elapsed,
-                             "smoothing_steps": self.smoothing_steps, "compile_s": self.compile_s}
+                             "smoothing_steps": self.smoothing_steps, "compile_s": self.compile_s,
+                             "budget_s": self.budget_s, "startup_s": self.startup_s, "job_s": self.job_s,
+                             "ended_by": self.ended_by, "cut_off": self.cut_off,
+                             "eval_samples": self.eval_samples_done,
+                             "not_measured": self.not_measured or None}
         if self.spread is not None:
             m.update(samples_per_s_lo=round(self.spread.lo, 1), samples_per_s_hi=round(self.spread.hi, 1))
         if self.dtype != "fp32":
             m.update(fp32_samples_per_s=self.reference_samples_per_s,
                      **{f"{self.dtype}_vs_fp32": round(self.ratio, 3) if self.ratio else None},
+                     fp32_not_measured=self.reference_missing or None,
                      precision_basis=words.native_word(self.native.bf16 if self.native else None),
                      precision_note=self.precision_why)
         if self.operators:
@@ -209,6 +233,11 @@ def _read_train(r: dict[str, Any], progress: list[dict[str, Any]], base: dict[st
         dtype=str(r.get("dtype") or settings.get("dtype") or "fp32"),
         reference_samples_per_s=ref.get("samples_per_s", last.get("reference_samples_per_s")),
         reference_spread=summarize(ref.get("window_rates") or [], whole_range=True),
+        reference_missing=str(ref.get("not_measured") or ""),
+        not_measured=str(r.get("not_measured") or ""),
+        budget_s=r.get("budget_s"), startup_s=r.get("startup_s"), warmup_s=r.get("warmup_s"), job_s=r.get("job_s"),
+        ended_by=r.get("ended_by"), cut_off=r.get("cut_off"),
+        eval_samples_done=r.get("eval_samples_done"),
         native=ctx.native,
         operators=[_plain_operator(o) for o in r.get("operators") or [] if isinstance(o, dict)],
     )
@@ -335,13 +364,35 @@ def against_roof(point: dict[str, Any], roofs: list[dict[str, Any]]) -> dict[str
 # ----------------------------------------------------------------------------- quantisation
 
 
+def separated(p: dict[str, Any]) -> bool | None:
+    """int8's and fp32's latencies at one batch size lie apart beyond both spreads (p10..p90); None: no spreads.
+
+    A point read by :func:`read_outcome` carries the answer (``separated``); one built elsewhere is worked out.
+    """
+    if "separated" in p:
+        return p["separated"]
+    try:
+        f_lo, f_hi, i_lo, i_hi = (float(p[k]) for k in ("fp32_p10_ms", "fp32_p90_ms", "int8_p10_ms", "int8_p90_ms"))
+    except (KeyError, TypeError, ValueError):
+        return None
+    return i_hi < f_lo or f_hi < i_lo
+
+
 @dataclass
 class QuantResult(LabResult):
+    """int8 against fp32 per batch size; like the sweep, a busy machine makes the whole result inconclusive.
+
+    A point's speed-up counts only when the machine was quiet and the two latencies lie apart beyond
+    their spreads (``separated``); noise is never explained as a cause.
+    """
+
     kind: str = "quant"
     points: list[dict[str, Any]] = field(default_factory=list)
     api: str | None = None
     api_name: str | None = None
     api_warnings: list[str] = field(default_factory=list)
+    torchao_installed: bool | None = None
+    torch_version: str | None = None
     hidden: int | None = None
     emulated: bool = False
     top1_agreement: float | None = None
@@ -349,25 +400,65 @@ class QuantResult(LabResult):
     native: NativeSupport | None = None
 
     @property
+    def verdict(self) -> str:
+        """"measured" when the figures may be read as int8's speed here, else "inconclusive"."""
+        return "inconclusive" if self.quiet is False or not self.points else "measured"
+
+    @property
+    def reason(self) -> str:
+        """Why the result is inconclusive ("" when it is not), starting with "inconclusive:" like the sweep's."""
+        if self.verdict != "inconclusive":
+            return ""
+        if self.interference is not None and self.quiet is False:
+            return words.inconclusive("busy", share=self.interference.share)
+        return words.inconclusive("no points")
+
+    def decided(self) -> dict[int, float]:
+        """Speed-ups per batch that the figures support: a quiet machine and latencies apart beyond both spreads."""
+        if self.quiet is False:
+            return {}
+        return {p["batch"]: p["speedup"] for p in self.points if p.get("speedup") and separated(p) is not False}
+
+    def tied(self) -> list[int]:
+        """Batch sizes where int8 and fp32 measured within each other's spread (no difference can be told)."""
+        return sorted(p["batch"] for p in self.points if separated(p) is False)
+
+    @property
+    def api_words(self) -> str:
+        """The API used and the current one, in words (lab.verdicts.quant_api)."""
+        return words.quant_api(self.api, self.torchao_installed, self.torch_version)
+
+    @property
     def precision_why(self) -> str:
+        if self.verdict == "inconclusive":
+            return words.quant_inconclusive(self.reason)
         native = self.native.int8 if self.native else None
         via = self.native.int8_via if self.native else []
-        speedups = {p["batch"]: p["speedup"] for p in self.points if p.get("speedup")}
-        return words.int8_why(native, via, speedups, self.hidden, self.emulated, self.api)
+        return words.int8_why(native, via, self.decided(), self.hidden, self.emulated, self.api, tied=self.tied())
+
+    def caveats(self) -> list[str]:
+        out = [] if self.status == "ok" else [self.message]
+        if self.reason:
+            out.append(self.reason)
+        return [c for c in out if c]
 
     def metrics(self) -> dict[str, Any]:
         return {"points": [_plain_point(p) for p in self.points], "vnni": self.native.int8 if self.native else None,
-                "vnni_note": self.precision_why, "api": self.api_name or self.api,
+                "vnni_note": self.precision_why, "api": self.api_name or self.api, "api_note": self.api_words,
                 "api_warnings": self.api_warnings or None, "hidden": self.hidden, "emulated": self.emulated,
-                "top1_agreement": self.top1_agreement, "engine": self.engine}
+                "top1_agreement": self.top1_agreement, "engine": self.engine, "verdict": self.verdict,
+                "reason": self.reason or None}
 
 
 def _read_quant(r: dict[str, Any], progress: list[dict[str, Any]], base: dict[str, Any], ctx: Context) -> QuantResult:
-    points = list(r.get("points") or [p for p in progress if p.get("batch")])
+    points = [dict(p) for p in (r.get("points") or [p for p in progress if p.get("batch")])]
+    for p in points:
+        p["separated"] = separated(p)
     base = dict(base, interference=Interference.worst([p.get("interference") for p in points]))
     settings = base["settings"]
     return QuantResult(**base, points=points, api=r.get("api"), api_name=r.get("api_name"),
-                       api_warnings=list(r.get("api_warnings") or []), hidden=r.get("hidden"),
+                       api_warnings=list(r.get("api_warnings") or []), torchao_installed=r.get("torchao_installed"),
+                       torch_version=r.get("torch"), hidden=r.get("hidden"),
                        emulated=bool(r.get("emulated", settings.get("native_int8") is False)),
                        top1_agreement=r.get("top1_agreement"), engine=r.get("engine"), native=ctx.native)
 
@@ -422,6 +513,7 @@ def read_outcome(job: str, outcome: Any, settings: dict[str, Any] | None = None,
     progress = list(outcome.progress or [])
     settings = dict(settings if settings is not None else (r.get("settings") or {}))
     settings.pop("topology", None)          # the sweep's topology is in the report already
+    settings.pop("started", None)           # when the sweep's budget began: this process's clock, no setting
     base = {"kind": job, "status": outcome.status, "message": "" if outcome.status == "ok" else outcome.message,
             "settings": settings, "started_at": ctx.started_at, "quiet_limit": ctx.quiet_limit,
             "interference": Interference.read(r.get("interference")), "has_result": outcome.result is not None}

@@ -81,6 +81,7 @@ def _run_sweep(settings: dict[str, Any], on_progress, stop: threading.Event, pyt
 
     args = dict(settings)
     allowed = args.pop("allowed_cpus", None)
+    started = args.pop("started", None)          # monotonic: when the caller's budget began (the CLI's start)
     if python:
         args["python"] = python
     progress: list[dict[str, Any]] = []
@@ -90,7 +91,8 @@ def _run_sweep(settings: dict[str, Any], on_progress, stop: threading.Event, pyt
         if on_progress is not None:
             on_progress(data)
 
-    result = run_sweep(SweepSettings.from_dict(args), probe_topology(root), allowed, on_progress=seen, stop=stop)
+    result = run_sweep(SweepSettings.from_dict(args), probe_topology(root), allowed, on_progress=seen, stop=stop,
+                       started=started)
     status = "cancelled" if result.get("status") == "cancelled" else "ok"
     return JobOutcome(status=status, result=result, progress=progress,
                       elapsed=float(result.get("elapsed") or 0.0))

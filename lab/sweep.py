@@ -39,6 +39,12 @@ from cpudoctor.lab import verdicts as words
 TIE_TOLERANCE = 0.03    # within 3 % of the best, fewer threads win: same speed, cores left free
 PRECISE = 0.10          # ... but only when both spreads are within 10 % of their medians
 SETTLE_S = 0.05         # pause between segments: the last worker's OpenMP threads stop spinning
+
+
+def hard_stop(budget_s: float) -> float:
+    """Seconds after the start past which no segment is waited for: the budget plus a little slack for the
+    segment's last step (as a training job's hard stop, :meth:`cpudoctor.lab.jobs.train.Budget.hard_deadline`)."""
+    return budget_s + max(1.0, 0.05 * budget_s)
 BUSY_STOP = 2.0         # after min_rounds, stop early when others took twice the quiet limit
 
 
@@ -158,11 +164,13 @@ def _names(group: list[Measured]) -> str:
 
 def run_sweep(settings: SweepSettings, topology: Topology, allowed: list[int] | None = None,
               on_progress: Callable[[dict[str, Any]], None] | None = None, stop: Stop | None = None,
-              on_result: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+              on_result: Callable[[dict[str, Any]], None] | None = None,
+              started: float | None = None) -> dict[str, Any]:
     """Measure every variant in interleaved segments; the result says what it can honestly recommend.
 
     ``on_result`` receives the result before the workers are reaped, so a
     cancelled sweep in a child process hands back its figures at once.
+    ``started``: when the budget began (monotonic; the sweep's process start, so start-up counts), else now.
     """
     stop = stop or threading.Event()
     emit = on_progress or (lambda data: None)
@@ -173,7 +181,7 @@ def run_sweep(settings: SweepSettings, topology: Topology, allowed: list[int] | 
     measured = {v.name: Measured(v) for v in variants}
     pool = WorkerPool(variants, train, settings.python,
                       max_workers_alive(len(variants), str(train.get("model", "simplecnn"))))
-    start = time.monotonic()
+    start = time.monotonic() if started is None else min(started, time.monotonic())
     # The whole sweep, start-up included, on every CPU it may use: the load is known even when no segment ran.
     meter = CpuMeter(usable_cpus(topology, allowed))
     whole = meter.start()
@@ -225,11 +233,14 @@ def _measure(settings: SweepSettings, variants: list[Variant], measured: dict[st
                 m.threads_used = worker.ready.get("threads")
                 m.interop_threads = worker.ready.get("interop_threads")
                 m.library_reports = worker.ready.get("library_reports")
-            seg = worker.measure(settings.segment_s, stop)
+            seg = worker.measure(settings.segment_s, stop, until=start + hard_stop(settings.budget_s))
             if seg is None:
                 if stop.is_set():
                     state["status"] = "cancelled"
                     return
+                if time.monotonic() - start >= hard_stop(settings.budget_s) and worker.failure() is None:
+                    state["cut_off"] = words.budget_cut(settings.budget_s, name)
+                    return                              # one step outlasted the budget: end with what was measured
                 m.error = worker.failure() or "the worker stopped answering"
                 continue
             if seg.get("samples_per_s"):
@@ -282,6 +293,8 @@ def _result(settings: SweepSettings, variants: list[Variant], measured: dict[str
     if noise is None:                      # no segment was measured: the load over the whole sweep says why
         noise = interference_share([state.get("whole")])
     verdict, reason = _verdict(settings, state, decision, noise, all_measured)
+    if state.get("cut_off"):
+        reason = f"{reason}; {state['cut_off']}"
     failures = [f"{m.variant.name}: {m.error}" for m in all_measured if m.error]
     rec = _recommendation(decision, all_measured, settings.train.get("model", "simplecnn")) \
         if verdict == "recommended" else None
@@ -361,6 +374,7 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m cpudoctor.lab.sweep --json-args '{...}' --control stdin``: the GUI's way to run a sweep."""
     from cpudoctor.lab.jobs import _jobkit
 
+    started = time.monotonic() - _jobkit.process_age()          # the budget counts the start-up too
     args, stop = _jobkit.parse_job_argv(argv)
     root = Path(args.pop("root", "/"))
     topo_data = args.pop("topology", None)
@@ -379,7 +393,7 @@ def main(argv: list[str] | None = None) -> int:
 
         topology = probe_topology(root)
     run_sweep(settings, topology, allowed, on_progress=lambda d: _jobkit.progress(**d), stop=stop,
-              on_result=lambda r: _jobkit.result(**r))
+              on_result=lambda r: _jobkit.result(**r), started=started)
     return 0
 
 

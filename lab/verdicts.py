@@ -32,9 +32,17 @@ def inconclusive(kind: str, *, share: float | None = None, rounds: int = 0, why:
         return f"inconclusive: the sweep was cancelled after {plural(rounds, 'round')}"
     if kind == "nothing":
         return "inconclusive: no variant could be measured"
+    if kind == "no points":
+        return "inconclusive: no batch size was measured"
     budget = f" in the {budget_s:g} s budget" if budget_s else ""
     return (f"inconclusive: {why or 'the settings could not be told apart'} after {plural(rounds, 'round')}"
             f"{budget}; rerun with a longer budget on an idle machine")
+
+
+def budget_cut(budget_s: float, variant: str) -> str:
+    """Why a sweep ended mid-segment: one step took longer than what was left of its budget."""
+    return (f"the {budget_s:g} s budget (start-up included) ended during a segment of '{variant}' (one training "
+            "step took longer than the time left), which is not counted")
 
 
 def within_spread(a: str, b: str) -> str:
@@ -83,9 +91,20 @@ def ratio_words(ratio: float) -> str:
     return f"{ratio:.2f}× fp32 ({1 / ratio:.1f}× slower)"
 
 
+def bf16_uncompared(native: bool | None, via: list[str], why: str) -> str:
+    """A bf16 run without an fp32 figure: say that no comparison was made, and the CPU's bf16 only as a fact."""
+    text = "fp32 was not measured in this job" + (f" ({why})" if why else "") + ", so there is no bf16/fp32 ratio"
+    if native is None:
+        return text
+    fact = f"native on this CPU ({', '.join(via)})" if native else "emulated on this CPU (no AVX512_BF16 or AMX-BF16)"
+    return f"{text}; bf16 is {fact}"
+
+
 def bf16_why(native: bool | None, via: list[str], ratio: float | None) -> str:
-    """Why bf16 measured what it did against fp32 in the same job."""
-    measured = f"bf16 ran {ratio_words(ratio)} in this job" if ratio else "bf16 was measured against fp32 in this job"
+    """Why bf16 measured what it did against fp32 in the same job (callers without a ratio: bf16_uncompared)."""
+    if not ratio:
+        return bf16_uncompared(native, via, "")
+    measured = f"bf16 ran {ratio_words(ratio)} in this job"
     if native is None:
         return f"{measured}; whether this CPU computes bf16 natively is unknown (its flags could not be read)"
     if native:
@@ -98,11 +117,32 @@ def bf16_why(native: bool | None, via: list[str], ratio: float | None) -> str:
             "to fp32 and back")
 
 
+def factor(x: float) -> str:
+    """A ratio for people: 1.63 -> "1.63", 0.0023 -> "0.0023" (never "0.00", which reads as nothing)."""
+    return f"{x:.2f}" if x >= 0.095 else f"{x:.2g}"
+
+
+def quant_inconclusive(reason: str) -> str:
+    """Why a busy int8 run's ratios explain nothing: the noise is the cause, not quantisation."""
+    return (f"{reason}, so the ratios measure the other programs, not int8 against fp32; rerun on an idle "
+            "machine before reading anything into them")
+
+
 def int8_why(native: bool | None, via: list[str], speedups: dict[int, float], hidden: int | None,
-             emulated: bool, api: str | None = None) -> str:
-    """Why int8 measured what it did against fp32 in the same job."""
-    ratios = ", ".join(f"{s:.2f}× at batch {b}" for b, s in sorted(speedups.items()))
-    measured = f"int8 ran {ratios} fp32's speed" if ratios else "int8 was measured against fp32 in this job"
+             emulated: bool, api: str | None = None, tied: list[int] | None = None) -> str:
+    """Why int8 measured what it did against fp32 in the same job.
+
+    ``speedups``: only the batch sizes where int8 and fp32 lie apart beyond both spreads; ``tied``: those
+    where they did not (said as such, never explained by a cause).
+    """
+    ratios = ", ".join(f"{factor(s)}× at batch {b}" for b, s in sorted(speedups.items()))
+    same = f"{within_spread('int8', 'fp32')} at batch {', '.join(map(str, tied))}" if tied else ""
+    if ratios:
+        measured = f"int8 ran {ratios} fp32's speed" + (f" ({same})" if same else "")
+    elif same:
+        measured = same
+    else:
+        measured = "int8 was measured against fp32 in this job"
     if native is None:
         return f"{measured}; whether this CPU has int8 dot-product instructions is unknown (its flags could not be read)"
     if native:
@@ -115,9 +155,27 @@ def int8_why(native: bool | None, via: list[str], speedups: dict[int, float], hi
                "instructions and int8 is emulated")
         if emulated and hidden:
             why += f" (measured small, hidden width {hidden})"
-    if 1 in speedups and len(speedups) > 1:
+    larger = [s for b, s in speedups.items() if b > 1]
+    if 1 in speedups and larger and speedups[1] < min(larger):
         why += "; at batch 1 the time goes to quantising activations and calling layers, not to the multiplies"
     return why
+
+
+def quant_api(api: str | None, torchao_installed: bool | None, torch_version: str | None = None) -> str:
+    """Which quantisation API a quant job used, and which one is current (never torch's own warning, which says
+    "removed in 2.10" while 2.13 still runs it)."""
+    current = "torchao's quantize_ (Int8DynamicActivationInt8WeightConfig)"
+    if api == "torchao":
+        return f"{current}, the current API"
+    old = {"torch.ao": "torch.ao.quantization.quantize_dynamic",
+           "torch.quantization": "torch.quantization.quantize_dynamic"}.get(api or "", api or "unknown")
+    text = (f"{old}, deprecated by PyTorch in favour of {current} but still working"
+            + (f" in torch {torch_version}" if torch_version else ""))
+    if torchao_installed is False:
+        text += "; torchao is not installed in this Python (pip install torchao, then measure again)"
+    elif torchao_installed:
+        text += "; asked for with --api torch.ao (torchao is installed: the default measures it)"
+    return text
 
 
 def emulated_gemm(backends: list[str], sizes: dict[str, int], via: list[str]) -> str:

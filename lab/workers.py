@@ -78,12 +78,15 @@ class Worker:
             self._ready.wait(0.05)
         return True
 
-    def measure(self, seconds: float, stop: Stop) -> dict[str, Any] | None:
-        """One segment: its samples/s and interference; None when stopped or the worker died."""
+    def measure(self, seconds: float, stop: Stop, until: float | None = None) -> dict[str, Any] | None:
+        """One segment: its samples/s and interference; None when stopped, the worker died or ``until``
+        (monotonic: the sweep's hard stop) passed first (a segment ends only after a whole step, however long)."""
         assert self.job is not None
         if not self.job.send(protocol.measure_command(seconds)):
             return None
         deadline = time.monotonic() + max(60.0, seconds * 20)
+        if until is not None:
+            deadline = min(deadline, until)
         while time.monotonic() < deadline:
             try:
                 seg = self._segments.get(timeout=0.05)
@@ -100,7 +103,7 @@ class Worker:
 
     def reap(self) -> None:
         if self.job is not None:
-            self.job.stop(ask_wait=1.0, term_wait=0.5)
+            self.job.stop(ask_wait=0.25, term_wait=0.5)   # its segments are in; a step is not waited for
 
 
 class WorkerPool:

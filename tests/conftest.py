@@ -19,6 +19,9 @@ REPO = Path(__file__).resolve().parents[1]
 # in, which differs from machine to machine. The suite describes its own interpreter's (child processes
 # inherit this); tests about choosing an environment set up their own.
 os.environ["CPUDOCTOR_PYTHON"] = sys.executable
+# `doctor` and `report` write the fixes' commands for the user's login shell ($SHELL): the suite reads
+# bash, whatever shell runs it; tests about the choice set $SHELL themselves.
+os.environ["SHELL"] = "/bin/bash"
 CORPUS = Path(os.environ.get("CPUDOCTOR_CORPUS", REPO.parent / "shared" / "corpus"))
 
 

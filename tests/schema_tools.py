@@ -105,7 +105,8 @@ CONSTRAINTS: dict[str, dict[str, Any]] = {
 # (serde gives them their default). Every other field is required.
 ADDED_LATER: frozenset[str] = frozenset({
     "Topology.processor_groups", "Core.efficiency_class", "OsInfo.power_plan", "OsInfo.power_plan_guid",
-    "Finding.snippet_bash",
+    "Finding.snippet_bash", "Topology.memory_total_bytes", "CpuidCheck.hypervisor_vendor", "ImportCheck.crashed_in",
+    "ImportOrderCheck.crashed_in",
 })
 
 DESCRIPTIONS: dict[str, str] = {

@@ -38,7 +38,7 @@ def test_install_and_uninstall(xdg, tmp_path):
     assert p.icon == xdg / "icons/hicolor/scalable/apps/cpudoctor.svg"
     e = _entry(p.entry)
     assert e["Type"] == "Application" and e["Name"] == "CPU Doctor" and e["Terminal"] == "false"
-    assert e["Exec"] == f'"{tmp_path}/bin dir/cpudoctor-gui"'
+    assert e["Exec"] == f'"{tmp_path}/bin dir/cpudoctor-gui" %f'
     assert e["Icon"] == str(p.icon)
     assert p.icon.read_bytes().lstrip().startswith((b"<svg", b"<?xml"))
     first = p.entry.read_bytes()
@@ -106,3 +106,32 @@ def test_unwritable_data_home_names_the_folder_and_the_way_out(tmp_path, monkeyp
     with pytest.raises(desktop.DesktopError) as exc:
         desktop.install(command=["/x"])
     assert str(blocker) in str(exc.value) and "XDG_DATA_HOME" in str(exc.value)
+
+
+def _expand(exec_line: str, file: str | None) -> list[str]:
+    """The argv a desktop launcher makes of an Exec line (Desktop Entry spec: quoting, %f, %%)."""
+    import shlex
+
+    argv = []
+    for arg in shlex.split(exec_line):
+        if arg == "%f":
+            argv += [file] if file else []
+        else:
+            argv.append(arg.replace("%%", "%"))
+    return argv
+
+
+def test_a_report_opened_from_the_file_manager_reaches_the_window(xdg, tmp_path):
+    """Issue 26: the entry's Exec had no %f, so "Open with CPU Doctor" on a saved report opened an empty window.
+    Expanded as a launcher does, the file is the window's argument (and a menu click passes nothing)."""
+    from cpudoctor.cli import opens_window
+    from cpudoctor.gui.app import build_parser
+
+    saved = tmp_path / "my report 100%.json"
+    saved.write_text("{}")
+    p = desktop.install(command=["/usr/bin/cpudoctor-gui"])
+    exec_line = _entry(p.entry)["Exec"]
+    argv = _expand(exec_line, str(saved))
+    assert argv == ["/usr/bin/cpudoctor-gui", str(saved)]
+    assert opens_window(argv[1:]) and build_parser().parse_args(argv[1:]).report == str(saved)
+    assert _expand(exec_line, None) == ["/usr/bin/cpudoctor-gui"]

@@ -92,7 +92,7 @@ def test_list_rules_text_json_md(capsys):
 @pytest.mark.parametrize("argv,needle", [
     (["doctor", "--from-report", "/nonexistent/report.json"], "cannot read"),
     (["doctor", "--only", ",", "--from-report", str(SCENARIOS / "zen3-healthy.json")], "at least one rule code"),
-    (["doctor", "--only", "XYZ999", "--from-report", str(SCENARIOS / "zen3-healthy.json")], "no rule 'XYZ999'"),
+    (["doctor", "--only", "XYZ999", "--from-report", str(SCENARIOS / "zen3-healthy.json")], "no rule or category 'XYZ999'"),
     (["doctor", "--root", "/nonexistent-root"], "no such folder"),
     (["doctor", "--format", "yaml"], "invalid choice"),
     (["explain", "NOPE999"], "no rule"),

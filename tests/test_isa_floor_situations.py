@@ -75,6 +75,7 @@ def test_a_package_whose_current_releases_run_is_told_to_upgrade(tmp_path, corpu
     assert venv.shell("python -m pip install torch==1.6.0").returncode == 0
     error = by_code(report_for(machine_root(K10), venv))["ISA005"][0]
     assert error.severity == "error" and "avx" in error.title and "43300" in error.why
-    assert error.snippet == "python -m pip install --upgrade torch"
+    # PyTorch from its CPU index, as everywhere (a bare upgrade on Linux pulls the CUDA build; issue 26).
+    assert error.snippet == "python -m pip install --upgrade torch --index-url https://download.pytorch.org/whl/cpu"
     assert venv.shell(error.snippet).returncode == 0
     assert by_code(report_for(machine_root(K10), venv))["ISA005"][0].severity == "ok"

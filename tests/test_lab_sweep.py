@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from cpudoctor.lab import sweep, variants
+from cpudoctor.lab import verdicts as words
 from cpudoctor.lab.settings import SweepSettings
 from cpudoctor.model import Affinity, Core, L3Domain, NumaNode, Topology
 
@@ -157,11 +160,16 @@ class FakeWorker:
         self.script = script
         self.calls = calls
 
-    def measure(self, seconds, stop):
+    def measure(self, seconds, stop, until=None):
         if stop.is_set():
             return None
         self.calls.append(self.variant.name)
         rate, share = self.script(self.variant, len([c for c in self.calls if c == self.variant.name]))
+        if rate == "a step that outlasts the budget":
+            self.calls.append(("waited until", until))
+            while until is not None and time.monotonic() < until and not stop.is_set():
+                stop.wait(0.01)
+            return None
         return {"samples_per_s": rate, "interference": {"other_share": share, "steal_share": 0.0, "wall_s": seconds,
                                                         "cpus": [0, 1]}}
 
@@ -238,6 +246,37 @@ def test_settings_that_never_separate_end_with_the_budget(monkeypatch):
     assert res["verdict"] == "inconclusive" and res["recommendation"] is None
     assert "measured within each other's spread" in res["reason"] and "0.5 s budget" in res["reason"]
     assert res["elapsed"] <= 1.0
+
+
+def test_a_step_longer_than_the_budget_ends_the_sweep_at_its_hard_stop(monkeypatch):
+    """resnet18 in bf16 took 24 s a step here: a segment ends only after a whole step, so the sweep waited up to
+    60 s for it whatever its budget. Now it waits until the budget's hard stop, says so, and ends."""
+    calls = []
+    fake_pool(monkeypatch, lambda v, i: ("a step that outlasts the budget" if v.threads == 1 else 1000.0, 0.0), calls)
+    began = time.monotonic()
+    res = sweep.run_sweep(_settings(budget_s=0.5), make_topology(2))
+    waited = [c[1] for c in calls if isinstance(c, tuple)]
+    assert len(waited) == 1 and began < waited[0] - sweep.hard_stop(0.5) <= time.monotonic()
+    assert calls.index(("waited until", waited[0])) == len(calls) - 1          # nothing measured after it
+    assert res["reason"].endswith("; " + words.budget_cut(0.5, "1 thread")) and res["verdict"] == "inconclusive"
+    assert "1 thread: " not in " ".join(res["failures"])                       # cut by the budget, not failed
+
+
+def test_the_budget_counts_the_commands_start_up(monkeypatch):
+    """`bench sweep --budget` counts from the command's start (interpreter, environment discovery), not from when
+    the sweep began: a budget already spent measures nothing, and when it began is no setting of the run."""
+    from cpudoctor.lab import session
+
+    calls = []
+    fake_pool(monkeypatch, lambda v, i: (1000.0, 0.0), calls)
+    import cpudoctor.probes as probes
+
+    monkeypatch.setattr(probes, "probe_topology", lambda root: make_topology(2))
+    settings = _settings(budget_s=5.0).to_dict()
+    settings["started"] = time.monotonic() - 10.0                 # a command that started 10 s ago
+    outcome, result = session.run("sweep", settings)
+    assert calls == [] and outcome.result["rounds"] == 0 and outcome.result["elapsed"] >= 10.0
+    assert "started" not in result.settings and "started" not in result.bench_run().settings
 
 
 def test_a_cancelled_sweep_keeps_what_it_measured(monkeypatch):

@@ -192,7 +192,7 @@ def test_the_training_job_runs_in_a_second_real_venv(tmp_path):
     (other_site / "shared.pth").write_text(own_site + "\n")
     python = other / "bin" / "python"
     out = subprocess.run([sys.executable, "-m", "cpudoctor", "bench", "train", "--python", str(python), "--steps", "6",
-                          "--seconds", "30", "--json", "--quiet"], capture_output=True, text=True, timeout=300)
+                          "--seconds", "600", "--json", "--quiet"], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     data = json.loads(out.stdout)
     assert data["status"] == "ok", data["message"]

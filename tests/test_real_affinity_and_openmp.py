@@ -114,7 +114,8 @@ def test_a_package_that_narrows_the_affinity_on_import_is_blamed_and_the_snippet
 # ----------------------------------------------------------------- class 2: runtimes that meet
 
 
-def test_threadpoolctl_in_this_process_does_not_hide_error_15_from_the_children(monkeypatch):
+def _threadpoolctl_sets_kmp_here(monkeypatch) -> None:
+    """The situation: threadpoolctl imported in this process sets KMP_DUPLICATE_LIB_OK (not the user)."""
     initial = initial_environment()
     if initial is None:
         pytest.skip("no /proc/self/environ here")
@@ -124,6 +125,10 @@ def test_threadpoolctl_in_this_process_does_not_hide_error_15_from_the_children(
     import threadpoolctl  # noqa: F401 - the import is the situation: it sets KMP_DUPLICATE_LIB_OK here
 
     monkeypatch.setenv("KMP_DUPLICATE_LIB_OK", os.environ.get("KMP_DUPLICATE_LIB_OK", "True"))
+
+
+def test_threadpoolctl_in_this_process_does_not_hide_error_15_from_the_children(monkeypatch):
+    _threadpoolctl_sets_kmp_here(monkeypatch)
     env, removed = child_environment(os.environ, own_environ=True)
     assert removed == ["KMP_DUPLICATE_LIB_OK"] and "KMP_DUPLICATE_LIB_OK" not in env
     # A variable the user really set is kept: the checks then see what the user's script sees.
@@ -177,6 +182,38 @@ def test_two_copies_of_intel_openmp_abort_with_error_15_and_one_shared_copy_fixe
     assert order.status == "ok", order.message
     assert [f.severity for f in _findings(fixed, "OMP001")] == ["ok"]
     assert [f.severity for f in _findings(fixed, "BLAS001")] == ["ok"]
+
+
+def test_kmp_duplicate_lib_ok_set_by_the_user_is_named_with_what_it_hides_and_unsetting_shows_it(tmp_path):
+    """Issue 26: the unsafe workaround for Error #15, set for real, over two real copies of Intel's OpenMP."""
+    library = find_library("libiomp5.so")
+    if library is None:
+        pytest.skip("Intel OpenMP (libiomp5, the intel-openmp package) is not installed")
+    python = _two_packages(tmp_path, library)
+    environ = clean_environ(KMP_DUPLICATE_LIB_OK="TRUE")
+    report, order = _order_report(tmp_path, python, ["omp_a", "omp_b"], environ)
+    report.software.thread_env = dict(live_report(environ, children=False).software.thread_env)
+    assert order.status == "ok", "the variable hides the duplicate: both copies start"
+    [omp] = _findings(report, "OMP003")
+    assert omp.severity == "warning" and omp.title == "KMP_DUPLICATE_LIB_OK=TRUE hides duplicate OpenMP runtimes"
+    assert "hides a real duplicate" in omp.why and "incorrect results" in omp.why
+    assert omp.snippet.splitlines()[0] == "unset KMP_DUPLICATE_LIB_OK"
+
+    # The printed fix's first line (unset it): the duplicate shows again, as Error #15, for the rules that explain it.
+    fixed, order = _order_report(tmp_path, python, ["omp_a", "omp_b"], clean_environ())
+    fixed.software.thread_env = dict(live_report(clean_environ(), children=False).software.thread_env)
+    assert order.status == "crashed" and "#15" in (order.openmp_error or "")
+    assert [f.severity for f in _findings(fixed, "OMP003")] == ["ok"]
+
+
+def test_kmp_duplicate_lib_ok_set_inside_cpu_doctor_by_threadpoolctl_is_not_the_users(monkeypatch):
+    _threadpoolctl_sets_kmp_here(monkeypatch)
+    from cpudoctor.probes.software.stack import probe_software
+
+    report = live_report(clean_environ(), children=False)
+    report.software = probe_software(Path("/"), children=False, cache=False)   # this process's own environment
+    assert "KMP_DUPLICATE_LIB_OK" not in report.software.thread_env
+    assert [f.severity for f in _findings(report, "OMP003")] == ["ok"]
 
 
 def test_two_copies_of_gnu_openmp_are_an_error_finding(tmp_path):

@@ -10,6 +10,7 @@ checks the problem is gone.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import platform
@@ -31,7 +32,7 @@ from cpudoctor.kits.child.runner import ChildSpec, run_child
 from cpudoctor.probes.child.scripts import script_argv
 from cpudoctor.probes.child.scripts import FOLDER as SCRIPTS
 from cpudoctor.probes.process.inspect import inspect_process
-from cpudoctor.probes.software.importcheck import to_import_check
+from cpudoctor.probes.software.importcheck import to_import_check, to_order_check
 from cpudoctor.probes.software.stack import _torch_build
 from real_situations import child_command, clean_environ, live_report, need_cpus, need_module, run_shell
 
@@ -91,6 +92,44 @@ def test_forced_openblas_core_the_cpu_lacks_crashes_numpy_not_torch_and_unsettin
     code, data, err = run_shell(command, {**environ, "OPENBLAS_NUM_THREADS": "1"}, timeout=400)
     assert code == 0, err[-500:]
     assert data["stage"] == "done" and "numpy" in data["workloads"]
+
+
+def test_forced_openblas_core_kills_every_import_order_with_numpy_and_omp001_blames_no_openmp_runtime():
+    """Issue 26: the doctor's import-order child dies in numpy's first product too; that is KERNEL001's cause."""
+    qemu = _qemu_for_openblas()
+    need_module("cv2")
+    emulated = [qemu, "-cpu", "Haswell"]
+    modules = ["numpy", "cv2"]
+
+    def checks(environ):
+        alone = [to_import_check(m, m, run_child(ChildSpec(emulated + script_argv("import_check", "--workload", m),
+                                                           what=f"import {m}", timeout=240, env=environ)))
+                 for m in modules]
+        order = to_order_check(modules, run_child(ChildSpec(emulated + script_argv("import_check", "--workload",
+                                                                                      *modules),
+                                                            what="import numpy, then cv2", timeout=240, env=environ)))
+        report = live_report(environ, children=False)
+        report.cpu.flags = [f for f in report.cpu.flags if not f.startswith(("avx512", "amx"))]   # the emulated CPU
+        report.software.import_checks, report.software.import_orders = alone, [order]
+        report.software.children_ran = True
+        return report, order
+
+    report, order = checks(clean_environ(OPENBLAS_CORETYPE="SkylakeX"))
+    assert order.status == "crashed" and order.stage == "workload numpy", order
+    assert not [f for f in _findings(report, "OMP001") if f.severity != "ok"], "no OpenMP runtime is to blame"
+    [crash] = _findings(report, "KERNEL001")
+    assert "OPENBLAS_CORETYPE=SkylakeX" in crash.why
+
+    # With each package fine alone, a SIGILL in the order is still an instruction, never two runtimes.
+    report.software.import_checks = [dataclasses.replace(c, workload_status="ok" if c.workload_status else None)
+                                     for c in report.software.import_checks]
+    [omp] = _findings(report, "OMP001")
+    assert "SIGILL" in omp.title and "not two OpenMP runtimes" in omp.why and "ecosystem" not in omp.fix
+
+    # The fix KERNEL001 printed (unset the variable): the same order now runs on the same emulated CPU.
+    fixed, order = checks(clean_environ())
+    assert order.status == "ok", order.message
+    assert [f.severity for f in _findings(fixed, "OMP001")] == ["ok"]
 
 
 def test_forcing_a_lower_openblas_core_is_a_warning_and_unsetting_restores_the_cpus_best():
@@ -217,8 +256,8 @@ def test_two_training_jobs_each_sized_for_every_cpu_and_the_printed_split_fixes_
         [finding] = [f for f in run_process_rules(insp, topo, strict=True) if f.code == "PROC014"]
         assert finding.severity == "warning" and jobs[1].pid in finding.evidence["peers"]
         lines = finding.snippet.splitlines()
-        ours = {lines[i]: lines[i + 1] for i in range(0, len(lines) - 1, 2)}
-        relaunches = [ours[f"# this job (PID {jobs[0].pid}):"], ours[f"# PID {jobs[1].pid}:"]]
+        ours = {lines[i].split(",")[0]: lines[i + 1] for i in range(0, len(lines) - 1, 2)}
+        relaunches = [ours[f"# this job (PID {jobs[0].pid})"], ours[f"# PID {jobs[1].pid}"]]
         assert all("taskset -c" in line and "OMP_NUM_THREADS=" in line for line in relaunches)
         sets = [line.split("taskset -c ")[1].split()[0] for line in relaunches]
         assert sets[0] != sets[1]

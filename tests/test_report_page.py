@@ -115,7 +115,7 @@ def test_export_dialog_defaults(qtbot, docs):
     dlg = ExportDialog(None, "html")
     qtbot.addWidget(dlg)
     assert not dlg.privacy.isChecked()
-    assert dlg.privacy.text() == "Include identifying details (host name, user, paths)"
+    assert dlg.privacy.text() == "Include identifying details (user name, paths, serials)"
     assert [dlg.format_box.itemData(i) for i in range(dlg.format_box.count())] == ["html", "md", "json", "pdf"]
     dlg.format_box.setCurrentIndex(3)
     assert dlg.path.suffix == ".pdf" and dlg.path.parent == docs
@@ -183,9 +183,15 @@ def test_compare_dialog_current_vs_file(qtbot, tmp_path):
 def test_capture_action_in_worker(qtbot, actions, tmp_path):
     model, ra = actions
     out = tmp_path / "cap.tar.gz"
-    with qtbot.waitSignal(ra.captured, timeout=60000) as blocker:
+    with qtbot.waitSignal(ra.captured, timeout=300_000) as blocker:
         ra.start_capture(out)
     assert blocker.args[0].files > 0 and out.is_file()
+    # the window's capture carries the environment too (the suite's, CPUDOCTOR_PYTHON; the model has no report)
+    import tarfile
+
+    with tarfile.open(out) as tar:
+        assert "cpudoctor-capture/environment.json" in tar.getnames()
+    assert blocker.args[0].environment
     ra.last_message.close()
 
 

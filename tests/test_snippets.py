@@ -357,7 +357,12 @@ def test_pinned_launches_have_real_windows_equivalents():
     assert plain == ["set OMP_NUM_THREADS=4", "set GOMP_CPU_AFFINITY=0 1 2 3", "python t.py"]
     assert snippets.translate("numactl -N 0 python t.py", "fish") == "numactl -N 0 python t.py"
     piped = "python -m pip list --format=freeze | grep -o '^nvidia-[^=]*' | xargs -r python -m pip uninstall -y"
-    assert snippets.translate(piped, "powershell") == piped                      # not a launch: left alone
+    assert snippets.translate(piped, "powershell") == (                           # Windows' own pipeline (issue 26)
+        "python -m pip list --format=freeze | Select-String -Pattern '^nvidia-[^=]*' | "
+        "ForEach-Object { python -m pip uninstall -y $_.Matches[0].Value }")
+    assert snippets.translate(piped, "cmd") == (
+        'for /f "delims==" %p in (\'python -m pip list --format^=freeze ^| findstr /b "nvidia-"\') '
+        "do python -m pip uninstall -y %p")
     for name in ("zen5-smt-threads", "cascadelake-2s-numa-pinned", "raptorlake-hybrid-pinned"):
         r = _load(name)
         for f in run_rules(r):

@@ -6,6 +6,7 @@ import re
 
 from cpudoctor.advisor import machine, snippets
 from cpudoctor.advisor.engine import Facts, rule
+from cpudoctor.kits.plural import plural
 from cpudoctor.model import Finding, Report
 
 # File-name prefixes of the three OpenMP runtimes (conda/pip may add a hash suffix).
@@ -149,7 +150,10 @@ def import_order_fails(report: Report) -> list[Finding]:
         (numpy then torch, torch then numpy), with each package's tiny workload, run without
         ``KMP_DUPLICATE_LIB_OK`` unless you set it: a crash, an error or a hang there while every
         package imports fine on its own. The OpenMP runtime's own message ("OMP: Error #15") is
-        quoted when it printed one.
+        quoted when it printed one. An order that fails because one package fails alone (its import
+        or its first computation, e.g. under a forced ``OPENBLAS_CORETYPE``) is left to the rules
+        that explain that package; an order killed by SIGILL is named as an instruction the CPU
+        lacks, never as two runtimes.
 
     Why it matters:
         Two copies of Intel's OpenMP runtime, or libiomp5 beside libgomp, only meet when both
@@ -165,15 +169,18 @@ def import_order_fails(report: Report) -> list[Finding]:
     orders = f.get("software.import_orders", record=False) or []
     if not orders:
         return []
-    alone = {c.module: c.status for c in f.get("software.import_checks", record=False) or []}
+    failed_alone = _failed_alone(f)
     f.record("software.import_orders", [f"{' then '.join(o.modules)}: {o.status}" for o in orders])
     out = []
     for order in orders:
         if order.status in ("ok", "skipped"):
             continue
-        if any(alone.get(m) not in (None, "ok") for m in order.modules):
-            continue  # one of them fails on its own: ISA003/ISA004 explain that
+        if any(m in failed_alone for m in order.modules):
+            continue  # one of them fails on its own (import or first computation): ISA003/ISA004/KERNEL001 say why
         sequence = " then ".join(order.modules)
+        if order.signal_name == "SIGILL":
+            out.append(_order_sigill(f, order, sequence))   # an instruction the CPU lacks, never two runtimes
+            continue
         why = f"{order.message}." if order.message else f"Importing {sequence} in one process failed."
         why += " Each of them imports fine on its own."
         if order.openmp_libs:
@@ -195,6 +202,93 @@ def import_order_fails(report: Report) -> list[Finding]:
         return out
     checked = [" then ".join(o.modules) for o in orders if o.status == "ok"]
     return [f.finding("ok", f"Packages import together in the orders scripts use ({'; '.join(checked)})")] if checked else []
+
+
+def _failed_alone(f: Facts) -> set[str]:
+    """Modules whose own import check failed, at the import or at the first computation after it.
+
+    ``OPENBLAS_CORETYPE=SkylakeX`` on a CPU without AVX-512 kills numpy's first
+    matrix product whatever else the process imported: every order with numpy
+    fails too, and that is KERNEL001's finding, not two OpenMP runtimes.
+    """
+    out = set()
+    for c in f.get("software.import_checks", record=False) or []:
+        if c.status not in ("ok", "skipped") or c.workload_status not in (None, "ok"):
+            out.add(c.module)
+            f.record(f"software.import_checks[{c.package}]",
+                     f"{c.status}" + (f", workload {c.workload_status}" if c.workload_status else ""))
+    return out
+
+
+def _order_sigill(f: Facts, order, sequence: str) -> Finding:
+    """An order killed by SIGILL while each module passed alone: the CPU lacks an instruction (say where)."""
+    where = f" at '{order.stage}'" if order.stage else ""
+    inside = f" inside {order.crashed_in}'s code" if order.crashed_in else ""
+    return f.finding(
+        "error", f"import {sequence} dies of SIGILL{where}",
+        why=(f"{order.message or f'Importing {sequence} in one process failed'}.{' The crash was' + inside + '.' if inside else ''} "
+             "SIGILL (Illegal instruction) means code ran an instruction this CPU lacks: a build or a kernel choice "
+             "made for another CPU, not two OpenMP runtimes. Each package passed its own check, so the path that "
+             "crashed is only taken when both are loaded."),
+        fix=("Reproduce it with the command below; check the variables that force an instruction set "
+             "(OPENBLAS_CORETYPE, ATEN_CPU_CAPABILITY, ONEDNN_MAX_CPU_ISA) and install builds of both packages "
+             "made for this CPU."),
+        snippet="python -c 'import " + ", ".join(order.modules) + "'  # reproduces it\n"
+                "env | grep -E 'OPENBLAS_CORETYPE|ATEN_CPU_CAPABILITY|ONEDNN_MAX_CPU_ISA|DNNL_MAX_CPU_ISA|MKL_ENABLE'")
+
+
+_TRUE = ("1", "true", "yes", "on", "y", "t")
+
+
+@rule("OMP003", "kmp-duplicate-lib-ok", category="blas", severity="warning",
+      title="KMP_DUPLICATE_LIB_OK=TRUE hides duplicate OpenMP runtimes")
+def kmp_duplicate_lib_ok(report: Report) -> list[Finding]:
+    """What it checks:
+        Whether ``KMP_DUPLICATE_LIB_OK`` is set to a true value in the environment you start
+        Python from. A value a library set inside CPU Doctor's own process (threadpoolctl sets it
+        when imported) is not yours and is not counted.
+
+    Why it matters:
+        It is the workaround that circulates for "OMP: Error #15: Initializing libiomp5.so, but
+        found libiomp5.so already initialized". The error means two copies of Intel's OpenMP
+        runtime were loaded into one process; the variable makes the second copy carry on instead
+        of aborting. Intel's own message says this "may cause crashes or silently produce
+        incorrect results": two runtimes, two thread pools on the same cores, and the duplicate
+        that caused it stays, as does the next one.
+
+    Fix:
+        Unset it, find the packages that bring the second runtime (``pip list`` / ``conda list``
+        for intel-openmp, mkl, llvm-openmp) and install them from one ecosystem (all pip or all
+        conda-forge) so one runtime is loaded once.
+    """
+    f = Facts(report)
+    if not machine.env_known(f):
+        return []
+    value = machine.env(f, "KMP_DUPLICATE_LIB_OK")
+    if value is None or value.strip().lower() not in _TRUE:
+        return [f.finding("ok", "KMP_DUPLICATE_LIB_OK is not set: a duplicate OpenMP runtime would show")] \
+            if value is None else []
+    runtimes = _openmp_files(f)
+    copies = {k: v for k, v in runtimes.items() if len(v) > 1}
+    if len(runtimes) > 1 or copies:
+        found = "; ".join(f"{k}: {_listed(v)}" for k, v in runtimes.items())
+        hides = (f"Here it hides a real duplicate: the checks loaded these runtimes in one process ({found}; "
+                 "BLAS001).")
+    elif runtimes:
+        hides = ("The checks found one OpenMP runtime, so it hides nothing today; the next package that brings its "
+                 "own copy will load silently.")
+    else:
+        hides = "No check listed the OpenMP runtimes, so what it hides here is not known."
+    return [f.finding(
+        "warning", f"KMP_DUPLICATE_LIB_OK={value} hides duplicate OpenMP runtimes",
+        why=(f"KMP_DUPLICATE_LIB_OK={value} is set where you start Python. It makes a second copy of Intel's OpenMP "
+             "runtime carry on instead of aborting with 'OMP: Error #15'; Intel's own message warns that this may "
+             f"crash or silently produce incorrect results, and two thread pools then share the cores. {hides}"),
+        fix=("Unset KMP_DUPLICATE_LIB_OK, then remove the duplicate: list the packages that ship an OpenMP runtime "
+             "and install them from one ecosystem (all pip, or all conda-forge) so one runtime is loaded once."),
+        snippet=(snippets.unset_lines(["KMP_DUPLICATE_LIB_OK"]) + "\n"
+                 "python -m pip list 2>/dev/null | grep -i -E 'intel-openmp|mkl|torch|numpy'\n"
+                 "conda list 2>/dev/null | grep -i -E 'intel-openmp|llvm-openmp|_openmp_mutex|mkl'"))]
 
 
 # MKL_THREADING_LAYER value -> the OpenMP runtime (label of _OPENMP_RUNTIMES) that layer loads.
@@ -298,8 +392,8 @@ def blas_pools_fight(report: Report) -> list[Finding]:
         return [f.finding("ok", "BLAS and OpenMP thread pools do not compete")] if pools else []
     listed = ", ".join(f"{k}: {v}" for k, v in pools.items())
     return [f.finding(
-        "warning", f"{len(pools)} thread pools with {total} threads on {usable} usable CPUs",
-        why=(f"Loaded pools: {listed}. Together {total} threads on {usable} CPUs ({total / usable:.1f}x); when numpy "
+        "warning", f"{len(pools)} thread pools with {total} threads on {plural(usable, 'usable CPU')}",
+        why=(f"Loaded pools: {listed}. Together {total} threads on {plural(usable, 'CPU')} ({total / usable:.1f}x); when numpy "
              "work and torch work overlap (augmentation, DataLoader workers) they spin on the same cores."),
         fix="Give numpy's BLAS one thread in data-loading processes and the compute threads to torch.",
         snippet=("import threadpoolctl\n\n"

@@ -7,6 +7,7 @@ from typing import Any
 
 from cpudoctor.advisor import machine, snippets
 from cpudoctor.advisor.engine import Facts, rule
+from cpudoctor.advisor.torch_install import pip_install, platform_of
 from cpudoctor.knowledge import ISA_FORCING
 from cpudoctor.model import Finding, Report
 
@@ -229,11 +230,12 @@ def crash_after_import(report: Report) -> list[Finding]:
             workaround = _workaround(f, chk.module)
             fix = (f"Update {chk.package}, or install a build for this CPU; report it upstream with this message."
                    + (f" Until then, force the kernels down: {workaround}." if workaround else ""))
-            snippet = (f"export {workaround}  # what this CPU runs\n" if workaround else "") + f"python -m pip install -U {chk.package}"
+            snippet = ((f"export {workaround}  # what this CPU runs\n" if workaround else "")
+                       + pip_install([chk.package], platform_of(report), upgrade=True))
         else:
             fix = (f"Reinstall {chk.package} in a clean environment with versions that match each other; run "
                    f"`python -c 'import {chk.module}'` plus one operation to reproduce it.")
-            snippet = f"python -m pip install --force-reinstall {chk.package}"
+            snippet = pip_install([chk.package], platform_of(report), force=True)
         severity = "warning" if chk.workload_status in ("timeout", "error") else "error"
         out.append(f.finding(severity, f"{chk.package} imports, then its first computation {what}",
                              why=why, fix=fix, snippet=snippet))

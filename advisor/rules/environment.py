@@ -5,6 +5,7 @@ from __future__ import annotations
 from cpudoctor.advisor import machine, snippets
 from cpudoctor.advisor.engine import Facts, rule
 from cpudoctor.kits.format import size
+from cpudoctor.kits.plural import plural
 from cpudoctor.model import Finding, Report
 
 
@@ -125,7 +126,7 @@ def container(report: Report) -> list[Finding]:
     plan = snippets.thread_plan(report)
     why = f"This is a {kind} container"
     if quota:
-        why += f" with a CPU quota of {quota:g} CPUs" + (f" on a host with {logical} CPUs" if logical else "")
+        why += f" with a CPU quota of {plural(quota, 'CPU')}" + (f" on a host with {plural(logical, 'CPU')}" if logical else "")
     if limit:
         why += f" and a {size(limit)} memory limit"
     why += "."
@@ -136,7 +137,7 @@ def container(report: Report) -> list[Finding]:
     if limit:
         why += " Going over the memory limit kills the job with SIGKILL (exit 137), without a traceback."
     return [f.finding(
-        "info", f"Running in a {kind} container" + (f" limited to {quota:g} CPUs" if quota else ""),
+        "info", f"Running in a {kind} container" + (f" limited to {plural(quota, 'CPU')}" if quota else ""),
         why=why,
         fix=f"Set the thread counts to {plan.threads} in the image or the pod spec.",
         snippet=(f"docker run --cpus {quota:g} -e OMP_NUM_THREADS={plan.threads} -e MKL_NUM_THREADS={plan.threads} IMAGE"

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from cpudoctor.advisor import floors, machine, snippets, vm_mask
+from cpudoctor.advisor import floors, machine, sigill, snippets, vm_mask
 from cpudoctor.advisor.engine import Facts, rule
 from cpudoctor.advisor.quoting import quote_message
+from cpudoctor.advisor.torch_install import pip_install, platform_of
+from cpudoctor.kits.plural import plural
+from cpudoctor.knowledge import FLOORS
 from cpudoctor.model import Finding, Report
 
 
@@ -137,25 +140,6 @@ def torch_capability_below_cpu(report: Report) -> list[Finding]:
     return [f.finding("ok", f"PyTorch runs its best kernels for this CPU ({actual})")]
 
 
-def _sigill_checks(f: Facts) -> list[tuple[str, str]]:
-    """(package, message) for every import that died of SIGILL."""
-    out: list[tuple[str, str]] = []
-    if f.get("software.torch.status") == "crashed" and f.get("software.torch.signal_name") == "SIGILL":
-        out.append(("torch", f.get("software.torch.error") or "Illegal instruction"))
-    for chk in f.get("software.import_checks", record=False) or []:
-        if chk.status == "crashed" and chk.signal_name == "SIGILL" and chk.package not in {p for p, _ in out}:
-            f.record(f"software.import_checks[{chk.package}]", f"crashed {chk.signal_name}")
-            out.append((chk.package, chk.message or "Illegal instruction"))
-    return out
-
-
-def _risk_for(f: Facts, package: str):
-    for risk in f.get("software.isa_risks", record=False) or []:
-        if risk.package == package:
-            return risk
-    return None
-
-
 @rule("ISA003", "illegal-instruction", category="isa", severity="error",
       title="Importing a package crashes with Illegal instruction")
 def illegal_instruction(report: Report) -> list[Finding]:
@@ -174,36 +158,59 @@ def illegal_instruction(report: Report) -> list[Finding]:
         build, or a build from source with the right ``-march``. Running on a newer CPU also works.
     """
     f = Facts(report)
-    crashed = _sigill_checks(f)
-    if not crashed:
+    crashes = sigill.sigill_crashes(f)
+    if not crashes:
         if f.get("software.children_ran"):
             return [f.finding("ok", "Installed deep-learning packages import without Illegal instruction")]
         return []
-    out = []
-    for package, message in crashed:
-        risk = _risk_for(f, package)
-        missing = ", ".join(risk.missing) if risk and risk.missing else ""
-        brand = f.get("cpu.brand") or "this CPU"
-        why = f"Importing {package} in a child process died with SIGILL (Illegal instruction)."
-        said = quote_message(message)
-        if said and not said.startswith("Illegal instruction:"):
-            why += f" The child said: {said}"  # diagnose_exit's own wording would only repeat the lines below
-        if missing:
-            why += f" The installed build needs {missing}, which {brand} lacks."
-        if risk and risk.note:
-            why += f" {risk.note}"
+    emulated = bool(machine.executing_lacks(f))
+    mask = vm_mask.detect(f)
+    who = ("the CPU that runs Python (emulated, see ISA007)" if emulated
+           else f.get("cpu.brand") or "this CPU")
+    return [_sigill_finding(report, f, crash, who, emulated, mask) for crash in crashes]
+
+
+def _sigill_finding(report: Report, f: Facts, crash: sigill.Sigill, who: str, emulated: bool, mask) -> Finding:
+    """One ISA003 finding: the package that lacks the instructions, what died with it, and its fix."""
+    package = crash.package
+    died = [package] if crash.message else []
+    died += crash.also
+    why = f"Importing {' and '.join(died)} in a child process died with SIGILL (Illegal instruction)"
+    if crash.also:
+        why += (f" inside {package}'s code: {', '.join(crash.also)} import{'s' if len(crash.also) == 1 else ''} "
+                f"{package}, whose build is the one that lacks the instructions")
+    why += "."
+    said = quote_message(crash.message)
+    if said and not said.startswith("Illegal instruction:"):
+        why += f" The child said: {said}"  # diagnose_exit's own wording would only repeat the lines below
+    missing = ", ".join(crash.missing)
+    version = f" {crash.version}" if crash.version else ""
+    if missing:
+        why += f" {package}{version} needs {', '.join(crash.needs)}, which {who} lacks: {missing}."
+    elif emulated:
+        why += f" {who[0].upper() + who[1:]} lacks instructions /proc/cpuinfo lists, which this build uses."
+    if crash.floor_name and missing:
+        fix, snippet = floors.fix_for(crash.floor_name, FLOORS.safe_versions(crash.floor_name,
+                                                                            machine.running_flags(f)),
+                                      platform_of(report))
+    elif package == "torch":
+        fix = ("Install a PyTorch build that matches this CPU, or run on a CPU that has the instructions it needs.")
+        snippet = snippets.install_commands(report)
+    else:
         fix = (f"Install a {package} build that matches this CPU (an older release, a conda-forge build, or "
-               f"one compiled from source), or run on a CPU that has {missing or 'the instructions it needs'}.")
-        if risk is not None and risk.at_risk:
-            fix, snippet = floors.fix_for(package, floors.safe_range(f, risk))
-            snippet = snippet or f"python -m pip uninstall -y {package}  # this build cannot run here"
-        elif package == "torch":
-            snippet = snippets.install_commands(report)
-        else:
-            snippet = (f"python -m pip uninstall -y {package}  # this build cannot run here\n"
-                       f"# then install a build for this CPU, e.g. from conda-forge: conda install -c conda-forge {package}")
-        out.append(f.finding("error", f"{package} crashes on import: Illegal instruction", why=why, fix=fix, snippet=snippet))
-    return out
+               f"one compiled from source), or run on a CPU that has the instructions it needs.")
+        snippet = (f"python -m pip uninstall -y {package}  # this build cannot run here\n"
+                   f"# then install a build for this CPU, e.g. from conda-forge: conda install -c conda-forge {package}")
+    snippet = snippet or f"python -m pip uninstall -y {package}  # this build cannot run here"
+    if emulated:
+        fix = ("Run the job on the host CPU, natively (ISA007: /proc/cpuinfo describes the host, Python runs on an "
+               "emulated CPU); to stay on the emulated CPU: " + fix[0].lower() + fix[1:])
+    elif mask is not None and mask.kind in ("generic", "masked"):
+        fix += " Or give the VM a CPU model that passes the host's instructions through (ISA009)."
+    title = f"{package} crashes on import: Illegal instruction"
+    if crash.also:
+        title += f" (and takes {', '.join(crash.also)} down with it)"
+    return f.finding("error", title, why=why, fix=fix, snippet=snippet)
 
 
 @rule("ISA004", "import-failed", category="isa", severity="error",
@@ -248,10 +255,24 @@ def import_failed(report: Report) -> list[Finding]:
         out.append(f.finding(sev, f"{chk.package} {what} on import", why=why,
                              fix=("Reinstall it in a clean virtual environment with matching versions; "
                                   "the message names the library that failed."),
-                             snippet=f"python -m venv fresh-env && . fresh-env/bin/activate\npython -m pip install {chk.package}"))
+                             snippet=_fresh_venv(report, chk.package)))
     if not out and checks and all(c.status in ("ok", "skipped") for c in checks):
-        return [f.finding("ok", f"All {sum(1 for c in checks if c.status == 'ok')} import checks passed")]
+        passed = [c.package for c in checks if c.status == "ok"]
+        if len(passed) == 1:
+            return [f.finding("ok", f"The import check passed ({passed[0]})")]
+        return [f.finding("ok", f"All {plural(len(passed), 'import check')} passed")]
     return out
+
+
+def _fresh_venv(report: Report, package: str) -> str:
+    """A new virtual environment with ``package`` installed (PyTorch from its CPU index, like TORCH002)."""
+    platform = platform_of(report)
+    if platform.os_name == "Windows":
+        make = "py -m venv fresh-env\nfresh-env\\Scripts\\activate"
+    else:
+        make = "python -m venv fresh-env && . fresh-env/bin/activate"
+    return make + "\n" + (pip_install([package], platform, pip="python -m pip")
+                          or f"# no official {package} build for this OS and CPU")
 
 
 class _TorchCheck:
@@ -283,7 +304,7 @@ def package_isa_floor(report: Report) -> list[Finding]:
     risks = f.get("software.isa_risks", record=False)
     if risks is None:
         return []
-    crashed = {p for p, _ in _sigill_checks(Facts(report))}
+    crashed = sigill.crashed_packages(Facts(report))
     out = []
     brand = f.get("cpu.brand") or "this CPU"
     for r in [r for r in risks if r.at_risk and r.installed and r.package not in crashed]:
@@ -298,21 +319,23 @@ def package_isa_floor(report: Report) -> list[Finding]:
             why += " The floor is unverified (see the table's reason), so this is a warning, not a certainty."
         if r.sources:
             why += f" Source: {r.sources[0]}"
-        sentence, command = floors.fix_for(r.package, floors.safe_range(f, r))
+        sentence, command = floors.fix_for(r.package, floors.safe_range(f, r), platform_of(report))
         out.append(f.finding(
             "error" if sure else "warning",
             " ".join(f"{r.package} {r.version or ''} needs {', '.join(r.missing)}, which this CPU lacks".split()),
             why=" ".join(why.split()), fix=sentence, snippet=command))
-    if not out and risks:
-        checked = sum(1 for r in risks if r.installed)
-        title = f"Every installed package's ISA floor is met ({checked} checked)"
-        unknown = f.get("software.compiled_unknown") or []
-        unknown += [r.package for r in risks if r.installed and r.status == "unknown"]
-        if unknown:
-            shown = ", ".join(unknown[:6]) + (f" and {len(unknown) - 6} more" if len(unknown) > 6 else "")
-            title += f"; {len(unknown)} other compiled package{'s' if len(unknown) != 1 else ''} unknown ({shown})"
-        return [f.finding("ok", title)]
-    return out
+    if out or not risks:
+        return out
+    tally = f.get("software", record=False).floor_tally()
+    f.record("software.floor_tally", {"met": tally.met, "unknown": tally.unknown, "unchecked": tally.unchecked})
+    n = len(tally.unknown)
+    shown = ", ".join(tally.unknown[:6]) + (f" and {n - 6} more" if n > 6 else "")
+    packages = f"compiled package{'s' if n != 1 else ''} unknown ({shown})"
+    if not tally.checked:
+        # nothing checked is not a pass: a captured tree, or only packages without a floor on record
+        return [f.finding("info", f"No installed package's ISA floor could be checked; {n} {packages}")] if n else []
+    title = f"Every installed package's ISA floor is met ({tally.checked} checked)"
+    return [f.finding("ok", title + (f"; {n} other {packages}" if n else ""))]
 
 
 @rule("ISA006", "fma-masked", category="isa", severity="warning",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from cpudoctor.advisor import floors, machine
 from cpudoctor.advisor.engine import Facts, rule
+from cpudoctor.advisor.torch_install import platform_of
 from cpudoctor.knowledge import FLOORS
 from cpudoctor.knowledge.versions import parse_version
 from cpudoctor.model import Finding, Report
@@ -38,7 +39,7 @@ def isa_floor_forecast(report: Report) -> list[Finding]:
     out = []
     trapped = [x for x in found if x.installed and _runs(x)]
     for x in trapped:
-        sentence, command = floors.fix_for(x.package, x.safe)
+        sentence, command = floors.fix_for(x.package, x.safe, platform_of(report))
         out.append(f.finding(
             "warning", f"{x.label} {x.installed} runs here, but {x.range_text} will not",
             why=(f"{x.range_text[0].upper()}{x.range_text[1:]} needs {', '.join(x.needs)}; this CPU lacks "
@@ -55,7 +56,7 @@ def isa_floor_forecast(report: Report) -> list[Finding]:
         lines = "; ".join(f"{x.range_text} needs {', '.join(x.missing)}{_tag(x)}"
                           + (f", {_distribution(x)}{x.safe} runs" if x.safe else "")
                           for x in rest)
-        pins = "\n".join(floors.fix_for(x.package, x.safe)[1] for x in rest if x.safe)
+        pins = "\n".join(floors.fix_for(x.package, x.safe, platform_of(report))[1] for x in rest if x.safe)
         out.append(f.finding(
             "info", title,
             why=f"From the ISA-floor table and this CPU's flags: {lines}.",

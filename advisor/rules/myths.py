@@ -44,8 +44,8 @@ def torch_loop_core_pinning(report: Report) -> list[Finding]:
     if value is None:
         return []
     return [f.finding(
-        "warning", f"TORCH_LOOP_CORE_PINNING={value} is a myth: PyTorch has no such setting",
-        why=(f"TORCH_LOOP_CORE_PINNING={value} is set, but {machine.knowledge()['myth_env']['TORCH_LOOP_CORE_PINNING']}. "
+        "warning", f"{machine.setting('TORCH_LOOP_CORE_PINNING', value)} is a myth: PyTorch has no such setting",
+        why=(f"{machine.setting('TORCH_LOOP_CORE_PINNING', value)} is set, but {machine.knowledge()['myth_env']['TORCH_LOOP_CORE_PINNING']}. "
              "Threads are not pinned by it."),
         fix="Remove it and pin with OpenMP binding (and taskset/numactl for a CCX or NUMA node).",
         snippet=(snippets.unset_lines(["TORCH_LOOP_CORE_PINNING"]) + "\nexport OMP_PLACES=cores OMP_PROC_BIND=close"
@@ -79,7 +79,7 @@ def torch_backends_openblas(report: Report) -> list[Finding]:
         return []
     for k, v in hits.items():
         f.record(f"software.thread_env.{k}", v)
-    names = ", ".join(f"{k}={v}" for k, v in hits.items())
+    names = ", ".join(machine.setting(k, v) for k, v in hits.items())
     return [f.finding(
         "warning", "Setting for a torch.backends.openblas switch that does not exist",
         why=(f"{names} is set, but there is no torch.backends.openblas switch: PyTorch's BLAS is chosen when it is built "
@@ -112,15 +112,15 @@ def mkl_debug_cpu_type(report: Report) -> list[Finding]:
     ver = _version_tuple(mkl)
     if ver is not None and ver < _version_tuple(since):
         return [f.finding(
-            "info", f"MKL_DEBUG_CPU_TYPE={value} still works with this old MKL ({mkl})",
+            "info", f"{machine.setting('MKL_DEBUG_CPU_TYPE', value)} still works with this old MKL ({mkl})",
             why=(f"This PyTorch links MKL {mkl}, older than {since}, which still reads the switch. Current builds "
                  "ignore it, so updating PyTorch is the lasting fix."),
             fix="Update PyTorch (its newer MKL handles AMD CPUs) and then remove the variable.",
             snippet=snippets.install_commands(report))]
     which = f"MKL {mkl}" if mkl else f"MKL {since} and later (every current PyTorch wheel)"
     return [f.finding(
-        "warning", f"MKL_DEBUG_CPU_TYPE={value} is ignored",
-        why=(f"MKL_DEBUG_CPU_TYPE={value} is set, but {which} ignores it: Intel removed the switch in MKL {since}."),
+        "warning", f"{machine.setting('MKL_DEBUG_CPU_TYPE', value)} is ignored",
+        why=(f"{machine.setting('MKL_DEBUG_CPU_TYPE', value)} is set, but {which} ignores it: Intel removed the switch in MKL {since}."),
         fix="Remove it; measure MKL against OpenBLAS with the lab's GEMM benchmark if in doubt.",
         snippet=snippets.unset_lines(["MKL_DEBUG_CPU_TYPE"]))]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cpudoctor.advisor import machine
+from cpudoctor.advisor import machine, torch_install
 from cpudoctor.advisor.engine import Facts, rule
 from cpudoctor.model import Finding, Report
 
@@ -35,12 +35,15 @@ def _bench_ratio(report: Report, f: Facts) -> tuple[float | None, str]:
     ratio wins over two separate runs, which may have met different loads.
     """
     for run in reversed(report.benchmarks):
-        if run.kind != "train" or not _trusted(run):
+        # fp32 and bf16 took turns in the same job: a busy machine slowed both alike, so the ratio stands.
+        if run.kind != "train" or run.status != "ok":
             continue
         bf16, fp32 = run.metrics.get("samples_per_s"), run.metrics.get("fp32_samples_per_s")
         if "bf16" in str(run.settings.get("dtype", "")).lower() and _positive(bf16) and _positive(fp32):
             f.record("benchmarks[train]", {"fp32": round(float(fp32), 1), "bf16": round(float(bf16), 1)})
-            return float(fp32) / float(bf16), f"{fp32:.0f} vs {bf16:.0f} samples/s (fp32 vs bf16, in the same job)"
+            busy = run.metrics.get("quiet") is False
+            return float(fp32) / float(bf16), (f"fp32 {fp32:.0f} vs bf16 {bf16:.0f} samples/s, alternating in the "
+                                               "same job" + (" on a busy machine" if busy else ""))
     best: dict[str, float] = {}
     for run in report.benchmarks:
         if run.kind != "train" or not _trusted(run):
@@ -53,8 +56,12 @@ def _bench_ratio(report: Report, f: Facts) -> tuple[float | None, str]:
     if "bf16" in best:
         f.record("benchmarks[train]", {k: round(v, 1) for k, v in best.items()})
     if "bf16" in best and "fp32" in best:
-        return best["fp32"] / best["bf16"], f"{best['fp32']:.0f} vs {best['bf16']:.0f} samples/s (fp32 vs bf16)"
+        return best["fp32"] / best["bf16"], f"fp32 {best['fp32']:.0f} vs bf16 {best['bf16']:.0f} samples/s, separate runs"
     return None, ""
+
+
+# bf16 must measure at least this much faster than fp32 to be worth its accuracy risk and casts.
+BF16_GAIN = 1.10
 
 
 def _positive(value) -> bool:
@@ -66,12 +73,36 @@ def _quant_speedups(report: Report, f: Facts) -> dict[int, float]:
     for run in reversed(report.benchmarks):
         if run.kind != "quant" or not _trusted(run):
             continue
+        # a point whose int8 and fp32 latencies overlap within their spreads measured no difference
         speedups = {int(p["batch"]): float(p["speedup"]) for p in run.metrics.get("points") or []
-                    if isinstance(p, dict) and _positive(p.get("speedup")) and isinstance(p.get("batch"), int)}
+                    if isinstance(p, dict) and _positive(p.get("speedup")) and isinstance(p.get("batch"), int)
+                    and p.get("separated") is not False}
         if speedups:
             f.record("benchmarks[quant].speedup", speedups)
             return speedups
     return {}
+
+
+# What PyTorch says in torch.ao.quantization's own DEPRECATION_WARNING (torch/ao/quantization/utils.py): eager mode
+# quantize_dynamic users migrate to torchao's quantize_ (pytorch/ao#2259). The old API still runs in torch 2.13.
+TORCHAO_SNIPPET = ("from torchao.quantization import Int8DynamicActivationInt8WeightConfig, quantize_\n\n"
+                   "quantize_(model.eval(), Int8DynamicActivationInt8WeightConfig())  # Linear layers to int8, in place")
+
+
+def _int8_api(f: Facts) -> tuple[str, str]:
+    """(snippet, sentence naming the API) for dynamic int8 quantisation: torchao's, installed or not."""
+    installed = None
+    if machine.env_known(f):
+        installed = any(p.name.lower() == "torchao" for p in f.get("software.packages", record=False) or [])
+        f.record("software.packages[torchao]", installed)
+    sentence = ("torchao's quantize_ with Int8DynamicActivationInt8WeightConfig, the API torch.ao.quantization's own "
+                "deprecation warning points to: torch.ao.quantization.quantize_dynamic is deprecated (pytorch/ao#2259)")
+    if installed:
+        return TORCHAO_SNIPPET, sentence + "; torchao is installed here."
+    where = "is not installed in this environment" if installed is False else "may not be installed"
+    return (f"# {torch_install.pip_install(['torchao'])}\n{TORCHAO_SNIPPET}",
+            sentence + f"; torchao {where} (pip install torchao). cpudoctor bench quant --api torch.ao measures the "
+            "deprecated API, which still runs.")
 
 
 def _speedup_words(speedups: dict[int, float]) -> str:
@@ -104,16 +135,20 @@ def bf16_autocast(report: Report) -> list[Finding]:
         return []
     ratio, numbers = _bench_ratio(report, f)
     if native:
-        if ratio is not None and ratio > 1.05:
+        if ratio is not None and 1 / ratio < BF16_GAIN:
+            slower = ratio > 1.0
             return [f.finding(
-                "info", f"bf16 autocast was slower than fp32 in your measured run ({numbers})",
-                why=(f"This CPU has {which}, but the lab's training run was {ratio:.2f}x faster in fp32 ({numbers}). "
-                     "Small models spend their time outside the big matrix multiplies, where the bf16 casts cost more "
-                     "than they save (measured on a Zen5 EPYC: SimpleCNN 0.98x, ResNet-18 1.6x with bf16)."),
+                "info", (f"bf16 autocast was slower than fp32 in your measured run ({1 / ratio:.2f}x)" if slower else
+                         f"bf16 autocast gained nothing in your measured run ({1 / ratio:.2f}x fp32)"),
+                why=(f"This CPU has {which}, but the lab measured bf16 at {1 / ratio:.2f}x the speed of fp32 "
+                     f"({numbers}): a measurement of this model beats the rule of thumb. Small models spend their time "
+                     "outside the big matrix multiplies, where the bf16 casts cost about what they save (measured on "
+                     "a Zen5 EPYC: SimpleCNN 0.98x, ResNet-18 1.6x with bf16)."),
                 fix="Keep this model in fp32; try bf16 autocast again for larger, matmul/conv-heavy models.")]
         measured = f" In the lab, bf16 ran {1 / ratio:.2f}x as fast as fp32 ({numbers})." if ratio else ""
         return [f.finding(
-            "info", f"bf16 autocast can pay off on this CPU ({which})",
+            "info", (f"bf16 autocast paid off here: {1 / ratio:.2f}x fp32 measured ({which})" if ratio else
+                     f"bf16 autocast can pay off on this CPU ({which})"),
             why=(f"This CPU has {which}, so bf16 matrix math runs natively: autocast roughly doubles GEMM throughput and "
                  "halves activation memory for matmul/conv-heavy models (measured on a Zen5 EPYC: ResNet-18 1.6x, "
                  "but a tiny SimpleCNN 0.98x). bf16 keeps fp32's exponent range, so no GradScaler is needed." + measured),
@@ -166,9 +201,12 @@ def int8_needs_vnni(report: Report) -> list[Finding]:
         shrinks to little, while accuracy still drops.
 
     Fix:
-        With VNNI: ``torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear},
-        dtype=torch.qint8)`` for inference. Without: measure first (``cpudoctor bench quant``)
-        before accepting the accuracy cost.
+        With VNNI: quantise the Linear layers for inference with torchao's ``quantize_(model,
+        Int8DynamicActivationInt8WeightConfig())``, the API PyTorch's deprecation of
+        ``torch.ao.quantization`` points to (``pip install torchao`` when the environment lacks
+        it); ``cpudoctor bench quant`` measures it (``--api torch.ao`` the deprecated
+        ``quantize_dynamic``, still in PyTorch 2.13). Without VNNI: measure first before accepting
+        the accuracy cost.
     """
     f = Facts(report)
     if not f.get("cpu.flags"):
@@ -184,8 +222,7 @@ def int8_needs_vnni(report: Report) -> list[Finding]:
     else:
         flags = machine.flags(f)
         found += [name for flag, name in (("asimddp", "Arm SDOT dot product"), ("i8mm", "I8MM")) if flag in flags]
-    snippet = ("qmodel = torch.ao.quantization.quantize_dynamic(\n"
-               "    model.eval(), {torch.nn.Linear}, dtype=torch.qint8)")
+    snippet, api = _int8_api(f)
     speedups = _quant_speedups(report, f)
     measured = f" The lab measured int8 at {_speedup_words(speedups)} of fp32's speed." if speedups else ""
     best = max(speedups.values()) if speedups else None
@@ -201,7 +238,7 @@ def int8_needs_vnni(report: Report) -> list[Finding]:
             "info", f"int8 inference can pay off ({', '.join(found)})",
             why=(f"This CPU has {', '.join(found)}: int8 multiply-accumulates run in one instruction, so dynamic "
                  "quantisation of Linear layers speeds up inference (check the accuracy)." + measured),
-            fix="Quantise Linear layers dynamically for inference and compare latency and accuracy.",
+            fix=f"Quantise Linear layers dynamically for inference and compare latency and accuracy: {api}",
             snippet=snippet, snippet_lang="python")]
     uarch = f.get("cpu.microarchitecture") or "This CPU"
     if best is not None and best >= 1.5:
@@ -211,7 +248,7 @@ def int8_needs_vnni(report: Report) -> list[Finding]:
             why=(f"{uarch} has no VNNI/AMX int8 instructions, so each int8 multiply-accumulate takes three "
                  f"instructions; still the lab measured int8 at {_speedup_words(speedups)} of fp32's speed. Fewer "
                  "bytes per weight help memory-bound layers even without the fast dot product."),
-            fix="Quantise where the lab measured a gain, and check the accuracy on your own data.",
+            fix=f"Quantise where the lab measured a gain, and check the accuracy on your own data: {api}",
             snippet=snippet, snippet_lang="python")]
     return [f.finding(
         "info", "int8 quantisation gains little here (no VNNI)",

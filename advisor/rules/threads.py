@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from cpudoctor.advisor import machine, snippets
+from cpudoctor.advisor import machine, measured, snippets
 from cpudoctor.advisor.engine import Facts, rule
 from cpudoctor.kits.cpulist import format_cpulist
+from cpudoctor.kits.plural import plural
 from cpudoctor.model import Finding, Report
 
 
@@ -26,11 +27,11 @@ def _limit_text(f: Facts, usable: int) -> str:
     if allowed and logical and len(allowed) < logical:
         parts.append(f"the affinity/cpuset allows {len(allowed)} of {logical} CPUs")
     if quota:
-        parts.append(f"the cgroup CPU quota is {quota:g} CPUs")
-    return f"{usable} usable CPU{'s' if usable != 1 else ''}" + (f" ({'; '.join(parts)})" if parts else "")
+        parts.append(f"the cgroup CPU quota is {plural(quota, 'CPU')}")
+    return plural(usable, "usable CPU") + (f" ({'; '.join(parts)})" if parts else "")
 
 
-@rule("THR001", "thread-env-unset", category="threads", severity="info",
+@rule("THR001", "thread-env-unset", category="threads", severity="warning",
       title="Thread counts are left to each library's default")
 def thread_env_unset(report: Report) -> list[Finding]:
     """What it checks:
@@ -42,6 +43,10 @@ def thread_env_unset(report: Report) -> list[Finding]:
         each DataLoader worker process starts its own pools. An explicit count makes runs
         reproducible and keeps pools from fighting.
 
+        When the thread sweep measured PyTorch's default against other counts, the measurement
+        decides: no finding when the default is what it measured fastest, and the measured gain
+        (which also ranks the finding) when another count was faster beyond both spreads.
+
     Fix:
         Export ``OMP_NUM_THREADS`` (and ``MKL_NUM_THREADS``) to the usable physical cores — or to
         the thread sweep's best count — before Python starts.
@@ -52,6 +57,9 @@ def thread_env_unset(report: Report) -> list[Finding]:
     value = machine.env(f, "OMP_NUM_THREADS")
     if value is not None:
         return [f.finding("ok", f"OMP_NUM_THREADS is set ({value})")]
+    measured_finding = _thread_env_measured(report, f)
+    if measured_finding is not None:
+        return [measured_finding]
     plan = snippets.thread_plan(report)
     torch_default = f.get("software.torch.intra_op_threads")
     why = "OMP_NUM_THREADS is not set, so each library picks its own thread count"
@@ -61,6 +69,56 @@ def thread_env_unset(report: Report) -> list[Finding]:
     fix += f", and launch the job pinned to CPUs {format_cpulist(plan.cpus)} ({plan.variant})." if plan.cpus else "."
     return [f.finding("info", "OMP_NUM_THREADS is not set", why=why, fix=fix,
                       snippet=snippets.shell_exports(report, "bash"))]
+
+
+# A measured gain from this factor on is a warning: the job trains that much slower than it could.
+MEASURED_WARNING = 1.25
+
+
+def _thread_env_measured(report: Report, f: Facts) -> Finding | None:
+    """THR001 from the sweep's measurement of PyTorch's default, when there is one."""
+    choice = measured.sweep_choice(report, f)
+    default = measured.default_point(report)
+    torch_default = f.get("software.torch.intra_op_threads")
+    if default is None and choice is not None and choice.default_samples_per_s and torch_default:
+        # A saved recommendation carries the default's figure without the sweep's points.
+        rate = float(choice.default_samples_per_s)
+        default = measured.Point("PyTorch default", "default", int(torch_default), None, rate, rate, rate)
+    if choice is None or default is None:
+        return None
+    pinned_elsewhere = bool(choice.cpus) and sorted(choice.cpus) != sorted(default.cpus or [])
+    if choice.threads == default.threads and not pinned_elsewhere:
+        return f.finding("ok", f"OMP_NUM_THREADS is not set, and PyTorch's default ({plural(default.threads, 'thread')}) "
+                               "is what the thread sweep measured fastest here")
+    rate = choice.samples_per_s or 0.0
+    gain = rate / default.median if rate and default.median else None
+    if gain is None:
+        return None
+    f.record("measured_effect", round(gain, 2))
+    conclusive = report.recommendation is not None
+    where = f" on CPUs {format_cpulist(choice.cpus)}" if pinned_elsewhere and choice.cpus else ""
+    title = (f"OMP_NUM_THREADS is not set: {plural(choice.threads, 'thread')}{where} measured {gain:.1f}x as fast as "
+             f"PyTorch's default {default.threads}" if gain >= 1.05 else
+             f"OMP_NUM_THREADS is not set: {plural(choice.threads, 'thread')}{where} measured as fast as PyTorch's "
+             f"default {default.threads}, with fewer threads")
+    named = measured.named_variant(choice)
+    run = measured.latest_sweep(report)
+    best = next((p for p in (measured.sweep_points(run) if run else []) if p.threads == choice.threads
+                 and abs(p.median - rate) < 0.06 * rate), None)
+    spread = f" ({best.lo:,.0f}-{best.hi:,.0f})" if best is not None and best.hi > best.lo else ""
+    why = (f"OMP_NUM_THREADS is not set, so PyTorch runs {plural(default.threads, 'thread')}. The thread sweep "
+           f"measured {rate:,.0f} samples/s{spread} with {plural(choice.threads, 'thread')}"
+           + (f" ({named})" if named else "") + f" against {default.median:,.0f}"
+           + (f" ({default.lo:,.0f}-{default.hi:,.0f})" if default.hi > default.lo else "")
+           + " with PyTorch's default.")
+    if not conclusive:
+        why += (" The sweep's verdict was inconclusive (others used the CPU, or time ran out), but this difference "
+                "lies beyond both settings' spreads.")
+    plan = snippets.thread_plan(report)
+    fix = f"Set the thread count to {plan.threads}, as measured, before Python starts"
+    fix += f", and launch the job pinned to CPUs {format_cpulist(plan.cpus)}." if plan.cpus else "."
+    return f.finding("warning" if gain >= MEASURED_WARNING else "info", title, why=why, fix=fix,
+                     snippet=snippets.shell_exports(report, "bash"))
 
 
 @rule("THR002", "threads-above-usable-cpus", category="threads", severity="warning",
@@ -92,11 +150,11 @@ def threads_above_usable(report: Report) -> list[Finding]:
         return []
     over = {k: v for k, v in counts.items() if v > usable}
     if not over:
-        return [f.finding("ok", f"Thread counts fit the {usable} usable CPUs ({max(counts.values())} at most)")]
+        return [f.finding("ok", f"Thread counts fit the {plural(usable, 'usable CPU')} ({max(counts.values())} at most)")]
     worst = max(over.values())
     plan = snippets.thread_plan(report)
     return [f.finding(
-        "warning", f"{worst} threads on {usable} usable CPUs",
+        "warning", f"{plural(worst, 'thread')} on {plural(usable, 'usable CPU')}",
         why=(f"{', '.join(f'{k}={v}' for k, v in over.items())} but this process may use {_limit_text(f, usable)}. "
              f"That is {worst / usable:.1f}x oversubscribed: threads wait for time slices at every OpenMP barrier."),
         fix=f"Lower the thread counts to {plan.threads} ({plan.source}).",
@@ -138,8 +196,8 @@ def threads_count_smt(report: Report) -> list[Finding]:
     if smt < 2:
         return [f.finding("ok", "No SMT: one thread per core already")]
     if count <= cores:
-        return [f.finding("ok", f"{source} = {count} stays within the {cores} physical cores")]
-    rec = f.get("recommendation")
+        return [f.finding("ok", f"{source} = {count} stays within the {plural(cores, 'physical core')}")]
+    rec = measured.sweep_choice(report, f)
     if rec is not None and rec.threads and rec.threads >= count:
         return [f.finding("ok", f"{count} threads: the thread sweep measured {rec.threads} as best here")]
     if count > usable:
@@ -178,13 +236,13 @@ def interop_above_usable(report: Report) -> list[Finding]:
     if not interop or not usable:
         return []
     if interop <= usable:
-        return [f.finding("ok", f"PyTorch's inter-op pool ({interop}) fits the {usable} usable CPUs")]
+        return [f.finding("ok", f"PyTorch's inter-op pool ({interop}) fits the {plural(usable, 'usable CPU')}")]
     plan = snippets.thread_plan(report)
     n = max(1, min(plan.interop, usable))
     logical = f.get("topology.logical_cpus")
     host = f" — the host's {logical} CPUs" if logical and logical == interop else ""
     return [f.finding(
-        "warning", f"PyTorch's inter-op pool has {interop} threads on {usable} usable CPU{'s' if usable != 1 else ''}",
+        "warning", f"PyTorch's inter-op pool has {plural(interop, 'thread')} on {plural(usable, 'usable CPU')}",
         why=(f"torch.get_num_interop_threads() is {interop}{host}, but this process may use {_limit_text(f, usable)}. "
              "This PyTorch sizes the inter-op pool from the host, not from the affinity, cpuset or quota; each of its "
              "threads opens its own intra-op team when it runs, so parallel operators oversubscribe the CPUs."),
@@ -193,6 +251,18 @@ def interop_above_usable(report: Report) -> list[Finding]:
         snippet=(f"import torch\n\ntorch.set_num_interop_threads({n})  # before any parallel work; once per process\n"
                  f"torch.set_num_threads({plan.threads})"),
         snippet_lang="python")]
+
+
+def _worker_pool_users(f: Facts) -> list[str]:
+    """Installed packages whose transforms run thread pools inside DataLoader workers (the evidence THR005 needs)."""
+    known = machine.knowledge()["worker_pool_packages"]["packages"]
+    found = []
+    for pkg in f.get("software.packages", record=False) or []:
+        name = pkg.name.lower().replace("_", "-")
+        if name in known and name not in found:
+            found.append(name)
+    f.record("software.packages", found)
+    return found
 
 
 # Loaded pools that a forked DataLoader worker inherits with all their threads.
@@ -206,7 +276,10 @@ def worker_library_pools(report: Report) -> list[Finding]:
         The thread pools numpy's BLAS (OpenBLAS, MKL, BLIS) keeps, as the probe children measured
         them through the libraries' own APIs (``openblas_get_num_threads``,
         ``MKL_Get_Max_Threads``), when PyTorch is installed and the pools have more than one
-        thread.
+        thread, and whether the environment has a package whose transforms run thread pools in
+        the workers (OpenCV, which albumentations and imgaug bring along: ``worker_pool_packages`` in
+        resources/advisor_knowledge.json). numpy alone is no such evidence: its BLAS pool only
+        wakes up in a worker whose transforms call BLAS.
 
     Why it matters:
         A DataLoader worker is a fork of the training process: it inherits these pools, and every
@@ -229,14 +302,20 @@ def worker_library_pools(report: Report) -> list[Finding]:
     big = {k: v for k, v in pools.items() if v > 1}
     if not big:
         return [f.finding("ok", "numpy's BLAS runs one thread: DataLoader workers inherit no big pool")] if pools else []
+    users = _worker_pool_users(f)
+    if not users:
+        return [f.finding("ok", "No installed transform library runs thread pools in DataLoader workers")]
     plan = snippets.thread_plan(report)
     workers = max(plan.workers, 1)
-    listed = ", ".join(f"{k} {v} threads" for k, v in big.items())
+    listed = ", ".join(f"{k} {plural(v, 'thread')}" for k, v in big.items())
+    known = machine.knowledge()["worker_pool_packages"]["packages"]
+    evidence = "; ".join(f"{name}: {known[name]}" for name in users)
     return [f.finding(
-        "info", f"DataLoader workers inherit numpy's BLAS pool ({listed})",
-        why=(f"numpy's BLAS keeps its own pool ({listed}). Each DataLoader worker is a fork of the training process "
-             f"and inherits it: {workers} worker{'s' if workers != 1 else ''} doing numpy or OpenCV work in transforms "
-             f"start up to {workers * max(big.values())} threads beside the {plan.threads} compute threads. "
+        "info", f"DataLoader workers inherit numpy's BLAS pool ({listed}), and {', '.join(users)} is installed",
+        why=(f"numpy's BLAS keeps its own pool ({listed}), and this environment has {', '.join(users)} ({evidence}). "
+             f"Each DataLoader worker is a fork of the training process and inherits the pools: {plural(workers, 'worker')} "
+             f"doing numpy or OpenCV work in transforms start up to {workers * max(big.values())} threads beside the "
+             f"{plural(plan.threads, 'compute thread')}. "
              "OMP_NUM_THREADS in the shell does not reach a pool that already exists in the fork."),
         fix=("Give every worker one thread per pool with each library's own switch in worker_init_fn: "
              "torch.set_num_threads(1), threadpool_limits(1) for the BLAS, cv2.setNumThreads(1) if transforms use OpenCV."),

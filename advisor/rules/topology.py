@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cpudoctor.advisor import machine, snippets
+from cpudoctor.advisor import machine, measured, snippets
 from cpudoctor.advisor.engine import Facts, rule
 from cpudoctor.kits.cpulist import format_cpulist
 from cpudoctor.kits.format import cache_size
@@ -130,7 +130,7 @@ def ccx_unpinned(report: Report) -> list[Finding]:
     if spanned < 2:
         return [f.finding("ok", f"The process is confined to one of the {n} L3 domains")]
     pinned = _pinned_by(f)
-    rec = f.get("recommendation")
+    rec = measured.sweep_choice(report, f)
     if pinned:
         return [f.finding("ok", f"Threads are bound ({pinned}) across {spanned} L3 domains")]
     if rec is not None and rec.cpus:
@@ -190,7 +190,7 @@ def hybrid_cores_unpinned(report: Report) -> list[Finding]:
     pinned = _pinned_by(f)
     if pinned:
         return [f.finding("ok", f"Threads are bound ({pinned}) on a hybrid CPU")]
-    rec = f.get("recommendation")
+    rec = measured.sweep_choice(report, f)
     if rec is not None and rec.cpus:
         return [f.finding("ok", f"The thread sweep recommends pinning to CPUs {format_cpulist(rec.cpus)}")]
     if rec is not None and rec.threads:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from cpudoctor.advisor import machine, snippets
 from cpudoctor.advisor.engine import Facts, rule
+from cpudoctor.advisor.torch_install import cpu_index, platform_of
 from cpudoctor.model import Finding, Report
 
 
@@ -21,7 +22,8 @@ def torch_missing(report: Report) -> list[Finding]:
 
     Fix:
         Install the CPU build from PyTorch's CPU wheel index (about 0.7 GB installed instead of
-        ~5 GB for the CUDA build), or run CPU Doctor from the environment that has PyTorch.
+        ~5 GB for the CUDA build), or point CPU Doctor at the environment that has PyTorch
+        (``--python``, or the Environment picker in the window).
     """
     f = Facts(report)
     if not machine.env_known(f):
@@ -33,8 +35,9 @@ def torch_missing(report: Report) -> list[Finding]:
         which = f" ({', '.join(known)})" if known else ""
         return [f.finding(
             "warning", "PyTorch is not installed in this Python",
-            why=(f"The Python CPU Doctor looked at{which} has no torch "
-                 "package. If you train in another environment, run CPU Doctor from there."),
+            why=(f"The Python CPU Doctor looked at{which} has no torch package. If you train in another "
+                 "environment, point CPU Doctor at it: `cpudoctor doctor --python PATH` (its interpreter, its folder "
+                 "or a name from `cpudoctor envs`), or the Environment picker in the window's toolbar."),
             fix="Install the CPU build from PyTorch's CPU index (a plain pip install on Linux pulls the CUDA build).",
             snippet=snippets.install_commands(report))]
     return [f.finding("ok", f"PyTorch {f.get('software.torch.version') or ''} is installed".replace("  ", " "))]
@@ -83,7 +86,7 @@ def gpu_build_without_gpu(report: Report) -> list[Finding]:
         "warning", f"PyTorch is a {build.upper()} build but there is no {vendor} GPU",
         why=(f"{version} carries the {build.upper()} runtime, {waste}; with no {vendor} GPU none of it is used and "
              "the CPU code inside is the same as the CPU build's."),
-        fix=f"Uninstall it and install the CPU build from {snippets.CPU_WHEEL_INDEX}.",
+        fix=f"Uninstall it and install the CPU build from {cpu_index(platform_of(report)) or 'PyPI'}.",
         snippet=snippets.install_commands(report))]
 
 

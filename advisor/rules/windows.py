@@ -6,6 +6,7 @@ import re
 
 from cpudoctor.advisor.engine import Facts, rule
 from cpudoctor.kits.cpulist import format_cpulist
+from cpudoctor.kits.plural import plural
 from cpudoctor.model import Finding, Report
 
 # Windows 11 starts at build 22000, Server 2022 at 20348: from there a process's threads span all groups.
@@ -76,8 +77,9 @@ def processor_groups(report: Report) -> list[Finding]:
     return [f.finding(
         "warning", f"PyTorch uses {got} of the {total} CPUs: Windows runs a process in one of {len(groups)} processor groups",
         why=(f"{split} Before Windows 11 and Server 2022 a process runs in one group unless it moves its threads "
-             f"itself, and PyTorch's OpenMP threads do not: one training process gets {got} CPUs "
-             f"({_cores(topo, allowed) if allowed and len(allowed) < total else per_cores} cores) and the rest of "
+             f"itself, and PyTorch's OpenMP threads do not: one training process gets {plural(got, 'CPU')} "
+             f"({plural(_cores(topo, allowed) if allowed and len(allowed) < total else per_cores, 'core')}) and the "
+             "rest of "
              f"the machine stays idle.{known}"),
         fix=(f"Run one training process per processor group (torch.distributed, gloo backend), each started on a NUMA "
              f"node of its group and set to {per_cores} threads; or upgrade to Windows 11 / Server 2022, where a "

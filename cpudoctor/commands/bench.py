@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from cpudoctor.report_file import load_report
-from cpudoctor.commands import CliError, emit
+from cpudoctor.commands import CliError, emit, output_format
 from cpudoctor.argtypes import int_list, integer, number
 from cpudoctor.kits.cpulist import MAX_CPUS
 
@@ -64,7 +64,8 @@ def register(subparsers) -> None:
 
     t = jobs.add_parser("train", help="micro-training run: samples/s, loss and accuracy")
     training(t)
-    t.add_argument("--seconds", type=_SECONDS, default=20.0, help="run length (default 20)")
+    t.add_argument("--seconds", type=_SECONDS, default=20.0,
+                   help="the whole job ends within this many seconds, start-up included (default 20)")
     t.add_argument("--steps", type=integer(1, 10**9), help="stop after this many steps (before --seconds if shorter)")
     t.add_argument("--threads", type=_THREADS, help="intra-op threads (default: PyTorch's own choice)")
     t.add_argument("--interop-threads", type=_THREADS, help="inter-op threads (default: PyTorch's own choice)")
@@ -201,6 +202,7 @@ def _check_outputs(args: argparse.Namespace):
             check_output_path(args.output, "-o")
         except SettingsError as exc:
             raise CliError(str(exc)) from None
+        args.json = output_format(args.output, "json" if args.json else None, ("text", "json"), "--json") == "json"
     plot = getattr(args, "plot", None)
     if plot:
         if Path(plot).suffix.lower() not in (".svg", ".png"):
@@ -333,6 +335,10 @@ def run(args: argparse.Namespace) -> int:
     from cpudoctor.lab import session
 
     settings = job_args(args)
+    if args.job == "sweep":
+        from cpudoctor.kits.clock import process_started
+
+        settings["started"] = process_started()     # --budget counts this command's start-up too
     for warning in _check_machine_fit(args):
         print(f"cpudoctor bench {args.job}: warning: {warning}", file=sys.stderr)
     into = _check_outputs(args)

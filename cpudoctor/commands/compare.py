@@ -10,18 +10,23 @@ other-schema file.
 
 from __future__ import annotations
 
-from cpudoctor.commands import CliError, emit
+from cpudoctor.commands import CliError, emit, output_format
+
+FORMATS = ("text", "md", "json")
 
 
 def register(subparsers) -> None:
+    from cpudoctor.privacy import KEPT_WHEN_INCLUDED
+
     p = subparsers.add_parser("compare", help="compare two saved JSON reports (before/after, machine A vs B)",
                               description="Show what differs between two saved CPU Doctor JSON reports.")
     p.add_argument("a", metavar="A.json", help="first report (e.g. before)")
     p.add_argument("b", metavar="B.json", help="second report (e.g. after)")
-    p.add_argument("--format", "-f", choices=("text", "md", "json"), default="text")
+    p.add_argument("--format", "-f", choices=FORMATS, default=None,
+                   help="text, md or json (default: from the -o file name's ending, else text)")
     p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
     p.add_argument("--include-identifying", action="store_true",
-                   help="keep host names, user names and home paths (default: replaced by placeholders)")
+                   help=f"keep {KEPT_WHEN_INCLUDED} (default: replaced by placeholders)")
     p.set_defaults(func=run)
 
 
@@ -29,6 +34,7 @@ def run(args) -> int:
     from cpudoctor.compare import RENDERERS, compare_files
     from cpudoctor.model import ReportError
 
+    args.format = output_format(args.output, args.format, FORMATS)
     try:
         result = compare_files(args.a, args.b, include_identifying=args.include_identifying)
     except ReportError as exc:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 
-from cpudoctor.commands import CliError, add_source_options, emit, source_from
+from cpudoctor.commands import CliError, add_shell_option, add_source_options, emit, output_format, source_from
 from cpudoctor.render.doctor import FORMATS
 
 
@@ -25,11 +25,13 @@ def register(subparsers) -> None:
                      "problem. Exit code: 0 no error, 1 an error was found, 2 bad usage or unreadable report."),
     )
     add_source_options(p)
-    p.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
+    p.add_argument("--format", choices=FORMATS, default=None,
+                   help="output format (default: from the -o file name's ending, else text)")
     p.add_argument("--only", metavar="CODES", help="comma-separated rule codes, symbols or categories, e.g. ISA001,threads")
     p.add_argument("--list-rules", action="store_true", help="print the rule registry and exit")
     p.add_argument("-v", "--verbose", action="store_true", help="also show the details of passed checks and suggestions")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    add_shell_option(p)
     p.set_defaults(func=run)
 
 
@@ -38,6 +40,7 @@ def run(args: argparse.Namespace) -> int:
     from cpudoctor.model import ReportError
     from cpudoctor.render import doctor as page
 
+    args.format = output_format(args.output, args.format, FORMATS)
     if args.list_rules:
         from cpudoctor.advisor.process_rules import process_rules
 
@@ -48,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     ascii_only = not (bool(args.output) and args.output != "-") and not doctor_run.can_print()   # files are UTF-8
     try:
         done = doctor_run.run(source, fmt=args.format, verbose=args.verbose, fast=args.fast, only=only,
-                              ascii_only=ascii_only)
+                              ascii_only=ascii_only, shell=args.shell)
     except ReportError as exc:
         raise CliError(f"--from-report: {exc}") from None
     emit(done.text, args.output)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from cpudoctor.commands import emit
+from cpudoctor.commands import emit, output_format
 
 FORMATS = ("text", "json")
 
@@ -22,7 +22,8 @@ def register(subparsers) -> None:
                      "envs, the active and working-folder venvs, ~/.virtualenvs, pyenv and system Pythons. The "
                      "first is the one CPU Doctor describes by default; pick another with --python NAME|PATH."),
     )
-    p.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
+    p.add_argument("--format", choices=FORMATS, default=None,
+                   help="output format (default: from the -o file name's ending, else text)")
     p.add_argument("--no-conda", action="store_true",
                    help="do not run `conda env list` (conda's own folders and environments.txt are still read)")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
@@ -33,6 +34,7 @@ def run(args: argparse.Namespace) -> int:
     from cpudoctor.probes.software.envs import discover
     from cpudoctor.render.envs import render_json, render_text
 
+    fmt = output_format(args.output, args.format, FORMATS)
     envs = discover(run_conda=not args.no_conda)
-    emit(render_json(envs) if args.format == "json" else render_text(envs), args.output)
+    emit(render_json(envs) if fmt == "json" else render_text(envs), args.output)
     return 0

@@ -4,7 +4,7 @@ Samples the process for ``--seconds``, prints its threads (CPU%, the core and
 CCX/NUMA node each last ran on, migrations), affinity and cgroup quota, the
 thread environment (whitelisted), native libraries, children and memory, then
 the process findings with the command to relaunch it. ``--list`` shows the
-processes to choose from, Python ones first.
+processes to choose from: Python ones and busy ones (``--all`` for every process).
 
 Exit codes: 0 done; 2 no such PID, the process exited during the window (the
 partial figures are still printed), or it belongs to another user and its
@@ -17,7 +17,7 @@ import argparse
 import json
 from pathlib import Path
 
-from cpudoctor.commands import CliError, emit, root_arg
+from cpudoctor.commands import CliError, emit, output_format, root_arg
 from cpudoctor.render.inspect import render_list, render_text
 
 
@@ -31,8 +31,11 @@ def register(subparsers) -> None:
     p.add_argument("pid", nargs="?", type=_pid, help="process ID (see --list)")
     p.add_argument("--seconds", "-s", type=_seconds, default=8.0, metavar="N",
                    help="sampling window in seconds (default 8: enough stack samples at the default rate; 0.2-120)")
-    p.add_argument("--format", "-f", choices=("text", "json"), default="text")
-    p.add_argument("--list", action="store_true", help="list processes to inspect (Python first) and exit")
+    p.add_argument("--format", "-f", choices=("text", "json"), default=None,
+                   help="text or json (default: from the -o file name's ending, else text)")
+    p.add_argument("--list", action="store_true",
+                   help="list processes to inspect and exit: Python ones and busy ones (--all: every process)")
+    p.add_argument("--all", action="store_true", help="with --list: every process, idle ones too")
     p.add_argument("--no-stacks", dest="stacks", action="store_false",
                    help="do not sample stacks (no time breakdown; nothing attaches to the process)")
     p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
@@ -61,13 +64,17 @@ def _seconds(value: str) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
+    args.format = output_format(args.output, args.format, ("text", "json"))
     root = root_arg(args.root) if args.root else Path("/")
     if args.list:
-        from cpudoctor.probes.process.inspect import list_processes
+        from cpudoctor.probes.process.inspect import BUSY_PERCENT, candidates, list_processes
 
-        entries = list_processes(root, interval=0.4, exclude_self=True)
-        emit(_list_json(entries) if args.format == "json" else render_list(entries), args.output)
+        entries, left_out = candidates(list_processes(root, interval=0.4, exclude_self=True), args.all)
+        emit(_list_json(entries) if args.format == "json" else render_list(entries, left_out, BUSY_PERCENT),
+             args.output)
         return 0
+    if args.all:
+        raise CliError("--all goes with --list (it lists every process, idle ones too)")
     if args.pid is None:
         raise CliError("give a process ID, or --list to see the candidates")
     from cpudoctor.advisor.process_rules import run_process_rules

@@ -13,10 +13,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from cpudoctor.commands import CliError, add_source_options, build, emit, source_from
+from cpudoctor.commands import (CliError, add_shell_option, add_source_options, build, emit, findings_for_shell,
+                                output_format, source_from)
 
 
 def register(subparsers) -> None:
+    from cpudoctor.privacy import KEPT_WHEN_INCLUDED
     from cpudoctor.render import FORMATS, format_name
 
     formats = tuple(FORMATS)
@@ -24,39 +26,37 @@ def register(subparsers) -> None:
         "report",
         help="print the CPU, topology and software report (text, Markdown, JSON, HTML or PDF)",
         description=("Probe this machine (or a captured /proc+/sys tree with --root, or re-read a saved report "
-                     "with --from-report) and print the report. Identifying details (host and user names, home "
-                     "paths, serials) are replaced by placeholders unless --include-identifying is given."),
+                     "with --from-report) and print the report. Identifying details (user names, home paths, "
+                     "serials) are replaced by placeholders unless --include-identifying is given; the host name "
+                     "is never collected."),
     )
     add_source_options(p)
     p.add_argument("--format", type=format_name, choices=formats, default=None,
-                   help=f"output format: {', '.join(formats)} (default: from the -o file name, else text)")
+                   help=f"output format: {', '.join(formats)} (default: from the -o file name's ending, else text; "
+                        "an ending that names no format is refused)")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of stdout")
     p.add_argument("--no-findings", action="store_true", help="leave out the advisor's findings")
     p.add_argument("--include-identifying", action="store_true",
-                   help="keep host name, user name and paths (default: replaced by placeholders)")
+                   help=f"keep {KEPT_WHEN_INCLUDED} (default: replaced by placeholders)")
+    add_shell_option(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from cpudoctor.export import ExportError, render_export
 
-    fmt = args.format or _format_from_output(args.output)
+    from cpudoctor.render import FORMATS
+
+    fmt = output_format(args.output, args.format, tuple(FORMATS))
     if fmt == "pdf" and (not args.output or args.output == "-") and sys.stdout.isatty():
         raise CliError("a PDF is binary and would garble the terminal; give -o FILE.pdf (or pipe it)")
     report = build(source_from(args), fast=args.fast, findings=not args.no_findings)
     if args.no_findings:
         report.findings = []          # a saved report's own findings are left out too
+    findings_for_shell(report, args.shell)
     try:
         data = render_export(report, fmt, include_identifying=args.include_identifying)
     except ExportError as exc:
         raise CliError(str(exc)) from None
     emit(data, args.output)
     return 0
-
-
-def _format_from_output(output: str | None) -> str:
-    from cpudoctor.render import format_for_path
-
-    if not output or output == "-":
-        return "text"
-    return format_for_path(output, default="text")

@@ -20,9 +20,10 @@ import re
 import shlex
 import sys
 
-from cpudoctor.commands import CliError, python_choice
+from cpudoctor.commands import CliError, output_format, python_choice
 
 _PYTHON_RE = re.compile(r"^python(\d+(\.\d+)?)?$")
+FORMATS = ("text", "json", "md", "html")
 
 
 def register(subparsers) -> None:
@@ -39,7 +40,8 @@ def register(subparsers) -> None:
     p.add_argument("--python", metavar="PATH|ENV",
                    help="run a leading `python` (or a .py script) with this environment's interpreter "
                         "(a path, an environment folder or a name from `cpudoctor envs`)")
-    p.add_argument("--format", "-f", choices=("text", "json", "md", "html"), default="text")
+    p.add_argument("--format", "-f", choices=FORMATS, default=None,
+                   help="text, json, md or html (default: from the -o file name's ending, else text)")
     p.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE instead of stderr")
     p.add_argument("--rate", type=_rate, metavar="HZ", help=argparse.SUPPRESS)
     p.add_argument("argv", nargs=argparse.REMAINDER, metavar="COMMAND", help="the command to run, after --")
@@ -81,6 +83,7 @@ def run(args: argparse.Namespace) -> int:
         argv = argv[1:]
     if not argv:
         raise CliError("give the command to run after --, e.g. cpudoctor run -- python train.py")
+    args.format = output_format(args.output, args.format, FORMATS)     # before the command runs
     python = None
     if args.python:
         python, _why = python_choice(args.python)

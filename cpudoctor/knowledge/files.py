@@ -30,7 +30,7 @@ PEAK_FLOPS = DataFile(
     "peak_flops.json", "FLOP per cycle per core by micro-architecture and precision; read by lab/peak.py")
 TORCH_WHEELS = DataFile(
     "torch_wheels.json", "where the official CPU builds of PyTorch come from, by OS and architecture; read by "
-    "advisor/torch_setup.py")
+    "advisor/torch_install.py")
 SOFTWARE_FACTS = DataFile(
     "software_facts.json", "DMI names of hypervisors, cgroup paths of container runtimes, OpenMP runtime library "
     "names; read by probes/software/osinfo.py and stack.py")

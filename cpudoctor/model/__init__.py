@@ -21,14 +21,15 @@ from cpudoctor.model.cpu import ARM_ARCHES, X86_ARCHES, CpuidCheck, CpuInfo, Isa
 from cpudoctor.model.report import (CATEGORIES, REPORT_KIND, SCHEMA_VERSION, SEVERITIES, SEVERITY_RANK, BenchRun,
                                     Finding, Meta, Report, ReportError, ThreadRecommendation, utc_now_iso, worst)
 from cpudoctor.model.serde import SchemaError, from_data, to_data
-from cpudoctor.model.software import (BlasLib, GpuInfo, ImportCheck, ImportOrderCheck, IsaRisk, NumpyInfo, OsInfo,
-                                      PackageInfo, PythonInfo, Software, TorchBuild)
+from cpudoctor.model.software import (BlasLib, FloorTally, GpuInfo, ImportCheck, ImportOrderCheck, IsaRisk, NumpyInfo,
+                                      OsInfo, PackageInfo, PythonInfo, Software, TorchBuild)
 from cpudoctor.model.topology import (Affinity, Cache, CgroupLimits, Core, CpuKind, L3Domain, NumaNode, Package,
                                       ProcessorGroup, Topology)
 
 __all__ = ["ARM_ARCHES", "CATEGORIES", "REPORT_KIND", "SCHEMA_VERSION", "SEVERITIES", "SEVERITY_RANK", "X86_ARCHES",
            "Affinity", "BenchRun", "BlasLib", "Cache", "CgroupLimits", "Core", "CpuInfo", "CpuKind", "CpuidCheck",
-           "Finding", "GpuInfo", "ImportCheck", "ImportOrderCheck", "IsaRisk", "IsaVerdict", "L3Domain", "Meta",
-           "NumaNode", "NumpyInfo", "OsInfo", "Package", "PackageInfo", "ProcessorGroup", "PythonInfo", "Report", "ReportError",
+           "Finding", "FloorTally", "GpuInfo", "ImportCheck", "ImportOrderCheck", "IsaRisk", "IsaVerdict", "L3Domain",
+           "Meta", "NumaNode", "NumpyInfo", "OsInfo", "Package", "PackageInfo", "ProcessorGroup", "PythonInfo",
+           "Report", "ReportError",
            "SchemaError", "Software", "ThreadRecommendation", "Topology", "TorchBuild", "arch_family", "from_data",
            "to_data", "utc_now_iso", "worst"]

@@ -104,3 +104,4 @@ class CpuidCheck:
     hidden_flags: list[str] = field(default_factory=list)    # in CPUID, not listed by the kernel (disabled by it)
     os_disabled: list[str] = field(default_factory=list)     # listed by the kernel, register state not saved (XCR0)
     error: str | None = None               # the check could not run; the rest is empty
+    hypervisor_vendor: str | None = None   # CPUID leaf 0x40000000's signature in a guest ("KVMKVMKVM"); None on bare metal

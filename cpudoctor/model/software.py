@@ -131,6 +131,24 @@ class IsaRisk:
     sources: list[str] = field(default_factory=list)  # links behind the floor (release notes, issues)
 
 
+@dataclass(frozen=True)
+class FloorTally:
+    """The installed packages against the ISA-floor table, each named once, in one of four lists.
+
+    The report's Illegal-instruction section and rule ISA005 both count from here, so "N unknown" is the
+    same number everywhere and no package is both "met" and "unknown".
+    """
+
+    met: list[str]                 # a floor on record (or none above the x86-64 baseline), and this CPU meets it
+    at_risk: list[str]             # a floor on record that this CPU does not meet
+    unknown: list[str]             # compiled code and no floor on record: neither fine nor at risk
+    unchecked: list[str]           # a floor on record that could not be compared (CPU flags unknown, not x86)
+
+    @property
+    def checked(self) -> int:
+        return len(self.met) + len(self.at_risk)
+
+
 @dataclass
 class ImportCheck:
     """One package imported in its own child, then its tiny workload run (a BLAS call, a matmul + conv).
@@ -152,6 +170,7 @@ class ImportCheck:
     workload_status: str | None = None     # ok | crashed | error | timeout; None = none known for this package, or not reached
     workload_message: str = ""
     workload_library: str | None = None    # the native library the crashed workload ran in: "OpenBLAS 0.3.27 (SkylakeX kernels)"
+    crashed_in: str | None = None          # top-level module whose code ran at a crash (faulthandler's innermost installed frame): "numpy" when importing cv2 died in numpy
     cpus_before: list[int] | None = None   # the main thread's CPUs before the import (os.sched_getaffinity)
     cpus_after: list[int] | None = None    # ... after the import and the workload: smaller = the import pinned the thread
     workload_threads: int | None = None    # threads the workload started (the OpenMP team or BLAS pool)
@@ -175,6 +194,7 @@ class ImportOrderCheck:
     signal_name: str | None = None
     openmp_libs: list[str] = field(default_factory=list)   # OpenMP runtime files mapped (one per distinct file)
     openmp_error: str | None = None        # the runtime's own words, e.g. "OMP: Error #15: Initializing libiomp5.so, ..."
+    crashed_in: str | None = None          # top-level module whose code ran at a crash (faulthandler's innermost installed frame)
 
 
 @dataclass
@@ -196,3 +216,29 @@ class Software:
     children_cached: bool = False          # the children's results came from the cache (nothing they depend on changed)
     captured: bool = False                 # a captured tree (root is not /): Python, packages, env and children unknown, not empty
     notes: list[str] = field(default_factory=list)
+
+    def floor_tally(self) -> FloorTally:
+        """The installed packages by their ISA-floor status, each once (see :class:`FloorTally`)."""
+        lists: dict[str, list[str]] = {"met": [], "at_risk": [], "unknown": [], "unchecked": []}
+        seen: set[str] = set()
+
+        def add(kind: str, name: str) -> None:
+            key = name.lower().replace("_", "-").replace(".", "-")
+            if key not in seen:
+                seen.add(key)
+                lists[kind].append(name)
+
+        for r in self.isa_risks:
+            if not r.installed:
+                continue
+            if r.at_risk:
+                add("at_risk", r.package)
+            elif r.status in ("met", "no_floor", None):     # None: a report from before 'status' (checked, met)
+                add("met", r.package)
+            elif r.status == "unknown":
+                add("unknown", r.package)
+            else:
+                add("unchecked", r.package)
+        for name in self.compiled_unknown:
+            add("unknown", name)
+        return FloorTally(**lists)

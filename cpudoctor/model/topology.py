@@ -104,6 +104,7 @@ class Topology:
     l2_groups: list[list[int]] = field(default_factory=list)   # only where an L2 is shared by several cores
     core_caches: list[Cache] = field(default_factory=list)     # L1d, L1i and L2: one entry per distinct CPU set
     numa_memory_bytes: dict[str, int] = field(default_factory=dict)  # node id -> MemTotal
+    memory_total_bytes: int | None = None  # /proc/meminfo MemTotal: the machine's memory (node totals may not add up to it)
     cpuless_numa_nodes: list[int] = field(default_factory=list)
     affinity: Affinity = field(default_factory=Affinity)
     l3_known: bool = False                 # False when there were no cache dirs (container, VM, WSL)

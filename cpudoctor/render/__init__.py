@@ -70,6 +70,11 @@ def format_for_path(path: Path | str, default: str = "html") -> str:
     return _SUFFIXES.get(Path(path).suffix.lower(), default)
 
 
+def format_of_suffix(path: Path | str) -> str | None:
+    """The format a file name's suffix names (``.md`` -> ``md``), None for a suffix CPU Doctor writes nothing as."""
+    return _SUFFIXES.get(Path(path).suffix.lower())
+
+
 def render(report: "Report", fmt: str, *, scrub: Scrub | None = None) -> str | bytes:
     """``report`` in ``fmt``: str, or bytes for binary formats.
 

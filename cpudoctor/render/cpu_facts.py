@@ -56,10 +56,20 @@ def cpu_facts(cpu: CpuInfo) -> list[Fact]:
     if cpu.logical_cpus_listed:
         rows.append(Fact("cpuinfo entries", str(cpu.logical_cpus_listed)))
     if cpu.hypervisor is not None:
-        rows.append(Fact("Virtual machine", "yes", "the hypervisor may hide CPU features") if cpu.hypervisor
+        rows.append(Fact("Virtual machine", _hypervisor(cpu), "the hypervisor may hide CPU features") if cpu.hypervisor
                     else Fact("Virtual machine", "no", "bare metal"))
     rows.append(Fact("Source", cpu.source))
     return rows
+
+
+def _hypervisor(cpu: CpuInfo) -> str:
+    """"yes (kvm, CPUID signature KVMKVMKVM)" when the CPUID check read the hypervisor leaf, else "yes"."""
+    from cpudoctor.probes.software.osinfo import hypervisor_from_cpuid
+
+    signature = cpu.cpuid_check.hypervisor_vendor if cpu.cpuid_check is not None else None
+    if not signature:
+        return "yes"
+    return f"yes ({hypervisor_from_cpuid(signature) or 'unknown hypervisor'}, CPUID signature {signature})"
 
 
 def _microarchitecture(cpu: CpuInfo) -> str:

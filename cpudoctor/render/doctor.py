@@ -93,7 +93,7 @@ def exit_code(findings: Sequence[Finding]) -> int:
 
 
 def render_text(report: Report, findings: Sequence[Finding], label: str, *, verbose: bool = False,
-                ascii_only: bool = False, shell: str = "bash") -> str:
+                ascii_only: bool = False, shell: str | None = None) -> str:
     lines = [f"CPU Doctor — {label}: {machine_line(report)}"]
     env = environment_line(report)
     lines += ([env] if env else []) + [""]
@@ -141,7 +141,7 @@ def render_json(report: Report, findings: Sequence[Finding], label: str) -> str:
 
 
 def render_md(report: Report, findings: Sequence[Finding], label: str, *, verbose: bool = False,
-              shell: str = "bash") -> str:
+              shell: str | None = None) -> str:
     env = environment_line(report)
     lines = [f"## CPU Doctor — {md_escape(label)}", "", f"**{md_escape(machine_line(report))}**", ""]
     lines += [md_escape(env), ""] if env else []

@@ -9,8 +9,12 @@ a view out (marks, indentation, markup, escaping): none of them reads a finding'
 fields for words of its own, so a wording fixed here is fixed on every surface
 (``tests/test_finding_view.py`` renders one finding everywhere and checks).
 
-Snippets: the advisor writes shell snippets for bash; :func:`shell_snippet` gives
-the same commands for zsh, fish, PowerShell or cmd through
+Snippets: the advisor writes shell snippets for bash, and for the report's OS
+(PowerShell for a Windows machine, keeping the bash form in ``snippet_bash``);
+``doctor``/``report --shell`` write them for the user's shell
+(:func:`cpudoctor.advisor.snippets.for_shell`). A view shows the snippet in the
+shell it is written in unless asked for another; :func:`shell_snippet` gives the
+same commands for zsh, fish, PowerShell or cmd through
 :func:`cpudoctor.advisor.snippets.translate`. Snippets in another language
 (Python, an ini file) are the same for every shell.
 """
@@ -93,10 +97,11 @@ class FindingView:
         return ", ".join(f"{line.key}={line.value}" for line in self.evidence)
 
 
-def finding_view(finding: Finding, shell: str = DEFAULT_SHELL) -> FindingView:
+def finding_view(finding: Finding, shell: str | None = None) -> FindingView:
     """The words of ``finding``, its snippet written for ``shell`` (bash, zsh, fish, powershell, cmd).
 
-    Raises ValueError for a shell CPU Doctor does not write for.
+    ``shell`` None: the shell the finding's snippet is written in (bash, or the report's or the
+    user's shell). Raises ValueError for a shell CPU Doctor does not write for.
     """
     return FindingView(
         code=finding.code,
@@ -106,13 +111,26 @@ def finding_view(finding: Finding, shell: str = DEFAULT_SHELL) -> FindingView:
         title=finding.title,
         why=finding.why,
         fix=finding.fix,
-        snippet=shell_snippet(finding.snippet, finding.snippet_lang, shell),
+        snippet=finding_snippet(finding, shell),
         explain=f"cpudoctor explain {finding.code}",
         docs_url=docs_url(finding.docs) if finding.docs else "",
         docs_label=f"{finding.code} in the rule reference",
         evidence=tuple(EvidenceLine(str(key), evidence_value(value, EVIDENCE_LIMIT))
                        for key, value in finding.evidence.items()),
     )
+
+
+def finding_snippet(finding: Finding, shell: str | None = None, topology=None) -> Snippet:
+    """``finding``'s snippet as typed in ``shell``; None: as written (its ``snippet_lang``)."""
+    lang = finding.snippet_lang
+    if shell is None:
+        if lang in SHELL_LANGS:
+            return Snippet(finding.snippet, SHELL_LANGS[lang], lang)
+        return Snippet(finding.snippet, lang, None)
+    bash = finding.snippet_bash or (finding.snippet if lang == "bash" else "")
+    if bash and finding.snippet:
+        return shell_snippet(bash, "bash", shell, topology)
+    return finding_snippet(finding, None)         # Python, or PowerShell a Windows rule wrote itself
 
 
 def shell_snippet(text: str, lang: str, shell: str = DEFAULT_SHELL, topology=None) -> Snippet:

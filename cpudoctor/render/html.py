@@ -223,9 +223,9 @@ _FOLD_ROWS = 8          # longer tables (packages) fold into <details>
 def _software(report: Report) -> str:
     """The software stack from the sections the text and Markdown reports use, so all formats agree.
 
-    That also keeps a captured tree honest: its Python, PyTorch and packages
-    describe the machine running CPU Doctor, so those sections are absent
-    rather than shown as "not installed".
+    That also keeps a captured tree honest: without the environment its capture
+    carries (environment.json), its Python and packages are unknown, so those
+    sections are absent rather than shown as "not installed".
     """
     sw = report.software
     if sw is None:
@@ -354,7 +354,7 @@ def _findings(report: Report, printable: bool = False) -> str:
     return f'<section id="findings"><h2>Findings</h2>{"".join(items)}</section>'
 
 
-def _finding(f: Finding, printable: bool = False, shell: str = "bash") -> str:
+def _finding(f: Finding, printable: bool = False, shell: str | None = None) -> str:
     v = finding_view(f, shell)
     sev = v.severity
     parts = [f'<div class="finding {sev.key}"><p>{_mark(v.bracketed())} <span class="sev-{sev.key}">{e(sev.name)}</span> · '

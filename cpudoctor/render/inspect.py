@@ -46,13 +46,18 @@ def state_text(state: str | None) -> str:
     return f"{word} ({state})" if word else state
 
 
-def render_list(entries) -> str:
+def render_list(entries, left_out: int = 0, busy_percent: float = 5.0) -> str:
+    """The processes to pick from (Python ones and busy ones first); ``left_out``: how many idle others were not
+    listed, said in a last line with the option that lists them."""
     lines = [f"{'PID':>7}  {'CPU%':>6}  {'THR':>4}  {'RSS':>9}  COMMAND"]
     for e in entries:
         lines.append(f"{e.pid:>7}  {_pct(e.cpu_percent):>6}  {_opt(e.threads):>4}  {_mib(e.rss_bytes):>9}  "
                      f"{e.cmdline[:100]}")
     if len(lines) == 1:
-        lines.append("(no processes found)")
+        lines.append("(no Python process and no busy one)" if left_out else "(no processes found)")
+    if left_out:
+        lines.append(f"{plural(left_out, 'other process', 'other processes')} (not Python, under "
+                     f"{busy_percent:g} % CPU) not listed: --all lists them")
     return "\n".join(lines)
 
 

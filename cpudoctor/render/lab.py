@@ -12,7 +12,8 @@ import html
 from typing import Any
 
 from cpudoctor.kits.plural import plural
-from cpudoctor.lab.verdicts import busy, cpu_list, percent, threads_words
+from cpudoctor.lab.results import separated
+from cpudoctor.lab.verdicts import busy, cpu_list, factor, percent, threads_words
 
 
 # ----------------------------------------------------------------------------- one definition per metric
@@ -89,22 +90,50 @@ def _train_text(r) -> list[str]:
     lines = [settings_line(r)]
     if r.samples_per_s is None:
         warm = r.settings.get("warmup_steps")
-        lines.append(f"  throughput  not measured: all {plural(r.steps or 0, 'step')} were warm-up"
-                     + (f" (the first {warm} are not timed)" if warm else "") + "; run more steps or seconds")
+        why = r.not_measured or (f"all {plural(r.steps or 0, 'step')} were warm-up"
+                                 + (f" (the first {warm} are not timed)" if warm else ""))
+        lines.append(f"  throughput  not measured: {why}; run more steps or seconds")
     else:
         spread = f", spread {_spread(r.spread)}" if r.spread is not None and r.spread.n > 1 else ""
         lines.append(f"  throughput  {_num(r.samples_per_s)} samples/s{spread} ({plural(r.steps or 0, 'step')} in "
                      f"{_num(r.elapsed, '.1f')} s)")
     if r.dtype != "fp32":
-        lines.append(f"  fp32        {_num(r.reference_samples_per_s)} samples/s in the same job, alternating windows")
+        if r.compared:
+            lines.append(f"  fp32        {_num(r.reference_samples_per_s)} samples/s in the same job, alternating windows")
+        else:
+            lines.append(f"  fp32        not measured{': ' + r.reference_missing if r.reference_missing else ''}")
         lines.append(f"  why         {r.precision_why}")
+    budget = budget_line(r)
+    if budget:
+        lines.append(f"  time        {budget}")
+    if not r.steps:
+        return lines
     lines.append(f"  loss        {_num(r.initial_loss, '.3f')} -> {_num(r.final_loss, '.3f')} "
                  f"(mean of the last {r.smoothing_steps} steps)")
     held = f", held-out {percent_1(r.eval_accuracy)}" if r.eval_accuracy is not None else ""
+    if held and r.eval_samples_done and r.eval_samples_done < (r.settings.get("eval_samples") or 0):
+        held += f" ({r.eval_samples_done} of {r.settings['eval_samples']} samples: the budget ended it)"
     lines.append(f"  accuracy    train {percent_1(r.train_accuracy)} (last {r.smoothing_steps} steps){held}")
     if r.compile_s is not None:
         lines.append(f"  compile     {r.compile_s} s")
     return lines
+
+
+_ENDED_BY = {"budget": "the budget ended it", "steps": "the step limit ended it", "cancelled": "stopped"}
+
+
+def budget_line(r) -> str:
+    """"14.6 s of the 15 s budget: start-up 6.2 s, warm-up 3.1 s; the budget ended it" (start-up included)."""
+    if r.job_s is None:
+        return ""
+    parts = [f"start-up {r.startup_s:.1f} s" if r.startup_s is not None else "",
+             f"warm-up {r.warmup_s:.1f} s" if r.warmup_s is not None else ""]
+    head = f"{r.job_s:.1f} s" + (f" of the {r.budget_s:g} s budget" if r.budget_s else "")
+    detail = ", ".join(p for p in parts if p)
+    ended = f"; {_ENDED_BY[r.ended_by]}" if r.ended_by in _ENDED_BY else ""
+    if r.cut_off:
+        ended += f", cutting off {r.cut_off}"
+    return head + (f": {detail}" if detail else "") + ended
 
 
 def percent_1(share: float | None) -> str:
@@ -112,16 +141,19 @@ def percent_1(share: float | None) -> str:
 
 
 def _sweep_text(r) -> list[str]:
-    lines = [f"{'variant':<44} {'threads':>7} {'samples/s':>10} {'spread':>15} {'segments':>8} {'others':>7}"]
+    width = max([len("variant"), *(len(p["variant"]) for p in r.points)])   # names are never cut
+    lines = [f"{'variant':<{width}} {'threads':>7} {'samples/s':>10} {'spread':>15} {'segments':>8} {'others':>7}"]
     for p in r.points:
         threads = p.get("threads_used") or p.get("threads")
+        head = f"{p['variant']:<{width}} {_num(threads, 'd'):>7}"
+        if p.get("same_as"):
+            # the very same setting as another variant: measured there, said in full (never "= PyTorch defau")
+            lines.append(f"{head}  same setting as {p['same_as']}: measured there")
+            continue
         spread = (f"{p['samples_per_s_lo']:,.0f}–{p['samples_per_s_hi']:,.0f}"
                   if p.get("samples_per_s_lo") is not None and (p.get("samples_per_s_n") or 0) > 1 else "-")
         sps = _num(p.get("samples_per_s")) if p.get("samples_per_s") else p.get("status", "")
-        if p.get("same_as"):
-            spread = f"= {p['same_as']}"[:15]
-        lines.append(f"{p['variant'][:44]:<44} {_num(threads, 'd'):>7} {sps:>10} {spread:>15} "
-                     f"{p.get('segments', 0):>8} {percent(p.get('other_share'), '-'):>7}")
+        lines.append(f"{head} {sps:>10} {spread:>15} {p.get('segments', 0):>8} {percent(p.get('other_share'), '-'):>7}")
     rec = r.recommendation()
     if rec is not None:
         lines.append(f"Recommended: {rec.variant} -> torch.set_num_threads({rec.threads})"
@@ -244,16 +276,42 @@ def findings_text(findings: list[Any]) -> str:
     return "\n".join(lines)
 
 
+def _ms_spread(p: dict, name: str) -> str:
+    r = _ms_range(p, name)
+    return f"{r[0]:.3f}–{r[1]:.3f}" if r is not None else "-"
+
+
+def _speedup(p: dict) -> str:
+    """The speed-up of one point, or why it is no figure: "within spread" when the spreads overlap."""
+    s = p.get("speedup")
+    if not s:
+        return "-"
+    return f"{factor(s)}×" + (" (within spread)" if separated(p) is False else "")
+
+
+def quant_rows(r) -> list[list[str]]:
+    """One row per batch size: medians with their p10–p90 spread, the speed-up, the share others took."""
+    rows = []
+    for p in r.points:
+        share = _share_of(p)
+        rows.append([str(p["batch"]), f"{p['fp32_ms']:.3f}", _ms_spread(p, "fp32"), f"{p['int8_ms']:.3f}",
+                     _ms_spread(p, "int8"), _speedup(p), percent(share, "-")])
+    return rows
+
+
+QUANT_COLUMNS = ("batch", "fp32 ms", "fp32 p10–p90", "int8 ms", "int8 p10–p90", "speed-up", "others")
+
+
 def _quant_text(r) -> list[str]:
     if not r.points:
         return []
-    lines = [f"{'batch':>5} {'fp32 ms':>10} {'int8 ms':>10} {'speed-up':>9}  {'int8 p10–p90 ms':>16}"]
-    for p in r.points:
-        lines.append(f"{p['batch']:>5} {p['fp32_ms']:>10.3f} {p['int8_ms']:>10.3f} {_num(p.get('speedup'), '.2f'):>8}×"
-                     f"  {p.get('int8_p10_ms', 0):>7.3f}–{p.get('int8_p90_ms', 0):<7.3f}")
+    rows = [list(QUANT_COLUMNS), *quant_rows(r)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(QUANT_COLUMNS))]
+    lines = ["  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in rows]
+    if r.verdict == "inconclusive":
+        lines.append(f"verdict: {r.reason}")
     lines.append(f"why: {r.precision_why}")
-    api = r.api_name or r.api or "unknown"
-    lines.append(f"quantisation API: {api}" + (f" (said: {r.api_warnings[0].strip()})" if r.api_warnings else ""))
+    lines.append(f"quantisation API: {r.api_words}")
     lines.append(f"top-1 agreement with fp32 {percent_1(r.top1_agreement)}; engine {r.engine or 'unknown'}")
     return lines
 
@@ -369,18 +427,15 @@ def speedup_range(point: dict[str, Any]) -> tuple[float, float] | None:
 
 
 def quant_verdict(result) -> tuple[str, str]:
-    """("inconclusive" | "overlap" | "measured", the sentence): noise is never explained as a cause."""
-    shares = [s for s in (_share_of(p) for p in result.points) if s is not None]
-    share = max(shares) if shares else (result.interference.share if result.interference is not None else None)
-    if share is not None and share > result.quiet_limit:
-        return ("inconclusive", f"Inconclusive: {busy(share)} while it measured, so these ratios are what a busy "
-                                "machine gave, not what int8 does on this CPU. Rerun on an idle machine.")
-    within = [p["batch"] for p in result.points if (r := speedup_range(p)) is not None and r[0] <= 1 <= r[1]]
-    if within:
-        batches = ", ".join(str(b) for b in within)
-        return ("overlap", f"At batch {batches} int8 and fp32 measured within each other's spread: no difference "
-                           f"can be told there. {result.precision_why}.")
-    return "measured", f"{result.precision_why}."
+    """("inconclusive" | "overlap" | "measured", the sentence): the lab's verdict (:class:`QuantResult`), in
+    words; noise is never explained as a cause."""
+    why = result.precision_why
+    sentence = why + "."
+    if result.verdict == "inconclusive":            # "inconclusive: 84 % of the CPU went to other programs, ..."
+        return "inconclusive", why[:1].upper() + why[1:] + "."
+    if result.tied():
+        return "overlap", sentence
+    return "measured", sentence
 
 
 def quant_html(result) -> str:
@@ -397,14 +452,13 @@ def quant_html(result) -> str:
         rows.append(f"<tr><td align='right'>{p['batch']}</td>"
                     f"<td align='right'>{p['fp32_ms']:.3f}{spread(_ms_range(p, 'fp32'), '.3f')}</td>"
                     f"<td align='right'>{p['int8_ms']:.3f}{spread(_ms_range(p, 'int8'), '.3f')}</td>"
-                    f"<td align='right'>{_num(p.get('speedup'), '.2f')}×{spread(speedup_range(p), '.2f')}</td>"
+                    f"<td align='right'>{_speedup(p).split(' ')[0]}{spread(speedup_range(p), '.2f')}</td>"
                     f"<td align='right'>{percent(share, '—')}</td></tr>")
     kind, verdict = quant_verdict(result)
     colour = " style='color:#c98a1a'" if kind == "inconclusive" else ""
-    api = e(result.api_name or result.api or "unknown")
-    said = f" (it says: {e(result.api_warnings[0].strip())})" if result.api_warnings else ""
+    api = e(result.api_words)
     return ("<b>Dynamic int8 vs fp32 (MLP), measured in the same job</b><table cellspacing='6'><tr><th>batch</th>"
             "<th>fp32 ms</th><th>int8 ms</th><th>speed-up</th><th>CPU to others</th></tr>" + "".join(rows)
             + "</table><p><small>Each figure: the median; below it the spread of the repeats (p10–p90).</small></p>"
-            f"<p{colour}>{e(verdict)}</p><p>Quantisation API: {api}{said}. Top-1 agreement with "
+            f"<p{colour}>{e(verdict)}</p><p>Quantisation API: {api}. Top-1 agreement with "
             f"fp32: {percent_1(result.top1_agreement)}.</p>")

@@ -101,7 +101,7 @@ def flags_lines(report: Report) -> list[str]:
     return details(f"All {len(flags)} CPU flags", md_fence(" ".join(flags), "text"))
 
 
-def findings_lines(report: Report, shell: str = "bash") -> list[str]:
+def findings_lines(report: Report, shell: str | None = None) -> list[str]:
     out = ["## Findings", ""]
     if not report.findings:
         return out + ["_The advisor has not run on this report (or found nothing to say)._", ""]

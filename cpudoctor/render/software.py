@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from cpudoctor.model import IsaRisk, PythonInfo, Software
 from cpudoctor.kits.escape import md_code, md_escape
 from cpudoctor.kits.format import seconds, size
-from cpudoctor.render.words import bracketed, yes_no
+from cpudoctor.render.words import bracketed, plural, yes_no
 
 OK, WARN, BAD = bracketed("ok"), bracketed("warning"), bracketed("error")
 
@@ -201,16 +201,17 @@ def _risk_section(sw: Software) -> Section | None:
     if not sw.isa_risks:
         return None
     s = Section("Illegal-instruction risk")
+    tally = sw.floor_tally()
     at_risk = [r for r in sw.isa_risks if r.at_risk]
-    if not at_risk:
-        installed = [r.package for r in sw.isa_risks if r.installed]
-        s.bullets.append(f"{OK} this CPU meets the ISA floor of every known package"
-                         + (f" (installed: {', '.join(installed)})" if installed else ""))
+    if not at_risk and tally.met:
+        s.bullets.append(f"{OK} this CPU meets the ISA floor of every installed package that has one on record "
+                         f"({plural(len(tally.met), 'package')}: {', '.join(tally.met)})")
     s.bullets.extend(_risk_line(r) for r in at_risk)
-    unknown = list(sw.compiled_unknown) + [r.package for r in sw.isa_risks if r.installed and r.status == "unknown"]
-    if unknown:
-        s.bullets.append(f"{WARN} no ISA floor on record (unknown) for {len(unknown)} installed package"
-                         f"{'s' if len(unknown) != 1 else ''} with compiled code: {', '.join(unknown)}")
+    if tally.unchecked:
+        s.bullets.append(f"{WARN} not checked (CPU flags unknown or not x86): {', '.join(tally.unchecked)}")
+    if tally.unknown:
+        s.bullets.append(f"{WARN} no ISA floor on record (unknown) for {plural(len(tally.unknown), 'installed package')}"
+                         f" with compiled code: {', '.join(tally.unknown)}")
     return s
 
 

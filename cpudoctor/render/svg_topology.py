@@ -18,6 +18,7 @@ from html import escape
 
 from cpudoctor.model import Core, Topology
 from cpudoctor.render import topology as tree
+from cpudoctor.kits.plural import plural
 
 PU_W, PU_H = 30, 18
 GAP = 5
@@ -116,7 +117,7 @@ def _box(node: tree.Node, topo: Topology, online: set[int] | None) -> Box:
         return core
     cores = sum(1 for n in node.walk() if n.kind == "core")
     if node.kind == "package":
-        box = Box("package", f"Package P#{node.index}", f"{cores} cores, {len(node.cpus)} threads")
+        box = Box("package", f"Package P#{node.index}", f"{plural(cores, 'core')}, {plural(len(node.cpus), 'thread')}")
     elif node.kind == "numa":
         box = Box("numa", node.label)
     elif node.kind == "l3":

@@ -92,7 +92,7 @@ def software_lines(report: Report) -> list[str]:
     return _heading("Software") + ["  " + ln if ln else "" for ln in software.text_lines(report.software)]
 
 
-def findings_lines(report: Report, shell: str = "bash") -> list[str]:
+def findings_lines(report: Report, shell: str | None = None) -> list[str]:
     if not report.findings:
         return []
     out = _heading(f"Findings ({len(report.findings)})")

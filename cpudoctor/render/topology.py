@@ -156,9 +156,35 @@ _SHOWN_ELSEWHERE = ("the cgroup cpuset allows", "the CPU affinity allows", "cgro
 
 
 def display_notes(topo: Topology) -> list[str]:
-    """Notes not already said by the Usable and Offline lines."""
-    return [n for n in topo.notes
-            if not n.startswith(_SHOWN_ELSEWHERE) and not (n.startswith("CPUs ") and n.endswith(" are offline"))]
+    """Notes not already said by the Usable and Offline lines, and whether the nodes' memory adds up."""
+    notes = [n for n in topo.notes
+             if not n.startswith(_SHOWN_ELSEWHERE) and not (n.startswith("CPUs ") and n.endswith(" are offline"))]
+    memory = memory_note(topo)
+    return notes + [memory] if memory else notes
+
+
+def machine_memory(topo: Topology) -> str:
+    """" (23.5 GiB total)" from MemTotal, never the nodes' sum (memory_note says when they differ); a tree
+    without /proc/meminfo says where its figure comes from instead."""
+    if topo.memory_total_bytes:
+        return f" ({size(topo.memory_total_bytes)} total)"
+    if topo.numa_memory_bytes:
+        return f" ({size(sum(topo.numa_memory_bytes.values()))} in its NUMA nodes; MemTotal unknown)"
+    return ""
+
+
+NODE_MEMORY_TOLERANCE = 0.02      # nodes' totals within 2 % of MemTotal add up (firmware and kernel reservations)
+
+
+def memory_note(topo: Topology) -> str:
+    """"" when the NUMA nodes' memory adds up to MemTotal, else what each says (the machine's figure is MemTotal)."""
+    total, nodes = topo.memory_total_bytes, sum(topo.numa_memory_bytes.values())
+    if not total or not nodes or abs(nodes - total) <= NODE_MEMORY_TOLERANCE * total:
+        return ""
+    each = "the NUMA node's total" if len(topo.numa_memory_bytes) == 1 else "the NUMA nodes' totals add up to"
+    return (f"{each} {size(nodes)}, but the machine has {size(total)} (MemTotal in /proc/meminfo): this kernel's "
+            "per-node totals do not add up (seen in VMs with memory hot-plug or a balloon, where they move); "
+            "the machine's figure is MemTotal")
 
 
 def _core_cells(topo: Topology, node: Node) -> list[str]:
@@ -195,8 +221,7 @@ def tree_lines(topo: Topology) -> list[str]:
     if not topo.package_list and not topo.core_list:
         return []
     out: list[str] = []
-    total = sum(topo.numa_memory_bytes.values()) if topo.numa_memory_bytes else None
-    out.append("Machine" + (f" ({size(total)} total)" if total else ""))
+    out.append("Machine" + machine_memory(topo))
     _tree_lines(topo, build_tree(topo), 0, out)
     return out
 

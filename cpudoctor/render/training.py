@@ -14,7 +14,7 @@ import datetime as _dt
 from typing import Any
 
 from cpudoctor.kits.plural import plural
-from cpudoctor.lab.verdicts import busy, busy_caveat, cpu_list, percent, threads_words
+from cpudoctor.lab.verdicts import busy, busy_caveat, cpu_list, factor, percent, threads_words
 from cpudoctor.model import BenchRun, CpuInfo
 from cpudoctor.render.lab import MODEL_LABELS, kernels_lines, metric_definition, percent_1
 
@@ -94,10 +94,10 @@ def progress_text(job: str, changed: str, data: dict[str, Any]) -> str | None:
         return f"Sweep: warming up {len(data.get('variants') or [])} training workers …"
     if job == "gemm" and data.get("phase") == "partial":
         done = ", ".join(f"{b} {g:,.0f}" for b, g in (data.get("gflops_so_far") or {}).items())
-        return f"GEMM at {data.get('threads')} threads: {done} GFLOP/s so far"
+        return f"GEMM at {threads_words(data.get('threads'))}: {done} GFLOP/s so far"
     if job == "gemm":
-        return (f"GEMM {data.get('step')}/{data.get('total')}: {data.get('backend')} at {data.get('threads')} "
-                f"threads, {_fmt(data.get('gflops'), ',.1f')} GFLOP/s")
+        return (f"GEMM {data.get('step')}/{data.get('total')}: {data.get('backend')} at "
+                f"{threads_words(data.get('threads'))}, {_fmt(data.get('gflops'), ',.1f')} GFLOP/s")
     if job == "quant":
         return f"int8 vs fp32: batch {data.get('batch')} done"
     if job == "roofline":
@@ -239,8 +239,12 @@ def _result_cells(run: BenchRun) -> tuple[str, str, str, str, str, str]:
         if best:
             res = f"{best['gflops']:,.1f} GFLOP/s ({best.get('backend')})"
     elif run.kind == "quant":
-        res = "; ".join(f"b{p['batch']}: ×{p['speedup']:.2f}" for p in m.get("points") or []
-                        if isinstance(p, dict) and p.get("speedup")) or "—"
+        if m.get("verdict") == "inconclusive":       # a busy machine: the lab's verdict, as the sweep's
+            res = "inconclusive"
+        else:
+            res = "; ".join(f"b{p['batch']}: ×{factor(p['speedup'])}"
+                            + (" (within spread)" if p.get("separated") is False else "")
+                            for p in m.get("points") or [] if isinstance(p, dict) and p.get("speedup")) or "—"
         res_tip = str(m.get("vnni_note") or "")
     elif run.kind == "roofline":
         res, res_tip = _roofline_cells(m)
@@ -267,8 +271,8 @@ def _note_cells(run: BenchRun) -> tuple[str, str]:
     share = _other_share(run)
     if not measured_anything(run) and run.status == "cancelled":
         return "cancelled before its first measurement", note
-    if run.kind == "sweep" and run.metrics.get("verdict") != "recommended" and share is not None \
-            and share > QUIET_LIMIT:
+    if run.kind in ("sweep", "quant") and run.metrics.get("verdict") not in ("recommended", "measured") \
+            and share is not None and share > QUIET_LIMIT:
         return f"busy machine ({percent(share)} to others): rerun", note or f"measured while {busy(share)}"
     return note, note
 

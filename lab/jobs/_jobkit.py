@@ -26,8 +26,11 @@ import os
 import queue
 import sys
 import threading
+import time
 import warnings
 from typing import Any, Callable, Dict, Optional, TextIO, Tuple
+
+_IMPORTED = time.perf_counter()     # the fallback start of this job (see process_age)
 
 PROGRESS = "progress"
 RESULT = "result"
@@ -191,6 +194,25 @@ def parse_job_argv(argv: Optional[list] = None) -> Tuple[Dict[str, Any], StopFla
     return args, stop
 
 
+def process_age() -> float:
+    """Seconds since this process started, interpreter start-up included (Linux: the kernel's start time;
+    elsewhere: since this module was imported, a few tens of milliseconds later).
+
+    A job's time budget counts from here, so ``--seconds 15`` is 15 s of the user's time, not 15 s after
+    torch finished importing.
+    """
+    try:
+        with open("/proc/self/stat") as fh:
+            text = fh.read()
+        start_ticks = float(text[text.rfind(")") + 2:].split()[19])     # field 22, starttime, since boot
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - start_ticks / os.sysconf("SC_CLK_TCK")
+        if 0 <= age < 86400 * 365:
+            return age
+    except (OSError, ValueError, IndexError, AttributeError):
+        pass
+    return time.perf_counter() - _IMPORTED
+
+
 def require(module: str):
     """Import ``module`` (torch, numpy) or fail with one line that names this Python and why it may not see it."""
     import importlib
@@ -220,6 +242,52 @@ def warnings_to_log() -> None:
     warnings.showwarning = _show
 
 
+def send_result(res: Dict[str, Any]) -> None:
+    """The job's result line, with which Python ran it: the environment the figures describe (the user's)."""
+    res.setdefault("python", sys.executable)
+    res.setdefault("python_version", "%d.%d.%d" % sys.version_info[:3])
+    result(**res)
+
+
+class Deadline:
+    """A job's hard end: at ``when`` (``time.perf_counter()``), unless :meth:`finish` came first, send
+    ``make_result()`` as the job's result and end the process.
+
+    A job checks its budget between steps; one step (or torch's import) can still run far past it. This
+    thread is the backstop, so a budget holds whatever a step costs: it runs while the main thread is
+    inside a library call (torch releases the GIL), sends what was measured so far, and exits.
+    """
+
+    def __init__(self, when: float, make_result: Callable[[], Dict[str, Any]]):
+        self._when, self._make = when, make_result
+        self._lock = threading.Lock()
+        self._done = False
+        self._cancel = threading.Event()
+        threading.Thread(target=self._run, name="job-deadline", daemon=True).start()
+
+    def _run(self) -> None:
+        if self._cancel.wait(max(0.0, self._when - time.perf_counter())):
+            return
+        with self._lock:
+            if self._done:
+                return
+            self._done = True
+            try:
+                send_result(self._make())
+            except Exception as exc:  # noqa: BLE001 - still end within the budget, saying why
+                error(f"the time budget ran out and its result could not be made: {type(exc).__name__}: {exc}")
+            finally:
+                sys.stdout.flush()
+                os._exit(0)
+
+    def finish(self) -> bool:
+        """The job ended by itself: True when this deadline had not fired (the job sends its own result)."""
+        with self._lock:
+            fired, self._done = self._done, True
+        self._cancel.set()
+        return not fired
+
+
 def job_main(run: Callable[[Dict[str, Any], StopFlag], Dict[str, Any]], argv: Optional[list] = None) -> int:
     """Parse the command line, run ``run(args, stop)``, send its result; failures become one ``error`` line.
 
@@ -241,7 +309,5 @@ def job_main(run: Callable[[Dict[str, Any], StopFlag], Dict[str, Any]], argv: Op
         error(f"{type(exc).__name__}: {exc}", kind="error")
         return 1
     # Which Python ran it: the environment the figures describe (the user's, chosen with --python or the picker).
-    res.setdefault("python", sys.executable)
-    res.setdefault("python_version", "%d.%d.%d" % sys.version_info[:3])
-    result(**res)
+    send_result(res)
     return 0

@@ -109,7 +109,7 @@ class TrainSettings:
     threads: Optional[int] = None          # intra-op threads; None = PyTorch default
     interop_threads: Optional[int] = None  # None = PyTorch default
     steps: Optional[int] = None            # stop after this many steps ...
-    seconds: Optional[float] = 20.0        # ... or after this long (whichever comes first)
+    seconds: Optional[float] = 20.0        # ... or within this long, start-up included (whichever comes first)
     warmup_steps: int = 3                  # not counted in samples/s
     cpus: Optional[List[int]] = None       # pin the child to these CPUs (sched_setaffinity)
     seed: int = 0

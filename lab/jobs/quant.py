@@ -9,8 +9,8 @@ programs took meanwhile.
 
 The quantisation API: torchao's ``quantize_`` when torchao is installed (the
 maintained one), else ``torch.ao.quantization.quantize_dynamic``, which torch
-marks deprecated; the result names the API used and repeats the deprecation
-instead of silencing it. Whether this CPU has int8 dot-product instructions
+marks deprecated; the result names the API used, whether torchao is installed,
+and the warnings the API gave (the parent words them: :func:`lab.verdicts.quant_api`). Whether this CPU has int8 dot-product instructions
 (VNNI, AMX-INT8) comes from the parent's CPU probe as ``native_int8``; without
 them the MLP is measured small and the result says int8 is emulated.
 """
@@ -203,6 +203,7 @@ def run(args: Dict[str, Any], stop: _jobkit.StopFlag) -> Dict[str, Any]:
         "api": api,
         "api_name": API_NAMES[api],
         "api_warnings": api_warnings,
+        "torchao_installed": _has_module("torchao"),
         "engine": torch.backends.quantized.engine,
         "library_reports": dict(census.report(), quantized_engine=torch.backends.quantized.engine),
         "threads": torch.get_num_threads(),

@@ -38,6 +38,7 @@ class CpuidResult:
     xcr0: int | None = None
     flags: list[str] = field(default_factory=list)       # CPUID bits, as kernel flag names
     os_disabled: list[str] = field(default_factory=list)  # in CPUID but the OS does not save their state
+    hypervisor_vendor: str | None = None                  # leaf 0x40000000's signature ("KVMKVMKVM") in a guest
     error: str | None = None
 
 
@@ -106,8 +107,20 @@ def read_cpuid() -> dict[str, Any]:
         brand = " ".join(raw.split(b"\0")[0].decode("ascii", "replace").split()) or None
     osxsave = bool(reg(1, 0, "ecx") >> 27 & 1)
     xcr0 = _xgetbv0() if osxsave else None
+    # CPUID.1:ECX bit 31 is set by hypervisors for their guests; leaf 0x40000000 then holds the hypervisor's
+    # 12-byte signature in EBX, ECX, EDX (KVM: "KVMKVMKVM\0\0\0", Hyper-V: "Microsoft Hv").
+    hypervisor = None
+    if reg(1, 0, "ecx") >> 31 & 1:
+        hypervisor = signature(b"".join(_cpuid(0x40000000, 0, r).to_bytes(4, "little") for r in ("ebx", "ecx", "edx")))
     return {"vendor_id": vendor, "family": family, "model": model, "stepping": eax1 & 0xF,
-            "brand": brand, "xcr0": xcr0, "flags": flags, "os_disabled": _os_disabled(flags, xcr0)}
+            "brand": brand, "xcr0": xcr0, "flags": flags, "os_disabled": _os_disabled(flags, xcr0),
+            "hypervisor_vendor": hypervisor}
+
+
+def signature(raw: bytes) -> str | None:
+    """A hypervisor's CPUID signature as text: NULs and unprintable bytes dropped, None when nothing is left."""
+    text = "".join(chr(b) for b in raw if 32 <= b < 127).rstrip()
+    return text or None
 
 
 def _os_disabled(flags: list[str], xcr0: int | None) -> list[str]:
@@ -183,6 +196,7 @@ def summarise(cpu, result: CpuidResult) -> CpuidCheck:
         missing_flags=sorted(kernel - set(result.flags)),
         hidden_flags=sorted((usable & comparable) - kernel),
         os_disabled=sorted(set(result.os_disabled) & kernel),
+        hypervisor_vendor=result.hypervisor_vendor,
     )
 
 

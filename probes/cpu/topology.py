@@ -66,9 +66,41 @@ def probe_topology(root: Path = Path("/"), live: bool | None = None) -> Topology
         topo.vendor = _cpuinfo_vendor(root)
     if topo.cpu_family is None:
         topo.cpu_family = _cpuinfo_family(root)
+    if topo.memory_total_bytes is None:
+        topo.memory_total_bytes = _mem_total(root, live)
     _fill_affinity(topo, root, live)
     topo.notes = cap_notes(topo.notes)
     return topo
+
+
+def _meminfo_total(lines: list[str] | None) -> int | None:
+    """``MemTotal:`` of a meminfo file (the system's or a NUMA node's) in bytes; None when absent or garbled."""
+    for line in lines or []:
+        if "MemTotal:" in line:
+            parts = line.split("MemTotal:", 1)[1].split()
+            try:
+                kib = parse_int(parts[0], 0, 1 << 43)          # 8 PiB: no machine has more
+            except (GarbledValue, IndexError):
+                return None
+            return kib * (1024 if parts[1:2] == ["kB"] else 1)
+    return None
+
+
+def _mem_total(root: Path, live: bool) -> int | None:
+    """The machine's memory: /proc/meminfo's MemTotal (psutil on a live machine without /proc).
+
+    Not the sum of the NUMA nodes' totals: some kernels (VMs with memory hot-plug or a balloon) report
+    per-node totals that move and do not add up to it.
+    """
+    total = _meminfo_total(read_lines(under(root, "/proc/meminfo")))
+    if total is None and live:
+        try:
+            import psutil
+
+            total = int(psutil.virtual_memory().total)
+        except Exception:  # noqa: BLE001 - unknown stays unknown
+            total = None
+    return total
 
 
 def _cpuinfo_vendor(root: Path) -> str | None:
@@ -250,15 +282,9 @@ def _read_numa(root: Path, online: list[int], topo: Topology) -> None:
             cpus = read_cpumask(d / "cpumap", topo.notes) or []
         cpus = sorted(set(cpus) & online_set)
         topo.numa_nodes.append(NumaNode(k, cpus, _distances(d / "distance", row_lengths, topo.notes)))
-        for line in read_lines(d / "meminfo") or []:
-            if "MemTotal:" in line:
-                parts = line.split("MemTotal:", 1)[1].split()
-                try:
-                    kib = parse_int(parts[0], 0, 1 << 43)          # 8 PiB: no node has more
-                    topo.numa_memory_bytes[str(k)] = kib * (1024 if parts[1:2] == ["kB"] else 1)
-                except (GarbledValue, IndexError):
-                    pass
-                break
+        node_total = _meminfo_total(read_lines(d / "meminfo"))
+        if node_total is not None:
+            topo.numa_memory_bytes[str(k)] = node_total
         if not cpus:
             topo.cpuless_numa_nodes.append(k)
     without = online_set - {c for node in topo.numa_nodes for c in node.cpus}

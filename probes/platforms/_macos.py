@@ -134,7 +134,8 @@ def topology(where: "Where") -> "Topology":
 def topology_from_sysctl(values: dict[str, str]) -> "Topology":
     from cpudoctor.model.topology import Affinity, NumaNode, Package, Topology
 
-    topo = Topology(source="sysctl", vendor=values.get("machdep.cpu.vendor") or None)
+    topo = Topology(source="sysctl", vendor=values.get("machdep.cpu.vendor") or None,
+                    memory_total_bytes=_int(values, "hw.memsize"))     # the machine line's figure
     levels = _int(values, "hw.nperflevels", 16) or 0
     if levels >= 1 and _int(values, "hw.perflevel0.logicalcpu", MAX_CPUS):
         _from_perflevels(topo, values, levels)

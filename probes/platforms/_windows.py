@@ -156,6 +156,9 @@ def topology(where: "Where") -> "Topology":
 
         topo = Topology(notes=["Windows gave no processor information: topology unknown"])
     topo.notes = notes + topo.notes
+    memory = system.get("memory")
+    if isinstance(memory, dict):                # the machine line's figure, as MemTotal on Linux
+        topo.memory_total_bytes = _count(memory.get("total"))
     _fill_affinity(topo, system.get("affinity"))
     topo.notes = cap_notes(topo.notes)
     return topo

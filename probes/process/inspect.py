@@ -79,6 +79,7 @@ class Inspection:
     pid: int
     name: str | None = None
     cmdline: str | None = None             # home folders replaced by ~
+    argv: list[str] = field(default_factory=list)   # the same, one entry per argument (hidden ones: <redacted>)
     is_python: bool = False
     python: str | None = None              # its interpreter (an environment to diagnose), when Python
     python_found_by: str | None = None     # maps | VIRTUAL_ENV | CONDA_PREFIX | argv[0] | exe
@@ -415,6 +416,7 @@ def _read_static_facts(insp: Inspection, root: Path, pid: int, comm: str) -> dic
     insp.uid = procfs.status_uid(status)
     cmd = procfs.read_cmdline(root, pid)
     insp.cmdline = _join_cmd(cmd) if cmd is not None else None
+    insp.argv = procfs.shown_argv(cmd) if cmd else []
     insp.is_python = _is_python(cmd, comm)
     insp.affinity = procfs.status_cpus_allowed(status)
     if insp.affinity is None:
@@ -732,6 +734,21 @@ class ProcessEntry:
     cpu_percent: float | None = None       # since the previous snapshot, 100 = one CPU
     rss_bytes: int | None = None
     own: bool = True                       # same user as the caller (inspectable in full)
+
+
+BUSY_PERCENT = 5.0          # a process using this much of one CPU in the listing's window is worth showing
+
+
+def candidates(entries: list[ProcessEntry], everything: bool = False) -> tuple[list[ProcessEntry], int]:
+    """(what a picker shows first, how many it leaves out): Python processes and busy ones, the rest on request.
+
+    A training job is a Python process or, when it runs under another name (a launcher, a compiled
+    binary), a busy one; the seventy idle daemons of a desktop are noise in between.
+    """
+    if everything:
+        return list(entries), 0
+    shown = [e for e in entries if e.is_python or (e.cpu_percent or 0.0) >= BUSY_PERCENT]
+    return shown, len(entries) - len(shown)
 
 
 def _snapshot(root: Path) -> dict[int, procfs.TaskStat]:

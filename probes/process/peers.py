@@ -6,9 +6,10 @@ compute threads as it has CPUs; each job alone looks fine. The inspector
 looks for them while it samples its own process: Python processes outside
 the inspected job's tree with ``libtorch_cpu`` in their memory map, their CPU
 use over the same window, their thread count, ``OMP_NUM_THREADS`` (when the
-environment is readable) and the CPUs they share with the job. DataLoader
-workers of another job are folded into their parent. Nothing here judges;
-process rule PROC014 does.
+environment is readable), the CPUs they share with the job, their owner, and
+whether a CPU Doctor started them (its lab jobs carry its child token in their
+environment). DataLoader workers of another job are folded into their parent.
+Nothing here judges; process rule PROC014 does.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cpudoctor.kits.child.tree import TOKEN_VARIABLE as CHILD_TOKEN
 from cpudoctor.kits.rooted import read_text
 from cpudoctor.probes.process import procfs
 
@@ -30,6 +32,9 @@ class PeerJob:
     pid: int
     name: str
     cmdline: str = ""                      # home folders replaced by ~
+    argv: list[str] = field(default_factory=list)   # the same, one entry per argument (hidden ones: <redacted>)
+    uid: int | None = None                 # its owner (real uid)
+    cpudoctor_child: bool = False          # started by a CPU Doctor (its child token is in the environment)
     threads: int | None = None
     cpu_percent: float | None = None       # over the inspection window, 100 = one CPU
     omp_num_threads: int | None = None     # OMP_NUM_THREADS in its environment; None = unset or unreadable
@@ -75,13 +80,16 @@ def find_peer_jobs(root: Path, pid: int, affinity: list[int] | None, before: dic
         if not shared:
             continue
         cmd = procfs.read_cmdline(root, other)
-        text = procfs.redact_paths(" ".join(" ".join(a.split()) for a in procfs.redact_args(cmd))) if cmd else ""
-        job = PeerJob(pid=other, name=st.comm, cmdline=text[:300],
+        argv = procfs.shown_argv(cmd) if cmd else []
+        text = " ".join(" ".join(a.split()) for a in argv)
+        job = PeerJob(pid=other, name=st.comm, cmdline=text[:300], argv=argv, uid=procfs.status_uid(status),
                       threads=st.num_threads, cpu_percent=round(cpu, 1), affinity=allowed, shared_cpus=shared)
         env = procfs.read_reason(procfs.proc_dir(root, other) / "environ", binary_nul=True)
         if env.text is not None:
             job.env_readable = True
-            value = procfs.parse_environ(env.text).get("OMP_NUM_THREADS", "")
+            environ = procfs.parse_environ(env.text)
+            job.cpudoctor_child = CHILD_TOKEN in environ
+            value = environ.get("OMP_NUM_THREADS", "")
             try:
                 job.omp_num_threads = int(value.split(",")[0])
             except ValueError:

@@ -455,6 +455,11 @@ def redact_args(args: list[str]) -> list[str]:
     return out
 
 
+def shown_argv(args: list[str]) -> list[str]:
+    """``args`` as they may be shown, one entry per argument: :func:`redact_args`, then home folders as ``~``."""
+    return [redact_paths(a) for a in redact_args(args)]
+
+
 def read_cmdline(root: Path, pid: int) -> list[str] | None:
     r = read_reason(proc_dir(root, pid) / "cmdline", binary_nul=True)
     if r.text is None:

@@ -46,6 +46,30 @@ def openmp_error(stderr: str) -> str | None:
     return m.group(0).strip() if m else None
 
 
+_FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line \d+')
+_INSTALLED = ("site-packages", "dist-packages")
+
+
+def crashed_in(fault_head: str) -> str | None:
+    """The top-level module whose code ran when the child crashed: the innermost frame of faulthandler's
+    report that lies in an installed package (``.../site-packages/numpy/__init__.py`` -> ``numpy``).
+
+    ``import cv2`` that dies inside ``import numpy`` (a NumPy built for newer CPUs) names numpy, the
+    package that lacks the instructions, not OpenCV. None without a report or an installed frame.
+    """
+    for line in (fault_head or "").splitlines():
+        m = _FRAME.match(line)
+        if not m or m.group("path").startswith("<"):
+            continue                                  # importlib's frozen frames say nothing about whose code
+        parts = re.split(r"[\\/]", m.group("path"))
+        marks = [k for k, part in enumerate(parts) if part in _INSTALLED]
+        if marks and marks[-1] + 1 < len(parts):
+            top = parts[marks[-1] + 1].split(".")[0]  # "numpy", "six.py" -> "six", "_cffi_backend.cpython-311-..."
+            if top and top.isidentifier():
+                return top
+    return None
+
+
 def _stage(data: dict[str, Any]) -> tuple[str | None, str | None]:
     """(step, module) of the child's last stage line: ("workload", "numpy") for "workload numpy"."""
     stage = data.get("stage")
@@ -106,6 +130,8 @@ def to_import_check(package: str, module: str, result: ChildResult) -> ImportChe
     d = result.diagnosis
     data = result.data
     check = ImportCheck(package=package, module=module, seconds=round(result.seconds, 3))
+    if d.signal is not None:
+        check.crashed_in = crashed_in(result.fault_head)
     step, at = _stage(data)
     check.stage = data.get("stage") if isinstance(data.get("stage"), str) else None
     workloads = data.get("workloads") if isinstance(data.get("workloads"), dict) else {}
@@ -164,6 +190,8 @@ def to_order_check(modules: list[str], result: ChildResult) -> ImportOrderCheck:
     libs = data.get("openmp_libs")
     check.openmp_libs = [str(x) for x in libs] if isinstance(libs, list) else []
     check.openmp_error = openmp_error(result.stderr_tail)
+    if d.signal is not None:
+        check.crashed_in = crashed_in(result.fault_head)
     order = " then ".join(modules)
     if d.kind == "ok":
         check.status, check.message = "ok", f"import {order} works"

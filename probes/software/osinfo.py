@@ -126,10 +126,44 @@ def _virtualization(root: Path, notes: list[str]) -> tuple[bool | None, str | No
         virt = xen.lower()
     vm = True if (hypervisor or virt) else hypervisor
     if vm and virt is None:
-        notes.append("which hypervisor is unknown: DMI does not name it")
+        notes.append(UNNAMED_HYPERVISOR)
     if hypervisor is None and not dmi:
         notes.append("virtualization unknown: no /proc/cpuinfo and no DMI under the root")
     return vm, virt
+
+
+UNNAMED_HYPERVISOR = "which hypervisor is unknown: DMI does not name it"
+
+
+def hypervisor_from_cpuid(signature: str | None) -> str | None:
+    """The hypervisor a CPUID leaf 0x40000000 signature names ("KVMKVMKVM" -> "kvm"); None when unknown."""
+    if not signature:
+        return None
+    wanted = " ".join(signature.split())
+    for entry in SOFTWARE_FACTS.data["cpuid_hypervisors"]:
+        if " ".join(entry["match"].split()) == wanted:
+            return entry["virtualization"]
+    return None
+
+
+def name_hypervisor(os_info: OsInfo, notes: list[str], signature: str | None) -> tuple[OsInfo, list[str]]:
+    """``os_info`` and ``notes`` with the hypervisor named from CPUID's hypervisor leaf when DMI did not name it.
+
+    The leaf is read by the CPUID check's child (:mod:`cpudoctor.probes.cpu.cpuid_check`); DMI, where it
+    names the hypervisor, stays the answer (a cloud's product name says more than "KVMKVMKVM").
+    """
+    import dataclasses
+
+    name = hypervisor_from_cpuid(signature)
+    if name is None or os_info.virtualization is not None or os_info.vm is False:
+        return os_info, notes                   # named already, or the OS's own facts say bare metal
+    if name == "hyperv" and os_info.system == "Windows" and os_info.vm is not True:
+        return os_info, notes                   # Windows runs itself under Hyper-V (VBS, WSL2): the leaf says so
+    said = f"which hypervisor: {name}, from CPUID's hypervisor leaf ({signature!r}); DMI does not name it"
+    notes = [said if n == UNNAMED_HYPERVISOR else n for n in notes]
+    if said not in notes:
+        notes.append(said)
+    return dataclasses.replace(os_info, virtualization=name, vm=True), notes
 
 
 def _container(root: Path, environ: Mapping[str, str] | None) -> str | None:

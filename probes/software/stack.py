@@ -40,7 +40,7 @@ from cpudoctor.probes.software.packages import (
     probe_packages,
     probe_python,
 )
-from cpudoctor.model import (BlasLib, ImportCheck, ImportOrderCheck, NumpyInfo, PackageInfo, PythonInfo, Software,
+from cpudoctor.model import (BlasLib, CpuidCheck, ImportCheck, ImportOrderCheck, NumpyInfo, PackageInfo, PythonInfo, Software,
     TorchBuild)
 
 
@@ -182,14 +182,11 @@ class SoftwareProbe:
         self.installed: dict[str, PackageInfo] = {}
         self.cpu = CpuInfo()
         self._base = sw
+        self.captured_cpuid = None               # a capture's CPUID check (its environment.json), for the CPU
+        self.carried = False                     # the software came with the capture: nothing to add to it
         if not live:
-            sw.captured = True
-            sw.notes.append(
-                f"captured tree at {self.root}: only file-based OS facts were read; Python, packages, "
-                "thread environment and child checks describe the machine running CPU Doctor, so they were skipped"
-            )
-            # The ISA table needs only the tree's cpuinfo flags: what this CPU could not run if installed.
-            sw.isa_risks = assess(cpu_for_risk(self.root, cpu), [])
+            self._base, self.captured_cpuid = _captured_software(self.root, sw, cpu)
+            self.carried = not self._base.captured
             return
         assert self.env is not None
         if python is not None and not _is_own(python):
@@ -206,7 +203,8 @@ class SoftwareProbe:
                                 "its packages and import checks are missing (choose another with --python)")
         sw.python.chosen_by = chosen_by
         sw.packages = probe_packages(dists)
-        sw.thread_env = filter_thread_env(self.env)
+        # As the user set it: a hiding variable a library set inside CPU Doctor (threadpoolctl) is not theirs.
+        sw.thread_env = filter_thread_env(child_environment(self.env, own_environ=self.own_environ)[0])
         sw.preload_libs = preload_names(self.env.get("LD_PRELOAD"))
         self.cpu = cpu_for_risk(self.root, cpu)
         sw.isa_risks = assess(self.cpu, sw.packages)
@@ -227,7 +225,7 @@ class SoftwareProbe:
     def quick(self) -> Software:
         """The stack without child processes: PyTorch and NumPy versions only, marked as a quick probe."""
         sw = copy.deepcopy(self._base)
-        if sw.captured:
+        if sw.captured or self.carried:
             return sw
         torch_pkg = self.installed.get("torch")
         sw.torch = TorchBuild(status="not_installed" if torch_pkg is None else "skipped",
@@ -244,12 +242,34 @@ class SoftwareProbe:
     def complete(self, *, timeout: float = 60.0, cache: bool | Path = True) -> Software:
         """The stack with the child checks (reused from the cache while nothing they depend on changed)."""
         sw = copy.deepcopy(self._base)
-        if sw.captured:
+        if sw.captured or self.carried:
             return sw
         if self.target is not None and not self.target.usable:
             return self.quick()
         _run_children(sw, self, timeout, cache)
         return sw
+
+
+def _captured_software(root: Path, sw: Software, cpu: CpuInfo | None) -> "tuple[Software, CpuidCheck | None]":
+    """The software of a captured tree: the capture's own environment description when it carries one
+    (its OS and GPU facts from the tree), else the tree's file-based facts only."""
+    from cpudoctor.probes.software.captured import ENVIRONMENT_FILE, read_captured
+
+    found, problem = read_captured(root)
+    if found is not None:
+        carried = copy.deepcopy(found.software)
+        carried.os, carried.gpus = sw.os, sw.gpus
+        # the tree's OS notes, where the facts came from, then the capture's own (its OS notes said once)
+        carried.notes = list(dict.fromkeys([*sw.notes, found.note, *carried.notes]))
+        return carried, found.cpuid_check
+    sw.captured = True
+    sw.notes.append(problem or (
+        f"captured tree at {root}: only file-based OS facts were read; the tree describes no Python environment "
+        f"(no {ENVIRONMENT_FILE}: an older capture, or hwloc-gather-topology), so Python, packages, thread "
+        "environment and child checks are unknown"))
+    # The ISA table needs only the tree's cpuinfo flags: what this CPU could not run if installed.
+    sw.isa_risks = assess(cpu_for_risk(root, cpu), [])
+    return sw, None
 
 
 def _is_own(python: str) -> bool:

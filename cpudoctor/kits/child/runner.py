@@ -57,6 +57,10 @@ _STAGE_TICK = 0.05       # the supervisor looks at the stop stages at least this
 _TAIL = 2000             # characters of stderr a probe result keeps for its error message
 _STDERR_LINES = 60
 _MAX_STDERR_LINE = 4000
+# faulthandler's report ("Fatal Python error: ...", then the stack, innermost frame first): its head is
+# kept apart from the tail, whose last lines are the outermost frames and say nothing about who crashed.
+_FAULT_START = "Fatal Python error:"
+_FAULT_LINES = 24
 
 MessageCallback = Callable[[Message], None]
 
@@ -70,6 +74,7 @@ class ChildEnd:
     stop_requested: bool = False        # someone asked it to stop (cancel, stop, or the timeout)
     start_error: str = ""               # why it could not start ("" when it did)
     stderr_tail: str = ""
+    fault_head: str = ""                # the first lines of a faulthandler report (innermost frames first)
     seconds: float = 0.0
     peak_rss_bytes: int | None = None   # of the child and all its descendants
     leftovers: int = 0                  # descendants that outlived the child and were ended
@@ -112,6 +117,7 @@ class ChildProcess:
         self._token = tree.new_token()
         self._descendants: tree.Descendants | None = None
         self._stderr: deque[str] = deque(maxlen=_STDERR_LINES)
+        self._fault: list[str] = []
         self._stage_lock = threading.Lock()     # the stop stages below
         self._deliver_lock = threading.Lock()   # messages one at a time, and none after the end
         self._closed = False
@@ -297,6 +303,7 @@ class ChildProcess:
             timed_out=timed_out,
             stop_requested=self._stop_requested,
             stderr_tail="\n".join(self._stderr),
+            fault_head="\n".join(self._fault),
             seconds=time.monotonic() - self._started_at,
             peak_rss_bytes=self._peak,
             leftovers=leftovers,
@@ -345,6 +352,8 @@ class ChildProcess:
             text = line.decode("utf-8", "replace").rstrip()
             if text.strip():
                 self._stderr.append(text[:_MAX_STDERR_LINE])
+                if (self._fault or text.startswith(_FAULT_START)) and len(self._fault) < _FAULT_LINES:
+                    self._fault.append(text[:_MAX_STDERR_LINE])
 
     def _release_subreaper(self) -> None:
         if self._subreaper:
@@ -440,6 +449,7 @@ class ChildResult:
     timed_out: bool = False
     data: dict[str, Any] = field(default_factory=dict)   # the child's fact objects, merged in order
     stderr_tail: str = ""
+    fault_head: str = ""                # faulthandler's report, innermost frames first (see ChildEnd)
     seconds: float = 0.0
     diagnosis: ExitDiagnosis = field(default_factory=lambda: ExitDiagnosis("error", message="not run"))
 
@@ -475,7 +485,7 @@ class _ProbeChild:
         end = self.child.wait()
         spec = self.spec
         result = ChildResult(what=spec.what, returncode=end.returncode, timed_out=end.timed_out, data=self.facts,
-                             stderr_tail=end.stderr_tail[-_TAIL:], seconds=end.seconds)
+                             stderr_tail=end.stderr_tail[-_TAIL:], fault_head=end.fault_head, seconds=end.seconds)
         if end.start_error:
             result.diagnosis = ExitDiagnosis("error", message=end.start_error)
             return result
