@@ -7,12 +7,33 @@ The package is one namespace mapped from the repository's top-level folders:
 gui -> advisor -> probes. Nothing is detected at import time.
 """
 
-from importlib.metadata import PackageNotFoundError, version as _version
 
-try:
-    __version__ = _version("cpudoctor")
-except PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0.0.0+unknown"
+
+def _installed_version() -> str:
+    """This distribution's version, from the name of its ``cpudoctor-VERSION.dist-info`` folder (the first on
+    the import path, as import finds the package): every command and the window read it at start, and
+    ``importlib.metadata`` (an e-mail parser, zipfile, csv) costs more than the rest of a quick report's
+    imports. ``importlib.metadata`` where no such folder is found (a zip, an egg)."""
+    import os
+    import sys
+
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or os.curdir)
+        except (OSError, TypeError, ValueError):
+            continue
+        for name in names:
+            if name.startswith("cpudoctor-") and name.endswith(".dist-info"):
+                return name[len("cpudoctor-"):-len(".dist-info")]
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("cpudoctor")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        return "0.0.0+unknown"
+
+
+__version__ = _installed_version()
 
 # The project's home, in one place: rule documentation links in exports point here (a relative
 # "docs/rules.md#..." breaks once a report is pasted into an issue). pyproject's [project.urls]

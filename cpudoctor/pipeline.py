@@ -107,14 +107,14 @@ def environment_python(env: "PythonEnv | None") -> str | None:
     return None if env is None or env.own else env.python
 
 
-def chosen_source(choice: str | None = None) -> Source:
+def chosen_source(choice: str | None = None, *, fast: bool = False) -> Source:
     """This machine, its software described in the environment ``choice`` names (``--python PATH|ENV``),
     else ``$CPUDOCTOR_PYTHON``, else the one the user most likely trains in: what ``cpudoctor doctor``
-    and ``report`` describe. Raises :class:`cpudoctor.probes.software.envs.EnvError` for a choice that
-    cannot be used."""
+    and ``report`` describe (``fast``: decided without running any interpreter). Raises
+    :class:`cpudoctor.probes.software.envs.EnvError` for a choice that cannot be used."""
     from cpudoctor.probes.software.envs import training_environment
 
-    env, chosen_by = training_environment(choice)
+    env, chosen_by = training_environment(choice, fast=fast)
     return Source.for_environment(env, chosen_by)
 
 
@@ -128,6 +128,9 @@ class StageResult:
 
 
 StageCallback = Callable[[StageResult], None]
+# Which Python environment this machine's software stages describe, decided while the CPU and topology
+# stages run: (interpreter or None for CPU Doctor's own, how it was chosen). See build_report.
+EnvironmentCallback = Callable[[], "tuple[str | None, str | None]"]
 
 
 class Cancelled(Exception):
@@ -165,6 +168,7 @@ def build_report(
     only: set[str] | None = None,
     on_stage: StageCallback | None = None,
     cancelled: Callable[[], bool] | None = None,
+    environment: EnvironmentCallback | None = None,
 ) -> Report:
     """Build the report of ``source`` and diagnose it.
 
@@ -175,6 +179,11 @@ def build_report(
     alone). A saved report is re-diagnosed with this CPU Doctor's rules; its
     own findings stay when the advisor cannot run.
 
+    ``environment``: for this machine, called once when the software stages start, instead of
+    ``source.python``: which environment to describe. The window passes one that waits for its
+    picker's decision (made meanwhile on another thread), so the machine's facts need not wait for it;
+    it may raise :class:`Cancelled`.
+
     Raises :class:`cpudoctor.model.report.ReportError` for an unreadable saved report
     and :class:`Cancelled` when ``cancelled()`` turns true between stages.
     """
@@ -182,18 +191,21 @@ def build_report(
     if source.kind == "saved":
         report = run.stage("load", lambda _r: load_report(source.path), None)
     else:
-        report = _probe(source, run, children=children, software=software)
+        report = _probe(source, run, children=children, software=software, environment=environment)
     if findings:
         report = run.stage("advisor", lambda r: diagnose(r, only), report)
     return report
 
 
-def _probe(source: Source, run: "_Run", *, children: bool, software: bool) -> Report:
+def _probe(source: Source, run: "_Run", *, children: bool, software: bool,
+           environment: EnvironmentCallback | None = None) -> Report:
     from cpudoctor.probes import probe_cpu, probe_topology
 
     root = source.path
     meta = Meta(generated_at=utc_now_iso(), tool_version=__version__, root=str(root), platform=sys.platform)
     report = run.stage("cpu", lambda _r: _probed(Report(meta=meta, cpu=probe_cpu(root)), "cpu", root), None)
+    # The CPUID child needs nothing the later stages find: it runs beside them (its stage collects it).
+    cpuid = _CpuidChild() if children and source.live and report.cpu.is_x86 else None
     report = run.stage("topology", lambda r: _probed(dataclasses.replace(r, topology=probe_topology(root)),
                                                      "topology", root), report)
     if software:
@@ -202,7 +214,10 @@ def _probe(source: Source, run: "_Run", *, children: bool, software: bool) -> Re
         probes: list[SoftwareProbe] = []      # the quick stage's probe, reused by the children stage
 
         def quick(r: Report) -> Report:
-            probes.append(SoftwareProbe(root, cpu=r.cpu, python=source.python, chosen_by=source.python_chosen_by))
+            python, chosen_by = source.python, source.python_chosen_by
+            if environment is not None and source.live:
+                python, chosen_by = environment()
+            probes.append(SoftwareProbe(root, cpu=r.cpu, python=python, chosen_by=chosen_by, ask=children))
             return _probed(dataclasses.replace(r, software=probes[0].quick()), "software", root)
 
         report = run.stage("software-quick", quick, report)
@@ -211,8 +226,8 @@ def _probe(source: Source, run: "_Run", *, children: bool, software: bool) -> Re
         if children and source.live and not probes[0].captured:
             report = run.stage("software-children", lambda r: _probed(
                 dataclasses.replace(r, software=probes[0].complete()), "software", root), report)
-    if children and source.live and report.cpu.is_x86:
-        report = run.stage("cpuid-cross-check", _cross_checked, report)
+    if cpuid is not None:
+        report = run.stage("cpuid-cross-check", cpuid.checked, report)
     return report
 
 
@@ -262,6 +277,31 @@ def _bound_value(value, notes: list[str], where: str):
         notes.append(f"{where}: a value beyond 64 bits was dropped")
         return None
     return value
+
+
+class _CpuidChild:
+    """The CPUID cross-check's child, started at once on a thread of its own; :meth:`checked` waits for it and
+    gives the report with the check on its CPU, as data and notes (a new CpuInfo: snapshots keep theirs)."""
+
+    def __init__(self):
+        import threading
+
+        from cpudoctor.probes.cpu.cpuid_check import run_child
+
+        self._result = None
+        self._thread = threading.Thread(target=self._run, args=(run_child,), name="cpudoctor-cpuid", daemon=True)
+        self._thread.start()
+
+    def _run(self, run_child) -> None:
+        self._result = run_child()
+
+    def checked(self, report: Report) -> Report:
+        from cpudoctor.probes.cpu.cpuid_check import CpuidResult, notes, summarise
+
+        self._thread.join()
+        result = self._result if self._result is not None else CpuidResult(error="the CPUID check did not run")
+        check = summarise(report.cpu, result)
+        return _with_cpuid_check(report, check, notes(report.cpu, check, result.xcr0))
 
 
 def _with_cpuid_check(report: Report, check, notes: list[str] | None = None) -> Report:

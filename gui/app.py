@@ -233,8 +233,6 @@ def main(argv: list[str] | None = None) -> int:
     from PySide6.QtCore import QSettings, QTimer
     from PySide6.QtWidgets import QApplication
 
-    import pyqtgraph as pg
-
     from cpudoctor.gui.icons import app_icon
     from cpudoctor.gui.main_window import APP_NAME, MainWindow
     from cpudoctor.gui.model import AppModel
@@ -251,7 +249,6 @@ def main(argv: list[str] | None = None) -> int:
         hints = app.styleHints()
         if hasattr(hints, "colorSchemeChanged"):
             hints.colorSchemeChanged.connect(lambda _scheme: apply_theme(app, "system"))
-    pg.setConfigOptions(antialias=True)
 
     model = AppModel()
     # With a report to open, this machine is probed only if that report cannot be read (see open_report).

@@ -15,6 +15,7 @@ window (:meth:`ReportCollector.set_environment`), as ``--python`` does on the CL
 from __future__ import annotations
 
 import logging
+import threading
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
@@ -22,7 +23,7 @@ from shiboken6 import isValid
 
 from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.workers import run_in_thread
-from cpudoctor.pipeline import Cancelled, Source, StageResult, build_report, planned_stages
+from cpudoctor.pipeline import Cancelled, Source, StageResult, build_report, environment_python, planned_stages
 from cpudoctor.render.words import status_text
 from cpudoctor.model import ReportError
 
@@ -38,8 +39,9 @@ RUNNING = {
     "cpuid-cross-check": "Cross-checking CPUID in a child process…",
     "advisor": "Running the advisor…",
 }
-# Stages after which the model gets the report (before them it is not worth showing yet).
-SHOWN = ("load", "software-quick", "software-children", "cpuid-cross-check")
+# Stages after which the model gets the report: the machine's facts after the topology (no child needed:
+# milliseconds), then each stage fills in.
+SHOWN = ("load", "topology", "software-quick", "software-children", "cpuid-cross-check")
 
 
 class ReportCollector(QObject):
@@ -62,6 +64,8 @@ class ReportCollector(QObject):
         self._kind: str | None = None       # the kind of source of the newest run
         self.environment = None            # the PythonEnv to describe; None: CPU Doctor's own
         self.chosen_by: str | None = None  # how it was chosen (PythonInfo.chosen_by)
+        self._chosen = threading.Event()   # set: the environment above is decided (a waiting run goes on)
+        self._chosen.set()
 
     @property
     def busy(self) -> bool:
@@ -78,15 +82,28 @@ class ReportCollector(QObject):
         return Source.tree(self.root).live
 
     def set_environment(self, env, chosen_by: str | None) -> None:
-        """The Python environment (a PythonEnv) the next :meth:`start` describes (None: CPU Doctor's own)."""
+        """The Python environment (a PythonEnv) the next :meth:`start` describes (None: CPU Doctor's own);
+        a run waiting for it (``start(environment_pending=True)``) goes on with it."""
         self.environment, self.chosen_by = env, chosen_by
+        self._chosen.set()
 
-    def start(self) -> None:
-        """Collect this machine's report again (drops any run in progress)."""
+    @property
+    def awaiting_environment(self) -> bool:
+        """A run in progress waits for :meth:`set_environment` before its software stages."""
+        return self._busy and not self._chosen.is_set()
+
+    def start(self, *, environment_pending: bool = False) -> None:
+        """Collect this machine's report again (drops any run in progress).
+
+        ``environment_pending``: the environment to describe is still being decided; the CPU and
+        topology stages run (and show) at once, the software stages wait for :meth:`set_environment`.
+        """
         source = Source.tree(self.root)
         if source.live:
             source = Source.for_environment(self.environment, self.chosen_by)
-        self._run(source)
+            if environment_pending:
+                self._chosen.clear()
+        self._run(source, wait_for_environment=environment_pending and source.live)
 
     def open(self, path: Path | str) -> None:
         """Show a saved report read-only, diagnosed with this CPU Doctor's rules; ``opened`` or ``open_failed`` follows."""
@@ -102,18 +119,32 @@ class ReportCollector(QObject):
         """A saved report is being read: a new run of this machine would drop what the user asked for."""
         return self._busy and self._kind == "saved"
 
-    def _run(self, source: Source) -> None:
+    def _run(self, source: Source, wait_for_environment: bool = False) -> None:
         self._kind = source.kind
         self._generation += 1
         gen = self._generation
         self._set_busy(True)
         stages = planned_stages(source, children=self.children)
         self.model.status_message.emit(RUNNING[stages[0]])
-        run_in_thread(build_report, source, children=self.children,
+        extra = {"environment": self._environment_waiter(gen)} if wait_for_environment else {}
+        run_in_thread(build_report, source, children=self.children, **extra,
                       progress_arg="on_stage", on_progress=lambda stage: self._on_stage(gen, source, stage),
                       cancelled=lambda: gen != self._generation,
                       on_result=lambda report: self._done(gen, source, report),
                       on_error=lambda exc: self._fail(gen, source, exc))
+
+    def _environment_waiter(self, gen: int):
+        """For the pipeline's worker thread: wait until the environment is decided (or this run is dropped)."""
+        chosen = self._chosen
+
+        def wait() -> tuple[str | None, str | None]:
+            while not chosen.wait(0.1):
+                if gen != self._generation:
+                    raise Cancelled("software-quick")
+            if gen != self._generation:
+                raise Cancelled("software-quick")
+            return environment_python(self.environment), self.chosen_by
+        return wait
 
     def _current(self, gen: int, source: Source) -> bool:
         """Still the newest run (and the collector still there); for this machine, also still what the model shows."""

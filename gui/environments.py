@@ -59,9 +59,15 @@ class EnvLookup:
         return envs_mod.describe(Path(python), "chosen in the window", ctx, cache=self.cache)
 
     def default(self) -> tuple[PythonEnv | None, str]:
-        """What the CLI describes without ``--python``: ``$CPUDOCTOR_PYTHON``, else the likely one."""
+        """What the CLI describes without ``--python``: ``$CPUDOCTOR_PYTHON``, else the active environment, the
+        working folder's, the likely one (decided from files, running only the chosen interpreter)."""
         return envs_mod.training_environment(None, environ=self.environ, home=self.home, cwd=self.cwd,
                                              run_conda=self.run_conda, cache=self.cache)
+
+    def decide(self) -> tuple[PythonEnv | None, str]:
+        """The default without ``$CPUDOCTOR_PYTHON`` (when that one cannot be used)."""
+        env = envs_mod.decide(self.environ, self.home, self.cwd, cache=self.cache)
+        return env, envs_mod.why_chosen(env)
 
 
 def identity(env: PythonEnv) -> str:
@@ -110,6 +116,9 @@ class EnvironmentChooser(QObject):
         self.listed_once = False
         self._extra: list[PythonEnv] = []  # chosen by hand, not found by discovery: kept in the listing
         self._started = False
+        self._initial_over = False         # the default's decision has ended (well or not)
+        self._list_wanted = False          # someone asked for the listing (start, the picker's menu)
+        self._listing = 0                  # listings in progress
         self._list_gen = 0
         self._pick_gen = 0
         self._busy = 0
@@ -139,6 +148,18 @@ class EnvironmentChooser(QObject):
 
     def start(self) -> None:
         """Decide the default, then list the environments (once; both off the UI thread)."""
+        self._list_wanted = True
+        if not self._started:
+            self.decide_default()
+        elif self._initial_over and not self.listed_once and not self._listing:
+            self._list(fresh=False)
+
+    def decide_default(self) -> None:
+        """Decide the default only (once, off the UI thread); the listing waits for :meth:`start`.
+
+        The window decides this way when it opens: the report needs one environment, and asking every
+        interpreter on the machine would compete with it for the CPU. The listing follows when the
+        picker's menu opens, the Training page needs it, or the first report is done."""
         if self._started:
             return
         self._started = True
@@ -158,13 +179,20 @@ class EnvironmentChooser(QObject):
     def _list(self, fresh: bool) -> None:
         self._list_gen += 1
         gen = self._list_gen
+        self._listing += 1
         self._begin()
         run_in_thread(self.lookup.find, fresh, on_result=lambda envs: self._listed(gen, envs),
-                      on_error=lambda exc: self._list_failed(gen, exc), on_finished=self._end)
+                      on_error=lambda exc: self._list_failed(gen, exc), on_finished=self._list_ended)
+
+    def _list_ended(self) -> None:
+        self._listing = max(0, self._listing - 1)
+        self._end()
 
     def _after_initial(self) -> None:
+        self._initial_over = True
         self._end()
-        self._list(fresh=False)
+        if self._list_wanted and not self.listed_once and not self._listing:
+            self._list(fresh=False)
 
     def _initial_done(self, gen: int, answer: tuple[PythonEnv | None, str, str]) -> None:
         env, chosen_by, note = answer
@@ -281,7 +309,6 @@ def _initial_choice(lookup: EnvLookup, remembered: str | None) -> tuple[PythonEn
     try:
         env, chosen_by = lookup.default()
     except EnvError as exc:
-        found = envs_mod.likely_training_env(lookup.find())
-        env, chosen_by = found, "likely" if found is not None else "only-own"
-        note = words.fallback_text(str(exc), found)
+        env, chosen_by = lookup.decide()
+        note = words.fallback_text(str(exc), env)
     return env, chosen_by, note

@@ -9,8 +9,10 @@ stops into QColors, the Monitor into a pyqtgraph lookup table.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 # (position 0..1, colour); light and dark themes
 LIGHT_STOPS: tuple[tuple[float, str], ...] = ((0.0, "#f3f4f6"), (0.5, "#f1cb8e"), (1.0, "#d4692f"))
@@ -39,6 +41,11 @@ def rgb_at(percent: float | None, dark: bool = False) -> tuple[int, int, int]:
     return _rgb(s[-1][1])
 
 
-def lookup_table(dark: bool = False, size: int = 256) -> np.ndarray:
-    """(size, 3) uint8 colours from 0 % to 100 %, for an image of loads with levels (0, 100)."""
+def lookup_table(dark: bool = False, size: int = 256) -> "np.ndarray":
+    """(size, 3) uint8 colours from 0 % to 100 %, for an image of loads with levels (0, 100).
+
+    numpy is imported here, not with the module: the topology map shares this scale and is built before
+    the window's first paint, which numpy's import would delay (the Monitor, built after, has it anyway)."""
+    import numpy as np
+
     return np.array([rgb_at(100.0 * i / (size - 1), dark) for i in range(size)], dtype=np.uint8)

@@ -25,6 +25,7 @@ from cpudoctor.gui.env_picker import EnvironmentPicker
 from cpudoctor.gui.environments import WINDOW, EnvLookup
 from cpudoctor.gui.icons import app_icon, icon
 from cpudoctor.gui.model import AppModel
+from cpudoctor.gui.page_set import PageSet
 from cpudoctor.gui.sampler import DEFAULT_HZ, LiveSampler
 from cpudoctor.render import env_choice
 from cpudoctor.model import Report
@@ -36,6 +37,7 @@ SIDEBAR_COMPACT_PX = 56
 COMPACT_BELOW_PX = 1000       # narrower windows show the sidebar as icons only
 ICON_TOOLBAR_BELOW_PX = 900   # narrower still: the toolbar's buttons too (the Environment picker keeps its text)
 PICKER_TEXT_PX = (190, 320)   # the environment picker's text in a compact / a wide window (then elided)
+LATE_PAGES_MS = 600           # after the window is shown, the pages it did not wait for are built (gui/page_set.py)
 TITLE_ROLE = Qt.ItemDataRole.UserRole + 1
 # (module under cpudoctor.gui, class name) in sidebar order
 PAGES: tuple[tuple[str, str], ...] = (
@@ -133,7 +135,6 @@ class MainWindow(QMainWindow):
         self.environments.settings = self.settings
         if env_lookup is not None:
             self.environments.lookup = env_lookup
-        self._collect_when_chosen = False  # collect this machine once the default is known
         self._environment_known = False    # the first choice (usually the default) has arrived
         self.setWindowTitle(APP_NAME)
         self.setWindowIcon(app_icon())
@@ -141,12 +142,11 @@ class MainWindow(QMainWindow):
 
         self.collector = ReportCollector(self.model, root=root, children=children, parent=self)
         self.sampler = LiveSampler(self.model, rate_hz=self._setting_float("monitor/rate_hz", DEFAULT_HZ), parent=self)
-        self.pages: dict[str, QWidget] = {}
+        self.pages: PageSet                # title -> page (Monitor and Training built just after the first paint)
         self.report_actions = None
 
         self._build_central()
         self._build_pages()
-        self._keep_lab_runs()
         self._build_actions()
         self._build_status()
         self._wire()
@@ -183,30 +183,42 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(central)
 
     def _build_pages(self) -> None:
-        for cls in page_classes():
-            page = cls(self.model)
-            self.pages[cls.title] = page
-            self.stack.addWidget(page)
-            item = QListWidgetItem(icon(cls.icon_name), cls.title)
-            item.setData(TITLE_ROLE, cls.title)
+        self.pages = PageSet(self.stack, lambda cls: cls(self.model), self._page_built)
+        for module, cls_name in PAGES:
+            title = self.pages.add(module, cls_name, late=True)
+            item = QListWidgetItem(icon(self.pages.icons[title]), title)
+            item.setData(TITLE_ROLE, title)
             item.setSizeHint(QSize(160, 38))
             self.sidebar.addItem(item)
-            nav = getattr(page, "navigate", None)
-            if nav is not None and hasattr(nav, "connect"):
-                nav.connect(self.show_page)
-            finding = getattr(page, "open_finding", None)
-            if finding is not None and hasattr(finding, "connect"):
-                finding.connect(self.open_finding)
         self.sidebar.currentRowChanged.connect(self._on_row)
 
-    def _keep_lab_runs(self) -> None:
+    def _page_built(self, title: str, page: QWidget) -> None:
+        """Wire a page once it exists (the Monitor and Training pages are built after the first paint)."""
+        nav = getattr(page, "navigate", None)
+        if nav is not None and hasattr(nav, "connect"):
+            nav.connect(self.show_page)
+        finding = getattr(page, "open_finding", None)
+        if finding is not None and hasattr(finding, "connect"):
+            finding.connect(self.open_finding)
+        if title == "Monitor":
+            page.set_rate(self.sampler.rate_hz)
+            page.rate_changed.connect(self._set_rate)
+            page.paused_changed.connect(self._set_paused)
+        elif title == "Training":
+            self._keep_lab_runs(page)
+
+    def _keep_lab_runs(self, training: QWidget) -> None:
         """The Training page keeps its runs between sessions beside the window's settings file."""
         from cpudoctor.gui.training_runs import RunStore
 
-        training = self.pages.get("Training")
         where = self.settings.fileName()
-        if training is not None and where:
+        if where:
             training.set_run_store(RunStore(Path(where).with_name("lab-runs.json")))
+
+    def _build_late_pages(self) -> None:
+        """One page the window did not wait for, per turn of the event loop, while it is shown."""
+        if self.isVisible() and self.pages.build_next():
+            QTimer.singleShot(0, self._build_late_pages)
 
     def set_compact_sidebar(self, compact: bool) -> None:
         """Icons only (titles in tooltips): a narrow window gives its width to the page."""
@@ -292,7 +304,7 @@ class MainWindow(QMainWindow):
         file_menu.addAction(self.quit_action)
         view_menu = menu.addMenu("&View")
         for i, title in enumerate(self.pages):
-            act = QAction(icon(type(self.pages[title]).icon_name), title, self)
+            act = QAction(icon(self.pages.icons[title]), title, self)
             if i < 9:
                 act.setShortcut(QKeySequence(f"Ctrl+{i + 1}"))
             act.triggered.connect(lambda _=False, t=title: self.show_page(t))
@@ -328,6 +340,7 @@ class MainWindow(QMainWindow):
         m.status_message.connect(lambda text: self.statusBar().showMessage(text, 8000))
         m.report_changed.connect(self._on_report)
         self.collector.busy_changed.connect(self._show_busy)
+        self.collector.busy_changed.connect(self._list_when_idle)
         self.environments.looking_changed.connect(self._show_busy)
         self.collector.open_failed.connect(self._open_failed)
         # a saved report starts at its summary, not on a live page (Monitor, Inspector) of this machine
@@ -335,11 +348,6 @@ class MainWindow(QMainWindow):
         self.banner.back.clicked.connect(self.refresh)
         self.environments.chosen.connect(self._on_environment)
         self.environments.rejected.connect(self._environment_rejected)
-        monitor = self.pages.get("Monitor")
-        if monitor is not None:
-            monitor.set_rate(self.sampler.rate_hz)
-            monitor.rate_changed.connect(self._set_rate)
-            monitor.paused_changed.connect(self._set_paused)
 
     # -- settings -------------------------------------------------------------
     def _setting_float(self, key: str, default: float) -> float:
@@ -370,8 +378,7 @@ class MainWindow(QMainWindow):
 
     # -- behaviour ------------------------------------------------------------
     def current_page_title(self) -> str:
-        page = self.stack.currentWidget()
-        return type(page).title if page is not None else ""
+        return self.pages.title_at(self.stack.currentIndex())
 
     def show_page(self, title: str) -> None:
         titles = list(self.pages)
@@ -387,6 +394,7 @@ class MainWindow(QMainWindow):
 
     def _on_row(self, row: int) -> None:
         if row >= 0:
+            self.pages.get(self.pages.title_at(row))       # a page the window did not wait for is built now
             self.stack.setCurrentIndex(row)
 
     def _on_report(self, report: Report) -> None:
@@ -408,16 +416,13 @@ class MainWindow(QMainWindow):
     def _on_environment(self, env, chosen_by: str) -> None:
         """The environment chosen (the default when the window opens, or the user's pick): this
         machine's report describes it, built anew; a saved report shown stays."""
+        awaited = self.collector.awaiting_environment       # the report in progress waits for exactly this
         self.collector.set_environment(env, chosen_by)
         default, self._environment_known = not self._environment_known and chosen_by != WINDOW, True
-        if self.collector.opening or self.model.read_only:
-            # the user's file is what to show (however it was opened); Back to this machine uses this choice
-            self._collect_when_chosen = False
+        if awaited or self.collector.opening or self.model.read_only:
+            # awaited: the run goes on with it; a saved report: the user's file is what to show (however
+            # it was opened), and Back to this machine uses this choice
             self._show_busy()
-            return
-        if self._collect_when_chosen:       # this machine's report was waiting for the default
-            self._collect_when_chosen = False
-            self.collector.start()
             return
         if default:
             return                          # nothing was waiting for it (the window was told not to probe)
@@ -426,9 +431,15 @@ class MainWindow(QMainWindow):
             self.model.status_message.emit(env_choice.switching_text(env))
             self.collector.start()
 
+    def _list_when_idle(self, busy: bool) -> None:
+        """Once this machine's first report is done, list the environments for the picker (off the
+        critical path: asking every interpreter competes with the report's checks for the CPU)."""
+        if not busy and self.environments.decided and not self.environments.listed_once:
+            self.environments.start()
+
     def _show_busy(self, _busy: bool = False) -> None:
-        """The status bar's busy bar: a report being built, or this machine's report waiting for its environment."""
-        self.busy.setVisible(self.collector.busy or (self._collect_when_chosen and self.environments.looking))
+        """The status bar's busy bar: a report being built (perhaps waiting for its environment)."""
+        self.busy.setVisible(self.collector.busy)
 
     def _environment_rejected(self, message: str) -> None:
         QMessageBox.warning(self, "Cannot use this Python", message)
@@ -446,14 +457,14 @@ class MainWindow(QMainWindow):
     def refresh(self) -> None:
         """Probe this machine again (also leaves a report opened from a file).
 
-        The first time, this machine's report waits for the Python environment to describe
-        (the one chosen last time: milliseconds; a first listing of the machine's environments:
-        about a second); the window and the Monitor do not.
+        The first time, the Python environment to describe is decided meanwhile (the one chosen last
+        time, else the CLI's default: milliseconds, one interpreter at most): the machine's facts show
+        at once, and the software stages wait for the decision.
         """
         self.model.read_only = False
         if self.collector.live and not self.environments.decided:
-            self._collect_when_chosen = True
-            self.environments.start()
+            self.environments.decide_default()
+            self.collector.start(environment_pending=True)
             return
         self.collector.start()
 
@@ -469,9 +480,8 @@ class MainWindow(QMainWindow):
         A bad file gets a message, not a crash; when nothing is shown yet (the window was
         started with that file), this machine is read instead.
         """
-        self._collect_when_chosen = False   # the user's file, not this machine, is what to show now
-        self._show_busy()
         self.collector.open(path)
+        self._show_busy()
 
     def _open_failed(self, message: str) -> None:
         QMessageBox.warning(self, "Cannot open the report", message)
@@ -489,14 +499,14 @@ class MainWindow(QMainWindow):
     # -- lifecycle ------------------------------------------------------------
     def showEvent(self, event) -> None:  # noqa: N802 - Qt API
         super().showEvent(event)
-        monitor = self.pages.get("Monitor")
+        monitor = self.pages.built("Monitor")
         if not (monitor is not None and monitor.paused):
             self.sampler.start()
+        QTimer.singleShot(LATE_PAGES_MS, self._build_late_pages)
         if self._collect_on_show:
             self._collect_on_show = False
             # after the first paint, so the window appears before any probe runs
             QTimer.singleShot(0, self.refresh)
-            QTimer.singleShot(0, self.environments.start)
 
     def hideEvent(self, event) -> None:  # noqa: N802 - Qt API
         super().hideEvent(event)
@@ -505,7 +515,7 @@ class MainWindow(QMainWindow):
     def changeEvent(self, event) -> None:  # noqa: N802 - Qt API
         super().changeEvent(event)
         if event.type() == event.Type.WindowStateChange:
-            monitor = self.pages.get("Monitor")
+            monitor = self.pages.built("Monitor")
             if self.isMinimized():
                 self.sampler.pause()        # nobody looks at a minimised window
             elif self.isVisible() and not (monitor is not None and monitor.paused):

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from cpudoctor.probes.software import envs as envs_mod
+from cpudoctor.probes.software import pyquery
 from cpudoctor.probes.software.envs import EnvError, describe, discover, rank, resolve
 
 
@@ -103,16 +104,22 @@ def test_own_environment_is_not_the_default_when_another_has_torch(world):
     assert own and found.index(own[0]) > 0
 
 
+def counting_runs(monkeypatch) -> list:
+    """Every interpreter CPU Doctor runs to ask who it is, from now on."""
+    calls: list = []
+    real = pyquery.run_all
+
+    def counting(argvs, *args, **kwargs):
+        calls.extend(argvs)
+        return real(argvs, *args, **kwargs)
+
+    monkeypatch.setattr(pyquery, "run_all", counting)
+    return calls
+
+
 def test_second_listing_uses_the_cache(world, monkeypatch):
     _discover(world)
-    calls = []
-    real = subprocess.run
-
-    def counting(*args, **kwargs):
-        calls.append(args[0])
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(envs_mod.subprocess, "run", counting)
+    calls = counting_runs(monkeypatch)
     _discover(world)
     assert calls == []
 

@@ -542,3 +542,191 @@ def test_odd_reports_in_the_window(qtbot, tmp_path_factory, text):
         win.close()
         QThreadPool.globalInstance().waitForDone(30_000)
     shutil.rmtree(work, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------- family 4: interpreters that lie
+
+def _json_values():
+    leaves = st.one_of(st.none(), st.booleans(), st.integers(-(10 ** 20), 10 ** 20), st.floats(allow_nan=False),
+                       st.text(max_size=40), st.sampled_from(["3.11.2", "/usr", "", "\x1b[2J", "a\nb", "x" * 5000]))
+    return st.recursive(leaves, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8),
+                                                                                            inner, max_size=4),
+                        max_leaves=12)
+
+
+FIELDS = ["version", "implementation", "prefix", "base_prefix", "executable", "site", "usersite"]
+
+
+@st.composite
+def interpreter_answer(draw) -> tuple[bytes, int]:
+    """What a program posing as a Python prints (and its exit code): a real answer with fields of random
+    types, any JSON, or any bytes."""
+    kind = draw(st.sampled_from(["fields", "fields", "json", "bytes", "lines"]))
+    if kind == "fields":
+        answer = {"version": "3.11.2", "implementation": "cpython", "prefix": "/opt/py", "base_prefix": "/opt/py",
+                  "executable": "/opt/py/bin/python", "site": ["/opt/py/lib/site-packages"], "usersite": None}
+        for name in draw(st.lists(st.sampled_from(FIELDS), min_size=1, max_size=3)):
+            if draw(st.booleans()):
+                answer[name] = draw(_json_values())
+            else:
+                answer.pop(name, None)
+        payload = json.dumps(answer).encode()
+    elif kind == "json":
+        payload = json.dumps(draw(_json_values())).encode()
+    elif kind == "lines":
+        payload = "\n".join(draw(st.lists(st.text(max_size=60), max_size=3))).encode("utf-8", "surrogateescape")
+    else:
+        payload = draw(st.binary(max_size=400))
+    return payload, draw(st.sampled_from([0, 0, 0, 1, 2, 139]))
+
+
+def _lying_python(folder: Path, payload: bytes, code: int) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "answer").write_bytes(payload)
+    python = folder / "bin" / "python"
+    python.parent.mkdir(exist_ok=True)
+    python.write_text(f'#!/bin/sh\ncat "{folder / "answer"}"\necho "stderr \\033[2J noise" >&2\nexit {code}\n')
+    python.chmod(0o755)
+    (folder / "pyvenv.cfg").write_text("home = /nowhere\n")
+    return python
+
+
+@FUZZ
+@given(case=interpreter_answer())
+def test_lying_interpreters(tmp_path_factory, case):
+    from cpudoctor.probes.software.envs import EnvError, describe, discover, resolve
+    from cpudoctor.render.envs import render_json, render_text
+
+    work = tmp_path_factory.mktemp("fuzz-python")
+    home = work / "home"
+    python = _lying_python(home / ".virtualenvs" / "liar", *case)
+    where = dict(environ={"HOME": str(home), "PATH": "/nonexistent"}, home=home, cwd=work)
+    with counted("interpreters"), watchdog():
+        for _ in range(2):                                  # the second time from the cache
+            env = describe(python, cache=work / "cache")
+            assert env.error is None or "\n" not in env.error
+            assert env.version is None or isinstance(env.version, str)
+            assert all(isinstance(d, str) for d in env.site_dirs)
+            try:
+                resolve(str(python), **where, cache=work / "cache")
+            except EnvError as exc:
+                assert "\n" not in str(exc) and len(str(exc)) < 1000
+            found = discover(**where, run_conda=False, cache=work / "cache")
+            _no_escapes(render_text(found), "envs")
+            json.loads(render_json(found))
+    shutil.rmtree(work, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------- family 5: environments.txt
+
+ENV_LINES = st.one_of(
+    st.sampled_from(["", "#", "/", ".", "..", "~", "/dev/zero", "/proc/self/fd/0", "/nonexistent/env", "x" * 5000,
+                     "/" + "y" * 100_000, "\x00", "/tmp/\x00nul", "\x1b]52;c;aGk=\x07", "\u2028", "\r", "FIFO",
+                     "LOOP", "DIR", "FILE", "ENV"]),
+    st.text(max_size=60),
+    st.binary(max_size=60).map(lambda b: b.decode("latin-1")),
+)
+
+
+@FUZZ
+@given(lines=st.lists(ENV_LINES, max_size=8), raw=st.binary(max_size=200))
+def test_environments_txt(tmp_path_factory, lines, raw):
+    from cpudoctor.probes.software.envs import discover, training_environment
+    from cpudoctor.render.envs import render_text
+
+    work = tmp_path_factory.mktemp("fuzz-envtxt")
+    home = work / "home"
+    (home / ".conda").mkdir(parents=True)
+    special = {"FIFO": work / "fifo", "LOOP": work / "loop", "DIR": work / "dir", "FILE": work / "file",
+               "ENV": work / "env"}
+    os.mkfifo(special["FIFO"])
+    special["LOOP"].symlink_to(special["LOOP"].name)
+    special["DIR"].mkdir()
+    special["FILE"].write_text("x")
+    (special["ENV"] / "conda-meta").mkdir(parents=True)
+    (special["ENV"] / "bin").mkdir()
+    os.mkfifo(special["ENV"] / "bin" / "python")
+    text = "\n".join(str(special.get(line, line)) for line in lines).encode("utf-8", "surrogateescape") + raw
+    (home / ".conda" / "environments.txt").write_bytes(text)
+    where = dict(environ={"HOME": str(home), "PATH": "/nonexistent"}, home=home, cwd=work)
+    with counted("environments.txt"), watchdog():
+        found = discover(**where, run_conda=False, cache=False, deadline=5.0)
+        _no_escapes(render_text(found), "envs")
+        training_environment(**where, cache=False, fast=True)
+    shutil.rmtree(work, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------- family 6: METADATA and friends
+
+DIST_FILES = ["METADATA", "RECORD", "INSTALLER", "PKG-INFO", "top_level.txt"]
+
+
+@st.composite
+def dist_folder(draw) -> tuple[str, dict[str, str | bytes]]:
+    name = draw(st.sampled_from(["torch-2.4.0+cpu.dist-info", "numpy-1.26.4.dist-info", "opencv_python-4.8.dist-info",
+                                 "torch.egg-info", "numpy-1.26.4-py3.11.egg-info", "-.dist-info", ".dist-info",
+                                 "tensorflow-2.16.1.dist-info", "weird\nname-1.0.dist-info", "x" * 200 + ".dist-info"]))
+    files: dict[str, str | bytes] = {}
+    for file in draw(st.lists(st.sampled_from(DIST_FILES), max_size=4, unique=True)):
+        files[file] = draw(st.one_of(
+            st.sampled_from(["FIFO", "ZERO", "HUGE", "DIR", "LOOP"]),
+            st.binary(max_size=300),
+            st.builds(lambda n, v, extra: f"Metadata-Version: 2.1\nName: {n}\nVersion: {v}\n{extra}".encode(
+                "utf-8", "surrogateescape"), st.text(max_size=30), st.text(max_size=30), st.text(max_size=200)),
+            st.builds(lambda rows: "\n".join(rows).encode(), st.lists(st.sampled_from(
+                ["torch/_C.so,sha256=x,1", "a.py,,", "lib.so.1.2,,", ",,,", "x" * 5000]), max_size=5))))
+    return name, files
+
+
+def _write_dist(site: Path, name: str, files: dict[str, str | bytes]) -> None:
+    info = site / name.replace("/", "_")
+    try:
+        info.mkdir()
+    except (FileExistsError, OSError):
+        return
+    for file, content in files.items():
+        path = info / file
+        if content == "FIFO":
+            os.mkfifo(path)
+        elif content == "ZERO":
+            path.symlink_to("/dev/zero")
+        elif content == "HUGE":
+            with open(path, "wb") as fh:
+                fh.truncate(8 << 30)
+        elif content == "DIR":
+            path.mkdir()
+        elif content == "LOOP":
+            path.symlink_to(path.name)
+        else:
+            path.write_bytes(content)
+
+
+@FUZZ
+@given(folders=st.lists(dist_folder(), min_size=1, max_size=5),
+       pth=st.lists(st.sampled_from(["import site; site.addsitedir('/nonexistent')", "import os; os._exit(3)",
+                                     "import site; site.addsitedir(", "../..", "/dev/zero", "SELF", "#",
+                                     "import sys; sys.path.insert(0, '/tmp')", "x" * 5000]), max_size=3))
+def test_metadata_files(tmp_path_factory, folders, pth):
+    from cpudoctor.probes.software.dists import distributions, versions
+    from cpudoctor.probes.software.envs import describe
+    from cpudoctor.probes.software.packages import compiled_distributions, probe_packages
+
+    work = tmp_path_factory.mktemp("fuzz-dist")
+    venv = work / "venv"
+    site = venv / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("version = 3.11.7\n")
+    (venv / "bin").mkdir()
+    (venv / "bin" / "python").write_text("#!/bin/sh\nexit 1\n")
+    (venv / "bin" / "python").chmod(0o755)
+    for name, files in folders:
+        _write_dist(site, name, files)
+    (site / "extra.pth").write_text("\n".join(str(site) if line == "SELF" else line for line in pth) + "\n")
+    with counted("METADATA"), watchdog():
+        dists = distributions([site])
+        probe_packages(dists)
+        compiled_distributions(dists)
+        versions([site], ["torch", "numpy"])
+        env = describe(venv, ask=False, cache=False)
+        assert env.from_files and env.version == "3.11.7"
+    shutil.rmtree(work, ignore_errors=True)

@@ -99,7 +99,7 @@ def test_picker_lists_the_environments_off_the_ui_thread_and_prefers_one_with_to
     assert found.threads and threading.get_ident() not in found.threads
     names = [e.name for _a, e in picker.entries]
     assert {"project/.venv", "plain", "broken"} <= set(names)
-    assert chooser.current.name == "project/.venv" and chooser.chosen_by == "likely"
+    assert chooser.current.name == "project/.venv" and chooser.chosen_by == "working-folder"
     assert "torch 2.4.0+cpu" in picker.entry("project/.venv").text() and picker.entry("project/.venv").isChecked()
     assert "no torch" in picker.entry("plain").text()
     assert "numpy 2.0.1" in picker.entry("project/.venv").text()             # issue 28, 10: numpy is shown
@@ -115,7 +115,7 @@ def test_picker_lists_the_environments_off_the_ui_thread_and_prefers_one_with_to
 
 def test_choosing_rebuilds_the_report_there_and_is_remembered(qtbot, world, settings):
     window = _window(qtbot, world, settings, collect=True)
-    qtbot.waitUntil(_described(window, world["torch"], "likely"), timeout=60_000)
+    qtbot.waitUntil(_described(window, world["torch"], "working-folder"), timeout=60_000)
     qtbot.waitUntil(lambda: window.environments.listed_once, timeout=60_000)
     window.env_picker.entry("plain").trigger()
     qtbot.waitUntil(_described(window, world["plain"], "window"), timeout=60_000)
@@ -178,7 +178,7 @@ def test_default_honours_cpudoctor_python_and_a_forgotten_choice_falls_back(qtbo
     later.message.connect(notes.append)
     with qtbot.waitSignal(later.chosen, timeout=60_000) as got:
         later.start()
-    assert got.args[0].name == "project/.venv" and got.args[1] == "likely"
+    assert got.args[0].name == "project/.venv" and got.args[1] == "working-folder"
     assert any("chosen last time" in n and "no such file" in n for n in notes)
     qtbot.waitUntil(lambda: not later.looking, timeout=60_000)
 

@@ -43,8 +43,8 @@ def test_window_opens_with_every_present_page(window):
     assert {"overview_page", "flags_page", "monitor_page"} <= {m for m, _ in expected}
     assert window.sidebar.count() == window.stack.count() == len(expected)
     for row, (module, cls_name) in enumerate(expected):
-        page = window.stack.widget(row)
-        assert type(page).__name__ == cls_name
+        page = window.pages[window.pages.title_at(row)]     # a page built after the first paint: built on look-up
+        assert window.stack.widget(row) is page and type(page).__name__ == cls_name
         item = window.sidebar.item(row)
         assert item.data(mw.TITLE_ROLE) == type(page).title
         assert item.text() == type(page).title or item.toolTip() == type(page).title    # compact: tooltip
@@ -169,12 +169,15 @@ def test_collector_fills_the_model_in_the_background(qtbot):
 
     model = AppModel()
     collector = ReportCollector(model, children=False)
+    shown = []
+    model.report_changed.connect(shown.append)
     with qtbot.waitSignal(model.report_changed, timeout=20_000) as got:
         collector.start()
-    report = got.args[0]
-    assert report.topology.logical_cpus and report.software is not None
-    assert not report.software.children_ran          # the cheap stage: no child processes
+    first = got.args[0]
+    assert first.topology.logical_cpus and first.software is None     # the machine's facts first, at once
     qtbot.waitUntil(lambda: not collector.busy, timeout=30_000)
+    report = shown[-1]
+    assert report.software is not None and not report.software.children_ran   # the cheap stage: no children
 
 
 def test_stale_results_are_dropped(qtbot):

@@ -149,7 +149,7 @@ def test_default_is_the_likely_training_environment_not_cpu_doctors_own(envs, tm
     out = _cli("report", "--fast", "--format", "json", "--no-findings", cwd=project, home=tmp_path)
     assert out.returncode == 0, out.stderr
     py = json.loads(out.stdout)["software"]["python"]
-    assert py["chosen_by"] == "likely" and py["own"] is False
+    assert py["chosen_by"] == "working-folder" and py["own"] is False
     assert py["prefix"] == "~/project/.venv"                    # the home folder is redacted, like every path
 
 

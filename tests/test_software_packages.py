@@ -58,7 +58,7 @@ def test_normalize_and_package_of():
 
 
 def _patch(monkeypatch, dists):
-    monkeypatch.setattr(pk.metadata, "distributions", lambda: iter(dists))
+    monkeypatch.setattr(pk, "safe_distributions", lambda: list(dists))
 
 
 def test_cpu_stack_from_patched_metadata(monkeypatch):

@@ -84,8 +84,8 @@ def source_from(args: argparse.Namespace) -> "Source":
     from cpudoctor.pipeline import chosen_source
     from cpudoctor.probes.software.envs import EnvError
 
-    try:
-        return chosen_source(python)
+    try:   # --fast: the default environment is decided without running any interpreter
+        return chosen_source(python, fast=bool(getattr(args, "fast", False)))
     except EnvError as exc:
         raise CliError(str(exc)) from None
 

@@ -18,7 +18,6 @@ import json
 from pathlib import Path
 
 from cpudoctor.commands import CliError, emit, output_format, root_arg
-from cpudoctor.render.inspect import render_list, render_text
 
 
 
@@ -70,6 +69,8 @@ def run(args: argparse.Namespace) -> int:
         from cpudoctor.probes.process.inspect import BUSY_PERCENT, candidates, list_processes
 
         entries, left_out = candidates(list_processes(root, interval=0.4, exclude_self=True), args.all)
+        from cpudoctor.render.inspect import render_list
+
         emit(_list_json(entries) if args.format == "json" else render_list(entries, left_out, BUSY_PERCENT),
              args.output)
         return 0
@@ -96,6 +97,8 @@ def run(args: argparse.Namespace) -> int:
         text = json.dumps({"kind": "cpudoctor-inspection", "inspection": to_data(insp),
                            "findings": to_data(findings)}, indent=2, ensure_ascii=False)
     else:
+        from cpudoctor.render.inspect import render_text
+
         text = render_text(insp, findings)
     emit(text, args.output)
     if insp.status == "exited":

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 
+from cpudoctor.kits.escape import one_line
 from cpudoctor.probes.software.envs import PythonEnv, to_data
 from cpudoctor.render.software import _text_table
 
@@ -20,9 +21,11 @@ def render_text(envs: list[PythonEnv]) -> str:
     rows = [["", "NAME", "KIND", "PYTHON", "TORCH", "NUMPY", "NOTE", "INTERPRETER"]]
     for i, e in enumerate(envs):
         torch = f"{e.torch} ({e.torch_build})" if e.torch and e.torch_build else (e.torch or "—")
-        note = e.error or ("CPU Doctor's own" if e.own else "active" if e.active else "")
-        rows.append(["*" if i == 0 and e.usable else "", e.name, e.kind, e.version or "?", torch,
-                     e.numpy or "—", note, home_short(e.python)])
+        note = e.error or ("CPU Doctor's own: described only when chosen" if e.own and not (i == 0 and e.usable)
+                           else "CPU Doctor's own" if e.own else "active" if e.active else "")
+        # one line per row whatever a folder's name holds (a newline in a venv's name made a second, fake row)
+        rows.append([one_line(cell) for cell in ("*" if i == 0 and e.usable else "", e.name, e.kind, e.version or "?",
+                                                 torch, e.numpy or "—", note, home_short(e.python))])
     lines = ["Python environments; CPU Doctor describes the first (*) unless told otherwise:", ""]
     lines += _text_table(rows)
     lines += ["", "Describe another: cpudoctor doctor --python NAME|PATH   (also report and bench)"]

@@ -65,6 +65,8 @@ def _os_section(sw: Software) -> Section:
 _CHOSEN = {
     "--python": "chosen with --python",
     "$CPUDOCTOR_PYTHON": "chosen by $CPUDOCTOR_PYTHON",
+    "active": "the active environment",
+    "working-folder": "the working folder's environment",
     "likely": "the environment you most likely train in",
     "window": "chosen in the window",
     "only-own": "no other environment with Python 3.8+ was found",

@@ -1,24 +1,30 @@
 """Installed deep-learning packages and the Python running them, from metadata only.
 
 Importing torch or tensorflow to ask their version can kill the caller with
-SIGILL, so this module never imports them: it reads ``importlib.metadata``
-(the installed ``*.dist-info``), which is safe and takes milliseconds. Which
-distributions to look for comes from the ISA-floor table
+SIGILL, so this module never imports them: it reads the installed
+``*.dist-info`` (:mod:`cpudoctor.probes.software.dists`: bounded, regular files
+only, METADATA read only for the packages it knows), which takes milliseconds.
+Which distributions to look for comes from the ISA-floor table
 (:data:`cpudoctor.knowledge.FLOORS`).
 """
 
 from __future__ import annotations
 
-import importlib.metadata as metadata
 import os
 import re
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cpudoctor.knowledge import FLOORS
 from cpudoctor.knowledge.versions import normalize
 from cpudoctor.model import PackageInfo, PythonInfo
+from cpudoctor.probes.software.dists import SafeDistribution, quick_name
+from cpudoctor.probes.software.dists import distributions as safe_distributions
+
+if TYPE_CHECKING:
+    import importlib.metadata as metadata
 
 
 _CUDA_LOCAL = re.compile(r"^cu(\d+)$")
@@ -65,34 +71,39 @@ def build_kind(dist_name: str, version: str | None, requires: Iterable[str] = ()
     return "unknown", ""
 
 
-def installed_distributions(dists: Iterable[metadata.Distribution] | None = None) -> dict[str, tuple[str, str | None, list[str]]]:
-    """Normalised name -> (name as installed, version, requirements) for every distribution.
+def installed_distributions(dists: Iterable[metadata.Distribution] | None = None,
+                            wanted: set[str] | None = None) -> dict[str, tuple[str, str | None, list[str]]]:
+    """Normalised name -> (name as installed, version, requirements) for every distribution (``wanted``: only
+    those normalised names; the others' metadata is never read).
 
-    One scan of sys.path (``metadata.distributions()``) instead of one per name.
+    One scan of sys.path instead of one per name; a ``*.dist-info`` folder's name says which
+    distribution it is, so only the wanted ones' METADATA is read (bounded, see :mod:`.dists`).
     """
     out: dict[str, tuple[str, str | None, list[str]]] = {}
-    for dist in metadata.distributions() if dists is None else dists:
+    for dist in safe_distributions() if dists is None else dists:
+        key = normalize(quick_name(dist))
+        if not key or key in out or (wanted is not None and key not in wanted):
+            continue  # the first on sys.path wins, as import would
         try:
-            name = dist.metadata["Name"]
-        except (KeyError, TypeError):
-            continue
+            name = dist.metadata["Name"] or quick_name(dist)
+            version = dist.version
+        except Exception:  # noqa: BLE001 - broken metadata must not break the probe
+            name, version = quick_name(dist), getattr(dist, "folder_version", None)
         if not name:
-            continue
-        key = normalize(name)
-        if key in out:  # the first on sys.path wins, as import would
             continue
         try:
             requires = list(dist.requires or [])
         except Exception:  # noqa: BLE001 - broken metadata must not break the probe
             requires = []
-        out[key] = (name, dist.version, requires)
+        out[key] = (name, version, requires)
     return out
 
 
 def probe_packages(dists: Iterable[metadata.Distribution] | None = None, platform: str = sys.platform) -> list[PackageInfo]:
     """Every installed distribution of the known DL packages, in table order."""
-    dists = list(metadata.distributions() if dists is None else dists)
-    installed = installed_distributions(dists)
+    dists = list(safe_distributions() if dists is None else dists)
+    known_names = {normalize(d) for k in FLOORS.packages.values() for d in k.distributions}
+    installed = installed_distributions(dists, known_names)
     found: list[PackageInfo] = []
     listed: set[str] = set()
     for known in FLOORS.packages.values():
@@ -115,11 +126,17 @@ _COMPILED_SUFFIXES = (".so", ".pyd", ".dylib")
 def compiled_distributions(dists: Iterable[metadata.Distribution] | None = None) -> list[str]:
     """Installed distributions that ship compiled code (an .so/.pyd/.dylib in their RECORD).
 
-    Reads only the metadata files pip wrote; nothing is imported. A
-    distribution without a RECORD (some system packages) is skipped.
+    Reads only the metadata files pip wrote (a byte search of each RECORD, bounded); nothing is
+    imported. A distribution without a RECORD (some system packages) is skipped.
     """
     names: dict[str, str] = {}
-    for dist in metadata.distributions() if dists is None else dists:
+    for dist in safe_distributions() if dists is None else dists:
+        if isinstance(dist, SafeDistribution):
+            key = normalize(dist.quick_name)
+            if not key or key in names or not dist.ships_compiled():
+                continue
+            names[key] = dist.display_name()
+            continue
         try:
             name = dist.metadata["Name"]
             files = dist.files or []
@@ -141,7 +158,7 @@ def installer_of(dist_name: str, dists: Iterable[metadata.Distribution]) -> str 
     key = normalize(dist_name)
     for dist in dists:                       # the first on sys.path wins, as in installed_distributions
         try:
-            if normalize(dist.metadata["Name"] or "") != key:
+            if normalize(quick_name(dist)) != key:
                 continue
             text = dist.read_text("INSTALLER")
         except (KeyError, TypeError, OSError, ValueError):

@@ -13,7 +13,6 @@ the quick answer while the children run) without reading anything twice.
 from __future__ import annotations
 
 import copy
-import importlib.metadata as metadata
 import os
 import platform
 import sys
@@ -30,6 +29,7 @@ from cpudoctor.model import CpuInfo
 from cpudoctor.probes.cpu.identity import probe_cpu
 from cpudoctor.probes.software.envs import PythonEnv
 from cpudoctor.probes.software.envs import describe as describe_env
+from cpudoctor.probes.software.dists import distributions as safe_distributions
 from cpudoctor.probes.software.envvars import filter_thread_env, preload_names
 from cpudoctor.probes.software.importcheck import import_spec, order_spec, to_import_check, to_order_check
 from cpudoctor.probes.software.isarisk import assess, shortfall
@@ -164,11 +164,12 @@ class SoftwareProbe:
     user trains in); None, or this interpreter, is CPU Doctor's own. Another
     environment is read from its files (nothing is imported in it) and its
     children run in its interpreter. ``chosen_by`` says how it was chosen
-    (recorded in the report: ``--python``, "most likely training environment").
+    (recorded in the report: ``--python``, "most likely training environment"). ``ask=False``
+    (``--fast``): its interpreter is not run either; a remembered answer or its files describe it.
     """
 
     def __init__(self, root: Path, *, environ: Mapping[str, str] | None = None, cpu: CpuInfo | None = None,
-                 python: str | None = None, chosen_by: str | None = None):
+                 python: str | None = None, chosen_by: str | None = None, ask: bool = True):
         self.root = Path(root)
         self.target: PythonEnv | None = None    # None: CPU Doctor's own interpreter
         live = _is_live(self.root)
@@ -190,14 +191,19 @@ class SoftwareProbe:
             return
         assert self.env is not None
         if python is not None and not _is_own(python):
-            self.target = describe_env(Path(python), "--python" if chosen_by == "--python" else "chosen", cache=True)
+            self.target = describe_env(Path(python), "--python" if chosen_by == "--python" else "chosen", cache=True,
+                                       ask=ask)
         if self.target is None:
             sw.python = probe_python(self.env)
             sw.python.own, sw.python.prefix = True, sys.prefix
             dists = None                          # this interpreter's own import path
         else:
             sw.python = python_info(self.target)
-            dists = list(metadata.distributions(path=self.target.site_dirs)) if self.target.usable else []
+            dists = safe_distributions(self.target.site_dirs) if self.target.usable else []
+            if self.target.from_files and self.target.usable:
+                sw.notes.append(f"the Python environment {self.target.python} was described from its files (a quick "
+                                "probe runs no interpreter): its Python version and site folders are read from its "
+                                "layout")
             if not self.target.usable:
                 sw.notes.append(f"the Python environment {self.target.python} cannot be examined: {self.target.error}; "
                                 "its packages and import checks are missing (choose another with --python)")

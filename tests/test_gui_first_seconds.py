@@ -1,0 +1,140 @@
+"""The window's first seconds (issue 27): the machine's facts show while the Python environment is still
+being decided, and the Overview never says "No findings." before the advisor ran.
+
+The environment's decision is held back by a lookup that waits on an event the test sets, so "before" and
+"after" are states the test controls, not moments it times.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+
+from gui_support import no_qt_leaks, settings  # noqa: F401 - fixtures
+from test_gui_environments import _close, lookup, world  # noqa: F401 - fixtures
+
+from cpudoctor.gui.main_window import MainWindow
+from cpudoctor.gui.model import AppModel
+from cpudoctor.gui.overview_page import OverviewPage
+
+
+class HeldLookup:
+    """Wraps a lookup: the default is decided only once ``release`` is set; the listing is counted."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.release = threading.Event()
+        self.listings = 0
+
+    def default(self):
+        assert self.release.wait(120), "the test never released the decision"
+        return self.inner.default()
+
+    def decide(self):
+        return self.inner.decide()
+
+    def describe(self, python):
+        return self.inner.describe(python)
+
+    def find(self, fresh=False):
+        self.listings += 1
+        return self.inner.find(fresh)
+
+
+def test_machine_facts_show_before_the_environment_is_decided(qtbot, world, settings):
+    held = HeldLookup(lookup(world))
+    window = MainWindow(AppModel(), settings=settings, collect=True, children=False, env_lookup=held)
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitUntil(lambda: window.model.report is not None, timeout=60_000)
+    report = window.model.report
+    assert report.cpu is not None and report.topology is not None       # the machine's facts, on screen
+    assert not window.environments.decided and window.collector.awaiting_environment
+    assert window.pages["Overview"].findings_label.text() != "No findings."
+    assert held.listings == 0                                             # nobody listed every interpreter
+    held.release.set()
+    qtbot.waitUntil(lambda: window.model.judged and not window.collector.busy, timeout=60_000)
+    python = window.model.report.software.python
+    assert python.executable == world["torch"] and python.chosen_by == "working-folder"
+    qtbot.waitUntil(lambda: window.environments.listed_once, timeout=60_000)   # the listing follows, after
+    _close(window)
+
+
+def test_closing_while_the_report_waits_for_its_environment_ends_the_run(qtbot, world, settings):
+    held = HeldLookup(lookup(world))
+    window = MainWindow(AppModel(), settings=settings, collect=True, children=False, env_lookup=held)
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitUntil(lambda: window.collector.awaiting_environment and window.model.report is not None,
+                    timeout=60_000)
+    _close(window)
+    held.release.set()                                                    # the decision's thread may end too
+
+
+def test_no_findings_is_said_only_after_the_advisor_ran(qtbot):
+    from export_samples import sample_report
+
+    model = AppModel()
+    page = OverviewPage(model)
+    qtbot.addWidget(page)
+    report = sample_report()
+    report.software = dataclasses.replace(report.software, children_ran=True)
+    report.findings = []
+    model.set_report(report, judged=False)             # a snapshot after the child checks, before the advisor
+    assert page.findings_label.text() != "No findings."
+    model.set_findings([])                             # the advisor ran and found nothing
+    assert page.findings_label.text() == "No findings."
+    model.set_report(dataclasses.replace(report), judged=False)   # a new snapshot: not judged yet
+    assert page.findings_label.text() != "No findings."
+
+
+def test_late_pages_are_named_as_their_classes_say():
+    import importlib
+
+    from cpudoctor.gui.main_window import PAGES
+    from cpudoctor.gui.page_set import LATE
+
+    classes = dict(PAGES)
+    for module, (title, icon_name) in LATE.items():
+        cls = getattr(importlib.import_module(f"cpudoctor.gui.{module}"), classes[module])
+        assert (cls.title, cls.icon_name) == (title, icon_name)
+
+
+def test_the_window_paints_before_pyqtgraph_is_imported_and_builds_every_page_after(tmp_path):
+    """A fresh process: nothing of pyqtgraph (nor numpy through it) before the first paint; every page after."""
+    import os
+    import subprocess
+    import sys
+
+    script = """
+import sys
+from PySide6.QtCore import QEvent, QObject, QSettings
+from PySide6.QtWidgets import QApplication
+app = QApplication([])
+from cpudoctor.gui.main_window import MainWindow
+from cpudoctor.gui.model import AppModel
+painted = []
+class Seen(QObject):
+    def eventFilter(self, obj, event):
+        if event.type() == QEvent.Type.Paint and not painted:
+            painted.append("pyqtgraph" in sys.modules)
+        return False
+window = MainWindow(AppModel(), settings=QSettings(sys.argv[1], QSettings.Format.IniFormat), collect=False)
+seen = Seen()
+window.installEventFilter(seen)
+window.show()
+while not painted:
+    app.processEvents()
+assert painted == [False], painted
+while window.pages.pending:
+    app.processEvents()
+assert "pyqtgraph" in sys.modules and window.pages["Monitor"].history is not None
+assert [window.stack.indexOf(window.pages[t]) for t in window.pages] == list(range(len(window.pages)))
+window.sampler.stop()
+window.pages["Inspector"].inspections.live_timer.stop()
+window.close()
+print("ok")
+"""
+    out = subprocess.run([sys.executable, "-c", script, str(tmp_path / "s.ini")], capture_output=True, text=True,
+                         timeout=300, env={**os.environ, "QT_QPA_PLATFORM": "offscreen"})
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]
