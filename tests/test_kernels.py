@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import types
 from pathlib import Path
 
 import pytest
@@ -384,3 +385,15 @@ def test_a_kernel_line_names_each_thing_once():
         "  oneDNN gemm_api int8 (instruction set not named, 100 % of its time)",
         "  oneMKL SGEMM fp32 (instruction set not named, 100 % of its time)",
         "  oneDNN matmul bf16: brg_matmul:avx512_core_bf16 (avx512_core_bf16, 50 % of its time)"]
+
+
+def test_the_census_keeps_onednns_lines_under_each_of_its_names(monkeypatch):
+    """oneDNN printed ``mkldnn_verbose``, then ``dnnl_verbose``, now ``onednn_verbose``: an older torch's
+    lines must reach the one parser (which reads all three) instead of passing through as job output."""
+    text = ("mkldnn_verbose,exec,cpu,convolution,jit:avx2,forward_training,src_f32::blocked:abcd:f0,,alg:convolution_direct,mb1,1.5\n"
+            "dnnl_verbose,exec,cpu,reorder,simple:any,undef,src_f32::blocked:abcd:f0,,,1x1,0.1\n"
+            "onednn_verbose,v1,primitive,exec,cpu,matmul,brg:avx512_core,undef,src_f32::blocked:ab:f0,,,2x2:2x2,0.2\n")
+    monkeypatch.setattr(_libreports, "capture_stdout", lambda fn: text)
+    census = _libreports.Census(types.SimpleNamespace(backends=types.SimpleNamespace(mkldnn=None, mkl=None)))
+    census.run(lambda: None)
+    assert [line.split(",", 1)[0] for line in census.onednn] == ["mkldnn_verbose", "dnnl_verbose", "onednn_verbose"]

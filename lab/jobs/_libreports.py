@@ -88,7 +88,7 @@ class Census:
 
         text = capture_stdout(verbose)
         for line in text.splitlines():
-            if line.startswith(("onednn_verbose", "dnnl_verbose")):
+            if line.startswith(("onednn_verbose", "dnnl_verbose", "mkldnn_verbose")):  # names of oneDNN over the years
                 self._keep(self.onednn, line)
             elif line.startswith("MKL_VERBOSE"):
                 self._keep(self.mkl, line)
