@@ -420,7 +420,7 @@ def lower_isa_kernels(ev: Evidence) -> list[Finding]:
     fam = cpu_vector_family(ev.cpu_flags)
     if log is None or fam is None:
         return []
-    groups = [g for g in log.summary() if g.isa]
+    groups = [g for g in log.summary() if g.isa and not g.layout_copy]    # reorders copy: no roof to miss
     total = sum(g.time_ms for g in groups) or 0.0
     low = [g for g in groups if ISA_FAMILY.get(g.isa or "", fam) < min(fam, 4)]
     low_ms = sum(g.time_ms for g in low)
@@ -470,7 +470,7 @@ def emulated_dtype(ev: Evidence) -> list[Finding]:
     log = ev.onednn
     if log is None:
         return []
-    summary = log.summary()
+    summary = [g for g in log.summary() if not g.layout_copy]      # a bf16 reorder converts, it computes nothing
     total = sum(g.time_ms for g in summary) or 0.0
     if total <= 0:
         return []

@@ -321,14 +321,6 @@ def _with_cpuid_check(report: Report, check, notes: list[str] | None = None) -> 
     return dataclasses.replace(report, cpu=cpu, software=software)
 
 
-def _cross_checked(report: Report) -> Report:
-    """The report with the CPUID cross-check run in a child on this machine."""
-    from cpudoctor.probes.cpu.cpuid_check import cross_check
-
-    check, notes = cross_check(report.cpu)
-    return _with_cpuid_check(report, check, notes)
-
-
 def diagnose(report: Report, only: set[str] | None = None) -> Report:
     """The advisor stage on its own: a new report with the advisor's findings (``report`` is not changed).
 

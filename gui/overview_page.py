@@ -90,6 +90,7 @@ class OverviewPage(QWidget):
         model.report_changed.connect(self.show_report)
         model.findings_changed.connect(self.show_findings)
         model.sample.connect(self.on_sample)
+        model.benchmarks_changed.connect(lambda _runs: self._show_peaks(self.model.report))
         if model.report is not None:
             self.show_report(model.report)
         else:
@@ -269,6 +270,25 @@ class OverviewPage(QWidget):
         k.set("Governor", or_unknown(os_ and os_.governor, UNKNOWN))
         k.set("Driver", or_unknown(os_ and os_.cpufreq_driver, UNKNOWN))
         k.set("Boost", UNKNOWN if not os_ or os_.boost is None else ("on" if os_.boost else "off"))
+        self._show_peaks(report)
+
+    def _show_peaks(self, report: Report | None) -> None:
+        """The nominal peak (cores × clock × FLOP/cycle) and the measured roof, never one for the other."""
+        if report is None:
+            return
+        from cpudoctor.lab.peak import MachinePeak
+        from cpudoctor.lab.roofline import nominal
+        from cpudoctor.render.roofline import peak_rows
+
+        try:
+            peak = MachinePeak.from_probe(report.cpu, report.topology)
+            if self.model.read_only:            # a saved report: its own 'cpu MHz', not this machine's
+                peak.cpuinfo_mhz = report.cpu.current_mhz if "cpuinfo" in (report.cpu.current_mhz_source or "") else None
+            nom = nominal(peak, "fp32", peak.physical_cores)
+        except Exception:  # noqa: BLE001 - a strange report must not break the page
+            nom = None
+        for label, value, tip in peak_rows(nom, report.benchmarks):
+            self.cards["Clocks"].set(label, value, tip)
 
     def _show_memory(self, report: Report) -> None:
         sw = report.software

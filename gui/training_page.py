@@ -27,6 +27,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSplitter, QTabW
 from cpudoctor.gui.environments import job_python
 from cpudoctor.gui.job_runner import JobRunner
 from cpudoctor.gui.model import AppModel
+from cpudoctor.gui.roofline_view import RooflineView
 from cpudoctor.gui.torch_banner import TorchMissingBanner
 from cpudoctor.gui.training_runs import RunsPanel, RunStore, store_key
 from cpudoctor.gui.training_session import LabSession
@@ -42,7 +43,7 @@ from cpudoctor.render.env_choice import jobs_text
 from cpudoctor.render.words import reason_of
 
 CAVEAT_COLOUR = "#c98a1a"      # the page's calm amber (status warnings use it too)
-LIVE_TAB, SWEEP_TAB, BENCH_TAB = range(3)
+LIVE_TAB, SWEEP_TAB, BENCH_TAB, ROOFLINE_TAB = range(4)
 
 
 class TrainingPage(QWidget):
@@ -68,6 +69,7 @@ class TrainingPage(QWidget):
         self._job_tips = {b: b.toolTip() for b in self.job_buttons}
         self.torch_banner.checked.connect(lambda _setup: self._sync_job_buttons())
         model.report_changed.connect(self._on_report)
+        model.benchmarks_changed.connect(self.roofline_tab.show_runs)
         self._on_report(model.report)
         self.environments.chosen.connect(lambda _env, _how: self._on_environment())
         app = QCoreApplication.instance()
@@ -106,7 +108,8 @@ class TrainingPage(QWidget):
         split.addWidget(self._build_right())
         split.setStretchFactor(1, 1)
         split.setSizes([300, 700])           # the plots get the room; the form's combos elide
-        self.job_buttons = (self.train_button, self.sweep_button, self.gemm_button, self.quant_button)
+        self.job_buttons = (self.train_button, self.sweep_button, self.gemm_button, self.quant_button,
+                            self.roofline_tab.measure)
 
     def _build_left(self) -> QWidget:
         """The form (scrolls in a short window), with Train and Cancel under it, always in view."""
@@ -160,6 +163,10 @@ class TrainingPage(QWidget):
         self.tabs.addTab(self.live, "&Live")
         self.tabs.addTab(self.sweep, "Thread &sweep")
         self.tabs.addTab(self.bench, "&GEMM && int8")
+        self.roofline_tab = RooflineView()               # its own module: the picture, its key, its saving
+        self.roofline_tab.measure.clicked.connect(self.start_roofline)
+        self.roofline_tab.save_requested.connect(self.save_roofline)
+        self.tabs.addTab(self.roofline_tab, "&Roofline")
         rv.addWidget(self.tabs, 3)
         self.runs_panel = RunsPanel()
         self.runs_panel.clear_button.clicked.connect(self.clear_runs)
@@ -204,6 +211,7 @@ class TrainingPage(QWidget):
         self.form.set_pinning(choices)
         if not self.session.sweep.latest:
             self._redraw_sweep()
+        self.roofline_tab.show_runs(report.benchmarks if report is not None else [])
         self.form.set_hint(words.bf16_hint(report.cpu if report is not None else None))
         self._sync_job_buttons()
         if self.model.read_only:
@@ -245,6 +253,28 @@ class TrainingPage(QWidget):
     def start_quant(self) -> None:
         self.tabs.setCurrentIndex(BENCH_TAB)
         self._start("quant", {})
+
+    def start_roofline(self) -> None:
+        self.tabs.setCurrentIndex(ROOFLINE_TAB)
+        self._start("roofline", {})
+
+    def save_roofline(self, path: str | None = None) -> None:
+        """The picture shown, as SVG or PNG (by the file's extension); quick: the picture is drawn from data."""
+        from cpudoctor.render.pdf import write_picture
+        from cpudoctor.render.svg_roofline import render_svg
+
+        picture = self.roofline_tab.picture
+        path = path or self.roofline_tab.ask_save_path()
+        if not path or picture is None:
+            return
+        if not path.lower().endswith((".svg", ".png")):
+            path += ".svg"
+        try:
+            write_picture(render_svg(picture), path)
+        except (OSError, RuntimeError) as exc:
+            self._set_status(f"The picture was not saved: {html.escape(str(exc))}", "warning")
+            return
+        self._set_status(f"Saved the roofline picture to {html.escape(path)}", "ok")
 
     def _start(self, job: str, settings: dict[str, Any]) -> None:
         if self.runner.is_running():

@@ -17,6 +17,7 @@ from typing import Any
 from cpudoctor.lab.native import native_support
 from cpudoctor.lab.peak import MachinePeak
 from cpudoctor.lab.results import Context, LabResult, read_outcome
+from cpudoctor.lab.roofline import available_memory, machine_args
 from cpudoctor.lab.session import job_args
 from cpudoctor.model import Report, ThreadRecommendation, utc_now_iso
 
@@ -105,7 +106,9 @@ class LabSession:
         if report is None:
             return Context(started_at=started_at)
         peak = MachinePeak.from_probe(report.cpu, report.topology, root=Path("/"))
-        return Context(native=native_support(report.cpu), peak=peak, started_at=started_at)
+        return Context(native=native_support(report.cpu), peak=peak, started_at=started_at,
+                       flags=list(report.cpu.flags or []),
+                       machine=machine_args(report.topology, available_bytes=available_memory()))
 
     def begin(self, job: str, settings: dict[str, Any], report: Report | None) -> dict[str, Any]:
         """Start bookkeeping for ``job``; returns the child's arguments (settings plus the parent's facts)."""

@@ -30,6 +30,8 @@ class NativeSupport:
             return {"native_bf16": self.bf16}
         if job == "quant":
             return {"native_int8": self.int8}
+        if job == "roofline":
+            return {"native_bf16": self.bf16, "native_int8": self.int8}
         return {}
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from cpudoctor.knowledge import PEAK_FLOPS
 
-PRECISIONS = ("fp32", "fp64", "bf16")
+PRECISIONS = ("fp32", "fp64", "bf16", "int8")
 
 
 @dataclass
@@ -60,6 +60,10 @@ def flops_per_cycle(microarchitecture: str | None, precision: str = "fp32", bran
         value = chosen.get("fp64")
         return FlopsPerCycle(microarchitecture, precision, float(value) if value else fp32 / 2,
                              "native" if value else "half of fp32", reason, source)
+    if precision == "int8":
+        value = chosen.get("int8")     # int8 operations (a multiply-accumulate counts 2); no figure: unknown
+        return FlopsPerCycle(microarchitecture, precision, float(value), "native", chosen.get("int8_reason", reason),
+                             chosen.get("int8_source", source)) if value else None
     value = chosen.get("bf16")
     if value:
         return FlopsPerCycle(microarchitecture, precision, float(value), "native", reason, source)

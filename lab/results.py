@@ -58,6 +58,8 @@ class Context:
     peak: MachinePeak | None = None
     started_at: str | None = None
     quiet_limit: float = QUIET_LIMIT
+    flags: list[str] | None = None          # the CPU's flags (/proc/cpuinfo): what the kernels are compared with
+    machine: dict[str, Any] = field(default_factory=dict)   # L3 size, NUMA nodes, buffer size (gemm, roofline)
 
 
 @dataclass
@@ -72,6 +74,8 @@ class LabResult:
     interference: Interference | None = None
     quiet_limit: float = QUIET_LIMIT
     has_result: bool = True                 # False: the child died before its result; progress only
+    kernels: list[dict[str, Any]] = field(default_factory=list)   # {library, primitive, isa, share, ...}
+    kernel_check: dict[str, Any] | None = None                    # which ran below the CPU or emulated, and why
 
     @property
     def quiet(self) -> bool | None:
@@ -94,11 +98,19 @@ class LabResult:
         if self.interference is not None:
             metrics["other_share"] = round(self.interference.share, 4)
             metrics["quiet"] = self.interference.quiet(self.quiet_limit)
+        if self.kernels:
+            metrics["kernels"] = self.kernels
+            if self.kernel_check is not None:
+                metrics["kernel_check"] = self.kernel_check
         return BenchRun(kind=self.kind, settings=dict(self.settings), metrics=metrics, status=self.status,
                         started_at=self.started_at, note="; ".join(self.caveats()))
 
     def recommendation(self) -> ThreadRecommendation | None:
         return None
+
+    def json_extra(self) -> dict[str, Any]:
+        """What the parent adds to the child's raw result in ``bench --json``: the kernels, judged."""
+        return {"kernels": self.kernels, "kernel_check": self.kernel_check} if self.kernels else {}
 
 
 def _recommendation(threads: int, cpus: list[int] | None, variant: str, samples_per_s: float | None,
@@ -140,6 +152,7 @@ class TrainResult(LabResult):
     cut_off: str | None = None              # what the budget's hard stop interrupted (a step, torch's import)
     eval_samples_done: int | None = None
     native: NativeSupport | None = None
+    operators: list[dict[str, Any]] = field(default_factory=list)   # profiled: FLOP, bytes, GFLOP/s per operator
 
     @property
     def compared(self) -> bool:
@@ -184,6 +197,8 @@ class TrainResult(LabResult):
                      fp32_not_measured=self.reference_missing or None,
                      precision_basis=words.native_word(self.native.bf16 if self.native else None),
                      precision_note=self.precision_why)
+        if self.operators:
+            m["operators"] = self.operators
         return m
 
     def recommendation(self) -> ThreadRecommendation | None:
@@ -224,7 +239,14 @@ def _read_train(r: dict[str, Any], progress: list[dict[str, Any]], base: dict[st
         ended_by=r.get("ended_by"), cut_off=r.get("cut_off"),
         eval_samples_done=r.get("eval_samples_done"),
         native=ctx.native,
+        operators=[_plain_operator(o) for o in r.get("operators") or [] if isinstance(o, dict)],
     )
+
+
+def _plain_operator(op: dict[str, Any]) -> dict[str, Any]:
+    """A profiled operator as a report keeps it: what the roofline picture and the tables need."""
+    keys = ("op", "dtype", "shapes", "calls", "flop", "bytes", "seconds", "gflops", "intensity", "model", "run_dtype")
+    return {k: op[k] for k in keys if k in op}
 
 
 # ----------------------------------------------------------------------------- sweep
@@ -299,6 +321,7 @@ class GemmResult(LabResult):
     size: int | None = None
     emulated: list[str] = field(default_factory=list)
     native: NativeSupport | None = None
+    roofs: list[dict[str, Any]] = field(default_factory=list)    # the in-cache roof per precision and threads
 
     @property
     def best(self) -> dict[str, Any] | None:
@@ -306,13 +329,15 @@ class GemmResult(LabResult):
 
     def metrics(self) -> dict[str, Any]:
         return {"points": [_plain_point(p) for p in self.points], "machine": self.machine or None,
-                "peak_notes": self.notes or None, "size": self.size, "emulated": self.emulated or None}
+                "peak_notes": self.notes or None, "size": self.size, "emulated": self.emulated or None,
+                "roofs": [_plain_point(p) for p in self.roofs] or None}
 
 
 def _read_gemm(r: dict[str, Any], progress: list[dict[str, Any]], base: dict[str, Any], ctx: Context) -> GemmResult:
     raw = r.get("points") if r else [p for p in progress if p.get("backend")]
     peak = ctx.peak
-    points = [peak.annotate(p) if peak else dict(p) for p in raw or []]
+    roofs = [p for p in r.get("roofs") or [] if isinstance(p, dict) and p.get("gflops")]
+    points = [against_roof(peak.annotate(p) if peak else dict(p), roofs) for p in raw or []]
     emulated = list(r.get("emulated") or sorted({p["backend"] for p in points if p.get("emulated")}))
     notes = (peak.notes_for(points) if peak else []) + list(r.get("notes") or [])
     if emulated:
@@ -320,7 +345,20 @@ def _read_gemm(r: dict[str, Any], progress: list[dict[str, Any]], base: dict[str
         notes.append(words.emulated_gemm(emulated, r.get("sizes") or {}, native.bf16_via if native else []))
     base = dict(base, interference=Interference.worst([p.get("interference") for p in points]))
     return GemmResult(**base, points=points, machine=peak.facts() if peak else {}, notes=notes, size=r.get("size"),
-                      emulated=emulated, native=ctx.native)
+                      emulated=emulated, native=ctx.native, roofs=roofs)
+
+
+# A GEMM backend and the roof it is held against: the same precision through torch, operands in cache.
+ROOF_OF = {"torch-fp32": "fp32", "torch-bf16": "bf16", "numpy-fp32": "fp32", "numpy-fp64": "fp64"}
+
+
+def against_roof(point: dict[str, Any], roofs: list[dict[str, Any]]) -> dict[str, Any]:
+    """A GEMM point with the measured roof of its precision and thread count, and its share of it."""
+    dtype = ROOF_OF.get(str(point.get("backend")))
+    roof = next((r for r in roofs if r.get("dtype") == dtype and r.get("threads") == point.get("threads")), None)
+    if roof is None or not isinstance(point.get("gflops"), (int, float)):
+        return point
+    return dict(point, roof_gflops=roof["gflops"], of_roof=round(point["gflops"] / roof["gflops"], 4))
 
 
 # ----------------------------------------------------------------------------- quantisation
@@ -437,7 +475,31 @@ def _plain_point(p: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-READERS = {"train": _read_train, "sweep": _read_sweep, "gemm": _read_gemm, "quant": _read_quant}
+def _read_roofline(r: dict[str, Any], progress: list[dict[str, Any]], base: dict[str, Any], ctx: Context) -> LabResult:
+    from cpudoctor.lab.roofline import read_roofline
+
+    return read_roofline(r, progress, base, ctx)
+
+
+def read_kernels(reports: Any, flags: list[str] | None) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """The kernels a job's census saw (:mod:`cpudoctor.probes.kernels` parses), judged against the CPU's flags."""
+    from cpudoctor.probes import kernels
+
+    if not isinstance(reports, dict):
+        return [], None
+    found = kernels.from_reports(reports)
+    if not found:
+        return [], None
+    caps = reports.get("caps") if isinstance(reports.get("caps"), dict) else {}
+    detected = kernels.onednn_detected_isa(reports.get("onednn") or [])
+    check = kernels.summary(kernels.check_kernels(found, flags or [], caps, detected)) if flags else None
+    if check is not None:
+        check.update(onednn_isa=detected, caps_set=caps or None, notes=list(reports.get("notes") or []) or None)
+    return [k.to_dict() for k in found], check
+
+
+READERS = {"train": _read_train, "sweep": _read_sweep, "gemm": _read_gemm, "quant": _read_quant,
+           "roofline": _read_roofline}
 KINDS = tuple(READERS)
 
 
@@ -455,4 +517,6 @@ def read_outcome(job: str, outcome: Any, settings: dict[str, Any] | None = None,
     base = {"kind": job, "status": outcome.status, "message": "" if outcome.status == "ok" else outcome.message,
             "settings": settings, "started_at": ctx.started_at, "quiet_limit": ctx.quiet_limit,
             "interference": Interference.read(r.get("interference")), "has_result": outcome.result is not None}
-    return READERS[job](r, progress, base, ctx)
+    result = READERS[job](r, progress, base, ctx)
+    result.kernels, result.kernel_check = read_kernels(r.get("library_reports"), ctx.flags)
+    return result

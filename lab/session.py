@@ -18,6 +18,7 @@ from cpudoctor.lab import protocol
 from cpudoctor.lab.native import native_support
 from cpudoctor.lab.peak import MachinePeak
 from cpudoctor.lab.results import Context, LabResult, read_outcome
+from cpudoctor.lab.roofline import available_memory, machine_args
 from cpudoctor.lab.runner import JobOutcome, job_command, run_job
 from cpudoctor.model import utc_now_iso
 
@@ -27,18 +28,23 @@ def context_for(job: str, root: Path = Path("/"), clock_mhz: float | None = None
     from cpudoctor.probes import probe_cpu, probe_topology
 
     cpu = cpu if cpu is not None else probe_cpu(root)
-    peak = None
-    if job == "gemm":
+    peak, machine = None, {}
+    if job in ("gemm", "roofline"):
         topology = topology if topology is not None else probe_topology(root)
         peak = MachinePeak.from_probe(cpu, topology, root=root, clock_mhz=clock_mhz)
-    return Context(native=native_support(cpu), peak=peak, started_at=utc_now_iso())
+        machine = machine_args(topology, available_bytes=available_memory())
+    return Context(native=native_support(cpu), peak=peak, started_at=utc_now_iso(), flags=list(cpu.flags or []),
+                   machine=machine)
 
 
 def job_args(job: str, settings: dict[str, Any], context: Context) -> dict[str, Any]:
-    """The child's settings plus what the parent knows about the CPU (native paths)."""
-    if context.native is None:
-        return dict(settings)
-    extra = {k: v for k, v in context.native.job_args(job).items() if settings.get(k) is None}
+    """The child's settings plus what the parent knows about the CPU (native paths, caches, NUMA nodes)."""
+    known = dict(context.native.job_args(job)) if context.native is not None else {}
+    if job == "gemm":
+        known["cache_bytes"] = context.machine.get("cache_bytes")
+    elif job == "roofline":
+        known.update(context.machine)
+    extra = {k: v for k, v in known.items() if settings.get(k) is None and v is not None}
     return {**settings, **extra}
 
 

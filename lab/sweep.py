@@ -59,6 +59,7 @@ class Measured:
     interference: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
     same_as: str | None = None        # another variant ran the very same setting; measured there
+    library_reports: dict[str, Any] | None = None    # which kernels its worker ran (its census after warm-up)
 
     @property
     def setting(self) -> tuple:
@@ -231,6 +232,7 @@ def _measure(settings: SweepSettings, variants: list[Variant], measured: dict[st
             if m.threads_used is None and worker.ready:
                 m.threads_used = worker.ready.get("threads")
                 m.interop_threads = worker.ready.get("interop_threads")
+                m.library_reports = worker.ready.get("library_reports")
             seg = worker.measure(settings.segment_s, stop, until=start + hard_stop(settings.budget_s))
             if seg is None:
                 if stop.is_set():
@@ -312,6 +314,7 @@ def _result(settings: SweepSettings, variants: list[Variant], measured: dict[str
         "segment_s": settings.segment_s,
         "quiet_limit": settings.quiet_limit,
         "topology_notes": list(topology.notes),
+        "library_reports": next((m.library_reports for m in all_measured if m.library_reports), None),
         "elapsed": round(elapsed, 3),
         "settings": {k: v for k, v in settings.to_dict().items() if k != "python"},
     }

@@ -32,6 +32,11 @@ def realistic_report() -> Report:
     report.software.python = dataclasses.replace(report.software.python, env_name="resnet",
                                                  executable=RESNET_PYTHON, prefix=str(Path(RESNET_PYTHON).parents[1]),
                                                  chosen_by="likely")
+    # a roofline run, a GEMM run and a training run with operators: the Roofline tab and the Overview's
+    # measured-roof row are laid out with data
+    from tests import roofline_samples
+
+    report.benchmarks = [*report.benchmarks, *roofline_samples.runs()]
     report.findings = diagnose(report)
     return report
 

@@ -189,6 +189,8 @@ GOOD_BAD = {
     "ISAENV001": ("zen3-healthy", "zen3-openblas-coretype-skylakex"),
     "THR004": ("zen3-healthy", "taskset-interop-host-sized"),
     "THR005": ("zen3-healthy", "zen3-opencv-transforms"),
+    "ISA010": ("zen4-kernels-healthy", "zen4-onednn-capped-avx2"),
+    "PREC003": ("zen4-kernels-healthy", "zen4-bf16-capped-avx512-core"),
     "TOPO004": ("zen3-healthy", "threadripper-3990x-windows10-groups"),
     "OS002": ("threadripper-3990x-windows11", "threadripper-3990x-windows10-groups"),
 }

@@ -250,9 +250,10 @@ def test_pdf_keeps_words_whole_shows_shares_as_percentages_and_no_heading_alone(
 
     text = "\f".join(pages())
     words = set(text.split())
-    for whole in ("utilisation", "emulated", "threads", "variant", "PyTorch"):
+    # GEMM's utilisation column reads "of nominal peak" (issue 25: the nominal peak and the measured roof apart)
+    for whole in ("nominal", "emulated", "threads", "variant", "PyTorch"):
         assert whole in words, whole
-    for broken in ("precisio", "thre", "ads", "utilisatio", "emulate", "PyTorc"):
+    for broken in ("precisio", "thre", "ads", "nomina", "emulate", "PyTorc"):
         assert broken not in words, broken
     assert "0.8984" not in text and "89.8%" in text and "98.4%" in text         # shares and agreement
     assert "CPU to others" in text and "other share" not in text

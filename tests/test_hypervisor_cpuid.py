@@ -59,11 +59,11 @@ def test_a_host_under_its_own_hypervisor_is_not_called_a_guest():
 @pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="CPUID is x86-only")
 def test_this_guest_is_named_as_lscpu_names_it():
     """lscpu reads the same leaf with its own code: the independent source. A bare-metal machine has no leaf."""
-    from cpudoctor.pipeline import _cross_checked
+    from cpudoctor.pipeline import _CpuidChild
     from tests.conftest import probe_tree
 
     vendor = _lscpu_vendor()
-    report = _cross_checked(probe_tree())
+    report = _CpuidChild().checked(probe_tree())      # the pipeline's own way to run the check
     check = report.cpu.cpuid_check
     assert check is not None and check.error is None, check
     if vendor is None:

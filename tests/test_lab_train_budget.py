@@ -91,3 +91,39 @@ def test_a_run_cut_off_during_start_up_says_so():
     assert res["reference"]["not_measured"].startswith("the 15 s budget (start-up included) ended during start-up")
     result = read_outcome("train", runner.JobOutcome(status="ok", result=res), s.to_dict())
     assert "cutting off start-up" in outcome_text(result) and not result.compared
+
+
+class _FakeTrainer:
+    """What TrainingRun touches of a Trainer: every step takes no time, so only the budget decides."""
+
+    def __init__(self) -> None:
+        self.steps, self.test, self.compile_s, self.torch = 0, None, None, None
+
+    def step(self, dtype: str, counted: bool = True):
+        self.steps += 1 if counted else 0
+        return 1.0, 4, 8
+
+    def evaluate(self, dtype: str, deadline=None):
+        return None, 0
+
+    def facts(self, cpus):
+        return {"threads": 1}
+
+
+def test_the_kernel_census_runs_inside_the_budget_or_not_at_all(monkeypatch):
+    """The census (a verbose step per dtype, two profiled) is part of the job's time: it runs after warm-up
+    when it still fits, its reports go into the result, and a budget already spent skips it."""
+    from cpudoctor.lab.jobs import _jobkit, train as T
+    from cpudoctor.lab.jobs._settings import TrainSettings as JobSettings
+
+    calls = []
+    monkeypatch.setattr(T, "census", lambda tr, dtypes, stop, operators: calls.append((list(dtypes), operators))
+                        or {"library_reports": {"onednn": ["x"]}, "operators": []})
+    s = JobSettings(steps=3, seconds=None, warmup_steps=1, eval_samples=0, progress_interval=3600.0)
+    res = T.TrainingRun(s, T.Budget(None), None).run(_FakeTrainer(), _jobkit.StopFlag())
+    assert calls == [(["fp32"], True)] and res["library_reports"] == {"onednn": ["x"]} and res["steps"] == 3
+    calls.clear()
+    spent = T.Budget(5.0, age=60.0)                  # a job 60 s old with a 5 s budget: nothing more fits
+    res = T.TrainingRun(JobSettings(seconds=5.0, warmup_steps=1, eval_samples=0), spent, None).run(
+        _FakeTrainer(), _jobkit.StopFlag())
+    assert calls == [] and "library_reports" not in res and res["ended_by"] == "budget"

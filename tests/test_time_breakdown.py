@@ -231,6 +231,29 @@ def test_lower_isa_names_the_cap_variable():
                 if f.code == "EVID007"]
 
 
+
+LAYOUT_COPIES = """onednn_verbose,v1,info,oneDNN v3.12.0 (commit 80afa71049cd69a3df32adcccb623b12cd7baa22)
+onednn_verbose,v1,primitive,exec,cpu,convolution,brg_conv_fwd:avx512_core,forward_training,src:f32::blocked:acdb::f0 wei:f32:a:blocked:Acdb16a::f0 dst:f32::blocked:acdb::f0,,alg:convolution_direct,mb16_ic3oc32,1.0
+onednn_verbose,v1,primitive,exec,cpu,reorder,simple:any,undef,src:f32::blocked:abcd::f0 dst:f32::blocked:acdb::f0,,,16x3x64x64,4.0
+onednn_verbose,v1,primitive,exec,cpu,reorder,jit:avx2,undef,src:f32::blocked:abcd::f0 dst:bf16::blocked:acdb::f0,,,16x32x64x64,4.0
+"""
+
+
+def test_layout_copies_are_neither_a_lower_isa_nor_reference_code():
+    """Reorders (simple:any, even a named jit:avx2) copy between layouts: most of the time here, and still no
+    EVID007 (lower ISA) or EVID008 (reference code) on an AVX-512 CPU whose convolution ran AVX-512."""
+    log = parse_onednn_verbose(LAYOUT_COPIES.splitlines())
+    assert [(p.kind, p.layout_copy, p.reference) for p in log.primitives] == [
+        ("convolution", False, False), ("reorder", True, False), ("reorder", True, False)]
+    flags = {"avx2", "avx512f", "avx512bw", "avx512vl", "avx512dq", "sse4_1", "avx"}
+    found = run_evidence_rules(Evidence(onednn=log, cpu_flags=flags, command="python t.py"), strict=True)
+    assert not [f.code for f in found if f.code in ("EVID007", "EVID008")]
+    # the same time in a convolution on AVX2 is a finding: the rules still look
+    slow = LAYOUT_COPIES.replace("reorder,jit:avx2", "convolution,jit:avx2")
+    found = run_evidence_rules(Evidence(onednn=parse_onednn_verbose(slow.splitlines()), cpu_flags=flags,
+                                        command="python t.py"), strict=True)
+    assert [f.code for f in found if f.code == "EVID007"] == ["EVID007"]
+
 RECOMPILES = """V1201 15:50:06.136000 16178 torch/_dynamo/guards.py:5396] [0/1] [__recompiles] Recompiling function forward in /t/m.py:67
 V1201 15:50:06.136000 16178 torch/_dynamo/guards.py:5396] [0/1] [__recompiles]     triggered by the following guard failure(s):
 V1201 15:50:06.136000 16178 torch/_dynamo/guards.py:5396] [0/1] [__recompiles]     - 0/0: tensor 'x' size mismatch at index 0. expected 1, actual 2

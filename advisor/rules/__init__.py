@@ -8,6 +8,7 @@ from cpudoctor.advisor.rules import (  # noqa: F401  (import = registration)
     environment,
     isa,
     isa_forecast,
+    kernels,
     known_problems,
     myths,
     os_memory,

@@ -1,4 +1,4 @@
-"""``cpudoctor bench train|gemm|sweep|quant``: the training lab's jobs from a terminal.
+"""``cpudoctor bench train|gemm|sweep|quant|roofline``: the training lab's jobs from a terminal.
 
 Each job runs in a child process (torch is never imported here); the sweep's
 orchestrator runs here and starts its training workers. A progress bar goes
@@ -33,7 +33,7 @@ EXIT_CANCELLED = 130
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("bench", help="measure training speed, GEMM, int8 inference; sweep thread settings",
+    p = subparsers.add_parser("bench", help="measure training speed, GEMM, int8 inference, roofs; sweep thread settings",
                               description="Training lab jobs in a child process, with a progress bar on stderr.")
     jobs = p.add_subparsers(dest="job", metavar="JOB", parser_class=type(p))
     jobs.required = True
@@ -104,6 +104,21 @@ def register(subparsers) -> None:
     q.add_argument("--api", default="auto", choices=("auto", "torchao", "torch.ao"),
                    help="quantisation API (default auto: torchao when installed, else torch.ao.quantization)")
     common(q)
+
+    r = jobs.add_parser("roofline", help="measured compute roofs per dtype and memory bandwidth per NUMA node, "
+                                         "beside the nominal peak")
+    r.add_argument("--dtype", action="append", choices=("fp32", "bf16", "int8", "fp64"),
+                   help="repeat to choose several (default: fp32, plus bf16 and int8 where this CPU has them)")
+    r.add_argument("--threads", type=int_list(1, 4096, 64, "thread counts"),
+                   help="thread counts for the compute roofs (default: all usable CPUs and 1)")
+    r.add_argument("--budget", type=number(5, 3600, "a number of seconds"), default=45.0,
+                   help="the measurements end within this many seconds; what does not fit is skipped (default 45, "
+                        "so a run with its start-up ends within a minute)")
+    r.add_argument("--no-memory", action="store_true", help="compute roofs only")
+    r.add_argument("--clock-mhz", type=number(1, 100_000, "a clock in MHz"),
+                   help="clock for the nominal peak (default: boost, base or /proc/cpuinfo clock)")
+    r.add_argument("--plot", metavar="FILE.svg|png", help="draw the roofline picture into FILE (SVG or PNG)")
+    common(r)
     p.set_defaults(func=run)
 
 
@@ -133,6 +148,11 @@ def job_args(args: argparse.Namespace) -> dict[str, Any]:
             return GemmSettings(size=args.size, backends=args.backend or list(GemmSettings.BACKENDS),
                                 threads=args.threads, min_seconds=args.min_seconds,
                                 clock_mhz=args.clock_mhz).validate().to_dict()
+        if args.job == "roofline":
+            from cpudoctor.lab.jobs._settings import RooflineSettings
+
+            return RooflineSettings(dtypes=args.dtype, threads=args.threads, budget_s=args.budget,
+                                    memory=not args.no_memory).validate().to_dict()
         return QuantSettings(hidden=args.hidden, batches=args.batches, threads=args.threads,
                              min_seconds=args.min_seconds, api=args.api).validate().to_dict()
     except SettingsError as exc:
@@ -183,6 +203,14 @@ def _check_outputs(args: argparse.Namespace):
         except SettingsError as exc:
             raise CliError(str(exc)) from None
         args.json = output_format(args.output, "json" if args.json else None, ("text", "json"), "--json") == "json"
+    plot = getattr(args, "plot", None)
+    if plot:
+        if Path(plot).suffix.lower() not in (".svg", ".png"):
+            raise CliError(f"--plot {plot}: the picture is written as SVG or PNG; name the file .svg or .png")
+        try:
+            check_output_path(plot, "--plot")
+        except SettingsError as exc:
+            raise CliError(str(exc)) from None
     if args.into is None:
         return None
     from cpudoctor.commands.into import open_target
@@ -239,6 +267,10 @@ def _progress_text(job: str, data: dict[str, Any], settings: dict[str, Any]) -> 
         sps = data.get("segment_samples_per_s")
         return frac, f"round {data.get('round')}: {data.get('variant')}: " + (f"{sps:,.0f} samples/s" if sps else "-")
     frac = data.get("step", 0) / data["total"] if data.get("total") else None
+    if job == "roofline":
+        from cpudoctor.render.lab import roofline_progress
+
+        return frac, roofline_progress(data)
     if job == "gemm":
         if data.get("phase") == "partial":
             done = ", ".join(f"{b} {g:,.0f}" for b, g in (data.get("gflops_so_far") or {}).items())
@@ -304,26 +336,65 @@ def run(args: argparse.Namespace) -> int:
                                       python=python,
                                       on_progress=lambda d: bar.update(*_progress_text(args.job, d, settings)))
     bar.close()
+    findings = evidence_findings(result)
     if args.json:
         from cpudoctor.model.serde import to_data
 
+        raw = dict(outcome.result, **result.json_extra()) if outcome.result is not None else None
         emit(json.dumps({"job": args.job, "environment": environment, "status": outcome.status,
                          "message": outcome.message,
-                         "result": outcome.result, "progress": outcome.progress,
+                         "result": raw, "progress": outcome.progress,
                          "bench_run": to_data(result.bench_run()),
-                         "recommendation": to_data(result.recommendation())}, indent=2), args.output)
+                         "recommendation": to_data(result.recommendation()),
+                         "findings": to_data(findings)}, indent=2), args.output)
     else:
-        from cpudoctor.render.lab import outcome_text
+        from cpudoctor.render.lab import findings_text, outcome_text
 
-        text = outcome_text(result)
+        text = "\n".join(t for t in (outcome_text(result), findings_text(findings)) if t)
         if text:
             emit(text, args.output)
+    earlier = _runs_in(into) if into is not None and getattr(args, "plot", None) else []
     if into is not None:
         _add_to_report(into, result)
+    if getattr(args, "plot", None):
+        _plot(args.plot, earlier + [result.bench_run()])
     if outcome.status in ("error", "crashed"):
         print(f"cpudoctor bench {args.job}: {outcome.message}", file=sys.stderr)
         return EXIT_FAILED
     return EXIT_CANCELLED if outcome.status == "cancelled" else 0
+
+
+def evidence_findings(result) -> list:
+    """The advisor's findings from what this run itself showed (the kernels it ran), judged against this CPU."""
+    from cpudoctor import advisor
+    from cpudoctor.probes import probe_cpu
+    from cpudoctor.model import Report
+
+    if not result.kernels:
+        return []
+    report = Report(cpu=probe_cpu(Path("/")), benchmarks=[result.bench_run()])
+    return [f for f in advisor.diagnose(report, only=set(EVIDENCE_RULES)) if f.severity != "ok"]
+
+
+EVIDENCE_RULES = ("ISA010", "PREC003")      # the rules that judge a lab run's own evidence
+
+
+def _plot(path: str, runs: list) -> None:
+    """The roofline picture of ``runs`` (a roofline run, and the report's GEMM and training runs) into ``path``."""
+    from cpudoctor.render.roofline import picture_from_runs
+    from cpudoctor.render.svg_roofline import render_svg
+
+    picture = picture_from_runs(runs)
+    if picture is None or not picture.compute:
+        print(f"cpudoctor bench roofline: nothing measured, so no picture was written to {path}", file=sys.stderr)
+        return
+    from cpudoctor.render.pdf import write_picture
+
+    try:
+        write_picture(render_svg(picture), path)
+    except (OSError, RuntimeError) as exc:
+        raise CliError(f"--plot {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    print(f"cpudoctor bench roofline: the roofline picture is in {path}", file=sys.stderr)
 
 
 def _environment(args: argparse.Namespace) -> tuple[str | None, str]:
@@ -338,6 +409,18 @@ def _environment(args: argparse.Namespace) -> tuple[str | None, str]:
     info = python_info(describe(Path(python or sys.executable), cache=True))
     info.own, info.chosen_by = python is None, chosen_by
     return python, environment_words(info)
+
+
+def _runs_in(into) -> list:
+    """The saved report's runs as they are now (the picture draws them beside this run); none when it
+    cannot be read any more (deleted or damaged meanwhile: adding says so)."""
+    from cpudoctor.model import ReportError
+    from cpudoctor.report_file import load_report
+
+    try:
+        return list(load_report(into.path).benchmarks)
+    except (ReportError, OSError):
+        return []
 
 
 def _add_to_report(into, result) -> None:

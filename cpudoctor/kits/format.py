@@ -122,7 +122,8 @@ def wrap(text: str, width: int = 100, indent: int = 0, hang: int = 0, prefix: st
 # Metrics that are a fraction of something (GEMM: measured / computed peak FLOP/s; the CPU share other programs
 # took; an accuracy): shown as percentages, never as a raw 0.8984.
 PERCENT_KEYS = frozenset({"utilisation", "utilization", "efficiency", "other_share", "steal_share", "accuracy",
-                          "train_accuracy", "eval_accuracy", "top1_agreement"})
+                          "train_accuracy", "eval_accuracy", "top1_agreement", "of_roof", "of_nominal", "share",
+                          "below_share", "emulated_share", "measured_vs_nominal", "best_operator_vs_roof"})
 
 
 def metric(key: str, value: Any) -> str:

@@ -393,10 +393,29 @@ def _benchmarks(report: Report, images: Images, pictures: dict[str, str]) -> str
     rec = report.recommendation
     if rec is not None:
         parts.append(f"<p><b>Recommended:</b> {e(recommendation_text(rec))}</p>")
+    parts.append(_roofline(report, images, pictures))
     for i, run in enumerate(report.benchmarks):
         parts.append(_bench(run, i, images, pictures))
     parts.append("</section>")
     return "".join(parts)
+
+
+def _roofline(report: Report, images: Images, pictures: dict[str, str]) -> str:
+    """Measured roof vs nominal peak, then the roofline picture, when the report has a roofline run."""
+    from cpudoctor.render.roofline import picture_from_runs, roof_lines
+    from cpudoctor.render.svg_roofline import render_svg as roofline_svg
+
+    rows = roof_lines(report.benchmarks)
+    picture = picture_from_runs(report.benchmarks)
+    if not rows or picture is None:
+        return ""
+    svg = roofline_svg(picture)
+    if images == "inline":
+        drawn = f'<div class="map">{svg}</div>'
+    else:
+        pictures["roofline"] = svg
+        drawn = '<p><img src="cpudoctor:roofline"></p>'
+    return '<h3 id="roofline">Roofline</h3>' + _rows([(k, e(v)) for k, v in rows]) + drawn
 
 
 def _bench(run: BenchRun, index: int, images: Images, pictures: dict[str, str]) -> str:
@@ -406,7 +425,8 @@ def _bench(run: BenchRun, index: int, images: Images, pictures: dict[str, str]) 
     scalars = [(k, v) for k, v in run.metrics.items() if not isinstance(v, (list, dict)) and v is not None]
     table = _rows([(metric_label(k), e(metric(k, v))) for k, v in scalars]) if scalars else ""
     charts = []
-    for j, chart in enumerate(find_charts(run.metrics, kind_title(run.kind))):
+    # The roofline run is drawn as the roofline picture above, not as generic charts.
+    for j, chart in enumerate(find_charts(run.metrics, kind_title(run.kind)) if run.kind != "roofline" else []):
         svg = render_chart(chart)
         if images == "inline":
             charts.append(f'<div class="map">{svg}</div>')

@@ -71,11 +71,13 @@ def outcome_text(result) -> str:
         lines.append("Cancelled: partial results.")
     elif result.status != "ok":
         lines.append(f"Stopped: {result.message}.")
-    writer = {"train": _train_text, "sweep": _sweep_text, "gemm": _gemm_text, "quant": _quant_text}[result.kind]
+    writer = {"train": _train_text, "sweep": _sweep_text, "gemm": _gemm_text, "quant": _quant_text,
+              "roofline": _roofline_text}[result.kind]
     body = writer(result)
     if not body and result.status != "ok":
         return "\n".join(lines)
     lines += body
+    lines += kernels_lines(result.kernels, result.kernel_check)
     if result.interference is not None and result.kind != "sweep":
         lines.append(f"other programs took {percent(result.interference.share)} of the CPUs measured"
                      + ("" if result.quiet else f" (more than {percent(result.quiet_limit)}: rerun on an idle machine)"))
@@ -172,13 +174,16 @@ def _sweep_text(r) -> list[str]:
 def _gemm_text(r) -> list[str]:
     if not r.points:
         return []
-    lines = [f"{'backend':<12} {'threads':>7} {'n':>6} {'GFLOP/s':>10} {'spread':>17} {'peak':>9} {'of peak':>8}"]
+    lines = [f"{'backend':<12} {'threads':>7} {'n':>6} {'GFLOP/s':>10} {'spread':>17} {'roof':>9} {'of roof':>8} "
+             f"{'nominal':>9} {'of nom.':>8}"]
     for p in r.points:
-        util = percent(p.get("utilisation"), "-")
         spread = f"{p['gflops_lo']:,.1f}–{p['gflops_hi']:,.1f}" if p.get("gflops_lo") is not None else "-"
         name = p["backend"] + (" *" if p.get("emulated") else "")
         lines.append(f"{name:<12} {p['threads']:>7} {p.get('size', '-'):>6} {p['gflops']:>10,.1f} {spread:>17} "
-                     f"{_num(p.get('peak_gflops'), ',.1f'):>9} {util:>8}")
+                     f"{_num(p.get('roof_gflops'), ',.1f'):>9} {percent(p.get('of_roof'), '-'):>8} "
+                     f"{_num(p.get('peak_gflops'), ',.1f'):>9} {percent(p.get('utilisation'), '-'):>8}")
+    lines.append("roof = the best in-cache multiply of that precision measured in this job (the measured roof); "
+                 "nominal = cores × clock × FLOP/cycle (the nominal peak)")
     if r.emulated:
         lines.append("* emulated on this CPU, measured small")
     m = r.machine or {}
@@ -187,6 +192,88 @@ def _gemm_text(r) -> list[str]:
                      f"{plural(m.get('physical_cores') or 0, 'physical core')}")
     lines += [f"note: {n}" for n in r.notes]
     return lines
+
+
+def _roofline_text(r) -> list[str]:
+    skipped = [f"skipped (over the {r.settings.get('budget_s', 45):g} s budget): {', '.join(r.skipped)}; on a busy "
+               "machine rerun with a larger --budget or when it is quieter"] if r.skipped else []
+    if not r.compute and not r.memory:
+        return skipped
+    lines = [f"{'measured roof':<14} {'threads':>7} {'GFLOP/s':>10} {'median':>10} {'nominal peak':>13} "
+             f"{'measured/nominal':>17} {'others':>7}"]
+    for c in r.compute:
+        if c.get("error"):
+            lines.append(f"{c['dtype']:<14} {c['threads']:>7} not measured: {c['error']}")
+            continue
+        lines.append(f"{c['dtype']:<14} {c['threads']:>7} {c['gflops']:>10,.1f} {_num(c.get('median_gflops'), ',.1f'):>10} "
+                     f"{_num(c.get('nominal_gflops'), ',.1f'):>13} {percent(c.get('of_nominal'), '-'):>17} "
+                     f"{percent(c.get('other_share'), '-'):>7}")
+    if r.nominal:
+        n = r.nominal[0]
+        lines.append(f"nominal peak = cores × clock × FLOP/cycle: clock {_num(n.get('clock_mhz'))} MHz, "
+                     f"{n.get('clock_source')}; {_num(n.get('flops_per_cycle'), 'g')} FLOP/cycle/core from "
+                     f"{n.get('flops_per_cycle_source')}")
+    if r.memory:
+        lines.append(f"{'memory':<14} {'kernel':>7} {'GB/s':>10} {'median':>10}  method")
+        from cpudoctor.render.roofline import memory_places
+
+        for node, m in memory_places(r.memory):
+            lines.append(f"{node:<14} {m.get('kernel', ''):>7} {m['gbps']:>10,.1f} {_num(m.get('median_gbps'), ',.1f'):>10}"
+                         f"  {m.get('method', '')}")
+    if r.claim:
+        from cpudoctor.render.roofline import claim_text
+
+        lines.append(claim_text(r.claim, r.nominal))
+    lines += [f"note: {n}" for n in r.notes]
+    return lines + skipped
+
+
+def roofline_progress(data: dict[str, Any]) -> str:
+    """One line about the roofline job's latest measurement, for a status line or a progress bar."""
+    if data.get("phase") == "memory":
+        got = ", ".join(f"{k} {data[k]:,.1f}" for k in ("read", "copy") if isinstance(data.get(k), (int, float)))
+        where = "all CPUs" if data.get("node") == "all" else f"node {data.get('node')}"
+        return f"Roofline: memory, {where}: {got} GB/s"
+    return (f"Roofline: {data.get('dtype')} on {threads_words(data.get('threads'))}: "
+            f"{data.get('gflops') or 0:,.1f} GFLOP/s ({data.get('step')}/{data.get('total')})")
+
+
+def kernels_lines(kernels: list[dict[str, Any]], check: dict[str, Any] | None) -> list[str]:
+    """Which kernels ran, as the libraries said, and whether they ran below this CPU."""
+    if not kernels:
+        return []
+    shown = [k for k in kernels if k.get("primitive") != "reorder"]
+    lines = ["kernels (the libraries' own reports):"]
+    for k in shown[:12]:
+        share = f", {percent(k['share'])} of its time" if k.get("share") is not None else ""
+        dtype = f" {k['dtype']}" if k.get("dtype") else ""
+        isa = k.get("isa") or "instruction set not named"
+        impl = k.get("impl")                    # the implementation's own name, when it says more than the kind
+        named = f": {impl}" if impl and impl != k["primitive"] else ""
+        lines.append(f"  {k['library']} {k['primitive']}{dtype}{named} ({isa}{share})")
+    if check:
+        for item in check.get("below") or []:
+            why = f" ({item['cap']})" if item.get("cap") else ""
+            lines.append(f"  below this CPU: {item['library']} {item['primitive']} ran {item['ran']}, the CPU runs "
+                         f"{item['cpu']}{why}")
+        for item in check.get("emulated") or []:
+            lines.append(f"  emulated: {item['library']} {item['primitive']} {item.get('dtype')} ran {item['isa']} "
+                         "(no dot-product instructions for its dtype)")
+    return lines
+
+
+def findings_text(findings: list[Any]) -> str:
+    """The advisor's findings from a run's own evidence, for the terminal after its figures."""
+    from cpudoctor.render.words import bracketed
+
+    lines = []
+    for f in findings:
+        lines.append(f"{bracketed(f.severity)} {f.code} {f.title}")
+        if f.why:
+            lines.append(f"    {f.why}")
+        if f.fix:
+            lines.append(f"    Fix: {f.fix}")
+    return "\n".join(lines)
 
 
 def _ms_spread(p: dict, name: str) -> str:
@@ -290,6 +377,7 @@ def sweep_notes_html(result, caveat_colour: str = "#c98a1a") -> str:
 
 
 def gemm_html(result) -> str:
+    """GEMM points against the measured roof (the best in-cache multiply of the job) and the nominal peak."""
     e = html.escape
     rows = []
     for p in result.points:
@@ -297,7 +385,9 @@ def gemm_html(result) -> str:
         name = e(p["backend"]) + (" <i>(emulated)</i>" if p.get("emulated") else "")
         rows.append(f"<tr><td>{name}</td><td align='right'>{p['threads']}</td>"
                     f"<td align='right'>{p.get('size', '—')}</td><td align='right'>{p['gflops']:,.1f}</td>"
-                    f"<td align='right'>{spread}</td><td align='right'>{_num(p.get('peak_gflops')).replace('-', '—')}</td>"
+                    f"<td align='right'>{spread}</td><td align='right'>{_num(p.get('roof_gflops'), ',.1f').replace('-', '—')}</td>"
+                    f"<td align='right'>{percent(p.get('of_roof'), '—')}</td>"
+                    f"<td align='right'>{_num(p.get('peak_gflops')).replace('-', '—')}</td>"
                     f"<td align='right'>{percent(p.get('utilisation'), '—')}</td></tr>")
     m = result.machine or {}
     notes = ""
@@ -306,8 +396,10 @@ def gemm_html(result) -> str:
                  f"{e(plural(m.get('physical_cores') or 0, 'physical core'))}. "
                  + " ".join(e(n.rstrip(".")) + "." for n in result.notes) + "</p>")
     return ("<b>GEMM</b><table cellspacing='6'><tr><th align='left'>backend</th><th>threads</th><th>n</th>"
-            "<th>GFLOP/s (median)</th><th>spread</th><th>peak</th><th>of peak</th></tr>" + "".join(rows)
-            + "</table>" + notes)
+            "<th>GFLOP/s (median)</th><th>spread</th><th>measured roof</th><th>of roof</th><th>nominal peak</th>"
+            "<th>of nominal</th></tr>" + "".join(rows) + "</table>"
+            "<p>Measured roof: the best in-cache multiply of the same precision in this job. Nominal peak: cores × "
+            "clock × FLOP/cycle.</p>" + notes)
 
 
 def _share_of(point: dict[str, Any]) -> float | None:

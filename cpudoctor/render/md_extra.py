@@ -29,7 +29,8 @@ from cpudoctor.render.words import bracketed, counts_text, finding_order, plural
 from cpudoctor.model import Report, ThreadRecommendation
 # Lab job kinds as the Training page names them.
 KIND_TITLES = {"train": "Micro-training", "sweep": "Thread sweep", "gemm": "GEMM throughput",
-               "quant": "Dynamic int8 vs fp32 inference", "peak": "Peak FLOP/s"}
+               "quant": "Dynamic int8 vs fp32 inference", "peak": "Peak FLOP/s",
+               "roofline": "Roofline: measured roofs and memory bandwidth"}
 
 
 def when(stamp: str) -> str:
@@ -149,6 +150,11 @@ def benchmarks_lines(report: Report) -> list[str]:
     rec = report.recommendation
     if rec is not None:
         out += [f"**Recommended:** {md_escape(recommendation_text(rec))}", ""]
+    from cpudoctor.render.roofline import roof_lines
+
+    roofs = roof_lines(report.benchmarks)
+    if roofs:
+        out += ["| roofline | |", "|---|---|"] + [f"| {md_escape(k)} | {md_escape(v)} |" for k, v in roofs] + [""]
     for run in report.benchmarks:
         status = "" if run.status == "ok" else f" — **{md_escape(run.status)}**"
         out.append(f"### {md_escape(kind_title(run.kind))}{status}")

@@ -77,6 +77,39 @@ def _rasterise(svg: str, width: int, height: int, scale: int = SCALE):
     return image
 
 
+def write_png(svg: str, path, scale: int = 2) -> None:
+    """``svg`` rasterised at ``scale`` into a PNG file (``bench roofline --plot x.png``); RuntimeError when Qt
+    cannot start or the file cannot be written."""
+    m = _SVG_SIZE_RE.search(svg)
+    if not m:
+        raise RuntimeError("the picture has no width and height to rasterise at")
+    with _LOCK:
+        _ensure_gui_app()
+        from PySide6.QtCore import QBuffer, QByteArray, QIODevice
+
+        image = _rasterise(svg, int(m.group(1)), int(m.group(2)), scale)
+        data = QByteArray()
+        buffer = QBuffer(data)
+        buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+        if not image.save(buffer, "PNG"):
+            raise RuntimeError("Qt could not encode the PNG")
+        buffer.close()
+    from cpudoctor.fileio import atomic_write
+
+    atomic_write(path, bytes(data.data()))
+
+
+def write_picture(svg: str, path) -> None:
+    """An SVG picture into ``path``: rasterised when it ends in .png, else the SVG text (both atomically).
+    OSError (fileio's WriteError is one) or RuntimeError when it cannot be written."""
+    if str(path).lower().endswith(".png"):
+        write_png(svg, path)
+        return
+    from cpudoctor.fileio import atomic_write
+
+    atomic_write(path, svg + "\n")
+
+
 def _svg_handler():
     """A QTextDocument object type that paints an SVG with QSvgRenderer: vectors in the PDF.
 

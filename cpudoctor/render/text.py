@@ -120,6 +120,10 @@ def benchmarks_lines(report: Report) -> list[str]:
     out = _heading("Benchmarks")
     if report.recommendation is not None:
         out += wrap("Recommended: " + recommendation_text(report.recommendation), WIDTH, 2)
+    from cpudoctor.render.roofline import roof_lines
+
+    for label, value in roof_lines(report.benchmarks):
+        out += wrap(f"{label}: {value}", WIDTH, 2, hang=4)
     for run in report.benchmarks:
         status = "" if run.status == "ok" else f" [{run.status}]"
         out.append(f"  {kind_title(run.kind)}{status}" + (f"  started {run.started_at}" if run.started_at else ""))

@@ -16,11 +16,11 @@ from typing import Any
 from cpudoctor.kits.plural import plural
 from cpudoctor.lab.verdicts import busy, busy_caveat, cpu_list, factor, percent, threads_words
 from cpudoctor.model import BenchRun, CpuInfo
-from cpudoctor.render.lab import MODEL_LABELS, metric_definition, percent_1
+from cpudoctor.render.lab import MODEL_LABELS, kernels_lines, metric_definition, percent_1
 
 RUN_COLUMNS = ("When", "Job", "Status", "Settings", "Samples/s", "Held-out", "Result", "Note")
 JOB_NAMES = {"train": "training run", "sweep": "thread sweep", "gemm": "GEMM benchmark",
-             "quant": "int8 vs fp32 benchmark"}
+             "quant": "int8 vs fp32 benchmark", "roofline": "roofline job"}
 QUIET_LIMIT = 0.10          # as the lab's (lab/results.py): more CPU to others than this is a busy machine
 
 READY = "Ready. Jobs run in a separate process; the window stays responsive."
@@ -100,13 +100,18 @@ def progress_text(job: str, changed: str, data: dict[str, Any]) -> str | None:
                 f"{threads_words(data.get('threads'))}, {_fmt(data.get('gflops'), ',.1f')} GFLOP/s")
     if job == "quant":
         return f"int8 vs fp32: batch {data.get('batch')} done"
+    if job == "roofline":
+        from cpudoctor.render.lab import roofline_progress
+
+        return roofline_progress(data)
     return None
 
 
 def measured_anything(run: BenchRun) -> bool:
     """True when a run carries a figure (a cancel before the first one leaves only dashes)."""
     m = run.metrics
-    return bool(m.get("samples_per_s") or m.get("points") or m.get("final_loss") is not None)
+    return bool(m.get("samples_per_s") or m.get("points") or m.get("final_loss") is not None or m.get("compute")
+                or m.get("memory"))
 
 
 def finished_text(job: str, result, message: str, had_progress: bool) -> tuple[str, str]:
@@ -179,6 +184,9 @@ def settings_text(run: BenchRun) -> str:
         return f"{MODEL_LABELS.get(model, model)}, budget {s.get('budget_s', 45):g} s"
     if run.kind == "gemm":
         return f"n = {m['size']}" if m.get("size") else "GEMM"
+    if run.kind == "roofline":
+        dtypes = list(dict.fromkeys(c.get("dtype") for c in m.get("compute") or [] if isinstance(c, dict)))
+        return f"roofs: {', '.join(d for d in dtypes if d) or 'none'}" + (", memory" if m.get("memory") else "")
     return f"MLP, batch {', '.join(str(b) for b in s.get('batches') or [1, 64])}"
 
 
@@ -238,11 +246,28 @@ def _result_cells(run: BenchRun) -> tuple[str, str, str, str, str, str]:
                             + (" (within spread)" if p.get("separated") is False else "")
                             for p in m.get("points") or [] if isinstance(p, dict) and p.get("speedup")) or "—"
         res_tip = str(m.get("vnni_note") or "")
+    elif run.kind == "roofline":
+        res, res_tip = _roofline_cells(m)
     return sps, "", "—", "", res, res_tip or res
 
 
+def _roofline_cells(m: dict[str, Any]) -> tuple[str, str]:
+    """"fp32 roof 288 GFLOP/s · copy 33.0 GB/s", with the claim sentence as the tooltip."""
+    from cpudoctor.render.roofline import claim_text
+
+    compute = [c for c in m.get("compute") or [] if isinstance(c, dict) and c.get("dtype") == "fp32" and c.get("gflops")]
+    roof = max(compute, key=lambda c: c.get("threads") or 0, default=None)
+    copy = next((x for x in m.get("memory") or [] if isinstance(x, dict) and x.get("node") == "all"
+                 and x.get("kernel") == "copy"), None)
+    bits = ([f"fp32 roof {roof['gflops']:,.0f} GFLOP/s"] if roof else []) + (
+        [f"copy {copy['gbps']:,.1f} GB/s"] if copy else [])
+    return " · ".join(bits) or "—", claim_text(m.get("claim") or {}, m.get("nominal") or [])
+
+
 def _note_cells(run: BenchRun) -> tuple[str, str]:
-    note = run.note
+    below = (run.metrics.get("kernel_check") or {}).get("below") or []
+    note = "; ".join(x for x in [run.note] + [f"{b['library']} ran {b['ran']} kernels, this CPU runs {b['cpu']}"
+                                              for b in below[:1] if isinstance(b, dict)] if x)
     share = _other_share(run)
     if not measured_anything(run) and run.status == "cancelled":
         return "cancelled before its first measurement", note
@@ -256,6 +281,9 @@ def run_cells(run: BenchRun, now: _dt.datetime | None = None) -> list[tuple[str,
     """(text, tooltip) per :data:`RUN_COLUMNS`: one line per run, the whole story in the tooltips."""
     when, when_tip = when_text(run.started_at, now)
     sps, sps_tip, held, held_tip, res, res_tip = _result_cells(run)
+    kernels = kernels_lines(run.metrics.get("kernels") or [], run.metrics.get("kernel_check"))
+    if kernels:                                   # which kernels ran: in the result's tooltip
+        res_tip = "\n".join([res_tip or res, *kernels])
     note, note_tip = _note_cells(run)
     status_tip = run.note if run.status != "ok" else ""
     settings = settings_text(run)

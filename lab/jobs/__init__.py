@@ -1,6 +1,6 @@
 """The lab's child jobs: standalone scripts run by path in the Python environment under test.
 
-Each job (``train.py``, ``gemm.py``, ``quant.py``) runs as
+Each job (``train.py``, ``gemm.py``, ``quant.py``, ``roofline.py``) runs as
 ``python -I lab/jobs/train.py --json-args '{...}' --control stdin`` in an
 interpreter that may have torch but has never seen CPU Doctor. So every file
 here imports only the standard library, its siblings in this folder and
@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 
 FOLDER = Path(__file__).resolve().parent
-JOBS = ("train", "gemm", "quant")
+JOBS = ("train", "gemm", "quant", "roofline")
 
 
 def script_path(name: str) -> Path:

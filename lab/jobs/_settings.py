@@ -119,6 +119,8 @@ class TrainSettings:
     # under the same conditions (None: on for bf16, off for fp32).
     compare_fp32: Optional[bool] = None
     serve: bool = False                    # a sweep worker: warm up, then measure segments on command
+    census: bool = True                    # after warm-up, one unmeasured step per dtype with the libraries'
+                                           # verbose reports on (which kernels ran) and two under the profiler
 
     def validate(self) -> "TrainSettings":
         self.model = _check_choice("model", self.model, MODELS)
@@ -146,6 +148,7 @@ class TrainSettings:
         self.channels_last = bool(self.channels_last)
         self.compile = bool(self.compile)
         self.serve = bool(self.serve)
+        self.census = bool(self.census)
         self.compare_fp32 = _check_bool(self.compare_fp32, allow_none=True)
         return self
 
@@ -174,6 +177,9 @@ class GemmSettings:
     native_bf16: Optional[bool] = None     # from the parent's CPU probe; False: bf16 measured small, "emulated"
     emulated_size: int = 512               # n for a path this CPU emulates
     max_size: int = 4096                   # the automatic size never exceeds this
+    roof: bool = True                      # also measure the in-cache roof per precision and thread count
+    roof_seconds: float = 0.15             # per matrix size of the roof's ladder
+    cache_bytes: Optional[int] = None      # the operands of the roof's multiplies fit in this (parent: L3)
 
     BACKENDS = GEMM_BACKENDS
 
@@ -189,6 +195,9 @@ class GemmSettings:
         self.native_bf16 = _check_bool(self.native_bf16, allow_none=True)
         self.emulated_size = _check_int("emulated size", self.emulated_size, 16, 32768)
         self.max_size = _check_int("max size", self.max_size, 16, 32768)
+        self.roof = bool(self.roof)
+        self.roof_seconds = _check_float("roof seconds", self.roof_seconds, hi=60)
+        self.cache_bytes = _check_int("cache bytes", self.cache_bytes, 1, allow_none=True)
         return self
 
     def to_dict(self) -> Dict[str, Any]:
@@ -234,3 +243,75 @@ class QuantSettings:
     @classmethod
     def from_dict(cls, data: Dict[str, Any]) -> "QuantSettings":
         return _from_dict(cls, data, "quantisation")
+
+
+ROOF_DTYPES = ("fp32", "bf16", "int8", "fp64")
+MEMORY_KERNELS = ("read", "copy")
+
+
+@dataclass
+class RooflineSettings:
+    """Measured compute roofs (in-cache matmul per dtype, all CPUs and one core) and memory bandwidth per node.
+
+    ``dtypes=None``: fp32, plus bf16 and int8 where the parent's CPU probe says
+    they are native (``native_bf16``/``native_int8``). ``nodes``: the NUMA nodes
+    to measure, ``[{"node": 0, "cpus": [0, 1]}]``, from the parent's topology
+    (None: one "node" of all usable CPUs). Bounded by ``budget_s``: what did not
+    fit is skipped and said so.
+    """
+
+    dtypes: Optional[List[str]] = None
+    threads: Optional[List[int]] = None        # None: all usable CPUs and 1
+    sizes: Optional[List[int]] = None          # None: 256..1024, those whose operands fit in ``cache_bytes``
+    cache_bytes: Optional[int] = None          # the last-level cache the operands should fit in (parent: L3)
+    seconds_per_point: float = 0.3             # each matrix size at each thread count
+    memory: bool = True
+    nodes: Optional[List[Dict[str, Any]]] = None
+    memory_mib: int = 256                      # per buffer (two for copy); the parent picks > 4x the L3
+    memory_seconds: float = 0.5                # per memory kernel and node
+    operators: bool = True                     # profile a few SimpleCNN steps: the picture's operator points
+    native_bf16: Optional[bool] = None
+    native_int8: Optional[bool] = None
+    budget_s: float = 45.0
+
+    def validate(self) -> "RooflineSettings":
+        if self.dtypes is not None:
+            if not self.dtypes:
+                raise SettingsError("choose at least one dtype")
+            self.dtypes = list(dict.fromkeys(_check_choice("dtype", d, ROOF_DTYPES) for d in self.dtypes))
+        if self.threads is not None:
+            self.threads = sorted({_check_int("threads", t, 1, 4096) for t in self.threads}, reverse=True)
+        if self.sizes is not None:
+            self.sizes = sorted({_check_int("size", n, 32, 16384) for n in self.sizes})
+        self.cache_bytes = _check_int("cache bytes", self.cache_bytes, 1, allow_none=True)
+        self.seconds_per_point = _check_float("seconds per point", self.seconds_per_point, hi=60)
+        self.memory = bool(self.memory)
+        self.memory_mib = _check_int("memory MiB", self.memory_mib, 1, 1 << 20)
+        self.memory_seconds = _check_float("memory seconds", self.memory_seconds, hi=600)
+        self.operators = bool(self.operators)
+        self.native_bf16 = _check_bool(self.native_bf16, allow_none=True)
+        self.native_int8 = _check_bool(self.native_int8, allow_none=True)
+        self.budget_s = _check_float("budget", self.budget_s, hi=3600)
+        if self.nodes is not None:
+            nodes = []
+            for n in self.nodes:
+                if not isinstance(n, dict) or not n.get("cpus"):
+                    raise SettingsError("each NUMA node needs its CPUs: {\"node\": 0, \"cpus\": [0, 1]}")
+                nodes.append({"node": _check_int("node", n.get("node", 0), 0, MAX_CPUS),
+                              "cpus": sorted({_check_int("cpu", c, 0, MAX_CPUS - 1) for c in n["cpus"]})})
+            self.nodes = nodes
+        return self
+
+    @property
+    def dtypes_used(self) -> List[str]:
+        """fp32 always; bf16 and int8 where native (unknown: not measured, said so by the parent)."""
+        if self.dtypes is not None:
+            return list(self.dtypes)
+        return ["fp32"] + (["bf16"] if self.native_bf16 else []) + (["int8"] if self.native_int8 else [])
+
+    def to_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> "RooflineSettings":
+        return _from_dict(cls, data, "roofline")

@@ -12,8 +12,12 @@ multiply at one thread takes about a quarter of a second (at most
 ``max_size``). A path this CPU emulates (bf16 without AVX512_BF16/AMX, as
 the parent's CPU probe says in ``native_bf16``) is measured at
 ``emulated_size`` and labelled ``emulated``: at 4096 it would take minutes.
-The theoretical peak and utilisation are the parent's business
-(:mod:`cpudoctor.lab.peak`); this job only measures.
+The nominal peak and utilisation are the parent's business
+(:mod:`cpudoctor.lab.peak`); this job only measures. It also measures the
+in-cache roof of each precision at each thread count (:mod:`_roofs`, a short
+ladder of small multiplies), so "% of roof" compares with what this CPU
+reached, not only with cores x clock x FLOP/cycle; and it names the kernels
+torch's multiplies ran (:mod:`_libreports`) and numpy's OpenBLAS core.
 """
 
 from __future__ import annotations
@@ -25,12 +29,14 @@ import time
 from typing import Any, Callable, Dict, List, Optional
 
 if __package__:
-    from . import _cpumeter, _jobkit
+    from . import _cpumeter, _jobkit, _libreports, _roofs
     from ._settings import GemmSettings
 else:  # a standalone script: ``python -I`` leaves the script's folder off sys.path
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import _cpumeter
     import _jobkit
+    import _libreports
+    import _roofs
     from _settings import GemmSettings
 
 CALL_TARGET_S = 0.25      # the automatic size: one fp32 multiply at one thread takes about this long
@@ -181,6 +187,11 @@ def run(args: Dict[str, Any], stop: _jobkit.StopFlag) -> Dict[str, Any]:
         size = auto_size(native[0], s.max_size, limits) if native else s.emulated_size
     sizes = {b: (min(size, s.emulated_size) if b in emulated else size) for b in s.backends}
     ops = {b: make_op(b, sizes[b]) for b in s.backends}
+    torch_mod = sys.modules.get("torch") if torch_version else None
+    census = _libreports.Census(torch_mod)
+    for b in s.backends:
+        if b.startswith("torch") and not stop.is_set():
+            census.run(ops[b])                 # which kernels each torch multiply runs (also a warm-up)
     meter = _cpumeter.CpuMeter()
     points: List[Dict[str, Any]] = []
     total = len(s.backends) * len(threads)
@@ -219,6 +230,7 @@ def run(args: Dict[str, Any], stop: _jobkit.StopFlag) -> Dict[str, Any]:
         if stop.is_set():
             status = "cancelled"
             break
+    roofs = measure_roofs(torch_mod, s, threads, emulated, stop, meter) if status == "ok" else []
     notes = []
     forced = os.environ.get("OPENBLAS_CORETYPE")
     blas = limits.blas_info()         # after the runs: numpy loads its BLAS only on first use
@@ -238,10 +250,35 @@ def run(args: Dict[str, Any], stop: _jobkit.StopFlag) -> Dict[str, Any]:
         "points": points,
         "notes": notes,
         "numpy_blas": blas,
+        "roofs": roofs,
+        "library_reports": census.report(blas),
         "torch": torch_version,
         "elapsed": round(time.perf_counter() - start, 3),
         "settings": s.to_dict(),
     }
+
+
+# The roof that "% of roof" compares a backend with: the same precision through torch, operands in cache.
+ROOF_DTYPE = {"torch-fp32": "fp32", "torch-bf16": "bf16", "numpy-fp32": "fp32", "numpy-fp64": "fp64"}
+
+
+def measure_roofs(torch: Any, s: GemmSettings, threads: List[int], emulated: set, stop: _jobkit.StopFlag,
+                  meter: _cpumeter.CpuMeter) -> List[Dict[str, Any]]:
+    """The in-cache roof of every precision measured, at every thread count (skipped with ``roof=False``)."""
+    if torch is None or not s.roof:
+        return []
+    dtypes = list(dict.fromkeys(ROOF_DTYPE[b] for b in s.backends if b not in emulated))
+    out = []
+    for t in threads:
+        for dtype in dtypes:
+            if stop.is_set():
+                return out
+            # three rungs of the roofline job's ladder keep this job's extra time to a few seconds
+            sizes = [n for n in _roofs.ladder(dtype, s.cache_bytes) if n in (256, 512, 1024)] or [256]
+            roof = _roofs.compute_roof(torch, dtype, t, sizes, s.roof_seconds, stop, meter)
+            if roof.get("gflops"):
+                out.append({k: v for k, v in roof.items() if k != "points"})
+    return out
 
 
 if __name__ == "__main__":

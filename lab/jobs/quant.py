@@ -26,12 +26,13 @@ import warnings
 from typing import Any, Callable, Dict, List, Tuple
 
 if __package__:
-    from . import _cpumeter, _jobkit
+    from . import _cpumeter, _jobkit, _libreports
     from ._settings import QuantSettings
 else:  # a standalone script: ``python -I`` leaves the script's folder off sys.path
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import _cpumeter
     import _jobkit
+    import _libreports
     from _settings import QuantSettings
 
 CHUNK_S = 0.05         # fp32 and int8 take turns in chunks of about this long
@@ -162,6 +163,8 @@ def run(args: Dict[str, Any], stop: _jobkit.StopFlag) -> Dict[str, Any]:
     with torch.inference_mode():
         probe = torch.randn(256, 784)
         agreement = float((fp32(probe).argmax(1) == int8(probe).argmax(1)).float().mean())
+        census = _libreports.Census(torch)          # which kernels each model runs, one call each
+        census.run(lambda: (fp32(probe), int8(probe)))
         for b in s.batches:
             if stop.is_set():
                 status = "cancelled"
@@ -202,6 +205,7 @@ def run(args: Dict[str, Any], stop: _jobkit.StopFlag) -> Dict[str, Any]:
         "api_warnings": api_warnings,
         "torchao_installed": _has_module("torchao"),
         "engine": torch.backends.quantized.engine,
+        "library_reports": dict(census.report(), quantized_engine=torch.backends.quantized.engine),
         "threads": torch.get_num_threads(),
         "torch": torch.__version__,
         "elapsed": round(time.perf_counter() - start, 3),

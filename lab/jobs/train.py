@@ -37,12 +37,14 @@ from collections import deque
 from typing import Any, Dict, List, Optional, Tuple
 
 if __package__:
-    from . import _cpumeter, _jobkit
+    from . import _cpumeter, _jobkit, _libreports, _opprofile
     from ._settings import SMOOTHING_STEPS, SettingsError, TrainSettings
 else:  # a standalone script: ``python -I`` leaves the script's folder off sys.path
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import _cpumeter
     import _jobkit
+    import _libreports
+    import _opprofile
     from _settings import SMOOTHING_STEPS, SettingsError, TrainSettings
 
 WINDOW_S = 0.5        # length of one window; a bf16 run alternates bf16 and fp32 windows
@@ -150,8 +152,10 @@ class Trainer:
         self.pos += self.s.batch_size
         return self.x_all[idx].contiguous(memory_format=self.fmt), self.y_all[idx]
 
-    def step(self, dtype: str) -> Tuple[float, int, int]:
-        """One optimizer step on the next batch; (loss, correct predictions, samples)."""
+    def step(self, dtype: str, counted: bool = True) -> Tuple[float, int, int]:
+        """One optimizer step on the next batch; (loss, correct predictions, samples).
+
+        ``counted=False``: a census step (kernels, profile), not one of the run's steps."""
         torch, F = self.torch, self.functional
         x, y = self._batch()
         t0 = time.perf_counter()
@@ -174,7 +178,7 @@ class Trainer:
             raise
         if self.s.compile and self.compile_s is None:
             self.compile_s = time.perf_counter() - t0
-        self.steps += 1
+        self.steps += 1 if counted else 0
         return float(loss.detach()), int((out.argmax(1) == y).sum()), len(y)
 
     def evaluate(self, dtype: str, deadline: Optional[float] = None) -> Tuple[Optional[float], int]:
@@ -324,6 +328,7 @@ class TrainingRun:
         self.startup_s = self.warmup_s = None
         self.eval: Tuple[Optional[float], int] = (None, 0)
         self.cpu_meter = self.cpu_start = None
+        self.evidence: Dict[str, Any] = {}                       # the census: kernels that ran, operators
         self.phase = "start-up (starting Python, importing torch, loading the data)"   # what a hard stop cuts off
 
     def record(self, step: Tuple[float, int, int]) -> None:
@@ -346,6 +351,10 @@ class TrainingRun:
         self.last = _warm_up(tr, self.s, self.dtypes, stop, self.budget, self.record)
         self.warmup_s = time.perf_counter() - self.start
         self.budget.reserve = _eval_reserve(self.s, tr, self.last)
+        # which kernels ran and the operators' FLOP: a step per dtype and two profiled, when they fit the budget
+        if self.budget.fits(sum(self.last.values()) + 2 * self.last.get(self.s.dtype, 0.0)):
+            self.phase = "the kernel census"
+            self.evidence = census(tr, self.dtypes, stop, operators=True)
         self.cpu_meter = _cpumeter.CpuMeter(self.cpus)
         self.cpu_start = self.cpu_meter.start()
         self.phase = "a training step"
@@ -424,6 +433,7 @@ class TrainingRun:
                                 "window_rates": list(meter.windows.get("fp32", []))}
             if not meter.samples.get("fp32"):
                 res["reference"]["not_measured"] = _not_measured(self.budget, ended_by, "fp32", cut_off)
+        res.update(self.evidence)
         if tr is not None:
             res.update(tr.facts(self.cpus))
         else:
@@ -447,7 +457,7 @@ def serve(tr: Trainer, s: TrainSettings, stop: _jobkit.StopFlag, cpus: Optional[
         if stop.is_set():
             break
         tr.step(s.dtype)
-    _jobkit.progress(phase="ready", **tr.facts(cpus))
+    _jobkit.progress(phase="ready", **tr.facts(cpus), **census(tr, [s.dtype], stop, operators=False))
     cpu_meter = _cpumeter.CpuMeter(cpus)
     segments = 0
     while True:
@@ -507,6 +517,23 @@ def run(args: Dict[str, Any], stop: _jobkit.StopFlag) -> Dict[str, Any]:
     if hard is not None and not hard.finish():
         raise SystemExit(0)                    # the hard stop sent the result already (never reached: it exits)
     return res
+
+
+def census(tr: Trainer, dtypes: List[str], stop: _jobkit.StopFlag, operators: bool) -> Dict[str, Any]:
+    """After warm-up, unmeasured: one step per dtype with the libraries' verbose reports on (which kernels
+    ran), and two under PyTorch's profiler (each operator's FLOP, bytes and time, for the roofline picture)."""
+    if not tr.s.census or stop.is_set():
+        return {}
+    kit = _libreports.Census(tr.torch)
+    for dtype in dtypes:
+        if not stop.is_set():
+            kit.run(lambda d=dtype: tr.step(d, counted=False))
+    out: Dict[str, Any] = {"library_reports": kit.report()}
+    if operators and not stop.is_set():
+        ops, notes = _opprofile.profile_operators(tr.torch, lambda: tr.step(tr.s.dtype, counted=False))
+        out["operators"] = ops
+        out["library_reports"]["notes"] += notes
+    return out
 
 
 if __name__ == "__main__":

@@ -234,12 +234,5 @@ def notes(cpu, check: CpuidCheck, xcr0: int | None = None) -> list[str]:
     return out
 
 
-def cross_check(cpu, timeout: float = 20.0) -> tuple[CpuidCheck, list[str]]:
-    """Run the child and compare: the result as data (``CpuInfo.cpuid_check``) and as notes."""
-    result = run_child(timeout)
-    check = summarise(cpu, result)
-    return check, notes(cpu, check, result.xcr0)
-
-
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from cpudoctor.probes.process.breakdown import TimeBreakdown
-from cpudoctor.probes.process.onednn_verbose import OneDnnLog, is_verbose_line, parse_onednn_verbose
+from cpudoctor.probes.process.onednn_verbose import PREFIXES, OneDnnLog, is_verbose_line, parse_onednn_verbose
 from cpudoctor.probes.process.timing import TimeSampler
 from cpudoctor.probes.process.torch_logs import RecompileLog, is_recompile_line, parse_recompiles
 
@@ -142,7 +142,7 @@ class _Filter:
 def _could_be_onednn(rest: bytes) -> bool:
     head = rest[:16]
     return any(p.encode().startswith(head) or head.startswith(p.encode())
-               for p in ("onednn_verbose,", "dnnl_verbose,"))
+               for p in PREFIXES)
 
 
 def _could_be_torch_log(rest: bytes) -> bool:

@@ -25,16 +25,21 @@ MAX_LINE = 8192
 # oneDNN's ISA names, lowest first; an implementation's ISA is the longest known name it ends with.
 ISA_ORDER: tuple[str, ...] = (
     "sse41", "avx", "avx2", "avx2_vnni", "avx2_vnni_2", "avx512_core", "avx512_core_vnni", "avx512_core_bf16",
-    "avx512_core_fp16", "avx512_core_amx", "avx512_core_amx_fp16",
+    "avx512_core_fp16", "avx10_1_512", "avx512_core_amx", "avx10_1_512_amx", "avx512_core_amx_fp16",
+    "avx10_1_512_amx_fp16",
 )
 # The vector width family each ISA belongs to (what "a lower ISA than the CPU supports" compares).
 ISA_FAMILY: dict[str, int] = {"sse41": 1, "avx": 2, "avx2": 3, "avx2_vnni": 3, "avx2_vnni_2": 3,
                               "avx512_core": 4, "avx512_core_vnni": 4, "avx512_core_bf16": 4,
-                              "avx512_core_fp16": 4, "avx512_core_amx": 5, "avx512_core_amx_fp16": 5}
+                              "avx512_core_fp16": 4, "avx10_1_512": 4, "avx512_core_amx": 5, "avx10_1_512_amx": 5,
+                              "avx512_core_amx_fp16": 5, "avx10_1_512_amx_fp16": 5}
 # Legacy spellings in older builds' implementation names.
 _ALIASES = {"avx512_common": "avx512_core", "avx512_mic": "avx512_core", "uni": None, "any": None}
 _ISA_RE = re.compile(r"(?:^|[:_])(" + "|".join(sorted(ISA_ORDER, key=len, reverse=True)) + r")(?:$|[:_])")
 _REFERENCE_RE = re.compile(r"(^|:)(ref|simple|gemm:ref|ref_[a-z_]+|gemm_ref)(:|$)|^ref", re.IGNORECASE)
+# Kinds that copy data between layouts (or types) rather than compute: their implementation (``simple:any``,
+# ``jit:uni``, even a named ``jit:avx2``) is no vector roof and no reference computation to hold against the CPU.
+LAYOUT_KINDS = frozenset({"reorder"})
 _DTYPE_RE = re.compile(r"\b(?:diff_)?(src|wei|dst|bia)(?:_(?:iter|layer))?[:_](f32|f16|bf16|s8|u8|s32|f64|f8_e5m2|f8_e4m3)\b")
 
 
@@ -52,9 +57,15 @@ class Primitive:
     stage: str = "exec"           # exec | create
 
     @property
+    def layout_copy(self) -> bool:
+        """A reorder: data copied between layouts, not computed."""
+        return self.kind in LAYOUT_KINDS
+
+    @property
     def reference(self) -> bool:
-        """oneDNN's reference (portable C++) implementation: correct, and many times slower."""
-        return bool(_REFERENCE_RE.search(self.impl))
+        """oneDNN's reference (portable C++) implementation of a computation: correct, and many times slower.
+        A reorder's ``simple:any`` is its ordinary generic copy, not a slow path."""
+        return not self.layout_copy and bool(_REFERENCE_RE.search(self.impl))
 
     @property
     def data_type(self) -> str:
@@ -73,6 +84,11 @@ class KernelSummary:
     count: int = 0
     time_ms: float = 0.0
     reference: bool = False
+
+    @property
+    def layout_copy(self) -> bool:
+        """A reorder: data copied between layouts, not computed (see :data:`LAYOUT_KINDS`)."""
+        return self.kind in LAYOUT_KINDS
 
 
 @dataclass
