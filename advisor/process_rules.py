@@ -215,10 +215,16 @@ def oversubscribed(ctx: Context) -> list[Finding]:
 
 
 ACTIVE_PERCENT = 5.0   # a thread that got this much CPU in the window took part in the work
+ACTIVE_SHARE = 0.25    # ... or this share of an even split of the CPU the job got (a job starved by others)
 
 
 def _active_threads(ctx: Context) -> list[ThreadInfo]:
-    return [t for t in ctx.insp.threads if (t.cpu_percent or 0.0) >= ACTIVE_PERCENT]
+    """The threads that took part in the work: 5 % of a CPU, or, for a job other programs starve (its
+    workers get 3 % each on a busy machine), a quarter of an even split of what the job got."""
+    threads = ctx.insp.threads
+    total = sum(t.cpu_percent or 0.0 for t in threads)
+    floor = min(ACTIVE_PERCENT, ACTIVE_SHARE * total / len(threads)) if threads else ACTIVE_PERCENT
+    return [t for t in threads if (t.cpu_percent or 0.0) > 0.0 and (t.cpu_percent or 0.0) >= floor]
 
 
 def _self_oversubscribed(ctx: Context) -> bool:

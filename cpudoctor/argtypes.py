@@ -59,3 +59,18 @@ def int_list(lo: int, hi: int, max_items: int = 64, what: str = "numbers") -> Ca
             raise argparse.ArgumentTypeError(f"{bad[0]} is out of range; give {lo} to {hi}")
         return values
     return parse
+
+
+def file_name(what: str = "a file name") -> Callable[[str], str]:
+    """A path to write: an empty (or blank) one is refused, never taken as "stdout" or silently ignored."""
+    def parse(text: str) -> str:
+        if not text.strip():
+            raise argparse.ArgumentTypeError(f"{text!r} is an empty name; give {what}")
+        if "\0" in text:
+            raise argparse.ArgumentTypeError(f"{text!r}: a file name cannot hold a NUL character; give {what}")
+        return text
+    return parse
+
+
+# ``-o FILE`` of every command that prints.
+output_file = file_name("a file name (or - for stdout)")

@@ -208,10 +208,13 @@ def _link_target_ok(link: str, target: str) -> bool:
     return not (joined == ".." or joined.startswith("../") or joined.startswith("/"))
 
 
-def _glob(root: Path, pattern: str) -> list[str]:
-    """Relative paths under ``root`` matching ``pattern`` (fnmatch per component), listed inside the root only."""
+def _glob(root: Path, pattern: str, listed: dict[tuple[str, str], list[str]] | None = None) -> list[str]:
+    """Relative paths under ``root`` matching ``pattern`` (fnmatch per component), listed inside the root only.
+
+    ``listed`` remembers each folder's matches across patterns (eight patterns list cpuN folders)."""
     from cpudoctor.kits.rooted import list_dir, under
 
+    listed = {} if listed is None else listed
     found = [""]
     for comp in pattern.split("/"):
         nxt = []
@@ -219,11 +222,28 @@ def _glob(root: Path, pattern: str) -> list[str]:
             if not any(ch in comp for ch in "*?["):
                 nxt.append(f"{rel}/{comp}" if rel else comp)
                 continue
-            for name in list_dir(under(root, rel)):
-                if fnmatch.fnmatchcase(name, comp):
-                    nxt.append(f"{rel}/{name}" if rel else name)
+            if (rel, comp) not in listed:
+                listed[(rel, comp)] = _bounded([name for name in list_dir(under(root, rel))
+                                                if fnmatch.fnmatchcase(name, comp)])
+            nxt += [f"{rel}/{name}" if rel else name for name in listed[(rel, comp)]]
         found = nxt
     return sorted(rel for rel in found if under(root, rel).exists())
+
+
+_NUMBERED = re.compile(r"([A-Za-z_]+)([0-9]{1,9})")
+
+
+def _bounded(names: list[str]) -> list[str]:
+    """At most MAX_NUMBERED_DIRS names of each numbered kind (cpuN, nodeN, policyN: the smallest numbers) and
+    of the others: the probes read no more (kits.rooted.numbered_dirs), and a tree of 100,000 cpuN folders
+    must not make a capture of minutes (issue 29)."""
+    from cpudoctor.kits.rooted import MAX_NUMBERED_DIRS
+
+    groups: dict[str, list[tuple[int, str]]] = {}
+    for name in names:
+        m = _NUMBERED.fullmatch(name)
+        groups.setdefault(m.group(1) if m else "", []).append((int(m.group(2)) if m else 0, name))
+    return sorted(name for items in groups.values() for _, name in sorted(items)[:MAX_NUMBERED_DIRS])
 
 
 def _filter_content(rel: str, data: bytes) -> bytes:
@@ -363,8 +383,9 @@ def capture(output: Path | str, root: Path | str = Path("/"), force: bool = Fals
 
     wanted: dict[str, None] = {}
     traced: set[str] = set()
+    listed: dict[tuple[str, str], list[str]] = {}
     for pattern in STATIC_GLOBS:
-        for rel in _glob(root, pattern):
+        for rel in _glob(root, pattern, listed):
             wanted[rel] = None
     cgroup_files = set(_cgroup_paths(root))
     for rel in cgroup_files:

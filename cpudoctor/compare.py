@@ -15,7 +15,6 @@ window's Compare dialog) read, redact and label both sides the same way.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -550,7 +549,9 @@ def render_markdown(cmp: Comparison) -> str:
 
 
 def render_json(cmp: Comparison) -> str:
-    return json.dumps(cmp.to_dict(), indent=2, ensure_ascii=False) + "\n"
+    from cpudoctor.model.report import json_text
+
+    return json_text(cmp.to_dict()) + "\n"
 
 
 RENDERERS = {"text": render_text, "md": render_markdown, "json": render_json}

@@ -50,7 +50,11 @@ def render_export(report: Report, fmt: str, include_identifying: bool = False) -
         out = render(shared, fmt, scrub=scrub)
     except RuntimeError as exc:          # the PDF writer could not start Qt: the message says what to do
         raise ExportError(str(exc)) from None
-    return out if isinstance(out, bytes) else out.encode("utf-8")
+    if isinstance(out, bytes):
+        return out
+    from cpudoctor.kits.escape import terminal_safe
+
+    return terminal_safe(out).encode("utf-8")     # the one sanitiser of text sinks: the GUI's files too
 
 
 def _scrubber(redactor: Redactor, markup: str) -> Scrub:

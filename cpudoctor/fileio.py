@@ -13,6 +13,9 @@ follows shell redirection semantics:
   has open) is written to directly, never replaced: renaming over
   ``/dev/null`` as root would delete the device node;
 * a **symlink** is written through to its target (the link stays a link);
+* a file with **hard links** is written through too (every name sees the new
+  text, as with ``>``): space is reserved first, so a full disk still changes
+  nothing;
 * a name ending in ``/`` names a folder, never a file.
 
 Problems are :class:`WriteError` with a message saying what to do, and
@@ -95,6 +98,9 @@ def atomic_write(path: Path | str, data: bytes | str, overwrite: bool = True, ex
         return path
     if st is not None and not overwrite:
         raise WriteError(errno.EEXIST, f"{_short(path)} already exists; choose another name or allow overwriting")
+    if st is not None and st.st_nlink > 1:
+        _write_through(target, payload, path)     # `>` keeps the inode: every hard link sees the new text
+        return path
     folder = target.parent
     try:
         if not stat.S_ISDIR(os.stat(folder).st_mode):
@@ -160,6 +166,47 @@ def _replace_regular(target: Path, payload: bytes, shown: Path, old: os.stat_res
         except OSError:
             pass
         raise _fail(exc, shown) from None
+
+
+def replace_file(path: Path | str, data: bytes | str, old: os.stat_result | None = None) -> None:
+    """Write ``data`` as the file ``path`` itself, all or nothing, never following a link at ``path``.
+
+    For a writer that has already checked what ``path`` is (``bench --into``
+    re-reads the report under a lock): a symlink swapped in meanwhile is
+    replaced, not written through, so no other file is touched. ``old`` (the
+    file's stat) keeps its permissions; a file with hard links is written
+    through in place, like :func:`atomic_write`.
+    """
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    path = Path(path)
+    if old is not None and stat.S_ISREG(old.st_mode) and old.st_nlink > 1:
+        _write_through(path, payload, path, follow=False)
+        return
+    _replace_regular(path, payload, path, old, 0o666)
+
+
+def _write_through(target: Path, payload: bytes, shown: Path, follow: bool = True) -> None:
+    """Overwrite a regular file in place (its inode, so its hard links, stay): reserve, write, cut."""
+    flags = os.O_WRONLY | getattr(os, "O_CLOEXEC", 0) | (0 if follow else getattr(os, "O_NOFOLLOW", 0))
+    try:
+        fd = os.open(target, flags)
+    except OSError as exc:
+        raise _fail(exc, shown) from None
+    try:
+        if payload and hasattr(os, "posix_fallocate"):
+            try:
+                os.posix_fallocate(fd, 0, len(payload))    # ENOSPC here, before a byte of the old text changes
+            except OSError as exc:
+                if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+                    raise
+        os.lseek(fd, 0, os.SEEK_SET)
+        _write_all(fd, payload)
+        os.ftruncate(fd, len(payload))
+        os.fsync(fd)
+    except OSError as exc:
+        raise _fail(exc, shown) from None
+    finally:
+        os.close(fd)
 
 
 def _copy_owner_and_mode(fd: int, old: os.stat_result) -> None:

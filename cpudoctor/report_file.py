@@ -35,6 +35,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from cpudoctor.kits.cpulist import MAX_NUMA_NODES  # noqa: F401 - the schema's bound, re-exported
 from cpudoctor.kits.rooted import read_bytes_checked
 from cpudoctor.model.report import REPORT_KIND, SCHEMA_VERSION, Report, ReportError
 from cpudoctor.model.serde import SchemaError, from_data
@@ -50,6 +51,8 @@ MAX_ITEMS = 1 << 16
 # Every number a probe writes fits a signed 64-bit integer (byte counts, cgroup limits in bytes);
 # larger ones (10**400, 5,000 digits) are damage, and would overflow CPU Doctor's float arithmetic.
 MAX_NUMBER = 2 ** 63 - 1
+# Notes per list: probes write a few (cap_notes keeps repeats out); 65,536 of them took the window minutes to draw.
+MAX_NOTES = 1024
 
 
 class _BadNumber:

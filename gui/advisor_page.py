@@ -25,7 +25,7 @@ from cpudoctor.advisor.ranking import ranked
 from cpudoctor.gui.common import SEVERITY_COLOUR
 from cpudoctor.gui.model import AppModel
 from cpudoctor.render.doctor import environment_line
-from cpudoctor.kits.escape import html_escape
+from cpudoctor.kits.escape import html_escape, terminal_safe
 from cpudoctor.render.finding_view import DETAILS, EVIDENCE, FIX, WHY, finding_view, shell_snippet
 from cpudoctor.render.words import SEVERITY, plural
 from cpudoctor.model import Finding, Report
@@ -418,7 +418,7 @@ class AdvisorPage(QWidget):
     def copy_snippet(self) -> None:
         text = self.snippet_text()
         if text:
-            QGuiApplication.clipboard().setText(text)
+            QGuiApplication.clipboard().setText(terminal_safe(text))
             self.model.status_message.emit("Snippet copied to the clipboard")
 
     # ------------------------------------------------------------------ actions

@@ -292,7 +292,31 @@ def main(argv: list[str] | None = None) -> int:
             app.exit(0 if ok else 1)
 
         QTimer.singleShot(max(0, args.screenshot_delay), grab)
-    return app.exec()
+    code = app.exec()
+    _let_background_work_end(window)
+    return code
+
+
+# How long the window, once closed, waits for its background work (a report being built, interpreters being
+# described) before the interpreter is torn down under it.
+EXIT_WAIT_MS = 60_000
+
+
+def _let_background_work_end(window) -> None:
+    """Stop what the window started and wait for the pool's threads, while Python and Qt are still whole.
+
+    Returning with pool threads still running Python code left them to race the interpreter's and Qt's
+    teardown: a window closed early (``--screenshot-delay 300`` on a busy machine) once died of SIGSEGV
+    on the way out. Whatever is still running after EXIT_WAIT_MS is left, as before.
+    """
+    from PySide6.QtCore import QThreadPool
+
+    try:
+        window.collector.cancel()
+        window.sampler.stop()
+    except RuntimeError:                      # already deleted with the window
+        pass
+    QThreadPool.globalInstance().waitForDone(EXIT_WAIT_MS)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ from shiboken6 import isValid
 from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.workers import run_in_thread
 from cpudoctor.pipeline import Cancelled, Source, StageResult, build_report, environment_python, planned_stages
-from cpudoctor.render.words import status_text
+from cpudoctor.render.words import reason_of, status_text
 from cpudoctor.model import ReportError
 
 log = logging.getLogger(__name__)
@@ -187,7 +187,7 @@ class ReportCollector(QObject):
             self.model.status_message.emit(message)
             self.open_failed.emit(message)
             return
-        message = f"Reading {source.label} failed: {exc}"
+        message = f"Reading {source.label} failed: {reason_of(exc)}"
         log.warning("%s\n%s", message, getattr(exc, "traceback_text", ""))
         self.model.status_message.emit(message)
         self.failed.emit("pipeline", message)

@@ -21,6 +21,7 @@ Every lookup runs on the thread pool; the newest answer of each kind wins.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -32,6 +33,8 @@ from cpudoctor.gui.workers import run_in_thread
 from cpudoctor.probes.software import envs as envs_mod
 from cpudoctor.probes.software.envs import EnvError, PythonEnv
 from cpudoctor.render import env_choice as words
+
+log = logging.getLogger(__name__)
 
 SETTINGS_KEY = "environment/python"      # the interpreter chosen in the window, remembered between runs
 WINDOW = "window"                        # PythonInfo.chosen_by for a choice made here
@@ -236,7 +239,7 @@ class EnvironmentChooser(QObject):
     def choose(self, env: PythonEnv) -> bool:
         """The user's choice from the listing; remembered. False (and nothing changes) when it cannot be used."""
         if not env.usable:
-            self.rejected.emit(words.rejected_text(env.python, env.error or "it cannot be used"))
+            self.rejected.emit(words.rejected_text(env.python, env.error))
             return False
         self._pick_gen += 1
         self._remember(env)
@@ -259,14 +262,15 @@ class EnvironmentChooser(QObject):
         if gen != self._pick_gen:
             return
         if not env.usable:
-            self.rejected.emit(words.rejected_text(python, env.error or "it cannot be used"))
+            self.rejected.emit(words.rejected_text(python, env.error))
             return
         self._keep_listed(env)
         self.choose(self._in_listing(env) or env)
 
     def _described_failed(self, gen: int, python: str, exc: BaseException) -> None:
         if gen == self._pick_gen:
-            self.rejected.emit(words.rejected_text(python, str(exc)))
+            log.warning("describing %s failed", python, exc_info=exc)   # the words say "a bug"; the log says which
+            self.rejected.emit(words.rejected_text(python, exc))
 
     def _set(self, env: PythonEnv | None, chosen_by: str) -> None:
         self._keep_listed(env)
@@ -305,10 +309,10 @@ def _initial_choice(lookup: EnvLookup, remembered: str | None) -> tuple[PythonEn
         env = lookup.describe(remembered)
         if env.usable:
             return env, WINDOW, ""
-        note = words.forgotten_text(remembered, env.error or "it cannot be used")
+        note = words.forgotten_text(remembered, env.error)
     try:
         env, chosen_by = lookup.default()
     except EnvError as exc:
         env, chosen_by = lookup.decide()
-        note = words.fallback_text(str(exc), env)
+        note = words.fallback_text(exc, env)
     return env, chosen_by, note

@@ -26,7 +26,7 @@ from cpudoctor.gui.collector import ReportCollector
 from cpudoctor.gui.icons import icon
 from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.workers import run_in_thread
-from cpudoctor.render.words import plural
+from cpudoctor.render.words import plural, reason_of
 from cpudoctor.model import Report, ReportError
 
 PRIVACY_TEXT = f"Include identifying details ({KEPT_SHORT})"
@@ -256,7 +256,7 @@ class CompareDialog(QDialog):
     def _failed(self, generation: int, exc: BaseException) -> None:
         if generation != self._generation:
             return
-        text = str(exc) if isinstance(exc, (ReportError, OSError)) else f"Compare failed: {exc}"
+        text = reason_of(exc) if isinstance(exc, (ReportError, OSError)) else f"Compare failed: {reason_of(exc)}"
         self.status.setText(text)
         self.view.clear()
         self.result = None
@@ -405,7 +405,8 @@ class ReportActions(QObject):
         self.model.status_message.emit(f"Copied {path}")
 
     def _export_error(self, exc: BaseException) -> None:
-        text = str(exc) if isinstance(exc, (ExportError, ReportError, OSError)) else f"Export failed: {exc}"
+        text = (reason_of(exc) if isinstance(exc, (ExportError, ReportError, OSError))
+                else f"Export failed: {reason_of(exc)}")
         self._fail(text, "Could not export the report")
 
     def _fail(self, text: str, title: str = "CPU Doctor", notify: bool = True) -> None:

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (QComboBox, QFrame, QHBoxLayout, QHeaderView, QLab
 
 from cpudoctor.gui.model import AppModel
 from cpudoctor.knowledge import FLAGS, KnowledgeError
+from cpudoctor.render.words import shown_notes
 from cpudoctor.model import Report
 
 log = logging.getLogger(__name__)
@@ -250,7 +251,7 @@ class FlagsPage(QWidget):
         if not report.cpu.flags:
             self.verdict_title.setText("AVX-512: unknown")
             self.verdict_text.setText("The CPU flags could not be read, so nothing can be said about AVX-512. "
-                                      + " ".join(report.cpu.notes))
+                                      + " ".join(shown_notes(report.cpu.notes)))
             return
         if isa.avx512_usable and isa.avx512_torch_kernels:
             head = "AVX-512: usable — PyTorch can use its AVX-512 kernels"

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import QDialog, QDialogButtonBox, QMessageBox, QTextBrows
 
 from cpudoctor import PROJECT_URL, docs_url
 from cpudoctor.gui.model import AppModel
+from cpudoctor.render.words import reason_of
 
 ISSUE_TITLE = "Problem report: "
 ISSUE_BODY = ("What happened, and what did you expect?\n\n\n"
@@ -103,7 +104,7 @@ class HelpActions(QObject):
         try:
             atomic_write(target, text, overwrite=False)
         except (WriteError, OSError) as exc:
-            self.model.status_message.emit(f"The report is in the clipboard; it could not be saved: {exc}")
+            self.model.status_message.emit(f"The report is in the clipboard; it could not be saved: {reason_of(exc)}")
             target = None
         opened = QDesktopServices.openUrl(QUrl(issue_url(report.cpu.brand or "unknown CPU")))
         where = f"It is saved as {target} and" if target is not None else "It is"

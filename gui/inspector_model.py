@@ -38,7 +38,7 @@ from cpudoctor.kits.format import percent, size
 from cpudoctor.render.inspect import state_text
 from cpudoctor.render.own_jobs import for_this_user
 from cpudoctor.render.finding_view import FIX, WHY, finding_view
-from cpudoctor.render.words import DASH, plural
+from cpudoctor.render.words import DASH, plural, reason_of
 from cpudoctor.model import Finding
 
 PICKER_COLUMNS = ("PID", "CPU %", "Threads", "Memory", "Command")
@@ -138,7 +138,7 @@ def inspected_message(insp: Inspection) -> str:
 
 
 def inspect_error_message(exc: BaseException) -> str:
-    msg = str(exc) if isinstance(exc, InspectError) else f"Inspection failed: {type(exc).__name__}: {exc}"
+    msg = reason_of(exc) if isinstance(exc, InspectError) else f"Inspection failed: {reason_of(exc)}"
     # the probe's advice is for the terminal; in the window the list is right above
     return msg.replace("pick one from `cpudoctor inspect --list`", "pick one from the list (Refresh updates it)")
 
@@ -406,7 +406,7 @@ class InspectorModel(QObject):
         self._set_listing(True)
         from cpudoctor.gui.workers import run_in_thread
 
-        run_in_thread(self.list_fn, on_result=self._listed, on_error=lambda exc: self.list_failed.emit(str(exc)),
+        run_in_thread(self.list_fn, on_result=self._listed, on_error=lambda exc: self.list_failed.emit(reason_of(exc)),
                       on_finished=lambda: self._set_listing(False))
         return True
 

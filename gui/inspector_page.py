@@ -25,6 +25,8 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QDoubleSpinBox, QFr
 
 from cpudoctor.render.env_choice import DIAGNOSE, DIAGNOSE_SAVED_TIP, DIAGNOSE_TIP, inspector_text
 from cpudoctor.render.inspect import render_text
+from cpudoctor.render.words import reason_of
+from cpudoctor.kits.escape import terminal_safe
 from cpudoctor.gui import inspector_model as im
 from cpudoctor.gui.common import Card
 from cpudoctor.gui.inspector_time import RunScriptMixin, TimeTab
@@ -481,7 +483,7 @@ class InspectorPage(RunScriptMixin, QWidget):
 
     def copy_snippet(self, index: int) -> None:
         if 0 <= index < len(self.findings) and self.findings[index].snippet:
-            QGuiApplication.clipboard().setText(self.findings[index].snippet)
+            QGuiApplication.clipboard().setText(terminal_safe(self.findings[index].snippet))
             self.model.status_message.emit(f"{self.findings[index].code}: copied to the clipboard")
 
     def _fill_cards(self, insp: Inspection) -> None:
@@ -494,7 +496,7 @@ class InspectorPage(RunScriptMixin, QWidget):
         """The inspection as plain text (what Copy puts on the clipboard)."""
         if self.inspection is None:
             return ""
-        return render_text(self.inspection, self.findings)
+        return terminal_safe(render_text(self.inspection, self.findings))   # a process name may hold ESC
 
     def copy_all(self) -> None:
         QGuiApplication.clipboard().setText(self.text())

@@ -19,6 +19,7 @@ from cpudoctor.gui import inspector_model as im
 from cpudoctor.gui.breakdown_bar import BreakdownBar
 from cpudoctor.gui.run_dialog import OutputSink
 from cpudoctor.gui.workers import run_in_thread
+from cpudoctor.render.words import reason_of
 
 
 class TimeTab(QWidget):
@@ -115,7 +116,8 @@ class RunScriptMixin:
         self.runner = ScriptRunner(self)
         self._running = False
         self.runner.done.connect(self._on_ran)
-        self.runner.failed.connect(lambda exc: self._on_inspect_error(f"the script could not be run: {exc}"))
+        self.runner.failed.connect(
+            lambda exc: self._on_inspect_error(f"the script could not be run: {reason_of(exc)}"))
         self.runner.finished.connect(lambda: self._set_running(False))
         self.stop_button.clicked.connect(self.runner.stop)
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Qt, Signal
 
-from cpudoctor.lab import protocol
+from cpudoctor.lab import deadlines, protocol
 from cpudoctor.lab.runner import ASK_WAIT_S, TERM_WAIT_S, JobOutcome, collect, finish, job_command
 from cpudoctor.kits.child.runner import ChildEnd, ChildProcess
 
@@ -45,6 +45,7 @@ class JobRunner(QObject):
         self._child: ChildProcess | None = None
         self._queue: queue.SimpleQueue[protocol.Message | ChildEnd] = queue.SimpleQueue()
         self._outcome = JobOutcome()
+        self._program: str | None = None          # the interpreter, named when it never starts the job
         self._posted.connect(self._drain, Qt.ConnectionType.QueuedConnection)
 
     # ------------------------------------------------------------------ control
@@ -66,16 +67,21 @@ class JobRunner(QObject):
 
     def start(self, job_module: str, args: dict[str, Any]) -> None:
         """Start lab job ``job_module`` (``train``, ``gemm``, ... or a module path) with ``args``."""
-        self.start_argv(job_command(job_module, args, self.python), job=job_module)
+        self.start_argv(job_command(job_module, args, self.python), job=job_module,
+                        limits=deadlines.for_job(job_module, args))
 
-    def start_argv(self, argv: list[str], job: str = "job") -> None:
-        """Start any protocol-speaking command (tests use a tiny ``python -c`` child)."""
+    def start_argv(self, argv: list[str], job: str = "job", limits: deadlines.Deadlines | None = None) -> None:
+        """Start any protocol-speaking command (tests use a tiny ``python -c`` child), within ``limits``
+        (default: the start-up deadline only; :mod:`cpudoctor.lab.deadlines`)."""
         if self.is_running():
             raise RuntimeError("a job is already running; cancel it first")
         self.job = job
         self._outcome = JobOutcome()
+        self._program = argv[0] if argv else None
+        limits = limits or deadlines.Deadlines(deadlines.startup_s(), None)
         child = ChildProcess(argv, what=f"the {job} job", control_stdin=True, ask_wait=ASK_WAIT_S,
-                             term_wait=TERM_WAIT_S)
+                             term_wait=TERM_WAIT_S, timeout=limits.total_s, startup_timeout=limits.startup_s,
+                             max_raw_lines=deadlines.MAX_RAW_LINES)
         child.on_message = self._post
         child.on_end = self._post
         self._child = child
@@ -137,4 +143,4 @@ class JobRunner(QObject):
 
     def _end(self, end: ChildEnd) -> None:
         self._child = None
-        self.finished.emit(finish(self._outcome, end, f"the {self.job} job"))
+        self.finished.emit(finish(self._outcome, end, f"the {self.job} job", program=self._program))

@@ -20,7 +20,7 @@ from PySide6.QtCore import QObject, Signal
 
 from cpudoctor.gui.environments import EnvironmentChooser
 from cpudoctor.pipeline import with_lab_result
-from cpudoctor.render.words import status_text
+from cpudoctor.render.words import reason_of, status_text
 from cpudoctor.model import BenchRun, Finding, Report, ThreadRecommendation
 
 
@@ -154,7 +154,7 @@ class AppModel(QObject):
         if generation != self._advice_generation:
             return
         self._set_diagnosing(False)
-        self.status_message.emit(f"The advisor failed: {exc}")
+        self.status_message.emit(f"The advisor failed: {reason_of(exc)}")
 
     def _set_diagnosing(self, busy: bool) -> None:
         if busy != self._diagnosing:

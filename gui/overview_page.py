@@ -24,7 +24,7 @@ from cpudoctor.render import overview as words
 from cpudoctor.render.cpu_facts import cpu_facts
 from cpudoctor.render.software import environment_words
 from cpudoctor.render.topology import cpus_text
-from cpudoctor.render.words import DASH, plural, severity
+from cpudoctor.render.words import DASH, plural, severity, shown_notes
 from cpudoctor.model import Finding, Report
 
 UNKNOWN = DASH
@@ -204,7 +204,7 @@ class OverviewPage(QWidget):
             self._show_live(self._last_sample)       # a new stage of this machine's report: no "—" flicker
         sw = report.software
         notes = [*cpu.notes, *topo.notes, *((sw.notes if sw else []))]
-        self.notes.setText("Probe notes (why a value can be unknown): " + " · ".join(dict.fromkeys(notes))
+        self.notes.setText("Probe notes (why a value can be unknown): " + " · ".join(shown_notes(notes))
                            if notes else "")
         self.notes.setVisible(bool(notes))
         self.show_findings(list(report.findings))

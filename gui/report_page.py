@@ -16,6 +16,7 @@ from cpudoctor.gui.export import PRIVACY_TEXT, qt_markdown
 from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.workers import run_in_thread
 from cpudoctor.kits.format import size
+from cpudoctor.render.words import reason_of
 
 PREVIEW_FORMATS = (("md", "Markdown (for GitHub issues)"), ("html", "HTML page"), ("json", "JSON"))
 
@@ -95,7 +96,7 @@ class ReportPage(QWidget):
         self.status.setText("Rendering…")
         run_in_thread(_render_preview, report, fmt, self.privacy.isChecked(),
                       on_result=lambda out, g=gen, f=fmt: self._show(g, f, *out),
-                      on_error=lambda exc: self.status.setText(f"Could not render the report: {exc}"))
+                      on_error=lambda exc: self.status.setText(f"Could not render the report: {reason_of(exc)}"))
 
     def _show(self, gen: int, fmt: str, data: bytes, qt_page: str | None = None,
               pictures: dict[str, str] | None = None) -> None:

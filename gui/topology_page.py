@@ -28,7 +28,7 @@ from cpudoctor.gui.topology_map import TopologyMap
 from cpudoctor.probes.live.sample import Sample
 from cpudoctor.model import Topology
 from cpudoctor.kits.format import cache_size, size
-from cpudoctor.render.words import plural
+from cpudoctor.render.words import plural, shown_notes
 from cpudoctor.render.topology import (cpus_text, display_notes, is_ccx_vendor, memory_note, summary_line,
                                        usable_line)
 from cpudoctor.model import Report
@@ -326,7 +326,7 @@ class TopologyPage(QWidget):
             memory = tm.numa_memory_line(topo, os_.mem_total_bytes if os_ else None, os_.vm if os_ else None,
                                          report.meta.generated_at if report is not None else None)
             # the page's own memory line says what the report's note says, and more: one of them
-            extra += [n for n in display_notes(topo) if not (memory and n == memory_note(topo))]
+            extra += shown_notes(n for n in display_notes(topo) if not (memory and n == memory_note(topo)))
             if memory:
                 extra.append(memory)
             self.limits.setText("\n".join(extra))

@@ -32,6 +32,7 @@ from cpudoctor.gui.torch_banner import TorchMissingBanner
 from cpudoctor.gui.training_runs import RunsPanel, RunStore, store_key
 from cpudoctor.gui.training_session import LabSession
 from cpudoctor.gui.training_widgets import BenchPanel, LivePlots, SweepPanel, TrainingForm, scrolled
+from cpudoctor.lab import deadlines
 from cpudoctor.lab.results import LabResult
 from cpudoctor.lab.runner import JobOutcome, job_command
 from cpudoctor.lab.settings import SWEEP_TRAIN_KEYS, SettingsError, SweepSettings, TrainSettings
@@ -39,6 +40,7 @@ from cpudoctor.model import BenchRun
 from cpudoctor.render import lab as lab_words
 from cpudoctor.render import training as words
 from cpudoctor.render.env_choice import jobs_text
+from cpudoctor.render.words import reason_of
 
 CAVEAT_COLOUR = "#c98a1a"      # the page's calm amber (status warnings use it too)
 LIVE_TAB, SWEEP_TAB, BENCH_TAB, ROOFLINE_TAB = range(4)
@@ -205,7 +207,7 @@ class TrainingPage(QWidget):
                 allowed = report.topology.affinity.allowed_cpus or report.topology.online_cpus or None
                 choices = list(pinning_choices(report.topology, allowed))
             except Exception as exc:  # noqa: BLE001 - a strange topology must not break the page
-                self._set_status(f"Pinning choices unavailable: {html.escape(str(exc))}", "info")
+                self._set_status(f"Pinning choices unavailable: {html.escape(reason_of(exc))}", "info")
         self.form.set_pinning(choices)
         if not self.session.sweep.latest:
             self._redraw_sweep()
@@ -289,7 +291,8 @@ class TrainingPage(QWidget):
         self._set_running(True)
         self.cancel_button.setFocus(Qt.FocusReason.OtherFocusReason)   # Space stops it; no spin box grabs focus
         self._set_status(html.escape(words.running_text(job)), "info")
-        self.runner.start_argv(self.job_argv(job, args), job=job)
+        # the deadlines of its settings, as in the CLI (a job that ignores its length must not run for ever)
+        self.runner.start_argv(self.job_argv(job, args), job=job, limits=deadlines.for_job(job, args))
 
     def cancel(self) -> None:
         if self.runner.is_running():

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from cpudoctor.lab import jobs, protocol
+from cpudoctor.lab import deadlines, jobs, protocol
+from cpudoctor.lab.deadlines import Deadlines
 from cpudoctor.kits.child.exitstatus import ExitDiagnosis, diagnose_exit
 from cpudoctor.kits.child.own import frozen, own_command, own_script_command
 from cpudoctor.kits.child.runner import ASK_WAIT_S, CHILD_FLAGS, TERM_WAIT_S, ChildEnd, ChildProcess
@@ -193,7 +194,28 @@ def collect(outcome: JobOutcome, msg: protocol.Message) -> None:
             del outcome.logs[: len(outcome.logs) - MAX_LOG_LINES]
 
 
-def finish(outcome: JobOutcome, end: ChildEnd, what: str) -> JobOutcome:
+def _deadline_passed(end: ChildEnd, what: str, program: str | None) -> ExitDiagnosis | None:
+    """Words for a job stopped at a deadline (:mod:`cpudoctor.lab.deadlines`), None when it met them."""
+    from cpudoctor.kits.escape import one_line
+
+    interpreter = f"its interpreter ({one_line(program)})" if program else "its interpreter"
+    if end.no_start == "silent":
+        waited = f"{end.startup_timeout:g} s" if end.startup_timeout is not None else "its start-up time"
+        return ExitDiagnosis("no_start", message=(
+            f"{what} did not start: {interpreter} said nothing for {waited} and was stopped (it may hang or "
+            f"not be a Python; check it with: {one_line(program or 'python')} -c 'print(1)')"))
+    if end.no_start == "flooded":
+        return ExitDiagnosis("no_start", message=(
+            f"{what} did not start: {interpreter} printed {end.raw_lines:,} lines that are not CPU Doctor's job "
+            "protocol and was stopped (a wrapper script, or a sitecustomize printing to stdout?)"))
+    if end.timed_out:
+        return ExitDiagnosis("deadline", message=(
+            f"{what} ran past its deadline, far beyond what its settings ask, and was stopped after "
+            f"{end.seconds:.0f} s; what it measured before is kept (a hung library, or a machine far too busy)"))
+    return None
+
+
+def finish(outcome: JobOutcome, end: ChildEnd, what: str, program: str | None = None) -> JobOutcome:
     """Complete ``outcome`` with how the child ended: status, diagnosis, exit code, memory."""
     outcome.returncode = end.returncode
     outcome.stderr_tail = end.stderr_tail
@@ -201,6 +223,10 @@ def finish(outcome: JobOutcome, end: ChildEnd, what: str) -> JobOutcome:
     outcome.peak_rss_bytes = end.peak_rss_bytes
     if end.start_error:
         outcome.status, outcome.diagnosis = "error", ExitDiagnosis("error", message=end.start_error)
+        return outcome
+    late = _deadline_passed(end, what, program)
+    if late is not None:
+        outcome.status, outcome.diagnosis = "error", late
         return outcome
     library = outcome.stage_library               # a crash is blamed on the library that was running
     outcome.status, outcome.diagnosis = classify(
@@ -220,14 +246,16 @@ class Job:
     """
 
     def __init__(self, argv: list[str], on_message: Callable[[protocol.Message], None] | None = None,
-                 env: dict[str, str] | None = None, what: str = "the job"):
+                 env: dict[str, str] | None = None, what: str = "the job", limits: Deadlines | None = None):
         self.argv = argv
         self.on_message = on_message
         self.env = env
         self.what = what
         self.outcome = JobOutcome()
+        limits = limits or Deadlines(deadlines.startup_s(), None)
         self._child = ChildProcess(argv, what=what, env=env, control_stdin=True, on_message=self._collect,
-                                   ask_wait=ASK_WAIT_S, term_wait=TERM_WAIT_S)
+                                   ask_wait=ASK_WAIT_S, term_wait=TERM_WAIT_S, timeout=limits.total_s,
+                                   startup_timeout=limits.startup_s, max_raw_lines=deadlines.MAX_RAW_LINES)
         self._finished = False
 
     @property
@@ -272,15 +300,18 @@ class Job:
     def _finish(self, end: ChildEnd) -> JobOutcome:
         if not self._finished:
             self._finished = True
-            finish(self.outcome, end, self.what)
+            finish(self.outcome, end, self.what, program=self.argv[0] if self.argv else None)
         return self.outcome
 
 
 def run_job(job: str, args: dict[str, Any], on_message: Callable[[protocol.Message], None] | None = None,
             timeout: float | None = None, stop_event: threading.Event | None = None,
-            argv: list[str] | None = None) -> JobOutcome:
-    """Run one job to the end; ``stop_event`` (set from another thread) stops it in stages."""
-    runner = Job(argv or job_command(job, args), on_message, what=f"the {job} job").start()
+            argv: list[str] | None = None, limits: Deadlines | None = None) -> JobOutcome:
+    """Run one job to the end; ``stop_event`` (set from another thread) stops it in stages.
+
+    ``limits``: its start-up and overall deadlines (default: :func:`cpudoctor.lab.deadlines.for_job`)."""
+    limits = limits or deadlines.for_job(job, args)
+    runner = Job(argv or job_command(job, args), on_message, what=f"the {job} job", limits=limits).start()
     if stop_event is None:
         return runner.wait(timeout)
     deadline = None if timeout is None else time.monotonic() + timeout

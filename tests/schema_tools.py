@@ -41,6 +41,9 @@ AVX512_SUBSETS = ["F", "CD", "BW", "DQ", "VL", "IFMA", "VBMI", "VBMI2", "VNNI", 
 MAX_CPUS = 65536
 MAX_MHZ = 100_000
 CPU_ID: dict[str, Any] = {"minimum": 0, "maximum": MAX_CPUS - 1}
+# No kernel makes more NUMA nodes; no probe writes more notes (cpudoctor.report_file, issue 29).
+from cpudoctor.report_file import MAX_NOTES, MAX_NUMA_NODES  # noqa: E402
+NOTES: dict[str, Any] = {"maxItems": MAX_NOTES}
 COUNT: dict[str, Any] = {"minimum": 0, "maximum": MAX_CPUS}
 
 # Extra JSON Schema keywords for fields that are a public contract (issue 2) or have a closed set of values.
@@ -98,6 +101,12 @@ CONSTRAINTS: dict[str, dict[str, Any]] = {
     "BlasLib.num_threads": COUNT,
     "TorchBuild.intra_op_threads": COUNT,
     "TorchBuild.inter_op_threads": COUNT,
+    "Topology.numa_nodes": {"maxItems": MAX_NUMA_NODES},
+    "Report.notes": NOTES,
+    "CpuInfo.notes": NOTES,
+    "Topology.notes": NOTES,
+    "CgroupLimits.notes": NOTES,
+    "Software.notes": NOTES,
 }
 
 # Descriptions for fields whose source line has no comment.

@@ -38,13 +38,13 @@ def xvfb():
     proc = subprocess.Popen(["Xvfb", f":{n}", "-screen", "0", "1280x860x24", "-nolisten", "tcp"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     sock = Path(f"/tmp/.X11-unix/X{n}")
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 60
     while not sock.exists():
         if proc.poll() is not None:
             pytest.fail(f"Xvfb :{n} exited: {proc.stderr.read().decode(errors='replace')[-500:]}")
         if time.monotonic() > deadline:
             proc.kill()
-            pytest.fail(f"Xvfb :{n} did not create {sock} within 15 s")
+            pytest.fail(f"Xvfb :{n} did not create {sock} within 60 s")
         time.sleep(0.05)
     yield f":{n}"
     proc.send_signal(signal.SIGTERM)

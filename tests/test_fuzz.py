@@ -405,15 +405,19 @@ def cli_args(draw, tree: str, report: str, out_dir: str) -> list[str]:
     cmd = draw(st.sampled_from(["report", "doctor", "compare", "explain", "capture", "inspect", "bench"]))
     nasty = draw(NASTY_ARGS)
     out_name = draw(st.sampled_from(["out.txt", "out.json", "x" * 300, "newdir/", "missing/dir/out.md",
-                                     "out.tar.gz", "ünï code.md", "a\nb.txt", "out.pdf"]))
+                                     "out.tar.gz", "ünï code.md", "a\nb.txt", "out.pdf", "", "fifo"]))
     out = os.path.join(out_dir, out_name)
+    fifo = os.path.join(out_dir, "fifo")                # a named pipe nobody writes: --root must not open it
     if cmd == "report":
-        args = ["report", "--fast", "--root", draw(st.sampled_from([tree, tree, "", out_dir, nasty]))]
-        args += draw(st.sampled_from([[], ["--format", nasty], ["--format", "md"], ["-o", out], ["--no-findings"]]))
+        args = ["report", "--fast", "--root",
+                draw(st.sampled_from([tree, tree, "", out_dir, nasty, fifo, "/dev/zero"]))]
+        args += draw(st.sampled_from([[], ["--format", nasty], ["--format", "md"], ["-o", out], ["-o", ""],
+                                      ["--no-findings"]]))
     elif cmd == "doctor":
         args = ["doctor"] + draw(st.sampled_from([["--root", tree], ["--from-report", report],
-                                                  ["--from-report", nasty], ["--root", nasty]]))
-        args += draw(st.sampled_from([[], ["--only", nasty], ["--format", nasty], ["-o", out], ["--list-rules"]]))
+                                                  ["--from-report", nasty], ["--root", nasty], ["--root", fifo]]))
+        args += draw(st.sampled_from([[], ["--only", nasty], ["--format", nasty], ["-o", out], ["-o", ""],
+                                      ["--list-rules"]]))
     elif cmd == "compare":
         args = ["compare", report, draw(st.sampled_from([report, nasty, out]))]
         args += draw(st.sampled_from([[], ["--format", nasty], ["-o", out]]))
@@ -422,7 +426,7 @@ def cli_args(draw, tree: str, report: str, out_dir: str) -> list[str]:
     elif cmd == "capture":
         args = ["capture", "-o", draw(st.sampled_from([out, out + ".tar.gz", f"{out_dir}/{nasty.replace('/', '_')}"])),
                 "--root",
-                draw(st.sampled_from([tree, nasty])), "--force"]
+                draw(st.sampled_from([tree, nasty, fifo, "/dev/zero"])), "--force"]
     elif cmd == "inspect":
         args = ["inspect", nasty, "--seconds", draw(NASTY_ARGS)]          # parsed only
     else:
@@ -462,6 +466,7 @@ def test_argument_strings(base_trees, tmp_path_factory, capsys, data):
     work = tmp_path_factory.mktemp("fuzz-args")
     report = work / "r.json"
     report.write_text(sample_report().to_json())
+    os.mkfifo(work / "fifo")
     argv = data.draw(cli_args(str(base_trees / "hwloc-16amd64-8n2c"), str(report), str(work)), label="argv")
     with counted("arguments"), watchdog():
         _run_cli(argv, capsys)
@@ -730,3 +735,184 @@ def test_metadata_files(tmp_path_factory, folders, pth):
         env = describe(venv, ask=False, cache=False)
         assert env.from_files and env.version == "3.11.7"
     shutil.rmtree(work, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------- family 7: `bench --into` races
+
+INTO_EVENTS = ["edit", "regenerate", "delete", "damage", "link-swap", "unknown-field", "hard-link", "nothing"]
+
+
+def _into_report(path: Path, **extra) -> None:
+    from cpudoctor.model import Report
+    from cpudoctor.probes import probe_cpu
+
+    data = json.loads(Report(cpu=probe_cpu(Path("/"))).to_json())
+    data.update(extra)
+    path.write_text(json.dumps(data))
+
+
+def _into_event(event: str, path: Path, work: Path) -> None:
+    """Something that happens to the report while the benches measure."""
+    if event == "edit":
+        data = json.loads(path.read_text())
+        data["notes"] = ["edited while the jobs ran"]
+        path.write_text(json.dumps(data))
+    elif event == "regenerate":
+        tmp = work / "fresh.json"
+        _into_report(tmp, notes=["regenerated"])
+        os.replace(tmp, path)
+    elif event == "delete":
+        path.unlink()
+    elif event == "damage":
+        path.write_text('{"schema_version": 1, "meta": {"kind": "cpudo')
+    elif event == "link-swap":
+        path.unlink()
+        path.symlink_to(work / "victim.json")
+    elif event == "unknown-field":
+        data = json.loads(path.read_text())
+        data["from_the_future"] = {"kept": [1, 2, 3]}
+        path.write_text(json.dumps(data))
+    elif event == "hard-link":
+        with contextlib.suppress(FileNotFoundError):
+            (work / "other-name.json").unlink()
+        os.link(path, work / "other-name.json")
+
+
+@FUZZ
+@given(benches=st.integers(1, 6), events=st.lists(st.sampled_from(INTO_EVENTS), min_size=1, max_size=2))
+def test_into_races(tmp_path_factory, benches, events):
+    """Several `bench --into` at once, while the report is edited, replaced, deleted, damaged or swapped for a
+    link: every result either lands in the report with "added" or is refused in one line; nothing else is
+    written; an edit or an unknown field made meanwhile survives."""
+    from cpudoctor.commands.into import NotAdded, add_run, open_target
+    from cpudoctor.model import BenchRun
+    from cpudoctor.report_file import load_report
+
+    work = tmp_path_factory.mktemp("fuzz-into")
+    path, victim = work / "r.json", work / "victim.json"
+    _into_report(path)
+    _into_report(victim, notes=["someone else's file"])
+    victim_before = victim.read_bytes()
+    with counted("into races"), watchdog():
+        targets = [open_target(str(path)) for _ in range(benches)]
+        applied: list[str] = []
+        for event in events:
+            gone = not os.path.lexists(path) or path.is_symlink()     # deleted or swapped: only a new file now
+            damaged = "damage" in applied and "regenerate" not in applied[applied.index("damage"):]
+            if (gone and event != "regenerate") or (damaged and event in ("edit", "unknown-field")):
+                continue
+            _into_event(event, path, work)
+            applied.append(event)
+        linked = (work / "other-name.json").exists() and os.path.samefile(work / "other-name.json", path) \
+            if os.path.lexists(path) and not path.is_symlink() else False
+        barrier = threading.Barrier(benches)
+        said: dict[int, str] = {}
+
+        def bench(i: int) -> None:
+            barrier.wait()
+            try:
+                add_run(targets[i], BenchRun(kind="train", metrics={"samples_per_s": float(i)}))
+                said[i] = "added"
+            except NotAdded as exc:
+                assert "\n" not in str(exc) and "not added" in str(exc), exc
+                said[i] = "not added"
+
+        threads = [threading.Thread(target=bench, args=(i,)) for i in range(benches)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert victim.read_bytes() == victim_before, "a file other than the report was written"
+        added = sorted(i for i, word in said.items() if word == "added")
+        if added:
+            final = load_report(path)
+            assert sorted(int(b.metrics["samples_per_s"]) for b in final.benchmarks) == added
+            raw = json.loads(path.read_text())
+            if "unknown-field" in applied and "regenerate" not in applied[applied.index("unknown-field"):]:
+                assert raw.get("from_the_future") == {"kept": [1, 2, 3]}
+            if applied and applied[-1] == "edit":
+                assert final.notes == ["edited while the jobs ran"]
+        if applied and applied[-1] in ("delete", "link-swap", "damage"):
+            assert not added, applied
+        if linked and added:
+            assert (work / "other-name.json").read_bytes() == path.read_bytes()   # written through, like >
+    shutil.rmtree(work, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------- family 8: hostile text in every sink
+
+NASTY_CHARS = st.sampled_from(list("\x00\x07\x08\x0b\x0c\r\x1b\x7f\x85\x9b\x9c\x9d\u061c\u200e\u200f\u2028\u2029"
+                                   "\u202a\u202e\u2066\u2069\ud800\udcff\ufffe\uffff<>&'\"`|[]*_#\\")
+                              + ["\x1b]52;c;aGk=\x07", "\x1b[2J", "]]>", "<!--", "-->", "&amp;", "\U0001f600"])
+NASTY_TEXT = st.lists(NASTY_CHARS | st.text(max_size=3), min_size=1, max_size=12).map("".join)
+UNSAFE_RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+                        "\ud800-\udfff]")
+
+
+def _string_paths(data, prefix=()):
+    if isinstance(data, str):
+        yield prefix
+    elif isinstance(data, dict):
+        for k, v in data.items():
+            yield from _string_paths(v, prefix + (k,))
+    elif isinstance(data, list):
+        for i, v in enumerate(data[:4]):
+            yield from _string_paths(v, prefix + (i,))
+
+
+@FUZZ
+@given(data=st.data())
+def test_hostile_text_in_every_sink(data):
+    """Hostile strings in any text field of a valid report: no output holds a raw control, bidi mark or
+    separator; the SVGs are well-formed XML; JSON keeps the data; diagnosing changes nothing."""
+    from xml.dom import minidom
+
+    from export_samples import sample_report
+
+    from cpudoctor import advisor
+    from cpudoctor.compare import RENDERERS, compare
+    from cpudoctor.export import render_export
+    from cpudoctor.kits.escape import terminal_safe
+    from cpudoctor.model import ReportError
+    from cpudoctor.render.doctor import render_json, render_md, render_text
+    from cpudoctor.render.svg_topology import render_svg
+    from cpudoctor.report_file import report_from_dict
+
+    raw = json.loads(sample_report().to_json())
+    paths = [p for p in _string_paths(raw) if p and p[0] not in ("schema_version", "meta")]
+    for path in data.draw(st.lists(st.sampled_from(paths), min_size=1, max_size=5), label="fields"):
+        parent = raw
+        for key in path[:-1]:
+            parent = parent[key]
+        parent[path[-1]] = data.draw(NASTY_TEXT, label=".".join(map(str, path)))
+    with counted("hostile text in every sink"), watchdog():
+        try:
+            report = report_from_dict(raw)
+        except ReportError as exc:
+            assert "\n" not in str(exc)
+            return
+        report.findings = []
+        before = report.to_json()
+        advisor.diagnose(report)
+        if report.to_json() != before:
+            raise Leak("diagnosing changed the report")
+        report.findings = advisor.diagnose(report)
+        outputs = {fmt: render_export(report, fmt, include_identifying=True).decode("utf-8")
+                   for fmt in ("md", "text", "json", "html")}
+        outputs["doctor"] = terminal_safe(render_text(report, report.findings, "saved")
+                                          + render_md(report, report.findings, "saved")
+                                          + render_json(report, report.findings, "saved"))
+        cmp = compare(sample_report(), report)
+        outputs.update({f"compare-{k}": terminal_safe(r(cmp)) for k, r in RENDERERS.items()})
+        svg = render_svg(report.topology, title=f"Topology of {report.cpu.brand}")
+        outputs["svg"] = svg
+        for where, text in outputs.items():
+            found = UNSAFE_RAW.search(text)
+            if found:
+                raise Leak(f"{found.group()!r} reached the {where} output raw")
+        minidom.parseString(svg.encode("utf-8"))
+        page = outputs["html"]
+        for start in (m.start() for m in re.finditer("<svg", page)):
+            minidom.parseString(page[start:page.index("</svg>", start) + 6].encode("utf-8"))
+        back = report_from_dict(json.loads(outputs["json"]))
+        assert back.cpu.brand == report.cpu.brand           # JSON escapes, the data survives

@@ -314,7 +314,7 @@ def test_saved_report_opens_on_overview_with_a_plain_title(window, qtbot, tmp_pa
     path.write_text(_saved_report().to_json())
     with qtbot.waitSignal(window.collector.opened, timeout=30_000):      # read and diagnosed off the GUI thread
         window.open_report(path)
-    qtbot.waitUntil(lambda: window.current_page_title() == "Overview", timeout=5000)
+    qtbot.waitUntil(lambda: window.current_page_title() == "Overview", timeout=30_000)
     assert window.windowTitle() == "r.json (saved report)"
     assert "CPU Doctor" not in window.windowTitle()          # xcb and Windows append the application name
     assert saved_report_title("Saved report r.json") == "r.json (saved report)"

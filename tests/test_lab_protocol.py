@@ -94,7 +94,8 @@ def test_job_main_turns_failures_into_one_error_line(capsys):
         raise _jobkit.JobError("batch size must be between 1 and 65536, not 0", kind="settings", exit_code=2)
 
     assert _jobkit.job_main(settings_problem, ["--json-args", "{}"]) == 2
-    msg = protocol.parse_line(capsys.readouterr().out)
+    started, msg = [protocol.parse_line(x) for x in capsys.readouterr().out.splitlines()]
+    assert started.type == "facts" and started.data["job_started"] is True     # first, before any import
     assert msg.type == "error" and msg.data == {"message": "batch size must be between 1 and 65536, not 0",
                                                 "kind": "settings"}
 
@@ -102,7 +103,7 @@ def test_job_main_turns_failures_into_one_error_line(capsys):
         raise KeyError("model")
 
     assert _jobkit.job_main(crash, []) == 1
-    assert protocol.parse_line(capsys.readouterr().out).text == "KeyError: 'model'"
+    assert protocol.parse_line(capsys.readouterr().out.splitlines()[-1]).text == "KeyError: 'model'"
 
     def fine(args, stop):
         import warnings
@@ -111,7 +112,7 @@ def test_job_main_turns_failures_into_one_error_line(capsys):
         return {"status": "ok", "echo": args}
 
     assert _jobkit.job_main(fine, ["--json-args", '{"n": 1}']) == 0
-    lines = [protocol.parse_line(x) for x in capsys.readouterr().out.splitlines()]
+    lines = [protocol.parse_line(x) for x in capsys.readouterr().out.splitlines()][1:]   # after job_started
     assert [m.type for m in lines] == ["log", "result"]                  # the warning is said, not silenced
     assert lines[0].text == "DeprecationWarning: this API is deprecated"
     # the job's figures, and which Python made them (the environment they describe)

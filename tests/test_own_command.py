@@ -66,7 +66,7 @@ def test_frozen_app_runs_itself_with_the_hidden_entries(frozen_app):
 def job_command_of(runner) -> list[str]:
     """The argv the Training page's runner would start for a training job (not started)."""
     started = []
-    runner.start_argv = lambda argv, job="job": started.append(argv)
+    runner.start_argv = lambda argv, job="job", **kw: started.append(argv)
     runner.start("train", {})
     return started[0]
 

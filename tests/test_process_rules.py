@@ -424,3 +424,24 @@ def test_libgomp_sleeping_oversubscription_is_proc001_not_contention():
     insp.num_threads, insp.runnable_mean = 2, 1.9
     codes = {f.code for f in pr.run_process_rules(insp, None, strict=True)}
     assert "PROC013" in codes and "PROC001" not in codes
+
+
+def test_an_oversubscribed_job_starved_by_other_programs_is_still_proc001():
+    """The same 16-thread job (8 OpenMP workers, 8 idle threads) on 2 CPUs, with two busy loops and other torch
+    jobs taking most of the CPU (seen in a suite run: runnable_mean 1.73, wait 312 %): each worker got ~3.5 %
+    of a CPU, below the 5 % that counts a thread as working on an idle machine. Working is judged against the
+    CPU the job got, so the job's own oversubscription is still named."""
+    from cpudoctor.probes.process.inspect import Inspection, ThreadInfo
+
+    workers = [ThreadInfo(tid=2000 + k, name="python", state="R", cpu_percent=3.5) for k in range(8)]
+    idle = [ThreadInfo(tid=2100 + k, name="python", state="S", cpu_percent=0.0) for k in range(8)]
+    insp = Inspection(pid=2000, num_threads=16, runnable_mean=1.73, runnable_max=6, wait_percent=312.4,
+                      cpu_percent=28.0, window_s=1.0, threads=workers + idle)
+    insp.affinity = [0, 1]
+    insp.usable_cpus = 2
+    codes = {f.code for f in pr.run_process_rules(insp, None, strict=True)}
+    assert "PROC001" in codes
+    # Idle threads never count: two working threads of a starved job are not oversubscription.
+    insp.threads = workers[:2] + idle
+    codes = {f.code for f in pr.run_process_rules(insp, None, strict=True)}
+    assert "PROC001" not in codes

@@ -19,7 +19,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -208,22 +207,30 @@ def _start_job(command: str, environ: dict[str, str]) -> subprocess.Popen:
                             stderr=subprocess.DEVNULL, start_new_session=True)
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User and system time ``pid`` used so far (all its threads), 0 when it cannot be read."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _wait_busy(pids: list[int], timeout: float = 90.0) -> None:
-    """Until every job has torch mapped and has run its matmul loop for a moment."""
-    end = time.time() + timeout
-    while time.time() < end:
-        ready = 0
-        for pid in pids:
-            try:
-                maps = Path(f"/proc/{pid}/maps").read_text()
-            except OSError:
-                maps = ""
-            ready += "libtorch_cpu" in maps
-        if ready == len(pids):
-            time.sleep(2.0)
-            return
-        time.sleep(0.3)
-    pytest.fail("the torch jobs did not start in time")
+    """Until every job has torch mapped and has then run its matmul loop for a CPU-second: a condition, not
+    a fixed pause (a busy machine only makes it come later)."""
+    from conftest import wait_for
+
+    def mapped(pid: int) -> bool:
+        try:
+            return "libtorch_cpu" in Path(f"/proc/{pid}/maps").read_text()
+        except OSError:
+            return False
+
+    wait_for(lambda: all(mapped(p) for p in pids), timeout, "the torch jobs to start", interval=0.3)
+    start = {p: _cpu_seconds(p) for p in pids}
+    wait_for(lambda: all(_cpu_seconds(p) >= start[p] + 1.0 for p in pids), timeout,
+             "the torch jobs to run their loop", interval=0.3)
 
 
 def _stop(jobs: list[subprocess.Popen]) -> None:

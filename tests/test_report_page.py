@@ -226,7 +226,7 @@ def test_open_without_a_launcher_says_so_and_offers_the_path(qtbot, actions, doc
     path = Path(blocker.args[0])
     saved_box = ra.last_message
     assert "Copy path" in [b.text() for b in saved_box.buttons()]
-    with qtbot.waitSignal(ra.failed, timeout=2000) as failed:
+    with qtbot.waitSignal(ra.failed, timeout=30_000) as failed:
         next(b for b in saved_box.buttons() if b.text() == "Open").click()
     assert str(path) in failed.args[0] and "no program to open it" in failed.args[0]
     box = ra.last_message

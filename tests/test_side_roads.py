@@ -68,6 +68,7 @@ def test_bench_into_goes_through_the_pipeline_and_changes_nothing_it_was_given(t
     advisor was a traceback there, a note everywhere else)."""
     from cpudoctor import advisor
     from cpudoctor.commands.bench import _add_to_report
+    from cpudoctor.commands.into import Target
     from cpudoctor.lab.results import read_outcome
     from test_lab_bench_cli import _sweep_outcome
 
@@ -75,13 +76,15 @@ def test_bench_into_goes_through_the_pipeline_and_changes_nothing_it_was_given(t
     before = report.to_json()
     result = read_outcome("sweep", _sweep_outcome())
     path = tmp_path / "r.json"
-    _add_to_report(report, str(path), result)
+    path.write_text(before)
+    target = Target(given=str(path), path=path, brand="")        # (brand "": no check of the machine)
+    _add_to_report(target, result)
     assert report.to_json() == before
     saved = load_report(path)
     expected = with_lab_result(report, result.bench_run(), recommendation=result.recommendation())
     assert _verdicts(saved) == _verdicts(expected) and saved.recommendation == result.recommendation()
     monkeypatch.setattr(advisor, "diagnose", lambda report, only=None: 1 / 0)
-    _add_to_report(report, str(path), result)
+    _add_to_report(target, result)
     assert any("the advisor failed (ZeroDivisionError" in n for n in load_report(path).notes)
     assert "added the sweep run and its recommendation" in capsys.readouterr().err
 

@@ -131,7 +131,7 @@ def _banner(qtbot, *looks):
 def test_banner_offers_the_command_for_the_chosen_environment(qtbot):
     _holder, chooser, banner = _banner(qtbot, [env("project")])
     assert not banner.isVisible()                        # nothing said before the environment is known
-    with qtbot.waitSignal(banner.checked, timeout=5000):
+    with qtbot.waitSignal(banner.checked, timeout=30_000):
         banner.look_once()
     assert banner.isVisible()
     assert banner.command.text() == f"/home/ann/project/bin/python -m pip install torch {CPU_INDEX}"
@@ -145,11 +145,11 @@ def test_banner_offers_the_command_for_the_chosen_environment(qtbot):
 
 def test_banner_names_environments_that_have_torch_when_the_chosen_one_has_not(qtbot):
     _holder, chooser, banner = _banner(qtbot, [env("dl", torch="2.5.1+cpu"), env("plain")])
-    with qtbot.waitSignal(banner.checked, timeout=5000):
+    with qtbot.waitSignal(banner.checked, timeout=30_000):
         banner.look_once()
     assert not banner.isVisible() and chooser.current.name == "dl"     # the default has torch
     plain = next(e for e in chooser.envs if e.name == "plain")
-    with qtbot.waitSignal(banner.checked, timeout=5000):
+    with qtbot.waitSignal(banner.checked, timeout=30_000):
         chooser.choose(plain)
     assert banner.isVisible()
     text = banner.text.text()
@@ -159,7 +159,7 @@ def test_banner_names_environments_that_have_torch_when_the_chosen_one_has_not(q
 
 def test_banner_for_a_system_python_installs_into_a_new_environment(qtbot):
     _holder, chooser, banner = _banner(qtbot, [env("python3", kind="system")])
-    with qtbot.waitSignal(banner.checked, timeout=5000):
+    with qtbot.waitSignal(banner.checked, timeout=30_000):
         banner.look_once()
     assert banner.isVisible() and banner.command.text().startswith(f"python3 -m venv ~/{NEW_ENV_NAME} && ")
     assert "pip refuses" in banner.text.text()
@@ -167,7 +167,7 @@ def test_banner_for_a_system_python_installs_into_a_new_environment(qtbot):
 
 def test_banner_when_nothing_usable_was_found(qtbot):
     _holder, chooser, banner = _banner(qtbot, [env("old", error="Python 2.7.18 is too old")])
-    with qtbot.waitSignal(banner.checked, timeout=5000):
+    with qtbot.waitSignal(banner.checked, timeout=30_000):
         banner.look_once()
     assert chooser.current is None and banner.isVisible()
     assert "No Python environment with PyTorch" in banner.text.text() and NEW_ENV_NAME in banner.command.text()
@@ -175,12 +175,12 @@ def test_banner_when_nothing_usable_was_found(qtbot):
 
 def test_banner_hides_once_torch_is_installed(qtbot):
     _holder, chooser, banner = _banner(qtbot, [env("project")], [env("project", torch="2.5.1+cpu")])
-    with qtbot.waitSignal(banner.checked, timeout=5000):
+    with qtbot.waitSignal(banner.checked, timeout=30_000):
         banner.look_once()
     assert banner.isVisible()
     # the listing's result arrives before its end: Look again is enabled once the lookup has ended
     qtbot.waitUntil(lambda: banner.again_button.isEnabled(), timeout=5000)
-    with qtbot.waitSignal(chooser.chosen, timeout=5000):   # the same environment, now with torch: described anew
+    with qtbot.waitSignal(chooser.chosen, timeout=30_000):   # the same environment, now with torch: described anew
         banner.again_button.click()
     assert not banner.isVisible() and banner.setup.has_torch and chooser.current.torch == "2.5.1+cpu"
 

@@ -63,3 +63,25 @@ def test_window_starts_and_draws_with_an_unwritable_home(unwritable_home, tmp_pa
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr, proc.stderr
     assert shot.is_file() and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_window_closed_while_its_background_work_runs_exits_cleanly(tmp_path):
+    """The screenshot is taken (and the window closed) at once, while the environment picker still describes a
+    slow interpreter: the app waits for that work before Python and Qt are torn down, and exits 0 (a window
+    closed early on a busy machine once died of SIGSEGV on the way out)."""
+    if not GUI_SCRIPT.exists():
+        pytest.fail(f"{GUI_SCRIPT} is missing: install the package (pip install -e .) so the gui-script exists")
+    home = tmp_path / "home"
+    slow = home / ".virtualenvs" / "slow"
+    (slow / "bin").mkdir(parents=True)
+    (slow / "pyvenv.cfg").write_text(f"home = {Path(sys.executable).parent}\n")
+    python = slow / "bin" / "python"
+    python.write_text(f"#!/bin/sh\nsleep 3\nexec {sys.executable} \"$@\"\n")
+    python.chmod(0o755)
+    shot = tmp_path / "shot.png"
+    env = {**_env(home), "QT_QPA_PLATFORM": "offscreen"}
+    env.pop("CPUDOCTOR_PYTHON", None)                     # let the picker look for environments itself
+    proc = subprocess.run([str(GUI_SCRIPT), "--screenshot", str(shot), "--screenshot-delay", "0", "--no-children"],
+                          capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
+    assert "Traceback" not in proc.stderr and shot.is_file()

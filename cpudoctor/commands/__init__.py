@@ -8,6 +8,7 @@ user are raised as :class:`CliError` and printed as one line, exit code 2.
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -118,13 +119,20 @@ def root_arg(value: str | None) -> Path:
     if value is not None and not value.strip():
         raise CliError('--root "": an empty name; give the folder that holds proc/ and sys/ '
                        "(leave --root out for this machine)")
+    import stat
+
     root = Path(value or "/").expanduser()
     try:
         if not root.exists():
             raise CliError(f"--root {value}: no such folder")
-        if not root.is_dir():
-            hint = _archive_hint(root)
-            raise CliError(f"--root {value}: " + (hint or "not a folder (give the folder that holds proc/ and sys/)"))
+        mode = os.stat(root).st_mode
+        if not stat.S_ISDIR(mode):
+            # Only a regular file may be an archive: opening a FIFO blocks, /dev/zero never ends (issue 29).
+            hint = _archive_hint(root) if stat.S_ISREG(mode) else None
+            kind = ("" if stat.S_ISREG(mode) else " (a named pipe)" if stat.S_ISFIFO(mode)
+                    else " (a device)" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else " (a socket)")
+            raise CliError(f"--root {value}: " + (hint or f"not a folder{kind}; give the folder that holds proc/ "
+                                                          "and sys/"))
         next(iter(root.iterdir()), None)
     except OSError as exc:
         raise CliError(f"--root {value}: cannot read it ({exc.strerror or exc})") from None
@@ -207,24 +215,29 @@ def output_format(output: str | None, given: str | None, choices: "tuple[str, ..
 def emit(text: str | bytes, output: str | None) -> None:
     """Print to stdout, or write atomically to ``output`` (CliError on failure).
 
-    Text for the terminal has its control characters stripped (a brand string
-    from a captured tree could carry ANSI/OSC escape sequences); a closed
-    stdout or a full disk is one line and exit code 1, never a traceback.
+    Text has its control characters stripped, for the terminal and for a file
+    alike (:func:`cpudoctor.kits.escape.terminal_safe`, the one sanitiser of
+    every text sink: a brand string from a captured tree could carry ANSI/OSC
+    escape sequences or a bidi override); bytes (a PDF) are written as they
+    are. A closed stdout or a full disk is one line and exit code 1, never a
+    traceback.
     """
     import sys
 
     from cpudoctor.fileio import WriteError, atomic_write
+    from cpudoctor.kits.escape import terminal_safe
 
-    if not output or output == "-":
+    if output == "":
+        raise CliError('-o "": an empty name; give a file name (or - for stdout)')
+    if isinstance(text, str):
+        text = terminal_safe(text)
+    if output is None or output == "-":
         if STDOUT_CLOSED or sys.stdout is None:
             raise CliError("standard output is closed (>&-): give -o FILE to write the output somewhere", code=1)
         try:
             if isinstance(text, bytes):
                 sys.stdout.buffer.write(text)
             else:
-                from cpudoctor.kits.escape import terminal_safe
-
-                text = terminal_safe(text)
                 sys.stdout.write(text if text.endswith("\n") else text + "\n")
             sys.stdout.flush()
         except BrokenPipeError:

@@ -20,9 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cpudoctor.report_file import load_report
 from cpudoctor.commands import CliError, emit, output_format
-from cpudoctor.argtypes import int_list, integer, number
+from cpudoctor.argtypes import file_name, int_list, integer, number, output_file
 from cpudoctor.kits.cpulist import MAX_CPUS
 
 # Bounds shared with lab/settings.py (which checks the same again for the window's jobs).
@@ -41,8 +40,9 @@ def register(subparsers) -> None:
 
     def common(sp):
         sp.add_argument("--json", action="store_true", help="print the full result as JSON")
-        sp.add_argument("-o", "--output", metavar="FILE", help="write the output to FILE instead of stdout")
-        sp.add_argument("--into", metavar="REPORT",
+        sp.add_argument("-o", "--output", metavar="FILE", type=output_file,
+                        help="write the output to FILE instead of stdout")
+        sp.add_argument("--into", metavar="REPORT", type=file_name("the saved report's file name"),
                         help="add the result to this saved JSON report (made by cpudoctor report -o FILE.json)")
         sp.add_argument("--quiet", action="store_true", help="no progress bar")
         sp.add_argument("--python", metavar="PATH|ENV",
@@ -197,7 +197,7 @@ def _check_outputs(args: argparse.Namespace):
     """``-o`` and ``--into`` checked before the run; the saved report is read (and validated) now."""
     from cpudoctor.lab.settings import SettingsError, check_output_path
 
-    if args.output and args.output != "-":
+    if args.output is not None and args.output != "-":
         try:
             check_output_path(args.output, "-o")
         except SettingsError as exc:
@@ -211,33 +211,11 @@ def _check_outputs(args: argparse.Namespace):
             check_output_path(plot, "--plot")
         except SettingsError as exc:
             raise CliError(str(exc)) from None
-    if not args.into:
+    if args.into is None:
         return None
-    return _load_into(args.into)
+    from cpudoctor.commands.into import open_target
 
-
-def _load_into(path: str):
-    from cpudoctor.lab.settings import SettingsError, check_output_path
-    from cpudoctor.model import ReportError
-
-    try:
-        target = check_output_path(path, "--into")
-    except SettingsError as exc:
-        raise CliError(str(exc)) from None
-    if not target.exists():
-        raise CliError(f"--into {path}: no such report; save one first with: cpudoctor report -o {path}")
-    try:
-        report = load_report(target)
-    except ReportError as exc:
-        raise CliError(f"--into {path}: {exc}") from None
-    from cpudoctor.probes import probe_cpu
-
-    here = probe_cpu(Path("/")).brand
-    there = report.cpu.brand
-    if here and there and here.strip() != there.strip():
-        raise CliError(f"--into {path}: that report describes another machine ({there}); this one is {here}, "
-                       "and a measurement belongs in a report of the machine it was made on")
-    return report
+    return open_target(args.into)
 
 
 class ProgressBar:
@@ -375,10 +353,11 @@ def run(args: argparse.Namespace) -> int:
         text = "\n".join(t for t in (outcome_text(result), findings_text(findings)) if t)
         if text:
             emit(text, args.output)
+    earlier = _runs_in(into) if into is not None and getattr(args, "plot", None) else []
     if into is not None:
-        _add_to_report(into, args.into, result)
+        _add_to_report(into, result)
     if getattr(args, "plot", None):
-        _plot(args.plot, ([*into.benchmarks] if into is not None else []) + [result.bench_run()])
+        _plot(args.plot, earlier + [result.bench_run()])
     if outcome.status in ("error", "crashed"):
         print(f"cpudoctor bench {args.job}: {outcome.message}", file=sys.stderr)
         return EXIT_FAILED
@@ -432,27 +411,29 @@ def _environment(args: argparse.Namespace) -> tuple[str | None, str]:
     return python, environment_words(info)
 
 
-def _add_to_report(report, path: str, result) -> None:
-    """The run (and a conclusive sweep's recommendation) into the saved report, re-diagnosed, written atomically."""
-    from cpudoctor.fileio import WriteError, atomic_write
+def _runs_in(into) -> list:
+    """The saved report's runs as they are now (the picture draws them beside this run); none when it
+    cannot be read any more (deleted or damaged meanwhile: adding says so)."""
+    from cpudoctor.model import ReportError
+    from cpudoctor.report_file import load_report
 
+    try:
+        return list(load_report(into.path).benchmarks)
+    except (ReportError, OSError):
+        return []
+
+
+def _add_to_report(into, result) -> None:
+    """The run (and a conclusive sweep's recommendation) merged into the saved report as it is at the end
+    (:mod:`cpudoctor.commands.into`: locked, re-read, unknown fields kept); "added" only once it is on disk."""
+    from cpudoctor.commands.into import add_run
+
+    path = into.given
     if not result.has_result and result.status in ("error", "crashed"):
         print(f"cpudoctor bench: nothing measured, so nothing was added to {path}", file=sys.stderr)
         return
-    from cpudoctor.pipeline import KEEP, with_lab_result
-
-    run = result.bench_run()
-    if report.meta.redacted:
-        from cpudoctor.privacy import Identity, Redactor
-
-        Redactor(Identity.current(report)).dataclass(run)
     rec = result.recommendation() if result.kind == "sweep" else None
-    # judged again as every surface does it; a report saved without findings stays without
-    updated = with_lab_result(report, run, recommendation=KEEP if rec is None else rec, judge=bool(report.findings))
-    try:
-        atomic_write(path, updated.to_json() + "\n")
-    except WriteError as exc:
-        raise CliError(str(exc.strerror or exc)) from None
+    add_run(into, result.bench_run(), rec)
     added = f"added the {result.kind} run" + (" and its recommendation" if rec is not None else "")
     if result.kind == "sweep" and rec is None:
         added += " (its verdict is inconclusive, so the report's recommendation is unchanged)"

@@ -10,13 +10,15 @@ cpudoctor.capture for the allowlist).
 from __future__ import annotations
 
 from cpudoctor.commands import CliError, root_arg
+from cpudoctor.argtypes import file_name
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("capture", help="pack the /proc and /sys files CPU Doctor reads into a tarball",
                               description="Pack the /proc and /sys files the probes read, so `cpudoctor report "
                                           "--root` can analyse this machine elsewhere.")
-    p.add_argument("--output", "-o", metavar="FILE.tar.gz", required=True, help="tarball to write")
+    p.add_argument("--output", "-o", metavar="FILE.tar.gz", type=file_name("the tarball's file name"),
+                   required=True, help="tarball to write")
     p.add_argument("--root", metavar="DIR", help="capture a tree under DIR instead of this machine")
     p.add_argument("--force", action="store_true", help="replace FILE if it exists")
     p.add_argument("--python", metavar="PATH|ENV",

@@ -11,6 +11,7 @@ other-schema file.
 from __future__ import annotations
 
 from cpudoctor.commands import CliError, emit, output_format
+from cpudoctor.argtypes import output_file
 
 FORMATS = ("text", "md", "json")
 
@@ -24,7 +25,8 @@ def register(subparsers) -> None:
     p.add_argument("b", metavar="B.json", help="second report (e.g. after)")
     p.add_argument("--format", "-f", choices=FORMATS, default=None,
                    help="text, md or json (default: from the -o file name's ending, else text)")
-    p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
+    p.add_argument("--output", "-o", metavar="FILE", type=output_file,
+                   help="write to FILE instead of stdout")
     p.add_argument("--include-identifying", action="store_true",
                    help=f"keep {KEPT_WHEN_INCLUDED} (default: replaced by placeholders)")
     p.set_defaults(func=run)

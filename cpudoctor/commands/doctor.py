@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 
 from cpudoctor.commands import CliError, add_shell_option, add_source_options, emit, output_format, source_from
+from cpudoctor.argtypes import output_file
 from cpudoctor.render.doctor import FORMATS
 
 
@@ -30,7 +31,8 @@ def register(subparsers) -> None:
     p.add_argument("--only", metavar="CODES", help="comma-separated rule codes, symbols or categories, e.g. ISA001,threads")
     p.add_argument("--list-rules", action="store_true", help="print the rule registry and exit")
     p.add_argument("-v", "--verbose", action="store_true", help="also show the details of passed checks and suggestions")
-    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    p.add_argument("-o", "--output", metavar="FILE", type=output_file,
+                   help="write to FILE instead of stdout")
     add_shell_option(p)
     p.set_defaults(func=run)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 
 from cpudoctor.commands import emit, output_format
+from cpudoctor.argtypes import output_file
 
 FORMATS = ("text", "json")
 
@@ -26,7 +27,8 @@ def register(subparsers) -> None:
                    help="output format (default: from the -o file name's ending, else text)")
     p.add_argument("--no-conda", action="store_true",
                    help="do not run `conda env list` (conda's own folders and environments.txt are still read)")
-    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    p.add_argument("-o", "--output", metavar="FILE", type=output_file,
+                   help="write to FILE instead of stdout")
     p.set_defaults(func=run)
 
 

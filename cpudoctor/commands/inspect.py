@@ -14,10 +14,10 @@ environment/libraries could not be read.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from cpudoctor.commands import CliError, emit, output_format, root_arg
+from cpudoctor.argtypes import output_file
 
 
 
@@ -37,7 +37,8 @@ def register(subparsers) -> None:
     p.add_argument("--all", action="store_true", help="with --list: every process, idle ones too")
     p.add_argument("--no-stacks", dest="stacks", action="store_false",
                    help="do not sample stacks (no time breakdown; nothing attaches to the process)")
-    p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
+    p.add_argument("--output", "-o", metavar="FILE", type=output_file,
+                   help="write to FILE instead of stdout")
     p.add_argument("--root", metavar="DIR", help=argparse.SUPPRESS)   # a captured or fake /proc tree
     p.set_defaults(func=run)
 
@@ -94,8 +95,12 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         from cpudoctor.model.serde import to_data
 
-        text = json.dumps({"kind": "cpudoctor-inspection", "inspection": to_data(insp),
-                           "findings": to_data(findings)}, indent=2, ensure_ascii=False)
+        from cpudoctor.model.report import json_text
+        from cpudoctor.render.inspect import shown_python
+
+        data = to_data(insp)
+        data["python"] = shown_python(insp.python)       # ~ for a home folder, as everywhere else in inspect
+        text = json_text({"kind": "cpudoctor-inspection", "inspection": data, "findings": to_data(findings)})
     else:
         from cpudoctor.render.inspect import render_text
 
@@ -115,4 +120,6 @@ def run(args: argparse.Namespace) -> int:
 def _list_json(entries) -> str:
     from cpudoctor.model.serde import to_data
 
-    return json.dumps(to_data(entries), indent=2, ensure_ascii=False)
+    from cpudoctor.model.report import json_text
+
+    return json_text(to_data(entries))

@@ -15,6 +15,7 @@ import sys
 
 from cpudoctor.commands import (CliError, add_shell_option, add_source_options, build, emit, findings_for_shell,
                                 output_format, source_from)
+from cpudoctor.argtypes import output_file
 
 
 def register(subparsers) -> None:
@@ -34,7 +35,8 @@ def register(subparsers) -> None:
     p.add_argument("--format", type=format_name, choices=formats, default=None,
                    help=f"output format: {', '.join(formats)} (default: from the -o file name's ending, else text; "
                         "an ending that names no format is refused)")
-    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of stdout")
+    p.add_argument("-o", "--output", metavar="FILE", type=output_file,
+                   help="write to FILE (atomically) instead of stdout")
     p.add_argument("--no-findings", action="store_true", help="leave out the advisor's findings")
     p.add_argument("--include-identifying", action="store_true",
                    help=f"keep {KEPT_WHEN_INCLUDED} (default: replaced by placeholders)")

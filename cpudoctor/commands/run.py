@@ -20,6 +20,7 @@ import re
 import shlex
 import sys
 
+from cpudoctor.argtypes import output_file
 from cpudoctor.commands import CliError, output_format, python_choice
 
 _PYTHON_RE = re.compile(r"^python(\d+(\.\d+)?)?$")
@@ -42,7 +43,8 @@ def register(subparsers) -> None:
                         "(a path, an environment folder or a name from `cpudoctor envs`)")
     p.add_argument("--format", "-f", choices=FORMATS, default=None,
                    help="text, json, md or html (default: from the -o file name's ending, else text)")
-    p.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE instead of stderr")
+    p.add_argument("--output", "-o", metavar="FILE", type=output_file,
+                   help="write the report to FILE instead of stderr")
     p.add_argument("--rate", type=_rate, metavar="HZ", help=argparse.SUPPRESS)
     p.add_argument("argv", nargs=argparse.REMAINDER, metavar="COMMAND", help="the command to run, after --")
     p.set_defaults(func=run)

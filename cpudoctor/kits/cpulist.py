@@ -17,6 +17,8 @@ import re
 # Linux caps NR_CPUS at 8192 (x86 MAXSMP) and a few architectures go higher; no kernel
 # numbers a CPU at 65536 or above. A list or mask beyond that is garbled, not a machine.
 MAX_CPUS = 65536
+# NUMA nodes: MAX_NUMNODES is 1 << NODES_SHIFT, and NODES_SHIFT is at most 10 on every architecture.
+MAX_NUMA_NODES = 1024
 # 19 digits hold any 64-bit value the kernel prints; longer is not a sysfs number.
 _MAX_DIGITS = 19
 

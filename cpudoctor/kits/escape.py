@@ -32,18 +32,26 @@ _ESCAPE_SEQ = re.compile(
     r"|\x1b[ -/]*[0-~]?",
     re.DOTALL,
 )
-# C0 controls but tab and newline, DEL, C1 controls, and the bidi embeddings/overrides/isolates.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# C0 controls but tab and newline, DEL, C1 controls, the bidi marks (ALM, LRM, RLM) and embeddings/overrides/
+# isolates, lone surrogates (no UTF-8 encodes them) and U+FFFE/U+FFFF (not characters; XML forbids them).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+                      r"\ud800-\udfff\ufffe\uffff]")
+# The line and paragraph separators end a line in some viewers (and JavaScript): a space, like a tab in one line.
+_SEPARATORS = str.maketrans({"\u2028": " ", "\u2029": " "})
 
 
 def strip_controls(text: Any, keep_newlines: bool = True) -> str:
-    """``text`` without escape sequences or control characters (tab and newline kept unless told)."""
+    """``text`` without escape sequences or control characters (tab and newline kept unless told).
+
+    The one sanitiser of every text sink: the terminal, ``-o`` files, exports, Markdown, HTML and SVG
+    (which escape after it), so a brand string cannot drive a terminal, reorder a line or break a file.
+    """
     s = "" if text is None else str(text)
     if not s or (s.isprintable() and "\x1b" not in s):
         return s
     if not keep_newlines:
         s = s.replace("\r\n", " ").replace("\n", " ").replace("\r", " ").replace("\t", " ")
-    return _CONTROL.sub("", _ESCAPE_SEQ.sub("", s))
+    return _CONTROL.sub("", _ESCAPE_SEQ.sub("", s)).translate(_SEPARATORS)
 
 
 def one_line(text: Any) -> str:
@@ -95,5 +103,42 @@ def md_fence(text: Any, lang: str = "", indent: str = "") -> list[str]:
 
 
 def html_escape(value: Any) -> str:
-    """Anything as HTML text or attribute value (``None`` is empty), control characters stripped."""
+    """Anything as HTML or XML text or attribute value (``None`` is empty), control characters stripped: what
+    it returns is well-formed inside an SVG (XML 1.0 allows no C0 control, surrogate or U+FFFE even escaped)."""
     return _html_escape(strip_controls(value), quote=True)
+
+
+def shell_quote(text: Any) -> str:
+    """One word for a POSIX shell that reads back as ``text`` exactly, shown safely on a terminal.
+
+    :func:`shlex.quote` when ``text`` has nothing to hide; else bash's ``$'...'`` quoting with every
+    unsafe character as the bytes of its name (``\\x1b``, ``\\xe2\\x80\\xae``: the same in any locale):
+    a command suggested for a file whose name holds a control character names that file, not one with
+    the character stripped (which may not exist).
+    """
+    import shlex
+
+    s = "" if text is None else str(text)
+    if not _CONTROL.search(s) and not _UNSAFE_WORD.search(s):
+        return shlex.quote(s)
+    out = []
+    for ch in s:
+        if ch in "\\'":
+            out.append("\\" + ch)
+        elif _CONTROL.match(ch) or _UNSAFE_WORD.match(ch):
+            out.extend(f"\\x{byte:02x}" for byte in _file_name_bytes(ch))
+        else:
+            out.append(ch)
+    return "$'" + "".join(out) + "'"
+
+
+def _file_name_bytes(ch: str) -> bytes:
+    """The bytes a file name holds for ``ch`` (a surrogate from ``os.fsdecode`` is the byte it stands for)."""
+    try:
+        return ch.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return ch.encode("utf-8", "surrogatepass")
+
+
+# Characters a quoted shell word must not show raw besides _CONTROL: tab, newline, the line separators.
+_UNSAFE_WORD = re.compile(r"[\t\n\u2028\u2029]")

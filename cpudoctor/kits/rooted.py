@@ -29,7 +29,7 @@ import stat
 import threading
 from pathlib import Path
 
-from cpudoctor.kits.cpulist import GarbledValue, parse_int, strict_cpulist, strict_cpumask, strict_size
+from cpudoctor.kits.cpulist import GarbledValue, cpu_number, parse_int, strict_cpulist, strict_cpumask, strict_size
 
 _DEFAULT_ROOT = Path("/")
 
@@ -38,6 +38,10 @@ MAX_READ_BYTES = 16 << 20
 _MAX_LINKS = 40                 # like the kernel's MAXSYMLINKS: more hops is a loop
 _MAX_NOTES = 8                  # refused files named per root; the rest are counted
 _MAX_CACHED = 65536             # resolved folders remembered per root
+# No kernel makes more CPUs than this (NR_CPUS is at most 8192: x86 MAXSMP, arm64, powerpc) nor more NUMA
+# nodes (1 << NODES_SHIFT, at most 1024). A tree with more cpuN or nodeN folders is damaged or hostile, and
+# reading every one of 100,000 took minutes (issue 29): only the first ones are read, and a note says so.
+MAX_NUMBERED_DIRS = 8192
 
 _O_READ = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
 
@@ -255,25 +259,31 @@ def read_bytes_checked(path: Path, limit: int = MAX_READ_BYTES) -> bytes:
     non-blocking and checked again, so a swap in between changes nothing.
     """
     real = os.fspath(path)
+    if "\0" in str(real):                  # os.stat would raise ValueError ("embedded null byte"), not OSError
+        raise OSError(errno.EINVAL, "a file name cannot hold a NUL character: not read", str(path))
     if not stat.S_ISREG(os.stat(real).st_mode):
         raise OSError(errno.EINVAL, "not a regular file (a device, FIFO or socket): not read", str(path))
     fd = os.open(real, _O_READ)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(errno.EINVAL, "not a regular file (a device, FIFO or socket): not read", str(path))
-        chunks: list[bytes] = []
-        total = 0
-        while True:
-            chunk = os.read(fd, min(1 << 20, limit + 1 - total))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-            if total > limit:
-                raise OSError(errno.EFBIG, f"larger than {limit >> 20} MiB: not read", str(path))
+        return read_fd(fd, limit, str(path))
     finally:
         os.close(fd)
-    return b"".join(chunks)
+
+
+def read_fd(fd: int, limit: int, name: str = "") -> bytes:
+    """What an open file holds from where it stands, at most ``limit`` bytes (OSError EFBIG beyond)."""
+    chunks: list[bytes] = []
+    total = 0
+    while True:
+        chunk = os.read(fd, min(1 << 20, limit + 1 - total))
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        total += len(chunk)
+        if total > limit:
+            raise OSError(errno.EFBIG, f"larger than {limit >> 20} MiB: not read", name)
 
 
 def read_bytes(path: Path, limit: int = MAX_READ_BYTES) -> bytes | None:
@@ -318,6 +328,22 @@ def list_dir(path: Path) -> list[str]:
         return sorted(os.listdir(path))
     except (OSError, ValueError):
         return []
+
+
+def numbered_dirs(folder: Path, prefix: str, notes: list[str] | None = None,
+                  limit: int = MAX_NUMBERED_DIRS) -> list[int]:
+    """The numbers N of the ``<prefix>N`` entries of ``folder`` (``cpu12``: ASCII digits, below MAX_CPUS),
+    sorted, at most the ``limit`` smallest: a bounded walk whatever the folder holds (a note says what was left)."""
+    cut = len(prefix)
+    names = [name for name in list_dir(folder) if name.startswith(prefix)]
+    found = sorted(n for n in (cpu_number(name[cut:]) for name in names) if n is not None)
+    if len(found) > limit:
+        if notes is not None:
+            count = sum(1 for name in names if name[cut:].isascii() and name[cut:].isdigit())
+            notes.append(f"{shown(folder)} holds {count:,} {prefix}N folders, more than any kernel makes: "
+                         f"only the first {limit:,} were read")
+        del found[limit:]
+    return found
 
 
 def read_cpulist(path: Path, notes: list[str] | None = None) -> list[int] | None:

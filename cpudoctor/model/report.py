@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -100,9 +101,24 @@ class Report:
         return to_data(self)
 
     def to_json(self, indent: int | None = 2) -> str:
-        """Strict JSON: a non-finite number (a diverged loss) is written as null, never NaN."""
-        return json.dumps(_finite(self.to_dict()), indent=indent, sort_keys=False, ensure_ascii=False,
-                          allow_nan=False)
+        """Strict JSON (see :func:`json_text`)."""
+        return json_text(self.to_dict(), indent)
+
+
+# What JSON may carry as text but no file should hold raw: DEL, the C1 controls (U+009B is a terminal's CSI),
+# the bidirectional marks, embeddings, overrides and isolates, the line and paragraph separators, and lone
+# surrogates (not encodable as UTF-8), and U+FFFE/U+FFFF (noncharacters the text sinks strip): what
+# cpudoctor.kits.escape strips beyond the C0 controls JSON escapes anyway, so a sink loses none of it.
+JSON_UNSAFE = "\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff\ufffe\uffff"
+_JSON_UNSAFE_RE = re.compile(f"[{JSON_UNSAFE}]")
+
+
+def json_text(data: Any, indent: int | None = 2) -> str:
+    """Strict JSON for a file or a terminal: a non-finite number (a diverged loss) is null, never NaN; the
+    characters of :data:`JSON_UNSAFE` are written as ``\\uXXXX`` escapes (the data is unchanged), every
+    other character as itself (a brand's ® stays readable)."""
+    text = json.dumps(_finite(data), indent=indent, sort_keys=False, ensure_ascii=False, allow_nan=False)
+    return _JSON_UNSAFE_RE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def _finite(data: Any) -> Any:

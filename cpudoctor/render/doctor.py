@@ -137,7 +137,9 @@ def render_json(report: Report, findings: Sequence[Finding], label: str) -> str:
         "counts": {key: n for key, n in reversed(severity_counts(findings).items())},
         "findings": [to_data(f) for f in findings],
     }
-    return json.dumps(data, indent=2, ensure_ascii=False)
+    from cpudoctor.model.report import json_text
+
+    return json_text(data)
 
 
 def render_md(report: Report, findings: Sequence[Finding], label: str, *, verbose: bool = False,

@@ -16,6 +16,8 @@ from cpudoctor.model import PythonInfo
 from cpudoctor.probes.software.stack import python_info as env_python_info
 from cpudoctor.render.envs import home_short, no_official_build
 from cpudoctor.render.software import environment_words
+from cpudoctor.render.words import NO_REASON, reason_of
+from cpudoctor.kits.escape import one_line
 
 LABEL = "Environment:"
 LOOKING = "Finding Python environments…"
@@ -139,26 +141,34 @@ def jobs_text(env: PythonEnv | None, read_only: bool = False) -> str:
     return f"{prefix} {where} — the toolbar's Environment picker changes it"
 
 
-def rejected_text(python: str, error: str) -> str:
+def _said(error: str | BaseException | None) -> str:
+    """A reason as words: an exception through :func:`reason_of`, an empty one said to be empty."""
+    if isinstance(error, BaseException):
+        return reason_of(error)
+    text = one_line(error or "").strip()
+    return text or NO_REASON
+
+
+def rejected_text(python: str, error: str | BaseException) -> str:
     """One line for an interpreter given by hand that cannot be used."""
-    return f"{home_short(python)} cannot be used: {error}"
+    return f"{home_short(python)} cannot be used: {_said(error)}"
 
 
-def forgotten_text(python: str, error: str) -> str:
-    return (f"The environment chosen last time ({home_short(python)}) cannot be used now ({error}); "
+def forgotten_text(python: str, error: str | BaseException) -> str:
+    return (f"The environment chosen last time ({home_short(python)}) cannot be used now ({_said(error)}); "
             "describing the default one instead")
 
 
-def fallback_text(error: str, found: PythonEnv | None) -> str:
-    return f"{error}; describing {found.name if found is not None else OWN_FALLBACK} instead"
+def fallback_text(error: str | BaseException, found: PythonEnv | None) -> str:
+    return f"{_said(error)}; describing {found.name if found is not None else OWN_FALLBACK} instead"
 
 
 def failed_text(exc: BaseException) -> str:
-    return f"Finding the Python environments failed ({exc}); describing {OWN_FALLBACK}"
+    return f"Finding the Python environments failed ({reason_of(exc)}); describing {OWN_FALLBACK}"
 
 
 def list_failed_text(exc: BaseException) -> str:
-    return f"Listing the Python environments failed: {exc}"
+    return f"Listing the Python environments failed: {reason_of(exc)}"
 
 
 def checking_text(python: str) -> str:

@@ -7,9 +7,11 @@ process findings with the same marks as ``cpudoctor doctor``.
 
 from __future__ import annotations
 
-import shlex
+import os
+import re
 
 from cpudoctor.kits.cpulist import format_cpulist
+from cpudoctor.kits.escape import shell_quote
 from cpudoctor.kits.format import or_unknown, percent, size, wrap
 from cpudoctor.render.words import DASH, bracketed, plural, severity
 from cpudoctor.render.finding_view import FIX, WHY, finding_view
@@ -32,6 +34,28 @@ def _opt(v: object) -> str:
 
 def _wrapped(text: str) -> list[str]:
     return wrap(text, 100, indent=4, hang=5)
+
+
+def shown_python(path: str | None) -> str | None:
+    """The interpreter as inspect shows it (text and JSON): a home folder as ``~``, like the command line."""
+    from cpudoctor.probes.process.procfs import redact_paths
+
+    return redact_paths(path) if path else path
+
+
+_OTHER_HOME = re.compile(r"(?:/home|/Users|/var/home)/([A-Za-z0-9._-]{1,64})/(.+)", re.DOTALL)
+
+
+def python_word(path: str) -> str:
+    """The interpreter as one shell word for a suggested command: the real file (controls quoted as bytes),
+    with the home folder written ``~/`` (or ``~user/``) so no home path is printed and the command works."""
+    home = os.path.expanduser("~").rstrip("/")
+    if home and path.startswith(home + "/"):
+        return "~/" + shell_quote(path[len(home) + 1:])
+    m = _OTHER_HOME.fullmatch(path)
+    if m:
+        return f"~{m.group(1)}/" + shell_quote(m.group(2))
+    return shell_quote(path)
 
 
 # /proc/<pid>/task/<tid>/stat states, in words (proc(5))
@@ -116,8 +140,9 @@ def render_text(insp, findings) -> str:
     else:
         out.append("Children     none (no DataLoader workers)")
     if insp.python:
-        out.append(f"Python       {insp.python} (found from its {_FOUND_BY.get(insp.python_found_by, 'process')})")
-        out.append(f"             its environment: cpudoctor doctor --python {shlex.quote(insp.python)}")
+        found_by = _FOUND_BY.get(insp.python_found_by, "process")
+        out.append(f"Python       {shown_python(insp.python)} (found from its {found_by})")
+        out.append(f"             its environment: cpudoctor doctor --python {python_word(insp.python)}")
     swap = _mib(insp.swap_bytes) if insp.swap_bytes is not None else "?"
     faults = "?" if insp.major_faults_per_s is None else f"{insp.major_faults_per_s:g}/s"
     out.append(f"Memory       RSS {_mib(insp.rss_bytes)}; swap {swap}; major page faults {faults}")

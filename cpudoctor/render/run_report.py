@@ -7,7 +7,6 @@ oneDNN ran, so a script can read the same facts the text shows.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from cpudoctor.probes.process.observe import RunObservation
@@ -102,6 +101,9 @@ def render_html(obs: RunObservation, findings: list[Finding]) -> str:
 
 
 def render_json(obs: RunObservation, findings: list[Finding]) -> str:
+    """Strict JSON like every other CPU Doctor writes (:func:`cpudoctor.model.report.json_text`): a command
+    line's bidi override or C1 control is a ``\\u`` escape, kept, not raw nor stripped by the sink."""
+    from cpudoctor.model.report import json_text
     from cpudoctor.model.serde import to_data
 
     data = {
@@ -119,7 +121,7 @@ def render_json(obs: RunObservation, findings: list[Finding]) -> str:
         "recompiles": to_data(obs.recompiles),
         "notes": obs.notes,
     }
-    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    return json_text(data) + "\n"
 
 
 RENDERERS = {"text": render_text, "md": render_md, "html": render_html, "json": render_json}

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from html import escape
+from cpudoctor.kits.escape import html_escape as escape
 from typing import Any
 from cpudoctor.kits.format import metric, number
 

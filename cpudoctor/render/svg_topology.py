@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from html import escape
+from cpudoctor.kits.escape import html_escape as escape
 
 from cpudoctor.model import Core, Topology
 from cpudoctor.render import topology as tree

@@ -127,3 +127,39 @@ def status_text(findings: list[_HasSeverity]) -> str:
 def yes_no(value: bool | None, unknown: str = UNKNOWN) -> str:
     """True/False/None as a reader says them: yes, no, unknown."""
     return unknown if value is None else ("yes" if value else "no")
+
+
+NO_REASON = "no reason was given"
+
+
+def reason_of(exc: BaseException) -> str:
+    """Why something was refused, in words a person can act on (a message box, the status bar).
+
+    CPU Doctor's own errors (a report that is damaged, a Python that cannot be used) and the operating
+    system's (a missing file, no permission) are written for people and are said as they are; any other
+    exception is a bug in CPU Doctor, named as one (``'list' object has no attribute 'get'`` means nothing
+    to the reader), and an empty message is said to be one.
+    """
+    from cpudoctor.kits.escape import one_line
+
+    if isinstance(exc, OSError) and exc.strerror:
+        where = f": {exc.filename}" if exc.filename else ""
+        return one_line(f"{exc.strerror}{where}")
+    ours = type(exc).__module__.split(".", 1)[0] == "cpudoctor" or isinstance(exc, OSError)
+    text = one_line(str(exc)).strip()
+    if not ours:
+        return "an internal error in CPU Doctor (a bug, not your setup); please report it"
+    return text or NO_REASON
+
+
+# Notes a page of the window shows at once; the rest are counted (every one is in the exported report).
+MAX_SHOWN_NOTES = 12
+
+
+def shown_notes(notes: Iterable[str], limit: int = MAX_SHOWN_NOTES) -> list[str]:
+    """``notes`` without repeats, at most ``limit`` of them, then a line counting the rest: a word-wrapped
+    label of 65,536 notes took the window minutes to lay out (issue 29)."""
+    unique = list(dict.fromkeys(notes))
+    if len(unique) <= limit:
+        return unique
+    return unique[:limit] + [f"… and {len(unique) - limit} more (all of them are in the exported report)"]

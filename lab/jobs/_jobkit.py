@@ -24,6 +24,7 @@ import json
 import math
 import os
 import queue
+import re
 import sys
 import threading
 import time
@@ -88,6 +89,15 @@ def emit(msg_type: str, /, stream: Optional[TextIO] = None, **fields: Any) -> No
             # The parent is gone (window closed, `| head`): nobody is listening, end quietly.
             os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())
             raise SystemExit(1) from None
+
+
+def started() -> None:
+    """The job's first line, before it imports torch: the parent's start-up deadline measures the
+    interpreter, not torch's import (a fact object: merged into the outcome's facts, never shown)."""
+    line = json.dumps({"job_started": True, "pid": os.getpid()})
+    with _emit_lock:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
 
 
 def progress(**fields: Any) -> None:
@@ -242,6 +252,33 @@ def warnings_to_log() -> None:
     warnings.showwarning = _show
 
 
+# How libraries say an allocation failed: torch's CPU allocator ("[enforce fail at alloc_cpu.cpp:127] ...
+# DefaultCPUAllocator: can't allocate memory: you tried to allocate 4294967296 bytes. Error code 12"), C++.
+_ALLOCATION_FAILED = re.compile(r"DefaultCPUAllocator: (?:not enough memory|can't allocate memory)"
+                                r"(?:: you tried to allocate (\d+) bytes)?|std::bad_alloc|Cannot allocate memory")
+
+
+def out_of_memory_words(message: str) -> Optional[str]:
+    """The job's words for a library's raw "allocation failed" message (None when it is something else)."""
+    m = _ALLOCATION_FAILED.search(message)
+    if m is None:
+        return None
+    asked = ""
+    if m.group(1):
+        asked = f" (it asked for {_size(int(m.group(1)))} at once)"
+    return (f"not enough memory for this job{asked}: the memory limit or the machine's free memory is lower; "
+            "choose a smaller size, batch or model")
+
+
+def _size(n: int) -> str:
+    value = float(n)
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "bytes" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GiB"
+
+
 def send_result(res: Dict[str, Any]) -> None:
     """The job's result line, with which Python ran it: the environment the figures describe (the user's)."""
     res.setdefault("python", sys.executable)
@@ -296,6 +333,7 @@ def job_main(run: Callable[[Dict[str, Any], StopFlag], Dict[str, Any]], argv: Op
     :class:`JobError` says.
     """
     args, stop = parse_job_argv(argv)
+    started()
     warnings_to_log()
     try:
         res = run(args, stop)
@@ -306,7 +344,11 @@ def job_main(run: Callable[[Dict[str, Any], StopFlag], Dict[str, Any]], argv: Op
         error("not enough memory for this job; choose a smaller size or batch", kind="memory")
         return 1
     except Exception as exc:  # noqa: BLE001 - anything else: one clear line, not a traceback
-        error(f"{type(exc).__name__}: {exc}", kind="error")
+        short = out_of_memory_words(str(exc))
+        if short is not None:
+            error(short, kind="memory")
+        else:
+            error(f"{type(exc).__name__}: {exc}", kind="error")
         return 1
     # Which Python ran it: the environment the figures describe (the user's, chosen with --python or the picker).
     send_result(res)

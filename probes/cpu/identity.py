@@ -135,15 +135,13 @@ def _fill_arm(cpu: CpuInfo, parsed, root: Path | None) -> None:
 
 def _midr(root: Path) -> tuple[str | None, list[str], str | None]:
     """Implementer, distinct parts and variant from ``cpuN/regs/identification/midr_el1``."""
-    from cpudoctor.kits.rooted import list_dir, read_text, under
+    from cpudoctor.kits.rooted import numbered_dirs, read_text, under
 
     base = under(root, "/sys/devices/system/cpu")
     impl = variant = None
     parts: list[str] = []
-    for name in list_dir(base):
-        if not re.fullmatch(r"cpu\d+", name):
-            continue
-        text = read_text(base / name / "regs" / "identification" / "midr_el1")
+    for n in numbered_dirs(base, "cpu"):
+        text = read_text(base / f"cpu{n}" / "regs" / "identification" / "midr_el1")
         try:
             midr = int(text, 16) if text and len(text) <= 18 else None
         except ValueError:
@@ -315,25 +313,26 @@ def _fill_current_clock(cpu: CpuInfo, parsed, root: Path | None) -> None:
         return
     if root is None:
         return
-    from cpudoctor.kits.rooted import list_dir, read_int, under
+    from cpudoctor.kits.rooted import numbered_dirs, read_int, under
 
     base = under(root, "/sys/devices/system/cpu")
-    khz = [v for n in list_dir(base) if re.fullmatch(r"cpu\d+", n)
-           for v in (read_int(base / n / "cpufreq" / "scaling_cur_freq"),) if v and v > 0]
+    khz = [v for n in numbered_dirs(base, "cpu")
+           for v in (read_int(base / f"cpu{n}" / "cpufreq" / "scaling_cur_freq"),) if v and v > 0]
     if khz:
         cpu.current_mhz = round(sum(khz) / len(khz) / 1000.0, 1)
         cpu.current_mhz_source = "cpufreq scaling_cur_freq"
 
 
 def _sysfs_clocks(root: Path) -> tuple[int | None, int | None, int | None]:
-    from cpudoctor.kits.rooted import list_dir, read_int, under
+    from cpudoctor.kits.rooted import numbered_dirs, read_int, under
 
     base = under(root, "/sys/devices/system/cpu")
     maxes: list[int] = []
     bases: list[int] = []
     nominals: list[int] = []
-    dirs = [base / n / "cpufreq" for n in list_dir(base) if re.fullmatch(r"cpu\d+", n)]
-    dirs += [base / "cpufreq" / n for n in list_dir(base / "cpufreq") if n.startswith("policy")]
+    cpus = numbered_dirs(base, "cpu")
+    dirs = [base / f"cpu{n}" / "cpufreq" for n in cpus]
+    dirs += [base / "cpufreq" / f"policy{n}" for n in numbered_dirs(base / "cpufreq", "policy")]
     for d in dirs:
         v = read_int(d / "cpuinfo_max_freq")
         if v and v > 0:
@@ -341,11 +340,10 @@ def _sysfs_clocks(root: Path) -> tuple[int | None, int | None, int | None]:
         b = read_int(d / "base_frequency")
         if b and b > 0:
             bases.append(b)
-    for n in list_dir(base):
-        if re.fullmatch(r"cpu\d+", n):
-            nom = read_int(base / n / "acpi_cppc" / "nominal_freq")
-            if nom and nom > 0:
-                nominals.append(nom)
+    for n in cpus:
+        nom = read_int(base / f"cpu{n}" / "acpi_cppc" / "nominal_freq")
+        if nom and nom > 0:
+            nominals.append(nom)
     return (max(maxes) if maxes else None, max(bases) if bases else None, max(nominals) if nominals else None)
 
 

@@ -16,9 +16,9 @@ from pathlib import Path
 
 from cpudoctor.model import CgroupLimits
 from cpudoctor.probes.cgroup import read_cgroup_limits
-from cpudoctor.kits.cpulist import MAX_CPUS, GarbledValue, cpu_number, format_cpulist, parse_int
-from cpudoctor.kits.rooted import (cap_notes, list_dir, read_cpulist, read_cpumask, read_int, read_lines, read_size,
-    read_text, shown, under)
+from cpudoctor.kits.cpulist import MAX_CPUS, MAX_NUMA_NODES, GarbledValue, cpu_number, format_cpulist, parse_int
+from cpudoctor.kits.rooted import (cap_notes, list_dir, numbered_dirs, read_cpulist, read_cpumask, read_int, read_lines,
+    read_size, read_text, shown, under)
 from cpudoctor.model.topology import Cache, Core, CpuKind, L3Domain, NumaNode, Package, Topology
 
 
@@ -127,14 +127,9 @@ def _is_live_root(root: Path) -> bool:
         return False
 
 
-def _numbered(names: list[str], prefix: str) -> list[int]:
-    """``cpu0``, ``cpu12`` -> [0, 12]: ASCII numbers below MAX_CPUS only (never ``cpu²``)."""
-    found = (cpu_number(n[len(prefix):]) for n in names if n.startswith(prefix))
-    return sorted(n for n in found if n is not None)
-
-
-def _cpu_numbers(cpu_dir: Path) -> list[int]:
-    return _numbered(list_dir(cpu_dir), "cpu")
+def _cpu_numbers(cpu_dir: Path, notes: list[str] | None = None) -> list[int]:
+    """``cpu0``, ``cpu12`` -> [0, 12]: ASCII numbers below MAX_CPUS only (never ``cpu²``), a bounded count."""
+    return numbered_dirs(cpu_dir, "cpu", notes)
 
 
 def _cpuset_file(directory: Path, name: str, mask_name: str | None = None,
@@ -266,7 +261,7 @@ def _read_caches(cpu_dir: Path, online: list[int], notes: list[str] | None = Non
 
 def _read_numa(root: Path, online: list[int], topo: Topology) -> None:
     node_dir = under(root, _NODE_DIR)
-    present = _numbered(list_dir(node_dir), "node")
+    present = numbered_dirs(node_dir, "node", topo.notes, limit=MAX_NUMA_NODES)
     listed = read_cpulist(node_dir / "online", topo.notes)
     ids = sorted(set(listed) & set(present)) if listed is not None else present
     online_set = set(online)
@@ -317,7 +312,7 @@ def _distances(path: Path, nodes: set[int], notes: list[str]) -> list[int]:
 def _from_sysfs(root: Path) -> Topology:
     cpu_dir = under(root, _CPU_DIR)
     topo = Topology(source="sysfs")
-    present = _cpu_numbers(cpu_dir)
+    present = _cpu_numbers(cpu_dir, topo.notes)
     online = _online_cpus(cpu_dir, present, topo.notes)
     online_set = set(online)
     topo.online_cpus = online

@@ -388,7 +388,12 @@ _PYTHON_RE = re.compile(r"(python|pypy)[0-9.]*[a-z]?(\.exe)?|ipykernel_launcher|
 
 
 def redact_args(args: list[str]) -> list[str]:
-    """A command line as it may be shown: kept by allow-list, everything else ``<redacted>``.
+    """A command line as it may be shown (see :func:`_allowed_args`), and no URL's userinfo in what is kept."""
+    return _without_url_passwords(_allowed_args(args))
+
+
+def _allowed_args(args: list[str]) -> list[str]:
+    """A command line kept by allow-list, everything else ``<redacted>``.
 
     Kept: the program, the script or module it runs (``train.py``, ``-m torch.distributed.run``),
     the names of flags, and the values of the flags in ``resources/shown_settings.json``
@@ -438,8 +443,8 @@ def redact_args(args: list[str]) -> list[str]:
             continue
         if pending is not None:
             out.append(value(pending, arg))
-            if pending == "-m" and runs_python:
-                script_seen = True                    # python -m module: the module is the script
+            if pending in ("-m", "-c") and runs_python:
+                script_seen = True                    # python -m module / -c code: that is the script
             pending = None
             continue
         if runs_python and not script_seen and not only_positionals:
@@ -453,6 +458,22 @@ def redact_args(args: list[str]) -> list[str]:
             continue
         out.append(REDACTED)
     return out
+
+
+# scheme://user:password@host: the userinfo of a URL, whatever else is shown of the argument.
+_URL_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]{0,31}://)[^/?#@\s]*@")
+
+
+def _without_url_passwords(args: list[str]) -> list[str]:
+    """Every kept argument with a URL's userinfo replaced (``postgres://u:secret@h/x`` -> ``postgres://<redacted>@h/x``):
+    a program or script name shown as it is may still be a URL that carries a password."""
+    return [_URL_USERINFO.sub(rf"\1{REDACTED}@", a) if "@" in a else a for a in args]
+
+
+def shown_cmdline(args: list[str] | None, limit: int = 300) -> str:
+    """A process's command line as one line that may be shown anywhere: :func:`redact_args` (no values a
+    flag list does not allow, no URL's password), whitespace inside an argument folded, homes as ``~``."""
+    return " ".join(" ".join(a.split()) for a in shown_argv(args or []))[:limit]
 
 
 def shown_argv(args: list[str]) -> list[str]:

@@ -244,7 +244,7 @@ class TreeSampler:
         started_inside = now > 0 and self.result.samples > 0
         proc = ProcState(
             pid=pid, ppid=st.ppid, name=st.comm,
-            cmdline=procfs.redact_paths(" ".join(cmd))[:300],
+            cmdline=procfs.shown_cmdline(cmd),
             is_python="python" in first or st.comm.lower().startswith("python"),
             affinity=procfs.status_cpus_allowed(status),
             max_threads=st.num_threads,

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from cpudoctor.knowledge import SOFTWARE_FACTS
 from cpudoctor.kits.cpulist import GarbledValue, parse_int
-from cpudoctor.kits.rooted import list_dir, read_int, read_lines, read_text, under
+from cpudoctor.kits.rooted import numbered_dirs, read_int, read_lines, read_text, under
 from cpudoctor.model import OsInfo
 
 # cgroup v1 reports "no limit" as a huge page-rounded number (2^63 - 4096 on
@@ -195,7 +195,7 @@ def _container(root: Path, environ: Mapping[str, str] | None) -> str | None:
 
 def _cpufreq(root: Path, info: OsInfo, notes: list[str]) -> None:
     base = under(root, "/sys/devices/system/cpu/cpufreq")
-    policies = [p for p in list_dir(base) if p.startswith("policy")]
+    policies = [f"policy{n}" for n in numbered_dirs(base, "policy")]
     governors: Counter[str] = Counter()
     drivers: Counter[str] = Counter()
     boosts: list[bool] = []
@@ -204,7 +204,7 @@ def _cpufreq(root: Path, info: OsInfo, notes: list[str]) -> None:
     else:
         # Old kernels: per-CPU cpufreq folders without policyN.
         cpu_base = under(root, "/sys/devices/system/cpu")
-        dirs = [cpu_base / c / "cpufreq" for c in list_dir(cpu_base) if c.startswith("cpu") and c[3:].isdigit()]
+        dirs = [cpu_base / f"cpu{n}" / "cpufreq" for n in numbered_dirs(cpu_base, "cpu")]
     for d in dirs:
         gov, drv = read_text(d / "scaling_governor"), read_text(d / "scaling_driver")
         if gov:

@@ -42,6 +42,7 @@ class Message:
 
     type: str
     data: dict[str, Any] = field(default_factory=dict)
+    raw: bool = False        # a line of plain text, not the protocol (a library printing, or not our child at all)
 
     @property
     def text(self) -> str:
@@ -67,7 +68,7 @@ def parse_line(line: str | bytes) -> Message | None:
             if obj["type"] in TYPES:
                 kind = obj.pop("type")
                 return Message(kind, obj)
-    return Message(LOG, {"message": line})
+    return Message(LOG, {"message": line}, raw=True)
 
 
 def merge_facts(lines: Iterable[str | bytes]) -> dict[str, Any]:

@@ -78,6 +78,9 @@ class ChildEnd:
     seconds: float = 0.0
     peak_rss_bytes: int | None = None   # of the child and all its descendants
     leftovers: int = 0                  # descendants that outlived the child and were ended
+    no_start: str = ""                  # "silent": no protocol line by the start-up deadline; "flooded": only text
+    startup_timeout: float | None = None
+    raw_lines: int = 0                  # plain-text lines before its first protocol line
 
 
 class ChildProcess:
@@ -101,8 +104,18 @@ class ChildProcess:
         ask_wait: float = ASK_WAIT_S,
         term_wait: float = TERM_WAIT_S,
         sample_interval: float = SAMPLE_INTERVAL_S,
+        startup_timeout: float | None = None,
+        max_raw_lines: int | None = None,
     ):
         self.argv = list(argv)
+        # Start-up: a child that has not said one protocol line (typed message or facts) within
+        # ``startup_timeout`` s, or printed ``max_raw_lines`` lines of plain text first, is not running
+        # what we asked for (an interpreter that hangs, or floods stdout): it is stopped, ``ChildEnd.no_start``.
+        self.startup_timeout = startup_timeout
+        self.max_raw_lines = max_raw_lines
+        self._spoke = False
+        self._raw_lines = 0
+        self._no_start = ""
         self.what = what
         self.env = env
         self.control_stdin = control_stdin
@@ -279,10 +292,16 @@ class ChildProcess:
             if deadline is not None and now >= deadline and self._term_at is None and proc.poll() is None:
                 timed_out = True
                 self.cancel()
+            if (self.startup_timeout is not None and not self._spoke and not self._no_start
+                    and now >= self._started_at + self.startup_timeout and self._term_at is None):
+                self._no_start = "silent"
+                self.cancel()
             self._advance_stages(now)
             pause = min(_STAGE_TICK, max(0.0, next_sample - now))
             if deadline is not None and self._term_at is None:   # once stopping, the deadline is past caring
                 pause = min(pause, max(0.0, deadline - now))
+            if self.startup_timeout is not None and not self._spoke and self._term_at is None:
+                pause = min(pause, max(0.0, self._started_at + self.startup_timeout - now))
             if not exited.wait(pause):   # no pidfd here: poll, quickly at first (most probe children are short)
                 self._wake.wait(min(tick, pause))
                 self._wake.clear()
@@ -307,6 +326,9 @@ class ChildProcess:
             seconds=time.monotonic() - self._started_at,
             peak_rss_bytes=self._peak,
             leftovers=leftovers,
+            no_start=self._no_start,
+            startup_timeout=self.startup_timeout,
+            raw_lines=self._raw_lines,
         ))
 
     def _sample(self) -> None:
@@ -344,8 +366,19 @@ class ChildProcess:
     def _read_stdout(self, stream: IO[bytes]) -> None:
         for line in _lines(stream):
             msg = parse_line(line)
-            if msg is not None:
-                self._deliver(msg)
+            if msg is None:
+                continue
+            if not msg.raw:
+                self._spoke = True
+            elif not self._spoke:
+                self._raw_lines += 1
+                if self._no_start:
+                    continue                       # being stopped for its flood: not another line of it
+                if self.max_raw_lines is not None and self._raw_lines > self.max_raw_lines:
+                    self._no_start = "flooded"
+                    self.cancel()
+                    continue
+            self._deliver(msg)
 
     def _read_stderr(self, stream: IO[bytes]) -> None:
         for line in _lines(stream):
