@@ -447,7 +447,9 @@ class AdvisorPage(QWidget):
         try:
             written = atomic_write(path, text, executable=shell in ("bash", "zsh", "fish"))
         except (WriteError, OSError) as exc:
-            message = str(exc.strerror or exc) if isinstance(exc, WriteError) else str(exc)
+            from cpudoctor.render.words import reason_of
+
+            message = str(exc.strerror or exc) if isinstance(exc, WriteError) else reason_of(exc)  # never '[Errno 13] …'
             self.model.status_message.emit(message)
             if self.isVisible():
                 QMessageBox.warning(self, "Launch script not saved", message)

@@ -143,6 +143,22 @@ def test_save_launch_script_error_keeps_page_alive(page, tmp_path):
     assert "does not exist" in messages[-1]
 
 
+def test_a_launch_script_the_os_refuses_is_said_in_words(page, tmp_path, monkeypatch):
+    """An OSError that atomic_write passes on as it is (not its own WriteError) reads as the OS's words and the
+    file, never Python's '[Errno 13] ...'."""
+    import cpudoctor.fileio as fileio
+
+    def refuse(path, *args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(fileio, "atomic_write", refuse)
+    page.model.set_report(_report("zen3-healthy"))
+    messages = []
+    page.model.status_message.connect(messages.append)
+    assert page.save_launch_script(tmp_path / "launch.sh") is None
+    assert messages[-1] == f"Permission denied: {tmp_path / 'launch.sh'}"
+
+
 def test_rerun_rediagnoses_and_sets_findings(page, qtbot):
     r = _report("k10-container-quota", findings=False)
     page.model.set_report(r)
