@@ -75,6 +75,29 @@ def test_the_hard_stop_ends_a_job_stuck_in_one_long_call(tmp_path):
                       "python_version": "%d.%d.%d" % sys.version_info[:3]}]
 
 
+def test_a_result_that_cannot_be_made_at_the_deadline_is_named_a_bug(tmp_path):
+    """The hard stop still ends the job when its result cannot be made, with one error line that says this is
+    CPU Doctor's bug (not the user's setup) and carries the exception for the report."""
+    import json
+    import subprocess
+    import sys
+
+    from cpudoctor.lab import jobs
+
+    script = tmp_path / "broken.py"
+    script.write_text(
+        "import sys, time\n"
+        f"sys.path.insert(0, {str(jobs.script_path('train').parent)!r})\n"
+        "import _jobkit\n"
+        "hard = _jobkit.Deadline(time.perf_counter() + 0.2, lambda: {}['steps'])\n"
+        "time.sleep(600)\n")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    (line,) = [json.loads(ln) for ln in out.stdout.splitlines()]
+    assert line["type"] == "error" and "a bug, not your setup" in line["message"]
+    assert "KeyError: 'steps'" in line["message"] and line["message"].startswith("the time budget ran out")
+
+
 def test_a_run_cut_off_during_start_up_says_so():
     """The hard stop's result when torch's import (or the data) outlasted the budget: nothing measured, and why."""
     import importlib.util

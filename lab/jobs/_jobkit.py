@@ -312,7 +312,8 @@ class Deadline:
             try:
                 send_result(self._make())
             except Exception as exc:  # noqa: BLE001 - still end within the budget, saying why
-                error(f"the time budget ran out and its result could not be made: {type(exc).__name__}: {exc}")
+                error("the time budget ran out and the figures measured so far could not be put together: an internal "
+                      f"error in CPU Doctor (a bug, not your setup; please report it with: {type(exc).__name__}: {exc})")
             finally:
                 sys.stdout.flush()
                 os._exit(0)
