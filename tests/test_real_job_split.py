@@ -156,6 +156,7 @@ def _relaunch(place, line: str, environ: dict[str, str], argv: list[str] | None 
     return _start(place, ["bash", "-c", f"exec {line}"], {**environ, **supplied})
 
 
+@pytest.mark.hardware
 def test_a_job_pinned_to_one_cpu_keeps_it_and_the_other_jobs_get_the_rest(place):
     topo = probe_topology(Path("/"))
     cpus = _one_cpu_per_core(topo, 2)
@@ -192,6 +193,7 @@ def test_a_job_pinned_to_one_cpu_keeps_it_and_the_other_jobs_get_the_rest(place)
         assert got["argv"] == originals[pid][2:], "the job got its own arguments back"
 
 
+@pytest.mark.hardware
 def test_more_jobs_than_cpus_get_one_thread_each_and_the_words_say_they_take_turns(place):
     topo = probe_topology(Path("/"))
     cpus = _one_cpu_per_core(topo, 2)
@@ -213,6 +215,7 @@ def test_more_jobs_than_cpus_get_one_thread_each_and_the_words_say_they_take_tur
         assert got["cpus"] == promised[pid][0] and got["omp"] == "1", line
 
 
+@pytest.mark.hardware
 def test_no_relaunch_for_another_users_job_or_a_cpu_doctor_lab_job(place):
     topo = probe_topology(Path("/"))
     cpus = _one_cpu_per_core(topo, 2)

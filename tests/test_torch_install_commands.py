@@ -94,6 +94,7 @@ def test_only_torch_install_builds_an_index_url():
     assert builders == ["advisor/torch_install.py"]
 
 
+@pytest.mark.hardware
 @pytest.mark.slow
 def test_isa004_fresh_venv_for_a_torch_that_fails_to_import_installs_the_cpu_build(tmp_path):
     """A real failing ``import torch`` (a broken install), the printed fresh-venv fix run as printed."""

@@ -282,4 +282,4 @@ def measure_roofs(torch: Any, s: GemmSettings, threads: List[int], emulated: set
 
 
 if __name__ == "__main__":
-    sys.exit(_jobkit.job_main(run))
+    _jobkit.exit_job(_jobkit.job_main(run))

@@ -214,4 +214,4 @@ def run(args: Dict[str, Any], stop: _jobkit.StopFlag) -> Dict[str, Any]:
 
 
 if __name__ == "__main__":
-    sys.exit(_jobkit.job_main(run))
+    _jobkit.exit_job(_jobkit.job_main(run))

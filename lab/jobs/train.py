@@ -537,4 +537,4 @@ def census(tr: Trainer, dtypes: List[str], stop: _jobkit.StopFlag, operators: bo
 
 
 if __name__ == "__main__":
-    sys.exit(_jobkit.job_main(run))
+    _jobkit.exit_job(_jobkit.job_main(run))
