@@ -230,7 +230,7 @@ def test_built_app_installs_its_menu_entry(built, tmp_path):
     parsed = configparser.ConfigParser(interpolation=None)
     parsed.optionxform = str
     parsed.read(entry)
-    assert parsed["Desktop Entry"]["Exec"] == str(built["app"].resolve())
+    assert parsed["Desktop Entry"]["Exec"] == f"{built['app'].resolve()} %f"     # a report opened from the file manager reaches it
     icon = Path(parsed["Desktop Entry"]["Icon"])
     assert icon.read_bytes().lstrip().startswith((b"<svg", b"<?xml"))
     out = _app(built, "install-desktop", "--uninstall", env=env)
