@@ -181,6 +181,18 @@ def test_busy_machine_and_thin_evidence_are_inconclusive():
         assert codes == ["EVID009"]
 
 
+def test_a_job_and_others_that_fill_the_machine_together_are_inconclusive():
+    """0.8 CPUs of other programs beside a job whose team spans both CPUs: every barrier waits for the
+    descheduled member, so OpenMP waiting is no evidence against the job (a healthy MLP showed 60 % of it in
+    a suite run beside another test and got EVID001). The same others on a machine with room are no reason."""
+    crowded = build_breakdown(_record({"openmp_wait": 60, "compute": 40}), _states(others=0.8))
+    assert crowded.job_cpus == 1.0                  # 0.8 + 1.0 fill 90 % of 2 CPUs; 0.8 is below the 1-CPU floor
+    assert crowded.verdict == "busy" and "together they filled the machine" in crowded.verdict_reason
+    assert [f.code for f in run_evidence_rules(Evidence(breakdown=crowded), strict=True)] == ["EVID009"]
+    roomy = build_breakdown(_record({"openmp_wait": 60, "compute": 40}), _states(others=0.8, online=8))
+    assert roomy.verdict == "ok"
+
+
 def test_openmp_finding_quotes_this_runs_numbers():
     bd = build_breakdown(_record({"openmp_wait": 70, "compute": 20, "python": 10}), _states())
     (f,) = [f for f in run_evidence_rules(Evidence(breakdown=bd, command="python t.py"), strict=True)]

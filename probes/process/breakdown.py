@@ -36,6 +36,8 @@ MIN_DRIVER_SAMPLES = 30          # below this the driving thread was seen too br
 IDLE_JOB_CPUS = 0.05             # the job used less than this many CPUs on average: it was idle
 BUSY_OTHERS_FLOOR = 1.0          # other programs used at least this many CPUs ...
 BUSY_OTHERS_SHARE = 0.5          # ... and half the machine's CPUs: the waits may be theirs
+CROWDED_OTHERS = 0.25            # fewer CPUs than that, but the job and the others together filled ...
+CROWDED_FILL = 0.9               # ... this share of the machine: a thread team that spans it waits for them
 
 
 @dataclass
@@ -435,6 +437,14 @@ def _judge(bd: TimeBreakdown, states: TreeStates) -> None:
         bd.verdict = "busy"
         bd.verdict_reason = (f"other programs used {others:.1f} of the {online} CPUs on average while the job "
                              f"ran: its waits may be theirs; run it again on a quiet machine")
+    elif (others is not None and online and bd.job_cpus is not None and others >= CROWDED_OTHERS
+          and bd.job_cpus + others >= CROWDED_FILL * online):
+        # a healthy MLP on 2 CPUs beside another program using half a CPU showed 60 % OpenMP waiting: a team
+        # member descheduled for the other program holds every barrier, so the waits are not the job's own
+        bd.verdict = "busy"
+        bd.verdict_reason = (f"other programs used {others:.1f} of the {online} CPUs while the job used "
+                             f"{bd.job_cpus:.1f}: together they filled the machine, so its threads' waits may be "
+                             "theirs; run it again on a quiet machine")
     if not any(p.stacks for p in bd.processes):
         bd.notes.append("no stacks were sampled: the breakdown tells running from waiting only "
                         + (f"({bd.stacks_error})" if bd.stacks_error else ""))
