@@ -28,8 +28,8 @@ def register(subparsers) -> None:
         description="Sample a running process (your training job) and explain why it is slow.",
     )
     p.add_argument("pid", nargs="?", type=_pid, help="process ID (see --list)")
-    p.add_argument("--seconds", "-s", type=_seconds, default=8.0, metavar="N",
-                   help="sampling window in seconds (default 8: enough stack samples at the default rate; 0.2-120)")
+    p.add_argument("--seconds", "-s", type=_seconds, default=12.0, metavar="N",
+                   help="sampling window in seconds (default 12: enough stack samples at the default 3 Hz; 0.2-120)")
     p.add_argument("--format", "-f", choices=("text", "json"), default=None,
                    help="text or json (default: from the -o file name's ending, else text)")
     p.add_argument("--list", action="store_true",

@@ -32,7 +32,7 @@ from cpudoctor.probes.process.classify import (COMPILE, COMPUTE, DATA, IO, MEMOR
 from cpudoctor.probes.process.stacks import StackRecord
 from cpudoctor.probes.process.threadstates import TreeStates
 
-MIN_DRIVER_SAMPLES = 30          # below this the driving thread was seen too briefly to judge (6 s at 5 Hz)
+MIN_DRIVER_SAMPLES = 30          # below this the driving thread was seen too briefly to judge (10 s at 3 Hz, 6 s at 5 Hz)
 IDLE_JOB_CPUS = 0.05             # the job used less than this many CPUs on average: it was idle
 BUSY_OTHERS_FLOOR = 1.0          # other programs used at least this many CPUs ...
 BUSY_OTHERS_SHARE = 0.5          # ... and half the machine's CPUs: the waits may be theirs

@@ -38,9 +38,11 @@ from pathlib import Path
 # Samples a second. With --native py-spy pauses every thread of the job while it unwinds the stacks
 # (libtorch's are deep, and OpenMP threads spin at barriers while their team is being stopped):
 # benchmarks/sampling_overhead.py measured median slowdowns of 36 % at 50 Hz, 11 % at 20 Hz and 9-12 % at
-# 10 Hz of an MLP training job using both CPUs of a 2-CPU machine, so both `inspect` and `run` sample at
-# 5 Hz (figures in the README). A window needs MIN_DRIVER_SAMPLES (breakdown.py): `inspect` samples 8 s.
-DEFAULT_RATE = 5
+# 10 Hz of an MLP training job using both CPUs of a 2-CPU machine, and on a quiet machine 7.2 % at 5 Hz,
+# 1.7 % at 3 Hz (12-second windows) and -2.1 % at 2 Hz: `inspect` samples at 3 Hz, within the 5 % budget;
+# `run` (0.3 % at 5 Hz over a 60-second job) at 5 Hz. A window needs MIN_DRIVER_SAMPLES (breakdown.py):
+# `inspect` samples 12 s (36 samples).
+DEFAULT_RATE = 3
 RUN_RATE = 5
 MAX_LINE = 200_000          # a raw line longer than this is dropped (a runaway recursion)
 MAX_LINES = 200_000
