@@ -142,6 +142,7 @@ def test_tiny_model_on_all_threads(tmp_path_factory):
     assert after.share("openmp_wait") < before.share("openmp_wait") / 2
 
 
+@pytest.mark.hardware
 def test_loop_waiting_on_its_data(tmp_path_factory):
     before = run_job(tmp_path_factory, "data_wait")
     before.conclusive_or_skip()
