@@ -50,18 +50,22 @@ def _spread(fig, fmt: str = ",.0f") -> str:
     return f"{format(fig.lo, fmt)}–{format(fig.hi, fmt)}" if fig is not None and fig.n > 1 else "-"
 
 
-def settings_line(result) -> str:
-    """"simplecnn bf16, batch 64, 2 threads, CPUs 0-1, channels_last" for a training run."""
-    s = result.settings
-    parts = [str(s.get("model")), str(s.get("dtype")), f"batch {s.get('batch_size')}",
-             threads_words(result.threads or s.get("threads"))]
+def training_settings_parts(s: dict[str, Any], model: Any, threads: Any) -> list[Any]:
+    """A training run's settings in the order every page says them: model, dtype, batch, threads, CPUs, flags."""
+    parts = [model, s.get("dtype"), f"batch {s.get('batch_size')}", threads_words(threads)]
     if s.get("cpus"):
         parts.append(f"CPUs {cpu_list(s['cpus'])}")
     if s.get("channels_last"):
         parts.append("channels_last")
     if s.get("compile"):
         parts.append("compiled")
-    return ", ".join(parts)
+    return parts
+
+
+def settings_line(result) -> str:
+    """"simplecnn bf16, batch 64, 2 threads, CPUs 0-1, channels_last" for a training run."""
+    s = result.settings
+    return ", ".join(str(p) for p in training_settings_parts(s, s.get("model"), result.threads or s.get("threads")))
 
 
 def outcome_text(result) -> str:

@@ -14,9 +14,9 @@ import datetime as _dt
 from typing import Any
 
 from cpudoctor.kits.plural import plural
-from cpudoctor.lab.verdicts import busy, busy_caveat, cpu_list, factor, percent, threads_words
+from cpudoctor.lab.verdicts import busy, busy_caveat, factor, percent, threads_words
 from cpudoctor.model import BenchRun, CpuInfo
-from cpudoctor.render.lab import MODEL_LABELS, kernels_lines, metric_definition, percent_1
+from cpudoctor.render.lab import MODEL_LABELS, kernels_lines, metric_definition, percent_1, training_settings_parts
 
 RUN_COLUMNS = ("When", "Job", "Status", "Settings", "Samples/s", "Held-out", "Result", "Note")
 JOB_NAMES = {"train": "training run", "sweep": "thread sweep", "gemm": "GEMM benchmark",
@@ -170,14 +170,8 @@ def settings_text(run: BenchRun) -> str:
     """The settings of a run in a few words."""
     s, m = run.settings, run.metrics
     if run.kind == "train":
-        parts = [MODEL_LABELS.get(s.get("model"), s.get("model")), s.get("dtype"), f"batch {s.get('batch_size')}",
-                 threads_words(m.get("threads") or s.get("threads"))]
-        if s.get("cpus"):
-            parts.append(f"CPUs {cpu_list(s['cpus'])}")
-        if s.get("channels_last"):
-            parts.append("channels_last")
-        if s.get("compile"):
-            parts.append("compiled")
+        parts = training_settings_parts(s, MODEL_LABELS.get(s.get("model"), s.get("model")),
+                                        m.get("threads") or s.get("threads"))
         return ", ".join(str(p) for p in parts if p)
     if run.kind == "sweep":
         model = (s.get("train") or {}).get("model", "simplecnn")
