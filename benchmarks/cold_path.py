@@ -62,8 +62,13 @@ def _world(base: Path) -> dict:
     return {"project": project, "python": str(venv / "bin" / "python"), "home": home, "base": base}
 
 
+# PYTHONDONTWRITEBYTECODE (set in some sandboxes and CI images) would compile every module without a .pyc
+# from source on each start (~0.1 s here): a user's install has its bytecode, written by pip or the first run.
+_DROPPED = ("CPUDOCTOR_PYTHON", "VIRTUAL_ENV", "CONDA_PREFIX", "PYTHONDONTWRITEBYTECODE")
+
+
 def _env(cache: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("CPUDOCTOR_PYTHON", "VIRTUAL_ENV", "CONDA_PREFIX")}
+    env = {k: v for k, v in os.environ.items() if k not in _DROPPED}
     env.update(CPUDOCTOR_CACHE_DIR=str(cache), **extra)
     return env
 

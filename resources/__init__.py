@@ -28,6 +28,10 @@ def read_text(name: str) -> str:
     return path(name).read_text(encoding="utf-8")
 
 
+def read_bytes(name: str) -> bytes:
+    return path(name).read_bytes()
+
+
 @lru_cache(maxsize=None)
 def load_json(name: str) -> Any:
     """Parsed JSON resource (cached: resources never change while running)."""

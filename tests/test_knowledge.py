@@ -18,11 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from cpudoctor import knowledge
+from cpudoctor import knowledge, resources
 from cpudoctor.knowledge import (ADVISOR_KNOWLEDGE, FLAGS, FLOORS, ISA_FORCING, KNOWN_PROBLEMS, LEVELS,
                                  MICROARCHITECTURES, NATIVE_LIBS, PEAK_FLOPS, SHOWN_SETTINGS, TORCH_WHEELS,
                                  VM_CPU_MODELS, DataFile, FlagCatalogue, KnowledgeError)
+from cpudoctor.knowledge import datafile, validated
 from cpudoctor.knowledge.datafile import validate
+from cpudoctor.knowledge.validated import MANIFEST, manifest_text
 from cpudoctor.knowledge.flags import AVX512_SUBSET_ORDER
 from cpudoctor.model import arch_family
 
@@ -46,10 +48,47 @@ def test_every_data_file_has_one_loader_and_a_schema_beside_it():
 
 @pytest.mark.parametrize("loader", knowledge.ALL, ids=lambda f: f.name)
 def test_the_file_matches_its_schema(loader: DataFile):
-    data = loader.read()
+    data = loader.read(trust_list=False)
     assert data == loader.data                   # what callers get is what was validated
     schema = loader.schema()
     assert schema["$id"].endswith("/resources/" + loader.schema_name) and schema.get("description")
+
+
+def test_the_list_of_checked_files_is_current():
+    """resources/knowledge.sha256 lists exactly the bytes of today's files (each checked before it is listed)."""
+    want = manifest_text(knowledge.ALL, lambda loader: loader.read(trust_list=False))
+    have = (RESOURCES / MANIFEST).read_text(encoding="ascii")
+    assert have == want, ("resources/knowledge.sha256 is stale (a data file or schema changed): "
+                          "run `.venv/bin/python -m cpudoctor.knowledge` and commit the list")
+
+
+def test_a_listed_file_is_not_checked_again_and_a_changed_one_is(monkeypatch):
+    compiled: list[str] = []
+    real_validate = datafile.validate
+
+    def counting(data, schema, name):
+        compiled.append(name)
+        real_validate(data, schema, name)
+
+    monkeypatch.setattr(datafile, "validate", counting)
+    assert FlagCatalogue("flags.json", "as listed").data["flags"]["avx2"]
+    assert compiled == []                                  # the listed bytes: no schema compiled
+    listed_bytes = resources.read_bytes("flags.json")
+    broken = listed_bytes.replace(b'"avx2": {', b'"avx2": {"misspelt": 1, ', 1)
+    assert broken != listed_bytes
+    monkeypatch.setattr(resources, "read_bytes",
+                        lambda name: broken if name == "flags.json" else resources.path(name).read_bytes())
+    with pytest.raises(KnowledgeError, match=r"resources/flags.json does not match its schema"):
+        FlagCatalogue("flags.json", "edited since it was listed").data
+    assert compiled == ["flags.json"]
+
+
+def test_without_the_list_every_file_is_checked(monkeypatch):
+    monkeypatch.setattr(validated, "listed", lambda: {})
+    compiled: list[str] = []
+    monkeypatch.setattr(datafile, "validate", lambda data, schema, name: compiled.append(name))
+    FlagCatalogue("flags.json", "no list").data
+    assert compiled == ["flags.json"]
 
 
 @pytest.mark.parametrize("loader", knowledge.ALL, ids=lambda f: f.name)
