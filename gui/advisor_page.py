@@ -25,6 +25,7 @@ from cpudoctor.advisor.ranking import ranked
 from cpudoctor.gui.common import SEVERITY_COLOUR
 from cpudoctor.gui.model import AppModel
 from cpudoctor.render.doctor import environment_line
+from cpudoctor.render.overview import PROVISIONAL_NOTE
 from cpudoctor.kits.escape import html_escape, terminal_safe
 from cpudoctor.render.finding_view import DETAILS, EVIDENCE, FIX, WHY, finding_view, shell_snippet
 from cpudoctor.render.words import SEVERITY, plural
@@ -297,7 +298,9 @@ class AdvisorPage(QWidget):
             n = sum(1 for f in self._findings if f.severity == severity)
             colour = SEVERITY_COLOUR[severity]
             parts.append(f'<span style="color:{colour}">●</span> {plural(n, *SEVERITY[severity].noun)}')
-        self.counts.setText("&nbsp;&nbsp;".join(parts) if self._findings else "No findings yet")
+        so_far = (f"&nbsp;&nbsp;<span style='color:gray'>({PROVISIONAL_NOTE})</span>"
+                  if self.model.provisional and not self.model.read_only else "")
+        self.counts.setText(("&nbsp;&nbsp;".join(parts) if self._findings else "No findings yet") + so_far)
 
     def counts_by_severity(self) -> dict[str, int]:
         return {s: sum(1 for f in self._findings if f.severity == s) for s, _ in GROUPS}

@@ -2,8 +2,9 @@
 
 :func:`cpudoctor.pipeline.build_report` runs on a worker thread; each stage
 it finishes comes back here as a snapshot and lands in the model at once:
-the CPU, topology and quick software facts within milliseconds, the child
-processes' PyTorch facts seconds later, then the findings. The same pipeline
+the CPU, topology and quick software facts within milliseconds, with the
+findings those support (provisional, what ``doctor --fast`` says), the child
+processes' PyTorch facts seconds later, then the findings of the whole report. The same pipeline
 opens a saved report (load, then the advisor), so "Open report" never
 diagnoses on the GUI thread and gives the findings ``cpudoctor doctor
 --from-report`` gives. A newer run (a refresh, another report opened) makes
@@ -42,6 +43,9 @@ RUNNING = {
 # Stages after which the model gets the report: the machine's facts after the topology (no child needed:
 # milliseconds), then each stage fills in.
 SHOWN = ("load", "topology", "software-quick", "software-children", "cpuid-cross-check")
+# Stages after the quick software facts: the findings the window shows for those (provisional) stay on screen
+# until the advisor has judged the whole report.
+LATER = ("software-children", "cpuid-cross-check")
 
 
 class ReportCollector(QObject):
@@ -162,11 +166,16 @@ class ReportCollector(QObject):
             self.model.offer_findings(stage.report, stage.report.findings)
         elif stage.name in SHOWN:
             saved = stage.name == "load"
-            self.model.set_report(stage.report, read_only=saved,
-                                  label=_label(source) if saved else None, judged=saved)
+            following = _next_stage(source, stage.name, self.children)
+            self.model.set_report(stage.report, read_only=saved, label=_label(source) if saved else None,
+                                  judged=saved, keep_findings=stage.name in LATER)
             if saved:
                 self.model.status_message.emit(f"Opened {source.path.name} read-only")
                 self.opened.emit(source.path)
+            elif stage.name == "software-quick" and following not in (None, "advisor"):
+                # The child stages take as long as `import torch` in the environment: the findings the quick
+                # facts support (what `doctor --fast` says) show meanwhile, and are replaced, not blanked.
+                self.model.rediagnose(provisional=True)
         self.stage_done.emit(stage.name)
         following = _next_stage(source, stage.name, self.children)
         if following is not None:

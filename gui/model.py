@@ -39,6 +39,9 @@ class AppModel(QObject):
         self.read_only = False                 # True for a report opened from a file
         self.source_label = "This machine"
         self.judged = False                    # the findings shown are the advisor's for this report
+        # ... for an earlier stage of it (the quick software facts): the advisor runs again when the
+        # pipeline's last stage lands, and pages say the findings are so far
+        self.provisional = False
         self._judged: Report | None = None     # the report the current findings were made for
         self._advice_generation = 0
         self._diagnosing = False
@@ -50,11 +53,13 @@ class AppModel(QObject):
     # -- the report ------------------------------------------------------------------------------
 
     def set_report(self, report: Report, read_only: bool = False, label: str | None = None,
-                   judged: bool = True) -> None:
+                   judged: bool = True, keep_findings: bool = False) -> None:
         """Show ``report``. The model keeps its own copy: it changes lab results on it, never the caller's.
 
         ``judged=False``: a stage of a report the advisor has not seen yet (its findings follow), so no page
-        says "No findings." before the advisor ran.
+        says "No findings." before the advisor ran. ``keep_findings``: a later stage of the same run of
+        this machine; the findings shown (the advisor's for an earlier stage) stay, marked
+        :attr:`provisional`, until the advisor's for the whole report replace them, so nothing flickers.
 
         A new stage of this machine's report keeps the lab results measured here meanwhile (a
         benchmark run while the software check was still going, or before a refresh); when the
@@ -62,6 +67,10 @@ class AppModel(QObject):
         """
         previous = self.report
         own = dataclasses.replace(report, benchmarks=list(report.benchmarks), findings=list(report.findings))
+        keep = (keep_findings and not judged and self.judged and previous is not None and not read_only
+                and not self.read_only and not own.findings)
+        if keep:
+            own.findings = list(previous.findings)
         carried = False
         if previous is not None and not read_only and not self.read_only:
             if previous.benchmarks and not own.benchmarks:
@@ -73,15 +82,17 @@ class AppModel(QObject):
         self.report = own
         self._judged = report
         self.read_only = read_only
-        self.judged = judged
+        self.judged = judged or keep
+        self.provisional = keep
         self.source_label = label or ("Saved report" if read_only else "This machine")
         self.report_changed.emit(own)
         self.findings_changed.emit(list(own.findings))
         if carried:
             self.rediagnose()
 
-    def set_findings(self, findings: list[Finding]) -> None:
+    def set_findings(self, findings: list[Finding], provisional: bool = False) -> None:
         self.judged = True
+        self.provisional = provisional
         if self.report is not None:
             self.report.findings = list(findings)
         self.findings_changed.emit(list(findings))
@@ -120,11 +131,13 @@ class AppModel(QObject):
     def diagnosing(self) -> bool:
         return self._diagnosing
 
-    def rediagnose(self) -> bool:
+    def rediagnose(self, provisional: bool = False) -> bool:
         """Run the advisor on the model's report on a worker thread; ``findings_changed`` follows.
 
         False when there is no report. A newer report or a newer request makes
-        the running one moot: its findings are dropped.
+        the running one moot: its findings are dropped. ``provisional``: the report is a stage whose
+        pipeline goes on (its own advisor stage follows); the findings come quietly (no status
+        messages over the pipeline's) and are marked :attr:`provisional`.
         """
         from cpudoctor.gui.workers import run_in_thread
         from cpudoctor.pipeline import diagnose
@@ -135,26 +148,29 @@ class AppModel(QObject):
         self._advice_generation += 1
         generation = self._advice_generation
         snapshot = dataclasses.replace(report, benchmarks=list(report.benchmarks))   # the worker's own view
-        self._set_diagnosing(True)
-        self.status_message.emit("Running the advisor…")
+        if not provisional:
+            self._set_diagnosing(True)
+            self.status_message.emit("Running the advisor…")
         run_in_thread(diagnose, snapshot,
-                      on_result=lambda judged: self._diagnosed(generation, judged),
-                      on_error=lambda exc: self._advice_failed(generation, exc))
+                      on_result=lambda judged: self._diagnosed(generation, judged, provisional),
+                      on_error=lambda exc: self._advice_failed(generation, exc, provisional))
         return True
 
-    def _diagnosed(self, generation: int, judged: Report) -> None:
+    def _diagnosed(self, generation: int, judged: Report, provisional: bool = False) -> None:
         if generation != self._advice_generation or self.report is None:
             return
         self._set_diagnosing(False)
         self._judged = judged
-        self.set_findings(judged.findings)
-        self.status_message.emit(f"Advisor: {status_text(judged.findings)}")
+        self.set_findings(judged.findings, provisional=provisional)
+        if not provisional:
+            self.status_message.emit(f"Advisor: {status_text(judged.findings)}")
 
-    def _advice_failed(self, generation: int, exc: BaseException) -> None:
+    def _advice_failed(self, generation: int, exc: BaseException, provisional: bool = False) -> None:
         if generation != self._advice_generation:
             return
         self._set_diagnosing(False)
-        self.status_message.emit(f"The advisor failed: {reason_of(exc)}")
+        if not provisional:                    # the pipeline's own advisor stage follows and says it
+            self.status_message.emit(f"The advisor failed: {reason_of(exc)}")
 
     def _set_diagnosing(self, busy: bool) -> None:
         if busy != self._diagnosing:

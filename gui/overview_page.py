@@ -405,6 +405,8 @@ class OverviewPage(QWidget):
             self.start_here.setVisible(False)
             if self.model.read_only:
                 self.findings_label.setText("No findings in this report.")
+            elif report is not None and self.model.judged and self.model.provisional:
+                self.findings_label.setText(words.PROVISIONAL_NONE)
             elif report is not None and self.model.judged:
                 self.findings_label.setText("No findings.")
             else:
@@ -422,8 +424,10 @@ class OverviewPage(QWidget):
                         f" &nbsp;{html_escape(f.title)} <span style='color:gray'>({html_escape(f.code)})</span>")
         if not problems:
             rows.append(f"{severity_dot('ok')} No problems found.")
+        so_far = (f" <span style='color:gray'>({words.PROVISIONAL_NOTE})</span>"
+                  if self.model.provisional and not self.model.read_only else "")
         self.findings_label.setText("<br>".join(rows) + f"<br><a href='advisor'>{findings_count(problems, passed)}"
-                                    ": all in the Advisor…</a>")
+                                    f": all in the Advisor…</a>{so_far}")
 
     def _follow(self, link: str) -> None:
         """A "start here" link: a finding opens in the Advisor, a page is shown."""

@@ -138,3 +138,94 @@ print("ok")
     out = subprocess.run([sys.executable, "-c", script, str(tmp_path / "s.ini")], capture_output=True, text=True,
                          timeout=300, env={**os.environ, "QT_QPA_PLATFORM": "offscreen"})
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]
+
+
+def _judged(report, findings):
+    return dataclasses.replace(report, findings=list(findings))
+
+
+def test_findings_of_the_quick_facts_stay_until_the_whole_report_is_judged(qtbot):
+    """The Overview shows the findings the quick facts support while the child checks run, marked "so far";
+    a later stage keeps them on screen (no flicker back to "the advisor runs..."); the final ones replace them."""
+    from export_samples import sample_report
+
+    from cpudoctor.pipeline import diagnose
+    from cpudoctor.render import overview as words
+
+    model = AppModel()
+    page = OverviewPage(model)
+    qtbot.addWidget(page)
+    quick = sample_report()
+    quick.findings = []
+    model.set_report(quick, judged=False)
+    assert page.findings_label.text() == words.ADVISOR_PENDING
+    early = diagnose(quick).findings
+    assert early, "the sample report has findings the quick facts support"
+    model.set_findings(early, provisional=True)
+    assert model.provisional and words.PROVISIONAL_NOTE in page.findings_label.text()
+    later = dataclasses.replace(quick, software=dataclasses.replace(quick.software, children_ran=True), findings=[])
+    model.set_report(later, judged=False, keep_findings=True)          # the child checks landed
+    assert model.provisional and model.report.findings == early
+    assert words.PROVISIONAL_NOTE in page.findings_label.text() and words.ADVISOR_PENDING not in page.findings_label.text()
+    assert model.offer_findings(later, diagnose(later).findings)      # the pipeline's advisor stage
+    assert not model.provisional and words.PROVISIONAL_NOTE not in page.findings_label.text()
+
+
+def test_no_findings_so_far_is_not_no_findings(qtbot):
+    from export_samples import sample_report
+
+    from cpudoctor.render import overview as words
+
+    model = AppModel()
+    page = OverviewPage(model)
+    qtbot.addWidget(page)
+    report = sample_report()
+    report.findings = []
+    model.set_report(report, judged=False)
+    model.set_findings([], provisional=True)
+    assert page.findings_label.text() == words.PROVISIONAL_NONE
+    model.set_report(dataclasses.replace(report), judged=False)        # a new run (a refresh): nothing carried
+    assert page.findings_label.text() == words.ADVISOR_PENDING and not model.provisional
+
+
+def test_the_collector_shows_the_quick_findings_while_the_child_stages_run(qtbot, monkeypatch):
+    """The pipeline held after its quick software stage (a stand-in that waits on an event the test sets): the
+    advisor has already judged the quick facts; the final advisor stage replaces those findings."""
+    from export_samples import sample_report
+
+    from cpudoctor.gui import collector as collector_module
+    from cpudoctor.pipeline import StageResult, diagnose, planned_stages
+
+    release = threading.Event()
+    quick = sample_report()
+    quick.findings = []
+    later = dataclasses.replace(quick, software=dataclasses.replace(quick.software, children_ran=True), findings=[])
+
+    def held_pipeline(source, *, children, on_stage, cancelled, **_):
+        plan = planned_stages(source, children=children)
+        assert "software-children" in plan                       # a live run with child stages
+        for name in ("cpu", "topology", "software-quick"):
+            on_stage(StageResult(name, quick, 0.0))
+        assert release.wait(120), "the test never released the child stages"
+        on_stage(StageResult("software-children", later, 0.0))
+        final = diagnose(later)
+        on_stage(StageResult("advisor", final, 0.0))
+        return final
+
+    monkeypatch.setattr(collector_module, "build_report", held_pipeline)
+    model = AppModel()
+    page = OverviewPage(model)
+    qtbot.addWidget(page)
+    collector = collector_module.ReportCollector(model, children=True)
+    collector.start()
+    qtbot.waitUntil(lambda: model.judged and model.provisional, timeout=60_000)
+    early = list(model.report.findings)
+    assert early and "so far" in page.findings_label.text()
+    stages = []
+    collector.stage_done.connect(stages.append)
+    release.set()
+    qtbot.waitUntil(lambda: "software-children" in stages, timeout=60_000)
+    qtbot.waitUntil(lambda: not collector.busy, timeout=60_000)
+    assert not model.provisional and model.report.software.children_ran
+    assert [f.code for f in model.report.findings] == [f.code for f in diagnose(later).findings]
+    assert "so far" not in page.findings_label.text()

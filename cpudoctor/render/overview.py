@@ -22,6 +22,9 @@ SKELETON_ROWS: dict[str, tuple[str, ...]] = {
 READING = "…"
 READING_TIP = "Being read from this machine"
 ADVISOR_PENDING = "The advisor runs once the software check is done."
+# Findings of the quick facts while the child processes check the Python stack (they are replaced, not added to)
+PROVISIONAL_NONE = "No findings so far; the advisor looks again once the Python stack is checked."
+PROVISIONAL_NOTE = "so far: the Python stack is still being checked"
 
 
 def start_here(ranked: list[Finding]) -> tuple[str, str]:
