@@ -13,7 +13,7 @@ import subprocess
 import pytest
 
 from cpudoctor.model import OsInfo
-from cpudoctor.probes.cpu.cpuid_check import signature
+from cpudoctor.probes.child.scripts.cpuid import signature
 from cpudoctor.probes.software.osinfo import UNNAMED_HYPERVISOR, hypervisor_from_cpuid, name_hypervisor
 
 # lscpu's words for the hypervisors (util-linux sys-utils/lscpu-virt.c hv_vendors) -> ours
