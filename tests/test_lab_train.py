@@ -120,21 +120,27 @@ def test_a_competing_busy_loop_is_reported_as_interference():
     import subprocess
     import sys
 
+    from cpudoctor.lab.results import QUIET_LIMIT, read_outcome
+
     cpu = max(os.sched_getaffinity(0))
-    hog = subprocess.Popen([sys.executable, "-c", f"import os; os.sched_setaffinity(0, [{cpu}])\nwhile True: pass"])
+    hog = subprocess.Popen([sys.executable, "-c", f"import os; os.sched_setaffinity(0, [{cpu}]); print('spinning', "
+                            "flush=True)\nwhile True: pass"], stdout=subprocess.PIPE, text=True)
     try:
-        # a step limit, not seconds: the budget counts start-up, which a hog on the CPU stretches
-        out = runner.run_job("train", {"steps": 40, "seconds": None, "cpus": [cpu], "batch_size": 16,
-                                       "eval_samples": 0}, timeout=180)
+        assert hog.stdout.readline().strip() == "spinning"          # on the job's CPU before the job starts
+        # A step limit, not seconds (the budget counts start-up, which a hog on the CPU stretches), and enough
+        # steps for a window of seconds: over a quarter of a second the scheduler's turns decide the share.
+        out = runner.run_job("train", {"steps": 300, "seconds": None, "cpus": [cpu], "batch_size": 16,
+                                       "eval_samples": 0}, timeout=300)
     finally:
         hog.kill()
         hog.wait()
     assert out.status == "ok", out.message
     inter = out.result["interference"]
     assert inter["cpus"] == [cpu]
-    # The scheduler shares the CPU between the two (and anything else): others took a large part of it.
-    assert inter["other_share"] > 0.2 and inter["other_cpu_s"] > 0
-    from cpudoctor.lab.results import read_outcome
+    # The scheduler shares the CPU between the two and anything else: about half on a quiet machine, less when
+    # other programs' scheduling groups take their turns too (0.23 beside two busy loops). Either way the
+    # others' share is far above what the lab calls quiet.
+    assert inter["other_cpu_s"] > 0 and inter["other_share"] + inter["steal_share"] > QUIET_LIMIT, inter
 
     result = read_outcome("train", out)
     assert result.quiet is False and "went to other programs" in result.caveats()[0]
