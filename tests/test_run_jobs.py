@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+import other_user
+
 pytestmark = pytest.mark.slow
 
 JOBS = Path(__file__).resolve().parent / "jobs"
@@ -268,30 +270,13 @@ def test_every_category_seen_in_some_job(tmp_path_factory):
 
 # --- permissions -------------------------------------------------------------------------------------------
 
-NOBODY = ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"]
-
-
-def _nobody_can_run_python() -> str | None:
-    if os.geteuid() != 0:
-        return "needs root to start a process as another user"
-    try:
-        probe = subprocess.run([*NOBODY, sys.executable, "-c", "import cpudoctor.probes.process.stacks"],
-                               capture_output=True, text=True, timeout=60)
-    except FileNotFoundError:
-        return "setpriv is not installed"
-    if probe.returncode != 0:
-        return f"user nobody cannot run this checkout's Python (a 0700 folder?): {probe.stderr.strip()[-200:]}"
-    return None
-
-
 def test_refused_attach_says_why_and_the_rest_still_runs():
-    why = _nobody_can_run_python()
-    if why:
-        pytest.skip(why)
+    other_user.require()                   # root, setpriv, and a checkout the other user can reach (any folder)
     job = subprocess.Popen([sys.executable, "-c", "import time\nwhile True: time.sleep(0.01)"])
     try:
-        proc = subprocess.run([*NOBODY, sys.executable, "-m", "cpudoctor", "inspect", str(job.pid), "--seconds", "1"],
-                              capture_output=True, text=True, timeout=120)
+        proc = subprocess.run(other_user.as_user([sys.executable, "-m", "cpudoctor", "inspect", str(job.pid),
+                                                  "--seconds", "1"]),
+                              capture_output=True, text=True, timeout=120, cwd="/")
     finally:
         job.kill()
         job.wait()
@@ -319,11 +304,11 @@ def _can_drop_ptrace() -> str | None:
 
 def test_container_without_sys_ptrace_is_named():
     """Root without CAP_SYS_PTRACE (a container's default) may not trace another user's process."""
-    why = _can_drop_ptrace() or _nobody_can_run_python()
+    why = _can_drop_ptrace() or other_user.skip_reason()
     if why:
         pytest.skip(why)
-    job = subprocess.Popen([*NOBODY, "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable,
-                            "-c", "import time\nwhile True: time.sleep(0.01)"])
+    job = subprocess.Popen(other_user.as_user([sys.executable, "-c", "import time\nwhile True: time.sleep(0.01)"]),
+                           cwd="/")
     try:
         proc = subprocess.run([*WITHOUT_PTRACE, sys.executable, "-m", "cpudoctor", "inspect", str(job.pid),
                                "--seconds", "1"], capture_output=True, text=True, timeout=120)
