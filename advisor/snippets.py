@@ -618,14 +618,18 @@ def for_shell(findings: list[Finding], report: Report, shell: str) -> list[Findi
 
     The bash form (``snippet_bash`` for a finding already written for the report's OS, else the bash
     snippet) is translated with the report's topology, so Windows launches use its CPU numbers and
-    processor groups; ``snippet_bash`` keeps the bash form. Snippets in another language (Python, or
-    PowerShell a Windows rule wrote itself) stay as they are.
+    processor groups; ``snippet_bash`` keeps the bash form. Snippets in another language stay as they
+    are (Python; PowerShell a Windows rule wrote itself, unless ``shell`` is cmd and every line has a cmd
+    form: :func:`winshell.powershell_as_cmd`).
     """
     shell = normalise_shell(shell)
     out = []
     for f in findings:
         bash = f.snippet_bash or (f.snippet if f.snippet_lang == "bash" else "")
-        if not bash or not f.snippet:
+        as_cmd = winshell.powershell_as_cmd(f.snippet) if shell == "cmd" and f.snippet_lang == "powershell" else None
+        if as_cmd is not None and not bash:      # a Windows rule's own PowerShell that cmd can say too
+            out.append(dataclasses.replace(f, snippet=as_cmd, snippet_lang="cmd"))
+        elif not bash or not f.snippet:
             out.append(f)
         elif shell == "bash":
             out.append(dataclasses.replace(f, snippet=bash, snippet_lang="bash", snippet_bash=""))

@@ -26,6 +26,10 @@ _LINUX_ONLY_RE = re.compile(
     r"taskset|numactl|lscpu|nproc|ulimit|export|unset|source|qm|virsh|tuned-adm|modprobe|echo)\b"
     r"|/proc/|/sys/|/dev/null|/etc/|\$\(|`|\bLD_PRELOAD\b|bin/activate")
 _HOST_ONLY_RE = re.compile(r"^\s*(?:qm|virsh)\b")
+# The PowerShell a Windows rule writes itself (TOPO004's one process per processor group): comments,
+# $env:NAME = 'value', and cmd /c 'start ...' -- each has a cmd form.
+_PS_ENV_RE = re.compile(r"^\$env:(?P<name>[A-Za-z_][A-Za-z0-9_]*)\s*=\s*'(?P<value>[^'\"%^&|<>]*)'$")
+_PS_CMD_RE = re.compile(r"^cmd /c '(?P<line>[^']+)'$")
 
 
 def windows_lines(line: str, shell: str) -> list[str]:
@@ -61,6 +65,26 @@ def windows_lines(line: str, shell: str) -> list[str]:
         where = "on the Linux host that runs the VM" if _HOST_ONLY_RE.match(text) else "in a Linux shell only"
         return [f"{indent}{comment} {where}: {text}"]
     return [indent + (_cmd_quotes(text) if shell == "cmd" else text)]
+
+
+def powershell_as_cmd(snippet: str) -> str | None:
+    """A Windows rule's own PowerShell as cmd lines, when every line is one of the idioms cmd also has
+    (``#`` comments, ``$env:NAME = 'value'``, ``cmd /c '...'``); else None (it stays PowerShell)."""
+    out = []
+    for line in snippet.splitlines():
+        text = line.strip()
+        env, run = _PS_ENV_RE.match(text), _PS_CMD_RE.match(text)
+        if not text:
+            out.append("")
+        elif text.startswith("#"):
+            out.append("rem " + text.lstrip("#").strip())
+        elif env:
+            out.append(f"set {env.group('name')}={env.group('value')}")
+        elif run:
+            out.append(run.group("line"))
+        else:
+            return None
+    return "\n".join(out)
 
 
 def linux_only(text: str) -> bool:

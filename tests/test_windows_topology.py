@@ -283,3 +283,39 @@ def test_a_native_capture_reads_back_as_the_same_report(tmp_path, name):
         from cpudoctor.probes.platforms import capture_files
 
         capture_files("linux")
+
+
+def test_processor_group_launch_is_cmd_under_shell_cmd(capsys):
+    """TOPO004 writes its own PowerShell; `--shell cmd` gets the same launch in cmd's words."""
+    code, out, _ = run_cli(capsys, "doctor", "--root", str(FIXTURES / "threadripper-3990x-win10"), "--shell", "cmd",
+                           "--format", "json")
+    f = {f["code"]: f for f in json.loads(out)["findings"]}["TOPO004"]
+    lines = f["snippet"].splitlines()
+    assert f["snippet_lang"] == "cmd" and "set WORLD_SIZE=2" in lines and 'start "rank 1" /node 1 python train.py' in lines
+    assert not any(ln.startswith(("$env:", "cmd /c", "#")) for ln in lines)
+    code, out, _ = run_cli(capsys, "doctor", "--root", str(FIXTURES / "threadripper-3990x-win10"), "--shell",
+                           "powershell", "--format", "json")
+    f = {f["code"]: f for f in json.loads(out)["findings"]}["TOPO004"]
+    assert f["snippet_lang"] == "powershell" and "$env:WORLD_SIZE = '2'" in f["snippet"]
+
+
+def test_powershell_a_rule_wrote_stays_powershell_when_cmd_has_no_form():
+    from cpudoctor.advisor.winshell import powershell_as_cmd
+
+    assert powershell_as_cmd("# note\n$env:A = '1'\ncmd /c 'start \"x\" python t.py'") == \
+        "rem note\nset A=1\nstart \"x\" python t.py"
+    assert powershell_as_cmd("$p = Get-Process -Id $PID\n$p.ProcessorAffinity = [IntPtr]0xFF") is None
+    assert powershell_as_cmd("$env:A = 'a&b'") is None             # cmd would run "b"
+
+
+def test_the_windows_shell_switch_shows_the_processor_group_launch_in_cmd(capsys):
+    from cpudoctor.render.finding_view import finding_view
+
+    code, out, _ = run_cli(capsys, "doctor", "--root", str(FIXTURES / "threadripper-3990x-win10"), "--format", "json")
+    from cpudoctor.model import Finding
+
+    raw = {f["code"]: f for f in json.loads(out)["findings"]}["TOPO004"]
+    finding = Finding(**{k: v for k, v in raw.items() if k in Finding.__dataclass_fields__})
+    shown = finding_view(finding, "cmd").snippet
+    assert shown.shell == "cmd" and 'start "rank 0" /node 0 python train.py' in shown.text.splitlines()
+    assert finding_view(finding, "powershell").snippet.text == raw["snippet"]

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cpudoctor import docs_url
-from cpudoctor.advisor import snippets
+from cpudoctor.advisor import snippets, winshell
 from cpudoctor.model import Finding
 from cpudoctor.render.words import Severity, bracketed, category_title, severity
 
@@ -130,15 +130,24 @@ def finding_snippet(finding: Finding, shell: str | None = None, topology=None) -
     bash = finding.snippet_bash or (finding.snippet if lang == "bash" else "")
     if bash and finding.snippet:
         return shell_snippet(bash, "bash", shell, topology)
-    return finding_snippet(finding, None)         # Python, or PowerShell a Windows rule wrote itself
+    if lang == "powershell" and finding.snippet:  # PowerShell a Windows rule wrote itself: cmd's words if it has them
+        shown = shell_snippet(finding.snippet, lang, shell, topology)
+        if shown.shell == "cmd":
+            return shown
+    return finding_snippet(finding, None)         # Python, or that PowerShell as written
 
 
 def shell_snippet(text: str, lang: str, shell: str = DEFAULT_SHELL, topology=None) -> Snippet:
-    """A snippet as typed in ``shell``: a bash snippet translated, any other language (Python, ini) as it is.
+    """A snippet as typed in ``shell``: a bash snippet translated, any other language (Python, ini) as it is
+    (but a Windows rule's own PowerShell in cmd's words under cmd, when every line has a cmd form).
 
     ``topology`` (the report's) makes pinned launches exact on Windows: its CPU numbers and processor groups.
     """
     shell = snippets.normalise_shell(shell)
+    if lang == "powershell" and shell == "cmd":
+        as_cmd = winshell.powershell_as_cmd(text)     # a Windows rule's own PowerShell, when cmd can say it
+        if as_cmd is not None:
+            return Snippet(as_cmd, SHELL_LANGS["cmd"], "cmd")
     if lang != "bash":
         return Snippet(text, lang, None)
     if text and shell != DEFAULT_SHELL:
