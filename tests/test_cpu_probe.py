@@ -452,6 +452,16 @@ def test_this_machine_agrees_with_lscpu():
         assert set(cpu.flags) <= set(lscpu["Flags"].split())
 
 
+def test_no_cpuid_child_on_a_machine_that_is_not_x86(monkeypatch):
+    """On Arm the CPUID child is not started at all (its first instruction would be SIGILL): the reason instead."""
+    from cpudoctor.kits.child import runner
+    from cpudoctor.probes.cpu import cpuid_check
+
+    monkeypatch.setattr(platform, "machine", lambda: "aarch64")
+    monkeypatch.setattr(runner, "run_child", lambda *a, **k: pytest.fail("a child was started"))
+    assert cpuid_check.run_child().error == "CPUID is x86-only; this is aarch64"
+
+
 @pytest.mark.hardware
 def test_this_machine_cpuid_child_agrees_with_the_kernel():
     """CPUID run in a child against the kernel's flags: whatever the kernel lists, the executing CPU has."""

@@ -43,12 +43,27 @@ def bits_argument() -> str:
     return json.dumps({name: list(where) for name, where in FLAGS.cpuid_bits().items()}, separators=(",", ":"))
 
 
+def _not_x86() -> str | None:
+    """Why CPUID cannot run here (not an x86 machine), or None."""
+    import platform
+
+    from cpudoctor.model import arch_family
+
+    machine = platform.machine()
+    return None if arch_family(machine) == "x86" else f"CPUID is x86-only; this is {machine or 'an unknown machine'}"
+
+
 def main() -> int:
     """``python -m cpudoctor.probes.cpu.cpuid_check``: the child script, run in this process (qemu-user runs
     it this way: the emulated CPU executes it)."""
     import runpy
 
     from cpudoctor.probes.child.scripts import script_path
+
+    why = _not_x86()
+    if why:
+        print(json.dumps({"error": why}))
+        return 0
 
     sys.argv = [str(script_path("cpuid")), bits_argument()]
     runpy.run_path(sys.argv[0], run_name="__main__")
@@ -63,6 +78,9 @@ def run_child(timeout: float = 20.0) -> CpuidResult:
     from cpudoctor.kits.child.runner import run_child as run_probe_child
     from cpudoctor.probes.child.scripts import script_argv
 
+    why = _not_x86()
+    if why:
+        return CpuidResult(error=why)
     child = run_probe_child(ChildSpec(script_argv("cpuid", bits_argument()), what="the CPUID check", timeout=timeout))
     if not child.ok:
         return CpuidResult(error=child.diagnosis.message)
