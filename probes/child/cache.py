@@ -24,8 +24,10 @@ from typing import Any
 
 from cpudoctor import __version__
 from cpudoctor.fileio import WriteError, atomic_write
-from cpudoctor.kits.child.runner import ChildResult, ChildSpec
-from cpudoctor.kits.child.exitstatus import diagnose_exit
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:     # the runner (and psutil under it) is imported by whoever runs children, not by --fast
+    from cpudoctor.kits.child.runner import ChildResult, ChildSpec
 
 FORMAT = 1
 FILE_NAME = "software-children.json"
@@ -128,6 +130,9 @@ def load(folder: Path | None, key: str, specs: Sequence[ChildSpec]) -> list[Chil
     items = saved.get("results")
     if not isinstance(items, list) or len(items) != len(specs):
         return None
+    from cpudoctor.kits.child.exitstatus import diagnose_exit
+    from cpudoctor.kits.child.runner import ChildResult
+
     results: list[ChildResult] = []
     for spec, item in zip(specs, items):
         if not isinstance(item, dict):

@@ -30,8 +30,24 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import psutil
+
+class _OnFirstUse:
+    """``psutil``, imported when this module first touches it: every child-process user imports this kit, but
+    a command that starts no child (``report --fast``) should not pay for psutil's import."""
+
+    def __getattr__(self, name: str):
+        import psutil as module  # noqa: PLC0415
+
+        globals()["psutil"] = module
+        return getattr(module, name)
+
+
+if TYPE_CHECKING:
+    import psutil
+else:
+    psutil = _OnFirstUse()
 
 TOKEN_VARIABLE = "CPUDOCTOR_CHILD_TOKENS"   # space-separated: nested runs (the sweep's trainings) add theirs
 _PR_SET_CHILD_SUBREAPER = 36
