@@ -162,11 +162,11 @@ class ReportCollector(QObject):
     def _on_stage(self, gen: int, source: Source, stage: StageResult) -> None:
         if not self._current(gen, source):
             return
+        following = _next_stage(source, stage.name, self.children)
         if stage.name == "advisor":
             self.model.offer_findings(stage.report, stage.report.findings)
         elif stage.name in SHOWN:
             saved = stage.name == "load"
-            following = _next_stage(source, stage.name, self.children)
             self.model.set_report(stage.report, read_only=saved, label=_label(source) if saved else None,
                                   judged=saved, keep_findings=stage.name in LATER)
             if saved:
@@ -177,7 +177,6 @@ class ReportCollector(QObject):
                 # facts support (what `doctor --fast` says) show meanwhile, and are replaced, not blanked.
                 self.model.rediagnose(provisional=True)
         self.stage_done.emit(stage.name)
-        following = _next_stage(source, stage.name, self.children)
         if following is not None:
             self.model.status_message.emit(RUNNING[following])
 

@@ -71,15 +71,18 @@ class DataFile:
 
         ``trust_list``: skip the schema check when this file and its schema are byte for byte the ones
         the test suite checked and listed (:mod:`.validated`); the tests pass False."""
-        raw = _bytes(self.name)
+        raw, schema_raw = _bytes(self.name), _bytes(self.schema_name)
         data = _parse(self.name, raw)
-        if trust_list and validated.already_checked(self.name, raw, self.schema_name, _bytes(self.schema_name)):
+        if trust_list and validated.already_checked(self.name, raw, self.schema_name, schema_raw):
             return data
-        validate(data, self.schema(), self.name)
+        validate(data, self._schema(schema_raw), self.name)
         return data
 
     def schema(self) -> dict[str, Any]:
-        schema = _parse(self.schema_name, _bytes(self.schema_name))
+        return self._schema(_bytes(self.schema_name))
+
+    def _schema(self, raw: bytes) -> dict[str, Any]:
+        schema = _parse(self.schema_name, raw)
         if not isinstance(schema, dict):
             raise KnowledgeError(f"resources/{self.schema_name} is not a JSON Schema object")
         return schema

@@ -20,11 +20,10 @@ import signal
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cpudoctor import __version__
 from cpudoctor.fileio import WriteError, atomic_write
-from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:     # the runner (and psutil under it) is imported by whoever runs children, not by --fast
     from cpudoctor.kits.child.runner import ChildResult, ChildSpec
