@@ -140,30 +140,37 @@ print("ok")
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]
 
 
-def _judged(report, findings):
-    return dataclasses.replace(report, findings=list(findings))
+def _unjudged_overview(qtbot):
+    """An Overview on a model holding a sample report's quick stage, not judged yet: (model, page, report)."""
+    from export_samples import sample_report
+
+    model = AppModel()
+    page = OverviewPage(model)
+    qtbot.addWidget(page)
+    report = sample_report()
+    report.findings = []
+    model.set_report(report, judged=False)
+    return model, page, report
+
+
+def _after_the_children(report):
+    """The same run's snapshot once the child checks landed (new software facts, no findings yet)."""
+    return dataclasses.replace(report, software=dataclasses.replace(report.software, children_ran=True), findings=[])
 
 
 def test_findings_of_the_quick_facts_stay_until_the_whole_report_is_judged(qtbot):
     """The Overview shows the findings the quick facts support while the child checks run, marked "so far";
     a later stage keeps them on screen (no flicker back to "the advisor runs..."); the final ones replace them."""
-    from export_samples import sample_report
-
     from cpudoctor.pipeline import diagnose
     from cpudoctor.render import overview as words
 
-    model = AppModel()
-    page = OverviewPage(model)
-    qtbot.addWidget(page)
-    quick = sample_report()
-    quick.findings = []
-    model.set_report(quick, judged=False)
+    model, page, quick = _unjudged_overview(qtbot)
     assert page.findings_label.text() == words.ADVISOR_PENDING
     early = diagnose(quick).findings
     assert early, "the sample report has findings the quick facts support"
     model.set_findings(early, provisional=True)
     assert model.provisional and words.PROVISIONAL_NOTE in page.findings_label.text()
-    later = dataclasses.replace(quick, software=dataclasses.replace(quick.software, children_ran=True), findings=[])
+    later = _after_the_children(quick)
     model.set_report(later, judged=False, keep_findings=True)          # the child checks landed
     assert model.provisional and model.report.findings == early
     assert words.PROVISIONAL_NOTE in page.findings_label.text() and words.ADVISOR_PENDING not in page.findings_label.text()
@@ -172,16 +179,9 @@ def test_findings_of_the_quick_facts_stay_until_the_whole_report_is_judged(qtbot
 
 
 def test_no_findings_so_far_is_not_no_findings(qtbot):
-    from export_samples import sample_report
-
     from cpudoctor.render import overview as words
 
-    model = AppModel()
-    page = OverviewPage(model)
-    qtbot.addWidget(page)
-    report = sample_report()
-    report.findings = []
-    model.set_report(report, judged=False)
+    model, page, report = _unjudged_overview(qtbot)
     model.set_findings([], provisional=True)
     assert page.findings_label.text() == words.PROVISIONAL_NONE
     model.set_report(dataclasses.replace(report), judged=False)        # a new run (a refresh): nothing carried
@@ -199,7 +199,7 @@ def test_the_collector_shows_the_quick_findings_while_the_child_stages_run(qtbot
     release = threading.Event()
     quick = sample_report()
     quick.findings = []
-    later = dataclasses.replace(quick, software=dataclasses.replace(quick.software, children_ran=True), findings=[])
+    later = _after_the_children(quick)
 
     def held_pipeline(source, *, children, on_stage, cancelled, **_):
         plan = planned_stages(source, children=children)
