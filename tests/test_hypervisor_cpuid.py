@@ -79,3 +79,18 @@ def test_this_guest_is_named_as_lscpu_names_it():
 
     row = next(f for f in cpu_facts(report.cpu) if f.label == "Virtual machine")
     assert row.text.startswith(f"yes ({LSCPU[vendor]}, CPUID signature ")
+
+
+@pytest.mark.parametrize("argv", [[], ["{"], ["[1, 2]"], ['{"avx2": "7.0.ebx"}'], ["x" * 100_000]])
+def test_the_cpuid_script_answers_bad_arguments_with_one_error_line(argv):
+    """The child script given no, broken or wrongly shaped flag bits prints one JSON error, never a traceback."""
+    import json
+    import sys
+
+    from cpudoctor.probes.child.scripts import script_path
+
+    proc = subprocess.run([sys.executable, "-I", "-B", str(script_path("cpuid")), *argv], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stderr == ""
+    [line] = proc.stdout.splitlines()
+    assert set(json.loads(line)) == {"error"}

@@ -263,3 +263,18 @@ def test_torch_wheel_platforms_are_spelled_the_way_the_advisor_looks_them_up():
     for platform in TORCH_WHEELS.data["platforms"]:
         for arch in platform["arch"]:
             assert normalise_arch(arch, platform["os"]) == arch and arch_family(arch) in ("x86", "arm")
+
+
+def test_a_damaged_list_trusts_nothing_it_cannot_read(monkeypatch):
+    """Garbage, a wrong hash, a binary list: the files whose lines do not match are validated, nothing breaks."""
+    real = resources.read_bytes
+    flags_hash = validated.digest(real("flags.json"))
+    for damaged in (b"\xff\xfe garbage\n", b"not a line\n" + b"0" * 64 + b"  flags.json\n",
+                    f"{flags_hash}  flags.json\n".encode() + b"x" * 100_000):
+        monkeypatch.setattr(resources, "read_bytes", lambda name, d=damaged: d if name == MANIFEST else real(name))
+        validated.listed.cache_clear()
+        compiled: list[str] = []
+        monkeypatch.setattr(datafile, "validate", lambda data, schema, name: compiled.append(name))
+        assert FlagCatalogue("flags.json", "damaged list").data["flags"]["avx2"]
+        assert compiled == ["flags.json"]           # the schema's line is missing or wrong: checked again
+    validated.listed.cache_clear()
