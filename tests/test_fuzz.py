@@ -52,6 +52,10 @@ class Leak(AssertionError):
     """Something from outside the tree, or a raw escape sequence, got out."""
 
 
+class Destroyed(AssertionError):
+    """A device node or FIFO the app was pointed at is no longer one (it was replaced by a file)."""
+
+
 @contextlib.contextmanager
 def watchdog(seconds: float = TIMEOUT):
     """Raise Hang in the main thread after ``seconds`` (interrupts a blocking open of a FIFO too)."""
@@ -80,6 +84,9 @@ def counted(family: str):
     except Leak:
         stats["leaks"] += 1
         raise
+    except Destroyed:
+        stats["destroyed"] += 1
+        raise
     except BaseException:
         stats["tracebacks"] += 1
         raise
@@ -90,7 +97,7 @@ def summary():
     """Write the figures of this run for ``make fuzz`` (test-output/ is ignored by git)."""
     yield
     SUMMARY.parent.mkdir(exist_ok=True)
-    figures = {family: {k: c.get(k, 0) for k in ("attempts", "tracebacks", "hangs", "leaks")}
+    figures = {family: {k: c.get(k, 0) for k in ("attempts", "tracebacks", "hangs", "leaks", "destroyed")}
                for family, c in sorted(STATS.items())}
     SUMMARY.write_text(json.dumps({"examples_per_test": EXAMPLES, "families": figures}, indent=2) + "\n")
 
@@ -916,3 +923,109 @@ def test_hostile_text_in_every_sink(data):
             minidom.parseString(page[start:page.index("</svg>", start) + 6].encode("utf-8"))
         back = report_from_dict(json.loads(outputs["json"]))
         assert back.cpu.brand == report.cpu.brand           # JSON escapes, the data survives
+
+
+# ---------------------------------------------------------------------------- family 9: lab-run metrics
+
+METRIC_VALUES = st.one_of(
+    st.sampled_from(['"abc"', "null", "[]", "{}", "-1", "0", "1e18", "-1e18", "true", "false", '""', '"1e999"',
+                     "[1, 2]", "[null]", "[[1]]", '{"a": 1}', str(2 ** 62), str(-2 ** 62), "0.5", "1e-300",
+                     "NaN", "1e400", '"all"', '"fp32"', '"\\" onmouseover=\\"alert(1)"',
+                     json.dumps('x" onmouseover="alert(1)" y="'), json.dumps("<svg onload=alert(1)>")]),
+    RAW_VALUES,
+)
+
+
+def _lab_report() -> dict:
+    from export_samples import sample_report
+    from lab_samples import kernel_run, lab_runs
+    from roofline_samples import runs as roofline_runs
+
+    report = sample_report()
+    report.benchmarks = lab_runs() + roofline_runs() + [kernel_run()] + report.benchmarks
+    return json.loads(report.to_json())
+
+
+_LAB_REPORT: list[dict] = []
+
+
+def _lab_paths() -> list[tuple]:
+    if not _LAB_REPORT:
+        _LAB_REPORT.append(_lab_report())
+    return [p for p in _paths(_LAB_REPORT[0]["benchmarks"], ("benchmarks",))
+            if len(p) > 2 and p[2] in ("metrics", "settings", "kind", "status")]
+
+
+@st.composite
+def lab_run_mutations(draw) -> list[tuple]:
+    """1-4 settings or metrics of the sample lab runs replaced, deleted or added (any JSON, NaN too)."""
+    paths = _lab_paths()
+    return [(draw(st.sampled_from(paths)), draw(st.sampled_from(["replace", "replace", "replace", "delete", "add"])),
+             draw(st.sampled_from(["gflops", "threads", "dtype", "points", "x", "kernels", "compute"])),
+             draw(METRIC_VALUES)) for _ in range(draw(st.integers(1, 4)))]
+
+
+def _mutated_lab_report(mutations: list[tuple]) -> str:
+    data = json.loads(json.dumps(_LAB_REPORT[0]))
+    values = []
+    for n, (path, op, key, raw) in enumerate(mutations):
+        parent = data
+        try:
+            for step in path[:-1]:
+                parent = parent[step]
+            if op == "delete" and isinstance(parent, dict):
+                del parent[path[-1]]
+                continue
+            if op == "add" and isinstance(parent, dict):
+                parent[key] = f"__FUZZ{n}__"
+            else:
+                parent[path[-1]] = f"__FUZZ{n}__"
+        except (KeyError, IndexError, TypeError):
+            continue                                    # an earlier mutation removed the way there
+        values.append((n, raw))
+    text = json.dumps(data)
+    for n, raw in values:
+        text = text.replace(f'"__FUZZ{n}__"', raw, 1)
+    return text
+
+
+@FUZZ
+@given(mutations=lab_run_mutations())
+def test_lab_run_metrics(mutations):
+    """Lab runs of any shape in a saved report: every renderer, the advisor, compare and the window's run table
+    either show a run or leave it out with a note, never a traceback; no value becomes markup."""
+    from export_samples import sample_report
+
+    from cpudoctor import advisor
+    from cpudoctor.compare import RENDERERS, compare
+    from cpudoctor.export import render_export
+    from cpudoctor.model import ReportError
+    from cpudoctor.render.roofline import picture_from_runs, roof_lines
+    from cpudoctor.render.svg_roofline import render_svg
+    from cpudoctor.render.training import no_best_text, run_cells
+
+    text = _mutated_lab_report(mutations)
+    with counted("lab-run metrics"), watchdog():
+        try:
+            report = report_from_json(text)
+        except ReportError as exc:
+            assert "\n" not in str(exc) and len(str(exc)) < 400, exc
+            return
+        left_out = [n for n in report.notes if "is damaged and is not shown" in n]
+        report.findings = advisor.diagnose(report)
+        outputs = {fmt: render_export(report, fmt).decode("utf-8") for fmt in ("md", "text", "json", "html")}
+        for run in report.benchmarks:
+            run_cells(run)
+        no_best_text(report.benchmarks)
+        roof_lines(report.benchmarks)
+        picture = picture_from_runs(report.benchmarks)
+        if picture is not None:
+            outputs["svg"] = render_svg(picture)
+        cmp = compare(sample_report(), report)
+        outputs.update({f"compare-{k}": r(cmp) for k, r in RENDERERS.items()})
+        for where, out in outputs.items():
+            if re.search(r"(?<!\\)<[a-z]+[^<>]*\bon(mouseover|load)=", out, re.I):      # \< is Markdown's escape
+                raise Leak(f"a lab-run value became markup in the {where} output")
+        shown = " ".join(outputs["text"].split())
+        for note in left_out:
+            assert "\n" not in note and note[:60] in shown, note

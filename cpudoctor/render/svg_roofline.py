@@ -14,8 +14,7 @@ scales it to its text width.
 from __future__ import annotations
 
 import math
-from html import escape
-
+from cpudoctor.kits.escape import html_escape as escape
 from cpudoctor.kits.format import wrap
 from cpudoctor.render.roofline import Picture, Point, Roof
 
@@ -60,7 +59,7 @@ class _Axes:
 
 
 def _marker(p: Point, cx: float, cy: float, colour: str) -> str:
-    data = (f'data-kind="{p.kind}" data-x="{p.intensity:.6g}" data-y="{p.gflops:.6g}" '
+    data = (f'data-kind="{escape(p.kind)}" data-x="{p.intensity:.6g}" data-y="{p.gflops:.6g}" '
             f'data-label="{escape(p.label)}" data-dtype="{escape(p.dtype or "")}"')
     tip = f"<title>{escape(p.detail or p.label)}</title>"
     if p.kind == "operator":
@@ -119,8 +118,8 @@ def _roof_lines(pic: Picture, ax: _Axes, out: list[str], labels: list[str], take
         start = pic.ridge(roof) or ax.xt[0]
         dash = "" if roof.all_cpus else ' stroke-dasharray="6 4"'
         y = ax.y(roof.gflops)
-        out.append(f'<line class="rf-roof" data-dtype="{roof.dtype}" data-y="{roof.gflops:.6g}" '
-                   f'data-threads="{roof.threads}" x1="{ax.x(max(start, ax.xt[0])):.1f}" x2="{ax.x(x_end):.1f}" '
+        out.append(f'<line class="rf-roof" data-dtype="{escape(roof.dtype)}" data-y="{roof.gflops:.6g}" '
+                   f'data-threads="{escape(roof.threads)}" x1="{ax.x(max(start, ax.xt[0])):.1f}" x2="{ax.x(x_end):.1f}" '
                    f'y1="{y:.1f}" y2="{y:.1f}" stroke="{colour}" stroke-width="{2.5 if roof.all_cpus else 1.5}"{dash}>'
                    f"<title>{escape(roof.label)}</title></line>")
         if roof.all_cpus:

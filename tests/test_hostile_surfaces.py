@@ -1,0 +1,177 @@
+"""Hostile input on the surfaces added since issue 19 (issue 39): each point once failed as described.
+
+Destroyed (item 2): ``-o R --into R`` overwrote the report, then refused to merge into it.
+Leaked (items 3, 5): a roofline run's dtype went into an SVG attribute unescaped; inspect named another
+user's home. Never ending (items 10, 12): Windows/macOS captures of a few hundred kB and a tree whose
+CPUs each claim 65,536 siblings ran for minutes. Tracebacks (items 13-15): wrong-shaped lab-run metrics,
+a damaged knowledge file, a capture's JSON nested 100,000 deep. Silently wrong (items 17, 19): ``run -o``
+into a missing folder ran the job first; ``--plot ""`` was ignored and a ``--plot`` FIFO refused only after
+the measurement. (Items 1 and 11: tests/test_writers_on_devices.py; 16: tests/test_inspect.py.)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+from xml.dom import minidom
+
+import pytest
+
+from conftest import machine_root, run_cli
+from export_samples import sample_report
+
+
+@contextlib.contextmanager
+def deadline(seconds: float):
+    """Fail instead of running on (these cases ran for minutes); never a timing assertion on a good run."""
+    def fire(*_):
+        raise TimeoutError(f"still running after {seconds:g} s")
+
+    old = signal.signal(signal.SIGALRM, fire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+@pytest.fixture
+def no_job(monkeypatch):
+    """Any lab job or observed command started is a failure: the checks must come first."""
+    def started(*_a, **_k):
+        raise AssertionError("the job was started before its outputs were checked")
+
+    from cpudoctor.lab import session
+    from cpudoctor.probes.process import observe
+
+    monkeypatch.setattr(session, "run", started)
+    monkeypatch.setattr(observe, "run_observed", started)
+
+
+def _this_machines_report(path: Path) -> Path:
+    from cpudoctor.model import Report
+    from cpudoctor.probes import probe_cpu
+
+    path.write_text(Report(cpu=probe_cpu(Path("/"))).to_json())
+    return path
+
+
+# ---------------------------------------------------------------------------- item 3: attributes escaped
+
+
+HOSTILE = 'x" onmouseover="alert(1)" y="<'
+
+
+def test_every_svg_attribute_from_data_is_escaped():
+    from cpudoctor.render.roofline import Picture, Point, Roof
+    from cpudoctor.render.svg_roofline import render_svg
+
+    pic = Picture(compute=[Roof(HOSTILE, 100.0, HOSTILE, HOSTILE)], memory_gbps=20.0, memory_label=HOSTILE,
+                  points=[Point(HOSTILE, 4.0, 50.0, HOSTILE, HOSTILE, HOSTILE)], claim=HOSTILE)
+    svg = render_svg(pic)
+    dom = minidom.parseString(svg.encode())
+    for element in dom.getElementsByTagName("*"):
+        names = set(element.attributes.keys())
+        assert "onmouseover" not in names, element.toxml()[:200]
+    roof = next(e for e in dom.getElementsByTagName("line") if e.getAttribute("class") == "rf-roof")
+    assert roof.getAttribute("data-dtype") == HOSTILE and roof.getAttribute("data-threads") == HOSTILE
+    point = next(e for e in dom.getElementsByTagName("*") if e.getAttribute("class") == "rf-point")
+    assert point.getAttribute("data-kind") == HOSTILE
+
+
+def test_a_saved_roofline_run_cannot_write_markup_into_the_html():
+    from roofline_samples import runs
+
+    from cpudoctor.export import render_export
+    from cpudoctor.report_file import report_from_json
+
+    report = sample_report()
+    report.benchmarks = runs()
+    data = json.loads(report.to_json())
+    data["benchmarks"][0]["metrics"]["compute"][0]["dtype"] = '"><b onload=1'
+    html = render_export(report_from_json(json.dumps(data)), "html").decode()
+    assert "<b onload" not in html and "onload=1" not in html.replace("&quot;&gt;&lt;b onload=1", "")
+
+
+# ---------------------------------------------------------------------------- item 13: lab-run metrics
+
+
+def _with_damaged_runs() -> str:
+    from lab_samples import gemm_run, lab_runs
+    from roofline_samples import runs
+
+    report = sample_report()
+    report.benchmarks = lab_runs() + runs() + [gemm_run()]
+    data = json.loads(report.to_json())
+    b = data["benchmarks"]
+    b[2]["metrics"]["points"][0]["gflops"] = "abc"                      # gemm: a figure as text
+    del b[4]["metrics"]["nominal"][0]["cores"]                          # roofline: a key every nominal has
+    b[3]["metrics"]["points"][1]["batch"] = "1e999"                     # quant
+    b[0]["metrics"]["samples_per_s"] = [1, 2]                           # train
+    b[-1]["metrics"]["points"] = 5                                      # gemm: not a list
+    return json.dumps(data)
+
+
+@pytest.mark.parametrize("fmt", ["text", "md", "html", "json", "pdf"])
+def test_damaged_lab_runs_are_left_out_with_a_note_in_every_format(fmt, qapp):
+    from cpudoctor.export import render_export
+    from cpudoctor.report_file import report_from_json
+
+    report = report_from_json(_with_damaged_runs())
+    kinds = [r.kind for r in report.benchmarks]
+    assert kinds.count("gemm") == 1 and "roofline" not in kinds and "quant" not in kinds, kinds
+    notes = [n for n in report.notes if "is damaged and is not shown" in n]
+    assert len(notes) == 5 and all("\n" not in n for n in notes)
+    assert "$.benchmarks[2].metrics.points[0].gflops: expected a number or null, got a string" in notes[1]
+    out = render_export(report, fmt)
+    if fmt in ("text", "md", "json"):
+        assert "is damaged and is not shown" in " ".join(out.decode().split())
+
+
+def test_a_report_with_damaged_runs_fills_the_overview(qtbot, tmp_path):
+    from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QApplication
+
+    from cpudoctor.gui.main_window import MainWindow
+    from cpudoctor.gui.model import AppModel
+
+    path = tmp_path / "r.json"
+    path.write_text(_with_damaged_runs())
+    win = MainWindow(AppModel(), settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat),
+                     collect=False)
+    qtbot.addWidget(win)
+    win.show()
+    with qtbot.waitSignal(win.collector.opened, timeout=60_000):
+        win.open_report(path)
+    for title in ("Overview", "Training", "Report"):
+        win.show_page(title)
+        QApplication.processEvents()
+    assert win.model.read_only and win.model.report is not None
+    assert len(win.model.report.benchmarks) == 3
+    win.close()
+
+
+def test_the_lab_metrics_schema_knows_every_kind_the_lab_writes():
+    from cpudoctor import resources
+    from cpudoctor.lab.results import KINDS
+    from cpudoctor.report_file import LAB_KINDS
+
+    assert tuple(KINDS) == LAB_KINDS
+    assert set(LAB_KINDS) <= set(resources.load_json("lab_metrics.schema.json")["$defs"])
+
+
+def test_every_real_lab_result_fits_its_schema():
+    """The shapes the jobs write (through lab/results.py) all pass: the check refuses damage, not data."""
+    from lab_samples import kernel_run, lab_runs
+    from roofline_samples import runs
+
+    from cpudoctor.model.serde import to_data
+    from cpudoctor.report_file import lab_run_problem
+
+    for run in lab_runs() + runs() + [kernel_run()] + sample_report().benchmarks:
+        assert lab_run_problem(to_data(run)) is None, (run.kind, lab_run_problem(to_data(run)))
