@@ -230,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
             return terminal_report()
 
     guard_pyside_refcount_bug()
-    from PySide6.QtCore import QSettings, QTimer
+    from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 
     from cpudoctor.gui.icons import app_icon
@@ -252,7 +252,9 @@ def main(argv: list[str] | None = None) -> int:
 
     model = AppModel()
     # With a report to open, this machine is probed only if that report cannot be read (see open_report).
-    window = MainWindow(model, settings=QSettings(), collect=not args.report, children=not args.no_children)
+    from cpudoctor.gui.settings_file import window_settings
+
+    window = MainWindow(model, settings=window_settings(), collect=not args.report, children=not args.no_children)
     size = _parse_size(args.size)
     if size:
         window.resize(*size)

@@ -78,14 +78,27 @@ def _trusted(st: os.stat_result) -> bool:
     return True
 
 
+# The compiled report schema is about half a megabyte of bytecode; a cache file much larger is not ours.
+MAX_BYTES = 64 << 20
+
+
 def _read(path: Path) -> Any:
+    # Non-blocking, checked on the open file: a FIFO named like the cache file never blocks the command.
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
     try:
-        with open(path, "rb") as fh:
-            if not _trusted(os.fstat(fh.fileno())):
-                return None
-            return marshal.loads(fh.read())
+        fd = os.open(path, flags)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not _trusted(st) or st.st_size > MAX_BYTES:
+            return None
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            return marshal.loads(fh.read(MAX_BYTES + 1))
     except (OSError, ValueError, EOFError, TypeError):
         return None
+    finally:
+        os.close(fd)
 
 
 def _write(path: Path, code: Any, name: str) -> None:
