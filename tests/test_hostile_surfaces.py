@@ -175,3 +175,92 @@ def test_every_real_lab_result_fits_its_schema():
 
     for run in lab_runs() + runs() + [kernel_run()] + sample_report().benchmarks:
         assert lab_run_problem(to_data(run)) is None, (run.kind, lab_run_problem(to_data(run)))
+
+
+# ---------------------------------------------------------------------------- item 14: knowledge files
+
+
+@pytest.fixture
+def damaged_resources(tmp_path, monkeypatch):
+    """A copy of resources/ that the knowledge loaders read instead; the test damages it."""
+    import shutil
+
+    from cpudoctor import resources
+
+    real = Path(resources.__file__).parent
+    copy = tmp_path / "resources"
+    copy.mkdir()
+    for p in real.iterdir():
+        if p.is_file():
+            shutil.copy(p, copy / p.name)
+
+    def path(name):
+        ref = copy / name
+        if not os.path.lexists(ref):
+            raise FileNotFoundError(f"no resource {name!r}; known: ...")
+        return ref
+
+    monkeypatch.setattr(resources, "path", path)
+    monkeypatch.setattr(resources, "read_bytes", lambda name: path(name).read_bytes())
+    from cpudoctor.knowledge import validated
+
+    validated.listed.cache_clear()
+    yield copy
+    validated.listed.cache_clear()
+
+
+@pytest.mark.parametrize("damage", ["flags: 5", "a FIFO", "a link to /dev/zero", "nested 200,000 deep",
+                                    "no schema", "3 GB sparse"])
+def test_a_damaged_knowledge_file_is_one_line_naming_it(damage, damaged_resources):
+    from cpudoctor.knowledge import KnowledgeError
+    from cpudoctor.knowledge.flags import FlagCatalogue
+
+    flags = damaged_resources / "flags.json"
+    if damage == "flags: 5":
+        flags.write_text(json.dumps(dict(json.loads(flags.read_text()), flags=5)))
+    elif damage == "a FIFO":
+        flags.unlink()
+        os.mkfifo(flags)
+    elif damage == "a link to /dev/zero":
+        flags.unlink()
+        flags.symlink_to("/dev/zero")
+    elif damage == "nested 200,000 deep":
+        flags.write_text("[" * 200_000 + "]" * 200_000)
+    elif damage == "no schema":
+        (damaged_resources / "flags.schema.json").unlink()
+    else:
+        with open(flags, "r+b") as fh:
+            fh.truncate(3 << 30)
+    with deadline(30), pytest.raises(KnowledgeError) as caught:
+        FlagCatalogue("flags.json", "damaged").data
+    message = str(caught.value)
+    assert "\n" not in message and "resources/flags" in message and len(message) < 300, message
+
+
+def test_a_huge_knowledge_list_is_not_read_whole(damaged_resources):
+    from cpudoctor.knowledge import validated
+
+    with open(damaged_resources / validated.MANIFEST, "r+b") as fh:
+        fh.truncate(3 << 30)
+    with deadline(30):
+        assert validated.listed() == {}                # nothing trusted: every file is validated instead
+
+
+def test_the_commands_say_a_knowledge_error_in_one_line(monkeypatch, capsys):
+    from cpudoctor.commands import explain
+    from cpudoctor.knowledge import KnowledgeError
+
+    def broken(args):
+        raise KnowledgeError("resources/flags.json does not match its schema: $.flags must be object")
+
+    monkeypatch.setattr(explain, "run", broken)
+    from cpudoctor.cli import build_parser
+
+    parser = build_parser("explain")
+    monkeypatch.setattr("cpudoctor.cli.build_parser", lambda *_a, **_k: parser)
+    for action in parser._subparsers._group_actions[0].choices.values():
+        if action.prog.endswith("explain"):
+            action.set_defaults(func=broken)
+    code, out, err = run_cli(capsys, "explain", "ISA001")
+    assert code == 1 and out == "" and err.count("\n") == 1 and "resources/flags.json" in err, err
+    assert "Traceback" not in err
