@@ -98,6 +98,103 @@ def test_a_saved_roofline_run_cannot_write_markup_into_the_html():
     assert "<b onload" not in html and "onload=1" not in html.replace("&quot;&gt;&lt;b onload=1", "")
 
 
+# ---------------------------------------------------------------------------- items 10, 15: captures
+
+
+@pytest.mark.parametrize("name", ["5,000 NUMA records", "16,384 single-CPU groups", "65,535 group masks per record",
+                                  "a buffer of 8 MB", "sysctl.txt of 16 levels x 4,096 CPUs",
+                                  "cpu.json nested 100,000 deep"])
+def test_oversized_windows_and_mac_captures_are_cut_with_a_note(name, tmp_path):
+    """Each ran `report --root` for minutes (a quadratic node merge, tens of thousands of CPUs, a launch line
+    per cache domain) or died of RecursionError; now the probe keeps what a machine can have and says so."""
+    from hostile_captures import BUILDERS
+
+    from cpudoctor import advisor
+    from cpudoctor.pipeline import Source, build_report
+
+    root = BUILDERS[name](tmp_path / "capture")
+    with deadline(120):
+        report = build_report(Source.tree(root), children=False, findings=False)
+        report.findings = advisor.diagnose(report)
+    topo = report.topology
+    notes = " ".join(topo.notes + report.cpu.notes)
+    assert (topo.logical_cpus or 0) <= 8192 and len(topo.numa_nodes) <= 1024
+    expected = {"5,000 NUMA records": "NUMA nodes beyond the first 1,024 were ignored",
+                "16,384 single-CPU groups": "processor groups beyond the first 128",
+                "65,535 group masks per record": "group masks naming a group beyond the first 128 were ignored",
+                "a buffer of 8 MB": "larger than 4 MiB",
+                "sysctl.txt of 16 levels x 4,096 CPUs": "more than any Mac has",
+                "cpu.json nested 100,000 deep": "nested too deeply"}[name]
+    assert expected in notes, notes[:2000]
+    for finding in report.findings:
+        assert finding.snippet.count("\n") < 400, finding.code       # a launch per domain, at most 64
+
+
+def test_pinned_launches_stop_at_a_readable_number():
+    from cpudoctor.advisor import snippets
+    from cpudoctor.model.topology import L3Domain
+
+    report = sample_report()
+    topo = report.topology
+    topo.l3_domains = [L3Domain([c], 1 << 20) for c in topo.online_cpus]
+    text = snippets.pinned_launches(report)
+    assert text.count("taskset") + text.count("numactl") <= snippets.MAX_LAUNCHES
+    assert "more NUMA nodes and L3 domains" in text
+
+
+# ---------------------------------------------------------------------------- item 12: a tree of many CPUs
+
+
+def test_sibling_lists_naming_every_cpu_are_garbled_not_expanded(tmp_path):
+    """Every CPU of a 100,000-CPU tree saying its core has 65,536 threads took `report --root` a minute (8,192 CPUs
+    read, each list expanded and intersected): a core's list past 16 threads is garbled, with a note."""
+    import shutil
+
+    from cpudoctor.probes import probe_topology
+
+    tree = tmp_path / "tree"
+    shutil.copytree(machine_root("hwloc-16amd64-8n2c"), tree, symlinks=True)
+    cpu_dir = tree / "sys/devices/system/cpu"
+    for p in [tree, *tree.rglob("*")]:
+        if p.is_dir() and not p.is_symlink():
+            p.chmod(0o755)
+    for n in range(16, 3000):
+        topo = cpu_dir / f"cpu{n}" / "topology"
+        topo.mkdir(parents=True)
+        (topo / "thread_siblings_list").write_text("0-65535\n")
+        (topo / "core_id").write_text(f"{n}\n")
+    (cpu_dir / "online").chmod(0o644)
+    (cpu_dir / "online").write_text("0-2999\n")
+    with deadline(120):
+        topo = probe_topology(tree)
+    assert topo.logical_cpus == 3000
+    assert any("names 65,536 CPUs, more than the 16" in n for n in topo.notes), topo.notes[:5]
+
+
+def test_a_capture_skips_files_past_its_budget(tmp_path, monkeypatch):
+    """Sparse files in every folder of a tree are not read whole into a capture: the budget stops it."""
+    import shutil
+    import tarfile
+
+    from cpudoctor import capture as cap
+
+    tree = tmp_path / "tree"
+    shutil.copytree(machine_root("hwloc-16amd64-8n2c"), tree, symlinks=True)
+    for p in [tree, *tree.rglob("*")]:
+        if p.is_dir() and not p.is_symlink():
+            p.chmod(0o755)
+    monkeypatch.setattr(cap, "MAX_CAPTURE_BYTES", 64 << 10)
+    for n in range(16):
+        big = tree / f"sys/devices/system/cpu/cpu{n}/topology/core_cpus_list"
+        with open(big, "wb") as fh:
+            fh.truncate(60 << 10)
+    result = cap.capture(tmp_path / "c.tar.gz", root=tree, force=True)
+    assert result.bytes <= 64 << 10
+    assert any("were not packed" in s for s in result.skipped) and "were not packed" in result.summary()
+    with tarfile.open(result.path) as tar:
+        assert sum(m.size for m in tar.getmembers() if m.isfile()) <= (64 << 10) + 4096
+
+
 # ---------------------------------------------------------------------------- item 13: lab-run metrics
 
 
