@@ -98,6 +98,24 @@ def test_a_saved_roofline_run_cannot_write_markup_into_the_html():
     assert "<b onload" not in html and "onload=1" not in html.replace("&quot;&gt;&lt;b onload=1", "")
 
 
+# ---------------------------------------------------------------------------- item 5: another user's home
+
+
+def test_inspect_names_no_other_users_home(tmp_path, capsys):
+    from inspect_fakes import FakeProc
+
+    fp = FakeProc(tmp_path)
+    fp.add_process(4321, "python", cmdline=["/home/alice/venv/bin/python", "train.py"],
+                   environ={"VIRTUAL_ENV": "/home/alice/venv"})
+    os.symlink("/home/alice/venv/bin/python", fp.pdir(4321) / "exe")
+    for fmt in ("text", "json"):
+        code, out, err = run_cli(capsys, "inspect", "4321", "-s", "0.2", "--root", str(tmp_path), "-f", fmt)
+        assert code == 0, err
+        assert "alice" not in out, [line for line in out.splitlines() if "alice" in line]
+    assert "cpudoctor doctor --python ~/venv/bin/python" in run_cli(
+        capsys, "inspect", "4321", "-s", "0.2", "--root", str(tmp_path))[1]
+
+
 # ---------------------------------------------------------------------------- items 10, 15: captures
 
 
