@@ -61,6 +61,53 @@ def _this_machines_report(path: Path) -> Path:
     return path
 
 
+# ---------------------------------------------------------------------------- items 2, 17, 19: checked first
+
+
+@pytest.mark.parametrize("how", ["same name", "a link to it", "a hard link"])
+def test_o_and_into_naming_one_report_are_refused_at_the_start(how, tmp_path, capsys, no_job):
+    report = _this_machines_report(tmp_path / "r.json")
+    before = report.read_bytes()
+    other = {"same name": report, "a link to it": tmp_path / "link.json", "a hard link": tmp_path / "hard.json"}[how]
+    if how == "a link to it":
+        other.symlink_to(report)
+    elif how == "a hard link":
+        os.link(report, other)
+    code, out, err = run_cli(capsys, "bench", "gemm", "--quiet", "-o", str(other), "--into", str(report))
+    assert code == 2 and "name the same file" in err and err.count("\n") == 1, err
+    assert report.read_bytes() == before
+
+
+def test_plot_and_into_naming_one_file_are_refused_too(tmp_path, capsys, no_job):
+    target = tmp_path / "p.svg"
+    target.write_text("<svg/>")
+    (tmp_path / "out.txt").symlink_to(target)
+    code, _, err = run_cli(capsys, "bench", "roofline", "--quiet", "-o", str(tmp_path / "out.txt"),
+                           "--plot", str(target))
+    assert code == 2 and "name the same file" in err, err
+
+
+def test_run_checks_its_output_before_the_job(tmp_path, capsys, no_job):
+    code, _, err = run_cli(capsys, "run", "-o", str(tmp_path / "nonexistent" / "x.txt"), "--", "true")
+    assert code == 2 and "does not exist" in err and err.count("\n") == 1, err
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    code, _, err = run_cli(capsys, "run", "-o", str(folder), "--", "true")
+    assert code == 2 and "folder" in err
+
+
+def test_an_empty_plot_name_is_refused(capsys, no_job):
+    code, _, err = run_cli(capsys, "bench", "roofline", "--quiet", "--plot", "")
+    assert code == 2 and "empty name" in err
+
+
+def test_a_plot_fifo_is_refused_before_the_measurement(tmp_path, capsys, no_job):
+    fifo = tmp_path / "plot.svg"
+    os.mkfifo(fifo)
+    code, _, err = run_cli(capsys, "bench", "roofline", "--quiet", "--plot", str(fifo))
+    assert code == 2 and "named pipe" in err and err.count("\n") == 1, err
+
+
 # ---------------------------------------------------------------------------- item 3: attributes escaped
 
 
@@ -379,3 +426,23 @@ def test_the_commands_say_a_knowledge_error_in_one_line(monkeypatch, capsys):
     code, out, err = run_cli(capsys, "explain", "ISA001")
     assert code == 1 and out == "" and err.count("\n") == 1 and "resources/flags.json" in err, err
     assert "Traceback" not in err
+
+
+# ---------------------------------------------------------------------------- fileio: checked before the work
+
+
+def test_check_writable_refuses_what_atomic_write_would(tmp_path):
+    from cpudoctor.fileio import WriteError, check_writable
+
+    (tmp_path / "sock").touch()
+    fifo = tmp_path / "p"
+    os.mkfifo(fifo)
+    assert check_writable(tmp_path / "new.txt") == tmp_path / "new.txt"
+    assert check_writable(fifo) == fifo                          # -o into a pipe a reader holds is fine
+    for bad, words in ((tmp_path, "folder"), (tmp_path / "missing" / "x", "does not exist"),
+                       (str(tmp_path) + "/", "folder"), ("", "empty")):
+        with pytest.raises(WriteError, match=words):
+            check_writable(bad)
+    with pytest.raises(WriteError, match="named pipe"):
+        check_writable(fifo, "--plot", pipes=False)
+    assert sys.platform != "win32"

@@ -86,6 +86,13 @@ def run(args: argparse.Namespace) -> int:
     if not argv:
         raise CliError("give the command to run after --, e.g. cpudoctor run -- python train.py")
     args.format = output_format(args.output, args.format, FORMATS)     # before the command runs
+    if args.output and args.output != "-":          # the job runs once: where its diagnosis goes is checked first
+        from cpudoctor.fileio import WriteError, check_writable
+
+        try:
+            check_writable(args.output)
+        except WriteError as exc:
+            raise CliError(str(exc.strerror or exc), code=exc.exit_code) from None
     python = None
     if args.python:
         python, _why = python_choice(args.python)
