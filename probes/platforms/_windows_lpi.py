@@ -247,7 +247,9 @@ def parse(buffer: bytes) -> LogicalProcessorInfo:
                               f"({size} bytes): ignored")
     words = {"groups": f"processor groups beyond the first {MAX_GROUPS} ({MAX_CPUS:,} CPUs)",
              "masks": f"group masks naming a group beyond the first {MAX_GROUPS}",
-             "nodes": f"NUMA nodes beyond the first {MAX_NUMA_NODES:,}"}
+             "nodes": f"NUMA nodes beyond the first {MAX_NUMA_NODES:,}",
+             "sizes": f"group sizes above {GROUP_BITS} processors",
+             "numbers": f"NUMA node numbers of {MAX_NUMA_NODES:,} or more"}
     for kind, count in info._dropped.items():
         info.notes.append(f"{count:,} {words[kind]} were ignored: no machine has that many; the capture is "
                           "damaged or made up")
@@ -291,6 +293,9 @@ def _add(info: LogicalProcessorInfo, relation: int, record: memoryview) -> None:
                                        _masks(info, record, relation)))
     elif relation in (RELATION_NUMA, RELATION_NUMA_EX):
         (node,) = struct.unpack_from("<I", record, _HEADER)
+        if node >= MAX_NUMA_NODES:               # a DWORD, but no system numbers a node that high
+            _drop(info, "numbers")
+            return
         masks = _masks(info, record, relation)
         existing = info._node_index.get(node)          # looked up by number: thousands of nodes stay linear
         if existing is None:
@@ -309,6 +314,9 @@ def _add(info: LogicalProcessorInfo, relation: int, record: memoryview) -> None:
             at = 32 + i * _GROUP_INFO
             most, act = struct.unpack_from("<BB", record, at)
             (mask,) = struct.unpack_from("<Q", record, at + 40)
+            if most > GROUP_BITS or act > GROUP_BITS:      # a BYTE, but a group holds 64 processors at most
+                _drop(info, "sizes")
+                most, act = min(most, GROUP_BITS), min(act, GROUP_BITS)
             info.groups.append(GroupInfo(most, act, mask))
         if active > room:
             info.notes.append(f"the group record lists {active} groups but holds {room}: the rest are unknown")
