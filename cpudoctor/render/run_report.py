@@ -23,6 +23,7 @@ def _ended(obs: RunObservation) -> str:
     return {"exit": f"exited with code {obs.exit_code}", "interrupt": f"stopped by Ctrl-C (exit code {obs.exit_code})",
             "seconds": f"stopped after --seconds (exit code {obs.exit_code})",
             "stopped": f"stopped from the window (exit code {obs.exit_code})",
+            "terminated": f"stopped because CPU Doctor was told to end (exit code {obs.exit_code})",
             "failed": f"could not start: {obs.error}"}.get(obs.ended_by, obs.ended_by)
 
 
