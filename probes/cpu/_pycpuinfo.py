@@ -101,13 +101,10 @@ def probe_live() -> CpuInfo:
 
 def _rosetta() -> bool:
     """macOS: sysctl.proc_translated is 1 for a process translated by Rosetta 2."""
-    import subprocess
     import sys
 
     if sys.platform != "darwin":
         return False
-    try:
-        out = subprocess.run(["sysctl", "-n", "sysctl.proc_translated"], capture_output=True, text=True, timeout=5)
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return out.stdout.strip() == "1"
+    from cpudoctor.kits.child.captured import run_captured
+
+    return run_captured(["sysctl", "-n", "sysctl.proc_translated"], 5.0, what="sysctl").text.strip() == "1"

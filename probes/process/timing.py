@@ -31,9 +31,9 @@ class TimeSampler:
 
     def _observers(self) -> list[int]:
         pids = [os.getpid()]
-        proc = getattr(self.stacks, "_proc", None)
-        if proc is not None:
-            pids.append(proc.pid)
+        sampler = self.stacks.sampler_pid if self.stacks is not None else None
+        if sampler is not None:
+            pids.append(sampler)
         return pids
 
     def start(self) -> None:

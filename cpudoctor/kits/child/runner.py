@@ -199,6 +199,8 @@ class ChildProcess:
                 process_group=None if self.own_session or not posix else 0,
                 preexec_fn=tree.before_exec(self.die_with_parent, self.before_exec),
                 close_fds=True,
+                # Windows: a console program started from the window opens no console of its own
+                creationflags=0 if self._out_reader == INHERIT else getattr(subprocess, "CREATE_NO_WINDOW", 0),
             )
         except (OSError, ValueError, subprocess.SubprocessError) as exc:
             self._release_subreaper()
