@@ -69,8 +69,7 @@ class EnvLookup:
 
     def decide(self) -> tuple[PythonEnv | None, str]:
         """The default without ``$CPUDOCTOR_PYTHON`` (when that one cannot be used)."""
-        env = envs_mod.decide(self.environ, self.home, self.cwd, cache=self.cache)
-        return env, envs_mod.why_chosen(env)
+        return envs_mod.decide_why(self.environ, self.home, self.cwd, cache=self.cache)
 
 
 def identity(env: PythonEnv) -> str:

@@ -29,8 +29,10 @@ not from the OS this runs on, so a Windows layout is tested on Linux too.
 facts first, running at most the chosen interpreter: ``--python``, then
 ``$CPUDOCTOR_PYTHON``, then the active environment, the working folder's
 ``.venv``, else the best candidate judged from its files (PyTorch's
-``torch/version.py`` and the dist-info folders, read, never imported). CPU
-Doctor's own environment is never the default while another usable one exists.
+``torch/version.py`` and the dist-info folders, read, never imported): among
+usable environments one with torch wins over one without, CPU Doctor's own
+included (it is the default only when it is the one with torch, or nothing else
+usable was found); activated environments come first whatever they hold.
 **The listing** (:func:`discover`: ``cpudoctor envs``, the window's picker)
 asks every interpreter, all at once under one deadline
 (:mod:`cpudoctor.probes.software.pyquery`).
@@ -590,13 +592,19 @@ def discover(environ: Mapping[str, str] | None = None, home: Path | None = None,
     return rank(list(envs.values())) + found.skipped
 
 
+def _deliberate(e: PythonEnv) -> bool:
+    """Activated by the user (a conda base that shells activate by themselves does not count)."""
+    return e.active and not (e.kind == "conda" and e.name == "base")
+
+
 def _score(e: PythonEnv) -> tuple:
-    """How likely the user trains in ``e``: usable; not a pipx tool; not CPU Doctor's own unless activated;
-    its Python version known (a folder judged from its files whose version nothing tells is suspect);
-    activated by the user (a conda base that shells activate by themselves does not count); the working
-    folder's; with torch; a conda env or venv rather than a bare interpreter; not conda's base."""
-    chosen = e.active and not (e.kind == "conda" and e.name == "base")
-    return (e.usable, e.kind != "pipx", not e.own or chosen, e.version is not None, chosen, e.in_cwd, bool(e.torch),
+    """How likely the user trains in ``e``: usable; not a pipx tool; activated by the user; with torch (an
+    environment without it is rarely where one trains: CPU Doctor's own with torch wins over one without);
+    not CPU Doctor's own; its Python version known (a folder judged from its files whose version nothing
+    tells is suspect); the working folder's; a conda env or venv rather than a bare interpreter; not
+    conda's base."""
+    chosen = _deliberate(e)
+    return (e.usable, e.kind != "pipx", chosen, bool(e.torch), not e.own or chosen, e.version is not None, e.in_cwd,
             e.kind in ("conda", "venv"), e.name != "base")
 
 
@@ -610,12 +618,13 @@ def likely_training_env(envs: list[PythonEnv]) -> PythonEnv | None:
     return next((e for e in rank(envs) if e.usable), None)
 
 
-def why_chosen(env: PythonEnv | None) -> str:
-    """How the default was chosen (a :data:`CHOSEN_BY` code)."""
-    if env is None or env.own and not env.active:
-        return "only-own"
-    if env.active and not (env.kind == "conda" and env.name == "base"):
+def why_chosen(env: PythonEnv | None, others: Iterable[PythonEnv] = ()) -> str:
+    """How the default was chosen among ``others`` (the rest of what was found): a :data:`CHOSEN_BY` code."""
+    if env is not None and _deliberate(env):
         return "active"
+    if env is None or env.own:
+        usable = any(o.usable and not o.own for o in others)
+        return "own-torch" if env is not None and env.torch and usable else "only-own"
     if env.in_cwd:
         return "working-folder"
     return "likely"
@@ -627,7 +636,15 @@ def why_chosen(env: PythonEnv | None) -> str:
 def decide(environ: Mapping[str, str] | None = None, home: Path | None = None, cwd: Path | None = None,
            *, cache: bool | Path = True, ask: bool = True, deadline: float | None = None,
            run_conda: bool = False) -> PythonEnv | None:
-    """The environment to describe by default, running at most the few interpreters it needs.
+    """The environment to describe by default (:func:`decide_why` without the why)."""
+    return decide_why(environ, home, cwd, cache=cache, ask=ask, deadline=deadline, run_conda=run_conda)[0]
+
+
+def decide_why(environ: Mapping[str, str] | None = None, home: Path | None = None, cwd: Path | None = None,
+               *, cache: bool | Path = True, ask: bool = True, deadline: float | None = None,
+               run_conda: bool = False) -> tuple[PythonEnv | None, str]:
+    """The environment to describe by default and how it was chosen (:func:`why_chosen`), running at most
+    the few interpreters it needs.
 
     Every candidate is first judged from its files (:func:`_from_files`: no interpreter runs); the best
     is then asked (``ask``) and kept while its real description still ranks first; else the next is
@@ -636,35 +653,33 @@ def decide(environ: Mapping[str, str] | None = None, home: Path | None = None, c
     ctx = _Context.current(environ, home, cwd)
     store = EnvCache.open(cache, ctx.environ)
     chosen = _by_cheap_facts(ctx, store, ask, DECIDE_DEADLINE_S if deadline is None else deadline)
-    if chosen is not None:
-        if store is not None:
-            store.save()
-        return chosen
-    found = _candidates(ctx, run_conda=run_conda, cache=store)
     hints: list[PythonEnv] = []
-    for path, how in found.candidates.items():
-        if _exists(path):
-            hints.append(_describe_quietly(_absolute(path), how, ctx, store))
-    if ask:
-        chosen = _verify(rank(_unique(hints)), ctx, store, DECIDE_DEADLINE_S if deadline is None else deadline)
-    else:
-        chosen = likely_training_env(hints)
+    if chosen is None:
+        found = _candidates(ctx, run_conda=run_conda, cache=store)
+        for path, how in found.candidates.items():
+            if _exists(path):
+                hints.append(_describe_quietly(_absolute(path), how, ctx, store))
+        if ask:
+            chosen = _verify(rank(_unique(hints)), ctx, store, DECIDE_DEADLINE_S if deadline is None else deadline)
+        else:
+            chosen = likely_training_env(hints)
     if store is not None:
         store.save()
-    return chosen
+    return chosen, why_chosen(chosen, hints)
 
 
 def _by_cheap_facts(ctx: _Context, store: EnvCache | None, ask: bool, deadline_s: float) -> PythonEnv | None:
-    """The activated environment (not a conda base a shell activates by itself), else the working folder's,
-    when it is usable: it ranks first whatever else is there (:func:`_score`), so nothing else is looked at."""
+    """The activated environment (not a conda base a shell activates by itself), else the working folder's
+    when it has torch, when it is usable: it ranks first whatever else is there (:func:`_score`), so nothing
+    else is looked at."""
     found = _Found()
     _active_candidates(ctx, found)
     for path, how in found.candidates.items():
         if not _exists(path):
             continue
         hint = _describe_quietly(_absolute(path), how, ctx, store)
-        deliberate = hint.active and not (hint.kind == "conda" and hint.name == "base")
-        if not hint.usable or hint.version is None or not (deliberate or (hint.in_cwd and not hint.own)):
+        if not hint.usable or hint.version is None or not (
+                _deliberate(hint) or (hint.in_cwd and not hint.own and hint.torch)):
             continue
         if not ask or not hint.from_files:
             return hint
@@ -759,7 +774,8 @@ def _quick_name(path: Path, how: str, ctx: _Context) -> str:
 
 PYTHON_VARIABLE = "CPUDOCTOR_PYTHON"
 # How the described environment was chosen (PythonInfo.chosen_by); cpudoctor.render words them.
-CHOSEN_BY = ("--python", "$" + PYTHON_VARIABLE, "active", "working-folder", "likely", "window", "only-own")
+CHOSEN_BY = ("--python", "$" + PYTHON_VARIABLE, "active", "working-folder", "likely", "window", "own-torch",
+             "only-own")
 
 
 def training_environment(choice: str | None = None, environ: Mapping[str, str] | None = None,
@@ -780,8 +796,7 @@ def training_environment(choice: str | None = None, environ: Mapping[str, str] |
         except EnvError as exc:
             raise EnvError(str(exc).replace("--python", f"${PYTHON_VARIABLE}=", 1).replace("= ", "=", 1)) from None
     kwargs.pop("run_conda", None)
-    found = decide(environ, kwargs.get("home"), kwargs.get("cwd"), cache=kwargs.get("cache", True), ask=not fast)
-    return found, why_chosen(found)
+    return decide_why(environ, kwargs.get("home"), kwargs.get("cwd"), cache=kwargs.get("cache", True), ask=not fast)
 
 
 def to_data(envs: list[PythonEnv]) -> list[dict[str, Any]]:
