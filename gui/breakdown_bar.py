@@ -14,6 +14,7 @@ from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 from cpudoctor.probes.process.breakdown import Share
 from cpudoctor.probes.process.classify import rules
 from cpudoctor.render.breakdown import share_text
+from cpudoctor.kits.format import percent
 
 
 class BreakdownBar(QWidget):
@@ -56,7 +57,7 @@ class BreakdownBar(QWidget):
         for s, rect in self.segments():
             colour = QColor(r.colour(s.category))
             p.fillRect(rect, colour)
-            label = f"{s.label} {s.share * 100:.0f}%"
+            label = f"{s.label} {percent(s.share, fraction=True)}"
             if p.fontMetrics().horizontalAdvance(label) + 8 < rect.width():
                 p.setPen(QColor("#ffffff") if colour.lightnessF() < 0.6 else QColor("#000000"))
                 p.drawText(rect, Qt.AlignmentFlag.AlignCenter, label)

@@ -16,6 +16,7 @@ from cpudoctor.advisor import snippets
 from cpudoctor.advisor.engine import Facts, rule
 from cpudoctor.probes import kernels as kern
 from cpudoctor.model import Finding, Report
+from cpudoctor.kits.format import percent
 
 MIN_SHARE = 0.10          # a kernel below the CPU counts when it took at least this share of its primitive's time
 JOB_WORDS = {"train": "training run", "sweep": "thread sweep", "gemm": "GEMM run", "quant": "int8 run",
@@ -47,7 +48,7 @@ def _counts(check: kern.KernelCheck) -> bool:
 
 def _ran(check: kern.KernelCheck) -> str:
     k = check.kernel
-    share = f", {k.share:.0%} of its time" if k.share is not None else ""
+    share = f", {percent(k.share, fraction=True)} of its time" if k.share is not None else ""
     dtype = f" {k.dtype}" if k.dtype else ""
     return f"{k.library} {k.primitive}{dtype}: {k.impl or k.isa}{share}"
 

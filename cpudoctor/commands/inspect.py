@@ -18,6 +18,7 @@ from pathlib import Path
 
 from cpudoctor.commands import CliError, emit, output_format, root_arg
 from cpudoctor.argtypes import output_file
+from cpudoctor.kits.rooted import is_live_root
 
 
 
@@ -86,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     topo = probe_topology(root)
     try:
         insp = inspect_process(args.pid, seconds=args.seconds, root=root, topology=topo,
-                               stacks=args.stacks and root == Path("/"))
+                               stacks=args.stacks and is_live_root(root))
     except InspectError as exc:
         raise CliError(str(exc)) from None
     from cpudoctor.advisor.evidence_rules import judge_inspection

@@ -17,7 +17,7 @@ or words anything.
 
 from __future__ import annotations
 
-from cpudoctor.model.cpu import ARM_ARCHES, X86_ARCHES, CpuidCheck, CpuInfo, IsaVerdict, arch_family
+from cpudoctor.model.cpu import ARM_ARCHES, X86_ARCHES, CpuidCheck, CpuInfo, IsaVerdict, arch_family, canonical_arch
 from cpudoctor.model.report import (CATEGORIES, REPORT_KIND, SCHEMA_VERSION, SEVERITIES, SEVERITY_RANK, BenchRun,
                                     Finding, Meta, Report, ReportError, ThreadRecommendation, utc_now_iso, worst)
 from cpudoctor.model.serde import SchemaError, from_data, to_data
@@ -31,5 +31,5 @@ __all__ = ["ARM_ARCHES", "CATEGORIES", "REPORT_KIND", "SCHEMA_VERSION", "SEVERIT
            "Finding", "FloorTally", "GpuInfo", "ImportCheck", "ImportOrderCheck", "IsaRisk", "IsaVerdict", "L3Domain",
            "Meta", "NumaNode", "NumpyInfo", "OsInfo", "Package", "PackageInfo", "ProcessorGroup", "PythonInfo",
            "Report", "ReportError",
-           "SchemaError", "Software", "ThreadRecommendation", "Topology", "TorchBuild", "arch_family", "from_data",
+           "SchemaError", "Software", "ThreadRecommendation", "Topology", "TorchBuild", "arch_family", "canonical_arch", "from_data",
            "to_data", "utc_now_iso", "worst"]

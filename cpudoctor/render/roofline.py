@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from cpudoctor.kits.format import percent as _percent
+from cpudoctor.kits.format import percent
 
 ELEMENT_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp64": 8, "int8": 1}
 DTYPE_ORDER = ("fp32", "bf16", "int8", "fp64")
@@ -67,11 +67,6 @@ class Picture:
     def ridge(self, roof: Roof) -> float | None:
         """The intensity where the memory roof meets ``roof`` (FLOP/byte)."""
         return roof.gflops / self.memory_gbps if self.memory_gbps else None
-
-
-def share(value: float | None, digits: int = 0) -> str:
-    """A share of 0..1 as "120 %" (the lab's way of writing shares)."""
-    return _percent(None if value is None else value * 100, digits=digits, symbol=False) + " %"
 
 
 def gemm_intensity(n: float, dtype: str) -> float:
@@ -221,15 +216,15 @@ def claim_text(claim: dict[str, Any], nominals: list[dict[str, Any]]) -> str:
         inputs = f" ({nom['cores']} cores × {nom['clock_mhz']:,.0f} MHz × {nom['flops_per_cycle']:g} FLOP/cycle)"
     text = f"Measured fp32 roof {roof:,.1f} GFLOP/s"
     if nominal and ratio is not None:
-        text += f" = {share(ratio)} of the nominal peak {nominal:,.1f} GFLOP/s{inputs}"
+        text += f" = {percent(ratio, fraction=True)} of the nominal peak {nominal:,.1f} GFLOP/s{inputs}"
         if ratio > 1.0:
             text += ": the cores ran faster than the clock the nominal peak assumes"
-        text += (f". The claim of about {share(claim.get('claim', 0.9))} of the theoretical compute "
+        text += (f". The claim of about {percent(claim.get('claim', 0.9), fraction=True)} of the theoretical compute "
                  + ("holds for the roof" if claim.get("holds") else "does not hold even for the roof")
                  + " (the best a matrix multiply reaches here)")
     if claim.get("best_operator_vs_roof") is not None:
         text += (f"; the micro-training's best operator ({claim.get('best_operator')}) reached "
-                 f"{share(claim['best_operator_vs_roof'], 1)} of the measured roof")
+                 f"{percent(claim['best_operator_vs_roof'], digits=1, fraction=True)} of the measured roof")
     return text + "."
 
 
@@ -278,7 +273,7 @@ def peak_rows(nominal: dict[str, Any] | None, runs: list[Any]) -> list[tuple[str
         compute = [c for c in run.metrics.get("compute") or [] if c.get("dtype") == "fp32" and c.get("gflops")]
         roof = max(compute, key=lambda c: (c.get("threads") or 0), default=None)
     if roof is not None:
-        ratio = f", {share(roof['of_nominal'])} of the nominal peak" if roof.get("of_nominal") is not None else ""
+        ratio = f", {percent(roof['of_nominal'], fraction=True)} of the nominal peak" if roof.get("of_nominal") is not None else ""
         rows.append(("Measured roof", f"{roof['gflops']:,.0f} GFLOP/s fp32 on {roof['threads']} "
                                       f"thread{'s' if roof['threads'] != 1 else ''}{ratio}",
                      str(roof.get("method") or "") + (f"; measured {run.started_at}" if run.started_at else "")))

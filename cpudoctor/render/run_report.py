@@ -12,7 +12,7 @@ from typing import Any
 from cpudoctor.probes.process.observe import RunObservation
 from cpudoctor.render import breakdown as bdr
 from cpudoctor.kits.escape import html_escape as esc, md_escape
-from cpudoctor.kits.format import wrap
+from cpudoctor.kits.format import percent, wrap
 from cpudoctor.render.words import bracketed, plural, severity
 from cpudoctor.model import Finding, worst
 
@@ -48,8 +48,8 @@ def render_text(obs: RunObservation, findings: list[Finding]) -> str:
         out.append(f"Kernels      oneDNN {log.version or '?'} ({log.runtime or '?'}, {log.threads or '?'} threads, "
                    f"ISA {log.max_isa or '?'}): {sum(r['count'] for r in rows)} executions, {log.total_ms:.0f} ms")
         for r in rows[:MAX_KERNEL_ROWS]:
-            share = f"{r['share'] * 100:.0f}%" if r["share"] is not None else "?"
-            out.append(f"  {share:>4}  {r['kind']:<14} {r['impl']:<28} {r['data_type']:<5} x{r['count']}")
+            share = percent(r["share"], "?", fraction=True)
+            out.append(f"  {share:>5}  {r['kind']:<14} {r['impl']:<28} {r['data_type']:<5} x{r['count']}")
     elif "ONEDNN_VERBOSE" in obs.diagnostics:
         out.append("Kernels      oneDNN ran no primitive (fp32 linear layers use MKL; convolutions and bf16 use oneDNN)")
     if obs.recompiles.recompiles:

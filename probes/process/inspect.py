@@ -27,10 +27,11 @@ from pathlib import Path
 from cpudoctor.probes.process import procfs
 from cpudoctor.probes.process.interpreter import process_python
 from cpudoctor.probes.process.peers import PeerJob, find_peer_jobs, snapshot as peer_snapshot
-from cpudoctor.kits.rooted import read_text
+from cpudoctor.kits.rooted import is_live_root, read_text
 from cpudoctor.probes.software.envvars import filter_thread_env, preload_names
 from cpudoctor.model import Topology
 from cpudoctor.probes.process.breakdown import TimeBreakdown
+from cpudoctor.kits.format import percent
 
 # --- results ---------------------------------------------------------------------------
 
@@ -344,7 +345,7 @@ def _job_descendants(root: Path, pid: int) -> list[int]:
     """
     found = procfs.descendants(root, pid)
     me = os.getpid()
-    if Path(root) != Path("/") or me not in found:
+    if not is_live_root(root) or me not in found:
         return found                 # e.g. a job the inspector started itself keeps all its workers
     mine = {me, *procfs.descendants(root, me)}
     return [c for c in found if c not in mine]
@@ -867,7 +868,7 @@ def markers_by_cpu(places: list[ThreadPlace] | list[ThreadInfo], busy_only: bool
         pct = p.cpu_percent
         if busy_only and (pct or 0.0) < busy_percent:
             continue
-        text = f"{p.name} {p.tid}" + (f" ({pct:.0f}%)" if pct is not None else "")
+        text = f"{p.name} {p.tid}" + (f" ({percent(pct)})" if pct is not None else "")
         labels.setdefault(cpu, []).append((pct or 0.0, text))
         load[cpu] = min(100.0, load.get(cpu, 0.0) + (pct or 0.0))
     return ({cpu: [t for _, t in sorted(items, key=lambda x: -x[0])] for cpu, items in sorted(labels.items())},

@@ -15,6 +15,7 @@ from cpudoctor.probes.process.attach import may_trace, refusal
 from cpudoctor.probes.process.breakdown import TimeBreakdown, build_breakdown
 from cpudoctor.probes.process.stacks import DEFAULT_RATE, StackSampler
 from cpudoctor.probes.process.threadstates import DEFAULT_RATE as STATE_RATE, TreeSampler
+from cpudoctor.kits.rooted import is_live_root
 
 
 class TimeSampler:
@@ -25,7 +26,7 @@ class TimeSampler:
         self.pid = pid
         self.root = Path(root)
         self.command = command
-        self.stacks = StackSampler(pid, rate=rate, duration=duration) if stacks and Path(root) == Path("/") else None
+        self.stacks = StackSampler(pid, rate=rate, duration=duration) if stacks and is_live_root(root) else None
         self.states = TreeSampler(pid, root=self.root, rate=state_rate, observers=self._observers)
         self._refused = False
 

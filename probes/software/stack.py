@@ -22,7 +22,7 @@ from typing import Any
 
 from cpudoctor.knowledge import FLOORS, SOFTWARE_FACTS
 from cpudoctor.probes.child import cache as childcache
-from cpudoctor.kits.rooted import read_text, under
+from cpudoctor.kits.rooted import is_live_root, read_text, under
 from cpudoctor.kits.child.runner import ChildResult, ChildSpec, run_children
 from cpudoctor.probes.child.scripts import script_argv
 from cpudoctor.model import CpuInfo
@@ -43,12 +43,6 @@ from cpudoctor.probes.software.packages import (
 from cpudoctor.model import (BlasLib, CpuidCheck, ImportCheck, ImportOrderCheck, NumpyInfo, PackageInfo, PythonInfo, Software,
     TorchBuild)
 
-
-def _is_live(root: Path) -> bool:
-    try:
-        return root.resolve() == Path("/").resolve()
-    except OSError:
-        return str(root) == "/"
 
 
 def cpu_for_risk(root: Path, cpu: CpuInfo | None = None) -> CpuInfo:
@@ -76,7 +70,7 @@ def cpu_for_risk(root: Path, cpu: CpuInfo | None = None) -> CpuInfo:
                 cpu.arch = "aarch64"  # ARM kernels print "Features", x86 kernels "flags"
     if cpu.arch is None and cpu.flags:
         cpu.arch = "x86_64" if "lm" in cpu.flags else None
-    if cpu.arch is None and _is_live(root):
+    if cpu.arch is None and is_live_root(root):
         cpu.arch = platform.machine() or None
     return cpu
 
@@ -172,7 +166,7 @@ class SoftwareProbe:
                  python: str | None = None, chosen_by: str | None = None, ask: bool = True):
         self.root = Path(root)
         self.target: PythonEnv | None = None    # None: CPU Doctor's own interpreter
-        live = _is_live(self.root)
+        live = is_live_root(self.root)
         self.env = dict(os.environ if environ is None else environ) if live else None
         self.own_environ = environ is None      # this process's environment: libraries may have changed it
         sw = Software()

@@ -25,10 +25,7 @@ import os
 import threading
 from collections import deque
 from collections.abc import Callable
-from typing import IO, TYPE_CHECKING, Any, Final
-
-if TYPE_CHECKING:
-    from cpudoctor.kits.child.runner import ChildProcess
+from typing import IO, Any, Final, Protocol
 
 INHERIT: Final = "inherit"          # the child writes to our own stream: no pipe, nothing read
 READ_CHUNK = 65536
@@ -37,10 +34,16 @@ MAX_HELD_LINE = 16 << 10            # bytes kept of one held line (the rest is d
 MAX_HELD_BYTES = 32 << 20           # bytes kept of all held lines together, per stream (the oldest go first)
 
 
+class Child(Protocol):
+    """What a reader may do to the child it reads (a :class:`~cpudoctor.kits.child.runner.ChildProcess`)."""
+
+    def kill(self) -> None: ...
+
+
 class Reader:
     """Reads one stream of a child until its end, on a thread of the child's runner."""
 
-    def read(self, stream: IO[bytes], child: "ChildProcess") -> None:
+    def read(self, stream: IO[bytes], child: Child) -> None:
         raise NotImplementedError
 
 
@@ -75,7 +78,7 @@ class Capture(Reader):
         self.data = bytearray()
         self.flooded = False
 
-    def read(self, stream: IO[bytes], child: "ChildProcess") -> None:
+    def read(self, stream: IO[bytes], child: Child) -> None:
         for chunk in chunks(stream):
             self.data += chunk
             if len(self.data) > self.limit:
@@ -124,7 +127,7 @@ class PassThrough(Reader):
 
     # -- what the thread does
 
-    def read(self, stream: IO[bytes], child: "ChildProcess") -> None:
+    def read(self, stream: IO[bytes], child: Child) -> None:
         head = bytearray()                # the start of the current line, not decided yet
         held: bytearray | None = None     # the current line is held back: what is kept of it
         passing = False                   # the current line goes on to the sink
