@@ -46,7 +46,7 @@ from cpudoctor.model import BenchRun, Meta, Report, ThreadRecommendation, utc_no
 from cpudoctor.kits.rooted import is_live_root
 
 if TYPE_CHECKING:
-    from cpudoctor.probes.software.envs import PythonEnv
+    from cpudoctor.model import PythonEnv
 
 STAGES: tuple[str, ...] = ("load", "cpu", "topology", "software-quick", "software-children",
                            "cpuid-cross-check", "advisor")

@@ -58,7 +58,7 @@ class EnvLookup:
 
     def describe(self, python: str) -> PythonEnv:
         """One interpreter (or environment folder), never raising: ``error`` says why it cannot be used."""
-        ctx = envs_mod._Context.current(self.environ, self.home, self.cwd)
+        ctx = envs_mod.Context.current(self.environ, self.home, self.cwd)
         return envs_mod.describe(Path(python), "chosen in the window", ctx, cache=self.cache)
 
     def default(self) -> tuple[PythonEnv | None, str]:

@@ -22,7 +22,7 @@ import pytest
 from conftest import REPO
 from test_envs import make_venv
 
-from cpudoctor.probes.software import envs as envs_mod
+from cpudoctor.probes.software import envs_describe, envs_find
 from cpudoctor.probes.software.envs import EnvError, describe, discover, resolve, training_environment
 
 HANG_S = 90            # a run that takes this long hung (the fixes bound each case to seconds)
@@ -128,7 +128,7 @@ def test_the_default_runs_no_interpreter_when_a_cheap_fact_decides(place, hangin
 def test_a_timeout_is_remembered_and_look_again_asks_again(place, monkeypatch):
     mark = place["base"] / "started"
     fake_env(place["home"] / ".virtualenvs" / "slow", "exec sleep 600\n", mark, conda=False)
-    monkeypatch.setattr(envs_mod, "MIN_TIMEOUT_TO_CACHE_S", 0.0)
+    monkeypatch.setattr(envs_describe, "MIN_TIMEOUT_TO_CACHE_S", 0.0)
     first = {e.name: e for e in discover(**_ctx(place), run_conda=False, cache=place["cache"], deadline=1.0)}
     assert "did not answer within 1 s" in first["slow"].error and starts(mark) == 1
     discover(**_ctx(place), run_conda=False, cache=place["cache"], deadline=1.0)
@@ -364,7 +364,7 @@ def test_a_working_folder_venv_without_torch_loses_to_one_with_torch(place):
 
 def test_own_environment_without_torch_loses_to_another_without(place, monkeypatch):
     own = make_venv(place["base"] / "own")                                             # CPU Doctor's, no torch
-    monkeypatch.setattr(envs_mod, "_own_prefix", lambda: str(own))
+    monkeypatch.setattr(envs_find, "own_prefix", lambda: str(own))
     plain = make_venv(place["home"] / ".virtualenvs" / "plain", numpy="2.1.0")
     env, how = training_environment(**_ctx(place), cache=False)
     assert env is not None and env.prefix == str(plain) and not env.own and how == "likely"

@@ -404,11 +404,10 @@ def _environment(args: argparse.Namespace) -> tuple[str | None, str]:
     from cpudoctor.commands import python_choice
     from cpudoctor.probes.software.envs import describe
     from cpudoctor.render.software import environment_words
-    from cpudoctor.probes.software.stack import python_info
 
     python, chosen_by = python_choice(args.python)
-    info = python_info(describe(Path(python or sys.executable), cache=True))
-    info.own, info.chosen_by = python is None, chosen_by
+    info = describe(Path(python or sys.executable), cache=True).record(chosen_by)
+    info.own = python is None
     return python, environment_words(info)
 
 

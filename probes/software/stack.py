@@ -27,7 +27,6 @@ from cpudoctor.kits.child.runner import ChildResult, ChildSpec, run_children
 from cpudoctor.probes.child.scripts import script_argv
 from cpudoctor.model import CpuInfo
 from cpudoctor.probes.cpu.identity import probe_cpu
-from cpudoctor.probes.software.envs import PythonEnv
 from cpudoctor.probes.software.envs import describe as describe_env
 from cpudoctor.probes.software.dists import distributions as safe_distributions
 from cpudoctor.probes.software.envvars import filter_thread_env, preload_names
@@ -40,7 +39,7 @@ from cpudoctor.probes.software.packages import (
     probe_packages,
     probe_python,
 )
-from cpudoctor.model import (BlasLib, CpuidCheck, ImportCheck, ImportOrderCheck, NumpyInfo, PackageInfo, PythonInfo, Software,
+from cpudoctor.model import (BlasLib, CpuidCheck, ImportCheck, ImportOrderCheck, NumpyInfo, PackageInfo, PythonEnv, Software,
     TorchBuild)
 
 
@@ -192,7 +191,7 @@ class SoftwareProbe:
             sw.python.own, sw.python.prefix = True, sys.prefix
             dists = None                          # this interpreter's own import path
         else:
-            sw.python = python_info(self.target)
+            sw.python = self.target.record()
             dists = safe_distributions(self.target.site_dirs) if self.target.usable else []
             if self.target.from_files and self.target.usable:
                 sw.notes.append(f"the Python environment {self.target.python} was described from its files (a quick "
@@ -283,11 +282,6 @@ def _is_own(python: str) -> bool:
     except OSError:
         return False
 
-
-def python_info(env: PythonEnv) -> PythonInfo:
-    """The report's words for an environment found by :mod:`cpudoctor.probes.software.envs`."""
-    return PythonInfo(version=env.version, implementation=env.implementation, executable=env.python,
-                      env_kind=env.kind, env_name=env.name, prefix=env.prefix, own=env.own, error=env.error)
 
 
 def probe_stack(
