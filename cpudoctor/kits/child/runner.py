@@ -21,6 +21,17 @@ that none of that reaches the app:
   ``setsid``, one that was re-parented to us) is ended and reaped, and only then
   is the end reported, so a death by signal is named as such even after a fork.
 
+The same runner serves every other child (the house test in tests/test_one_answer.py
+allows no other way): a stream may go to a reader of
+:mod:`cpudoctor.kits.child.streams` instead (bytes captured up to a cap, or a
+job's output passed through with some lines held back) or stay ours
+(``INHERIT``); a job run for the user (``cpudoctor run``) keeps our terminal
+in a process group of its own (``own_session=False``), is stopped with SIGINT
+first (``interrupt``) and dies with us (``die_with_parent``: a parent-death
+signal, and a guard process, :mod:`cpudoctor.kits.child.guard`, that ends its
+group should we be SIGKILLed). :mod:`cpudoctor.kits.child.captured` runs short
+programs whose output is the answer, many at once under one deadline.
+
 :func:`run_child` / :func:`run_children` use it for the probe children
 (:mod:`cpudoctor.probes.child.scripts`): their fact objects are merged into
 :attr:`ChildResult.data` and the exit explained by
