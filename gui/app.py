@@ -13,32 +13,40 @@ import argparse
 import ctypes
 import logging
 import os
+import shlex
+import shutil
 import signal
 import sys
 from pathlib import Path
 
 from cpudoctor import __version__
 from cpudoctor.argtypes import integer
+from cpudoctor.gui.x11_libs import APT_LINE, missing_text, missing_xcb_libs, uses_xcb
 
 log = logging.getLogger(__name__)
 
-# Libraries Qt 6's xcb platform plugin loads that minimal installs lack, with the
-# Debian/Ubuntu package that provides each.
-XCB_LIBS: tuple[tuple[str, str], ...] = (
-    ("libxcb-cursor.so.0", "libxcb-cursor0"),
-    ("libxcb-icccm.so.4", "libxcb-icccm4"),
-    ("libxcb-keysyms.so.1", "libxcb-keysyms1"),
-    ("libxcb-image.so.0", "libxcb-image0"),
-    ("libxcb-render-util.so.0", "libxcb-render-util0"),
-    ("libxcb-xkb.so.1", "libxcb-xkb1"),
-    ("libxkbcommon-x11.so.0", "libxkbcommon-x11-0"),
-    ("libxcb-shape.so.0", "libxcb-shape0"),
-)
-APT_PACKAGES = ("xvfb",) + tuple(pkg for _, pkg in XCB_LIBS)
-HOW_TO_GET_THE_WINDOW = (
-    "To get the window: run `cpudoctor` inside a desktop session, over SSH with X forwarding "
-    "(`ssh -X host cpudoctor`), or on a virtual display (`xvfb-run -a cpudoctor`)."
-)
+
+def launch_command(argv0: str | None = None, which=shutil.which) -> str:
+    """How to start the window again from this shell: ``cpudoctor`` when that name on PATH is this very
+    script; else the script's own path (after ``make run``: ``/…/.venv/bin/cpudoctor``, not on PATH); else
+    ``python -m cpudoctor`` with this interpreter."""
+    argv0 = sys.argv[0] if argv0 is None else argv0
+    script = Path(argv0) if argv0 else None
+    if script is not None and script.name.removesuffix(".exe") in ("cpudoctor", "cpudoctor-gui") and script.is_file():
+        on_path = which(script.name)
+        try:
+            if on_path and Path(on_path).resolve() == script.resolve():
+                return script.name
+        except OSError:
+            pass
+        return shlex.quote(str(script.absolute()))
+    return f"{shlex.quote(sys.executable)} -m cpudoctor"
+
+
+def how_to_get_the_window(command: str | None = None) -> str:
+    command = command or launch_command()
+    return (f"To get the window: run `{command}` inside a desktop session, over SSH with X forwarding "
+            f"(`ssh -X host {command}`), or on a virtual display (`xvfb-run -a {command}`).")
 
 
 def needs_display(env: dict[str, str] | None = None, platform: str | None = None) -> bool:
@@ -50,33 +58,6 @@ def needs_display(env: dict[str, str] | None = None, platform: str | None = None
     if env.get("QT_QPA_PLATFORM"):
         return False                        # an explicit choice (offscreen, vnc, eglfs, ...) is respected
     return not (env.get("DISPLAY") or env.get("WAYLAND_DISPLAY"))
-
-
-def uses_xcb(env: dict[str, str] | None = None, platform: str | None = None) -> bool:
-    """True when Qt will load its xcb (X11) plugin."""
-    env = os.environ if env is None else env
-    platform = sys.platform if platform is None else platform
-    if not platform.startswith("linux"):
-        return False
-    qpa = env.get("QT_QPA_PLATFORM", "")
-    if qpa:
-        return qpa.split(":")[0].split(";")[0] == "xcb"
-    return bool(env.get("DISPLAY")) and not env.get("WAYLAND_DISPLAY")
-
-
-def missing_xcb_libs(load=ctypes.CDLL) -> list[tuple[str, str]]:
-    """(library, Debian package) for each xcb library the dynamic loader cannot open.
-
-    dlopen is the very test Qt's plugin loader will do, so it is exact where
-    ``ctypes.util.find_library`` (ldconfig's cache) can miss LD_LIBRARY_PATH.
-    """
-    missing = []
-    for lib, pkg in XCB_LIBS:
-        try:
-            load(lib)
-        except OSError:
-            missing.append((lib, pkg))
-    return missing
 
 
 def terminal_report() -> int:
@@ -103,15 +84,14 @@ def terminal_report() -> int:
 def _explain_no_display() -> None:
     print("CPU Doctor: no display here (DISPLAY and WAYLAND_DISPLAY are not set), "
           "so the report is printed in the terminal instead.", file=sys.stderr)
-    print(HOW_TO_GET_THE_WINDOW, file=sys.stderr)
+    print(how_to_get_the_window(), file=sys.stderr)
     print(file=sys.stderr)
 
 
 def _explain_missing_libs(missing: list[tuple[str, str]]) -> None:
-    names = ", ".join(f"{lib} (package {pkg})" for lib, pkg in missing)
-    print(f"CPU Doctor: the window needs X11 libraries that are not installed: {names}.", file=sys.stderr)
+    print(f"CPU Doctor: {missing_text(missing)}", file=sys.stderr)
     print("Install them (Debian/Ubuntu) with:", file=sys.stderr)
-    print(f"    sudo apt-get install -y {' '.join(APT_PACKAGES)}", file=sys.stderr)
+    print(f"    {APT_LINE}", file=sys.stderr)
     print("Meanwhile, here is the report in the terminal.", file=sys.stderr)
     print(file=sys.stderr)
 

@@ -22,7 +22,7 @@ from cpudoctor.gui.model import AppModel
 from gui_fill import fill_window, realistic_report
 
 MINIMUM = (0, 0)              # the window's own minimum size (MainWindow.minimumSize)
-SIZES = (MINIMUM, (900, 600), (1280, 800), (1600, 1000))
+SIZES = (MINIMUM, (900, 600), (1280, 800), (1920, 1080))
 
 
 @pytest.fixture(params=["live", "saved"])
