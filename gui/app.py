@@ -21,6 +21,7 @@ from pathlib import Path
 
 from cpudoctor import __version__
 from cpudoctor.argtypes import integer
+from cpudoctor.gui.theme import THEMES, apply_theme, remembered_theme
 from cpudoctor.gui.x11_libs import APT_LINE, missing_text, missing_xcb_libs, uses_xcb
 
 log = logging.getLogger(__name__)
@@ -129,61 +130,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--screenshot", metavar="PATH", help=argparse.SUPPRESS)
     p.add_argument("--screenshot-delay", type=integer(0, 600_000), default=2500, metavar="MS", help=argparse.SUPPRESS)
     p.add_argument("--page", help=argparse.SUPPRESS)
-    p.add_argument("--theme", choices=("system", "light", "dark"), default="system", help=argparse.SUPPRESS)
+    # The View menu's Theme (remembered in the settings); this overrides it for one run (screenshots, tests).
+    p.add_argument("--theme", choices=THEMES, default=None, help=argparse.SUPPRESS)
     p.add_argument("--size", metavar="WxH", help=argparse.SUPPRESS)
     p.add_argument("--no-children", action="store_true", help=argparse.SUPPRESS)
     return p
-
-
-def dark_palette():
-    from PySide6.QtGui import QColor, QPalette
-
-    pal = QPalette()
-    roles = {
-        QPalette.ColorRole.Window: "#25282c", QPalette.ColorRole.WindowText: "#e6e8eb",
-        QPalette.ColorRole.Base: "#1d1f22", QPalette.ColorRole.AlternateBase: "#2a2d31",
-        QPalette.ColorRole.ToolTipBase: "#2f3237", QPalette.ColorRole.ToolTipText: "#e6e8eb",
-        QPalette.ColorRole.Text: "#e6e8eb", QPalette.ColorRole.Button: "#2f3237",
-        QPalette.ColorRole.ButtonText: "#e6e8eb", QPalette.ColorRole.BrightText: "#ff6b6b",
-        QPalette.ColorRole.Highlight: "#3d7ab8", QPalette.ColorRole.HighlightedText: "#ffffff",
-        QPalette.ColorRole.Link: "#6fb0e8", QPalette.ColorRole.PlaceholderText: "#9aa1a9",
-        QPalette.ColorRole.Light: "#3a3e44", QPalette.ColorRole.Midlight: "#33373c",
-        QPalette.ColorRole.Mid: "#2b2e33", QPalette.ColorRole.Dark: "#151719", QPalette.ColorRole.Shadow: "#000000",
-    }
-    for role, colour in roles.items():
-        pal.setColor(role, QColor(colour))
-    for role in (QPalette.ColorRole.WindowText, QPalette.ColorRole.Text, QPalette.ColorRole.ButtonText):
-        pal.setColor(QPalette.ColorGroup.Disabled, role, QColor("#6b7178"))
-    return pal
-
-
-def dark_style_sheet() -> str:
-    """Check boxes that can be seen on a dark window.
-
-    Fusion draws an unchecked box in the Base colour with an outline derived from
-    Window: on this dark palette that is #1d1f22 on #25282c, all but invisible.
-    """
-    from cpudoctor.gui.icons import _icons_dir
-
-    check = str(_icons_dir().joinpath("check-light.svg")).replace("\\", "/")
-    return ("QCheckBox::indicator { width: 13px; height: 13px; border: 1px solid #7a828b; border-radius: 3px;"
-            " background: #1d1f22; }"
-            "QCheckBox::indicator:hover { border-color: #6fb0e8; }"
-            f"QCheckBox::indicator:checked {{ background: #3d7ab8; border-color: #3d7ab8; image: url({check}); }}"
-            "QCheckBox::indicator:disabled { border-color: #4a4f55; background: #25282c; }"
-            "QCheckBox::indicator:checked:disabled { background: #3a4a5a; border-color: #3a4a5a; }")
-
-
-def apply_theme(app, theme: str = "system") -> None:
-    """Fusion style with a light or dark palette; 'system' follows the desktop's colour scheme."""
-    from PySide6.QtCore import Qt
-
-    app.setStyle("Fusion")
-    hints = app.styleHints()
-    scheme = hints.colorScheme() if hasattr(hints, "colorScheme") else None
-    dark = theme == "dark" or (theme == "system" and scheme == Qt.ColorScheme.Dark)
-    app.setPalette(dark_palette() if dark else app.style().standardPalette())
-    app.setStyleSheet(dark_style_sheet() if dark else "")
 
 
 def _parse_size(text: str | None) -> tuple[int, int] | None:
@@ -224,15 +175,12 @@ def main(argv: list[str] | None = None) -> int:
     app.setApplicationVersion(__version__)
     app.setDesktopFileName("cpudoctor")
     app.setWindowIcon(app_icon())
-    apply_theme(app, args.theme)
-    if args.theme == "system":
-        hints = app.styleHints()
-        if hasattr(hints, "colorSchemeChanged"):
-            hints.colorSchemeChanged.connect(lambda _scheme: apply_theme(app, "system"))
+    settings = QSettings()
+    apply_theme(app, args.theme or remembered_theme(settings))
 
     model = AppModel()
     # With a report to open, this machine is probed only if that report cannot be read (see open_report).
-    window = MainWindow(model, settings=QSettings(), collect=not args.report, children=not args.no_children)
+    window = MainWindow(model, settings=settings, collect=not args.report, children=not args.no_children)
     size = _parse_size(args.size)
     if size:
         window.resize(*size)
@@ -244,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # Ctrl+C in the terminal closes the window properly (settings saved);
     # the timer lets the Python interpreter see the signal while Qt's loop runs.
-    signal.signal(signal.SIGINT, lambda *_: window.close())
+    signal.signal(signal.SIGINT, lambda *_: window.close_now())
     tick = QTimer(window)
     tick.timeout.connect(lambda: None)
     tick.start(500)

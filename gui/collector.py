@@ -70,6 +70,7 @@ class ReportCollector(QObject):
         self.chosen_by: str | None = None  # how it was chosen (PythonInfo.chosen_by)
         self._chosen = threading.Event()   # set: the environment above is decided (a waiting run goes on)
         self._chosen.set()
+        self._live_shown = False           # the model shows a report this collector read of this machine
 
     @property
     def busy(self) -> bool:
@@ -171,6 +172,7 @@ class ReportCollector(QObject):
             pass        # this machine's report is built anew: what is on screen stays until the new one has as much
         elif stage.name in SHOWN:
             saved = stage.name == "load"
+            self._live_shown = not saved
             self.model.set_report(stage.report, read_only=saved, label=_label(source) if saved else None,
                                   judged=saved, keep_findings=stage.name in LATER or again)
             if saved:
@@ -190,7 +192,8 @@ class ReportCollector(QObject):
         or the same environment described again. Its snapshots replace what is shown only once they know as
         much; a stage of another environment is shown at once (the switch is what the user asked for)."""
         shown = self.model.report
-        if shown is None or self.model.read_only or not self.model.judged or shown.software is None:
+        if not self._live_shown or shown is None or self.model.read_only or not self.model.judged \
+                or shown.software is None:
             return False
         if report.software is None:
             return True

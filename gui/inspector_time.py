@@ -121,6 +121,12 @@ class RunScriptMixin:
         self.runner.finished.connect(lambda: self._set_running(False))
         self.stop_button.clicked.connect(self.runner.stop)
 
+    def running_job(self) -> str:
+        """What the Inspector runs now, in words; "" when nothing (the window asks before quitting)."""
+        if self._running:
+            return "the script run in the Inspector"
+        return "the inspection in the Inspector" if self.inspections.busy else ""
+
     @property
     def time_breakdown(self):
         return self.time_tab.breakdown

@@ -22,6 +22,7 @@ from PySide6.QtCore import QPointF, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
+from cpudoctor.gui.palette_plot import PalettePlot
 from cpudoctor.render.roofline import Picture, picture_from_runs
 from cpudoctor.render.svg_roofline import DTYPE_COLOURS, MEMORY_COLOUR, NOMINAL_COLOUR
 
@@ -77,19 +78,12 @@ class RooflineView(QWidget):
         self.plot.setVisible(False)
 
     def _make_plot(self) -> pg.PlotWidget:
-        pal = self.palette()
-        fg, muted = pal.color(QPalette.ColorRole.Text), pal.color(QPalette.ColorRole.PlaceholderText)
+        fg = self.palette().color(QPalette.ColorRole.Text)
         w = _RooflinePlot()
-        w.setBackground(pal.color(QPalette.ColorRole.Base))
         item = w.getPlotItem()
-        item.hideButtons()
         item.setLogMode(x=True, y=True)
-        for name in ("left", "bottom"):
-            axis = item.getAxis(name)
-            axis.setTextPen(muted)
-            axis.setPen(pg.mkPen(muted, width=1))
-        w.setLabel("bottom", "FLOP per byte moved (log)", color=muted.name())
-        w.setLabel("left", "GFLOP/s (log)", color=muted.name())
+        w.labelled("bottom", "FLOP per byte moved (log)")
+        w.labelled("left", "GFLOP/s (log)")
         w.showGrid(x=True, y=True, alpha=0.15)
         w.setMenuEnabled(False)
         w.setMouseEnabled(x=False, y=False)
@@ -261,7 +255,7 @@ class _OneLine(QLabel):
         return QSize(self.fontMetrics().horizontalAdvance(self.full) + 4, super().sizeHint().height())
 
 
-class _RooflinePlot(pg.PlotWidget):
+class _RooflinePlot(PalettePlot):
     """Asks for a readable size (three decades of GFLOP/s need height) yet can shrink in a small window."""
 
     def sizeHint(self) -> QSize:  # noqa: N802 - Qt's name

@@ -216,6 +216,8 @@ class TrainingPage(QWidget):
         self._sync_job_buttons()
         if self.model.read_only:
             self._set_status(html.escape(words.SAVED_REPORT), "info")
+        elif self.status.text() == html.escape(words.SAVED_REPORT):
+            self._set_status(html.escape(words.READY), "info")      # back to this machine: the lab is on again
         self._on_environment()                           # "on this machine" while a saved report is shown
 
     # ------------------------------------------------------------------ settings
@@ -293,6 +295,10 @@ class TrainingPage(QWidget):
         self._set_status(html.escape(words.running_text(job)), "info")
         # the deadlines of its settings, as in the CLI (a job that ignores its length must not run for ever)
         self.runner.start_argv(self.job_argv(job, args), job=job, limits=deadlines.for_job(job, args))
+
+    def running_job(self) -> str:
+        """The job running now, in words ("the training run"); "" when none (the window asks before quitting)."""
+        return f"the {words.job_name(self.runner.job or self.session.job or '')}" if self.runner.is_running() else ""
 
     def cancel(self) -> None:
         if self.runner.is_running():

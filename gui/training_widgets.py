@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFormLayout, Q
                                QHBoxLayout, QLabel, QLineEdit, QPushButton, QScrollArea, QSizePolicy, QSpinBox,
                                QToolButton, QVBoxLayout, QWidget)
 
+from cpudoctor.gui.palette_plot import PalettePlot
 from cpudoctor.gui.training_session import LiveSeries, SweepSeries
 from cpudoctor.lab.settings import MODELS, SweepSettings, TrainSettings
 from cpudoctor.render import lab as words
@@ -42,22 +43,17 @@ def spin(lo: int, hi: int, value: int, special: str = "") -> QSpinBox:
 
 def lab_plot(widget: QWidget, title: str, y_label: str, x_label: str = "step", tip: str = "") -> pg.PlotWidget:
     """A plot in the palette's colours (readable in light and dark mode), like the Monitor page's."""
-    pal = widget.palette()
-    fg, muted = pal.color(QPalette.ColorRole.Text), pal.color(QPalette.ColorRole.PlaceholderText)
-    w = pg.PlotWidget()
-    w.setBackground(pal.color(QPalette.ColorRole.Base))
+    w = PalettePlot()
+    w.setPalette(widget.palette())
+    w.apply_palette()
     item = w.getPlotItem()
-    item.setTitle(title, color=fg.name(), size="10pt")
-    item.hideButtons()
+    w.titled(title)
     for name in ("left", "bottom"):
-        axis = item.getAxis(name)
-        axis.setTextPen(muted)
-        axis.setPen(pg.mkPen(muted, width=1))
-        axis.enableAutoSIPrefix(False)        # never "samples/s (x0.001)"
+        item.getAxis(name).enableAutoSIPrefix(False)        # never "samples/s (x0.001)"
     item.getAxis("bottom").setTickDensity(0.35)      # step numbers must not run together in a narrow plot
-    w.setLabel("bottom", x_label, color=muted.name())
+    w.labelled("bottom", x_label)
     if y_label:
-        w.setLabel("left", y_label, color=muted.name())
+        w.labelled("left", y_label)
     w.showGrid(x=True, y=True, alpha=0.15)
     w.setDownsampling(mode="peak")
     w.setClipToView(True)
