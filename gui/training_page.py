@@ -19,9 +19,10 @@ top says which interpreter that is.
 from __future__ import annotations
 
 import html
+import time
 from typing import Any, Callable
 
-from PySide6.QtCore import QCoreApplication, Qt
+from PySide6.QtCore import QCoreApplication, Qt, QTimer
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
 from cpudoctor.gui.environments import job_python
@@ -61,6 +62,12 @@ class TrainingPage(QWidget):
         self._kept: dict[str, list[BenchRun]] = {}   # this machine's runs per environment, newest last
         self._earlier: dict[str, int] = {}           # how many of them are from earlier sessions
         self._started_from: QWidget | None = None    # the control that started the running job (focus returns)
+        self._clock = QTimer(self)           # the status line's seconds while a training run starts and runs
+        self._clock.setObjectName("job clock")
+        self._clock.setInterval(500)
+        self._clock.timeout.connect(self._tick)
+        self._job_t0 = 0.0
+        self._last_progress: dict | None = None
         self.runner = JobRunner(self, python=self.job_python)
         self.runner.progress.connect(self._on_progress)
         self.runner.log.connect(self._on_log)
@@ -293,8 +300,12 @@ class TrainingPage(QWidget):
         self._set_running(True)
         self.cancel_button.setFocus(Qt.FocusReason.OtherFocusReason)   # Space stops it; no spin box grabs focus
         self._set_status(html.escape(words.running_text(job)), "info")
+        self._job_t0, self._last_progress = time.monotonic(), None
         # the deadlines of its settings, as in the CLI (a job that ignores its length must not run for ever)
         self.runner.start_argv(self.job_argv(job, args), job=job, limits=deadlines.for_job(job, args))
+        if job == "train":
+            self._clock.start()
+            self._tick()
 
     def running_job(self) -> str:
         """The job running now, in words ("the training run"); "" when none (the window asks before quitting)."""
@@ -325,13 +336,30 @@ class TrainingPage(QWidget):
         changed = self.session.progress(data)
         if changed == "train":
             self.live.draw(self.session.live, self.session.settings.get("dtype", "bf16"))
-        elif changed == "sweep":
+            self._last_progress = data
+            self._tick()
+            return
+        if changed == "sweep":
             self._redraw_sweep()
         elif job == "gemm" and data.get("phase") != "partial":
             self.bench.show_result(self.session.preview(self.runner.outcome, self.model.report))
         text = words.progress_text(job, changed, data)
         if text:
             self._set_status(html.escape(text), "info")
+
+    def _tick(self) -> None:
+        """A training run's status line: before its first step what start-up has taken, then its latest figures;
+        with a budget in seconds, what is left of it."""
+        if self.session.job != "train" or not self.runner.is_running():
+            self._clock.stop()
+            return
+        elapsed = time.monotonic() - self._job_t0
+        budget = self.session.settings.get("seconds")
+        if self._last_progress is None:
+            text = words.starting_text(elapsed, budget)
+        else:
+            text = words.progress_text("train", "train", self._last_progress, budget, elapsed)
+        self._set_status(html.escape(text or ""), "info")
 
     def _redraw_sweep(self) -> None:
         """The sweep's points; before any, the axis spans 1..CPUs of the machine shown, never '0.2 threads'."""
@@ -347,6 +375,7 @@ class TrainingPage(QWidget):
     # ------------------------------------------------------------------ finished
 
     def _on_finished(self, outcome: JobOutcome) -> None:
+        self._clock.stop()
         job = self.session.job or self.runner.job
         holds_focus = self.cancel_button.hasFocus()          # disabling it hands the focus to the next widget
         self._set_running(False)
@@ -457,6 +486,7 @@ class TrainingPage(QWidget):
 
     def shutdown(self) -> None:
         """Stop a running job (the window calls this on quit; tests on teardown)."""
+        self._clock.stop()
         if self.runner.is_running():
             self.runner.cancel()
             if not self.runner.wait_finished(2000):

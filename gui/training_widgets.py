@@ -246,10 +246,14 @@ class LivePlots(QWidget):
         self._arrange(event.size().width() >= self.ONE_ROW_PX)
 
     def reset(self, live: LiveSeries) -> None:
+        """Empty plots for a new run: no curve, and no y range left over from the previous run."""
         for curve in self.curves.values():
             curve.setData([], [])
         self.speed_legend.clear()
         self.speed_legend.setVisible(False)
+        for plot in (self.loss_plot, self.speed_plot):
+            plot.disableAutoRange(axis="y")
+            plot.setYRange(0, 1, padding=0)
         self.set_ranges(live)
 
     def set_ranges(self, live: LiveSeries) -> None:
@@ -260,16 +264,19 @@ class LivePlots(QWidget):
         lo, hi = live.x_range()
         for plot in (self.loss_plot, self.acc_plot, self.speed_plot):
             plot.setXRange(lo, hi, padding=0.02)
-        self.loss_plot.enableAutoRange(axis="y")
+        loss = live.top("loss")
+        if loss is not None:                 # an empty plot keeps its neutral range, not the previous run's
+            self.loss_plot.enableAutoRange(axis="y")
         top = live.top("samples_per_s", "reference_samples_per_s")
         if top:
             self.speed_plot.setYRange(0, top * 1.1, padding=0)
-        else:
-            self.speed_plot.enableAutoRange(axis="y")
 
     def draw(self, live: LiveSeries, dtype: str) -> None:
         for key, curve in self.curves.items():
-            curve.setData(live.steps, live.values[key], connect="finite")
+            # a series with one known point is a dot (a line needs two; a 10 s run on a busy machine may make one)
+            alone = sum(1 for v in live.values[key] if v == v) == 1
+            curve.setData(live.steps, live.values[key], connect="finite", symbol="o" if alone else None,
+                          symbolSize=7, symbolPen=curve.opts["pen"], symbolBrush=curve.opts["pen"].color())
         if live.has("reference_samples_per_s") and not self.speed_legend.isVisible():
             self.speed_legend.addItem(self.curves["samples_per_s"], dtype)
             self.speed_legend.addItem(self.curves["reference_samples_per_s"], "fp32, same job")

@@ -28,6 +28,15 @@ FAKE = textwrap.dedent("""
         while not stop.is_set():
             time.sleep(0.02)
         protocol.result(status="cancelled")
+    elif job == "train" and mode in ("busy-start", "big-loss"):
+        # as train.py ends a 10 s run on a busy machine: start-up took 9.2 s, one (warm-up) step, nothing timed
+        loss = 100.0 if mode == "big-loss" else 0.5
+        protocol.progress(step=1, loss=loss, accuracy=0.1, samples_per_s=None, elapsed=0.2, dtype="fp32")
+        protocol.result(status="ok", steps=1, samples_per_s=None, window_rates=[], initial_loss=loss, final_loss=loss,
+                        train_accuracy=0.1, eval_accuracy=None, smoothing_steps=20, threads=2, interop_threads=2,
+                        elapsed=0.6, budget_s=10.0, startup_s=9.2, warmup_s=0.6, job_s=9.9, ended_by="budget",
+                        not_measured="the 10 s budget (start-up included) ended before a fp32 step was measured",
+                        interference={"other_share": 0.6, "steal_share": 0.0, "cpus": [0, 1], "wall_s": 0.6})
     elif job == "train":
         step = 0
         dtype = "bf16" if mode == "bf16" else "fp32"
@@ -634,3 +643,56 @@ def test_int8_verdict_reads_points_defensively():
                                  "fp32_p90_ms": 1.1, "int8_p10_ms": 0.9, "int8_p90_ms": 1.0}])
     kind, sentence = quant_verdict(close)
     assert kind == "overlap" and "batch 64" in sentence
+
+
+# -- issue 40, 4: a run whose start-up took its budget ---------------------------------------------------------
+
+
+def test_a_run_whose_start_up_took_the_budget_says_so_and_draws_its_one_point(qtbot, page):
+    page.modes["train"] = "busy-start"
+    out = _run(qtbot, page, page.train_button.click)
+    assert out.status == "ok"
+    text = page.status.text()
+    assert "only 1 step ran: start-up took 9.2 of the 10 s" in text and "Run it for longer on an idle machine" in text
+    loss = page.live.curves["loss"]
+    assert list(loss.getData()[0]) == [1.0] and loss.opts["symbol"] == "o"      # one point: drawn as a dot
+    assert loss.scatter.isVisible() and len(loss.scatter.data) == 1
+    assert page.live.curves["samples_per_s"].opts["symbol"] is None            # nothing known: nothing drawn
+    note = page.table.item(0, COLUMN["Note"]).toolTip()
+    assert "only 1 step ran: start-up took 9.2 of the 10 s" in note
+
+
+def test_each_training_run_starts_with_its_own_y_range(qtbot, page):
+    def loss_top() -> float:
+        view = page.live.loss_plot.getPlotItem().getViewBox()
+        view.updateAutoRange()                                       # what the next paint does
+        return view.viewRange()[1][1]
+
+    page.modes["train"] = "big-loss"
+    _run(qtbot, page, page.train_button.click)
+    assert loss_top() > 50
+    page.modes["train"] = "silent"
+    with qtbot.waitSignal(page.runner.started, timeout=20_000):
+        page.train_button.click()
+    assert loss_top() < 2                                             # not the last run's 100
+    with qtbot.waitSignal(page.runner.finished, timeout=10_000):
+        page.cancel_button.click()
+    assert loss_top() < 2
+    page.modes["train"] = "busy-start"
+    _run(qtbot, page, page.train_button.click)
+    assert 0.3 < loss_top() < 2                                       # this run's one point, in view
+
+
+def test_the_status_counts_start_up_and_what_is_left_of_the_budget(qtbot, page):
+    """Before the first step (torch importing on a busy machine) the status says how long start-up has taken and
+    what is left of the run's seconds, every half second, not one frozen 'Running…'."""
+    page.modes["train"] = "silent"
+    page.form.length_spin.setValue(20)
+    page.train_button.click()
+    qtbot.waitUntil(lambda: "no step timed yet" in page.status.text() and "s of the 20 s left" in page.status.text(),
+                    timeout=10_000)
+    first = page.status.text()
+    qtbot.waitUntil(lambda: page.status.text() != first, timeout=10_000)      # it counts
+    with qtbot.waitSignal(page.runner.finished, timeout=10_000):
+        page.cancel_button.click()
+    assert not page._clock.isActive()
