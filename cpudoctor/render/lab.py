@@ -13,7 +13,7 @@ from typing import Any
 
 from cpudoctor.kits.plural import plural
 from cpudoctor.lab.results import separated
-from cpudoctor.lab.verdicts import busy, cpu_list, factor, percent, threads_words
+from cpudoctor.lab.verdicts import busy, cpu_list, factor, percent, rounds_text, threads_words
 
 
 # ----------------------------------------------------------------------------- one definition per metric
@@ -52,7 +52,7 @@ def _spread(fig, fmt: str = ",.0f") -> str:
 
 def training_settings_parts(s: dict[str, Any], model: Any, threads: Any) -> list[Any]:
     """A training run's settings in the order every page says them: model, dtype, batch, threads, CPUs, flags."""
-    parts = [model, s.get("dtype"), f"batch {s.get('batch_size')}", threads_words(threads)]
+    parts = [model, s.get("dtype"), f"batch {s['batch_size']}" if s.get("batch_size") else "", threads_words(threads)]
     if s.get("cpus"):
         parts.append(f"CPUs {cpu_list(s['cpus'])}")
     if s.get("channels_last"):
@@ -170,7 +170,7 @@ def _sweep_text(r) -> list[str]:
         lines.append(f"No recommendation: {r.reason or 'inconclusive'}. The advisor keeps its own thread advice.")
     if r.interference is not None:
         lines.append(f"other programs took {percent(r.interference.share)} of the CPUs measured "
-                     f"({plural(r.rounds, 'round')}, budget {r.budget_s:g} s)")
+                     f"({rounds_text(r.rounds, r.measurements)}, budget {r.budget_s:g} s)")
     lines += [f"failed: {f}" for f in r.failures]
     return lines
 
@@ -373,7 +373,7 @@ def sweep_notes_html(result, caveat_colour: str = "#c98a1a") -> str:
     items = []
     if result.interference is not None:
         items.append(f"Other programs took {percent(result.interference.share)} of the CPUs measured "
-                     f"({e(plural(result.rounds, 'round'))}).")
+                     f"({e(rounds_text(result.rounds, result.measurements))}).")
     if result.failures:
         items.append(f"{e(plural(len(result.failures), 'variant'))} failed: "
                      + "; ".join(e(str(f)) for f in result.failures) + ".")

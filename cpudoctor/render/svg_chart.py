@@ -20,6 +20,10 @@ X_KEYS = ("threads", "num_threads", "intra_op_threads", "batch", "batch_size", "
 Y_PREFERRED = ("samples_per_s", "throughput", "gflops", "tokens_per_s", "items_per_s", "speedup", "y")
 LABEL_KEYS = ("variant", "name", "label")
 GROUP_KEYS = ("precision", "dtype", "backend", "library", "model")
+# Bookkeeping of a measurement, never a figure to chart: how many segments or repetitions it took, its spread's
+# ends, how much of the CPU others took ("segments vs threads" charted the sweep's own counting).
+NOT_MEASURES = ("segments", "rounds", "reps", "other_share", "steal_share", "threads_used", "interop_threads",
+                "cpus", "elapsed", "emulated")
 PALETTE = ("#2f6fbf", "#d9822b", "#2e7d4f", "#8e44ad", "#c0392b", "#16a085")
 FONT = "system-ui,-apple-system,'Segoe UI',Roboto,sans-serif"
 
@@ -81,7 +85,8 @@ def find_charts(metrics: dict[str, Any], kind: str = "") -> list[Chart]:
         xk = next((k for k in X_KEYS if k in numeric), None)
         if xk is None:
             continue
-        y_keys = [k for k in numeric if k.endswith("_samples_per_s")] or ys[:1] or [k for k in numeric if k != xk][:1]
+        measures = [k for k in numeric if k not in NOT_MEASURES and not k.endswith(("_lo", "_hi", "_n"))]
+        y_keys = [k for k in measures if k.endswith("_samples_per_s")] or ys[:1] or [k for k in measures if k != xk][:1]
         y_keys = [k for k in y_keys if k != xk]
         if not y_keys:
             continue
