@@ -31,12 +31,14 @@ from cpudoctor.gui import inspector_model as im
 from cpudoctor.gui.common import Card
 from cpudoctor.gui.inspector_time import RunScriptMixin, TimeTab
 from cpudoctor.gui.model import AppModel
+from cpudoctor.gui.tab_titles import FittedTabTitles
 from cpudoctor.gui.topology_map import TopologyMap
 from cpudoctor.probes.process.inspect import Inspection, ProcessEntry, markers_by_cpu
 from cpudoctor.model import Finding, Topology
 
 PICKER_MIN_ROWS = 4
 MAP_MIN_HEIGHT = 120
+SHORT_TAB_TITLES = {"Libraries && env": "Libs", "Process && memory": "Memory"}   # a narrow tab bar's titles
 
 
 def _item(cell: im.Cell) -> QTableWidgetItem:
@@ -262,6 +264,8 @@ class InspectorPage(RunScriptMixin, QWidget):
         self.tabs.addTab(_scrolled(mem), "Process && memory")
         self.time_tab = TimeTab(_table, _fill)
         self.tabs.addTab(_scrolled(self.time_tab), "Time")     # scrolls in a small window, like the others
+        # a narrow window shortens the longest titles rather than hiding the Time tab behind scroll arrows
+        self.tab_titles = FittedTabTitles(self.tabs, SHORT_TAB_TITLES)
         self._build_runner()
 
         mapbox = QWidget()

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (QFileDialog, QFrame, QHBoxLayout, QLabel, QListWi
 
 from cpudoctor import __version__
 from cpudoctor.gui.collector import ReportCollector
+from cpudoctor.gui.common import ElidedLabel
 from cpudoctor.gui.env_picker import EnvironmentPicker
 from cpudoctor.gui.environments import WINDOW, EnvLookup
 from cpudoctor.gui.icons import app_icon, icon
@@ -37,6 +38,7 @@ SIDEBAR_COMPACT_PX = 56
 COMPACT_BELOW_PX = 1000       # narrower windows show the sidebar as icons only
 ICON_TOOLBAR_BELOW_PX = 900   # narrower still: the toolbar's buttons too (the Environment picker keeps its text)
 PICKER_TEXT_PX = (190, 320)   # the environment picker's text in a compact / a wide window (then elided)
+SOURCE_SHARE = 0.38           # the status bar's source line takes at most this share of the width (the message the rest)
 LATE_PAGES_MS = 600           # after the window is shown, the pages it did not wait for are built (gui/page_set.py)
 TITLE_ROLE = Qt.ItemDataRole.UserRole + 1
 # (module under cpudoctor.gui, class name) in sidebar order
@@ -241,6 +243,7 @@ class MainWindow(QMainWindow):
                                         if event.size().width() < ICON_TOOLBAR_BELOW_PX
                                         else Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         self.env_picker.set_max_text_width(PICKER_TEXT_PX[0] if compact else PICKER_TEXT_PX[1])
+        self.source_label.setMaximumWidth(int(event.size().width() * SOURCE_SHARE))
 
     def _build_actions(self) -> None:
         from cpudoctor.gui.export import ReportActions
@@ -365,7 +368,8 @@ class MainWindow(QMainWindow):
         self.busy.setMaximumHeight(12)
         self.busy.setTextVisible(False)
         self.busy.hide()
-        self.source_label = QLabel("This machine")
+        # which machine and environment the pages describe; elided in a narrow window, so the message has room
+        self.source_label = ElidedLabel("This machine")
         self.source_label.setStyleSheet("color: palette(placeholder-text); padding: 0 8px;")
         sb.addPermanentWidget(self.busy)
         sb.addPermanentWidget(self.source_label)
@@ -436,8 +440,8 @@ class MainWindow(QMainWindow):
         m = self.model
         sw = report.software
         python = sw.python if sw is not None and not sw.captured else None
-        self.source_label.setText(env_choice.source_text(m.source_label, python))
-        self.source_label.setToolTip(env_choice.ABOUT if python is not None else "")
+        self.source_label.set_full(env_choice.source_text(m.source_label, python),
+                                   env_choice.ABOUT if python is not None else "")
         if m.read_only:
             self.banner.show_report(report, m.source_label)
             self.banner.show()

@@ -36,6 +36,12 @@ from cpudoctor.model import Report
 WINDOWS_S: tuple[tuple[str, int], ...] = (("last 1 min", 60), ("last 2 min", 120), ("last 5 min", 300),
                                          ("last 15 min", 900))
 DEFAULT_WINDOW_S = 120
+_COLOUR_NAMES = {"#4a90c2": "blue", "#e07b39": "orange", "#3fa36b": "green", "#b05fc2": "purple", "#d9534f": "red",
+                 "#8a8f96": "grey", "#c9a227": "yellow", "#2bb3b3": "teal"}
+DENSE_BELOW_PX = 480          # a Monitor page lower than this has thin margins and one-line tile details
+# The charts' area lower than this puts the four small plots in one row (if each gets this width at least).
+SMALL_PLOTS_IN_ROW_BELOW_PX = 420
+SMALL_PLOT_MIN_W = 150
 CHART_MIN_MOVE_PX = 6          # charts redraw once new data moves them this far (see MonitorPage.chart_interval)
 CHART_MAX_WAIT_S = 2.0
 LINE_COLOURS = ("#4a90c2", "#e07b39", "#3fa36b", "#b05fc2", "#d9534f", "#8a8f96", "#c9a227", "#2bb3b3")
@@ -99,6 +105,13 @@ class LiveText(QWidget):
 
     def text(self) -> str:
         return self._text
+
+    def set_lines(self, lines: int) -> None:
+        """How many lines the text may take (a short window gives its tiles' detail one)."""
+        if max(1, lines) != self._lines:
+            self._lines = max(1, lines)
+            self.updateGeometry()
+            self.update()
 
     def setText(self, text: str) -> None:  # noqa: N802 - QLabel's name, for callers and tests
         if text != self._text:
@@ -197,6 +210,8 @@ class MonitorPage(QWidget):
         v = QVBoxLayout(self)
         v.setContentsMargins(18, 12, 18, 12)
         v.setSpacing(8)
+        self._outer = v
+        self._dense: bool | None = None
         v.addLayout(self._build_bar())
         v.addLayout(self._build_tiles())
         pal = self.palette()
@@ -318,6 +333,11 @@ class MonitorPage(QWidget):
         self.small.layout.setColumnStretchFactor(1, 1)
         self.graphics.ci.layout.setRowStretchFactor(0, 2)
         self.graphics.ci.layout.setRowStretchFactor(1, 3)
+        for plot in self.small_plots:
+            plot.setLabel("bottom", "seconds ago", color=self._muted.name())
+        self._one_row: bool | None = None
+        self._arrange_small(False)
+        self.graphics.installEventFilter(self)
 
         self.unavailable: dict[str, pg.TextItem] = {}
         for key, plot in (("clock", self.clock_plot), ("temp", self.temp_plot)):
@@ -325,6 +345,57 @@ class MonitorPage(QWidget):
             item.setVisible(False)
             plot.addItem(item, ignoreBounds=True)
             self.unavailable[key] = item
+
+    @property
+    def small_plots(self) -> list[pg.PlotItem]:
+        return [self.total_plot, self.clock_plot, self.temp_plot, self.mem_plot]
+
+    def _arrange_small(self, one_row: bool) -> None:
+        """The four small plots two by two, or (a short window) side by side in one row, so each keeps a data
+        area a curve can be read in (two by two, at 760x520 they were 18 px high); the time axis is named under
+        the bottom row."""
+        if one_row == self._one_row:
+            return
+        self._one_row = one_row
+        spots = [(0, i) for i in range(4)] if one_row else [(0, 0), (0, 1), (1, 0), (1, 1)]
+        for plot in self.small_plots:
+            self.small.removeItem(plot)
+        for plot, (row, col) in zip(self.small_plots, spots):
+            self.small.addItem(plot, row=row, col=col)
+            plot.showLabel("bottom", not one_row and row == 1)     # in one row: named once, under the heat strip
+        for plot in self.small_plots:
+            titled = getattr(plot, "series_args", None)
+            if titled is not None:
+                self._series_title(plot, *titled)
+        for col in range(4):
+            self.small.layout.setColumnStretchFactor(col, 1 if one_row or col < 2 else 0)
+        for row in range(2):
+            self.small.layout.setRowStretchFactor(row, 1 if row == 0 or not one_row else 0)
+        # the heat strip and the row below it need about the same height for a readable data area
+        self.graphics.ci.layout.setRowStretchFactor(0, 1 if one_row else 2)
+        self.graphics.ci.layout.setRowStretchFactor(1, 1 if one_row else 3)
+
+    def _set_dense(self, dense: bool) -> None:
+        """A short page (the window's minimum size, a saved report's banner above it): thinner margins and one
+        detail line per tile, so the charts keep the height a curve needs."""
+        if dense == self._dense:
+            return
+        self._dense = dense
+        self._outer.setContentsMargins(18, 6 if dense else 12, 18, 6 if dense else 12)
+        self._outer.setSpacing(4 if dense else 8)
+        for key, tile in self.tiles.items():
+            if key.endswith("_detail"):
+                tile.set_lines(1 if dense else 2)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
+        self._set_dense(event.size().height() < DENSE_BELOW_PX)
+        super().resizeEvent(event)
+
+    def eventFilter(self, obj, event) -> bool:  # noqa: N802 - Qt API
+        if obj is self.graphics and event.type() == event.Type.Resize:
+            size = event.size()
+            self._arrange_small(size.height() < SMALL_PLOTS_IN_ROW_BELOW_PX and size.width() >= 4 * SMALL_PLOT_MIN_W)
+        return super().eventFilter(obj, event)
 
     def _plot(self, title: str, row: int, col: int, colspan: int = 1, parent=None) -> pg.PlotItem:
         layout = parent if parent is not None else self.graphics.ci
@@ -350,7 +421,7 @@ class MonitorPage(QWidget):
             # label's HTML (and re-lays out the plot grid) on every range change while this is on
             axis.enableAutoSIPrefix(False)
         p.getAxis("left").setWidth(58)
-        if row == 2 or colspan == 2:
+        if colspan == 2:
             p.setLabel("bottom", "seconds ago", color=self._muted.name())
         return p
 
@@ -370,15 +441,19 @@ class MonitorPage(QWidget):
         At most :data:`TITLE_SERIES` names (``short`` ones) fit beside the title; more are counted, and the
         plot's tooltip names them all.
         """
+        plot.series_args = (title, series, short)            # titled again when the plots are rearranged
+        narrow = bool(getattr(self, "_one_row", False))        # four plots in a row: the colours, named in the tooltip
         shown = series[:TITLE_SERIES]
-        names = "&nbsp;&nbsp;".join(f'<span style="color:{colour}">━&nbsp;{html.escape(short(name))}</span>'
-                                    for name, colour in shown)
+        names = "&nbsp;".join(
+            f'<span style="color:{colour}">━{"" if narrow else "&nbsp;" + html.escape(short(name))}</span>'
+            for name, colour in shown)
         if len(series) > len(shown):
             names += f"&nbsp;&nbsp;+{len(series) - len(shown)}"
         plot.setTitle(f"{html.escape(title)}&nbsp;&nbsp;&nbsp;<span style='font-size:8pt'>{names}</span>",
                       color=self._fg.name(), size="10pt")
-        if short is not str or len(series) > len(shown):
-            plot.setToolTip("\n".join(name for name, _colour in series))
+        if short is not str or narrow or len(series) > len(shown):
+            plot.setToolTip("\n".join(f"━ {name}" + (f" ({_COLOUR_NAMES.get(colour, colour)})" if narrow else "")
+                                      for name, colour in series))
         plot.series_names = [name for name, _colour in series]     # what the title names, for tests
 
     def _heat_lut(self) -> np.ndarray:

@@ -29,6 +29,7 @@ from cpudoctor.gui.environments import job_python
 from cpudoctor.gui.job_runner import JobRunner
 from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.roofline_view import RooflineView
+from cpudoctor.gui.tab_titles import FittedTabTitles
 from cpudoctor.gui.torch_banner import TorchMissingBanner
 from cpudoctor.gui.training_runs import RunsPanel, RunStore, store_key
 from cpudoctor.gui.training_session import LabSession
@@ -45,6 +46,12 @@ from cpudoctor.render.words import reason_of
 
 CAVEAT_COLOUR = "#c98a1a"      # the page's calm amber (status warnings use it too)
 LIVE_TAB, SWEEP_TAB, BENCH_TAB, ROOFLINE_TAB = range(4)
+RUNS_TAB = "R&uns"
+# A page lower than this shows the runs in a tab beside the plots (under them, the plots were 11 px high at 760x520).
+RUNS_IN_TAB_BELOW_PX = 600
+# long title -> the short one a narrow tab bar shows (its tooltip has the long one)
+TAB_TITLES = {"&Live": "&Live", "Thread &sweep": "&Sweep", "&GEMM && int8": "&GEMM", "&Roofline": "&Roofline",
+              RUNS_TAB: RUNS_TAB}
 
 
 class TrainingPage(QWidget):
@@ -157,6 +164,11 @@ class TrainingPage(QWidget):
         self.status.setWordWrap(True)
         self.status.setTextFormat(Qt.TextFormat.RichText)
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        # two lines' height whatever it says: a status going from one line to two must not move the tabs under
+        # the pointer (they jumped 14 px as a run's status wrapped)
+        fm = self.status.fontMetrics()
+        self.status.setMinimumHeight(fm.height() + fm.lineSpacing() + 2)
+        self.status.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
         rv.addWidget(self.status)
         self.live = LivePlots()
         self.sweep = SweepPanel()
@@ -178,7 +190,10 @@ class TrainingPage(QWidget):
         self.runs_panel = RunsPanel()
         self.runs_panel.clear_button.clicked.connect(self.clear_runs)
         self.table = self.runs_panel.table
-        rv.addWidget(self.runs_panel, 2)
+        self._right = rv
+        self._runs_in_tab: bool | None = None
+        self._place_runs(False)
+        self.tab_titles = FittedTabTitles(self.tabs, TAB_TITLES)
         use_row = QHBoxLayout()
         self.best_label = QLabel(words.NO_RUNS)
         self.best_label.setWordWrap(True)
@@ -191,6 +206,27 @@ class TrainingPage(QWidget):
         rv.addLayout(use_row)
         self.live.set_ranges(self.session.live)
         return right
+
+    def _place_runs(self, in_tab: bool) -> None:
+        """The runs table under the tabs, or (a short window) in a tab of its own, so the plots keep the height
+        their curves need."""
+        if in_tab == self._runs_in_tab:
+            return
+        self._runs_in_tab = in_tab
+        if in_tab:
+            self._right.removeWidget(self.runs_panel)
+            self.tabs.addTab(self.runs_panel, RUNS_TAB)
+        else:
+            index = self.tabs.indexOf(self.runs_panel)
+            if index >= 0:
+                self.tabs.removeTab(index)
+            self._right.insertWidget(self._right.indexOf(self.tabs) + 1, self.runs_panel, 2)
+            self.runs_panel.show()
+        self.runs_panel.heading.setVisible(not in_tab)       # the tab's title says it
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
+        super().resizeEvent(event)
+        self._place_runs(event.size().height() < RUNS_IN_TAB_BELOW_PX)
 
     # ------------------------------------------------------------------ model
 

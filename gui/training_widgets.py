@@ -30,6 +30,9 @@ SWEEP_SERIES = (("threads", "threads, not pinned", "o", LINE_COLOURS[0]),
                 ("pinning", "pinned", "s", LINE_COLOURS[1]),
                 ("default", "PyTorch defaults", "t", LINE_COLOURS[4]))
 SYMBOL_GLYPHS = {"o": "●", "s": "■", "t": "▼"}
+# A lab plot's height that leaves its data area 60 px or more under the title and the step axis with its label
+# (those take about 70 px): lower, a curve is a flat line (the layout test checks every plot's data area).
+PLOT_MIN_PX = 132
 
 
 def spin(lo: int, hi: int, value: int, special: str = "") -> QSpinBox:
@@ -221,7 +224,7 @@ class LivePlots(QWidget):
         }
         self.speed_legend.setVisible(False)
         for p in (self.loss_plot, self.acc_plot, self.speed_plot):
-            p.setMinimumHeight(80)          # never squashed flat in a short window
+            p.setMinimumHeight(PLOT_MIN_PX)      # never squashed flat in a short window
         self._arrange(True)
 
     def _arrange(self, one_row: bool) -> None:
@@ -337,7 +340,7 @@ class SweepPanel(QWidget):
         self.sweep_notes.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.sweep_notes.setVisible(False)
         lay.addWidget(self.sweep_notes)
-        self.sweep_plot.setMinimumHeight(80)
+        self.sweep_plot.setMinimumHeight(PLOT_MIN_PX)
         self.legend_names: list[str] = []
 
     def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
@@ -371,11 +374,14 @@ class SweepPanel(QWidget):
         if counts:
             self.sweep_plot.setXRange(min(counts) - 0.5, max(counts) + 0.5, padding=0)
             # Thread counts are whole numbers: tick exactly the measured ones (never "1.2 threads").
-            axis.setTicks([[(float(n), str(n)) for n in counts]] if len(counts) <= 16 else None)
-            self.sweep_plot.enableAutoRange(axis="y")
+            axis.setTicks([[(float(n), str(n)) for n in counts]] if len(counts) <= 16
+                          else [whole_ticks(min(counts), max(counts))])
+            # samples/s from zero: a wobble of 0.6 samples/s must not fill the plot like a tenfold difference
+            top = max(hi for pts in groups.values() for *_, hi in pts)
+            self.sweep_plot.setYRange(0, top * 1.1, padding=0)
             return
-        axis.setTicks(None)
         top = max(2, cpus)
+        axis.setTicks([whole_ticks(1, top)])
         self.sweep_plot.setXRange(1, top, padding=0.05)
         self.sweep_plot.setYRange(0, 1, padding=0)
         self.empty_text.setPos((1 + top) / 2, 0.5)
@@ -393,6 +399,15 @@ class SweepPanel(QWidget):
         self.sweep_notes.setText(words.sweep_notes_html(result, caveat_colour) if result is not None else "")
         self.sweep_notes.setVisible(result is not None)
         self._fit_labels()
+
+
+def whole_ticks(lo: int, hi: int, most: int = 12) -> list[tuple[float, str]]:
+    """Ticks at whole numbers from ``lo`` to ``hi`` (thread counts), every 1, 2, 4, 8 … so at most ``most`` show."""
+    step = 1
+    while (hi - lo) // step + 1 > most:
+        step *= 2
+    first = lo if step == 1 else step * max(1, -(-lo // step))
+    return [(float(n), str(n)) for n in ([lo] if step > 1 and lo < first else []) + list(range(first, hi + 1, step))]
 
 
 class BenchPanel(QWidget):

@@ -1,6 +1,7 @@
-"""Every page of the real window, filled with a real machine's data, at its minimum size, 900x600, 1280x800 and
-1600x1000: no text drawn over other text, no label, button, live value, plot title or table cell cut off, nothing
-in the toolbar's overflow menu (see gui_layout_check.py for the rules).
+"""Every page of the real window, filled with a real machine's data, at its minimum size (760x520), 900x600,
+1280x800 and 1920x1080: no text drawn over other text, no label, button, live value, plot title, table cell or
+status message cut off, no plot squashed under 60 px, nothing in the toolbar's overflow menu or behind a tab
+bar's arrows (see gui_layout_check.py for the rules).
 
 The report is a scenario fixture made from a 2-socket Cascade Lake corpus tree (4 NUMA nodes, findings;
 see gui_fill.py); the Monitor gets live samples for its CPUs, the Inspector an inspection with threads,
@@ -72,6 +73,10 @@ def test_no_page_overlaps_or_cuts_text(qtbot, filled_window, size):
         size = (window.minimumSize().width(), window.minimumSize().height())
     window.resize(*size)
     _settle(qtbot)
+    # the longest message the window shows for long: the advisor's summary of a real report
+    from cpudoctor.render.words import status_text
+
+    window.statusBar().showMessage(f"Advisor: {status_text(window.model.report.findings)}", 60_000)
     problems: list[str] = []
     for title in window.pages:
         window.show_page(title)
@@ -82,6 +87,12 @@ def test_no_page_overlaps_or_cuts_text(qtbot, filled_window, size):
             problems.extend(f"{title}{where} at {size[0]}x{size[1]}: {p}" for p in found)
 
         _walk_tabs(qtbot, window.pages[title], check)
+        if title == "Inspector":                # the process list filtered down to one PID (issue 40, 12)
+            page = window.pages[title]
+            page.filter_edit.setText(str(page.entries[0].pid))
+            _settle(qtbot)
+            check(" (filtered by PID)")
+            page.filter_edit.clear()
     assert not problems, "\n".join(dict.fromkeys(problems))
 
 

@@ -248,12 +248,21 @@ def _result_cells(run: BenchRun) -> tuple[str, str, str, str, str, str]:
     if run.kind == "train":
         return _train_cells(run)
     m = run.metrics
-    sps, res, res_tip = "—", "—", ""
+    sps, sps_tip, res, res_tip = "—", "", "—", ""
     if run.kind == "sweep":
         rec = m.get("recommendation") if isinstance(m.get("recommendation"), dict) else None
+        measured = [p for p in m.get("points") or [] if isinstance(p, dict)
+                    and isinstance(p.get("samples_per_s"), (int, float)) and p["samples_per_s"] > 0]
         if rec:
             sps = format(rec.get("samples_per_s") or 0, ",.0f")
             res = f"best: {rec.get('variant')}"
+        elif measured:
+            # what was measured is shown (the fastest setting), marked as no recommendation
+            fastest = max(measured, key=lambda p: p["samples_per_s"])
+            sps = format(fastest["samples_per_s"], ",.0f")
+            sps_tip = (f"the fastest setting measured, {fastest.get('variant')}; not a recommendation: the sweep "
+                       "was inconclusive")
+            res = f"inconclusive (fastest: {fastest.get('variant')})"
         elif m.get("points"):
             res = "inconclusive"
         res_tip = str(m.get("reason") or "")
@@ -272,7 +281,7 @@ def _result_cells(run: BenchRun) -> tuple[str, str, str, str, str, str]:
         res_tip = str(m.get("vnni_note") or "")
     elif run.kind == "roofline":
         res, res_tip = _roofline_cells(m)
-    return sps, "", "—", "", res, res_tip or res
+    return sps, sps_tip, "—", "", res, res_tip or res
 
 
 def _roofline_cells(m: dict[str, Any]) -> tuple[str, str]:
