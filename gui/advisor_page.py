@@ -213,7 +213,7 @@ class AdvisorPage(QWidget):
         return super().eventFilter(obj, event)
 
     def _fit_category_column(self) -> None:
-        """Category takes at most 40 % of what Code leaves, and goes away in a narrow tree.
+        """Category takes what the titles leave (at most 40 % of what Code leaves), and goes away in a narrow tree.
 
         The finding's title is what a person reads; the category is also in the
         filter, the tooltip and the details pane.
@@ -224,7 +224,9 @@ class AdvisorPage(QWidget):
         self.tree.setColumnHidden(2, narrow)
         if not narrow:
             wanted = max(self.tree.sizeHintForColumn(2), header.sectionSizeHint(2)) + 8
-            self.tree.setColumnWidth(2, max(60, min(wanted, int(room * 0.4))))
+            # the titles first: Category gets what the longest title leaves, between 60 px and 40 % of the room
+            left = room - self.tree.sizeHintForColumn(0)
+            self.tree.setColumnWidth(2, max(60, min(wanted, int(room * 0.4), left)))
 
     # ------------------------------------------------------------------ model
 

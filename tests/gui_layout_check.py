@@ -207,7 +207,7 @@ def cut_texts(window: QWidget) -> list[Problem]:
         if callable(fits) and w.window() is window and w.isVisible() and not _shown_rect(w, window).isEmpty() \
                 and not fits():
             found.append(Problem("cut", f"{type(w).__name__} {w.text()!r} does not fit its {w.width()} px"))
-    return (found + plot_texts_cut(window) + table_cells_cut(window) + toolbar_overflow(window)
+    return (found + plot_texts_cut(window) + table_cells_cut(window) + tree_cells_cut(window) + toolbar_overflow(window)
             + tabs_out_of_view(window) + status_message_cut(window))
 
 
@@ -319,6 +319,52 @@ def table_cells_cut(window: QWidget) -> list[Problem]:
             elif half_empty and table.horizontalScrollBar().maximum() == 0:
                 found.append(Problem("cut", f"table cell {text[:40]!r} is elided while its rows fill "
                                             f"{rows_h} of the table's {table.viewport().height()} px"))
+    return found
+
+
+def _tree_cells(tree) -> list[tuple]:
+    """(index, text, its rectangle) of every cell shown in a tree (expanded rows, in view)."""
+    model, out = tree.model(), []
+
+    def walk(parent) -> None:
+        for r in range(model.rowCount(parent)):
+            for c in range(model.columnCount(parent)):
+                index = model.index(r, c, parent)
+                text = model.data(index, Qt.ItemDataRole.DisplayRole)
+                if tree.isColumnHidden(c) or not isinstance(text, str) or not text.strip():
+                    continue
+                rect = tree.visualRect(index)
+                if not rect.isEmpty() and rect.bottom() >= 0 and rect.top() <= tree.viewport().height():
+                    out.append((index, text, rect))
+            first = model.index(r, 0, parent)
+            if tree.isExpanded(first):
+                walk(first)
+
+    walk(tree.rootIndex())
+    return out
+
+
+def tree_cells_cut(window: QWidget) -> list[Problem]:
+    """A tree cell elided while the other columns have the room it lacks (the Advisor's titles cut at 1280 while
+    its Category column had room to spare). Widths are the item delegate's own (text, icon, margins)."""
+    from PySide6.QtWidgets import QTreeView
+
+    found = []
+    for tree in window.findChildren(QTreeView):
+        if tree.window() is not window or not tree.isVisible() or tree.model() is None or tree.wordWrap():
+            continue
+        header = tree.header()
+        shown = [c for c in range(tree.model().columnCount()) if not tree.isColumnHidden(c)]
+        slack = {c: tree.columnWidth(c) - max(tree.sizeHintForColumn(c), header.sectionSizeHint(c)) for c in shown}
+        spare = max(tree.viewport().width() - sum(tree.columnWidth(c) for c in shown), 0)
+        for index, text, rect in _tree_cells(tree):
+            short = tree.sizeHintForIndex(index).width() - rect.width()
+            if short <= SLACK_PX:
+                continue
+            room = spare + sum(max(v, 0) for c, v in slack.items() if c != index.column())
+            if room >= short:
+                found.append(Problem("cut", f"tree cell {text[:40]!r} is elided by {short} px while other columns "
+                                            f"have {room} px to spare"))
     return found
 
 

@@ -175,3 +175,41 @@ def test_the_checker_sees_cut_live_values_plot_titles_cells_squeezed_columns_and
     assert "table cell 'loss 1.626 · held-out 63.3 %' is elided" in found
     assert "'Jobs run in resnet'" in found and "left edge" in found
     assert "toolbar 'Main' hides items in its overflow menu" in found
+
+
+def test_the_checker_sees_flat_plots_cut_cells_in_an_empty_table_hidden_tabs_and_a_cut_status(qtbot):
+    """What the third tour found (issue 40, 12) and the checker missed: a plot 20 px high, "SimpleCNN, …" elided in
+    a table whose rows fill a third of it, a tab behind the tab bar's arrows, a status message under the source."""
+    import pyqtgraph as pg
+    from PySide6.QtWidgets import QMainWindow, QTableWidget, QTableWidgetItem, QTabWidget, QWidget
+
+    from gui_layout_check import cut_texts, plots_too_small
+
+    w = QMainWindow()
+    qtbot.addWidget(w)
+    w.resize(700, 400)
+    body = QWidget()
+    w.setCentralWidget(body)
+    flat = pg.PlotWidget(body)
+    flat.setTitle("Loss", size="10pt")
+    flat.setGeometry(10, 10, 200, 90)                    # the title and the axis leave about 20 px of data
+    table = QTableWidget(1, 2, body)
+    table.setWordWrap(False)
+    table.setGeometry(220, 10, 300, 200)
+    table.setItem(0, 0, QTableWidgetItem("SimpleCNN, fp32, batch 64, 40 threads"))
+    table.setItem(0, 1, QTableWidgetItem("measured while 31 % of the CPU went to other programs"))
+    table.setColumnWidth(0, 130)
+    table.setColumnWidth(1, 140)
+    tabs = QTabWidget(body)
+    for name in ("Findings", "Threads", "Libraries && env", "Children", "Process && memory", "Time"):
+        tabs.addTab(QWidget(), name)
+    tabs.setGeometry(10, 220, 260, 120)
+    w.statusBar().addPermanentWidget(QLabel("This machine · Python: resnet (venv, Python 3.11.9)" * 2))
+    w.statusBar().showMessage("Advisor: Nothing to fix — 3 suggestions, 25 checks passed")
+    w.show()
+    qtbot.waitExposed(w)
+    found = " | ".join(p.what for p in cut_texts(w) + plots_too_small(w))
+    assert "plot 'Loss' has a" in found and "under 60 px" in found
+    assert "table cell 'SimpleCNN, fp32, batch 64, 40 threads' is elided while its rows fill" in found
+    assert "tab bar hides tabs behind its scroll arrows" in found
+    assert "status message 'Advisor: Nothing to fix" in found
