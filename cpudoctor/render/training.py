@@ -288,8 +288,9 @@ def _roofline_cells(m: dict[str, Any]) -> tuple[str, str]:
     """"fp32 roof 288 GFLOP/s · copy 33.0 GB/s", with the claim sentence as the tooltip."""
     from cpudoctor.render.roofline import claim_text
 
-    compute = [c for c in m.get("compute") or [] if isinstance(c, dict) and c.get("dtype") == "fp32" and c.get("gflops")]
-    roof = max(compute, key=lambda c: c.get("threads") or 0, default=None)
+    from cpudoctor.lab.roofline import headline_roof
+
+    roof = headline_roof([c for c in m.get("compute") or [] if isinstance(c, dict) and c.get("dtype") == "fp32"])
     copy = next((x for x in m.get("memory") or [] if isinstance(x, dict) and x.get("node") == "all"
                  and x.get("kernel") == "copy"), None)
     bits = ([f"fp32 roof {roof['gflops']:,.0f} GFLOP/s"] if roof else []) + (
