@@ -313,7 +313,9 @@ class MonitorPage(QWidget):
         # 0 to 100 % with both ends labelled: fixed ticks, and a little room past each end so pyqtgraph draws them
         # (its own ticks on a range padded past 100 stopped at 80; on 0..100 exactly it leaves out both ends)
         self.total_plot.setYRange(-4, 104, padding=0)
+        self.total_plot.getViewBox().sigResized.connect(self._pad_total_range)
         self.total_plot.getAxis("left").setTicks([[(v, str(v)) for v in (0, 25, 50, 75, 100)]])
+
         self.total_plot.setLabel("left", "%", color=self._muted.name())
         self.total_curve = self._curve(self.total_plot, LINE_COLOURS[0], 2)
         self.clock_plot = self._plot("Clock", row=1, col=1, parent=self.small)
@@ -345,6 +347,14 @@ class MonitorPage(QWidget):
             item.setVisible(False)
             plot.addItem(item, ignoreBounds=True)
             self.unavailable[key] = item
+
+    def _pad_total_range(self, *_args) -> None:
+        """0 to 100 % with room past each end for half a label: pyqtgraph leaves out a label that reaches past the
+        plot (a fixed 4 % was 3 px in a 79 px plot, and the axis read 25, 50, 75)."""
+        height = self.total_plot.getViewBox().height()
+        half_label = self.fontMetrics().height() * 0.5 + 2
+        pad = 4.0 if height <= 2 * half_label else max(4.0, 100.0 * half_label / (height - 2 * half_label))
+        self.total_plot.setYRange(-pad, 100 + pad, padding=0)
 
     @property
     def small_plots(self) -> list[pg.PlotItem]:

@@ -213,3 +213,25 @@ def test_the_checker_sees_flat_plots_cut_cells_in_an_empty_table_hidden_tabs_and
     assert "table cell 'SimpleCNN, fp32, batch 64, 40 threads' is elided while its rows fill" in found
     assert "tab bar hides tabs behind its scroll arrows" in found
     assert "status message 'Advisor: Nothing to fix" in found
+
+
+@pytest.mark.parametrize("size", SIZES, ids=["minimum" if s == MINIMUM else f"{s[0]}x{s[1]}" for s in SIZES])
+def test_the_total_load_axis_reads_0_to_100_at_every_size(qtbot, filled_window, size):
+    """Issue 40, 13: below 1920x1080 the Monitor's total-load axis read 25, 50, 75 (pyqtgraph leaves out a label
+    that reaches past the plot)."""
+    from PySide6.QtGui import QImage, QPainter
+
+    window = filled_window
+    if size == MINIMUM:
+        size = (window.minimumSize().width(), window.minimumSize().height())
+    window.resize(*size)
+    window.show_page("Monitor")
+    _settle(qtbot)
+    axis = window.pages["Monitor"].total_plot.getAxis("left")
+    image = QImage(10, 10, QImage.Format.Format_ARGB32)
+    painter = QPainter(image)
+    try:
+        labels = [text for _rect, _flags, text in axis.generateDrawSpecs(painter)[2]]
+    finally:
+        painter.end()
+    assert labels == ["0", "25", "50", "75", "100"]

@@ -75,8 +75,11 @@ def format_of_suffix(path: Path | str) -> str | None:
     return _SUFFIXES.get(Path(path).suffix.lower())
 
 
-def render(report: "Report", fmt: str, *, scrub: Scrub | None = None) -> str | bytes:
+def render(report: "Report", fmt: str, *, scrub: Scrub | None = None, exported_at: str | None = None) -> str | bytes:
     """``report`` in ``fmt``: str, or bytes for binary formats.
+
+    ``exported_at`` (ISO 8601): when the file is written; the documents say it beside when the facts were
+    collected (JSON keeps the report as it is).
 
     ``scrub`` is a last pass over the text (the privacy redactor); for PDF it
     runs over the HTML page the PDF is made from. A scrub that would break
@@ -88,9 +91,10 @@ def render(report: "Report", fmt: str, *, scrub: Scrub | None = None) -> str | b
         raise KeyError(f"unknown report format {fmt!r}; choose one of {', '.join(FORMATS)}") from None
     module_name, _, func_name = spec.target.partition(":")
     func = getattr(importlib.import_module(module_name), func_name)
+    extra = {"exported_at": exported_at} if exported_at and spec.markup != "json" else {}
     if spec.binary:
-        return func(report, scrub=scrub)
-    text = func(report)
+        return func(report, scrub=scrub, **extra)
+    text = func(report, **extra)
     if scrub is None:
         return text
     cleaned = scrub(text)

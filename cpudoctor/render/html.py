@@ -26,6 +26,7 @@ from cpudoctor.kits.format import cache_size, metric, or_unknown, size
 from cpudoctor.render.finding_view import DETAILS, EVIDENCE, FIX, Snippet, finding_view
 from cpudoctor.render.md_extra import (
     kind_title,
+    made_words,
     measurements_title,
     recommendation_text,
     settings_text,
@@ -120,15 +121,17 @@ def title_of(report: Report) -> str:
 
 # --- sections -----------------------------------------------------------------
 
-def _header(report: Report) -> str:
+def _header(report: Report, exported_at: str | None = None) -> str:
     m = report.meta
     counts = severity_counts(report.findings)
-    summary = " ".join(f'<span class="sev-{s}">{e(plural(n, *SEVERITY[s].noun))}</span>'
-                       for s, n in counts.items() if n)
+    # a separator between the counts: without the page's CSS (the PDF, Qt's preview) they ran together
+    summary = " · ".join(f'<span class="sev-{s}">{e(plural(n, *SEVERITY[s].noun))}</span>'
+                         for s, n in counts.items() if n)
     privacy = ("identifying details replaced by placeholders" if m.redacted
                else "includes identifying details (host name, user, paths)")
     where = "" if m.root in ("/", "") else f" · analysed tree: <code>{e(m.root)}</code>"
-    made = ("Generated " + (f"{when(m.generated_at)} " if m.generated_at else "")
+    made = made_words(m.generated_at, exported_at)
+    made = ((made[:1].upper() + made[1:] + " " if made else "Made ")
             + f"by CPU Doctor{' ' + m.tool_version if m.tool_version else ''}"
             + (f" on {PLATFORM_NAMES.get(m.platform, m.platform)}" if m.platform else ""))
     env = environment_line(report)
@@ -455,10 +458,11 @@ def _notes(report: Report) -> str:
             + "</ul></section>")
 
 
-def build_html(report: Report, images: Images = "inline") -> tuple[str, dict[str, str]]:
-    """The page, and (for ``images="resources"``) the SVG pictures it references by name."""
+def build_html(report: Report, images: Images = "inline", exported_at: str | None = None) -> tuple[str, dict[str, str]]:
+    """The page, and (for ``images="resources"``) the SVG pictures it references by name; ``exported_at``: when
+    the file is written (said beside when the facts were collected)."""
     pictures: dict[str, str] = {}
-    body = "".join([_header(report), _chip(report), _isa(report), _topology(report, images, pictures),
+    body = "".join([_header(report, exported_at), _chip(report), _isa(report), _topology(report, images, pictures),
                     _software(report), _findings(report, images == "resources"), _benchmarks(report, images, pictures),
                     _notes(report)])
     css = CSS if images == "inline" else PRINT_CSS
@@ -477,6 +481,6 @@ def build_html(report: Report, images: Images = "inline") -> tuple[str, dict[str
     return page, pictures
 
 
-def render_html(report: Report) -> str:
+def render_html(report: Report, exported_at: str | None = None) -> str:
     """The self-contained HTML page (what ``render(report, "html")`` returns)."""
-    return build_html(report, "inline")[0]
+    return build_html(report, "inline", exported_at)[0]

@@ -231,7 +231,8 @@ def claim_text(claim: dict[str, Any], nominals: list[dict[str, Any]]) -> str:
         text += f" = {share(ratio)} of the nominal peak {nominal:,.1f} GFLOP/s{inputs}"
         if ratio > 1.0:
             text += ": the cores ran faster than the clock the nominal peak assumes"
-        text += (f". The claim of about {share(claim.get('claim', 0.9))} of the theoretical compute "
+        text += (f". Guides say CPU training reaches about {share(claim.get('claim', 0.9))} of the theoretical "
+                 "compute (the nominal peak): that "
                  + ("holds for the roof" if claim.get("holds") else "does not hold even for the roof")
                  + " (the best a matrix multiply reaches here)")
     slower = claim.get("slower_with_more")
@@ -274,7 +275,7 @@ def roof_lines(runs: list[Any]) -> list[tuple[str, str]]:
         rows.append(("Memory bandwidth", "; ".join(
             f"{where} {x['kernel']} {x['gbps']:,.1f} GB/s" for where, x in memory_places(memory))))
     if m.get("claim"):
-        rows.append(("90 % claim", claim_text(m["claim"], m.get("nominal") or [])))
+        rows.append(("Against the guides' 90 % claim", claim_text(m["claim"], m.get("nominal") or [])))
     return rows
 
 

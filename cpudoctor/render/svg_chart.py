@@ -55,11 +55,28 @@ _LABELS = {"gflops": "GFLOP/s", "best_gflops": "best GFLOP/s", "peak_gflops": "n
            "nominal_gflops": "nominal peak GFLOP/s", "of_nominal": "of nominal peak", "gbps": "GB/s",
            "median_gbps": "median GB/s", "median_gflops": "median GFLOP/s",
            "threads_used": "threads used", "interop_threads": "inter-op threads",
-           "elapsed": "elapsed (s)", "import_s": "import (s)", "compile_s": "compile (s)"}
+           "elapsed": "elapsed (s)", "import_s": "import (s)", "compile_s": "compile (s)",
+           "budget_s": "time budget (s)", "segment_s": "segment length (s)", "startup_s": "start-up (s)",
+           "warmup_s": "warm-up (s)", "job_s": "whole job (s)", "seconds": "run for (s)",
+           "batch_size": "batch size", "dtype": "precision", "segments": "segments measured",
+           "rounds": "full rounds", "verdict": "verdict", "ended_by": "ended by", "cut_off": "cut off during",
+           "eval_samples": "held-out samples", "smoothing_steps": "smoothing (steps)",
+           "min_rounds": "rounds at least", "quiet_limit": "busy above (share to others)",
+           "max_variants": "settings at most"}
+# A measurement's spread and count: ``samples_per_s_lo`` reads "samples/s, lowest", never "samples/s lo".
+_SUFFIXES = (("_lo", "lowest"), ("_hi", "highest"), ("_n", "measurements"))
 
 
 def _label(key: str) -> str:
-    return _LABELS.get(key) or key.replace("_per_s", "/s").replace("_", " ")
+    if key in _LABELS:
+        return _LABELS[key]
+    for suffix, word in _SUFFIXES:
+        if key.endswith(suffix) and len(key) > len(suffix):
+            base = key[: -len(suffix)]
+            return f"{_label(base)}, {word}" if word != "measurements" else f"{word} of {_label(base)}"
+    if key.endswith("_s") and not key.endswith("_per_s"):
+        return key[:-2].replace("_", " ") + " (s)"
+    return key.replace("_per_s", "/s").replace("_", " ")
 
 
 def metric_label(key: str) -> str:

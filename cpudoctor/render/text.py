@@ -13,7 +13,7 @@ from cpudoctor.render import cpu as cpu_sec
 from cpudoctor.kits.format import metric, wrap
 from cpudoctor.kits.escape import strip_controls
 from cpudoctor.render.finding_view import FIX, finding_view
-from cpudoctor.render.md_extra import when
+from cpudoctor.render.md_extra import made_words
 from cpudoctor.render.words import counts_text, finding_order, plural
 from cpudoctor.model import Report
 
@@ -24,11 +24,11 @@ def _heading(title: str) -> list[str]:
     return ["", title, "─" * len(title)]
 
 
-def header_lines(report: Report) -> list[str]:
+def header_lines(report: Report, exported_at: str | None = None) -> list[str]:
     cpu = report.cpu
     title = f"CPU Doctor report: {cpu.brand or 'unknown CPU'}"
     meta = report.meta
-    sub = [f"generated {when(meta.generated_at)}" if meta.generated_at else "", f"cpudoctor {meta.tool_version}" if meta.tool_version else ""]
+    sub = [made_words(meta.generated_at, exported_at), f"cpudoctor {meta.tool_version}" if meta.tool_version else ""]
     if meta.root and meta.root != "/":
         sub.append(f"root {meta.root}")
     lines = [title, "═" * min(len(title), WIDTH)]
@@ -151,8 +151,8 @@ def notes_lines(report: Report) -> list[str]:
     return out
 
 
-def render(report: Report) -> str:
-    lines = header_lines(report)
+def render(report: Report, exported_at: str | None = None) -> str:
+    lines = header_lines(report, exported_at)
     for part in (cpu_lines, isa_lines, flags_lines, topology_lines, software_lines, findings_lines,
                  benchmarks_lines, notes_lines):
         lines += part(report)
