@@ -205,7 +205,7 @@ def attach_pictures(doc, page: str, pictures: dict[str, str], max_width: int = T
 
 
 MAX_HEADING_PASSES = 40     # each pass moves at most one heading; a report has far fewer at a page's foot
-SECTION_KEEP_PX = 120       # a section that runs over a page keeps at least this much under its heading on the first
+SECTION_KEEP_PX = 200       # a section that runs over a page keeps at least this much under its heading on the first
 
 
 def keep_headings_with_next(doc) -> int:

@@ -49,7 +49,7 @@ def _num(v: Any) -> bool:
 
 # Unit-bearing keys whose plain "underscores to spaces" reading would be wrong or ugly.
 _LABELS = {"gflops": "GFLOP/s", "best_gflops": "best GFLOP/s", "peak_gflops": "nominal peak GFLOP/s",
-           "gflops_lo": "GFLOP/s lo", "gflops_hi": "GFLOP/s hi", "other_share": "CPU to others",
+           "gflops_lo": "GFLOP/s, lowest", "gflops_hi": "GFLOP/s, highest", "other_share": "CPU to others",
            "steal_share": "CPU stolen", "eval_accuracy": "held-out accuracy", "top1_agreement": "top-1 agreement",
            "utilisation": "of nominal peak", "roof_gflops": "measured roof GFLOP/s", "of_roof": "of measured roof",
            "nominal_gflops": "nominal peak GFLOP/s", "of_nominal": "of nominal peak", "gbps": "GB/s",
