@@ -194,6 +194,14 @@ class RooflineView(QWidget):
         self.plot.addItem(item)
         self.labels.append(item)
 
+    def changeEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        super().changeEvent(event)
+        if event.type() == event.Type.PaletteChange and hasattr(self, "plot"):
+            # a theme switch: the labels and the hollow marks are drawn in palette colours
+            self._fg = self.palette().color(QPalette.ColorRole.Text)
+            if self.picture is not None:
+                self.show_picture(self.picture)
+
     def showEvent(self, event) -> None:  # noqa: N802 - Qt's name
         super().showEvent(event)
         self.place_labels()

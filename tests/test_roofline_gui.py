@@ -207,3 +207,16 @@ def test_one_nominal_line_per_dtype_a_key_with_units_and_the_whole_summary(qtbot
     assert "fp32 roof 288 GFLOP/s" in key and "nominal fp32 320 GFLOP/s" in key and "memory 33.0 GB/s" in key
     qtbot.waitUntil(lambda: view.claim.height() >= view.claim.heightForWidth(view.claim.width()))
     assert view.claim.text() == view.picture.claim and "…" not in view.claim.text()
+
+
+def test_a_theme_switch_redraws_the_labels_in_the_new_text_colour(qtbot):
+    """Issue 40, 14 (View > Theme): the point labels kept the light theme's dark text on a dark plot."""
+    from cpudoctor.gui.theme import dark_palette
+
+    view = RooflineView()
+    qtbot.addWidget(view)
+    view.show_runs(samples.runs())
+    assert view.labels and view.labels[0].color.lightness() < 128
+    view.setPalette(dark_palette())
+    qtbot.waitUntil(lambda: view.labels and view.labels[0].color.lightness() > 128, timeout=5_000)
+    assert view.plot.backgroundBrush().color().lightness() < 128
