@@ -25,6 +25,7 @@ from cpudoctor.gui.icons import icon
 from cpudoctor.gui.load_legend import LoadScaleBar
 from cpudoctor.gui.load_scale import lookup_table
 from cpudoctor.gui.model import AppModel
+from cpudoctor.gui.monitor_fit import MonitorFit
 from cpudoctor.gui.monitor_model import (GIB, TITLE_SERIES, CpuGroup, MonitorHistory, cpu_groups, decimate,
                                           heat_columns, sensor_name, temperature_range)
 from cpudoctor.gui.sampler import DEFAULT_HZ, RATES_HZ
@@ -38,10 +39,6 @@ WINDOWS_S: tuple[tuple[str, int], ...] = (("last 1 min", 60), ("last 2 min", 120
 DEFAULT_WINDOW_S = 120
 _COLOUR_NAMES = {"#4a90c2": "blue", "#e07b39": "orange", "#3fa36b": "green", "#b05fc2": "purple", "#d9534f": "red",
                  "#8a8f96": "grey", "#c9a227": "yellow", "#2bb3b3": "teal"}
-DENSE_BELOW_PX = 480          # a Monitor page lower than this has thin margins and one-line tile details
-# The charts' area lower than this puts the four small plots in one row (if each gets this width at least).
-SMALL_PLOTS_IN_ROW_BELOW_PX = 420
-SMALL_PLOT_MIN_W = 150
 CHART_MIN_MOVE_PX = 6          # charts redraw once new data moves them this far (see MonitorPage.chart_interval)
 CHART_MAX_WAIT_S = 2.0
 LINE_COLOURS = ("#4a90c2", "#e07b39", "#3fa36b", "#b05fc2", "#d9534f", "#8a8f96", "#c9a227", "#2bb3b3")
@@ -211,7 +208,6 @@ class MonitorPage(QWidget):
         v.setContentsMargins(18, 12, 18, 12)
         v.setSpacing(8)
         self._outer = v
-        self._dense: bool | None = None
         v.addLayout(self._build_bar())
         v.addLayout(self._build_tiles())
         pal = self.palette()
@@ -313,7 +309,6 @@ class MonitorPage(QWidget):
         # 0 to 100 % with both ends labelled: fixed ticks, and a little room past each end so pyqtgraph draws them
         # (its own ticks on a range padded past 100 stopped at 80; on 0..100 exactly it leaves out both ends)
         self.total_plot.setYRange(-4, 104, padding=0)
-        self.total_plot.getViewBox().sigResized.connect(self._pad_total_range)
         self.total_plot.getAxis("left").setTicks([[(v, str(v)) for v in (0, 25, 50, 75, 100)]])
 
         self.total_plot.setLabel("left", "%", color=self._muted.name())
@@ -337,9 +332,7 @@ class MonitorPage(QWidget):
         self.graphics.ci.layout.setRowStretchFactor(1, 3)
         for plot in self.small_plots:
             plot.setLabel("bottom", "seconds ago", color=self._muted.name())
-        self._one_row: bool | None = None
-        self._arrange_small(False)
-        self.graphics.installEventFilter(self)
+        self.fit = MonitorFit(self)              # a short window: one row of charts, thin margins (gui/monitor_fit.py)
 
         self.unavailable: dict[str, pg.TextItem] = {}
         for key, plot in (("clock", self.clock_plot), ("temp", self.temp_plot)):
@@ -348,64 +341,9 @@ class MonitorPage(QWidget):
             plot.addItem(item, ignoreBounds=True)
             self.unavailable[key] = item
 
-    def _pad_total_range(self, *_args) -> None:
-        """0 to 100 % with room past each end for half a label: pyqtgraph leaves out a label that reaches past the
-        plot (a fixed 4 % was 3 px in a 79 px plot, and the axis read 25, 50, 75)."""
-        height = self.total_plot.getViewBox().height()
-        half_label = self.fontMetrics().height() * 0.5 + 2
-        pad = 4.0 if height <= 2 * half_label else max(4.0, 100.0 * half_label / (height - 2 * half_label))
-        self.total_plot.setYRange(-pad, 100 + pad, padding=0)
-
     @property
     def small_plots(self) -> list[pg.PlotItem]:
         return [self.total_plot, self.clock_plot, self.temp_plot, self.mem_plot]
-
-    def _arrange_small(self, one_row: bool) -> None:
-        """The four small plots two by two, or (a short window) side by side in one row, so each keeps a data
-        area a curve can be read in (two by two, at 760x520 they were 18 px high); the time axis is named under
-        the bottom row."""
-        if one_row == self._one_row:
-            return
-        self._one_row = one_row
-        spots = [(0, i) for i in range(4)] if one_row else [(0, 0), (0, 1), (1, 0), (1, 1)]
-        for plot in self.small_plots:
-            self.small.removeItem(plot)
-        for plot, (row, col) in zip(self.small_plots, spots):
-            self.small.addItem(plot, row=row, col=col)
-            plot.showLabel("bottom", not one_row and row == 1)     # in one row: named once, under the heat strip
-        for plot in self.small_plots:
-            titled = getattr(plot, "series_args", None)
-            if titled is not None:
-                self._series_title(plot, *titled)
-        for col in range(4):
-            self.small.layout.setColumnStretchFactor(col, 1 if one_row or col < 2 else 0)
-        for row in range(2):
-            self.small.layout.setRowStretchFactor(row, 1 if row == 0 or not one_row else 0)
-        # the heat strip and the row below it need about the same height for a readable data area
-        self.graphics.ci.layout.setRowStretchFactor(0, 1 if one_row else 2)
-        self.graphics.ci.layout.setRowStretchFactor(1, 1 if one_row else 3)
-
-    def _set_dense(self, dense: bool) -> None:
-        """A short page (the window's minimum size, a saved report's banner above it): thinner margins and one
-        detail line per tile, so the charts keep the height a curve needs."""
-        if dense == self._dense:
-            return
-        self._dense = dense
-        self._outer.setContentsMargins(18, 6 if dense else 12, 18, 6 if dense else 12)
-        self._outer.setSpacing(4 if dense else 8)
-        for key, tile in self.tiles.items():
-            if key.endswith("_detail"):
-                tile.set_lines(1 if dense else 2)
-
-    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
-        self._set_dense(event.size().height() < DENSE_BELOW_PX)
-        super().resizeEvent(event)
-
-    def eventFilter(self, obj, event) -> bool:  # noqa: N802 - Qt API
-        if obj is self.graphics and event.type() == event.Type.Resize:
-            size = event.size()
-            self._arrange_small(size.height() < SMALL_PLOTS_IN_ROW_BELOW_PX and size.width() >= 4 * SMALL_PLOT_MIN_W)
-        return super().eventFilter(obj, event)
 
     def _plot(self, title: str, row: int, col: int, colspan: int = 1, parent=None) -> pg.PlotItem:
         layout = parent if parent is not None else self.graphics.ci
@@ -452,7 +390,8 @@ class MonitorPage(QWidget):
         plot's tooltip names them all.
         """
         plot.series_args = (title, series, short)            # titled again when the plots are rearranged
-        narrow = bool(getattr(self, "_one_row", False))        # four plots in a row: the colours, named in the tooltip
+        fit = getattr(self, "fit", None)
+        narrow = bool(fit is not None and fit.one_row)         # four plots in a row: the colours, named in the tooltip
         shown = series[:TITLE_SERIES]
         names = "&nbsp;".join(
             f'<span style="color:{colour}">━{"" if narrow else "&nbsp;" + html.escape(short(name))}</span>'
