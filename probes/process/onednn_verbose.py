@@ -18,24 +18,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cache
 
 PREFIXES = ("onednn_verbose,", "dnnl_verbose,", "mkldnn_verbose,")
 MAX_LINE = 8192
 
-# oneDNN's ISA names, lowest first; an implementation's ISA is the longest known name it ends with.
-ISA_ORDER: tuple[str, ...] = (
-    "sse41", "avx", "avx2", "avx2_vnni", "avx2_vnni_2", "avx512_core", "avx512_core_vnni", "avx512_core_bf16",
-    "avx512_core_fp16", "avx10_1_512", "avx512_core_amx", "avx10_1_512_amx", "avx512_core_amx_fp16",
-    "avx10_1_512_amx_fp16",
-)
-# The vector width family each ISA belongs to (what "a lower ISA than the CPU supports" compares).
-ISA_FAMILY: dict[str, int] = {"sse41": 1, "avx": 2, "avx2": 3, "avx2_vnni": 3, "avx2_vnni_2": 3,
-                              "avx512_core": 4, "avx512_core_vnni": 4, "avx512_core_bf16": 4,
-                              "avx512_core_fp16": 4, "avx10_1_512": 4, "avx512_core_amx": 5, "avx10_1_512_amx": 5,
-                              "avx512_core_amx_fp16": 5, "avx10_1_512_amx_fp16": 5}
 # Legacy spellings in older builds' implementation names.
 _ALIASES = {"avx512_common": "avx512_core", "avx512_mic": "avx512_core", "uni": None, "any": None}
-_ISA_RE = re.compile(r"(?:^|[:_])(" + "|".join(sorted(ISA_ORDER, key=len, reverse=True)) + r")(?:$|[:_])")
 _REFERENCE_RE = re.compile(r"(^|:)(ref|simple|gemm:ref|ref_[a-z_]+|gemm_ref)(:|$)|^ref", re.IGNORECASE)
 # Kinds that copy data between layouts (or types) rather than compute: their implementation (``simple:any``,
 # ``jit:uni``, even a named ``jit:avx2``) is no vector roof and no reference computation to hold against the CPU.
@@ -120,13 +109,23 @@ class OneDnnLog:
         return sum(p.time_ms or 0.0 for p in self.primitives if p.stage == "exec")
 
 
+@cache
+def _isa_re() -> re.Pattern[str]:
+    """oneDNN's instruction-set names (the knowledge table's, :mod:`cpudoctor.knowledge.isa`), longest first so
+    ``avx512_core_amx`` wins over ``avx512_core``; built on first use, not at import."""
+    from cpudoctor.knowledge import ISA_FORCING
+
+    names = sorted(ISA_FORCING.onednn_names, key=len, reverse=True)
+    return re.compile(r"(?:^|[:_])(" + "|".join(map(re.escape, names)) + r")(?:$|[:_])")
+
+
 def isa_of(impl: str) -> str | None:
     """The ISA in an implementation name (``brg_conv_fwd:avx512_core`` -> ``avx512_core``), or None."""
     name = impl.lower()
     for old, new in _ALIASES.items():
         if new and old in name:
             name = name.replace(old, new)
-    m = _ISA_RE.search(name)
+    m = _isa_re().search(name)
     return m.group(1) if m else None
 
 
