@@ -40,14 +40,15 @@ def unique_path(folder: Path, name: str) -> Path:
     return path
 
 
-def render_export(report: Report, fmt: str, include_identifying: bool = False) -> bytes:
-    """The bytes of ``report`` in ``fmt``; redacted unless ``include_identifying``."""
+def render_export(report: Report, fmt: str, include_identifying: bool = False, shell: str | None = None) -> bytes:
+    """The bytes of ``report`` in ``fmt``; redacted unless ``include_identifying``; the fixes' commands for
+    ``shell`` (None: the shell of the machine the report describes)."""
     if fmt not in FORMATS:
         raise ExportError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
     shared = redact_report(report, include_identifying=include_identifying)
     scrub = None if include_identifying else _scrubber(Redactor(Identity.current(report)), FORMATS[fmt].markup)
     try:
-        out = render(shared, fmt, scrub=scrub)
+        out = render(shared, fmt, scrub=scrub, shell=shell)
     except RuntimeError as exc:          # the PDF writer could not start Qt: the message says what to do
         raise ExportError(str(exc)) from None
     if isinstance(out, bytes):

@@ -37,7 +37,8 @@ from cpudoctor.kits.escape import html_escape as esc
 from cpudoctor.kits.format import percent, size
 from cpudoctor.render.inspect import state_text
 from cpudoctor.render.own_jobs import for_this_user
-from cpudoctor.render.finding_view import FIX, WHY, finding_view
+from cpudoctor.render.finding_html import finding_html
+from cpudoctor.render.finding_view import finding_view
 from cpudoctor.render.words import DASH, plural, reason_of
 from cpudoctor.model import Finding
 
@@ -166,24 +167,8 @@ def findings_html(findings: list[Finding]) -> str:
         return ('<p style="color:%s"><b>Nothing to fix in this window.</b></p>'
                 '<p>Inspect again while the job is in its busy phase (training steps, not start-up or '
                 'evaluation) to be sure.</p>' % SEVERITY_COLOUR["ok"])
-    parts = []
-    for i, f in enumerate(findings):
-        v = finding_view(f)
-        colour = SEVERITY_COLOUR.get(v.severity.key, "#888")
-        body = [f'<b><span style="color:{colour}">{esc(v.severity.name)}</span> {esc(v.code)}</b>'
-                f' &mdash; <b>{esc(v.title)}</b>']
-        if v.why:
-            body.append(f"<b>{WHY}:</b> {esc(v.why)}")
-        if v.fix:
-            body.append(f"<b>{FIX}:</b> {esc(v.fix)}")
-        html = "<br>".join(body)
-        if v.snippet:
-            what = "command" if v.snippet.shell else "code"
-            html += (f'<pre style="white-space: pre-wrap; font-family: monospace; margin-top: 4px;">'
-                     f'{esc(v.snippet.text)}</pre><a href="copy:{i}">Copy {what}</a>')
-        parts.append(f'<table width="100%" cellspacing="0" cellpadding="4" style="margin-bottom: 8px;"><tr>'
-                     f'<td width="4" bgcolor="{colour}"></td><td>{html}</td></tr></table>')
-    return "".join(parts)
+    return "".join(finding_html(finding_view(f), "widget", evidence=False, copy_href=f"copy:{i}")
+                   for i, f in enumerate(findings))
 
 
 def thread_rows(insp: Inspection) -> list[list[Cell]]:

@@ -482,9 +482,13 @@ class InspectorPage(RunScriptMixin, QWidget):
             self.copy_snippet(int(text.split(":", 1)[1]))
 
     def copy_snippet(self, index: int) -> None:
-        if 0 <= index < len(self.findings) and self.findings[index].snippet:
-            QGuiApplication.clipboard().setText(terminal_safe(self.findings[index].snippet))
-            self.model.status_message.emit(f"{self.findings[index].code}: copied to the clipboard")
+        """Copy the N-th finding's snippet as its view shows it."""
+        from cpudoctor.render.finding_view import finding_view
+
+        view = finding_view(self.findings[index]) if 0 <= index < len(self.findings) else None
+        if view is not None and view.snippet:
+            QGuiApplication.clipboard().setText(terminal_safe(view.snippet.text))
+            self.model.status_message.emit(f"{view.code}: copied to the clipboard")
 
     def _fill_cards(self, insp: Inspection) -> None:
         for card, rows in ((self.process_card, im.process_facts(insp)), (self.memory_card, im.memory_facts(insp))):

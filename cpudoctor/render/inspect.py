@@ -12,10 +12,9 @@ import re
 
 from cpudoctor.kits.cpulist import format_cpulist
 from cpudoctor.kits.escape import shell_quote
-from cpudoctor.kits.format import or_unknown, percent, size, wrap
-from cpudoctor.render.words import DASH, bracketed, plural, severity
-from cpudoctor.render.finding_view import FIX, WHY, finding_view
-from cpudoctor.model import worst
+from cpudoctor.kits.format import or_unknown, percent, size
+from cpudoctor.render import job_findings
+from cpudoctor.render.words import DASH, plural
 
 MAX_THREAD_ROWS = 24
 
@@ -30,10 +29,6 @@ def _pct(v: float | None) -> str:
 
 def _opt(v: object) -> str:
     return or_unknown(v, "-")
-
-
-def _wrapped(text: str) -> list[str]:
-    return wrap(text, 100, indent=4, hang=5)
 
 
 def shown_python(path: str | None) -> str | None:
@@ -151,20 +146,7 @@ def render_text(insp, findings) -> str:
 
         out.extend(breakdown_text(insp.time))
     out.append("")
-    if findings:
-        out.append("Findings")
-        for f in findings:
-            v = finding_view(f)
-            out.append(f"{v.bracketed()} {v.code} {v.title}")
-            if v.why:
-                out.extend(_wrapped(f"{WHY}: {v.why}"))
-            if v.fix:
-                out.extend(_wrapped(f"{FIX}: {v.fix}"))
-            for line in v.snippet.text.splitlines():
-                out.append(f"      {'$ ' if v.snippet.shell else ''}{line}".rstrip())
-        out.append(f"{plural(len(findings), 'finding')} (worst: {severity(worst(findings)).name.lower()}).")
-    else:
-        out.append(f"{bracketed('ok')} Nothing to fix in this window.")
+    out += job_findings.text_lines(findings, none="Nothing to fix in this window.")
     if insp.notes:
         out.append("")
         out.append("Notes")

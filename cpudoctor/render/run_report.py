@@ -11,12 +11,13 @@ from typing import Any
 
 from cpudoctor.probes.process.observe import RunObservation
 from cpudoctor.render import breakdown as bdr
+from cpudoctor.render import job_findings
 from cpudoctor.kits.escape import html_escape as esc, md_escape
-from cpudoctor.kits.format import wrap
-from cpudoctor.render.words import bracketed, plural, severity
-from cpudoctor.model import Finding, worst
+from cpudoctor.render.finding_view import finding_data
+from cpudoctor.model import Finding
 
 MAX_KERNEL_ROWS = 10
+NONE = "No problem found in this run."
 
 
 def _ended(obs: RunObservation) -> str:
@@ -55,18 +56,7 @@ def render_text(obs: RunObservation, findings: list[Finding]) -> str:
         out.append(f"Recompiles   {len(obs.recompiles.recompiles)}"
                    + (" (Dynamo hit its recompile limit)" if obs.recompiles.limit_hit else ""))
     out.append("")
-    if findings:
-        out.append("Findings")
-        for f in findings:
-            out.append(f"{bracketed(f.severity)} {f.code} {f.title}")
-            for label, text in (("Why", f.why), ("Fix", f.fix)):
-                if text:
-                    out.extend(wrap(f"{label}: {text}", 100, indent=4, hang=5))
-            for line in (f.snippet or "").splitlines():
-                out.append(f"      {'$ ' if f.snippet_lang == 'bash' else ''}{line}".rstrip())
-        out.append(f"{plural(len(findings), 'finding')} (worst: {severity(worst(findings)).name.lower()}).")
-    else:
-        out.append(f"{bracketed('ok')} No problem found in this run.")
+    out += job_findings.text_lines(findings, none=NONE)
     out.extend(f"Note: {n}" for n in obs.notes)
     return "\n".join(out) + "\n"
 
@@ -80,24 +70,15 @@ def render_md(obs: RunObservation, findings: list[Finding]) -> str:
         out += ["## Kernels (oneDNN)", "", "| Kind | Implementation | Type | Runs | Time |", "|---|---|---|---:|---:|"]
         out += [f"| {r['kind']} | `{md_escape(r['impl'])}` | {r['data_type']} | {r['count']} | {r['time_ms']:.1f} ms |"
                 for r in rows[:MAX_KERNEL_ROWS]] + [""]
-    out += ["## Findings", ""]
-    if not findings:
-        out.append("No problem found in this run.")
-    for f in findings:
-        out += [f"### {severity(f.severity).name} {f.code}: {md_escape(f.title)}", "", md_escape(f.why), "",
-                f"**Fix.** {md_escape(f.fix)}", ""]
-        if f.snippet:
-            out += [f"```{f.snippet_lang}", f.snippet, "```", ""]
+    out += ["## Findings", "", *job_findings.md_lines(findings, none=NONE)]
     return "\n".join(out) + "\n"
 
 
 def render_html(obs: RunObservation, findings: list[Finding]) -> str:
-    items = "".join(f"<li><b>{esc(severity(f.severity).name)} {esc(f.code)}</b> {esc(f.title)}<br>{esc(f.why)}"
-                    f"<br><i>Fix:</i> {esc(f.fix)}" + (f"<pre>{esc(f.snippet)}</pre>" if f.snippet else "") + "</li>"
-                    for f in findings) or "<li>No problem found in this run.</li>"
+    items = job_findings.html(findings, none=NONE)
     bd = bdr.render_html(obs.breakdown) if obs.breakdown is not None else ""
     return (f"<html><body><h1>cpudoctor run: <code>{esc(obs.command)}</code></h1><p>{esc(_ended(obs))} after "
-            f"{obs.duration_s:g} s</p>{bd}<h2>Findings</h2><ul>{items}</ul></body></html>\n")
+            f"{obs.duration_s:g} s</p>{bd}<h2>Findings</h2>{items}</body></html>\n")
 
 
 def render_json(obs: RunObservation, findings: list[Finding]) -> str:
@@ -113,7 +94,7 @@ def render_json(obs: RunObservation, findings: list[Finding]) -> str:
         "ended_by": obs.ended_by,
         "duration_s": obs.duration_s,
         "diagnostics": obs.diagnostics,
-        "findings": [to_data(f) for f in findings],
+        "findings": [finding_data(f) for f in findings],
         "breakdown": to_data(obs.breakdown) if obs.breakdown is not None else None,
         "kernels": {"onednn": {"version": obs.onednn.version, "runtime": obs.onednn.runtime,
                                "threads": obs.onednn.threads, "max_isa": obs.onednn.max_isa,
