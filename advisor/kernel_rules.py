@@ -71,7 +71,8 @@ def _counted(checks: list[kern.KernelCheck], which: str) -> tuple[list[kern.Kern
     fix is certain and free, and a small share today is all of that library's work on another job. oneDNN picks
     narrower kernels for some shapes on purpose, so a small share with no named cause says nothing.
     """
-    hit = [c for c in checks if (c.below if which == "below" else c.dtype_emulated)
+    # a reduced dtype's reference code is the dtype's question (EVID008), not also the vector width's
+    hit = [c for c in checks if (c.below and not c.dtype_emulated if which == "below" else c.dtype_emulated)
            and (c.kernel.share is None or c.kernel.share >= PRIMITIVE_SHARE)]
     if not hit:
         return [], None
@@ -197,6 +198,18 @@ def _emulated_kernels(ev: Evidence, census: KernelCensus) -> list[Finding]:
     timed = f" ({_pct(share)} of the timed kernel time)" if share is not None else ""
     evidence = {"emulated_share": round(share, 3) if share is not None else None,
                 "kernels": [_ran(c) for c in emulated][:6], "dtype": dtype, "lab_job": census.lab_job}
+    if first.dtype_native_on_cpu and first.kernel.isa == "ref" and first.cause == "library":
+        # nothing kept oneDNN from the instructions: it has no vector kernel for this dtype and operation
+        return [_finding(
+            "warning", f"{dtype} ran in oneDNN's reference code {_where(census)}",
+            f"The libraries' own report: {seen}{timed}: oneDNN's portable C++ code, no vector kernel at all, "
+            f"although this CPU has {dtype} instructions: it has no {dtype} kernel for this operation here "
+            "(often the backward pass of a convolution).",
+            f"Run this model in fp32{' or bf16' if dtype != 'bf16' and _native_bf16(ev) else ''}: remove the "
+            f"autocast dtype (or the .to({_torch_dtype(dtype)})) and compare steps per second; a newer PyTorch may "
+            "bring the kernel.",
+            f"# remove: with torch.autocast('cpu', dtype={_torch_dtype(dtype)}):\nout = model(x)   # fp32",
+            evidence, lang="python")]
     if first.dtype_native_on_cpu:
         why, fix, snippet = _cause_words(first, census.onednn_isa, _command(ev))
         return [_finding(
@@ -217,6 +230,11 @@ def _emulated_kernels(ev: Evidence, census: KernelCensus) -> list[Finding]:
         "off only where the CPU computes it natively.",
         f"# remove: with torch.autocast('cpu', dtype={_torch_dtype(dtype)}):\nout = model(x)   # fp32", evidence,
         lang="python")]
+
+
+def _native_bf16(ev: Evidence) -> bool:
+    """Whether the job's CPU computes bf16 natively (the other reduced dtype worth trying)."""
+    return bool(ISA_FORCING.dtype_native("bf16", ev.cpu_flags))
 
 
 def _torch_dtype(dtype: str) -> str:

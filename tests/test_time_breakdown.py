@@ -316,3 +316,22 @@ def test_every_evidence_rule_is_documented():
         "docs/evidence_rules.md`")
     assert [r.code for r in EVIDENCE_RULES.all()] == [f"EVID{i:03d}" for i in range(1, 10)]
     assert rules().label("gil") == "Waiting for the GIL"
+
+
+F16_REFERENCE = """onednn_verbose,v1,info,oneDNN v3.12.0 (commit 80afa71049cd69a3df32adcccb623b12cd7baa22)
+onednn_verbose,v1,info,cpu,isa:Intel AVX10.1 and Intel AMX with bfloat16 and 8-bit integer support
+onednn_verbose,v1,primitive,exec,cpu,convolution,ref:any,backward_weights,src:f16::blocked:abcd::f0 wei:f16::blocked:abcd::f0 dst:f16::blocked:abcd::f0,,alg:convolution_direct,mb16_ic16oc32_ih32oh32kh3sh1dh0ph1_iw32ow32kw3sw1dw0pw1,3355.2
+onednn_verbose,v1,primitive,exec,cpu,convolution,brg_conv_fwd:avx10_1_512,forward_training,src:f16::blocked:acdb::f0 wei:f16::blocked:Acdb16a::f0 dst:f16::blocked:acdb::f0,,alg:convolution_direct,mb16_ic16oc32,16.8
+"""
+
+
+def test_a_reduced_dtype_in_reference_code_is_one_finding():
+    """Seen on an AVX512_FP16 CPU (oneDNN 3.12): an f16 convolution's backward pass ran ref:any, 99 % of the kernel
+    time. That is the dtype's question (EVID008, with fp32 as the fix), not also a vector-width finding."""
+    flags = {"avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512_bf16", "avx512_fp16", "amx_bf16",
+             "amx_int8", "amx_tile"}
+    found = run_evidence_rules(Evidence(onednn=parse_onednn_verbose(F16_REFERENCE.splitlines()), cpu_flags=flags,
+                                        command="python conv.py"), strict=True)
+    assert [f.code for f in found if f.code in ("EVID007", "EVID008")] == ["EVID008"]
+    (f,) = [f for f in found if f.code == "EVID008"]
+    assert "reference code" in f.title and "ref:any" in f.why and "fp32 or bf16" in f.fix
