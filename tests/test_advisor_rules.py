@@ -240,6 +240,32 @@ def test_lab_kernel_rule_good_and_bad(code):
     assert [f.code for f in advisor.diagnose(_load(bad), only={old})] == [code] * len(found)
 
 
+@pytest.mark.parametrize("old, new", [("ISA010", "EVID007"), ("PREC003", "EVID008")])
+def test_merged_codes_still_explain_select_and_link(old, new):
+    """ISA010 and PREC003 asked of a report's lab runs what EVID007 and EVID008 ask of a run: one family each now.
+    The old codes explain, select (--only) and keep their anchor in the rule pages; no rule set reuses them."""
+    text = explain_text(old)
+    assert text.startswith(f"{new} (") and f"({old} was renamed to {new}.)" in text
+    assert advisor.resolve_only([old]) == {new}
+    for page in ("rules.md", "evidence_rules.md"):
+        body = (Path(__file__).resolve().parents[1] / "docs" / page).read_text(encoding="utf-8")
+        assert f'<a id="{old.lower()}"></a>`{old}` is now [{new}]' in body, page
+    with pytest.raises(engine.RuleDefinitionError, match="retired"):
+        engine.rule(old, "reused-code", category="isa", severity="info", title="x")(_documented)
+
+
+def _documented(report):
+    """
+    What it checks:
+        x
+    Why it matters:
+        x
+    Fix:
+        x
+    """
+    return []
+
+
 def test_isa005_installed_risk_without_crash_is_an_error():
     r = _load("k10-tensorflow-sigill")
     assert engine.run_rules(r, only={"ISA005"}, strict=True)[0].severity == "ok"  # crash is ISA003's

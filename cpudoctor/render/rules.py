@@ -68,7 +68,9 @@ def render_md(rules: RuleSet, title: str, intro: str) -> str:
     lines += ["", "## Renamed codes", ""]
     renamed = {**_moved_into(rules), **rules.redirects}
     if renamed:
-        lines += [f"- `{old}` is now [{new}]({_anchor(rules, new)})" for old, new in sorted(renamed.items())]
+        # each old code keeps an anchor, so a link saved with an old finding still lands on its new name
+        lines += [f'- <a id="{old.lower()}"></a>`{old}` is now [{new}]({_anchor(rules, new)})'
+                  for old, new in sorted(renamed.items())]
     else:
         lines.append("None yet.")
     return "\n".join(lines) + "\n"
