@@ -34,3 +34,12 @@ def diagnose(obs: RunObservation, flags: set[str] | None = None) -> list[Finding
 def observe_and_diagnose(argv: list[str], **kwargs) -> tuple[RunObservation, list[Finding]]:
     obs = run_observed(argv, **kwargs)
     return obs, diagnose(obs)
+
+
+def diagnose_lab_run(run, flags: set[str] | list[str]) -> list[Finding]:
+    """A lab job's findings (``cpudoctor bench``): the job rules that read kernels (EVID007, EVID008) over the census
+    the run recorded, against the CPU the lab compared its kernels with; a report's saved runs are judged by the
+    same entry (:func:`cpudoctor.advisor.kernel_rules.report_lab_findings`)."""
+    from cpudoctor.advisor.kernel_rules import lab_findings
+
+    return sorted(lab_findings(run, flags), key=lambda f: -SEVERITY_RANK.get(f.severity, 0))

@@ -366,12 +366,12 @@ def run(args: argparse.Namespace) -> int:
 
 def evidence_findings(result, flags: list[str] | None) -> list:
     """The job rules' findings from what this run itself showed (the kernels it ran), judged against the CPU the
-    lab compared them with (its context's flags): the entry a report's lab runs go through too."""
-    from cpudoctor.advisor.kernel_rules import lab_findings
+    lab compared them with (its context's flags), through the job pipeline."""
+    from cpudoctor.jobrun import diagnose_lab_run
 
     if not result.kernels or not flags:
         return []
-    return lab_findings(result.bench_run(), flags)
+    return diagnose_lab_run(result.bench_run(), flags)
 
 
 def _plot(path: str, runs: list) -> None:
