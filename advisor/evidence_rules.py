@@ -1,17 +1,19 @@
 """Rules that judge what a job did, not how it was set up: findings from measured evidence.
 
-Input is an :class:`Evidence`: the time breakdown (sampled stacks and thread
-states), and for a job started by ``cpudoctor run`` also the kernels oneDNN
-ran (its verbose profile), PyTorch's recompilations, and the CPUs the job was
-started with. Output is :class:`~cpudoctor.report.Finding` objects with stable
+Input is an :class:`Evidence`: the job's facts (:class:`~cpudoctor.model.evidence.JobEvidence`:
+the time breakdown from sampled stacks and thread states, and for a job started
+by ``cpudoctor run`` also the kernels oneDNN ran, PyTorch's recompilations, and
+the CPUs the job was started with) and the CPU's flags, which the job pipeline
+(:mod:`cpudoctor.jobrun`) takes from the report's own source: no rule reads the
+machine. Output is :class:`~cpudoctor.report.Finding` objects with stable
 codes ``EVID001``..., registered in :data:`EVIDENCE_RULES` (a
 :class:`~cpudoctor.advisor.engine.RuleSet` like the process rules: same
 decorator, docstring sections, ``cpudoctor explain``, generated docs in
 docs/evidence_rules.md). Every ``why`` quotes this run's numbers.
 
 Rules that read the breakdown say nothing when it may not be judged (too few
-samples, an idle job, a machine busy with other programs): EVID009 says
-"inconclusive" instead, with the reason.
+samples, an idle job, a machine busy with other programs:
+:mod:`cpudoctor.advisor.job_verdict`): EVID009 says "inconclusive" instead, with the reason.
 """
 
 from __future__ import annotations
@@ -20,13 +22,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cpudoctor.advisor.engine import RuleSet
+from cpudoctor.advisor.job_verdict import judge_breakdown, judged
 from cpudoctor.kits.cpulist import format_cpulist
-from cpudoctor.probes.process.breakdown import ProcessTime, TimeBreakdown
-from cpudoctor.probes.process.classify import COMPILE, COMPUTE, DATA, OPENMP, PYTHON
-from cpudoctor.probes.process.onednn_verbose import ISA_FAMILY, OneDnnLog
-from cpudoctor.probes.process.torch_logs import RecompileLog
 from cpudoctor.kits.plural import plural
 from cpudoctor.model import Finding
+from cpudoctor.model.breakdown import COMPILE, COMPUTE, DATA, OPENMP, PYTHON, ProcessTime, TimeBreakdown
+from cpudoctor.model.evidence import JobEvidence
+from cpudoctor.model.joblogs import OneDnnLog, RecompileLog
+from cpudoctor.probes.process.onednn_verbose import ISA_FAMILY
 
 # Thresholds (docs/time_breakdown.md explains each; tests/test_evidence_rules.py holds them to their meaning).
 OPENMP_DOMINATES = 0.30       # OpenMP waiting is at least this share of the job's time ...
@@ -56,6 +59,8 @@ BINDING_VARS = ("OMP_PROC_BIND", "OMP_PLACES", "GOMP_CPU_AFFINITY", "KMP_AFFINIT
 
 @dataclass
 class Evidence:
+    """What the evidence rules read: the job's facts and the CPU's flags (never read from this machine here)."""
+
     breakdown: TimeBreakdown | None = None
     onednn: OneDnnLog | None = None
     recompiles: RecompileLog | None = None
@@ -64,14 +69,18 @@ class Evidence:
     env: dict[str, str] = field(default_factory=dict)   # the job's thread variables as started
     command: str = ""
 
+    @classmethod
+    def of(cls, job: JobEvidence, cpu_flags: set[str]) -> "Evidence":
+        return cls(breakdown=job.breakdown, onednn=job.onednn, recompiles=job.recompiles, cpu_flags=set(cpu_flags),
+                   launch_affinity=job.launch_affinity, env=dict(job.env), command=job.command)
+
     @property
     def bd(self) -> TimeBreakdown | None:
         return self.breakdown
 
     def judged(self) -> TimeBreakdown | None:
         """The breakdown when it may be judged, else None."""
-        bd = self.breakdown
-        return bd if bd is not None and bd.conclusive and bd.seconds > 0 else None
+        return judged(self.breakdown)
 
     def cmd(self) -> str:
         cmd = (self.command or "").strip()
@@ -250,7 +259,7 @@ def keeps_compiling(ev: Evidence) -> list[Finding]:
         snippet = (f"torch._dynamo.mark_dynamic(x, {dim})   # x: the input whose dim {dim} varies, before the call\n"
                    "# or: model = torch.compile(model, dynamic=True)")
     else:
-        cause = f"the newest guard failure: {worst[-1].reason or 'not given'}"
+        cause = f"the newest guard failure: {worst[-1].guard_failure or 'not given'}"
         snippet = "model = torch.compile(model, dynamic=True)"
     why = (f"{worst_fn.split(' (')[0]} was compiled again {len(worst)} times in {bd.window_s if bd else 0:g} s "
            f"({len(rec.recompiles)} recompilations in all): {cause}."
@@ -264,11 +273,7 @@ def keeps_compiling(ev: Evidence) -> list[Finding]:
 
 
 def _driver_thread(bd: TimeBreakdown):
-    for p in bd.processes:
-        for t in p.threads:
-            if t.role == "driver" and t.samples:
-                return t
-    return None
+    return bd.driver_thread()
 
 
 def _children(bd: TimeBreakdown) -> list[ProcessTime]:
@@ -344,7 +349,7 @@ def children_oversubscribe(ev: Evidence) -> list[Finding]:
         at its start), or start fewer processes.
     """
     bd = ev.breakdown
-    if bd is None or bd.verdict in ("thin", "idle") or not bd.oversubscribed_share or not bd.cpus:
+    if bd is None or judge_breakdown(bd).verdict in ("thin", "idle") or not bd.oversubscribed_share or not bd.cpus:
         return []
     if bd.oversubscribed_share < OVERSUBSCRIBED_SHARE:
         return []
@@ -538,28 +543,36 @@ def inconclusive(ev: Evidence) -> list[Finding]:
         `cpudoctor run` run longer), and on a quiet machine.
     """
     bd = ev.breakdown
-    if bd is None or bd.conclusive:
+    if bd is None:
         return []
-    return [_finding("info", f"Inconclusive: {bd.verdict_reason.split(':')[0]}", bd.verdict_reason[:1].upper()
-                     + bd.verdict_reason[1:] + ".", "Sample longer while the job trains, on a quiet machine.", "",
-                     {"verdict": bd.verdict, "samples": bd.samples, "others_cpus": bd.others_cpus,
-                      "job_cpus": bd.job_cpus})]
+    verdict = judge_breakdown(bd)
+    if verdict.conclusive:
+        return []
+    title, reason = _inconclusive_words(bd, verdict.cause)
+    return [_finding("info", f"Inconclusive: {title}", reason[:1].upper() + reason[1:] + ".",
+                     "Sample longer while the job trains, on a quiet machine.", "",
+                     {"verdict": verdict.verdict, "cause": verdict.cause, "samples": bd.samples,
+                      "others_cpus": bd.others_cpus, "job_cpus": bd.job_cpus})]
+
+
+def _inconclusive_words(bd: TimeBreakdown, cause: str) -> tuple[str, str]:
+    """(a short title, the reason with this window's numbers) of an inconclusive breakdown."""
+    if cause == "few_samples":
+        return (f"only {bd.samples} samples in {bd.window_s:g} s",
+                f"only {bd.samples} samples in {bd.window_s:g} s: too few to say where the time goes")
+    if cause == "idle":
+        return (f"the job used {bd.job_cpus:.2f} CPUs on average over {bd.window_s:g} s",
+                f"the job used {bd.job_cpus:.2f} CPUs on average over {bd.window_s:g} s: it was idle (waiting "
+                "for input, between epochs, or finished its work)")
+    if cause == "crowded":
+        return (f"other programs used {bd.others_cpus:.1f} of the {bd.online_cpus} CPUs while the job used "
+                f"{bd.job_cpus:.1f}",
+                f"other programs used {bd.others_cpus:.1f} of the {bd.online_cpus} CPUs while the job used "
+                f"{bd.job_cpus:.1f}: together they filled the machine, so its threads' waits may be theirs")
+    return (f"other programs used {bd.others_cpus:.1f} of the {bd.online_cpus} CPUs on average while the job ran",
+            f"other programs used {bd.others_cpus:.1f} of the {bd.online_cpus} CPUs on average while the job ran: "
+            "its waits may be theirs")
 
 
 def run_evidence_rules(ev: Evidence, only: set[str] | None = None, *, strict: bool = False) -> list[Finding]:
     return EVIDENCE_RULES.run(ev, only, strict=strict)
-
-
-
-
-def judge_inspection(insp, flags: set[str] | None = None) -> list[Finding]:
-    """The evidence rules over an inspection's time breakdown (``cpudoctor inspect``, the Inspector)."""
-    if getattr(insp, "time", None) is None:
-        return []
-    if flags is None:
-        from cpudoctor.probes import probe_cpu
-
-        flags = set(probe_cpu().flags)
-    ev = Evidence(breakdown=insp.time, cpu_flags=flags, env=dict(insp.env), command=insp.cmdline or "",
-                  launch_affinity=insp.affinity)
-    return run_evidence_rules(ev)

@@ -11,12 +11,13 @@ import dataclasses
 import math
 from pathlib import Path
 
+from cpudoctor.jobrun import Machine
 from cpudoctor.report_file import load_report
 from cpudoctor.advisor import diagnose
 from cpudoctor.advisor.process_rules import run_process_rules
 from cpudoctor.probes.live.sample import Sample
-from cpudoctor.probes.process.inspect import (ChildProcess, Inspection, NativeLib, ProcessEntry, ThreadInfo,
-                                              place_threads)
+from cpudoctor.model.inspection import ChildProcess, Inspection, NativeLib, ProcessEntry, ThreadInfo
+from cpudoctor.probes.process.inspect import place_threads
 from cpudoctor.probes.software.envs import PythonEnv
 from cpudoctor.model import Report
 
@@ -179,7 +180,7 @@ def fill_window(window, report: Report, read_only: bool = False, label: str = ""
     inspector.inspections.list_fn = processes
     inspector.inspections._listed(processes())
     insp = inspection(report)
-    inspector.set_topology(report.topology)
+    inspector.set_machine(Machine.of_report(report))
     inspector.select_pid(insp.pid)
     inspector.show_inspection(insp, run_process_rules(insp, report.topology))
     inspector.status_label.setText(f"Inspected process {insp.pid} over {insp.window_s:.1f} s.")

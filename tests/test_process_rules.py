@@ -8,7 +8,8 @@ import pytest
 
 from cpudoctor.advisor import process_rules as pr
 from cpudoctor.advisor.engine import REPORT_RULES, RuleDefinitionError
-from cpudoctor.probes.process.inspect import ChildProcess, Inspection, NativeLib, ThreadInfo, inspect_process, place_threads
+from cpudoctor.model.inspection import ChildProcess, Inspection, NativeLib, ThreadInfo
+from cpudoctor.probes.process.inspect import inspect_process, place_threads
 from cpudoctor.model import Topology
 from inspect_fakes import FakeProc, StepClock, two_ccx_topology
 
@@ -410,7 +411,7 @@ def test_libgomp_sleeping_oversubscription_is_proc001_not_contention():
     """8 OpenMP threads on 2 CPUs average only ~2.3 runnable threads (libgomp sleeps at barriers
     once oversubscribed), yet all 8 run in turn: that is the job's own oversubscription (PROC001),
     not other programs (PROC013). Measured on a loaded 2-CPU machine: runnable_mean 2.36, wait 281%."""
-    from cpudoctor.probes.process.inspect import Inspection, ThreadInfo
+    from cpudoctor.model.inspection import Inspection, ThreadInfo
 
     insp = Inspection(pid=1234, num_threads=8, runnable_mean=2.36, runnable_max=8, wait_percent=281.0,
                       cpu_percent=190.0, window_s=1.0,
@@ -431,7 +432,7 @@ def test_an_oversubscribed_job_starved_by_other_programs_is_still_proc001():
     jobs taking most of the CPU (seen in a suite run: runnable_mean 1.73, wait 312 %): each worker got ~3.5 %
     of a CPU, below the 5 % that counts a thread as working on an idle machine. Working is judged against the
     CPU the job got, so the job's own oversubscription is still named."""
-    from cpudoctor.probes.process.inspect import Inspection, ThreadInfo
+    from cpudoctor.model.inspection import Inspection, ThreadInfo
 
     workers = [ThreadInfo(tid=2000 + k, name="python", state="R", cpu_percent=3.5) for k in range(8)]
     idle = [ThreadInfo(tid=2100 + k, name="python", state="S", cpu_percent=0.0) for k in range(8)]
