@@ -480,10 +480,9 @@ def worker_thread_explosion(ctx: Context) -> list[Finding]:
 def _worker_pools(insp: Inspection) -> list[str]:
     """The pools a DataLoader worker of this job inherits, as keys of snippets.WORKER_POOL_SWITCHES."""
     pools = ["torch"]
-    labels = {lib.library for lib in insp.libraries}
     if any(lib.kind == "blas" for lib in insp.libraries) or not insp.libraries_readable:
         pools.append("blas")
-    if "OpenCV (cv2)" in labels:
+    if any(lib.library == "opencv" for lib in insp.libraries):
         pools.append("opencv")
     return pools
 

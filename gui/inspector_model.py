@@ -37,7 +37,7 @@ from cpudoctor.kits.escape import html_escape as esc
 from cpudoctor.kits.format import percent, size
 from cpudoctor.render.breakdown import label, verdict_line
 from cpudoctor.render.inspect import (env_problem_text, inspect_error_text, inspection_notes, libraries_problem_text,
-                                      state_text)
+                                      library_name, state_text)
 from cpudoctor.render.own_jobs import for_this_user
 from cpudoctor.render.finding_view import FIX, WHY, finding_view
 from cpudoctor.render.words import DASH, plural, reason_of
@@ -202,7 +202,8 @@ def thread_rows(insp: Inspection) -> list[list[Cell]]:
 
 
 def library_rows(insp: Inspection) -> list[list[Cell]]:
-    return [[_cell(v) for v in (lib.library, lib.kind, lib.file, lib.origin or DASH)] for lib in insp.libraries]
+    return [[_cell(v) for v in (library_name(lib.library), lib.kind, lib.file, lib.origin or DASH)]
+            for lib in insp.libraries]
 
 
 def env_rows(insp: Inspection) -> list[list[Cell]]:

@@ -53,8 +53,8 @@ def fake_inspection(pid: int = 200) -> Inspection:
                       samples=11, num_threads=3, threads=threads, cpu_percent=185.0, runnable_mean=2.0,
                       runnable_max=2, wait_percent=2.0, migrations=3, affinity=list(range(8)), usable_cpus=8,
                       nice=0, env={"OMP_NUM_THREADS": "2"}, env_readable=True, libraries_readable=True,
-                      libraries=[NativeLib("libgomp.so.1", "openmp", "GNU OpenMP (libgomp)", "gomp", "torch"),
-                                 NativeLib("libiomp5.so", "openmp", "Intel OpenMP (libiomp5)", "iomp", "")],
+                      libraries=[NativeLib("libgomp.so.1", "openmp", "libgomp", "gomp", "torch"),
+                                 NativeLib("libiomp5.so", "openmp", "libiomp5", "iomp", "")],
                       children=[ChildProcess(pid + 10, "python", "python train.py", 1, 40.0, 300 << 20)],
                       children_threads=1, children_cpu_percent=40.0, rss_bytes=900 << 20, swap_bytes=0,
                       major_faults=0, major_faults_per_s=0.0, notes=["a note for the user"])

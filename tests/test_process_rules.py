@@ -13,8 +13,8 @@ from cpudoctor.probes.process.inspect import inspect_process, place_threads
 from cpudoctor.model import Topology
 from inspect_fakes import FakeProc, StepClock, two_ccx_topology
 
-GOMP = NativeLib("libgomp.so.1", "openmp", "GNU OpenMP (libgomp)", "gomp", "torch")
-IOMP = NativeLib("libiomp5.so", "openmp", "Intel OpenMP (libiomp5)", "iomp", "intel_openmp")
+GOMP = NativeLib("libgomp.so.1", "openmp", "libgomp", "gomp", "torch")
+IOMP = NativeLib("libiomp5.so", "openmp", "libiomp5", "iomp", "intel_openmp")
 
 
 def healthy(**kw) -> Inspection:
@@ -204,7 +204,7 @@ def test_two_different_openmp_runtimes_is_an_error():
 
 
 def test_two_copies_of_libgomp_is_a_warning():
-    system = NativeLib("libgomp.so.1.0.0", "openmp", "GNU OpenMP (libgomp)", "gomp", "system")
+    system = NativeLib("libgomp.so.1.0.0", "openmp", "libgomp", "gomp", "system")
     [f] = pr.run_process_rules(healthy(libraries=[GOMP, system]), two_ccx_topology(), only={"PROC005"})
     assert f.severity == "warning" and "2 copies" in f.title
 
@@ -237,8 +237,8 @@ def test_worker_thread_explosion():
     assert "torch.set_num_threads(4)" in f.snippet and "num_workers=4" in f.snippet
     assert "4 workers x up to 9 threads: 39 threads on 8 CPUs" == f.title
     # numpy's OpenBLAS and OpenCV mapped too: each library's own switch is named.
-    libs = [GOMP, NativeLib("libscipy_openblas64_-ff651d7f.so", "blas", "OpenBLAS", None, "numpy.libs"),
-            NativeLib("cv2.abi3.so", "threads", "OpenCV (cv2)", None, "cv2")]
+    libs = [GOMP, NativeLib("libscipy_openblas64_-ff651d7f.so", "blas", "openblas", None, "numpy.libs"),
+            NativeLib("cv2.abi3.so", "threads", "opencv", None, "cv2")]
     [f] = pr.run_process_rules(healthy(children=kids, children_threads=36, libraries=libs), two_ccx_topology(),
                                only={"PROC006"})
     assert "threadpool_limits(1)" in f.snippet and "cv2.setNumThreads(1)" in f.snippet

@@ -90,14 +90,9 @@ def run(args: argparse.Namespace) -> int:
     except InspectError as exc:
         raise CliError(inspect_error_text(exc)) from None
     if args.format == "json":
-        from cpudoctor.model.serde import to_data
+        from cpudoctor.render.inspect import render_json
 
-        from cpudoctor.model.report import json_text
-        from cpudoctor.render.inspect import shown_python
-
-        data = to_data(insp)
-        data["python"] = shown_python(insp.python)       # ~ for a home folder, as everywhere else in inspect
-        text = json_text({"kind": "cpudoctor-inspection", "inspection": data, "findings": to_data(findings)})
+        text = render_json(insp, findings)
     else:
         from cpudoctor.render.inspect import render_text
 

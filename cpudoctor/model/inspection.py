@@ -32,7 +32,7 @@ class ThreadInfo:
 class NativeLib:
     file: str                              # file name only, never the folder
     kind: str                              # openmp | blas | dnn | threads | allocator | framework
-    library: str                           # which library resources/native_libs.json recognised: "GNU OpenMP (libgomp)"
+    library: str                           # the id resources/native_libs.json gives it: libgomp, mkl, opencv
     runtime: str | None = None             # gomp | iomp | llvm for OpenMP runtimes
     origin: str = ""                       # the Python package that ships it ("torch", "numpy.libs"), "system" or ""
 

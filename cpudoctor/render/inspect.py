@@ -63,6 +63,13 @@ def python_word(path: str) -> str:
     return shell_quote(path)
 
 
+def library_name(library: str) -> str:
+    """A recognised native library's name (resources/native_libs.json's label): ``GNU OpenMP (libgomp)``."""
+    from cpudoctor.knowledge import NATIVE_LIBS
+
+    return next((e["label"] for e in NATIVE_LIBS.data["libraries"] if e["id"] == library), library)
+
+
 def denied_hint(pid: int, uid: int | None, command: str | None = None, me: int | None = None) -> str:
     """Why /proc/PID/environ and maps were refused, and what to do (the owner decides which).
 
@@ -184,6 +191,23 @@ _FOUND_BY = {"maps": "loaded libraries", "VIRTUAL_ENV": "$VIRTUAL_ENV", "CONDA_P
              "argv[0]": "command line", "exe": "executable"}
 
 
+def render_json(insp: Inspection, findings) -> str:
+    """``cpudoctor inspect --format json``: the inspection's facts, with the words a reader needs beside them
+    (each library's name, the notes, the breakdown's verdict), and the findings as ``doctor`` writes them."""
+    from cpudoctor.model.report import json_text
+    from cpudoctor.model.serde import to_data
+    from cpudoctor.render.run_report import breakdown_data
+
+    data = to_data(insp)
+    data["python"] = shown_python(insp.python)       # ~ for a home folder, as everywhere else in inspect
+    for lib in data["libraries"]:
+        lib["label"] = library_name(lib["library"])
+    data["notes"] = inspection_notes(insp)
+    if insp.time is not None:
+        data["time"] = breakdown_data(insp.time)
+    return json_text({"kind": "cpudoctor-inspection", "inspection": data, "findings": to_data(findings)})
+
+
 def render_text(insp, findings) -> str:
     """A doctor-style plain-text page for one inspection (CLI output and the GUI's copy text)."""
     out: list[str] = []
@@ -209,7 +233,7 @@ def render_text(insp, findings) -> str:
         rest = rows[MAX_THREAD_ROWS:]
         out.append(f"  ... {len(rest)} more threads using {_pct(sum(t.cpu_percent or 0 for t in rest))} together")
     if insp.libraries_readable:
-        libs = [f"{lib.library}: {lib.file}" + (f" [{lib.origin}]" if lib.origin else "") for lib in insp.libraries]
+        libs = [f"{library_name(lib.library)}: {lib.file}" + (f" [{lib.origin}]" if lib.origin else "") for lib in insp.libraries]
         libs = libs or ["none of the known OpenMP/BLAS/oneDNN/allocator libraries"]
         # One library a line: five of them on one line ran past 300 columns.
         out.append(f"Libraries    {libs[0]}")

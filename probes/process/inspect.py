@@ -87,7 +87,7 @@ def classify_libraries(paths: list[str]) -> list[NativeLib]:
                 key = (name, path.rsplit("/", 1)[0])
                 if key not in seen:
                     seen.add(key)
-                    out.append(NativeLib(file=name, kind=entry["kind"], library=entry["label"],
+                    out.append(NativeLib(file=name, kind=entry["kind"], library=entry["id"],
                                          runtime=entry.get("runtime"), origin=_origin(path)))
                 break
     return out
