@@ -107,6 +107,7 @@ class _ProcessWatch:
     thread: threading.Thread | None = None
     done: threading.Event = field(default_factory=threading.Event)
     result: Inspection | None = None
+    error: str | None = None
 
 
 class WatchedRun:
@@ -142,15 +143,16 @@ class WatchedRun:
     def _watch_process(self, pid: int) -> None:
         from cpudoctor.probes.process.inspect import InspectError, inspect_process
 
-        topology = self.machine.topology if self.machine is not None else None
         try:
+            if self.machine is None:        # read while the job starts, not before it (wait() joins this thread)
+                self.machine = Machine.of_source()
             self._watch.result = inspect_process(pid, seconds=self.job.seconds or FOREVER_S,
-                                                 interval=RUN_INSPECT_INTERVAL_S, topology=topology,
+                                                 interval=RUN_INSPECT_INTERVAL_S, topology=self.machine.topology,
                                                  should_stop=self._watch.done.is_set, refresh_s=RUN_REFRESH_S)
         except InspectError:
             self._watch.result = None           # gone before its first sample: the run's own facts remain
-        except Exception:  # noqa: BLE001 - a failing process sampler must not cost the run its report
-            self._watch.result = None
+        except Exception as exc:  # noqa: BLE001 - a failing process sampler must not cost the run its report
+            self._watch.error = f"{type(exc).__name__}: {exc}"[:300]
 
     def stop(self) -> None:
         self.job.stop()
@@ -164,7 +166,7 @@ class WatchedRun:
         self._watch.done.set()
         if self._watch.thread is not None:
             self._watch.thread.join(RUN_INSPECT_INTERVAL_S * 4 + 5)
-        obs.process = self._watch.result
+        obs.process, obs.process_error = self._watch.result, self._watch.error
         if obs.ended_by != "failed":
             self.findings = diagnose_run(obs, self.machine or Machine.of_source())
         return obs

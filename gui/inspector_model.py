@@ -26,7 +26,7 @@ from typing import Any
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from cpudoctor.gui.common import SEVERITY_COLOUR
-from cpudoctor.jobrun import Machine, diagnose_inspection, inspect_job as diagnosed_inspection
+from cpudoctor.jobrun import Machine, inspect_job as diagnosed_inspection
 from cpudoctor.model import Topology
 from cpudoctor.model.inspection import Inspection, ProcessEntry
 from cpudoctor.kits.cpulist import format_cpulist
@@ -340,11 +340,6 @@ def time_caption(bd) -> str:
     return text
 
 
-def inspect_findings(insp: Inspection, machine: Machine) -> list[Finding]:
-    """The job pipeline's diagnosis of one inspection (what ``cpudoctor inspect`` prints for it)."""
-    return diagnose_inspection(insp, machine)
-
-
 def script_command(python: str, script: str, arguments: str) -> list[str]:
     """``python script args...`` for "Run a script…" (the arguments split as a shell would)."""
     import shlex
@@ -394,7 +389,7 @@ class InspectorModel(QObject):
         self._tracker: ThreadTracker | None = None
         self._polling = False
         self._watching = False
-        self._probing_topology = False
+        self._probing_machine = False
         self.live_timer = QTimer(self)
         self.live_timer.setObjectName("inspector_live")
         self.live_timer.setInterval(LIVE_MARKER_MS)
@@ -435,9 +430,9 @@ class InspectorModel(QObject):
 
     def need_local_machine(self) -> None:
         """Read this machine's CPU and topology once (the window shows a saved report of another machine)."""
-        if self.machine is not None or self._probing_topology:
+        if self.machine is not None or self._probing_machine:
             return
-        self._probing_topology = True
+        self._probing_machine = True
         from cpudoctor.gui.workers import run_in_thread
 
         run_in_thread(self.machine_fn, on_result=lambda m: self.machine is None and self.set_machine(m),

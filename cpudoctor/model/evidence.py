@@ -36,6 +36,7 @@ class RunObservation:
     launch_affinity: list[int] | None = None                     # the CPUs the job was started with
     env: dict[str, str] = field(default_factory=dict)            # the job's thread variables (allow-listed)
     process: Inspection | None = None     # its process over its life (threads, CPUs, libraries, children, memory)
+    process_error: str | None = None      # why its process could not be sampled (the sampler's failure)
     error: str | None = None              # the command could not be started (the system's words)
     dropped_kernel_lines: bool = False    # the job printed more oneDNN lines than are kept: the oldest were dropped
 

@@ -72,8 +72,13 @@ def render_text(obs: RunObservation, findings: list[Finding]) -> str:
 
 
 def run_notes(obs: RunObservation) -> list[str]:
-    return (["the job printed more oneDNN lines than CPU Doctor keeps: the oldest were dropped"]
-            if obs.dropped_kernel_lines else [])
+    notes = []
+    if obs.dropped_kernel_lines:
+        notes.append("the job printed more oneDNN lines than CPU Doctor keeps: the oldest were dropped")
+    if obs.process_error:
+        notes.append(f"the job's process could not be sampled ({obs.process_error}): the process rules did not "
+                     "judge it")
+    return notes
 
 
 def breakdown_data(bd) -> dict[str, Any]:

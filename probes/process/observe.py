@@ -287,11 +287,3 @@ def wait_interruptible(job) -> RunObservation:
     finally:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
-
-
-def run_observed(argv: list[str], **kwargs) -> RunObservation:
-    """Start ``argv``, observe it to its end and return what was seen (Ctrl-C stops it, as :class:`JobRun` says)."""
-    job = JobRun(argv, **kwargs)
-    if not job.start():
-        return job.obs
-    return wait_interruptible(job)
