@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cpudoctor.advisor.engine import RuleSet
-from cpudoctor.advisor.job_verdict import judge_breakdown, judged
+from cpudoctor.advisor.job_verdict import judge_breakdown, judged, reason
 from cpudoctor.kits.cpulist import format_cpulist
 from cpudoctor.kits.plural import plural
 from cpudoctor.model import Finding
@@ -195,7 +195,7 @@ def waits_on_data(ev: Evidence) -> list[Finding]:
     bd = ev.judged()
     if bd is None:
         return []
-    driver = _driver_thread(bd)
+    driver = bd.driver_thread()
     if driver is None:
         return []
     share = next((s.share for s in driver.shares if s.category == DATA), 0.0)
@@ -270,10 +270,6 @@ def keeps_compiling(ev: Evidence) -> list[Finding]:
     return [_finding("warning", f"Recompiled {len(worst)} times: {cause.split(' (')[0]}", why, fix, snippet,
                      {"recompiles": len(rec.recompiles), "worst_function_recompiles": len(worst),
                       "compile_share": round(compile_share, 3), "limit_hit": rec.limit_hit}, lang="python")]
-
-
-def _driver_thread(bd: TimeBreakdown):
-    return bd.driver_thread()
 
 
 def _children(bd: TimeBreakdown) -> list[ProcessTime]:
@@ -388,7 +384,7 @@ def python_dominates(ev: Evidence) -> list[Finding]:
     bd = ev.judged()
     if bd is None:
         return []
-    driver = _driver_thread(bd)
+    driver = bd.driver_thread()
     shares = {s.category: s.share for s in (driver.shares if driver else bd.shares)}
     py, comp = shares.get(PYTHON, 0.0), shares.get(COMPUTE, 0.0)
     if py < PYTHON_DOMINATES or py <= comp:
@@ -548,30 +544,11 @@ def inconclusive(ev: Evidence) -> list[Finding]:
     verdict = judge_breakdown(bd)
     if verdict.conclusive:
         return []
-    title, reason = _inconclusive_words(bd, verdict.cause)
-    return [_finding("info", f"Inconclusive: {title}", reason[:1].upper() + reason[1:] + ".",
+    why = reason(bd, verdict)
+    return [_finding("info", f"Inconclusive: {why.split(':')[0]}", why[:1].upper() + why[1:] + ".",
                      "Sample longer while the job trains, on a quiet machine.", "",
                      {"verdict": verdict.verdict, "cause": verdict.cause, "samples": bd.samples,
                       "others_cpus": bd.others_cpus, "job_cpus": bd.job_cpus})]
-
-
-def _inconclusive_words(bd: TimeBreakdown, cause: str) -> tuple[str, str]:
-    """(a short title, the reason with this window's numbers) of an inconclusive breakdown."""
-    if cause == "few_samples":
-        return (f"only {bd.samples} samples in {bd.window_s:g} s",
-                f"only {bd.samples} samples in {bd.window_s:g} s: too few to say where the time goes")
-    if cause == "idle":
-        return (f"the job used {bd.job_cpus:.2f} CPUs on average over {bd.window_s:g} s",
-                f"the job used {bd.job_cpus:.2f} CPUs on average over {bd.window_s:g} s: it was idle (waiting "
-                "for input, between epochs, or finished its work)")
-    if cause == "crowded":
-        return (f"other programs used {bd.others_cpus:.1f} of the {bd.online_cpus} CPUs while the job used "
-                f"{bd.job_cpus:.1f}",
-                f"other programs used {bd.others_cpus:.1f} of the {bd.online_cpus} CPUs while the job used "
-                f"{bd.job_cpus:.1f}: together they filled the machine, so its threads' waits may be theirs")
-    return (f"other programs used {bd.others_cpus:.1f} of the {bd.online_cpus} CPUs on average while the job ran",
-            f"other programs used {bd.others_cpus:.1f} of the {bd.online_cpus} CPUs on average while the job ran: "
-            "its waits may be theirs")
 
 
 def run_evidence_rules(ev: Evidence, only: set[str] | None = None, *, strict: bool = False) -> list[Finding]:

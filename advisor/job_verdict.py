@@ -5,7 +5,8 @@ The probe records what the job and the other programs did with the CPUs
 lets the rules say. Shares from a few samples, from a job that hardly ran, or
 from a machine where other programs took the CPUs say nothing about the job:
 the breakdown rules stay silent and EVID009 says why. The decision is data (a
-verdict and its cause); render words it (:func:`cpudoctor.render.breakdown.verdict_text`).
+verdict and its cause); :func:`reason` is its one sentence, EVID009's why, which
+render's breakdown caption repeats (:func:`cpudoctor.render.breakdown.verdict_text`).
 """
 
 from __future__ import annotations
@@ -56,3 +57,19 @@ def judge_breakdown(bd: TimeBreakdown) -> BreakdownVerdict:
 def judged(bd: TimeBreakdown | None) -> TimeBreakdown | None:
     """``bd`` when it may be judged (and holds any time), else None."""
     return bd if bd is not None and bd.seconds > 0 and judge_breakdown(bd).conclusive else None
+
+
+def reason(bd: TimeBreakdown, verdict: BreakdownVerdict) -> str:
+    """Why ``bd`` may not be judged, with its numbers ("" when it may)."""
+    if verdict.conclusive:
+        return ""
+    if verdict.cause == "few_samples":
+        return f"only {bd.samples} samples in {bd.window_s:g} s: too few to say where the time goes"
+    if verdict.cause == "idle":
+        return (f"the job used {bd.job_cpus:.2f} CPUs on average over {bd.window_s:g} s: it was idle "
+                "(waiting for input, between epochs, or finished its work)")
+    if verdict.cause == "crowded":
+        return (f"other programs used {bd.others_cpus:.1f} of the {bd.online_cpus} CPUs while the job used "
+                f"{bd.job_cpus:.1f}: together they filled the machine, so its threads' waits may be theirs")
+    return (f"other programs used {bd.others_cpus:.1f} of the {bd.online_cpus} CPUs on average while the job ran: "
+            "its waits may be theirs")

@@ -192,7 +192,7 @@ class InspectorPage(RunScriptMixin, QWidget):
         self.seconds_spin = QDoubleSpinBox()
         self.seconds_spin.setRange(0.5, 60.0)
         self.seconds_spin.setSingleStep(1.0)
-        self.seconds_spin.setValue(12.0)       # 36 stack samples at 3 Hz: enough to judge (breakdown.py)
+        self.seconds_spin.setValue(12.0)       # 36 stack samples at 3 Hz: enough to judge (advisor/job_verdict.py)
         self.seconds_spin.setSuffix(" s")
         row2.addWidget(self.seconds_spin)
         self.inspect_button = QPushButton("Inspect")

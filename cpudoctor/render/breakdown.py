@@ -6,15 +6,16 @@ by library), then one line per process and per busy thread. Colours and labels
 come from resources/sample_rules.json (:func:`label`, :func:`colour`), so every
 surface (the Inspector's bar, these tables) names a category the same way; the
 breakdown itself holds only ids. Whether it may be judged is the advisor's
-(:mod:`cpudoctor.advisor.job_verdict`), said here in words (:func:`verdict_text`),
-and so is why its stacks are missing and what to do (:func:`stacks_line`).
+(:mod:`cpudoctor.advisor.job_verdict`: the verdict and the one sentence EVID009 says,
+repeated in the caption); why its stacks are missing and what to do is worded here
+(:func:`stacks_line`).
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
 
-from cpudoctor.advisor.job_verdict import BreakdownVerdict, judge_breakdown
+from cpudoctor.advisor.job_verdict import BreakdownVerdict, judge_breakdown, reason
 from cpudoctor.kits.escape import html_escape as esc, md_escape
 from cpudoctor.model.breakdown import Share, StackAccess, TimeBreakdown
 
@@ -81,20 +82,8 @@ def summary_line(bd: TimeBreakdown) -> str:
 
 
 def verdict_text(bd: TimeBreakdown, verdict: BreakdownVerdict | None = None) -> str:
-    """Why ``bd`` may not be judged, with its numbers ("" when it may)."""
-    v = verdict or judge_breakdown(bd)
-    if v.conclusive:
-        return ""
-    if v.cause == "few_samples":
-        return f"only {bd.samples} samples in {bd.window_s:g} s: too few to say where the time goes"
-    if v.cause == "idle":
-        return (f"the job used {bd.job_cpus:.2f} CPUs on average over {bd.window_s:g} s: it was idle "
-                "(waiting for input, between epochs, or finished its work)")
-    if v.cause == "crowded":
-        return (f"other programs used {bd.others_cpus:.1f} of the {bd.online_cpus} CPUs while the job used "
-                f"{bd.job_cpus:.1f}: together they filled the machine, so its threads' waits may be theirs")
-    return (f"other programs used {bd.others_cpus:.1f} of the {bd.online_cpus} CPUs on average while the job ran: "
-            "its waits may be theirs")
+    """Why ``bd`` may not be judged, with its numbers ("" when it may): the advisor's reason, EVID009's why."""
+    return reason(bd, verdict or judge_breakdown(bd))
 
 
 def verdict_line(bd: TimeBreakdown) -> str:
