@@ -18,7 +18,7 @@ samples, an idle job, a machine busy with other programs:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from cpudoctor.advisor.engine import RuleSet
@@ -28,7 +28,6 @@ from cpudoctor.kits.plural import plural
 from cpudoctor.model import Finding
 from cpudoctor.model.breakdown import COMPILE, COMPUTE, DATA, OPENMP, PYTHON, ProcessTime, TimeBreakdown
 from cpudoctor.model.evidence import JobEvidence
-from cpudoctor.model.joblogs import OneDnnLog, RecompileLog
 from cpudoctor.probes.process.onednn_verbose import ISA_FAMILY
 
 # Thresholds (docs/time_breakdown.md explains each; tests/test_evidence_rules.py holds them to their meaning).
@@ -58,21 +57,14 @@ BINDING_VARS = ("OMP_PROC_BIND", "OMP_PLACES", "GOMP_CPU_AFFINITY", "KMP_AFFINIT
 
 
 @dataclass
-class Evidence:
-    """What the evidence rules read: the job's facts and the CPU's flags (never read from this machine here)."""
+class Evidence(JobEvidence):
+    """What the evidence rules read: the job's facts and the CPU's flags (the report's, never read here)."""
 
-    breakdown: TimeBreakdown | None = None
-    onednn: OneDnnLog | None = None
-    recompiles: RecompileLog | None = None
     cpu_flags: set[str] = field(default_factory=set)
-    launch_affinity: list[int] | None = None      # the CPUs the job was started with (run), else None
-    env: dict[str, str] = field(default_factory=dict)   # the job's thread variables as started
-    command: str = ""
 
     @classmethod
     def of(cls, job: JobEvidence, cpu_flags: set[str]) -> "Evidence":
-        return cls(breakdown=job.breakdown, onednn=job.onednn, recompiles=job.recompiles, cpu_flags=set(cpu_flags),
-                   launch_affinity=job.launch_affinity, env=dict(job.env), command=job.command)
+        return cls(**{f.name: getattr(job, f.name) for f in fields(job)}, cpu_flags=set(cpu_flags))
 
     @property
     def bd(self) -> TimeBreakdown | None:

@@ -38,8 +38,8 @@ class InspectError(Exception):
 
     ``kind`` says why: not_a_pid | no_proc | no_such_process | denied | unreadable_stat | zombie |
     kernel_thread | no_tasks | exited; ``pid`` and ``detail`` are the facts render words
-    (:func:`cpudoctor.render.inspect.inspect_error_text`). ``str()`` of it is that wording for the
-    terminal, so a caller that only prints it still prints one clear line.
+    (:func:`cpudoctor.render.inspect.inspect_error_text`). ``str()`` of it names the kind and the
+    process, for a log: the words for a person are render's.
     """
 
     def __init__(self, kind: str, pid: int, detail: str = ""):
