@@ -87,8 +87,8 @@ def find_rule(code: str) -> tuple[RuleSet, Rule]:
     """The rule set and rule of ``code`` (a code, old code or symbol): report rules, then process rules, then
     evidence rules.
 
-    Process rules (PROC0xx) judge a running process in ``cpudoctor inspect``; evidence rules (EVID0xx)
-    what a job did (``cpudoctor run``, ``inspect``).
+    Process rules (PROC0xx) judge a job's process and evidence rules (EVID0xx) what it did, both in one
+    diagnosis of the job (``cpudoctor run``, ``inspect``, the Inspector: :mod:`cpudoctor.jobrun`).
     Raises UnknownRuleError (a KeyError) with the known codes when nothing
     matches; :func:`cpudoctor.render.rules.explain_text` words the answer.
     """
@@ -97,7 +97,7 @@ def find_rule(code: str) -> tuple[RuleSet, Rule]:
     except MovedRuleError as moved:              # a report rule's old code, merged into a job rule
         return find_rule(moved.target)
     except UnknownRuleError as exc:
-        from cpudoctor.advisor.process_rules import PROCESS_RULES  # probes.inspect: only when needed
+        from cpudoctor.advisor.process_rules import PROCESS_RULES  # the job side's rules: only when needed
 
         try:
             return PROCESS_RULES, PROCESS_RULES.resolve(code)

@@ -1,9 +1,11 @@
 """Rules that judge what a job did, not how it was set up: findings from measured evidence.
 
-Input is an :class:`Evidence`: the time breakdown (sampled stacks and thread
-states), and for a job started by ``cpudoctor run`` also the kernels oneDNN
-ran (its verbose profile), PyTorch's recompilations, and the CPUs the job was
-started with. Output is :class:`~cpudoctor.report.Finding` objects with stable
+Input is an :class:`Evidence`: the job's facts (:class:`~cpudoctor.model.evidence.JobEvidence`:
+the time breakdown from sampled stacks and thread states, and for a job started
+by ``cpudoctor run`` also the kernels oneDNN ran, PyTorch's recompilations, and
+the CPUs the job was started with) and the CPU's flags, which the job pipeline
+(:mod:`cpudoctor.jobrun`) takes from the report's own source: no rule reads the
+machine. Output is :class:`~cpudoctor.report.Finding` objects with stable
 codes ``EVID001``..., registered in :data:`EVIDENCE_RULES` (a
 :class:`~cpudoctor.advisor.engine.RuleSet` like the process rules: same
 decorator, docstring sections, ``cpudoctor explain``, generated docs in
@@ -14,23 +16,22 @@ instructions) are judged in :mod:`cpudoctor.advisor.kernel_rules`, for a lab
 job's census too; :attr:`EVIDENCE_RULES` loads them on first use.
 
 Rules that read the breakdown say nothing when it may not be judged (too few
-samples, an idle job, a machine busy with other programs): EVID009 says
-"inconclusive" instead, with the reason.
+samples, an idle job, a machine busy with other programs:
+:mod:`cpudoctor.advisor.job_verdict`): EVID009 says "inconclusive" instead, with the reason.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from cpudoctor.advisor.engine import RuleSet
+from cpudoctor.advisor.job_verdict import judge_breakdown, judged, reason
 from cpudoctor.kits.cpulist import format_cpulist
-from cpudoctor.probes.process.breakdown import ProcessTime, TimeBreakdown
-from cpudoctor.probes.process.classify import COMPILE, COMPUTE, DATA, OPENMP, PYTHON
-from cpudoctor.probes.process.onednn_verbose import OneDnnLog
-from cpudoctor.probes.process.torch_logs import RecompileLog
 from cpudoctor.kits.plural import plural
 from cpudoctor.model import Finding
+from cpudoctor.model.breakdown import COMPILE, COMPUTE, DATA, OPENMP, PYTHON, ProcessTime, TimeBreakdown
+from cpudoctor.model.evidence import JobEvidence
 from cpudoctor.model.kernels import KernelCensus
 
 # Thresholds (docs/time_breakdown.md explains each; tests/test_evidence_rules.py holds them to their meaning).
@@ -54,18 +55,19 @@ BINDING_VARS = ("OMP_PROC_BIND", "OMP_PLACES", "GOMP_CPU_AFFINITY", "KMP_AFFINIT
 
 
 @dataclass
-class Evidence:
-    breakdown: TimeBreakdown | None = None
-    onednn: OneDnnLog | None = None
-    recompiles: RecompileLog | None = None
+class Evidence(JobEvidence):
+    """What the evidence rules read: the job's facts and the CPU's flags (the report's, never read here)."""
+
     cpu_flags: set[str] = field(default_factory=set)
-    launch_affinity: list[int] | None = None      # the CPUs the job was started with (run), else None
-    env: dict[str, str] = field(default_factory=dict)   # the job's thread variables as started
-    command: str = ""
-    kernels: KernelCensus | None = None           # a lab job's census; a run's comes from ``onednn``
+
+
+    @classmethod
+    def of(cls, job: JobEvidence, cpu_flags: set[str]) -> "Evidence":
+        return cls(**{f.name: getattr(job, f.name) for f in fields(job)}, cpu_flags=set(cpu_flags))
 
     def kernel_census(self) -> KernelCensus | None:
-        """The kernels the job ran and what could have capped them (:mod:`cpudoctor.advisor.kernel_rules`)."""
+        """The kernels the job ran and what could have capped them (:mod:`cpudoctor.advisor.kernel_rules`): a lab
+        job's census, or a run's oneDNN lines read as one."""
         if self.kernels is not None:
             return self.kernels
         if self.onednn is None or not self.onednn.primitives:
@@ -80,8 +82,7 @@ class Evidence:
 
     def judged(self) -> TimeBreakdown | None:
         """The breakdown when it may be judged, else None."""
-        bd = self.breakdown
-        return bd if bd is not None and bd.conclusive and bd.seconds > 0 else None
+        return judged(self.breakdown)
 
     def cmd(self) -> str:
         cmd = (self.command or "").strip()
@@ -176,7 +177,7 @@ def waits_on_data(ev: Evidence) -> list[Finding]:
     bd = ev.judged()
     if bd is None:
         return []
-    driver = _driver_thread(bd)
+    driver = bd.driver_thread()
     if driver is None:
         return []
     share = next((s.share for s in driver.shares if s.category == DATA), 0.0)
@@ -240,7 +241,7 @@ def keeps_compiling(ev: Evidence) -> list[Finding]:
         snippet = (f"torch._dynamo.mark_dynamic(x, {dim})   # x: the input whose dim {dim} varies, before the call\n"
                    "# or: model = torch.compile(model, dynamic=True)")
     else:
-        cause = f"the newest guard failure: {worst[-1].reason or 'not given'}"
+        cause = f"the newest guard failure: {worst[-1].guard_failure or 'not given'}"
         snippet = "model = torch.compile(model, dynamic=True)"
     why = (f"{worst_fn.split(' (')[0]} was compiled again {len(worst)} times in {bd.window_s if bd else 0:g} s "
            f"({len(rec.recompiles)} recompilations in all): {cause}."
@@ -251,14 +252,6 @@ def keeps_compiling(ev: Evidence) -> list[Finding]:
     return [_finding("warning", f"Recompiled {len(worst)} times: {cause.split(' (')[0]}", why, fix, snippet,
                      {"recompiles": len(rec.recompiles), "worst_function_recompiles": len(worst),
                       "compile_share": round(compile_share, 3), "limit_hit": rec.limit_hit}, lang="python")]
-
-
-def _driver_thread(bd: TimeBreakdown):
-    for p in bd.processes:
-        for t in p.threads:
-            if t.role == "driver" and t.samples:
-                return t
-    return None
 
 
 def _children(bd: TimeBreakdown) -> list[ProcessTime]:
@@ -334,7 +327,7 @@ def children_oversubscribe(ev: Evidence) -> list[Finding]:
         at its start), or start fewer processes.
     """
     bd = ev.breakdown
-    if bd is None or bd.verdict in ("thin", "idle") or not bd.oversubscribed_share or not bd.cpus:
+    if bd is None or judge_breakdown(bd).verdict in ("thin", "idle") or not bd.oversubscribed_share or not bd.cpus:
         return []
     if bd.oversubscribed_share < OVERSUBSCRIBED_SHARE:
         return []
@@ -373,7 +366,7 @@ def python_dominates(ev: Evidence) -> list[Finding]:
     bd = ev.judged()
     if bd is None:
         return []
-    driver = _driver_thread(bd)
+    driver = bd.driver_thread()
     shares = {s.category: s.share for s in (driver.shares if driver else bd.shares)}
     py, comp = shares.get(PYTHON, 0.0), shares.get(COMPUTE, 0.0)
     if py < PYTHON_DOMINATES or py <= comp:
@@ -405,28 +398,17 @@ def inconclusive(ev: Evidence) -> list[Finding]:
         `cpudoctor run` run longer), and on a quiet machine.
     """
     bd = ev.breakdown
-    if bd is None or bd.conclusive:
+    if bd is None:
         return []
-    return [_finding("info", f"Inconclusive: {bd.verdict_reason.split(':')[0]}", bd.verdict_reason[:1].upper()
-                     + bd.verdict_reason[1:] + ".", "Sample longer while the job trains, on a quiet machine.", "",
-                     {"verdict": bd.verdict, "samples": bd.samples, "others_cpus": bd.others_cpus,
-                      "job_cpus": bd.job_cpus})]
+    verdict = judge_breakdown(bd)
+    if verdict.conclusive:
+        return []
+    why = reason(bd, verdict)
+    return [_finding("info", f"Inconclusive: {why.split(':')[0]}", why[:1].upper() + why[1:] + ".",
+                     "Sample longer while the job trains, on a quiet machine.", "",
+                     {"verdict": verdict.verdict, "cause": verdict.cause, "samples": bd.samples,
+                      "others_cpus": bd.others_cpus, "job_cpus": bd.job_cpus})]
 
 
 def run_evidence_rules(ev: Evidence, only: set[str] | None = None, *, strict: bool = False) -> list[Finding]:
     return EVIDENCE_RULES.run(ev, only, strict=strict)
-
-
-
-
-def judge_inspection(insp, flags: set[str] | None = None) -> list[Finding]:
-    """The evidence rules over an inspection's time breakdown (``cpudoctor inspect``, the Inspector)."""
-    if getattr(insp, "time", None) is None:
-        return []
-    if flags is None:
-        from cpudoctor.probes import probe_cpu
-
-        flags = set(probe_cpu().flags)
-    ev = Evidence(breakdown=insp.time, cpu_flags=flags, env=dict(insp.env), command=insp.cmdline or "",
-                  launch_affinity=insp.affinity)
-    return run_evidence_rules(ev)

@@ -243,7 +243,7 @@ def _torch_dtype(dtype: str) -> str:
 
 def _emulated_in_stacks(ev: Evidence) -> list[Finding]:
     """From the stacks: compute time in ATen kernels instantiated for a dtype the CPU cannot compute natively."""
-    from cpudoctor.probes.process.classify import COMPUTE
+    from cpudoctor.model.breakdown import COMPUTE
 
     bd = ev.breakdown
     if bd is None or not bd.reduced_precision or bd.seconds <= 0:

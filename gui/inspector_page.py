@@ -32,7 +32,9 @@ from cpudoctor.gui.common import Card
 from cpudoctor.gui.inspector_time import RunScriptMixin, TimeTab
 from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.topology_map import TopologyMap
-from cpudoctor.probes.process.inspect import Inspection, ProcessEntry, markers_by_cpu
+from cpudoctor.jobrun import Machine
+from cpudoctor.model.inspection import Inspection, ProcessEntry
+from cpudoctor.render.inspect import thread_markers
 from cpudoctor.model import Finding, Topology
 
 PICKER_MIN_ROWS = 4
@@ -190,7 +192,7 @@ class InspectorPage(RunScriptMixin, QWidget):
         self.seconds_spin = QDoubleSpinBox()
         self.seconds_spin.setRange(0.5, 60.0)
         self.seconds_spin.setSingleStep(1.0)
-        self.seconds_spin.setValue(12.0)       # 36 stack samples at 3 Hz: enough to judge (breakdown.py)
+        self.seconds_spin.setValue(12.0)       # 36 stack samples at 3 Hz: enough to judge (advisor/job_verdict.py)
         self.seconds_spin.setSuffix(" s")
         row2.addWidget(self.seconds_spin)
         self.inspect_button = QPushButton("Inspect")
@@ -323,10 +325,11 @@ class InspectorPage(RunScriptMixin, QWidget):
         self._show_python(self.inspection)
         # A report opened from a file describes another machine: local processes are not on it.
         if report is not None and not self.model.read_only and report.topology is not None:
-            self.set_topology(report.topology)
+            self.set_machine(Machine.of_report(report))
 
-    def set_topology(self, topo: Topology | None) -> None:
-        self.inspections.set_topology(topo)
+    def set_machine(self, machine: Machine | None) -> None:
+        """This machine's CPU and topology: the map draws it, the job pipeline judges against it."""
+        self.inspections.set_machine(machine)
 
     # -- picker --
 
@@ -337,7 +340,7 @@ class InspectorPage(RunScriptMixin, QWidget):
             self.refresh_processes()
         if self.model.read_only:
             # the window opened on a saved report: this machine's own map is still needed here
-            self.inspections.need_local_topology()
+            self.inspections.need_local_machine()
         self.inspections.watch(True)
 
     def hideEvent(self, event) -> None:  # noqa: N802 - Qt API
@@ -441,7 +444,7 @@ class InspectorPage(RunScriptMixin, QWidget):
         self._fill_cards(insp)
         self._show_python(insp)
         self.time_tab.show_time(insp.time)
-        labels, load = markers_by_cpu(insp.threads)
+        labels, load = thread_markers(insp.threads)
         self.topology_map.set_markers(labels)
         self.topology_map.set_load(im.full_load(load, self.topology))
 
@@ -514,7 +517,7 @@ class InspectorPage(RunScriptMixin, QWidget):
             self.topology_map.set_markers({})
             self.topology_map.set_load(im.full_load({}, self.topology))
             return
-        labels, load = markers_by_cpu(places)
+        labels, load = thread_markers(places)
         self.topology_map.set_markers(labels)
         self.topology_map.set_load(im.full_load(load, self.topology))
         self.map_caption.setText(im.live_caption(places))

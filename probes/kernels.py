@@ -233,7 +233,7 @@ def check_kernels(kernels: Iterable[Kernel], flags: Iterable[str], caps: Mapping
                   detected: str | None = None) -> list[KernelCheck]:
     """Each kernel against the CPU's ``flags``; ``caps`` are the cap variables set in the job's environment,
     ``detected`` oneDNN's own ``isa:`` line (what it saw of the CPU, caps applied)."""
-    from cpudoctor.probes.process.onednn_verbose import LAYOUT_KINDS
+    from cpudoctor.model.joblogs import LAYOUT_KINDS
 
     have = set(flags)
     caps = {k: v for k, v in (caps or {}).items() if v not in (None, "")}

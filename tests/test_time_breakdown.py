@@ -10,14 +10,15 @@ import fastjsonschema
 import pytest
 
 from cpudoctor.advisor.evidence_rules import EVIDENCE_RULES, Evidence, run_evidence_rules
-from cpudoctor.probes.process.attach import refusal
+from cpudoctor.advisor.job_verdict import judge_breakdown
+from cpudoctor.probes.process.attach import access_facts
 from cpudoctor.probes.process.breakdown import build_breakdown
-from cpudoctor.probes.process.classify import classify, rules
+from cpudoctor.probes.process.classify import classify
 from cpudoctor.probes.process.onednn_verbose import isa_of, parse_onednn_verbose
 from cpudoctor.probes.process.stacks import StackRecord, classify_failure, parse_frame, parse_raw
 from cpudoctor.probes.process.threadstates import ProcState, ThreadState, TreeStates
 from cpudoctor.probes.process.torch_logs import parse_recompiles
-from cpudoctor.render.breakdown import render_html, render_md, render_text, text_bar
+from cpudoctor.render.breakdown import label, refusal_text, render_html, render_md, render_text, text_bar, verdict_text
 from cpudoctor.resources import load_json
 
 SITE = "/v/lib/python3.11/site-packages"
@@ -168,14 +169,14 @@ def test_shares_add_up_and_workers_follow_their_master():
     # 1 s running: at most as long as the master computed (1.2 s), in the master's library
     assert [s.category for s in worker.shares] == ["compute"]
     driver = next(t for t in main.threads if t.role == "driver")
-    assert driver.samples == 100 and bd.driver_samples == 100 and bd.verdict == "ok"
+    assert driver.samples == 100 and bd.driver_samples == 100 and judge_breakdown(bd).verdict == "ok"
 
 
 def test_busy_machine_and_thin_evidence_are_inconclusive():
     busy = build_breakdown(_record({"openmp_wait": 90, "compute": 10}), _states(others=1.5))
-    assert busy.verdict == "busy" and "1.5 of the 2 CPUs" in busy.verdict_reason
+    assert judge_breakdown(busy).verdict == "busy" and "1.5 of the 2 CPUs" in verdict_text(busy)
     thin = build_breakdown(_record({"python": 5}), _states())
-    assert thin.verdict == "thin"
+    assert judge_breakdown(thin).verdict == "thin"
     for bd in (busy, thin):
         codes = [f.code for f in run_evidence_rules(Evidence(breakdown=bd), strict=True)]
         assert codes == ["EVID009"]
@@ -187,10 +188,10 @@ def test_a_job_and_others_that_fill_the_machine_together_are_inconclusive():
     a suite run beside another test and got EVID001). The same others on a machine with room are no reason."""
     crowded = build_breakdown(_record({"openmp_wait": 60, "compute": 40}), _states(others=0.8))
     assert crowded.job_cpus == 1.0                  # 0.8 + 1.0 fill 90 % of 2 CPUs; 0.8 is below the 1-CPU floor
-    assert crowded.verdict == "busy" and "together they filled the machine" in crowded.verdict_reason
+    assert judge_breakdown(crowded).verdict == "busy" and "together they filled the machine" in verdict_text(crowded)
     assert [f.code for f in run_evidence_rules(Evidence(breakdown=crowded), strict=True)] == ["EVID009"]
     roomy = build_breakdown(_record({"openmp_wait": 60, "compute": 40}), _states(others=0.8, online=8))
-    assert roomy.verdict == "ok"
+    assert judge_breakdown(roomy).verdict == "ok"
 
 
 def test_openmp_finding_quotes_this_runs_numbers():
@@ -301,7 +302,7 @@ def test_refusal_names_the_yama_setting(tmp_path, monkeypatch, scope, words):
     (tmp_path / "proc/77/status").write_text(f"Name:\tpython\nUid:\t{me}\t{me}\t{me}\t{me}\n")
     (tmp_path / f"proc/{os.getpid()}").mkdir(parents=True, exist_ok=True)
     (tmp_path / f"proc/{os.getpid()}/status").write_text("CapEff:\t000001ffffffffff\n")
-    line = refusal(77, "denied", root=tmp_path)
+    line = refusal_text(77, "denied", "", access_facts(77, tmp_path), "cpudoctor inspect 77")
     assert words in line and "\n" not in line
 
 
@@ -315,7 +316,7 @@ def test_every_evidence_rule_is_documented():
         "docs/evidence_rules.md is out of date: run `python -m cpudoctor.render.rules evidence > "
         "docs/evidence_rules.md`")
     assert [r.code for r in EVIDENCE_RULES.all()] == [f"EVID{i:03d}" for i in range(1, 10)]
-    assert rules().label("gil") == "Waiting for the GIL"
+    assert label("gil") == "Waiting for the GIL"
 
 
 F16_REFERENCE = """onednn_verbose,v1,info,oneDNN v3.12.0 (commit 80afa71049cd69a3df32adcccb623b12cd7baa22)

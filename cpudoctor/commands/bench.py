@@ -367,11 +367,12 @@ def run(args: argparse.Namespace) -> int:
 def evidence_findings(result, flags: list[str] | None) -> list:
     """The job rules' findings from what this run itself showed (the kernels it ran), judged against the CPU the
     lab compared them with (its context's flags), through the job pipeline."""
-    from cpudoctor.jobrun import diagnose_lab_run
+    from cpudoctor.jobrun import Machine, diagnose_lab_run
+    from cpudoctor.model import CpuInfo
 
     if not result.kernels or not flags:
         return []
-    return diagnose_lab_run(result.bench_run(), flags)
+    return diagnose_lab_run(result.bench_run(), Machine(CpuInfo(flags=list(flags))))
 
 
 def _plot(path: str, runs: list) -> None:

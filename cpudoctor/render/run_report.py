@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cpudoctor.probes.process.observe import RunObservation
+from cpudoctor.model.evidence import RunObservation
 from cpudoctor.render import breakdown as bdr
 from cpudoctor.render import job_findings
 from cpudoctor.kits.escape import html_escape as esc, md_escape
@@ -57,8 +57,35 @@ def render_text(obs: RunObservation, findings: list[Finding]) -> str:
                    + (" (Dynamo hit its recompile limit)" if obs.recompiles.limit_hit else ""))
     out.append("")
     out += job_findings.text_lines(findings, none=NONE)
-    out.extend(f"Note: {n}" for n in obs.notes)
+    out.extend(f"Note: {n}" for n in run_notes(obs))
     return "\n".join(out) + "\n"
+
+
+def run_notes(obs: RunObservation) -> list[str]:
+    notes = []
+    if obs.dropped_kernel_lines:
+        notes.append("the job printed more oneDNN lines than CPU Doctor keeps: the oldest were dropped")
+    if obs.process_error:
+        notes.append(f"the job's process could not be sampled ({obs.process_error}): the process rules did not "
+                     "judge it")
+    return notes
+
+
+def breakdown_data(bd) -> dict[str, Any]:
+    """The breakdown as JSON data, with each category's name and the verdict in words beside the facts."""
+    from cpudoctor.advisor.job_verdict import judge_breakdown
+    from cpudoctor.model.serde import to_data
+
+    data = to_data(bd)
+    for share in [data.get("shares", []), *[p.get("shares", []) for p in data.get("processes", [])],
+                  *[t.get("shares", []) for p in data.get("processes", []) for t in p.get("threads", [])]]:
+        for s in share:
+            s["label"] = bdr.label(s["category"])
+    verdict = judge_breakdown(bd)
+    data["verdict"], data["verdict_cause"], data["verdict_reason"] = verdict.verdict, verdict.cause, bdr.verdict_text(bd)
+    data["stacks_error"] = bdr.stacks_line(bd) or None
+    data["notes"] = bdr.notes(bd)
+    return data
 
 
 def render_md(obs: RunObservation, findings: list[Finding]) -> str:
@@ -95,12 +122,12 @@ def render_json(obs: RunObservation, findings: list[Finding]) -> str:
         "duration_s": obs.duration_s,
         "diagnostics": obs.diagnostics,
         "findings": [finding_data(f) for f in findings],
-        "breakdown": to_data(obs.breakdown) if obs.breakdown is not None else None,
+        "breakdown": breakdown_data(obs.breakdown) if obs.breakdown is not None else None,
         "kernels": {"onednn": {"version": obs.onednn.version, "runtime": obs.onednn.runtime,
                                "threads": obs.onednn.threads, "max_isa": obs.onednn.max_isa,
                                "total_ms": round(obs.onednn.total_ms, 3), "groups": kernel_rows(obs)}},
         "recompiles": to_data(obs.recompiles),
-        "notes": obs.notes,
+        "notes": run_notes(obs),
     }
     return json_text(data) + "\n"
 
