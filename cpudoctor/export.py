@@ -40,16 +40,17 @@ def unique_path(folder: Path, name: str) -> Path:
     return path
 
 
-def render_export(report: Report, fmt: str, include_identifying: bool = False,
+def render_export(report: Report, fmt: str, include_identifying: bool = False, shell: str | None = None,
                   exported_at: str | None = None) -> bytes:
-    """The bytes of ``report`` in ``fmt``; redacted unless ``include_identifying``. The documents say when they
-    were exported (``exported_at``, default now) beside when the report's facts were collected."""
+    """The bytes of ``report`` in ``fmt``; redacted unless ``include_identifying``; the fixes' commands for
+    ``shell`` (None: the shell of the machine the report describes). The documents say when they were exported
+    (``exported_at``, default now) beside when the report's facts were collected."""
     if fmt not in FORMATS:
         raise ExportError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
     shared = redact_report(report, include_identifying=include_identifying)
     scrub = None if include_identifying else _scrubber(Redactor(Identity.current(report)), FORMATS[fmt].markup)
     try:
-        out = render(shared, fmt, scrub=scrub, exported_at=exported_at or utc_now_iso())
+        out = render(shared, fmt, scrub=scrub, shell=shell, exported_at=exported_at or utc_now_iso())
     except RuntimeError as exc:          # the PDF writer could not start Qt: the message says what to do
         raise ExportError(str(exc)) from None
     if isinstance(out, bytes):

@@ -14,9 +14,10 @@ from __future__ import annotations
 from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import QFormLayout, QFrame, QLabel, QVBoxLayout, QWidget
 
+from cpudoctor.render.finding_html import WIDGET_COLOURS
 from cpudoctor.render.words import DASH
 
-SEVERITY_COLOUR = {"error": "#d9534f", "warning": "#e0a030", "info": "#4a90c2", "ok": "#3fa36b"}
+SEVERITY_COLOUR = WIDGET_COLOURS           # the findings' own colours in the window's rich text
 
 # badge state -> (background, foreground)
 BADGE_STYLE = {

@@ -277,7 +277,8 @@ def test_new_html_paths_escape_report_data():
 def test_pdf_snippets_stay_whole_commands_and_utilisation_is_a_percentage():
     """A printed command must paste back into a shell: continued with ' \\' at a space, never cut mid-word;
     backend names are not hyphen-wrapped ('torch-/fp32'); utilisation is '31.1%', not 0.3115."""
-    from cpudoctor.render.html import _chars_per_line, build_html, print_snippet
+    from cpudoctor.render.finding_html import _chars_per_line, print_snippet
+    from cpudoctor.render.html import build_html
     from cpudoctor.kits.format import metric as fmt_metric
 
     long_cmd = ("OMP_NUM_THREADS=16 numactl --physcpubind=0-7,16-23,32-39,48-55,64-71,80-87,96-103,112-119 "

@@ -267,17 +267,10 @@ def kernels_lines(kernels: list[dict[str, Any]], check: dict[str, Any] | None) -
 
 
 def findings_text(findings: list[Any]) -> str:
-    """The advisor's findings from a run's own evidence, for the terminal after its figures."""
-    from cpudoctor.render.words import bracketed
+    """The job rules' findings from a run's own evidence, for the terminal after its figures (none: nothing)."""
+    from cpudoctor.render.job_findings import text_lines
 
-    lines = []
-    for f in findings:
-        lines.append(f"{bracketed(f.severity)} {f.code} {f.title}")
-        if f.why:
-            lines.append(f"    {f.why}")
-        if f.fix:
-            lines.append(f"    Fix: {f.fix}")
-    return "\n".join(lines)
+    return "\n".join(text_lines(findings, heading="")) if findings else ""
 
 
 def _ms_spread(p: dict, name: str) -> str:

@@ -98,11 +98,12 @@ def notes_lines(report: Report) -> list[str]:
     return ["## Notes", "", *(f"- {md_escape(n)}" for n in notes), ""]
 
 
-def render(report: Report, exported_at: str | None = None) -> str:
+def render(report: Report, shell: str | None = None, exported_at: str | None = None) -> str:
+    """The report for a GitHub issue; fixes' commands for ``shell`` (None: the shell of the report's machine)."""
     lines = header_lines(report, exported_at) + cpu_lines(report) + isa_lines(report) + flags_lines(report)
     lines += topology_lines(report) + software_lines(report)
     if report.findings:
-        lines += findings_lines(report)
+        lines += findings_lines(report, shell)
     lines += benchmarks_lines(report)
     lines += notes_lines(report)
     text = "\n".join(lines).rstrip("\n") + "\n"

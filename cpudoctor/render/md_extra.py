@@ -16,6 +16,7 @@ from cpudoctor.render.finding_view import (  # noqa: F401 - evidence_value: sett
     DETAILS,
     EVIDENCE,
     FIX,
+    ShellChoice,
     evidence_value,
     finding_view,
 )
@@ -121,8 +122,9 @@ def findings_lines(report: Report, shell: str | None = None) -> list[str]:
     problems = [f for f in ordered if f.severity != "ok"]
     passed = [f for f in ordered if f.severity == "ok"]
     out += [f"**{md_escape(counts_line(report))}**", ""]
+    choice = ShellChoice.for_report(report, shell)
     for f in problems:
-        v = finding_view(f, shell)
+        v = finding_view(f, choice)
         # Title, why and fix are separate paragraphs of the list item: consecutive lines would
         # run together into one paragraph on GitHub.
         out += [f"- **{v.bracketed()} {md_escape(v.title)}** {md_code(v.code)} {md_escape(v.symbol)}", ""]

@@ -386,14 +386,15 @@ def _pdf_from_html(page: str, pictures: dict[str, str], title: str) -> bytes:
     return out
 
 
-def render_pdf(report, scrub=None, exported_at: str | None = None) -> bytes:
-    """The report as PDF bytes; ``scrub`` (the privacy pass) runs over the page and its title first.
+def render_pdf(report, scrub=None, shell: str | None = None, exported_at: str | None = None) -> bytes:
+    """The report as PDF bytes; ``scrub`` (the privacy pass) runs over the page and its title first; fixes'
+    commands for ``shell`` (None: the shell of the report's machine).
 
     Redacting the report itself is :mod:`cpudoctor.export`'s job.
     """
     from cpudoctor.render.html import build_html
 
-    page, pictures = build_html(report, images="resources", exported_at=exported_at)
+    page, pictures = build_html(report, images="resources", shell=shell, exported_at=exported_at)
     title = f"CPU Doctor report — {report.cpu.brand or 'unknown CPU'}"
     if scrub is not None:
         page, title = scrub(page), scrub(title)

@@ -25,35 +25,17 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import BinaryIO
 
-from cpudoctor.probes.process.breakdown import TimeBreakdown
-from cpudoctor.probes.process.onednn_verbose import PREFIXES, OneDnnLog, is_verbose_line, parse_onednn_verbose
+from cpudoctor.model.evidence import RunObservation
+from cpudoctor.probes.process.onednn_verbose import PREFIXES, is_verbose_line, parse_onednn_verbose
 from cpudoctor.probes.process.timing import TimeSampler
-from cpudoctor.probes.process.torch_logs import RecompileLog, is_recompile_line, parse_recompiles
+from cpudoctor.probes.process.torch_logs import is_recompile_line, parse_recompiles
 
 GRACE_S = 5.0                 # after SIGINT, then after SIGTERM
 MAX_KEPT_LINES = 400_000      # diagnostic lines kept for the parsers (older ones are dropped)
 PR_SET_PTRACER = 0x59616D61
 PR_SET_PTRACER_ANY = -1
-
-
-@dataclass
-class RunObservation:
-    command: str                          # as given, home folders as ~
-    pid: int | None = None
-    exit_code: int | None = None          # the job's, shell style (128 + signal when killed)
-    ended_by: str = "exit"                # exit | interrupt | seconds | stopped | failed
-    duration_s: float = 0.0
-    breakdown: TimeBreakdown | None = None
-    onednn: OneDnnLog = field(default_factory=OneDnnLog)
-    recompiles: RecompileLog = field(default_factory=RecompileLog)
-    diagnostics: dict[str, str] = field(default_factory=dict)   # variables CPU Doctor set for the job
-    launch_affinity: list[int] | None = None                     # the CPUs the job was started with
-    env: dict[str, str] = field(default_factory=dict)            # the job's thread variables (allow-listed)
-    error: str | None = None              # the command could not be started
-    notes: list[str] = field(default_factory=list)
 
 
 def diagnostic_env(base: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
@@ -223,7 +205,7 @@ class JobRun:
         if self.sample:
             from cpudoctor.probes.process.stacks import RUN_RATE
 
-            self._sampler = TimeSampler(self._proc.pid, command="cpudoctor run -- COMMAND", rate=self.rate or RUN_RATE)
+            self._sampler = TimeSampler(self._proc.pid, observer="run", rate=self.rate or RUN_RATE)
             self._sampler.start()
         return True
 
@@ -268,8 +250,7 @@ class JobRun:
         out, err = self._filters
         self.obs.onednn = parse_onednn_verbose(out.kept)
         self.obs.recompiles = parse_recompiles(err.kept)
-        if out.dropped:
-            self.obs.notes.append("the job printed more oneDNN lines than CPU Doctor keeps: the oldest were dropped")
+        self.obs.dropped_kernel_lines = bool(out.dropped)
         return self.obs
 
     def _stop_job(self, already_signalled: bool) -> None:
@@ -295,11 +276,9 @@ class JobRun:
                 continue
 
 
-def run_observed(argv: list[str], **kwargs) -> RunObservation:
-    """Start ``argv``, observe it to its end and return what was seen (Ctrl-C stops it, as :class:`JobRun` says)."""
-    job = JobRun(argv, **kwargs)
-    if not job.start():
-        return job.obs
+def wait_interruptible(job) -> RunObservation:
+    """``job.wait()`` with Ctrl-C (SIGINT) turned into ``job.interrupt()`` while it waits, on the main thread:
+    the job got the terminal's SIGINT itself; CPU Doctor stops waiting, stops the job in stages and reports."""
     previous = None
     if threading.current_thread() is threading.main_thread():
         previous = signal.signal(signal.SIGINT, lambda *_: job.interrupt())
@@ -308,5 +287,3 @@ def run_observed(argv: list[str], **kwargs) -> RunObservation:
     finally:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
-
-
