@@ -1,6 +1,6 @@
 """Rules for one running process: why is this training job slow right now?
 
-Input is an :class:`~cpudoctor.probes.process.inspect.Inspection` (plus the machine's
+Input is an :class:`~cpudoctor.model.inspection.Inspection` (plus the machine's
 Topology), wrapped in a :class:`Context`; output is
 :class:`~cpudoctor.model.report.Finding` objects with stable codes ``PROC001``...
 The rules live in :data:`PROCESS_RULES`, a :class:`~cpudoctor.advisor.engine.RuleSet`
@@ -28,7 +28,7 @@ from cpudoctor.advisor.job_split import Job, SplitPlan, cpus_text, plan_split, q
 from cpudoctor.advisor.pinning import affinity_vars_to_clear
 from cpudoctor.advisor.snippets import worker_init_snippet
 from cpudoctor.kits.cpulist import format_cpulist
-from cpudoctor.probes.process.inspect import Inspection, ThreadInfo
+from cpudoctor.model.inspection import Inspection, ThreadInfo
 from cpudoctor.model import Topology
 from cpudoctor.kits.plural import plural
 from cpudoctor.model import Finding
@@ -46,7 +46,7 @@ CONTENTION_WAIT = 30.0
 
 PROCESS_RULES: RuleSet[Context] = RuleSet(
     "process rule", prefix="PROC", docs_page="docs/process_rules.md", group_by_category=False,
-    scope="Checks a running job: `cpudoctor inspect PID` and the Inspector page.",
+    scope="Checks a running job: `cpudoctor inspect PID`, `cpudoctor run` and the Inspector page.",
     crash_hint="the output of `cpudoctor inspect PID --format json`",
 )
 proc_rule = PROCESS_RULES.rule
@@ -481,10 +481,9 @@ def worker_thread_explosion(ctx: Context) -> list[Finding]:
 def _worker_pools(insp: Inspection) -> list[str]:
     """The pools a DataLoader worker of this job inherits, as keys of snippets.WORKER_POOL_SWITCHES."""
     pools = ["torch"]
-    labels = {lib.label for lib in insp.libraries}
     if any(lib.kind == "blas" for lib in insp.libraries) or not insp.libraries_readable:
         pools.append("blas")
-    if "OpenCV (cv2)" in labels:
+    if any(lib.library == "opencv" for lib in insp.libraries):
         pools.append("opencv")
     return pools
 

@@ -182,6 +182,11 @@ class SweepResult(LabResult):
     def conclusive(self) -> bool:
         return self.status == "ok" and self.verdict == "recommended" and self.chosen is not None
 
+    @property
+    def measurements(self) -> int:
+        """Segments measured over every setting (a round measures each setting once)."""
+        return sum(int(p.get("segments") or 0) for p in self.points if isinstance(p, dict))
+
     def caveats(self) -> list[str]:
         out = [] if self.status == "ok" else [self.message]
         if not self.conclusive and self.reason:

@@ -19,19 +19,27 @@ def busy(share: float) -> str:
     return f"{percent(share, fraction=True)} of the CPU went to other programs"
 
 
+def rounds_text(rounds: int, measurements: int = 0) -> str:
+    """"3 rounds", or before the first full round "2 measurements, no full round yet" (never "0 rounds" beside a
+    plotted point: a round is every setting measured once, a measurement one setting's segment)."""
+    if rounds or not measurements:
+        return plural(rounds, "round") if rounds else "no measurement"
+    return f"{plural(measurements, 'measurement')}, not one full round"
+
+
 def inconclusive(kind: str, *, share: float | None = None, rounds: int = 0, why: str = "",
-                 budget_s: float | None = None) -> str:
+                 budget_s: float | None = None, measurements: int = 0) -> str:
     """Why a sweep recommends nothing, starting with "inconclusive:" so every surface can show it as is."""
     if kind == "busy" and share is not None:
         return f"inconclusive: {busy(share)}"
     if kind == "cancelled":
-        return f"inconclusive: the sweep was cancelled after {plural(rounds, 'round')}"
+        return f"inconclusive: the sweep was cancelled after {rounds_text(rounds, measurements)}"
     if kind == "nothing":
         return "inconclusive: no variant could be measured"
     if kind == "no points":
         return "inconclusive: no batch size was measured"
     budget = f" in the {budget_s:g} s budget" if budget_s else ""
-    return (f"inconclusive: {why or 'the settings could not be told apart'} after {plural(rounds, 'round')}"
+    return (f"inconclusive: {why or 'the settings could not be told apart'} after {rounds_text(rounds, measurements)}"
             f"{budget}; rerun with a longer budget on an idle machine")
 
 

@@ -337,7 +337,7 @@ def run(args: argparse.Namespace) -> int:
                                       python=python,
                                       on_progress=lambda d: bar.update(*_progress_text(args.job, d, settings)))
     bar.close()
-    findings = evidence_findings(result)
+    findings = evidence_findings(result, context.flags)
     if args.json:
         from cpudoctor.model.serde import to_data
 
@@ -365,19 +365,15 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_CANCELLED if outcome.status == "cancelled" else 0
 
 
-def evidence_findings(result) -> list:
-    """The advisor's findings from what this run itself showed (the kernels it ran), judged against this CPU."""
-    from cpudoctor import advisor
-    from cpudoctor.probes import probe_cpu
-    from cpudoctor.model import Report
+def evidence_findings(result, flags: list[str] | None) -> list:
+    """The job rules' findings from what this run itself showed (the kernels it ran), judged against the CPU the
+    lab compared them with (its context's flags), through the job pipeline."""
+    from cpudoctor.jobrun import Machine, diagnose_lab_run
+    from cpudoctor.model import CpuInfo
 
-    if not result.kernels:
+    if not result.kernels or not flags:
         return []
-    report = Report(cpu=probe_cpu(Path("/")), benchmarks=[result.bench_run()])
-    return [f for f in advisor.diagnose(report, only=set(EVIDENCE_RULES)) if f.severity != "ok"]
-
-
-EVIDENCE_RULES = ("ISA010", "PREC003")      # the rules that judge a lab run's own evidence
+    return diagnose_lab_run(result.bench_run(), Machine(CpuInfo(flags=list(flags))))
 
 
 def _plot(path: str, runs: list) -> None:

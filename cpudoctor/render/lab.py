@@ -14,7 +14,7 @@ from typing import Any
 from cpudoctor.kits.plural import plural
 from cpudoctor.lab.results import separated
 from cpudoctor.kits.format import percent
-from cpudoctor.lab.verdicts import busy, cpu_list, factor, threads_words
+from cpudoctor.lab.verdicts import busy, cpu_list, factor, rounds_text, threads_words
 
 
 # ----------------------------------------------------------------------------- one definition per metric
@@ -53,7 +53,7 @@ def _spread(fig, fmt: str = ",.0f") -> str:
 
 def training_settings_parts(s: dict[str, Any], model: Any, threads: Any) -> list[Any]:
     """A training run's settings in the order every page says them: model, dtype, batch, threads, CPUs, flags."""
-    parts = [model, s.get("dtype"), f"batch {s.get('batch_size')}", threads_words(threads)]
+    parts = [model, s.get("dtype"), f"batch {s['batch_size']}" if s.get("batch_size") else "", threads_words(threads)]
     if s.get("cpus"):
         parts.append(f"CPUs {cpu_list(s['cpus'])}")
     if s.get("channels_last"):
@@ -167,7 +167,7 @@ def _sweep_text(r) -> list[str]:
         lines.append(f"No recommendation: {r.reason or 'inconclusive'}. The advisor keeps its own thread advice.")
     if r.interference is not None:
         lines.append(f"other programs took {percent(r.interference.share, fraction=True)} of the CPUs measured "
-                     f"({plural(r.rounds, 'round')}, budget {r.budget_s:g} s)")
+                     f"({rounds_text(r.rounds, r.measurements)}, budget {r.budget_s:g} s)")
     lines += [f"failed: {f}" for f in r.failures]
     return lines
 
@@ -264,17 +264,10 @@ def kernels_lines(kernels: list[dict[str, Any]], check: dict[str, Any] | None) -
 
 
 def findings_text(findings: list[Any]) -> str:
-    """The advisor's findings from a run's own evidence, for the terminal after its figures."""
-    from cpudoctor.render.words import bracketed
+    """The job rules' findings from a run's own evidence, for the terminal after its figures (none: nothing)."""
+    from cpudoctor.render.job_findings import text_lines
 
-    lines = []
-    for f in findings:
-        lines.append(f"{bracketed(f.severity)} {f.code} {f.title}")
-        if f.why:
-            lines.append(f"    {f.why}")
-        if f.fix:
-            lines.append(f"    Fix: {f.fix}")
-    return "\n".join(lines)
+    return "\n".join(text_lines(findings, heading="")) if findings else ""
 
 
 def _ms_spread(p: dict, name: str) -> str:
@@ -370,7 +363,7 @@ def sweep_notes_html(result, caveat_colour: str = "#c98a1a") -> str:
     items = []
     if result.interference is not None:
         items.append(f"Other programs took {percent(result.interference.share, fraction=True)} of the CPUs measured "
-                     f"({e(plural(result.rounds, 'round'))}).")
+                     f"({e(rounds_text(result.rounds, result.measurements))}).")
     if result.failures:
         items.append(f"{e(plural(len(result.failures), 'variant'))} failed: "
                      + "; ".join(e(str(f)) for f in result.failures) + ".")

@@ -35,38 +35,20 @@ import signal
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from cpudoctor.kits.child.runner import ChildProcess
 from cpudoctor.kits.child.streams import INHERIT, PassThrough
-from cpudoctor.probes.process.breakdown import TimeBreakdown
-from cpudoctor.probes.process.onednn_verbose import PREFIXES, OneDnnLog, parse_onednn_verbose, printed_by_onednn
+from cpudoctor.model.evidence import RunObservation
+from cpudoctor.probes.process.onednn_verbose import PREFIXES, parse_onednn_verbose, printed_by_onednn
 from cpudoctor.probes.process.timing import TimeSampler
-from cpudoctor.probes.process.torch_logs import RecompileLog, logged_limit, logged_recompile, parse_recompiles
+from cpudoctor.probes.process.torch_logs import logged_limit, logged_recompile, parse_recompiles
 
 GRACE_S = 5.0                 # after SIGINT, then after SIGTERM
 PR_SET_PTRACER = 0x59616D61
 PR_SET_PTRACER_ANY = -1
 # Signals to CPU Doctor that stop the job as Ctrl-C does (ended_by says which).
 STOP_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
-
-
-@dataclass
-class RunObservation:
-    command: str                          # as given, home folders as ~
-    pid: int | None = None
-    exit_code: int | None = None          # the job's, shell style (128 + signal when killed)
-    ended_by: str = "exit"                # exit | interrupt | seconds | stopped | failed
-    duration_s: float = 0.0
-    breakdown: TimeBreakdown | None = None
-    onednn: OneDnnLog = field(default_factory=OneDnnLog)
-    recompiles: RecompileLog = field(default_factory=RecompileLog)
-    diagnostics: dict[str, str] = field(default_factory=dict)   # variables CPU Doctor set for the job
-    launch_affinity: list[int] | None = None                     # the CPUs the job was started with
-    env: dict[str, str] = field(default_factory=dict)            # the job's thread variables (allow-listed)
-    error: str | None = None              # the command could not be started
-    notes: list[str] = field(default_factory=list)
 
 
 def diagnostic_env(base: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
@@ -183,7 +165,7 @@ class JobRun:
         if self.sample and self.obs.pid is not None:
             from cpudoctor.probes.process.stacks import RUN_RATE
 
-            self._sampler = TimeSampler(self.obs.pid, command="cpudoctor run -- COMMAND", rate=self.rate or RUN_RATE)
+            self._sampler = TimeSampler(self.obs.pid, observer="run", rate=self.rate or RUN_RATE)
             self._sampler.start()
         return True
 
@@ -210,8 +192,7 @@ class JobRun:
         if self._ended_by is None:
             self._ended_by = "interrupt" if signal_name == "SIGINT" else "terminated"
             if signal_name != "SIGINT":
-                self.obs.notes.append(f"CPU Doctor was sent {signal_name}: it stopped the job as Ctrl-C does "
-                                      "(SIGINT to its process group, then SIGTERM and SIGKILL) and reported")
+                self.obs.stop_signal = signal_name
         child = self.child
         if child is None:
             return                          # not started yet: start() stops it as soon as it runs
@@ -241,10 +222,8 @@ class JobRun:
         out, err = self._out, self._err
         self.obs.onednn = parse_onednn_verbose(out.lines() if out is not None else [])
         self.obs.recompiles = parse_recompiles(err.lines() if err is not None else [])
-        if out is not None and out.dropped:
-            self.obs.notes.append("the job printed more oneDNN lines than CPU Doctor keeps: the oldest were dropped")
-        if err is not None and err.dropped:
-            self.obs.notes.append("the job logged more recompilations than CPU Doctor keeps: the oldest were dropped")
+        self.obs.dropped_kernel_lines = bool(out is not None and out.dropped)
+        self.obs.dropped_recompile_lines = bool(err is not None and err.dropped)
         if out is not None and out.sink_gone and self._own_out:
             _quiet_stdout()
         return self.obs
@@ -291,12 +270,11 @@ def shown_command(argv: list[str], display: str | None = None) -> str:
     return shown_cmdline(args, limit=400)
 
 
-def run_observed(argv: list[str], **kwargs) -> RunObservation:
-    """Start ``argv``, observe it to its end and return what was seen.
-
-    In the main thread, Ctrl-C, SIGTERM and SIGHUP stop the job as :meth:`JobRun.interrupt` says (and
-    the report is still made); the previous handlers come back afterwards."""
-    job = JobRun(argv, **kwargs)
+def run_interruptible(job) -> RunObservation:
+    """``job.start()`` and ``job.wait()`` (a :class:`JobRun`, or a :class:`cpudoctor.jobrun.WatchedRun` around
+    one), with Ctrl-C, SIGTERM and SIGHUP to CPU Doctor turned into ``job.interrupt(name)`` on the main thread:
+    the job is stopped as :meth:`JobRun.interrupt` says and the report is still made; the previous handlers
+    come back afterwards. A signal that comes while the job starts stops it as soon as it runs."""
     previous: dict[int, object] = {}
     if threading.current_thread() is threading.main_thread():
         for name in STOP_SIGNALS:
