@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cpudoctor.kits.rooted import is_live_root
 from cpudoctor.model import CpuInfo, Finding, Report, SEVERITY_RANK, Topology
 from cpudoctor.model.evidence import JobEvidence, RunObservation
 from cpudoctor.model.inspection import Inspection
@@ -95,7 +96,7 @@ def inspect_job(pid: int, *, seconds: float, machine: Machine, root: Path = Path
 
         from cpudoctor.probes.process.inspect import inspect_process
 
-        inspect = partial(inspect_process, root=root, stacks=stacks and root == Path("/"))
+        inspect = partial(inspect_process, root=root, stacks=stacks and is_live_root(root))
     insp = inspect(pid, seconds=seconds, topology=machine.topology, should_stop=should_stop)
     return insp, diagnose_inspection(insp, machine)
 

@@ -143,7 +143,7 @@ def thread_markers(places: list[ThreadPlace] | list[ThreadInfo], busy_only: bool
         pct = p.cpu_percent
         if busy_only and (pct or 0.0) < busy_percent:
             continue
-        text = f"{p.name} {p.tid}" + (f" ({pct:.0f}%)" if pct is not None else "")
+        text = f"{p.name} {p.tid}" + (f" ({percent(pct)})" if pct is not None else "")
         labels.setdefault(cpu, []).append((pct or 0.0, text))
         load[cpu] = min(100.0, load.get(cpu, 0.0) + (pct or 0.0))
     return ({cpu: [t for _, t in sorted(items, key=lambda x: -x[0])] for cpu, items in sorted(labels.items())},
