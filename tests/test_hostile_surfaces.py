@@ -46,11 +46,11 @@ def no_job(monkeypatch):
     def started(*_a, **_k):
         raise AssertionError("the job was started before its outputs were checked")
 
+    from cpudoctor import jobrun
     from cpudoctor.lab import session
-    from cpudoctor.probes.process import observe
 
     monkeypatch.setattr(session, "run", started)
-    monkeypatch.setattr(observe, "run_observed", started)
+    monkeypatch.setattr(jobrun, "run_job", started)
 
 
 def _this_machines_report(path: Path) -> Path:
@@ -184,7 +184,7 @@ def test_oversized_windows_and_mac_captures_are_cut_with_a_note(name, tmp_path):
     topo = report.topology
     notes = " ".join(topo.notes + report.cpu.notes)
     assert (topo.logical_cpus or 0) <= 8192 and len(topo.numa_nodes) <= 1024
-    expected = {"5,000 NUMA records": "NUMA nodes beyond the first 1,024 were ignored",
+    expected = {"5,000 NUMA records": "NUMA node numbers of 1,024 or more were ignored",
                 "16,384 single-CPU groups": "processor groups beyond the first 128",
                 "65,535 group masks per record": "group masks naming a group beyond the first 128 were ignored",
                 "a buffer of 8 MB": "larger than 4 MiB",

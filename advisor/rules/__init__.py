@@ -8,7 +8,6 @@ from cpudoctor.advisor.rules import (  # noqa: F401  (import = registration)
     environment,
     isa,
     isa_forecast,
-    kernels,
     known_problems,
     myths,
     os_memory,
