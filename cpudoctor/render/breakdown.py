@@ -97,7 +97,20 @@ def notes(bd: TimeBreakdown) -> list[str]:
     if not bd.stacks_sampled:
         out.append("no stacks were sampled: the breakdown tells running from waiting only"
                    + (f" ({stacks_line(bd)})" if bd.stacks_error_kind else ""))
+    line = instrumentation_line(bd)
+    if line:
+        out.append(line)
     return out
+
+
+def instrumentation_line(bd: TimeBreakdown) -> str:
+    """The cost of watching, said apart: samples in the libraries' verbose printing are no share of the job."""
+    n = getattr(bd, "instrumentation_samples", 0)
+    if not n:
+        return ""
+    of = n / (bd.samples + n) if bd.samples + n else 0.0
+    return (f"the verbose lines CPU Doctor switched on (oneDNN's, oneMKL's: timing and writing each call's line) took "
+            f"{n} samples, {of * 100:.0f} % of the job's: left out of the shares, not counted as its compute")
 
 
 def render_text(bd: TimeBreakdown) -> list[str]:
@@ -211,6 +224,8 @@ def render_md(bd: TimeBreakdown) -> list[str]:
         out += ["", f"**{md_escape(verdict)}**"]
     if bd.stacks_error_kind:
         out += ["", f"Stacks: {md_escape(stacks_line(bd))}"]
+    if instrumentation_line(bd):
+        out += ["", f"Note: {md_escape(instrumentation_line(bd))}."]
     return out
 
 

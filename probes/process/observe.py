@@ -1,8 +1,9 @@
 """Start a command, pass its output and exit code through, and observe it: ``cpudoctor run``'s facts.
 
-The job runs as a child with three low-cost diagnostics switched on where it
+The job runs as a child with these diagnostics switched on where it
 does not already set them: oneDNN's verbose profile (``ONEDNN_VERBOSE=profile_exec``:
-the kernel, ISA and time of every primitive), PyTorch's recompilation log
+the kernel, ISA, shapes and time of every primitive), oneMKL's (``MKL_VERBOSE=1``:
+each GEMM's sizes, time and threads; PyTorch's fp32 linear layers go there), PyTorch's recompilation log
 (``TORCH_LOGS=+recompiles`` added to what is there) and, on Linux, the Yama
 permission to be traced by CPU Doctor's sampler (``prctl(PR_SET_PTRACER)``),
 so that ``run`` needs no extra rights for its own child.
@@ -28,6 +29,7 @@ from collections.abc import Callable
 from typing import BinaryIO
 
 from cpudoctor.model.evidence import RunObservation
+from cpudoctor.probes.process import mkl_verbose
 from cpudoctor.probes.process.onednn_verbose import PREFIXES, is_verbose_line, parse_onednn_verbose
 from cpudoctor.probes.process.timing import TimeSampler
 from cpudoctor.probes.process.torch_logs import is_recompile_line, parse_recompiles
@@ -38,12 +40,20 @@ PR_SET_PTRACER = 0x59616D61
 PR_SET_PTRACER_ANY = -1
 
 
-def diagnostic_env(base: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
-    """(the job's environment, the variables CPU Doctor added) — nothing the job set is overridden."""
+VERBOSE_WINDOWS = "CPUDOCTOR_VERBOSE_WINDOWS"     # probes/child/scripts/verbose_window.py's plan: "on=2,every=10"
+
+
+def diagnostic_env(base: dict[str, str], windows: str | None = None) -> tuple[dict[str, str], dict[str, str]]:
+    """(the job's environment, the variables CPU Doctor added) — nothing the job set is overridden. ``windows``
+    (``"on=2,every=10"``) asks the job's probe to keep the verbose lines on for those windows only."""
     env = dict(base)
     added: dict[str, str] = {}
+    if windows:
+        env[VERBOSE_WINDOWS] = added[VERBOSE_WINDOWS] = windows
     if "ONEDNN_VERBOSE" not in env and "DNNL_VERBOSE" not in env:
         env["ONEDNN_VERBOSE"] = added["ONEDNN_VERBOSE"] = "profile_exec"
+    if "MKL_VERBOSE" not in env:
+        env["MKL_VERBOSE"] = added["MKL_VERBOSE"] = "1"
     logs = env.get("TORCH_LOGS", "")
     if "recompiles" not in logs:
         env["TORCH_LOGS"] = added["TORCH_LOGS"] = (logs + "," if logs else "") + "+recompiles"
@@ -124,7 +134,13 @@ class _Filter:
 def _could_be_onednn(rest: bytes) -> bool:
     head = rest[:16]
     return any(p.encode().startswith(head) or head.startswith(p.encode())
-               for p in PREFIXES)
+               for p in PREFIXES + (mkl_verbose.PREFIX,))
+
+
+def _keeper(added: dict[str, str]) -> Callable[[str], bool]:
+    """Which of the job's stdout lines are CPU Doctor's to keep: those of the verbose modes it switched on."""
+    onednn, mkl = "ONEDNN_VERBOSE" in added, "MKL_VERBOSE" in added
+    return lambda t: (onednn and is_verbose_line(t)) or (mkl and mkl_verbose.is_verbose_line(t))
 
 
 def _could_be_torch_log(rest: bytes) -> bool:
@@ -154,7 +170,8 @@ class JobRun:
 
     def __init__(self, argv: list[str], *, seconds: float | None = None, cwd: str | None = None,
                  env: dict[str, str] | None = None, stdout: BinaryIO | None = None, stderr: BinaryIO | None = None,
-                 rate: int | None = None, sample: bool = True, display: str | None = None):
+                 rate: int | None = None, sample: bool = True, display: str | None = None,
+                 verbose_windows: str | None = None):
         from cpudoctor.probes.process.procfs import redact_paths
 
         self.argv = list(argv)
@@ -165,6 +182,7 @@ class JobRun:
         self.stderr = stderr if stderr is not None else getattr(sys.stderr, "buffer", None)
         self.rate = rate
         self.sample = sample
+        self.verbose_windows = verbose_windows
         self.obs = RunObservation(command=redact_paths(display or " ".join(self.argv))[:400])
         self._proc: subprocess.Popen | None = None
         self._sampler: TimeSampler | None = None
@@ -177,7 +195,7 @@ class JobRun:
         """Launch the job and the samplers; False (with ``obs.error``) when the command cannot start."""
         from cpudoctor.probes.software.envvars import filter_thread_env
 
-        env, added = diagnostic_env(self.base_env)
+        env, added = diagnostic_env(self.base_env, self.verbose_windows)
         self.obs.diagnostics = added
         self.obs.env = filter_thread_env(self.base_env)
         try:
@@ -195,7 +213,7 @@ class JobRun:
             self.obs.exit_code = 127 if isinstance(exc, FileNotFoundError) else 126
             return False
         self.obs.pid = self._proc.pid
-        keep_out = (lambda t: is_verbose_line(t)) if "ONEDNN_VERBOSE" in added else (lambda t: False)
+        keep_out = _keeper(added)
         keep_err = (lambda t: is_recompile_line(t)) if "TORCH_LOGS" in added else (lambda t: False)
         assert self._proc.stdout is not None and self._proc.stderr is not None
         self._filters = [_Filter(self._proc.stdout, self.stdout, keep_out, _could_be_onednn),
@@ -249,6 +267,7 @@ class JobRun:
             f.thread.join(10)
         out, err = self._filters
         self.obs.onednn = parse_onednn_verbose(out.kept)
+        self.obs.mkl = mkl_verbose.parse_mkl_verbose(out.kept)
         self.obs.recompiles = parse_recompiles(err.kept)
         self.obs.dropped_kernel_lines = bool(out.dropped)
         return self.obs
