@@ -22,7 +22,7 @@ from cpudoctor.model.achieved import Roofs
 
 KEPT_RUNS = "lab-runs.json"                 # gui/training_runs.RunStore's file, beside the window's settings
 MAX_KEPT_BYTES = 4 << 20
-QUICK_BUDGET_S = 10.0
+QUICK_BUDGET_S = 6.0
 EMULATED = {"bf16": "no AVX512_BF16 or AMX-BF16", "int8": "no VNNI or AMX-INT8", "fp16": "no AVX512_FP16 or AMX-FP16"}
 QUICK_WORDS = "a quick in-cache measurement in a child after the job ({dtypes} on {threads} thread{s}, {seconds:.0f} s)"
 
@@ -92,7 +92,7 @@ def quick(dtypes: list[str], threads: int | None, *, python: str | None = None,
     if "fp32" not in wanted:
         wanted.insert(0, "fp32")
     t = threads or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
-    settings = {"dtypes": wanted, "threads": [t], "seconds_per_point": 0.15, "memory": True,
+    settings = {"dtypes": wanted, "threads": sorted({t, 1}, reverse=True), "seconds_per_point": 0.15, "memory": True,
                 "memory_seconds": 0.25, "operators": False, "budget_s": budget_s}
     _outcome, result = session.run("roofline", settings, context=context, python=python, stop=stop)
     run = result.bench_run()

@@ -148,6 +148,8 @@ def test_int8_without_a_measured_roof_says_so_instead_of_guessing():
 def test_roof_at_the_jobs_threads_or_the_nearest_below():
     assert ROOFS.roof("fp32", 2).gflops == 100.0 and ROOFS.roof("fp32", 1).gflops == 55.0
     assert ROOFS.roof("fp32", 8).threads == 2          # measured on fewer threads: a floor of the roof
+    busy = Roofs([RoofFigure("fp32", 2, 21.7, other_share=0.31), RoofFigure("fp32", 1, 103.5)])
+    assert busy.roof("fp32", 2).gflops == 103.5        # 2 threads measured while another program ran
     assert ROOFS.roof("fp16", 2) is None
     saved = Roofs.of_roofline({"compute": [{"dtype": "fp32", "threads": 2, "gflops": 90.5, "nominal_gflops": 166.4}],
                                "memory": [{"node": "all", "kernel": "copy", "gbps": 11.2}],

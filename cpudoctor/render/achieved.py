@@ -42,6 +42,9 @@ def roof_source(u: Utilisation) -> str:
     """Where the roof came from, in one sentence."""
     r = u.roofs
     when = f", measured {r.measured_at}" if r.measured_at else ""
+    busy = max((f.other_share or 0.0 for f in r.compute), default=0.0)
+    if busy > 0.10:
+        when += f" while other programs took {share(busy)} of the CPUs (a low roof flatters the job's share)"
     if r.source == "saved":
         return f"Roof: the saved bench roofline ({r.where}{when})."
     if r.source == "quick":
@@ -69,6 +72,9 @@ def kind_sentence(k: KindUse) -> str:
                  f"it reached {share(k.of_attainable)} of that)")
     elif k.memory_bound is False:
         head += ": compute-bound"
+    if k.of_roof is not None and k.of_roof > 1.05:
+        head += ("; above the measured roof, so that roof is low: measured while the machine was busy, or "
+                 "this kernel is faster than the in-cache matrix multiply that measured it")
     return f"{head} ({calls})"
 
 
