@@ -263,7 +263,7 @@ def test_verbose_windows_switch_the_libraries_and_mark_the_time():
         "verbose_window", Path(__file__).resolve().parents[1] / "probes/child/scripts/verbose_window.py")
     vw = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(vw)
-    assert vw.parse_plan("on=2,every=10") == (2.0, 10.0)
+    assert vw.parse_plan("on=2,every=10") == (2.0, 10.0, 0.0) and vw.parse_plan("on=1,every=3,first=2")[2] == 2
     assert vw.parse_plan("on=10,every=2") is None and vw.parse_plan("garbage") is None
 
     levels: list[tuple[str, int]] = []
@@ -278,6 +278,9 @@ def test_verbose_windows_switch_the_libraries_and_mark_the_time():
     torch = type("T", (), {"_C": type("C", (), {"_verbose": Verbose()})()})()
     marks: list[str] = []
     now = [100.0]
+    late = vw.VerboseWindows(torch, 2.0, 10.0, 5.0, clock=lambda: now[0], write=[].append)
+    assert late.state is False and levels == [("onednn", 0), ("mkl", 0)]     # off until its first window
+    levels.clear()
     w = vw.VerboseWindows(torch, 2.0, 10.0, clock=lambda: now[0], write=marks.append)
     for t in (101.0, 102.5, 109.0, 110.2, 112.4):
         w.tick(t)

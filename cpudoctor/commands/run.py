@@ -51,9 +51,10 @@ def register(subparsers) -> None:
                         "after the job; `none`: count their rates without a roof")
     p.add_argument("--plot", metavar="FILE.svg|png", type=output_file,
                    help="draw the job's kernels on the roofline picture into FILE (SVG or PNG)")
-    p.add_argument("--verbose-windows", type=_windows, metavar="on=S,every=S",
-                   help="keep the libraries' verbose lines on for S seconds of every S (e.g. on=2,every=10) to bound "
-                        "what watching costs; takes effect through the job's probe (Python jobs), else they stay on")
+    p.add_argument("--verbose-windows", type=_windows, metavar="on=S,every=S[,first=S]",
+                   help="keep the libraries' verbose lines on for S seconds of every S (e.g. on=2,every=10,first=5) to "
+                        "bound what watching costs; takes effect through the job's probe (Python jobs), else they "
+                        "stay on all along")
     p.add_argument("--rate", type=_rate, metavar="HZ", help=argparse.SUPPRESS)
     p.add_argument("argv", nargs=argparse.REMAINDER, metavar="COMMAND", help="the command to run, after --")
     p.set_defaults(func=run)
@@ -69,13 +70,14 @@ def _seconds(value: str) -> float:
     return s
 
 
-_WINDOWS_RE = re.compile(r"^on=(\d+(?:\.\d+)?),every=(\d+(?:\.\d+)?)$")
+_WINDOWS_RE = re.compile(r"^on=(\d+(?:\.\d+)?),every=(\d+(?:\.\d+)?)(?:,first=\d+(?:\.\d+)?)?$")
 
 
 def _windows(value: str) -> str:
     m = _WINDOWS_RE.match(value.replace(" ", ""))
     if not m or not 0.2 <= float(m.group(1)) < float(m.group(2)) <= 86400:
-        raise argparse.ArgumentTypeError(f"{value!r}: give on=S,every=S with 0.2 <= on < every, e.g. on=2,every=10")
+        raise argparse.ArgumentTypeError(f"{value!r}: give on=S,every=S[,first=S] with 0.2 <= on < every, "
+                                         "e.g. on=2,every=10,first=5")
     return value.replace(" ", "")
 
 

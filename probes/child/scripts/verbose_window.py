@@ -7,7 +7,8 @@ switched at run time (``torch._C._verbose.mkldnn_set_verbose``,
 ``mkl_set_verbose``: what ``torch.backends.mkldnn.verbose(level)`` and
 ``torch.backends.mkl.verbose(level)`` call), so a job needs them on only for a
 sample of its time: ``on`` seconds of every ``every`` (``CPUDOCTOR_VERBOSE_WINDOWS=
-"on=2,every=10"``), the first window from the moment torch is seen.
+"on=2,every=10"``), the first window from the moment torch is seen (``first=S`` later: a job's first
+steps are start-up), the lines off in between.
 
 Each switch writes one marker line to the job's stdout through the same file
 descriptor the libraries print to, in their prefix so ``run``'s filter keeps it
@@ -34,29 +35,30 @@ TICK_S = 0.1
 
 
 def parse_plan(text):
-    """``"on=2,every=10"`` -> (2.0, 10.0); None for an empty, malformed or always-on plan."""
+    """``"on=2,every=10"`` -> (2.0, 10.0, 0.0); ``first=S`` delays the first window by S seconds (a job's first
+    steps are start-up: kernel choice, first touch); None for an empty, malformed or always-on plan."""
     try:
         items = dict(part.split("=", 1) for part in (text or "").replace(" ", "").split(",") if part)
-        on, every = float(items["on"]), float(items["every"])
+        on, every, first = float(items["on"]), float(items["every"]), float(items.get("first", 0))
     except (KeyError, ValueError):
         return None
-    if not (MIN_ON_S <= on < every) or every > 86400:
+    if not (MIN_ON_S <= on < every) or every > 86400 or not 0 <= first <= 86400:
         return None
-    return on, every
+    return on, every, first
 
 
 class VerboseWindows:
     """Switches the libraries' verbose output on for ``on_s`` of every ``every_s`` seconds."""
 
-    def __init__(self, torch, on_s, every_s, clock=time.monotonic, write=None):
+    def __init__(self, torch, on_s, every_s, first_s=0.0, clock=time.monotonic, write=None):
         self.on_s, self.every_s = float(on_s), float(every_s)
         self.clock = clock
         self._write = write or (lambda text: os.write(1, text.encode()))
         self._verbose = getattr(getattr(torch, "_C", None), "_verbose", None)
-        self.start = clock()
+        self.start = clock() + float(first_s)
         self.state = None
         self.lock = threading.Lock()
-        self.tick(self.start)
+        self.tick()
 
     def _set(self, on):
         level = 1 if on else 0
@@ -77,7 +79,7 @@ class VerboseWindows:
     def tick(self, now=None):
         """Switch when a window's edge has passed (cheap: one clock read and a comparison)."""
         now = self.clock() if now is None else now
-        want = ((now - self.start) % self.every_s) < self.on_s
+        want = now >= self.start and ((now - self.start) % self.every_s) < self.on_s
         if want == self.state:
             return
         with self.lock:
@@ -87,8 +89,9 @@ class VerboseWindows:
                 self._set(True)
                 self._mark("on", now)
             else:
-                self._mark("off", now)
-                self._set(False)
+                if self.state:
+                    self._mark("off", now)
+                self._set(False)           # before the first window too: the lines the environment switched on
             self.state = want
 
     def end(self):
