@@ -41,6 +41,10 @@ class TimeTab(QWidget):
         tl.addWidget(self.table, 2)
         self.thread_table = table_factory(im.THREAD_TIME_COLUMNS)
         tl.addWidget(self.thread_table, 2)
+        from cpudoctor.gui.achieved_view import AchievedView
+
+        self.achieved = AchievedView()          # a run's kernels against the roof (hidden until one was counted)
+        tl.addWidget(self.achieved, 3)
         self.output = QPlainTextEdit()
         self.output.setReadOnly(True)
         self.output.setPlaceholderText("The output of a script started with Run a script… appears here.")
@@ -169,6 +173,7 @@ class RunScriptMixin:
         self.findings = list(findings)
         self._fill_findings()
         self.time_tab.show_time(obs.breakdown)
+        self.time_tab.achieved.show_achieved(obs.achieved)
         self.time_tab.show_output(self.runner.output() if obs.error is None else obs.error)
         self.summary_label.setText(im.run_message(obs))
         self.status_label.setText(im.run_message(obs))

@@ -333,3 +333,38 @@ def test_roofs_from_a_saved_report_and_from_the_windows_kept_runs(tmp_path, monk
     assert job_roofs.find(["fp32"], 2, kept=empty, measure=False).source == "none"
     (tmp_path / "bad.json").write_text("{not json")
     assert job_roofs.from_kept(tmp_path / "bad.json") is None
+
+
+def test_the_inspector_time_tab_shows_the_runs_kernels_against_the_roof(qtbot):
+    from cpudoctor.gui.achieved_view import AchievedView
+
+    view = AchievedView()
+    qtbot.addWidget(view)
+    assert not view.isVisible() and view.achieved is None
+    u = evidence("resnet-nchw-fp32.log").achieved
+    view.show_achieved(u)
+    view.show()
+    assert view.text.text().splitlines() == words.lines(u)
+    assert 'class="ab-bar"' in view.bars.svg and 'rf-job' in view.roofline.svg
+    assert view.bars.renderer().isValid() and view.roofline.renderer().isValid()
+    view.show_achieved(None)
+    assert view.isHidden()
+
+
+def test_run_reports_carry_the_roof_in_every_format(tmp_path):
+    from cpudoctor.model.evidence import RunObservation
+    from cpudoctor.render import run_report
+
+    lines = log("resnet-nchw-fp32.log")
+    obs = RunObservation(command="python resnet_small.py", duration_s=3.0, onednn=parse_onednn_verbose(lines),
+                         mkl=parse_mkl_verbose(lines))
+    obs.achieved = utilisation(obs.onednn, obs.mkl, ROOFS, wall_s=3.0)
+    text = run_report.render_text(obs, [])
+    assert "Achieved     " in text and "convolution fp32: " in text and "oneMKL: 6 calls" in text
+    assert "## Achieved against the roof" in run_report.render_md(obs, [])
+    html = run_report.render_html(obs, [])
+    assert 'class="ab-bar"' in html and "rf-job" in html
+    data = json.loads(run_report.render_json(obs, []))
+    assert data["achieved"]["roof"]["source"] == "saved" and data["kernels"]["mkl"]["calls"] == 6
+    pdf = run_report.render_pdf(obs, [])
+    assert pdf.startswith(b"%PDF") and len(pdf) > 2000

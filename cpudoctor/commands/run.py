@@ -24,7 +24,7 @@ from cpudoctor.argtypes import output_file
 from cpudoctor.commands import CliError, output_format, python_choice
 
 _PYTHON_RE = re.compile(r"^python(\d+(\.\d+)?)?$")
-FORMATS = ("text", "json", "md", "html")
+FORMATS = ("text", "json", "md", "html", "pdf")
 
 
 def register(subparsers) -> None:
@@ -34,7 +34,7 @@ def register(subparsers) -> None:
         description="Run COMMAND, pass its output and exit code through, and print where its time went "
                     "and what to change (to stderr, or -o FILE).",
         usage="cpudoctor run [--seconds N] [--python PATH|ENV] [--roof REPORT|none] [--plot FILE.svg] "
-              "[--format text|json|md|html] [-o FILE] -- COMMAND [ARGS...]",
+              "[--format text|json|md|html|pdf] [-o FILE] -- COMMAND [ARGS...]",
     )
     p.add_argument("--seconds", "-s", type=_seconds, metavar="N",
                    help="stop the job after N seconds (SIGINT, then SIGTERM) and report; default: until it exits")
@@ -42,7 +42,7 @@ def register(subparsers) -> None:
                    help="run a leading `python` (or a .py script) with this environment's interpreter "
                         "(a path, an environment folder or a name from `cpudoctor envs`)")
     p.add_argument("--format", "-f", choices=FORMATS, default=None,
-                   help="text, json, md or html (default: from the -o file name's ending, else text)")
+                   help="text, json, md, html or pdf (default: from the -o file name's ending, else text)")
     p.add_argument("--output", "-o", metavar="FILE", type=output_file,
                    help="write the report to FILE instead of stderr")
     p.add_argument("--roof", metavar="REPORT|none",
@@ -107,6 +107,8 @@ def run(args: argparse.Namespace) -> int:
     if not argv:
         raise CliError("give the command to run after --, e.g. cpudoctor run -- python train.py")
     args.format = output_format(args.output, args.format, FORMATS)     # before the command runs
+    if args.format == "pdf" and (not args.output or args.output == "-"):
+        raise CliError("a PDF is written to a file: add -o FILE.pdf")
     python = None
     if args.python:
         python, _why = python_choice(args.python)

@@ -22,6 +22,7 @@ NOT_COUNTED = {
     "mkl_batch": "oneMKL's batched GEMMs (they print pointers instead of sizes)",
 }
 MAX_KINDS = 8
+MAX_PICTURE_POINTS = 24      # the job's longest-running kernels drawn on the roofline (the JSON keeps 40)
 
 
 def _gf(x: float | None) -> str:
@@ -156,13 +157,27 @@ def render_md(u: Utilisation | None) -> list[str]:
     return out
 
 
-def render_html(u: Utilisation | None) -> str:
+def render_html(u: Utilisation | None, pictures: dict[str, str] | None = None) -> str:
+    """The section of a run's HTML page: the bars and the roofline with the job's points inline (SVG), the
+    sentences under them. With ``pictures`` (a dict to fill: the PDF's), the drawings are ``<img>`` references
+    to it instead, which the PDF draws as vectors."""
     if u is None or not u.kinds:
         return ""
-    from cpudoctor.render.svg_roofline import render_bars
+    from cpudoctor.render.svg_roofline import render_bars, render_svg
 
+    drawings = {"achieved-bars": render_bars(bars(u)),
+                "achieved-roofline": render_svg(picture(u)) if u.points else ""}
+    shown = ""
+    for name, svg in drawings.items():
+        if not svg:
+            continue
+        if pictures is None:
+            shown += f"<div>{svg}</div>"
+        else:
+            pictures[name] = svg
+            shown += f'<p><img src="cpudoctor:{name}"></p>'
     items = "".join(f"<li>{esc(t)}</li>" for t in lines(u))
-    return f"<h2>Achieved against the roof</h2>{render_bars(bars(u))}<ul>{items}</ul>"
+    return f"<h2>Achieved against the roof</h2>{shown}<ul>{items}</ul>"
 
 
 def data(u: Utilisation | None) -> dict[str, Any] | None:
@@ -232,7 +247,7 @@ def picture(u: Utilisation, runs: list[Any] | None = None):
         if u.roofs.memory_gbps:
             pic.memory_gbps = u.roofs.memory_gbps
             pic.memory_label = f"memory {u.roofs.memory_gbps:,.1f} GB/s (copy)"
-    for p in u.points:
+    for p in u.points[:MAX_PICTURE_POINTS]:
         if p.gflops <= 0 or p.intensity <= 0:
             continue
         label = f"{p.kind} {p.dtype}" + ("" if p.direction in ("forward", "any") else f" {p.direction.replace('_', ' ')}")

@@ -115,6 +115,19 @@ def render_html(obs: RunObservation, findings: list[Finding]) -> str:
             f"{obs.duration_s:g} s</p>{bd}{roof}<h2>Findings</h2>{items}</body></html>\n")
 
 
+def render_pdf(obs: RunObservation, findings: list[Finding]) -> bytes:
+    """The run as a PDF (A4): the HTML page's sections, its drawings as vectors (through Qt, render.pdf)."""
+    from cpudoctor.render.pdf import pdf_from_html
+
+    pictures: dict[str, str] = {}
+    bd = bdr.render_html(obs.breakdown) if obs.breakdown is not None else ""
+    roof = ach.render_html(obs.achieved, pictures)
+    page = (f"<html><body><h1>cpudoctor run: <code>{esc(obs.command)}</code></h1><p>{esc(_ended(obs))} after "
+            f"{obs.duration_s:g} s</p>{bd}{roof}<h2>Findings</h2>{job_findings.html(findings, none=NONE)}"
+            "</body></html>")
+    return pdf_from_html(page, pictures, title=f"cpudoctor run: {obs.command}"[:120])
+
+
 def render_json(obs: RunObservation, findings: list[Finding]) -> str:
     """Strict JSON like every other CPU Doctor writes (:func:`cpudoctor.model.report.json_text`): a command
     line's bidi override or C1 control is a ``\\u`` escape, kept, not raw nor stripped by the sink."""
@@ -142,4 +155,4 @@ def render_json(obs: RunObservation, findings: list[Finding]) -> str:
     return json_text(data) + "\n"
 
 
-RENDERERS = {"text": render_text, "md": render_md, "html": render_html, "json": render_json}
+RENDERERS = {"text": render_text, "md": render_md, "html": render_html, "json": render_json, "pdf": render_pdf}

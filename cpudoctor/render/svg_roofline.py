@@ -195,7 +195,7 @@ def render_svg(pic: Picture, width: int = 900, height: int = 600) -> str:
         out.append(_marker(p, cx, cy, colour))
         spot = _place(p.label, cx, cy, taken, box) if p.labelled else None
         if spot is None:
-            if p.kind != "gemm-ladder":
+            if p.kind not in ("gemm-ladder", "job"):      # a job's kernels keep their figures in their tooltips
                 unlabelled.append(p)
             continue
         labels.append(_text(spot[0], spot[1], p.label, "rf-t rf-label"))
