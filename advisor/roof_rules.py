@@ -22,6 +22,7 @@ import statistics
 from typing import Any
 
 from cpudoctor.advisor.evidence_rules import Evidence, evidence_rule
+from cpudoctor.kits.format import percent
 from cpudoctor.model import Finding
 from cpudoctor.model.achieved import KindUse, Utilisation
 
@@ -42,8 +43,9 @@ def _finding(severity: str, title: str, why: str, fix: str, snippet: str = "", e
                    snippet=snippet, snippet_lang=lang, evidence=ev, fields_used=sorted(ev))
 
 
-def _pct(x: float | None) -> str:
-    return "?" if x is None else f"{x * 100:.0f} %"
+def _share(x: float | None) -> str:
+    """A share of 1 in the one percent format ("48 %"), "?" when unknown."""
+    return percent(x, "?", fraction=True)
 
 
 def _load(ev: Evidence) -> str:
@@ -55,7 +57,7 @@ def _load(ev: Evidence) -> str:
 
 
 def _rate(k: KindUse) -> str:
-    of = f", {_pct(k.of_roof)} of the {k.dtype} roof of {k.roof_gflops:,.1f}" if k.roof_gflops else ""
+    of = f", {_share(k.of_roof)} of the {k.dtype} roof of {k.roof_gflops:,.1f}" if k.roof_gflops else ""
     return f"{k.gflops or 0:,.2f} GFLOP/s{of}"
 
 
@@ -101,12 +103,12 @@ def memory_bound_gemms(ev: Evidence) -> list[Finding]:
     k = max(bound, key=lambda k: k.time_ms)
     side = _smallest_side(u, k)
     batch = f" (their smallest dimension is {side}: the batch)" if side else ""
-    why = (f"{k.kind.capitalize()} {k.dtype} took {_pct(ms / u.kernel_ms)} of the timed kernel time at an intensity "
+    why = (f"{k.kind.capitalize()} {k.dtype} took {_share(ms / u.kernel_ms)} of the timed kernel time at an intensity "
            f"of {k.intensity:,.1f} FLOP/byte{batch}, below this CPU's ridge point of {k.ridge:,.1f} FLOP/byte: "
            f"memory bound them at {k.attainable_gflops:,.1f} GFLOP/s, and they reached {_rate(k)}{_load(ev)}. "
            "Each call reads its whole weight matrix for a few rows of work.")
     return [_finding("warning", f"{k.kind.capitalize()} layers ran memory-bound at {k.intensity:,.1f} FLOP/byte "
-                                f"({_pct(k.of_roof)} of the compute roof)", why,
+                                f"({_share(k.of_roof)} of the compute roof)", why,
                      "Raise the batch size (more rows per weight read; scale the learning rate with it), or batch "
                      "requests together for inference; then compare samples per second.",
                      "loader = torch.utils.data.DataLoader(dataset, batch_size=128)   # was " + (str(side) if side else "8"),
@@ -148,7 +150,7 @@ def threads_split_small_gemms(ev: Evidence) -> list[Finding]:
     threads = max(t or 1 for _f, _ms, t in small)
     median = statistics.median(f for f, _ms, _t in small)
     median_us = statistics.median(ms for _f, ms, _t in small) * 1e3
-    why = (f"{_pct(small_ms / total)} of the GEMM time ({len(small):,} calls) went to multiplies of a median "
+    why = (f"{_share(small_ms / total)} of the GEMM time ({len(small):,} calls) went to multiplies of a median "
            f"{median / 1e6:,.2f} MFLOP ({median_us:,.0f} µs a call{_load(ev)}) split over {threads} threads: each "
            "call is too short to share, so the threads fork, wait at a barrier and pass data between caches for "
            "work one core does alone.")
@@ -206,10 +208,10 @@ def reorders_every_step(ev: Evidence) -> list[Finding]:
         return []
     conv_ms = sum(p.time_ms or 0.0 for p in convs)
     why = (f"oneDNN ran {len(reorders):,} reorders ({len(reorders) / len(convs):.1f} per convolution call) taking "
-           f"{_pct(ms / total)} of its time ({ms / 1e3:,.2f} s, beside {conv_ms / 1e3:,.2f} s of convolutions"
+           f"{_share(ms / total)} of its time ({ms / 1e3:,.2f} s, beside {conv_ms / 1e3:,.2f} s of convolutions"
            f"{_load(ev)}): the model's tensors are in PyTorch's NCHW layout and oneDNN copies them into its own "
            "layout and back around every convolution, on every step.")
-    return [_finding("warning", f"Layout conversions took {_pct(ms / total)} of oneDNN's time "
+    return [_finding("warning", f"Layout conversions took {_share(ms / total)} of oneDNN's time "
                                 f"({len(reorders) / len(convs):.1f} reorders per convolution)", why,
                      "Keep the model and its inputs in channels_last, so oneDNN reads them as they are; compare "
                      "samples per second.",

@@ -14,7 +14,7 @@ from typing import Any
 
 from cpudoctor.kits.escape import html_escape as esc, md_escape
 from cpudoctor.model.achieved import COMPUTE_KINDS, KindUse, Utilisation
-from cpudoctor.render.roofline import share
+from cpudoctor.kits.format import percent
 
 NOT_COUNTED = {
     "rnn": "recurrent cells (their gates' GEMMs are not in the line's shape)",
@@ -45,7 +45,7 @@ def roof_source(u: Utilisation) -> str:
     when = f", measured {r.measured_at}" if r.measured_at else ""
     busy = max((f.other_share or 0.0 for f in r.compute), default=0.0)
     if busy > 0.10:
-        when += f" while other programs took {share(busy)} of the CPUs (a low roof flatters the job's share)"
+        when += f" while other programs took {percent(busy, fraction=True)} of the CPUs (a low roof flatters the job's share)"
     if r.source == "saved":
         return f"Roof: the saved bench roofline ({r.where}{when})."
     if r.source == "quick":
@@ -60,17 +60,17 @@ def kind_sentence(k: KindUse) -> str:
     calls = f"{k.calls:,} call{'s' if k.calls != 1 else ''}, {k.time_ms / 1e3:,.2f} s"
     if not k.counted:
         rate = f"{k.gbps:,.1f} GB/s" if k.gbps is not None else "not timed in bytes"
-        mem = f", {share(k.of_memory)} of the memory roof" if k.of_memory is not None else ""
+        mem = f", {percent(k.of_memory, fraction=True)} of the memory roof" if k.of_memory is not None else ""
         return f"{name}: bytes only (no FLOPs counted), {rate}{mem} ({calls})"
     unit = _unit(k.dtype)
     intensity = f"intensity {k.intensity:,.1f} FLOP/byte" if k.intensity is not None else "intensity unknown"
     if k.roof_gflops is None:
         return f"{name}: {_gf(k.gflops)} {unit}, {intensity}; no measured {k.dtype} roof to hold it against ({calls})"
-    head = (f"{name}: {share(k.of_roof)} of this CPU's {k.dtype} roof{_threads(k.roof_threads)} "
+    head = (f"{name}: {percent(k.of_roof, fraction=True)} of this CPU's {k.dtype} roof{_threads(k.roof_threads)} "
             f"({_gf(k.gflops)} of {_gf(k.roof_gflops)} {unit}), {intensity}")
     if k.memory_bound:
         head += (f": memory-bound (the memory roof allows {_gf(k.attainable_gflops)} {unit} at this intensity; "
-                 f"it reached {share(k.of_attainable)} of that)")
+                 f"it reached {percent(k.of_attainable, fraction=True)} of that)")
     elif k.memory_bound is False:
         head += ": compute-bound"
     if k.of_roof is not None and k.of_roof > 1.05:
@@ -84,15 +84,15 @@ def whole_job(u: Utilisation) -> str:
     if not u.wall_s:
         return ""
     kernel = sum(k.counted_ms for k in u.kinds if k.counted) / 1e3
-    in_kernels = share(kernel / u.wall_s) if u.wall_s else "?"
+    in_kernels = percent(kernel / u.wall_s, fraction=True) if u.wall_s else "?"
     cpu = u.cpu_share()
     eff = u.kernel_efficiency()
     if cpu is None:
         dtypes = ", ".join(sorted(u.no_roof)) or "its dtypes"
         return (f"Whole job: {in_kernels} of {u.wall_s:,.1f} s of wall time in counted kernels; the CPU's compute it "
                 f"used is not stated: no measured roof for {dtypes}.")
-    return (f"Whole job: {in_kernels} of {u.wall_s:,.1f} s of wall time in counted kernels x {share(eff)} of their "
-            f"roofs = {share(cpu, 1 if cpu < 0.1 else 0)} of this CPU's compute{_threads(u.threads)}.")
+    return (f"Whole job: {in_kernels} of {u.wall_s:,.1f} s of wall time in counted kernels x {percent(eff, fraction=True)} of their "
+            f"roofs = {percent(cpu, digits=1 if cpu < 0.1 else 0, fraction=True)} of this CPU's compute{_threads(u.threads)}.")
 
 
 def no_roof_lines(u: Utilisation) -> list[str]:
@@ -117,9 +117,9 @@ def claim_line(u: Utilisation) -> str:
     if best is None:
         return ""
     text = (f"Guides say CPU training reaches about 90 % of the theoretical compute: this job's {best.kind} "
-            f"{best.dtype} (its longest compute kernels) reached {share(best.of_roof)} of the measured roof")
+            f"{best.dtype} (its longest compute kernels) reached {percent(best.of_roof, fraction=True)} of the measured roof")
     if best.nominal_gflops and best.gflops is not None:
-        text += f", {share(best.gflops / best.nominal_gflops)} of the nominal peak ({_gf(best.nominal_gflops)} {_unit(best.dtype)})"
+        text += f", {percent(best.gflops / best.nominal_gflops, fraction=True)} of the nominal peak ({_gf(best.nominal_gflops)} {_unit(best.dtype)})"
     return text + "."
 
 
@@ -150,7 +150,7 @@ def render_md(u: Utilisation | None) -> list[str]:
         bound = "memory" if k.memory_bound else ("compute" if k.memory_bound is False else "")
         out.append(f"| {k.kind} | {k.dtype} | {k.calls} | {k.time_ms / 1e3:.2f} s | "
                    f"{_gf(k.gflops) + ' ' + _unit(k.dtype) if k.counted else (_gf(k.gbps) + ' GB/s' if k.gbps else '')} | "
-                   f"{_gf(k.roof_gflops) if k.roof_gflops else ''} | {share(k.of_roof) if k.of_roof is not None else ''} | "
+                   f"{_gf(k.roof_gflops) if k.roof_gflops else ''} | {percent(k.of_roof, fraction=True) if k.of_roof is not None else ''} | "
                    f"{_gf(k.intensity) if k.intensity is not None else ''} | {bound} |")
     out.append("")
     out += [md_escape(t) for t in lines(u)[min(len(u.kinds), MAX_KINDS):]] + [""]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from html import escape
 
-from cpudoctor.kits.format import wrap
+from cpudoctor.kits.format import percent, wrap
 from cpudoctor.render.roofline import Picture, Point, Roof
 
 FONT = "system-ui,-apple-system,'Segoe UI',Roboto,sans-serif"
@@ -269,6 +269,6 @@ def render_bars(bars: list, width: int = 640) -> str:
         if b.roof:
             out.append(f'<line class="ab-roof" x1="{x(b.roof):.1f}" x2="{x(b.roof):.1f}" y1="{y + 1}" y2="{y + 21}" '
                        f'stroke="#27313b" stroke-width="2"/>')
-        of = f" ({b.achieved / b.roof * 100:.0f} % of roof)" if b.roof else ""
+        of = f" ({percent(b.achieved / b.roof, fraction=True)} of roof)" if b.roof else ""
         out.append(f'<text class="rf-m" x="{width - right + 6}" y="{y + 15}">{b.achieved:,.1f} GFLOP/s{of}</text>')
     return "".join(out) + "</svg>"

@@ -37,6 +37,15 @@ def is_verbose_line(line: str) -> bool:
     return line.startswith(PREFIX)
 
 
+def printed_by_mkl(line: str) -> bool:
+    """``line`` has the exact shape of a line oneMKL's verbose mode prints (a call with its time, or the version
+    line): ``cpudoctor run`` holds back only those."""
+    if len(line) > MAX_LINE or not line.startswith(PREFIX + " "):
+        return False
+    text = line.strip()
+    return _CALL_RE.match(text) is not None or text[len(PREFIX):].strip().startswith(("Intel(R)", "oneMKL"))
+
+
 def _int(text: str) -> int | None:
     text = text.strip()
     return int(text) if text.isdigit() and len(text) < 13 else None
