@@ -80,7 +80,7 @@ class ScriptRunner(QObject):
 
     def start(self, python: str, script: str, arguments: str = "", seconds: float | None = None) -> str:
         """Start it; "" when started, else what to tell the user."""
-        from cpudoctor.jobrun import WatchedRun
+        from cpudoctor.jobrun import RoofChoice, WatchedRun
 
         if not script or not Path(script).is_file():
             return f"No script to run: {script or 'choose a .py file'}."
@@ -89,7 +89,9 @@ class ScriptRunner(QObject):
         except ValueError as exc:
             return f"The arguments cannot be split: {exc}."
         self.sink = OutputSink()
-        self.job = WatchedRun(argv, machine=self.machine, seconds=seconds, stdout=self.sink, stderr=self.sink,
+        # the roof: the window's kept roofline run, else a quick one in the script's own environment after it
+        self.job = WatchedRun(argv, machine=self.machine, roof=RoofChoice(python=python), seconds=seconds,
+                              stdout=self.sink, stderr=self.sink,
                               cwd=str(Path(script).resolve().parent))
         self._stop.clear()
         run_in_thread(self._run, self.job, on_result=lambda r: self.done.emit(*r), on_error=self.failed.emit,

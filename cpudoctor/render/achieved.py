@@ -31,6 +31,11 @@ def _gf(x: float | None) -> str:
     return f"{x:,.1f}" if x >= 1 else f"{x:.2f}"
 
 
+def _of(x: float | None) -> str:
+    """A share of a roof: one decimal under 10 % (0.5 %, not 0 %)."""
+    return percent(x, "?", digits=1 if x is not None and x < 0.095 else 0, fraction=True)
+
+
 def _threads(n: int | None) -> str:
     return f" on {n} thread{'s' if n != 1 else ''}" if n else ""
 
@@ -66,11 +71,14 @@ def kind_sentence(k: KindUse) -> str:
     intensity = f"intensity {k.intensity:,.1f} FLOP/byte" if k.intensity is not None else "intensity unknown"
     if k.roof_gflops is None:
         return f"{name}: {_gf(k.gflops)} {unit}, {intensity}; no measured {k.dtype} roof to hold it against ({calls})"
-    head = (f"{name}: {percent(k.of_roof, fraction=True)} of this CPU's {k.dtype} roof{_threads(k.roof_threads)} "
+    where = _threads(k.roof_threads)
+    if k.roof_threads and k.threads and k.roof_threads != k.threads:
+        where += f" (the job ran {k.threads}; fewer threads measured higher, the best floor of its roof)"
+    head = (f"{name}: {_of(k.of_roof)} of this CPU's {k.dtype} roof{where} "
             f"({_gf(k.gflops)} of {_gf(k.roof_gflops)} {unit}), {intensity}")
     if k.memory_bound:
         head += (f": memory-bound (the memory roof allows {_gf(k.attainable_gflops)} {unit} at this intensity; "
-                 f"it reached {percent(k.of_attainable, fraction=True)} of that)")
+                 f"it reached {_of(k.of_attainable)} of that)")
     elif k.memory_bound is False:
         head += ": compute-bound"
     if k.of_roof is not None and k.of_roof > 1.05:
