@@ -5,7 +5,8 @@ The roof is measured once (the quick measurement `cpudoctor run` makes when none
 window keeps its lab runs (a temporary XDG_CONFIG_HOME), so every run is held against the same roof. Each job
 runs under `cpudoctor run --format json`, bad and fixed interleaved (ABBA), 5 s each; the table shows per job
 its main kind's intensity, rate, share of the roof, bound, the whole job's share of the CPU's compute, the roof
-findings, and samples per second.
+findings, samples per second, and the job's own CPU milliseconds per sample (what it spent itself, the
+steadier figure on a machine others keep busy).
 
 Run: python benchmarks/roof_jobs.py [ROUNDS]
 """
@@ -29,6 +30,7 @@ CASES = [
     ("MLP batch 8, 2 threads", "mlp_batch8.py", [], {"OMP_NUM_THREADS": "2"}, 8),
     ("  fix EVID020: batch 128", "mlp_batch8.py", ["--fixed"], {"OMP_NUM_THREADS": "2"}, 128),
     ("  fix EVID021: 1 thread", "mlp_batch8.py", [], {"OMP_NUM_THREADS": "1"}, 8),
+    ("  both: batch 128, 1 thread", "mlp_batch8.py", ["--fixed"], {"OMP_NUM_THREADS": "1"}, 128),
     ("ResNet-style NCHW", "resnet_small.py", [], {"OMP_NUM_THREADS": "2"}, 32),
     ("  fix EVID022: channels_last", "resnet_small.py", ["--fixed"], {"OMP_NUM_THREADS": "2"}, 32),
 ]
@@ -61,7 +63,9 @@ def run(job: str, args: list[str], extra: dict[str, str], config: Path) -> dict:
                               cwd=JOBS, env=env, capture_output=True, text=True, timeout=300)
         data = json.loads(out.read_text())
     m = re.search(r"steps_per_s=([\d.]+)", proc.stdout)
+    cpu = re.search(r"cpu_ms_per_step=([\d.]+)", proc.stdout)
     data["steps_per_s"] = float(m.group(1)) if m else None
+    data["cpu_ms_per_step"] = float(cpu.group(1)) if cpu else None
     return data
 
 
@@ -80,7 +84,7 @@ def main(rounds: int = 2) -> None:
                 loads.append(os.getloadavg()[0])
         print(f"{rounds} interleaved rounds, load average {min(loads):.1f}..{max(loads):.1f} on {os.cpu_count()} CPUs")
         print(f"{'job':<30} {'kind':<12} {'FLOP/B':>7} {'GFLOP/s':>8} {'of roof':>8} {'bound':>8} {'CPU used':>9} "
-              f"{'samples/s':>10}  roof findings")
+              f"{'samples/s':>10} {'CPU ms/sample':>14}  roof findings")
         for name, job, _args, _extra, per in CASES:
             runs = results[name]
             kinds = [next((k for k in (d.get("achieved") or {}).get("kinds", []) if k["kind"] == MAIN_KIND[job]), None)
@@ -89,11 +93,13 @@ def main(rounds: int = 2) -> None:
             med = lambda key: statistics.median([k[key] for k in kinds if k.get(key) is not None] or [0])  # noqa: E731
             cpu = statistics.median([(d.get("achieved") or {}).get("cpu_share") or 0 for d in runs])
             rate = statistics.median([(d["steps_per_s"] or 0) * per for d in runs])
+            cpu_ms = statistics.median([(d["cpu_ms_per_step"] or 0) / per for d in runs])
             codes = sorted({f["code"] for d in runs for f in d["findings"] if f["code"] in ("EVID020", "EVID021",
                                                                                            "EVID022")})
             bound = "memory" if kinds and kinds[0].get("memory_bound") else "compute"
             print(f"{name:<30} {MAIN_KIND[job]:<12} {med('intensity'):>7.1f} {med('gflops'):>8.2f} "
-                  f"{med('of_roof') * 100:>7.1f}% {bound:>8} {cpu * 100:>8.2f}% {rate:>10.0f}  {' '.join(codes) or '-'}")
+                  f"{med('of_roof') * 100:>7.1f}% {bound:>8} {cpu * 100:>8.2f}% {rate:>10.0f} {cpu_ms:>14.3f}  "
+                  f"{' '.join(codes) or '-'}")
 
 
 if __name__ == "__main__":
