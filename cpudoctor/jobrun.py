@@ -122,7 +122,7 @@ def job_dtypes(obs: RunObservation) -> list[str]:
     return list(dict.fromkeys(seen))
 
 
-def achieved(obs: RunObservation, machine: Machine, choice: RoofChoice | None = None):
+def achieved(obs: RunObservation, machine: Machine, choice: RoofChoice | None = None, steps: int | None = None):
     """The run's kernels against the measured roof (None when no kernel was timed): the roof found as
     ``choice`` says, the wall time the verbose lines cover (the run less its start-up)."""
     from cpudoctor.model.achieved import Roofs, utilisation
@@ -142,7 +142,8 @@ def achieved(obs: RunObservation, machine: Machine, choice: RoofChoice | None = 
                                    python=choice.python)
         except Exception as exc:  # noqa: BLE001 - a saved report that cannot be read: a note, not a failed run
             roofs = Roofs(source="none", where=f"{choice.report}: {exc}"[:300])
-    return utilisation(obs.onednn, obs.mkl, roofs, wall_s=observed_wall(obs))
+    # steps: the job's optimizer steps over the observed wall time, when its probe counted them (per-step figures)
+    return utilisation(obs.onednn, obs.mkl, roofs, wall_s=observed_wall(obs), steps=steps)
 
 
 def observed_wall(obs: RunObservation) -> float | None:

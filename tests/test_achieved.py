@@ -132,6 +132,14 @@ def test_whole_job_share_is_kernel_time_times_efficiency():
     assert u.kernel_efficiency() == pytest.approx(k.of_roof)
 
 
+def test_per_step_figures_when_the_step_count_is_known():
+    lines = log("mlp-batch8-fp32.log")
+    u = utilisation(parse_onednn_verbose(lines), parse_mkl_verbose(lines), ROOFS, wall_s=3.0, steps=40)
+    (text,) = [t for t in words.lines(u) if t.startswith("Per step")]
+    assert "(40 steps observed)" in text and f"{u.flop / 40 / 1e9:,.3f} GFLOP counted" in text
+    assert not [t for t in words.lines(evidence("mlp-batch8-fp32.log").achieved) if t.startswith("Per step")]
+
+
 def test_int8_without_a_measured_roof_says_so_instead_of_guessing():
     u = evidence("mixed-fp32-bf16-int8.log").achieved
     assert u.no_roof == {"int8": "this CPU computes int8 by emulation (no VNNI or AMX-INT8)"}
@@ -238,6 +246,16 @@ def test_verbose_printing_is_instrumentation_not_compute(frames):
     """Seen with py-spy on a job of small calls: half its samples were the libraries printing their lines."""
     assert classify(_stack("step (t.py:3)", *frames)).category == "instrumentation"
     assert classify(_stack("step (t.py:3)", f"dnnl::impl::primitive_execute ({TORCH})")).category == "compute"
+
+
+def test_cpu_doctors_own_code_in_the_job_is_instrumentation_but_the_work_under_it_is_not():
+    window = "tick (/tmp/cpudoctor-probe-1/verbose_window.py:80)"
+    assert classify(_stack("step (t.py:3)", window)).category == "instrumentation"
+    assert classify(_stack("step (t.py:3)", "on_step (/tmp/cpudoctor-probe-x1/sitecustomize.py:390)")).category == \
+        "instrumentation"
+    under = _stack("on_step (/tmp/p/job_probe.py:390)", f"at::native::addmm_impl_cpu_ ({TORCH})",
+                   f"mkl_blas_avx512_sgemm_kernel ({TORCH})")
+    assert classify(under).category == "compute"
 
 
 def test_instrumentation_is_counted_apart_from_the_shares():

@@ -103,6 +103,16 @@ def whole_job(u: Utilisation) -> str:
             f"roofs = {percent(cpu, digits=1 if cpu < 0.1 else 0, fraction=True)} of this CPU's compute{_threads(u.threads)}.")
 
 
+def per_step(u: Utilisation) -> str:
+    """Per step, when the job's step count is known (the probe's optimizer steps): its counted work and kernels."""
+    if not u.steps:
+        return ""
+    kinds = "; ".join(f"{k.kind} {k.dtype} {k.flop / u.steps / 1e9:,.3f} GFLOP in {k.time_ms / u.steps:,.1f} ms"
+                      for k in u.kinds[:4] if k.counted)
+    return (f"Per step ({u.steps:,} steps observed): {u.flop / u.steps / 1e9:,.3f} GFLOP counted, "
+            f"{u.kernel_ms / u.steps:,.1f} ms in timed kernels" + (f" ({kinds})." if kinds else "."))
+
+
 def no_roof_lines(u: Utilisation) -> list[str]:
     out = []
     for dtype, why in sorted(u.no_roof.items()):
@@ -136,7 +146,7 @@ def lines(u: Utilisation) -> list[str]:
     out = [kind_sentence(k) for k in u.kinds[:MAX_KINDS]]
     if len(u.kinds) > MAX_KINDS:
         out.append(f"(+{len(u.kinds) - MAX_KINDS} more kinds, {sum(k.time_ms for k in u.kinds[MAX_KINDS:]) / 1e3:,.2f} s)")
-    for text in (whole_job(u), claim_line(u), *no_roof_lines(u), not_counted_line(u), roof_source(u)):
+    for text in (whole_job(u), per_step(u), claim_line(u), *no_roof_lines(u), not_counted_line(u), roof_source(u)):
         if text:
             out.append(text)
     return out
@@ -193,7 +203,7 @@ def data(u: Utilisation | None) -> dict[str, Any] | None:
     if u is None:
         return None
     return {
-        "threads": u.threads, "wall_s": u.wall_s, "kernel_ms": round(u.kernel_ms, 3),
+        "threads": u.threads, "wall_s": u.wall_s, "steps": u.steps, "kernel_ms": round(u.kernel_ms, 3),
         "counted_ms": round(u.counted_ms, 3), "gflop": round(u.flop / 1e9, 4),
         "cpu_share": _r(u.cpu_share()), "kernel_efficiency": _r(u.kernel_efficiency()),
         "roof": {"source": u.roofs.source, "where": u.roofs.where, "measured_at": u.roofs.measured_at,
