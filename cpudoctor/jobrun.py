@@ -111,6 +111,7 @@ class RoofChoice:
     measure: bool = True
     hold: bool = True
     python: str | None = None          # the interpreter the quick measurement runs in (the job's, when Python)
+    notify: Callable[[str], None] | None = None   # told before a quick measurement starts (the CLI says it)
 
 
 def job_dtypes(obs: RunObservation) -> list[str]:
@@ -139,7 +140,7 @@ def achieved(obs: RunObservation, machine: Machine, choice: RoofChoice | None = 
         flags = sorted(machine.flags) or None
         try:
             roofs = job_roofs.find(dtypes, threads, flags=flags, report=choice.report, measure=choice.measure,
-                                   python=choice.python)
+                                   python=choice.python, notify=choice.notify)
         except Exception as exc:  # noqa: BLE001 - a saved report that cannot be read: a note, not a failed run
             roofs = Roofs(source="none", where=f"{choice.report}: {exc}"[:300])
     # steps: the job's optimizer steps over the observed wall time, when its probe counted them (per-step figures)

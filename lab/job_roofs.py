@@ -24,7 +24,7 @@ KEPT_RUNS = "lab-runs.json"                 # gui/training_runs.RunStore's file,
 MAX_KEPT_BYTES = 4 << 20
 QUICK_BUDGET_S = 6.0
 EMULATED = {"bf16": "no AVX512_BF16 or AMX-BF16", "int8": "no VNNI or AMX-INT8", "fp16": "no AVX512_FP16 or AMX-FP16"}
-QUICK_WORDS = "a quick in-cache measurement in a child after the job ({dtypes} on {threads} thread{s}, {seconds:.0f} s)"
+QUICK_WORDS = "a quick in-cache measurement in a child after the job ({dtypes} on {threads}, {seconds:.0f} s)"
 
 
 def kept_runs_file(env: dict[str, str] | None = None) -> Path | None:
@@ -96,7 +96,8 @@ def quick(dtypes: list[str], threads: int | None, *, python: str | None = None,
                 "memory_seconds": 0.25, "operators": False, "budget_s": budget_s}
     _outcome, result = session.run("roofline", settings, context=context, python=python, stop=stop)
     run = result.bench_run()
-    words = QUICK_WORDS.format(dtypes=", ".join(wanted), threads=t, s="s" if t != 1 else "", seconds=budget_s)
+    counts = f"{t} thread{'s' if t != 1 else ''}" + (" and 1" if t > 1 else "")
+    words = QUICK_WORDS.format(dtypes=", ".join(wanted), threads=counts, seconds=budget_s)
     roofs = Roofs.of_roofline(run.metrics, source="quick", where=words, measured_at=run.started_at)
     roofs.missing.update(missing)
     return roofs
@@ -111,9 +112,10 @@ def native_support_flags(flags: list[str]) -> dict[str, bool]:
 
 def find(dtypes: list[str], threads: int | None, *, flags: list[str] | None = None, report: Path | None = None,
          kept: Path | None = None, measure: bool = True, python: str | None = None,
-         stop: threading.Event | None = None) -> Roofs:
+         stop: threading.Event | None = None, notify=None) -> Roofs:
     """The roofs for a job that computed in ``dtypes`` on ``threads``: a saved report's, the window's kept runs',
-    else a quick measurement (``measure``); ``Roofs()`` (source "none") when none could be had."""
+    else a quick measurement (``measure``; ``notify(text)`` is told before it starts); ``Roofs()`` (source
+    "none") when none could be had."""
     if report is not None:
         found = from_report(report)
         if found is not None:
@@ -123,6 +125,10 @@ def find(dtypes: list[str], threads: int | None, *, flags: list[str] | None = No
         return _with_missing(found, dtypes, flags)
     if not measure:
         return Roofs()
+    if notify is not None:
+        notify(f"no saved roofline run: measuring this CPU's roof for about {QUICK_BUDGET_S:.0f} s "
+               "(`--roof none` skips it; `cpudoctor bench roofline --into REPORT`, then `--roof REPORT`, "
+               "uses a full one)")
     try:
         return quick(dtypes, threads, python=python, stop=stop)
     except Exception as exc:  # noqa: BLE001 - no roof is a note of the run, never its failure

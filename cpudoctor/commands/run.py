@@ -141,7 +141,7 @@ def _roof_choice(value: str | None, argv: list[str], python: str | None):
 
     job_python = python or (argv[0] if _PYTHON_RE.match(os.path.basename(argv[0])) else None)
     if value is None:
-        return RoofChoice(python=job_python)
+        return RoofChoice(python=job_python, notify=lambda text: _to_stderr(f"cpudoctor run: {text}\n"))
     if value.strip().lower() == "none":
         return RoofChoice(hold=False)
     from pathlib import Path

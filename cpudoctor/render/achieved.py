@@ -54,7 +54,8 @@ def roof_source(u: Utilisation) -> str:
     if r.source == "saved":
         return f"Roof: the saved bench roofline ({r.where}{when})."
     if r.source == "quick":
-        return f"Roof: {r.where}{when}; `cpudoctor bench roofline` measures it fully."
+        return (f"Roof: {r.where}{when}; `cpudoctor bench roofline --into REPORT`, then `run --roof REPORT`, "
+                "holds the job against a full measurement.")
     why = f" ({r.where})" if r.where else ""
     return f"Roof: none measured{why}; the rates stand alone (`cpudoctor bench roofline`, then `run --roof REPORT`)."
 

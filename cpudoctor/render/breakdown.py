@@ -18,6 +18,7 @@ from functools import lru_cache
 from cpudoctor.advisor.job_verdict import BreakdownVerdict, judge_breakdown, reason
 from cpudoctor.kits.escape import html_escape as esc, md_escape
 from cpudoctor.kits.format import percent
+from cpudoctor.kits.plural import plural
 from cpudoctor.model.breakdown import Share, StackAccess, TimeBreakdown
 
 BAR_WIDTH = 50
@@ -107,7 +108,8 @@ def instrumentation_line(bd: TimeBreakdown) -> str:
         return ""
     of = n / (bd.samples + n) if bd.samples + n else 0.0
     return (f"the verbose lines CPU Doctor switched on (oneDNN's, oneMKL's: timing and writing each call's line) took "
-            f"{n} samples, {percent(of, fraction=True)} of the job's: left out of the shares, not counted as its compute")
+            f"{plural(n, 'sample')}, {percent(of, fraction=True)} of the job's: left out of the shares, not counted as "
+            "its compute")
 
 
 def render_text(bd: TimeBreakdown) -> list[str]:
