@@ -386,3 +386,31 @@ def test_run_reports_carry_the_roof_in_every_format(tmp_path):
     assert data["achieved"]["roof"]["source"] == "saved" and data["kernels"]["mkl"]["calls"] == 6
     pdf = run_report.render_pdf(obs, [])
     assert pdf.startswith(b"%PDF") and len(pdf) > 2000
+
+
+def test_the_quick_roof_measures_only_what_this_cpu_computes_natively(monkeypatch):
+    """int8 on a CPU without VNNI: the quick measurement leaves it out and the job is told why, not a guess."""
+    from cpudoctor.lab import job_roofs, session
+    from cpudoctor.lab.result_base import Context
+    from cpudoctor.model import BenchRun
+
+    asked = {}
+
+    class Result:
+        def bench_run(self):
+            return BenchRun(kind="roofline", metrics={"compute": [{"dtype": "fp32", "threads": 2, "gflops": 50.0}]},
+                            started_at="2026-12-04T00:00:00+00:00")
+
+    def fake_run(job, settings, **_kw):
+        asked.update(settings)
+        return None, Result()
+
+    monkeypatch.setattr(session, "context_for", lambda job: Context(flags=["avx2", "fma", "avx512f"]))
+    monkeypatch.setattr(session, "run", fake_run)
+    roofs = job_roofs.quick(["fp32", "int8"], 2)
+    assert asked["dtypes"] == ["fp32"] and asked["threads"] == [2, 1] and asked["operators"] is False
+    assert roofs.missing == {"int8": "this CPU computes int8 by emulation (no VNNI or AMX-INT8)"}
+    assert roofs.source == "quick" and "fp32 on 2 threads and 1" in roofs.where
+    told = []
+    found = job_roofs.find(["fp32"], 2, kept=Path("/nonexistent/lab-runs.json"), notify=told.append)
+    assert found.source == "quick" and told and "--roof none" in told[0]
