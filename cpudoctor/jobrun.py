@@ -35,6 +35,7 @@ from cpudoctor.model.inspection import Inspection
 RUN_INSPECT_INTERVAL_S = 0.5     # the process sampler's step while `run` watches a job (its stacks: RUN_RATE)
 RUN_REFRESH_S = 5.0              # how often the libraries, affinity and memory of a starting job are read again
 FOREVER_S = 7 * 24 * 3600.0      # `run` without --seconds: until the job exits
+STOPPED_BY_USER = ("interrupt", "stopped", "terminated")   # ended_by values that skip the quick roof measurement
 
 
 @dataclass(frozen=True)
@@ -139,7 +140,9 @@ def achieved(obs: RunObservation, machine: Machine, choice: RoofChoice | None = 
 
         flags = sorted(machine.flags) or None
         try:
-            roofs = job_roofs.find(dtypes, threads, flags=flags, report=choice.report, measure=choice.measure,
+            # a job the user stopped (Ctrl-C, the window's Stop, SIGTERM) is not kept waiting for a measurement
+            measure = choice.measure and obs.ended_by not in STOPPED_BY_USER
+            roofs = job_roofs.find(dtypes, threads, flags=flags, report=choice.report, measure=measure,
                                    python=choice.python, notify=choice.notify)
         except Exception as exc:  # noqa: BLE001 - a saved report that cannot be read: a note, not a failed run
             roofs = Roofs(source="none", where=f"{choice.report}: {exc}"[:300])

@@ -414,3 +414,19 @@ def test_the_quick_roof_measures_only_what_this_cpu_computes_natively(monkeypatc
     told = []
     found = job_roofs.find(["fp32"], 2, kept=Path("/nonexistent/lab-runs.json"), notify=told.append)
     assert found.source == "quick" and told and "--roof none" in told[0]
+
+
+def test_a_job_the_user_stopped_is_not_kept_waiting_for_a_roof(monkeypatch):
+    from cpudoctor import jobrun
+    from cpudoctor.lab import job_roofs
+    from cpudoctor.model.evidence import RunObservation
+
+    seen = []
+    monkeypatch.setattr(job_roofs, "find", lambda *a, **kw: seen.append(kw["measure"]) or Roofs())
+    lines = log("mlp-batch8-fp32.log")
+    for ended, measure in (("exit", True), ("interrupt", False), ("stopped", False), ("seconds", True)):
+        obs = RunObservation(command="python t.py", duration_s=3.0, ended_by=ended, onednn=parse_onednn_verbose(lines),
+                             mkl=parse_mkl_verbose(lines))
+        assert jobrun.achieved(obs, jobrun.Machine()).kinds
+        assert seen[-1] is measure, ended
+    assert jobrun.achieved(RunObservation(command="true"), jobrun.Machine()) is None     # no kernel timed
