@@ -96,6 +96,20 @@ def test_run_checks_its_output_before_the_job(tmp_path, capsys, no_job):
     assert code == 2 and "folder" in err
 
 
+def test_run_checks_its_picture_before_the_job(tmp_path, capsys, no_job):
+    """run --plot is written after a job that runs once: a FIFO, a missing folder or the -o file are refused first."""
+    fifo = tmp_path / "plot.svg"
+    os.mkfifo(fifo)
+    code, _, err = run_cli(capsys, "run", "--plot", str(fifo), "--", "true")
+    assert code == 2 and err.count("\n") == 1 and "--plot" in err, err
+    code, _, err = run_cli(capsys, "run", "--plot", str(tmp_path / "nonexistent" / "p.svg"), "--", "true")
+    assert code == 2 and "does not exist" in err, err
+    (tmp_path / "link.html").symlink_to(tmp_path / "p.html")
+    code, _, err = run_cli(capsys, "run", "-o", str(tmp_path / "p.html"), "--plot", str(tmp_path / "link.html"),
+                           "--", "true")
+    assert code == 2 and "name the same file" in err, err
+
+
 def test_an_empty_plot_name_is_refused(capsys, no_job):
     code, _, err = run_cli(capsys, "bench", "roofline", "--quiet", "--plot", "")
     assert code == 2 and "empty name" in err
