@@ -15,21 +15,13 @@ tenth of a second of every start.
 
 from __future__ import annotations
 
-import errno
 import json
-import os
 import re
-import stat
 import threading
-from pathlib import Path
 from typing import Any
 
-from cpudoctor import resources
 from cpudoctor.knowledge import validated
-
-
-# The largest data file is ~60 kB; one of 16 MiB is not one CPU Doctor shipped (a 3 GB file was read whole).
-MAX_BYTES = 16 << 20
+from cpudoctor.knowledge.resource_bytes import read_resource
 
 
 class KnowledgeError(ValueError):
@@ -94,22 +86,6 @@ class DataFile:
         if not isinstance(schema, dict):
             raise KnowledgeError(f"resources/{self.schema_name} is not a JSON Schema object")
         return schema
-
-
-def read_resource(name: str, limit: int = MAX_BYTES) -> bytes:
-    """The bytes of ``resources/<name>``: a regular file of at most ``limit`` bytes (a FIFO, a link to a device
-    or a 3 GB file there is a damaged installation, never a hang or a whole read); OSError otherwise."""
-    ref = resources.path(name)
-    if isinstance(ref, Path):              # an installed or editable package: a real file, checked first
-        st = os.stat(ref)
-        if not stat.S_ISREG(st.st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", name)
-        if st.st_size > limit:
-            raise OSError(errno.EFBIG, f"larger than {limit >> 10:,} kB", name)
-    data = resources.read_bytes(name)      # inside a zip or a frozen app: no FIFOs there, and small
-    if len(data) > limit:
-        raise OSError(errno.EFBIG, f"larger than {limit >> 10:,} kB", name)
-    return data
 
 
 def _bytes(name: str) -> bytes:

@@ -23,6 +23,7 @@ from functools import lru_cache
 from typing import Callable, Iterable
 
 from cpudoctor import resources
+from cpudoctor.knowledge.resource_bytes import read_resource
 
 MANIFEST = "knowledge.sha256"
 # Two lines per data file, about 90 bytes each: a list larger than this is not the one the suite wrote.
@@ -36,8 +37,6 @@ def digest(data: bytes) -> str:
 @lru_cache(maxsize=1)
 def listed() -> dict[str, str]:
     """``{file name: sha256}`` from the list; empty when it is missing or unreadable (then all is validated)."""
-    from cpudoctor.knowledge.datafile import read_resource
-
     try:           # bounded: a 3 GB list was once read whole; a damaged list only means every file is validated
         text = read_resource(MANIFEST, MAX_BYTES).decode("ascii")
     except (OSError, ValueError, UnicodeDecodeError):
