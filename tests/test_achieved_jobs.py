@@ -26,13 +26,17 @@ JOBS = Path(__file__).resolve().parent / "jobs"
 
 
 def _agreement(dtype: str, n: int) -> tuple[float, float]:
-    """(direct median GFLOP/s, verbose-line median GFLOP/s) of calls interleaved one by one in one job."""
+    """(direct best GFLOP/s, verbose-line best GFLOP/s) of calls interleaved one by one in one job.
+
+    The best call of each half, not the median: a call the scheduler interrupts is slower in either half, so
+    under load the medians drift with whichever half the bursts hit (bf16 1.104 at a load average of 9), while
+    the fastest call of each is the GEMM itself (benchmarks/gemm_agreement.py prints both)."""
     out = io.BytesIO()
     job = JobRun([sys.executable, str(JOBS / "known_gemm.py"), "--seconds", "1.5", "--dtype", dtype, "--n", str(n)],
                  stdout=out, stderr=io.BytesIO(), sample=False, cwd=str(JOBS))
     assert job.start()
     obs = job.wait()
-    m = re.search(r"median_gflops=([\d.]+)", out.getvalue().decode())
+    m = re.search(r"best_gflops=([\d.]+)", out.getvalue().decode())
     assert m, out.getvalue().decode()[-2000:]
     if dtype == "fp32":
         rates = [c.flop / c.time_ms / 1e6 for c in obs.mkl.calls if c.dims == (n, n, n) and c.time_ms > 0]
@@ -40,7 +44,7 @@ def _agreement(dtype: str, n: int) -> tuple[float, float]:
         rates = [p.flop / p.time_ms / 1e6 for p in obs.onednn.primitives
                  if p.kind == "matmul" and p.problem == f"{n}x{n}:{n}x{n}" and p.time_ms]
     assert rates, f"no {dtype} verbose line of the {n}^3 GEMM was kept"
-    return float(m.group(1)), statistics.median(rates)
+    return float(m.group(1)), max(rates)
 
 
 @pytest.mark.parametrize("dtype", ["fp32", "bf16"])
