@@ -13,7 +13,6 @@ import json
 import os
 import re
 import socket
-import statistics
 import subprocess
 import sys
 from pathlib import Path
