@@ -250,3 +250,44 @@ def test_built_app_runs_captures_trace_and_gives_children_the_users_library_path
     none = subprocess.run([str(built["app"]), "--run-script", str(probe)], capture_output=True, text=True,
                           timeout=60, env=environ)
     assert none.stdout.split() == ["None", "None"]
+
+
+def _spec_unused() -> set[str]:
+    """The modules packaging/cpudoctor.spec leaves out as unused (torch and friends are left out by design)."""
+    import ast
+
+    tree = ast.parse((REPO / "packaging" / "cpudoctor.spec").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "UNUSED" for t in node.targets):
+            return {e.value for e in node.value.elts if isinstance(e, ast.Constant)}
+    raise AssertionError("the spec's UNUSED list was not found")
+
+
+def _imported_modules(folder: Path, skip: set[Path]) -> set[str]:
+    import ast
+
+    found: set[str] = set()
+    for path in folder.rglob("*.py"):
+        if any(path.is_relative_to(s) for s in skip):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                found.add(node.module)
+            elif isinstance(node, ast.Import):
+                found |= {alias.name for alias in node.names}
+    return found
+
+
+def test_the_bundle_leaves_out_nothing_the_app_imports():
+    """A module the window imports but the spec calls unused breaks only the built app (QtSvgWidgets did).
+
+    The child scripts are skipped: another interpreter (the user's) runs them, with its own packages.
+    """
+    unused = _spec_unused()
+    scripts = {REPO / "probes" / "child" / "scripts", REPO / "lab" / "jobs"}
+    imported: set[str] = set()
+    for folder in ("gui", "cpudoctor", "probes", "advisor", "lab"):
+        if (REPO / folder).is_dir():
+            imported |= _imported_modules(REPO / folder, scripts)
+    clash = {m for m in imported if any(m == e or m.startswith(e + ".") for e in unused)}
+    assert not clash, f"packaging/cpudoctor.spec leaves out modules the app imports: {sorted(clash)}"
