@@ -26,7 +26,9 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from cpudoctor.advisor.engine import RuleSet
+from cpudoctor.advisor.job_split import cpus_text
 from cpudoctor.advisor.job_verdict import judge_breakdown, judged, reason
+from cpudoctor.advisor.pinning import env_unset
 from cpudoctor.kits.cpulist import format_cpulist
 from cpudoctor.kits.plural import plural
 from cpudoctor.model import Finding
@@ -264,17 +266,20 @@ def children_confined(ev: Evidence) -> list[Finding]:
     """
     What it checks:
         The CPU affinity of every process the job started (DataLoader workers, multiprocessing
-        pools) against the CPUs the job itself was started with.
+        pools) against the CPUs the job itself was started with, and whether the job's main
+        process kept them all.
 
     Why it matters:
         A child inherits its parent's affinity at fork. When OpenMP binding variables
         (OMP_PROC_BIND, OMP_PLACES, GOMP_CPU_AFFINITY, KMP_AFFINITY) pin the main thread to one CPU
         at `import torch`, or the script pins itself before starting workers, every worker is
-        squeezed onto that CPU and they take turns instead of running side by side.
+        squeezed onto that CPU and they take turns instead of running side by side. When the main
+        process kept every CPU, the narrower set was applied inside the child (a library or the
+        worker's own code calling sched_setaffinity there).
 
     Fix:
-        Choose the CPU set with taskset or numactl outside the job and unset the binding variables;
-        or give each worker all CPUs back in worker_init_fn (os.sched_setaffinity).
+        Choose the CPU set with taskset or numactl outside the job and unset the binding variables
+        that are set; or give each worker all CPUs back in worker_init_fn (os.sched_setaffinity).
     """
     bd = ev.breakdown
     if bd is None:
@@ -286,24 +291,58 @@ def children_confined(ev: Evidence) -> list[Finding]:
     confined = [p for p in _children(bd) if p.affinity is not None and len(p.affinity) < len(job_cpus)]
     if not confined:
         return []
-    sets = sorted({format_cpulist(p.affinity or []) for p in confined})
+    masks = sorted({tuple(sorted(p.affinity or [])) for p in confined})
+    where = " / ".join(cpus_text(list(m)) for m in masks)
     binding = {k: v for k, v in {**ev.env, **(main.thread_vars if main else {})}.items() if k in BINDING_VARS}
-    cause = (f"the binding variable{'s' if len(binding) > 1 else ''} "
-             f"{', '.join(f'{k}={v}' for k, v in binding.items())} pinned the main thread at start-up and the "
-             "children inherited it" if binding else "they inherited a narrower affinity from their parent")
-    why = (f"{plural(len(confined), 'child process', 'child processes')} (PIDs "
-           f"{', '.join(str(p.pid) for p in confined[:6])}) may run only on CPU{'s' if len(sets) > 1 or ',' in sets[0] or '-' in sets[0] else ''} "
-           f"{' / '.join(sets)} of the {len(job_cpus)} the job was started with ({format_cpulist(job_cpus)}): {cause}.")
-    unset = " ".join(f"-u {k}" for k in binding) or "-u OMP_PROC_BIND -u OMP_PLACES"
-    fix = ("Unset the OpenMP binding variables and choose the CPUs outside the job (taskset -c / numactl); "
-           "or give each worker every CPU back in worker_init_fn.")
-    snippet = (f"env {unset} taskset -c {format_cpulist(job_cpus)} {ev.cmd()}\n"
-               f"# or in the script: DataLoader(..., worker_init_fn=lambda _: os.sched_setaffinity(0, "
-               f"{{{', '.join(map(str, job_cpus[:16]))}}}))")
-    return [_finding("warning", f"{plural(len(confined), 'child process', 'child processes')} confined to "
-                     f"{' / '.join(sets)} of {len(job_cpus)} CPUs", why, fix, snippet,
-                     {"confined": len(confined), "job_cpus": len(job_cpus), "child_cpus": sets,
-                      "binding": binding or None})]
+    parent_keeps = main is not None and main.affinity is not None and set(job_cpus) <= set(main.affinity)
+    setter = mask_setter(ev, confined)
+    if parent_keeps:
+        cause = (f"the main process (PID {bd.pid}) kept all {len(job_cpus)}, so the narrower set was applied in the "
+                 "child itself (a library or the worker's own code calling sched_setaffinity there); "
+                 + (f"it was set by {setter}" if setter else "what set it could not be seen"))
+    elif binding:
+        cause = (f"the binding variable{'s' if len(binding) > 1 else ''} "
+                 f"{', '.join(f'{k}={v}' for k, v in binding.items())} pinned the main thread at start-up and the "
+                 "children inherited it")
+    else:
+        parent = cpus_text(sorted(main.affinity)) if main is not None and main.affinity else "a narrower set"
+        cause = (f"they inherited {parent} from the main process (PID {bd.pid}), which was narrowed after it "
+                 "started, not by a binding variable; "
+                 + (f"it was set by {setter}" if setter else "what narrowed it could not be seen"))
+    children = plural(len(confined), "child process", "child processes")
+    why = (f"{children} (PIDs {', '.join(str(p.pid) for p in confined[:6])}) may run only on {where} of the "
+           f"{len(job_cpus)} CPUs the job was started with ({format_cpulist(job_cpus)}): {cause}.")
+    give_back = (f"DataLoader(..., worker_init_fn=lambda _: os.sched_setaffinity(0, "
+                 f"{{{', '.join(map(str, job_cpus[:16]))}}}))")
+    if binding and not parent_keeps:
+        fix = ("Unset the OpenMP binding variables that are set and choose the CPUs outside the job (taskset -c / "
+               "numactl); or give each worker every CPU back in worker_init_fn.")
+        snippet = (f"{env_unset(binding)} taskset -c {format_cpulist(job_cpus)} {ev.cmd()}\n"
+                   f"# or in the script: {give_back}")
+        lang = "bash"
+    else:
+        # the CPU set was narrowed inside the job: a taskset outside it would be narrowed again
+        fix = ("Find the call that narrows the CPU set inside the job and remove it, or give each worker every CPU "
+               "back as it starts: worker_init_fn in a DataLoader (below), initializer in a multiprocessing Pool.")
+        snippet, lang = give_back, "python"
+    return [_finding("warning", f"{children} confined to {where} while the job has {cpus_text(job_cpus)}", why, fix,
+                     snippet,
+                     {"confined": len(confined), "job_cpus": len(job_cpus),
+                      "child_cpus": [format_cpulist(m) for m in masks], "main_cpus": format_cpulist(main.affinity)
+                      if main is not None and main.affinity else None, "binding": binding or None,
+                      "set_by": setter}, lang=lang)]
+
+
+def mask_setter(ev: Evidence, confined: list[ProcessTime]) -> str | None:
+    """What narrowed the children's CPU set, in words ("os.sched_setaffinity at train.py:41"), when the job's
+    facts show it; None when they do not.
+
+    The process facts (/proc, stacks) show a mask, never the call that set it: only a probe inside the job
+    that records its sched_setaffinity calls can (issue 34's in-job probe, which adds them to
+    :class:`~cpudoctor.model.evidence.JobEvidence`). Until that record exists this says None and EVID004
+    says the setter is unknown.
+    """
+    return None
 
 
 @evidence_rule("EVID005", "children-oversubscribe", category="threads", severity="warning",

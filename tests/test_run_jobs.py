@@ -193,12 +193,38 @@ def test_children_confined_by_inherited_binding(tmp_path_factory):
         pytest.skip("one CPU: nothing to be confined from")
     before = run_job(tmp_path_factory, "confined", env={"OMP_PROC_BIND": "true"})
     f = before.findings["EVID004"]
-    assert "OMP_PROC_BIND=true" in f["why"] and f["snippet"].startswith("env -u OMP_PROC_BIND ")
+    assert "OMP_PROC_BIND=true" in f["why"] and f["snippet"].startswith("env -u OMP_PROC_BIND taskset ")
+    assert "OMP_PLACES" not in f["snippet"], "a variable that is not set is not unset"
     workers = [p for p in before.bd["processes"] if p["role"] == "dataloader_worker"]
     assert workers and all(len(p["affinity"]) < len(cpus) for p in workers)
     after = run_job(tmp_path_factory, "confined", unset=("OMP_PROC_BIND",))
     assert "EVID004" not in after.findings
     assert all(p["affinity"] == cpus for p in after.bd["processes"] if p["role"] == "dataloader_worker")
+
+
+@pytest.mark.hardware
+@pytest.mark.parametrize("who", ["child", "parent"])
+def test_children_narrowed_inside_the_job(tmp_path_factory, who):
+    """No binding variable: the workers narrow themselves (the main process keeps every CPU), or the main process
+    narrows itself before it starts them. EVID004 names the CPU ("CPU 0", not "0 of 2 CPUs"), says the parent kept
+    its CPUs when it did (no "inherited from their parent"), says what set the mask is unknown, unsets nothing;
+    its printed worker_init_fn, run in each worker, gives the CPUs back."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        pytest.skip("one CPU: nothing to be confined from")
+    before = run_job(tmp_path_factory, "pinned_children", "--who", who)
+    f = before.findings["EVID004"]
+    assert f"confined to CPU {cpus[0]} while the job has CPUs " in f["title"] and " of 2 CPUs" not in f["title"]
+    if who == "child":
+        assert f"kept all {len(cpus)}" in f["why"] and "inherited" not in f["why"]
+    else:
+        assert f"inherited CPU {cpus[0]} from the main process" in f["why"] and "binding variable" in f["why"]
+    assert "could not be seen" in f["why"] and "-u " not in f["snippet"] and "unset" not in f["snippet"]
+    give_back = re.search(r"worker_init_fn=(lambda _: .*\))\)$", f["snippet"]).group(1)
+    after = run_job(tmp_path_factory, "pinned_children", "--who", who, "--give-back", give_back)
+    assert "EVID004" not in after.findings
+    children = [p for p in after.bd["processes"] if p["pid"] != after.bd["pid"]]
+    assert children and all(p["affinity"] == cpus for p in children)
 
 
 @pytest.mark.hardware
