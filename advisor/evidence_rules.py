@@ -32,6 +32,7 @@ from cpudoctor.advisor.pinning import env_unset
 from cpudoctor.kits.cpulist import format_cpulist
 from cpudoctor.kits.plural import plural
 from cpudoctor.model import Finding
+from cpudoctor.kits.format import percent
 from cpudoctor.model.breakdown import COMPILE, COMPUTE, DATA, OPENMP, PYTHON, ProcessTime, TimeBreakdown
 from cpudoctor.model.evidence import JobEvidence
 from cpudoctor.model.kernels import KernelCensus
@@ -98,10 +99,6 @@ def _finding(severity: str, title: str, why: str, fix: str, snippet: str = "", e
                    snippet=snippet, snippet_lang=lang, evidence=ev, fields_used=sorted(ev))
 
 
-def _pct(x: float) -> str:
-    return f"{x * 100:.0f} %"
-
-
 def _counted(bd: TimeBreakdown) -> str:
     return f"{bd.samples} samples over {bd.window_s:g} s"
 
@@ -134,12 +131,12 @@ def openmp_wait_dominates(ev: Evidence) -> list[Finding]:
         return []
     threads = _compute_threads(bd, ev)
     target = 1 if omp >= 2 * comp or threads <= 2 else max(1, threads // 2)
-    why = (f"{_pct(omp)} of the job's thread time was OpenMP waiting (barriers, spinning, team fork/join) and "
-           f"only {_pct(comp)} compute kernels ({_counted(bd)}, {plural(threads, 'compute thread')}). The kernels "
+    why = (f"{percent(omp, fraction=True)} of the job's thread time was OpenMP waiting (barriers, spinning, team fork/join) and "
+           f"only {percent(comp, fraction=True)} compute kernels ({_counted(bd)}, {plural(threads, 'compute thread')}). The kernels "
            "are too short for this many threads to pay off.")
     fix = (f"Run it with {plural(target, 'thread')}: OMP_NUM_THREADS={target} (or torch.set_num_threads({target}) "
            "first thing in the script), and compare steps per second.")
-    return [_finding("warning", f"OpenMP waiting takes {_pct(omp)} of the time, kernels {_pct(comp)}", why, fix,
+    return [_finding("warning", f"OpenMP waiting takes {percent(omp, fraction=True)} of the time, kernels {percent(comp, fraction=True)}", why, fix,
                      f"OMP_NUM_THREADS={target} {ev.cmd()}",
                      {"openmp_wait_share": round(omp, 3), "compute_share": round(comp, 3), "threads": threads,
                       "samples": bd.samples, "suggested_threads": target})]
@@ -202,9 +199,9 @@ def waits_on_data(ev: Evidence) -> list[Finding]:
                "(samples that wait on disk or network overlap with training even on few CPUs).")
         snippet = (f"loader = DataLoader(dataset, batch_size=..., num_workers={n}, persistent_workers=True,\n"
                    "                    prefetch_factor=4)")
-    why = (f"The training loop spent {_pct(share)} of its time ({driver.samples} samples of the main thread over "
+    why = (f"The training loop spent {percent(share, fraction=True)} of its time ({driver.samples} samples of the main thread over "
            f"{bd.window_s:g} s) inside DataLoader's next batch; {state}.")
-    return [_finding("warning", f"The loop waits for data {_pct(share)} of the time", why, fix, snippet,
+    return [_finding("warning", f"The loop waits for data {percent(share, fraction=True)} of the time", why, fix, snippet,
                      {"data_wait_share": round(share, 3), "driver_samples": driver.samples,
                       "workers": len(workers)}, lang="python")]
 
@@ -247,7 +244,7 @@ def keeps_compiling(ev: Evidence) -> list[Finding]:
         snippet = "model = torch.compile(model, dynamic=True)"
     why = (f"{worst_fn.split(' (')[0]} was compiled again {len(worst)} times in {bd.window_s if bd else 0:g} s "
            f"({len(rec.recompiles)} recompilations in all): {cause}."
-           + (f" Compiling took {_pct(compile_share)} of the job's time." if compile_share else "")
+           + (f" Compiling took {percent(compile_share, fraction=True)} of the job's time." if compile_share else "")
            + (" Dynamo hit its recompile limit and fell back to running uncompiled." if rec.limit_hit else ""))
     fix = ("Mark the changing dimension dynamic (torch._dynamo.mark_dynamic(x, dim)) or compile with "
            "dynamic=True; or pad inputs to a few fixed sizes (and drop_last=True in the DataLoader).")
@@ -371,7 +368,7 @@ def children_oversubscribe(ev: Evidence) -> list[Finding]:
     if bd.oversubscribed_share < OVERSUBSCRIBED_SHARE:
         return []
     children = [p for p in _children(bd) if (p.max_threads or 0) >= 2]
-    why = (f"In {_pct(bd.oversubscribed_share)} of the samples while its child processes ran, the job had more runnable "
+    why = (f"In {percent(bd.oversubscribed_share, fraction=True)} of the samples while its child processes ran, the job had more runnable "
            f"threads than its {plural(bd.cpus, 'CPU')} ({bd.runnable_mean:g} on average, {bd.runnable_peak} at "
            f"most) while a child process ran two or more of them: {plural(len(children), 'child process', 'child processes')} "
            "sized their thread pools for the whole machine.")
@@ -411,12 +408,12 @@ def python_dominates(ev: Evidence) -> list[Finding]:
     if py < PYTHON_DOMINATES or py <= comp:
         return []
     tops = [t for t in bd.top if t.category == PYTHON][:3]
-    where = "; ".join(f"{t.frame} {_pct(t.share)}" for t in tops)
-    why = (f"The training thread ran Python code {_pct(py)} of its time and compute kernels only {_pct(comp)} "
+    where = "; ".join(f"{t.frame} {percent(t.share, fraction=True)}" for t in tops)
+    why = (f"The training thread ran Python code {percent(py, fraction=True)} of its time and compute kernels only {percent(comp, fraction=True)} "
            f"({driver.samples if driver else bd.samples} samples over {bd.window_s:g} s)." + (f" Top Python lines: {where}." if where else ""))
     fix = ("Turn the per-element Python work into tensor operations on whole batches, move per-sample work "
            "into the DataLoader's workers, or compile the step with torch.compile.")
-    return [_finding("warning", f"Python code takes {_pct(py)} of the time, kernels {_pct(comp)}", why, fix,
+    return [_finding("warning", f"Python code takes {percent(py, fraction=True)} of the time, kernels {percent(comp, fraction=True)}", why, fix,
                      "", {"python_share": round(py, 3), "compute_share": round(comp, 3), "samples": bd.samples})]
 
 
