@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from cpudoctor.advisor import floors
 from cpudoctor.advisor.engine import RuleSet
 from cpudoctor.advisor.job_split import cpus_text
 from cpudoctor.advisor.job_verdict import judge_breakdown, judged, reason
@@ -417,6 +418,100 @@ def python_dominates(ev: Evidence) -> list[Finding]:
                      "", {"python_share": round(py, 3), "compute_share": round(comp, 3), "samples": bd.samples})]
 
 
+# What each signal a job dies of means, and what to do (SIGILL's fix comes from the ISA-floor table when the
+# package is known).
+CRASH_WORDS: dict[str, tuple[str, str]] = {
+    "SIGILL": ("a build ran an instruction this CPU does not have (a package built for a newer "
+               "CPU: AVX, AVX2, AVX-512, x86-64-v2/v3)",
+               "Install a build of the package that crashed made for this CPU (an older release, a conda-forge "
+               "build, or one compiled here), or run on a CPU that has the instructions; `cpudoctor doctor` "
+               "imports every installed package on this CPU and names the one that crashes (ISA003)."),
+    "SIGSEGV": ("native code read or wrote memory it may not (a bug or a mismatch between "
+                "native libraries: two builds of one library, an extension built against another version)",
+                "The Python stack above names where it died; reinstall that package in a fresh environment with "
+                "versions that match, and check `cpudoctor doctor` for two OpenMP runtimes (BLAS001)."),
+    "SIGBUS": ("memory that was mapped went away, most often DataLoader workers' shared memory "
+               "(/dev/shm) filling up in a container, or a memory-mapped file that was truncated",
+               "Give the container more shared memory (docker run --shm-size=8g), or num_workers=0 to test."),
+    "SIGKILL": ("a process cannot catch it; on Linux it is most often the kernel's out-of-memory "
+                "killer (or a container's memory limit)",
+                "Check the kernel's log (dmesg | grep -i -E 'killed process|out of memory'); use a smaller batch "
+                "or model, fewer DataLoader workers, or free memory."),
+    "SIGABRT": ("a library stopped the process on purpose (a failed assertion, std::terminate, a double "
+                "free), and usually printed why just above",
+                "Read the last lines the job printed before it died; they name the library and the reason."),
+    "SIGFPE": ("native code divided an integer by zero",
+               "The Python stack above names where it died; report it to that package with the shapes used."),
+}
+CRASH_OTHER = ("it was killed by a signal sent from outside (another program or a user)",
+               "Find what sends it (a job scheduler's time or memory limit, a watchdog), or run the job where "
+               "nothing stops it.")
+
+
+@evidence_rule("EVID010", "job-crashed", category="evidence", severity="error",
+               title="The job crashed")
+def job_crashed(ev: Evidence) -> list[Finding]:
+    """
+    What it checks:
+        How a job `cpudoctor run` started ended: whether it died of a signal of its own (SIGILL,
+        SIGSEGV, SIGBUS, SIGKILL, SIGABRT, ...; not one CPU Doctor sent to stop it), where Python
+        said it died (`run` switches Python's fault handler on), and for SIGILL, the package whose
+        build needs instructions this CPU lacks (the ISA-floor table).
+
+    Why it matters:
+        A crashed job has no breakdown worth judging: what it did before it died is not why it is
+        slow. SIGILL means a build made for a newer CPU; SIGKILL most often the out-of-memory killer;
+        SIGBUS shared memory that ran out; SIGSEGV and SIGABRT a native library's fault.
+
+    Fix:
+        For SIGILL install the release of the package that runs on this CPU (named with its floor
+        when the table knows it); for the others, the finding says what to look at first.
+    """
+    crash = ev.crash
+    if crash is None:
+        return []
+    meaning, fix = CRASH_WORDS.get(crash.signal, CRASH_OTHER)
+    how = (f"exited with code {128 + _signum(crash.signal)} after {crash.after_s:g} s, the way a shell in between "
+           f"says its command died of {crash.signal}" if crash.via_shell and _signum(crash.signal)
+           else f"died of {crash.signal}{f' ({crash.description})' if crash.description else ''} after {crash.after_s:g} s")
+    where = ""
+    if crash.module:
+        named = f"{crash.distribution} {crash.version}" if crash.distribution and crash.version else crash.module
+        frame = next((fr for fr in crash.frames if f"/{crash.module}/" in fr or f"/{crash.module}." in fr), "")
+        where = f" It died in {crash.module}'s code ({named}{': ' + frame if frame else ''})."
+    elif crash.frames:
+        where = f" Python's last frame: {crash.frames[0]}."
+    why = f"The job {how}: {meaning}.{where}"
+    snippet, title = "", f"The job crashed: {crash.signal}"
+    culprit = None
+    if crash.signal == "SIGILL" and crash.module:
+        culprit = floors.culprit(crash.distribution or crash.module, crash.version, ev.cpu_flags)
+    if culprit is not None:
+        version = f" {culprit.version}" if culprit.version else ""
+        why += (f" {culprit.label}{version} needs {', '.join(culprit.needs)}, which this CPU lacks: "
+                f"{', '.join(culprit.missing)}.")
+        fix, snippet = culprit.fix, culprit.snippet
+        title = f"The job crashed: {culprit.label}{version} needs {', '.join(culprit.needs)} (Illegal instruction)"
+    elif crash.signal == "SIGILL" and crash.module:
+        fix = (f"Install a {crash.distribution or crash.module} build made for this CPU (an older release, a "
+               "conda-forge build, or one compiled here), or run on a CPU that has the instructions it needs.")
+        title = f"The job crashed in {crash.module}: Illegal instruction"
+    return [_finding("error", title, why, fix, snippet,
+                     {"signal": crash.signal, "after_s": crash.after_s, "module": crash.module,
+                      "distribution": crash.distribution, "version": crash.version,
+                      "needs": list(culprit.needs) if culprit else None,
+                      "safe_versions": culprit.safe if culprit else None})]
+
+
+def _signum(name: str) -> int:
+    import signal
+
+    try:
+        return int(signal.Signals[name])
+    except KeyError:
+        return 0
+
+
 @evidence_rule("EVID009", "inconclusive", category="threads", severity="info",
                title="Not enough evidence to judge where the time went")
 def inconclusive(ev: Evidence) -> list[Finding]:
@@ -434,8 +529,8 @@ def inconclusive(ev: Evidence) -> list[Finding]:
         `cpudoctor run` run longer), and on a quiet machine.
     """
     bd = ev.breakdown
-    if bd is None:
-        return []
+    if bd is None or ev.crash is not None:
+        return []                       # a crashed job: EVID010 says what happened, not "sample longer"
     verdict = judge_breakdown(bd)
     if verdict.conclusive:
         return []

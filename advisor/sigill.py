@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from cpudoctor.advisor import machine
 from cpudoctor.advisor.engine import Facts
+from cpudoctor.advisor.floors import floor_entry
 from cpudoctor.knowledge import FLOORS
 
 
@@ -37,10 +38,7 @@ class Sigill:
 
 
 def _floor_entry(package: str, module: str):
-    entry = FLOORS.package_of(package) or FLOORS.packages.get(package)
-    if entry is None:
-        entry = next((e for e in FLOORS.packages.values() if e.module == module), None)
-    return entry
+    return floor_entry(package, module)
 
 
 def _installed_version(f: Facts, entry, package: str) -> str | None:

@@ -333,9 +333,9 @@ def script_command(python: str, script: str, arguments: str) -> list[str]:
 
 
 def run_message(obs) -> str:
-    from cpudoctor.render.run_report import _ended
+    from cpudoctor.render.run_report import ended_text
 
-    return f"Ran {obs.command}: {_ended(obs)} after {obs.duration_s:g} s."
+    return f"Ran {obs.command}: {ended_text(obs, window=True)} after {obs.duration_s:g} s."
 
 
 # -- the model ----------------------------------------------------------------

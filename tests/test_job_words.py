@@ -5,6 +5,9 @@ The jobs here need no torch and last a second or two: a job that only sleeps, a 
 
 from __future__ import annotations
 
+import io
+import platform
+import signal
 import subprocess
 import sys
 
@@ -23,3 +26,67 @@ def test_a_job_with_only_a_suggestion_is_not_worst_suggestion():
     tail = proc.stderr.rstrip().splitlines()[-1]
     assert "worst" not in proc.stderr
     assert tail.endswith("suggestion, nothing to fix."), proc.stderr
+
+
+@pytest.mark.parametrize("signame", ["SIGILL", "SIGSEGV", "SIGBUS", "SIGKILL"])
+def test_a_job_that_dies_of_a_signal_is_reported_as_crashed(signame):
+    """Issue 41 item 1, the issue's own command: a job that died of SIGILL (exit 132) was "idle ... sample
+    longer". It is reported as crashed: the signal, what it means, no breakdown verdict, no EVID009."""
+    code = f"import os, signal, time; time.sleep(1); os.kill(os.getpid(), signal.{signame})"
+    proc = run_cli(code)
+    assert proc.returncode == 128 + getattr(signal, signame)
+    report = proc.stderr[proc.stderr.index("cpudoctor run:"):]
+    assert f"died of {signame}" in report.splitlines()[1]
+    assert "it was idle" not in report and "Sample longer" not in report and "EVID009" not in report
+    assert f"[✗] EVID010 The job crashed: {signame}" in report
+    meaning = {"SIGILL": "instruction this\n", "SIGSEGV": "Segmentation fault", "SIGBUS": "shared memory",
+               "SIGKILL": "out-of-memory"}[signame]
+    assert " ".join(meaning.split()) in " ".join(report.split())
+    if signame != "SIGKILL":      # Python's fault handler, switched on by run, printed the stack and run kept it
+        assert "Fatal Python error" in proc.stderr and 'File "<string>", line 1' in report
+
+
+def test_a_job_that_exits_with_an_error_is_not_a_crash():
+    proc = run_cli("import sys; sys.exit(3)")
+    assert proc.returncode == 3 and "exited with code 3" in proc.stderr and "EVID010" not in proc.stderr
+
+
+@pytest.mark.slow
+def test_sigill_in_numpy_on_an_older_cpu_names_numpy_its_floor_and_the_release_that_runs(tmp_path):
+    """Issue 41 items 1 and 5, for real: the job imports NumPy 2.4 on QEMU's kvm64 (no x86-64-v2) and dies of
+    SIGILL. The run, judged against that CPU (a kvm64 guest's tree), names numpy, its version and floor, and the
+    release that runs there (as ISA003 does), not "reinstall it in a clean virtual environment"."""
+    from qemu_guest import QEMU, cpuid_under, guest_tree
+    from real_situations import clean_environ, need_module
+
+    if QEMU is None or platform.machine() != "x86_64":
+        pytest.skip("needs qemu-x86_64 (qemu-user) on an x86-64 machine")
+    need_module("numpy")
+    import numpy
+
+    if tuple(int(x) for x in numpy.__version__.split(".")[:2]) < (2, 4):
+        pytest.skip(f"needs NumPy 2.4 or later (x86-64-v2), this is {numpy.__version__}")
+    from cpudoctor.jobrun import Machine, run_job
+    from cpudoctor.pipeline import Source
+
+    machine = Machine.of_source(Source.tree(guest_tree(tmp_path / "guest", cpuid_under("kvm64"))))
+    err = io.BytesIO()
+    obs, findings = run_job([QEMU, "-cpu", "kvm64", sys.executable, "-c", "import time; time.sleep(0.5); import numpy"],
+                            machine=machine, env=clean_environ(), stdout=io.BytesIO(), stderr=err)
+    assert obs.crash is not None and obs.crash.signal == "SIGILL", (obs.exit_code, err.getvalue()[-2000:])
+    assert (obs.crash.module, obs.crash.distribution, obs.crash.version) == ("numpy", "numpy", numpy.__version__)
+    assert b"Fatal Python error: Illegal instruction" in err.getvalue()     # the job's own stderr kept its report
+    [f] = [f for f in findings if f.code == "EVID010"]
+    assert f"NumPy {numpy.__version__} needs x86-64-v2" in f.title and "numpy/" in f.why
+    assert f.snippet == "python -m pip install 'numpy<2.4'" and "numpy<2.4" in f.fix
+    assert "clean virtual environment" not in f.fix and not [g for g in findings if g.code == "EVID009"]
+
+
+def test_a_shell_that_reports_its_command_s_crash_is_a_crash_too():
+    """`run -- bash -c "python train.py"`: bash exits 139 when its command died of SIGSEGV."""
+    code = "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"
+    proc = subprocess.run([sys.executable, "-m", "cpudoctor", "run", "--", "bash", "-c", f'{sys.executable} -c "{code}"; exit $?'],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 139
+    assert "exited with code 139: its command died of SIGSEGV (Segmentation fault)" in proc.stderr
+    assert "EVID010" in proc.stderr and "Fatal Python error: Segmentation fault" in proc.stderr

@@ -19,8 +19,7 @@ from cpudoctor.probes.cgroup import read_cgroup_limits
 from cpudoctor.kits.cpulist import (MAX_CPUS, MAX_NUMA_NODES, GarbledValue, cpu_number, format_cpulist, parse_cpulist,
     parse_int)
 from cpudoctor.kits.rooted import (cap_notes, is_live_root, list_dir, numbered_dirs, read_cpulist, read_cpumask, read_int,
-    read_lines,
-    read_size, read_text, shown, under)
+    read_lines, read_size, read_text, shown, under)
 from cpudoctor.model.topology import Cache, Core, CpuKind, L3Domain, NumaNode, Package, Topology
 
 

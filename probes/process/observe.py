@@ -40,6 +40,7 @@ from typing import BinaryIO
 from cpudoctor.kits.child.runner import ChildProcess
 from cpudoctor.kits.child.streams import INHERIT, PassThrough
 from cpudoctor.model.evidence import RunObservation
+from cpudoctor.probes.process.crash import FaultTap, could_start_fault, job_crash
 from cpudoctor.probes.process.onednn_verbose import PREFIXES, parse_onednn_verbose, printed_by_onednn
 from cpudoctor.probes.process.timing import TimeSampler
 from cpudoctor.probes.process.torch_logs import logged_limit, logged_recompile, parse_recompiles
@@ -60,6 +61,8 @@ def diagnostic_env(base: dict[str, str]) -> tuple[dict[str, str], dict[str, str]
     logs = env.get("TORCH_LOGS", "")
     if "recompiles" not in logs:
         env["TORCH_LOGS"] = added["TORCH_LOGS"] = (logs + "," if logs else "") + "+recompiles"
+    if "PYTHONFAULTHANDLER" not in env:
+        env["PYTHONFAULTHANDLER"] = added["PYTHONFAULTHANDLER"] = "1"   # a crash prints the Python stack
     return env, added
 
 
@@ -67,6 +70,11 @@ def _could_be_onednn(rest: bytes) -> bool:
     head = rest[:16]
     return any(p.encode().startswith(head) or head.startswith(p.encode())
                for p in PREFIXES)
+
+
+def _could_be_stderr_line(rest: bytes) -> bool:
+    """A line on the job's stderr that may still become one of PyTorch's log lines or Python's fault report."""
+    return _could_be_torch_log(rest) or could_start_fault(rest)
 
 
 def _could_be_torch_log(rest: bytes) -> bool:
@@ -126,6 +134,7 @@ class JobRun:
         self._sampler: TimeSampler | None = None
         self._out: PassThrough | None = None
         self._err: PassThrough | None = None
+        self._fault: FaultTap | None = None
         self._ended_by: str | None = None
         self._t0 = 0.0
 
@@ -142,8 +151,10 @@ class JobRun:
             self.obs.launch_affinity = None
         self._out = self._stream(self.stdout, self._own_out, "ONEDNN_VERBOSE" in added, printed_by_onednn,
                                  _could_be_onednn)
-        self._err = self._stream(self.stderr, self._own_err, "TORCH_LOGS" in added, logged_recompile,
-                                 _could_be_torch_log, tap=logged_limit)
+        self._fault = FaultTap() if "PYTHONFAULTHANDLER" in added else None
+        self._err = self._stream(self.stderr, self._own_err, "TORCH_LOGS" in added or self._fault is not None,
+                                 logged_recompile if "TORCH_LOGS" in added else (lambda _line: False),
+                                 _could_be_stderr_line, tap=self._stderr_tap)
         self._flush_own()
         self._t0 = time.monotonic()
         self.child = ChildProcess(
@@ -168,6 +179,11 @@ class JobRun:
             self._sampler = TimeSampler(self.obs.pid, observer="run", rate=self.rate or RUN_RATE)
             self._sampler.start()
         return True
+
+    def _stderr_tap(self, line: str) -> bool:
+        """Lines of the job's stderr that go on and are kept too: Dynamo's recompile-limit warning, Python's
+        fault report."""
+        return logged_limit(line) or (self._fault is not None and self._fault(line))
 
     @staticmethod
     def _stream(sink, own: bool, diagnosed: bool, hold, could_be, tap=None) -> PassThrough | None:
@@ -222,6 +238,8 @@ class JobRun:
         out, err = self._out, self._err
         self.obs.onednn = parse_onednn_verbose(out.lines() if out is not None else [])
         self.obs.recompiles = parse_recompiles(err.lines() if err is not None else [])
+        if self.obs.ended_by == "exit":
+            self.obs.crash = job_crash(end.returncode, err.lines() if err is not None else [], self.obs.duration_s)
         self.obs.dropped_kernel_lines = bool(out is not None and out.dropped)
         self.obs.dropped_recompile_lines = bool(err is not None and err.dropped)
         if out is not None and out.sink_gone and self._own_out:
