@@ -30,6 +30,7 @@ from cpudoctor.advisor.engine import RuleSet
 from cpudoctor.advisor.job_split import cpus_text
 from cpudoctor.advisor.job_verdict import judge_breakdown, judged, reason
 from cpudoctor.advisor.pinning import env_unset
+from cpudoctor.advisor.thread_vars import thread_count_env, with_thread_count
 from cpudoctor.kits.cpulist import format_cpulist
 from cpudoctor.kits.plural import plural
 from cpudoctor.model import Finding
@@ -135,10 +136,15 @@ def openmp_wait_dominates(ev: Evidence) -> list[Finding]:
     why = (f"{percent(omp, fraction=True)} of the job's thread time was OpenMP waiting (barriers, spinning, team fork/join) and "
            f"only {percent(comp, fraction=True)} compute kernels ({_counted(bd)}, {plural(threads, 'compute thread')}). The kernels "
            "are too short for this many threads to pay off.")
-    fix = (f"Run it with {plural(target, 'thread')}: OMP_NUM_THREADS={target} (or torch.set_num_threads({target}) "
-           "first thing in the script), and compare steps per second.")
+    main = bd.process(bd.pid)
+    job_env = {**ev.env, **(main.thread_vars if main else {})}
+    assign, unset = thread_count_env(target, job_env)
+    fix = (f"Run it with {plural(target, 'thread')}: {' '.join(f'{k}={v}' for k, v in assign.items())}"
+           + (f" with {', '.join(unset)} unset" if unset else "")
+           + f" (every pool's count, whatever the shell exports; or torch.set_num_threads({target}) first thing in "
+           "the script), and compare steps per second.")
     return [_finding("warning", f"OpenMP waiting takes {percent(omp, fraction=True)} of the time, kernels {percent(comp, fraction=True)}", why, fix,
-                     f"OMP_NUM_THREADS={target} {ev.cmd()}",
+                     with_thread_count(target, job_env, ev.cmd()),
                      {"openmp_wait_share": round(omp, 3), "compute_share": round(comp, 3), "threads": threads,
                       "samples": bd.samples, "suggested_threads": target})]
 

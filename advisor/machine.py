@@ -13,12 +13,11 @@ from typing import Any
 
 from cpudoctor.advisor import measured
 from cpudoctor.advisor.engine import Facts
+from cpudoctor.advisor.thread_vars import THREAD_VARS  # noqa: F401 - the pools' variables, for the report rules
 from cpudoctor.kits.plural import plural
 from cpudoctor.knowledge import ADVISOR_KNOWLEDGE
 from cpudoctor.model import Report
 
-# Variables that set the size of a thread pool, in the order the runtimes read them.
-THREAD_VARS: tuple[str, ...] = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 # Variables that pin or bind OpenMP threads (any one of them counts as "pinned").
 PINNING_VARS: tuple[str, ...] = ("OMP_PLACES", "OMP_PROC_BIND", "GOMP_CPU_AFFINITY", "KMP_AFFINITY")
 

@@ -28,6 +28,7 @@ from cpudoctor.advisor.machine import setting
 from cpudoctor.advisor.job_split import Job, SplitPlan, cpus_text, plan_split, quota_threads
 from cpudoctor.advisor.pinning import affinity_vars_to_clear
 from cpudoctor.advisor.snippets import worker_init_snippet
+from cpudoctor.advisor.thread_vars import THREAD_VARS, thread_count_env
 from cpudoctor.kits.cpulist import format_cpulist
 from cpudoctor.model.inspection import Inspection, PeerJob, ThreadInfo
 from cpudoctor.model import Topology
@@ -38,9 +39,6 @@ from cpudoctor.kits.format import percent
 # A thread counts as busy at a quarter of a CPU over the window: OpenMP workers
 # of a training step sit well above it, idle pools (inter-op, autograd) below.
 BUSY_PERCENT = 25.0
-# Thread-count variables a relaunch sets; OMP covers libgomp/libiomp, the rest
-# their own pools (OpenBLAS and MKL ignore OMP_NUM_THREADS in some builds).
-THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 # Run-queue wait (sum over threads, 100 = one thread waiting the whole window) from which the
 # job is short of CPU rather than idle: 0.3 s of waiting per second.
 CONTENTION_WAIT = 30.0
@@ -139,10 +137,10 @@ class Context:
         relaunches another job (PROC014) instead of this one: every binding
         variable is cleared, its environment was not read.
         """
-        env = {name: str(threads) for name in THREAD_VARS}
+        env, counts_unset = thread_count_env(threads, None if other is not None else self.insp.env)
         env.update(extra_env or {})
         binding = affinity_vars_to_clear(None) if other is not None else self.binding_vars()
-        unset = " ".join(f"-u {name}" for name in binding if name not in env)
+        unset = " ".join(f"-u {name}" for name in [*binding, *counts_unset] if name not in env)
         env_part = "env " + (unset + " " if unset else "") + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
         prefix = launch_prefix(self.topo, cpus, numa_node) if cpus else ""
         command = other.text if other is not None else self.command()

@@ -90,3 +90,28 @@ def test_a_shell_that_reports_its_command_s_crash_is_a_crash_too():
     assert proc.returncode == 139
     assert "exited with code 139: its command died of SIGSEGV (Segmentation fault)" in proc.stderr
     assert "EVID010" in proc.stderr and "Fatal Python error: Segmentation fault" in proc.stderr
+
+
+def test_the_thread_fix_sets_every_pool_s_count_the_shell_exports():
+    """Issue 41 item 12: in a shell that exports OMP_NUM_THREADS=7 MKL_NUM_THREADS=3, EVID001's `OMP_NUM_THREADS=1
+    python train.py` left MKL's variable in force (PyTorch takes MKL_NUM_THREADS over OMP_NUM_THREADS) and the job
+    still waited. The fix sets every count the job's pools read, and unsets a count it cannot write into."""
+    from cpudoctor.advisor.evidence_rules import Evidence, run_evidence_rules
+    from cpudoctor.model.breakdown import ProcessTime, Share, ThreadTime, TimeBreakdown
+
+    def evid001(env: dict[str, str]):
+        shares = [Share("openmp_wait", 6.0, 0.6, 60), Share("compute", 2.0, 0.2, 20), Share("python", 2.0, 0.2, 20)]
+        driver = ThreadTime(10, 10, "python", "driver", "stacks", samples=100, seconds=10.0, shares=shares)
+        main = ProcessTime(10, 1, "python", "python train.py", "main", True, True, affinity=[0, 1],
+                           thread_vars=dict(env), samples=100, seconds=10.0, shares=shares, threads=[driver])
+        bd = TimeBreakdown(10, window_s=10.0, samples=100, seconds=10.0, shares=shares, processes=[main],
+                           driver="10/10", driver_samples=100, job_cpus=1.9, others_cpus=0.0, online_cpus=2, cpus=2)
+        [f] = run_evidence_rules(Evidence(command="python train.py", pid=10, breakdown=bd, env=dict(env)), {"EVID001"})
+        return f
+
+    shell = evid001({"OMP_NUM_THREADS": "7", "MKL_NUM_THREADS": "3"})
+    assert shell.snippet == "OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python train.py"
+    domains = evid001({"MKL_DOMAIN_NUM_THREADS": "MKL_BLAS=3", "GOTO_NUM_THREADS": "4"})
+    assert domains.snippet == ("env -u MKL_DOMAIN_NUM_THREADS OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 "
+                               "OPENBLAS_NUM_THREADS=1 GOTO_NUM_THREADS=1 python train.py")
+    assert "MKL_DOMAIN_NUM_THREADS unset" in domains.fix

@@ -81,6 +81,24 @@ def run_job(tmp_path_factory, job: str, *args: str, env: dict[str, str] | None =
     return run
 
 
+def printed_env(line: str) -> tuple[dict[str, str], tuple[str, ...]]:
+    """What a printed bash line sets and unsets before its command: ``env -u A B=1 C=2 python ...``."""
+    import shlex
+
+    words = shlex.split(line.splitlines()[0])
+    unset: list[str] = []
+    if words and words[0] == "env":
+        words = words[1:]
+        while words[:1] == ["-u"]:
+            unset.append(words[1])
+            words = words[2:]
+    assign = {}
+    while words and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", words[0]):
+        name, _, value = words.pop(0).partition("=")
+        assign[name] = value
+    return assign, tuple(unset)
+
+
 def cpu_flags() -> set[str]:
     """This machine's flags, read here independently of CPU Doctor."""
     with open("/proc/cpuinfo", encoding="utf-8") as fh:
@@ -140,8 +158,11 @@ def test_tiny_model_on_all_threads(tmp_path_factory):
     before = run_job(tmp_path_factory, "tiny_threads")
     before.conclusive_or_skip()
     f = before.findings["EVID001"]
-    assert "OpenMP waiting" in f["why"] and f["snippet"].startswith("OMP_NUM_THREADS=1 ")
-    after = run_job(tmp_path_factory, "tiny_threads", env={"OMP_NUM_THREADS": "1"})
+    assert "OpenMP waiting" in f["why"] and f["snippet"].startswith("OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 ")
+    # The printed fix as a shell runs it: in a shell that exports MKL_NUM_THREADS=3 (issue 41 item 12) setting
+    # OMP_NUM_THREADS alone left PyTorch on 3 threads; the line sets every pool's count.
+    assign, unset = printed_env(f["snippet"])
+    after = run_job(tmp_path_factory, "tiny_threads", env=assign, unset=unset)
     after.conclusive_or_skip()
     assert "EVID001" not in after.findings
     assert after.share("openmp_wait") < before.share("openmp_wait") / 2

@@ -197,7 +197,7 @@ def test_a_job_and_others_that_fill_the_machine_together_are_inconclusive():
 def test_openmp_finding_quotes_this_runs_numbers():
     bd = build_breakdown(_record({"openmp_wait": 70, "compute": 20, "python": 10}), _states())
     (f,) = [f for f in run_evidence_rules(Evidence(breakdown=bd, command="python t.py"), strict=True)]
-    assert f.code == "EVID001" and f"{bd.samples} samples" in f.why and "OMP_NUM_THREADS=1 python t.py" == f.snippet
+    assert f.code == "EVID001" and f"{bd.samples} samples" in f.why and "OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python t.py" == f.snippet
 
 
 def test_renderers_show_every_category_once():
