@@ -191,7 +191,9 @@ def crash_after_import(report: Report) -> list[Finding]:
 
     Fix:
         Unset the forcing variable when one is set (OPENBLAS_CORETYPE, ATEN_CPU_CAPABILITY, ...);
-        otherwise install a build of the crashing package that matches this CPU, or force its
+        when the computation died in a package whose ISA floor this CPU misses, install the release
+        of it that runs (named, as ISA003 does); otherwise install a build of the crashing package
+        that matches this CPU, or force its
         kernels down to what the CPU has (e.g. ``OPENBLAS_CORETYPE=Haswell`` on an AVX2 CPU whose
         AVX-512 a VM hides) until it is fixed upstream.
     """

@@ -226,8 +226,11 @@ def import_failed(report: Report) -> list[Finding]:
         runtime. The exit status says which: SIGSEGV and SIGABRT point at mixed native libraries.
 
     Fix:
-        Reinstall the package in a clean environment (``python -m venv``) with versions that match
-        each other; the message of the failed import names the library that failed.
+        When a build's ISA floor explains the failure (jaxlib without AVX raises its own error;
+        an import that dies inside NumPy 2.4 on a CPU without x86-64-v2), install the release that
+        runs on this CPU, as ISA003 names it. Otherwise reinstall the package in a clean environment
+        (``python -m venv``) with versions that match each other; the message of the failed import
+        names the library that failed.
     """
     f = Facts(report)
     checks = f.get("software.import_checks", record=False) or []
@@ -309,7 +312,9 @@ def package_isa_floor(report: Report) -> list[Finding]:
     Fix:
         Install a release this CPU runs (the finding names the range, e.g. ``numpy<2.4``), a build
         compiled for this CPU, or run on a CPU that has the instructions. Floors marked unverified
-        are reported as a warning, not an error.
+        are reported as a warning, not an error. A package that crashed or failed to import for
+        want of instructions is ISA003's, ISA004's or KERNEL001's to name, and "every floor is met"
+        is never said beside it.
     """
     f = Facts(report)
     risks = f.get("software.isa_risks", record=False)
