@@ -30,6 +30,7 @@ from cpudoctor.advisor.engine import RuleSet
 from cpudoctor.advisor.job_split import cpus_text
 from cpudoctor.advisor.job_verdict import judge_breakdown, judged, reason
 from cpudoctor.advisor.pinning import env_unset
+from cpudoctor.advisor.snippets import WORKER_POOL_WORDS, worker_init_snippet, worker_pools
 from cpudoctor.advisor.thread_vars import thread_count_env, with_thread_count
 from cpudoctor.kits.cpulist import format_cpulist
 from cpudoctor.kits.plural import plural
@@ -379,13 +380,30 @@ def children_oversubscribe(ev: Evidence) -> list[Finding]:
            f"threads than its {plural(bd.cpus, 'CPU')} ({bd.runnable_mean:g} on average, {bd.runnable_peak} at "
            f"most) while a child process ran two or more of them: {plural(len(children), 'child process', 'child processes')} "
            "sized their thread pools for the whole machine.")
-    fix = ("Give every child process one thread: OMP_NUM_THREADS=1 in its environment (before it imports torch), "
-           "or torch.set_num_threads(1) first thing in the child (a Pool initializer); or start fewer processes.")
+    insp = ev.process
+    pools = worker_pools(insp.libraries, insp.libraries_readable) if insp is not None else ["torch"]
+    workers = [p for p in children if p.role == "dataloader_worker"]
+    named = ", ".join(WORKER_POOL_WORDS[p] for p in ("torch", "blas", "opencv") if p in pools)
+    if workers:
+        # DataLoader workers are forks: a variable read at load time never reaches the pools they inherit, and
+        # OpenCV's pool reads none at all (cv2.getNumThreads() stays at every CPU): each library's own switch
+        main_threads = max(1, bd.cpus - len(workers))
+        fix = (f"Give every DataLoader worker one thread per pool with each library's own switch in worker_init_fn "
+               f"({named}); the training process keeps {plural(main_threads, 'thread')}. A variable set in the shell "
+               "does not shrink a pool a forked worker inherits" + (", and none reaches OpenCV's." if "opencv" in pools
+                                                                     else "."))
+        snippet = worker_init_snippet(pools, main_threads, len(workers))
+    else:
+        fix = ("Give every child process one thread: OMP_NUM_THREADS=1 in its environment (before it imports torch), "
+               "or each library's own switch first thing in the child (a Pool initializer: "
+               f"{named}); or start fewer processes.")
+        snippet = ("import torch\ntorch.set_num_threads(1)   # first thing in each child process (Pool initializer)"
+                   + ("\nimport cv2\ncv2.setNumThreads(1)   # OpenCV's own pool: no variable reaches it" if "opencv" in pools
+                      else ""))
     return [_finding("warning", f"{bd.runnable_peak} runnable threads on {bd.cpus} CPUs across "
-                     f"{len(children) + 1} processes", why, fix,
-                     "import torch\ntorch.set_num_threads(1)   # first thing in each child process (Pool initializer)",
+                     f"{len(children) + 1} processes", why, fix, snippet,
                      {"oversubscribed_share": bd.oversubscribed_share, "runnable_mean": bd.runnable_mean,
-                      "runnable_peak": bd.runnable_peak, "cpus": bd.cpus}, lang="python")]
+                      "runnable_peak": bd.runnable_peak, "cpus": bd.cpus, "pools": pools}, lang="python")]
 
 
 @evidence_rule("EVID006", "python-dominates", category="threads", severity="warning",

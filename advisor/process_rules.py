@@ -27,7 +27,7 @@ from cpudoctor.advisor.job_command import JobCommand, job_command
 from cpudoctor.advisor.machine import setting
 from cpudoctor.advisor.job_split import Job, SplitPlan, cpus_text, plan_split, quota_threads
 from cpudoctor.advisor.pinning import affinity_vars_to_clear
-from cpudoctor.advisor.snippets import worker_init_snippet
+from cpudoctor.advisor.snippets import WORKER_POOL_WORDS, worker_init_snippet, worker_pools
 from cpudoctor.advisor.thread_vars import THREAD_VARS, thread_count_env
 from cpudoctor.kits.cpulist import format_cpulist
 from cpudoctor.model.inspection import Inspection, PeerJob, ThreadInfo
@@ -484,28 +484,21 @@ def worker_thread_explosion(ctx: Context) -> list[Finding]:
            "workers ran several threads at once in the window. Each worker's BLAS/OpenMP pool is sized for the "
            "whole machine and competes with the training threads when it computes.")
     main_threads = max(1, usable - workers)
-    pools = _worker_pools(i)
+    pools = worker_pools(i.libraries, i.libraries_readable)
     snippet = worker_init_snippet(pools, main_threads, workers)
-    switches = {"torch": "torch.set_num_threads(1)", "blas": "threadpool_limits(1) for OpenBLAS/MKL",
-                "opencv": "cv2.setNumThreads(1) for OpenCV"}
-    named = ", ".join(switches[p] for p in ("torch", "blas", "opencv") if p in pools)
+    named = ", ".join(WORKER_POOL_WORDS[p] for p in ("torch", "blas", "opencv") if p in pools)
     fix = (f"Give each worker one thread per pool with each library's own switch in worker_init_fn ({named}), and the "
-           f"training process {main_threads} (the usable CPUs minus the workers); as a launch-time alternative: "
-           f"{ctx.relaunch(None, main_threads, extra_env={'OPENBLAS_NUM_THREADS': '1'})}")
+           f"training process {main_threads} (the usable CPUs minus the workers)")
+    if "opencv" in pools:
+        # no variable reaches OpenCV's pool in a forked worker: cv2.getNumThreads() stays at every CPU
+        fix += "; no environment variable shrinks OpenCV's pool in a worker, only cv2.setNumThreads does."
+    else:
+        fix += (f"; as a launch-time alternative: "
+                f"{ctx.relaunch(None, main_threads, extra_env={'OPENBLAS_NUM_THREADS': '1'})}")
     return [_finding("warning", f"{workers} workers x up to {per_worker} threads: {total} threads on {plural(usable, 'CPU')}",
                      why, fix, snippet,
                      ctx.evidence(workers=workers, children_threads=i.children_threads, per_worker_max=per_worker,
                                   main_threads=i.num_threads, usable_cpus=usable), lang="python")]
-
-
-def _worker_pools(insp: Inspection) -> list[str]:
-    """The pools a DataLoader worker of this job inherits, as keys of snippets.WORKER_POOL_SWITCHES."""
-    pools = ["torch"]
-    if any(lib.kind == "blas" for lib in insp.libraries) or not insp.libraries_readable:
-        pools.append("blas")
-    if any(lib.library == "opencv" for lib in insp.libraries):
-        pools.append("opencv")
-    return pools
 
 
 @proc_rule("PROC007", "swapping", category="memory", severity="error",

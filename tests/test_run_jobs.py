@@ -260,6 +260,53 @@ def test_pool_processes_oversubscribe(tmp_path_factory):
     assert after.bd["oversubscribed_share"] < before.bd["oversubscribed_share"]
 
 
+def _worker_init_part(snippet: str) -> str:
+    """The printed snippet up to its main-process lines: the imports and worker_init_fn, what the job exec's."""
+    lines = snippet.splitlines()
+    end = next((k for k, line in enumerate(lines) if line.startswith(("torch.set_num_threads(", "loader ="))),
+               len(lines))
+    return "\n".join(lines[:end]) + "\n"
+
+
+def _opencv_findings() -> list:
+    """EVID005 on a job whose DataLoader workers run OpenCV, as a run records it (cv2's library in its process)."""
+    from cpudoctor.advisor.evidence_rules import Evidence, run_evidence_rules
+    from cpudoctor.model.breakdown import ProcessTime, TimeBreakdown
+    from cpudoctor.model.inspection import Inspection, NativeLib
+
+    main = ProcessTime(10, 1, "python", "python train.py", "main", True, True, affinity=[0, 1], max_threads=4)
+    workers = [ProcessTime(11 + k, 10, "python", "python train.py", "dataloader_worker", True, True, affinity=[0, 1],
+                           max_threads=3) for k in range(2)]
+    bd = TimeBreakdown(10, window_s=5.0, samples=100, driver_samples=100, processes=[main, *workers], cpus=2,
+                       oversubscribed_share=0.6, runnable_mean=3.2, runnable_peak=6, job_cpus=1.9, others_cpus=0.0,
+                       online_cpus=2)
+    libs = [NativeLib("cv2.abi3.so", "threads", "opencv", None, "cv2"),
+            NativeLib("libopenblasp-r0-59ffcd50.3.15.so", "blas", "openblas", None, "opencv_python_headless.libs")]
+    insp = Inspection(pid=10, libraries=libs, libraries_readable=True)
+    return run_evidence_rules(Evidence(command="python train.py", pid=10, breakdown=bd, process=insp), {"EVID005"})
+
+
+@pytest.mark.hardware
+def test_opencv_in_dataloader_workers_gets_cv2_setnumthreads(tmp_path_factory):
+    """Issue 41 item 9: the advice for workers whose transforms run OpenCV was a variable (OMP_NUM_THREADS=1),
+    which never reaches OpenCV's pool: cv2.getNumThreads() stayed at every CPU in each worker. EVID005 now gives
+    cv2.setNumThreads(1) in the DataLoader's worker_init_fn, and the printed function, run by the real job's
+    DataLoader, gives each worker's OpenCV one thread."""
+    cpus = len(os.sched_getaffinity(0))
+    if cpus < 2:
+        pytest.skip("one CPU: OpenCV's pool already has one thread")
+    before = run_job(tmp_path_factory, "opencv_workers")
+    assert f"worker_cv2_threads={cpus}" in before.proc.stdout, before.proc.stdout
+    f = before.findings.get("EVID005")
+    if f is None:           # this run's samples did not catch the oversubscription (a busy machine): the rule on the
+        [g] = _opencv_findings()            # job's facts as a run records them (its process maps cv2's library)
+        f = {"snippet": g.snippet, "fix": g.fix}
+    assert "cv2.setNumThreads(1)" in f["snippet"] and "def worker_init_fn" in f["snippet"]
+    assert "OMP_NUM_THREADS=1 in its environment" not in f["fix"]
+    after = run_job(tmp_path_factory, "opencv_workers", "--init", _worker_init_part(f["snippet"]))
+    assert "worker_cv2_threads=1" in after.proc.stdout, (after.proc.stdout, after.proc.stderr[-2000:])
+
+
 @pytest.mark.hardware
 def test_kernels_capped_to_a_lower_isa(tmp_path_factory):
     flags = cpu_flags()
