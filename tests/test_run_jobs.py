@@ -325,6 +325,23 @@ def test_kernels_capped_to_a_lower_isa(tmp_path_factory):
 
 
 @pytest.mark.hardware
+def test_kernels_onednn_picks_narrower_by_choice_are_no_cap(tmp_path_factory):
+    """Issue 41 item 7: oneDNN 3.12 computes the weight gradient of a convolution with 8 channels a group with AVX2
+    kernels on an AVX-512 CPU, on purpose. EVID007 said "update PyTorch" as a warning; with no cap variable, no
+    emulated CPU and no old build to name, it is at most an information with the share of time."""
+    if not {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= cpu_flags():
+        pytest.skip("no AVX-512: AVX2 kernels are this CPU's best")
+    run = run_job(tmp_path_factory, "conv", "--model", "few-channels")
+    groups = run.data["kernels"]["onednn"]["groups"]
+    if not any(g["kind"] == "convolution" and g["isa"] == "avx2" for g in groups):
+        pytest.skip(f"this oneDNN ran no AVX2 convolution for these shapes: {groups}")
+    f = run.findings.get("EVID007")
+    assert f is not None and f["severity"] == "info", f
+    assert re.search(r"for \d+ % of the kernel time", f["title"]) and "its choice" in f["title"]
+    assert "Update PyTorch" not in f["fix"] and "update" not in f["fix"].lower() and not f["snippet"]
+
+
+@pytest.mark.hardware
 def test_dtype_that_runs_emulated(tmp_path_factory):
     native = bool({"avx512_fp16", "amx_fp16", "avx_ne_convert"} & cpu_flags())
     before = run_job(tmp_path_factory, "conv", "--dtype", "f16")
