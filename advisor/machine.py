@@ -173,7 +173,7 @@ def recommended_threads(report: Report, f: Facts | None = None) -> tuple[int, st
     rec = measured.sweep_choice(report, f)
     if rec is not None and rec.threads:
         what = "the thread sweep's best setting" if report.recommendation is not None else \
-            "what the thread sweep measured fastest, beyond every spread"
+            f"what {measured.measured_by(report) or 'the thread sweep'} measured fastest, beyond every spread"
         variant = measured.named_variant(rec)
         return int(rec.threads), f"{what} ({variant})" if variant else what
     hybrid = performance_cores(f)
