@@ -442,6 +442,82 @@ def python_dominates(ev: Evidence) -> list[Finding]:
                      "", {"python_share": round(py, 3), "compute_share": round(comp, 3), "samples": bd.samples})]
 
 
+STILL_COMPILING = 0.5         # the window's counted time in torch.compile from which it saw no training yet
+STILL_STARTING = 0.6          # ... or the share of all its samples spent importing (start-up)
+WINDOW_ENDS = ("seconds", "interrupt", "stopped", "terminated", None)   # CPU Doctor ended the watching (None: inspect)
+
+
+def still_starting(ev: Evidence) -> tuple[str, float] | None:
+    """("compiling" | "starting", share) when the watching ended while the job had not begun to train: most of the
+    window in torch.compile (with at most one compilation logged), or most of its samples importing modules."""
+    bd = ev.breakdown
+    if bd is None or ev.crash is not None or ev.ended_by not in WINDOW_ENDS:
+        return None
+    rec = ev.recompiles
+    if rec is not None and len(rec.recompiles) >= 2:
+        return None                     # it compiled again and again: EVID003's question
+    if bd.seconds > 0 and bd.share(COMPILE) >= STILL_COMPILING:
+        return "compiling", bd.share(COMPILE)
+    total = bd.samples + bd.startup_samples
+    if total and bd.startup_samples / total >= STILL_STARTING:
+        return "starting", bd.startup_samples / total
+    return None
+
+
+@evidence_rule("EVID011", "window-before-training", category="evidence", severity="info",
+               title="The window ended before the job trained")
+def window_before_training(ev: Evidence) -> list[Finding]:
+    """
+    What it checks:
+        Whether the window CPU Doctor watched (`run --seconds`, `inspect --seconds`, a Stop) ended
+        while the job was still compiling (most of the sampled time in torch.compile, its compiler
+        processes running, no recompilation logged yet) or still importing its modules.
+
+    Why it matters:
+        A first torch.compile takes tens of seconds, more on a busy machine: a window that ends
+        inside it sees no training step, so no rule about training can speak, and a job that
+        recompiles for every new shape looks the same as one compiling once. Saying nothing would
+        read as "no problem".
+
+    Fix:
+        Watch it past its compile and first steps: a longer `--seconds` (or none, to its end), or
+        inspect it again once it trains; `cpudoctor run` logs every recompilation and its cause.
+    """
+    found = still_starting(ev)
+    if found is None:
+        return []
+    what, share = found
+    bd = ev.breakdown
+    assert bd is not None
+    compilers = [p for p in bd.processes if p.role in ("compiler", "compile_worker")]
+    window = f"{bd.window_s:g} s"
+    if ev.ended_by is None:
+        watch = f"inspected for {window}"
+        again = ("Inspect it again once it trains (after its first steps), or run it under `cpudoctor run` with no "
+                 "--seconds: run logs every recompilation and why")
+        snippet = f"cpudoctor inspect {ev.pid or 'PID'} --seconds 30   # once the job trains"
+    else:
+        watch = f"stopped after {window}" if ev.ended_by == "seconds" else f"watched for {window}"
+        longer = max(60, int(bd.window_s * 4 / 10 + 1) * 10)
+        again = (f"Run it for longer: --seconds {longer} or more (or no --seconds, to its end), so the window covers "
+                 "its compile and its first steps")
+        snippet = f"cpudoctor run --seconds {longer} -- {ev.cmd()}"
+    if what == "compiling":
+        many = f", with {plural(len(compilers), 'compiler process', 'compiler processes')}" if compilers else ""
+        why = (f"The job was {watch}, and {percent(share, fraction=True)} of that time went to torch.compile{many}: "
+               "the window ended inside its compile, before its training steps, so nothing about its training "
+               "could be judged (and whether it compiles again for each new input shape could not be seen).")
+        title = f"The window ended while the job was still compiling ({percent(share, fraction=True)} of the time)"
+    else:
+        why = (f"The job was {watch}, and {percent(share, fraction=True)} of the samples found it still importing its "
+               "modules: the window ended before its first training step, so nothing about its training could be "
+               "judged.")
+        title = "The window ended while the job was still starting"
+    return [_finding("info", title, why, again + ".", snippet,
+                     {"still": what, "share": round(share, 3), "window_s": bd.window_s, "compilers": len(compilers),
+                      "ended_by": ev.ended_by})]
+
+
 # What each signal a job dies of means, and what to do (SIGILL's fix comes from the ISA-floor table when the
 # package is known).
 CRASH_WORDS: dict[str, tuple[str, str]] = {
@@ -553,8 +629,8 @@ def inconclusive(ev: Evidence) -> list[Finding]:
         `cpudoctor run` run longer), and on a quiet machine.
     """
     bd = ev.breakdown
-    if bd is None or ev.crash is not None:
-        return []                       # a crashed job: EVID010 says what happened, not "sample longer"
+    if bd is None or ev.crash is not None or still_starting(ev) is not None:
+        return []                       # a crashed job (EVID010) or one not yet training (EVID011) says why
     verdict = judge_breakdown(bd)
     if verdict.conclusive:
         return []

@@ -30,6 +30,7 @@ from cpudoctor.advisor.pinning import affinity_vars_to_clear
 from cpudoctor.advisor.snippets import WORKER_POOL_WORDS, worker_init_snippet, worker_pools
 from cpudoctor.advisor.thread_vars import THREAD_VARS, thread_count_env
 from cpudoctor.kits.cpulist import format_cpulist
+from cpudoctor.model.breakdown import COMPILE
 from cpudoctor.model.inspection import Inspection, PeerJob, ThreadInfo
 from cpudoctor.model import Topology
 from cpudoctor.kits.plural import plural
@@ -39,6 +40,8 @@ from cpudoctor.kits.format import percent
 # A thread counts as busy at a quarter of a CPU over the window: OpenMP workers
 # of a training step sit well above it, idle pools (inter-op, autograd) below.
 BUSY_PERCENT = 25.0
+# The breakdown's share in torch.compile from which a job with low CPU use is compiling, not waiting on data.
+COMPILING = 0.5
 # Run-queue wait (sum over threads, 100 = one thread waiting the whole window) from which the
 # job is short of CPU rather than idle: 0.3 s of waiting per second.
 CONTENTION_WAIT = 30.0
@@ -551,7 +554,9 @@ def starved_threads(ctx: Context) -> list[Finding]:
     Fix:
         Profile the input pipeline: more DataLoader workers (from the spare CPUs),
         persistent_workers=True, lighter per-sample transforms, a faster data format. Check that
-        the training threads are not simply idle between small steps.
+        the training threads are not simply idle between small steps. A job whose sampled time is
+        mostly torch.compile (its compiler processes busy) waits for its own compile, not for data:
+        EVID011 and EVID003 speak for it.
     """
     i = ctx.insp
     usable = ctx.usable
@@ -562,6 +567,11 @@ def starved_threads(ctx: Context) -> list[Finding]:
         return []
     if i.wait_percent is not None and i.wait_percent >= CONTENTION_WAIT:
         return []                      # it wanted CPU and could not get it: PROC013, not waiting on data
+    bd = i.time
+    if bd is not None and bd.seconds > 0 and (bd.share(COMPILE) >= COMPILING or any(
+            p.role in ("compiler", "compile_worker") and p.samples for p in bd.processes)
+            and bd.share(COMPILE) >= 0.2):
+        return []                      # it waits for its own compile (torch.compile): EVID011/EVID003 say so
     child_cpu = i.children_cpu_percent or 0.0
     if i.children and child_cpu >= 50:
         title = "The training process mostly waits while its DataLoader workers are busy"

@@ -115,3 +115,43 @@ def test_the_thread_fix_sets_every_pool_s_count_the_shell_exports():
     assert domains.snippet == ("env -u MKL_DOMAIN_NUM_THREADS OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 "
                                "OPENBLAS_NUM_THREADS=1 GOTO_NUM_THREADS=1 python train.py")
     assert "MKL_DOMAIN_NUM_THREADS unset" in domains.fix
+
+
+def _compiling_breakdown(share: float = 0.98):
+    from cpudoctor.model.breakdown import ProcessTime, Share, ThreadTime, TimeBreakdown
+
+    shares = [Share("compile", 20 * share, share, int(200 * share)), Share("python", 20 * (1 - share), 1 - share, 4)]
+    driver = ThreadTime(10, 10, "python", "driver", "stacks", samples=200, seconds=20.0, shares=shares)
+    main = ProcessTime(10, 1, "python", "python train.py", "main", True, True, affinity=[0, 1], samples=200,
+                       seconds=20.0, shares=shares, threads=[driver])
+    compilers = [ProcessTime(20 + k, 10, "cc1plus", "cc1plus", "compiler", False, False, samples=20, seconds=2.0,
+                             shares=[Share("compile", 2.0, 1.0, 20)]) for k in range(9)]
+    return TimeBreakdown(10, window_s=20.0, samples=200, seconds=20.0, shares=shares, processes=[main, *compilers],
+                         driver="10/10", driver_samples=200, job_cpus=0.4, others_cpus=0.0, online_cpus=2, cpus=2)
+
+
+def test_a_job_that_compiles_is_not_waiting_on_data():
+    """Issue 41 items 2 and 3: PROC008 said "the job is waiting ... I/O, a lock ... data loading" for a job whose
+    own breakdown shows torch.compile at 98 % and nine compiler processes; a run whose --seconds ended inside the
+    first compile found nothing. Now: no PROC008, and EVID011 says the window ended inside the compile and what
+    to do."""
+    from cpudoctor.jobrun import Machine, diagnose
+    from cpudoctor.model.evidence import JobEvidence
+    from cpudoctor.model.inspection import Inspection, ThreadInfo
+
+    threads = [ThreadInfo(10 + k, "python", "S", cpu_percent=3.0) for k in range(8)]
+    insp = Inspection(pid=10, name="python", cmdline="python train.py", argv=["python", "train.py"], status="ok",
+                      window_s=20.0, samples=40, num_threads=8, threads=threads, cpu_percent=20.0, usable_cpus=2,
+                      affinity=[0, 1], runnable_mean=0.3, wait_percent=2.0, children_cpu_percent=180.0,
+                      time=_compiling_breakdown())
+    found = {f.code: f for f in diagnose(JobEvidence.of_inspection(insp), Machine())}
+    assert "PROC008" not in found and "EVID009" not in found, sorted(found)
+    f = found["EVID011"]
+    assert "still compiling (98 % of the time)" in f.title and "9 compiler processes" in f.why
+    assert "inspected for 20 s" in f.why and f.snippet.startswith("cpudoctor inspect 10")
+    ran = diagnose(JobEvidence(command="python train.py", pid=10, breakdown=_compiling_breakdown(),
+                               ended_by="seconds"), Machine())
+    [g] = [g for g in ran if g.code == "EVID011"]
+    assert "stopped after 20 s" in g.why and g.snippet == "cpudoctor run --seconds 90 -- python train.py"
+    assert not [g for g in diagnose(JobEvidence(command="python train.py", pid=10, breakdown=_compiling_breakdown(),
+                                                ended_by="exit"), Machine()) if g.code == "EVID011"]

@@ -315,7 +315,7 @@ def test_every_evidence_rule_is_documented():
     assert path.read_text(encoding="utf-8") == render_evidence_rules_md(), (
         "docs/evidence_rules.md is out of date: run `python -m cpudoctor.render.rules evidence > "
         "docs/evidence_rules.md`")
-    assert [r.code for r in EVIDENCE_RULES.all()] == [f"EVID{i:03d}" for i in range(1, 11)]
+    assert [r.code for r in EVIDENCE_RULES.all()] == [f"EVID{i:03d}" for i in range(1, 12)]
     assert label("gil") == "Waiting for the GIL"
 
 

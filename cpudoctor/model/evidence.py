@@ -88,6 +88,7 @@ class JobEvidence:
     process: Inspection | None = None     # the process facts the process rules judge
     kernels: KernelCensus | None = None   # a lab job's kernel census (a run's: read from ``onednn``)
     crash: JobCrash | None = None         # run only: the job died of a signal of its own
+    ended_by: str | None = None           # run only: how the watching ended (RunObservation.ended_by); None: a window
 
     @classmethod
     def of_inspection(cls, insp: Inspection) -> "JobEvidence":
@@ -101,7 +102,7 @@ class JobEvidence:
         return cls(command=obs.command, pid=obs.pid, breakdown=obs.breakdown, onednn=obs.onednn,
                    recompiles=obs.recompiles, launch_affinity=obs.launch_affinity, env=dict(obs.env),
                    memory=_memory(obs.process) if obs.process is not None else None, process=obs.process,
-                   crash=obs.crash)
+                   crash=obs.crash, ended_by=obs.ended_by)
 
 
 def _memory(insp: Inspection) -> JobMemory:
