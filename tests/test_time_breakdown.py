@@ -315,7 +315,8 @@ def test_every_evidence_rule_is_documented():
     assert path.read_text(encoding="utf-8") == render_evidence_rules_md(), (
         "docs/evidence_rules.md is out of date: run `python -m cpudoctor.render.rules evidence > "
         "docs/evidence_rules.md`")
-    assert [r.code for r in EVIDENCE_RULES.all()] == [f"EVID{i:03d}" for i in range(1, 12)]
+    codes = [r.code for r in EVIDENCE_RULES.all()]
+    assert codes[:9] == [f"EVID{i:03d}" for i in range(1, 10)] and {"EVID020", "EVID021"} <= set(codes)
     assert label("gil") == "Waiting for the GIL"
 
 
