@@ -464,7 +464,7 @@ def still_starting(ev: Evidence) -> tuple[str, float] | None:
     return None
 
 
-@evidence_rule("EVID021", "window-before-training", category="evidence", severity="info",
+@evidence_rule("EVID024", "window-before-training", category="evidence", severity="info",
                title="The window ended before the job trained")
 def window_before_training(ev: Evidence) -> list[Finding]:
     """
@@ -548,7 +548,7 @@ CRASH_OTHER = ("it was killed by a signal sent from outside (another program or 
                "nothing stops it.")
 
 
-@evidence_rule("EVID020", "job-crashed", category="evidence", severity="error",
+@evidence_rule("EVID023", "job-crashed", category="evidence", severity="error",
                title="The job crashed")
 def job_crashed(ev: Evidence) -> list[Finding]:
     """
@@ -630,7 +630,7 @@ def inconclusive(ev: Evidence) -> list[Finding]:
     """
     bd = ev.breakdown
     if bd is None or ev.crash is not None or still_starting(ev) is not None:
-        return []                       # a crashed job (EVID020) or one not yet training (EVID021) says why
+        return []                       # a crashed job (EVID023) or one not yet training (EVID024) says why
     verdict = judge_breakdown(bd)
     if verdict.conclusive:
         return []

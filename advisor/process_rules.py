@@ -556,7 +556,7 @@ def starved_threads(ctx: Context) -> list[Finding]:
         persistent_workers=True, lighter per-sample transforms, a faster data format. Check that
         the training threads are not simply idle between small steps. A job whose sampled time is
         mostly torch.compile (its compiler processes busy) waits for its own compile, not for data:
-        EVID021 and EVID003 speak for it.
+        EVID024 and EVID003 speak for it.
     """
     i = ctx.insp
     usable = ctx.usable
@@ -571,7 +571,7 @@ def starved_threads(ctx: Context) -> list[Finding]:
     if bd is not None and bd.seconds > 0 and (bd.share(COMPILE) >= COMPILING or any(
             p.role in ("compiler", "compile_worker") and p.samples for p in bd.processes)
             and bd.share(COMPILE) >= 0.2):
-        return []                      # it waits for its own compile (torch.compile): EVID021/EVID003 say so
+        return []                      # it waits for its own compile (torch.compile): EVID024/EVID003 say so
     child_cpu = i.children_cpu_percent or 0.0
     if i.children and child_cpu >= 50:
         title = "The training process mostly waits while its DataLoader workers are busy"

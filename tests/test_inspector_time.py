@@ -140,7 +140,7 @@ def test_run_a_script_remembers_it_leaves_no_dead_pid_and_says_who_stopped_it(qt
 def test_the_time_tab_says_its_seconds_sum_threads_shows_its_findings_and_the_workers(qtbot, page, tmp_path):
     """Issue 40 item 11: the Seconds column summed threads (17.7 s in an 11.9 s window) without saying so, a thread
     seen once read "100 %", the tab gave no advice, and worker processes were missing from the thread table. A real
-    script with two worker processes, which then dies of SIGSEGV (a finding of the job's own evidence, EVID020)."""
+    script with two worker processes, which then dies of SIGSEGV (a finding of the job's own evidence, EVID023)."""
     script = tmp_path / "workers.py"
     script.write_text(textwrap.dedent("""
         import multiprocessing as mp, os, signal, time
@@ -161,7 +161,7 @@ def test_the_time_tab_says_its_seconds_sum_threads_shows_its_findings_and_the_wo
     header = tab.table.horizontalHeaderItem(2)
     assert header.text() == "Thread-seconds" and "summed over the job's threads" in header.toolTip()
     assert "thread-seconds (every thread's time added up)" in tab.caption.text()
-    assert "EVID020" in tab.findings_view.toPlainText() and "SIGSEGV" in tab.findings_view.toPlainText()
+    assert "EVID023" in tab.findings_view.toPlainText() and "SIGSEGV" in tab.findings_view.toPlainText()
     rows = [[tab.thread_table.item(r, c).text() for c in range(tab.thread_table.columnCount())]
             for r in range(tab.thread_table.rowCount())]
     bd = page.time_breakdown

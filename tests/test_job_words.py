@@ -38,7 +38,7 @@ def test_a_job_that_dies_of_a_signal_is_reported_as_crashed(signame):
     report = proc.stderr[proc.stderr.index("cpudoctor run:"):]
     assert f"died of {signame}" in report.splitlines()[1]
     assert "it was idle" not in report and "Sample longer" not in report and "EVID009" not in report
-    assert f"[✗] EVID020 The job crashed: {signame}" in report
+    assert f"[✗] EVID023 The job crashed: {signame}" in report
     meaning = {"SIGILL": "instruction this\n", "SIGSEGV": "Segmentation fault", "SIGBUS": "shared memory",
                "SIGKILL": "out-of-memory"}[signame]
     assert " ".join(meaning.split()) in " ".join(report.split())
@@ -48,7 +48,7 @@ def test_a_job_that_dies_of_a_signal_is_reported_as_crashed(signame):
 
 def test_a_job_that_exits_with_an_error_is_not_a_crash():
     proc = run_cli("import sys; sys.exit(3)")
-    assert proc.returncode == 3 and "exited with code 3" in proc.stderr and "EVID020" not in proc.stderr
+    assert proc.returncode == 3 and "exited with code 3" in proc.stderr and "EVID023" not in proc.stderr
 
 
 @pytest.mark.slow
@@ -76,7 +76,7 @@ def test_sigill_in_numpy_on_an_older_cpu_names_numpy_its_floor_and_the_release_t
     assert obs.crash is not None and obs.crash.signal == "SIGILL", (obs.exit_code, err.getvalue()[-2000:])
     assert (obs.crash.module, obs.crash.distribution, obs.crash.version) == ("numpy", "numpy", numpy.__version__)
     assert b"Fatal Python error: Illegal instruction" in err.getvalue()     # the job's own stderr kept its report
-    [f] = [f for f in findings if f.code == "EVID020"]
+    [f] = [f for f in findings if f.code == "EVID023"]
     assert f"NumPy {numpy.__version__} needs x86-64-v2" in f.title and "numpy/" in f.why
     assert f.snippet == "python -m pip install 'numpy<2.4'" and "numpy<2.4" in f.fix
     assert "clean virtual environment" not in f.fix and not [g for g in findings if g.code == "EVID009"]
@@ -89,7 +89,7 @@ def test_a_shell_that_reports_its_command_s_crash_is_a_crash_too():
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 139
     assert "exited with code 139: its command died of SIGSEGV (Segmentation fault)" in proc.stderr
-    assert "EVID020" in proc.stderr and "Fatal Python error: Segmentation fault" in proc.stderr
+    assert "EVID023" in proc.stderr and "Fatal Python error: Segmentation fault" in proc.stderr
 
 
 def test_the_thread_fix_sets_every_pool_s_count_the_shell_exports():
@@ -133,7 +133,7 @@ def _compiling_breakdown(share: float = 0.98):
 def test_a_job_that_compiles_is_not_waiting_on_data():
     """Issue 41 items 2 and 3: PROC008 said "the job is waiting ... I/O, a lock ... data loading" for a job whose
     own breakdown shows torch.compile at 98 % and nine compiler processes; a run whose --seconds ended inside the
-    first compile found nothing. Now: no PROC008, and EVID021 says the window ended inside the compile and what
+    first compile found nothing. Now: no PROC008, and EVID024 says the window ended inside the compile and what
     to do."""
     from cpudoctor.jobrun import Machine, diagnose
     from cpudoctor.model.evidence import JobEvidence
@@ -146,12 +146,12 @@ def test_a_job_that_compiles_is_not_waiting_on_data():
                       time=_compiling_breakdown())
     found = {f.code: f for f in diagnose(JobEvidence.of_inspection(insp), Machine())}
     assert "PROC008" not in found and "EVID009" not in found, sorted(found)
-    f = found["EVID021"]
+    f = found["EVID024"]
     assert "still compiling (98 % of the time)" in f.title and "9 compiler processes" in f.why
     assert "inspected for 20 s" in f.why and f.snippet.startswith("cpudoctor inspect 10")
     ran = diagnose(JobEvidence(command="python train.py", pid=10, breakdown=_compiling_breakdown(),
                                ended_by="seconds"), Machine())
-    [g] = [g for g in ran if g.code == "EVID021"]
+    [g] = [g for g in ran if g.code == "EVID024"]
     assert "stopped after 20 s" in g.why and g.snippet == "cpudoctor run --seconds 90 -- python train.py"
     assert not [g for g in diagnose(JobEvidence(command="python train.py", pid=10, breakdown=_compiling_breakdown(),
-                                                ended_by="exit"), Machine()) if g.code == "EVID021"]
+                                                ended_by="exit"), Machine()) if g.code == "EVID024"]

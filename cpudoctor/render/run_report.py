@@ -46,7 +46,7 @@ def crashed_caption(obs: RunObservation) -> str:
     if crash is None or obs.ended_by != "exit":
         return ""
     return (f"the job died of {crash.signal} after {crash.after_s:g} s; these shares are what it did before it "
-            "crashed (EVID020 says why it died)")
+            "crashed (EVID023 says why it died)")
 
 
 def diagnostics_line(obs: RunObservation) -> str:

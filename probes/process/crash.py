@@ -10,7 +10,7 @@ comes; :class:`FaultTap` also keeps that report for CPU Doctor. From it,
 whose code ran (``import cv2`` that dies inside NumPy's code names numpy, as the
 import checks do: :func:`cpudoctor.probes.software.importcheck.crashed_in`) and
 reads that package's installed distribution and version beside the frame's
-file. Nothing here judges; the evidence rules do (EVID020).
+file. Nothing here judges; the evidence rules do (EVID023).
 """
 
 from __future__ import annotations
