@@ -25,8 +25,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from cpudoctor.advisor import floors
 from cpudoctor.advisor.engine import RuleSet
+from cpudoctor.advisor.job_split import cpus_text
 from cpudoctor.advisor.job_verdict import judge_breakdown, judged, reason
+from cpudoctor.advisor.pinning import env_unset
+from cpudoctor.advisor.snippets import WORKER_POOL_WORDS, worker_init_snippet, worker_pools
+from cpudoctor.advisor.thread_vars import thread_count_env, with_thread_count
 from cpudoctor.kits.cpulist import format_cpulist
 from cpudoctor.kits.plural import plural
 from cpudoctor.model import Finding
@@ -133,10 +138,15 @@ def openmp_wait_dominates(ev: Evidence) -> list[Finding]:
     why = (f"{percent(omp, fraction=True)} of the job's thread time was OpenMP waiting (barriers, spinning, team fork/join) and "
            f"only {percent(comp, fraction=True)} compute kernels ({_counted(bd)}, {plural(threads, 'compute thread')}). The kernels "
            "are too short for this many threads to pay off.")
-    fix = (f"Run it with {plural(target, 'thread')}: OMP_NUM_THREADS={target} (or torch.set_num_threads({target}) "
-           "first thing in the script), and compare steps per second.")
+    main = bd.process(bd.pid)
+    job_env = {**ev.env, **(main.thread_vars if main else {})}
+    assign, unset = thread_count_env(target, job_env)
+    fix = (f"Run it with {plural(target, 'thread')}: {' '.join(f'{k}={v}' for k, v in assign.items())}"
+           + (f" with {', '.join(unset)} unset" if unset else "")
+           + f" (every pool's count, whatever the shell exports; or torch.set_num_threads({target}) first thing in "
+           "the script), and compare steps per second.")
     return [_finding("warning", f"OpenMP waiting takes {percent(omp, fraction=True)} of the time, kernels {percent(comp, fraction=True)}", why, fix,
-                     f"OMP_NUM_THREADS={target} {ev.cmd()}",
+                     with_thread_count(target, job_env, ev.cmd()),
                      {"openmp_wait_share": round(omp, 3), "compute_share": round(comp, 3), "threads": threads,
                       "samples": bd.samples, "suggested_threads": target})]
 
@@ -262,17 +272,20 @@ def children_confined(ev: Evidence) -> list[Finding]:
     """
     What it checks:
         The CPU affinity of every process the job started (DataLoader workers, multiprocessing
-        pools) against the CPUs the job itself was started with.
+        pools) against the CPUs the job itself was started with, and whether the job's main
+        process kept them all.
 
     Why it matters:
         A child inherits its parent's affinity at fork. When OpenMP binding variables
         (OMP_PROC_BIND, OMP_PLACES, GOMP_CPU_AFFINITY, KMP_AFFINITY) pin the main thread to one CPU
         at `import torch`, or the script pins itself before starting workers, every worker is
-        squeezed onto that CPU and they take turns instead of running side by side.
+        squeezed onto that CPU and they take turns instead of running side by side. When the main
+        process kept every CPU, the narrower set was applied inside the child (a library or the
+        worker's own code calling sched_setaffinity there).
 
     Fix:
-        Choose the CPU set with taskset or numactl outside the job and unset the binding variables;
-        or give each worker all CPUs back in worker_init_fn (os.sched_setaffinity).
+        Choose the CPU set with taskset or numactl outside the job and unset the binding variables
+        that are set; or give each worker all CPUs back in worker_init_fn (os.sched_setaffinity).
     """
     bd = ev.breakdown
     if bd is None:
@@ -284,24 +297,58 @@ def children_confined(ev: Evidence) -> list[Finding]:
     confined = [p for p in _children(bd) if p.affinity is not None and len(p.affinity) < len(job_cpus)]
     if not confined:
         return []
-    sets = sorted({format_cpulist(p.affinity or []) for p in confined})
+    masks = sorted({tuple(sorted(p.affinity or [])) for p in confined})
+    where = " / ".join(cpus_text(list(m)) for m in masks)
     binding = {k: v for k, v in {**ev.env, **(main.thread_vars if main else {})}.items() if k in BINDING_VARS}
-    cause = (f"the binding variable{'s' if len(binding) > 1 else ''} "
-             f"{', '.join(f'{k}={v}' for k, v in binding.items())} pinned the main thread at start-up and the "
-             "children inherited it" if binding else "they inherited a narrower affinity from their parent")
-    why = (f"{plural(len(confined), 'child process', 'child processes')} (PIDs "
-           f"{', '.join(str(p.pid) for p in confined[:6])}) may run only on CPU{'s' if len(sets) > 1 or ',' in sets[0] or '-' in sets[0] else ''} "
-           f"{' / '.join(sets)} of the {len(job_cpus)} the job was started with ({format_cpulist(job_cpus)}): {cause}.")
-    unset = " ".join(f"-u {k}" for k in binding) or "-u OMP_PROC_BIND -u OMP_PLACES"
-    fix = ("Unset the OpenMP binding variables and choose the CPUs outside the job (taskset -c / numactl); "
-           "or give each worker every CPU back in worker_init_fn.")
-    snippet = (f"env {unset} taskset -c {format_cpulist(job_cpus)} {ev.cmd()}\n"
-               f"# or in the script: DataLoader(..., worker_init_fn=lambda _: os.sched_setaffinity(0, "
-               f"{{{', '.join(map(str, job_cpus[:16]))}}}))")
-    return [_finding("warning", f"{plural(len(confined), 'child process', 'child processes')} confined to "
-                     f"{' / '.join(sets)} of {len(job_cpus)} CPUs", why, fix, snippet,
-                     {"confined": len(confined), "job_cpus": len(job_cpus), "child_cpus": sets,
-                      "binding": binding or None})]
+    parent_keeps = main is not None and main.affinity is not None and set(job_cpus) <= set(main.affinity)
+    setter = mask_setter(ev, confined)
+    if parent_keeps:
+        cause = (f"the main process (PID {bd.pid}) kept all {len(job_cpus)}, so the narrower set was applied in the "
+                 "child itself (a library or the worker's own code calling sched_setaffinity there); "
+                 + (f"it was set by {setter}" if setter else "what set it could not be seen"))
+    elif binding:
+        cause = (f"the binding variable{'s' if len(binding) > 1 else ''} "
+                 f"{', '.join(f'{k}={v}' for k, v in binding.items())} pinned the main thread at start-up and the "
+                 "children inherited it")
+    else:
+        parent = cpus_text(sorted(main.affinity)) if main is not None and main.affinity else "a narrower set"
+        cause = (f"they inherited {parent} from the main process (PID {bd.pid}), which was narrowed after it "
+                 "started, not by a binding variable; "
+                 + (f"it was set by {setter}" if setter else "what narrowed it could not be seen"))
+    children = plural(len(confined), "child process", "child processes")
+    why = (f"{children} (PIDs {', '.join(str(p.pid) for p in confined[:6])}) may run only on {where} of the "
+           f"{len(job_cpus)} CPUs the job was started with ({format_cpulist(job_cpus)}): {cause}.")
+    give_back = (f"DataLoader(..., worker_init_fn=lambda _: os.sched_setaffinity(0, "
+                 f"{{{', '.join(map(str, job_cpus[:16]))}}}))")
+    if binding and not parent_keeps:
+        fix = ("Unset the OpenMP binding variables that are set and choose the CPUs outside the job (taskset -c / "
+               "numactl); or give each worker every CPU back in worker_init_fn.")
+        snippet = (f"{env_unset(binding)} taskset -c {format_cpulist(job_cpus)} {ev.cmd()}\n"
+                   f"# or in the script: {give_back}")
+        lang = "bash"
+    else:
+        # the CPU set was narrowed inside the job: a taskset outside it would be narrowed again
+        fix = ("Find the call that narrows the CPU set inside the job and remove it, or give each worker every CPU "
+               "back as it starts: worker_init_fn in a DataLoader (below), initializer in a multiprocessing Pool.")
+        snippet, lang = give_back, "python"
+    return [_finding("warning", f"{children} confined to {where} while the job has {cpus_text(job_cpus)}", why, fix,
+                     snippet,
+                     {"confined": len(confined), "job_cpus": len(job_cpus),
+                      "child_cpus": [format_cpulist(m) for m in masks], "main_cpus": format_cpulist(main.affinity)
+                      if main is not None and main.affinity else None, "binding": binding or None,
+                      "set_by": setter}, lang=lang)]
+
+
+def mask_setter(ev: Evidence, confined: list[ProcessTime]) -> str | None:
+    """What narrowed the children's CPU set, in words ("os.sched_setaffinity at train.py:41"), when the job's
+    facts show it; None when they do not.
+
+    The process facts (/proc, stacks) show a mask, never the call that set it: only a probe inside the job
+    that records its sched_setaffinity calls can (issue 34's in-job probe, which adds them to
+    :class:`~cpudoctor.model.evidence.JobEvidence`). Until that record exists this says None and EVID004
+    says the setter is unknown.
+    """
+    return None
 
 
 @evidence_rule("EVID005", "children-oversubscribe", category="threads", severity="warning",
@@ -334,13 +381,30 @@ def children_oversubscribe(ev: Evidence) -> list[Finding]:
            f"threads than its {plural(bd.cpus, 'CPU')} ({bd.runnable_mean:g} on average, {bd.runnable_peak} at "
            f"most) while a child process ran two or more of them: {plural(len(children), 'child process', 'child processes')} "
            "sized their thread pools for the whole machine.")
-    fix = ("Give every child process one thread: OMP_NUM_THREADS=1 in its environment (before it imports torch), "
-           "or torch.set_num_threads(1) first thing in the child (a Pool initializer); or start fewer processes.")
+    insp = ev.process
+    pools = worker_pools(insp.libraries, insp.libraries_readable) if insp is not None else ["torch"]
+    workers = [p for p in children if p.role == "dataloader_worker"]
+    named = ", ".join(WORKER_POOL_WORDS[p] for p in ("torch", "blas", "opencv") if p in pools)
+    if workers:
+        # DataLoader workers are forks: a variable read at load time never reaches the pools they inherit, and
+        # OpenCV's pool reads none at all (cv2.getNumThreads() stays at every CPU): each library's own switch
+        main_threads = max(1, bd.cpus - len(workers))
+        fix = (f"Give every DataLoader worker one thread per pool with each library's own switch in worker_init_fn "
+               f"({named}); the training process keeps {plural(main_threads, 'thread')}. A variable set in the shell "
+               "does not shrink a pool a forked worker inherits" + (", and none reaches OpenCV's." if "opencv" in pools
+                                                                     else "."))
+        snippet = worker_init_snippet(pools, main_threads, len(workers))
+    else:
+        fix = ("Give every child process one thread: OMP_NUM_THREADS=1 in its environment (before it imports torch), "
+               "or each library's own switch first thing in the child (a Pool initializer: "
+               f"{named}); or start fewer processes.")
+        snippet = ("import torch\ntorch.set_num_threads(1)   # first thing in each child process (Pool initializer)"
+                   + ("\nimport cv2\ncv2.setNumThreads(1)   # OpenCV's own pool: no variable reaches it" if "opencv" in pools
+                      else ""))
     return [_finding("warning", f"{bd.runnable_peak} runnable threads on {bd.cpus} CPUs across "
-                     f"{len(children) + 1} processes", why, fix,
-                     "import torch\ntorch.set_num_threads(1)   # first thing in each child process (Pool initializer)",
+                     f"{len(children) + 1} processes", why, fix, snippet,
                      {"oversubscribed_share": bd.oversubscribed_share, "runnable_mean": bd.runnable_mean,
-                      "runnable_peak": bd.runnable_peak, "cpus": bd.cpus}, lang="python")]
+                      "runnable_peak": bd.runnable_peak, "cpus": bd.cpus, "pools": pools}, lang="python")]
 
 
 @evidence_rule("EVID006", "python-dominates", category="threads", severity="warning",
@@ -379,6 +443,176 @@ def python_dominates(ev: Evidence) -> list[Finding]:
                      "", {"python_share": round(py, 3), "compute_share": round(comp, 3), "samples": bd.samples})]
 
 
+STILL_COMPILING = 0.5         # the window's counted time in torch.compile from which it saw no training yet
+STILL_STARTING = 0.6          # ... or the share of all its samples spent importing (start-up)
+WINDOW_ENDS = ("seconds", "interrupt", "stopped", "terminated", None)   # CPU Doctor ended the watching (None: inspect)
+
+
+def still_starting(ev: Evidence) -> tuple[str, float] | None:
+    """("compiling" | "starting", share) when the watching ended while the job had not begun to train: most of the
+    window in torch.compile (with at most one compilation logged), or most of its samples importing modules."""
+    bd = ev.breakdown
+    if bd is None or ev.crash is not None or ev.ended_by not in WINDOW_ENDS:
+        return None
+    rec = ev.recompiles
+    if rec is not None and len(rec.recompiles) >= 2:
+        return None                     # it compiled again and again: EVID003's question
+    if bd.seconds > 0 and bd.share(COMPILE) >= STILL_COMPILING:
+        return "compiling", bd.share(COMPILE)
+    total = bd.samples + bd.startup_samples
+    if total and bd.startup_samples / total >= STILL_STARTING:
+        return "starting", bd.startup_samples / total
+    return None
+
+
+@evidence_rule("EVID024", "window-before-training", category="evidence", severity="info",
+               title="The window ended before the job trained")
+def window_before_training(ev: Evidence) -> list[Finding]:
+    """
+    What it checks:
+        Whether the window CPU Doctor watched (`run --seconds`, `inspect --seconds`, a Stop) ended
+        while the job was still compiling (most of the sampled time in torch.compile, its compiler
+        processes running, no recompilation logged yet) or still importing its modules.
+
+    Why it matters:
+        A first torch.compile takes tens of seconds, more on a busy machine: a window that ends
+        inside it sees no training step, so no rule about training can speak, and a job that
+        recompiles for every new shape looks the same as one compiling once. Saying nothing would
+        read as "no problem".
+
+    Fix:
+        Watch it past its compile and first steps: a longer `--seconds` (or none, to its end), or
+        inspect it again once it trains; `cpudoctor run` logs every recompilation and its cause.
+    """
+    found = still_starting(ev)
+    if found is None:
+        return []
+    what, share = found
+    bd = ev.breakdown
+    assert bd is not None
+    compilers = [p for p in bd.processes if p.role in ("compiler", "compile_worker")]
+    window = f"{bd.window_s:g} s"
+    if ev.ended_by is None:
+        watch = f"inspected for {window}"
+        again = ("Inspect it again once it trains (after its first steps), or run it under `cpudoctor run` with no "
+                 "--seconds: run logs every recompilation and why")
+        snippet = f"cpudoctor inspect {ev.pid or 'PID'} --seconds 30   # once the job trains"
+    else:
+        watch = f"stopped after {window}" if ev.ended_by == "seconds" else f"watched for {window}"
+        longer = max(60, int(bd.window_s * 4 / 10 + 1) * 10)
+        again = (f"Run it for longer: --seconds {longer} or more (or no --seconds, to its end), so the window covers "
+                 "its compile and its first steps")
+        snippet = f"cpudoctor run --seconds {longer} -- {ev.cmd()}"
+    if what == "compiling":
+        many = f", with {plural(len(compilers), 'compiler process', 'compiler processes')}" if compilers else ""
+        why = (f"The job was {watch}, and {percent(share, fraction=True)} of that time went to torch.compile{many}: "
+               "the window ended inside its compile, before its training steps, so nothing about its training "
+               "could be judged (and whether it compiles again for each new input shape could not be seen).")
+        title = f"The window ended while the job was still compiling ({percent(share, fraction=True)} of the time)"
+    else:
+        why = (f"The job was {watch}, and {percent(share, fraction=True)} of the samples found it still importing its "
+               "modules: the window ended before its first training step, so nothing about its training could be "
+               "judged.")
+        title = "The window ended while the job was still starting"
+    return [_finding("info", title, why, again + ".", snippet,
+                     {"still": what, "share": round(share, 3), "window_s": bd.window_s, "compilers": len(compilers),
+                      "ended_by": ev.ended_by})]
+
+
+# What each signal a job dies of means, and what to do (SIGILL's fix comes from the ISA-floor table when the
+# package is known).
+CRASH_WORDS: dict[str, tuple[str, str]] = {
+    "SIGILL": ("a build ran an instruction this CPU does not have (a package built for a newer "
+               "CPU: AVX, AVX2, AVX-512, x86-64-v2/v3)",
+               "Install a build of the package that crashed made for this CPU (an older release, a conda-forge "
+               "build, or one compiled here), or run on a CPU that has the instructions; `cpudoctor doctor` "
+               "imports every installed package on this CPU and names the one that crashes (ISA003)."),
+    "SIGSEGV": ("native code read or wrote memory it may not (a bug or a mismatch between "
+                "native libraries: two builds of one library, an extension built against another version)",
+                "The Python stack above names where it died; reinstall that package in a fresh environment with "
+                "versions that match, and check `cpudoctor doctor` for two OpenMP runtimes (BLAS001)."),
+    "SIGBUS": ("memory that was mapped went away, most often DataLoader workers' shared memory "
+               "(/dev/shm) filling up in a container, or a memory-mapped file that was truncated",
+               "Give the container more shared memory (docker run --shm-size=8g), or num_workers=0 to test."),
+    "SIGKILL": ("a process cannot catch it; on Linux it is most often the kernel's out-of-memory "
+                "killer (or a container's memory limit)",
+                "Check the kernel's log (dmesg | grep -i -E 'killed process|out of memory'); use a smaller batch "
+                "or model, fewer DataLoader workers, or free memory."),
+    "SIGABRT": ("a library stopped the process on purpose (a failed assertion, std::terminate, a double "
+                "free), and usually printed why just above",
+                "Read the last lines the job printed before it died; they name the library and the reason."),
+    "SIGFPE": ("native code divided an integer by zero",
+               "The Python stack above names where it died; report it to that package with the shapes used."),
+}
+CRASH_OTHER = ("it was killed by a signal sent from outside (another program or a user)",
+               "Find what sends it (a job scheduler's time or memory limit, a watchdog), or run the job where "
+               "nothing stops it.")
+
+
+@evidence_rule("EVID023", "job-crashed", category="evidence", severity="error",
+               title="The job crashed")
+def job_crashed(ev: Evidence) -> list[Finding]:
+    """
+    What it checks:
+        How a job `cpudoctor run` started ended: whether it died of a signal of its own (SIGILL,
+        SIGSEGV, SIGBUS, SIGKILL, SIGABRT, ...; not one CPU Doctor sent to stop it), where Python
+        said it died (`run` switches Python's fault handler on), and for SIGILL, the package whose
+        build needs instructions this CPU lacks (the ISA-floor table).
+
+    Why it matters:
+        A crashed job has no breakdown worth judging: what it did before it died is not why it is
+        slow. SIGILL means a build made for a newer CPU; SIGKILL most often the out-of-memory killer;
+        SIGBUS shared memory that ran out; SIGSEGV and SIGABRT a native library's fault.
+
+    Fix:
+        For SIGILL install the release of the package that runs on this CPU (named with its floor
+        when the table knows it); for the others, the finding says what to look at first.
+    """
+    crash = ev.crash
+    if crash is None:
+        return []
+    meaning, fix = CRASH_WORDS.get(crash.signal, CRASH_OTHER)
+    how = (f"exited with code {128 + _signum(crash.signal)} after {crash.after_s:g} s, the way a shell in between "
+           f"says its command died of {crash.signal}" if crash.via_shell and _signum(crash.signal)
+           else f"died of {crash.signal}{f' ({crash.description})' if crash.description else ''} after {crash.after_s:g} s")
+    where = ""
+    if crash.module:
+        named = f"{crash.distribution} {crash.version}" if crash.distribution and crash.version else crash.module
+        frame = next((fr for fr in crash.frames if f"/{crash.module}/" in fr or f"/{crash.module}." in fr), "")
+        where = f" It died in {crash.module}'s code ({named}{': ' + frame if frame else ''})."
+    elif crash.frames:
+        where = f" Python's last frame: {crash.frames[0]}."
+    why = f"The job {how}: {meaning}.{where}"
+    snippet, title = "", f"The job crashed: {crash.signal}"
+    culprit = None
+    if crash.signal == "SIGILL" and crash.module:
+        culprit = floors.culprit(crash.distribution or crash.module, crash.version, ev.cpu_flags)
+    if culprit is not None:
+        version = f" {culprit.version}" if culprit.version else ""
+        why += (f" {culprit.label}{version} needs {', '.join(culprit.needs)}, which this CPU lacks: "
+                f"{', '.join(culprit.missing)}.")
+        fix, snippet = culprit.fix, culprit.snippet
+        title = f"The job crashed: {culprit.label}{version} needs {', '.join(culprit.needs)} (Illegal instruction)"
+    elif crash.signal == "SIGILL" and crash.module:
+        fix = (f"Install a {crash.distribution or crash.module} build made for this CPU (an older release, a "
+               "conda-forge build, or one compiled here), or run on a CPU that has the instructions it needs.")
+        title = f"The job crashed in {crash.module}: Illegal instruction"
+    return [_finding("error", title, why, fix, snippet,
+                     {"signal": crash.signal, "after_s": crash.after_s, "module": crash.module,
+                      "distribution": crash.distribution, "version": crash.version,
+                      "needs": list(culprit.needs) if culprit else None,
+                      "safe_versions": culprit.safe if culprit else None})]
+
+
+def _signum(name: str) -> int:
+    import signal
+
+    try:
+        return int(signal.Signals[name])
+    except KeyError:
+        return 0
+
+
 @evidence_rule("EVID009", "inconclusive", category="threads", severity="info",
                title="Not enough evidence to judge where the time went")
 def inconclusive(ev: Evidence) -> list[Finding]:
@@ -396,8 +630,8 @@ def inconclusive(ev: Evidence) -> list[Finding]:
         `cpudoctor run` run longer), and on a quiet machine.
     """
     bd = ev.breakdown
-    if bd is None:
-        return []
+    if bd is None or ev.crash is not None or still_starting(ev) is not None:
+        return []                       # a crashed job (EVID023) or one not yet training (EVID024) says why
     verdict = judge_breakdown(bd)
     if verdict.conclusive:
         return []

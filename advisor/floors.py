@@ -119,3 +119,42 @@ def forecasts(f: Facts) -> list[Forecast]:
     kinds = ["scientific", "dl-framework", "inference-runtime", "vector-search", "image-audio", "tokenizer"]
     order = {name: kinds.index(entry.kind) if entry.kind in kinds else 99 for name, entry in FLOORS.packages.items()}
     return sorted(out, key=lambda x: order.get(x.package, 99))
+
+
+@dataclass(frozen=True)
+class Culprit:
+    """A package whose build needs instructions a CPU lacks, with the release that runs there (ISA003's words for
+    a crash whose package is known: a job that died of SIGILL, an import that died in another package)."""
+
+    package: str                   # its name in the ISA-floor table
+    label: str
+    version: str | None            # the installed version, when known
+    needs: tuple[str, ...]
+    missing: tuple[str, ...]
+    safe: str | None               # the releases that run there ("<2.4"), "" none, None current ones
+    fix: str
+    snippet: str
+
+
+def culprit(name: str, version: str | None, flags: set[str], platform: Platform | None = None) -> Culprit | None:
+    """``name`` (a distribution, table name or top-level module) as a :class:`Culprit` when the table knows its
+    floor and ``flags`` miss it; None when the table does not know it or the CPU meets its floor."""
+    entry = floor_entry(name)
+    if entry is None or not flags:
+        return None
+    missing = FLOORS.missing_at(entry.name, version, flags)
+    floor = FLOORS.applicable_floor(entry.name, version)
+    if not missing or floor is None:
+        return None
+    safe = FLOORS.safe_versions(entry.name, flags)
+    fix, snippet = fix_for(entry.name, safe, platform)
+    return Culprit(entry.name, entry.label, version, tuple(floor.needs), tuple(missing), safe, fix, snippet)
+
+
+def floor_entry(name: str, module: str | None = None):
+    """The ISA-floor table's entry for a distribution or table name, else for a top-level module; None."""
+    entry = FLOORS.package_of(name) or FLOORS.packages.get(name)
+    if entry is None:
+        module = module or name
+        entry = next((e for e in FLOORS.packages.values() if e.module == module), None)
+    return entry

@@ -31,7 +31,7 @@ class Job:
     """One job on the shared CPUs, as the plan sees it."""
 
     pid: int
-    role: str                      # this | yours | other user | cpu doctor
+    role: str                      # this | yours | other user | unknown owner | cpu doctor
     allowed: list[int]             # the CPUs it may use now
     threads_asked: int             # OMP_NUM_THREADS, else PyTorch's default (its usable CPUs)
     limit: int | None = None       # the most threads it should run (its cgroup quota), None = no limit known

@@ -95,12 +95,14 @@ def _cause_words(check: kern.KernelCheck, detected: str | None, command: str) ->
                 snippets.unset_lines([name]) + "\n# or for one run:\n" + snippets.clean_launch([name], command))
     if check.cause == "hidden":
         return (f"{lib} itself saw a CPU with only {detected or 'fewer instruction sets'} (its own report), less than "
-                "/proc/cpuinfo lists: the process runs on an emulated CPU (qemu) or a hypervisor or the OS hides the "
-                "wider registers' state from it.",
-                "Run the job natively, or give the VM the host's CPU model (see ISA009 and ISA007).", "")
-    return (f"No variable caps {lib} and it saw the whole CPU: an old build that does not know this CPU's "
-            "instructions, or one without a faster kernel for this shape.",
-            "Update PyTorch (its oneDNN and oneMKL come with it) and measure again.", "")
+                "/proc/cpuinfo lists: the process runs on an emulated CPU (qemu), a hypervisor or the OS hides the "
+                f"wider registers' state from it, or this {lib} is older than the CPU's instructions.",
+                "Run the job natively, or give the VM the host's CPU model (see ISA009 and ISA007); on a native CPU, "
+                f"update PyTorch (its {lib} comes with it).", "")
+    return (f"No variable caps {lib} and it saw the whole CPU{f' ({detected})' if detected else ''}: {lib} picks "
+            "narrower kernels for some shapes on purpose (the backward pass of a convolution with few channels, for "
+            "one), so this is its own choice, not something holding it back.",
+            f"Nothing to change for this: it is {lib}'s choice for these shapes.", "")
 
 
 def _command(ev: Evidence) -> str:
@@ -131,7 +133,9 @@ def lower_isa_kernels(ev: Evidence) -> list[Finding]:
 
     Fix:
         Unset the cap variable; run on the real CPU (host-passthrough in a VM); update PyTorch when
-        its oneDNN predates the CPU. Then run the job again and check the kernels it names.
+        its oneDNN predates the CPU. Then run the job again and check the kernels it names. With no
+        such reason the narrower kernels are the library's own choice for those shapes (oneDNN picks
+        AVX2 for some on purpose): an information with their share of the time, nothing to fix.
     """
     census = ev.kernel_census()
     if census is None or not ev.cpu_flags:
@@ -145,6 +149,16 @@ def lower_isa_kernels(ev: Evidence) -> list[Finding]:
     timed = (f"{percent(share, fraction=True)} of the timed kernel time ({sum(c.kernel.calls for c in below)} executions, "
              f"{sum(c.kernel.ms or 0.0 for c in below):.0f} ms) ran below it: " if share is not None else "")
     seen = "; ".join(_ran(c) for c in below[:4])
+    if not any(c.cause in ("cap", "hidden") for c in below):
+        # no reason CPU Doctor can name kept the library from the CPU's kernels: its own choice, at most worth
+        # knowing, with the share of time it took
+        part = f" for {percent(share, fraction=True)} of the kernel time" if share is not None else ""
+        return [_finding(
+            "info", f"{first.kernel.library} chose {first.ran} kernels{part} {_where(census)} (its choice for these "
+                    "shapes)",
+            f"This CPU's flags allow {first.expected} kernels; {timed}{seen}. " + why, fix, snippet,
+            {"below_share": round(share, 3) if share is not None else None, "kernels": [_ran(c) for c in below][:6],
+             "cpu_runs": first.expected, "cause": first.cause, "lab_job": census.lab_job})]
     return [_finding(
         "warning", f"{first.kernel.library} ran {first.ran} kernels {_where(census)}; this CPU runs {first.expected}",
         f"This CPU's flags allow {first.expected} kernels; {timed}{seen}. " + why, fix, snippet,

@@ -13,12 +13,11 @@ from typing import Any
 
 from cpudoctor.advisor import measured
 from cpudoctor.advisor.engine import Facts
+from cpudoctor.advisor.thread_vars import THREAD_VARS  # noqa: F401 - the pools' variables, for the report rules
 from cpudoctor.kits.plural import plural
 from cpudoctor.knowledge import ADVISOR_KNOWLEDGE
 from cpudoctor.model import Report
 
-# Variables that set the size of a thread pool, in the order the runtimes read them.
-THREAD_VARS: tuple[str, ...] = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 # Variables that pin or bind OpenMP threads (any one of them counts as "pinned").
 PINNING_VARS: tuple[str, ...] = ("OMP_PLACES", "OMP_PROC_BIND", "GOMP_CPU_AFFINITY", "KMP_AFFINITY")
 
@@ -174,7 +173,7 @@ def recommended_threads(report: Report, f: Facts | None = None) -> tuple[int, st
     rec = measured.sweep_choice(report, f)
     if rec is not None and rec.threads:
         what = "the thread sweep's best setting" if report.recommendation is not None else \
-            "what the thread sweep measured fastest, beyond every spread"
+            f"what {measured.measured_by(report) or 'the thread sweep'} measured fastest, beyond every spread"
         variant = measured.named_variant(rec)
         return int(rec.threads), f"{what} ({variant})" if variant else what
     hybrid = performance_cores(f)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cpudoctor.advisor.engine import Facts
+from cpudoctor.kits.plural import plural
 from cpudoctor.model import BenchRun, Report, ThreadRecommendation
 
 
@@ -81,17 +82,79 @@ def separated_best(points: list[Point]) -> Point | None:
 
 
 def default_point(report: Report) -> Point | None:
-    """What PyTorch's own thread count (the sweep's "default" variant) measured, in the newest sweep."""
+    """What PyTorch's own thread count (the sweep's "default" variant) measured, in the newest sweep; without a
+    sweep, the training run at PyTorch's own count (or at the count PyTorch takes)."""
     run = latest_sweep(report)
-    return next((p for p in sweep_points(run) if p.group == "default"), None) if run else None
+    if run is not None:
+        return next((p for p in sweep_points(run) if p.group == "default"), None)
+    points = train_points(report)
+    own = report.software.torch.intra_op_threads if report.software and report.software.torch else None
+    return (next((p for p in points if p.group == "default"), None)
+            or next((p for p in points if own and p.threads == own and not p.cpus), None))
+
+
+def _train_choice(report: Report, f: Facts | None) -> ThreadRecommendation | None:
+    points = train_points(report)
+    best = separated_best(points)
+    if best is None:
+        return None
+    default = default_point(report)
+    if f is not None:
+        f.record("benchmarks[train]", {"best": best.variant, "threads": best.threads,
+                                       "samples_per_s": [round(best.lo, 1), round(best.median, 1), round(best.hi, 1)],
+                                       "thread_counts": sorted({p.threads for p in points})})
+    return ThreadRecommendation(threads=best.threads, cpus=best.cpus, variant=best.variant,
+                                samples_per_s=round(best.median, 1),
+                                default_samples_per_s=round(default.median, 1) if default is not None else None,
+                                model=str(report.benchmarks[-1].settings.get("model") or "") or None)
+
+
+TRAIN_SAME = ("model", "data", "batch_size", "optimizer", "dtype", "channels_last", "compile")
+
+
+def train_points(report: Report) -> list[Point]:
+    """What the lab's training runs measured at each thread count (``bench train --threads N``): the runs of the
+    newest run's model and settings, the newest run per thread count and CPU set. A run at PyTorch's own
+    count (no ``--threads``) is the "default" point."""
+    runs = [r for r in report.benchmarks if r.kind == "train" and r.status == "ok" and isinstance(r.metrics, dict)
+            and isinstance(r.settings, dict)]
+    if not runs:
+        return []
+    same = {k: runs[-1].settings.get(k) for k in TRAIN_SAME}
+    points: dict[tuple, Point] = {}
+    for run in runs:
+        if any(run.settings.get(k) != v for k, v in same.items()):
+            continue
+        asked = run.settings.get("threads")
+        cpus = run.settings.get("cpus")
+        used = run.metrics.get("threads")
+        point = Point.read({"variant": plural(used, "thread") if isinstance(used, int) else "",
+                            "group": "threads" if asked else "default",
+                            "threads_used": run.metrics.get("threads"), "cpus": cpus if isinstance(cpus, list) else None,
+                            "samples_per_s": run.metrics.get("samples_per_s"),
+                            "samples_per_s_lo": run.metrics.get("samples_per_s_lo"),
+                            "samples_per_s_hi": run.metrics.get("samples_per_s_hi")})
+        if point is not None:
+            points[(point.threads, str(cpus))] = point
+    return list(points.values())
+
+
+def measured_by(report: Report) -> str:
+    """Which of the lab's measurements the thread advice follows, in words ("" when none)."""
+    if latest_sweep(report) is not None:
+        return "the thread sweep"
+    return "the lab's training runs" if len({p.threads for p in train_points(report)}) >= 2 else ""
 
 
 def sweep_choice(report: Report, f: Facts | None = None) -> ThreadRecommendation | None:
-    """The sweep's choice: its recommendation when conclusive, else a measured pick beyond every spread."""
+    """The lab's choice: the sweep's recommendation when conclusive, else a measured pick beyond every spread (the
+    sweep's points, else the training runs' at different thread counts: ``bench train --threads 1`` beside 2)."""
     rec = f.get("recommendation") if f is not None else report.recommendation
     if rec is not None and rec.threads:
         return rec
     run = latest_sweep(report)
+    if run is None:
+        return _train_choice(report, f)
     best = separated_best(sweep_points(run)) if run else None
     if best is None:
         return None

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from cpudoctor.advisor.engine import SEVERITY_RANK, RuleSet
@@ -26,9 +27,11 @@ from cpudoctor.advisor.job_command import JobCommand, job_command
 from cpudoctor.advisor.machine import setting
 from cpudoctor.advisor.job_split import Job, SplitPlan, cpus_text, plan_split, quota_threads
 from cpudoctor.advisor.pinning import affinity_vars_to_clear
-from cpudoctor.advisor.snippets import worker_init_snippet
+from cpudoctor.advisor.snippets import WORKER_POOL_WORDS, worker_init_snippet, worker_pools
+from cpudoctor.advisor.thread_vars import THREAD_VARS, thread_count_env
 from cpudoctor.kits.cpulist import format_cpulist
-from cpudoctor.model.inspection import Inspection, ThreadInfo
+from cpudoctor.model.breakdown import COMPILE
+from cpudoctor.model.inspection import Inspection, PeerJob, ThreadInfo
 from cpudoctor.model import Topology
 from cpudoctor.kits.plural import plural
 from cpudoctor.model import Finding
@@ -37,9 +40,8 @@ from cpudoctor.kits.format import percent
 # A thread counts as busy at a quarter of a CPU over the window: OpenMP workers
 # of a training step sit well above it, idle pools (inter-op, autograd) below.
 BUSY_PERCENT = 25.0
-# Thread-count variables a relaunch sets; OMP covers libgomp/libiomp, the rest
-# their own pools (OpenBLAS and MKL ignore OMP_NUM_THREADS in some builds).
-THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+# The breakdown's share in torch.compile from which a job with low CPU use is compiling, not waiting on data.
+COMPILING = 0.5
 # Run-queue wait (sum over threads, 100 = one thread waiting the whole window) from which the
 # job is short of CPU rather than idle: 0.3 s of waiting per second.
 CONTENTION_WAIT = 30.0
@@ -103,6 +105,26 @@ class Context:
                 picked.append(inside[0])
         return sorted(picked) or sorted(cpus)
 
+    def runs_torch(self) -> bool:
+        """PyTorch's CPU library is among the process's code (False when its memory map could not be read)."""
+        return any(lib.library == "libtorch_cpu" for lib in self.insp.libraries)
+
+    @cached_property
+    def competition(self) -> Competition | None:
+        """The PyTorch jobs that share this job's CPUs and how they should split them (PROC014's plan), or None
+        when this job is not one of several PyTorch jobs asking for more threads than its CPUs; worked out once,
+        so every rule that gives this job a thread count gives the same one."""
+        return _competition(self)
+
+    def own_share(self, threads: int) -> tuple[list[int] | None, int]:
+        """(CPUs, threads) for a relaunch of this job: its share of PROC014's split when other PyTorch jobs
+        compete for its CPUs (one answer per job), else ``threads`` on the CPUs it has."""
+        comp = self.competition
+        if comp is None:
+            return None, threads
+        share = comp.plan.shares[0]
+        return share.cpus, min(threads, share.threads)
+
     def binding_vars(self) -> list[str]:
         """OpenMP binding variables the relaunch must clear: those in the job's environment, all when unreadable."""
         return affinity_vars_to_clear(self.insp.env if self.insp.env_readable else None)
@@ -118,10 +140,10 @@ class Context:
         relaunches another job (PROC014) instead of this one: every binding
         variable is cleared, its environment was not read.
         """
-        env = {name: str(threads) for name in THREAD_VARS}
+        env, counts_unset = thread_count_env(threads, None if other is not None else self.insp.env)
         env.update(extra_env or {})
         binding = affinity_vars_to_clear(None) if other is not None else self.binding_vars()
-        unset = " ".join(f"-u {name}" for name in binding if name not in env)
+        unset = " ".join(f"-u {name}" for name in [*binding, *counts_unset] if name not in env)
         env_part = "env " + (unset + " " if unset else "") + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
         prefix = launch_prefix(self.topo, cpus, numa_node) if cpus else ""
         command = other.text if other is not None else self.command()
@@ -198,18 +220,19 @@ def oversubscribed(ctx: Context) -> list[Finding]:
     active = len(_active_threads(ctx))
     sev = "error" if i.runnable_mean >= 2 * usable or active >= 2 * usable else "warning"
     workers = len(i.children)
-    threads = max(1, usable - workers) if workers < usable else 1
+    cpus, threads = ctx.own_share(max(1, usable - workers) if workers < usable else 1)
     why = (f"On average {i.runnable_mean:g} threads wanted a CPU (peak {i.runnable_max}; {active} threads ran in the "
            f"window) but only {plural(usable, 'CPU')} are usable")
     if wait is not None:
         why += f"; together they waited {wait / 100:.1f} s per second on run queues"
     why += ". Time-slicing makes OpenMP barriers spin on descheduled threads."
     fix = (f"Relaunch with {plural(threads, 'compute thread')}"
+           + (f" on {cpus_text(cpus)}, its share beside the other PyTorch jobs on its CPUs (PROC014)" if cpus else "")
            + (f" (leaving {plural(workers, 'CPU')} for the DataLoader "
-              f"{'worker' if workers == 1 else 'workers'})" if workers else "")
+              f"{'worker' if workers == 1 else 'workers'})" if workers and not cpus else "")
            + ", or call torch.set_num_threads(" + str(threads) + ") at the top of the script.")
     return [_finding(sev, f"Oversubscribed: {i.runnable_mean:g} runnable threads on {plural(usable, 'usable CPU')}", why, fix,
-                     ctx.relaunch(None, threads),
+                     ctx.relaunch(cpus, threads),
                      ctx.evidence(runnable_mean=i.runnable_mean, runnable_max=i.runnable_max, usable_cpus=usable,
                                   wait_percent=wait, num_threads=i.num_threads, active_threads=active,
                                   children=workers))]
@@ -464,28 +487,21 @@ def worker_thread_explosion(ctx: Context) -> list[Finding]:
            "workers ran several threads at once in the window. Each worker's BLAS/OpenMP pool is sized for the "
            "whole machine and competes with the training threads when it computes.")
     main_threads = max(1, usable - workers)
-    pools = _worker_pools(i)
+    pools = worker_pools(i.libraries, i.libraries_readable)
     snippet = worker_init_snippet(pools, main_threads, workers)
-    switches = {"torch": "torch.set_num_threads(1)", "blas": "threadpool_limits(1) for OpenBLAS/MKL",
-                "opencv": "cv2.setNumThreads(1) for OpenCV"}
-    named = ", ".join(switches[p] for p in ("torch", "blas", "opencv") if p in pools)
+    named = ", ".join(WORKER_POOL_WORDS[p] for p in ("torch", "blas", "opencv") if p in pools)
     fix = (f"Give each worker one thread per pool with each library's own switch in worker_init_fn ({named}), and the "
-           f"training process {main_threads} (the usable CPUs minus the workers); as a launch-time alternative: "
-           f"{ctx.relaunch(None, main_threads, extra_env={'OPENBLAS_NUM_THREADS': '1'})}")
+           f"training process {main_threads} (the usable CPUs minus the workers)")
+    if "opencv" in pools:
+        # no variable reaches OpenCV's pool in a forked worker: cv2.getNumThreads() stays at every CPU
+        fix += "; no environment variable shrinks OpenCV's pool in a worker, only cv2.setNumThreads does."
+    else:
+        fix += (f"; as a launch-time alternative: "
+                f"{ctx.relaunch(None, main_threads, extra_env={'OPENBLAS_NUM_THREADS': '1'})}")
     return [_finding("warning", f"{workers} workers x up to {per_worker} threads: {total} threads on {plural(usable, 'CPU')}",
                      why, fix, snippet,
                      ctx.evidence(workers=workers, children_threads=i.children_threads, per_worker_max=per_worker,
                                   main_threads=i.num_threads, usable_cpus=usable), lang="python")]
-
-
-def _worker_pools(insp: Inspection) -> list[str]:
-    """The pools a DataLoader worker of this job inherits, as keys of snippets.WORKER_POOL_SWITCHES."""
-    pools = ["torch"]
-    if any(lib.kind == "blas" for lib in insp.libraries) or not insp.libraries_readable:
-        pools.append("blas")
-    if any(lib.library == "opencv" for lib in insp.libraries):
-        pools.append("opencv")
-    return pools
 
 
 @proc_rule("PROC007", "swapping", category="memory", severity="error",
@@ -538,7 +554,9 @@ def starved_threads(ctx: Context) -> list[Finding]:
     Fix:
         Profile the input pipeline: more DataLoader workers (from the spare CPUs),
         persistent_workers=True, lighter per-sample transforms, a faster data format. Check that
-        the training threads are not simply idle between small steps.
+        the training threads are not simply idle between small steps. A job whose sampled time is
+        mostly torch.compile (its compiler processes busy) waits for its own compile, not for data:
+        EVID024 and EVID003 speak for it.
     """
     i = ctx.insp
     usable = ctx.usable
@@ -549,6 +567,11 @@ def starved_threads(ctx: Context) -> list[Finding]:
         return []
     if i.wait_percent is not None and i.wait_percent >= CONTENTION_WAIT:
         return []                      # it wanted CPU and could not get it: PROC013, not waiting on data
+    bd = i.time
+    if bd is not None and bd.seconds > 0 and (bd.share(COMPILE) >= COMPILING or any(
+            p.role in ("compiler", "compile_worker") and p.samples for p in bd.processes)
+            and bd.share(COMPILE) >= 0.2):
+        return []                      # it waits for its own compile (torch.compile): EVID024/EVID003 say so
     child_cpu = i.children_cpu_percent or 0.0
     if i.children and child_cpu >= 50:
         title = "The training process mostly waits while its DataLoader workers are busy"
@@ -596,9 +619,11 @@ def threads_exceed_usable(ctx: Context) -> list[Finding]:
            + (f" (cgroup quota {plural(ctx.insp.cpu_quota, 'CPU')})" if ctx.insp.cpu_quota else "")
            + ": the extra threads time-slice on the same CPUs.")
     workers = len(ctx.insp.children)
-    threads = max(1, usable - workers) if workers < usable else 1
+    cpus, threads = ctx.own_share(max(1, usable - workers) if workers < usable else 1)
     return [_finding("warning", f"{listed} exceeds the {plural(usable, 'usable CPU')}", why,
-                     f"Relaunch with {plural(threads, 'thread')}.", ctx.relaunch(None, threads),
+                     f"Relaunch with {plural(threads, 'thread')}"
+                     + (f" on {cpus_text(cpus)}, its share beside the other PyTorch jobs on its CPUs (PROC014)."
+                        if cpus else "."), ctx.relaunch(cpus, threads),
                      ctx.evidence(usable_cpus=usable, cpu_quota=ctx.insp.cpu_quota, **too_many))]
 
 
@@ -761,21 +786,11 @@ def competing_training_jobs(ctx: Context) -> list[Finding]:
         more jobs than CPUs, one thread each, or run them one after the other. Jobs of other users
         and CPU Doctor's own lab jobs are counted but never relaunched.
     """
-    i = ctx.insp
-    usable = ctx.usable
-    peers = [p for p in i.peers if p.shared_cpus]
-    if not peers or usable is None:
+    comp = ctx.competition
+    if comp is None:
         return []
-    own = ctx.env_int("OMP_NUM_THREADS") or usable
-    demand = {i.pid: own}
-    for p in peers:
-        demand[p.pid] = p.omp_num_threads or min(len(p.affinity) or usable, usable)
-    total = sum(demand.values())
-    if total <= usable:
-        return []
-    jobs = [Job(i.pid, "this", ctx.allowed(), own, quota_threads(i.cpu_quota))]
-    jobs += [Job(p.pid, _peer_role(i, p), sorted(p.affinity or p.shared_cpus), demand[p.pid]) for p in peers]
-    plan = plan_split(jobs, ctx.physical_first)
+    i, usable = ctx.insp, comp.usable
+    peers, total, jobs, plan = comp.peers, comp.total, comp.jobs, comp.plan
     listed = "; ".join(f"PID {p.pid} ({percent(p.cpu_percent)} CPU, {plural(p.threads or 0, 'thread')}, OMP_NUM_THREADS="
                        f"{p.omp_num_threads if p.omp_num_threads else ('unset' if p.env_readable else 'unknown')}"
                        f"{_ROLE_WORDS.get(_peer_role(i, p), '')})" for p in peers[:4])
@@ -809,16 +824,49 @@ def competing_training_jobs(ctx: Context) -> list[Finding]:
                                             for s in plan.shares]))]
 
 
-_ROLE_WORDS = {"other user": ", another user's", "cpu doctor": ", a CPU Doctor lab job"}
+@dataclass
+class Competition:
+    """Several PyTorch jobs on this job's CPUs asking for more threads than there are (PROC014's facts and plan)."""
+
+    usable: int
+    peers: list[PeerJob]
+    total: int                     # compute threads all the jobs ask for together
+    jobs: list[Job]                # this job first
+    plan: SplitPlan
+
+
+def _competition(ctx: Context) -> Competition | None:
+    """PROC014's question: only a job that runs PyTorch competes as one (a job that sleeps, or a tool, does not),
+    with busy PyTorch processes (the probe counts only processes that run libtorch_cpu as code, not a profiler
+    that maps it to read its symbols) whose threads and this job's exceed the usable CPUs."""
+    i, usable = ctx.insp, ctx.usable
+    peers = [p for p in i.peers if p.shared_cpus]
+    if not peers or usable is None or not ctx.runs_torch():
+        return None
+    own = ctx.env_int("OMP_NUM_THREADS") or usable
+    demand = {i.pid: own}
+    for p in peers:
+        demand[p.pid] = p.omp_num_threads or min(len(p.affinity) or usable, usable)
+    total = sum(demand.values())
+    if total <= usable:
+        return None
+    jobs = [Job(i.pid, "this", ctx.allowed(), own, quota_threads(i.cpu_quota))]
+    jobs += [Job(p.pid, _peer_role(i, p), sorted(p.affinity or p.shared_cpus), demand[p.pid]) for p in peers]
+    return Competition(usable, peers, total, jobs, plan_split(jobs, ctx.physical_first))
+
+
+_ROLE_WORDS = {"other user": ", another user's", "cpu doctor": ", a CPU Doctor lab job",
+               "unknown owner": ", whose owner could not be read"}
 
 
 def _peer_role(insp: Inspection, peer) -> str:
-    """yours | other user | cpu doctor: whose job a peer is, from facts the inspector read."""
+    """yours | other user | unknown owner | cpu doctor: whose job a peer is, from facts the inspector read. Only
+    the inspected job's owner's jobs are relaunched: one whose owner could not be read is not."""
     if peer.cpudoctor_child:
         return "cpu doctor"
-    if peer.uid is not None and insp.uid is not None and peer.uid != insp.uid:
-        return "other user"
-    return "yours"
+    if peer.uid is None or insp.uid is None:
+        return "unknown owner"
+    return "other user" if peer.uid != insp.uid else "yours"
 
 
 def _split_fix(plan: SplitPlan, usable: int, quota: float | None) -> str:
@@ -848,11 +896,15 @@ def _split_fix(plan: SplitPlan, usable: int, quota: float | None) -> str:
                  f"{plural(this.threads, 'thread')} is all it can use.")
     if plan.staying:
         others = [j for j in plan.staying if j.role == "other user"]
+        unknown = [j for j in plan.staying if j.role == "unknown owner"]
         helpers = [j for j in plan.staying if j.role == "cpu doctor"]
         parts = []
         if others:
             parts.append(f"PID {', '.join(str(j.pid) for j in others)} belong{'s' if len(others) == 1 else ''} to "
                          "another user: ask its owner, or wait")
+        if unknown:
+            parts.append(f"PID {', '.join(str(j.pid) for j in unknown)}: whose {'it is' if len(unknown) == 1 else 'they are'} "
+                         "could not be read")
         if helpers:
             parts.append(f"PID {', '.join(str(j.pid) for j in helpers)} "
                          f"{'is a CPU Doctor lab job' if len(helpers) == 1 else 'are CPU Doctor lab jobs'}: let "

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from cpudoctor.advisor import machine
 from cpudoctor.advisor.engine import Facts
+from cpudoctor.advisor.floors import floor_entry
 from cpudoctor.knowledge import FLOORS
 
 
@@ -37,10 +38,7 @@ class Sigill:
 
 
 def _floor_entry(package: str, module: str):
-    entry = FLOORS.package_of(package) or FLOORS.packages.get(package)
-    if entry is None:
-        entry = next((e for e in FLOORS.packages.values() if e.module == module), None)
-    return entry
+    return floor_entry(package, module)
 
 
 def _installed_version(f: Facts, entry, package: str) -> str | None:
@@ -94,3 +92,55 @@ def sigill_crashes(f: Facts) -> list[Sigill]:
 def crashed_packages(f: Facts) -> set[str]:
     """Every package an ISA003 finding speaks for (culprits and what died with them)."""
     return {name for c in sigill_crashes(f) for name in (c.package, c.floor_name, *c.also) if name}
+
+
+def floor_culprit(f: Facts, check, platform=None):
+    """The package whose ISA floor explains a failed import check or workload (a :class:`floors.Culprit`), or None.
+
+    The candidates, in order: the module whose code ran at a crash (``crashed_in``: importing torch that died in
+    NumPy's code), a package of the floor table the message names ("This version of jaxlib was built using AVX
+    instructions", "NumPy was built with baseline optimizations"), then the checked package itself. Only a floor
+    the CPU that runs Python misses counts: then the cause is known, and the fix is the release that runs.
+    """
+    from cpudoctor.advisor.floors import culprit
+
+    flags = machine.running_flags(f)
+    if not flags:
+        return None
+    names = [getattr(check, "crashed_in", None)]
+    said = " ".join(filter(None, (getattr(check, "message", ""), getattr(check, "workload_message", "")))).lower()
+    names += [e.name for e in FLOORS.packages.values() if said and _names(said, e)]
+    names += [getattr(check, "package", None), getattr(check, "module", None)]
+    seen: set[str] = set()
+    for name in filter(None, names):
+        entry = floor_entry(name)
+        if entry is None or entry.name in seen:
+            continue
+        seen.add(entry.name)
+        found = culprit(entry.name, _installed_version(f, entry, entry.name), flags, platform)
+        if found is not None:
+            return found
+    return None
+
+
+def _names(said: str, entry) -> bool:
+    """The message names the table's package (its module or a distribution, as a word)."""
+    import re
+
+    words = {entry.module, entry.name, *entry.distributions}
+    return any(re.search(rf"(?<![\w.-]){re.escape(w.lower())}(?![\w-])", said) for w in words if w)
+
+
+def explained_by_floor(f: Facts) -> set[str]:
+    """The packages whose failed import or workload a floor explains (ISA004, KERNEL001 name it): ISA005 leaves
+    them to those findings, as it leaves SIGILL crashes to ISA003."""
+    out: set[str] = set()
+    for chk in f.get("software.import_checks", record=False) or []:
+        failed = chk.status in ("crashed", "error", "timeout") or chk.workload_status in ("crashed", "error", "timeout")
+        if not failed:
+            continue
+        found = floor_culprit(f, chk)
+        if found is not None:
+            entry = floor_entry(found.package)
+            out.update(filter(None, (found.package, chk.package, *(entry.distributions if entry else ()))))
+    return out

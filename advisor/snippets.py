@@ -683,6 +683,23 @@ WORKER_POOL_SWITCHES: dict[str, tuple[str, ...]] = {
 }
 
 
+# Each pool's switch in words, for a fix that names them (the snippet holds the calls).
+WORKER_POOL_WORDS: dict[str, str] = {"torch": "torch.set_num_threads(1)", "blas": "threadpool_limits(1) for OpenBLAS/MKL",
+                                     "opencv": "cv2.setNumThreads(1) for OpenCV"}
+
+
+def worker_pools(libraries, readable: bool) -> list[str]:
+    """The pools a forked worker of a process inherits (keys of :data:`WORKER_POOL_SWITCHES`), from the native
+    libraries mapped in it (:class:`~cpudoctor.model.inspection.NativeLib`); BLAS is assumed when the map could
+    not be read."""
+    pools = ["torch"]
+    if any(lib.kind == "blas" for lib in libraries) or not readable:
+        pools.append("blas")
+    if any(lib.library == "opencv" for lib in libraries):
+        pools.append("opencv")
+    return pools
+
+
 def worker_init_snippet(pools: list[str], main_threads: int, workers: int) -> str:
     """A ``worker_init_fn`` that gives each DataLoader worker one thread in every pool named in ``pools``.
 

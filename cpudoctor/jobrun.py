@@ -140,8 +140,9 @@ def achieved(obs: RunObservation, machine: Machine, choice: RoofChoice | None = 
 
         flags = sorted(machine.flags) or None
         try:
-            # a job the user stopped (Ctrl-C, the window's Stop, SIGTERM) is not kept waiting for a measurement
-            measure = choice.measure and obs.ended_by not in STOPPED_BY_USER
+            # a job the user stopped (Ctrl-C, the window's Stop, SIGTERM) is not kept waiting for a measurement, nor
+            # one that crashed (its crash is the news; a SIGILL job's environment may crash the measurement too)
+            measure = choice.measure and obs.ended_by not in STOPPED_BY_USER and obs.crash is None
             roofs = job_roofs.find(dtypes, threads, flags=flags, report=choice.report, measure=measure,
                                    python=choice.python, notify=choice.notify)
         except Exception as exc:  # noqa: BLE001 - a saved report that cannot be read: a note, not a failed run

@@ -281,8 +281,14 @@ def _bytes(n: int | None) -> str:
 
 # -- the time breakdown and "Run a script…" ----------------------------------------------------
 
-TIME_COLUMNS = ("Category", "Share", "Seconds", "Samples")
+TIME_COLUMNS = ("Category", "Share", "Thread-seconds", "Samples")
 THREAD_TIME_COLUMNS = ("Process", "Thread", "Role", "Samples", "Where the time went")
+# The header's tooltip for the seconds: they add up every thread's time, so they exceed the window.
+THREAD_SECONDS_TIP = ("Seconds summed over the job's threads (two busy threads for 10 s are 20 thread-seconds): "
+                      "the column adds up to more than the window; the Share column is of this sum.")
+MIN_THREAD_SAMPLES = 10            # below this a thread's shares are counts, not percentages ("1 sample" is no 100 %)
+PROCESS_ROLES = {"main": "main process", "dataloader_worker": "DataLoader worker", "compile_worker": "compile worker",
+                 "compiler": "compiler", "child": "child process"}
 
 
 def time_rows(bd) -> list[list[Cell]]:
@@ -293,20 +299,57 @@ def time_rows(bd) -> list[list[Cell]]:
     for s in sorted(bd.shares, key=lambda s: -s.share) if bd is not None else []:
         tip = share_text(s)
         rows.append([Cell(label(s.category), False, tip), Cell(percent(s.share * 100, DASH, symbol=False), True, tip),
-                     Cell(f"{s.seconds:.2f}", True, tip), Cell(str(s.samples), True, tip)])
+                     Cell(f"{s.seconds:.2f}", True, f"{tip}; {THREAD_SECONDS_TIP}"), Cell(str(s.samples), True, tip)])
     return rows
+
+
+def shares_in_words(shares, samples: int) -> str:
+    """A thread's or process's shares: percentages from :data:`MIN_THREAD_SAMPLES` samples on; below, what the
+    samples saw, counted ("Other, 1 sample": one sample is no "100 %")."""
+    from cpudoctor.render.breakdown import summary_line_of
+
+    if samples >= MIN_THREAD_SAMPLES:
+        return summary_line_of(shares)
+    seen = sorted((s for s in shares if s.samples), key=lambda s: -s.samples)
+    if not seen:
+        return DASH
+    return "; ".join(f"{label(s.category)}, {plural(s.samples, 'sample')}" for s in seen[:3]) + \
+        " (too few samples for shares)"
 
 
 def thread_time_rows(bd) -> list[list[Cell]]:
-    from cpudoctor.render.breakdown import summary_line_of
-
+    """Each process of the job (DataLoader workers and compilers included, sampled threads or not), then its
+    sampled threads."""
     rows = []
     for p in bd.processes if bd is not None else []:
-        for t in p.threads:
-            if t.samples:
-                rows.append([Cell(f"{p.pid} {p.name}", False, p.cmdline or p.name), Cell(f"{t.tid} {t.name}"),
-                             Cell(t.role), Cell(str(t.samples), True), Cell(summary_line_of(t.shares))])
+        threads = [t for t in p.threads if t.samples]
+        if not threads and not p.samples and not p.idle_samples:
+            continue
+        role = PROCESS_ROLES.get(p.role, p.role.replace("_", " "))
+        if len(threads) != 1:        # its threads together (a worker without stacks: only the process's states)
+            what = "all threads" if threads else ("no thread sampled" if p.samples else "idle")
+            rows.append([Cell(f"{p.pid} {p.name}", False, p.cmdline or p.name),
+                         Cell(what, False, f"{percent(p.cpu_percent, DASH)} CPU over the window"),
+                         Cell(role), Cell(str(p.samples), True), Cell(shares_in_words(p.shares, p.samples))])
+        for t in threads:
+            rows.append([Cell(f"{p.pid} {p.name}", False, p.cmdline or p.name), Cell(f"{t.tid} {t.name}"),
+                         Cell(f"{t.role} ({role})" if p.role != "main" else t.role), Cell(str(t.samples), True),
+                         Cell(shares_in_words(t.shares, t.samples))])
     return rows
+
+
+def evidence_findings(findings: list[Finding]) -> list[tuple[int, Finding]]:
+    """The findings the Time tab shows beside the breakdown, with their place in the page's list: those the job's
+    own evidence gave (the EVID rules: its breakdown, kernels, recompilations, exit)."""
+    return [(i, f) for i, f in enumerate(findings) if f.code.startswith("EVID")]
+
+
+def evidence_findings_html(findings: list[Finding]) -> str:
+    picked = evidence_findings(findings)
+    if not picked:
+        return ('<p style="color:gray">No finding from the breakdown: '
+                + ("nothing in it called for one." if findings else "inspect a process or run a script.") + "</p>")
+    return "".join(finding_html(finding_view(f), "widget", evidence=False, copy_href=f"copy:{i}") for i, f in picked)
 
 
 def time_caption(bd) -> str:
@@ -315,8 +358,9 @@ def time_caption(bd) -> str:
 
     if bd is None:
         return "No time breakdown: inspect a process (stacks are sampled with it) or run a script."
-    text = (f"Where the job's threads spent {bd.window_s:g} s: {bd.samples} samples counted "
-            f"({bd.idle_samples} idle, {bd.startup_samples} start-up), {bd.sampler}.")
+    text = (f"Where the job's threads spent a {bd.window_s:g} s window: {bd.seconds:g} thread-seconds (every thread's "
+            f"time added up), {bd.samples} samples counted ({bd.idle_samples} idle, {bd.startup_samples} start-up), "
+            f"{bd.sampler}.")
     verdict = verdict_line(bd)
     if verdict:
         text += f"\n{verdict}"
@@ -333,9 +377,9 @@ def script_command(python: str, script: str, arguments: str) -> list[str]:
 
 
 def run_message(obs) -> str:
-    from cpudoctor.render.run_report import _ended
+    from cpudoctor.render.run_report import ended_text
 
-    return f"Ran {obs.command}: {_ended(obs)} after {obs.duration_s:g} s."
+    return f"Ran {obs.command}: {ended_text(obs, window=True)} after {obs.duration_s:g} s."
 
 
 # -- the model ----------------------------------------------------------------

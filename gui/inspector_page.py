@@ -265,6 +265,7 @@ class InspectorPage(RunScriptMixin, QWidget):
         ml.addStretch(1)
         self.tabs.addTab(_scrolled(mem), "Process && memory")
         self.time_tab = TimeTab(_table, _fill)
+        self.time_tab.findings_view.anchorClicked.connect(self._on_anchor)   # its copy links: the page's findings
         self.tabs.addTab(_scrolled(self.time_tab), "Time")     # scrolls in a small window, like the others
         # a narrow window shortens the longest titles rather than hiding the Time tab behind scroll arrows
         self.tab_titles = FittedTabTitles(self.tabs, SHORT_TAB_TITLES)
@@ -448,6 +449,7 @@ class InspectorPage(RunScriptMixin, QWidget):
         self._fill_cards(insp)
         self._show_python(insp)
         self.time_tab.show_time(insp.time)
+        self.time_tab.show_findings(self.findings)
         labels, load = thread_markers(insp.threads)
         self.topology_map.set_markers(labels)
         self.topology_map.set_load(im.full_load(load, self.topology))

@@ -14,7 +14,7 @@ import threading
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
-from PySide6.QtWidgets import QLabel, QPlainTextEdit, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPlainTextEdit, QTextBrowser, QVBoxLayout, QWidget
 
 from cpudoctor.gui import inspector_model as im
 from cpudoctor.gui.breakdown_bar import BreakdownBar
@@ -37,8 +37,19 @@ class TimeTab(QWidget):
         tl.addWidget(self.caption)
         self.bar = BreakdownBar()
         tl.addWidget(self.bar)
+        # the categories beside the findings the breakdown gave (what to do about it, where it is seen)
+        row = QHBoxLayout()
         self.table = table_factory(im.TIME_COLUMNS)
-        tl.addWidget(self.table, 2)
+        header = self.table.horizontalHeaderItem(im.TIME_COLUMNS.index("Thread-seconds"))
+        if header is not None:
+            header.setToolTip(im.THREAD_SECONDS_TIP)
+        row.addWidget(self.table, 3)
+        self.findings_view = QTextBrowser()
+        self.findings_view.setOpenLinks(False)
+        self.findings_view.setMinimumWidth(220)
+        self.findings_view.setHtml(im.evidence_findings_html([]))
+        row.addWidget(self.findings_view, 2)
+        tl.addLayout(row, 2)
         self.thread_table = table_factory(im.THREAD_TIME_COLUMNS)
         tl.addWidget(self.thread_table, 2)
         from cpudoctor.gui.achieved_view import AchievedView
@@ -58,6 +69,10 @@ class TimeTab(QWidget):
         self.bar.set_shares(bd.shares if bd is not None else [])
         self._fill(self.table, im.time_rows(bd))
         self._fill(self.thread_table, im.thread_time_rows(bd))
+
+    def show_findings(self, findings) -> None:
+        """The findings the job's evidence gave, beside the breakdown (their copy links index ``findings``)."""
+        self.findings_view.setHtml(im.evidence_findings_html(list(findings)))
 
     def show_output(self, text: str) -> None:
         self.output.setVisible(True)
@@ -121,6 +136,8 @@ class RunScriptMixin:
     def _build_runner(self) -> None:
         self.runner = ScriptRunner(self)
         self._running = False
+        self._last_run: tuple[str, str, float | None] | None = None
+        self.run_dialog = None
         self.runner.done.connect(self._on_ran)
         self.runner.failed.connect(
             lambda exc: self._on_inspect_error(f"the script could not be run: {reason_of(exc)}"))
@@ -142,9 +159,31 @@ class RunScriptMixin:
 
         if self.inspections.busy or self._running:
             return
-        dialog = RunScriptDialog(self.job_python(), self)
+        dialog = self.run_dialog = RunScriptDialog(self.job_python(), self, *self.last_run()[:2],
+                                                   seconds=self.last_run()[2])
         if dialog.exec() == _accepted():
             self.run_script(*dialog.values())
+
+    def last_run(self) -> tuple[str, str, float | None]:
+        """(script, arguments, seconds) of the last "Run a script…", this session's or remembered in the settings."""
+        if self._last_run is not None:
+            return self._last_run
+        settings = getattr(self.model.environments, "settings", None)
+        if settings is None:
+            return "", "", RUN_SECONDS
+        seconds = settings.value(RUN_KEYS[2], RUN_SECONDS)
+        try:
+            seconds = float(seconds) if seconds not in (None, "", "0") else None
+        except (TypeError, ValueError):
+            seconds = RUN_SECONDS
+        return str(settings.value(RUN_KEYS[0], "") or ""), str(settings.value(RUN_KEYS[1], "") or ""), seconds
+
+    def _remember_run(self, script: str, arguments: str, seconds: float | None) -> None:
+        self._last_run = (script, arguments, seconds)
+        settings = getattr(self.model.environments, "settings", None)
+        if settings is not None:
+            for key, value in zip(RUN_KEYS, (script, arguments, seconds or 0)):
+                settings.setValue(key, value)
 
     def job_python(self) -> str:
         """The window's environment's interpreter (CPU Doctor's own when none was chosen)."""
@@ -159,6 +198,7 @@ class RunScriptMixin:
         if problem:
             self.status_label.setText(problem)
             return False
+        self._remember_run(script, arguments, seconds)
         self._set_running(True)
         self.status_label.setText(f"Running {Path(script).name}" + (f" for up to {seconds:g} s…" if seconds else "…"))
         self.model.status_message.emit(self.status_label.text())
@@ -175,12 +215,31 @@ class RunScriptMixin:
         self.findings = list(findings)
         self._fill_findings()
         self.time_tab.show_time(obs.breakdown)
+        self.time_tab.show_findings(self.findings)
         self.time_tab.achieved.show_achieved(obs.achieved)
+        self._forget_process(obs.pid)
         self.time_tab.show_output(self.runner.output() if obs.error is None else obs.error)
         self.summary_label.setText(im.run_message(obs))
         self.status_label.setText(im.run_message(obs))
         self.model.status_message.emit(self.status_label.text())
         self.run_done.emit(obs)
+
+
+    def _forget_process(self, pid: int | None) -> None:
+        """The script's process has ended: out of the list, the selection and the PID field, and the list read
+        again (a PID left there would be inspected as a process that is gone, or as a newcomer reusing it)."""
+        if pid is None:
+            return
+        if self.pid_edit.text().strip() == str(pid):
+            self.pid_edit.clear()
+        if any(e.pid == pid for e in self.inspections.entries):
+            self.inspections.entries = [e for e in self.inspections.entries if e.pid != pid]
+            self._fill_processes()
+        self.refresh_processes()
+
+
+RUN_KEYS = ("inspector/run_script", "inspector/run_arguments", "inspector/run_seconds")
+RUN_SECONDS = 60.0               # "Stop after" the first time
 
 
 def _accepted():

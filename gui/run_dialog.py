@@ -14,7 +14,8 @@ from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QFileDialog, QFormLayo
 
 
 class RunScriptDialog(QDialog):
-    def __init__(self, python: str, parent: QWidget | None = None, script: str = "", arguments: str = ""):
+    def __init__(self, python: str, parent: QWidget | None = None, script: str = "", arguments: str = "",
+                 seconds: float | None = 60.0):
         super().__init__(parent)
         self.setWindowTitle("Run a script")
         form = QFormLayout(self)
@@ -33,7 +34,7 @@ class RunScriptDialog(QDialog):
         form.addRow("Arguments:", self.args_edit)
         self.seconds_spin = QSpinBox()
         self.seconds_spin.setRange(0, 24 * 3600)
-        self.seconds_spin.setValue(60)
+        self.seconds_spin.setValue(int(seconds) if seconds else 0)
         self.seconds_spin.setSpecialValueText("until it exits")
         self.seconds_spin.setSuffix(" s")
         form.addRow("Stop after:", self.seconds_spin)

@@ -317,7 +317,7 @@ def test_run_switches_mkl_verbose_on_and_keeps_its_lines_out_of_the_jobs_output(
 
     env, added = diagnostic_env({"PATH": "/bin"}, "on=2,every=10")
     assert added == {"ONEDNN_VERBOSE": "profile_exec", "MKL_VERBOSE": "1", "TORCH_LOGS": "+recompiles",
-                     "CPUDOCTOR_VERBOSE_WINDOWS": "on=2,every=10"}
+                     "PYTHONFAULTHANDLER": "1", "CPUDOCTOR_VERBOSE_WINDOWS": "on=2,every=10"}
     keep = _keeper(added)
     assert keep("MKL_VERBOSE SGEMM(N,N,1,1,1) 1us NThr:1\n") and keep("onednn_verbose,v1,info,x\n")
     assert not keep("epoch 1 loss 0.3\n")
@@ -416,10 +416,10 @@ def test_the_quick_roof_measures_only_what_this_cpu_computes_natively(monkeypatc
     assert found.source == "quick" and told and "--roof none" in told[0]
 
 
-def test_a_job_the_user_stopped_is_not_kept_waiting_for_a_roof(monkeypatch):
+def test_a_job_the_user_stopped_or_that_crashed_is_not_kept_waiting_for_a_roof(monkeypatch):
     from cpudoctor import jobrun
     from cpudoctor.lab import job_roofs
-    from cpudoctor.model.evidence import RunObservation
+    from cpudoctor.model.evidence import JobCrash, RunObservation
 
     seen = []
     monkeypatch.setattr(job_roofs, "find", lambda *a, **kw: seen.append(kw["measure"]) or Roofs())
@@ -429,4 +429,7 @@ def test_a_job_the_user_stopped_is_not_kept_waiting_for_a_roof(monkeypatch):
                              mkl=parse_mkl_verbose(lines))
         assert jobrun.achieved(obs, jobrun.Machine()).kinds
         assert seen[-1] is measure, ended
+    crashed = RunObservation(command="python t.py", duration_s=3.0, ended_by="exit", onednn=parse_onednn_verbose(lines),
+                             mkl=parse_mkl_verbose(lines), crash=JobCrash(signal="SIGSEGV"))
+    assert jobrun.achieved(crashed, jobrun.Machine()).kinds and seen[-1] is False      # a saved roof only
     assert jobrun.achieved(RunObservation(command="true"), jobrun.Machine()) is None     # no kernel timed

@@ -90,7 +90,7 @@ def test_details_and_shell_selector(page):
     assert "THR002" in page.details_title.text()
     html = page.details.toPlainText()
     assert "Why" in html and "Fix" in html and "4 usable CPUs" in html
-    assert "topology.affinity.usable_cpus" in html  # evidence table
+    assert "usable CPUs" in html and "topology.affinity.usable_cpus" not in html  # evidence table, in words
     assert "export OMP_NUM_THREADS=4" in page.snippet_text()
     for key, expected in (("fish", "set -gx OMP_NUM_THREADS 4"), ("powershell", "$env:OMP_NUM_THREADS = '4'"),
                           ("cmd", "set OMP_NUM_THREADS=4"), ("bash", "export OMP_NUM_THREADS=4")):

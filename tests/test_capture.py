@@ -21,8 +21,8 @@ def _extract(tarball: Path, dest: Path) -> Path:
 
 
 def _machine_part(topology: dict) -> dict:
-    """A topology without what belongs to the process that read it: its CPU affinity (`taskset`),
-    which a captured tree cannot carry (a tree's allowed CPUs are its cgroup cpuset, as in hwloc)."""
+    """A topology without what belongs to the process that read it: its CPU affinity (`taskset`; a capture
+    carries the capturing process's, tests below compare it on its own)."""
     facts = {k: v for k, v in topology.items() if k not in ("affinity", "numa_memory_bytes")}
     facts["notes"] = [n for n in topology["notes"] if not n.startswith("the CPU affinity allows")]
     # A node's MemTotal moves under a balloon or virtio-mem driver (seen here: 6.67 then 6.94 GB seconds
@@ -53,9 +53,9 @@ def test_live_capture_gives_same_topology(tmp_path):
     root = _extract(result.path, tmp_path / "x")
     captured, live = to_data(probe_topology(root)), to_data(probe_topology(Path("/")))
     assert _machine_part(captured) == _machine_part(live)
-    # The same tree read in place, as a tree, gives the same affinity as the capture: the cgroup's.
+    # The same tree read in place, as a tree, gives the same affinity as the capture: this process's CPUs
     assert captured["affinity"] == to_data(probe_topology(Path("/"), live=False))["affinity"]
-    assert live["affinity"]["allowed_cpus"] == sorted(os.sched_getaffinity(0))
+    assert live["affinity"]["allowed_cpus"] == sorted(os.sched_getaffinity(0)) == captured["affinity"]["allowed_cpus"]
     assert (root / "proc/cpuinfo").read_text() == Path("/proc/cpuinfo").read_text()
 
 
@@ -179,6 +179,53 @@ def test_report_root_on_live_capture_matches_live_report(tmp_path, capsys):
     assert _machine_part(captured["topology"]) == _machine_part(live["topology"])
     assert captured["cpu"]["flags"] == live["cpu"]["flags"]
     assert captured["cpu"]["brand"] == live["cpu"]["brand"]
+
+
+@pytest.mark.hardware
+def test_a_capture_under_taskset_carries_the_cpus_it_could_use(tmp_path):
+    """Issue 41 item 13: `taskset -c N cpudoctor capture`, then `report --root` on it elsewhere, says "1 usable CPU"
+    as the machine did under the same taskset (it said "2 usable CPUs": a tree's allowed CPUs were every online
+    CPU). Both sides run for real under taskset; the report elsewhere runs without it."""
+    import json
+    import shutil
+    import subprocess
+    import sys
+
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2 or shutil.which("taskset") is None:
+        pytest.skip("needs taskset and two CPUs to leave one out")
+    last = str(cpus[-1])
+    tarball = tmp_path / "m.tar.gz"
+    subprocess.run(["taskset", "-c", last, sys.executable, "-m", "cpudoctor", "capture", "--no-environment", "-o",
+                    str(tarball)], check=True, capture_output=True, timeout=120)
+    root = _extract(tarball, tmp_path / "x")
+    args = [sys.executable, "-m", "cpudoctor", "report", "--format", "json", "--fast"]
+    machine = json.loads(subprocess.run(["taskset", "-c", last, *args], check=True, capture_output=True, text=True,
+                                        timeout=120).stdout)
+    elsewhere = json.loads(subprocess.run([*args, "--root", str(root)], check=True, capture_output=True, text=True,
+                                          timeout=120).stdout)
+    assert machine["topology"]["affinity"]["allowed_cpus"] == [int(last)]
+    assert elsewhere["topology"]["affinity"] == machine["topology"]["affinity"]
+    said = {(f["code"], f["title"]) for f in machine["findings"] if f["category"] == "topology"}   # no software in
+    assert said and said == {(f["code"], f["title"]) for f in elsewhere["findings"] if f["category"] == "topology"}
+
+
+def test_a_tree_s_own_cpus_come_from_its_status_within_its_online_cpus(tmp_path):
+    """The captured Cpus_allowed_list counts within the online CPUs and the cgroup cpuset; garbage or a list of
+    offline CPUs is a note, and the tree falls back to its cpuset / online CPUs."""
+    root = tmp_path / "t"
+    cpu = root / "sys/devices/system/cpu"
+    cpu.mkdir(parents=True)
+    (cpu / "online").write_text("0-3\n")
+    (root / "proc/self").mkdir(parents=True)
+    (root / "proc/cpuinfo").write_text("".join(f"processor\t: {n}\n\n" for n in range(4)))
+    status = root / "proc/self/status"
+    for written, allowed_cpus, note in (("2-3,9", [2, 3], False), ("7-9", [0, 1, 2, 3], True),
+                                        ("\x00garbage", [0, 1, 2, 3], True)):
+        status.write_text(f"Cpus_allowed:\tc\nCpus_allowed_list:\t{written}\n")
+        topo = probe_topology(root)
+        assert topo.affinity.allowed_cpus == allowed_cpus and topo.affinity.usable_cpus == len(allowed_cpus)
+        assert any("Cpus_allowed_list" in n for n in topo.notes) == note, topo.notes
 
 
 def test_output_name_must_say_tar_gz(tmp_path, capsys):

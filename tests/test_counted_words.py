@@ -18,7 +18,7 @@ import pytest
 from cpudoctor import advisor
 from cpudoctor.advisor.process_rules import run_process_rules
 from cpudoctor.model import ImportCheck
-from cpudoctor.model.inspection import Inspection, PeerJob, ThreadInfo
+from cpudoctor.model.inspection import Inspection, NativeLib, PeerJob, ThreadInfo
 from cpudoctor.report_file import load_report
 
 SCENARIOS = sorted((Path(__file__).parent / "fixtures" / "scenarios").glob("*.json"))
@@ -79,7 +79,8 @@ def test_process_rules_on_a_one_cpu_job():
                       is_python=True, window_s=2.0, samples=20, num_threads=3, threads=threads, cpu_percent=99.0,
                       runnable_mean=3.0, runnable_max=3, wait_percent=200.0, affinity=[0], usable_cpus=1,
                       env={"OMP_NUM_THREADS": "3", "TORCH_LOOP_CORE_PINNING": "set"}, env_readable=True,
-                      peers=[PeerJob(pid=11, name="python", argv=["python", "b.py"], uid=1000, threads=1,
+                      libraries=[NativeLib("libtorch_cpu.so", "framework", "libtorch_cpu", None, "torch")],
+                      libraries_readable=True, peers=[PeerJob(pid=11, name="python", argv=["python", "b.py"], uid=1000, threads=1,
                                      cpu_percent=50.0, affinity=[0], shared_cpus=[0], omp_num_threads=1,
                                      env_readable=True)])
     assert _wrong(run_process_rules(insp, None, strict=True)) == []

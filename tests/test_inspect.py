@@ -66,6 +66,17 @@ def test_maps_paths_keep_spaces_and_drop_pseudo_entries():
     assert procfs.parse_maps_paths(text) == ["/opt/my libs/libomp.so"]
 
 
+def test_code_only_maps_leave_out_a_profiler_s_symbol_reads():
+    """`py-spy record --native` maps the target's libtorch_cpu.so read-only (as seen on this machine): it runs no
+    PyTorch; a process that loaded it maps it executable too."""
+    profiler = "7f2a5c000000-7f2a6e000000 r--s 00000000 fe:00 2484946   /venv/site-packages/torch/lib/libtorch_cpu.so\n"
+    job = ("7f10-7f20 r--p 00000000 fe:00 7   /venv/site-packages/torch/lib/libtorch_cpu.so\n"
+           "7f20-7f30 r-xp 00010000 fe:00 7   /venv/site-packages/torch/lib/libtorch_cpu.so\n")
+    assert procfs.parse_maps_paths(profiler) == ["/venv/site-packages/torch/lib/libtorch_cpu.so"]
+    assert procfs.parse_maps_paths(profiler, code_only=True) == []
+    assert procfs.parse_maps_paths(job, code_only=True) == ["/venv/site-packages/torch/lib/libtorch_cpu.so"]
+
+
 def test_classify_libraries_names_only_and_origin():
     libs = classify_libraries([
         "/home/alice/.venv/lib/python3.11/site-packages/torch/lib/libgomp.so.1",

@@ -344,11 +344,12 @@ def test_relaunch_commands_only_for_the_users_own_jobs(qtbot, page):
 
     def crowded(pid, seconds, topology=None, should_stop=None):
         insp = fake_inspection(pid)
-        insp.env = {}
-        insp.peers = [PeerJob(pid=310, name="python", cmdline="python mine.py", threads=8, cpu_percent=150.0,
+        insp.env, insp.uid = {}, 1000
+        insp.libraries.append(NativeLib("libtorch_cpu.so", "framework", "libtorch_cpu", None, "torch"))
+        insp.peers = [PeerJob(pid=310, name="python", cmdline="python mine.py", uid=1000, threads=8, cpu_percent=150.0,
                               affinity=list(range(8)), shared_cpus=list(range(8))),
-                      PeerJob(pid=311, name="python", cmdline="python theirs.py", threads=8, cpu_percent=150.0,
-                              affinity=list(range(8)), shared_cpus=list(range(8)))]
+                      PeerJob(pid=311, name="python", cmdline="python theirs.py", uid=1000, threads=8,
+                              cpu_percent=150.0, affinity=list(range(8)), shared_cpus=list(range(8)))]
         return insp
 
     page.inspections.inspect_fn = crowded

@@ -79,3 +79,22 @@ def test_a_package_whose_current_releases_run_is_told_to_upgrade(tmp_path, corpu
     assert error.snippet == "python -m pip install --upgrade torch --index-url https://download.pytorch.org/whl/cpu"
     assert venv.shell(error.snippet).returncode == 0
     assert by_code(report_for(machine_root(K10), venv))["ISA005"][0].severity == "ok"
+
+
+def test_a_first_computation_that_died_in_numpy_names_numpy_s_floor(corpus):
+    """Issue 41 item 5 (KERNEL001): torch imported, its first computation died of SIGILL inside NumPy's code (NumPy
+    2.4 on the K10, which has no x86-64-v2). KERNEL001 said "a CPU-detection or build bug ... Update torch"; the
+    cause is known: NumPy 2.4 needs x86-64-v2, and the release that runs is named, as ISA003 does."""
+    from cpudoctor.model.software import ImportCheck, PackageInfo
+
+    report = probe_tree(machine_root(K10), software=False)
+    packages = [PackageInfo("numpy", "2.4.0"), PackageInfo("torch", "2.9.1", build="cpu")]
+    report.software = Software(packages=packages, isa_risks=assess(report.cpu, packages), children_ran=True,
+                               import_checks=[ImportCheck("torch", "torch", status="ok", stage="workload torch",
+                                                          workload_status="crashed", signal=4, signal_name="SIGILL",
+                                                          crashed_in="numpy")])
+    found = advisor.diagnose(report, only={"KERNEL001", "ISA005"})
+    [kernel] = [f for f in found if f.code == "KERNEL001"]
+    assert "NumPy 2.4.0 needs x86-64-v2" in kernel.title and "which this CPU lacks" in kernel.why
+    assert kernel.snippet == "python -m pip install 'numpy<2.4'" and "Update torch" not in kernel.fix
+    assert not [f for f in found if f.code == "ISA005" and "numpy" in f.title], "one finding for NumPy: KERNEL001's"

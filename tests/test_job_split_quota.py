@@ -11,7 +11,7 @@ import re
 
 from cpudoctor.advisor.job_split import quota_threads
 from cpudoctor.advisor.process_rules import run_process_rules
-from cpudoctor.model.inspection import Inspection, PeerJob, ThreadInfo
+from cpudoctor.model.inspection import Inspection, NativeLib, PeerJob, ThreadInfo
 
 
 def _inspection(quota: float | None) -> Inspection:
@@ -20,7 +20,8 @@ def _inspection(quota: float | None) -> Inspection:
     return Inspection(pid=10, uid=1000, name="python", argv=["python", "train.py"], cmdline="python train.py",
                       is_python=True, window_s=2.0, samples=20, num_threads=4, threads=threads, cpu_percent=50.0,
                       runnable_mean=3.5, runnable_max=4, wait_percent=120.0, affinity=[0, 1, 2, 3], usable_cpus=1 if quota else 4,
-                      cpu_quota=quota, env={"OMP_NUM_THREADS": "4"}, env_readable=True,
+                      cpu_quota=quota, env={"OMP_NUM_THREADS": "4"}, env_readable=True, libraries_readable=True,
+                      libraries=[NativeLib("libtorch_cpu.so", "framework", "libtorch_cpu", None, "torch")],
                       peers=[PeerJob(pid=11, name="python", argv=["python", "b.py"], uid=1000, threads=4,
                                      cpu_percent=50.0, affinity=[0, 1, 2, 3], shared_cpus=[0, 1, 2, 3], omp_num_threads=4,
                                      env_readable=True)])

@@ -283,6 +283,59 @@ def test_two_training_jobs_each_sized_for_every_cpu_and_the_printed_split_fixes_
         _stop(fixed)
 
 
+@pytest.mark.hardware
+def test_a_profiler_is_not_a_job_and_each_job_gets_one_answer(tmp_path):
+    """Issue 40 item 8, for real: `py-spy record --native` attached to a training job maps libtorch_cpu.so (read-only,
+    to read its symbols) and used a CPU: PROC014 counted it as a PyTorch job and printed a relaunch line for
+    `py-spy record ...`; and for the inspected job PROC001 said "2 compute threads" right above PROC014's "CPU 0,
+    1 thread". Now the profiler is no job, every relaunch line is a training job of the user's, and PROC001
+    relaunches the job exactly as PROC014's split does. A job that runs no PyTorch gets no PROC014."""
+    from cpudoctor.probes.process.stacks import find_pyspy
+    from conftest import wait_for
+
+    need_module("torch")
+    usable = need_cpus(2)
+    pyspy = find_pyspy()
+    if pyspy is None or shutil.which("taskset") is None:
+        pytest.skip("needs py-spy (the stack sampler's) and taskset")
+    script = tmp_path / "train.py"
+    script.write_text(BUSY_JOB.format(seconds=60))
+    environ = clean_environ()
+    oversized = dict(environ, OMP_NUM_THREADS=str(4 * len(usable)))    # this job oversubscribes itself: PROC001
+    jobs = [_start_job(f"{sys.executable} {script}", oversized), _start_job(f"{sys.executable} {script}", environ)]
+    idle = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    profiler = None
+    try:
+        _wait_busy([j.pid for j in jobs])
+        profiler = subprocess.Popen([pyspy, "record", "--native", "--pid", str(jobs[1].pid), "--duration", "60",
+                                     "--rate", "200", "-o", str(tmp_path / "profile.svg")],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        wait_for(lambda: "libtorch_cpu" in Path(f"/proc/{profiler.pid}/maps").read_text(), 60,
+                 "py-spy to map libtorch_cpu.so", interval=0.3)
+        topo = probe_topology(Path("/"))
+        mine = {jobs[1].pid, profiler.pid}
+        insp = inspect_process(jobs[0].pid, seconds=2.0, topology=topo)
+        sleeper = inspect_process(idle.pid, seconds=1.0, topology=topo)
+    finally:
+        _stop(jobs + ([profiler] if profiler else []))
+        idle.kill()
+        idle.wait()
+    seen = [p.pid for p in insp.peers]
+    assert jobs[1].pid in seen and profiler.pid not in seen, insp.peers
+    insp.peers = [p for p in insp.peers if p.pid in mine]       # other sessions may train on this machine too
+    found = {f.code: f for f in run_process_rules(insp, topo, strict=True)}
+    proc14 = found["PROC014"]
+    assert "py-spy" not in proc14.snippet and "py-spy" not in proc14.why
+    lines = proc14.snippet.splitlines()
+    ours = {lines[k].split(",")[0]: lines[k + 1] for k in range(0, len(lines) - 1, 2)}
+    assert set(ours) == {f"# this job (PID {jobs[0].pid})", f"# PID {jobs[1].pid}"}, proc14.snippet
+    this = ours[f"# this job (PID {jobs[0].pid})"]
+    assert "PROC009" in found, sorted(found)            # OMP_NUM_THREADS above the CPUs; PROC001 when not contended
+    for code in {"PROC001", "PROC009"} & set(found):
+        assert found[code].snippet == this, (code, found[code].snippet, this)
+    assert "PROC014" not in {f.code for f in run_process_rules(sleeper, topo, strict=True)}, sleeper.peers
+
+
 DATALOADER = """
 import json, os, sys
 sys.path.insert(0, {scripts!r})

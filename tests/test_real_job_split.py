@@ -39,7 +39,7 @@ JOB = """
 import json, mmap, os, sys, time
 out, lib = sys.argv[1], sys.argv[2]
 with open(lib, "rb") as f:
-    mapped = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)     # shows in /proc/PID/maps, as torch's library does
+    mapped = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ | mmap.PROT_EXEC)   # mapped as code, as torch maps its library
 with open(os.path.join(out, f"{os.getpid()}.json"), "w") as f:
     json.dump({"argv": sys.argv[1:], "cpus": sorted(os.sched_getaffinity(0)),
                "omp": os.environ.get("OMP_NUM_THREADS")}, f)

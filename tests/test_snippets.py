@@ -271,7 +271,7 @@ def test_hybrid_plan_uses_the_performance_cores_like_topo003(tmp_path):
     assert any("TOPO003" in n and "efficiency cores (CPUs 12-19)" in n for n in plan.notes)
     # THR001's fix and snippet say the same: 6 threads, pinned to CPUs 0-11.
     thr = next(f for f in run_rules(r) if f.code == "THR001")
-    assert "to 6 before Python starts, and launch the job pinned to CPUs 0-11" in thr.fix
+    assert "to 6 before Python starts as a start, launched pinned to CPUs 0-11" in thr.fix
     assert "export OMP_NUM_THREADS=6" in thr.snippet and "taskset -c 0-11 python train.py" in thr.snippet
     _bash_n(thr.snippet, tmp_path)
     # The launch script pins to the same CPUs with the same count.

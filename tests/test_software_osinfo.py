@@ -159,3 +159,24 @@ def test_corpus_physical_machines_are_not_vms(corpus, name):
     assert info.container is None and info.wsl is None
     # Captured trees lack cpufreq governors and /proc/version: unknown with a note, never a crash.
     assert info.governor is None and any("cpufreq" in n for n in notes)
+
+
+@pytest.mark.parametrize("kernel", ["WSL1", "WSL2"])
+def test_the_wsl_finding_gives_wsl1_no_wslconfig_block(tmp_path, kernel):
+    """Issue 41 item 10: a WSL1 tree's finding printed a `[wsl2]` .wslconfig block, which WSL1 does not read (it
+    has no VM to size). Fake trees as each WSL shows itself (/proc/version, meminfo, cpuinfo), read as --root."""
+    from cpudoctor.pipeline import Source, build_report
+
+    write(tmp_path, "/proc/version", {"WSL1": WSL1, "WSL2": WSL2}[kernel] + "\n")
+    write(tmp_path, "/proc/meminfo", "MemTotal:       16303876 kB\nMemAvailable:   15000000 kB\nSwapTotal: 0 kB\n")
+    write(tmp_path, "/proc/cpuinfo", "".join(f"processor\t: {n}\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\n"
+                                             "model name\t: AMD Ryzen 9 5950X 16-Core Processor\n"
+                                             "flags\t\t: fpu sse sse2 avx avx2 fma hypervisor\n\n" for n in range(4)))
+    write(tmp_path, "/etc/os-release", 'NAME="Ubuntu"\nVERSION_ID="22.04"\n')
+    report = build_report(Source.tree(tmp_path), children=False)
+    [f] = [f for f in report.findings if f.code == "ENV001"]
+    if kernel == "WSL1":
+        assert "[wsl2]" not in f.snippet and ".wslconfig" not in f.snippet and "size the VM" not in f.title
+        assert "wsl --set-version" in f.snippet and "WSL2" in f.title
+    else:
+        assert "[wsl2]" in f.snippet and "memory=" in f.snippet and "processors=4" in f.snippet

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from cpudoctor.advisor import machine, snippets
+from cpudoctor.advisor import machine, sigill, snippets
 from cpudoctor.advisor.engine import Facts, rule
 from cpudoctor.advisor.torch_install import pip_install, platform_of
 from cpudoctor.knowledge import ISA_FORCING
@@ -191,7 +191,9 @@ def crash_after_import(report: Report) -> list[Finding]:
 
     Fix:
         Unset the forcing variable when one is set (OPENBLAS_CORETYPE, ATEN_CPU_CAPABILITY, ...);
-        otherwise install a build of the crashing package that matches this CPU, or force its
+        when the computation died in a package whose ISA floor this CPU misses, install the release
+        of it that runs (named, as ISA003 does); otherwise install a build of the crashing package
+        that matches this CPU, or force its
         kernels down to what the CPU has (e.g. ``OPENBLAS_CORETYPE=Haswell`` on an AVX2 CPU whose
         AVX-512 a VM hides) until it is fixed upstream.
     """
@@ -214,6 +216,17 @@ def crash_after_import(report: Report) -> list[Finding]:
         why = f"import {chk.module} works, then its first computation {what}{where}."
         if chk.workload_message and chk.workload_status == "error":
             why += f" Message: {chk.workload_message[:200]}"
+        cause = sigill.floor_culprit(f, chk, platform_of(report)) if not forced else None
+        if cause is not None:
+            # the crash is a build's ISA floor this CPU misses (the workload imported NumPy 2.4 on an x86-64-v1
+            # CPU): the release that runs, as ISA003 says it
+            version = f" {cause.version}" if cause.version else ""
+            why += (f" {cause.label}{version} needs {', '.join(cause.needs)}, which this CPU lacks: "
+                    f"{', '.join(cause.missing)}.")
+            out.append(f.finding("error", f"{chk.package} imports, then its first computation {what}: "
+                                          f"{cause.label}{version} needs {', '.join(cause.needs)}",
+                                 why=why, fix=cause.fix, snippet=cause.snippet))
+            continue
         if forced:
             listed = ", ".join(f"{x.name}={x.value}" for x in forced)
             why += (f" {listed} forces {', '.join(x.isa or '?' for x in forced)} kernels, and this CPU lacks "

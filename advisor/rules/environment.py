@@ -24,7 +24,8 @@ def wsl2(report: Report) -> list[Finding]:
 
     Fix:
         Keep datasets inside the Linux filesystem (``~/``), and size the VM in
-        ``%UserProfile%\\.wslconfig`` (``processors=``, ``memory=``), then ``wsl --shutdown``.
+        ``%UserProfile%\\.wslconfig`` (``processors=``, ``memory=``), then ``wsl --shutdown``. Under
+        WSL1, which reads no ``.wslconfig``, convert the distribution to WSL2 (``wsl --set-version``).
     """
     f = Facts(report)
     wsl = f.get("software.os.wsl")
@@ -35,18 +36,31 @@ def wsl2(report: Report) -> list[Finding]:
     l3 = f.get("topology.l3_known")
     details = []
     if cpus:
-        details.append(f"the VM sees {cpus} CPUs")
+        details.append(f"it sees {cpus} CPUs")
     if mem:
         details.append(f"{size(mem)} of RAM")
-    why = (f"This is WSL{wsl}" + (f": {', '.join(details)}" if details else "") + ". "
+    seen = f": {', '.join(details)}" if details else ""
+    if wsl == 1:
+        # WSL1 is no VM: it translates Linux system calls on Windows' own kernel and reads no .wslconfig ([wsl2]
+        # is WSL2's section); its memory and CPUs are Windows' own
+        why = (f"This is WSL1{seen}. WSL1 has no Linux kernel: it translates system calls on Windows' kernel, so "
+               "there is no VM to size (.wslconfig's [wsl2] settings do not apply to it), files under /mnt/c go "
+               "through that translation slowly, and what /proc and /sys show is partly made up. PyTorch runs, "
+               "but WSL2 runs it on a real Linux kernel.")
+        return [f.finding(
+            "info", "Running under WSL1: convert the distribution to WSL2 for training",
+            why=why,
+            fix="Convert the distribution to WSL2 (in PowerShell on Windows; it keeps your files), then keep "
+                "datasets under ~/ inside it.",
+            snippet="# in PowerShell on Windows:\nwsl --list --verbose\nwsl --set-version <distribution> 2",
+            snippet_lang="powershell")]
+    why = (f"This is WSL2{seen}. "
            "Files under /mnt/c are served over 9P at a fraction of native speed, and the VM gets only what "
            ".wslconfig allows (by default half of Windows' memory).")
     if l3 is False:
         why += " WSL hides the cache topology, so CCX pinning cannot be planned from here."
-    if wsl == 1:
-        why += " WSL1 has no real Linux kernel: use WSL2 for training."
     return [f.finding(
-        "info", f"Running under WSL{wsl}: keep data off /mnt/c, size the VM in .wslconfig",
+        "info", "Running under WSL2: keep data off /mnt/c, size the VM in .wslconfig",
         why=why,
         fix="Store datasets under ~/ inside WSL, give the VM enough processors and memory, then restart it.",
         snippet=("# %UserProfile%\\.wslconfig on Windows:\n"

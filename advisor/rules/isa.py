@@ -226,8 +226,11 @@ def import_failed(report: Report) -> list[Finding]:
         runtime. The exit status says which: SIGSEGV and SIGABRT point at mixed native libraries.
 
     Fix:
-        Reinstall the package in a clean environment (``python -m venv``) with versions that match
-        each other; the message of the failed import names the library that failed.
+        When a build's ISA floor explains the failure (jaxlib without AVX raises its own error;
+        an import that dies inside NumPy 2.4 on a CPU without x86-64-v2), install the release that
+        runs on this CPU, as ISA003 names it. Otherwise reinstall the package in a clean environment
+        (``python -m venv``) with versions that match each other; the message of the failed import
+        names the library that failed.
     """
     f = Facts(report)
     checks = f.get("software.import_checks", record=False) or []
@@ -252,6 +255,17 @@ def import_failed(report: Report) -> list[Finding]:
         why = f"Importing {chk.package} in a child process {what}."
         if chk.message:
             why += f" Message: {quote_message(chk.message)}"
+        cause = sigill.floor_culprit(f, chk, platform_of(report))
+        if cause is not None:
+            # the cause is known: a build whose ISA floor this CPU misses (jaxlib without AVX, NumPy 2.4 on
+            # x86-64-v1); the release that runs, as ISA003 says it, not a reinstall of the same build
+            version = f" {cause.version}" if cause.version else ""
+            why += (f" {cause.label}{version} needs {', '.join(cause.needs)}, which "
+                    f"{'the CPU that runs Python' if machine.executing_lacks(f) else 'this CPU'} lacks: "
+                    f"{', '.join(cause.missing)}.")
+            title = f"{chk.package} {what} on import: {cause.label}{version} needs {', '.join(cause.needs)}"
+            out.append(f.finding("error", title, why=why, fix=cause.fix, snippet=cause.snippet))
+            continue
         out.append(f.finding(sev, f"{chk.package} {what} on import", why=why,
                              fix=("Reinstall it in a clean virtual environment with matching versions; "
                                   "the message names the library that failed."),
@@ -298,13 +312,15 @@ def package_isa_floor(report: Report) -> list[Finding]:
     Fix:
         Install a release this CPU runs (the finding names the range, e.g. ``numpy<2.4``), a build
         compiled for this CPU, or run on a CPU that has the instructions. Floors marked unverified
-        are reported as a warning, not an error.
+        are reported as a warning, not an error. A package that crashed or failed to import for
+        want of instructions is ISA003's, ISA004's or KERNEL001's to name, and "every floor is met"
+        is never said beside it.
     """
     f = Facts(report)
     risks = f.get("software.isa_risks", record=False)
     if risks is None:
         return []
-    crashed = sigill.crashed_packages(Facts(report))
+    crashed = sigill.crashed_packages(Facts(report)) | sigill.explained_by_floor(Facts(report))
     out = []
     brand = f.get("cpu.brand") or "this CPU"
     for r in [r for r in risks if r.at_risk and r.installed and r.package not in crashed]:
@@ -326,6 +342,10 @@ def package_isa_floor(report: Report) -> list[Finding]:
             why=" ".join(why.split()), fix=sentence, snippet=command))
     if out or not risks:
         return out
+    if crashed:
+        # never "every floor is met" in green beside a package that crashed or failed for want of instructions
+        # (ISA003, ISA004, KERNEL001 name it): those findings speak for the floors
+        return []
     tally = f.get("software", record=False).floor_tally()
     f.record("software.floor_tally", {"met": tally.met, "unknown": tally.unknown, "unchecked": tally.unchecked})
     n = len(tally.unknown)

@@ -43,9 +43,13 @@ def thread_env_unset(report: Report) -> list[Finding]:
         each DataLoader worker process starts its own pools. An explicit count makes runs
         reproducible and keeps pools from fighting.
 
-        When the thread sweep measured PyTorch's default against other counts, the measurement
-        decides: no finding when the default is what it measured fastest, and the measured gain
-        (which also ranks the finding) when another count was faster beyond both spreads.
+        When the lab measured PyTorch's default against other counts (the thread sweep, or training
+        runs at several ``--threads``), the measurement decides: a passed check when the default is
+        what it measured fastest or no count beat it beyond the spreads, and the measured gain (which
+        also ranks the finding) when another count was faster beyond both spreads. Without a
+        measurement the best count is not known: it depends on the model's size (a tiny model ran 17x
+        faster on 1 thread than on 2 here), so the finding says so, and is a passed check when
+        PyTorch already takes the cores' count.
 
     Fix:
         Export ``OMP_NUM_THREADS`` (and ``MKL_NUM_THREADS``) to the usable physical cores — or to
@@ -62,13 +66,31 @@ def thread_env_unset(report: Report) -> list[Finding]:
         return [measured_finding]
     plan = snippets.thread_plan(report)
     torch_default = f.get("software.torch.intra_op_threads")
+    if measured.measured_by(report) and torch_default:
+        # the sweep measured, and no count beat the others beyond their spreads: the measurement, not a rule
+        return [f.finding("ok", f"OMP_NUM_THREADS is not set, and {measured.measured_by(report)} measured no count "
+                                f"clearly faster than PyTorch's default ({plural(torch_default, 'thread')}): their "
+                                "spreads overlap")]
+    if isinstance(torch_default, int) and torch_default == plan.threads and not plan.cpus:
+        # nothing measured, and PyTorch already takes what the cores give: no advice to rank above the others
+        return [f.finding("ok", f"OMP_NUM_THREADS is not set: PyTorch takes {plural(torch_default, 'thread')} (this "
+                                f"machine's {plan.source}); the best count depends on the model (`cpudoctor bench "
+                                "sweep` measures it)")]
     why = "OMP_NUM_THREADS is not set, so each library picks its own thread count"
     why += f": PyTorch chose {torch_default}." if torch_default else "."
-    why += f" This machine's best default is {plan.threads} ({plan.source})."
-    fix = f"Set the thread count explicitly to {plan.threads} before Python starts"
-    fix += f", and launch the job pinned to CPUs {format_cpulist(plan.cpus)} ({plan.variant})." if plan.cpus else "."
-    return [f.finding("info", "OMP_NUM_THREADS is not set", why=why, fix=fix,
+    why += f" This machine's cores give {plan.threads} ({plan.source}). " + DEPENDS_ON_MODEL
+    fix = f"Set the thread count to {plan.threads} before Python starts as a start"
+    fix += f", launched pinned to CPUs {format_cpulist(plan.cpus)} ({plan.variant})" if plan.cpus else ""
+    fix += ", then measure your model: `cpudoctor bench sweep` (or `cpudoctor run` at two counts)."
+    return [f.finding("info", "OMP_NUM_THREADS is not set: the best count depends on the model", why=why, fix=fix,
                       snippet=snippets.shell_exports(report, "bash"))]
+
+
+# What no rule of thumb knows: the thread count a model runs fastest at (measured on a 2-CPU VM: a tiny model 17x
+# faster on 1 thread than on 2, a ResNet faster on every core).
+DEPENDS_ON_MODEL = ("The best count depends on the model's size: a small model (a few layers, small batches) often "
+                    "runs fastest on 1 thread, where more threads only wait for each other; a large one on every "
+                    "physical core. Nothing here measured yours.")
 
 
 # A measured gain from this factor on is a warning: the job trains that much slower than it could.
@@ -76,7 +98,8 @@ MEASURED_WARNING = 1.25
 
 
 def _thread_env_measured(report: Report, f: Facts) -> Finding | None:
-    """THR001 from the sweep's measurement of PyTorch's default, when there is one."""
+    """THR001 from the lab's measurement of PyTorch's default (the sweep, else training runs at several thread
+    counts), when there is one."""
     choice = measured.sweep_choice(report, f)
     default = measured.default_point(report)
     torch_default = f.get("software.torch.intra_op_threads")
@@ -89,7 +112,7 @@ def _thread_env_measured(report: Report, f: Facts) -> Finding | None:
     pinned_elsewhere = bool(choice.cpus) and sorted(choice.cpus) != sorted(default.cpus or [])
     if choice.threads == default.threads and not pinned_elsewhere:
         return f.finding("ok", f"OMP_NUM_THREADS is not set, and PyTorch's default ({plural(default.threads, 'thread')}) "
-                               "is what the thread sweep measured fastest here")
+                               f"is what {measured.measured_by(report) or 'the thread sweep'} measured fastest here")
     rate = choice.samples_per_s or 0.0
     gain = rate / default.median if rate and default.median else None
     if gain is None:
@@ -103,17 +126,21 @@ def _thread_env_measured(report: Report, f: Facts) -> Finding | None:
              f"default {default.threads}, with fewer threads")
     named = measured.named_variant(choice)
     run = measured.latest_sweep(report)
-    best = next((p for p in (measured.sweep_points(run) if run else []) if p.threads == choice.threads
-                 and abs(p.median - rate) < 0.06 * rate), None)
+    points = measured.sweep_points(run) if run else measured.train_points(report)
+    best = next((p for p in points if p.threads == choice.threads and abs(p.median - rate) < 0.06 * rate), None)
     spread = f" ({best.lo:,.0f}-{best.hi:,.0f})" if best is not None and best.hi > best.lo else ""
-    why = (f"OMP_NUM_THREADS is not set, so PyTorch runs {plural(default.threads, 'thread')}. The thread sweep "
+    who = measured.measured_by(report) or "the thread sweep"
+    why = (f"OMP_NUM_THREADS is not set, so PyTorch runs {plural(default.threads, 'thread')}. {who[0].upper() + who[1:]} "
            f"measured {rate:,.0f} samples/s{spread} with {plural(choice.threads, 'thread')}"
            + (f" ({named})" if named else "") + f" against {default.median:,.0f}"
            + (f" ({default.lo:,.0f}-{default.hi:,.0f})" if default.hi > default.lo else "")
            + " with PyTorch's default.")
-    if not conclusive:
+    if not conclusive and run is not None:
         why += (" The sweep's verdict was inconclusive (others used the CPU, or time ran out), but this difference "
                 "lies beyond both settings' spreads.")
+    elif not conclusive:
+        why += (" Other programs may have used the CPU during those runs, but this difference lies beyond both "
+                "settings' spreads.")
     plan = snippets.thread_plan(report)
     fix = f"Set the thread count to {plan.threads}, as measured, before Python starts"
     fix += f", and launch the job pinned to CPUs {format_cpulist(plan.cpus)}." if plan.cpus else "."

@@ -22,6 +22,25 @@ from cpudoctor.model.joblogs import MklLog, OneDnnLog, RecompileLog
 from cpudoctor.model.kernels import KernelCensus
 
 
+# Diagnostics ``run`` switches on whose lines go on to the job's output (and are kept too): Python's fault report
+# is the job's own; oneDNN's and PyTorch's log lines are held back.
+PASSED_ON_DIAGNOSTICS = ("PYTHONFAULTHANDLER",)
+
+
+@dataclass
+class JobCrash:
+    """A job that died of a signal of its own (not one CPU Doctor sent to stop it), and where, when Python said."""
+
+    signal: str                           # "SIGILL"
+    description: str = ""                 # the system's name for it: "Illegal instruction"
+    via_shell: bool = False               # reported as exit code 128+n by a program in between (a shell)
+    after_s: float = 0.0                  # how long the job ran
+    frames: list[str] = field(default_factory=list)   # the crashing thread's Python frames, innermost first
+    module: str | None = None             # the top-level module whose code ran at the crash ("numpy")
+    distribution: str | None = None       # the installed distribution that holds it, and its version
+    version: str | None = None
+
+
 @dataclass
 class RunObservation:
     """One job ``cpudoctor run`` (or the Inspector's "Run a script…") started and watched to its end."""
@@ -44,6 +63,7 @@ class RunObservation:
     dropped_kernel_lines: bool = False    # the job printed more oneDNN lines than are kept: the oldest were dropped
     dropped_recompile_lines: bool = False   # the same for PyTorch's recompilation log
     stop_signal: str | None = None        # what CPU Doctor was sent when ended_by is "terminated": SIGTERM, SIGHUP
+    crash: JobCrash | None = None         # it died of a signal of its own: which, and where
     achieved: Utilisation | None = None   # its kernels' FLOP/s against the measured roof (jobrun, after the job)
 
 
@@ -71,6 +91,8 @@ class JobEvidence:
     memory: JobMemory | None = None
     process: Inspection | None = None     # the process facts the process rules judge
     kernels: KernelCensus | None = None   # a lab job's kernel census (a run's: read from ``onednn``)
+    crash: JobCrash | None = None         # run only: the job died of a signal of its own
+    ended_by: str | None = None           # run only: how the watching ended (RunObservation.ended_by); None: a window
     achieved: Utilisation | None = None   # run only: its kernels' achieved FLOP/s against the measured roof
 
     @classmethod
@@ -85,7 +107,8 @@ class JobEvidence:
         return cls(command=obs.command, pid=obs.pid, breakdown=obs.breakdown, onednn=obs.onednn, mkl=obs.mkl,
                    recompiles=obs.recompiles, launch_affinity=obs.launch_affinity, env=dict(obs.env),
                    achieved=obs.achieved,
-                   memory=_memory(obs.process) if obs.process is not None else None, process=obs.process)
+                   memory=_memory(obs.process) if obs.process is not None else None, process=obs.process,
+                   crash=obs.crash, ended_by=obs.ended_by)
 
 
 def _memory(insp: Inspection) -> JobMemory:

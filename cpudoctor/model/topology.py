@@ -82,7 +82,7 @@ class ProcessorGroup:
 class Affinity:
     """Where this process may run: the usable CPUs are what thread counts must respect."""
 
-    allowed_cpus: list[int] | None = None  # os.sched_getaffinity (live) or cgroup cpuset (captured tree)
+    allowed_cpus: list[int] | None = None  # os.sched_getaffinity (live); a tree: its proc/self/status, else its cpuset
     cgroup_cpuset: list[int] | None = None
     cpu_quota: float | None = None         # in CPUs, from cpu.max / cfs_quota_us; None = unlimited/unknown
     usable_cpus: int | None = None         # min(len(allowed), ceil(quota))

@@ -84,7 +84,11 @@ def verdict_text(bd: TimeBreakdown, verdict: BreakdownVerdict | None = None) -> 
     return reason(bd, verdict or judge_breakdown(bd))
 
 
-def verdict_line(bd: TimeBreakdown) -> str:
+def verdict_line(bd: TimeBreakdown, ended: str = "") -> str:
+    """The caption under the breakdown: why it is inconclusive; ``ended`` (a run that crashed: what happened)
+    replaces the breakdown's own reason, which would call a job that died at once idle."""
+    if ended:
+        return f"Not judged: {ended}."
     text = verdict_text(bd)
     return f"Inconclusive: {text}." if text else ""
 
@@ -112,8 +116,8 @@ def instrumentation_line(bd: TimeBreakdown) -> str:
             "its compute")
 
 
-def render_text(bd: TimeBreakdown) -> list[str]:
-    """The breakdown as plain-text lines (the CLI's ``Time`` section)."""
+def render_text(bd: TimeBreakdown, ended: str = "") -> list[str]:
+    """The breakdown as plain-text lines (the CLI's ``Time`` section); ``ended``: see :func:`verdict_line`."""
     out = [f"Time         where the job's threads spent {bd.window_s:g} s ({bd.samples} samples counted, "
            f"{bd.idle_samples} idle, {bd.startup_samples} start-up; {bd.sampler})"]
     shares = sorted(bd.shares, key=lambda s: -s.share)
@@ -143,7 +147,7 @@ def render_text(bd: TimeBreakdown) -> list[str]:
         out.append("  Top leaf frames:")
         for t in bd.top[:6]:
             out.append(f"    {percent(t.share, fraction=True):>4}  {label(t.category):<22} {t.frame[:110]}")
-    verdict = verdict_line(bd)
+    verdict = verdict_line(bd, ended)
     if verdict:
         out.append(f"  {verdict}")
     if bd.stacks_error_kind:
@@ -203,7 +207,7 @@ def summary_line_of(shares: list[Share]) -> str:
     return ", ".join(f"{label(s.category)} {percent(s.share, fraction=True)}" for s in tops) or "-"
 
 
-def render_md(bd: TimeBreakdown) -> list[str]:
+def render_md(bd: TimeBreakdown, ended: str = "") -> list[str]:
     shares = sorted(bd.shares, key=lambda s: -s.share)
     out = ["## Where the time went", "",
            f"{bd.window_s:g} s sampled, {bd.samples} samples counted ({bd.idle_samples} idle, "
@@ -218,7 +222,7 @@ def render_md(bd: TimeBreakdown) -> list[str]:
             cpu = percent(p.cpu_percent, "?")
             out.append(f"| {p.pid} {md_escape(p.name)} | {p.role.replace('_', ' ')} | {cpu} | {p.samples} | "
                        f"{md_escape(summary_line_of(p.shares))} |")
-    verdict = verdict_line(bd)
+    verdict = verdict_line(bd, ended)
     if verdict:
         out += ["", f"**{md_escape(verdict)}**"]
     if bd.stacks_error_kind:
@@ -228,7 +232,7 @@ def render_md(bd: TimeBreakdown) -> list[str]:
     return out
 
 
-def render_html(bd: TimeBreakdown) -> str:
+def render_html(bd: TimeBreakdown, ended: str = "") -> str:
     """A coloured bar (one div per category, widths in %) and the table under it."""
     shares = sorted(bd.shares, key=lambda s: -s.share)
     segs = "".join(f'<div title="{esc(share_text(s))}" style="width:{s.share * 100:.2f}%;background:{colour(s.category)};'
@@ -236,7 +240,7 @@ def render_html(bd: TimeBreakdown) -> str:
     rows = "".join(f"<tr><td><span style=\"color:{colour(s.category)}\">&#9632;</span> {esc(share_text(s))}</td>"
                    f"<td align=right>{percent(s.share, fraction=True)}</td><td align=right>{s.seconds:.2f}</td>"
                    f"<td align=right>{s.samples}</td></tr>" for s in shares)
-    verdict = verdict_line(bd)
+    verdict = verdict_line(bd, ended)
     note = f"<p><b>{esc(verdict)}</b></p>" if verdict else ""
     stacks = f"<p>Stacks: {esc(stacks_line(bd))}</p>" if bd.stacks_error_kind else ""
     return (f"<h2>Where the time went</h2><p>{bd.window_s:g} s sampled, {bd.samples} samples counted "

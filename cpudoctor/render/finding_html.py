@@ -50,7 +50,7 @@ def finding_html(view: FindingView, style: Style = "page", *, title: bool = True
             what = "command" if view.snippet.shell else "code"
             parts.append(f'<p><a href="{e(copy_href)}">Copy {what}</a></p>')
     if evidence and view.evidence:
-        rows = "".join(f"<tr><th><code>{e(line.key)}</code></th><td>{e(line.value)}</td></tr>"
+        rows = "".join(f'<tr><th title="{e(line.key)}">{e(line.label)}</th><td>{e(line.value)}</td></tr>'
                        for line in view.evidence)
         label = (f"<h4>{EVIDENCE}</h4>" if style == "widget" else f"<details><summary>{EVIDENCE}</summary>")
         parts.append(label + f"<table cellspacing=\"4\">{rows}</table>" + ("" if style == "widget" else "</details>"))

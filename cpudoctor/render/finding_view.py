@@ -30,6 +30,7 @@ from typing import Any
 from cpudoctor import docs_url
 from cpudoctor.advisor import snippets, winshell
 from cpudoctor.model import Finding, Report, Topology
+from cpudoctor.render.evidence_words import evidence_words
 from cpudoctor.render.words import Severity, bracketed, category_title, severity
 
 # The names of a finding's parts, the same on every surface.
@@ -87,10 +88,16 @@ class Snippet:
 
 @dataclass(frozen=True)
 class EvidenceLine:
-    """One fact the rule read: the report field (``topology.affinity.usable_cpus``) and its value in words."""
+    """One fact the rule read: the report field (``topology.affinity.usable_cpus``), the field in words ("usable
+    CPUs", :func:`~cpudoctor.render.evidence_words.evidence_words`) and its value in words."""
 
     key: str
     value: str
+    words: str = ""
+
+    @property
+    def label(self) -> str:
+        return self.words or self.key
 
 
 @dataclass(frozen=True)
@@ -124,8 +131,9 @@ class FindingView:
         return self.severity.key in ("warning", "error")
 
     def evidence_text(self) -> str:
-        """``key=value, key=value``: the evidence on one line (the doctor's verbose page)."""
-        return ", ".join(f"{line.key}={line.value}" for line in self.evidence)
+        """``usable CPUs: 2; OMP_NUM_THREADS (environment): not set``: the evidence on one line, in words (the
+        doctor's verbose page)."""
+        return "; ".join(f"{line.label}: {line.value}" for line in self.evidence)
 
 
 def finding_view(finding: Finding, shell: str | ShellChoice | None = None) -> FindingView:
@@ -147,7 +155,7 @@ def finding_view(finding: Finding, shell: str | ShellChoice | None = None) -> Fi
         explain=f"cpudoctor explain {finding.code}",
         docs_url=docs_url(finding.docs) if finding.docs else "",
         docs_label=f"{finding.code} in the rule reference",
-        evidence=tuple(EvidenceLine(str(key), evidence_value(value, EVIDENCE_LIMIT))
+        evidence=tuple(EvidenceLine(str(key), evidence_value(value, EVIDENCE_LIMIT), evidence_words(str(key)))
                        for key, value in finding.evidence.items()),
     )
 

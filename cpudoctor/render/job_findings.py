@@ -14,17 +14,19 @@ from collections.abc import Sequence
 
 from cpudoctor.kits.escape import md_escape, md_fence
 from cpudoctor.kits.format import wrap
-from cpudoctor.model import Finding, worst
+from cpudoctor.model import Finding
 from cpudoctor.render.finding_html import finding_html
 from cpudoctor.render.finding_view import FIX, WHY, ShellChoice, finding_view
-from cpudoctor.render.words import bracketed, plural, severity
+from cpudoctor.render.words import bracketed, counts_text, to_fix
 
 WIDTH = 100
 
 
 def count_line(findings: Sequence[Finding]) -> str:
-    """``2 findings (worst: warning).``"""
-    return f"{plural(len(findings), 'finding')} (worst: {severity(worst(list(findings))).name.lower()})."
+    """``1 problem, 2 warnings.`` or ``1 suggestion, nothing to fix.``: the counts by severity, as the status bar
+    says them (:func:`~cpudoctor.render.words.status_text`), never "worst: suggestion" for a job with only
+    suggestions."""
+    return counts_text(findings) + ("" if to_fix(findings) else ", nothing to fix") + "."
 
 
 def text_lines(findings: Sequence[Finding], shell: str | ShellChoice | None = None, *, heading: str = "Findings",

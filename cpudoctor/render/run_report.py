@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cpudoctor.model.evidence import RunObservation
+from cpudoctor.model.evidence import PASSED_ON_DIAGNOSTICS, RunObservation
 from cpudoctor.render import achieved as ach
 from cpudoctor.render import breakdown as bdr
 from cpudoctor.render import job_findings
@@ -22,13 +22,44 @@ MAX_KERNEL_ROWS = 10
 NONE = "No problem found in this run."
 
 
-def _ended(obs: RunObservation) -> str:
-    return {"exit": f"exited with code {obs.exit_code}", "interrupt": f"stopped by Ctrl-C (exit code {obs.exit_code})",
-            "seconds": f"stopped after --seconds (exit code {obs.exit_code})",
-            "stopped": f"stopped from the window (exit code {obs.exit_code})",
-            "terminated": f"stopped because CPU Doctor was sent {obs.stop_signal or 'a signal to end'} "
-                          f"(exit code {obs.exit_code})",
+def ended_text(obs: RunObservation, *, window: bool = False) -> str:
+    """How the job ended, in words: whether it exited, crashed, or CPU Doctor stopped it (and why), with its exit
+    code. ``window``: the Inspector's "Run a script…" (its own time limit and Stop, not --seconds and Ctrl-C)."""
+    code = f"exit code {obs.exit_code}"
+    crash = obs.crash
+    if obs.ended_by == "exit" and crash is not None:
+        said = f"{crash.signal} ({crash.description})" if crash.description else crash.signal
+        if crash.via_shell:
+            return f"exited with code {obs.exit_code}: its command died of {said}"
+        return f"died of {said}, {code}"
+    limit = "its time was up" if window else "--seconds ran out"
+    return {"exit": f"exited with code {obs.exit_code}",
+            "interrupt": f"stopped with Ctrl-C: CPU Doctor stopped the job ({code})",
+            "seconds": f"still running when {limit}: CPU Doctor stopped it ({code})",
+            "stopped": f"stopped from the window: CPU Doctor stopped it ({code})",
+            "terminated": f"stopped because CPU Doctor was sent {obs.stop_signal or 'a signal to end'} ({code})",
             "failed": f"could not start: {obs.error}"}.get(obs.ended_by, obs.ended_by)
+
+
+def crashed_caption(obs: RunObservation) -> str:
+    """The breakdown's caption for a job that crashed ("" otherwise): its shares are what it did before."""
+    crash = obs.crash
+    if crash is None or obs.ended_by != "exit":
+        return ""
+    return (f"the job died of {crash.signal} after {crash.after_s:g} s; these shares are what it did before it "
+            "crashed (EVID023 says why it died)")
+
+
+def diagnostics_line(obs: RunObservation) -> str:
+    """What CPU Doctor switched on for the job, and which lines it kept out of the job's output."""
+    held = {k: v for k, v in obs.diagnostics.items() if k not in PASSED_ON_DIAGNOSTICS}
+    shown = {k: v for k, v in obs.diagnostics.items() if k in PASSED_ON_DIAGNOSTICS}
+    parts = []
+    if held:
+        parts.append(" ".join(f"{k}={v}" for k, v in held.items()) + " (their lines were kept out of the job's output)")
+    if shown:
+        parts.append(" ".join(f"{k}={v}" for k, v in shown.items()) + " (a crash prints the Python stack)")
+    return "diagnostics on: " + "; ".join(parts) if parts else ""
 
 
 def kernel_rows(obs: RunObservation) -> list[dict[str, Any]]:
@@ -40,12 +71,11 @@ def kernel_rows(obs: RunObservation) -> list[dict[str, Any]]:
 
 
 def render_text(obs: RunObservation, findings: list[Finding]) -> str:
-    out = [f"cpudoctor run: {obs.command}", f"  {_ended(obs)} after {obs.duration_s:g} s"]
+    out = [f"cpudoctor run: {obs.command}", f"  {ended_text(obs)} after {obs.duration_s:g} s"]
     if obs.diagnostics:
-        out.append("  diagnostics on: " + " ".join(f"{k}={v}" for k, v in obs.diagnostics.items())
-                   + " (their lines were kept out of the job's output)")
+        out.append(f"  {diagnostics_line(obs)}")
     if obs.breakdown is not None:
-        out.extend(bdr.render_text(obs.breakdown))
+        out.extend(bdr.render_text(obs.breakdown, ended=crashed_caption(obs)))
     rows = kernel_rows(obs)
     if rows:
         log = obs.onednn
@@ -81,8 +111,9 @@ def run_notes(obs: RunObservation) -> list[str]:
     return notes
 
 
-def breakdown_data(bd) -> dict[str, Any]:
-    """The breakdown as JSON data, with each category's name and the verdict in words beside the facts."""
+def breakdown_data(bd, ended: str = "") -> dict[str, Any]:
+    """The breakdown as JSON data, with each category's name and the verdict in words beside the facts (``ended``:
+    a crashed run's caption, :func:`crashed_caption`)."""
     from cpudoctor.advisor.job_verdict import judge_breakdown
     from cpudoctor.model.serde import to_data
 
@@ -92,16 +123,17 @@ def breakdown_data(bd) -> dict[str, Any]:
         for s in share:
             s["label"] = bdr.label(s["category"])
     verdict = judge_breakdown(bd)
-    data["verdict"], data["verdict_cause"], data["verdict_reason"] = verdict.verdict, verdict.cause, bdr.verdict_text(bd)
+    data["verdict"], data["verdict_cause"], data["verdict_reason"] = verdict.verdict, verdict.cause, \
+        ended or bdr.verdict_text(bd)
     data["stacks_error"] = bdr.stacks_line(bd) or None
     data["notes"] = bdr.notes(bd)
     return data
 
 
 def render_md(obs: RunObservation, findings: list[Finding]) -> str:
-    out = [f"# cpudoctor run: `{md_escape(obs.command)}`", "", f"{md_escape(_ended(obs))} after {obs.duration_s:g} s.", ""]
+    out = [f"# cpudoctor run: `{md_escape(obs.command)}`", "", f"{md_escape(ended_text(obs))} after {obs.duration_s:g} s.", ""]
     if obs.breakdown is not None:
-        out += bdr.render_md(obs.breakdown) + [""]
+        out += bdr.render_md(obs.breakdown, crashed_caption(obs)) + [""]
     rows = kernel_rows(obs)
     if rows:
         out += ["## Kernels (oneDNN)", "", "| Kind | Implementation | Type | Runs | Time |", "|---|---|---|---:|---:|"]
@@ -114,9 +146,9 @@ def render_md(obs: RunObservation, findings: list[Finding]) -> str:
 
 def render_html(obs: RunObservation, findings: list[Finding]) -> str:
     items = job_findings.html(findings, none=NONE)
-    bd = bdr.render_html(obs.breakdown) if obs.breakdown is not None else ""
+    bd = bdr.render_html(obs.breakdown, crashed_caption(obs)) if obs.breakdown is not None else ""
     roof = ach.render_html(obs.achieved)
-    return (f"<html><body><h1>cpudoctor run: <code>{esc(obs.command)}</code></h1><p>{esc(_ended(obs))} after "
+    return (f"<html><body><h1>cpudoctor run: <code>{esc(obs.command)}</code></h1><p>{esc(ended_text(obs))} after "
             f"{obs.duration_s:g} s</p>{bd}{roof}<h2>Findings</h2>{items}</body></html>\n")
 
 
@@ -125,9 +157,9 @@ def render_pdf(obs: RunObservation, findings: list[Finding]) -> bytes:
     from cpudoctor.render.pdf import pdf_from_html
 
     pictures: dict[str, str] = {}
-    bd = bdr.render_html(obs.breakdown) if obs.breakdown is not None else ""
+    bd = bdr.render_html(obs.breakdown, crashed_caption(obs)) if obs.breakdown is not None else ""
     roof = ach.render_html(obs.achieved, pictures)
-    page = (f"<html><body><h1>cpudoctor run: <code>{esc(obs.command)}</code></h1><p>{esc(_ended(obs))} after "
+    page = (f"<html><body><h1>cpudoctor run: <code>{esc(obs.command)}</code></h1><p>{esc(ended_text(obs))} after "
             f"{obs.duration_s:g} s</p>{bd}{roof}<h2>Findings</h2>{job_findings.html(findings, none=NONE)}"
             "</body></html>")
     return pdf_from_html(page, pictures, title=f"cpudoctor run: {obs.command}"[:120])
@@ -147,7 +179,9 @@ def render_json(obs: RunObservation, findings: list[Finding]) -> str:
         "duration_s": obs.duration_s,
         "diagnostics": obs.diagnostics,
         "findings": [finding_data(f) for f in findings],
-        "breakdown": breakdown_data(obs.breakdown) if obs.breakdown is not None else None,
+        "ended": ended_text(obs),
+        "crash": to_data(obs.crash) if obs.crash is not None else None,
+        "breakdown": breakdown_data(obs.breakdown, crashed_caption(obs)) if obs.breakdown is not None else None,
         "kernels": {"onednn": {"version": obs.onednn.version, "runtime": obs.onednn.runtime,
                                "threads": obs.onednn.threads, "max_isa": obs.onednn.max_isa,
                                "total_ms": round(obs.onednn.total_ms, 3), "groups": kernel_rows(obs)},

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from cpudoctor.model import CgroupLimits
 from cpudoctor.probes.cgroup import read_cgroup_limits
-from cpudoctor.kits.cpulist import MAX_CPUS, MAX_NUMA_NODES, GarbledValue, cpu_number, format_cpulist, parse_int
+from cpudoctor.kits.cpulist import (MAX_CPUS, MAX_NUMA_NODES, GarbledValue, cpu_number, format_cpulist, parse_cpulist,
+    parse_int)
 from cpudoctor.kits.rooted import (MAX_NUMBERED_DIRS, cap_notes, is_live_root, list_dir, numbered_dirs, read_cpulist,
     read_cpumask, read_int, read_lines, read_size, read_text, shown, under)
 from cpudoctor.model.topology import Cache, Core, CpuKind, L3Domain, NumaNode, Package, Topology
@@ -462,6 +463,25 @@ def _from_psutil() -> Topology:
     return topo
 
 
+def _captured_affinity(root: Path, online: set[int], cpuset: list[int] | None, notes: list[str]) -> list[int] | None:
+    """The CPUs the process that captured ``root`` could use (its ``proc/self/status``), within the online CPUs
+    and the cgroup cpuset; None when the tree has no such line (the corpus's dumps) or it names no usable CPU."""
+    for line in read_lines(under(root, "/proc/self/status")) or []:
+        name, _, value = line.partition(":")
+        if name.strip() != "Cpus_allowed_list":
+            continue
+        cpus = set(parse_cpulist(value.strip()) or [])
+        usable = cpus & online if online else cpus
+        if cpuset is not None:
+            usable &= set(cpuset)
+        if not usable:
+            notes.append(f"the captured process's Cpus_allowed_list ({value.strip()[:40]!r}) names no online CPU: "
+                         "ignored")
+            return None
+        return sorted(usable)
+    return None
+
+
 def _fill_affinity(topo: Topology, root: Path, live: bool) -> None:
     aff = topo.affinity
     limits = read_cgroup_limits(root) if sys.platform.startswith("linux") or not live else CgroupLimits()
@@ -486,6 +506,10 @@ def _fill_affinity(topo: Topology, root: Path, live: bool) -> None:
             aff.allowed_cpus = sorted(psutil.Process().cpu_affinity())
         except Exception:  # noqa: BLE001 - macOS has no cpu_affinity; psutil may be absent
             pass
+    if aff.allowed_cpus is None and not live:
+        # A capture keeps the capturing process's /proc/self/status (its Cpus_allowed lines only): under
+        # `taskset -c 0` that is CPU 0, which the machine itself reported; a cpuset names no narrower set
+        aff.allowed_cpus = _captured_affinity(root, online, aff.cgroup_cpuset, topo.notes)
     if aff.allowed_cpus is None:
         if aff.cgroup_cpuset is not None:
             aff.allowed_cpus = list(aff.cgroup_cpuset)

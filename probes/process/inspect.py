@@ -344,7 +344,7 @@ def _read_libraries(insp: Inspection, pdir: Path, pid: int) -> list[str]:
     maps_r = procfs.read_reason(pdir / "maps")
     if maps_r.text is not None:
         paths = procfs.parse_maps_paths(maps_r.text)
-        insp.libraries = classify_libraries(paths)
+        insp.libraries = classify_libraries(procfs.parse_maps_paths(maps_r.text, code_only=True))
         insp.libraries_readable = True
         if not maps_r.text.strip() and insp.env_readable is False:
             insp.notes.append("the memory map is empty: the process may be exiting")
@@ -489,7 +489,7 @@ class _LateFacts:
                 self.insp.usable_cpus = procfs.usable_cpus(affinity, self.insp.cpu_quota)
         maps = procfs.read_reason(pdir / "maps")
         if maps.text and self.insp.libraries_readable:
-            self.insp.libraries = classify_libraries(procfs.parse_maps_paths(maps.text))
+            self.insp.libraries = classify_libraries(procfs.parse_maps_paths(maps.text, code_only=True))
 
 
 def _record_window(insp: Inspection, window: _Window) -> None:

@@ -4,7 +4,9 @@ The job runs as a child with these diagnostics switched on where it
 does not already set them: oneDNN's verbose profile (``ONEDNN_VERBOSE=profile_exec``:
 the kernel, ISA, shapes and time of every primitive), oneMKL's (``MKL_VERBOSE=1``:
 each GEMM's sizes, time and threads; PyTorch's fp32 linear layers go there), PyTorch's recompilation log
-(``TORCH_LOGS=+recompiles`` added to what is there) and, on Linux, the Yama
+(``TORCH_LOGS=+recompiles`` added to what is there), Python's fault handler
+(``PYTHONFAULTHANDLER=1``: a job that dies of a signal prints its Python stack, which
+goes on to the job's stderr and is kept for :mod:`cpudoctor.probes.process.crash`) and, on Linux, the Yama
 permission to be traced by CPU Doctor's sampler (``prctl(PR_SET_PTRACER)``),
 so that ``run`` needs no extra rights for its own child.
 
@@ -43,6 +45,7 @@ from cpudoctor.kits.child.runner import ChildProcess
 from cpudoctor.kits.child.streams import INHERIT, PassThrough
 from cpudoctor.model.evidence import RunObservation
 from cpudoctor.probes.process import mkl_verbose
+from cpudoctor.probes.process.crash import FaultTap, could_start_fault, job_crash
 from cpudoctor.probes.process.onednn_verbose import PREFIXES, parse_onednn_verbose, printed_by_onednn
 from cpudoctor.probes.process.timing import TimeSampler
 from cpudoctor.probes.process.torch_logs import logged_limit, logged_recompile, parse_recompiles
@@ -71,6 +74,8 @@ def diagnostic_env(base: dict[str, str], windows: str | None = None) -> tuple[di
     logs = env.get("TORCH_LOGS", "")
     if "recompiles" not in logs:
         env["TORCH_LOGS"] = added["TORCH_LOGS"] = (logs + "," if logs else "") + "+recompiles"
+    if "PYTHONFAULTHANDLER" not in env:
+        env["PYTHONFAULTHANDLER"] = added["PYTHONFAULTHANDLER"] = "1"   # a crash prints the Python stack
     return env, added
 
 
@@ -85,6 +90,11 @@ def _keeper(added: dict[str, str]) -> Callable[[str], bool]:
     modes it switched on (oneDNN's, oneMKL's); a job's own line that merely starts like one is the job's."""
     onednn, mkl = "ONEDNN_VERBOSE" in added, "MKL_VERBOSE" in added
     return lambda t: (onednn and printed_by_onednn(t)) or (mkl and mkl_verbose.printed_by_mkl(t))
+
+
+def _could_be_stderr_line(rest: bytes) -> bool:
+    """A line on the job's stderr that may still become one of PyTorch's log lines or Python's fault report."""
+    return _could_be_torch_log(rest) or could_start_fault(rest)
 
 
 def _could_be_torch_log(rest: bytes) -> bool:
@@ -146,6 +156,7 @@ class JobRun:
         self._sampler: TimeSampler | None = None
         self._out: PassThrough | None = None
         self._err: PassThrough | None = None
+        self._fault: FaultTap | None = None
         self._ended_by: str | None = None
         self._t0 = 0.0
 
@@ -162,8 +173,10 @@ class JobRun:
             self.obs.launch_affinity = None
         self._out = self._stream(self.stdout, self._own_out, "ONEDNN_VERBOSE" in added or "MKL_VERBOSE" in added,
                                  _keeper(added), _could_be_onednn)
-        self._err = self._stream(self.stderr, self._own_err, "TORCH_LOGS" in added, logged_recompile,
-                                 _could_be_torch_log, tap=logged_limit)
+        self._fault = FaultTap() if "PYTHONFAULTHANDLER" in added else None
+        self._err = self._stream(self.stderr, self._own_err, "TORCH_LOGS" in added or self._fault is not None,
+                                 logged_recompile if "TORCH_LOGS" in added else (lambda _line: False),
+                                 _could_be_stderr_line, tap=self._stderr_tap)
         self._flush_own()
         self._t0 = time.monotonic()
         self.child = ChildProcess(
@@ -188,6 +201,11 @@ class JobRun:
             self._sampler = TimeSampler(self.obs.pid, observer="run", rate=self.rate or RUN_RATE)
             self._sampler.start()
         return True
+
+    def _stderr_tap(self, line: str) -> bool:
+        """Lines of the job's stderr that go on and are kept too: Dynamo's recompile-limit warning, Python's
+        fault report."""
+        return logged_limit(line) or (self._fault is not None and self._fault(line))
 
     @staticmethod
     def _stream(sink, own: bool, diagnosed: bool, hold, could_be, tap=None) -> PassThrough | None:
@@ -243,6 +261,8 @@ class JobRun:
         self.obs.onednn = parse_onednn_verbose(out.lines() if out is not None else [])
         self.obs.mkl = mkl_verbose.parse_mkl_verbose(out.lines() if out is not None else [])
         self.obs.recompiles = parse_recompiles(err.lines() if err is not None else [])
+        if self.obs.ended_by == "exit":
+            self.obs.crash = job_crash(end.returncode, err.lines() if err is not None else [], self.obs.duration_s)
         self.obs.dropped_kernel_lines = bool(out is not None and out.dropped)
         self.obs.dropped_recompile_lines = bool(err is not None and err.dropped)
         if out is not None and out.sink_gone and self._own_out:

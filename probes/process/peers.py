@@ -33,8 +33,10 @@ def snapshot(root: Path) -> dict[int, procfs.TaskStat]:
 
 
 def _has_torch(root: Path, pid: int) -> bool:
+    """PyTorch's CPU library mapped as code: a profiler reading its symbols maps it too, read-only."""
     text = read_text(procfs.proc_dir(root, pid) / "maps")
-    return bool(text) and TORCH_LIBRARY in text
+    return bool(text) and TORCH_LIBRARY in text and any(
+        TORCH_LIBRARY in path.rsplit("/", 1)[-1] for path in procfs.parse_maps_paths(text, code_only=True))
 
 
 def find_peer_jobs(root: Path, pid: int, affinity: list[int] | None, before: dict[int, procfs.TaskStat],

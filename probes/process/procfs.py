@@ -246,12 +246,15 @@ def parse_environ(raw: str) -> dict[str, str]:
     return out
 
 
-def parse_maps_paths(text: str) -> list[str]:
+def parse_maps_paths(text: str, *, code_only: bool = False) -> list[str]:
     """Distinct file paths mapped by the process, in first-seen order.
 
     A maps line is ``addr perms offset dev inode pathname``; the path may hold
     spaces and may end in `` (deleted)``. Pseudo entries ([heap], [vdso]) and
-    anonymous maps are skipped.
+    anonymous maps are skipped. ``code_only``: only files mapped executable at
+    least once, the libraries the process runs; a profiler that maps
+    libtorch_cpu.so read-only to read its symbols (``py-spy record --native``:
+    ``r--s``) does not run PyTorch.
     """
     seen: dict[str, None] = {}
     for line in text.splitlines():
@@ -259,7 +262,7 @@ def parse_maps_paths(text: str) -> list[str]:
         if len(parts) < 6:
             continue
         path = parts[5].strip()
-        if not path.startswith("/"):
+        if not path.startswith("/") or (code_only and "x" not in parts[1]):
             continue
         path = path.removesuffix(" (deleted)")
         seen.setdefault(path, None)

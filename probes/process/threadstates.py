@@ -55,7 +55,7 @@ class ProcState:
     name: str
     cmdline: str = ""
     is_python: bool = False
-    affinity: list[int] | None = None
+    affinity: list[int] | None = None   # the CPUs it may use, as last read (the tree's rescans read it again)
     max_threads: int = 0
     thread_vars: dict[str, str] = field(default_factory=dict)   # allow-listed thread variables
     env_readable: bool = False
@@ -229,6 +229,12 @@ class TreeSampler:
             proc = self.result.processes.get(pid)
             if proc is not None and proc.starttime == st.starttime:
                 proc.cpu_seconds = (st.cpu_ticks - proc.start_ticks) / procfs.CLK_TCK
+                # the CPUs it may use now: libgomp's binding pins the main thread at `import torch`, a worker
+                # may narrow itself after its start; the first sight is often before either
+                now_allowed = procfs.status_cpus_allowed(
+                    procfs.parse_status(read_text(procfs.proc_dir(self.root, pid) / "status") or ""))
+                if now_allowed:
+                    proc.affinity = now_allowed
                 continue
             self.result.processes[pid] = self._describe(pid, st, now)
             if pid == self.pid and self.result.cpus is None and self.result.processes[pid].affinity:

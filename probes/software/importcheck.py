@@ -57,6 +57,12 @@ def crashed_in(fault_head: str) -> str | None:
     ``import cv2`` that dies inside ``import numpy`` (a NumPy built for newer CPUs) names numpy, the
     package that lacks the instructions, not OpenCV. None without a report or an installed frame.
     """
+    return installed_frame(fault_head)[0]
+
+
+def installed_frame(fault_head: str) -> tuple[str | None, str | None]:
+    """(top-level module, the site-packages folder it is installed in) of the innermost installed frame of a
+    faulthandler report (:func:`crashed_in`; ``cpudoctor run``'s crashed jobs read the same)."""
     for line in (fault_head or "").splitlines():
         m = _FRAME.match(line)
         if not m or m.group("path").startswith("<"):
@@ -66,8 +72,8 @@ def crashed_in(fault_head: str) -> str | None:
         if marks and marks[-1] + 1 < len(parts):
             top = parts[marks[-1] + 1].split(".")[0]  # "numpy", "six.py" -> "six", "_cffi_backend.cpython-311-..."
             if top and top.isidentifier():
-                return top
-    return None
+                return top, "/".join(parts[: marks[-1] + 1]) or "/"
+    return None, None
 
 
 def _stage(data: dict[str, Any]) -> tuple[str | None, str | None]:
