@@ -25,6 +25,7 @@ from PySide6.QtCore import QCoreApplication, Qt
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
 from cpudoctor.gui.environments import job_python
+from cpudoctor.gui.inference_tab import InferencePanel
 from cpudoctor.gui.job_runner import JobRunner
 from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.roofline_view import RooflineView
@@ -43,7 +44,7 @@ from cpudoctor.render.env_choice import jobs_text
 from cpudoctor.render.words import reason_of
 
 CAVEAT_COLOUR = "#c98a1a"      # the page's calm amber (status warnings use it too)
-LIVE_TAB, SWEEP_TAB, BENCH_TAB, ROOFLINE_TAB = range(4)
+LIVE_TAB, SWEEP_TAB, BENCH_TAB, ROOFLINE_TAB, INFER_TAB = range(5)
 
 
 class TrainingPage(QWidget):
@@ -109,7 +110,7 @@ class TrainingPage(QWidget):
         split.setStretchFactor(1, 1)
         split.setSizes([300, 700])           # the plots get the room; the form's combos elide
         self.job_buttons = (self.train_button, self.sweep_button, self.gemm_button, self.quant_button,
-                            self.roofline_tab.measure)
+                            self.roofline_tab.measure, self.infer.run_button)
 
     def _build_left(self) -> QWidget:
         """The form (scrolls in a short window), with Train and Cancel under it, always in view."""
@@ -167,6 +168,9 @@ class TrainingPage(QWidget):
         self.roofline_tab.measure.clicked.connect(self.start_roofline)
         self.roofline_tab.save_requested.connect(self.save_roofline)
         self.tabs.addTab(self.roofline_tab, "&Roofline")
+        self.infer = InferencePanel()                     # its own module: the form, the box plots, the verdict
+        self.infer.run_button.clicked.connect(self.start_infer)
+        self.tabs.addTab(self.infer, "&Inference")
         rv.addWidget(self.tabs, 3)
         self.runs_panel = RunsPanel()
         self.runs_panel.clear_button.clicked.connect(self.clear_runs)
@@ -258,6 +262,19 @@ class TrainingPage(QWidget):
         self.tabs.setCurrentIndex(ROOFLINE_TAB)
         self._start("roofline", {})
 
+    def start_infer(self) -> None:
+        try:
+            settings = self.infer.settings()
+        except SettingsError as exc:
+            self._set_status(html.escape(words.settings_problem(str(exc))), "warning")
+            return
+        import os
+
+        settings["cwd"] = os.getcwd()
+        self.tabs.setCurrentIndex(INFER_TAB)
+        self.infer.reset()
+        self._start("infer", settings)
+
     def save_roofline(self, path: str | None = None) -> None:
         """The picture shown, as SVG or PNG (by the file's extension); quick: the picture is drawn from data."""
         from cpudoctor.render.pdf import write_picture
@@ -321,6 +338,8 @@ class TrainingPage(QWidget):
             self.live.draw(self.session.live, self.session.settings.get("dtype", "bf16"))
         elif changed == "sweep":
             self._redraw_sweep()
+        elif job == "infer":
+            self.infer.show_progress(data)
         elif job == "gemm" and data.get("phase") != "partial":
             self.bench.show_result(self.session.preview(self.runner.outcome, self.model.report))
         text = words.progress_text(job, changed, data)
@@ -355,6 +374,8 @@ class TrainingPage(QWidget):
         if job == "sweep":
             self._redraw_sweep()
             self.sweep.show_notes(result, CAVEAT_COLOUR)
+        if job == "infer":
+            self.infer.show_result(run.metrics)
         if self.session.consider(result):
             self._show_best()
         elif self.session.best is None:

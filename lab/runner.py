@@ -35,9 +35,10 @@ from cpudoctor.kits.child.runner import WAIT_SLICE_S as _runner_wait_slice
 # the child jobs themselves. Every other job is a standalone script in lab/jobs/ (JOB_SCRIPTS).
 JOB_MODULES = {
     "sweep": "cpudoctor.lab.sweep",
+    "infer": "cpudoctor.lab.infer",
 }
 MAX_LOG_LINES = 1000    # log lines an outcome keeps (the last ones)
-JOB_SCRIPTS = jobs.JOBS
+JOB_SCRIPTS = tuple(j for j in jobs.JOBS if j not in JOB_MODULES)   # "infer": its workers are lab/jobs/infer.py
 WAIT_SLICE_S = _runner_wait_slice  # re-exported: how often wait() returns to Python (Ctrl-C)
 
 

@@ -76,13 +76,13 @@ def outcome_text(result) -> str:
     elif result.status != "ok":
         lines.append(f"Stopped: {result.message}.")
     writer = {"train": _train_text, "sweep": _sweep_text, "gemm": _gemm_text, "quant": _quant_text,
-              "roofline": _roofline_text}[result.kind]
+              "roofline": _roofline_text, "infer": _infer_text}[result.kind]
     body = writer(result)
     if not body and result.status != "ok":
         return "\n".join(lines)
     lines += body
     lines += kernels_lines(result.kernels, result.kernel_check)
-    if result.interference is not None and result.kind != "sweep":
+    if result.interference is not None and result.kind not in ("sweep",):
         lines.append(f"other programs took {percent(result.interference.share)} of the CPUs measured"
                      + ("" if result.quiet else f" (more than {percent(result.quiet_limit)}: rerun on an idle machine)"))
     return "\n".join(lines)
@@ -196,6 +196,12 @@ def _gemm_text(r) -> list[str]:
                      f"{plural(m.get('physical_cores') or 0, 'physical core')}")
     lines += [f"note: {n}" for n in r.notes]
     return lines
+
+
+def _infer_text(r) -> list[str]:
+    from cpudoctor.render.infer import text_lines
+
+    return text_lines(r.metrics()) if r.variants else []
 
 
 def _roofline_text(r) -> list[str]:
