@@ -321,3 +321,30 @@ def test_the_onnx_runtime_variant_says_why_when_onnx_runtime_is_absent(monkeypat
     builder = job.Builder(job.Source(None, lambda b: None, False, "m"), job.InferWorkerSettings().validate(), 2, "/tmp")
     with pytest.raises(job.Skipped, match="ONNX Runtime is not installed in this Python"):
         builder.build(v, {})
+
+
+@pytest.mark.slow
+def test_a_real_run_never_recommends_its_broken_variant(tmp_path):
+    """One short real ``bench infer`` (budget 20 s): a user module whose channels_last variant is fast and wrong."""
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "infer.json"
+    began = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "cpudoctor", "bench", "infer", "--module",
+                           str(Path(__file__).parent / "fixtures" / "infer_broken_model.py") + ":build",
+                           "--budget", "20", "--python", sys.executable, "--json", "-o", str(out), "--quiet"],
+                          capture_output=True, text=True, timeout=300)
+    wall = time.monotonic() - began
+    assert done.returncode in (0, 1), done.stderr
+    data = json.loads(out.read_text())
+    variants = {v["name"]: v for v in data["bench_run"]["metrics"]["variants"]}
+    assert all(v.get("status") == "ok" or v.get("reason") for v in variants.values())     # each says why
+    broken = variants["channels_last"]
+    if broken.get("status") != "ok":
+        pytest.skip(f"channels_last was not prepared on this machine: {broken.get('reason')} ({done.stderr[-300:]})")
+    assert broken["accurate"] is False and broken["accuracy"]["max_rel"] > 0.5
+    for d in data["bench_run"]["metrics"]["decisions"]:
+        assert d.get("variant") != "channels_last"
+    assert wall < 20 * 1.05 + 10, f"took {wall:.0f} s for a 20 s budget"     # + the CLI's own exit and reaping

@@ -299,8 +299,8 @@ def box_plot_svg(metrics: dict[str, Any], batch: int, width: int = 640) -> str:
     ticks = log_ticks(lo, hi) if log else [hi * 1.05 * k / 4 for k in range(5)]
     for t in ticks:
         out.append(f'<text x="{sx(t):.1f}" y="{axis_y + 14}" text-anchor="middle" fill="#666">{ms(t)}</text>')
-    out.append(f'<text x="{label_w}" y="{height - 4}" fill="#666">box p25–p75, line p50, whiskers p10–p90, '
-               'dashed tick p99, dots: sampled calls; red: beyond the accuracy limit</text>')
+    out.append(f'<text x="4" y="{height - 4}" fill="#666">box p25–p75 · line p50 · whiskers p10–p90 · dashed p99 · '
+               'dots: sampled calls · red: beyond the accuracy limit</text>')
     out.append("</svg>")
     return "".join(out)
 
