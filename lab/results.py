@@ -548,6 +548,8 @@ def _read_infer(r: dict[str, Any], progress: list[dict[str, Any]], base: dict[st
             named.setdefault(name, {"name": name, "status": "ok", "points": []})["points"].append(
                 {"batch": batch, "latency_ms": p["median_ms"]})
         variants = list(named.values())
+    if base["status"] in ("error", "crashed") and not any(v.get("points") for v in variants):
+        base = dict(base, has_result=False)         # nothing measured: `--into` adds nothing
     decisions = [d for d in r.get("decisions") or [] if isinstance(d, dict)]
     if not decisions and r:
         decisions = [{"batch": None, "verdict": "inconclusive", "reason": words.inconclusive("nothing")}]

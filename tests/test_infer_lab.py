@@ -226,6 +226,7 @@ def test_a_deliberately_broken_variant_is_marked_and_never_recommended():
     assert "use '1 thread'" in text and "beyond the accuracy limit: 'channels_last'" in text
     assert "90 % (beyond 5 %)" in text
     assert "torch.set_num_threads(1)" in text
+    assert "int8 dynamic: torch.ao.quantization.quantize_dynamic, deprecated" in text       # the API, named
 
 
 def test_a_busy_machine_recommends_nothing_and_says_why():
@@ -348,3 +349,33 @@ def test_a_real_run_never_recommends_its_broken_variant(tmp_path):
     for d in data["bench_run"]["metrics"]["decisions"]:
         assert d.get("variant") != "channels_last"
     assert wall < 20 * 1.05 + 10, f"took {wall:.0f} s for a 20 s budget"     # + the CLI's own exit and reaping
+
+
+def test_compile_time_is_reported_apart_from_the_latency():
+    from cpudoctor.render.infer import notes
+
+    said = notes({"variants": [{"name": "torch.compile", "compile_s": 12.34, "points": [{"batch": 1, "latency_ms": 3}]},
+                               {"name": "ONNX Runtime", "export_s": 2.0}]})
+    assert said == ["torch.compile: the first call compiled for 12.3 s (not in its latency)",
+                    "ONNX Runtime: exporting the model to ONNX took 2.0 s"]
+
+
+@pytest.mark.parametrize("metrics", [
+    {}, {"variants": "x"}, {"variants": [None, 3, {"name": 5}]},
+    {"variants": [{"name": "a", "points": [{"batch": 1, "latency_ms": "abc", "segments": "x", "sample_ms": "y"}]}]},
+    {"variants": [{"name": "a", "accuracy": {"checked": True, "max_rel": "big"}, "accurate": False,
+                   "points": [{"batch": 1, "latency_ms": 1e308, "latency_ms_lo": -1, "p10_ms": None}]}],
+     "decisions": [{"batch": 1, "verdict": "recommended", "variant": "a", "code": "not a dict"}, "junk"],
+     "recommendation": {"code": {"snippet": 7, "command": None}}},
+    {"variants": [{"name": "b", "points": [{"batch": 2, "latency_ms": 0.0, "p10_ms": 0, "p25_ms": 0, "p50_ms": 0,
+                                            "p75_ms": 0, "p90_ms": 0}]}]},
+])
+def test_wrong_shaped_metrics_never_break_a_surface(metrics):
+    from cpudoctor.kits.escape import md_escape, md_fence
+    from cpudoctor.render.infer import batches_of, box_plot_svg, html_block, markdown_lines, text_lines
+
+    text_lines(metrics)
+    html_block(metrics)
+    markdown_lines(metrics, md_escape, md_fence)
+    for b in batches_of(metrics) or [1]:
+        box_plot_svg(metrics, b)

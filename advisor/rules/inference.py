@@ -63,8 +63,9 @@ def inference_variant(report: Report) -> list[Finding]:
     f.record("benchmarks[infer].decisions", [{k: d.get(k) for k in ("batch", "verdict", "variant", "latency_ms",
                                                                       "vs_eager_fp32")} for d in decisions])
     model = str(run.metrics.get("model") or "the model")
-    recommended = [d for d in decisions if d.get("verdict") == "recommended" and d.get("variant")]
-    wrong = sorted({n for d in decisions for n in d.get("faster_beyond_accuracy") or []})
+    recommended = [d for d in decisions if d.get("verdict") == "recommended" and isinstance(d.get("variant"), str)]
+    wrong = sorted({n for d in decisions if isinstance(d.get("faster_beyond_accuracy"), list)
+                    for n in d["faster_beyond_accuracy"] if isinstance(n, str)})
     marked = (f" Faster but beyond the accuracy limit against fp32, so never recommended: "
               + ", ".join(f"'{n}'" for n in wrong) + ".") if wrong else ""
     if not recommended:

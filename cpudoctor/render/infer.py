@@ -12,7 +12,7 @@ import math
 from typing import Any
 
 from cpudoctor.kits.escape import html_escape as esc
-from cpudoctor.lab.verdicts import percent
+from cpudoctor.lab.verdicts import percent, quant_api
 
 STATUS_WORDS = {"skipped": "does not apply", "error": "failed", "unprepared": "not prepared", "same": "same setting"}
 COLUMNS = ("variant", "p50 ms", "spread", "p90 ms", "p99 ms", "samples/s", "max error", "others")
@@ -21,6 +21,11 @@ FONT = "system-ui,-apple-system,'Segoe UI',Roboto,sans-serif"
 
 def _num(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _latency(v: Any) -> bool:
+    """A latency that can be drawn: more than nothing, less than a day (a report may hold anything)."""
+    return _num(v) and 0 < v < 86_400_000
 
 
 def ms(v: Any) -> str:
@@ -73,8 +78,9 @@ def error_text(variant: dict[str, Any], limit: Any = None) -> str:
 
 def row(variant: dict[str, Any], batch: int, limit: Any = None) -> list[str]:
     p = point_of(variant, batch) or {}
+    segments = p.get("segments") if _num(p.get("segments")) else 0
     spread = (f"{ms(p.get('latency_ms_lo'))}–{ms(p.get('latency_ms_hi'))}"
-              if _num(p.get("latency_ms_lo")) and (p.get("segments") or 0) > 1 else "-")
+              if _num(p.get("latency_ms_lo")) and segments > 1 else "-")
     p50 = p.get("p50_ms") if _num(p.get("p50_ms")) else p.get("latency_ms")
     sps = p.get("samples_per_s")
     return [variant["name"], ms(p50), spread, ms(p.get("p90_ms")), ms(p.get("p99_ms")),
@@ -126,6 +132,20 @@ def skipped(metrics: dict[str, Any]) -> list[tuple[str, str, str]]:
     return [("; ".join(names), how, why) for (how, why), names in grouped.items()]
 
 
+def notes(metrics: dict[str, Any]) -> list[str]:
+    """What a measured variant cost apart from its latency, and which API it used: torch.compile's compile
+    time, the ONNX export, the int8 API (the deprecated one named as such)."""
+    out = []
+    for v in variants_of(metrics):
+        if _num(v.get("compile_s")):
+            out.append(f"{v['name']}: the first call compiled for {v['compile_s']:.1f} s (not in its latency)")
+        if _num(v.get("export_s")):
+            out.append(f"{v['name']}: exporting the model to ONNX took {v['export_s']:.1f} s")
+        if v.get("int8_api"):
+            out.append(f"{v['name']}: {quant_api(v['int8_api'], metrics.get('torchao_installed'), metrics.get('torch'))}")
+    return out
+
+
 def header(metrics: dict[str, Any]) -> str:
     bits = [str(metrics.get("model") or "model")]
     if _num(metrics.get("parameters")):
@@ -172,6 +192,7 @@ def text_lines(metrics: dict[str, Any]) -> list[str]:
                   for r in rows]
     lines.append("spread: the middle half of the segments' medians (interleaved rounds); max error: against fp32 on "
                  "the same inputs, of fp32's largest output")
+    lines += [f"  {n}" for n in notes(metrics)]
     for name, how, why in skipped(metrics):
         lines.append(f"  {name}: {how}: {why}")
     for d in metrics.get("decisions") or []:
@@ -205,10 +226,9 @@ def markdown_lines(metrics: dict[str, Any], md_escape, md_fence) -> list[str]:
         out += ["| " + " | ".join(md_escape(c) for c in row(v, b, limit)) + " |"
                 for v in variants_of(metrics) if point_of(v, b)]
         out.append("")
-    notes = skipped(metrics)
-    if notes:
-        out += [f"- {md_escape(name)}: {md_escape(how)}: {md_escape(why)}" for name, how, why in notes] + [""]
-    return out
+    out += [f"- {md_escape(n)}" for n in notes(metrics)]
+    out += [f"- {md_escape(name)}: {md_escape(how)}: {md_escape(why)}" for name, how, why in skipped(metrics)]
+    return out + [""]
 
 
 # ----------------------------------------------------------------------------- HTML (exports and the window)
@@ -240,10 +260,12 @@ def html_block(metrics: dict[str, Any], caveat_colour: str = "#c98a1a") -> str:
                 f"<td{'' if i == 0 else ' align=right'}{' style=color:#c0392b' if wrong and i == 6 else ''}>"
                 f"{esc(c)}</td>" for i, c in enumerate(cells)) + "</tr>")
         parts.append(f"<p><b>Batch {b}</b></p><table cellspacing='4'><tr>{head}</tr>{''.join(body)}</table>")
-    notes = skipped(metrics)
-    if notes:
+    if notes(metrics):
+        parts.append("<ul>" + "".join(f"<li>{esc(n)}</li>" for n in notes(metrics)) + "</ul>")
+    missing = skipped(metrics)
+    if missing:
         parts.append("<p>Not measured:</p><ul>" + "".join(f"<li>{esc(n)} — {esc(h)}: {esc(w)}</li>"
-                                                          for n, h, w in notes) + "</ul>")
+                                                          for n, h, w in missing) + "</ul>")
     return "".join(parts)
 
 
@@ -252,11 +274,11 @@ def box_plot_svg(metrics: dict[str, Any], batch: int, width: int = 640) -> str:
     tick and the sampled calls as dots; a variant beyond the accuracy limit drawn red. Log scale when the
     latencies span more than 10×."""
     rows = [(v, point_of(v, batch)) for v in variants_of(metrics)]
-    rows = [(v, p) for v, p in rows if p and _num(p.get("latency_ms"))]
+    rows = [(v, p) for v, p in rows if p and _latency(p.get("latency_ms"))]
     if not rows:
         return ""
     values = [x for _, p in rows for x in (p.get("p10_ms"), p.get("p90_ms"), p.get("p99_ms"), p.get("latency_ms"),
-                                           p.get("min_ms")) if _num(x) and x > 0]
+                                           p.get("min_ms")) if _latency(x)]
     lo, hi = min(values), max(values)
     log = hi / lo > 10 if lo > 0 else False
     label_w = min(300, 7 * max(len(v["name"]) for v, _ in rows) + 12)
@@ -279,11 +301,12 @@ def box_plot_svg(metrics: dict[str, Any], batch: int, width: int = 640) -> str:
         y = top + i * row_h + row_h / 2
         colour = "#c0392b" if v.get("accurate") is False else "#2f6fbf"
         out.append(f'<text x="{label_w - 6}" y="{y + 4:.1f}" text-anchor="end">{esc(v["name"])}</text>')
-        for s in (p.get("sample_ms") or [])[:240]:
-            if _num(s) and s > 0:
+        samples = p.get("sample_ms") if isinstance(p.get("sample_ms"), list) else []
+        for s in samples[:240]:
+            if _latency(s):
                 out.append(f'<circle cx="{sx(s):.1f}" cy="{y:.1f}" r="1.3" fill="{colour}" fill-opacity="0.25"/>')
         p10, p25, p50, p75, p90 = (p.get(k) for k in ("p10_ms", "p25_ms", "p50_ms", "p75_ms", "p90_ms"))
-        if all(_num(x) for x in (p10, p25, p50, p75, p90)):
+        if all(_latency(x) for x in (p10, p25, p50, p75, p90)):
             out.append(f'<line x1="{sx(p10):.1f}" x2="{sx(p90):.1f}" y1="{y:.1f}" y2="{y:.1f}" stroke="{colour}"/>')
             out.append(f'<rect x="{sx(p25):.1f}" y="{y - 7:.1f}" width="{max(1.0, sx(p75) - sx(p25)):.1f}" height="14" '
                        f'fill="{colour}" fill-opacity="0.3" stroke="{colour}"/>')
@@ -291,7 +314,7 @@ def box_plot_svg(metrics: dict[str, Any], batch: int, width: int = 640) -> str:
                        f'stroke="{colour}" stroke-width="2"><title>{esc(v["name"])}: p50 {ms(p50)} ms</title></line>')
         else:
             out.append(f'<circle cx="{sx(p["latency_ms"]):.1f}" cy="{y:.1f}" r="3" fill="{colour}"/>')
-        if _num(p.get("p99_ms")):
+        if _latency(p.get("p99_ms")):
             out.append(f'<line x1="{sx(p["p99_ms"]):.1f}" x2="{sx(p["p99_ms"]):.1f}" y1="{y - 4:.1f}" y2="{y + 4:.1f}" '
                        f'stroke="{colour}" stroke-dasharray="2 1"/>')
     axis_y = top + row_h * len(rows) + 4
