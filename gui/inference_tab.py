@@ -56,9 +56,15 @@ class InferencePanel(QWidget):
         super().__init__(parent)
         self.metrics: dict[str, Any] | None = None
         self._live: dict[str, list[float]] = {}
-        lay = QVBoxLayout(self)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        inner = QWidget()
+        outer.addWidget(scrolled(inner))            # a small window scrolls the tab instead of cutting it
+        lay = QVBoxLayout(inner)
         form = QGridLayout()
         self.source = QComboBox()
+        self.source.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.source.setMinimumContentsLength(14)
         for label, source, model in SOURCES:
             self.source.addItem(label, (source, model))
         self.source.setToolTip("; ".join(f"{k}: {v}" for k, v in INFER_MODELS.items()))
@@ -84,13 +90,14 @@ class InferencePanel(QWidget):
         self.run_button = QPushButton("Measure inference")
         self.run_button.setToolTip("Every variant that applies, in interleaved rounds, in a separate process")
         form.addWidget(self.source, 0, 0, 1, 2)
-        form.addWidget(self.target, 0, 2, 1, 2)
-        form.addWidget(self.browse, 0, 4)
+        form.addWidget(self.target, 0, 2)
+        form.addWidget(self.browse, 0, 3)
         form.addWidget(self.shape, 1, 0)
         form.addWidget(self.batches, 1, 1)
         form.addWidget(self.budget, 1, 2)
         form.addWidget(self.max_error, 1, 3)
-        form.addWidget(self.run_button, 1, 4)
+        for edit in (self.target, self.shape, self.batches):
+            edit.setMinimumWidth(60)
         lay.addLayout(form)
         self.source.currentIndexChanged.connect(self._source_changed)
         self._source_changed()
@@ -102,6 +109,7 @@ class InferencePanel(QWidget):
         self.copy_button.setEnabled(False)
         self.copy_button.setToolTip("Copy the recommended variant's code")
         self.copy_button.clicked.connect(self.copy_code)
+        top.addWidget(self.run_button)
         top.addWidget(QLabel("Batch:"))
         top.addWidget(self.batch_choice)
         top.addStretch(1)
@@ -111,7 +119,7 @@ class InferencePanel(QWidget):
         self.plot = lab_plot(self, "Latency per call", "", x_label="ms per call",
                              tip="Box p25–p75 with the median, whiskers p10–p90, tick p99, dots: sampled calls; red: "
                                  "beyond the accuracy limit")
-        self.plot.setMinimumHeight(160)
+        self.plot.setMinimumHeight(140)
         split.addWidget(self.plot)
         self.text = QLabel(self.INTRO)
         self.text.setWordWrap(True)

@@ -528,7 +528,7 @@ def _prepare(settings: InferSettings, workers: dict[str, InferWorker], stop, emi
                 why = f"still compiling after {waited:.0f} s, when {window} ended{more}"
             else:
                 why = f"not prepared within {window} ({waited:.0f} s so far){more}"
-            w.request_stop()
+            w.reap()            # now: a worker still compiling or importing would take the CPUs from the measurement
         state["unprepared"][w.plan.key] = why
 
 

@@ -76,7 +76,7 @@ def test_the_inference_tab_runs_in_a_child_and_draws_each_variant(qtbot, page):
     assert wrong["channels_last"] and not wrong["1 thread"]
     assert len(tab.plot.getPlotItem().items) > 10                    # boxes, whiskers, medians, dots
     text = tab.text.text()
-    assert "Recommended" in text and "use &#x27;1 thread&#x27;" in text and "torch.set_num_threads(1)" in text
+    assert "batch 1: use &#x27;1 thread&#x27;" in text and "torch.set_num_threads(1)" in text
     assert "ONNX Runtime is not installed" in text and "no C++ compiler" in text
     assert tab.copy_button.isEnabled()
     tab.copy_code()

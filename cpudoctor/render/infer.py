@@ -243,7 +243,7 @@ def html_block(metrics: dict[str, Any], caveat_colour: str = "#c98a1a") -> str:
             continue
         good = d.get("verdict") == "recommended"
         style = "" if good else f" style='color:{caveat_colour}'"
-        parts.append(f"<p{style}><b>{'Recommended' if good else 'No recommendation'}</b> — {esc(verdict_line(d))}</p>")
+        parts.append(f"<p{style}><b>{esc(verdict_line(d))}</b></p>")
     rec = metrics.get("recommendation")
     if isinstance(rec, dict) and code_block(rec.get("code")):
         parts.append(f"<pre>{esc(code_block(rec.get('code')))}</pre>")
