@@ -379,3 +379,23 @@ def test_wrong_shaped_metrics_never_break_a_surface(metrics):
     markdown_lines(metrics, md_escape, md_fence)
     for b in batches_of(metrics) or [1]:
         box_plot_svg(metrics, b)
+
+
+def test_the_worker_compares_outputs_and_summarises_latencies_without_torch():
+    import numpy as np
+
+    from cpudoctor.lab.jobs import infer as job
+
+    if "torch" in job.sys.modules:
+        pytest.skip("torch is loaded in this test process: compare() takes its torch path")
+    ref = np.array([[1.0, 4.0, -2.0], [0.5, 0.0, 3.0]])
+    same = job.compare(ref.copy(), ref)
+    assert same["max_abs"] == 0 and same["max_rel"] == 0 and same["top1_agreement"] == 1.0
+    off = job.compare(ref + np.array([[0.0, -4.0, 0.0], [0.0, 0.0, 0.0]]), ref)
+    assert off["max_abs"] == 4.0 and off["max_rel"] == 1.0 and off["top1_agreement"] == 0.5
+    assert job.compare(ref * np.nan, ref)["nonfinite"] is True
+    assert job.compare(ref[:1], ref)["shape_differs"] is True
+    assert job.compare({"logits": ref, "aux": (ref,)}, {"aux": (ref,), "logits": ref})["max_abs"] == 0
+    d = job.distribution([0.001 * k for k in range(1, 1001)])
+    assert d["calls"] == 1000 and d["p50_ms"] == pytest.approx(500.5) and d["p99_ms"] == pytest.approx(990.01)
+    assert len(d["sample_ms"]) == job.SAMPLE_POINTS and d["min_ms"] == 1.0 and d["max_ms"] == 1000.0

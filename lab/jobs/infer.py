@@ -609,7 +609,8 @@ def run(args: Dict[str, Any], stop: _jobkit.StopFlag) -> Dict[str, Any]:
             if stop.is_set():
                 break
             if _told_to_go(stop, pending):
-                v.status, v.reason = "unprepared", "the time for preparation ended before its turn"
+                v.status, v.reason = "unprepared", ("the time for preparation ran out before its turn (a busy or slow "
+                                                    "machine: measure again with a larger budget)")
             elif s.preload and not facts.get("preloaded"):
                 v.status, v.reason = "error", f"LD_PRELOAD did not load {s.preload} into the worker"
             else:
