@@ -98,6 +98,9 @@ def main() -> int:
             before = load()
             data, wall = bench(model, args.python, folder / f"{model}.json")
             metrics = data["bench_run"]["metrics"]
+            from cpudoctor.render.infer import text_lines
+
+            print("\n".join(text_lines(metrics)), flush=True)       # the lab's own table, for the record
             decision = next((d for d in metrics.get("decisions") or [] if d.get("batch") == 1), {})
             name = decision.get("variant") or decision.get("best_measured")
             variant = next((v for v in metrics.get("variants") or [] if v["name"] == name), None)

@@ -50,7 +50,8 @@ TARGET_ROUNDS = 8        # the segment length is planned so that this many round
 MIN_SEGMENT_S = 0.05
 MAX_SEGMENT_S = 1.0
 SETTLE_S = 0.05          # pause between segments: the last variant's thread pool stops spinning
-REPORT_S = 3.0           # kept at the end of the budget for the workers' distributions
+REPORT_S = 4.0           # kept at the end of the budget: the workers' distributions (2 s at most), then their end
+SUMMARY_S = 2.0
 TIE_TOLERANCE = 0.03     # within 3 % of the fastest, the simpler change wins
 PRECISE = 0.10
 BUSY_STOP = 2.0
@@ -596,6 +597,10 @@ def _measure(settings: InferSettings, workers: dict[str, InferWorker], stop, emi
                 if stop.is_set():
                     state["status"] = "cancelled"
                     return
+                if seg is None and time.monotonic() >= hard and worker.alive:
+                    state["cut_off"] = (f"the budget ended during a segment of '{name}' at batch {batch} (one call "
+                                        "took longer than the time left), which is not counted")
+                    return
                 if seg is None:
                     cells = [c for c in cells if c[0] != key]
                     why = worker.failure() or "the worker stopped answering"
@@ -633,7 +638,7 @@ def _collect_summaries(workers: dict[str, InferWorker], start: float, settings: 
     for w in workers.values():
         if w.ready is not None:
             w.ask_summary()
-    until = min(time.monotonic() + REPORT_S, start + settings.budget_s * 1.05)
+    until = min(time.monotonic() + SUMMARY_S, start + settings.budget_s * 1.05)
     for w in workers.values():
         if w.ready is not None:
             w.wait_summary(until)
@@ -722,6 +727,8 @@ def _result(settings: InferSettings, the_plan: Plan, workers: dict[str, InferWor
     for b in settings.batches:
         d = decisions.get(b) or {"settled": False, "pick": None, "runner_up": None, "reason": ""}
         verdict, reason = _verdict(settings, state, d, noise, any(c.medians for c in measured.values()))
+        if state.get("cut_off"):
+            reason = f"{reason}; {state['cut_off']}"
         recs.append(_recommendation(b, verdict, reason, d, variants))
     return {
         "status": state["status"],

@@ -83,8 +83,21 @@ def row(variant: dict[str, Any], batch: int, limit: Any = None) -> list[str]:
               if _num(p.get("latency_ms_lo")) and segments > 1 else "-")
     p50 = p.get("p50_ms") if _num(p.get("p50_ms")) else p.get("latency_ms")
     sps = p.get("samples_per_s")
-    return [variant["name"], ms(p50), spread, ms(p.get("p90_ms")), ms(p.get("p99_ms")),
+    p99 = ms(p.get("p99_ms")) + ("*" if _few_calls(p) else "")
+    return [variant["name"], ms(p50), spread, ms(p.get("p90_ms")), p99,
             f"{sps:,.1f}" if _num(sps) else "-", error_text(variant, limit), percent(p.get("other_share"), "-")]
+
+
+FEW_CALLS = 100
+FEW_CALLS_NOTE = f"* fewer than {FEW_CALLS} calls: the p99 is about the slowest call"
+
+
+def _few_calls(p: dict[str, Any]) -> bool:
+    return _num(p.get("p99_ms")) and _num(p.get("calls")) and p["calls"] < FEW_CALLS
+
+
+def any_few_calls(metrics: dict[str, Any]) -> bool:
+    return any(_few_calls(p) for v in variants_of(metrics) for p in v.get("points") or [] if isinstance(p, dict))
 
 
 def decision_of(metrics: dict[str, Any], batch: int) -> dict[str, Any] | None:
@@ -192,6 +205,8 @@ def text_lines(metrics: dict[str, Any]) -> list[str]:
                   for r in rows]
     lines.append("spread: the middle half of the segments' medians (interleaved rounds); max error: against fp32 on "
                  "the same inputs, of fp32's largest output")
+    if any_few_calls(metrics):
+        lines.append(FEW_CALLS_NOTE)
     lines += [f"  {n}" for n in notes(metrics)]
     for name, how, why in skipped(metrics):
         lines.append(f"  {name}: {how}: {why}")
@@ -226,6 +241,8 @@ def markdown_lines(metrics: dict[str, Any], md_escape, md_fence) -> list[str]:
         out += ["| " + " | ".join(md_escape(c) for c in row(v, b, limit)) + " |"
                 for v in variants_of(metrics) if point_of(v, b)]
         out.append("")
+    if any_few_calls(metrics):
+        out += [md_escape(FEW_CALLS_NOTE), ""]
     out += [f"- {md_escape(n)}" for n in notes(metrics)]
     out += [f"- {md_escape(name)}: {md_escape(how)}: {md_escape(why)}" for name, how, why in skipped(metrics)]
     return out + [""]
@@ -260,6 +277,8 @@ def html_block(metrics: dict[str, Any], caveat_colour: str = "#c98a1a") -> str:
                 f"<td{'' if i == 0 else ' align=right'}{' style=color:#c0392b' if wrong and i == 6 else ''}>"
                 f"{esc(c)}</td>" for i, c in enumerate(cells)) + "</tr>")
         parts.append(f"<p><b>Batch {b}</b></p><table cellspacing='4'><tr>{head}</tr>{''.join(body)}</table>")
+    if any_few_calls(metrics):
+        parts.append(f"<p><small>{esc(FEW_CALLS_NOTE)}</small></p>")
     if notes(metrics):
         parts.append("<ul>" + "".join(f"<li>{esc(n)}</li>" for n in notes(metrics)) + "</ul>")
     missing = skipped(metrics)
