@@ -536,6 +536,7 @@ def distribution(seconds: List[float]) -> Dict[str, Any]:
 def _prepare(builder: Builder, v: Variant, s: InferWorkerSettings, torch: Any, stop: _jobkit.StopFlag,
              reference: Any, probe: Any) -> None:
     began = time.perf_counter()
+    stage = "building it"                # said with a failure: where the variant broke
     try:
         builder.build(v, {})
         if v.status == "same" or v.call is None:
@@ -543,24 +544,28 @@ def _prepare(builder: Builder, v: Variant, s: InferWorkerSettings, torch: Any, s
         _set_threads(torch, v.threads or builder.default_threads)
         first = None
         for b in s.batches:
+            stage = f"its first call at batch {b}"
             x = v.convert(builder.source.make_input(b))
             v.inputs[b] = x
             t0 = time.perf_counter()
             v.call(x)
             if first is None:
                 first = time.perf_counter() - t0
+            stage = f"its warm-up at batch {b}"
             time_calls(v.call, x, s.warmup_s, stop, MIN_WARMUP_CALLS)
             v.latencies[b] = []
         if v.spec.get("compile"):
             v.facts["compile_s"] = round(first or 0.0, 3)     # the first call compiles; apart from the latency
         if reference is not None:
+            stage = "the accuracy check"
             v.facts["accuracy"] = compare(v.call(v.convert(probe)), reference)
     except Skipped as exc:
         v.status, v.reason, v.call = "skipped", str(exc), None
     except Exception as exc:  # noqa: BLE001 - a variant that fails here must not end the others
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         short = _jobkit.out_of_memory_words(text)
-        v.status, v.reason, v.call = "error", short or f"{type(exc).__name__}: {text[:300]}", None
+        v.status, v.call = "error", None
+        v.reason = short or f"failed in {stage}: {type(exc).__name__}: {text[:300]}"
     finally:
         v.facts["prepare_s"] = round(time.perf_counter() - began, 3)
 
