@@ -467,7 +467,9 @@ def _prepare(settings: InferSettings, workers: dict[str, InferWorker], stop, emi
     main = workers[MAIN]
     main.start()                    # first: it prepares most variants; the single-variant workers follow
     second = [w for w in workers.values() if w not in late and w is not main]
-    second_at = time.monotonic() + 0.3 * max(0.0, prep_end - time.monotonic())
+    # the others when the main worker is ready, or at 60 % of the preparation time: on a busy machine they would
+    # otherwise take the CPU the baseline needs to get prepared at all
+    second_at = time.monotonic() + 0.6 * max(0.0, prep_end - time.monotonic())
     seen: set[str] = set()
 
     def report_prepared() -> None:
@@ -499,12 +501,15 @@ def _prepare(settings: InferSettings, workers: dict[str, InferWorker], stop, emi
             for w in waiting:
                 w.start()
         time.sleep(0.05)
-    for w in workers.values():           # time is up: serve what is prepared (one variant's preparation more)
-        if w.job is not None and w.ready is None and w.alive and w.prepared:
+    def finishing(w: InferWorker) -> bool:
+        """Worth a short wait: it prepared something, or it is the main worker (busy with its baseline)."""
+        return w.job is not None and w.ready is None and w.alive and (bool(w.prepared) or w is main)
+
+    for w in workers.values():           # time is up: serve what is prepared (the variant under way finishes)
+        if finishing(w):
             w.go()
     grace = time.monotonic() + min(5.0, 0.05 * settings.budget_s)
-    while time.monotonic() < grace and not stop.is_set() and any(
-            w.job is not None and w.ready is None and w.alive and w.prepared for w in workers.values()):
+    while time.monotonic() < grace and not stop.is_set() and any(finishing(w) for w in workers.values()):
         time.sleep(0.05)
     report_prepared()
     if stop.is_set():

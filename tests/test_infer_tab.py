@@ -107,3 +107,13 @@ def test_live_segments_are_drawn_before_the_result(qtbot):
         tab.show_progress({"phase": "segment", "variant": "inference_mode", "batch": 1, "segment_median_ms": ms})
     tab.show_progress({"phase": "prepared", "variant": "x"})
     assert [(n, dots) for n, _p, dots, _w in tab.rows()] == [("inference_mode", [4.0, 5.0])]
+
+
+def test_a_model_that_cannot_be_prepared_is_said_in_one_line(qtbot, page, tmp_path):
+    broken = tmp_path / "broken.json"
+    broken.write_text(json.dumps({"status": "ok", "variants": [], "decisions": [],
+                                  "main_worker": "/usr/bin/python3 cannot import torch: No module named 'torch'"}))
+    page.job_argv = lambda job, args: [sys.executable, "-c", FAKE, str(broken)]
+    with qtbot.waitSignal(page.runner.finished, timeout=20_000):
+        page.infer.run_button.click()
+    assert "could not prepare the model: /usr/bin/python3 cannot import torch" in page.status.text()

@@ -122,6 +122,8 @@ def finished_text(job: str, result, message: str, had_progress: bool) -> tuple[s
     """(plain text, severity) when a job ends: ok, quiet or not, cancelled or stopped."""
     name = job_name(job)
     measured = measured_anything(result.bench_run())
+    if job == "infer" and result.main_worker and not result.measured():
+        return f"The inference benchmark could not prepare the model: {result.main_worker}.", "warning"
     if result.status == "ok" and job == "infer" and result.verdict != "recommended":
         return (f"The inference benchmark finished without a recommendation ({result.reason}).", "info")
     if result.status == "ok" and job == "sweep" and not result.conclusive:
