@@ -446,11 +446,7 @@ def run_infer(settings: InferSettings, topology: Topology, allowed: list[int] | 
     result = _result(settings, the_plan, workers, state, time.monotonic() - start)
     if on_result is not None:
         on_result(result)
-    threads = [threading.Thread(target=w.reap, daemon=True) for w in workers.values() if w.job is not None]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(3.0)
+    _reap(list(workers.values()))
     return result
 
 
@@ -517,6 +513,7 @@ def _prepare(settings: InferSettings, workers: dict[str, InferWorker], stop, emi
         return
     if not decided_deferred:
         _skip_deferred(late, main, state)
+    late_ones: list[InferWorker] = []
     for w in workers.values():
         if w.ready is not None and w.alive:
             w.pause()
@@ -534,8 +531,18 @@ def _prepare(settings: InferSettings, workers: dict[str, InferWorker], stop, emi
                 why = f"still compiling after {waited:.0f} s, when {window} ended{more}"
             else:
                 why = f"not prepared within {window} ({waited:.0f} s so far){more}"
-            w.reap()            # now: a worker still compiling or importing would take the CPUs from the measurement
+            late_ones.append(w)
         state["unprepared"][w.plan.key] = why
+    _reap(late_ones)        # now: a worker still compiling or importing would take the CPUs from the measurement
+
+
+def _reap(workers: list[InferWorker]) -> None:
+    """Stop workers in parallel (each within a second: ask, terminate, kill)."""
+    threads = [threading.Thread(target=w.reap, daemon=True) for w in workers if w.job is not None]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(3.0)
 
 
 def _skip_deferred(late: list[InferWorker], main: InferWorker, state: dict[str, Any]) -> None:
