@@ -39,15 +39,19 @@ from cpudoctor.model.serde import to_data
 
 # The severities and categories are the report model's (their words are cpudoctor.render.words');
 # the advisor validates rules against both and re-exports them.
-__all__ = ["CATEGORIES", "DOC_SECTIONS", "REDIRECTS", "REPORT_RULES", "SEVERITIES", "SEVERITY_RANK", "Facts", "Rule",
-           "RuleDefinitionError", "RuleSet", "UnknownRuleError", "doc_sections", "registry", "resolve",
+__all__ = ["CATEGORIES", "DOC_SECTIONS", "REDIRECTS", "REPORT_RULES", "SEVERITIES", "SEVERITY_RANK", "Facts",
+           "MovedRuleError", "Rule", "RuleDefinitionError", "RuleSet", "UnknownRuleError", "doc_sections", "registry", "resolve",
            "resolve_only", "rule", "run_rules", "worst"]
 DOC_SECTIONS: tuple[str, ...] = ("What it checks", "Why it matters", "Fix")
 
 # Old code -> current code for the report rules. Codes are never reused; when a
 # rule is renamed or merged into another, its old code is added here instead of
-# being deleted.
-REDIRECTS: dict[str, str] = {}
+# being deleted. A target in another rule set (the evidence rules) is followed there
+# by :func:`cpudoctor.advisor.find_rule`.
+REDIRECTS: dict[str, str] = {
+    "ISA010": "EVID007",      # kernels below the CPU: one family for a lab job's kernels and a run's
+    "PREC003": "EVID008",     # a dtype computed without its instructions: the same
+}
 
 _SYMBOL_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 _SECTION_RE = re.compile(r"^(What it checks|Why it matters|Fix):\s*$", re.MULTILINE)
@@ -64,6 +68,14 @@ class UnknownRuleError(KeyError):
 
     def __str__(self) -> str:  # KeyError quotes its argument; we want a sentence
         return str(self.args[0]) if self.args else "unknown rule"
+
+
+class MovedRuleError(UnknownRuleError):
+    """A retired code of this set whose rule lives in another set now: ``target`` is its code there."""
+
+    def __init__(self, message: str, target: str):
+        super().__init__(message)
+        self.target = target
 
 
 @dataclass(frozen=True)
@@ -189,6 +201,8 @@ class RuleSet(Generic[In]):
             code = self.redirects[code]
         if code in rules:
             return rules[code]
+        if seen:
+            raise MovedRuleError(f"{key.upper()} is now {code}, not a {self.noun}", code)
         for r in rules.values():
             if r.symbol == key.lower():
                 return r
@@ -211,6 +225,8 @@ class RuleSet(Generic[In]):
                 continue
             try:
                 out.add(self.resolve(item).code)
+            except MovedRuleError:
+                raise                  # its rule lives in another set: the caller follows it there
             except UnknownRuleError as exc:
                 # --only takes categories too: the error names them, not just the codes.
                 used = [c for c in CATEGORIES if any(r.category == c for r in rules.values())]

@@ -1,32 +1,39 @@
 """Rules that judge what a job did, not how it was set up: findings from measured evidence.
 
-Input is an :class:`Evidence`: the time breakdown (sampled stacks and thread
-states), and for a job started by ``cpudoctor run`` also the kernels oneDNN
-ran (its verbose profile), PyTorch's recompilations, and the CPUs the job was
-started with. Output is :class:`~cpudoctor.report.Finding` objects with stable
+Input is an :class:`Evidence`: the job's facts (:class:`~cpudoctor.model.evidence.JobEvidence`:
+the time breakdown from sampled stacks and thread states, and for a job started
+by ``cpudoctor run`` also the kernels oneDNN ran, PyTorch's recompilations, and
+the CPUs the job was started with) and the CPU's flags, which the job pipeline
+(:mod:`cpudoctor.jobrun`) takes from the report's own source: no rule reads the
+machine. Output is :class:`~cpudoctor.report.Finding` objects with stable
 codes ``EVID001``..., registered in :data:`EVIDENCE_RULES` (a
 :class:`~cpudoctor.advisor.engine.RuleSet` like the process rules: same
 decorator, docstring sections, ``cpudoctor explain``, generated docs in
 docs/evidence_rules.md). Every ``why`` quotes this run's numbers.
 
+The kernels a job ran (EVID007 below the CPU, EVID008 a dtype without its
+instructions) are judged in :mod:`cpudoctor.advisor.kernel_rules`, for a lab
+job's census too; :attr:`EVIDENCE_RULES` loads them on first use.
+
 Rules that read the breakdown say nothing when it may not be judged (too few
-samples, an idle job, a machine busy with other programs): EVID009 says
-"inconclusive" instead, with the reason.
+samples, an idle job, a machine busy with other programs:
+:mod:`cpudoctor.advisor.job_verdict`): EVID009 says "inconclusive" instead, with the reason.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from cpudoctor.advisor.engine import RuleSet
+from cpudoctor.advisor.job_verdict import judge_breakdown, judged, reason
 from cpudoctor.kits.cpulist import format_cpulist
-from cpudoctor.probes.process.breakdown import ProcessTime, TimeBreakdown
-from cpudoctor.probes.process.classify import COMPILE, COMPUTE, DATA, OPENMP, PYTHON
-from cpudoctor.probes.process.onednn_verbose import ISA_FAMILY, OneDnnLog
-from cpudoctor.probes.process.torch_logs import RecompileLog
 from cpudoctor.kits.plural import plural
 from cpudoctor.model import Finding
+from cpudoctor.kits.format import percent
+from cpudoctor.model.breakdown import COMPILE, COMPUTE, DATA, OPENMP, PYTHON, ProcessTime, TimeBreakdown
+from cpudoctor.model.evidence import JobEvidence
+from cpudoctor.model.kernels import KernelCensus
 
 # Thresholds (docs/time_breakdown.md explains each; tests/test_evidence_rules.py holds them to their meaning).
 OPENMP_DOMINATES = 0.30       # OpenMP waiting is at least this share of the job's time ...
@@ -34,35 +41,41 @@ PYTHON_DOMINATES = 0.40       # Python code is at least this share, and more tha
 DATA_WAIT = 0.30              # the driving thread spent this share inside DataLoader's next batch
 RECOMPILES = 3                # recompilations of one function that make "keeps compiling"
 COMPILE_SHARE = 0.30          # ... or this share of the time compiling with at least 2 recompiles
-LOWER_ISA_SHARE = 0.10        # oneDNN time on a lower ISA family than the CPU has
-EMULATED_SHARE = 0.10         # oneDNN time in a data type the CPU lacks (or in reference code)
 OVERSUBSCRIBED_SHARE = 0.3    # samples with more runnable threads than CPUs (a child running 2+) while children ran
 
 EVIDENCE_RULES: RuleSet[Evidence] = RuleSet(
     "evidence rule", prefix="EVID", docs_page="docs/evidence_rules.md", group_by_category=False,
-    scope="Judges what a job did: `cpudoctor run -- COMMAND`, `cpudoctor inspect PID` and the Inspector page.",
+    scope=("Judges what a job did: `cpudoctor run -- COMMAND`, `cpudoctor inspect PID` and the Inspector page "
+           "(EVID007, EVID008: the lab's jobs too, in `bench` and a report's runs)."),
     crash_hint="the output of `cpudoctor run --format json -o run.json -- COMMAND`",
+    load="cpudoctor.advisor.kernel_rules",     # EVID007, EVID008: the kernels a job ran (also a lab job's)
 )
 evidence_rule = EVIDENCE_RULES.rule
 
-# Native data types oneDNN can compute in, and the CPU flags that make them native.
-NATIVE_FLAGS: dict[str, tuple[str, ...]] = {
-    "bf16": ("avx512_bf16", "amx_bf16", "avx_ne_convert"),
-    "f16": ("avx512_fp16", "amx_fp16", "avx_ne_convert"),
-}
-ISA_CAPS = ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY")
 BINDING_VARS = ("OMP_PROC_BIND", "OMP_PLACES", "GOMP_CPU_AFFINITY", "KMP_AFFINITY")
 
 
 @dataclass
-class Evidence:
-    breakdown: TimeBreakdown | None = None
-    onednn: OneDnnLog | None = None
-    recompiles: RecompileLog | None = None
+class Evidence(JobEvidence):
+    """What the evidence rules read: the job's facts and the CPU's flags (the report's, never read here)."""
+
     cpu_flags: set[str] = field(default_factory=set)
-    launch_affinity: list[int] | None = None      # the CPUs the job was started with (run), else None
-    env: dict[str, str] = field(default_factory=dict)   # the job's thread variables as started
-    command: str = ""
+
+
+    @classmethod
+    def of(cls, job: JobEvidence, cpu_flags: set[str]) -> "Evidence":
+        return cls(**{f.name: getattr(job, f.name) for f in fields(job)}, cpu_flags=set(cpu_flags))
+
+    def kernel_census(self) -> KernelCensus | None:
+        """The kernels the job ran and what could have capped them (:mod:`cpudoctor.advisor.kernel_rules`): a lab
+        job's census, or a run's oneDNN lines read as one."""
+        if self.kernels is not None:
+            return self.kernels
+        if self.onednn is None or not self.onednn.primitives:
+            return None
+        from cpudoctor.probes.kernels import run_census
+
+        return run_census(self.onednn, self.env)
 
     @property
     def bd(self) -> TimeBreakdown | None:
@@ -70,32 +83,11 @@ class Evidence:
 
     def judged(self) -> TimeBreakdown | None:
         """The breakdown when it may be judged, else None."""
-        bd = self.breakdown
-        return bd if bd is not None and bd.conclusive and bd.seconds > 0 else None
+        return judged(self.breakdown)
 
     def cmd(self) -> str:
         cmd = (self.command or "").strip()
         return cmd if cmd and len(cmd) <= 200 and "\n" not in cmd else "python train.py"
-
-
-def cpu_vector_family(flags: set[str]) -> int | None:
-    """The CPU's widest vector family in oneDNN's terms (1 SSE4.1 ... 4 AVX-512, 5 AMX)."""
-    if not flags:
-        return None
-    if {"amx_tile", "amx_bf16"} <= flags:
-        return 5
-    if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags:
-        return 4
-    if "avx2" in flags:
-        return 3
-    if "avx" in flags:
-        return 2
-    if "sse4_1" in flags:
-        return 1
-    return None
-
-
-FAMILY_NAME = {1: "SSE4.1", 2: "AVX", 3: "AVX2", 4: "AVX-512", 5: "AMX"}
 
 
 def _finding(severity: str, title: str, why: str, fix: str, snippet: str = "", evidence: dict[str, Any] | None = None,
@@ -103,10 +95,6 @@ def _finding(severity: str, title: str, why: str, fix: str, snippet: str = "", e
     ev = {k: v for k, v in (evidence or {}).items() if v is not None}
     return Finding(code="", symbol="", category="", severity=severity, title=title, why=why, fix=fix,
                    snippet=snippet, snippet_lang=lang, evidence=ev, fields_used=sorted(ev))
-
-
-def _pct(x: float) -> str:
-    return f"{x * 100:.0f} %"
 
 
 def _counted(bd: TimeBreakdown) -> str:
@@ -141,12 +129,12 @@ def openmp_wait_dominates(ev: Evidence) -> list[Finding]:
         return []
     threads = _compute_threads(bd, ev)
     target = 1 if omp >= 2 * comp or threads <= 2 else max(1, threads // 2)
-    why = (f"{_pct(omp)} of the job's thread time was OpenMP waiting (barriers, spinning, team fork/join) and "
-           f"only {_pct(comp)} compute kernels ({_counted(bd)}, {plural(threads, 'compute thread')}). The kernels "
+    why = (f"{percent(omp, fraction=True)} of the job's thread time was OpenMP waiting (barriers, spinning, team fork/join) and "
+           f"only {percent(comp, fraction=True)} compute kernels ({_counted(bd)}, {plural(threads, 'compute thread')}). The kernels "
            "are too short for this many threads to pay off.")
     fix = (f"Run it with {plural(target, 'thread')}: OMP_NUM_THREADS={target} (or torch.set_num_threads({target}) "
            "first thing in the script), and compare steps per second.")
-    return [_finding("warning", f"OpenMP waiting takes {_pct(omp)} of the time, kernels {_pct(comp)}", why, fix,
+    return [_finding("warning", f"OpenMP waiting takes {percent(omp, fraction=True)} of the time, kernels {percent(comp, fraction=True)}", why, fix,
                      f"OMP_NUM_THREADS={target} {ev.cmd()}",
                      {"openmp_wait_share": round(omp, 3), "compute_share": round(comp, 3), "threads": threads,
                       "samples": bd.samples, "suggested_threads": target})]
@@ -186,7 +174,7 @@ def waits_on_data(ev: Evidence) -> list[Finding]:
     bd = ev.judged()
     if bd is None:
         return []
-    driver = _driver_thread(bd)
+    driver = bd.driver_thread()
     if driver is None:
         return []
     share = next((s.share for s in driver.shares if s.category == DATA), 0.0)
@@ -209,9 +197,9 @@ def waits_on_data(ev: Evidence) -> list[Finding]:
                "(samples that wait on disk or network overlap with training even on few CPUs).")
         snippet = (f"loader = DataLoader(dataset, batch_size=..., num_workers={n}, persistent_workers=True,\n"
                    "                    prefetch_factor=4)")
-    why = (f"The training loop spent {_pct(share)} of its time ({driver.samples} samples of the main thread over "
+    why = (f"The training loop spent {percent(share, fraction=True)} of its time ({driver.samples} samples of the main thread over "
            f"{bd.window_s:g} s) inside DataLoader's next batch; {state}.")
-    return [_finding("warning", f"The loop waits for data {_pct(share)} of the time", why, fix, snippet,
+    return [_finding("warning", f"The loop waits for data {percent(share, fraction=True)} of the time", why, fix, snippet,
                      {"data_wait_share": round(share, 3), "driver_samples": driver.samples,
                       "workers": len(workers)}, lang="python")]
 
@@ -250,25 +238,17 @@ def keeps_compiling(ev: Evidence) -> list[Finding]:
         snippet = (f"torch._dynamo.mark_dynamic(x, {dim})   # x: the input whose dim {dim} varies, before the call\n"
                    "# or: model = torch.compile(model, dynamic=True)")
     else:
-        cause = f"the newest guard failure: {worst[-1].reason or 'not given'}"
+        cause = f"the newest guard failure: {worst[-1].guard_failure or 'not given'}"
         snippet = "model = torch.compile(model, dynamic=True)"
     why = (f"{worst_fn.split(' (')[0]} was compiled again {len(worst)} times in {bd.window_s if bd else 0:g} s "
            f"({len(rec.recompiles)} recompilations in all): {cause}."
-           + (f" Compiling took {_pct(compile_share)} of the job's time." if compile_share else "")
+           + (f" Compiling took {percent(compile_share, fraction=True)} of the job's time." if compile_share else "")
            + (" Dynamo hit its recompile limit and fell back to running uncompiled." if rec.limit_hit else ""))
     fix = ("Mark the changing dimension dynamic (torch._dynamo.mark_dynamic(x, dim)) or compile with "
            "dynamic=True; or pad inputs to a few fixed sizes (and drop_last=True in the DataLoader).")
     return [_finding("warning", f"Recompiled {len(worst)} times: {cause.split(' (')[0]}", why, fix, snippet,
                      {"recompiles": len(rec.recompiles), "worst_function_recompiles": len(worst),
                       "compile_share": round(compile_share, 3), "limit_hit": rec.limit_hit}, lang="python")]
-
-
-def _driver_thread(bd: TimeBreakdown):
-    for p in bd.processes:
-        for t in p.threads:
-            if t.role == "driver" and t.samples:
-                return t
-    return None
 
 
 def _children(bd: TimeBreakdown) -> list[ProcessTime]:
@@ -344,12 +324,12 @@ def children_oversubscribe(ev: Evidence) -> list[Finding]:
         at its start), or start fewer processes.
     """
     bd = ev.breakdown
-    if bd is None or bd.verdict in ("thin", "idle") or not bd.oversubscribed_share or not bd.cpus:
+    if bd is None or judge_breakdown(bd).verdict in ("thin", "idle") or not bd.oversubscribed_share or not bd.cpus:
         return []
     if bd.oversubscribed_share < OVERSUBSCRIBED_SHARE:
         return []
     children = [p for p in _children(bd) if (p.max_threads or 0) >= 2]
-    why = (f"In {_pct(bd.oversubscribed_share)} of the samples while its child processes ran, the job had more runnable "
+    why = (f"In {percent(bd.oversubscribed_share, fraction=True)} of the samples while its child processes ran, the job had more runnable "
            f"threads than its {plural(bd.cpus, 'CPU')} ({bd.runnable_mean:g} on average, {bd.runnable_peak} at "
            f"most) while a child process ran two or more of them: {plural(len(children), 'child process', 'child processes')} "
            "sized their thread pools for the whole machine.")
@@ -383,142 +363,19 @@ def python_dominates(ev: Evidence) -> list[Finding]:
     bd = ev.judged()
     if bd is None:
         return []
-    driver = _driver_thread(bd)
+    driver = bd.driver_thread()
     shares = {s.category: s.share for s in (driver.shares if driver else bd.shares)}
     py, comp = shares.get(PYTHON, 0.0), shares.get(COMPUTE, 0.0)
     if py < PYTHON_DOMINATES or py <= comp:
         return []
     tops = [t for t in bd.top if t.category == PYTHON][:3]
-    where = "; ".join(f"{t.frame} {_pct(t.share)}" for t in tops)
-    why = (f"The training thread ran Python code {_pct(py)} of its time and compute kernels only {_pct(comp)} "
+    where = "; ".join(f"{t.frame} {percent(t.share, fraction=True)}" for t in tops)
+    why = (f"The training thread ran Python code {percent(py, fraction=True)} of its time and compute kernels only {percent(comp, fraction=True)} "
            f"({driver.samples if driver else bd.samples} samples over {bd.window_s:g} s)." + (f" Top Python lines: {where}." if where else ""))
     fix = ("Turn the per-element Python work into tensor operations on whole batches, move per-sample work "
            "into the DataLoader's workers, or compile the step with torch.compile.")
-    return [_finding("warning", f"Python code takes {_pct(py)} of the time, kernels {_pct(comp)}", why, fix,
+    return [_finding("warning", f"Python code takes {percent(py, fraction=True)} of the time, kernels {percent(comp, fraction=True)}", why, fix,
                      "", {"python_share": round(py, 3), "compute_share": round(comp, 3), "samples": bd.samples})]
-
-
-@evidence_rule("EVID007", "lower-isa-kernels", category="isa", severity="warning",
-               title="Kernels ran a lower instruction set than the CPU supports")
-def lower_isa_kernels(ev: Evidence) -> list[Finding]:
-    """
-    What it checks:
-        The instruction set of every oneDNN kernel the job ran (from ONEDNN_VERBOSE, switched on
-        by `cpudoctor run`) against the widest vector instructions this CPU has, and what capped
-        them: ONEDNN_MAX_CPU_ISA / DNNL_MAX_CPU_ISA / ATEN_CPU_CAPABILITY in the job's
-        environment, an old oneDNN, or a CPU model that hides instructions.
-
-    Why it matters:
-        An AVX2 kernel on an AVX-512 CPU does half the work per instruction; SSE4.1 a quarter.
-        A cap variable left over from a debugging session or a guide silently halves the speed.
-
-    Fix:
-        Unset the cap variable; update PyTorch when its oneDNN predates the CPU; in a VM, give the
-        guest the host's CPU model (host-passthrough).
-    """
-    log = ev.onednn
-    fam = cpu_vector_family(ev.cpu_flags)
-    if log is None or fam is None:
-        return []
-    groups = [g for g in log.summary() if g.isa and not g.layout_copy]    # reorders copy: no roof to miss
-    total = sum(g.time_ms for g in groups) or 0.0
-    low = [g for g in groups if ISA_FAMILY.get(g.isa or "", fam) < min(fam, 4)]
-    low_ms = sum(g.time_ms for g in low)
-    if not low or total <= 0 or low_ms / total < LOWER_ISA_SHARE:
-        return []
-    ran = sorted({g.isa for g in low if g.isa}, key=lambda i: ISA_FAMILY.get(i, 0))
-    caps = {k: v for k, v in ev.env.items() if k in ISA_CAPS}
-    if caps:
-        cause = "capped by " + ", ".join(f"{k}={v}" for k, v in caps.items()) + " in the job's environment"
-        fix = f"Unset {' and '.join(caps)}: oneDNN then picks the best kernels for this CPU."
-        snippet = f"env {' '.join(f'-u {k}' for k in caps)} {ev.cmd()}"
-    else:
-        cause = (f"oneDNN {log.version or ''} reported its ISA as {log.max_isa!r}: an old build or a CPU model "
-                 "that hides instructions from it")
-        fix = "Update PyTorch (its oneDNN); in a VM, pass the host CPU model through to the guest."
-        snippet = "pip install --upgrade torch"
-    why = (f"{_pct(low_ms / total)} of oneDNN's kernel time ({sum(g.count for g in low)} executions, "
-           f"{low_ms:.0f} ms) ran {', '.join(ran)} kernels, while this CPU supports {FAMILY_NAME[fam]}: {cause}.")
-    return [_finding("warning", f"oneDNN kernels ran {ran[0]} on an {FAMILY_NAME[fam]} CPU", why, fix, snippet,
-                     {"lower_isa_share": round(low_ms / total, 3), "kernel_isas": ran,
-                      "cpu_family": FAMILY_NAME[fam], "caps": caps or None})]
-
-
-@evidence_rule("EVID008", "emulated-dtype", category="precision", severity="warning",
-               title="A data type ran emulated or in reference code")
-def emulated_dtype(ev: Evidence) -> list[Finding]:
-    """
-    What it checks:
-        The data types of oneDNN's kernels (bf16, f16) against the CPU flags that compute them
-        natively (avx512_bf16 / amx_bf16 for bf16, avx512_fp16 / amx_fp16 for f16), and kernels
-        that ran oneDNN's reference (portable C++) implementation.
-
-    Why it matters:
-        Without native support a bf16 or f16 kernel converts every value to fp32 and back: it is
-        slower than plain fp32, often several times. A reference implementation is the slowest
-        path there is.
-
-    Fix:
-        Train in fp32 on this CPU (drop the autocast dtype or .to(dtype)), or use the precision
-        this CPU supports natively.
-    """
-    if not ev.cpu_flags:
-        return []
-    found = _emulated_in_kernels(ev)
-    if found:
-        return found
-    log = ev.onednn
-    if log is None:
-        return []
-    summary = [g for g in log.summary() if not g.layout_copy]      # a bf16 reorder converts, it computes nothing
-    total = sum(g.time_ms for g in summary) or 0.0
-    if total <= 0:
-        return []
-    emulated = [g for g in summary if g.data_type in NATIVE_FLAGS and not set(NATIVE_FLAGS[g.data_type]) & ev.cpu_flags]
-    reference = [g for g in summary if g.reference and g not in emulated]
-    bad = emulated + reference
-    bad_ms = sum(g.time_ms for g in bad)
-    if not bad or bad_ms / total < EMULATED_SHARE:
-        return []
-    types = sorted({g.data_type for g in emulated})
-    parts = []
-    if emulated:
-        parts.append(f"{', '.join(types)} kernels ({sum(g.time_ms for g in emulated):.0f} ms) on a CPU without "
-                     f"{' / '.join(f for t in types for f in NATIVE_FLAGS[t][:2])}")
-    if reference:
-        parts.append(f"reference implementations {', '.join(sorted({g.impl for g in reference}))} "
-                     f"({sum(g.time_ms for g in reference):.0f} ms)")
-    why = f"{_pct(bad_ms / total)} of oneDNN's kernel time ran " + " and ".join(parts) + ": emulated, not native."
-    fix = ("Train in fp32 on this CPU: remove the autocast dtype (or the .to(torch.bfloat16/float16)); "
-           "bf16 pays off only where the CPU has avx512_bf16 or AMX.")
-    return [_finding("warning", f"{' and '.join(types) or 'Reference'} kernels ran emulated "
-                     f"({_pct(bad_ms / total)} of kernel time)", why, fix,
-                     "# remove: with torch.autocast('cpu', dtype=torch.bfloat16):\nout = model(x)   # fp32",
-                     {"emulated_share": round(bad_ms / total, 3), "types": types or None,
-                      "reference": [g.impl for g in reference] or None}, lang="python")]
-
-
-def _emulated_in_kernels(ev: Evidence) -> list[Finding]:
-    """From the stacks: compute time in ATen kernels instantiated for a type the CPU cannot compute natively."""
-    bd = ev.breakdown
-    if bd is None or not bd.reduced_precision or bd.seconds <= 0:
-        return []
-    compute = sum(s.seconds for s in bd.shares if s.category == COMPUTE) or 0.0
-    slow = {t: sec for t, sec in bd.reduced_precision.items()
-            if t in NATIVE_FLAGS and not set(NATIVE_FLAGS[t]) & ev.cpu_flags}
-    sec = sum(slow.values())
-    if not slow or compute <= 0 or sec / compute < EMULATED_SHARE:
-        return []
-    types = sorted(slow)
-    flags = " / ".join(f for t in types for f in NATIVE_FLAGS[t][:2])
-    why = (f"{_pct(sec / compute)} of the compute kernels' sampled time ({sec:.1f} s) ran PyTorch's generic "
-           f"{', '.join(types)} kernels (oneDNN has no native {', '.join(types)} kernel on a CPU without {flags}): "
-           "every value is converted to fp32 and back, element by element.")
-    fix = ("Train in fp32 on this CPU: remove the autocast dtype (or the .half()/.to(torch.float16)); "
-           "reduced precision pays off only where the CPU computes it natively.")
-    return [_finding("warning", f"{' and '.join(types)} ran emulated ({_pct(sec / compute)} of kernel time)", why,
-                     fix, "model = model.float()   # and inputs: x = x.float()",
-                     {"emulated_share": round(sec / compute, 3), "types": types}, lang="python")]
 
 
 @evidence_rule("EVID009", "inconclusive", category="threads", severity="info",
@@ -538,28 +395,17 @@ def inconclusive(ev: Evidence) -> list[Finding]:
         `cpudoctor run` run longer), and on a quiet machine.
     """
     bd = ev.breakdown
-    if bd is None or bd.conclusive:
+    if bd is None:
         return []
-    return [_finding("info", f"Inconclusive: {bd.verdict_reason.split(':')[0]}", bd.verdict_reason[:1].upper()
-                     + bd.verdict_reason[1:] + ".", "Sample longer while the job trains, on a quiet machine.", "",
-                     {"verdict": bd.verdict, "samples": bd.samples, "others_cpus": bd.others_cpus,
-                      "job_cpus": bd.job_cpus})]
+    verdict = judge_breakdown(bd)
+    if verdict.conclusive:
+        return []
+    why = reason(bd, verdict)
+    return [_finding("info", f"Inconclusive: {why.split(':')[0]}", why[:1].upper() + why[1:] + ".",
+                     "Sample longer while the job trains, on a quiet machine.", "",
+                     {"verdict": verdict.verdict, "cause": verdict.cause, "samples": bd.samples,
+                      "others_cpus": bd.others_cpus, "job_cpus": bd.job_cpus})]
 
 
 def run_evidence_rules(ev: Evidence, only: set[str] | None = None, *, strict: bool = False) -> list[Finding]:
     return EVIDENCE_RULES.run(ev, only, strict=strict)
-
-
-
-
-def judge_inspection(insp, flags: set[str] | None = None) -> list[Finding]:
-    """The evidence rules over an inspection's time breakdown (``cpudoctor inspect``, the Inspector)."""
-    if getattr(insp, "time", None) is None:
-        return []
-    if flags is None:
-        from cpudoctor.probes import probe_cpu
-
-        flags = set(probe_cpu().flags)
-    ev = Evidence(breakdown=insp.time, cpu_flags=flags, env=dict(insp.env), command=insp.cmdline or "",
-                  launch_affinity=insp.affinity)
-    return run_evidence_rules(ev)

@@ -535,6 +535,13 @@ def _script_cmd(header: list[str], env: dict[str, str], pin: winpin.WindowsPin |
 _EXPORT_RE = re.compile(r"^(\s*)export\s+(.+)$")
 _UNSET_RE = re.compile(r"^(\s*)unset\s+(.+)$")
 _ASSIGN_RE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=('(?:[^']*)'|\"(?:[^\"]*)\"|\S*)")
+_ONE_RUN_RE = re.compile(r"^\s*#\s*or for one run\b")
+
+
+def _already_cleared(following: list[str], cleared: set[str]) -> bool:
+    """True when the next line is a launch that only removes variables the snippet already removed."""
+    launch = parse_launch(following[0]) if following else None
+    return launch is not None and bool(launch.unset) and set(launch.unset) <= cleared
 
 
 def translate(snippet: str, shell: str, topology: Topology | None = None) -> str:
@@ -543,16 +550,21 @@ def translate(snippet: str, shell: str, topology: Topology | None = None) -> str
     fish runs ``taskset``/``numactl`` as they are; PowerShell and cmd get the
     Windows equivalents of a pinned launch (:func:`windows_launch`: ``start
     /affinity``, ``start /node``, ``ProcessorAffinity``). Lines with command
-    substitutions or pipes are left alone. Used by the GUI's shell selector and, for reports of
-    Windows machines, by :func:`localize`; ``topology`` (the report's) makes Windows CPU numbers
+    substitutions or pipes are left alone. The finding view calls it for the shell a surface asks
+    for (:mod:`cpudoctor.render.finding_view`); ``topology`` (the report's) makes Windows CPU numbers
     and processor groups exact.
+
+    A Windows shell forgets a variable for the rest of the session, not for one command: after
+    ``unset X``, the bash idiom's second way (``# or for one run:`` then ``env -u X CMD``) is just the
+    command there, so it is written once, without the repeated removal.
     """
     shell = normalise_shell(shell)
     if shell in ("bash", "zsh"):
         return snippet
     out = []
     cleared: set[str] = set()
-    for line in snippet.splitlines():
+    lines = snippet.splitlines()
+    for i, line in enumerate(lines):
         m = _EXPORT_RE.match(line)
         if m and _ASSIGN_RE.search(m.group(2)) and "$(" not in line and "`" not in line:
             env = {k: v.strip("'\"") for k, v in _ASSIGN_RE.findall(m.group(2))}
@@ -560,8 +572,13 @@ def translate(snippet: str, shell: str, topology: Topology | None = None) -> str
             continue
         m = _UNSET_RE.match(line)
         if m:
-            out += [m.group(1) + s for s in unset_lines(m.group(2).split(), shell).splitlines()]
+            names = m.group(2).split()
+            out += [m.group(1) + s for s in unset_lines(names, shell).splitlines()]
+            if shell in ("powershell", "cmd"):
+                cleared.update(names)
             continue
+        if shell in ("powershell", "cmd") and _ONE_RUN_RE.match(line) and _already_cleared(lines[i + 1:], cleared):
+            continue                        # the session has no such variable any more: the command follows as is
         if shell == "cmd" and line.lstrip().startswith("#"):
             out.append(line.replace("#", "rem", 1))
             continue
@@ -613,57 +630,21 @@ def user_shell(report: Report, environ: Mapping[str, str] | None = None, system:
     return login if login in ("bash", "zsh", "fish") else default_shell(report)
 
 
-def for_shell(findings: list[Finding], report: Report, shell: str) -> list[Finding]:
-    """Findings with every shell snippet written for ``shell`` (``doctor``/``report --shell``).
-
-    The bash form (``snippet_bash`` for a finding already written for the report's OS, else the bash
-    snippet) is translated with the report's topology, so Windows launches use its CPU numbers and
-    processor groups; ``snippet_bash`` keeps the bash form. Snippets in another language stay as they
-    are (Python; PowerShell a Windows rule wrote itself, unless ``shell`` is cmd and every line has a cmd
-    form: :func:`winshell.powershell_as_cmd`).
-    """
-    shell = normalise_shell(shell)
-    out = []
-    for f in findings:
-        bash = f.snippet_bash or (f.snippet if f.snippet_lang == "bash" else "")
-        as_cmd = winshell.powershell_as_cmd(f.snippet) if shell == "cmd" and f.snippet_lang == "powershell" else None
-        if as_cmd is not None and not bash:      # a Windows rule's own PowerShell that cmd can say too
-            out.append(dataclasses.replace(f, snippet=as_cmd, snippet_lang="cmd"))
-        elif not bash or not f.snippet:
-            out.append(f)
-        elif shell == "bash":
-            out.append(dataclasses.replace(f, snippet=bash, snippet_lang="bash", snippet_bash=""))
-        else:
-            out.append(dataclasses.replace(f, snippet=translate(bash, shell, report.topology), snippet_lang=shell,
-                                           snippet_bash=bash))
-    return out
-
-
 MACOS_NO_PINNING_LINE = "# macOS cannot pin a process to CPUs: only the thread count applies"
 
 
 def localize(findings: list[Finding], report: Report) -> list[Finding]:
-    """Findings with their bash snippets written for the report's OS.
+    """Findings with their bash snippets in the form the report's OS needs, still bash.
 
-    Windows: PowerShell, with ``start /node /affinity`` for pinned launches in the machine's own
-    CPU numbers and processor groups (the bash form stays in ``snippet_bash``, for the window's
-    shell switch). macOS: pinned launches lose their ``taskset``/``numactl`` (there is no CPU
-    affinity on macOS) and keep their thread counts. Linux: unchanged.
+    macOS: pinned launches lose their ``taskset``/``numactl`` (there is no CPU affinity on macOS) and
+    keep their thread counts. Elsewhere unchanged: the shell a snippet is shown in (PowerShell for a
+    Windows machine, the user's ``--shell``) is the finding view's choice
+    (:class:`cpudoctor.render.finding_view.ShellChoice`), made when it is shown, never here.
     """
-    target = report_os(report)
-    if target == "linux":
+    if report_os(report) != "macos":
         return findings
-    out = []
-    for f in findings:
-        if f.snippet_lang != "bash" or not f.snippet:
-            out.append(f)
-            continue
-        if target == "windows":
-            text = translate(f.snippet, "powershell", report.topology)
-            out.append(dataclasses.replace(f, snippet=text, snippet_lang="powershell", snippet_bash=f.snippet))
-        else:
-            out.append(dataclasses.replace(f, snippet=_unpinned(f.snippet)))
-    return out
+    return [dataclasses.replace(f, snippet=_unpinned(f.snippet)) if f.snippet_lang == "bash" and f.snippet else f
+            for f in findings]
 
 
 def _unpinned(snippet: str) -> str:

@@ -58,9 +58,11 @@ def windows_lines(line: str, shell: str) -> list[str]:
         if shell == "powershell":
             return [f"{indent}{m.group('make')}", f"{indent}.\\{folder}\\Scripts\\Activate.ps1"]
         return [f"{indent}{m.group('make')}", f"{indent}call {folder}\\Scripts\\activate.bat"]
-    if shell == "cmd" and "  # " in text and not text.startswith("#"):
+    if shell == "cmd" and "  # " in text and not text.startswith("#") and not linux_only(text):
         code, note = text.split("  # ", 1)          # cmd has no end-of-line comment: the note goes above
         return [f"{indent}rem {note.strip()}", *windows_lines(indent + code.rstrip(), shell)]
+    # a Linux-only line becomes a comment whole, its note with it (above it, the note would read as the
+    # comment of the line before: ALLOC001's "Fedora: ..." sat over the apt line it belongs to)
     if linux_only(text):
         where = "on the Linux host that runs the VM" if _HOST_ONLY_RE.match(text) else "in a Linux shell only"
         return [f"{indent}{comment} {where}: {text}"]

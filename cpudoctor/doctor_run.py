@@ -40,14 +40,14 @@ def run(source: Source, *, fmt: str = "text", verbose: bool = False, fast: bool 
     Raises :class:`cpudoctor.model.ReportError` for a saved report that cannot be read.
     """
     report = pipeline.build_report(source, children=not fast, only=only)
-    report.findings = snippets.for_shell(report.findings, report, shell or snippets.user_shell(report))
     findings, label = report.findings, source.label
+    shell = shell or snippets.user_shell(report)
     if fmt == "json":
-        text = page.render_json(report, findings, label)
+        text = page.render_json(report, findings, label, shell=shell)
     elif fmt == "md":
-        text = page.render_md(report, findings, label, verbose=verbose)
+        text = page.render_md(report, findings, label, verbose=verbose, shell=shell)
     else:
-        text = page.render_text(report, findings, label, verbose=verbose, ascii_only=ascii_only)
+        text = page.render_text(report, findings, label, verbose=verbose, ascii_only=ascii_only, shell=shell)
     return DoctorPage(text, page.exit_code(findings))
 
 

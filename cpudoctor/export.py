@@ -13,7 +13,7 @@ from pathlib import Path
 from cpudoctor.fileio import WriteError, atomic_write
 from cpudoctor.privacy import Identity, Redactor, redact_markdown, redact_report
 from cpudoctor.render import FORMATS, Scrub, format_for_path, render
-from cpudoctor.model import Report
+from cpudoctor.model import Report, utc_now_iso
 
 __all__ = ["FORMATS", "ExportError", "default_filename", "export_report", "format_for_path", "render_export",
            "render_qt_html", "unique_path"]
@@ -40,14 +40,17 @@ def unique_path(folder: Path, name: str) -> Path:
     return path
 
 
-def render_export(report: Report, fmt: str, include_identifying: bool = False) -> bytes:
-    """The bytes of ``report`` in ``fmt``; redacted unless ``include_identifying``."""
+def render_export(report: Report, fmt: str, include_identifying: bool = False, shell: str | None = None,
+                  exported_at: str | None = None) -> bytes:
+    """The bytes of ``report`` in ``fmt``; redacted unless ``include_identifying``; the fixes' commands for
+    ``shell`` (None: the shell of the machine the report describes). The documents say when they were exported
+    (``exported_at``, default now) beside when the report's facts were collected."""
     if fmt not in FORMATS:
         raise ExportError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
     shared = redact_report(report, include_identifying=include_identifying)
     scrub = None if include_identifying else _scrubber(Redactor(Identity.current(report)), FORMATS[fmt].markup)
     try:
-        out = render(shared, fmt, scrub=scrub)
+        out = render(shared, fmt, scrub=scrub, shell=shell, exported_at=exported_at or utc_now_iso())
     except RuntimeError as exc:          # the PDF writer could not start Qt: the message says what to do
         raise ExportError(str(exc)) from None
     if isinstance(out, bytes):

@@ -1,36 +1,194 @@
-"""Observe a job and diagnose it from the evidence: the one pipeline behind ``cpudoctor run`` and the
-Inspector's "Run a script…".
+"""The job pipeline: a job's facts -> the job rules -> findings, whichever way the job was watched.
 
-:func:`observe_and_diagnose` starts the command (:mod:`cpudoctor.probes.process.observe`),
-then runs the evidence rules (:mod:`cpudoctor.advisor.evidence_rules`) over what
-it saw, with this machine's CPU flags for the instruction-set and data-type rules.
+Every way of watching a training job comes here, as every report comes to
+:func:`cpudoctor.pipeline.build_report`:
+
+- ``cpudoctor run -- COMMAND`` and the Inspector's "Run a script…" start the job
+  and watch it to its end (:class:`WatchedRun`, :func:`run_job`): its stacks,
+  thread states, oneDNN's kernels and PyTorch's recompilations, and its process
+  (threads, CPUs, libraries, memory) sampled over its whole life;
+- ``cpudoctor inspect PID`` and the Inspector sample a running process for a
+  window (:func:`inspect_job`).
+
+Either way the facts become one :class:`~cpudoctor.model.evidence.JobEvidence`,
+and :func:`diagnose` runs both rule families over it: the process rules
+(PROC0xx, how the process is set up) and the evidence rules (EVID0xx, what it
+did), so ``run`` and ``inspect`` give the same job the same findings. The CPU's
+facts come from the caller's report or its source (:class:`Machine`): no rule
+reads this machine, so a captured tree (``inspect --root``) is judged against
+its own CPU. Nothing here writes words: render does (:mod:`cpudoctor.render.run_report`,
+:mod:`cpudoctor.render.inspect`).
 """
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from cpudoctor.advisor.evidence_rules import Evidence, run_evidence_rules
-from cpudoctor.probes.process.observe import RunObservation, run_observed
-from cpudoctor.model import Finding, SEVERITY_RANK
+from cpudoctor.kits.rooted import is_live_root
+from cpudoctor.model import CpuInfo, Finding, Report, SEVERITY_RANK, Topology
+from cpudoctor.model.evidence import JobEvidence, RunObservation
+from cpudoctor.model.inspection import Inspection
+
+RUN_INSPECT_INTERVAL_S = 0.5     # the process sampler's step while `run` watches a job (its stacks: RUN_RATE)
+RUN_REFRESH_S = 5.0              # how often the libraries, affinity and memory of a starting job are read again
+FOREVER_S = 7 * 24 * 3600.0      # `run` without --seconds: until the job exits
 
 
-def cpu_flags(root: Path = Path("/")) -> set[str]:
-    """This machine's CPU flags (as the report reads them), empty when unknown."""
-    from cpudoctor.probes import probe_cpu
+@dataclass(frozen=True)
+class Machine:
+    """The CPU and topology a job is judged against, from the surface's report or its source."""
 
-    return set(probe_cpu(root).flags)
+    cpu: CpuInfo | None = None
+    topology: Topology | None = None
+
+    @classmethod
+    def of_report(cls, report: Report) -> "Machine":
+        return cls(report.cpu, report.topology)
+
+    @classmethod
+    def of_source(cls, source=None) -> "Machine":
+        """The CPU and topology stages of :func:`cpudoctor.pipeline.build_report` for ``source`` (this machine by
+        default; a captured tree for ``inspect --root``)."""
+        from cpudoctor.pipeline import Source, build_report
+
+        report = build_report(source or Source.this_machine(), children=False, software=False, findings=False)
+        return cls.of_report(report)
+
+    @property
+    def flags(self) -> set[str]:
+        return set(self.cpu.flags) if self.cpu is not None else set()
 
 
-def diagnose(obs: RunObservation, flags: set[str] | None = None) -> list[Finding]:
-    """The evidence rules over one observed run, worst first."""
-    ev = Evidence(breakdown=obs.breakdown, onednn=obs.onednn, recompiles=obs.recompiles,
-                  cpu_flags=cpu_flags() if flags is None else flags, launch_affinity=obs.launch_affinity,
-                  env=obs.env, command=obs.command)
-    findings = run_evidence_rules(ev)
-    return sorted(findings, key=lambda f: -SEVERITY_RANK.get(f.severity, 0))
+def diagnose(job: JobEvidence, machine: Machine) -> list[Finding]:
+    """The process rules and the evidence rules over one job, worst first (the one diagnosis of a job)."""
+    from cpudoctor.advisor.evidence_rules import Evidence, run_evidence_rules
+    from cpudoctor.advisor.process_rules import run_process_rules
+
+    found: list[Finding] = []
+    if job.process is not None:
+        found += run_process_rules(job.process, machine.topology)
+    found += run_evidence_rules(Evidence.of(job, machine.flags))
+    return sorted(found, key=lambda f: -SEVERITY_RANK.get(f.severity, 0))
 
 
-def observe_and_diagnose(argv: list[str], **kwargs) -> tuple[RunObservation, list[Finding]]:
-    obs = run_observed(argv, **kwargs)
-    return obs, diagnose(obs)
+def diagnose_run(obs: RunObservation, machine: Machine) -> list[Finding]:
+    """A watched run's findings (none for a command that never started)."""
+    return diagnose(JobEvidence.of_run(obs), machine) if obs.ended_by != "failed" else []
+
+
+def diagnose_inspection(insp: Inspection, machine: Machine) -> list[Finding]:
+    return diagnose(JobEvidence.of_inspection(insp), machine)
+
+
+def inspect_job(pid: int, *, seconds: float, machine: Machine, root: Path = Path("/"), stacks: bool = True,
+                should_stop: Callable[[], bool] | None = None,
+                inspect: Callable[..., Inspection] | None = None) -> tuple[Inspection, list[Finding]]:
+    """Sample a running process for ``seconds`` (its stacks too, on this machine) and diagnose it.
+
+    Raises :class:`cpudoctor.probes.process.inspect.InspectError` when it cannot be inspected at all.
+    ``inspect(pid, seconds=, topology=, should_stop=)`` replaces the sampler (the window's, tests' fakes).
+    """
+    if inspect is None:
+        from functools import partial
+
+        from cpudoctor.probes.process.inspect import inspect_process
+
+        inspect = partial(inspect_process, root=root, stacks=stacks and is_live_root(root))
+    insp = inspect(pid, seconds=seconds, topology=machine.topology, should_stop=should_stop)
+    return insp, diagnose_inspection(insp, machine)
+
+
+@dataclass
+class _ProcessWatch:
+    """The job's process sampled on a thread of its own from its start to its end."""
+
+    thread: threading.Thread | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+    result: Inspection | None = None
+    error: str | None = None
+
+
+class WatchedRun:
+    """A job started and watched to its end: :meth:`start`, then :meth:`wait` (:meth:`stop` from another thread).
+
+    The job runs as :class:`cpudoctor.probes.process.observe.JobRun` runs it (output passed through, its
+    diagnostics' lines kept out, stopped in stages); beside it the job's process is sampled as ``inspect``
+    samples one, so the process rules judge it too.
+    """
+
+    def __init__(self, argv: list[str], *, machine: Machine | None = None, **job_options):
+        from cpudoctor.probes.process.observe import JobRun
+
+        self.job = JobRun(argv, **job_options)
+        self.machine = machine
+        self.findings: list[Finding] = []          # after :meth:`wait`
+        self._watch = _ProcessWatch()
+
+    @property
+    def obs(self) -> RunObservation:
+        return self.job.obs
+
+    def start(self) -> bool:
+        """Launch the job and its samplers; False (with ``obs.error``) when the command cannot start."""
+        if not self.job.start():
+            return False
+        if self.job.obs.pid is not None:
+            self._watch.thread = threading.Thread(target=self._watch_process, args=(self.job.obs.pid,),
+                                                  name="cpudoctor-run-process", daemon=True)
+            self._watch.thread.start()
+        return True
+
+    def _watch_process(self, pid: int) -> None:
+        from cpudoctor.probes.process.inspect import InspectError, inspect_process
+
+        try:
+            if self.machine is None:        # read while the job starts, not before it (wait() joins this thread)
+                self.machine = Machine.of_source()
+            self._watch.result = inspect_process(pid, seconds=self.job.seconds or FOREVER_S,
+                                                 interval=RUN_INSPECT_INTERVAL_S, topology=self.machine.topology,
+                                                 should_stop=self._watch.done.is_set, refresh_s=RUN_REFRESH_S)
+        except InspectError:
+            self._watch.result = None           # gone before its first sample: the run's own facts remain
+        except Exception as exc:  # noqa: BLE001 - a failing process sampler must not cost the run its report
+            self._watch.error = f"{type(exc).__name__}: {exc}"[:300]
+
+    def stop(self) -> None:
+        self.job.stop()
+
+    def interrupt(self, signal_name: str = "SIGINT") -> None:
+        """Ctrl-C (or SIGTERM/SIGHUP) to CPU Doctor: the job is stopped as :meth:`JobRun.interrupt` says."""
+        self.job.interrupt(signal_name)
+
+    def wait(self) -> RunObservation:
+        """Until the job ends; then its observation, and its diagnosis in :attr:`findings`."""
+        obs = self.job.wait()
+        self._watch.done.set()
+        if self._watch.thread is not None:
+            self._watch.thread.join(RUN_INSPECT_INTERVAL_S * 4 + 5)
+        obs.process, obs.process_error = self._watch.result, self._watch.error
+        if obs.ended_by != "failed":
+            self.findings = diagnose_run(obs, self.machine or Machine.of_source())
+        return obs
+
+
+def run_job(argv: list[str], *, machine: Machine | None = None, **job_options) -> tuple[RunObservation, list[Finding]]:
+    """Start ``argv``, watch it to its end and diagnose it (``cpudoctor run``): Ctrl-C stops the job and still
+    reports, as do SIGTERM and SIGHUP (:func:`~cpudoctor.probes.process.observe.run_interruptible`)."""
+    from cpudoctor.probes.process.observe import run_interruptible
+
+    run = WatchedRun(argv, machine=machine, **job_options)
+    obs = run_interruptible(run)
+    return obs, run.findings
+
+
+def diagnose_lab_run(run, machine: Machine) -> list[Finding]:
+    """A lab job's findings (``cpudoctor bench``): the kernel census the run recorded, judged by the job rules as
+    any job's kernels are (EVID007, EVID008); a report's saved runs go through the same rules
+    (:func:`cpudoctor.advisor.kernel_rules.report_lab_findings`)."""
+    from cpudoctor.model.kernels import KernelCensus
+
+    census = KernelCensus.of_lab_run(run)
+    return diagnose(JobEvidence(kernels=census), machine) if census is not None else []

@@ -4,8 +4,9 @@ The window is CPU Doctor's own MainWindow on the xcb platform (what a desktop us
 from the X server with ImageMagick's ``import`` (not Qt's offscreen grab), filled with the data the
 layout test uses (tests/gui_fill.py: a 2-socket Xeon scenario report from the corpus, with simulated
 live load, an inspection and lab runs), then reduced to 256-colour PNGs to keep the repository small.
-The states: the first launch before anything is read, the Training page with runs at 1280x800, the
-window at its minimum size, and the first pages of the PDF export (with pdftoppm, when installed).
+The states: the first launch before anything is read, the Training page with runs, its sweep and its roofline at
+1280x800, the window at its minimum size (Training, Monitor, Inspector), and the first pages of the PDF export
+(with pdftoppm, when installed). ImageMagick's ``convert`` must come first on PATH.
 
     .venv/bin/python docs/screenshots.py [OUTDIR]      # default: docs/screenshots (and docs/screenshot.png)
 
@@ -46,7 +47,7 @@ def _shoot(display: str, out: Path, size: tuple[int, int] | None = None) -> None
 
 def run_in_display(outdir: Path) -> int:
     """Inside the X server: build the window, fill it, capture each page."""
-    sys.path.insert(0, str(REPO / "tests"))
+    sys.path[:0] = [str(REPO / "tests"), str(REPO)]          # gui_fill imports tests.roofline_samples
     from PySide6.QtCore import QEventLoop, QSettings, QTimer
     from PySide6.QtWidgets import QApplication
 
@@ -110,10 +111,13 @@ def _shoot_states(outdir: Path, new_window, settle, display: str) -> None:
     window.pages["Training"].tabs.setCurrentIndex(1)
     settle(700)
     _shoot(display, outdir / "state-training-sweep.png", STATE_SIZE)
+    window.pages["Training"].tabs.setCurrentIndex(3)
+    settle(700)
+    _shoot(display, outdir / "state-training-roofline.png", STATE_SIZE)
     window.pages["Training"].tabs.setCurrentIndex(0)
     smallest = (window.minimumSize().width(), window.minimumSize().height())
     window.resize(*smallest)
-    for title in ("Training", "Monitor"):
+    for title in ("Training", "Monitor", "Inspector"):
         window.show_page(title)
         settle(900)
         _shoot(display, outdir / f"state-minimum-{title.lower()}.png", smallest)
@@ -129,7 +133,7 @@ def _shoot_states(outdir: Path, new_window, settle, display: str) -> None:
     subprocess.run(["pdftoppm", "-r", "60", "-png", "-f", "1", "-l", "7", str(pdf), str(outdir / "state-pdf")],
                    check=True)
     pdf.unlink()
-    pages = sorted(outdir.glob("state-pdf-*.png"))
+    pages = sorted(outdir.glob("state-pdf-[0-9]*.png"))     # pdftoppm's pages, not the strips made last time
     if pages:
         # two strips: the first page beside the second, the benchmarks' pages side by side
         subprocess.run(["convert", *map(str, pages[:2]), "+append", str(outdir / "state-pdf-pages-1-2.png.raw.png")],

@@ -27,7 +27,8 @@ from cpudoctor.gui.model import AppModel
 from cpudoctor.render.doctor import environment_line
 from cpudoctor.render.overview import PROVISIONAL_NOTE
 from cpudoctor.kits.escape import html_escape, terminal_safe
-from cpudoctor.render.finding_view import DETAILS, EVIDENCE, FIX, WHY, finding_view, shell_snippet
+from cpudoctor.render.finding_html import finding_html
+from cpudoctor.render.finding_view import ShellChoice, finding_view, shell_snippet
 from cpudoctor.render.words import SEVERITY, plural
 from cpudoctor.model import Finding, Report
 
@@ -213,7 +214,7 @@ class AdvisorPage(QWidget):
         return super().eventFilter(obj, event)
 
     def _fit_category_column(self) -> None:
-        """Category takes at most 40 % of what Code leaves, and goes away in a narrow tree.
+        """Category takes what the titles leave (at most 40 % of what Code leaves), and goes away in a narrow tree.
 
         The finding's title is what a person reads; the category is also in the
         filter, the tooltip and the details pane.
@@ -224,7 +225,9 @@ class AdvisorPage(QWidget):
         self.tree.setColumnHidden(2, narrow)
         if not narrow:
             wanted = max(self.tree.sizeHintForColumn(2), header.sectionSizeHint(2)) + 8
-            self.tree.setColumnWidth(2, max(60, min(wanted, int(room * 0.4))))
+            # the titles first: Category gets what the longest title leaves, between 60 px and 40 % of the room
+            left = room - self.tree.sizeHintForColumn(0)
+            self.tree.setColumnWidth(2, max(60, min(wanted, int(room * 0.4), left)))
 
     # ------------------------------------------------------------------ model
 
@@ -375,37 +378,30 @@ class AdvisorPage(QWidget):
                 "# " + line if line else "#" for line in snippets.python_settings(report).splitlines())
             self._set_snippet(text, "bash")
             return
-        view = finding_view(finding, self.current_shell())
-        colour = SEVERITY_COLOUR.get(view.severity.key, "#888")
+        view = finding_view(finding, self._shell_choice())
         self.details_title.setText(f"{view.title}  ({view.code})")
-        parts = [f'<p><span style="color:{colour}">●</span> <b>{html_escape(view.severity.name)}</b> · '
-                 f"{html_escape(view.category)} · <code>{html_escape(view.symbol)}</code></p>"]
-        if view.why:
-            parts.append(f"<h4>{WHY}</h4><p>{html_escape(view.why)}</p>")
-        if view.fix:
-            parts.append(f"<h4>{FIX}</h4><p>{html_escape(view.fix)}</p>")
-        if view.evidence:
-            rows = "".join(f"<tr><td><code>{html_escape(line.key)}</code></td><td>{html_escape(line.value)}</td></tr>"
-                           for line in view.evidence)
-            parts.append(f"<h4>{EVIDENCE}</h4><table cellspacing='4'>{rows}</table>")
-        docs = (f" · <a href='{html_escape(view.docs_url)}'>{html_escape(view.docs_label)}</a>" if view.docs_url else "")
-        parts.append(f"<p style='color:gray'>{DETAILS}: <code>{html_escape(view.explain)}</code>{docs}</p>")
-        self.details.setHtml("".join(parts))
-        if finding.snippet_bash:            # written for the report's OS: translate the bash form for the chosen shell
-            self._set_snippet(finding.snippet_bash, "bash")
-        else:
-            self._set_snippet(finding.snippet, finding.snippet_lang)
+        # the title is the pane's heading and the snippet has its own editor, with the shell switch beside it
+        self.details.setHtml(finding_html(view, "widget", title=False, snippet=False))
+        self._set_snippet("", "bash")
 
     def _set_snippet(self, text: str, lang: str) -> None:
+        """The snippet of the recommended settings (bash, shown in the chosen shell); a finding's comes from
+        its view."""
         self._raw_snippet = text
         self._snippet_lang = lang
         self._refresh_snippet()
 
+    def _shell_choice(self) -> ShellChoice:
+        report = self.model.report
+        return ShellChoice(self.current_shell(), report.topology if report is not None else None)
+
     def _refresh_snippet(self) -> None:
         """The snippet as typed in the chosen shell (the finding view's translation); Python stays Python."""
-        report = self.model.report
-        snippet = shell_snippet(self._raw_snippet, self._snippet_lang, self.current_shell(),
-                                report.topology if report is not None else None)
+        choice = self._shell_choice()
+        if self._current is not None:
+            snippet = finding_view(self._current, choice).snippet
+        else:
+            snippet = shell_snippet(self._raw_snippet, self._snippet_lang, choice.shell or "bash", choice.topology)
         self.shell.setEnabled(snippet.shell is not None or not snippet.text)
         self.snippet.setPlainText(snippet.text)
         self.snippet_label.setText("What to type" if snippet.shell is not None or not snippet.text

@@ -13,32 +13,41 @@ import argparse
 import ctypes
 import logging
 import os
+import shlex
+import shutil
 import signal
 import sys
 from pathlib import Path
 
 from cpudoctor import __version__
 from cpudoctor.argtypes import integer
+from cpudoctor.gui.theme import THEMES, apply_theme, remembered_theme
+from cpudoctor.gui.x11_libs import APT_LINE, missing_text, missing_xcb_libs, uses_xcb
 
 log = logging.getLogger(__name__)
 
-# Libraries Qt 6's xcb platform plugin loads that minimal installs lack, with the
-# Debian/Ubuntu package that provides each.
-XCB_LIBS: tuple[tuple[str, str], ...] = (
-    ("libxcb-cursor.so.0", "libxcb-cursor0"),
-    ("libxcb-icccm.so.4", "libxcb-icccm4"),
-    ("libxcb-keysyms.so.1", "libxcb-keysyms1"),
-    ("libxcb-image.so.0", "libxcb-image0"),
-    ("libxcb-render-util.so.0", "libxcb-render-util0"),
-    ("libxcb-xkb.so.1", "libxcb-xkb1"),
-    ("libxkbcommon-x11.so.0", "libxkbcommon-x11-0"),
-    ("libxcb-shape.so.0", "libxcb-shape0"),
-)
-APT_PACKAGES = ("xvfb",) + tuple(pkg for _, pkg in XCB_LIBS)
-HOW_TO_GET_THE_WINDOW = (
-    "To get the window: run `cpudoctor` inside a desktop session, over SSH with X forwarding "
-    "(`ssh -X host cpudoctor`), or on a virtual display (`xvfb-run -a cpudoctor`)."
-)
+
+def launch_command(argv0: str | None = None, which=shutil.which) -> str:
+    """How to start the window again from this shell: ``cpudoctor`` when that name on PATH is this very
+    script; else the script's own path (after ``make run``: ``/…/.venv/bin/cpudoctor``, not on PATH); else
+    ``python -m cpudoctor`` with this interpreter."""
+    argv0 = sys.argv[0] if argv0 is None else argv0
+    script = Path(argv0) if argv0 else None
+    if script is not None and script.name.removesuffix(".exe") in ("cpudoctor", "cpudoctor-gui") and script.is_file():
+        on_path = which(script.name)
+        try:
+            if on_path and Path(on_path).resolve() == script.resolve():
+                return script.name
+        except OSError:
+            pass
+        return shlex.quote(str(script.absolute()))
+    return f"{shlex.quote(sys.executable)} -m cpudoctor"
+
+
+def how_to_get_the_window(command: str | None = None) -> str:
+    command = command or launch_command()
+    return (f"To get the window: run `{command}` inside a desktop session, over SSH with X forwarding "
+            f"(`ssh -X host {command}`), or on a virtual display (`xvfb-run -a {command}`).")
 
 
 def needs_display(env: dict[str, str] | None = None, platform: str | None = None) -> bool:
@@ -50,33 +59,6 @@ def needs_display(env: dict[str, str] | None = None, platform: str | None = None
     if env.get("QT_QPA_PLATFORM"):
         return False                        # an explicit choice (offscreen, vnc, eglfs, ...) is respected
     return not (env.get("DISPLAY") or env.get("WAYLAND_DISPLAY"))
-
-
-def uses_xcb(env: dict[str, str] | None = None, platform: str | None = None) -> bool:
-    """True when Qt will load its xcb (X11) plugin."""
-    env = os.environ if env is None else env
-    platform = sys.platform if platform is None else platform
-    if not platform.startswith("linux"):
-        return False
-    qpa = env.get("QT_QPA_PLATFORM", "")
-    if qpa:
-        return qpa.split(":")[0].split(";")[0] == "xcb"
-    return bool(env.get("DISPLAY")) and not env.get("WAYLAND_DISPLAY")
-
-
-def missing_xcb_libs(load=ctypes.CDLL) -> list[tuple[str, str]]:
-    """(library, Debian package) for each xcb library the dynamic loader cannot open.
-
-    dlopen is the very test Qt's plugin loader will do, so it is exact where
-    ``ctypes.util.find_library`` (ldconfig's cache) can miss LD_LIBRARY_PATH.
-    """
-    missing = []
-    for lib, pkg in XCB_LIBS:
-        try:
-            load(lib)
-        except OSError:
-            missing.append((lib, pkg))
-    return missing
 
 
 def terminal_report() -> int:
@@ -103,15 +85,14 @@ def terminal_report() -> int:
 def _explain_no_display() -> None:
     print("CPU Doctor: no display here (DISPLAY and WAYLAND_DISPLAY are not set), "
           "so the report is printed in the terminal instead.", file=sys.stderr)
-    print(HOW_TO_GET_THE_WINDOW, file=sys.stderr)
+    print(how_to_get_the_window(), file=sys.stderr)
     print(file=sys.stderr)
 
 
 def _explain_missing_libs(missing: list[tuple[str, str]]) -> None:
-    names = ", ".join(f"{lib} (package {pkg})" for lib, pkg in missing)
-    print(f"CPU Doctor: the window needs X11 libraries that are not installed: {names}.", file=sys.stderr)
+    print(f"CPU Doctor: {missing_text(missing)}", file=sys.stderr)
     print("Install them (Debian/Ubuntu) with:", file=sys.stderr)
-    print(f"    sudo apt-get install -y {' '.join(APT_PACKAGES)}", file=sys.stderr)
+    print(f"    {APT_LINE}", file=sys.stderr)
     print("Meanwhile, here is the report in the terminal.", file=sys.stderr)
     print(file=sys.stderr)
 
@@ -149,61 +130,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--screenshot", metavar="PATH", help=argparse.SUPPRESS)
     p.add_argument("--screenshot-delay", type=integer(0, 600_000), default=2500, metavar="MS", help=argparse.SUPPRESS)
     p.add_argument("--page", help=argparse.SUPPRESS)
-    p.add_argument("--theme", choices=("system", "light", "dark"), default="system", help=argparse.SUPPRESS)
+    # The View menu's Theme (remembered in the settings); this overrides it for one run (screenshots, tests).
+    p.add_argument("--theme", choices=THEMES, default=None, help=argparse.SUPPRESS)
     p.add_argument("--size", metavar="WxH", help=argparse.SUPPRESS)
     p.add_argument("--no-children", action="store_true", help=argparse.SUPPRESS)
     return p
-
-
-def dark_palette():
-    from PySide6.QtGui import QColor, QPalette
-
-    pal = QPalette()
-    roles = {
-        QPalette.ColorRole.Window: "#25282c", QPalette.ColorRole.WindowText: "#e6e8eb",
-        QPalette.ColorRole.Base: "#1d1f22", QPalette.ColorRole.AlternateBase: "#2a2d31",
-        QPalette.ColorRole.ToolTipBase: "#2f3237", QPalette.ColorRole.ToolTipText: "#e6e8eb",
-        QPalette.ColorRole.Text: "#e6e8eb", QPalette.ColorRole.Button: "#2f3237",
-        QPalette.ColorRole.ButtonText: "#e6e8eb", QPalette.ColorRole.BrightText: "#ff6b6b",
-        QPalette.ColorRole.Highlight: "#3d7ab8", QPalette.ColorRole.HighlightedText: "#ffffff",
-        QPalette.ColorRole.Link: "#6fb0e8", QPalette.ColorRole.PlaceholderText: "#9aa1a9",
-        QPalette.ColorRole.Light: "#3a3e44", QPalette.ColorRole.Midlight: "#33373c",
-        QPalette.ColorRole.Mid: "#2b2e33", QPalette.ColorRole.Dark: "#151719", QPalette.ColorRole.Shadow: "#000000",
-    }
-    for role, colour in roles.items():
-        pal.setColor(role, QColor(colour))
-    for role in (QPalette.ColorRole.WindowText, QPalette.ColorRole.Text, QPalette.ColorRole.ButtonText):
-        pal.setColor(QPalette.ColorGroup.Disabled, role, QColor("#6b7178"))
-    return pal
-
-
-def dark_style_sheet() -> str:
-    """Check boxes that can be seen on a dark window.
-
-    Fusion draws an unchecked box in the Base colour with an outline derived from
-    Window: on this dark palette that is #1d1f22 on #25282c, all but invisible.
-    """
-    from cpudoctor.gui.icons import _icons_dir
-
-    check = str(_icons_dir().joinpath("check-light.svg")).replace("\\", "/")
-    return ("QCheckBox::indicator { width: 13px; height: 13px; border: 1px solid #7a828b; border-radius: 3px;"
-            " background: #1d1f22; }"
-            "QCheckBox::indicator:hover { border-color: #6fb0e8; }"
-            f"QCheckBox::indicator:checked {{ background: #3d7ab8; border-color: #3d7ab8; image: url({check}); }}"
-            "QCheckBox::indicator:disabled { border-color: #4a4f55; background: #25282c; }"
-            "QCheckBox::indicator:checked:disabled { background: #3a4a5a; border-color: #3a4a5a; }")
-
-
-def apply_theme(app, theme: str = "system") -> None:
-    """Fusion style with a light or dark palette; 'system' follows the desktop's colour scheme."""
-    from PySide6.QtCore import Qt
-
-    app.setStyle("Fusion")
-    hints = app.styleHints()
-    scheme = hints.colorScheme() if hasattr(hints, "colorScheme") else None
-    dark = theme == "dark" or (theme == "system" and scheme == Qt.ColorScheme.Dark)
-    app.setPalette(dark_palette() if dark else app.style().standardPalette())
-    app.setStyleSheet(dark_style_sheet() if dark else "")
 
 
 def _parse_size(text: str | None) -> tuple[int, int] | None:
@@ -244,15 +175,12 @@ def main(argv: list[str] | None = None) -> int:
     app.setApplicationVersion(__version__)
     app.setDesktopFileName("cpudoctor")
     app.setWindowIcon(app_icon())
-    apply_theme(app, args.theme)
-    if args.theme == "system":
-        hints = app.styleHints()
-        if hasattr(hints, "colorSchemeChanged"):
-            hints.colorSchemeChanged.connect(lambda _scheme: apply_theme(app, "system"))
+    settings = QSettings()
+    apply_theme(app, args.theme or remembered_theme(settings))
 
     model = AppModel()
     # With a report to open, this machine is probed only if that report cannot be read (see open_report).
-    window = MainWindow(model, settings=QSettings(), collect=not args.report, children=not args.no_children)
+    window = MainWindow(model, settings=settings, collect=not args.report, children=not args.no_children)
     size = _parse_size(args.size)
     if size:
         window.resize(*size)
@@ -264,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # Ctrl+C in the terminal closes the window properly (settings saved);
     # the timer lets the Python interpreter see the signal while Qt's loop runs.
-    signal.signal(signal.SIGINT, lambda *_: window.close())
+    signal.signal(signal.SIGINT, lambda *_: window.close_now())
     tick = QTimer(window)
     tick.timeout.connect(lambda: None)
     tick.start(500)

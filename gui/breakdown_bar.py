@@ -11,9 +11,9 @@ from PySide6.QtCore import QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QPainter
 from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
-from cpudoctor.probes.process.breakdown import Share
-from cpudoctor.probes.process.classify import rules
-from cpudoctor.render.breakdown import share_text
+from cpudoctor.kits.format import percent
+from cpudoctor.model.breakdown import Share
+from cpudoctor.render.breakdown import colour, label, share_text
 
 
 class BreakdownBar(QWidget):
@@ -52,14 +52,13 @@ class BreakdownBar(QWidget):
             p.fillRect(self.rect(), self.palette().window())
             p.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, "no breakdown yet")
             return
-        r = rules()
         for s, rect in self.segments():
-            colour = QColor(r.colour(s.category))
-            p.fillRect(rect, colour)
-            label = f"{s.label} {s.share * 100:.0f}%"
-            if p.fontMetrics().horizontalAdvance(label) + 8 < rect.width():
-                p.setPen(QColor("#ffffff") if colour.lightnessF() < 0.6 else QColor("#000000"))
-                p.drawText(rect, Qt.AlignmentFlag.AlignCenter, label)
+            fill = QColor(colour(s.category))
+            p.fillRect(rect, fill)
+            text = f"{label(s.category)} {percent(s.share, fraction=True)}"
+            if p.fontMetrics().horizontalAdvance(text) + 8 < rect.width():
+                p.setPen(QColor("#ffffff") if fill.lightnessF() < 0.6 else QColor("#000000"))
+                p.drawText(rect, Qt.AlignmentFlag.AlignCenter, text)
         p.end()
 
     def mouseMoveEvent(self, event) -> None:  # noqa: N802 - Qt API

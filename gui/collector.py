@@ -70,6 +70,7 @@ class ReportCollector(QObject):
         self.chosen_by: str | None = None  # how it was chosen (PythonInfo.chosen_by)
         self._chosen = threading.Event()   # set: the environment above is decided (a waiting run goes on)
         self._chosen.set()
+        self._live_shown = False           # the model shows a report this collector read of this machine
 
     @property
     def busy(self) -> bool:
@@ -163,12 +164,17 @@ class ReportCollector(QObject):
         if not self._current(gen, source):
             return
         following = _next_stage(source, stage.name, self.children)
+        again = stage.name != "load" and self._shows_same_environment(stage.report)
         if stage.name == "advisor":
             self.model.offer_findings(stage.report, stage.report.findings)
+        elif stage.name in SHOWN and again and following not in (None, "advisor") and _fewer_facts(
+                stage.report, self.model.report):
+            pass        # this machine's report is built anew: what is on screen stays until the new one has as much
         elif stage.name in SHOWN:
             saved = stage.name == "load"
+            self._live_shown = not saved
             self.model.set_report(stage.report, read_only=saved, label=_label(source) if saved else None,
-                                  judged=saved, keep_findings=stage.name in LATER)
+                                  judged=saved, keep_findings=stage.name in LATER or again)
             if saved:
                 self.model.status_message.emit(f"Opened {source.path.name} read-only")
                 self.opened.emit(source.path)
@@ -179,6 +185,19 @@ class ReportCollector(QObject):
         self.stage_done.emit(stage.name)
         if following is not None:
             self.model.status_message.emit(RUNNING[following])
+
+    def _shows_same_environment(self, report) -> bool:
+        """The window shows this machine's report (judged, with its software facts) and ``report``, a stage of
+        a newer run, describes the same Python environment (or has not reached its software facts yet): a Refresh,
+        or the same environment described again. Its snapshots replace what is shown only once they know as
+        much; a stage of another environment is shown at once (the switch is what the user asked for)."""
+        shown = self.model.report
+        if not self._live_shown or shown is None or self.model.read_only or not self.model.judged \
+                or shown.software is None:
+            return False
+        if report.software is None:
+            return True
+        return _environment_key(report.software.python) == _environment_key(shown.software.python)
 
     def _done(self, gen: int, source: Source, report) -> None:
         if not self._current(gen, source):
@@ -199,6 +218,18 @@ class ReportCollector(QObject):
         log.warning("%s\n%s", message, getattr(exc, "traceback_text", ""))
         self.model.status_message.emit(message)
         self.failed.emit("pipeline", message)
+
+
+def _environment_key(python) -> str | None:
+    return (python.prefix or python.executable) if python is not None else None
+
+
+def _fewer_facts(new, shown) -> bool:
+    """``new`` knows less than ``shown``: no software facts yet, or not the child checks' (torch) facts."""
+    def depth(report) -> int:
+        sw = report.software
+        return 0 if sw is None else 2 if sw.children_ran else 1
+    return depth(new) < depth(shown)
 
 
 def _label(source: Source) -> str:

@@ -11,12 +11,13 @@ severities) are chosen to keep contrast on both.
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import QFormLayout, QFrame, QLabel, QVBoxLayout, QWidget
 
+from cpudoctor.render.finding_html import WIDGET_COLOURS
 from cpudoctor.render.words import DASH
 
-SEVERITY_COLOUR = {"error": "#d9534f", "warning": "#e0a030", "info": "#4a90c2", "ok": "#3fa36b"}
+SEVERITY_COLOUR = WIDGET_COLOURS           # the findings' own colours in the window's rich text
 
 # badge state -> (background, foreground)
 BADGE_STYLE = {
@@ -135,3 +136,35 @@ class Badge(QLabel):
 def severity_dot(severity: str) -> str:
     """Rich-text coloured dot for a severity (used inline in labels)."""
     return f'<span style="color:{SEVERITY_COLOUR.get(severity, "#888")}">●</span>'
+
+
+class ElidedLabel(QLabel):
+    """One line of plain text, elided with "…" to the width it gets; the whole text is its tooltip."""
+
+    def __init__(self, text: str = "", parent: QWidget | None = None):
+        super().__init__(parent)
+        self.full = ""
+        self.setMinimumWidth(40)
+        self.set_full(text)
+
+    def set_full(self, text: str, tooltip: str = "") -> None:
+        self.full = text
+        self.setToolTip("\n".join(t for t in (text, tooltip) if t) if text else tooltip)
+        self.updateGeometry()                 # the layout asks for the new text's width
+        self._fit()
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
+        super().resizeEvent(event)
+        self._fit()
+
+    def _fit(self) -> None:
+        room = max(self.contentsRect().width(), 40)
+        self.setText(self.fontMetrics().elidedText(self.full, Qt.TextElideMode.ElideRight, room))
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt API
+        return QSize(40, super().minimumSizeHint().height())
+
+    def sizeHint(self) -> QSize:  # noqa: N802 - Qt API
+        margins = self.contentsMargins()
+        return QSize(self.fontMetrics().horizontalAdvance(self.full) + margins.left() + margins.right() + 4,
+                     super().sizeHint().height())

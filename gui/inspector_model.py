@@ -1,9 +1,10 @@
 """The Inspector's model: its work (listing, inspecting, the live markers' timer) and what its page shows.
 
 :class:`InspectorModel` owns the inspections: it lists processes and samples
-one on the thread pool (never on the UI thread), runs the process rules,
-keeps the live thread markers' timer (running only while someone watches),
-and reads this machine's topology when the window shows a saved report.
+one on the thread pool (never on the UI thread), diagnoses it through the job
+pipeline (:mod:`cpudoctor.jobrun`, as ``cpudoctor inspect`` does), keeps the
+live thread markers' timer (running only while someone watches), and reads
+this machine's CPU and topology when the window shows a saved report.
 The page (:mod:`cpudoctor.gui.inspector_page`) keeps the widgets, listens to
 the model's signals and never calls a probe. The rest of this module are
 plain functions of an :class:`Inspection`, a :class:`ProcessEntry` or a
@@ -24,20 +25,22 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from cpudoctor.advisor.process_rules import run_process_rules
 from cpudoctor.gui.common import SEVERITY_COLOUR
+from cpudoctor.jobrun import Machine, inspect_job as diagnosed_inspection
 from cpudoctor.model import Topology
+from cpudoctor.model.inspection import Inspection, ProcessEntry
 from cpudoctor.kits.cpulist import format_cpulist
-from cpudoctor.probes import probe_topology
 from cpudoctor.probes.process import procfs
-from cpudoctor.probes.process.inspect import (Inspection, InspectError, ProcessEntry, ThreadTracker, inspect_process,
-                                              list_processes)
+from cpudoctor.probes.process.inspect import InspectError, ThreadTracker, inspect_process, list_processes
 from cpudoctor.kits.rooted import read_text
 from cpudoctor.kits.escape import html_escape as esc
 from cpudoctor.kits.format import percent, size
-from cpudoctor.render.inspect import state_text
+from cpudoctor.render.breakdown import label, verdict_line
+from cpudoctor.render.inspect import (env_problem_text, inspect_error_text, inspection_notes, libraries_problem_text,
+                                      library_name, state_text)
 from cpudoctor.render.own_jobs import for_this_user
-from cpudoctor.render.finding_view import FIX, WHY, finding_view
+from cpudoctor.render.finding_html import finding_html
+from cpudoctor.render.finding_view import finding_view
 from cpudoctor.render.words import DASH, plural, reason_of
 from cpudoctor.model import Finding
 
@@ -60,7 +63,7 @@ class Cell:
     tooltip: str = ""
 
 
-def pct(v: float | None) -> str:
+def _cell_percent(v: float | None) -> str:
     """A table cell under a "CPU %" heading: the number alone."""
     return percent(v, DASH, symbol=False)
 
@@ -81,7 +84,7 @@ def process_matches(entry: ProcessEntry, text: str, python_only: bool) -> bool:
 
 def process_row(entry: ProcessEntry) -> list[Cell]:
     other = "" if entry.own else "Another user's process: its environment and libraries need sudo to read"
-    return [_cell(entry.pid, True, other), _cell(pct(entry.cpu_percent), True, other),
+    return [_cell(entry.pid, True, other), _cell(_cell_percent(entry.cpu_percent), True, other),
             _cell(entry.threads, True, other), _cell(_bytes(entry.rss_bytes), True, other),
             _cell(entry.cmdline, False, other or entry.cmdline)]
 
@@ -116,14 +119,15 @@ def is_own_process(pid: int, root: Path = Path("/")) -> bool | None:
     return me == 0 or uid == me
 
 
-def inspect_job(inspect_fn: Callable[..., Inspection], topology_fn: Callable[[], Topology], pid: int,
-                seconds: float, topo: Topology | None, should_stop: Callable[[], bool],
+def inspect_job(inspect_fn: Callable[..., Inspection], machine_fn: Callable[[], Machine], pid: int,
+                seconds: float, machine: Machine | None, should_stop: Callable[[], bool],
                 owner: Callable[[int], bool | None] = is_own_process):
-    """Runs on a pool thread: sample the process, run the (cheap) process rules, keep the user's own relaunches."""
-    if topo is None:
-        topo = topology_fn()
-    insp = inspect_fn(pid, seconds=seconds, topology=topo, should_stop=should_stop)
-    return insp, for_this_user(inspect_findings(insp, topo), owner), topo
+    """Runs on a pool thread: sample the process and diagnose it (the job pipeline), keep the user's own relaunches."""
+    if machine is None:
+        machine = machine_fn()
+    insp, findings = diagnosed_inspection(pid, seconds=seconds, machine=machine, should_stop=should_stop,
+                                          inspect=inspect_fn)
+    return insp, for_this_user(findings, owner), machine
 
 
 def inspected_message(insp: Inspection) -> str:
@@ -138,9 +142,9 @@ def inspected_message(insp: Inspection) -> str:
 
 
 def inspect_error_message(exc: BaseException) -> str:
-    msg = reason_of(exc) if isinstance(exc, InspectError) else f"Inspection failed: {reason_of(exc)}"
-    # the probe's advice is for the terminal; in the window the list is right above
-    return msg.replace("pick one from `cpudoctor inspect --list`", "pick one from the list (Refresh updates it)")
+    if isinstance(exc, InspectError):     # in the window the list is right above
+        return inspect_error_text(exc, list_hint="pick one from the list (Refresh updates it)")
+    return f"Inspection failed: {reason_of(exc)}"
 
 
 def summary_html(insp: Inspection, findings: list[Finding]) -> str:
@@ -166,24 +170,8 @@ def findings_html(findings: list[Finding]) -> str:
         return ('<p style="color:%s"><b>Nothing to fix in this window.</b></p>'
                 '<p>Inspect again while the job is in its busy phase (training steps, not start-up or '
                 'evaluation) to be sure.</p>' % SEVERITY_COLOUR["ok"])
-    parts = []
-    for i, f in enumerate(findings):
-        v = finding_view(f)
-        colour = SEVERITY_COLOUR.get(v.severity.key, "#888")
-        body = [f'<b><span style="color:{colour}">{esc(v.severity.name)}</span> {esc(v.code)}</b>'
-                f' &mdash; <b>{esc(v.title)}</b>']
-        if v.why:
-            body.append(f"<b>{WHY}:</b> {esc(v.why)}")
-        if v.fix:
-            body.append(f"<b>{FIX}:</b> {esc(v.fix)}")
-        html = "<br>".join(body)
-        if v.snippet:
-            what = "command" if v.snippet.shell else "code"
-            html += (f'<pre style="white-space: pre-wrap; font-family: monospace; margin-top: 4px;">'
-                     f'{esc(v.snippet.text)}</pre><a href="copy:{i}">Copy {what}</a>')
-        parts.append(f'<table width="100%" cellspacing="0" cellpadding="4" style="margin-bottom: 8px;"><tr>'
-                     f'<td width="4" bgcolor="{colour}"></td><td>{html}</td></tr></table>')
-    return "".join(parts)
+    return "".join(finding_html(finding_view(f), "widget", evidence=False, copy_href=f"copy:{i}")
+                   for i, f in enumerate(findings))
 
 
 def thread_rows(insp: Inspection) -> list[list[Cell]]:
@@ -191,15 +179,16 @@ def thread_rows(insp: Inspection) -> list[list[Cell]]:
     rows = []
     for th in sorted(insp.threads, key=lambda t: -(t.cpu_percent or 0)):
         tip = f"Seen on CPUs {format_cpulist(sorted(th.cpus_seen))}" if th.cpus_seen else ""
-        rows.append([_cell(th.tid, True, tip), _cell(th.name, False, tip), _cell(pct(th.cpu_percent), True, tip),
+        rows.append([_cell(th.tid, True, tip), _cell(th.name, False, tip), _cell(_cell_percent(th.cpu_percent), True, tip),
                      _cell(th.last_cpu, True, tip), _cell(th.l3, True, tip), _cell(th.numa, True, tip),
-                     _cell(th.migrations, True, tip), _cell(pct(th.wait_percent), True, tip),
+                     _cell(th.migrations, True, tip), _cell(_cell_percent(th.wait_percent), True, tip),
                      _cell(state_text(th.state), False, tip)])
     return rows
 
 
 def library_rows(insp: Inspection) -> list[list[Cell]]:
-    return [[_cell(v) for v in (lib.label, lib.kind, lib.file, lib.origin or DASH)] for lib in insp.libraries]
+    return [[_cell(v) for v in (library_name(lib.library), lib.kind, lib.file, lib.origin or DASH)]
+            for lib in insp.libraries]
 
 
 def env_rows(insp: Inspection) -> list[list[Cell]]:
@@ -209,16 +198,16 @@ def env_rows(insp: Inspection) -> list[list[Cell]]:
 def env_note(insp: Inspection) -> str:
     notes = []
     if not insp.libraries_readable:
-        notes.append(f"Libraries: {insp.libraries_error}")
+        notes.append(f"Libraries: {libraries_problem_text(insp)}")
     if not insp.env_readable:
-        notes.append(f"Environment: {insp.env_error}")
+        notes.append(f"Environment: {env_problem_text(insp)}")
     elif not insp.env:
         notes.append("No thread variables set: every library uses its default (usually all CPUs).")
     return "\n".join(notes)
 
 
 def child_rows(insp: Inspection) -> list[list[Cell]]:
-    return [[_cell(c.pid, True), _cell(c.name), _cell(pct(c.cpu_percent), True), _cell(c.threads, True),
+    return [[_cell(c.pid, True), _cell(c.name), _cell(_cell_percent(c.cpu_percent), True), _cell(c.threads, True),
              _cell(_bytes(c.rss_bytes), True), _cell(c.cmdline, False, c.cmdline)] for c in insp.children]
 
 
@@ -251,7 +240,7 @@ def memory_facts(insp: Inspection) -> list[tuple[str, str]]:
 
 
 def notes_text(insp: Inspection) -> str:
-    return "\n".join(f"• {n}" for n in insp.notes)
+    return "\n".join(f"• {n}" for n in inspection_notes(insp))
 
 
 def children_tab_title(insp: Inspection) -> str:
@@ -303,7 +292,7 @@ def time_rows(bd) -> list[list[Cell]]:
     rows = []
     for s in sorted(bd.shares, key=lambda s: -s.share) if bd is not None else []:
         tip = share_text(s)
-        rows.append([Cell(s.label, False, tip), Cell(percent(s.share * 100, DASH, symbol=False), True, tip),
+        rows.append([Cell(label(s.category), False, tip), Cell(percent(s.share * 100, DASH, symbol=False), True, tip),
                      Cell(f"{s.seconds:.2f}", True, tip), Cell(str(s.samples), True, tip)])
     return rows
 
@@ -328,18 +317,12 @@ def time_caption(bd) -> str:
         return "No time breakdown: inspect a process (stacks are sampled with it) or run a script."
     text = (f"Where the job's threads spent {bd.window_s:g} s: {bd.samples} samples counted "
             f"({bd.idle_samples} idle, {bd.startup_samples} start-up), {bd.sampler}.")
-    if not bd.conclusive:
-        text += f"\nInconclusive: {bd.verdict_reason}."
-    if bd.stacks_error:
+    verdict = verdict_line(bd)
+    if verdict:
+        text += f"\n{verdict}"
+    if bd.stacks_error_kind:
         text += f"\nStacks: {stacks_line(bd)}"
     return text
-
-
-def inspect_findings(insp: Inspection, topo: Topology | None) -> list[Finding]:
-    """The process rules and the evidence rules over one inspection."""
-    from cpudoctor.advisor.evidence_rules import judge_inspection
-
-    return run_process_rules(insp, topo) + judge_inspection(insp)
 
 
 def script_command(python: str, script: str, arguments: str) -> list[str]:
@@ -371,27 +354,27 @@ class InspectorModel(QObject):
     busy_changed = Signal(bool)               # an inspection runs
     inspected = Signal(object, list)          # Inspection, list[Finding]
     failed = Signal(str)                      # one line: why the inspection failed
-    topology_changed = Signal(object)         # Topology: the map's machine
+    topology_changed = Signal(object)         # Topology: the map's machine (its CPU judges the findings)
     places = Signal(object)                   # list[ThreadPlace] from a live poll; None once the process is gone
 
     def __init__(self, parent: QObject | None = None):
         super().__init__(parent)
         self.list_fn: Callable[[], list[ProcessEntry]] = lambda: list_processes(interval=0.3)
         self.inspect_fn: Callable[..., Inspection] = partial(inspect_process, stacks=True)
-        self.topology_fn: Callable[[], Topology] = lambda: probe_topology(Path("/"))
+        self.machine_fn: Callable[[], Machine] = Machine.of_source      # this machine's CPU and topology
         self.tracker_factory: Callable[[int], ThreadTracker] = ThreadTracker
         self.owner_fn: Callable[[int], bool | None] = is_own_process
         self.entries: list[ProcessEntry] = []
         self.inspection: Inspection | None = None
         self.findings: list[Finding] = []
-        self.topology: Topology | None = None
+        self.machine: Machine | None = None
         self.busy = False
         self.listing = False
         self._stop = threading.Event()
         self._tracker: ThreadTracker | None = None
         self._polling = False
         self._watching = False
-        self._probing_topology = False
+        self._probing_machine = False
         self.live_timer = QTimer(self)
         self.live_timer.setObjectName("inspector_live")
         self.live_timer.setInterval(LIVE_MARKER_MS)
@@ -420,20 +403,25 @@ class InspectorModel(QObject):
 
     # -- the topology --
 
-    def set_topology(self, topo: Topology | None) -> None:
-        self.topology = topo
-        if topo is not None:
-            self.topology_changed.emit(topo)
+    @property
+    def topology(self) -> Topology | None:
+        return self.machine.topology if self.machine is not None else None
 
-    def need_local_topology(self) -> None:
-        """Read this machine's topology once (the window shows a saved report of another machine)."""
-        if self.topology is not None or self._probing_topology:
+    def set_machine(self, machine: Machine | None) -> None:
+        """The CPU and topology of this machine (the window's report when it shows this machine)."""
+        self.machine = machine
+        if machine is not None and machine.topology is not None:
+            self.topology_changed.emit(machine.topology)
+
+    def need_local_machine(self) -> None:
+        """Read this machine's CPU and topology once (the window shows a saved report of another machine)."""
+        if self.machine is not None or self._probing_machine:
             return
-        self._probing_topology = True
+        self._probing_machine = True
         from cpudoctor.gui.workers import run_in_thread
 
-        run_in_thread(self.topology_fn, on_result=lambda topo: self.topology is None and self.set_topology(topo),
-                      on_error=lambda exc: log.warning("local topology unavailable: %s", exc))
+        run_in_thread(self.machine_fn, on_result=lambda m: self.machine is None and self.set_machine(m),
+                      on_error=lambda exc: log.warning("this machine's CPU and topology unavailable: %s", exc))
 
     # -- inspecting --
 
@@ -445,7 +433,7 @@ class InspectorModel(QObject):
         self._set_busy(True)
         from cpudoctor.gui.workers import run_in_thread
 
-        run_in_thread(inspect_job, self.inspect_fn, self.topology_fn, pid, seconds, self.topology, self._stop.is_set,
+        run_in_thread(inspect_job, self.inspect_fn, self.machine_fn, pid, seconds, self.machine, self._stop.is_set,
                       self.owner_fn, on_result=self._inspected,
                       on_error=lambda exc: self.failed.emit(inspect_error_message(exc)),
                       on_finished=lambda: self._set_busy(False))
@@ -460,9 +448,9 @@ class InspectorModel(QObject):
         self.busy_changed.emit(busy)
 
     def _inspected(self, result) -> None:
-        insp, findings, topo = result
-        if topo is not None and topo is not self.topology:
-            self.set_topology(topo)
+        insp, findings, machine = result
+        if machine is not None and machine is not self.machine:
+            self.set_machine(machine)
         self.inspection, self.findings = insp, list(findings)
         if insp.status == "exited":
             self._tracker = None

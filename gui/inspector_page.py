@@ -31,12 +31,16 @@ from cpudoctor.gui import inspector_model as im
 from cpudoctor.gui.common import Card
 from cpudoctor.gui.inspector_time import RunScriptMixin, TimeTab
 from cpudoctor.gui.model import AppModel
+from cpudoctor.gui.tab_titles import FittedTabTitles
 from cpudoctor.gui.topology_map import TopologyMap
-from cpudoctor.probes.process.inspect import Inspection, ProcessEntry, markers_by_cpu
+from cpudoctor.jobrun import Machine
+from cpudoctor.model.inspection import Inspection, ProcessEntry
+from cpudoctor.render.inspect import thread_markers
 from cpudoctor.model import Finding, Topology
 
 PICKER_MIN_ROWS = 4
 MAP_MIN_HEIGHT = 120
+SHORT_TAB_TITLES = {"Libraries && env": "Libs", "Process && memory": "Memory"}   # a narrow tab bar's titles
 
 
 def _item(cell: im.Cell) -> QTableWidgetItem:
@@ -190,7 +194,7 @@ class InspectorPage(RunScriptMixin, QWidget):
         self.seconds_spin = QDoubleSpinBox()
         self.seconds_spin.setRange(0.5, 60.0)
         self.seconds_spin.setSingleStep(1.0)
-        self.seconds_spin.setValue(12.0)       # 36 stack samples at 3 Hz: enough to judge (breakdown.py)
+        self.seconds_spin.setValue(12.0)       # 36 stack samples at 3 Hz: enough to judge (advisor/job_verdict.py)
         self.seconds_spin.setSuffix(" s")
         row2.addWidget(self.seconds_spin)
         self.inspect_button = QPushButton("Inspect")
@@ -262,6 +266,8 @@ class InspectorPage(RunScriptMixin, QWidget):
         self.tabs.addTab(_scrolled(mem), "Process && memory")
         self.time_tab = TimeTab(_table, _fill)
         self.tabs.addTab(_scrolled(self.time_tab), "Time")     # scrolls in a small window, like the others
+        # a narrow window shortens the longest titles rather than hiding the Time tab behind scroll arrows
+        self.tab_titles = FittedTabTitles(self.tabs, SHORT_TAB_TITLES)
         self._build_runner()
 
         mapbox = QWidget()
@@ -323,10 +329,11 @@ class InspectorPage(RunScriptMixin, QWidget):
         self._show_python(self.inspection)
         # A report opened from a file describes another machine: local processes are not on it.
         if report is not None and not self.model.read_only and report.topology is not None:
-            self.set_topology(report.topology)
+            self.set_machine(Machine.of_report(report))
 
-    def set_topology(self, topo: Topology | None) -> None:
-        self.inspections.set_topology(topo)
+    def set_machine(self, machine: Machine | None) -> None:
+        """This machine's CPU and topology: the map draws it, the job pipeline judges against it."""
+        self.inspections.set_machine(machine)
 
     # -- picker --
 
@@ -337,7 +344,7 @@ class InspectorPage(RunScriptMixin, QWidget):
             self.refresh_processes()
         if self.model.read_only:
             # the window opened on a saved report: this machine's own map is still needed here
-            self.inspections.need_local_topology()
+            self.inspections.need_local_machine()
         self.inspections.watch(True)
 
     def hideEvent(self, event) -> None:  # noqa: N802 - Qt API
@@ -441,7 +448,7 @@ class InspectorPage(RunScriptMixin, QWidget):
         self._fill_cards(insp)
         self._show_python(insp)
         self.time_tab.show_time(insp.time)
-        labels, load = markers_by_cpu(insp.threads)
+        labels, load = thread_markers(insp.threads)
         self.topology_map.set_markers(labels)
         self.topology_map.set_load(im.full_load(load, self.topology))
 
@@ -482,9 +489,13 @@ class InspectorPage(RunScriptMixin, QWidget):
             self.copy_snippet(int(text.split(":", 1)[1]))
 
     def copy_snippet(self, index: int) -> None:
-        if 0 <= index < len(self.findings) and self.findings[index].snippet:
-            QGuiApplication.clipboard().setText(terminal_safe(self.findings[index].snippet))
-            self.model.status_message.emit(f"{self.findings[index].code}: copied to the clipboard")
+        """Copy the N-th finding's snippet as its view shows it."""
+        from cpudoctor.render.finding_view import finding_view
+
+        view = finding_view(self.findings[index]) if 0 <= index < len(self.findings) else None
+        if view is not None and view.snippet:
+            QGuiApplication.clipboard().setText(terminal_safe(view.snippet.text))
+            self.model.status_message.emit(f"{view.code}: copied to the clipboard")
 
     def _fill_cards(self, insp: Inspection) -> None:
         for card, rows in ((self.process_card, im.process_facts(insp)), (self.memory_card, im.memory_facts(insp))):
@@ -510,7 +521,7 @@ class InspectorPage(RunScriptMixin, QWidget):
             self.topology_map.set_markers({})
             self.topology_map.set_load(im.full_load({}, self.topology))
             return
-        labels, load = markers_by_cpu(places)
+        labels, load = thread_markers(places)
         self.topology_map.set_markers(labels)
         self.topology_map.set_load(im.full_load(load, self.topology))
         self.map_caption.setText(im.live_caption(places))

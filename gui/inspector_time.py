@@ -1,9 +1,10 @@
 """The Inspector's Time tab and its "Run a script…" runner (kept apart from the page, which is long enough).
 
-:class:`TimeTab` shows a :class:`~cpudoctor.probes.process.breakdown.TimeBreakdown`:
+:class:`TimeTab` shows a :class:`~cpudoctor.model.breakdown.TimeBreakdown`:
 a caption (what was sampled, whether it may be judged), the bar, the categories
-and each thread. :class:`ScriptRunner` runs a script observed, as ``cpudoctor
-run`` does (:mod:`cpudoctor.jobrun`), on a pool thread, and reports through signals.
+and each thread. :class:`ScriptRunner` runs a script watched and diagnosed by the
+job pipeline, as ``cpudoctor run`` does (:class:`cpudoctor.jobrun.WatchedRun`),
+on a pool thread, and reports through signals.
 """
 
 from __future__ import annotations
@@ -69,12 +70,13 @@ class ScriptRunner(QObject):
     def __init__(self, parent: QObject | None = None):
         super().__init__(parent)
         self.job = None
+        self.machine = None           # this machine's CPU and topology (jobrun.Machine); None: read after the run
         self.sink: OutputSink | None = None
         self._stop = threading.Event()
 
     def start(self, python: str, script: str, arguments: str = "", seconds: float | None = None) -> str:
         """Start it; "" when started, else what to tell the user."""
-        from cpudoctor.probes.process.observe import JobRun
+        from cpudoctor.jobrun import WatchedRun
 
         if not script or not Path(script).is_file():
             return f"No script to run: {script or 'choose a .py file'}."
@@ -83,8 +85,8 @@ class ScriptRunner(QObject):
         except ValueError as exc:
             return f"The arguments cannot be split: {exc}."
         self.sink = OutputSink()
-        self.job = JobRun(argv, seconds=seconds, stdout=self.sink, stderr=self.sink,
-                          cwd=str(Path(script).resolve().parent))
+        self.job = WatchedRun(argv, machine=self.machine, seconds=seconds, stdout=self.sink, stderr=self.sink,
+                              cwd=str(Path(script).resolve().parent))
         self._stop.clear()
         run_in_thread(self._run, self.job, on_result=lambda r: self.done.emit(*r), on_error=self.failed.emit,
                       on_finished=self.finished.emit)
@@ -94,15 +96,13 @@ class ScriptRunner(QObject):
         self._stop.set()
 
     def _run(self, job):
-        from cpudoctor.jobrun import diagnose
-
         if not job.start():
             return job.obs, []
         watcher = threading.Thread(target=lambda: self._stop.wait() and job.stop(), daemon=True)
         watcher.start()
         obs = job.wait()
         self._stop.set()                      # ends the watcher
-        return obs, (diagnose(obs) if obs.ended_by != "failed" else [])
+        return obs, job.findings
 
     def output(self) -> str:
         return self.sink.text() if self.sink is not None else ""
@@ -120,6 +120,12 @@ class RunScriptMixin:
             lambda exc: self._on_inspect_error(f"the script could not be run: {reason_of(exc)}"))
         self.runner.finished.connect(lambda: self._set_running(False))
         self.stop_button.clicked.connect(self.runner.stop)
+
+    def running_job(self) -> str:
+        """What the Inspector runs now, in words; "" when nothing (the window asks before quitting)."""
+        if self._running:
+            return "the script run in the Inspector"
+        return "the inspection in the Inspector" if self.inspections.busy else ""
 
     @property
     def time_breakdown(self):
@@ -142,6 +148,7 @@ class RunScriptMixin:
         """Start ``script`` observed (off the UI thread); False with a message when it cannot start."""
         if self.inspections.busy or self._running:
             return False
+        self.runner.machine = self.inspections.machine
         problem = self.runner.start(self.job_python(), script, arguments, seconds)
         if problem:
             self.status_label.setText(problem)

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (QFileDialog, QFrame, QHBoxLayout, QLabel, QListWi
 
 from cpudoctor import __version__
 from cpudoctor.gui.collector import ReportCollector
+from cpudoctor.gui.common import ElidedLabel
 from cpudoctor.gui.env_picker import EnvironmentPicker
 from cpudoctor.gui.environments import WINDOW, EnvLookup
 from cpudoctor.gui.icons import app_icon, icon
@@ -37,6 +38,7 @@ SIDEBAR_COMPACT_PX = 56
 COMPACT_BELOW_PX = 1000       # narrower windows show the sidebar as icons only
 ICON_TOOLBAR_BELOW_PX = 900   # narrower still: the toolbar's buttons too (the Environment picker keeps its text)
 PICKER_TEXT_PX = (190, 320)   # the environment picker's text in a compact / a wide window (then elided)
+SOURCE_SHARE = 0.38           # the status bar's source line takes at most this share of the width (the message the rest)
 LATE_PAGES_MS = 600           # after the window is shown, the pages it did not wait for are built (gui/page_set.py)
 TITLE_ROLE = Qt.ItemDataRole.UserRole + 1
 # (module under cpudoctor.gui, class name) in sidebar order
@@ -241,6 +243,7 @@ class MainWindow(QMainWindow):
                                         if event.size().width() < ICON_TOOLBAR_BELOW_PX
                                         else Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         self.env_picker.set_max_text_width(PICKER_TEXT_PX[0] if compact else PICKER_TEXT_PX[1])
+        self.source_label.setMaximumWidth(int(event.size().width() * SOURCE_SHARE))
 
     def _build_actions(self) -> None:
         from cpudoctor.gui.export import ReportActions
@@ -309,6 +312,8 @@ class MainWindow(QMainWindow):
                 act.setShortcut(QKeySequence(f"Ctrl+{i + 1}"))
             act.triggered.connect(lambda _=False, t=title: self.show_page(t))
             view_menu.addAction(act)
+        view_menu.addSeparator()
+        self.theme_actions = self._build_theme_menu(view_menu.addMenu("&Theme"))
         from cpudoctor.gui.help_menu import HelpActions
 
         self.help_actions = HelpActions(self.model, self)
@@ -322,6 +327,39 @@ class MainWindow(QMainWindow):
             # File > Export as… starts from what the Report page shows (format and privacy)
             ra.preferences = lambda: (report_page.fmt, report_page.privacy.isChecked())
 
+    def _build_theme_menu(self, menu) -> dict[str, QAction]:
+        """View > Theme: System (the desktop's light or dark), Light, Dark; remembered in the settings."""
+        from PySide6.QtGui import QActionGroup
+        from PySide6.QtWidgets import QApplication
+
+        from cpudoctor.gui.theme import THEMES, current_theme
+
+        group = QActionGroup(self)
+        group.setExclusive(True)
+        now = current_theme(QApplication.instance())
+        actions = {}
+        for name, text in zip(THEMES, ("&System (follow the desktop)", "&Light", "&Dark")):
+            act = QAction(text, self, checkable=True)
+            act.setChecked(name == now)
+            act.triggered.connect(lambda _=False, n=name: self.set_theme(n))
+            group.addAction(act)
+            menu.addAction(act)
+            actions[name] = act
+        return actions
+
+    def set_theme(self, theme: str) -> None:
+        """Switch the window's colours now and remember the choice (every page restyles on the palette change)."""
+        from PySide6.QtWidgets import QApplication
+
+        from cpudoctor.gui.theme import SETTINGS_KEY, apply_theme
+
+        app = QApplication.instance()
+        if app is not None:
+            apply_theme(app, theme)
+        if theme in self.theme_actions:
+            self.theme_actions[theme].setChecked(True)
+        self.settings.setValue(SETTINGS_KEY, theme)
+
     def _build_status(self) -> None:
         sb = self.statusBar()
         self.busy = QProgressBar()
@@ -330,7 +368,8 @@ class MainWindow(QMainWindow):
         self.busy.setMaximumHeight(12)
         self.busy.setTextVisible(False)
         self.busy.hide()
-        self.source_label = QLabel("This machine")
+        # which machine and environment the pages describe; elided in a narrow window, so the message has room
+        self.source_label = ElidedLabel("This machine")
         self.source_label.setStyleSheet("color: palette(placeholder-text); padding: 0 8px;")
         sb.addPermanentWidget(self.busy)
         sb.addPermanentWidget(self.source_label)
@@ -401,8 +440,8 @@ class MainWindow(QMainWindow):
         m = self.model
         sw = report.software
         python = sw.python if sw is not None and not sw.captured else None
-        self.source_label.setText(env_choice.source_text(m.source_label, python))
-        self.source_label.setToolTip(env_choice.ABOUT if python is not None else "")
+        self.source_label.set_full(env_choice.source_text(m.source_label, python),
+                                   env_choice.ABOUT if python is not None else "")
         if m.read_only:
             self.banner.show_report(report, m.source_label)
             self.banner.show()
@@ -521,7 +560,41 @@ class MainWindow(QMainWindow):
             elif self.isVisible() and not (monitor is not None and monitor.paused):
                 self.sampler.start()
 
+    def running_jobs(self) -> list[str]:
+        """What the pages are running now ("the training run", "the script run in the Inspector"): a page says so
+        through ``running_job()``, "" when it runs nothing."""
+        jobs = []
+        for title in self.pages:
+            ask = getattr(self.pages.built(title), "running_job", None)
+            what = ask() if callable(ask) else ""
+            if what:
+                jobs.append(what)
+        return jobs
+
+    def confirm_close(self, jobs: list[str]) -> bool:
+        """Ask before a running job is stopped by closing the window; True: close (and stop it)."""
+        what = " and ".join(jobs)
+        box = QMessageBox(QMessageBox.Icon.Question, "Quit CPU Doctor?",
+                          f"{what[:1].upper()}{what[1:]} {'is' if len(jobs) == 1 else 'are'} still running.",
+                          parent=self)
+        box.setInformativeText("Quitting stops it, and what it measured so far is not kept.")
+        stop = box.addButton("Stop and quit", QMessageBox.ButtonRole.DestructiveRole)
+        keep = box.addButton("Keep running", QMessageBox.ButtonRole.RejectRole)
+        box.setDefaultButton(keep)
+        box.setEscapeButton(keep)
+        box.exec()
+        return box.clickedButton() is stop
+
+    def close_now(self) -> None:
+        """Close without asking (Ctrl+C in the terminal, the session ending): running jobs are stopped."""
+        self._close_anyway = True
+        self.close()
+
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt API
+        jobs = [] if getattr(self, "_close_anyway", False) else self.running_jobs()
+        if jobs and not self.confirm_close(jobs):
+            event.ignore()
+            return
         self.save_settings()
         self.sampler.stop()
         self.collector.cancel()

@@ -25,17 +25,20 @@ from cpudoctor.gui.icons import icon
 from cpudoctor.gui.load_legend import LoadScaleBar
 from cpudoctor.gui.load_scale import lookup_table
 from cpudoctor.gui.model import AppModel
+from cpudoctor.gui.monitor_fit import MonitorFit
 from cpudoctor.gui.monitor_model import (GIB, TITLE_SERIES, CpuGroup, MonitorHistory, cpu_groups, decimate,
                                           heat_columns, sensor_name, temperature_range)
 from cpudoctor.gui.sampler import DEFAULT_HZ, RATES_HZ
 from cpudoctor.probes.live.sample import Sample
-from cpudoctor.kits.format import clock, size
+from cpudoctor.kits.format import clock, percent, size
 from cpudoctor.render.words import DASH
 from cpudoctor.model import Report
 
 WINDOWS_S: tuple[tuple[str, int], ...] = (("last 1 min", 60), ("last 2 min", 120), ("last 5 min", 300),
                                          ("last 15 min", 900))
 DEFAULT_WINDOW_S = 120
+_COLOUR_NAMES = {"#4a90c2": "blue", "#e07b39": "orange", "#3fa36b": "green", "#b05fc2": "purple", "#d9534f": "red",
+                 "#8a8f96": "grey", "#c9a227": "yellow", "#2bb3b3": "teal"}
 CHART_MIN_MOVE_PX = 6          # charts redraw once new data moves them this far (see MonitorPage.chart_interval)
 CHART_MAX_WAIT_S = 2.0
 LINE_COLOURS = ("#4a90c2", "#e07b39", "#3fa36b", "#b05fc2", "#d9534f", "#8a8f96", "#c9a227", "#2bb3b3")
@@ -99,6 +102,13 @@ class LiveText(QWidget):
 
     def text(self) -> str:
         return self._text
+
+    def set_lines(self, lines: int) -> None:
+        """How many lines the text may take (a short window gives its tiles' detail one)."""
+        if max(1, lines) != self._lines:
+            self._lines = max(1, lines)
+            self.updateGeometry()
+            self.update()
 
     def setText(self, text: str) -> None:  # noqa: N802 - QLabel's name, for callers and tests
         if text != self._text:
@@ -197,6 +207,7 @@ class MonitorPage(QWidget):
         v = QVBoxLayout(self)
         v.setContentsMargins(18, 12, 18, 12)
         v.setSpacing(8)
+        self._outer = v
         v.addLayout(self._build_bar())
         v.addLayout(self._build_tiles())
         pal = self.palette()
@@ -299,6 +310,7 @@ class MonitorPage(QWidget):
         # (its own ticks on a range padded past 100 stopped at 80; on 0..100 exactly it leaves out both ends)
         self.total_plot.setYRange(-4, 104, padding=0)
         self.total_plot.getAxis("left").setTicks([[(v, str(v)) for v in (0, 25, 50, 75, 100)]])
+
         self.total_plot.setLabel("left", "%", color=self._muted.name())
         self.total_curve = self._curve(self.total_plot, LINE_COLOURS[0], 2)
         self.clock_plot = self._plot("Clock", row=1, col=1, parent=self.small)
@@ -318,6 +330,9 @@ class MonitorPage(QWidget):
         self.small.layout.setColumnStretchFactor(1, 1)
         self.graphics.ci.layout.setRowStretchFactor(0, 2)
         self.graphics.ci.layout.setRowStretchFactor(1, 3)
+        for plot in self.small_plots:
+            plot.setLabel("bottom", "seconds ago", color=self._muted.name())
+        self.fit = MonitorFit(self)              # a short window: one row of charts, thin margins (gui/monitor_fit.py)
 
         self.unavailable: dict[str, pg.TextItem] = {}
         for key, plot in (("clock", self.clock_plot), ("temp", self.temp_plot)):
@@ -325,6 +340,10 @@ class MonitorPage(QWidget):
             item.setVisible(False)
             plot.addItem(item, ignoreBounds=True)
             self.unavailable[key] = item
+
+    @property
+    def small_plots(self) -> list[pg.PlotItem]:
+        return [self.total_plot, self.clock_plot, self.temp_plot, self.mem_plot]
 
     def _plot(self, title: str, row: int, col: int, colspan: int = 1, parent=None) -> pg.PlotItem:
         layout = parent if parent is not None else self.graphics.ci
@@ -350,7 +369,7 @@ class MonitorPage(QWidget):
             # label's HTML (and re-lays out the plot grid) on every range change while this is on
             axis.enableAutoSIPrefix(False)
         p.getAxis("left").setWidth(58)
-        if row == 2 or colspan == 2:
+        if colspan == 2:
             p.setLabel("bottom", "seconds ago", color=self._muted.name())
         return p
 
@@ -370,15 +389,20 @@ class MonitorPage(QWidget):
         At most :data:`TITLE_SERIES` names (``short`` ones) fit beside the title; more are counted, and the
         plot's tooltip names them all.
         """
+        plot.series_args = (title, series, short)            # titled again when the plots are rearranged
+        fit = getattr(self, "fit", None)
+        narrow = bool(fit is not None and fit.one_row)         # four plots in a row: the colours, named in the tooltip
         shown = series[:TITLE_SERIES]
-        names = "&nbsp;&nbsp;".join(f'<span style="color:{colour}">━&nbsp;{html.escape(short(name))}</span>'
-                                    for name, colour in shown)
+        names = "&nbsp;".join(
+            f'<span style="color:{colour}">━{"" if narrow else "&nbsp;" + html.escape(short(name))}</span>'
+            for name, colour in shown)
         if len(series) > len(shown):
             names += f"&nbsp;&nbsp;+{len(series) - len(shown)}"
         plot.setTitle(f"{html.escape(title)}&nbsp;&nbsp;&nbsp;<span style='font-size:8pt'>{names}</span>",
                       color=self._fg.name(), size="10pt")
-        if short is not str or len(series) > len(shown):
-            plot.setToolTip("\n".join(name for name, _colour in series))
+        if short is not str or narrow or len(series) > len(shown):
+            plot.setToolTip("\n".join(f"━ {name}" + (f" ({_COLOUR_NAMES.get(colour, colour)})" if narrow else "")
+                                      for name, colour in series))
         plot.series_names = [name for name, _colour in series]     # what the title names, for tests
 
     def _heat_lut(self) -> np.ndarray:
@@ -515,8 +539,8 @@ class MonitorPage(QWidget):
 
         self._set_curve(self.total_curve, x, h.total.last(n))
         last = h.last
-        self._tile("load", f"{last.total_percent:.0f} %",
-                   f"busiest CPU {max(last.cpu_percent):.0f} %" if last.cpu_percent else "")
+        self._tile("load", percent(last.total_percent),
+                   f"busiest CPU {percent(max(last.cpu_percent))}" if last.cpu_percent else "")
 
         favg = h.freq_avg.last(n)
         clocks_ok = last.freq_mhz is not None

@@ -19,6 +19,10 @@ from cpudoctor.kits.format import size
 from cpudoctor.render.words import reason_of
 
 PREVIEW_FORMATS = (("md", "Markdown (for GitHub issues)"), ("html", "HTML page"), ("json", "JSON"))
+# What the preview shows, said over it: a rendered Markdown table is not what the file holds.
+EXACT = "— exactly what Export writes, redacted the same way"
+RENDERED = {"md": "— the Markdown Export writes, as GitHub shows it (redacted the same way)",
+            "html": "— the page Export writes, as a browser shows it (redacted the same way)"}
 
 
 class ReportPage(QWidget):
@@ -29,6 +33,7 @@ class ReportPage(QWidget):
         super().__init__(parent)
         self.model = model
         self.text = ""
+        self.rendered = ""                 # the format the preview shows now
         self._generation = 0
         self.format_box = QComboBox()
         for key, label in PREVIEW_FORMATS:
@@ -37,6 +42,9 @@ class ReportPage(QWidget):
         self.privacy = QCheckBox("Include identifying details")
         self.privacy.setToolTip(PRIVACY_TEXT + ". Off: replaced by placeholders, safe to paste in public.")
         self.privacy.setChecked(False)
+        # Markdown and HTML preview rendered; this shows the file's own text instead
+        self.source = QCheckBox("Show the file's text")
+        self.source.setToolTip("The characters Export writes (and Copy copies), instead of how they render")
         self.export_button = QPushButton("Export…")
         self.copy_button = QPushButton("Copy")
         self.copy_button.setToolTip("Copy the preview's text (as shown) to the clipboard")
@@ -61,16 +69,21 @@ class ReportPage(QWidget):
         font.setPointSizeF(font.pointSizeF() * 1.3)
         font.setBold(True)
         heading.setFont(font)
-        sub = QLabel("— exactly what Export writes, redacted the same way")
-        sub.setStyleSheet("color: palette(placeholder-text);")
+        self.subtitle = QLabel(EXACT)
+        self.subtitle.setStyleSheet("color: palette(placeholder-text);")
+        self.subtitle.setWordWrap(True)
         head.addWidget(heading)
-        head.addWidget(sub, 1)
+        head.addWidget(self.subtitle, 1)
         lay.addLayout(head)
         lay.addLayout(bar)
-        lay.addWidget(self.status)
+        status_row = QHBoxLayout()          # the source switch beside the status: the bar above is full at 760 px
+        status_row.addWidget(self.status, 1)
+        status_row.addWidget(self.source)
+        lay.addLayout(status_row)
         lay.addWidget(self.preview, 1)
         self.format_box.currentIndexChanged.connect(self.refresh)
         self.privacy.toggled.connect(self.refresh)
+        self.source.toggled.connect(self.refresh)
         self.copy_button.clicked.connect(self.copy)
         self.export_button.clicked.connect(self.export)
         for sig in (model.report_changed, model.findings_changed, model.benchmarks_changed,
@@ -103,7 +116,12 @@ class ReportPage(QWidget):
         if gen != self._generation:       # a newer request superseded this one
             return
         self.text = data.decode("utf-8")
-        if fmt == "md":
+        rendered = fmt in RENDERED and not self.source.isChecked()
+        self.source.setVisible(fmt in RENDERED)
+        self.subtitle.setText(RENDERED[fmt] if rendered else EXACT)
+        if not rendered:
+            self.preview.setPlainText(self.text)
+        elif fmt == "md":
             self.preview.setMarkdown(qt_markdown(self.text))
         elif fmt == "html" and qt_page is not None:
             # Qt's rich text shows inline SVG as loose text: show the page the PDF is made

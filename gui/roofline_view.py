@@ -20,8 +20,10 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import QPalette
-from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (QFileDialog, QFrame, QHBoxLayout, QLabel, QPushButton, QScrollArea, QVBoxLayout,
+                               QWidget)
 
+from cpudoctor.gui.palette_plot import PalettePlot
 from cpudoctor.render.roofline import Picture, picture_from_runs
 from cpudoctor.render.svg_roofline import DTYPE_COLOURS, MEMORY_COLOUR, NOMINAL_COLOUR
 
@@ -57,11 +59,13 @@ class RooflineView(QWidget):
         self.save.clicked.connect(self.save_requested)
         row.addWidget(self.measure)
         row.addWidget(self.save)
-        # The claim in one line beside the buttons (elided; its tooltip has it whole): the plot keeps the height.
-        self.claim = _OneLine()
-        self.claim.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        row.addWidget(self.claim, 1)
+        row.addStretch(1)
         lay.addLayout(row)
+        # The claim, whole, wrapped under the buttons (elided to one line it lost its end at 1280 px); in a short
+        # window it keeps two lines and scrolls, so the plot keeps its height.
+        self.claim = _Claim()
+        self.claim_area = _ClaimArea(self.claim)
+        lay.addWidget(self.claim_area)
         self.empty = QLabel(EMPTY_TEXT)      # before any roofline run: what the button does
         self.empty.setWordWrap(True)
         self.empty.setTextFormat(Qt.TextFormat.RichText)
@@ -77,19 +81,12 @@ class RooflineView(QWidget):
         self.plot.setVisible(False)
 
     def _make_plot(self) -> pg.PlotWidget:
-        pal = self.palette()
-        fg, muted = pal.color(QPalette.ColorRole.Text), pal.color(QPalette.ColorRole.PlaceholderText)
+        fg = self.palette().color(QPalette.ColorRole.Text)
         w = _RooflinePlot()
-        w.setBackground(pal.color(QPalette.ColorRole.Base))
         item = w.getPlotItem()
-        item.hideButtons()
         item.setLogMode(x=True, y=True)
-        for name in ("left", "bottom"):
-            axis = item.getAxis(name)
-            axis.setTextPen(muted)
-            axis.setPen(pg.mkPen(muted, width=1))
-        w.setLabel("bottom", "FLOP per byte moved (log)", color=muted.name())
-        w.setLabel("left", "GFLOP/s (log)", color=muted.name())
+        w.labelled("bottom", "FLOP per byte moved (log)")
+        w.labelled("left", "GFLOP/s (log)")
         w.showGrid(x=True, y=True, alpha=0.15)
         w.setMenuEnabled(False)
         w.setMouseEnabled(x=False, y=False)
@@ -115,7 +112,7 @@ class RooflineView(QWidget):
         self.key.setVisible(has)
         self.empty.setVisible(not has)
         self.save.setEnabled(has)
-        self.claim.set_full(picture.claim if has and picture.claim else "")
+        self.claim.show_text(picture.claim if has and picture.claim else "")
         if not has:
             return
         xs = [p.intensity for p in picture.points] + [x for x in (picture.ridge(r) for r in picture.compute) if x]
@@ -131,17 +128,17 @@ class RooflineView(QWidget):
             self.roof_items.append((roof, line))
             if roof.all_cpus:        # one key entry per dtype: every usable CPU, and one core beside it
                 one = next((r for r in picture.compute if r.dtype == roof.dtype and not r.all_cpus), None)
-                key.append((DTYPE_COLOURS.get(roof.dtype, "#34495e"), "━", f"{roof.dtype} {roof.gflops:,.0f}"))
+                key.append((DTYPE_COLOURS.get(roof.dtype, "#34495e"), "━",
+                            f"{roof.dtype} roof {roof.gflops:,.0f} GFLOP/s"))
                 if one:
                     tips.append(f"{roof.dtype}: {roof.gflops:,.1f} GFLOP/s on every usable CPU, {one.gflops:,.1f} on "
                                 "one core (dashed)")
-        for roof in picture.nominal:
-            for share, style in ((1.0, Qt.PenStyle.DashLine), (0.9, Qt.PenStyle.DotLine)):
-                line = self.plot.plot([x_lo, x_hi], [roof.gflops * share] * 2,
-                                      pen=pg.mkPen(NOMINAL_COLOUR, width=1.2, style=style))
-                self.roof_items.append((roof, line))
-                if share == 1.0:
-                    key.append((NOMINAL_COLOUR, "╍", f"nominal {roof.gflops:,.0f}"))
+        for roof in picture.nominal:             # one dotted line per dtype, in its colour
+            colour = DTYPE_COLOURS.get(roof.dtype, NOMINAL_COLOUR)
+            line = self.plot.plot([x_lo, x_hi], [roof.gflops] * 2,
+                                  pen=pg.mkPen(colour, width=1.2, style=Qt.PenStyle.DotLine))
+            self.roof_items.append((roof, line))
+            key.append((colour, "┈", f"nominal {roof.dtype} {roof.gflops:,.0f} GFLOP/s"))
         if picture.memory_gbps:
             top = max((r.gflops for r in picture.compute), default=y_hi)
             lo, hi = max(x_lo, y_lo / picture.memory_gbps), top / picture.memory_gbps
@@ -151,8 +148,8 @@ class RooflineView(QWidget):
         self.key.setText(" &nbsp; ".join(f"<span style='color:{c}'>{m}</span>&nbsp;{html.escape(t)}" for c, m, t in key)
                          + " &nbsp; ● GEMM ○ in-cache ■ operator")
         self.key.setToolTip("\n".join(tips) + "\n\nRoofs: the best in-cache multiply per dtype on every usable CPU (solid) and one core "
-                            "(dashed); the memory roof is copy bandwidth × FLOP per byte; grey dashed: the nominal "
-                            "peak (cores × clock × FLOP/cycle), dotted: 90 % of it. Points: ● GEMM runs, ○ the "
+                            "(dashed); the memory roof is copy bandwidth × FLOP per byte; dotted: each dtype's nominal "
+                            "peak (cores × clock × FLOP/cycle). Points: ● GEMM runs, ○ the "
                             "roofline job's in-cache multiplies, ■ the latest training run's operators (PyTorch's "
                             "profiler FLOP counts); hover one for its figures.")
         self._points(picture)
@@ -197,6 +194,14 @@ class RooflineView(QWidget):
         self.plot.addItem(item)
         self.labels.append(item)
 
+    def changeEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        super().changeEvent(event)
+        if event.type() == event.Type.PaletteChange and hasattr(self, "plot"):
+            # a theme switch: the labels and the hollow marks are drawn in palette colours
+            self._fg = self.palette().color(QPalette.ColorRole.Text)
+            if self.picture is not None:
+                self.show_picture(self.picture)
+
     def showEvent(self, event) -> None:  # noqa: N802 - Qt's name
         super().showEvent(event)
         self.place_labels()
@@ -234,17 +239,25 @@ class RooflineView(QWidget):
         return path
 
 
-class _OneLine(QLabel):
-    """One line of text, elided with "…" to the width it gets; the whole text is its tooltip."""
+class _Claim(QLabel):
+    """The claim sentence, wrapped, as tall as its text at its width (a scroll-less page must not cut its end)."""
 
     def __init__(self) -> None:
         super().__init__("")
-        self.full = ""
-        self.setMinimumWidth(40)
+        self.setWordWrap(True)
+        self.setTextFormat(Qt.TextFormat.PlainText)
+        self.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
 
-    def set_full(self, text: str) -> None:
-        self.full = text
-        self.setToolTip(text)
+    @property
+    def full(self) -> str:
+        return self.text()
+
+    def show_text(self, text: str) -> None:
+        self.setText(text)
+        area = self.parentWidget().parentWidget() if self.parentWidget() is not None else None
+        if isinstance(area, _ClaimArea):
+            area.setVisible(bool(text))
+            area.updateGeometry()
         self._fit()
 
     def resizeEvent(self, event) -> None:  # noqa: N802 - Qt's name
@@ -252,16 +265,33 @@ class _OneLine(QLabel):
         self._fit()
 
     def _fit(self) -> None:
-        self.setText(self.fontMetrics().elidedText(self.full, Qt.TextElideMode.ElideRight, max(self.width(), 40)))
+        needed = self.heightForWidth(self.width()) if self.text() and self.width() > 0 else 0
+        if needed > 0 and self.minimumHeight() != needed:
+            self.setMinimumHeight(needed)
 
-    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt's name
-        return QSize(40, super().minimumSizeHint().height())
+
+class _ClaimArea(QScrollArea):
+    """The claim in a frameless area that asks for the claim's whole height and can give way to two lines."""
+
+    def __init__(self, claim: _Claim) -> None:
+        super().__init__()
+        self.setWidgetResizable(True)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setWidget(claim)
+        self.setVisible(False)
 
     def sizeHint(self) -> QSize:  # noqa: N802 - Qt's name
-        return QSize(self.fontMetrics().horizontalAdvance(self.full) + 4, super().sizeHint().height())
+        claim = self.widget()
+        width = max(self.viewport().width(), 200)
+        return QSize(width, (claim.heightForWidth(width) if claim.text() else 0) + 2)
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt's name
+        fm = self.widget().fontMetrics()
+        return QSize(100, min(self.sizeHint().height(), fm.lineSpacing() * 2 + 4))
 
 
-class _RooflinePlot(pg.PlotWidget):
+class _RooflinePlot(PalettePlot):
     """Asks for a readable size (three decades of GFLOP/s need height) yet can shrink in a small window."""
 
     def sizeHint(self) -> QSize:  # noqa: N802 - Qt's name

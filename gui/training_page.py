@@ -19,9 +19,10 @@ top says which interpreter that is.
 from __future__ import annotations
 
 import html
+import time
 from typing import Any, Callable
 
-from PySide6.QtCore import QCoreApplication, Qt
+from PySide6.QtCore import QCoreApplication, Qt, QTimer
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
 from cpudoctor.gui.environments import job_python
@@ -29,6 +30,7 @@ from cpudoctor.gui.inference_tab import InferencePanel
 from cpudoctor.gui.job_runner import JobRunner
 from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.roofline_view import RooflineView
+from cpudoctor.gui.tab_titles import FittedTabTitles
 from cpudoctor.gui.torch_banner import TorchMissingBanner
 from cpudoctor.gui.training_runs import RunsPanel, RunStore, store_key
 from cpudoctor.gui.training_session import LabSession
@@ -45,6 +47,12 @@ from cpudoctor.render.words import reason_of
 
 CAVEAT_COLOUR = "#c98a1a"      # the page's calm amber (status warnings use it too)
 LIVE_TAB, SWEEP_TAB, BENCH_TAB, ROOFLINE_TAB, INFER_TAB = range(5)
+RUNS_TAB = "R&uns"
+# A page lower than this shows the runs in a tab beside the plots (under them, the plots were 11 px high at 760x520).
+RUNS_IN_TAB_BELOW_PX = 600
+# long title -> the short one a narrow tab bar shows (its tooltip has the long one)
+TAB_TITLES = {"&Live": "&Live", "Thread &sweep": "&Sweep", "&GEMM && int8": "&GEMM", "&Roofline": "&Roofline",
+              "&Inference": "&Infer", RUNS_TAB: RUNS_TAB}
 
 
 class TrainingPage(QWidget):
@@ -62,6 +70,12 @@ class TrainingPage(QWidget):
         self._kept: dict[str, list[BenchRun]] = {}   # this machine's runs per environment, newest last
         self._earlier: dict[str, int] = {}           # how many of them are from earlier sessions
         self._started_from: QWidget | None = None    # the control that started the running job (focus returns)
+        self._clock = QTimer(self)           # the status line's seconds while a training run starts and runs
+        self._clock.setObjectName("job clock")
+        self._clock.setInterval(500)
+        self._clock.timeout.connect(self._tick)
+        self._job_t0 = 0.0
+        self._last_progress: dict | None = None
         self.runner = JobRunner(self, python=self.job_python)
         self.runner.progress.connect(self._on_progress)
         self.runner.log.connect(self._on_log)
@@ -151,6 +165,11 @@ class TrainingPage(QWidget):
         self.status.setWordWrap(True)
         self.status.setTextFormat(Qt.TextFormat.RichText)
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        # two lines' height whatever it says: a status going from one line to two must not move the tabs under
+        # the pointer (they jumped 14 px as a run's status wrapped)
+        fm = self.status.fontMetrics()
+        self.status.setMinimumHeight(fm.height() + fm.lineSpacing() + 2)
+        self.status.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
         rv.addWidget(self.status)
         self.live = LivePlots()
         self.sweep = SweepPanel()
@@ -175,7 +194,10 @@ class TrainingPage(QWidget):
         self.runs_panel = RunsPanel()
         self.runs_panel.clear_button.clicked.connect(self.clear_runs)
         self.table = self.runs_panel.table
-        rv.addWidget(self.runs_panel, 2)
+        self._right = rv
+        self._runs_in_tab: bool | None = None
+        self._place_runs(False)
+        self.tab_titles = FittedTabTitles(self.tabs, TAB_TITLES)
         use_row = QHBoxLayout()
         self.best_label = QLabel(words.NO_RUNS)
         self.best_label.setWordWrap(True)
@@ -188,6 +210,27 @@ class TrainingPage(QWidget):
         rv.addLayout(use_row)
         self.live.set_ranges(self.session.live)
         return right
+
+    def _place_runs(self, in_tab: bool) -> None:
+        """The runs table under the tabs, or (a short window) in a tab of its own, so the plots keep the height
+        their curves need."""
+        if in_tab == self._runs_in_tab:
+            return
+        self._runs_in_tab = in_tab
+        if in_tab:
+            self._right.removeWidget(self.runs_panel)
+            self.tabs.addTab(self.runs_panel, RUNS_TAB)
+        else:
+            index = self.tabs.indexOf(self.runs_panel)
+            if index >= 0:
+                self.tabs.removeTab(index)
+            self._right.insertWidget(self._right.indexOf(self.tabs) + 1, self.runs_panel, 2)
+            self.runs_panel.show()
+        self.runs_panel.heading.setVisible(not in_tab)       # the tab's title says it
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
+        super().resizeEvent(event)
+        self._place_runs(event.size().height() < RUNS_IN_TAB_BELOW_PX)
 
     # ------------------------------------------------------------------ model
 
@@ -220,6 +263,8 @@ class TrainingPage(QWidget):
         self._sync_job_buttons()
         if self.model.read_only:
             self._set_status(html.escape(words.SAVED_REPORT), "info")
+        elif self.status.text() == html.escape(words.SAVED_REPORT):
+            self._set_status(html.escape(words.READY), "info")      # back to this machine: the lab is on again
         self._on_environment()                           # "on this machine" while a saved report is shown
 
     # ------------------------------------------------------------------ settings
@@ -308,8 +353,16 @@ class TrainingPage(QWidget):
         self._set_running(True)
         self.cancel_button.setFocus(Qt.FocusReason.OtherFocusReason)   # Space stops it; no spin box grabs focus
         self._set_status(html.escape(words.running_text(job)), "info")
+        self._job_t0, self._last_progress = time.monotonic(), None
         # the deadlines of its settings, as in the CLI (a job that ignores its length must not run for ever)
         self.runner.start_argv(self.job_argv(job, args), job=job, limits=deadlines.for_job(job, args))
+        if job == "train":
+            self._clock.start()
+            self._tick()
+
+    def running_job(self) -> str:
+        """The job running now, in words ("the training run"); "" when none (the window asks before quitting)."""
+        return f"the {words.job_name(self.runner.job or self.session.job or '')}" if self.runner.is_running() else ""
 
     def cancel(self) -> None:
         if self.runner.is_running():
@@ -336,7 +389,10 @@ class TrainingPage(QWidget):
         changed = self.session.progress(data)
         if changed == "train":
             self.live.draw(self.session.live, self.session.settings.get("dtype", "bf16"))
-        elif changed == "sweep":
+            self._last_progress = data
+            self._tick()
+            return
+        if changed == "sweep":
             self._redraw_sweep()
         elif job == "infer":
             self.infer.show_progress(data)
@@ -345,6 +401,20 @@ class TrainingPage(QWidget):
         text = words.progress_text(job, changed, data)
         if text:
             self._set_status(html.escape(text), "info")
+
+    def _tick(self) -> None:
+        """A training run's status line: before its first step what start-up has taken, then its latest figures;
+        with a budget in seconds, what is left of it."""
+        if self.session.job != "train" or not self.runner.is_running():
+            self._clock.stop()
+            return
+        elapsed = time.monotonic() - self._job_t0
+        budget = self.session.settings.get("seconds")
+        if self._last_progress is None:
+            text = words.starting_text(elapsed, budget)
+        else:
+            text = words.progress_text("train", "train", self._last_progress, budget, elapsed)
+        self._set_status(html.escape(text or ""), "info")
 
     def _redraw_sweep(self) -> None:
         """The sweep's points; before any, the axis spans 1..CPUs of the machine shown, never '0.2 threads'."""
@@ -360,6 +430,7 @@ class TrainingPage(QWidget):
     # ------------------------------------------------------------------ finished
 
     def _on_finished(self, outcome: JobOutcome) -> None:
+        self._clock.stop()
         job = self.session.job or self.runner.job
         holds_focus = self.cancel_button.hasFocus()          # disabling it hands the focus to the next widget
         self._set_running(False)
@@ -472,6 +543,7 @@ class TrainingPage(QWidget):
 
     def shutdown(self) -> None:
         """Stop a running job (the window calls this on quit; tests on teardown)."""
+        self._clock.stop()
         if self.runner.is_running():
             self.runner.cancel()
             if not self.runner.wait_finished(2000):

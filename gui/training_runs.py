@@ -29,8 +29,17 @@ log = logging.getLogger(__name__)
 
 KEEP = 20                          # runs kept per machine and environment
 MAX_FILE_BYTES = 4 << 20           # a runs file larger than this is not read (someone else's, or damaged)
-# Columns that give up room first (and elide) when the table is narrow; the others keep their text.
+# Columns that give up room first (their text wraps, or elides) when the table is narrow; the others keep their text.
 ELASTIC_COLUMNS = ("Settings", "Result", "Note")
+CELL_PAD = 16                      # a cell's margins around its text (the style's 2 x 3 px, the focus frame, a gap)
+
+
+def wrapped_lines(fm, text: str, width: int) -> int:
+    """How many lines ``text`` takes wrapped at word boundaries to ``width`` pixels (as the table draws it)."""
+    from PySide6.QtCore import QRect
+
+    rect = fm.boundingRect(QRect(0, 0, max(1, width), 10_000), int(Qt.TextFlag.TextWordWrap), text)
+    return max(1, round(rect.height() / fm.lineSpacing()))
 
 
 def store_key(report: Report | None, python: str | None) -> str:
@@ -167,40 +176,76 @@ class RunsPanel(QWidget):
             self.table.setItem(r, c, item)
 
     def fit_columns(self) -> None:
-        """Every column as wide as its text when the view has room (nothing cut while the table is half
-        empty); when it has not, Settings, Result and Note give up room in turn and elide."""
+        """Every column as wide as its text when the view has room, the room to spare shared by the text columns
+        (a wide window stretches them); when it has not, Settings, Result and Note give up room in turn and their
+        text wraps onto more lines while the table has height to spare (nothing cut while it is half empty),
+        else elides (the tooltip has it)."""
         table, header = self.table, self.table.horizontalHeader()
         fm = table.fontMetrics()
-        pad = 16
         wanted = []
         for c, name in enumerate(words.RUN_COLUMNS):
             texts = [table.item(r, c).text() for r in range(table.rowCount()) if table.item(r, c) is not None]
             wanted.append(max([fm.horizontalAdvance(t) for t in texts] + [header.fontMetrics().horizontalAdvance(name)])
-                          + pad)
+                          + CELL_PAD)
         room = table.viewport().width()
         widths = list(wanted)
         when = words.RUN_COLUMNS.index("When")
+        elastic = [words.RUN_COLUMNS.index(n) for n in ELASTIC_COLUMNS]
         over = sum(widths) - room
         # too narrow: the elastic columns give up room first, the widest ones down to a common width (each keeps
         # as much as the others); then When goes (the Job cell's tooltip has it); then the others, down to their
         # headings; never below a few characters, so Status and Note stay in view
-        floor = max(header.minimumSectionSize(), fm.horizontalAdvance("Sett…") + pad)
-        over = _level(widths, [words.RUN_COLUMNS.index(n) for n in ELASTIC_COLUMNS], over, floor)
+        floor = max(header.minimumSectionSize(), fm.horizontalAdvance("Sett…") + CELL_PAD)
+        over = _level(widths, elastic, over, floor)
         hide_when = over > 0
         if hide_when:
             over -= widths[when]
             widths[when] = 0
         others = [c for c, n in enumerate(words.RUN_COLUMNS) if n not in ELASTIC_COLUMNS and c != when]
         for c in sorted(others, key=lambda k: -widths[k]):
-            heading = header.fontMetrics().horizontalAdvance(words.RUN_COLUMNS[c]) + pad
+            heading = header.fontMetrics().horizontalAdvance(words.RUN_COLUMNS[c]) + CELL_PAD
             over = _level(widths, [c], over, max(floor, heading)) if over > 0 else over
         over = _level(widths, [c for c in range(len(widths)) if c != when], over, header.minimumSectionSize())
-        if over < 0:
-            widths[words.RUN_COLUMNS.index("Note")] -= over        # the spare room goes to the last column
+        if over < 0:                       # room to spare: the text columns share it, as wide as their text asks
+            spare, weight = -over, sum(wanted[c] for c in elastic) or 1
+            for c in elastic:
+                widths[c] += spare * wanted[c] // weight
+            widths[elastic[-1]] += room - sum(widths)           # the rounding's last pixels
         table.setColumnHidden(when, hide_when)
         for c, w in enumerate(widths):
             if w:
                 table.setColumnWidth(c, w)
+        self._fit_rows(widths)
+
+    def _fit_rows(self, widths: list[int]) -> None:
+        """Rows as tall as their wrapped text while the view has the height; with less, the height there is goes
+        to the rows one line at a time (the newest first) and the rest is cut at the row's foot (the tooltip has
+        it)."""
+        table, fm = self.table, self.table.fontMetrics()
+        one, step = table.verticalHeader().defaultSectionSize(), fm.lineSpacing()
+        wanted = []
+        for r in range(table.rowCount()):
+            lines = 1
+            for c in range(table.columnCount()):
+                item = table.item(r, c)
+                if item is not None and widths[c] > CELL_PAD and item.text() and not table.isColumnHidden(c):
+                    lines = max(lines, wrapped_lines(fm, item.text(), widths[c] - CELL_PAD))
+            wanted.append(lines)
+        given = [1] * len(wanted)
+        room = table.viewport().height() - one * len(wanted)
+        while room >= step:
+            short = [r for r in reversed(range(len(wanted))) if given[r] < wanted[r]]
+            if not short:
+                break
+            for r in short:
+                if room < step:
+                    break
+                given[r] += 1
+                room -= step
+        wrap = any(g > 1 for g in given)
+        table.setWordWrap(wrap)
+        for r, g in enumerate(given):
+            table.setRowHeight(r, one + step * (g - 1))
 
     def clear(self) -> None:
         self.show_runs([])
@@ -208,7 +253,9 @@ class RunsPanel(QWidget):
 
 def _level(widths: list[int], columns: list[int], over: int, floor: int) -> int:
     """Take ``over`` pixels from ``columns`` by lowering the widest of them to one common width (not below
-    ``floor``); returns what could not be taken."""
+    ``floor``); returns what could not be taken (a negative ``over``, room to spare, as it is)."""
+    if over <= 0:
+        return over
     while over > 0:
         tall = [c for c in columns if widths[c] > floor]
         if not tall:

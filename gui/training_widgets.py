@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFormLayout, Q
                                QHBoxLayout, QLabel, QLineEdit, QPushButton, QScrollArea, QSizePolicy, QSpinBox,
                                QToolButton, QVBoxLayout, QWidget)
 
+from cpudoctor.gui.palette_plot import PalettePlot
 from cpudoctor.gui.training_session import LiveSeries, SweepSeries
 from cpudoctor.lab.settings import MODELS, SweepSettings, TrainSettings
 from cpudoctor.render import lab as words
@@ -29,6 +30,9 @@ SWEEP_SERIES = (("threads", "threads, not pinned", "o", LINE_COLOURS[0]),
                 ("pinning", "pinned", "s", LINE_COLOURS[1]),
                 ("default", "PyTorch defaults", "t", LINE_COLOURS[4]))
 SYMBOL_GLYPHS = {"o": "●", "s": "■", "t": "▼"}
+# A lab plot's height that leaves its data area 60 px or more under the title and the step axis with its label
+# (those take about 70 px): lower, a curve is a flat line (the layout test checks every plot's data area).
+PLOT_MIN_PX = 132
 
 
 def spin(lo: int, hi: int, value: int, special: str = "") -> QSpinBox:
@@ -42,22 +46,17 @@ def spin(lo: int, hi: int, value: int, special: str = "") -> QSpinBox:
 
 def lab_plot(widget: QWidget, title: str, y_label: str, x_label: str = "step", tip: str = "") -> pg.PlotWidget:
     """A plot in the palette's colours (readable in light and dark mode), like the Monitor page's."""
-    pal = widget.palette()
-    fg, muted = pal.color(QPalette.ColorRole.Text), pal.color(QPalette.ColorRole.PlaceholderText)
-    w = pg.PlotWidget()
-    w.setBackground(pal.color(QPalette.ColorRole.Base))
+    w = PalettePlot()
+    w.setPalette(widget.palette())
+    w.apply_palette()
     item = w.getPlotItem()
-    item.setTitle(title, color=fg.name(), size="10pt")
-    item.hideButtons()
+    w.titled(title)
     for name in ("left", "bottom"):
-        axis = item.getAxis(name)
-        axis.setTextPen(muted)
-        axis.setPen(pg.mkPen(muted, width=1))
-        axis.enableAutoSIPrefix(False)        # never "samples/s (x0.001)"
+        item.getAxis(name).enableAutoSIPrefix(False)        # never "samples/s (x0.001)"
     item.getAxis("bottom").setTickDensity(0.35)      # step numbers must not run together in a narrow plot
-    w.setLabel("bottom", x_label, color=muted.name())
+    w.labelled("bottom", x_label)
     if y_label:
-        w.setLabel("left", y_label, color=muted.name())
+        w.labelled("left", y_label)
     w.showGrid(x=True, y=True, alpha=0.15)
     w.setDownsampling(mode="peak")
     w.setClipToView(True)
@@ -225,7 +224,7 @@ class LivePlots(QWidget):
         }
         self.speed_legend.setVisible(False)
         for p in (self.loss_plot, self.acc_plot, self.speed_plot):
-            p.setMinimumHeight(80)          # never squashed flat in a short window
+            p.setMinimumHeight(PLOT_MIN_PX)      # never squashed flat in a short window
         self._arrange(True)
 
     def _arrange(self, one_row: bool) -> None:
@@ -250,10 +249,14 @@ class LivePlots(QWidget):
         self._arrange(event.size().width() >= self.ONE_ROW_PX)
 
     def reset(self, live: LiveSeries) -> None:
+        """Empty plots for a new run: no curve, and no y range left over from the previous run."""
         for curve in self.curves.values():
             curve.setData([], [])
         self.speed_legend.clear()
         self.speed_legend.setVisible(False)
+        for plot in (self.loss_plot, self.speed_plot):
+            plot.disableAutoRange(axis="y")
+            plot.setYRange(0, 1, padding=0)
         self.set_ranges(live)
 
     def set_ranges(self, live: LiveSeries) -> None:
@@ -264,16 +267,19 @@ class LivePlots(QWidget):
         lo, hi = live.x_range()
         for plot in (self.loss_plot, self.acc_plot, self.speed_plot):
             plot.setXRange(lo, hi, padding=0.02)
-        self.loss_plot.enableAutoRange(axis="y")
+        loss = live.top("loss")
+        if loss is not None:                 # an empty plot keeps its neutral range, not the previous run's
+            self.loss_plot.enableAutoRange(axis="y")
         top = live.top("samples_per_s", "reference_samples_per_s")
         if top:
             self.speed_plot.setYRange(0, top * 1.1, padding=0)
-        else:
-            self.speed_plot.enableAutoRange(axis="y")
 
     def draw(self, live: LiveSeries, dtype: str) -> None:
         for key, curve in self.curves.items():
-            curve.setData(live.steps, live.values[key], connect="finite")
+            # a series with one known point is a dot (a line needs two; a 10 s run on a busy machine may make one)
+            alone = sum(1 for v in live.values[key] if v == v) == 1
+            curve.setData(live.steps, live.values[key], connect="finite", symbol="o" if alone else None,
+                          symbolSize=7, symbolPen=curve.opts["pen"], symbolBrush=curve.opts["pen"].color())
         if live.has("reference_samples_per_s") and not self.speed_legend.isVisible():
             self.speed_legend.addItem(self.curves["samples_per_s"], dtype)
             self.speed_legend.addItem(self.curves["reference_samples_per_s"], "fp32, same job")
@@ -334,7 +340,7 @@ class SweepPanel(QWidget):
         self.sweep_notes.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.sweep_notes.setVisible(False)
         lay.addWidget(self.sweep_notes)
-        self.sweep_plot.setMinimumHeight(80)
+        self.sweep_plot.setMinimumHeight(PLOT_MIN_PX)
         self.legend_names: list[str] = []
 
     def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
@@ -368,11 +374,14 @@ class SweepPanel(QWidget):
         if counts:
             self.sweep_plot.setXRange(min(counts) - 0.5, max(counts) + 0.5, padding=0)
             # Thread counts are whole numbers: tick exactly the measured ones (never "1.2 threads").
-            axis.setTicks([[(float(n), str(n)) for n in counts]] if len(counts) <= 16 else None)
-            self.sweep_plot.enableAutoRange(axis="y")
+            axis.setTicks([[(float(n), str(n)) for n in counts]] if len(counts) <= 16
+                          else [whole_ticks(min(counts), max(counts))])
+            # samples/s from zero: a wobble of 0.6 samples/s must not fill the plot like a tenfold difference
+            top = max(hi for pts in groups.values() for *_, hi in pts)
+            self.sweep_plot.setYRange(0, top * 1.1, padding=0)
             return
-        axis.setTicks(None)
         top = max(2, cpus)
+        axis.setTicks([whole_ticks(1, top)])
         self.sweep_plot.setXRange(1, top, padding=0.05)
         self.sweep_plot.setYRange(0, 1, padding=0)
         self.empty_text.setPos((1 + top) / 2, 0.5)
@@ -390,6 +399,15 @@ class SweepPanel(QWidget):
         self.sweep_notes.setText(words.sweep_notes_html(result, caveat_colour) if result is not None else "")
         self.sweep_notes.setVisible(result is not None)
         self._fit_labels()
+
+
+def whole_ticks(lo: int, hi: int, most: int = 12) -> list[tuple[float, str]]:
+    """Ticks at whole numbers from ``lo`` to ``hi`` (thread counts), every 1, 2, 4, 8 … so at most ``most`` show."""
+    step = 1
+    while (hi - lo) // step + 1 > most:
+        step *= 2
+    first = lo if step == 1 else step * max(1, -(-lo // step))
+    return [(float(n), str(n)) for n in ([lo] if step > 1 and lo < first else []) + list(range(first, hi + 1, step))]
 
 
 class BenchPanel(QWidget):

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from cpudoctor.kits.cpulist import format_cpulist
+from cpudoctor.kits.format import percent
 from cpudoctor.kits.plural import plural
 from cpudoctor.lab import protocol
 from cpudoctor.lab import verdicts as words
@@ -787,7 +788,7 @@ def _verdict(settings: InferSettings, state: dict[str, Any], d: dict[str, Any], 
     if d.get("runner_up") is None:
         return "recommended", words.only_setting(str(d["pick"]))
     return "recommended", f"'{d['pick']}' vs '{d['runner_up']}': faster beyond both spreads, or as fast within " \
-                          f"{words.percent(TIE_TOLERANCE)} with the simpler change"
+                          f"{percent(TIE_TOLERANCE, fraction=True)} with the simpler change"
 
 
 def _recommendation(batch: int, verdict: str, reason: str, d: dict[str, Any],

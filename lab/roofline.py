@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cpudoctor.lab.peak import MachinePeak
-from cpudoctor.lab.results import Context, Interference, LabResult
+from cpudoctor.lab.result_base import QUIET_LIMIT, Context, Interference, LabResult
 
 CLAIM = 0.90            # "about 90 % of the theoretical compute", as the seeds promise on an AMD CPU
 MIN_BUFFER_MIB = 256
@@ -92,11 +92,12 @@ class RooflineResult(LabResult):
     notes: list[str] = field(default_factory=list)
 
     def roof(self, dtype: str = "fp32", threads: int | None = None) -> dict[str, Any] | None:
-        """The measured roof of ``dtype`` at ``threads`` (default: the most threads measured)."""
+        """The measured roof of ``dtype`` at ``threads`` (default: the headline roof, :func:`headline_roof`)."""
         rows = [c for c in self.compute if c.get("dtype") == dtype and c.get("gflops")]
         if threads is not None:
             rows = [c for c in rows if c.get("threads") == threads]
-        return max(rows, key=lambda c: (c.get("threads") or 0, c["gflops"]), default=None)
+            return max(rows, key=lambda c: c["gflops"], default=None)
+        return headline_roof(rows)
 
     def bandwidth(self, node: Any = "all", kernel: str = "copy") -> dict[str, Any] | None:
         return next((m for m in self.memory if m.get("node") == node and m.get("kernel") == kernel), None)
@@ -111,6 +112,39 @@ class RooflineResult(LabResult):
 
     def json_extra(self) -> dict[str, Any]:
         return {**super().json_extra(), "nominal": self.nominal, "claim": self.claim}
+
+
+def contended(row: dict[str, Any], limit: float = QUIET_LIMIT) -> bool:
+    """Other programs took more of the CPUs than the lab's quiet limit while ``row`` was measured."""
+    share = row.get("other_share")
+    return isinstance(share, (int, float)) and share > limit
+
+
+def headline_roof(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The roof a headline states, of one dtype's measurements: the best of those measured while the machine was
+    quiet (all of them when none was). A roof is the most a multiply reached: 2 threads measured at 21.7 GFLOP/s
+    while another program ran, beside 1 thread at 103.5, says the machine was busy, not that its roof is 21.7."""
+    rows = [r for r in rows if r.get("gflops")]
+    quiet = [r for r in rows if not contended(r)] or rows
+    return max(quiet, key=lambda r: (r["gflops"], r.get("threads") or 0), default=None)
+
+
+def slower_with_more(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """More threads measured slower than fewer (the biggest such gap), with whether the slower one was contended;
+    None when more threads were never slower."""
+    worst = None
+    for many in rows:
+        for few in rows:
+            if (many.get("threads") or 0) > (few.get("threads") or 0) and many.get("gflops") and few.get("gflops") \
+                    and many["gflops"] < few["gflops"]:
+                gap = few["gflops"] / many["gflops"]
+                if worst is None or gap > worst[0]:
+                    worst = (gap, many, few)
+    if worst is None:
+        return None
+    _gap, many, few = worst
+    return {"threads": many.get("threads"), "gflops": many["gflops"], "other_share": many.get("other_share"),
+            "contended": contended(many), "fewer_threads": few.get("threads"), "fewer_gflops": few["gflops"]}
 
 
 def _plain(entry: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
@@ -166,6 +200,9 @@ def claim(result: RooflineResult, operators: list[dict[str, Any]] | None = None)
         return {}
     out: dict[str, Any] = {"claim": CLAIM, "roof_gflops": roof["gflops"], "threads": roof["threads"],
                            "nominal_gflops": roof.get("nominal_gflops"), "measured_vs_nominal": roof.get("of_nominal")}
+    slower = slower_with_more([c for c in result.compute if c.get("dtype") == "fp32"])
+    if slower is not None:
+        out["slower_with_more"] = slower
     ops = [o for o in (operators if operators is not None else result.operators)
            if o.get("gflops") and o.get("dtype") == "fp32"]
     if ops:

@@ -324,15 +324,18 @@ def _verdict(settings: SweepSettings, state: dict[str, Any], decision: Decision,
              measured: list[Measured]) -> tuple[str, str]:
     """("recommended", how it was decided) or ("inconclusive", why not) — the words people read."""
     share = noise["share"] if noise else None
+    segments = sum(len(m.rates) for m in measured)
     if state["status"] == "cancelled":
-        return "inconclusive", words.inconclusive("cancelled", rounds=state["rounds"])
+        return "inconclusive", words.inconclusive("cancelled", rounds=state["rounds"], measurements=segments)
     if share is not None and share > settings.quiet_limit:
         return "inconclusive", words.inconclusive("busy", share=share)
     if not any(m.rates for m in measured):
         return "inconclusive", words.inconclusive("nothing")
     if not decision.settled:
-        return "inconclusive", words.inconclusive("unsettled", why=decision.reason, rounds=state["rounds"],
-                                                  budget_s=settings.budget_s)
+        # before one full round nothing was compared: the budget ended first (start-up took it on a busy machine)
+        why = decision.reason if state["rounds"] else "the budget ended before every setting was measured once"
+        return "inconclusive", words.inconclusive("unsettled", why=why, rounds=state["rounds"],
+                                                  measurements=segments, budget_s=settings.budget_s)
     assert decision.pick is not None
     if decision.runner_up is None:
         return "recommended", words.only_setting(decision.pick[0].variant.name)

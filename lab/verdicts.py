@@ -11,31 +11,35 @@ from __future__ import annotations
 from typing import Any
 
 from cpudoctor.kits.cpulist import format_cpulist
+from cpudoctor.kits.format import percent
 from cpudoctor.kits.plural import plural
 
 
-def percent(share: float | None, unknown: str = "unknown") -> str:
-    """A share of 0..1 as "48 %" (the lab's figures are too noisy for decimals)."""
-    return unknown if share is None else f"{share * 100:.0f} %"
-
-
 def busy(share: float) -> str:
-    return f"{percent(share)} of the CPU went to other programs"
+    return f"{percent(share, fraction=True)} of the CPU went to other programs"
+
+
+def rounds_text(rounds: int, measurements: int = 0) -> str:
+    """"3 rounds", or before the first full round "2 measurements, no full round yet" (never "0 rounds" beside a
+    plotted point: a round is every setting measured once, a measurement one setting's segment)."""
+    if rounds or not measurements:
+        return plural(rounds, "round") if rounds else "no measurement"
+    return f"{plural(measurements, 'measurement')}, not one full round"
 
 
 def inconclusive(kind: str, *, share: float | None = None, rounds: int = 0, why: str = "",
-                 budget_s: float | None = None) -> str:
+                 budget_s: float | None = None, measurements: int = 0) -> str:
     """Why a sweep recommends nothing, starting with "inconclusive:" so every surface can show it as is."""
     if kind == "busy" and share is not None:
         return f"inconclusive: {busy(share)}"
     if kind == "cancelled":
-        return f"inconclusive: the sweep was cancelled after {plural(rounds, 'round')}"
+        return f"inconclusive: the sweep was cancelled after {rounds_text(rounds, measurements)}"
     if kind == "nothing":
         return "inconclusive: no variant could be measured"
     if kind == "no points":
         return "inconclusive: no batch size was measured"
     budget = f" in the {budget_s:g} s budget" if budget_s else ""
-    return (f"inconclusive: {why or 'the settings could not be told apart'} after {plural(rounds, 'round')}"
+    return (f"inconclusive: {why or 'the settings could not be told apart'} after {rounds_text(rounds, measurements)}"
             f"{budget}; rerun with a longer budget on an idle machine")
 
 
@@ -54,7 +58,7 @@ def only_setting(name: str) -> str:
 
 
 def decided(pick: str, runner_up: str, beyond_spread: bool, tolerance: float) -> str:
-    how = "faster beyond both spreads" if beyond_spread else f"as fast within {percent(tolerance)}, with fewer threads"
+    how = "faster beyond both spreads" if beyond_spread else f"as fast within {percent(tolerance, fraction=True)}, with fewer threads"
     return f"{pick} vs {runner_up}: {how}"
 
 

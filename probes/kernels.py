@@ -33,6 +33,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from cpudoctor.knowledge import ISA_FORCING
+from cpudoctor.model.kernels import Kernel, KernelCensus
+
 ONEDNN = "oneDNN"
 MKL = "oneMKL"
 ATEN = "ATen"
@@ -46,12 +49,8 @@ CAP_VARIABLES = {ONEDNN: ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"), ATEN: ("ATE
                  MKL: ("MKL_ENABLE_INSTRUCTIONS", "MKL_CBWR"), OPENBLAS: ("OPENBLAS_CORETYPE",)}
 ALL_CAP_VARIABLES = tuple(dict.fromkeys(v for names in CAP_VARIABLES.values() for v in names))
 
-# Vector widths, in order; a kernel below the CPU's is "below the CPU".
-WIDTHS = {0: "reference C++ code (no vector kernels)", 1: "SSE", 2: "AVX", 3: "AVX2", 4: "AVX-512"}
+# oneDNN's data-type names in the words every surface uses.
 DTYPES = {"f32": "fp32", "bf16": "bf16", "f16": "fp16", "s8": "int8", "u8": "int8", "f64": "fp64", "s32": "int32"}
-# oneDNN instruction-set names that compute bf16 / int8 with dot-product instructions (not by conversion).
-BF16_ISAS = ("avx512_core_bf16", "avx512_core_fp16", "avx512_core_amx", "avx10_1_512", "avx2_vnni_2")
-INT8_ISAS = ("avx512_core_vnni", "avx2_vnni") + BF16_ISAS
 _MKL_LINE_RE = re.compile(r"^MKL_VERBOSE\s+(\w+)\((.*?)\)\s+([0-9.]+)(ns|us|ms|s)\b")
 _MKL_UNITS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
 # The code path oneMKL names in its version line (it names none on non-Intel CPUs).
@@ -59,33 +58,6 @@ _MKL_ISA_WORDS = (("Advanced Matrix Extensions", "avx512"), ("AVX-512", "avx512"
                   ("AVX2", "avx2"), ("Advanced Vector Extensions (", "avx"), ("SSE4.2", "sse4_2"),
                   ("Streaming SIMD Extensions 4.2", "sse4_2"), ("SSSE3", "ssse3"))
 _MKL_VERSION_RE = re.compile(r"^MKL_VERBOSE\s+(Intel\(R\) (oneAPI )?(Math Kernel Library|MKL)|oneMKL)\b")
-
-
-@dataclass
-class Kernel:
-    """One kind of kernel a library ran: ``share`` is its part of that primitive's measured time."""
-
-    library: str                  # oneDNN | oneMKL | ATen | OpenBLAS
-    primitive: str                # convolution, matmul, SGEMM, "vectorised operators", gemm
-    isa: str | None               # the library's own name: avx512_core, avx2, AVX512, SkylakeX; None = not named
-    share: float | None = None    # 0..1 of this primitive's time in this library; None = not timed
-    impl: str = ""                # oneDNN's implementation (brg_conv_fwd:avx512_core), MKL's call
-    dtype: str | None = None      # fp32 | bf16 | int8 | ... of its source data
-    calls: int = 0
-    ms: float | None = None       # summed time of the calls, when the library timed them
-
-    def to_dict(self) -> dict[str, Any]:
-        """The four fields every surface shows, then the details a library gave (implementation, dtype, time)."""
-        out: dict[str, Any] = {"library": self.library, "primitive": self.primitive, "isa": self.isa,
-                               "share": self.share}
-        extra = {"impl": self.impl, "dtype": self.dtype, "calls": self.calls, "ms": self.ms}
-        return {**out, **{k: v for k, v in extra.items() if v not in (None, "", 0)}}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "Kernel":
-        return cls(str(data.get("library") or "?"), str(data.get("primitive") or "?"), data.get("isa"),
-                   data.get("share"), str(data.get("impl") or ""), data.get("dtype"), int(data.get("calls") or 0),
-                   data.get("ms"))
 
 
 # ----------------------------------------------------------------------------- oneDNN
@@ -109,7 +81,13 @@ def parse_onednn_verbose(lines: Iterable[str]) -> list[Kernel]:
     that primitive's time. Other lines (info, create, a program's own output) are ignored."""
     from cpudoctor.probes.process.onednn_verbose import parse_onednn_verbose as read
 
-    groups = read(lines).summary()
+    return onednn_kernels(read(lines))
+
+
+def onednn_kernels(log: Any) -> list[Kernel]:
+    """A parsed oneDNN log (:class:`~cpudoctor.probes.process.onednn_verbose.OneDnnLog`) as kernels, each with its
+    share of its primitive's time: the lab's census and ``cpudoctor run`` read oneDNN the same way."""
+    groups = log.summary()
     totals: dict[str, float] = {}
     for g in groups:
         totals[g.kind] = totals.get(g.kind, 0.0) + g.time_ms
@@ -122,6 +100,12 @@ def parse_onednn_verbose(lines: Iterable[str]) -> list[Kernel]:
     return sorted(out, key=lambda k: (k.primitive, -(k.ms or 0.0)))
 
 
+def run_census(log: Any, env: Mapping[str, str]) -> KernelCensus:
+    """What ``cpudoctor run`` saw of a job's kernels: its oneDNN log, and the cap variables its environment set."""
+    caps = {k: v for k, v in env.items() if k in ALL_CAP_VARIABLES and v not in (None, "")}
+    return KernelCensus(onednn_kernels(log), caps, log.max_isa)
+
+
 def onednn_detected_isa(lines: Iterable[str]) -> str | None:
     """The instruction set oneDNN says it will use at most (its ``info,cpu,isa:`` line), caps applied."""
     from cpudoctor.probes.process.onednn_verbose import parse_onednn_verbose as read
@@ -131,12 +115,7 @@ def onednn_detected_isa(lines: Iterable[str]) -> str | None:
 
 def detected_width(text: str | None) -> int | None:
     """The vector width of oneDNN's "Intel AVX-512 with ..." / "Intel AVX2" wording."""
-    if not text:
-        return None
-    for word, width in (("AVX-512", 4), ("AVX512", 4), ("AMX", 4), ("AVX2", 3), ("AVX", 2), ("SSE4", 1)):
-        if word in text:
-            return width
-    return None
+    return ISA_FORCING.reported_width(text)
 
 
 # ----------------------------------------------------------------------------- oneMKL, ATen, OpenBLAS
@@ -203,63 +182,28 @@ def from_reports(reports: Mapping[str, Any] | None) -> list[Kernel]:
 # ----------------------------------------------------------------------------- against the CPU
 
 
-def _table() -> dict[str, Any]:
-    from cpudoctor.knowledge import ISA_FORCING
-
-    return ISA_FORCING.data["variables"]
-
-
-def _width(library: str, rank: int) -> int:
-    """A table rank as a vector width: oneDNN's ranks above AVX-512 (VNNI, BF16, AMX) are all AVX-512 wide."""
-    return min(rank, 4) if library == ONEDNN else rank
-
-
 def kernel_width(kernel: Kernel) -> int | None:
     """The vector width of the kernel's instruction set (0 = reference code); None when not named or unknown."""
-    if kernel.isa is None:
-        return None
-    if kernel.isa == "ref":
-        return 0
-    if kernel.isa.lower().startswith(("sse", "ssse")):
-        return 1
-    entry = _table().get(TABLE_VARIABLE.get(kernel.library, ""))
-    if entry is None:
-        return None
-    name = kernel.isa.lower()
-    for value in entry["values"]:
-        if name in value["names"] and value["rank"] < 99:
-            return _width(kernel.library, value["rank"])
-    return None
+    return ISA_FORCING.width_of(TABLE_VARIABLE.get(kernel.library, ""), kernel.isa)
 
 
 def cpu_width(library: str, flags: Iterable[str]) -> int | None:
     """The widest instruction set ``library`` has kernels for that a CPU with ``flags`` runs."""
-    entry = _table().get(TABLE_VARIABLE.get(library, ""))
-    have = set(flags)
-    if entry is None or not have:
-        return None
-    fitting = [v["rank"] for v in entry["values"] if v["rank"] < 99 and set(v["needs"]) <= have]
-    return _width(library, max(fitting)) if fitting else None
+    return ISA_FORCING.cpu_width(TABLE_VARIABLE.get(library, ""), flags)
 
 
 def dtype_native_on_cpu(dtype: str | None, flags: Iterable[str]) -> bool | None:
-    """Whether the CPU has dot-product instructions for ``dtype`` (bf16: AVX512_BF16/AMX; int8: VNNI/AMX)."""
-    have = set(flags)
-    if not have or dtype not in ("bf16", "int8"):
-        return None
-    if dtype == "bf16":
-        return bool(have & {"avx512_bf16", "amx_bf16"})
-    return bool(have & {"avx512_vnni", "avx_vnni", "amx_int8"})
+    """Whether the CPU computes ``dtype`` with instructions of its own (bf16: AVX512_BF16/AMX; int8: VNNI/AMX ...)."""
+    return ISA_FORCING.dtype_native(dtype, flags)
 
 
 def kernel_native_dtype(kernel: Kernel) -> bool | None:
-    """Whether a oneDNN bf16/int8 kernel used dot-product instructions for its dtype (None: can't tell)."""
-    if kernel.library != ONEDNN or kernel.dtype not in ("bf16", "int8") or not kernel.isa:
+    """Whether a oneDNN bf16/fp16/int8 kernel used instructions of its own for its dtype (None: can't tell)."""
+    if kernel.library != ONEDNN or kernel.dtype not in ("bf16", "fp16", "int8") or not kernel.isa:
         return None
     if kernel.isa == "ref":
         return False
-    names = BF16_ISAS if kernel.dtype == "bf16" else INT8_ISAS
-    return kernel.isa.startswith(names)
+    return kernel.dtype in ISA_FORCING.dot_products(TABLE_VARIABLE[ONEDNN], kernel.isa)
 
 
 @dataclass
@@ -278,18 +222,18 @@ class KernelCheck:
 
     @property
     def expected(self) -> str:
-        return WIDTHS.get(self.cpu_width, "?") if self.cpu_width is not None else "unknown"
+        return ISA_FORCING.width_name(self.cpu_width)
 
     @property
     def ran(self) -> str:
-        return WIDTHS.get(self.width, "?") if self.width is not None else "not named"
+        return ISA_FORCING.width_name(self.width) if self.width is not None else "not named"
 
 
 def check_kernels(kernels: Iterable[Kernel], flags: Iterable[str], caps: Mapping[str, str] | None = None,
                   detected: str | None = None) -> list[KernelCheck]:
     """Each kernel against the CPU's ``flags``; ``caps`` are the cap variables set in the job's environment,
     ``detected`` oneDNN's own ``isa:`` line (what it saw of the CPU, caps applied)."""
-    from cpudoctor.probes.process.onednn_verbose import LAYOUT_KINDS
+    from cpudoctor.model.joblogs import LAYOUT_KINDS
 
     have = set(flags)
     caps = {k: v for k, v in (caps or {}).items() if v not in (None, "")}
@@ -302,7 +246,8 @@ def check_kernels(kernels: Iterable[Kernel], flags: Iterable[str], caps: Mapping
         below = width is not None and best is not None and width < best
         native_cpu = dtype_native_on_cpu(k.dtype, have)
         native_kernel = kernel_native_dtype(k)
-        emulated = native_kernel is False
+        # a oneDNN kernel whose name says no instruction set (gemm:jit) still emulates a dtype the CPU lacks
+        emulated = native_kernel is False or (native_kernel is None and native_cpu is False and k.library == ONEDNN)
         check = KernelCheck(k, width, best, below, emulated, native_cpu)
         if below or (emulated and native_cpu):
             check.cause, check.cap = _cause(k.library, width, best, caps, detected, have)

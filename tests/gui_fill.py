@@ -11,12 +11,13 @@ import dataclasses
 import math
 from pathlib import Path
 
+from cpudoctor.jobrun import Machine
 from cpudoctor.report_file import load_report
 from cpudoctor.advisor import diagnose
 from cpudoctor.advisor.process_rules import run_process_rules
 from cpudoctor.probes.live.sample import Sample
-from cpudoctor.probes.process.inspect import (ChildProcess, Inspection, NativeLib, ProcessEntry, ThreadInfo,
-                                              place_threads)
+from cpudoctor.model.inspection import ChildProcess, Inspection, NativeLib, ProcessEntry, ThreadInfo
+from cpudoctor.probes.process.inspect import place_threads
 from cpudoctor.probes.software.envs import PythonEnv
 from cpudoctor.model import Report
 
@@ -93,8 +94,8 @@ def inspection(report: Report) -> Inspection:
         runnable_mean=14.2, runnable_max=19, wait_percent=37.0, migrations=128, affinity=list(cpus),
         usable_cpus=len(cpus), nice=0, env={"OMP_NUM_THREADS": "40", "MKL_NUM_THREADS": "40"}, env_readable=True,
         libraries_readable=True,
-        libraries=[NativeLib("libgomp.so.1", "openmp", "GNU OpenMP (libgomp)", "gomp", "torch"),
-                   NativeLib("libmkl_rt.so.2", "blas", "Intel MKL", "mkl", "numpy")],
+        libraries=[NativeLib("libgomp.so.1", "openmp", "libgomp", "gomp", "torch"),
+                   NativeLib("libmkl_rt.so.2", "blas", "mkl", "mkl", "numpy")],
         children=[ChildProcess(4300 + k, "python", "python -c from multiprocessing.spawn import spawn_main", 3,
                                40.0, 900 << 20) for k in range(4)],
         children_threads=12, children_cpu_percent=160.0, rss_bytes=12 << 30, swap_bytes=0, major_faults=0,
@@ -179,7 +180,7 @@ def fill_window(window, report: Report, read_only: bool = False, label: str = ""
     inspector.inspections.list_fn = processes
     inspector.inspections._listed(processes())
     insp = inspection(report)
-    inspector.set_topology(report.topology)
+    inspector.set_machine(Machine.of_report(report))
     inspector.select_pid(insp.pid)
     inspector.show_inspection(insp, run_process_rules(insp, report.topology))
     inspector.status_label.setText(f"Inspected process {insp.pid} over {insp.window_s:.1f} s.")

@@ -19,8 +19,13 @@ the same rules, without knowing its widgets:
   squeezes a column, a row wider than its page); what a scroll area hides
   is fine.
 * **Plots.** A pyqtgraph title or axis label must fit the plot it belongs to.
-* **Tables.** A table with room to spare must not elide a cell.
-* **Toolbars.** Nothing may hide in a toolbar's overflow (») menu.
+* **Tables.** A table with room to spare must not cut a cell: not beside its columns, not under rows
+  that fill less than half of its height (the text could wrap), not in a wrapped row too low for it
+  while the table has height for another line.
+* **Plot size.** A plot's data area is at least 60 px high and wide (a curve, not a line).
+* **Toolbars and tab bars.** Nothing may hide in a toolbar's overflow (») menu or behind a tab bar's
+  scroll arrows.
+* **Status bar.** Its message fits beside its permanent widgets.
 
 Widgets of other top-level windows (menus, tooltips) are not looked at.
 """
@@ -202,7 +207,8 @@ def cut_texts(window: QWidget) -> list[Problem]:
         if callable(fits) and w.window() is window and w.isVisible() and not _shown_rect(w, window).isEmpty() \
                 and not fits():
             found.append(Problem("cut", f"{type(w).__name__} {w.text()!r} does not fit its {w.width()} px"))
-    return found + plot_texts_cut(window) + table_cells_cut(window) + toolbar_overflow(window)
+    return (found + plot_texts_cut(window) + table_cells_cut(window) + tree_cells_cut(window) + toolbar_overflow(window)
+            + tabs_out_of_view(window) + status_message_cut(window))
 
 
 def plot_texts_cut(window: QWidget) -> list[Problem]:
@@ -239,29 +245,183 @@ def plot_texts_cut(window: QWidget) -> list[Problem]:
     return found
 
 
+MIN_PLOT_PX = 60             # a plot's data area lower than this shows a line, not a curve
+
+
+def _cell_texts(table) -> list[tuple[int, int, str]]:
+    """(row, column, text) of every cell with text that is in the table's view (hidden rows and columns left out)."""
+    from PySide6.QtCore import Qt as _Qt
+
+    model = table.model()
+    out = []
+    if model is None:
+        return out
+    view_h = table.viewport().height()
+    for r in range(model.rowCount()):
+        if table.isRowHidden(r):
+            continue
+        y = table.rowViewportPosition(r)
+        if y >= view_h or y + table.rowHeight(r) <= 0:
+            continue                  # scrolled out of view: what the scroll bar is for
+        for c in range(model.columnCount()):
+            if table.isColumnHidden(c):
+                continue
+            text = model.data(model.index(r, c), _Qt.ItemDataRole.DisplayRole)
+            if isinstance(text, str) and text.strip():
+                out.append((r, c, text))
+    return out
+
+
+def _wrapped_height(fm, text: str, width: int) -> int:
+    rect = fm.boundingRect(QRect(0, 0, max(1, width), 100_000), int(Qt.TextFlag.TextWordWrap), text)
+    return rect.height()
+
+
 def table_cells_cut(window: QWidget) -> list[Problem]:
-    """A table that elides a cell while its columns leave room to spare (the room went to empty columns)."""
-    from PySide6.QtWidgets import QTableWidget
+    """Table cells that do not show their text while the table has room for it: room to spare beside its
+    columns (it went to empty columns), or rows that fill less than half of its height (the text could have
+    wrapped onto more lines instead of being elided). A wrapped table must give each cell the height its text
+    takes. A table full of rows may elide: its tooltips and scroll bar are for that."""
+    from PySide6.QtWidgets import QStyle, QTableView
 
     found = []
-    for table in window.findChildren(QTableWidget):
-        if table.window() is not window or not table.isVisible() or table.wordWrap():
+    for table in window.findChildren(QTableView):
+        if table.window() is not window or not table.isVisible():
             continue
-        cols = [c for c in range(table.columnCount()) if not table.isColumnHidden(c)]
+        model = table.model()
+        if model is None:
+            continue
+        cols = [c for c in range(model.columnCount()) if not table.isColumnHidden(c)]
         spare = table.viewport().width() - sum(table.columnWidth(c) for c in cols)
+        rows_h = sum(table.rowHeight(r) for r in range(model.rowCount()) if not table.isRowHidden(r))
+        half_empty = rows_h * 2 <= table.viewport().height()
         fm = table.fontMetrics()
-        for r in range(table.rowCount()):
-            if table.isRowHidden(r):
+        # the margins the item delegate keeps around a cell's text (QStyledItemDelegate: the focus frame's + 1)
+        margin = 2 * (table.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, table) + 1)
+        room_for_a_line = rows_h + fm.lineSpacing() <= table.viewport().height()
+        for r, c, text in _cell_texts(table):
+            width = table.columnWidth(c)
+            if table.wordWrap():
+                need = _wrapped_height(fm, text, width - margin)
+                if need > table.rowHeight(r) + SLACK_PX and room_for_a_line:
+                    found.append(Problem("cut", f"table cell {text[:40]!r} needs {need} px of height, its row has "
+                                                f"{table.rowHeight(r)}"))
                 continue
-            for c in cols:
-                item = table.item(r, c)
-                if item is None or not item.text():
+            short = max(fm.horizontalAdvance(line) for line in text.splitlines()) + margin - width
+            if short <= SLACK_PX:
+                continue
+            tip = model.data(model.index(r, c), Qt.ItemDataRole.ToolTipRole)
+            if table.textElideMode() == Qt.TextElideMode.ElideMiddle and isinstance(tip, str) and text in tip:
+                continue              # a path or a command line, its ends kept on purpose, the whole in the tooltip
+            if spare >= short:
+                found.append(Problem("cut", f"table cell {text[:40]!r} is elided while the table has "
+                                            f"{spare} px to spare"))
+            elif half_empty and table.horizontalScrollBar().maximum() == 0:
+                found.append(Problem("cut", f"table cell {text[:40]!r} is elided while its rows fill "
+                                            f"{rows_h} of the table's {table.viewport().height()} px"))
+    return found
+
+
+def _tree_cells(tree) -> list[tuple]:
+    """(index, text, its rectangle) of every cell shown in a tree (expanded rows, in view)."""
+    model, out = tree.model(), []
+
+    def walk(parent) -> None:
+        for r in range(model.rowCount(parent)):
+            for c in range(model.columnCount(parent)):
+                index = model.index(r, c, parent)
+                text = model.data(index, Qt.ItemDataRole.DisplayRole)
+                if tree.isColumnHidden(c) or not isinstance(text, str) or not text.strip():
                     continue
-                need = fm.horizontalAdvance(item.text()) + 12          # the cell's margins
-                short = need - table.columnWidth(c)
-                if short > SLACK_PX and spare >= short:
-                    found.append(Problem("cut", f"table cell {item.text()[:40]!r} is elided while the table has "
-                                                f"{spare} px to spare"))
+                rect = tree.visualRect(index)
+                if not rect.isEmpty() and rect.bottom() >= 0 and rect.top() <= tree.viewport().height():
+                    out.append((index, text, rect))
+            first = model.index(r, 0, parent)
+            if tree.isExpanded(first):
+                walk(first)
+
+    walk(tree.rootIndex())
+    return out
+
+
+def tree_cells_cut(window: QWidget) -> list[Problem]:
+    """A tree cell elided while the other columns have the room it lacks (the Advisor's titles cut at 1280 while
+    its Category column had room to spare). Widths are the item delegate's own (text, icon, margins)."""
+    from PySide6.QtWidgets import QTreeView
+
+    found = []
+    for tree in window.findChildren(QTreeView):
+        if tree.window() is not window or not tree.isVisible() or tree.model() is None or tree.wordWrap():
+            continue
+        header = tree.header()
+        shown = [c for c in range(tree.model().columnCount()) if not tree.isColumnHidden(c)]
+        slack = {c: tree.columnWidth(c) - max(tree.sizeHintForColumn(c), header.sectionSizeHint(c)) for c in shown}
+        spare = max(tree.viewport().width() - sum(tree.columnWidth(c) for c in shown), 0)
+        for index, text, rect in _tree_cells(tree):
+            short = tree.sizeHintForIndex(index).width() - rect.width()
+            if short <= SLACK_PX:
+                continue
+            room = spare + sum(max(v, 0) for c, v in slack.items() if c != index.column())
+            if room >= short:
+                found.append(Problem("cut", f"tree cell {text[:40]!r} is elided by {short} px while other columns "
+                                            f"have {room} px to spare"))
+    return found
+
+
+def plots_too_small(window: QWidget) -> list[Problem]:
+    """pyqtgraph plots whose data area is lower (or narrower) than MIN_PLOT_PX: a curve squashed into a line."""
+    try:
+        import pyqtgraph as pg
+    except ImportError:                # pragma: no cover - the app depends on it
+        return []
+    found = []
+    for view in window.findChildren(pg.GraphicsView):
+        if view.window() is not window or not view.isVisible() or _shown_rect(view.viewport(), window).isEmpty():
+            continue
+        for item in view.scene().items():
+            if not isinstance(item, pg.PlotItem) or not item.isVisible():
+                continue
+            box = item.getViewBox().sceneBoundingRect()
+            if box.height() < MIN_PLOT_PX or box.width() < MIN_PLOT_PX:
+                title = " ".join((item.titleLabel.item.toPlainText() if item.titleLabel.text else "").split())
+                found.append(Problem("too small", f"plot {title[:40] or type(view).__name__!r} has a "
+                                                  f"{box.width():.0f}x{box.height():.0f} px data area "
+                                                  f"(under {MIN_PLOT_PX} px)"))
+    return found
+
+
+def tabs_out_of_view(window: QWidget) -> list[Problem]:
+    """A tab bar too narrow for its tabs: some sit behind its scroll arrows (the Inspector's Time tab)."""
+    found = []
+    for bar in window.findChildren(QTabBar):
+        if bar.window() is not window or not bar.isVisible() or bar.count() < 2:
+            continue
+        hidden = [bar.tabText(i).replace("&&", "\0").replace("&", "").replace("\0", "&") for i in range(bar.count())
+                  if bar.isTabVisible(i) and not bar.rect().contains(bar.tabRect(i))]
+        arrows = [b for b in bar.findChildren(QAbstractButton) if b.isVisible()]
+        if hidden or arrows:
+            found.append(Problem("cut", f"tab bar hides tabs behind its scroll arrows ({', '.join(hidden) or 'some'}):"
+                                        f" {bar.width()} px for tabs that need "
+                                        f"{sum(bar.tabSizeHint(i).width() for i in range(bar.count()))}"))
+    return found
+
+
+def status_message_cut(window: QWidget) -> list[Problem]:
+    """The status bar's message wider than the room its permanent widgets leave it (Qt paints it, clipped)."""
+    from PySide6.QtWidgets import QMainWindow, QStatusBar
+
+    found = []
+    if not isinstance(window, QMainWindow):
+        return found
+    bar: QStatusBar = window.statusBar()
+    text = bar.currentMessage()
+    if not bar.isVisible() or not text:
+        return found
+    right = min((w.mapTo(bar, w.rect().topLeft()).x() for w in bar.findChildren(QWidget)
+                 if w.parentWidget() is bar and w.isVisible() and w.width() > 0), default=bar.width())
+    need = bar.fontMetrics().horizontalAdvance(text) + 8          # the message's margins inside the bar
+    if need > right + SLACK_PX:
+        found.append(Problem("cut", f"status message {text[:40]!r} needs {need} px, the status bar leaves it {right}"))
     return found
 
 
@@ -315,4 +475,4 @@ def page_fits(page: QWidget, room: QWidget) -> list[Problem]:
 
 
 def layout_problems(window: QWidget) -> list[Problem]:
-    return overlaps(window) + cut_texts(window) + squeezed(window)
+    return overlaps(window) + cut_texts(window) + squeezed(window) + plots_too_small(window)

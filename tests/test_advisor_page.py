@@ -344,3 +344,24 @@ def test_tab_follows_the_page_and_every_stop_shows_focus(qtbot, page):
                      page.shell, page.copy_button, page.snippet]
     for view in (page.details, page.snippet):                 # read-only views draw a focus frame
         assert ":focus" in view.styleSheet()
+
+
+def test_titles_are_not_elided_while_category_has_room(qtbot):
+    """Issue 40, 12: at 1280 the titles were elided while the Category column kept 40 % of the tree. The layout
+    test's tree rule checks it at every width from a narrow tree to a wide one."""
+    from gui_layout_check import tree_cells_cut
+
+    model = AppModel()
+    p = AdvisorPage(model)
+    qtbot.addWidget(p)
+    p.show()
+    qtbot.waitExposed(p)
+    model.set_report(_report("k10-container-quota"))
+    p.tree.expandAll()
+    problems = []
+    for width in range(700, 1700, 60):
+        p.resize(width, 700)
+        qtbot.waitUntil(lambda: p.width() == width)
+        qtbot.wait(10)
+        problems += [f"{width}: {x}" for x in tree_cells_cut(p)]
+    assert not problems, "\n".join(problems)

@@ -12,6 +12,7 @@ from cpudoctor.render.rules import explain_text
 from cpudoctor.report_file import load_report, report_from_dict, report_from_json
 from cpudoctor import advisor
 from cpudoctor.advisor import engine
+from cpudoctor.advisor.kernel_rules import report_lab_findings
 from cpudoctor.model import Finding, Report, ThreadRecommendation
 
 SCENARIOS = Path(__file__).parent / "fixtures" / "scenarios"
@@ -54,12 +55,15 @@ def test_scenario(path: Path):
     data = json.loads(path.read_text())
     report = report_from_dict(data)
     findings = engine.run_rules(report, strict=True)
-    got = _by_code(findings)
+    lab = report_lab_findings(report, strict=True)     # the job rules over the report's lab runs (EVID007, EVID008)
+    got = _by_code(findings + lab)
     for code, severity in data["expect"].items():
         if severity == "absent":
             assert not (got.get(code, set()) - {"ok"}), f"{code} should not report a problem here, got {got.get(code)}"
         else:
             assert severity in got.get(code, set()), f"{code}: expected {severity}, got {got.get(code)}"
+    for f in lab:
+        assert f.docs == f"docs/evidence_rules.md#{f.code.lower()}" and f.why and f.fix
     for f in findings:
         assert f.docs == f"docs/rules.md#{f.code.lower()}"
         assert f.title
@@ -189,8 +193,6 @@ GOOD_BAD = {
     "ISAENV001": ("zen3-healthy", "zen3-openblas-coretype-skylakex"),
     "THR004": ("zen3-healthy", "taskset-interop-host-sized"),
     "THR005": ("zen3-healthy", "zen3-opencv-transforms"),
-    "ISA010": ("zen4-kernels-healthy", "zen4-onednn-capped-avx2"),
-    "PREC003": ("zen4-kernels-healthy", "zen4-bf16-capped-avx512-core"),
     "TOPO004": ("zen3-healthy", "threadripper-3990x-windows10-groups"),
     "OS002": ("threadripper-3990x-windows11", "threadripper-3990x-windows10-groups"),
     "INFER001": ("zen3-healthy", "zen3-infer-measured"),
@@ -218,6 +220,51 @@ def test_rule_good_and_bad(code):
         assert any(ADVICE_WHEN_BAD[code] in f.title for f in bad_f)
     else:
         assert any(f.severity != "ok" for f in bad_f), f"{code} silent on {bad}"
+
+
+# The job rules a report's lab runs are judged by: (a scenario where they stay silent, one where they speak).
+LAB_GOOD_BAD = {
+    "EVID007": ("zen4-kernels-healthy", "zen4-onednn-capped-avx2"),
+    "EVID008": ("zen4-kernels-healthy", "zen4-bf16-capped-avx512-core"),
+}
+
+
+@pytest.mark.parametrize("code", sorted(LAB_GOOD_BAD))
+def test_lab_kernel_rule_good_and_bad(code):
+    good, bad = LAB_GOOD_BAD[code]
+    assert report_lab_findings(_load(good), {code}, strict=True) == []
+    found = report_lab_findings(_load(bad), {code}, strict=True)
+    assert found and all(f.code == code and f.severity == "warning" for f in found)
+    assert all(f.docs == f"docs/evidence_rules.md#{code.lower()}" for f in found)
+    # the report's diagnosis carries them, asked for by the old report-rule code too
+    old = {"EVID007": "ISA010", "EVID008": "PREC003"}[code]
+    assert [f.code for f in advisor.diagnose(_load(bad), only={old})] == [code] * len(found)
+
+
+@pytest.mark.parametrize("old, new", [("ISA010", "EVID007"), ("PREC003", "EVID008")])
+def test_merged_codes_still_explain_select_and_link(old, new):
+    """ISA010 and PREC003 asked of a report's lab runs what EVID007 and EVID008 ask of a run: one family each now.
+    The old codes explain, select (--only) and keep their anchor in the rule pages; no rule set reuses them."""
+    text = explain_text(old)
+    assert text.startswith(f"{new} (") and f"({old} was renamed to {new}.)" in text
+    assert advisor.resolve_only([old]) == {new}
+    for page in ("rules.md", "evidence_rules.md"):
+        body = (Path(__file__).resolve().parents[1] / "docs" / page).read_text(encoding="utf-8")
+        assert f'<a id="{old.lower()}"></a>`{old}` is now [{new}]' in body, page
+    with pytest.raises(engine.RuleDefinitionError, match="retired"):
+        engine.rule(old, "reused-code", category="isa", severity="info", title="x")(_documented)
+
+
+def _documented(report):
+    """
+    What it checks:
+        x
+    Why it matters:
+        x
+    Fix:
+        x
+    """
+    return []
 
 
 def test_isa005_installed_risk_without_crash_is_an_error():

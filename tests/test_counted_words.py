@@ -18,8 +18,7 @@ import pytest
 from cpudoctor import advisor
 from cpudoctor.advisor.process_rules import run_process_rules
 from cpudoctor.model import ImportCheck
-from cpudoctor.probes.process.inspect import Inspection, ThreadInfo
-from cpudoctor.probes.process.peers import PeerJob
+from cpudoctor.model.inspection import Inspection, PeerJob, ThreadInfo
 from cpudoctor.report_file import load_report
 
 SCENARIOS = sorted((Path(__file__).parent / "fixtures" / "scenarios").glob("*.json"))

@@ -255,7 +255,7 @@ def test_pdf_keeps_words_whole_shows_shares_as_percentages_and_no_heading_alone(
         assert whole in words, whole
     for broken in ("precisio", "thre", "ads", "nomina", "emulate", "PyTorc"):
         assert broken not in words, broken
-    assert "0.8984" not in text and "89.8%" in text and "98.4%" in text         # shares and agreement
+    assert "0.8984" not in text and "89.8 %" in text and "98.4 %" in text         # shares and agreement
     assert "CPU to others" in text and "other share" not in text
     # The last line drawn on each page (pdftotext also lists text the page's clip hides, so words below the
     # text area, where the footer is, are left out): never a heading.
@@ -303,3 +303,32 @@ def test_keep_headings_with_next_moves_a_stranded_heading_and_its_run():
     assert keep_headings_with_next(doc) >= 1
     assert page(h2) == page(h2.next()) == page(para)
     assert doc.pageCount() >= 2
+
+
+def test_a_heading_with_a_line_at_a_page_foot_goes_with_its_section():
+    """Issue 40, 13: "GEMM throughput" and its settings line stood at the foot of a page, its chart and table on the
+    next. A section that runs over the page with less than SECTION_KEEP_PX under its heading starts a new page."""
+    from PySide6.QtCore import QSizeF
+    from PySide6.QtGui import QTextDocument
+
+    from cpudoctor.render.pdf import SECTION_KEEP_PX, _ensure_gui_app, keep_headings_with_next
+
+    _ensure_gui_app()
+    doc = QTextDocument()
+    filler = "".join(f"<p>line {i}</p>" for i in range(200))
+    rows = "".join(f"<tr><td>torch-fp32</td><td>{i}</td><td>61.3</td></tr>" for i in range(40))
+    doc.setHtml(filler + "<h3>GEMM throughput</h3><p>Settings: size 2,048</p><p>CPU to others 3 %</p>"
+                f"<table>{rows}</table><h3>Next</h3><p>after</p>")
+    doc.setDocumentMargin(0)
+    layout = doc.documentLayout()
+    block = doc.begin()
+    while block.text() != "GEMM throughput":
+        block = block.next()
+    rect = layout.blockBoundingRect(block)
+    doc.setPageSize(QSizeF(600, rect.bottom() + SECTION_KEEP_PX * 0.6))   # the heading and its two lines fit
+    page = lambda b: int(layout.blockBoundingRect(b).top() // doc.pageSize().height())  # noqa: E731
+    first = page(block)
+    assert first == page(block.next().next())                              # the old rule saw nothing wrong
+    assert keep_headings_with_next(doc) >= 1
+    assert page(block) == first + 1                                        # it starts the next page
+    assert layout.blockBoundingRect(block).top() % doc.pageSize().height() < 40

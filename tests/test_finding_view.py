@@ -69,6 +69,12 @@ def _surfaces(f: Finding, qtbot) -> dict[str, str]:
     qtbot.addWidget(page)
     page._show_details(f)
     advisor = f"{page.details_title.text()} {page.details.toPlainText()} {page.snippet_text()}"
+    from cpudoctor.gui.inspector_model import findings_html
+    from cpudoctor.render import run_report
+    from cpudoctor.render.inspect import render_text as inspect_text
+    from cpudoctor.render.lab import findings_text
+
+    run = _observation()
     return {
         "text": _words(text.render(report)),
         "md": _from_markdown(markdown.render(report)),
@@ -76,7 +82,25 @@ def _surfaces(f: Finding, qtbot) -> dict[str, str]:
         "doctor text": _words(doctor.render_text(report, report.findings, "this machine")),
         "doctor md": _from_markdown(doctor.render_md(report, report.findings, "this machine")),
         "Advisor page": _words(advisor),
+        "run text": _words(run_report.render_text(run, [f])),
+        "run md": _from_markdown(run_report.render_md(run, [f])),
+        "run html": _from_html(run_report.render_html(run, [f])),
+        "inspect": _words(inspect_text(_inspection(), [f])),
+        "Inspector page": _from_html(findings_html([f])),
+        "bench": _words(findings_text([f])),
     }
+
+
+def _observation():
+    from cpudoctor.probes.process.observe import RunObservation
+
+    return RunObservation(command="python train.py", exit_code=0, duration_s=3.0)
+
+
+def _inspection():
+    from cpudoctor.probes.process.inspect import Inspection
+
+    return Inspection(pid=10, name="python", cmdline="python train.py", is_python=True, window_s=1.0)
 
 
 def test_one_finding_reads_the_same_on_every_surface(qtbot):
@@ -181,7 +205,9 @@ def test_every_finding_of_a_real_report_reads_the_same_in_text_and_html():
 # group it, never its words (why, fix, snippet, evidence, docs): those come from the view.
 LAYOUTS = ["cpudoctor/render/text.py", "cpudoctor/render/md_extra.py", "cpudoctor/render/markdown.py",
            "cpudoctor/render/doctor.py", "cpudoctor/render/html.py", "cpudoctor/render/inspect.py",
-           "gui/advisor_page.py", "gui/inspector_model.py"]
+           "cpudoctor/render/run_report.py", "cpudoctor/render/lab.py", "cpudoctor/render/job_findings.py",
+           "cpudoctor/render/finding_html.py", "cpudoctor/render/training.py", "gui/advisor_page.py",
+           "gui/inspector_model.py", "gui/inspector_page.py"]
 _OWN_WORDS = re.compile(r"\b(?:f|finding|findings\[[^]]+\])\.(?:why|fix|snippet|snippet_lang|docs|evidence)\b")
 
 
@@ -244,3 +270,44 @@ def test_one_wording_for_a_virtual_machine(qtbot):
     model.set_report(report)
     assert page.cards["Processor"].value("Virtual machine") == "no — bare metal"
     assert "no — bare metal" in text.render(report)
+
+
+# -- the job pages (run, inspect, bench) and the one finding HTML ----------------------------------
+
+def test_a_snippet_holding_a_code_fence_stays_inside_its_block_on_the_run_page():
+    """The run page made its own ``` fence: a snippet with three backticks closed it early and the rest of the
+    snippet became Markdown. The fence is one function (kits.escape.md_fence), longer than any backtick run."""
+    from cpudoctor.render import run_report
+
+    f = _finding()
+    f.snippet = "cat <<'EOF' > README.md\n```\nexport OMP_NUM_THREADS=4\n```\nEOF"
+    page = run_report.render_md(_observation(), [f])
+    fence = re.search(r"^(`{3,})bash$", page, re.MULTILINE)
+    assert fence and len(fence.group(1)) == 4, page
+    body = page.split(fence.group(0), 1)[1]
+    closing = re.search(rf"^{fence.group(1)}$", body, re.MULTILINE)
+    assert closing and body[:closing.start()].strip() == f.snippet
+
+
+def test_one_finding_html_for_the_export_the_advisor_and_the_inspector(qtbot):
+    """Finding HTML is built in one place (render.finding_html): the export page, the Advisor's details and the
+    Inspector's list show the same words in the same order, in their own style."""
+    from cpudoctor.gui.advisor_page import AdvisorPage
+    from cpudoctor.gui.inspector_model import findings_html
+    from cpudoctor.gui.model import AppModel
+    from cpudoctor.render.finding_html import finding_html
+
+    f = _finding()
+    view = finding_view(f)
+    page = AdvisorPage(AppModel())
+    qtbot.addWidget(page)
+    page._show_details(f)
+    assert page.details.toHtml().count(view.explain) == 1
+    assert findings_html([f]) == finding_html(view, "widget", evidence=False, copy_href="copy:0")
+    exported = render_html(_report(f))
+    assert finding_html(view, "page") in exported
+    order = [view.why, view.fix, view.explain]
+    for html_text in (finding_html(view, "page"), findings_html([f]), page.details.toHtml()):
+        words = _from_html(html_text)
+        at = [words.find(_words(w)) for w in order]
+        assert -1 not in at and at == sorted(at), (html_text[:200], at)

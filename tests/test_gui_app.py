@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -69,6 +70,70 @@ def test_missing_libs_print_the_apt_command(monkeypatch, capsys, printed):
     assert ("apt-get install -y xvfb libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-image0 "
             "libxcb-render-util0 libxcb-xkb1 libxkbcommon-x11-0 libxcb-shape0") in err
     assert printed == ["doctor"]                    # and the report was printed instead
+
+
+def test_the_no_display_hint_names_a_command_that_works_after_make_run(monkeypatch, tmp_path, capsys, printed):
+    """`make run` starts .venv/bin/cpudoctor, which is not on PATH: the hint prints that script's full path
+    (issue 40, 2), never a bare `cpudoctor` the shell cannot find."""
+    script = tmp_path / "checkout" / ".venv" / "bin" / "cpudoctor"
+    script.parent.mkdir(parents=True)
+    script.write_text("#!/bin/sh\n")
+    for var in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(app.sys, "platform", "linux")
+    monkeypatch.setattr(app.sys, "argv", [str(script.relative_to(tmp_path))])
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PATH", str(tmp_path / "elsewhere"))
+    assert app.main([]) == 0
+    err = capsys.readouterr().err
+    assert f"xvfb-run -a {script}`" in err and f"ssh -X host {script}`" in err
+    assert "xvfb-run -a cpudoctor`" not in err
+    # on PATH as this very script: the short name is enough
+    assert app.launch_command(str(script), which=lambda name: str(script)) == "cpudoctor"
+    # started some other way (python -m): this interpreter runs the package
+    assert app.launch_command("/somewhere/cpudoctor/__main__.py").endswith(" -m cpudoctor")
+
+
+def test_make_run_checks_the_x11_libraries_before_it_installs(tmp_path):
+    """The check runs with the system Python before the venv exists (standard library only: it runs with
+    site-packages off), and `make run` calls it before any pip install."""
+    import shutil
+
+    from cpudoctor.gui import x11_libs
+
+    repo = Path(__file__).resolve().parents[1]
+    checker = repo / "gui" / "x11_libs.py"
+    env = {"PATH": os.environ.get("PATH", ""), "DISPLAY": ":0"}
+    out = subprocess.run([sys.executable, "-I", "-S", str(checker)], capture_output=True, text=True, timeout=60,
+                         env=env, cwd=tmp_path)
+    assert out.returncode in (0, 1), out.stderr
+    assert "Traceback" not in out.stderr
+    if out.returncode == 1:                          # this machine lacks them: the message is the apt line
+        assert x11_libs.APT_LINE in out.stderr
+    # the decision itself, with a loader that lacks one library
+    def load(name):
+        if name == "libxcb-cursor.so.0":
+            raise OSError(name)
+
+    assert x11_libs.main({"DISPLAY": ":0"}, load) == 1
+    assert x11_libs.main({}, load) == 0                            # no display: the terminal report needs none
+    assert x11_libs.main({"DISPLAY": ":0"}, lambda name: None) == 0
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    dry = subprocess.run(["make", "-n", "run", f"VENV={tmp_path / 'venv'}", "PYTHON=python3"], cwd=repo,
+                         capture_output=True, text=True, timeout=60)
+    lines = dry.stdout.splitlines()
+    check = next(i for i, line in enumerate(lines) if "gui/x11_libs.py" in line)
+    install = next(i for i, line in enumerate(lines) if "pip install" in line)
+    assert check < install, dry.stdout
+
+
+def test_readme_set_up_has_the_apt_line():
+    from cpudoctor.gui import x11_libs
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    setup = readme.split("## Set up", 1)[1].split("\n## ", 1)[0]
+    assert x11_libs.APT_LINE in setup
 
 
 def test_terminal_report_is_the_doctor_page(monkeypatch, capsys):

@@ -124,7 +124,7 @@ def test_choosing_rebuilds_the_report_there_and_is_remembered(qtbot, world, sett
     assert [p.name for p in report.software.packages] == ["numpy"]                     # plain's own packages
     assert settings.value(SETTINGS_KEY) == world["plain"]
     # every page says which environment it describes
-    assert "plain (venv" in window.source_label.text() and window.source_label.text().startswith("This machine")
+    assert "plain (venv" in window.source_label.full and window.source_label.full.startswith("This machine")
     assert window.pages["Overview"].cards["System"].value("Python environment").startswith("plain (venv")
     assert "chosen in the window" in window.pages["Overview"].cards["System"].value("Python environment")
     assert window.pages["Advisor"].environment.text().startswith("Python environment: plain (venv")
@@ -250,7 +250,7 @@ def test_a_saved_report_turns_the_picker_off_and_names_its_environment(qtbot, wo
     window.model.set_report(report, read_only=True, label="Report colleague.json")
     picker = window.env_picker
     assert not picker.button.isEnabled() and picker.full_text.startswith("Saved report: colleague_env (conda")
-    assert "colleague_env" in window.source_label.text()
+    assert "colleague_env" in window.source_label.full                   # (elided to its width, whole in its tooltip)
     assert not window.pages["Training"].train_button.isEnabled()
     window.model.set_report(realistic_report())                  # this machine again
     assert picker.button.isEnabled() and picker.full_text.startswith("project/.venv")

@@ -229,3 +229,39 @@ def test_the_collector_shows_the_quick_findings_while_the_child_stages_run(qtbot
     assert not model.provisional and model.report.software.children_ran
     assert [f.code for f in model.report.findings] == [f.code for f in diagnose(later).findings]
     assert "so far" not in page.findings_label.text()
+
+
+def _overview_state(page: OverviewPage) -> dict[str, str]:
+    """Every card row of the Overview (card/label -> text), and the findings card's text."""
+    rows = {f"{title}/{label}": text for title, card in page.cards.items() for label, text in card.rows()}
+    rows["findings"] = page.findings_label.text()
+    return rows
+
+
+def test_a_second_run_of_this_machine_never_blanks_what_the_overview_shows(qtbot, world, settings):
+    """Issue 40, 3: the cards filled, went blank for seconds, then filled again when this machine's report was
+    built anew (the environment listing's rebuild, a Refresh). Every state the Overview passes through during the
+    second run keeps each row the first run filled, and the findings stay until the new ones replace them."""
+    from cpudoctor.render import overview as words
+    from cpudoctor.render.words import DASH
+
+    window = MainWindow(AppModel(), settings=settings, collect=True, children=False, env_lookup=lookup(world))
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitUntil(lambda: window.model.judged and not window.model.provisional and not window.collector.busy
+                    and window.model.report.software is not None, timeout=60_000)
+    page = window.pages["Overview"]
+    filled = {k: v for k, v in _overview_state(page).items() if v and v != DASH}
+    assert any(k.startswith("System/") for k in filled) and any(k.startswith("Memory/") for k in filled)
+    seen: list[dict[str, str]] = []
+    window.model.report_changed.connect(lambda _r: seen.append(_overview_state(page)))
+    window.model.findings_changed.connect(lambda _f: seen.append(_overview_state(page)))
+    window.refresh()
+    qtbot.waitUntil(lambda: not window.collector.busy and window.model.judged and not window.model.provisional,
+                    timeout=60_000)
+    assert seen, "the second run showed nothing"
+    for state in seen:
+        blanked = [k for k in filled if k != "findings" and state.get(k, "") in ("", DASH)]
+        assert not blanked, f"rows blanked during the second run: {blanked}"
+        assert state["findings"] != words.ADVISOR_PENDING
+    _close(window)

@@ -1,6 +1,7 @@
-"""Every page of the real window, filled with a real machine's data, at its minimum size, 900x600, 1280x800 and
-1600x1000: no text drawn over other text, no label, button, live value, plot title or table cell cut off, nothing
-in the toolbar's overflow menu (see gui_layout_check.py for the rules).
+"""Every page of the real window, filled with a real machine's data, at its minimum size (760x520), 900x600,
+1280x800 and 1920x1080: no text drawn over other text, no label, button, live value, plot title, table cell or
+status message cut off, no plot squashed under 60 px, nothing in the toolbar's overflow menu or behind a tab
+bar's arrows (see gui_layout_check.py for the rules).
 
 The report is a scenario fixture made from a 2-socket Cascade Lake corpus tree (4 NUMA nodes, findings;
 see gui_fill.py); the Monitor gets live samples for its CPUs, the Inspector an inspection with threads,
@@ -22,7 +23,7 @@ from cpudoctor.gui.model import AppModel
 from gui_fill import fill_window, realistic_report
 
 MINIMUM = (0, 0)              # the window's own minimum size (MainWindow.minimumSize)
-SIZES = (MINIMUM, (900, 600), (1280, 800), (1600, 1000))
+SIZES = (MINIMUM, (900, 600), (1280, 800), (1920, 1080))
 
 
 @pytest.fixture(params=["live", "saved"])
@@ -72,6 +73,10 @@ def test_no_page_overlaps_or_cuts_text(qtbot, filled_window, size):
         size = (window.minimumSize().width(), window.minimumSize().height())
     window.resize(*size)
     _settle(qtbot)
+    # the longest message the window shows for long: the advisor's summary of a real report
+    from cpudoctor.render.words import status_text
+
+    window.statusBar().showMessage(f"Advisor: {status_text(window.model.report.findings)}", 60_000)
     problems: list[str] = []
     for title in window.pages:
         window.show_page(title)
@@ -82,6 +87,12 @@ def test_no_page_overlaps_or_cuts_text(qtbot, filled_window, size):
             problems.extend(f"{title}{where} at {size[0]}x{size[1]}: {p}" for p in found)
 
         _walk_tabs(qtbot, window.pages[title], check)
+        if title == "Inspector":                # the process list filtered down to one PID (issue 40, 12)
+            page = window.pages[title]
+            page.filter_edit.setText(str(page.entries[0].pid))
+            _settle(qtbot)
+            check(" (filtered by PID)")
+            page.filter_edit.clear()
     assert not problems, "\n".join(dict.fromkeys(problems))
 
 
@@ -164,3 +175,63 @@ def test_the_checker_sees_cut_live_values_plot_titles_cells_squeezed_columns_and
     assert "table cell 'loss 1.626 · held-out 63.3 %' is elided" in found
     assert "'Jobs run in resnet'" in found and "left edge" in found
     assert "toolbar 'Main' hides items in its overflow menu" in found
+
+
+def test_the_checker_sees_flat_plots_cut_cells_in_an_empty_table_hidden_tabs_and_a_cut_status(qtbot):
+    """What the third tour found (issue 40, 12) and the checker missed: a plot 20 px high, "SimpleCNN, …" elided in
+    a table whose rows fill a third of it, a tab behind the tab bar's arrows, a status message under the source."""
+    import pyqtgraph as pg
+    from PySide6.QtWidgets import QMainWindow, QTableWidget, QTableWidgetItem, QTabWidget, QWidget
+
+    from gui_layout_check import cut_texts, plots_too_small
+
+    w = QMainWindow()
+    qtbot.addWidget(w)
+    w.resize(700, 400)
+    body = QWidget()
+    w.setCentralWidget(body)
+    flat = pg.PlotWidget(body)
+    flat.setTitle("Loss", size="10pt")
+    flat.setGeometry(10, 10, 200, 90)                    # the title and the axis leave about 20 px of data
+    table = QTableWidget(1, 2, body)
+    table.setWordWrap(False)
+    table.setGeometry(220, 10, 300, 200)
+    table.setItem(0, 0, QTableWidgetItem("SimpleCNN, fp32, batch 64, 40 threads"))
+    table.setItem(0, 1, QTableWidgetItem("measured while 31 % of the CPU went to other programs"))
+    table.setColumnWidth(0, 130)
+    table.setColumnWidth(1, 140)
+    tabs = QTabWidget(body)
+    for name in ("Findings", "Threads", "Libraries && env", "Children", "Process && memory", "Time"):
+        tabs.addTab(QWidget(), name)
+    tabs.setGeometry(10, 220, 260, 120)
+    w.statusBar().addPermanentWidget(QLabel("This machine · Python: resnet (venv, Python 3.11.9)" * 2))
+    w.statusBar().showMessage("Advisor: Nothing to fix — 3 suggestions, 25 checks passed")
+    w.show()
+    qtbot.waitExposed(w)
+    found = " | ".join(p.what for p in cut_texts(w) + plots_too_small(w))
+    assert "plot 'Loss' has a" in found and "under 60 px" in found
+    assert "table cell 'SimpleCNN, fp32, batch 64, 40 threads' is elided while its rows fill" in found
+    assert "tab bar hides tabs behind its scroll arrows" in found
+    assert "status message 'Advisor: Nothing to fix" in found
+
+
+@pytest.mark.parametrize("size", SIZES, ids=["minimum" if s == MINIMUM else f"{s[0]}x{s[1]}" for s in SIZES])
+def test_the_total_load_axis_reads_0_to_100_at_every_size(qtbot, filled_window, size):
+    """Issue 40, 13: below 1920x1080 the Monitor's total-load axis read 25, 50, 75 (pyqtgraph leaves out a label
+    that reaches past the plot)."""
+    from PySide6.QtGui import QImage, QPainter
+
+    window = filled_window
+    if size == MINIMUM:
+        size = (window.minimumSize().width(), window.minimumSize().height())
+    window.resize(*size)
+    window.show_page("Monitor")
+    _settle(qtbot)
+    axis = window.pages["Monitor"].total_plot.getAxis("left")
+    image = QImage(10, 10, QImage.Format.Format_ARGB32)
+    painter = QPainter(image)
+    try:
+        labels = [text for _rect, _flags, text in axis.generateDrawSpecs(painter)[2]]
+    finally:
+        painter.end()
+    assert labels == ["0", "25", "50", "75", "100"]

@@ -364,3 +364,105 @@ def test_help_menu_has_the_docs_the_rules_and_report_a_problem(window, tmp_path,
     assert text.startswith("# CPU Doctor") and QGuiApplication.clipboard().text() == text
     assert opened and "/issues/new?" in opened[0] and "title=Problem+report" in opened[0]
     window.help_actions.last_dialog.close()
+
+
+# -- issue 40, 14: closing during a job, the theme in the menus, the Training page after a saved report --------
+
+_ENDLESS_JOB = textwrap.dedent("""
+    import time
+    from cpudoctor.lab.jobs import _jobkit as protocol
+    stop = protocol.StopFlag()
+    stop.watch_stdin()
+    protocol.progress(step=1, loss=2.3, accuracy=0.1, samples_per_s=None, elapsed=0.01, dtype="fp32")
+    while not stop.is_set():
+        time.sleep(0.02)
+    protocol.result(status="cancelled", steps=1)
+""")
+
+
+def _answer_the_question(qtbot, button_text: str, asked: list[str]) -> None:
+    """Click ``button_text`` in the message box the window is about to show (modal: it blocks until answered)."""
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication
+
+    def answer():
+        box = QApplication.activeModalWidget()
+        if not isinstance(box, QMessageBox):
+            QTimer.singleShot(20, answer)
+            return
+        asked.append(box.text())
+        next(b for b in box.buttons() if b.text() == button_text).click()
+
+    QTimer.singleShot(0, answer)
+
+
+def test_closing_during_a_job_asks_first(window, qtbot):
+    training = window.pages["Training"]
+    training.job_argv = lambda job, args: [sys.executable, "-c", _ENDLESS_JOB]
+    training._start("train", {"seconds": 60.0})
+    qtbot.waitUntil(lambda: bool(training.session.live.steps), timeout=20_000)
+    assert window.running_jobs() == ["the training run"]
+    asked: list[str] = []
+    _answer_the_question(qtbot, "Keep running", asked)
+    window.close()
+    assert asked == ["The training run is still running."]
+    assert window.isVisible() and training.runner.is_running()          # nothing was discarded
+    _answer_the_question(qtbot, "Stop and quit", asked)
+    with qtbot.waitSignal(training.runner.finished, timeout=20_000):
+        window.close()
+        training.shutdown()                                             # what the application's quit does
+    assert len(asked) == 2 and not window.isVisible() and not training.runner.is_running()
+
+
+def test_closing_without_a_job_does_not_ask(window):
+    assert window.running_jobs() == []
+    window.close()                                                      # a question would block here
+    assert not window.isVisible()
+
+
+def test_theme_is_chosen_in_the_view_menu_and_remembered(qtbot, settings):  # noqa: F811
+    from PySide6.QtGui import QPalette
+    from PySide6.QtWidgets import QApplication
+
+    from cpudoctor.gui.theme import apply_theme, remembered_theme
+
+    app = QApplication.instance()
+    before = app.palette()
+    try:
+        apply_theme(app, "light")
+        win = MainWindow(AppModel(), settings=settings, collect=False)
+        qtbot.addWidget(win)
+        win.show()
+        view = next(a.menu() for a in win.menuBar().actions() if a.text() == "&View")
+        theme = next(a.menu() for a in view.actions() if a.menu() is not None and a.text() == "&Theme")
+        names = [a.text().replace("&", "") for a in theme.actions()]
+        assert names == ["System (follow the desktop)", "Light", "Dark"]
+        assert win.theme_actions["light"].isChecked()
+        plot = win.pages["Training"].live.loss_plot
+        win.theme_actions["dark"].trigger()
+        assert win.theme_actions["dark"].isChecked()
+        assert app.palette().color(QPalette.ColorRole.Window).lightness() < 128
+        qtbot.waitUntil(lambda: plot.backgroundBrush().color().lightness() < 128, timeout=5_000)   # plots follow
+        assert remembered_theme(settings) == "dark"                     # the next start opens dark
+        win.theme_actions["light"].trigger()
+        qtbot.waitUntil(lambda: plot.backgroundBrush().color().lightness() > 128, timeout=5_000)
+        assert remembered_theme(settings) == "light"
+        win.sampler.stop()
+        win.pages["Inspector"].inspections.live_timer.stop()
+        win.close()
+    finally:
+        app.setPalette(before)
+        app.setStyleSheet("")
+
+
+def test_the_training_page_forgets_the_saved_report_after_back_to_this_machine(window, qtbot):
+    from cpudoctor.render import training as words
+
+    training = window.pages["Training"]
+    window.model.set_report(_saved_report(), read_only=True, label="Report colleague.json")
+    assert "saved report" in training.status.text()
+    window.collector.children = False
+    window.banner.back.click()
+    qtbot.waitUntil(lambda: not window.collector.busy and window.model.report is not None
+                    and not window.model.read_only, timeout=30_000)
+    assert "saved report" not in training.status.text() and training.status.text() == words.READY

@@ -18,6 +18,7 @@ from cpudoctor.probes.process.inspect import (
     InspectError, classify_libraries, inspect_process, list_processes, locate_cpu,
 )
 from cpudoctor.model import Topology
+from cpudoctor.render.inspect import env_problem_text, inspect_error_text, inspection_notes, libraries_problem_text
 from conftest import wait_for
 from inspect_fakes import FakeProc, StepClock, stat_line, two_ccx_topology
 import other_user
@@ -226,7 +227,8 @@ def test_fake_tree_process_exits_mid_window(tmp_path):
     assert insp.status == "exited"
     assert insp.samples == 4 and insp.window_s == pytest.approx(0.6)
     assert insp.threads[0].cpu_percent == pytest.approx(30 / HZ / 0.6 * 100, abs=1)
-    assert any("exited" in n and "2 s window" in n for n in insp.notes)
+    assert insp.exited_after_s == pytest.approx(0.8)
+    assert any("exited 0.8 s into the window" in n and "only the 0.6 s" in n for n in inspection_notes(insp))
 
 
 def test_fake_tree_children_started_and_exited_during_window(tmp_path):
@@ -279,10 +281,11 @@ def test_fake_tree_environ_unreadable_messages(tmp_path):
     clock = StepClock()
     insp = inspect_process(800, seconds=0.2, root=tmp_path, topology=Topology(), clock=clock, sleep=clock.sleep)
     assert not insp.env_readable and insp.env == {}
-    assert insp.env_error.startswith("cannot read the environment of process 800 (")
-    assert insp.libraries_error == ("cannot read the loaded libraries of process 800: the process exited "
-                                    "(or /proc lacks the file)")
-    assert not insp.libraries_readable and insp.env_error in insp.notes
+    assert insp.env_problem.problem == "error" and insp.libraries_problem.problem == "gone"
+    assert env_problem_text(insp).startswith("cannot read the environment of process 800 (")
+    assert libraries_problem_text(insp) == ("cannot read the loaded libraries of process 800: the process exited "
+                                            "(or /proc lacks the file)")
+    assert not insp.libraries_readable and env_problem_text(insp) in inspection_notes(insp)
 
 
 def _nobody_tree() -> Path:
@@ -305,8 +308,9 @@ def test_permission_denied_message_as_another_user():
         (fp.pdir(900) / "maps").chmod(0o000)
         code = ("import json,sys; from pathlib import Path; from cpudoctor.probes.process.inspect import inspect_process;"
                 "from cpudoctor.probes.cpu.topology import Topology;"
+                "from cpudoctor.render.inspect import env_problem_text, libraries_problem_text;"
                 f"i=inspect_process(900, 0.0, Path({str(root)!r}), Topology());"
-                "print(json.dumps([i.env_error, i.libraries_error, i.access_limited, i.uid]))")
+                "print(json.dumps([env_problem_text(i), libraries_problem_text(i), i.access_limited, i.uid]))")
         out = subprocess.run(other_user.as_user([PY, "-c", code], reach=[root]), capture_output=True, text=True,
                              timeout=60, cwd="/")
         assert out.returncode == 0, out.stderr
@@ -321,23 +325,26 @@ def test_permission_denied_message_as_another_user():
         shutil.rmtree(root, ignore_errors=True)
 
 
+def _refusal(*args, **kwargs) -> InspectError:
+    """The InspectError ``inspect_process`` raises (the probe records the kind; render words it)."""
+    with pytest.raises(InspectError) as e:
+        inspect_process(*args, **kwargs)
+    return e.value
+
+
 def test_missing_pid_and_kernel_thread_and_zombie(tmp_path):
     fp = FakeProc(tmp_path)
-    with pytest.raises(InspectError, match="no process with PID 4") as e:
-        inspect_process(4, 0.1, root=tmp_path)
-    assert e.value.kind == "not_found"
-    with pytest.raises(InspectError, match="not a process ID"):
-        inspect_process(0, 0.1, root=tmp_path)
+    e = _refusal(4, 0.1, root=tmp_path)
+    assert e.kind == "no_such_process" and "no process with PID 4" in inspect_error_text(e)
+    assert "pick one from `cpudoctor inspect --list`" in inspect_error_text(e)
+    assert "not a process ID" in inspect_error_text(_refusal(0, 0.1, root=tmp_path))
     fp.add_process(3, "kworker/0:1", ppid=2)
-    with pytest.raises(InspectError, match="kernel thread"):
-        inspect_process(3, 0.1, root=tmp_path)
+    assert "kernel thread" in inspect_error_text(_refusal(3, 0.1, root=tmp_path))
     fp.add_process(5, "python")
     fp.set_proc_stat(5, state="Z")
-    with pytest.raises(InspectError, match="already exited") as e:
-        inspect_process(5, 0.1, root=tmp_path)
-    assert e.value.kind == "exited"
-    with pytest.raises(InspectError, match="needs Linux"):
-        inspect_process(5, 0.1, root=tmp_path / "nowhere")
+    e = _refusal(5, 0.1, root=tmp_path)
+    assert e.kind == "zombie" and "already exited" in inspect_error_text(e)
+    assert "needs Linux" in inspect_error_text(_refusal(5, 0.1, root=tmp_path / "nowhere"))
 
 
 def test_unreadable_task_dir_is_not_called_an_exit(tmp_path):
@@ -346,9 +353,8 @@ def test_unreadable_task_dir_is_not_called_an_exit(tmp_path):
     import shutil as _sh
 
     _sh.rmtree(fp.pdir(77) / "task")
-    with pytest.raises(InspectError, match="cannot list the threads of process 77") as e:
-        inspect_process(77, 0.1, root=tmp_path, topology=Topology())
-    assert e.value.kind == "denied"
+    e = _refusal(77, 0.1, root=tmp_path, topology=Topology())
+    assert e.kind == "no_tasks" and "cannot list the threads of process 77" in inspect_error_text(e)
 
 
 def test_locate_cpu_and_unknown_topology():
@@ -477,7 +483,7 @@ def test_real_process_exits_mid_inspection():
         _stop(proc)
     assert insp.status == "exited"
     assert insp.samples == 1 and insp.window_s < 30.0
-    assert any("exited" in n for n in insp.notes)
+    assert any("exited" in n for n in inspection_notes(insp))
 
 
 def test_real_pid_that_does_not_exist():
@@ -485,8 +491,8 @@ def test_real_pid_that_does_not_exist():
     proc.wait()
     with pytest.raises(InspectError) as e:
         inspect_process(proc.pid, 0.1)
-    assert e.value.kind in ("not_found", "exited")
-    assert str(proc.pid) in str(e.value)
+    assert e.value.kind in ("no_such_process", "exited")
+    assert str(proc.pid) in inspect_error_text(e.value)
 
 
 @AS_ANOTHER_USER
@@ -500,8 +506,9 @@ def test_real_process_of_another_user():
         assert insp.uid == 65534 and insp.env_readable and insp.libraries_readable
         # As a third user (uid 65533), environ and maps are refused: a clear message, partial data.
         code = ("import json; from cpudoctor.probes.process.inspect import inspect_process;"
+                "from cpudoctor.render.inspect import env_problem_text;"
                 f"i=inspect_process({proc.pid}, 0.2);"
-                "print(json.dumps([i.env_error, i.access_limited, i.num_threads]))")
+                "print(json.dumps([env_problem_text(i), i.access_limited, i.num_threads]))")
         out = subprocess.run(other_user.as_user([PY, "-c", code], uid=65533), capture_output=True, text=True,
                              timeout=60, cwd="/")
         assert out.returncode == 0, out.stderr
@@ -543,12 +550,12 @@ def test_thread_tracker_and_markers(tmp_path):
     fp.set_thread(55, 56, processor=3, utime=HZ // 10)
     second = tracker.poll()
     assert [(p.tid, p.cpu, p.cpu_percent) for p in second] == [(55, 2, 100.0), (56, 3, 10.0)]
-    from cpudoctor.probes.process.inspect import markers_by_cpu
+    from cpudoctor.render.inspect import thread_markers as markers_by_cpu
 
     labels, load = markers_by_cpu(second)
-    assert labels == {2: ["trainer 55 (100%)"], 3: ["trainer 56 (10%)"]}
+    assert labels == {2: ["trainer 55 (100 %)"], 3: ["trainer 56 (10 %)"]}
     assert load == {2: 100.0, 3: 10.0}
-    assert markers_by_cpu(second, busy_only=True)[0] == {2: ["trainer 55 (100%)"]}
+    assert markers_by_cpu(second, busy_only=True)[0] == {2: ["trainer 55 (100 %)"]}
     fp._meta[55]["starttime"] = 4242                         # PID reused by another program
     fp.set_proc_stat(55)
     assert tracker.poll() is None

@@ -170,7 +170,7 @@ def test_another_users_process_is_one_line_exit_2():
 
 def test_refused_although_same_user_blames_ptrace_rules_not_ownership():
     """Root (or the owner) refused by Yama/CAP_SYS_PTRACE: "another user" would be wrong advice."""
-    from cpudoctor.probes.process.inspect import denied_hint
+    from cpudoctor.render.inspect import denied_hint
 
     me = os.geteuid()
     text = denied_hint(42, me, "cpudoctor inspect 42")

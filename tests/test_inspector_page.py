@@ -13,11 +13,13 @@ from PySide6.QtWidgets import QApplication
 
 from PySide6.QtCore import QUrl
 
+from cpudoctor.jobrun import Machine
 from cpudoctor.gui.inspector_model import InspectorModel
 from cpudoctor.gui.inspector_page import InspectorPage
 from cpudoctor.gui.model import AppModel
-from cpudoctor.probes.process.inspect import (ChildProcess, Inspection, InspectError, NativeLib, ProcessEntry, ThreadInfo,
-                                      ThreadPlace, place_threads)
+from cpudoctor.model.inspection import (ChildProcess, Inspection, NativeLib, ProcessEntry, ThreadInfo,
+                                        ThreadPlace)
+from cpudoctor.probes.process.inspect import InspectError, place_threads
 from cpudoctor.model import Topology
 from cpudoctor.probes import probe_topology
 from inspect_fakes import two_ccx_topology
@@ -51,8 +53,8 @@ def fake_inspection(pid: int = 200) -> Inspection:
                       samples=11, num_threads=3, threads=threads, cpu_percent=185.0, runnable_mean=2.0,
                       runnable_max=2, wait_percent=2.0, migrations=3, affinity=list(range(8)), usable_cpus=8,
                       nice=0, env={"OMP_NUM_THREADS": "2"}, env_readable=True, libraries_readable=True,
-                      libraries=[NativeLib("libgomp.so.1", "openmp", "GNU OpenMP (libgomp)", "gomp", "torch"),
-                                 NativeLib("libiomp5.so", "openmp", "Intel OpenMP (libiomp5)", "iomp", "")],
+                      libraries=[NativeLib("libgomp.so.1", "openmp", "libgomp", "gomp", "torch"),
+                                 NativeLib("libiomp5.so", "openmp", "libiomp5", "iomp", "")],
                       children=[ChildProcess(pid + 10, "python", "python train.py", 1, 40.0, 300 << 20)],
                       children_threads=1, children_cpu_percent=40.0, rss_bytes=900 << 20, swap_bytes=0,
                       major_faults=0, major_faults_per_s=0.0, notes=["a note for the user"])
@@ -85,12 +87,12 @@ def page(qtbot):
         calls["threads"].append(threading.current_thread() is threading.main_thread())
         calls["seconds"] = seconds
         if pid == 404:
-            raise InspectError("no process with PID 404 (it may have exited); pick one from the list", "not_found")
+            raise InspectError("no_such_process", 404)
         return fake_inspection(pid)
 
     p.inspections.list_fn = lambda: list(ENTRIES)
     p.inspections.inspect_fn = fake_inspect
-    p.inspections.topology_fn = two_ccx_topology
+    p.inspections.machine_fn = lambda: Machine(topology=two_ccx_topology())
     p.inspections.tracker_factory = FakeTracker
     p.topology_map.set_markers = lambda m: calls["markers"].append(m)
     p.topology_map.set_load = lambda m: calls["loads"].append(m)
@@ -168,7 +170,7 @@ def test_inspect_runs_off_the_ui_thread_and_fills_the_view(qtbot, page):
     assert page.process_card.value("Usable CPUs") == "8"
     assert "a note for the user" in page.notes_label.text()
     # The map got the threads as markers on their CPUs, and their load.
-    assert page.calls["markers"][-1] == {0: ["python 200 (97%)"], 2: ["python 201 (88%)"], 5: ["pt_autograd 202 (0%)"]}
+    assert page.calls["markers"][-1] == {0: ["python 200 (97 %)"], 2: ["python 201 (88 %)"], 5: ["pt_autograd 202 (0 %)"]}
     assert page.calls["loads"][-1][0] == 97.0 and page.calls["loads"][-1][7] == 0.0    # every CPU, 0 = none
     # Copy as text: the CLI's rendering, safe to paste.
     text = page.text()
@@ -185,7 +187,7 @@ def test_live_markers_refresh_while_visible_and_stop_on_exit(qtbot, page):
         page.start_inspection()
     assert page.inspections.live_timer.isActive()
     page.inspections.live_timer.setInterval(20)
-    qtbot.waitUntil(lambda: {1: ["python 200 (99%)"], 6: ["python 201 (50%)"]} in page.calls["markers"],
+    qtbot.waitUntil(lambda: {1: ["python 200 (99 %)"], 6: ["python 201 (50 %)"]} in page.calls["markers"],
                     timeout=30_000)
     # The priming poll (no CPU% yet) never replaced the inspection's markers and load.
     assert {1: ["python 200"], 6: ["python 201"]} not in page.calls["markers"]
@@ -223,14 +225,14 @@ def test_real_topology_map_gets_markers(qtbot):
     page = InspectorPage(AppModel())
     qtbot.addWidget(page)
     page.inspections.inspect_fn = lambda pid, seconds, topology=None, should_stop=None: fake_inspection(pid)
-    page.inspections.topology_fn = two_ccx_topology
+    page.inspections.machine_fn = lambda: Machine(topology=two_ccx_topology())
     page.inspections.tracker_factory = FakeTracker
     page.pid_edit.setText("200")
     with qtbot.waitSignal(page.inspection_done, timeout=10_000):
         page.start_inspection()
     m = page.topology_map
     assert set(m.pu_items) == set(range(8))
-    assert m.pu_items[0].markers == ["python 200 (97%)"] and m.pu_items[2].markers == ["python 201 (88%)"]
+    assert m.pu_items[0].markers == ["python 200 (97 %)"] and m.pu_items[2].markers == ["python 201 (88 %)"]
     assert m.pu_items[3].markers == [] and m.pu_items[0].load == 97.0 and m.pu_items[3].load == 0.0
 
 

@@ -9,6 +9,7 @@ import textwrap
 import pytest
 from PySide6.QtCore import QThreadPool
 
+from cpudoctor.jobrun import Machine
 from cpudoctor.gui.inspector_page import InspectorPage
 from cpudoctor.gui.model import AppModel
 from inspect_fakes import two_ccx_topology
@@ -22,7 +23,7 @@ def page(qtbot):
     p = InspectorPage(model)
     qtbot.addWidget(p)
     p.inspections.list_fn = lambda: []
-    p.inspections.topology_fn = two_ccx_topology
+    p.inspections.machine_fn = lambda: Machine(topology=two_ccx_topology())
     yield p
     p.inspections.shutdown()
     p.runner.stop()

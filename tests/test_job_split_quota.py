@@ -11,8 +11,7 @@ import re
 
 from cpudoctor.advisor.job_split import quota_threads
 from cpudoctor.advisor.process_rules import run_process_rules
-from cpudoctor.probes.process.inspect import Inspection, ThreadInfo
-from cpudoctor.probes.process.peers import PeerJob
+from cpudoctor.model.inspection import Inspection, PeerJob, ThreadInfo
 
 
 def _inspection(quota: float | None) -> Inspection:

@@ -260,7 +260,7 @@ AVX512_CORE = {"avx512f", "avx512bw", "avx512dq", "avx512vl"}
 @pytest.mark.slow
 def test_bench_train_names_the_kernels_this_cpu_runs_and_a_cap_below_it(tmp_path, capsys, monkeypatch):
     """Independent source: /proc/cpuinfo. AVX-512 kernels on an AVX-512 CPU, AVX2 on an AVX2 one; with
-    ONEDNN_MAX_CPU_ISA=AVX2 exported, AVX2 kernels, and ISA010 says so where the CPU has more than AVX2."""
+    ONEDNN_MAX_CPU_ISA=AVX2 exported, AVX2 kernels, and EVID007 says so where the CPU has more than AVX2."""
     if importlib.util.find_spec("torch") is None:       # never imported here: the GUI tests check this process
         pytest.skip("torch is not installed in this Python")
     flags = _cpuinfo_flags()
@@ -275,7 +275,7 @@ def test_bench_train_names_the_kernels_this_cpu_runs_and_a_cap_below_it(tmp_path
         assert all(i.startswith(("avx512", "avx10")) for i in isas), isas
     else:
         assert all(i.startswith("avx2") for i in isas), isas
-    assert not [f for f in plain["findings"] if f["code"] == "ISA010"]
+    assert not [f for f in plain["findings"] if f["code"] == "EVID007"]
     aten = next(k for k in plain["result"]["kernels"] if k["library"] == "ATen")
     assert aten["isa"] == ("avx512" if AVX512_CORE | {"fma"} <= flags else "avx2")
 
@@ -283,7 +283,7 @@ def test_bench_train_names_the_kernels_this_cpu_runs_and_a_cap_below_it(tmp_path
     capped = _bench_train(tmp_path, capsys, "capped")
     assert _conv_isas(capped) == {"avx2"}
     assert capped["result"]["kernel_check"]["caps_set"] == {"ONEDNN_MAX_CPU_ISA": "AVX2"}
-    found = [f for f in capped["findings"] if f["code"] == "ISA010"]
+    found = [f for f in capped["findings"] if f["code"] == "EVID007"]
     if AVX512_CORE <= flags:
         assert len(found) == 1 and found[0]["severity"] == "warning"
         assert "ONEDNN_MAX_CPU_ISA=AVX2" in found[0]["why"] and "AVX-512" in found[0]["title"]
@@ -309,7 +309,8 @@ print(json.dumps(census.report()))
 def test_an_emulated_cpu_runs_narrower_kernels_and_the_finding_says_why(tmp_path):
     """qemu-x86_64 emulates an older CPU for a real torch step; the kernels it reports are judged against this
     machine's /proc/cpuinfo (which qemu's user mode leaves as the host's): below it, cause "hidden" (the
-    library saw a smaller CPU, no variable capped it), and ISA010 says the CPU is emulated."""
+    library saw a smaller CPU, no variable capped it), and EVID007 says the CPU is emulated (asked for by its old
+    code, ISA010)."""
     import shutil
     import subprocess
     import sys
@@ -340,7 +341,7 @@ def test_an_emulated_cpu_runs_narrower_kernels_and_the_finding_says_why(tmp_path
     assert check["below"] and check["causes"] == ["hidden"] and not check["caps"]
     report = Report(cpu=probe_cpu(), benchmarks=[BenchRun("train", {}, {"kernels": kernels, "kernel_check": check})])
     found = [f for f in diagnose(report, only={"ISA010"}) if f.severity != "ok"]
-    assert len(found) == 1 and "emulated CPU" in found[0].why
+    assert len(found) == 1 and found[0].code == "EVID007" and "emulated CPU" in found[0].why
 
 
 # ----------------------------------------------------------------------------- one parser (issue 24's) underneath
@@ -364,9 +365,11 @@ def test_a_reorder_is_a_layout_copy_not_held_against_the_cpus_width():
 
 
 def test_avx10_1_kernels_are_read_by_the_one_parser_and_judged():
-    from cpudoctor.probes.process.onednn_verbose import ISA_FAMILY, ISA_ORDER, isa_of
+    from cpudoctor.knowledge import ISA_FORCING
+    from cpudoctor.probes.process.onednn_verbose import isa_of
 
-    assert set(ISA_ORDER) == set(ISA_FAMILY)                  # every name the parser knows has a width
+    # every name the parser knows comes from the one width table, and has a width there
+    assert all(ISA_FORCING.width_of("DNNL_MAX_CPU_ISA", n) in (1, 2, 3, 4) for n in ISA_FORCING.onednn_names)
     assert isa_of("brg_matmul:avx10_1_512_amx") == "avx10_1_512_amx" and isa_of("jit:avx10_1_512") == "avx10_1_512"
     (kernel,) = K.parse_onednn_verbose([_MATMUL_AVX10])
     assert (kernel.isa, kernel.dtype, kernel.share) == ("avx10_1_512_amx", "bf16", 1.0)

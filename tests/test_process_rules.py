@@ -8,12 +8,13 @@ import pytest
 
 from cpudoctor.advisor import process_rules as pr
 from cpudoctor.advisor.engine import REPORT_RULES, RuleDefinitionError
-from cpudoctor.probes.process.inspect import ChildProcess, Inspection, NativeLib, ThreadInfo, inspect_process, place_threads
+from cpudoctor.model.inspection import ChildProcess, Inspection, NativeLib, ThreadInfo
+from cpudoctor.probes.process.inspect import inspect_process, place_threads
 from cpudoctor.model import Topology
 from inspect_fakes import FakeProc, StepClock, two_ccx_topology
 
-GOMP = NativeLib("libgomp.so.1", "openmp", "GNU OpenMP (libgomp)", "gomp", "torch")
-IOMP = NativeLib("libiomp5.so", "openmp", "Intel OpenMP (libiomp5)", "iomp", "intel_openmp")
+GOMP = NativeLib("libgomp.so.1", "openmp", "libgomp", "gomp", "torch")
+IOMP = NativeLib("libiomp5.so", "openmp", "libiomp5", "iomp", "intel_openmp")
 
 
 def healthy(**kw) -> Inspection:
@@ -203,7 +204,7 @@ def test_two_different_openmp_runtimes_is_an_error():
 
 
 def test_two_copies_of_libgomp_is_a_warning():
-    system = NativeLib("libgomp.so.1.0.0", "openmp", "GNU OpenMP (libgomp)", "gomp", "system")
+    system = NativeLib("libgomp.so.1.0.0", "openmp", "libgomp", "gomp", "system")
     [f] = pr.run_process_rules(healthy(libraries=[GOMP, system]), two_ccx_topology(), only={"PROC005"})
     assert f.severity == "warning" and "2 copies" in f.title
 
@@ -236,8 +237,8 @@ def test_worker_thread_explosion():
     assert "torch.set_num_threads(4)" in f.snippet and "num_workers=4" in f.snippet
     assert "4 workers x up to 9 threads: 39 threads on 8 CPUs" == f.title
     # numpy's OpenBLAS and OpenCV mapped too: each library's own switch is named.
-    libs = [GOMP, NativeLib("libscipy_openblas64_-ff651d7f.so", "blas", "OpenBLAS", None, "numpy.libs"),
-            NativeLib("cv2.abi3.so", "threads", "OpenCV (cv2)", None, "cv2")]
+    libs = [GOMP, NativeLib("libscipy_openblas64_-ff651d7f.so", "blas", "openblas", None, "numpy.libs"),
+            NativeLib("cv2.abi3.so", "threads", "opencv", None, "cv2")]
     [f] = pr.run_process_rules(healthy(children=kids, children_threads=36, libraries=libs), two_ccx_topology(),
                                only={"PROC006"})
     assert "threadpool_limits(1)" in f.snippet and "cv2.setNumThreads(1)" in f.snippet
@@ -410,7 +411,7 @@ def test_libgomp_sleeping_oversubscription_is_proc001_not_contention():
     """8 OpenMP threads on 2 CPUs average only ~2.3 runnable threads (libgomp sleeps at barriers
     once oversubscribed), yet all 8 run in turn: that is the job's own oversubscription (PROC001),
     not other programs (PROC013). Measured on a loaded 2-CPU machine: runnable_mean 2.36, wait 281%."""
-    from cpudoctor.probes.process.inspect import Inspection, ThreadInfo
+    from cpudoctor.model.inspection import Inspection, ThreadInfo
 
     insp = Inspection(pid=1234, num_threads=8, runnable_mean=2.36, runnable_max=8, wait_percent=281.0,
                       cpu_percent=190.0, window_s=1.0,
@@ -431,7 +432,7 @@ def test_an_oversubscribed_job_starved_by_other_programs_is_still_proc001():
     jobs taking most of the CPU (seen in a suite run: runnable_mean 1.73, wait 312 %): each worker got ~3.5 %
     of a CPU, below the 5 % that counts a thread as working on an idle machine. Working is judged against the
     CPU the job got, so the job's own oversubscription is still named."""
-    from cpudoctor.probes.process.inspect import Inspection, ThreadInfo
+    from cpudoctor.model.inspection import Inspection, ThreadInfo
 
     workers = [ThreadInfo(tid=2000 + k, name="python", state="R", cpu_percent=3.5) for k in range(8)]
     idle = [ThreadInfo(tid=2100 + k, name="python", state="S", cpu_percent=0.0) for k in range(8)]

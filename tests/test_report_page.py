@@ -75,7 +75,7 @@ def test_markdown_preview_italics_are_not_underlined(qtbot):
     page = ReportPage(model)
     qtbot.addWidget(page)
     model.set_report(sample_report())
-    qtbot.waitUntil(lambda: "generated" in page.preview.toPlainText(), timeout=10000)
+    qtbot.waitUntil(lambda: "collected" in page.preview.toPlainText(), timeout=10000)
     html = page.preview.toHtml()
     assert "underline" not in html and "font-style:italic" in html
 
@@ -280,3 +280,26 @@ def test_markdown_preview_shows_marks_as_symbols_not_brackets(qtbot):
     assert "✓" in shown or "–" in shown
     assert gexport.preview_marks("```\nx[i]\n```\n`a[i]` [i] b") == (
         '```\nx[i]\n```\n`a[i]` <span style="color:#4a90c2">ℹ</span> b')
+
+
+def test_the_preview_says_whether_it_shows_the_file_or_its_rendering(qtbot):
+    """Issue 40, 13: the Markdown preview rendered tables under "exactly what Export writes". Rendered, it says so;
+    "Show the file's text" shows the characters Export writes, and then "exactly" is true."""
+    from cpudoctor.export import render_export
+
+    model = AppModel()
+    page = ReportPage(model)
+    qtbot.addWidget(page)
+    page.show()
+    model.set_report(sample_report())
+    qtbot.waitUntil(lambda: page.rendered == "md", timeout=10_000)
+    assert "exactly" not in page.subtitle.text() and "as GitHub shows it" in page.subtitle.text()
+    assert "|" not in page.preview.toPlainText().splitlines()[0] and page.source.isVisible()
+    page.source.setChecked(True)
+    qtbot.waitUntil(lambda: "exactly" in page.subtitle.text(), timeout=10_000)
+    written = render_export(model.report, "md").decode()
+    shown = page.preview.toPlainText()
+    assert shown.splitlines()[0] == written.splitlines()[0] and "|---|" in shown
+    page.format_box.setCurrentIndex(page.format_box.findData("json"))
+    qtbot.waitUntil(lambda: page.rendered == "json", timeout=10_000)
+    assert not page.source.isVisible() and "exactly what Export writes" in page.subtitle.text()

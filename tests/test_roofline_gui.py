@@ -49,8 +49,8 @@ def test_the_plot_shows_exactly_the_points_of_the_data(qtbot):
     labels = {item.toPlainText() for item in view.labels}
     picture = picture_from_runs(runs)
     assert {p.label for p in picture.points if p.labelled} <= labels
-    assert "Measured fp32 roof 288.0 GFLOP/s = 90 % of the nominal peak" in view.claim.full
-    assert view.claim.toolTip() == view.claim.full and not view.empty.isVisibleTo(view)
+    assert "Measured fp32 roof 288.0 GFLOP/s on 2 threads = 90 % of the nominal peak" in view.claim.full
+    assert view.claim_area.isVisibleTo(view) and not view.empty.isVisibleTo(view)
     assert view.save.isEnabled() and not view.plot.isHidden()
 
 
@@ -151,3 +151,72 @@ def test_readable_in_a_900x600_window(qtbot, tmp_path, read_only):
         assert not any(a.intersects(b) for b in shown[i + 1:])
     window.sampler.stop()
     window.close()
+
+
+# -- issue 40, 6: a contended measurement, one nominal line per dtype, units in the key, the whole summary ----------
+
+
+def _contended_runs():
+    """fp32 on 2 threads measured while another program took 30 % of the CPUs (21.7 GFLOP/s), 1 thread quiet
+    (103.5): what the tour saw on a busy 2-CPU machine."""
+    from types import SimpleNamespace
+
+    from cpudoctor.lab.results import Context, read_outcome
+
+    child = samples.child_result()
+    for entry in child["compute"]:
+        if entry["dtype"] == "fp32":
+            g = 21.7 if entry["threads"] == 2 else 103.5
+            entry.update(gflops=g, median_gflops=g, interference=samples.BUSY if entry["threads"] == 2 else samples.QUIET)
+            for point in entry["points"]:
+                point["gflops"] = min(point["gflops"], g)
+            entry["points"][-1]["gflops"] = g
+    ctx = Context(native=None, peak=samples.peak(), started_at="2026-12-01T10:00:00+00:00")
+    result = read_outcome("roofline", SimpleNamespace(status="ok", result=child, progress=[], message="finished"), {},
+                          ctx)
+    return result, [result.bench_run()]
+
+
+def test_the_headline_roof_is_the_measurement_others_did_not_contend():
+    from cpudoctor.render.roofline import claim_text, peak_rows
+    from cpudoctor.render.training import run_cells
+
+    result, runs = _contended_runs()
+    assert result.claim["roof_gflops"] == 103.5 and result.claim["threads"] == 1
+    assert result.claim["nominal_gflops"] == 160.0                        # the one core it ran on
+    text = claim_text(result.claim, result.nominal)
+    assert text.startswith("Measured fp32 roof 103.5 GFLOP/s on 1 thread = 65 % of the nominal peak 160.0")
+    assert "2 threads measured 21.7 GFLOP/s, slower than 1 thread (103.5) while other programs took 31 %" in text
+    assert "(1 core × 2,500 MHz" in text
+    measured = next(v for label, v, _tip in peak_rows(None, runs) if label == "Measured roof")
+    assert measured.startswith("104 GFLOP/s fp32 on 1 thread")
+    result_cell = run_cells(runs[0])[6][0]
+    assert result_cell.startswith("fp32 roof 104 GFLOP/s")
+
+
+def test_one_nominal_line_per_dtype_a_key_with_units_and_the_whole_summary(qtbot):
+    view = RooflineView()
+    qtbot.addWidget(view)
+    view.resize(900, 600)                       # the Roofline tab's width in a 1280x800 window
+    view.show()
+    qtbot.waitExposed(view)
+    view.show_runs(samples.runs())
+    nominal = [(roof.dtype, float(line.yData[0])) for roof, line in view.roof_items if not roof.measured]
+    assert sorted(nominal) == [("bf16", 640.0), ("fp32", 320.0)]            # one each, no 90 % line beside
+    key = view.key.text()
+    assert "fp32 roof 288 GFLOP/s" in key and "nominal fp32 320 GFLOP/s" in key and "memory 33.0 GB/s" in key
+    qtbot.waitUntil(lambda: view.claim.height() >= view.claim.heightForWidth(view.claim.width()))
+    assert view.claim.text() == view.picture.claim and "…" not in view.claim.text()
+
+
+def test_a_theme_switch_redraws_the_labels_in_the_new_text_colour(qtbot):
+    """Issue 40, 14 (View > Theme): the point labels kept the light theme's dark text on a dark plot."""
+    from cpudoctor.gui.theme import dark_palette
+
+    view = RooflineView()
+    qtbot.addWidget(view)
+    view.show_runs(samples.runs())
+    assert view.labels and view.labels[0].color.lightness() < 128
+    view.setPalette(dark_palette())
+    qtbot.waitUntil(lambda: view.labels and view.labels[0].color.lightness() > 128, timeout=5_000)
+    assert view.plot.backgroundBrush().color().lightness() < 128

@@ -55,7 +55,10 @@ class Run:
             pytest.skip(f"the breakdown is inconclusive here: {self.bd.get('verdict_reason')}")
 
     def warnings(self) -> list[str]:
-        return [c for c, f in self.findings.items() if f["severity"] in ("warning", "error")]
+        """The job's own warnings. ``run`` judges the job's process too (the process rules, as ``inspect`` does), so
+        other PyTorch jobs on the same CPUs (the suite's other tests, running beside this one) are PROC014: a
+        warning about the machine it shares, not about the job, and no flake of the job's own verdict."""
+        return [c for c, f in self.findings.items() if f["severity"] in ("warning", "error") and c != "PROC014"]
 
 
 def run_job(tmp_path_factory, job: str, *args: str, env: dict[str, str] | None = None,
@@ -222,7 +225,7 @@ def test_kernels_capped_to_a_lower_isa(tmp_path_factory):
     before = run_job(tmp_path_factory, "conv", env={"ONEDNN_MAX_CPU_ISA": cap})
     f = before.findings["EVID007"]
     assert f"ONEDNN_MAX_CPU_ISA={cap}" in f["why"] and seen in f["why"]
-    assert f["snippet"].startswith("env -u ONEDNN_MAX_CPU_ISA ")
+    assert "unset ONEDNN_MAX_CPU_ISA" in f["snippet"] and "\nenv -u ONEDNN_MAX_CPU_ISA " in f["snippet"]
     after = run_job(tmp_path_factory, "conv")           # the variable unset: the baseline run
     assert "EVID007" not in after.findings
 
@@ -231,13 +234,18 @@ def test_kernels_capped_to_a_lower_isa(tmp_path_factory):
 def test_dtype_that_runs_emulated(tmp_path_factory):
     native = bool({"avx512_fp16", "amx_fp16", "avx_ne_convert"} & cpu_flags())
     before = run_job(tmp_path_factory, "conv", "--dtype", "f16")
+    f = before.findings.get("EVID008")
     if native:
-        assert "EVID008" not in before.findings
-        return
-    f = before.findings["EVID008"]
-    assert "f16" in f["why"] and "fp32" in f["fix"]
-    after = run_job(tmp_path_factory, "conv", "--dtype", "f16", "--fixed")
-    assert "EVID008" not in after.findings
+        # With the instructions only oneDNN's reference code is a finding: oneDNN 3.12 on an AVX512_FP16 CPU ran
+        # this f16 convolution in ref:any, 99 % of the kernel time (and that is not also a width finding).
+        assert f is None or ("ref:any" in f["why"] and "fp32" in f["fix"]), f
+        assert f is None or not [g for g in before.findings.values() if g["code"] == "EVID007"
+                                 and "ref:any" in g["why"]]
+    else:
+        assert f is not None and "fp16" in f["why"] and "fp32" in f["fix"]
+    if f is not None:
+        after = run_job(tmp_path_factory, "conv", "--dtype", "f16", "--fixed")
+        assert "EVID008" not in after.findings
 
 
 # --- the remaining categories -------------------------------------------------------------------------

@@ -6,11 +6,23 @@ For every machine tree of the corpus: ``cpudoctor report --root`` (its JSON),
 same finding codes with the same severities. They all build the report with
 :func:`cpudoctor.pipeline.build_report`; this catches any surface that
 builds, filters or diagnoses it its own way again.
+
+The job side the same way: one recorded observation of a real job
+(tests/fixtures/jobs/conv_capped.json, made by tests/fixtures/jobs/record.py: a
+convolution run with oneDNN capped to AVX2 and OMP_NUM_THREADS=6) is fed to every
+surface that shows a job's findings (``run``'s text, Markdown, HTML and JSON, the
+Inspector's "Run a script…", the lab's findings text; ``inspect``'s text and JSON, the
+Inspector's model and page for the same process), and each must show the same
+findings in the same words. They all diagnose through :mod:`cpudoctor.jobrun`.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import html
 import json
+import re
+from pathlib import Path
 
 import pytest
 from conftest import MACHINES, machine_root, run_cli
@@ -85,3 +97,102 @@ def test_a_saved_report_is_diagnosed_the_same_on_every_surface(capsys, tmp_path,
     expected = _verdicts(json.loads(saved.read_text())["findings"])
     assert _verdicts(json.loads(doctor)["findings"]) == expected
     assert _verdicts(model.report.findings) == expected and model.read_only
+
+
+# --- the job side: one recorded observation on every surface --------------------------------------------------
+
+RECORDED = Path(__file__).resolve().parent / "fixtures" / "jobs" / "conv_capped.json"
+
+
+def _recorded():
+    from cpudoctor.jobrun import Machine
+    from cpudoctor.model import CpuInfo, RunObservation, Topology, from_data
+
+    data = json.loads(RECORDED.read_text(encoding="utf-8"))
+    return (from_data(RunObservation, data["observation"]),
+            Machine(from_data(CpuInfo, data["cpu"]), from_data(Topology, data["topology"])))
+
+
+def _plain(text: str) -> str:
+    """A surface's text as words: tags out, entities and Markdown escapes undone, whitespace (wrapping) as one space."""
+    text = html.unescape(re.sub(r"<[^>]+>", " ", text))
+    return " ".join(re.sub(r"\\([\\`*_\[\]<>|#])", r"\1", text).split())
+
+
+def _missing(findings, shown: str) -> list[str]:
+    """What of each finding (code, severity, title, why, fix) a surface does not show."""
+    from cpudoctor.render.finding_view import finding_view
+
+    words = _plain(shown)
+    out = []
+    for f in findings:
+        v = finding_view(f)
+        out += [f"{f.code} {part}" for part, text in (("code", v.code), ("title", v.title), ("why", v.why),
+                                                      ("fix", v.fix)) if _plain(text) not in words]
+    return out
+
+
+def _said(findings) -> list[tuple[str, str, str, str, str]]:
+    return [(f.code, f.severity, f.title, f.why, f.fix) for f in findings]
+
+
+def test_the_recorded_job_has_findings_of_both_rule_families():
+    from cpudoctor.jobrun import diagnose_run
+
+    obs, machine = _recorded()
+    codes = {f.code for f in diagnose_run(obs, machine)}
+    assert {"PROC009", "EVID007"} <= codes, codes       # the process rules and the evidence rules, one diagnosis
+
+
+def test_every_surface_of_a_run_shows_the_same_findings_in_the_same_words(qtbot):
+    """``cpudoctor run`` (text, Markdown, HTML, JSON), the Inspector's "Run a script…" and the lab's findings."""
+    from cpudoctor.gui.inspector_page import InspectorPage
+    from cpudoctor.gui.model import AppModel
+    from cpudoctor.jobrun import diagnose_run
+    from cpudoctor.render import run_report
+    from cpudoctor.render.lab import findings_text
+
+    obs, machine = _recorded()
+    findings = diagnose_run(obs, machine)
+    page = InspectorPage(AppModel())
+    qtbot.addWidget(page)
+    page._on_ran(obs, findings)                     # what "Run a script…" shows when the job pipeline answers
+    shown = {"run text": run_report.render_text(obs, findings), "run md": run_report.render_md(obs, findings),
+             "run html": run_report.render_html(obs, findings), "lab": findings_text(findings),
+             "Inspector, Run a script": page.findings_view.toHtml()}
+    assert {name: _missing(findings, text) for name, text in shown.items()} == {name: [] for name in shown}
+    data = json.loads(run_report.render_json(obs, findings))
+    assert [(f["code"], f["severity"], f["title"], f["why"], f["fix"]) for f in data["findings"]] == _said(findings)
+    page.inspections.shutdown()
+
+
+def test_run_and_inspect_give_the_same_job_the_same_findings(qtbot):
+    """The same process, seen by ``inspect`` (CLI and window) and by ``run``: one diagnosis, the same words.
+    Only ``run`` switches oneDNN's verbose output and the recompile log on, so ``run`` is given what both see."""
+    from cpudoctor.gui import inspector_model as im
+    from cpudoctor.gui.inspector_page import InspectorPage
+    from cpudoctor.gui.model import AppModel
+    from cpudoctor.jobrun import diagnose_run, inspect_job
+    from cpudoctor.model import OneDnnLog, RecompileLog
+    from cpudoctor.render import inspect as inspect_page
+
+    obs, machine = _recorded()
+    insp = dataclasses.replace(obs.process, time=obs.breakdown)      # the job's process and breakdown, as sampled
+    by_run = diagnose_run(dataclasses.replace(obs, onednn=OneDnnLog(), recompiles=RecompileLog()), machine)
+    assert by_run and "PROC009" in {f.code for f in by_run}
+
+    def sampled(pid, seconds, topology=None, should_stop=None):
+        return insp
+
+    _, by_cli = inspect_job(insp.pid, seconds=1.0, machine=machine, inspect=sampled)
+    _, by_window, _ = im.inspect_job(sampled, lambda: machine, insp.pid, 1.0, None, lambda: False,
+                                     owner=lambda pid: True)
+    assert _said(by_cli) == _said(by_run) and _said(by_window) == _said(by_run)
+    page = InspectorPage(AppModel())
+    qtbot.addWidget(page)
+    page.show_inspection(insp, by_window)
+    shown = {"inspect text": inspect_page.render_text(insp, by_cli), "Inspector": page.findings_view.toHtml()}
+    assert {name: _missing(by_run, text) for name, text in shown.items()} == {name: [] for name in shown}
+    data = json.loads(inspect_page.render_json(insp, by_cli))
+    assert [(f["code"], f["severity"], f["title"], f["why"], f["fix"]) for f in data["findings"]] == _said(by_run)
+    page.inspections.shutdown()

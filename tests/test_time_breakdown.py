@@ -9,15 +9,16 @@ import json
 import fastjsonschema
 import pytest
 
-from cpudoctor.advisor.evidence_rules import EVIDENCE_RULES, Evidence, cpu_vector_family, run_evidence_rules
-from cpudoctor.probes.process.attach import refusal
+from cpudoctor.advisor.evidence_rules import EVIDENCE_RULES, Evidence, run_evidence_rules
+from cpudoctor.advisor.job_verdict import judge_breakdown
+from cpudoctor.probes.process.attach import access_facts
 from cpudoctor.probes.process.breakdown import build_breakdown
-from cpudoctor.probes.process.classify import classify, rules
+from cpudoctor.probes.process.classify import classify
 from cpudoctor.probes.process.onednn_verbose import isa_of, parse_onednn_verbose
 from cpudoctor.probes.process.stacks import StackRecord, classify_failure, parse_frame, parse_raw
 from cpudoctor.probes.process.threadstates import ProcState, ThreadState, TreeStates
 from cpudoctor.probes.process.torch_logs import parse_recompiles
-from cpudoctor.render.breakdown import render_html, render_md, render_text, text_bar
+from cpudoctor.render.breakdown import label, refusal_text, render_html, render_md, render_text, text_bar, verdict_text
 from cpudoctor.resources import load_json
 
 SITE = "/v/lib/python3.11/site-packages"
@@ -168,14 +169,14 @@ def test_shares_add_up_and_workers_follow_their_master():
     # 1 s running: at most as long as the master computed (1.2 s), in the master's library
     assert [s.category for s in worker.shares] == ["compute"]
     driver = next(t for t in main.threads if t.role == "driver")
-    assert driver.samples == 100 and bd.driver_samples == 100 and bd.verdict == "ok"
+    assert driver.samples == 100 and bd.driver_samples == 100 and judge_breakdown(bd).verdict == "ok"
 
 
 def test_busy_machine_and_thin_evidence_are_inconclusive():
     busy = build_breakdown(_record({"openmp_wait": 90, "compute": 10}), _states(others=1.5))
-    assert busy.verdict == "busy" and "1.5 of the 2 CPUs" in busy.verdict_reason
+    assert judge_breakdown(busy).verdict == "busy" and "1.5 of the 2 CPUs" in verdict_text(busy)
     thin = build_breakdown(_record({"python": 5}), _states())
-    assert thin.verdict == "thin"
+    assert judge_breakdown(thin).verdict == "thin"
     for bd in (busy, thin):
         codes = [f.code for f in run_evidence_rules(Evidence(breakdown=bd), strict=True)]
         assert codes == ["EVID009"]
@@ -187,10 +188,10 @@ def test_a_job_and_others_that_fill_the_machine_together_are_inconclusive():
     a suite run beside another test and got EVID001). The same others on a machine with room are no reason."""
     crowded = build_breakdown(_record({"openmp_wait": 60, "compute": 40}), _states(others=0.8))
     assert crowded.job_cpus == 1.0                  # 0.8 + 1.0 fill 90 % of 2 CPUs; 0.8 is below the 1-CPU floor
-    assert crowded.verdict == "busy" and "together they filled the machine" in crowded.verdict_reason
+    assert judge_breakdown(crowded).verdict == "busy" and "together they filled the machine" in verdict_text(crowded)
     assert [f.code for f in run_evidence_rules(Evidence(breakdown=crowded), strict=True)] == ["EVID009"]
     roomy = build_breakdown(_record({"openmp_wait": 60, "compute": 40}), _states(others=0.8, online=8))
-    assert roomy.verdict == "ok"
+    assert judge_breakdown(roomy).verdict == "ok"
 
 
 def test_openmp_finding_quotes_this_runs_numbers():
@@ -232,12 +233,12 @@ def test_onednn_lines_new_and_old():
 
 def test_lower_isa_names_the_cap_variable():
     log = parse_onednn_verbose(ONEDNN.splitlines())
-    flags = {"avx2", "avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512_bf16", "sse4_1", "avx"}
-    assert cpu_vector_family(flags) == 4
+    flags = {"avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512_bf16", "sse4_1", "avx"}
     found = run_evidence_rules(Evidence(onednn=log, cpu_flags=flags, env={"ONEDNN_MAX_CPU_ISA": "AVX2"},
                                         command="python t.py"), strict=True)
     (f,) = [f for f in found if f.code == "EVID007"]
-    assert "ONEDNN_MAX_CPU_ISA=AVX2" in f.why and f.snippet == "env -u ONEDNN_MAX_CPU_ISA python t.py"
+    assert "ONEDNN_MAX_CPU_ISA=AVX2" in f.why and "AVX-512" in f.title and "94 % of the timed kernel time" in f.why   # conv on AVX2, and reference code
+    assert f.snippet.splitlines()[-1] == "env -u ONEDNN_MAX_CPU_ISA python t.py"
     # the same kernels on an AVX2 CPU are no finding
     assert not [f for f in run_evidence_rules(Evidence(onednn=log, cpu_flags={"avx2", "avx"}), strict=True)
                 if f.code == "EVID007"]
@@ -301,7 +302,7 @@ def test_refusal_names_the_yama_setting(tmp_path, monkeypatch, scope, words):
     (tmp_path / "proc/77/status").write_text(f"Name:\tpython\nUid:\t{me}\t{me}\t{me}\t{me}\n")
     (tmp_path / f"proc/{os.getpid()}").mkdir(parents=True, exist_ok=True)
     (tmp_path / f"proc/{os.getpid()}/status").write_text("CapEff:\t000001ffffffffff\n")
-    line = refusal(77, "denied", root=tmp_path)
+    line = refusal_text(77, "denied", "", access_facts(77, tmp_path), "cpudoctor inspect 77")
     assert words in line and "\n" not in line
 
 
@@ -315,4 +316,23 @@ def test_every_evidence_rule_is_documented():
         "docs/evidence_rules.md is out of date: run `python -m cpudoctor.render.rules evidence > "
         "docs/evidence_rules.md`")
     assert [r.code for r in EVIDENCE_RULES.all()] == [f"EVID{i:03d}" for i in range(1, 10)]
-    assert rules().label("gil") == "Waiting for the GIL"
+    assert label("gil") == "Waiting for the GIL"
+
+
+F16_REFERENCE = """onednn_verbose,v1,info,oneDNN v3.12.0 (commit 80afa71049cd69a3df32adcccb623b12cd7baa22)
+onednn_verbose,v1,info,cpu,isa:Intel AVX10.1 and Intel AMX with bfloat16 and 8-bit integer support
+onednn_verbose,v1,primitive,exec,cpu,convolution,ref:any,backward_weights,src:f16::blocked:abcd::f0 wei:f16::blocked:abcd::f0 dst:f16::blocked:abcd::f0,,alg:convolution_direct,mb16_ic16oc32_ih32oh32kh3sh1dh0ph1_iw32ow32kw3sw1dw0pw1,3355.2
+onednn_verbose,v1,primitive,exec,cpu,convolution,brg_conv_fwd:avx10_1_512,forward_training,src:f16::blocked:acdb::f0 wei:f16::blocked:Acdb16a::f0 dst:f16::blocked:acdb::f0,,alg:convolution_direct,mb16_ic16oc32,16.8
+"""
+
+
+def test_a_reduced_dtype_in_reference_code_is_one_finding():
+    """Seen on an AVX512_FP16 CPU (oneDNN 3.12): an f16 convolution's backward pass ran ref:any, 99 % of the kernel
+    time. That is the dtype's question (EVID008, with fp32 as the fix), not also a vector-width finding."""
+    flags = {"avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512_bf16", "avx512_fp16", "amx_bf16",
+             "amx_int8", "amx_tile"}
+    found = run_evidence_rules(Evidence(onednn=parse_onednn_verbose(F16_REFERENCE.splitlines()), cpu_flags=flags,
+                                        command="python conv.py"), strict=True)
+    assert [f.code for f in found if f.code in ("EVID007", "EVID008")] == ["EVID008"]
+    (f,) = [f for f in found if f.code == "EVID008"]
+    assert "reference code" in f.title and "ref:any" in f.why and "fp32 or bf16" in f.fix

@@ -28,6 +28,15 @@ FAKE = textwrap.dedent("""
         while not stop.is_set():
             time.sleep(0.02)
         protocol.result(status="cancelled")
+    elif job == "train" and mode in ("busy-start", "big-loss"):
+        # as train.py ends a 10 s run on a busy machine: start-up took 9.2 s, one (warm-up) step, nothing timed
+        loss = 100.0 if mode == "big-loss" else 0.5
+        protocol.progress(step=1, loss=loss, accuracy=0.1, samples_per_s=None, elapsed=0.2, dtype="fp32")
+        protocol.result(status="ok", steps=1, samples_per_s=None, window_rates=[], initial_loss=loss, final_loss=loss,
+                        train_accuracy=0.1, eval_accuracy=None, smoothing_steps=20, threads=2, interop_threads=2,
+                        elapsed=0.6, budget_s=10.0, startup_s=9.2, warmup_s=0.6, job_s=9.9, ended_by="budget",
+                        not_measured="the 10 s budget (start-up included) ended before a fp32 step was measured",
+                        interference={"other_share": 0.6, "steal_share": 0.0, "cpus": [0, 1], "wall_s": 0.6})
     elif job == "train":
         step = 0
         dtype = "bf16" if mode == "bf16" else "fp32"
@@ -59,6 +68,17 @@ FAKE = textwrap.dedent("""
                     samples_per_s_lo=990.0, samples_per_s_hi=1010.0, samples_per_s_n=3),
                dict(variant="all cores, no SMT (CPUs 0-1)", group="pinning", threads=2, cpus=[0, 1], threads_used=2,
                     samples_per_s=1100.0, samples_per_s_lo=1090.0, samples_per_s_hi=1120.0, samples_per_s_n=3)]
+        if mode == "one-point":            # a busy 2-CPU machine: the budget ended inside the first round
+            from cpudoctor.lab.verdicts import inconclusive
+            p = dict(pts[1], samples_per_s=220.1, samples_per_s_lo=220.1, samples_per_s_hi=220.1, samples_per_s_n=1,
+                     segments=1)
+            rest = [dict(q, samples_per_s=None, segments=0) for q in (pts[0], pts[2])]
+            protocol.result(status="ok", points=[p] + rest, verdict="inconclusive", recommendation=None, rounds=0,
+                            reason=inconclusive("unsettled", why="the budget ended before every setting was measured "
+                                             "once", rounds=0, measurements=1, budget_s=45),
+                            interference={"other_share": 0.05, "steal_share": 0.0, "share": 0.05, "seconds": 40.0},
+                            variants=3, budget_s=45, segment_s=1)
+            sys.exit(0)
         protocol.progress(phase="plan", variants=[p["variant"] for p in pts], budget_s=45, elapsed=0.0)
         for i, p in enumerate(pts):
             protocol.progress(phase="segment", round=1, step=i + 1, elapsed=i * 0.01, budget_s=45,
@@ -263,7 +283,10 @@ def test_busy_sweep_recommends_nothing(qtbot, page):
     assert "without a recommendation" in page.status.text()
     note = page.table.item(0, COLUMN["Note"])
     assert note.text() == "busy machine (48 % to others): rerun" and "48 % of the CPU" in note.toolTip()
-    assert page.table.item(0, COLUMN["Result"]).text() == "inconclusive"
+    # what was measured is shown, marked as no recommendation (issue 40, 5: the row said "—")
+    assert page.table.item(0, COLUMN["Result"]).text() == "inconclusive (fastest: all cores, no SMT (CPUs 0-1))"
+    assert page.table.item(0, COLUMN["Samples/s"]).text() == "1,100"
+    assert "not a recommendation" in page.table.item(0, COLUMN["Samples/s"]).toolTip()
     run = page.model.report.benchmarks[-1]
     assert run.metrics["verdict"] == "inconclusive" and "recommendation" not in run.metrics
     assert page.model.report.recommendation is None
@@ -483,21 +506,79 @@ def test_train_shows_the_live_plots_whatever_tab_was_open(qtbot, page):
     assert page.tabs.currentWidget() is page.live
 
 
+def _whole_cells(table) -> list[str]:
+    """Cells that do not show their whole text: one line wider than the column, or wrapped lines taller than the row."""
+    from PySide6.QtCore import QRect, Qt
+
+    fm, cut = table.fontMetrics(), []
+    for r in range(table.rowCount()):
+        for c in range(table.columnCount()):
+            text = table.item(r, c).text()
+            if table.isColumnHidden(c) or not text:
+                continue
+            width = table.columnWidth(c) - 6
+            if table.wordWrap():
+                need = fm.boundingRect(QRect(0, 0, width, 10_000), int(Qt.TextFlag.TextWordWrap), text).height()
+                if need > table.rowHeight(r) + 2:
+                    cut.append(f"{RUN_COLUMNS[c]}: {text!r} needs {need} px, row {table.rowHeight(r)}")
+            elif fm.horizontalAdvance(text) > width + 2:
+                cut.append(f"{RUN_COLUMNS[c]}: {text!r}")
+    return cut
+
+
 def test_runs_table_shows_whole_results_while_it_has_room(qtbot, page):
-    """Issue 28, 3: "loss 1.626 · held-out 6…" was cut while most of the table was empty."""
+    """Issue 28, 3 and 40, 7: "SimpleCNN, …" and "measured w…" were cut while two thirds of the table were empty.
+    A narrow table wraps its text onto more lines while it has the height; a wide one stretches its text columns
+    over the whole width (at 1920 they did not)."""
     page.resize(1280, 800)
     page.show()
     qtbot.waitExposed(page)
     _run(qtbot, page, page.train_button.click)
     page.modes["sweep"] = "busy"
     _run(qtbot, page, page.sweep_button.click)
-    QApplication.processEvents()
+    table = page.table
+
+    def filled() -> bool:          # the columns span the whole width (the spare room went to the text columns)
+        shown = [c for c in range(table.columnCount()) if not table.isColumnHidden(c)]
+        return abs(sum(table.columnWidth(c) for c in shown) - table.viewport().width()) <= 2
+
+    for width in (1280, 900, 1920):
+        page.resize(width, 800)
+        qtbot.waitUntil(lambda: page.width() == width and filled(), timeout=5_000)
+        assert not _whole_cells(table), (width, _whole_cells(table))
     fm = page.table.fontMetrics()
-    for r in range(page.table.rowCount()):
-        for c in range(page.table.columnCount()):
-            text = page.table.item(r, c).text()
-            assert fm.horizontalAdvance(text) <= page.table.columnWidth(c), (RUN_COLUMNS[c], text)
-    assert sum(page.table.columnWidth(c) for c in range(page.table.columnCount())) <= page.table.viewport().width()
+    settings = COLUMN["Settings"]
+    assert page.table.columnWidth(settings) > fm.horizontalAdvance(page.table.item(0, settings).text()) + 40
+
+
+def test_the_tab_bar_stays_put_when_the_status_line_wraps(qtbot, page):
+    """Issue 40, 7: the tab bar jumped 14 px down when the status line above it took a second line; clicks missed."""
+    page.resize(1000, 700)
+    page.show()
+    qtbot.waitExposed(page)
+
+    from PySide6.QtWidgets import QLabel
+
+    def tabs_y() -> int:
+        for _ in range(5):
+            QApplication.processEvents()
+        return page.tabs.tabBar().mapTo(page, page.tabs.tabBar().rect().topLeft()).y()
+
+    assert QThreadPool.globalInstance().waitForDone(30_000)      # the PyTorch banner's look-up has settled
+    page._set_status("Ready.")
+    qtbot.wait(50)
+    before = tabs_y()
+    one_line = page.status.fontMetrics().height() + 4
+    probe = QLabel()
+    probe.setWordWrap(True)
+    text = "Training: step 12, loss 1.234, accuracy 45 %, 1,234 samples/s"
+    for _ in range(100):                       # the status grows until it takes a second line (not a third)
+        probe.setText(text)
+        if probe.heightForWidth(page.status.width()) > one_line:
+            break
+        text += ", 6 s of the 10 s left"
+    page._set_status(text)
+    assert tabs_y() == before
 
 
 def test_use_these_settings_says_why_it_is_off(qtbot, page):
@@ -634,3 +715,89 @@ def test_int8_verdict_reads_points_defensively():
                                  "fp32_p90_ms": 1.1, "int8_p10_ms": 0.9, "int8_p90_ms": 1.0}])
     kind, sentence = quant_verdict(close)
     assert kind == "overlap" and "batch 64" in sentence
+
+
+# -- issue 40, 4: a run whose start-up took its budget ---------------------------------------------------------
+
+
+def test_a_run_whose_start_up_took_the_budget_says_so_and_draws_its_one_point(qtbot, page):
+    page.modes["train"] = "busy-start"
+    out = _run(qtbot, page, page.train_button.click)
+    assert out.status == "ok"
+    text = page.status.text()
+    assert "only 1 step ran: start-up took 9.2 of the 10 s" in text and "Run it for longer on an idle machine" in text
+    loss = page.live.curves["loss"]
+    assert list(loss.getData()[0]) == [1.0] and loss.opts["symbol"] == "o"      # one point: drawn as a dot
+    assert loss.scatter.isVisible() and len(loss.scatter.data) == 1
+    assert page.live.curves["samples_per_s"].opts["symbol"] is None            # nothing known: nothing drawn
+    note = page.table.item(0, COLUMN["Note"]).toolTip()
+    assert "only 1 step ran: start-up took 9.2 of the 10 s" in note
+
+
+def test_each_training_run_starts_with_its_own_y_range(qtbot, page):
+    def loss_top() -> float:
+        view = page.live.loss_plot.getPlotItem().getViewBox()
+        view.updateAutoRange()                                       # what the next paint does
+        return view.viewRange()[1][1]
+
+    page.modes["train"] = "big-loss"
+    _run(qtbot, page, page.train_button.click)
+    assert loss_top() > 50
+    page.modes["train"] = "silent"
+    with qtbot.waitSignal(page.runner.started, timeout=20_000):
+        page.train_button.click()
+    assert loss_top() < 2                                             # not the last run's 100
+    with qtbot.waitSignal(page.runner.finished, timeout=10_000):
+        page.cancel_button.click()
+    assert loss_top() < 2
+    page.modes["train"] = "busy-start"
+    _run(qtbot, page, page.train_button.click)
+    assert 0.3 < loss_top() < 2                                       # this run's one point, in view
+
+
+def test_the_status_counts_start_up_and_what_is_left_of_the_budget(qtbot, page):
+    """Before the first step (torch importing on a busy machine) the status says how long start-up has taken and
+    what is left of the run's seconds, every half second, not one frozen 'Running…'."""
+    page.modes["train"] = "silent"
+    page.form.length_spin.setValue(20)
+    page.train_button.click()
+    qtbot.waitUntil(lambda: "no step timed yet" in page.status.text() and "s of the 20 s left" in page.status.text(),
+                    timeout=10_000)
+    first = page.status.text()
+    qtbot.waitUntil(lambda: page.status.text() != first, timeout=10_000)      # it counts
+    with qtbot.waitSignal(page.runner.finished, timeout=10_000):
+        page.cancel_button.click()
+    assert not page._clock.isActive()
+
+
+# -- issue 40, 5: a sweep that ended inside its first round ------------------------------------------------------
+
+
+def test_a_sweep_ended_before_one_full_round_says_what_it_measured(qtbot, page):
+    """"inconclusive (0 rounds)" stood beside a plotted point on a 219.8-220.4 axis with fractional thread ticks,
+    and the Runs row said "—"."""
+    from cpudoctor.gui.training_widgets import whole_ticks
+
+    ticks = page.sweep.sweep_plot.getPlotItem().getAxis("bottom")._tickLevels      # before any point: 1..16 CPUs
+    assert ticks and all(float(label) == int(label) for _, label in ticks[0])
+    page.modes["sweep"] = "one-point"
+    _run(qtbot, page, page.sweep_button.click)
+    notes = page.sweep.sweep_notes.text()
+    assert "0 round" not in notes and "1 measurement, not one full round" in notes
+    assert "the budget ended before every setting was measured once" in notes
+    assert page.table.item(0, COLUMN["Samples/s"]).text() == "220"
+    view = page.sweep.sweep_plot.getPlotItem().viewRange()
+    assert view[1][0] == pytest.approx(0) and view[1][1] > 220                # samples/s from zero
+    assert [label for _, label in page.sweep.sweep_plot.getPlotItem().getAxis("bottom")._tickLevels[0]] == ["1"]
+    assert [label for _, label in whole_ticks(1, 64)] == ["1", "8", "16", "24", "32", "40", "48", "56", "64"]
+
+
+def test_the_exports_never_chart_a_sweeps_segment_count():
+    """The PDF's sweep chart read "segments vs threads" when fewer than two settings had samples/s."""
+    from cpudoctor.render.svg_chart import find_charts
+
+    points = [{"variant": "1 thread", "group": "threads", "threads": 1, "samples_per_s": 220.1, "segments": 1},
+              {"variant": "2 threads", "group": "threads", "threads": 2, "samples_per_s": None, "segments": 0,
+               "samples_per_s_n": 0, "other_share": 0.4}]
+    titles = [c.title for c in find_charts({"points": points, "rounds": 0}, "Thread sweep")]
+    assert not any("segments" in t or "CPU to others" in t for t in titles), titles

@@ -17,6 +17,7 @@ import pytest
 
 from cpudoctor import advisor
 from cpudoctor.advisor import snippets
+from cpudoctor.render.finding_view import ShellChoice, finding_view
 from cpudoctor.report_file import load_report
 
 SCENARIOS = sorted((Path(__file__).parent / "fixtures" / "scenarios").glob("*.json"))
@@ -53,9 +54,11 @@ def test_every_snippet_for_powershell_and_cmd_is_a_windows_command(path):
     findings = advisor.diagnose(report)
     problems = []
     for shell in ("powershell", "cmd"):
-        for f in snippets.for_shell(findings, report, shell):
-            if f.snippet_lang in ("powershell", "cmd"):
-                problems += [f"{f.code} {shell}: {line}" for line in _not_windows(f.snippet, f.snippet_lang)]
+        choice = ShellChoice.for_report(report, shell)
+        for f in findings:
+            shown = finding_view(f, choice).snippet
+            if shown.shell in ("powershell", "cmd"):
+                problems += [f"{f.code} {shell}: {line}" for line in _not_windows(shown.text, shown.shell)]
     assert problems == []
 
 
@@ -131,14 +134,87 @@ def test_doctor_defaults_to_the_login_shell(capsys, monkeypatch):
     assert langs == {"powershell"}
 
 
-def test_the_finding_view_shows_the_shell_a_finding_is_written_in():
-    from cpudoctor.render.finding_view import finding_view
-
+def test_the_advisor_writes_bash_and_the_view_chooses_the_shell():
+    """The advisor decides no shell: a Windows machine's findings are bash (or a Windows rule's own PowerShell),
+    and the view writes them for the shell the surface asks for, PowerShell by default for that machine."""
     report = load_report(WINDOWS_REPORT)
-    written = [f for f in advisor.diagnose(report) if f.snippet_bash]
-    assert written
-    view = finding_view(written[0])
-    assert view.snippet.shell == "powershell" and view.snippet.lang == "powershell"
-    assert finding_view(written[0], "bash").snippet.text == written[0].snippet_bash
-    cmd = finding_view(written[0], "cmd").snippet
+    found = advisor.diagnose(report)
+    written = [f for f in found if f.snippet and f.snippet_lang == "bash" and "taskset" in f.snippet]
+    assert written and not [f for f in found if f.snippet_bash]
+    assert {f.snippet_lang for f in found if f.snippet} <= {"bash", "powershell", "python"}
+    view = finding_view(written[0], ShellChoice.for_report(report))
+    assert view.snippet.shell == "powershell" and view.snippet.lang == "powershell" and "taskset" not in view.snippet.text
+    assert finding_view(written[0], ShellChoice.for_report(report, "bash")).snippet.text == written[0].snippet
+    cmd = finding_view(written[0], ShellChoice.for_report(report, "cmd")).snippet
     assert cmd.shell == "cmd" and cmd.lang == "bat" and not _not_windows(cmd.text, "cmd")
+    # a Linux machine's report: as written unless a shell is asked for
+    linux = load_report(LINUX_REPORT)
+    assert ShellChoice.for_report(linux).shell is None
+
+
+def test_a_report_saved_with_powershell_snippets_still_reads_in_every_shell():
+    """Reports saved before the view chose the shell hold a Windows machine's snippets in PowerShell with the
+    bash form in snippet_bash: the view translates that bash for the asked shell and shows the PowerShell as
+    saved otherwise."""
+    from cpudoctor.model import Finding
+
+    old = Finding(code="THR001", symbol="threads-unset", category="threads", severity="info", title="t",
+                  snippet="$env:OMP_NUM_THREADS = '8'", snippet_lang="powershell",
+                  snippet_bash="export OMP_NUM_THREADS=8")
+    assert finding_view(old).snippet.text == "$env:OMP_NUM_THREADS = '8'"
+    assert finding_view(old, "bash").snippet.text == "export OMP_NUM_THREADS=8"
+    assert finding_view(old, "fish").snippet.text == "set -gx OMP_NUM_THREADS 8"
+
+
+# -- issue 40 item 10: what doctor --shell powershell|cmd printed ---------------------------------------------
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
+def test_no_windows_snippet_repeats_a_line(path):
+    """"unset X / # or for one run: env -u X CMD" printed the variable's removal twice in PowerShell and cmd (a
+    Windows shell forgets a variable for the session, so the one-run form is the command alone)."""
+    report = load_report(path)
+    for shell in ("powershell", "cmd"):
+        choice = ShellChoice.for_report(report, shell)
+        for f in advisor.diagnose(report):
+            lines = [ln.strip() for ln in finding_view(f, choice).snippet.text.splitlines()
+                     if ln.strip() and not ln.strip().lower().startswith(("#", "rem "))]
+            removals = [ln for ln in lines if ln.startswith(("Remove-Item Env:", "set ")) and ln.endswith(
+                ("-ErrorAction SilentlyContinue", "="))]
+            assert len(removals) == len(set(removals)), (f.code, shell, lines)
+
+
+def test_the_one_run_form_is_the_command_alone_in_a_windows_shell():
+    text = snippets.unset_lines(["GOMP_CPU_AFFINITY"]) + "\n# or for one run:\n" + \
+        snippets.clean_launch(["GOMP_CPU_AFFINITY"])
+    assert snippets.translate(text, "powershell").splitlines() == [
+        "Remove-Item Env:GOMP_CPU_AFFINITY -ErrorAction SilentlyContinue", "& python train.py"]
+    assert snippets.translate(text, "cmd").splitlines() == ["set GOMP_CPU_AFFINITY=", "python train.py"]
+    assert "# or for one run:" in snippets.translate(text, "fish")        # fish has env -u: both ways stay
+
+
+def test_a_linux_only_line_keeps_its_note_in_cmd():
+    """ALLOC001's "# Debian/Ubuntu; Fedora: sudo dnf install jemalloc" went above the apt line as a rem of its
+    own, reading as the comment of the line before; a line that becomes a comment keeps its note."""
+    report = load_report(SCENARIOS[0].parent / "no-allocator-preload.json")
+    (alloc,) = [f for f in advisor.diagnose(report) if f.code == "ALLOC001"]
+    lines = finding_view(alloc, ShellChoice.for_report(report, "cmd")).snippet.text.splitlines()
+    apt = next(i for i, ln in enumerate(lines) if "apt install libjemalloc2" in ln)
+    assert "Fedora: sudo dnf install jemalloc" in lines[apt] and lines[apt].startswith("rem in a Linux shell only:")
+    assert not any(ln.startswith("rem Debian/Ubuntu") for ln in lines)
+
+
+@pytest.mark.parametrize("shell", ["bash", "powershell", "cmd"])
+def test_every_suggestion_with_a_snippet_shows_it_in_every_shell(shell):
+    """doctor's Markdown page (and its text page with -v) shows a suggestion's snippet in every shell."""
+    from cpudoctor.render import doctor
+
+    for path in SCENARIOS:
+        report = load_report(path)
+        report.findings = advisor.diagnose(report)
+        choice = ShellChoice.for_report(report, shell)
+        md = doctor.render_md(report, report.findings, "x", shell=shell)
+        verbose = doctor.render_text(report, report.findings, "x", verbose=True, shell=shell)
+        for f in report.findings:
+            if f.severity == "info" and f.snippet:
+                first = finding_view(f, choice).snippet.text.splitlines()[0].strip()
+                assert first in md and first in verbose, (path.stem, f.code, shell, first)

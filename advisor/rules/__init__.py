@@ -9,7 +9,6 @@ from cpudoctor.advisor.rules import (  # noqa: F401  (import = registration)
     inference,
     isa,
     isa_forecast,
-    kernels,
     known_problems,
     myths,
     os_memory,

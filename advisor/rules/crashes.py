@@ -42,10 +42,7 @@ class Forced:
 
 
 def _variable(name: str) -> dict[str, Any] | None:
-    entry = forcing_table()["variables"].get(name)
-    if entry and "same_as" in entry:
-        entry = forcing_table()["variables"].get(entry["same_as"])
-    return entry
+    return ISA_FORCING.variable(name)
 
 
 def judge(name: str, value: str, flags: set[str]) -> Forced | None:

@@ -57,14 +57,6 @@ def add_shell_option(p: argparse.ArgumentParser) -> None:
                         "and for a Windows machine's report)")
 
 
-def findings_for_shell(report: "Report", shell: str | None) -> None:
-    """Write ``report``'s findings' shell snippets for ``shell`` (None: the user's shell), in place."""
-    from cpudoctor.advisor.snippets import for_shell, user_shell
-
-    if report.findings:
-        report.findings = for_shell(report.findings, report, shell or user_shell(report))
-
-
 def source_from(args: argparse.Namespace) -> "Source":
     """The :class:`~cpudoctor.pipeline.Source` that ``--root`` / ``--from-report`` name (this machine by default)."""
     from cpudoctor.pipeline import Source

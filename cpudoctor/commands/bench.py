@@ -23,6 +23,7 @@ from typing import Any
 from cpudoctor.commands import CliError, emit, output_format
 from cpudoctor.argtypes import file_name, int_list, integer, number, output_file
 from cpudoctor.kits.cpulist import MAX_CPUS
+from cpudoctor.kits.format import percent
 
 # Bounds shared with lab/settings.py (which checks the same again for the window's jobs).
 _THREADS = integer(1, 4096, "a thread count")
@@ -285,14 +286,14 @@ class ProgressBar:
         frac = min(max(fraction or 0.0, 0.0), 1.0)
         if self.tty:
             bar = "#" * int(frac * 24)
-            line = f"\r{self.title} [{bar:<24}] {frac:4.0%} {text}"
+            line = f"\r{self.title} [{bar:<24}] {percent(frac, fraction=True):>5} {text}"
             pad = max(0, self._width - len(line))
             self._width = len(line)
             self.stream.write(line + " " * pad)
             self.stream.flush()
         elif time.monotonic() - self._last_plain > 2.0:
             self._last_plain = time.monotonic()
-            self.stream.write(f"{self.title}: {frac:.0%} {text}\n")
+            self.stream.write(f"{self.title}: {percent(frac, fraction=True)} {text}\n")
             self.stream.flush()
 
     def close(self) -> None:
@@ -308,7 +309,7 @@ def _progress_text(job: str, data: dict[str, Any], settings: dict[str, Any]) -> 
         if seconds:
             fracs.append(data.get("elapsed", 0) / seconds)
         sps = data.get("samples_per_s")
-        text = f"step {data.get('step')}  loss {data.get('loss') or 0:.3f}  acc {data.get('accuracy') or 0:.0%}"
+        text = f"step {data.get('step')}  loss {data.get('loss') or 0:.3f}  acc {percent(data.get('accuracy') or 0, fraction=True)}"
         return (max(fracs) if fracs else None), text + (f"  {sps:,.0f} samples/s" if sps else "")
     if job == "sweep":
         frac = data.get("elapsed", 0) / data["budget_s"] if data.get("budget_s") else None
@@ -391,7 +392,7 @@ def run(args: argparse.Namespace) -> int:
                                       python=python,
                                       on_progress=lambda d: bar.update(*_progress_text(args.job, d, settings)))
     bar.close()
-    findings = evidence_findings(result)
+    findings = evidence_findings(result, context.flags)
     if args.json:
         from cpudoctor.model.serde import to_data
 
@@ -419,19 +420,15 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_CANCELLED if outcome.status == "cancelled" else 0
 
 
-def evidence_findings(result) -> list:
-    """The advisor's findings from what this run itself showed (the kernels it ran), judged against this CPU."""
-    from cpudoctor import advisor
-    from cpudoctor.probes import probe_cpu
-    from cpudoctor.model import Report
+def evidence_findings(result, flags: list[str] | None) -> list:
+    """The job rules' findings from what this run itself showed (the kernels it ran), judged against the CPU the
+    lab compared them with (its context's flags), through the job pipeline."""
+    from cpudoctor.jobrun import Machine, diagnose_lab_run
+    from cpudoctor.model import CpuInfo
 
-    if not result.kernels:
+    if not result.kernels or not flags:
         return []
-    report = Report(cpu=probe_cpu(Path("/")), benchmarks=[result.bench_run()])
-    return [f for f in advisor.diagnose(report, only=set(EVIDENCE_RULES)) if f.severity != "ok"]
-
-
-EVIDENCE_RULES = ("ISA010", "PREC003")      # the rules that judge a lab run's own evidence
+    return diagnose_lab_run(result.bench_run(), Machine(CpuInfo(flags=list(flags))))
 
 
 def _plot(path: str, runs: list) -> None:
@@ -458,11 +455,10 @@ def _environment(args: argparse.Namespace) -> tuple[str | None, str]:
     from cpudoctor.commands import python_choice
     from cpudoctor.probes.software.envs import describe
     from cpudoctor.render.software import environment_words
-    from cpudoctor.probes.software.stack import python_info
 
     python, chosen_by = python_choice(args.python)
-    info = python_info(describe(Path(python or sys.executable), cache=True))
-    info.own, info.chosen_by = python is None, chosen_by
+    info = describe(Path(python or sys.executable), cache=True).record(chosen_by)
+    info.own = python is None
     return python, environment_words(info)
 
 

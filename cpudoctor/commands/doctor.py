@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _only(value: str | None) -> set[str] | None:
-    from cpudoctor.advisor.engine import UnknownRuleError, resolve_only
+    from cpudoctor.advisor import UnknownRuleError, resolve_only
 
     if value is None:
         return None

@@ -79,28 +79,20 @@ def run(args: argparse.Namespace) -> int:
         raise CliError("--all goes with --list (it lists every process, idle ones too)")
     if args.pid is None:
         raise CliError("give a process ID, or --list to see the candidates")
-    from cpudoctor.advisor.process_rules import run_process_rules
-    from cpudoctor.probes.process.inspect import InspectError, inspect_process
-    from cpudoctor.probes import probe_topology
+    from cpudoctor.jobrun import Machine, inspect_job
+    from cpudoctor.pipeline import Source
+    from cpudoctor.probes.process.inspect import InspectError
+    from cpudoctor.render.inspect import inspect_error_text
 
-    topo = probe_topology(root)
+    machine = Machine.of_source(Source.tree(root))        # the CPU of the tree the process lives in
     try:
-        insp = inspect_process(args.pid, seconds=args.seconds, root=root, topology=topo,
-                               stacks=args.stacks and root == Path("/"))
+        insp, findings = inspect_job(args.pid, seconds=args.seconds, machine=machine, root=root, stacks=args.stacks)
     except InspectError as exc:
-        raise CliError(str(exc)) from None
-    from cpudoctor.advisor.evidence_rules import judge_inspection
-
-    findings = run_process_rules(insp, topo) + judge_inspection(insp)
+        raise CliError(inspect_error_text(exc)) from None
     if args.format == "json":
-        from cpudoctor.model.serde import to_data
+        from cpudoctor.render.inspect import render_json
 
-        from cpudoctor.model.report import json_text
-        from cpudoctor.render.inspect import shown_python
-
-        data = to_data(insp)
-        data["python"] = shown_python(insp.python)       # ~ for a home folder, as everywhere else in inspect
-        text = json_text({"kind": "cpudoctor-inspection", "inspection": data, "findings": to_data(findings)})
+        text = render_json(insp, findings)
     else:
         from cpudoctor.render.inspect import render_text
 
@@ -110,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"process {insp.pid} exited {insp.window_s:.1f} s into the window: "
                        f"the figures cover only that part")
     if insp.access_limited:
-        from cpudoctor.probes.process.inspect import denied_hint
+        from cpudoctor.render.inspect import denied_hint
 
         raise CliError(f"the environment and libraries of process {insp.pid} could not be read: "
                        f"{denied_hint(insp.pid, insp.uid, f'cpudoctor inspect {insp.pid}')}")

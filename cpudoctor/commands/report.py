@@ -13,8 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from cpudoctor.commands import (CliError, add_shell_option, add_source_options, build, emit, findings_for_shell,
-                                output_format, source_from)
+from cpudoctor.commands import CliError, add_shell_option, add_source_options, build, emit, output_format, source_from
 from cpudoctor.argtypes import output_file
 
 
@@ -55,9 +54,11 @@ def run(args: argparse.Namespace) -> int:
     report = build(source_from(args), fast=args.fast, findings=not args.no_findings)
     if args.no_findings:
         report.findings = []          # a saved report's own findings are left out too
-    findings_for_shell(report, args.shell)
+    from cpudoctor.advisor.snippets import user_shell
+
     try:
-        data = render_export(report, fmt, include_identifying=args.include_identifying)
+        data = render_export(report, fmt, include_identifying=args.include_identifying,
+                             shell=args.shell or user_shell(report))
     except ExportError as exc:
         raise CliError(str(exc)) from None
     emit(data, args.output)

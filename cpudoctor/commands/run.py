@@ -91,13 +91,11 @@ def run(args: argparse.Namespace) -> int:
         python, _why = python_choice(args.python)
         python = python or sys.executable
     argv = command_line(argv, python)
-    from cpudoctor.jobrun import diagnose
-    from cpudoctor.probes.process.observe import run_observed
+    from cpudoctor.jobrun import run_job
     from cpudoctor.render.run_report import RENDERERS
 
-    obs = run_observed(argv, seconds=args.seconds, rate=args.rate, display=shlex.join(args.argv[1:] if
-                       args.argv and args.argv[0] == "--" else args.argv))
-    findings = diagnose(obs) if obs.ended_by != "failed" else []
+    obs, findings = run_job(argv, seconds=args.seconds, rate=args.rate, display=shlex.join(args.argv[1:] if
+                            args.argv and args.argv[0] == "--" else args.argv))
     text = RENDERERS[args.format](obs, findings)
     if args.output:
         from cpudoctor.commands import emit

@@ -27,10 +27,11 @@ lab and render read knowledge; knowledge decides nothing about a machine.
 from __future__ import annotations
 
 from cpudoctor.knowledge.datafile import DataFile, KnowledgeError
-from cpudoctor.knowledge.files import (ADVISOR_KNOWLEDGE, ISA_FORCING, KNOWN_PROBLEMS, MICROARCHITECTURES, NATIVE_LIBS,
+from cpudoctor.knowledge.files import (ADVISOR_KNOWLEDGE, KNOWN_PROBLEMS, MICROARCHITECTURES, NATIVE_LIBS,
                                        PEAK_FLOPS, SAMPLE_RULES, SHOWN_SETTINGS, SOFTWARE_FACTS, TORCH_WHEELS, VM_CPU_MODELS)
 from cpudoctor.knowledge.flags import FLAGS, FlagCatalogue
 from cpudoctor.knowledge.floors import FLOORS, Floor, FloorTable, KnownPackage
+from cpudoctor.knowledge.isa import ISA_FORCING, IsaTable
 from cpudoctor.knowledge.levels import LEVELS, PsabiLevels
 
 # Every data file in resources/, one loader each (a test checks that none is missing).
@@ -40,4 +41,4 @@ ALL: tuple[DataFile, ...] = (FLAGS, LEVELS, FLOORS, MICROARCHITECTURES, VM_CPU_M
 
 __all__ = ["ADVISOR_KNOWLEDGE", "ALL", "FLAGS", "FLOORS", "ISA_FORCING", "KNOWN_PROBLEMS", "LEVELS", "MICROARCHITECTURES",
            "NATIVE_LIBS", "PEAK_FLOPS", "SAMPLE_RULES", "SHOWN_SETTINGS", "SOFTWARE_FACTS", "TORCH_WHEELS", "VM_CPU_MODELS", "DataFile",
-           "Floor", "FloorTable", "FlagCatalogue", "KnowledgeError", "KnownPackage", "PsabiLevels"]
+           "Floor", "FloorTable", "FlagCatalogue", "IsaTable", "KnowledgeError", "KnownPackage", "PsabiLevels"]

@@ -2,7 +2,7 @@
 
 Their readers index them directly: the schema guarantees the keys they use.
 The files with questions of their own have typed loaders beside this module
-(:mod:`.flags`, :mod:`.levels`, :mod:`.floors`).
+(:mod:`.flags`, :mod:`.levels`, :mod:`.floors`, :mod:`.isa`).
 """
 
 from __future__ import annotations
@@ -17,9 +17,6 @@ VM_CPU_MODELS = DataFile(
     "micro-architecture has in silicon, the fix per hypervisor; read by probes/cpu/vm_model.py and advisor/vm_mask.py")
 KNOWN_PROBLEMS = DataFile(
     "known_problems.json", "version-specific problems as conditions on a report -> a finding; read by advisor/known.py")
-ISA_FORCING = DataFile(
-    "isa_forcing.json", "environment variables that force or cap a library's instruction set, their values and "
-    "the flags each needs; read by advisor/rules/crashes.py and probes/kernels.py (which kernels ran below the CPU)")
 ADVISOR_KNOWLEDGE = DataFile(
     "advisor_knowledge.json", "facts the advisor's rules decide from (AVX-512 silicon, wheel sizes, memory "
     "thresholds, myths, relevance of each rule); read by advisor/machine.py, ranking.py, process_rules.py")

@@ -47,7 +47,7 @@ class Finding:
     docs: str = ""                         # docs anchor, e.g. docs/rules.md#isa001
     evidence: dict[str, Any] = field(default_factory=dict)   # report field path -> value used
     fields_used: list[str] = field(default_factory=list)
-    snippet_bash: str = ""                 # the bash form of a snippet written for the report's OS (PowerShell on Windows)
+    snippet_bash: str = ""                 # the bash a JSON output translated for its --shell (and old reports' PowerShell)
 
 
 @dataclass

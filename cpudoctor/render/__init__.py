@@ -75,9 +75,13 @@ def format_of_suffix(path: Path | str) -> str | None:
     return _SUFFIXES.get(Path(path).suffix.lower())
 
 
-def render(report: "Report", fmt: str, *, scrub: Scrub | None = None) -> str | bytes:
+def render(report: "Report", fmt: str, *, scrub: Scrub | None = None, shell: str | None = None,
+           exported_at: str | None = None) -> str | bytes:
     """``report`` in ``fmt``: str, or bytes for binary formats.
 
+    ``shell``: the shell the fixes' commands are written for (None: the shell of the machine the report
+    describes, :class:`~cpudoctor.render.finding_view.ShellChoice`). ``exported_at`` (ISO 8601): when the file
+    is written; the documents say it beside when the facts were collected (JSON keeps the report as it is).
     ``scrub`` is a last pass over the text (the privacy redactor); for PDF it
     runs over the HTML page the PDF is made from. A scrub that would break
     JSON quoting is not applied to JSON (the report itself was redacted first).
@@ -88,9 +92,10 @@ def render(report: "Report", fmt: str, *, scrub: Scrub | None = None) -> str | b
         raise KeyError(f"unknown report format {fmt!r}; choose one of {', '.join(FORMATS)}") from None
     module_name, _, func_name = spec.target.partition(":")
     func = getattr(importlib.import_module(module_name), func_name)
+    extra = {"exported_at": exported_at} if exported_at and spec.markup != "json" else {}
     if spec.binary:
-        return func(report, scrub=scrub)
-    text = func(report)
+        return func(report, scrub=scrub, shell=shell, **extra)
+    text = func(report, shell=shell, **extra)
     if scrub is None:
         return text
     cleaned = scrub(text)
@@ -102,6 +107,13 @@ def render(report: "Report", fmt: str, *, scrub: Scrub | None = None) -> str | b
     return cleaned
 
 
-def render_json(report: "Report") -> str:
-    """Strict JSON (a diverged loss is null, never NaN), indented, with a final newline."""
-    return report.to_json(indent=2) + "\n"
+def render_json(report: "Report", shell: str | None = None) -> str:
+    """Strict JSON (a diverged loss is null, never NaN), indented, with a final newline; the findings' snippets
+    as typed in ``shell`` (None: the shell of the report's machine), the bash they were written in beside them."""
+    from cpudoctor.model.report import json_text
+    from cpudoctor.render.finding_view import ShellChoice, finding_data
+
+    data = report.to_dict()
+    choice = ShellChoice.for_report(report, shell)
+    data["findings"] = [finding_data(f, choice) for f in report.findings]
+    return json_text(data, indent=2) + "\n"

@@ -15,7 +15,7 @@ from typing import Any
 from cpudoctor.kits.format import wrap
 from cpudoctor import docs_url
 from cpudoctor.kits.escape import md_code, md_escape, md_fence, strip_controls
-from cpudoctor.render.finding_view import EVIDENCE, FIX, finding_view
+from cpudoctor.render.finding_view import EVIDENCE, FIX, ShellChoice, finding_data, finding_view
 from cpudoctor.render.words import (
     bracketed,
     category_order,
@@ -94,6 +94,8 @@ def exit_code(findings: Sequence[Finding]) -> int:
 
 def render_text(report: Report, findings: Sequence[Finding], label: str, *, verbose: bool = False,
                 ascii_only: bool = False, shell: str | None = None) -> str:
+    """The page for a terminal; the fixes' commands for ``shell`` (None: the shell of the report's machine)."""
+    choice = ShellChoice.for_report(report, shell)
     lines = [f"CPU Doctor — {label}: {machine_line(report)}"]
     env = environment_line(report)
     lines += ([env] if env else []) + [""]
@@ -102,7 +104,7 @@ def render_text(report: Report, findings: Sequence[Finding], label: str, *, verb
     for _cat, title, items in grouped(findings):
         lines.append(f"{bracketed(_category_mark(items), ascii_only)} {title}")
         for f in items:
-            v = finding_view(f, shell)
+            v = finding_view(f, choice)
             # a long title (a list of packages) wraps under itself instead of running past the terminal
             lines += wrap(f"{v.mark(ascii_only)} {v.title} ({v.code})", WIDTH, 4, hang=2)
             if v.detailed or (verbose and v.severity.key == "info"):
@@ -125,9 +127,9 @@ def render_text(report: Report, findings: Sequence[Finding], label: str, *, verb
     return text
 
 
-def render_json(report: Report, findings: Sequence[Finding], label: str) -> str:
-    from cpudoctor.model.serde import to_data
-
+def render_json(report: Report, findings: Sequence[Finding], label: str, *, shell: str | None = None) -> str:
+    """The page as data: each finding with its snippet as typed in ``shell`` (:func:`finding_data`)."""
+    choice = ShellChoice.for_report(report, shell)
     data = {
         "source": label,
         "machine": machine_line(report),
@@ -135,7 +137,7 @@ def render_json(report: Report, findings: Sequence[Finding], label: str) -> str:
         "summary": summary_line(findings),
         "exit_code": exit_code(findings),
         "counts": {key: n for key, n in reversed(severity_counts(findings).items())},
-        "findings": [to_data(f) for f in findings],
+        "findings": [finding_data(f, choice) for f in findings],
     }
     from cpudoctor.model.report import json_text
 
@@ -144,6 +146,7 @@ def render_json(report: Report, findings: Sequence[Finding], label: str) -> str:
 
 def render_md(report: Report, findings: Sequence[Finding], label: str, *, verbose: bool = False,
               shell: str | None = None) -> str:
+    choice = ShellChoice.for_report(report, shell)
     env = environment_line(report)
     lines = [f"## CPU Doctor — {md_escape(label)}", "", f"**{md_escape(machine_line(report))}**", ""]
     lines += [md_escape(env), ""] if env else []
@@ -151,7 +154,7 @@ def render_md(report: Report, findings: Sequence[Finding], label: str, *, verbos
         lines.append(f"### {severity(_category_mark(items)).emoji} {md_escape(title)}")
         lines.append("")
         for f in items:
-            v = finding_view(f, shell)
+            v = finding_view(f, choice)
             symbol = f"[{md_escape(v.symbol)}]({v.docs_url})" if v.docs_url else md_escape(v.symbol)
             lines.append(f"- {v.severity.emoji} **{md_escape(v.title)}** ({md_code(v.code)} {symbol})")
             if v.detailed or (v.severity.key == "info" and (verbose or v.snippet)):

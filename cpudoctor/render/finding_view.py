@@ -9,13 +9,16 @@ a view out (marks, indentation, markup, escaping): none of them reads a finding'
 fields for words of its own, so a wording fixed here is fixed on every surface
 (``tests/test_finding_view.py`` renders one finding everywhere and checks).
 
-Snippets: the advisor writes shell snippets for bash, and for the report's OS
-(PowerShell for a Windows machine, keeping the bash form in ``snippet_bash``);
-``doctor``/``report --shell`` write them for the user's shell
-(:func:`cpudoctor.advisor.snippets.for_shell`). A view shows the snippet in the
-shell it is written in unless asked for another; :func:`shell_snippet` gives the
-same commands for zsh, fish, PowerShell or cmd through
-:func:`cpudoctor.advisor.snippets.translate`. Snippets in another language
+Snippets: the advisor writes shell snippets in bash (a Windows rule writes its
+own PowerShell where bash has no form), and the snippet's shell is chosen here,
+once, from what the surface asks for (a :class:`ShellChoice`): ``doctor`` and
+``report --shell`` the user's shell, the window its shell switch, an export of a
+report the shell of the machine it describes (PowerShell for Windows).
+:func:`shell_snippet` writes the same commands for zsh, fish, PowerShell or cmd
+through :func:`cpudoctor.advisor.snippets.translate`, with the report's
+topology so Windows launches use its CPU numbers and processor groups. No
+finding is rewritten for a shell; :func:`finding_data` gives the JSON surfaces
+a finding with its snippet in the chosen shell. Snippets in another language
 (Python, an ini file) are the same for every shell.
 """
 
@@ -26,7 +29,7 @@ from typing import Any
 
 from cpudoctor import docs_url
 from cpudoctor.advisor import snippets, winshell
-from cpudoctor.model import Finding
+from cpudoctor.model import Finding, Report, Topology
 from cpudoctor.render.words import Severity, bracketed, category_title, severity
 
 # The names of a finding's parts, the same on every surface.
@@ -40,6 +43,34 @@ EVIDENCE_LIMIT = 300
 SHELL_LANGS: dict[str, str] = {"bash": "bash", "zsh": "zsh", "fish": "fish", "powershell": "powershell",
                                "cmd": "bat"}
 DEFAULT_SHELL = "bash"       # what the advisor writes its shell snippets in
+
+
+@dataclass(frozen=True)
+class ShellChoice:
+    """The shell a surface shows snippets in, and the machine they are typed on.
+
+    ``shell`` None: as the advisor wrote them (bash; a Windows rule's own PowerShell). ``topology``, the
+    report's, makes a pinned launch exact on Windows (its CPU numbers and processor groups).
+    """
+
+    shell: str | None = None
+    topology: Topology | None = None
+
+    def __post_init__(self) -> None:
+        if self.shell is not None:
+            object.__setattr__(self, "shell", snippets.normalise_shell(self.shell))   # ValueError for tcsh
+
+    @classmethod
+    def for_report(cls, report: Report, shell: str | None = None) -> "ShellChoice":
+        """``shell`` (what the user asked for), else the shell of the machine the report describes where it is not
+        bash's (PowerShell for Windows); the report's topology either way."""
+        if shell is None and snippets.report_os(report) == "windows":
+            shell = snippets.default_shell(report)
+        return cls(shell, report.topology)
+
+    @classmethod
+    def of(cls, shell: "str | ShellChoice | None") -> "ShellChoice":
+        return shell if isinstance(shell, ShellChoice) else cls(shell)
 
 
 @dataclass(frozen=True)
@@ -97,11 +128,12 @@ class FindingView:
         return ", ".join(f"{line.key}={line.value}" for line in self.evidence)
 
 
-def finding_view(finding: Finding, shell: str | None = None) -> FindingView:
-    """The words of ``finding``, its snippet written for ``shell`` (bash, zsh, fish, powershell, cmd).
+def finding_view(finding: Finding, shell: str | ShellChoice | None = None) -> FindingView:
+    """The words of ``finding``, its snippet written for ``shell`` (bash, zsh, fish, powershell, cmd, or a
+    :class:`ShellChoice` with the report's topology).
 
-    ``shell`` None: the shell the finding's snippet is written in (bash, or the report's or the
-    user's shell). Raises ValueError for a shell CPU Doctor does not write for.
+    ``shell`` None: the snippet as the advisor wrote it. Raises ValueError for a shell CPU Doctor does not
+    write for.
     """
     return FindingView(
         code=finding.code,
@@ -120,21 +152,43 @@ def finding_view(finding: Finding, shell: str | None = None) -> FindingView:
     )
 
 
-def finding_snippet(finding: Finding, shell: str | None = None, topology=None) -> Snippet:
+def _bash_form(finding: Finding) -> str:
+    """The bash a finding's shell snippet was written in (``snippet_bash``: a report saved by an older CPU Doctor,
+    which wrote a Windows machine's snippets in PowerShell and kept the bash beside them)."""
+    return finding.snippet_bash or (finding.snippet if finding.snippet_lang == "bash" else "")
+
+
+def finding_snippet(finding: Finding, shell: str | ShellChoice | None = None) -> Snippet:
     """``finding``'s snippet as typed in ``shell``; None: as written (its ``snippet_lang``)."""
+    choice = ShellChoice.of(shell)
     lang = finding.snippet_lang
-    if shell is None:
+    bash = _bash_form(finding)
+    if choice.shell is None:
         if lang in SHELL_LANGS:
             return Snippet(finding.snippet, SHELL_LANGS[lang], lang)
         return Snippet(finding.snippet, lang, None)
-    bash = finding.snippet_bash or (finding.snippet if lang == "bash" else "")
     if bash and finding.snippet:
-        return shell_snippet(bash, "bash", shell, topology)
+        return shell_snippet(bash, "bash", choice.shell, choice.topology)
     if lang == "powershell" and finding.snippet:  # PowerShell a Windows rule wrote itself: cmd's words if it has them
-        shown = shell_snippet(finding.snippet, lang, shell, topology)
+        shown = shell_snippet(finding.snippet, lang, choice.shell, choice.topology)
         if shown.shell == "cmd":
             return shown
     return finding_snippet(finding, None)         # Python, or that PowerShell as written
+
+
+def finding_data(finding: Finding, shell: str | ShellChoice | None = None) -> dict[str, Any]:
+    """``finding`` as JSON data with its snippet as typed in ``shell`` (``doctor``/``run``/``report`` JSON):
+    ``snippet_lang`` names that shell, and ``snippet_bash`` keeps the bash it was written in when the shell
+    is another. The finding itself is not changed."""
+    from cpudoctor.model.serde import to_data
+
+    data = to_data(finding)
+    shown = finding_snippet(finding, shell)
+    bash = _bash_form(finding)
+    if shown.shell is not None and finding.snippet:
+        data["snippet"], data["snippet_lang"] = shown.text, shown.shell
+        data["snippet_bash"] = bash if shown.shell != "bash" and bash else ""
+    return data
 
 
 def shell_snippet(text: str, lang: str, shell: str = DEFAULT_SHELL, topology=None) -> Snippet:

@@ -23,9 +23,11 @@ from cpudoctor.render import cpu as cpu_sec
 from cpudoctor.render import software as sw_sec
 from cpudoctor.kits.escape import html_escape as e
 from cpudoctor.kits.format import cache_size, metric, or_unknown, size
-from cpudoctor.render.finding_view import DETAILS, EVIDENCE, FIX, Snippet, finding_view
+from cpudoctor.render.finding_html import finding_html
+from cpudoctor.render.finding_view import ShellChoice, finding_view
 from cpudoctor.render.md_extra import (
     kind_title,
+    made_words,
     measurements_title,
     recommendation_text,
     settings_text,
@@ -41,7 +43,7 @@ from cpudoctor.render.svg_chart import (
 )
 from cpudoctor.render.svg_topology import render_svg
 from cpudoctor.render.words import SEVERITY, bracketed, finding_order, plural, severity_counts
-from cpudoctor.model import BenchRun, Finding, Report
+from cpudoctor.model import BenchRun, Report
 
 Images = Literal["inline", "resources"]
 PLATFORM_NAMES = {"linux": "Linux", "darwin": "macOS", "win32": "Windows", "cygwin": "Windows (Cygwin)"}
@@ -120,15 +122,17 @@ def title_of(report: Report) -> str:
 
 # --- sections -----------------------------------------------------------------
 
-def _header(report: Report) -> str:
+def _header(report: Report, exported_at: str | None = None) -> str:
     m = report.meta
     counts = severity_counts(report.findings)
-    summary = " ".join(f'<span class="sev-{s}">{e(plural(n, *SEVERITY[s].noun))}</span>'
-                       for s, n in counts.items() if n)
+    # a separator between the counts: without the page's CSS (the PDF, Qt's preview) they ran together
+    summary = " · ".join(f'<span class="sev-{s}">{e(plural(n, *SEVERITY[s].noun))}</span>'
+                         for s, n in counts.items() if n)
     privacy = ("identifying details replaced by placeholders" if m.redacted
                else "includes identifying details (host name, user, paths)")
     where = "" if m.root in ("/", "") else f" · analysed tree: <code>{e(m.root)}</code>"
-    made = ("Generated " + (f"{when(m.generated_at)} " if m.generated_at else "")
+    made = made_words(m.generated_at, exported_at)
+    made = ((made[:1].upper() + made[1:] + " " if made else "Made ")
             + f"by CPU Doctor{' ' + m.tool_version if m.tool_version else ''}"
             + (f" on {PLATFORM_NAMES.get(m.platform, m.platform)}" if m.platform else ""))
     env = environment_line(report)
@@ -264,79 +268,7 @@ def _marked(line: str) -> str:
     return e(line)
 
 
-# Printed snippets: the PDF's text width and DejaVu Sans Mono's advance (0.602 em), so a command is
-# laid out on whole lines that copy and paste back into a shell (Qt would break a long line anywhere).
-PRINT_SNIPPET_WIDTH_PX = 630           # the PDF's 680 px text width less the finding's bar and the block's padding
-PRINT_SNIPPET_POINTS = (8.0, 7.0, 6.0)
-MONO_ADVANCE_EM = 0.602
-SHELL_LANGS = frozenset({"bash", "sh", "zsh", "fish"})
-
-
-def _chars_per_line(points: float) -> int:
-    return int(PRINT_SNIPPET_WIDTH_PX / (MONO_ADVANCE_EM * points * 96 / 72))
-
-
-def _shell_words(line: str) -> list[str]:
-    """``line`` cut at the spaces that are outside quotes (the places a shell line may continue)."""
-    words, current, quote = [], "", ""
-    for ch in line:
-        if quote:
-            quote = "" if ch == quote else quote
-        elif ch in "'\"":
-            quote = ch
-        elif ch == " ":
-            words.append(current)
-            current = ""
-            continue
-        current += ch
-    return words + [current]
-
-
-def _continue_lines(line: str, width: int) -> list[str]:
-    """A long shell line as ``part \\`` continuation lines no wider than ``width`` where the words allow."""
-    words = _shell_words(line)
-    if len(line) <= width or line.lstrip().startswith("#") or max(len(w) for w in words) + 4 > width:
-        return [line]             # fits, a comment, or a word no continuation can make fit: a smaller font must
-    indent = "  "
-    out, current = [], ""
-    for word in words:
-        candidate = f"{current} {word}" if current else word
-        if current and len(candidate) + 2 > width:
-            out.append(current + " \\")
-            current = indent + word
-        else:
-            current = candidate
-    return out + [current]
-
-
-def print_snippet(text: str, lang: str) -> tuple[str, float]:
-    """(text, font size in points) for a snippet in the PDF: every line whole, a command never cut mid-word.
-
-    Shell lines longer than the page continue with `` \\`` at a space outside
-    quotes (still one command when pasted); a word that is itself too long
-    (an ``OMP_PLACES`` list) makes the block's font smaller, down to 6 pt.
-    """
-    for points in PRINT_SNIPPET_POINTS:
-        width = _chars_per_line(points)
-        lines = text.splitlines()
-        if lang in SHELL_LANGS:
-            lines = [part for line in lines for part in _continue_lines(line, width)]
-        if all(len(line) <= width for line in lines):
-            return "\n".join(lines), points
-    return text, PRINT_SNIPPET_POINTS[-1]
-
-
-def _snippet_html(snippet: Snippet, printable: bool) -> str:
-    if not printable:
-        return f'<pre><code class="language-{e(snippet.lang)}">{e(snippet.text)}</code></pre>'
-    text, points = print_snippet(snippet.text, snippet.lang)
-    fits = all(len(line) <= _chars_per_line(points) for line in text.splitlines())
-    # white-space:pre keeps each line whole; only a line no size can fit may still wrap (pre-wrap)
-    return (f'<pre style="font-size:{points:g}pt;white-space:{"pre" if fits else "pre-wrap"}">'
-            f'<code class="language-{e(snippet.lang)}">{e(text)}</code></pre>')
-
-
-def _findings(report: Report, printable: bool = False) -> str:
+def _findings(report: Report, printable: bool = False, shell: str | None = None) -> str:
     if not report.findings:
         return ('<section id="findings"><h2>Findings</h2><p class="note">The advisor has not run on this report '
                 "(or found nothing to say).</p></section>")
@@ -345,35 +277,16 @@ def _findings(report: Report, printable: bool = False) -> str:
     ordered = sorted(report.findings, key=finding_order)
     problems = [f for f in ordered if f.severity != "ok"]
     passed = [f for f in ordered if f.severity == "ok"]
-    items = [f'<p class="summary">{e(counts_line(report))}</p>'] + [_finding(f, printable) for f in problems]
+    choice = ShellChoice.for_report(report, shell)
+    style = "print" if printable else "page"
+    items = [f'<p class="summary">{e(counts_line(report))}</p>'] + [finding_html(finding_view(f, choice), style)
+                                                                     for f in problems]
     if passed:
         items.append(f'<details><summary>{e(plural(len(passed), *SEVERITY["ok"].noun))}</summary><ul class="checks">'
                      + "".join(f'<li>{_mark(bracketed("ok"))} {e(f.title)} '
                                f'<span class="code">{e(f.code)}</span></li>' for f in passed)
                      + "</ul></details>")
     return f'<section id="findings"><h2>Findings</h2>{"".join(items)}</section>'
-
-
-def _finding(f: Finding, printable: bool = False, shell: str | None = None) -> str:
-    v = finding_view(f, shell)
-    sev = v.severity
-    parts = [f'<div class="finding {sev.key}"><p>{_mark(v.bracketed())} <span class="sev-{sev.key}">{e(sev.name)}</span> · '
-             f'<span class="title">{e(v.title)}</span>&nbsp;&nbsp;<span class="code">{e(v.code)} '
-             f"{e(v.symbol)}</span></p>"]
-    if v.why:
-        parts.append(f"<p>{e(v.why)}</p>")
-    if v.fix:
-        parts.append(f"<p><b>{FIX}:</b> {e(v.fix)}</p>")
-    if v.snippet:
-        parts.append(_snippet_html(v.snippet, printable))
-    if v.evidence:
-        parts.append(f"<details><summary>{EVIDENCE}</summary>" + _rows(
-            [(line.key, e(line.value)) for line in v.evidence]) + "</details>")
-    parts.append(f'<p class="note">{DETAILS}: <code>{e(v.explain)}</code>'
-                 + (f' · <a href="{e(v.docs_url)}">{e(v.docs_label)}</a>' if v.docs_url else "")
-                 + "</p>")
-    parts.append("</div>")
-    return "".join(parts)
 
 
 def _cell(value: str) -> str:
@@ -476,11 +389,15 @@ def _notes(report: Report) -> str:
             + "</ul></section>")
 
 
-def build_html(report: Report, images: Images = "inline") -> tuple[str, dict[str, str]]:
-    """The page, and (for ``images="resources"``) the SVG pictures it references by name."""
+def build_html(report: Report, images: Images = "inline", shell: str | None = None,
+               exported_at: str | None = None) -> tuple[str, dict[str, str]]:
+    """The page, and (for ``images="resources"``) the SVG pictures it references by name; fixes' commands for
+    ``shell`` (None: the shell of the report's machine); ``exported_at``: when the file is written (said beside
+    when the facts were collected)."""
     pictures: dict[str, str] = {}
-    body = "".join([_header(report), _chip(report), _isa(report), _topology(report, images, pictures),
-                    _software(report), _findings(report, images == "resources"), _benchmarks(report, images, pictures),
+    body = "".join([_header(report, exported_at), _chip(report), _isa(report), _topology(report, images, pictures),
+                    _software(report), _findings(report, images == "resources", shell),
+                    _benchmarks(report, images, pictures),
                     _notes(report)])
     css = CSS if images == "inline" else PRINT_CSS
     if images == "resources":       # Qt rich text has no <details>: show them open, summary as a label
@@ -498,6 +415,6 @@ def build_html(report: Report, images: Images = "inline") -> tuple[str, dict[str
     return page, pictures
 
 
-def render_html(report: Report) -> str:
+def render_html(report: Report, shell: str | None = None, exported_at: str | None = None) -> str:
     """The self-contained HTML page (what ``render(report, "html")`` returns)."""
-    return build_html(report, "inline")[0]
+    return build_html(report, "inline", shell, exported_at)[0]

@@ -12,7 +12,8 @@ import math
 from typing import Any
 
 from cpudoctor.kits.escape import html_escape as esc
-from cpudoctor.lab.verdicts import percent, quant_api
+from cpudoctor.kits.format import percent
+from cpudoctor.lab.verdicts import quant_api
 
 STATUS_WORDS = {"skipped": "does not apply", "error": "failed", "unprepared": "not prepared", "same": "same setting"}
 COLUMNS = ("variant", "p50 ms", "spread", "p90 ms", "p99 ms", "samples/s", "max error", "others")
@@ -70,10 +71,20 @@ def error_text(variant: dict[str, Any], limit: Any = None) -> str:
     rel = acc.get("max_rel")
     if not _num(rel):
         return "-"
-    text = f"{rel * 100:.2g} %" if rel >= 1e-4 else ("0" if rel == 0 else "< 0.01 %")
+    if rel >= 1e-4:
+        text = percent(rel, digits=_decimals(f"{rel * 100:.2g}"), fraction=True)
+    else:
+        text = "0" if rel == 0 else f"< {percent(1e-4, digits=2, fraction=True)}"
     if variant.get("accurate") is False:
-        text += " (beyond " + (f"{limit * 100:g} %" if _num(limit) else "the limit") + ")"
+        shown = percent(limit, digits=_decimals(f"{limit * 100:g}"), fraction=True) if _num(limit) else "the limit"
+        text += f" (beyond {shown})"
     return text
+
+
+def _decimals(figure: str) -> int:
+    """The decimals a ``:g`` figure shows ("0.4" -> 1, "90" -> 0), so a small error keeps its figures in
+    :func:`cpudoctor.kits.format.percent`."""
+    return 0 if "e" in figure else len(figure.partition(".")[2])
 
 
 def row(variant: dict[str, Any], batch: int, limit: Any = None) -> list[str]:
@@ -85,7 +96,8 @@ def row(variant: dict[str, Any], batch: int, limit: Any = None) -> list[str]:
     sps = p.get("samples_per_s")
     p99 = ms(p.get("p99_ms")) + ("*" if _few_calls(p) else "")
     return [variant["name"], ms(p50), spread, ms(p.get("p90_ms")), p99,
-            f"{sps:,.1f}" if _num(sps) else "-", error_text(variant, limit), percent(p.get("other_share"), "-")]
+            f"{sps:,.1f}" if _num(sps) else "-", error_text(variant, limit),
+            percent(p.get("other_share"), "-", fraction=True)]
 
 
 FEW_CALLS = 100

@@ -15,20 +15,21 @@ from cpudoctor.render.md_extra import (
     benchmarks_lines,
     details,
     findings_lines,
-    when,
+    made_words,
 )
 from cpudoctor.model import Report
 
 _cell = md_escape        # a table cell: the same escaping (pipes included)
 
 
-def header_lines(report: Report) -> list[str]:
+def header_lines(report: Report, exported_at: str | None = None) -> list[str]:
     cpu = report.cpu
     meta = report.meta
     out = [f"# CPU Doctor report: {md_escape(cpu.brand or 'unknown CPU')}", ""]
     sub = []
-    if meta.generated_at:
-        sub.append(f"generated {md_escape(when(meta.generated_at))}")
+    made = made_words(meta.generated_at, exported_at)
+    if made:
+        sub.append(md_escape(made))
     if meta.tool_version:
         sub.append(f"cpudoctor {md_escape(meta.tool_version)}")
     if meta.root and meta.root != "/":
@@ -97,11 +98,12 @@ def notes_lines(report: Report) -> list[str]:
     return ["## Notes", "", *(f"- {md_escape(n)}" for n in notes), ""]
 
 
-def render(report: Report) -> str:
-    lines = header_lines(report) + cpu_lines(report) + isa_lines(report) + flags_lines(report)
+def render(report: Report, shell: str | None = None, exported_at: str | None = None) -> str:
+    """The report for a GitHub issue; fixes' commands for ``shell`` (None: the shell of the report's machine)."""
+    lines = header_lines(report, exported_at) + cpu_lines(report) + isa_lines(report) + flags_lines(report)
     lines += topology_lines(report) + software_lines(report)
     if report.findings:
-        lines += findings_lines(report)
+        lines += findings_lines(report, shell)
     lines += benchmarks_lines(report)
     lines += notes_lines(report)
     text = "\n".join(lines).rstrip("\n") + "\n"

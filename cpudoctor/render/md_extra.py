@@ -16,6 +16,7 @@ from cpudoctor.render.finding_view import (  # noqa: F401 - evidence_value: sett
     DETAILS,
     EVIDENCE,
     FIX,
+    ShellChoice,
     evidence_value,
     finding_view,
 )
@@ -47,6 +48,15 @@ def when(stamp: str) -> str:
     return f"{t:%Y-%m-%d %H:%M} " + ("UTC" if not t.utcoffset() else f"{t:%z}"[:3] + ":" + f"{t:%z}"[3:])
 
 
+def made_words(collected: str, exported: str | None = None) -> str:
+    """"collected 2026-11-30 15:16 UTC, exported 2026-11-30 15:35 UTC": a file exported later than its facts were
+    read says both (one stamp read as the other misdates the facts); the same minute says it once."""
+    parts = [f"collected {when(collected)}"] if collected else []
+    if exported and (not collected or when(exported) != when(collected)):
+        parts.append(f"exported {when(exported)}")
+    return ", ".join(parts)
+
+
 def kind_title(kind: str) -> str:
     return KIND_TITLES.get(kind, kind)
 
@@ -58,15 +68,18 @@ def measurements_title(name: str, n: int) -> str:
 
 
 def settings_text(settings: dict[str, Any], limit: int = 60) -> list[str]:
-    """``key=value`` items of a job's settings; nested dicts flattened (``train.model=simplecnn``)."""
+    """``label: value`` items of a job's settings in a reader's words (``time budget (s): 45``, never
+    ``budget_s=45``); a nested dict (a sweep's training settings) flattened into the list."""
+    from cpudoctor.render.svg_chart import metric_label
+
     out: list[str] = []
     for k, v in settings.items():
         if isinstance(v, dict):
-            out += [f"{k}.{item}" for item in settings_text(v, limit)]
+            out += settings_text(v, limit)
         elif v is None or v == [] or v == {}:
             continue
         else:
-            out.append(f"{k}={evidence_value(v, limit)}")
+            out.append(f"{metric_label(k)}: {evidence_value(v, limit)}")
     return out
 
 
@@ -110,8 +123,9 @@ def findings_lines(report: Report, shell: str | None = None) -> list[str]:
     problems = [f for f in ordered if f.severity != "ok"]
     passed = [f for f in ordered if f.severity == "ok"]
     out += [f"**{md_escape(counts_line(report))}**", ""]
+    choice = ShellChoice.for_report(report, shell)
     for f in problems:
-        v = finding_view(f, shell)
+        v = finding_view(f, choice)
         # Title, why and fix are separate paragraphs of the list item: consecutive lines would
         # run together into one paragraph on GitHub.
         out += [f"- **{v.bracketed()} {md_escape(v.title)}** {md_code(v.code)} {md_escape(v.symbol)}", ""]
@@ -163,7 +177,7 @@ def benchmarks_lines(report: Report) -> list[str]:
         if run.started_at:
             out += [f"_started {md_escape(run.started_at)}_", ""]
         if run.settings:
-            out.append("Settings: " + ", ".join(md_code(_short(item, 80)) for item in settings_text(run.settings)))
+            out.append("Settings: " + ", ".join(md_escape(_short(item, 80)) for item in settings_text(run.settings)))
             out.append("")
         if run.kind == "infer":             # its own table, verdicts and code (render/infer.py)
             from cpudoctor.render.infer import markdown_lines

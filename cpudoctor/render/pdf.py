@@ -205,6 +205,7 @@ def attach_pictures(doc, page: str, pictures: dict[str, str], max_width: int = T
 
 
 MAX_HEADING_PASSES = 40     # each pass moves at most one heading; a report has far fewer at a page's foot
+SECTION_KEEP_PX = 200       # a section that runs over a page keeps at least this much under its heading on the first
 
 
 def keep_headings_with_next(doc) -> int:
@@ -212,7 +213,8 @@ def keep_headings_with_next(doc) -> int:
 
     Qt's rich text has no ``break-after: avoid``: after the layout, a heading
     (``<h1>``..``<h6>``) whose next two blocks (a note, a table's first row)
-    do not all begin on its page gets a page break before it, and the layout
+    do not all begin on its page, or whose section runs over the page with less
+    than SECTION_KEEP_PX of it under the heading, gets a page break before it, and the layout
     runs again. A run of headings ("Software stack" over "Operating system")
     moves as one. Returns how many page breaks were added.
     """
@@ -230,17 +232,28 @@ def keep_headings_with_next(doc) -> int:
     def page(y: float) -> int:
         return int(y // page_h)
 
+    def section_end(block) -> float:
+        """Where the section under ``block`` ends: the next heading's top (the document's end without one)."""
+        nxt = block.next()
+        while nxt.isValid() and not heading(nxt):
+            nxt = nxt.next()
+        return layout.blockBoundingRect(nxt).top() if nxt.isValid() else layout.documentSize().height()
+
     def stranded(block) -> bool:
-        top = page(layout.blockBoundingRect(block).top())
+        rect = layout.blockBoundingRect(block)
+        top = page(rect.top())
         nxt = block.next()
         for _ in range(2):
             if not nxt.isValid():
                 return False
-            rect = layout.blockBoundingRect(nxt)
-            if page(rect.top() + min(rect.height(), 12)) != top:
+            r = layout.blockBoundingRect(nxt)
+            if page(r.top() + min(r.height(), 12)) != top:
                 return True
             nxt = nxt.next()
-        return False
+        # the heading with a line or two at a page's foot and the section's substance (its chart, its table)
+        # on the next page reads as a heading alone
+        page_end = (top + 1) * page_h
+        return section_end(block) > page_end and page_end - rect.bottom() < SECTION_KEEP_PX
 
     moved = 0
     for _ in range(MAX_HEADING_PASSES):
@@ -373,14 +386,15 @@ def _pdf_from_html(page: str, pictures: dict[str, str], title: str) -> bytes:
     return out
 
 
-def render_pdf(report, scrub=None) -> bytes:
-    """The report as PDF bytes; ``scrub`` (the privacy pass) runs over the page and its title first.
+def render_pdf(report, scrub=None, shell: str | None = None, exported_at: str | None = None) -> bytes:
+    """The report as PDF bytes; ``scrub`` (the privacy pass) runs over the page and its title first; fixes'
+    commands for ``shell`` (None: the shell of the report's machine).
 
     Redacting the report itself is :mod:`cpudoctor.export`'s job.
     """
     from cpudoctor.render.html import build_html
 
-    page, pictures = build_html(report, images="resources")
+    page, pictures = build_html(report, images="resources", shell=shell, exported_at=exported_at)
     title = f"CPU Doctor report — {report.cpu.brand or 'unknown CPU'}"
     if scrub is not None:
         page, title = scrub(page), scrub(title)

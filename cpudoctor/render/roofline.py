@@ -21,7 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from cpudoctor.kits.format import percent as _percent
+from cpudoctor.kits.format import percent
+from cpudoctor.lab.roofline import headline_roof
 
 ELEMENT_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp64": 8, "int8": 1}
 DTYPE_ORDER = ("fp32", "bf16", "int8", "fp64")
@@ -52,7 +53,7 @@ class Point:
 @dataclass
 class Picture:
     compute: list[Roof] = field(default_factory=list)       # measured, per dtype: every usable CPU and one core
-    nominal: list[Roof] = field(default_factory=list)       # nominal peaks (fp32, every usable CPU)
+    nominal: list[Roof] = field(default_factory=list)       # nominal peaks: one per dtype, every usable CPU
     memory_gbps: float | None = None                         # the slanted roof: copy bandwidth over all CPUs
     memory_label: str = ""
     read_gbps: float | None = None
@@ -67,11 +68,6 @@ class Picture:
     def ridge(self, roof: Roof) -> float | None:
         """The intensity where the memory roof meets ``roof`` (FLOP/byte)."""
         return roof.gflops / self.memory_gbps if self.memory_gbps else None
-
-
-def share(value: float | None, digits: int = 0) -> str:
-    """A share of 0..1 as "120 %" (the lab's way of writing shares)."""
-    return _percent(None if value is None else value * 100, digits=digits, symbol=False) + " %"
 
 
 def gemm_intensity(n: float, dtype: str) -> float:
@@ -97,10 +93,13 @@ def picture_from_runs(runs: list[Any]) -> Picture | None:
         who = "every usable CPU" if every else f"{c.get('threads')} core" + ("s" if (c.get("threads") or 0) > 1 else "")
         pic.compute.append(Roof(c["dtype"], float(c["gflops"]), c.get("threads"),
                                 f"{c['dtype']} roof, {who}: {c['gflops']:,.0f} GFLOP/s", True, every))
-    for nom in m.get("nominal") or []:
-        if nom.get("dtype") == "fp32" and nom.get("threads") == most and nom.get("gflops"):
-            pic.nominal.append(Roof("fp32", float(nom["gflops"]), most,
-                                    f"nominal fp32 peak: {nom['gflops']:,.0f} GFLOP/s", measured=False))
+    seen: set[str] = set()
+    for nom in sorted(m.get("nominal") or [], key=lambda n: _order(str(n.get("dtype")))):
+        dtype = str(nom.get("dtype"))
+        if nom.get("threads") == most and nom.get("gflops") and dtype not in seen:   # one line per dtype
+            seen.add(dtype)
+            pic.nominal.append(Roof(dtype, float(nom["gflops"]), most,
+                                    f"nominal {dtype} peak: {nom['gflops']:,.0f} GFLOP/s", measured=False))
     total = {x.get("kernel"): x for x in m.get("memory") or [] if x.get("node") == "all"}
     if total.get("copy"):
         pic.memory_gbps = float(total["copy"]["gbps"])
@@ -218,18 +217,32 @@ def claim_text(claim: dict[str, Any], nominals: list[dict[str, Any]]) -> str:
     nom = next((n for n in nominals if n.get("dtype") == "fp32" and n.get("threads") == claim.get("threads")), {})
     inputs = ""
     if nom.get("cores") and nom.get("clock_mhz") and nom.get("flops_per_cycle"):
-        inputs = f" ({nom['cores']} cores × {nom['clock_mhz']:,.0f} MHz × {nom['flops_per_cycle']:g} FLOP/cycle)"
-    text = f"Measured fp32 roof {roof:,.1f} GFLOP/s"
+        cores = f"{nom['cores']} core{'s' if nom['cores'] != 1 else ''}"
+        inputs = f" ({cores} × {nom['clock_mhz']:,.0f} MHz × {nom['flops_per_cycle']:g} FLOP/cycle)"
+    threads = claim.get("threads")
+    on = f" on {threads} thread{'s' if threads != 1 else ''}" if threads else ""
+    text = f"Measured fp32 roof {roof:,.1f} GFLOP/s{on}"
     if nominal and ratio is not None:
-        text += f" = {share(ratio)} of the nominal peak {nominal:,.1f} GFLOP/s{inputs}"
+        text += f" = {percent(ratio, fraction=True)} of the nominal peak {nominal:,.1f} GFLOP/s{inputs}"
         if ratio > 1.0:
             text += ": the cores ran faster than the clock the nominal peak assumes"
-        text += (f". The claim of about {share(claim.get('claim', 0.9))} of the theoretical compute "
+        text += (f". Guides say CPU training reaches about {percent(claim.get('claim', 0.9), fraction=True)} of the "
+                 "theoretical compute (the nominal peak): that "
                  + ("holds for the roof" if claim.get("holds") else "does not hold even for the roof")
                  + " (the best a matrix multiply reaches here)")
+    slower = claim.get("slower_with_more")
+    if isinstance(slower, dict) and slower.get("gflops"):
+        many, few = slower.get("threads"), slower.get("fewer_threads")
+        text += (f". {many} threads measured {slower['gflops']:,.1f} GFLOP/s, slower than {few} "
+                 f"thread{'s' if few != 1 else ''} ({slower.get('fewer_gflops', 0):,.1f})")
+        if slower.get("contended"):
+            text += (f" while other programs took {percent(slower.get('other_share'), fraction=True)} of the CPUs: that measurement "
+                     "is not the roof; rerun on an idle machine")
+        else:
+            text += ": more threads did not help this multiply here (SMT siblings, or a VM's vCPUs sharing cores)"
     if claim.get("best_operator_vs_roof") is not None:
         text += (f"; the micro-training's best operator ({claim.get('best_operator')}) reached "
-                 f"{share(claim['best_operator_vs_roof'], 1)} of the measured roof")
+                 f"{percent(claim['best_operator_vs_roof'], digits=1, fraction=True)} of the measured roof")
     return text + "."
 
 
@@ -257,7 +270,7 @@ def roof_lines(runs: list[Any]) -> list[tuple[str, str]]:
         rows.append(("Memory bandwidth", "; ".join(
             f"{where} {x['kernel']} {x['gbps']:,.1f} GB/s" for where, x in memory_places(memory))))
     if m.get("claim"):
-        rows.append(("90 % claim", claim_text(m["claim"], m.get("nominal") or [])))
+        rows.append(("Against the guides' 90 % claim", claim_text(m["claim"], m.get("nominal") or [])))
     return rows
 
 
@@ -275,10 +288,9 @@ def peak_rows(nominal: dict[str, Any] | None, runs: list[Any]) -> list[tuple[str
     run = latest(runs, "roofline")
     roof = None
     if run is not None:
-        compute = [c for c in run.metrics.get("compute") or [] if c.get("dtype") == "fp32" and c.get("gflops")]
-        roof = max(compute, key=lambda c: (c.get("threads") or 0), default=None)
+        roof = headline_roof([c for c in run.metrics.get("compute") or [] if c.get("dtype") == "fp32"])
     if roof is not None:
-        ratio = f", {share(roof['of_nominal'])} of the nominal peak" if roof.get("of_nominal") is not None else ""
+        ratio = f", {percent(roof['of_nominal'], fraction=True)} of the nominal peak" if roof.get("of_nominal") is not None else ""
         rows.append(("Measured roof", f"{roof['gflops']:,.0f} GFLOP/s fp32 on {roof['threads']} "
                                       f"thread{'s' if roof['threads'] != 1 else ''}{ratio}",
                      str(roof.get("method") or "") + (f"; measured {run.started_at}" if run.started_at else "")))

@@ -28,7 +28,8 @@ _EVIDENCE_INTRO = """\
 Generated from the registry by `python -m cpudoctor.render.rules evidence`; do not edit by hand.
 Checks that judge what a job did, from measured evidence: its time breakdown (sampled stacks and
 thread states), the kernels oneDNN ran and PyTorch's recompilations (`cpudoctor run -- COMMAND`,
-`cpudoctor inspect PID`, the Inspector). Each finding quotes the run's own numbers; the rules that
+`cpudoctor inspect PID`, the Inspector). EVID007 and EVID008 judge the kernels the lab's jobs ran too
+(`cpudoctor bench`, and the runs saved in a report, under `cpudoctor doctor`). Each finding quotes the run's own numbers; the rules that
 read the breakdown stay silent when it is inconclusive (see docs/time_breakdown.md)."""
 
 
@@ -65,11 +66,38 @@ def render_md(rules: RuleSet, title: str, intro: str) -> str:
             f"**Fix.** {sections['Fix']}",
         ]
     lines += ["", "## Renamed codes", ""]
-    if rules.redirects:
-        lines += [f"- `{old}` is now [{new}](#{new.lower()})" for old, new in sorted(rules.redirects.items())]
+    renamed = {**_moved_into(rules), **rules.redirects}
+    if renamed:
+        # each old code keeps an anchor, so a link saved with an old finding still lands on its new name
+        lines += [f'- <a id="{old.lower()}"></a>`{old}` is now [{new}]({_anchor(rules, new)})'
+                  for old, new in sorted(renamed.items())]
     else:
         lines.append("None yet.")
     return "\n".join(lines) + "\n"
+
+
+def _moved_into(rules: RuleSet) -> dict[str, str]:
+    """Old codes of the other rule sets whose rules live in ``rules`` now (ISA010 -> EVID007)."""
+    codes = {r.code for r in rules.all()}
+    others = [s for s in _rule_sets() if s is not rules]
+    return {old: new for s in others for old, new in s.redirects.items() if new in codes}
+
+
+def _rule_sets() -> list[RuleSet]:
+    from cpudoctor.advisor.evidence_rules import EVIDENCE_RULES
+    from cpudoctor.advisor.process_rules import PROCESS_RULES
+
+    return [REPORT_RULES, PROCESS_RULES, EVIDENCE_RULES]
+
+
+def _anchor(rules: RuleSet, code: str) -> str:
+    """The link to ``code``'s section: on this page, or on the page of the rule set it moved to."""
+    from cpudoctor.advisor import find_rule
+
+    if any(r.code == code for r in rules.all()):
+        return f"#{code.lower()}"
+    target = find_rule(code)[1]
+    return f"{target.docs_page.rsplit('/', 1)[-1]}#{code.lower()}"
 
 
 def render_rules_md() -> str:

@@ -9,20 +9,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from cpudoctor.probes.process.observe import RunObservation
+from cpudoctor.model.evidence import RunObservation
 from cpudoctor.render import breakdown as bdr
+from cpudoctor.render import job_findings
 from cpudoctor.kits.escape import html_escape as esc, md_escape
-from cpudoctor.kits.format import wrap
-from cpudoctor.render.words import bracketed, plural, severity
-from cpudoctor.model import Finding, worst
+from cpudoctor.kits.format import percent
+from cpudoctor.render.finding_view import finding_data
+from cpudoctor.model import Finding
 
 MAX_KERNEL_ROWS = 10
+NONE = "No problem found in this run."
 
 
 def _ended(obs: RunObservation) -> str:
     return {"exit": f"exited with code {obs.exit_code}", "interrupt": f"stopped by Ctrl-C (exit code {obs.exit_code})",
             "seconds": f"stopped after --seconds (exit code {obs.exit_code})",
             "stopped": f"stopped from the window (exit code {obs.exit_code})",
+            "terminated": f"stopped because CPU Doctor was sent {obs.stop_signal or 'a signal to end'} "
+                          f"(exit code {obs.exit_code})",
             "failed": f"could not start: {obs.error}"}.get(obs.ended_by, obs.ended_by)
 
 
@@ -47,28 +51,46 @@ def render_text(obs: RunObservation, findings: list[Finding]) -> str:
         out.append(f"Kernels      oneDNN {log.version or '?'} ({log.runtime or '?'}, {log.threads or '?'} threads, "
                    f"ISA {log.max_isa or '?'}): {sum(r['count'] for r in rows)} executions, {log.total_ms:.0f} ms")
         for r in rows[:MAX_KERNEL_ROWS]:
-            share = f"{r['share'] * 100:.0f}%" if r["share"] is not None else "?"
-            out.append(f"  {share:>4}  {r['kind']:<14} {r['impl']:<28} {r['data_type']:<5} x{r['count']}")
+            share = percent(r["share"], "?", fraction=True)
+            out.append(f"  {share:>5}  {r['kind']:<14} {r['impl']:<28} {r['data_type']:<5} x{r['count']}")
     elif "ONEDNN_VERBOSE" in obs.diagnostics:
         out.append("Kernels      oneDNN ran no primitive (fp32 linear layers use MKL; convolutions and bf16 use oneDNN)")
     if obs.recompiles.recompiles:
         out.append(f"Recompiles   {len(obs.recompiles.recompiles)}"
                    + (" (Dynamo hit its recompile limit)" if obs.recompiles.limit_hit else ""))
     out.append("")
-    if findings:
-        out.append("Findings")
-        for f in findings:
-            out.append(f"{bracketed(f.severity)} {f.code} {f.title}")
-            for label, text in (("Why", f.why), ("Fix", f.fix)):
-                if text:
-                    out.extend(wrap(f"{label}: {text}", 100, indent=4, hang=5))
-            for line in (f.snippet or "").splitlines():
-                out.append(f"      {'$ ' if f.snippet_lang == 'bash' else ''}{line}".rstrip())
-        out.append(f"{plural(len(findings), 'finding')} (worst: {severity(worst(findings)).name.lower()}).")
-    else:
-        out.append(f"{bracketed('ok')} No problem found in this run.")
-    out.extend(f"Note: {n}" for n in obs.notes)
+    out += job_findings.text_lines(findings, none=NONE)
+    out.extend(f"Note: {n}" for n in run_notes(obs))
     return "\n".join(out) + "\n"
+
+
+def run_notes(obs: RunObservation) -> list[str]:
+    notes = []
+    if obs.dropped_kernel_lines:
+        notes.append("the job printed more oneDNN lines than CPU Doctor keeps: the oldest were dropped")
+    if obs.dropped_recompile_lines:
+        notes.append("the job logged more recompilations than CPU Doctor keeps: the oldest were dropped")
+    if obs.process_error:
+        notes.append(f"the job's process could not be sampled ({obs.process_error}): the process rules did not "
+                     "judge it")
+    return notes
+
+
+def breakdown_data(bd) -> dict[str, Any]:
+    """The breakdown as JSON data, with each category's name and the verdict in words beside the facts."""
+    from cpudoctor.advisor.job_verdict import judge_breakdown
+    from cpudoctor.model.serde import to_data
+
+    data = to_data(bd)
+    for share in [data.get("shares", []), *[p.get("shares", []) for p in data.get("processes", [])],
+                  *[t.get("shares", []) for p in data.get("processes", []) for t in p.get("threads", [])]]:
+        for s in share:
+            s["label"] = bdr.label(s["category"])
+    verdict = judge_breakdown(bd)
+    data["verdict"], data["verdict_cause"], data["verdict_reason"] = verdict.verdict, verdict.cause, bdr.verdict_text(bd)
+    data["stacks_error"] = bdr.stacks_line(bd) or None
+    data["notes"] = bdr.notes(bd)
+    return data
 
 
 def render_md(obs: RunObservation, findings: list[Finding]) -> str:
@@ -80,24 +102,15 @@ def render_md(obs: RunObservation, findings: list[Finding]) -> str:
         out += ["## Kernels (oneDNN)", "", "| Kind | Implementation | Type | Runs | Time |", "|---|---|---|---:|---:|"]
         out += [f"| {r['kind']} | `{md_escape(r['impl'])}` | {r['data_type']} | {r['count']} | {r['time_ms']:.1f} ms |"
                 for r in rows[:MAX_KERNEL_ROWS]] + [""]
-    out += ["## Findings", ""]
-    if not findings:
-        out.append("No problem found in this run.")
-    for f in findings:
-        out += [f"### {severity(f.severity).name} {f.code}: {md_escape(f.title)}", "", md_escape(f.why), "",
-                f"**Fix.** {md_escape(f.fix)}", ""]
-        if f.snippet:
-            out += [f"```{f.snippet_lang}", f.snippet, "```", ""]
+    out += ["## Findings", "", *job_findings.md_lines(findings, none=NONE)]
     return "\n".join(out) + "\n"
 
 
 def render_html(obs: RunObservation, findings: list[Finding]) -> str:
-    items = "".join(f"<li><b>{esc(severity(f.severity).name)} {esc(f.code)}</b> {esc(f.title)}<br>{esc(f.why)}"
-                    f"<br><i>Fix:</i> {esc(f.fix)}" + (f"<pre>{esc(f.snippet)}</pre>" if f.snippet else "") + "</li>"
-                    for f in findings) or "<li>No problem found in this run.</li>"
+    items = job_findings.html(findings, none=NONE)
     bd = bdr.render_html(obs.breakdown) if obs.breakdown is not None else ""
     return (f"<html><body><h1>cpudoctor run: <code>{esc(obs.command)}</code></h1><p>{esc(_ended(obs))} after "
-            f"{obs.duration_s:g} s</p>{bd}<h2>Findings</h2><ul>{items}</ul></body></html>\n")
+            f"{obs.duration_s:g} s</p>{bd}<h2>Findings</h2>{items}</body></html>\n")
 
 
 def render_json(obs: RunObservation, findings: list[Finding]) -> str:
@@ -113,13 +126,13 @@ def render_json(obs: RunObservation, findings: list[Finding]) -> str:
         "ended_by": obs.ended_by,
         "duration_s": obs.duration_s,
         "diagnostics": obs.diagnostics,
-        "findings": [to_data(f) for f in findings],
-        "breakdown": to_data(obs.breakdown) if obs.breakdown is not None else None,
+        "findings": [finding_data(f) for f in findings],
+        "breakdown": breakdown_data(obs.breakdown) if obs.breakdown is not None else None,
         "kernels": {"onednn": {"version": obs.onednn.version, "runtime": obs.onednn.runtime,
                                "threads": obs.onednn.threads, "max_isa": obs.onednn.max_isa,
                                "total_ms": round(obs.onednn.total_ms, 3), "groups": kernel_rows(obs)}},
         "recompiles": to_data(obs.recompiles),
-        "notes": obs.notes,
+        "notes": run_notes(obs),
     }
     return json_text(data) + "\n"
 

@@ -20,6 +20,10 @@ X_KEYS = ("threads", "num_threads", "intra_op_threads", "batch", "batch_size", "
 Y_PREFERRED = ("samples_per_s", "throughput", "gflops", "tokens_per_s", "items_per_s", "speedup", "y")
 LABEL_KEYS = ("variant", "name", "label")
 GROUP_KEYS = ("precision", "dtype", "backend", "library", "model")
+# Bookkeeping of a measurement, never a figure to chart: how many segments or repetitions it took, its spread's
+# ends, how much of the CPU others took ("segments vs threads" charted the sweep's own counting).
+NOT_MEASURES = ("segments", "rounds", "reps", "other_share", "steal_share", "threads_used", "interop_threads",
+                "cpus", "elapsed", "emulated")
 PALETTE = ("#2f6fbf", "#d9822b", "#2e7d4f", "#8e44ad", "#c0392b", "#16a085")
 FONT = "system-ui,-apple-system,'Segoe UI',Roboto,sans-serif"
 
@@ -45,17 +49,34 @@ def _num(v: Any) -> bool:
 
 # Unit-bearing keys whose plain "underscores to spaces" reading would be wrong or ugly.
 _LABELS = {"gflops": "GFLOP/s", "best_gflops": "best GFLOP/s", "peak_gflops": "nominal peak GFLOP/s",
-           "gflops_lo": "GFLOP/s lo", "gflops_hi": "GFLOP/s hi", "other_share": "CPU to others",
+           "gflops_lo": "GFLOP/s, lowest", "gflops_hi": "GFLOP/s, highest", "other_share": "CPU to others",
            "steal_share": "CPU stolen", "eval_accuracy": "held-out accuracy", "top1_agreement": "top-1 agreement",
            "utilisation": "of nominal peak", "roof_gflops": "measured roof GFLOP/s", "of_roof": "of measured roof",
            "nominal_gflops": "nominal peak GFLOP/s", "of_nominal": "of nominal peak", "gbps": "GB/s",
            "median_gbps": "median GB/s", "median_gflops": "median GFLOP/s",
            "threads_used": "threads used", "interop_threads": "inter-op threads",
-           "elapsed": "elapsed (s)", "import_s": "import (s)", "compile_s": "compile (s)"}
+           "elapsed": "elapsed (s)", "import_s": "import (s)", "compile_s": "compile (s)",
+           "budget_s": "time budget (s)", "segment_s": "segment length (s)", "startup_s": "start-up (s)",
+           "warmup_s": "warm-up (s)", "job_s": "whole job (s)", "seconds": "run for (s)",
+           "batch_size": "batch size", "dtype": "precision", "segments": "segments measured",
+           "rounds": "full rounds", "verdict": "verdict", "ended_by": "ended by", "cut_off": "cut off during",
+           "eval_samples": "held-out samples", "smoothing_steps": "smoothing (steps)",
+           "min_rounds": "rounds at least", "quiet_limit": "busy above (share to others)",
+           "max_variants": "settings at most"}
+# A measurement's spread and count: ``samples_per_s_lo`` reads "samples/s, lowest", never "samples/s lo".
+_SUFFIXES = (("_lo", "lowest"), ("_hi", "highest"), ("_n", "measurements"))
 
 
 def _label(key: str) -> str:
-    return _LABELS.get(key) or key.replace("_per_s", "/s").replace("_", " ")
+    if key in _LABELS:
+        return _LABELS[key]
+    for suffix, word in _SUFFIXES:
+        if key.endswith(suffix) and len(key) > len(suffix):
+            base = key[: -len(suffix)]
+            return f"{_label(base)}, {word}" if word != "measurements" else f"{word} of {_label(base)}"
+    if key.endswith("_s") and not key.endswith("_per_s"):
+        return key[:-2].replace("_", " ") + " (s)"
+    return key.replace("_per_s", "/s").replace("_", " ")
 
 
 def metric_label(key: str) -> str:
@@ -81,7 +102,8 @@ def find_charts(metrics: dict[str, Any], kind: str = "") -> list[Chart]:
         xk = next((k for k in X_KEYS if k in numeric), None)
         if xk is None:
             continue
-        y_keys = [k for k in numeric if k.endswith("_samples_per_s")] or ys[:1] or [k for k in numeric if k != xk][:1]
+        measures = [k for k in numeric if k not in NOT_MEASURES and not k.endswith(("_lo", "_hi", "_n"))]
+        y_keys = [k for k in measures if k.endswith("_samples_per_s")] or ys[:1] or [k for k in measures if k != xk][:1]
         y_keys = [k for k in y_keys if k != xk]
         if not y_keys:
             continue

@@ -2,7 +2,7 @@
 
 Log-log axes (FLOP/byte against GFLOP/s), the memory roof as a slope, each
 measured compute roof flat from its ridge point on (every usable CPU solid,
-one core dashed), the nominal peak and 90 % of it as dashed lines, and the
+one core dashed), the nominal peak of each dtype dotted in its colour, and the
 points of :class:`cpudoctor.render.roofline.Picture` coloured by dtype,
 shaped by kind, labelled where a label fits without touching another; each
 point carries its figures as ``data-x``/``data-y`` and a tooltip. The claim
@@ -127,17 +127,15 @@ def _roof_lines(pic: Picture, ax: _Axes, out: list[str], labels: list[str], take
             tx = _line_label(roof.label, y, True, ax, taken)
             if tx is not None:
                 labels.append(_text(tx, y - 4, roof.label, fill=colour))
-    for roof in pic.nominal:
-        for share, label, dash in ((1.0, roof.label, "8 4"), (0.9, f"90 % of nominal: {roof.gflops * 0.9:,.0f} GFLOP/s",
-                                                             "2 4")):
-            y = ax.y(roof.gflops * share)
-            out.append(f'<line class="rf-nominal" data-y="{roof.gflops * share:.6g}" x1="{ax.left}" '
-                       f'x2="{ax.left + ax.width}" y1="{y:.1f}" y2="{y:.1f}" stroke="{NOMINAL_COLOUR}" '
-                       f'stroke-width="1.2" stroke-dasharray="{dash}"><title>{escape(label)}</title></line>')
-            above = share == 1.0
-            tx = _line_label(label, y, above, ax, taken, prefer_right=False)
-            if tx is not None:
-                labels.append(_text(tx, y - 4 if above else y + 12, label, "rf-m"))
+    for roof in pic.nominal:                     # one dotted line per dtype, in its colour
+        colour = DTYPE_COLOURS.get(roof.dtype, NOMINAL_COLOUR)
+        y = ax.y(roof.gflops)
+        out.append(f'<line class="rf-nominal" data-dtype="{roof.dtype}" data-y="{roof.gflops:.6g}" x1="{ax.left}" '
+                   f'x2="{ax.left + ax.width}" y1="{y:.1f}" y2="{y:.1f}" stroke="{colour}" '
+                   f'stroke-width="1.2" stroke-dasharray="2 3"><title>{escape(roof.label)}</title></line>')
+        tx = _line_label(roof.label, y, True, ax, taken, prefer_right=False)
+        if tx is not None:
+            labels.append(_text(tx, y - 4, roof.label, "rf-m", fill=colour))
     if pic.memory_gbps:
         top = max(pic.compute, key=lambda r: r.gflops, default=None) or (pic.nominal[0] if pic.nominal else None)
         x_hi = (pic.ridge(top) if top else None) or x_end
@@ -214,7 +212,7 @@ def render_svg(pic: Picture, width: int = 900, height: int = 600) -> str:
 def _legend(left: float, y: float, dtypes: list[str]) -> str:
     """The key: the marks, then a colour for each precision the picture draws (none it does not)."""
     items = [("●", "GEMM run"), ("○", "in-cache multiply"), ("■", "training operator"),
-             ("- -", "roof on one core"), ("- -", "nominal peak")] + [("—", d) for d in dtypes]
+             ("- -", "roof on one core"), ("···", "nominal peak")] + [("—", d) for d in dtypes]
     parts, x = [], left
     for mark, name in items:
         text = f"{mark} {name}"

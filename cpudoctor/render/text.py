@@ -12,8 +12,8 @@ from cpudoctor.render.doctor import environment_line
 from cpudoctor.render import cpu as cpu_sec
 from cpudoctor.kits.format import metric, wrap
 from cpudoctor.kits.escape import strip_controls
-from cpudoctor.render.finding_view import FIX, finding_view
-from cpudoctor.render.md_extra import when
+from cpudoctor.render.finding_view import FIX, ShellChoice, finding_view
+from cpudoctor.render.md_extra import made_words
 from cpudoctor.render.words import counts_text, finding_order, plural
 from cpudoctor.model import Report
 
@@ -24,11 +24,11 @@ def _heading(title: str) -> list[str]:
     return ["", title, "─" * len(title)]
 
 
-def header_lines(report: Report) -> list[str]:
+def header_lines(report: Report, exported_at: str | None = None) -> list[str]:
     cpu = report.cpu
     title = f"CPU Doctor report: {cpu.brand or 'unknown CPU'}"
     meta = report.meta
-    sub = [f"generated {when(meta.generated_at)}" if meta.generated_at else "", f"cpudoctor {meta.tool_version}" if meta.tool_version else ""]
+    sub = [made_words(meta.generated_at, exported_at), f"cpudoctor {meta.tool_version}" if meta.tool_version else ""]
     if meta.root and meta.root != "/":
         sub.append(f"root {meta.root}")
     lines = [title, "═" * min(len(title), WIDTH)]
@@ -93,11 +93,13 @@ def software_lines(report: Report) -> list[str]:
 
 
 def findings_lines(report: Report, shell: str | None = None) -> list[str]:
+    """The findings, each laid out from its view, snippets in ``shell`` (None: the report machine's own)."""
     if not report.findings:
         return []
     out = _heading(f"Findings ({len(report.findings)})")
+    choice = ShellChoice.for_report(report, shell)
     for f in sorted(report.findings, key=finding_order):
-        v = finding_view(f, shell)
+        v = finding_view(f, choice)
         out.append(f"  {v.bracketed()} {v.title}  ({v.code} {v.symbol})")
         if v.why:
             out += wrap(v.why, WIDTH, 6)
@@ -151,9 +153,12 @@ def notes_lines(report: Report) -> list[str]:
     return out
 
 
-def render(report: Report) -> str:
-    lines = header_lines(report)
-    for part in (cpu_lines, isa_lines, flags_lines, topology_lines, software_lines, findings_lines,
-                 benchmarks_lines, notes_lines):
+def render(report: Report, shell: str | None = None, exported_at: str | None = None) -> str:
+    """The report for a terminal; fixes' commands for ``shell`` (None: the shell of the report's machine)."""
+    lines = header_lines(report, exported_at)
+    for part in (cpu_lines, isa_lines, flags_lines, topology_lines, software_lines):
+        lines += part(report)
+    lines += findings_lines(report, shell)
+    for part in (benchmarks_lines, notes_lines):
         lines += part(report)
     return strip_controls("\n".join(line.rstrip() for line in lines)) + "\n"

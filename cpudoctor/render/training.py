@@ -14,9 +14,10 @@ import datetime as _dt
 from typing import Any
 
 from cpudoctor.kits.plural import plural
-from cpudoctor.lab.verdicts import busy, busy_caveat, factor, percent, threads_words
+from cpudoctor.kits.format import percent
+from cpudoctor.lab.verdicts import busy, busy_caveat, factor, threads_words
 from cpudoctor.model import BenchRun, CpuInfo
-from cpudoctor.render.lab import MODEL_LABELS, kernels_lines, metric_definition, percent_1, training_settings_parts
+from cpudoctor.render.lab import MODEL_LABELS, kernels_lines, metric_definition, training_settings_parts
 
 RUN_COLUMNS = ("When", "Job", "Status", "Settings", "Samples/s", "Held-out", "Result", "Note")
 JOB_NAMES = {"train": "training run", "sweep": "thread sweep", "gemm": "GEMM benchmark",
@@ -78,15 +79,39 @@ def running_text(job: str) -> str:
     return f"Running the {job_name(job)} … (Cancel stops it within a second)"
 
 
+def _left(budget_s: float | None, elapsed_s: float) -> str:
+    """", 6 s of the 10 s left" (the budget counts from the job's start, start-up included)."""
+    if not budget_s:
+        return ""
+    return f", {max(0.0, budget_s - elapsed_s):.0f} s of the {budget_s:g} s left"
+
+
+def starting_text(elapsed_s: float, budget_s: float | None) -> str:
+    """The training run before its first step: what the seconds go to, and what is left of the budget."""
+    return (f"Training: starting (Python, importing PyTorch, the data, warm-up steps): {elapsed_s:.0f} s so far, "
+            f"no step timed yet{_left(budget_s, elapsed_s)} … (Cancel stops it within a second)")
+
+
+def short_run_text(steps: int | None, startup_s: float | None, budget_s: float | None) -> str:
+    """"only 1 step ran: start-up took 9.2 of the 10 s" when start-up took most of a run's budget (else "")."""
+    if not budget_s or startup_s is None or startup_s < 0.5 * budget_s:
+        return ""
+    ran = "no step ran" if not steps else f"only {plural(steps, 'step')} ran"
+    return f"{ran}: start-up took {startup_s:.1f} of the {budget_s:g} s"
+
+
 def _fmt(value: Any, spec: str = ",.0f", unknown: str = "—") -> str:
     return unknown if not isinstance(value, (int, float)) else format(value, spec)
 
 
-def progress_text(job: str, changed: str, data: dict[str, Any]) -> str | None:
-    """The status line for one progress line of ``job`` (None: nothing worth saying)."""
+def progress_text(job: str, changed: str, data: dict[str, Any], budget_s: float | None = None,
+                  elapsed_s: float | None = None) -> str | None:
+    """The status line for one progress line of ``job`` (None: nothing worth saying); a training run with a
+    budget in seconds says what is left of it."""
     if changed == "train":
+        left = _left(budget_s, elapsed_s) if elapsed_s is not None else ""
         return (f"Training: step {data.get('step')}, loss {_fmt(data.get('loss'), '.3f')}, accuracy "
-                f"{_fmt(data.get('accuracy'), '.0%')}, {_fmt(data.get('samples_per_s'))} samples/s")
+                f"{_fmt(data.get('accuracy'), '.0%')}, {_fmt(data.get('samples_per_s'))} samples/s{left}")
     if changed == "sweep":
         return (f"Sweep round {data.get('round')}: {data.get('variant')} "
                 f"{_fmt(data.get('segment_samples_per_s'))} samples/s")
@@ -126,6 +151,12 @@ def finished_text(job: str, result, message: str, had_progress: bool) -> tuple[s
         return f"The inference benchmark could not prepare the model: {result.main_worker}.", "warning"
     if result.status == "ok" and job == "infer" and result.verdict != "recommended":
         return (f"The inference benchmark finished without a recommendation ({result.reason}).", "info")
+    short = short_run_text(result.steps, result.startup_s, result.budget_s) if job == "train" else ""
+    if result.status == "ok" and short:
+        timed = ("its samples/s come from too few steps to compare" if result.samples_per_s
+                 else "too few to time, so there is no samples/s")
+        return (f"The training run finished, but {short}: {timed}. Run it for longer"
+                + (" on an idle machine" if result.quiet is False else "") + ".", "warning")
     if result.status == "ok" and job == "sweep" and not result.conclusive:
         return (f"The thread sweep finished without a recommendation ({result.reason}); the advisor keeps its own "
                 "thread advice.", "info")
@@ -209,10 +240,10 @@ def _train_cells(run: BenchRun) -> tuple[str, str, str, str, str, str]:
         if m.get("samples_per_s_lo") is not None and m.get("samples_per_s_hi") is not None:
             sps_tip += f"; half-second windows spread {m['samples_per_s_lo']:,.0f}–{m['samples_per_s_hi']:,.0f}"
     steps = int(m.get("smoothing_steps") or 20)
-    held = percent_1(m.get("eval_accuracy")) if m.get("eval_accuracy") is not None else "—"
+    held = percent(m.get("eval_accuracy"), '-', digits=1, fraction=True) if m.get("eval_accuracy") is not None else "—"
     held_tip = metric_definition("eval_accuracy")
     if m.get("train_accuracy") is not None:
-        held_tip += f"; training accuracy (last {steps} steps): {percent_1(m['train_accuracy'])}"
+        held_tip += f"; training accuracy (last {steps} steps): {percent(m['train_accuracy'], '-', digits=1, fraction=True)}"
     bits = []
     if m.get("final_loss") is not None:
         bits.append(f"loss {m['final_loss']:.3f}")
@@ -229,12 +260,21 @@ def _result_cells(run: BenchRun) -> tuple[str, str, str, str, str, str]:
     if run.kind == "train":
         return _train_cells(run)
     m = run.metrics
-    sps, res, res_tip = "—", "—", ""
+    sps, sps_tip, res, res_tip = "—", "", "—", ""
     if run.kind == "sweep":
         rec = m.get("recommendation") if isinstance(m.get("recommendation"), dict) else None
+        measured = [p for p in m.get("points") or [] if isinstance(p, dict)
+                    and isinstance(p.get("samples_per_s"), (int, float)) and p["samples_per_s"] > 0]
         if rec:
             sps = format(rec.get("samples_per_s") or 0, ",.0f")
             res = f"best: {rec.get('variant')}"
+        elif measured:
+            # what was measured is shown (the fastest setting), marked as no recommendation
+            fastest = max(measured, key=lambda p: p["samples_per_s"])
+            sps = format(fastest["samples_per_s"], ",.0f")
+            sps_tip = (f"the fastest setting measured, {fastest.get('variant')}; not a recommendation: the sweep "
+                       "was inconclusive")
+            res = f"inconclusive (fastest: {fastest.get('variant')})"
         elif m.get("points"):
             res = "inconclusive"
         res_tip = str(m.get("reason") or "")
@@ -260,15 +300,16 @@ def _result_cells(run: BenchRun) -> tuple[str, str, str, str, str, str]:
         rec = m.get("recommendation") if isinstance(m.get("recommendation"), dict) else None
         res = (f"b{rec.get('batch')}: {rec.get('variant')}" if rec else ("inconclusive" if decisions else "—"))
         res_tip = "\n".join(verdict_line(d) for d in decisions)
-    return sps, "", "—", "", res, res_tip or res
+    return sps, sps_tip, "—", "", res, res_tip or res
 
 
 def _roofline_cells(m: dict[str, Any]) -> tuple[str, str]:
     """"fp32 roof 288 GFLOP/s · copy 33.0 GB/s", with the claim sentence as the tooltip."""
     from cpudoctor.render.roofline import claim_text
 
-    compute = [c for c in m.get("compute") or [] if isinstance(c, dict) and c.get("dtype") == "fp32" and c.get("gflops")]
-    roof = max(compute, key=lambda c: c.get("threads") or 0, default=None)
+    from cpudoctor.lab.roofline import headline_roof
+
+    roof = headline_roof([c for c in m.get("compute") or [] if isinstance(c, dict) and c.get("dtype") == "fp32"])
     copy = next((x for x in m.get("memory") or [] if isinstance(x, dict) and x.get("node") == "all"
                  and x.get("kernel") == "copy"), None)
     bits = ([f"fp32 roof {roof['gflops']:,.0f} GFLOP/s"] if roof else []) + (
@@ -278,14 +319,16 @@ def _roofline_cells(m: dict[str, Any]) -> tuple[str, str]:
 
 def _note_cells(run: BenchRun) -> tuple[str, str]:
     below = (run.metrics.get("kernel_check") or {}).get("below") or []
-    note = "; ".join(x for x in [run.note] + [f"{b['library']} ran {b['ran']} kernels, this CPU runs {b['cpu']}"
+    m = run.metrics
+    short = short_run_text(m.get("steps"), m.get("startup_s"), m.get("budget_s")) if run.kind == "train" else ""
+    note = "; ".join(x for x in [short, run.note] + [f"{b['library']} ran {b['ran']} kernels, this CPU runs {b['cpu']}"
                                               for b in below[:1] if isinstance(b, dict)] if x)
     share = _other_share(run)
     if not measured_anything(run) and run.status == "cancelled":
         return "cancelled before its first measurement", note
     if run.kind in ("sweep", "quant", "infer") and run.metrics.get("verdict") not in ("recommended", "measured") \
             and share is not None and share > QUIET_LIMIT:
-        return f"busy machine ({percent(share)} to others): rerun", note or f"measured while {busy(share)}"
+        return f"busy machine ({percent(share, fraction=True)} to others): rerun", note or f"measured while {busy(share)}"
     return note, note
 
 

@@ -1,12 +1,12 @@
-"""Why a sampler may not attach to a process, in one line that says what to do.
+"""Whether a sampler may attach to a process, and the facts that decide it.
 
 Reading another process's stacks needs ptrace rights over it. The kernel refuses
 when the process belongs to another user, when Yama's ``kernel.yama.ptrace_scope``
 restricts tracing (1: only ancestors, 2: only with CAP_SYS_PTRACE, 3: never),
 when a container runs without CAP_SYS_PTRACE, or when the process is not
-dumpable. The advice follows the cause: ``sudo``, the container's
-``--cap-add SYS_PTRACE``, the sysctl, or ``cpudoctor run -- COMMAND`` (which
-starts the job so that it may be traced).
+dumpable. The facts are recorded (:class:`~cpudoctor.model.breakdown.StackAccess`);
+the advice that follows from them (``sudo``, the container's ``--cap-add SYS_PTRACE``,
+the sysctl, or ``cpudoctor run -- COMMAND``) is render's.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 
 from cpudoctor.kits.rooted import read_text
+from cpudoctor.model.breakdown import StackAccess
 from cpudoctor.probes.process import procfs
 
 CAP_SYS_PTRACE = 19
@@ -59,42 +60,10 @@ def process_uid(pid: int, root: Path = Path("/")) -> int | None:
     return procfs.status_uid(status)
 
 
-def refusal(pid: int, kind: str | None, detail: str = "", root: Path = Path("/"),
-            command: str | None = None) -> str:
-    """One line: why the stacks of ``pid`` could not be sampled, and what to do.
+def access_facts(pid: int, root: Path = Path("/")) -> StackAccess:
+    """What decides whether a sampler may attach to ``pid``: its owner, ours, Yama, CAP_SYS_PTRACE.
 
-    ``kind`` is the sampler's own verdict (denied, not_python, gone, missing,
-    failed); ``command`` the command line to repeat with sudo.
-    """
-    again = command or f"cpudoctor inspect {pid}"
-    if kind == "not_python":
-        return (f"process {pid} runs no Python interpreter py-spy recognises, so its stacks were not sampled "
-                "(its threads' states still were)")
-    if kind == "gone":
-        return f"process {pid} exited before its stacks could be sampled"
-    if kind == "missing":
-        return detail or "py-spy is missing, so only thread states were sampled (reinstall CPU Doctor)"
-    if kind != "denied":
-        return f"the stack sampler failed ({detail or 'no samples'}); thread states were still sampled"
-    me = os.geteuid() if hasattr(os, "geteuid") else None
-    uid = process_uid(pid, root)
-    scope = ptrace_scope(root)
-    if me is not None and uid is not None and uid != me and me != 0:
-        return (f"the stack sampler may not attach: process {pid} belongs to another user (uid {uid}); "
-                f"run `sudo {again}`, or start the job with `cpudoctor run -- COMMAND`")
-    if me == 0 and has_cap_sys_ptrace(root) is False:
-        return ("the stack sampler may not attach: this container has no CAP_SYS_PTRACE; start it with "
-                "`docker run --cap-add SYS_PTRACE` (or `securityContext.capabilities.add: [SYS_PTRACE]`), "
-                "or start the job with `cpudoctor run -- COMMAND` inside it")
-    if scope == 3:
-        return ("the stack sampler may not attach: kernel.yama.ptrace_scope is 3 (no tracing at all until reboot); "
-                "only a reboot with a lower setting allows sampling stacks")
-    if scope == 2:
-        return (f"the stack sampler may not attach: kernel.yama.ptrace_scope is 2 (only administrators may "
-                f"trace); run `sudo {again}`")
-    if scope == 1:
-        return (f"the stack sampler may not attach: kernel.yama.ptrace_scope is 1 (only a parent may trace its "
-                f"children); start the job with `cpudoctor run -- COMMAND`, run `sudo {again}`, or allow it "
-                "with `sudo sysctl kernel.yama.ptrace_scope=0`")
-    return (f"the stack sampler may not attach to process {pid} ({detail or 'permission denied'}): it may be "
-            f"non-dumpable or in another container; run `sudo {again}` or start it with `cpudoctor run -- COMMAND`")
+    Read when the sampler was refused; render says from these what to do
+    (:func:`cpudoctor.render.breakdown.refusal_text`)."""
+    return StackAccess(pid=pid, uid=process_uid(pid, root), own_uid=os.geteuid() if hasattr(os, "geteuid") else None,
+                       ptrace_scope=ptrace_scope(root), cap_sys_ptrace=has_cap_sys_ptrace(root))

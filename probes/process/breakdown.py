@@ -17,124 +17,20 @@ Accounting, in thread-seconds (a sample stands for 1/rate seconds of one thread)
   (spinning) for the rest.
 
 Shares add up to 1 over the counted thread-seconds of each thread, process and
-the job. The verdict says whether the breakdown may be judged: ``ok``, ``thin``
-(too few samples), ``idle`` (the job hardly ran) or ``busy`` (other programs
-took the CPUs, so waits may be theirs).
+the job. Beside them the breakdown records what the job and the other programs
+did with the CPUs; whether that lets it be judged (too few samples, an idle job,
+a busy machine) is the advisor's (:mod:`cpudoctor.advisor.job_verdict`).
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
 
-from cpudoctor.probes.process.classify import (COMPILE, COMPUTE, DATA, IO, MEMORY, OPENMP, OTHER, Verdict,
-                                                classify, classify_process, rules)
+from cpudoctor.model.breakdown import (COMPILE, COMPUTE, DATA, IO, MEMORY, OPENMP, OTHER, ProcessTime, Share,
+                                       ThreadTime, TimeBreakdown, TopFrame)
+from cpudoctor.probes.process.classify import Verdict, classify, classify_process, rules
 from cpudoctor.probes.process.stacks import StackRecord
 from cpudoctor.probes.process.threadstates import TreeStates
-
-MIN_DRIVER_SAMPLES = 30          # below this the driving thread was seen too briefly to judge (10 s at 3 Hz, 6 s at 5 Hz)
-IDLE_JOB_CPUS = 0.05             # the job used less than this many CPUs on average: it was idle
-BUSY_OTHERS_FLOOR = 1.0          # other programs used at least this many CPUs ...
-BUSY_OTHERS_SHARE = 0.5          # ... and half the machine's CPUs: the waits may be theirs
-CROWDED_OTHERS = 0.25            # fewer CPUs than that, but the job and the others together filled ...
-CROWDED_FILL = 0.9               # ... this share of the machine: a thread team that spans it waits for them
-
-
-@dataclass
-class Share:
-    """One category's part of a breakdown."""
-
-    category: str
-    label: str
-    seconds: float                # thread-seconds
-    share: float                  # 0..1 of the counted thread-seconds
-    samples: int
-    libraries: dict[str, float] = field(default_factory=dict)   # compute only: library -> seconds
-
-
-@dataclass
-class ThreadTime:
-    pid: int
-    tid: int
-    name: str
-    role: str                     # driver | python | native
-    source: str                   # stacks | states
-    samples: int = 0              # counted samples
-    idle_samples: int = 0         # blocked samples of a helper thread (not in the shares)
-    seconds: float = 0.0
-    shares: list[Share] = field(default_factory=list)
-
-
-@dataclass
-class ProcessTime:
-    pid: int
-    ppid: int | None
-    name: str
-    cmdline: str
-    role: str                     # main | dataloader_worker | compile_worker | compiler | child
-    python: bool
-    stacks: bool                  # py-spy sampled its Python threads
-    affinity: list[int] | None = None
-    max_threads: int | None = None
-    thread_vars: dict[str, str] = field(default_factory=dict)
-    cpu_percent: float | None = None
-    samples: int = 0
-    idle_samples: int = 0
-    seconds: float = 0.0
-    shares: list[Share] = field(default_factory=list)
-    threads: list[ThreadTime] = field(default_factory=list)
-
-
-@dataclass
-class TopFrame:
-    category: str
-    frame: str                    # the leaf that names something: a symbol or a Python function
-    seconds: float
-    share: float
-
-
-@dataclass
-class TimeBreakdown:
-    pid: int
-    window_s: float = 0.0
-    sampler: str = ""             # "py-spy 0.4.3 + /proc", or "/proc only"
-    stack_rate_hz: int = 0
-    state_rate_hz: float = 0.0
-    samples: int = 0              # counted samples of the job
-    idle_samples: int = 0
-    startup_samples: int = 0      # importing modules: start-up, not in the shares
-    seconds: float = 0.0
-    shares: list[Share] = field(default_factory=list)
-    processes: list[ProcessTime] = field(default_factory=list)
-    top: list[TopFrame] = field(default_factory=list)
-    driver: str = ""              # "pid/tid"
-    driver_samples: int = 0
-    stacks_error: str | None = None
-    stacks_error_kind: str | None = None
-    job_cpus: float | None = None
-    others_cpus: float | None = None
-    online_cpus: int | None = None
-    runnable_mean: float | None = None    # the job's runnable threads while it ran anything (/proc states)
-    runnable_peak: int | None = None
-    oversubscribed_share: float | None = None   # of the samples with a child running: more runnable threads
-                                                # than CPUs while a child ran 2+ of them
-    cpus: int | None = None               # the CPUs the job's first process may use
-    reduced_precision: dict[str, float] = field(default_factory=dict)   # f16/bf16 -> seconds in kernels templated on it
-    minor_faults: int = 0                 # minor page faults of the stack-sampled threads in the window
-    fault_cost_us: float | None = None    # one fault's cost measured here; their time is counted as memory
-    verdict: str = "ok"           # ok | thin | idle | busy
-    verdict_reason: str = ""
-    notes: list[str] = field(default_factory=list)
-
-    def share(self, category: str) -> float:
-        return next((s.share for s in self.shares if s.category == category), 0.0)
-
-    def process(self, pid: int) -> ProcessTime | None:
-        return next((p for p in self.processes if p.pid == pid), None)
-
-    @property
-    def conclusive(self) -> bool:
-        return self.verdict == "ok"
 
 
 class _Acc:
@@ -176,7 +72,7 @@ class _Acc:
             if sec <= 0:
                 continue
             libs = {lib: round(s, 3) for lib, s in sorted(self.libs.get(cat, {}).items(), key=lambda kv: -kv[1])}
-            out.append(Share(cat, r.label(cat), round(sec, 3), round(sec / total, 4) if total else 0.0,
+            out.append(Share(cat, round(sec, 3), round(sec / total, 4) if total else 0.0,
                              self.samples.get(cat, 0), libs))
         return out
 
@@ -270,7 +166,7 @@ def build_breakdown(record: StackRecord, states: TreeStates) -> TimeBreakdown:
               for (cat, frame), sec in leaf_time.most_common(10)]
     driver_acc = threads.get(driver)
     bd.driver_samples = sum(driver_acc.samples.values()) if driver_acc else 0
-    _judge(bd, states)
+    _load_facts(bd, states)
     return bd
 
 
@@ -413,8 +309,9 @@ def _assemble(bd: TimeBreakdown, states: TreeStates, threads, names, roles, samp
     bd.shares = job.shares()
 
 
-def _judge(bd: TimeBreakdown, states: TreeStates) -> None:
-    """Can this breakdown be judged? thin / idle / busy, with the numbers that say why."""
+def _load_facts(bd: TimeBreakdown, states: TreeStates) -> None:
+    """What the job and the other programs did with the CPUs over the window (whether that lets the
+    breakdown be judged is the advisor's: :mod:`cpudoctor.advisor.job_verdict`)."""
     bd.job_cpus = round(states.job_cpus, 2)
     bd.cpus = states.cpus
     if states.active_samples:
@@ -424,27 +321,3 @@ def _judge(bd: TimeBreakdown, states: TreeStates) -> None:
         bd.oversubscribed_share = round(states.oversubscribed_samples / states.child_active_samples, 3)
     others = states.others_cpus
     bd.others_cpus = round(others, 2) if others is not None else None
-    online = states.online_cpus or 0
-    if bd.driver_samples < MIN_DRIVER_SAMPLES and bd.samples < MIN_DRIVER_SAMPLES:
-        bd.verdict = "thin"
-        bd.verdict_reason = (f"only {bd.samples} samples in {bd.window_s:g} s: too few to say where the time "
-                             "goes (sample longer, while the job trains)")
-    elif states.window_s > 0 and bd.job_cpus is not None and bd.job_cpus < IDLE_JOB_CPUS:
-        bd.verdict = "idle"
-        bd.verdict_reason = (f"the job used {bd.job_cpus:.2f} CPUs on average over {bd.window_s:g} s: it was "
-                             "idle (waiting for input, between epochs, or finished its work)")
-    elif others is not None and online and others >= max(BUSY_OTHERS_FLOOR, BUSY_OTHERS_SHARE * online):
-        bd.verdict = "busy"
-        bd.verdict_reason = (f"other programs used {others:.1f} of the {online} CPUs on average while the job "
-                             f"ran: its waits may be theirs; run it again on a quiet machine")
-    elif (others is not None and online and bd.job_cpus is not None and others >= CROWDED_OTHERS
-          and bd.job_cpus + others >= CROWDED_FILL * online):
-        # a healthy MLP on 2 CPUs beside another program using half a CPU showed 60 % OpenMP waiting: a team
-        # member descheduled for the other program holds every barrier, so the waits are not the job's own
-        bd.verdict = "busy"
-        bd.verdict_reason = (f"other programs used {others:.1f} of the {online} CPUs while the job used "
-                             f"{bd.job_cpus:.1f}: together they filled the machine, so its threads' waits may be "
-                             "theirs; run it again on a quiet machine")
-    if not any(p.stacks for p in bd.processes):
-        bd.notes.append("no stacks were sampled: the breakdown tells running from waiting only "
-                        + (f"({bd.stacks_error})" if bd.stacks_error else ""))

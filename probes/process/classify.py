@@ -1,5 +1,8 @@
 """One sampled stack -> one category of the time breakdown, by the rules in resources/sample_rules.json.
 
+Categories are ids (:mod:`cpudoctor.model.breakdown`); their names and colours
+are render's (:mod:`cpudoctor.render.breakdown`), read from the same file.
+
 The rules are data (validated against resources/sample_rules.schema.json by the
 tests) and tried in order; the first that matches names the category (and, for
 compute kernels, the library). Each rule looks at some frames only (``where``):
@@ -15,11 +18,8 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from cpudoctor.model.breakdown import OTHER
 from cpudoctor.probes.process.stacks import Frame
-
-# Category ids, in the order the breakdown shows them (the data file's order).
-COMPUTE, OPENMP, PYTHON, DATA, COMPILE, MEMORY, IO, GIL, OTHER = (
-    "compute", "openmp_wait", "python", "data", "compile", "memory", "io_sleep", "gil", "other")
 
 
 @dataclass(frozen=True)
@@ -37,23 +37,13 @@ class Rule:
 
 @dataclass(frozen=True)
 class Rules:
-    categories: tuple[dict, ...]
-    libraries: tuple[dict, ...]
+    categories: tuple[str, ...]       # category ids, in the order the breakdown lists them (the data file's)
     rules: tuple[Rule, ...]
     blocking: re.Pattern[str]
     leaf_window: int
 
     def category_ids(self) -> list[str]:
-        return [c["id"] for c in self.categories]
-
-    def label(self, category: str) -> str:
-        return next((c["label"] for c in self.categories if c["id"] == category), category)
-
-    def colour(self, category: str) -> str:
-        return next((c["colour"] for c in self.categories if c["id"] == category), "#b8b8b8")
-
-    def library_label(self, library: str) -> str:
-        return next((lib["label"] for lib in self.libraries if lib["id"] == library), library)
+        return list(self.categories)
 
 
 @dataclass(frozen=True)
@@ -76,8 +66,7 @@ def rules() -> Rules:
 
     data = SAMPLE_RULES.data
     return Rules(
-        categories=tuple(data["categories"]),
-        libraries=tuple(data["libraries"]),
+        categories=tuple(c["id"] for c in data["categories"]),
         rules=tuple(Rule(r["id"], r["category"], r.get("library"), r.get("where", "any"),
                          _compile(r.get("frame")), _compile(r.get("module")), _compile(r.get("file")),
                          _compile(r.get("process")), bool(r.get("startup"))) for r in data["rules"]),

@@ -20,121 +20,31 @@ import os
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from cpudoctor.kits.rooted import is_live_root, read_text
+from cpudoctor.model import Topology
+from cpudoctor.model.inspection import (ChildProcess, Inspection, NativeLib, ProcessEntry, ReadProblem, ThreadInfo,
+                                        ThreadPlace)
 from cpudoctor.probes.process import procfs
 from cpudoctor.probes.process.interpreter import process_python
-from cpudoctor.probes.process.peers import PeerJob, find_peer_jobs, snapshot as peer_snapshot
-from cpudoctor.kits.rooted import read_text
+from cpudoctor.probes.process.peers import find_peer_jobs, snapshot as peer_snapshot
 from cpudoctor.probes.software.envvars import filter_thread_env, preload_names
-from cpudoctor.model import Topology
-from cpudoctor.probes.process.breakdown import TimeBreakdown
-
-# --- results ---------------------------------------------------------------------------
-
-
-@dataclass
-class ThreadInfo:
-    tid: int
-    name: str                              # comm, as the program named the thread (15 chars max)
-    state: str                             # last state seen: R, S, D, ...; "exited" = ended in the window
-    cpu_percent: float | None = None       # over the window, 100 = one CPU
-    last_cpu: int | None = None            # stat field 39 at the last sample
-    cpus_seen: list[int] = field(default_factory=list)   # every CPU seen at a sample, in order first seen
-    migrations: int = 0                    # CPU changes between consecutive samples (lower bound)
-    runnable_share: float | None = None    # share of samples in state R (running or waiting for a CPU)
-    wait_percent: float | None = None      # run-queue wait over the window (schedstat), 100 = whole window
-    l3: int | None = None                  # index into Topology.l3_domains of last_cpu
-    numa: int | None = None                # NUMA node id of last_cpu
-    core: int | None = None                # index into Topology.core_list of last_cpu
-
-
-@dataclass
-class NativeLib:
-    file: str                              # file name only, never the folder
-    kind: str                              # openmp | blas | dnn | threads | allocator | framework
-    label: str                             # "GNU OpenMP (libgomp)"
-    runtime: str | None = None             # gomp | iomp | llvm for OpenMP runtimes
-    origin: str = ""                       # the Python package that ships it ("torch", "numpy.libs"), "system" or ""
-
-
-@dataclass
-class ChildProcess:
-    pid: int
-    name: str
-    cmdline: str = ""                      # home folders replaced by ~
-    threads: int | None = None
-    cpu_percent: float | None = None
-    rss_bytes: int | None = None
-    runnable_mean: float | None = None     # mean threads in state R over the samples
-    state: str = "running"                 # running | new (started during the window) | exited (during it)
-
-
-@dataclass
-class Inspection:
-    """One process over a sampling window. None = unknown; ``notes`` say why."""
-
-    pid: int
-    name: str | None = None
-    cmdline: str | None = None             # home folders replaced by ~
-    argv: list[str] = field(default_factory=list)   # the same, one entry per argument (hidden ones: <redacted>)
-    is_python: bool = False
-    python: str | None = None              # its interpreter (an environment to diagnose), when Python
-    python_found_by: str | None = None     # maps | VIRTUAL_ENV | CONDA_PREFIX | argv[0] | exe
-    uid: int | None = None
-    status: str = "ok"                     # ok | exited (exited during the window: partial data)
-    window_s: float | None = None          # seconds actually covered
-    samples: int = 0
-    num_threads: int | None = None
-    threads: list[ThreadInfo] = field(default_factory=list)
-    cpu_percent: float | None = None       # whole process over the window, 100 = one CPU
-    runnable_mean: float | None = None     # mean threads in R (process + children) per sample
-    runnable_max: int | None = None
-    wait_percent: float | None = None      # sum of threads' run-queue waits, 100 = one thread waiting all the time
-    migrations: int | None = None          # over all threads
-    affinity: list[int] | None = None      # Cpus_allowed_list
-    cgroup_path: str | None = None
-    cpu_quota: float | None = None         # CPUs, None = no quota found
-    usable_cpus: int | None = None         # min(len(affinity), ceil(quota))
-    nice: int | None = None
-    env: dict[str, str] = field(default_factory=dict)   # whitelisted thread variables only
-    env_readable: bool = False
-    env_error: str | None = None
-    preload: list[str] = field(default_factory=list)    # LD_PRELOAD file names
-    libraries: list[NativeLib] = field(default_factory=list)
-    libraries_readable: bool = False
-    libraries_error: str | None = None
-    peers: list[PeerJob] = field(default_factory=list)   # other busy PyTorch jobs on the same CPUs
-    children: list[ChildProcess] = field(default_factory=list)
-    children_threads: int | None = None
-    children_cpu_percent: float | None = None
-    rss_bytes: int | None = None
-    swap_bytes: int | None = None
-    major_faults: int | None = None        # over the window
-    major_faults_per_s: float | None = None
-    topology_known: bool = False
-    denied: list[str] = field(default_factory=list)   # what the kernel refused: "environment", "libraries"
-    notes: list[str] = field(default_factory=list)
-    time: TimeBreakdown | None = None      # where the threads' time went (sampled stacks), when sampled
-
-    @property
-    def openmp_runtimes(self) -> list[NativeLib]:
-        return [lib for lib in self.libraries if lib.kind == "openmp"]
-
-    @property
-    def access_limited(self) -> bool:
-        """True when the environment or the libraries were refused (another user's process)."""
-        return bool(self.denied)
-
 
 class InspectError(Exception):
-    """The process cannot be inspected at all; ``kind`` is not_found | denied | exited | unsupported."""
+    """The process cannot be inspected at all.
 
-    def __init__(self, message: str, kind: str):
-        super().__init__(message)
-        self.kind = kind
+    ``kind`` says why: not_a_pid | no_proc | no_such_process | denied | unreadable_stat | zombie |
+    kernel_thread | no_tasks | exited; ``pid`` and ``detail`` are the facts render words
+    (:func:`cpudoctor.render.inspect.inspect_error_text`). ``str()`` of it names the kind and the
+    process, for a log: the words for a person are render's.
+    """
+
+    def __init__(self, kind: str, pid: int, detail: str = ""):
+        self.kind, self.pid, self.detail = kind, pid, detail
+        super().__init__(f"{kind}: process {pid}" + (f" ({detail})" if detail else ""))
 
 
 # --- native libraries ------------------------------------------------------------------
@@ -177,7 +87,7 @@ def classify_libraries(paths: list[str]) -> list[NativeLib]:
                 key = (name, path.rsplit("/", 1)[0])
                 if key not in seen:
                     seen.add(key)
-                    out.append(NativeLib(file=name, kind=entry["kind"], label=entry["label"],
+                    out.append(NativeLib(file=name, kind=entry["kind"], library=entry["id"],
                                          runtime=entry.get("runtime"), origin=_origin(path)))
                 break
     return out
@@ -246,32 +156,6 @@ def _join_cmd(cmd: list[str] | None, limit: int = 400) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def denied_hint(pid: int, uid: int | None, command: str | None = None) -> str:
-    """Why /proc/PID/environ and maps were refused, and what to do (the owner decides which).
-
-    ``command`` (the CLI's own command line) makes the sudo advice copy-pastable.
-    """
-    me = os.geteuid() if hasattr(os, "geteuid") else None
-    if uid is not None and me is not None and uid == me:
-        # Same user (or root) and still refused: ptrace access rules, not file ownership.
-        todo = ("give the container CAP_SYS_PTRACE or check /proc/sys/kernel/yama/ptrace_scope" if me == 0
-                else f"run `sudo {command}`" if command else "run CPU Doctor with sudo")
-        return (f"it runs as your user (uid {uid}) but the kernel's ptrace rules hide it (a non-dumpable "
-                f"process, Yama ptrace_scope, or a container without CAP_SYS_PTRACE); {todo}")
-    owner = f" (uid {uid})" if uid is not None else ""
-    if command:
-        return f"it belongs to another user{owner}; run `sudo {command}` or run it as that user"
-    return f"it belongs to another user{owner}; run CPU Doctor as that user or with sudo to see it"
-
-
-def _why(problem: str | None, detail: str, what: str, pid: int, uid: int | None) -> str:
-    if problem == "denied":
-        return f"cannot read the {what} of process {pid}: permission denied - {denied_hint(pid, uid)}"
-    if problem == "gone":
-        return f"cannot read the {what} of process {pid}: the process exited (or /proc lacks the file)"
-    return f"cannot read the {what} of process {pid} ({detail or 'unreadable'})"
-
-
 def _proc_alive(root: Path, pid: int, starttime: int) -> procfs.TaskStat | None:
     """The process's stat, or None when it is gone, a zombie, or the PID was reused."""
     st = procfs.read_pid_stat(root, pid)
@@ -294,25 +178,21 @@ def _uptime(root: Path) -> float | None:
 def open_process(pid: int, root: Path = Path("/")) -> procfs.TaskStat:
     """The process's stat line, or :class:`InspectError` saying clearly why not."""
     if pid <= 0:
-        raise InspectError(f"{pid} is not a process ID (give a positive number)", "not_found")
+        raise InspectError("not_a_pid", pid)
     pdir = procfs.proc_dir(root, pid)
     if not procfs.under(root, "/proc").is_dir():
-        raise InspectError(f"no /proc under {root}: process inspection needs Linux", "unsupported")
+        raise InspectError("no_proc", pid, str(root))
     r = procfs.read_reason(pdir / "stat")
     if r.text is None:
-        if r.problem == "denied":
-            raise InspectError(f"process {pid} cannot be read: permission denied; run CPU Doctor as its "
-                               f"owner or with sudo", "denied")
-        raise InspectError(f"no process with PID {pid} (it may have exited); pick one from "
-                           f"`cpudoctor inspect --list`", "not_found")
+        raise InspectError("denied" if r.problem == "denied" else "no_such_process", pid)
     try:
         st = procfs.parse_stat(r.text)
     except procfs.StatParseError as exc:
-        raise InspectError(f"process {pid}: unreadable stat ({exc})", "unsupported") from None
+        raise InspectError("unreadable_stat", pid, str(exc)) from None
     if st.state in ("Z", "X", "x"):
-        raise InspectError(f"process {pid} has already exited (zombie waiting for its parent)", "exited")
+        raise InspectError("zombie", pid)
     if st.ppid == 2 or pid == 2:
-        raise InspectError(f"process {pid} is a kernel thread, not a program", "not_found")
+        raise InspectError("kernel_thread", pid)
     return st
 
 
@@ -344,7 +224,7 @@ def _job_descendants(root: Path, pid: int) -> list[int]:
     """
     found = procfs.descendants(root, pid)
     me = os.getpid()
-    if Path(root) != Path("/") or me not in found:
+    if not is_live_root(root) or me not in found:
         return found                 # e.g. a job the inspector started itself keeps all its workers
     mine = {me, *procfs.descendants(root, me)}
     return [c for c in found if c not in mine]
@@ -360,11 +240,16 @@ def inspect_process(
     sleep: Callable[[float], None] = time.sleep,
     should_stop: Callable[[], bool] | None = None,
     stacks: bool = False,
+    refresh_s: float | None = None,
 ) -> Inspection:
     """Sample ``pid`` for ``seconds`` and describe it.
 
     With ``stacks``, the stacks and thread states of the process and its children
-    are sampled over the same window (:mod:`.timing`) into ``time``.
+    are sampled over the same window (:mod:`.timing`) into ``time``. With
+    ``refresh_s``, the facts that change while a job starts (the libraries it
+    loads, its affinity, its memory) are read again every ``refresh_s`` seconds
+    and the last reading kept: ``cpudoctor run`` watches a job from its first
+    instant to its end, when nothing can be read any more.
 
     Raises :class:`InspectError` when nothing can be read (no such PID, kernel
     thread, zombie, unreadable stat). A process that exits during the window
@@ -383,23 +268,24 @@ def inspect_process(
     if interval is None:
         interval = max(0.1, seconds / 40) if seconds > 0 else 0.1
     status = _read_static_facts(insp, root, pid, first.comm)
+    late = _LateFacts(insp, root, pid, refresh_s, status, clock()) if refresh_s else None
     sampler = _Sampler(root, pid, first, _children_at_start(insp, root, pid))
     peers_before = peer_snapshot(root)
     timer = None
     if stacks:
         from cpudoctor.probes.process.timing import TimeSampler
 
-        timer = TimeSampler(pid, root=root, duration=seconds, command=f"cpudoctor inspect {pid}")
+        timer = TimeSampler(pid, root=root, duration=seconds)
         timer.start()
     try:
-        window = _sample_window(sampler, seconds, interval, clock, sleep, should_stop)
+        window = _sample_window(sampler, seconds, interval, clock, sleep, should_stop, late)
     finally:
         if timer is not None:
             insp.time = timer.stop()
-    _record_window(insp, window, seconds)
+    _record_window(insp, window)
     _find_peers(insp, root, pid, peers_before, window)
     _summarise_threads(insp, sampler, window)
-    _read_memory(insp, root, pid, status, first, sampler.last_stat)
+    _read_memory(insp, root, pid, late.status if late else status, first, sampler.last_stat)
     _summarise_children(insp, root, pid, sampler, window)
     _place_on_topology(insp, root, topology)
     return insp
@@ -447,10 +333,9 @@ def _read_environment(insp: Inspection, pdir: Path, pid: int) -> dict[str, str] 
         insp.preload = preload_names(raw.get("LD_PRELOAD"))
         insp.env_readable = True
         return raw
-    insp.env_error = _why(env_r.problem, env_r.detail, "environment", pid, insp.uid)
+    insp.env_problem = ReadProblem(env_r.problem or "unreadable", env_r.detail or "")
     if env_r.problem == "denied":
         insp.denied.append("environment")
-    insp.notes.append(insp.env_error)
     return None
 
 
@@ -464,10 +349,9 @@ def _read_libraries(insp: Inspection, pdir: Path, pid: int) -> list[str]:
         if not maps_r.text.strip() and insp.env_readable is False:
             insp.notes.append("the memory map is empty: the process may be exiting")
         return paths
-    insp.libraries_error = _why(maps_r.problem, maps_r.detail, "loaded libraries", pid, insp.uid)
+    insp.libraries_problem = ReadProblem(maps_r.problem or "unreadable", maps_r.detail or "")
     if maps_r.problem == "denied":
         insp.denied.append("libraries")
-    insp.notes.append(insp.libraries_error)
     return []
 
 
@@ -556,15 +440,13 @@ class _Window:
 
 
 def _sample_window(sampler: _Sampler, seconds: float, interval: float, clock: Callable[[], float],
-                   sleep: Callable[[float], None], should_stop: Callable[[], bool] | None) -> _Window:
+                   sleep: Callable[[float], None], should_stop: Callable[[], bool] | None,
+                   on_sample: Callable[[float], None] | None = None) -> _Window:
     """Sample every ``interval`` until ``seconds`` pass, the caller stops, or the process exits."""
     t_start = clock()
     deadline = t_start + seconds - 1e-6     # float steps (0.1 x 10) must not add a sample
     if not sampler.take(t_start):
-        if sampler.alive():
-            raise InspectError(f"cannot list the threads of process {sampler.pid} (/proc/{sampler.pid}/task is "
-                               "unreadable: a hardened /proc mount or a sandbox)", "denied")
-        raise InspectError(f"process {sampler.pid} exited before it could be sampled", "exited")
+        raise InspectError("no_tasks" if sampler.alive() else "exited", sampler.pid)
     exited_at = None
     while True:
         now = clock()
@@ -576,6 +458,8 @@ def _sample_window(sampler: _Sampler, seconds: float, interval: float, clock: Ca
         if not sampler.take(now, last=final):
             exited_at = now
             break
+        if on_sample is not None:
+            on_sample(now)
         if final:
             break
     if exited_at is None and sampler.tracks:
@@ -583,12 +467,36 @@ def _sample_window(sampler: _Sampler, seconds: float, interval: float, clock: Ca
     return _Window(t_start, sampler.last_t, exited_at)
 
 
-def _record_window(insp: Inspection, window: _Window, seconds: float) -> None:
+class _LateFacts:
+    """Reads again, every ``every`` seconds, what a starting job changes: its libraries, affinity and status."""
+
+    def __init__(self, insp: Inspection, root: Path, pid: int, every: float, status: dict[str, str], now: float):
+        self.insp, self.root, self.pid, self.every = insp, root, pid, every
+        self.status = status
+        self._last = now
+
+    def __call__(self, now: float) -> None:
+        if now - self._last < self.every:
+            return
+        self._last = now
+        pdir = procfs.proc_dir(self.root, self.pid)
+        status = procfs.parse_status(read_text(pdir / "status") or "")
+        if status:
+            self.status = status
+            affinity = procfs.status_cpus_allowed(status)
+            if affinity is not None:
+                self.insp.affinity = affinity
+                self.insp.usable_cpus = procfs.usable_cpus(affinity, self.insp.cpu_quota)
+        maps = procfs.read_reason(pdir / "maps")
+        if maps.text and self.insp.libraries_readable:
+            self.insp.libraries = classify_libraries(procfs.parse_maps_paths(maps.text))
+
+
+def _record_window(insp: Inspection, window: _Window) -> None:
     insp.window_s = round(window.seconds, 3)
     if window.exited_at is not None:
         insp.status = "exited"
-        insp.notes.append(f"process {insp.pid} exited {window.exited_at - window.start:.1f} s into the {seconds:g} s "
-                          f"window: the figures cover only the {window.seconds:.1f} s before it ended")
+        insp.exited_after_s = round(window.exited_at - window.start, 2)
 
 
 def _find_peers(insp: Inspection, root: Path, pid: int, before, window: _Window) -> None:
@@ -724,18 +632,6 @@ def _place_on_topology(insp: Inspection, root: Path, topology: Topology | None) 
 # --- the picker's process list -----------------------------------------------------------
 
 
-@dataclass
-class ProcessEntry:
-    pid: int
-    name: str
-    cmdline: str                           # home folders replaced by ~
-    is_python: bool
-    threads: int | None = None
-    cpu_percent: float | None = None       # since the previous snapshot, 100 = one CPU
-    rss_bytes: int | None = None
-    own: bool = True                       # same user as the caller (inspectable in full)
-
-
 BUSY_PERCENT = 5.0          # a process using this much of one CPU in the listing's window is worth showing
 
 
@@ -807,14 +703,6 @@ def list_processes(
 # --- live markers ------------------------------------------------------------------------------
 
 
-@dataclass
-class ThreadPlace:
-    tid: int
-    name: str
-    cpu: int | None
-    cpu_percent: float | None              # since the previous poll; None on the first
-
-
 class ThreadTracker:
     """Where each thread of a process is now, cheaply: one stat read per thread per poll.
 
@@ -853,22 +741,3 @@ class ThreadTracker:
         self._prev = {tid: ts.cpu_ticks for tid, ts in tasks.items()}
         self._prev_t = now
         return out
-
-
-def markers_by_cpu(places: list[ThreadPlace] | list[ThreadInfo], busy_only: bool = False,
-                   busy_percent: float = 25.0) -> tuple[dict[int, list[str]], dict[int, float]]:
-    """Thread labels per CPU (busiest first) and the process's CPU% per CPU, for the topology map."""
-    labels: dict[int, list[tuple[float, str]]] = {}
-    load: dict[int, float] = {}
-    for p in places:
-        cpu = p.cpu if isinstance(p, ThreadPlace) else p.last_cpu
-        if cpu is None:
-            continue
-        pct = p.cpu_percent
-        if busy_only and (pct or 0.0) < busy_percent:
-            continue
-        text = f"{p.name} {p.tid}" + (f" ({pct:.0f}%)" if pct is not None else "")
-        labels.setdefault(cpu, []).append((pct or 0.0, text))
-        load[cpu] = min(100.0, load.get(cpu, 0.0) + (pct or 0.0))
-    return ({cpu: [t for _, t in sorted(items, key=lambda x: -x[0])] for cpu, items in sorted(labels.items())},
-            load)

@@ -1,6 +1,6 @@
 """oneDNN's verbose lines (``ONEDNN_VERBOSE=profile_exec``) -> which kernels ran, on which ISA, how long.
 
-A pure parser: lines in, records out, no I/O. oneDNN prints one line per
+A pure parser: lines in, records (:mod:`cpudoctor.model.joblogs`) out, no I/O. oneDNN prints one line per
 primitive execution to the process's stdout::
 
     onednn_verbose,v1,primitive,exec,cpu,convolution,brg_conv_fwd:avx512_core,forward_training,
@@ -17,107 +17,27 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from functools import cache
+
+from cpudoctor.model.joblogs import LAYOUT_KINDS, OneDnnLog, Primitive
 
 PREFIXES = ("onednn_verbose,", "dnnl_verbose,", "mkldnn_verbose,")
 MAX_LINE = 8192
 
-# oneDNN's ISA names, lowest first; an implementation's ISA is the longest known name it ends with.
-ISA_ORDER: tuple[str, ...] = (
-    "sse41", "avx", "avx2", "avx2_vnni", "avx2_vnni_2", "avx512_core", "avx512_core_vnni", "avx512_core_bf16",
-    "avx512_core_fp16", "avx10_1_512", "avx512_core_amx", "avx10_1_512_amx", "avx512_core_amx_fp16",
-    "avx10_1_512_amx_fp16",
-)
-# The vector width family each ISA belongs to (what "a lower ISA than the CPU supports" compares).
-ISA_FAMILY: dict[str, int] = {"sse41": 1, "avx": 2, "avx2": 3, "avx2_vnni": 3, "avx2_vnni_2": 3,
-                              "avx512_core": 4, "avx512_core_vnni": 4, "avx512_core_bf16": 4,
-                              "avx512_core_fp16": 4, "avx10_1_512": 4, "avx512_core_amx": 5, "avx10_1_512_amx": 5,
-                              "avx512_core_amx_fp16": 5, "avx10_1_512_amx_fp16": 5}
 # Legacy spellings in older builds' implementation names.
 _ALIASES = {"avx512_common": "avx512_core", "avx512_mic": "avx512_core", "uni": None, "any": None}
-_ISA_RE = re.compile(r"(?:^|[:_])(" + "|".join(sorted(ISA_ORDER, key=len, reverse=True)) + r")(?:$|[:_])")
 _REFERENCE_RE = re.compile(r"(^|:)(ref|simple|gemm:ref|ref_[a-z_]+|gemm_ref)(:|$)|^ref", re.IGNORECASE)
-# Kinds that copy data between layouts (or types) rather than compute: their implementation (``simple:any``,
-# ``jit:uni``, even a named ``jit:avx2``) is no vector roof and no reference computation to hold against the CPU.
-LAYOUT_KINDS = frozenset({"reorder"})
 _DTYPE_RE = re.compile(r"\b(?:diff_)?(src|wei|dst|bia)(?:_(?:iter|layer))?[:_](f32|f16|bf16|s8|u8|s32|f64|f8_e5m2|f8_e4m3)\b")
 
 
-@dataclass
-class Primitive:
-    """One executed (or created) primitive."""
+@cache
+def _isa_re() -> re.Pattern[str]:
+    """oneDNN's instruction-set names (the knowledge table's, :mod:`cpudoctor.knowledge.isa`), longest first so
+    ``avx512_core_amx`` wins over ``avx512_core``; built on first use, not at import."""
+    from cpudoctor.knowledge import ISA_FORCING
 
-    kind: str                     # convolution, inner_product, matmul, reorder, eltwise, ...
-    impl: str                     # brg_conv_fwd:avx512_core, jit:avx2, gemm:jit, ref:any
-    isa: str | None               # avx512_core, avx2, ... None when the name says none (uni, any, gemm:jit)
-    prop: str                     # forward_training, forward_inference, backward_data, undef
-    dtypes: dict[str, str]        # src/wei/dst -> f32, bf16, f16, s8, u8
-    problem: str                  # mb16_ic3oc32_ih64...
-    time_ms: float | None         # exec only
-    stage: str = "exec"           # exec | create
-
-    @property
-    def layout_copy(self) -> bool:
-        """A reorder: data copied between layouts, not computed."""
-        return self.kind in LAYOUT_KINDS
-
-    @property
-    def reference(self) -> bool:
-        """oneDNN's reference (portable C++) implementation of a computation: correct, and many times slower.
-        A reorder's ``simple:any`` is its ordinary generic copy, not a slow path."""
-        return not self.layout_copy and bool(_REFERENCE_RE.search(self.impl))
-
-    @property
-    def data_type(self) -> str:
-        """The compute type: the weights' type, else the source's."""
-        return self.dtypes.get("wei") or self.dtypes.get("src") or self.dtypes.get("dst") or "?"
-
-
-@dataclass
-class KernelSummary:
-    """All executions of one (kind, implementation, data type)."""
-
-    kind: str
-    impl: str
-    isa: str | None
-    data_type: str
-    count: int = 0
-    time_ms: float = 0.0
-    reference: bool = False
-
-    @property
-    def layout_copy(self) -> bool:
-        """A reorder: data copied between layouts, not computed (see :data:`LAYOUT_KINDS`)."""
-        return self.kind in LAYOUT_KINDS
-
-
-@dataclass
-class OneDnnLog:
-    version: str | None = None          # "v3.12.0"
-    runtime: str | None = None          # OpenMP, TBB, SEQ
-    threads: int | None = None
-    max_isa: str | None = None          # the info line: "Intel AVX-512 with Intel DL Boost and bfloat16 support"
-    primitives: list[Primitive] = field(default_factory=list)
-    lines: int = 0                      # verbose lines read
-    dropped: int = 0                    # lines kept out of ``primitives`` (over the limit)
-
-    def summary(self) -> list[KernelSummary]:
-        """Executed primitives grouped by kind, implementation and data type, longest total time first."""
-        groups: dict[tuple[str, str, str], KernelSummary] = {}
-        for p in self.primitives:
-            if p.stage != "exec":
-                continue
-            key = (p.kind, p.impl, p.data_type)
-            g = groups.get(key)
-            if g is None:
-                g = groups[key] = KernelSummary(p.kind, p.impl, p.isa, p.data_type, reference=p.reference)
-            g.count += 1
-            g.time_ms += p.time_ms or 0.0
-        return sorted(groups.values(), key=lambda g: (-g.time_ms, -g.count))
-
-    @property
-    def total_ms(self) -> float:
-        return sum(p.time_ms or 0.0 for p in self.primitives if p.stage == "exec")
+    names = sorted(ISA_FORCING.onednn_names, key=len, reverse=True)
+    return re.compile(r"(?:^|[:_])(" + "|".join(map(re.escape, names)) + r")(?:$|[:_])")
 
 
 def isa_of(impl: str) -> str | None:
@@ -126,12 +46,25 @@ def isa_of(impl: str) -> str | None:
     for old, new in _ALIASES.items():
         if new and old in name:
             name = name.replace(old, new)
-    m = _ISA_RE.search(name)
+    m = _isa_re().search(name)
     return m.group(1) if m else None
 
 
 def is_verbose_line(line: str) -> bool:
     return line.startswith(PREFIXES)
+
+
+# What oneDNN itself prints with ONEDNN_VERBOSE set: the prefix, the format version, a timestamp
+# (ONEDNN_VERBOSE_TIMESTAMP=1), the component, then a stage ("exec", "create:cache_miss", "info", ...).
+_PRINTED_RE = re.compile(r"(?:onednn|dnnl|mkldnn)_verbose,(?:v\d+,)?(?:\d+(?:\.\d+)?,)?"
+                         r"(?:(?:primitive|graph|common|ukernel),)?"
+                         r"(?:info|exec|create|error|warn|warning|check|debug|api)(?::[a-z_]+)?,")
+
+
+def printed_by_onednn(line: str) -> bool:
+    """``line`` has the exact shape of a line oneDNN's verbose mode prints (``cpudoctor run`` holds back only
+    those; a job's own line that merely starts with or contains ``dnnl_verbose,`` is the job's)."""
+    return _PRINTED_RE.match(line) is not None
 
 
 def _float(text: str) -> float | None:
@@ -190,7 +123,13 @@ def parse_line(line: str) -> Primitive | None | dict:
     for m in _DTYPE_RE.finditer(mds):
         dtypes.setdefault(m.group(1), m.group(2))
     return Primitive(kind=kind, impl=impl, isa=isa_of(impl), prop=prop, dtypes=dtypes, problem=problem,
-                     time_ms=time_ms if stage == "exec" else None, stage=stage)
+                     time_ms=time_ms if stage == "exec" else None, stage=stage, reference=is_reference(kind, impl))
+
+
+def is_reference(kind: str, impl: str) -> bool:
+    """oneDNN's reference (portable C++) implementation of a computation: correct, and many times slower.
+    A reorder's ``simple:any`` is its ordinary generic copy, not a slow path."""
+    return kind not in LAYOUT_KINDS and bool(_REFERENCE_RE.search(impl))
 
 
 def parse_onednn_verbose(lines: Iterable[str], limit: int = 200_000) -> OneDnnLog:

@@ -14,33 +14,17 @@ Nothing here judges; process rule PROC014 does.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from cpudoctor.kits.child.tree import TOKEN_VARIABLE as CHILD_TOKEN
 from cpudoctor.kits.rooted import read_text
+from cpudoctor.model.inspection import PeerJob
 from cpudoctor.probes.process import procfs
 
 # A process counts as training when it used a tenth of a CPU over the window: an idle notebook kernel
 # with torch loaded uses ~0%, a training job far more, even when the jobs starve each other of CPU.
 BUSY_PERCENT = 10.0
 TORCH_LIBRARY = "libtorch_cpu"
-
-
-@dataclass
-class PeerJob:
-    pid: int
-    name: str
-    cmdline: str = ""                      # home folders replaced by ~
-    argv: list[str] = field(default_factory=list)   # the same, one entry per argument (hidden ones: <redacted>)
-    uid: int | None = None                 # its owner (real uid)
-    cpudoctor_child: bool = False          # started by a CPU Doctor (its child token is in the environment)
-    threads: int | None = None
-    cpu_percent: float | None = None       # over the inspection window, 100 = one CPU
-    omp_num_threads: int | None = None     # OMP_NUM_THREADS in its environment; None = unset or unreadable
-    env_readable: bool = False
-    affinity: list[int] = field(default_factory=list)
-    shared_cpus: list[int] = field(default_factory=list)   # CPUs it may use that the inspected job may use too
 
 
 def snapshot(root: Path) -> dict[int, procfs.TaskStat]:

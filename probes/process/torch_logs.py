@@ -1,6 +1,6 @@
 """PyTorch's recompilation log (``TORCH_LOGS=recompiles``) -> which functions recompiled, and why.
 
-A pure parser. With ``TORCH_LOGS=recompiles`` PyTorch's logging writes, to stderr,
+A pure parser (records: :mod:`cpudoctor.model.joblogs`). With ``TORCH_LOGS=recompiles`` PyTorch's logging writes, to stderr,
 one record per recompilation, every line with the same prefix::
 
     V1201 15:50:06.136000 16178 torch/_dynamo/guards.py:5396] [0/1] [__recompiles] Recompiling function inner in /x/y.py:67
@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+
+from cpudoctor.model.joblogs import Recompile, RecompileLog
 
 MARKERS = ("[__recompiles]", "[__recompiles_verbose]")
 _HEAD_RE = re.compile(r"\[(\d+)/(\d+)\] \[__recompiles(?:_verbose)?\] Recompiling function (\S+) in (.+?):(\d+)\s*$")
@@ -24,42 +25,27 @@ _SIZE_RE = re.compile(r"tensor '([^']+)' size mismatch at index (\d+)\. expected
 _LIMIT_RE = re.compile(r"(cache_size_limit|recompile_limit)", re.IGNORECASE)
 
 
-@dataclass
-class Recompile:
-    frame: int
-    count: int                    # this frame's compile number (1 = first recompile)
-    function: str
-    file: str
-    line: int
-    reason: str = ""              # the newest guard failure
-    tensor: str | None = None     # a size mismatch: which tensor, which dim
-    dim: int | None = None
-    expected: int | None = None
-    actual: int | None = None
-
-
-@dataclass
-class RecompileLog:
-    recompiles: list[Recompile] = field(default_factory=list)
-    limit_hit: bool = False       # Dynamo gave up (cache/recompile limit) and ran the function uncompiled
-
-    def by_function(self) -> dict[str, list[Recompile]]:
-        out: dict[str, list[Recompile]] = {}
-        for r in self.recompiles:
-            out.setdefault(f"{r.function} ({r.file}:{r.line})", []).append(r)
-        return out
-
-    def size_changes(self) -> dict[tuple[str, int], list[int]]:
-        """(tensor, dim) -> the sizes that triggered recompiles, in order."""
-        out: dict[tuple[str, int], list[int]] = {}
-        for r in self.recompiles:
-            if r.tensor is not None and r.dim is not None and r.actual is not None:
-                out.setdefault((r.tensor, r.dim), []).append(r.actual)
-        return out
-
-
 def is_recompile_line(line: str) -> bool:
     return any(m in line for m in MARKERS)
+
+
+# The head of every line PyTorch's logging writes (torch/_logging/_internal.py's format): the level and
+# date, the time, the process id, the file and line, then the compile id; distributed runs put
+# "[rank0]:" in front.
+_LOG_HEAD = r"(?:\[rank\d+\]:)?[VIWEDC]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^\]\n]*:\d+\] (?:\[[^\]\n]*\] )*"
+_LOGGED_RECOMPILE_RE = re.compile(_LOG_HEAD + r"\[__recompiles(?:_verbose)?\]")
+_LOGGED_LIMIT_RE = re.compile(_LOG_HEAD + r".*(?:cache_size_limit|recompile_limit)")
+
+
+def logged_recompile(line: str) -> bool:
+    """``line`` is one PyTorch's logging wrote for ``TORCH_LOGS=recompiles`` (``cpudoctor run`` holds back only
+    those: a job's own line that contains ``[__recompiles]`` somewhere is the job's)."""
+    return _LOGGED_RECOMPILE_RE.match(line) is not None
+
+
+def logged_limit(line: str) -> bool:
+    """PyTorch's warning that Dynamo hit its recompile limit (the user sees it; CPU Doctor reads it too)."""
+    return _LOGGED_LIMIT_RE.match(line) is not None
 
 
 def parse_recompiles(lines: Iterable[str]) -> RecompileLog:
@@ -79,9 +65,9 @@ def parse_recompiles(lines: Iterable[str]) -> RecompileLog:
             log.recompiles.append(current)
             continue
         fail = _FAIL_RE.search(line)
-        if fail and current is not None and not current.reason:
-            current.reason = fail.group(4).strip()
-            size = _SIZE_RE.search(current.reason)
+        if fail and current is not None and not current.guard_failure:
+            current.guard_failure = fail.group(4).strip()
+            size = _SIZE_RE.search(current.guard_failure)
             if size:
                 current.tensor, current.dim = size.group(1), int(size.group(2))
                 current.expected, current.actual = int(size.group(3)), int(size.group(4))

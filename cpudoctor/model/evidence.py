@@ -1,0 +1,86 @@
+"""The facts of a job, whichever way it was watched: what the job rules read.
+
+A job is watched two ways. ``cpudoctor run`` starts it and keeps a
+:class:`RunObservation` (its exit, the kernels oneDNN ran, PyTorch's
+recompilations, the time breakdown over its whole life, and an
+:class:`~cpudoctor.model.inspection.Inspection` of its process);
+``cpudoctor inspect PID`` and the Inspector sample a running process into an
+Inspection. Both become one :class:`JobEvidence`, which the job pipeline
+(:mod:`cpudoctor.jobrun`) hands to the process and evidence rules, so the same
+job gets the same findings however it was watched. The job's own state read
+from inside it (issue 34's probe) joins here as a field of its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from cpudoctor.model.breakdown import TimeBreakdown
+from cpudoctor.model.inspection import Inspection
+from cpudoctor.model.joblogs import OneDnnLog, RecompileLog
+from cpudoctor.model.kernels import KernelCensus
+
+
+@dataclass
+class RunObservation:
+    """One job ``cpudoctor run`` (or the Inspector's "Run a script…") started and watched to its end."""
+
+    command: str                          # as given, home folders as ~
+    pid: int | None = None
+    exit_code: int | None = None          # the job's, shell style (128 + signal when killed)
+    ended_by: str = "exit"                # exit | interrupt | seconds | stopped | terminated | failed
+    duration_s: float = 0.0
+    breakdown: TimeBreakdown | None = None
+    onednn: OneDnnLog = field(default_factory=OneDnnLog)
+    recompiles: RecompileLog = field(default_factory=RecompileLog)
+    diagnostics: dict[str, str] = field(default_factory=dict)   # variables CPU Doctor set for the job
+    launch_affinity: list[int] | None = None                     # the CPUs the job was started with
+    env: dict[str, str] = field(default_factory=dict)            # the job's thread variables (allow-listed)
+    process: Inspection | None = None     # its process over its life (threads, CPUs, libraries, children, memory)
+    process_error: str | None = None      # why its process could not be sampled (the sampler's failure)
+    error: str | None = None              # the command could not be started (the system's words)
+    dropped_kernel_lines: bool = False    # the job printed more oneDNN lines than are kept: the oldest were dropped
+    dropped_recompile_lines: bool = False   # the same for PyTorch's recompilation log
+    stop_signal: str | None = None        # what CPU Doctor was sent when ended_by is "terminated": SIGTERM, SIGHUP
+
+
+@dataclass
+class JobMemory:
+    """The job's memory at the end of the window."""
+
+    rss_bytes: int | None = None
+    swap_bytes: int | None = None
+    major_faults_per_s: float | None = None
+
+
+@dataclass
+class JobEvidence:
+    """Everything the job rules read about one job (``None``: not seen by this way of watching)."""
+
+    command: str = ""
+    pid: int | None = None
+    breakdown: TimeBreakdown | None = None
+    onednn: OneDnnLog | None = None       # run only: inspect cannot switch oneDNN's verbose output on
+    recompiles: RecompileLog | None = None
+    launch_affinity: list[int] | None = None   # the CPUs the job was started with (inspect: its affinity now)
+    env: dict[str, str] = field(default_factory=dict)   # the job's thread variables as it started
+    memory: JobMemory | None = None
+    process: Inspection | None = None     # the process facts the process rules judge
+    kernels: KernelCensus | None = None   # a lab job's kernel census (a run's: read from ``onednn``)
+
+    @classmethod
+    def of_inspection(cls, insp: Inspection) -> "JobEvidence":
+        """A running process sampled by ``cpudoctor inspect`` or the Inspector."""
+        return cls(command=insp.cmdline or "", pid=insp.pid, breakdown=insp.time, launch_affinity=insp.affinity,
+                   env=dict(insp.env), memory=_memory(insp), process=insp)
+
+    @classmethod
+    def of_run(cls, obs: RunObservation) -> "JobEvidence":
+        """A job ``cpudoctor run`` started and watched to its end."""
+        return cls(command=obs.command, pid=obs.pid, breakdown=obs.breakdown, onednn=obs.onednn,
+                   recompiles=obs.recompiles, launch_affinity=obs.launch_affinity, env=dict(obs.env),
+                   memory=_memory(obs.process) if obs.process is not None else None, process=obs.process)
+
+
+def _memory(insp: Inspection) -> JobMemory:
+    return JobMemory(insp.rss_bytes, insp.swap_bytes, insp.major_faults_per_s)
