@@ -308,20 +308,14 @@ class InferWorker:
         return None
 
     def _signal(self, name: str) -> bool:
-        """SIGSTOP / SIGCONT to the worker's own process group (never ours); False where that is not possible."""
+        """SIGSTOP / SIGCONT to the worker and its descendants through the kit's runner (the worker has a process
+        group of its own, never ours); False where the signal does not exist (Windows) or the worker is gone."""
         import signal
 
         sig = getattr(signal, name, None)
-        pid = self.job.pid if self.job is not None else None
-        if sig is None or pid is None or not hasattr(os, "killpg"):
+        if sig is None or self.job is None or not self.alive:
             return False
-        try:
-            group = os.getpgid(pid)
-            if group == os.getpgid(0):
-                return False
-            os.killpg(group, sig)
-        except OSError:
-            return False
+        self.job.signal(sig)
         self.paused = name == "SIGSTOP"
         return True
 

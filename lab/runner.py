@@ -286,6 +286,11 @@ class Job:
         """Write one control line to the child (a serving job's ``measure`` command); False when it is gone."""
         return self._child.send(line)
 
+    def signal(self, sig: int) -> None:
+        """Send ``sig`` to the job's process group and every descendant the kit has seen (nothing once it ended):
+        the inference lab freezes a worker with SIGSTOP while another measures."""
+        self._child.signal(sig)
+
     def request_stop(self) -> None:
         """Stage 1: ask the job to stop (it finishes the step and sends a cancelled result)."""
         self._child.request_stop()
