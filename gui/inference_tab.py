@@ -34,6 +34,10 @@ SOURCES = (("ResNet-18 (built in, 3×224×224)", "model", "resnet18"),
            ("Your model: module:callable", "module", None),
            ("TorchScript file", "torchscript", None),
            ("ONNX file", "onnx", None))
+# (row, column, rows, columns) of the model box, its target, Browse, the input shape, the batch sizes, the budget
+# and the error limit: two rows of four where the tab is wide, four rows of two where it is narrow
+WIDE_SPOTS = ((0, 0, 1, 2), (0, 2, 1, 1), (0, 3, 1, 1), (1, 0, 1, 1), (1, 1, 1, 1), (1, 2, 1, 1), (1, 3, 1, 1))
+NARROW_SPOTS = ((0, 0, 1, 2), (1, 0, 1, 1), (1, 1, 1, 1), (2, 0, 1, 1), (2, 1, 1, 1), (3, 0, 1, 1), (3, 1, 1, 1))
 
 
 def _ints(text: str) -> list[int] | None:
@@ -59,9 +63,41 @@ class InferencePanel(QWidget):
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
         inner = QWidget()
-        outer.addWidget(scrolled(inner))            # a small window scrolls the tab instead of cutting it
+        self._area = scrolled(inner)                 # a small window scrolls the tab instead of cutting it
+        outer.addWidget(self._area)
         lay = QVBoxLayout(inner)
-        form = QGridLayout()
+        self._build_form()
+        lay.addLayout(self.form)
+        self._build_actions()
+        lay.addLayout(self.actions)
+        lay.addLayout(self.batch_row)
+        self.narrow: bool | None = None
+        self._arrange(False)
+        self._wide_px = lay.minimumSize().width()    # below this the tab would scroll sideways: four rows of two
+        split = QSplitter(Qt.Orientation.Vertical)
+        self.plot = lab_plot(self, "Latency per call", "", x_label="ms per call",
+                             tip="Box p25–p75 with the median, whiskers p10–p90, tick p99, dots: sampled calls; red: "
+                                 "beyond the accuracy limit")
+        self.plot.setMinimumHeight(140)
+        split.addWidget(self.plot)
+        self.text = QLabel(self.INTRO)
+        self.text.setWordWrap(True)
+        self.text.setTextFormat(Qt.TextFormat.RichText)
+        self.text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.text.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        self.text.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Minimum)
+        # the verdict, code and table wrap to the room they get (a table's cells wrap too): without this the label
+        # asks for the width of its widest table row and the tab scrolls sideways
+        self.text.setMinimumWidth(1)
+        split.addWidget(scrolled(self.text))
+        lay.addWidget(split, 1)
+
+    # ------------------------------------------------------------------ the form
+
+    def _build_form(self) -> None:
+        """The model, its target, the input shape, the batch sizes, the budget and the error limit (placed by
+        :meth:`_arrange`)."""
+        self.form = QGridLayout()
         self.source = QComboBox()
         self.source.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.source.setMinimumContentsLength(14)
@@ -87,21 +123,16 @@ class InferencePanel(QWidget):
         self.max_error.setSuffix(" % max error")
         self.max_error.setToolTip("The largest output error against fp32 (of fp32's largest output) a variant may "
                                   "have and still be recommended")
-        self.run_button = QPushButton("Measure inference")
-        self.run_button.setToolTip("Every variant that applies, in interleaved rounds, in a separate process")
-        form.addWidget(self.source, 0, 0, 1, 2)
-        form.addWidget(self.target, 0, 2)
-        form.addWidget(self.browse, 0, 3)
-        form.addWidget(self.shape, 1, 0)
-        form.addWidget(self.batches, 1, 1)
-        form.addWidget(self.budget, 1, 2)
-        form.addWidget(self.max_error, 1, 3)
         for edit in (self.target, self.shape, self.batches):
             edit.setMinimumWidth(60)
-        lay.addLayout(form)
         self.source.currentIndexChanged.connect(self._source_changed)
         self._source_changed()
-        top = QHBoxLayout()
+
+    def _build_actions(self) -> None:
+        """Measure, the batch size drawn and Copy code (placed by :meth:`_arrange`)."""
+        self.run_button = QPushButton("Measure inference")
+        self.run_button.setToolTip("Every variant that applies, in interleaved rounds, in a separate process")
+        self.batch_label = QLabel("Batch:")
         self.batch_choice = QComboBox()
         self.batch_choice.setToolTip("The batch size drawn")
         self.batch_choice.currentIndexChanged.connect(lambda _i: self._draw())
@@ -109,28 +140,37 @@ class InferencePanel(QWidget):
         self.copy_button.setEnabled(False)
         self.copy_button.setToolTip("Copy the recommended variant's code")
         self.copy_button.clicked.connect(self.copy_code)
-        top.addWidget(self.run_button)
-        top.addWidget(QLabel("Batch:"))
-        top.addWidget(self.batch_choice)
-        top.addStretch(1)
-        top.addWidget(self.copy_button)
-        lay.addLayout(top)
-        split = QSplitter(Qt.Orientation.Vertical)
-        self.plot = lab_plot(self, "Latency per call", "", x_label="ms per call",
-                             tip="Box p25–p75 with the median, whiskers p10–p90, tick p99, dots: sampled calls; red: "
-                                 "beyond the accuracy limit")
-        self.plot.setMinimumHeight(140)
-        split.addWidget(self.plot)
-        self.text = QLabel(self.INTRO)
-        self.text.setWordWrap(True)
-        self.text.setTextFormat(Qt.TextFormat.RichText)
-        self.text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.text.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
-        self.text.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Minimum)
-        split.addWidget(scrolled(self.text))
-        lay.addWidget(split, 1)
+        self.actions = QHBoxLayout()                 # Measure, the batch drawn (a wide tab), Copy code
+        self.batch_row = QHBoxLayout()               # the batch drawn, in a narrow tab
 
-    # ------------------------------------------------------------------ the form
+    def _arrange(self, narrow: bool) -> None:
+        """The form in two rows of four (a wide tab) or four rows of two (a narrow one, the window's smallest
+        size), the batch drawn beside the buttons or under them: the tab never scrolls sideways."""
+        if narrow == self.narrow:
+            return
+        self.narrow = narrow
+        spots = NARROW_SPOTS if narrow else WIDE_SPOTS
+        fields = (self.source, self.target, self.browse, self.shape, self.batches, self.budget, self.max_error)
+        for w in fields:
+            self.form.removeWidget(w)
+        for w, spot in zip(fields, spots):
+            self.form.addWidget(w, *spot)
+        for row in (self.actions, self.batch_row):
+            while row.count():
+                row.takeAt(0)
+        self.actions.addWidget(self.run_button)
+        beside = self.batch_row if narrow else self.actions
+        beside.addWidget(self.batch_label)
+        beside.addWidget(self.batch_choice)
+        beside.addStretch(1)
+        if narrow:
+            self.actions.addStretch(1)
+        self.actions.addWidget(self.copy_button)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
+        super().resizeEvent(event)
+        room = event.size().width() - self._area.verticalScrollBar().sizeHint().width()
+        self._arrange(room < self._wide_px)
 
     def _source_changed(self) -> None:
         source, _model = self.source.currentData()

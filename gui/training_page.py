@@ -19,6 +19,7 @@ top says which interpreter that is.
 from __future__ import annotations
 
 import html
+import os
 import time
 from typing import Any, Callable
 
@@ -51,8 +52,12 @@ RUNS_TAB = "R&uns"
 # A page lower than this shows the runs in a tab beside the plots (under them, the plots were 11 px high at 760x520).
 RUNS_IN_TAB_BELOW_PX = 600
 # long title -> the short one a narrow tab bar shows (its tooltip has the long one)
-TAB_TITLES = {"&Live": "&Live", "Thread &sweep": "&Sweep", "&GEMM && int8": "&GEMM", "&Roofline": "&Roofline",
+TAB_TITLES = {"&Live": "&Live", "Thread &sweep": "&Sweep", "&GEMM && int8": "&GEMM", "&Roofline": "&Roof",
               "&Inference": "&Infer", RUNS_TAB: RUNS_TAB}
+# A page narrower than this has thin side margins: at 760x520 six short tab titles need 333 px, 7 more than the
+# default margins leave the tab bar.
+THIN_SIDES_BELOW_PX = 800
+THIN_SIDE_PX = 2
 
 
 class TrainingPage(QWidget):
@@ -116,6 +121,7 @@ class TrainingPage(QWidget):
 
     def _build(self) -> None:
         root = QHBoxLayout(self)
+        self._root, self._margins = root, root.contentsMargins()
         split = QSplitter(Qt.Orientation.Horizontal)
         split.setChildrenCollapsible(False)
         root.addWidget(split)
@@ -195,9 +201,9 @@ class TrainingPage(QWidget):
         self.runs_panel.clear_button.clicked.connect(self.clear_runs)
         self.table = self.runs_panel.table
         self._right = rv
+        self.tab_titles = FittedTabTitles(self.tabs, TAB_TITLES)
         self._runs_in_tab: bool | None = None
         self._place_runs(False)
-        self.tab_titles = FittedTabTitles(self.tabs, TAB_TITLES)
         use_row = QHBoxLayout()
         self.best_label = QLabel(words.NO_RUNS)
         self.best_label.setWordWrap(True)
@@ -227,10 +233,13 @@ class TrainingPage(QWidget):
             self._right.insertWidget(self._right.indexOf(self.tabs) + 1, self.runs_panel, 2)
             self.runs_panel.show()
         self.runs_panel.heading.setVisible(not in_tab)       # the tab's title says it
+        self.tab_titles.fit()                                # one tab more or less: long titles or short
 
     def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
         super().resizeEvent(event)
         self._place_runs(event.size().height() < RUNS_IN_TAB_BELOW_PX)
+        m, side = self._margins, THIN_SIDE_PX if event.size().width() < THIN_SIDES_BELOW_PX else None
+        self._root.setContentsMargins(side or m.left(), m.top(), side or m.right(), m.bottom())
 
     # ------------------------------------------------------------------ model
 
@@ -313,8 +322,6 @@ class TrainingPage(QWidget):
         except SettingsError as exc:
             self._set_status(html.escape(words.settings_problem(str(exc))), "warning")
             return
-        import os
-
         settings["cwd"] = os.getcwd()
         self.tabs.setCurrentIndex(INFER_TAB)
         self.infer.reset()

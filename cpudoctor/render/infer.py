@@ -275,7 +275,8 @@ def html_block(metrics: dict[str, Any], caveat_colour: str = "#c98a1a") -> str:
         parts.append(f"<p{style}><b>{esc(verdict_line(d))}</b></p>")
     rec = metrics.get("recommendation")
     if isinstance(rec, dict) and code_block(rec.get("code")):
-        parts.append(f"<pre>{esc(code_block(rec.get('code')))}</pre>")
+        # pre-wrap: a long line (ONNX Runtime's session, torchao's import) wraps in a narrow window
+        parts.append(f"<pre style='white-space:pre-wrap'>{esc(code_block(rec.get('code')))}</pre>")
     limit = metrics.get("max_error")
     for b in batches_of(metrics):
         head = "".join(f"<th>{esc(c)}</th>" for c in COLUMNS)
