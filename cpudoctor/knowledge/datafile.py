@@ -15,17 +15,25 @@ tenth of a second of every start.
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import re
+import stat
 import threading
+from pathlib import Path
 from typing import Any
 
 from cpudoctor import resources
 from cpudoctor.knowledge import validated
 
 
+# The largest data file is ~60 kB; one of 16 MiB is not one CPU Doctor shipped (a 3 GB file was read whole).
+MAX_BYTES = 16 << 20
+
+
 class KnowledgeError(ValueError):
-    """A data file is missing, is not JSON, or does not match its schema."""
+    """A data file is missing, is not JSON, or does not match its schema: ``str()`` is one line naming the file."""
 
 
 class DataFile:
@@ -88,11 +96,28 @@ class DataFile:
         return schema
 
 
+def read_resource(name: str, limit: int = MAX_BYTES) -> bytes:
+    """The bytes of ``resources/<name>``: a regular file of at most ``limit`` bytes (a FIFO, a link to a device
+    or a 3 GB file there is a damaged installation, never a hang or a whole read); OSError otherwise."""
+    ref = resources.path(name)
+    if isinstance(ref, Path):              # an installed or editable package: a real file, checked first
+        st = os.stat(ref)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", name)
+        if st.st_size > limit:
+            raise OSError(errno.EFBIG, f"larger than {limit >> 10:,} kB", name)
+    data = resources.read_bytes(name)      # inside a zip or a frozen app: no FIFOs there, and small
+    if len(data) > limit:
+        raise OSError(errno.EFBIG, f"larger than {limit >> 10:,} kB", name)
+    return data
+
+
 def _bytes(name: str) -> bytes:
     try:
-        return resources.read_bytes(name)
-    except (FileNotFoundError, OSError) as exc:
-        raise KnowledgeError(f"resources/{name} cannot be read ({exc}): the installation is incomplete; "
+        return read_resource(name)
+    except (OSError, ValueError) as exc:
+        why = getattr(exc, "strerror", None) or str(exc).split(";")[0]
+        raise KnowledgeError(f"resources/{name} cannot be read ({why}): the installation is damaged or incomplete; "
                              "reinstall CPU Doctor") from None
 
 
@@ -102,6 +127,9 @@ def _parse(name: str, raw: bytes) -> Any:
     except ValueError as exc:
         raise KnowledgeError(f"resources/{name} is not valid JSON ({exc}): the installation is damaged; "
                              "reinstall CPU Doctor") from None
+    except RecursionError:
+        raise KnowledgeError(f"resources/{name} is nested too deeply to be a CPU Doctor data file: the installation "
+                             "is damaged; reinstall CPU Doctor") from None
 
 
 def validate(data: Any, schema: dict[str, Any], name: str) -> None:
@@ -122,3 +150,6 @@ def validate(data: Any, schema: dict[str, Any], name: str) -> None:
         raise KnowledgeError(f"resources/{name} does not match its schema: {where}") from None
     except fastjsonschema.JsonSchemaDefinitionException as exc:
         raise KnowledgeError(f"the schema of resources/{name} is not valid: {exc}") from None
+    except RecursionError:
+        raise KnowledgeError(f"the schema of resources/{name} is nested too deeply: the installation is damaged; "
+                             "reinstall CPU Doctor") from None
