@@ -351,6 +351,27 @@ def test_a_real_run_never_recommends_its_broken_variant(tmp_path):
     assert wall < 20 * 1.05 + 10, f"took {wall:.0f} s for a 20 s budget"     # + the CLI's own exit and reaping
 
 
+@pytest.mark.parametrize("path, value", [
+    (("variants", "1 thread", "points", 0, "latency_ms"), '"abc"'), (("variants", "1 thread", "name"), "5"),
+    (("variants", "1 thread", "accuracy", "max_rel"), "[1]"), (("decisions", 0, "vs_eager_fp32"), '"2x"'),
+    (("recommendation", "code"), '"print(1)"'), (("variants", "1 thread", "points", 0, "batch"), "null"),
+    (("variants", "1 thread", "points", 0, "sample_ms"), '["x"]'), (("variants",), "{}")])
+def test_a_saved_inference_run_fits_its_schema_and_a_damaged_one_is_left_out(path, value):
+    """The run the lab saves passes resources/lab_metrics.schema.json; a figure of the wrong type is found there, so
+    no surface (the table, the box plot, INFER001, the runs table) does arithmetic on it."""
+    from cpudoctor.model.serde import to_data
+    from cpudoctor.report_file import lab_run_problem
+
+    run = to_data(read_outcome("infer", outcome(fake_run()), None).bench_run())
+    assert lab_run_problem(run) is None
+    parent = run["metrics"]
+    for step in path[:-1]:
+        parent = next(v for v in parent if v["name"] == step) if isinstance(step, str) and isinstance(parent, list) \
+            else parent[step]
+    parent[path[-1]] = json.loads(value)
+    assert lab_run_problem(run), path
+
+
 def test_compile_time_is_reported_apart_from_the_latency():
     from cpudoctor.render.infer import notes
 
