@@ -339,7 +339,7 @@ def check(data: Any) -> None:
 LAB_SCHEMA = "lab_metrics.schema.json"
 # The kinds of run the lab writes (lab/results.KINDS; a test keeps the two equal). Another kind (a newer
 # CPU Doctor's) is checked only for what every run carries.
-LAB_KINDS = ("train", "sweep", "gemm", "quant", "roofline")
+LAB_KINDS = ("train", "sweep", "gemm", "quant", "roofline", "infer")
 _MAX_RUN_NOTES = 8
 
 

@@ -12,6 +12,11 @@ from PySide6.QtCore import QEvent, QObject
 from PySide6.QtWidgets import QTabWidget
 
 
+def drawn(title: str) -> str:
+    """A tab title as the bar draws it: ``&`` marks the mnemonic and is not drawn, ``&&`` draws one ``&``."""
+    return title.replace("&&", "\0").replace("&", "").replace("\0", "&")
+
+
 class FittedTabTitles(QObject):
     """Watches ``tabs``: long titles while they all fit its width, else the short ones."""
 
@@ -42,8 +47,8 @@ class FittedTabTitles(QObject):
                 continue
             long = self._long(i)
             text = self.titles.get(long, long) if short else long
-            shown = bar.tabSizeHint(i).width() - fm.horizontalAdvance(self.tabs.tabText(i).replace("&&", "&"))
-            total += shown + fm.horizontalAdvance(text.replace("&&", "&").replace("&", ""))
+            padding = bar.tabSizeHint(i).width() - fm.horizontalAdvance(drawn(self.tabs.tabText(i)))
+            total += padding + fm.horizontalAdvance(drawn(text))
         return total
 
     def fit(self) -> None:
@@ -53,7 +58,7 @@ class FittedTabTitles(QObject):
             text = self.titles.get(long, long) if short else long
             if self.tabs.tabText(i) != text:
                 self.tabs.setTabText(i, text)
-            self.tabs.setTabToolTip(i, long.replace("&&", "&").replace("&", "") if short else "")
+            self.tabs.setTabToolTip(i, drawn(long) if short else "")
         self.short = short
 
     def eventFilter(self, obj, event) -> bool:  # noqa: N802 - Qt API

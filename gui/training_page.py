@@ -19,6 +19,7 @@ top says which interpreter that is.
 from __future__ import annotations
 
 import html
+import os
 import time
 from typing import Any, Callable
 
@@ -26,6 +27,7 @@ from PySide6.QtCore import QCoreApplication, Qt, QTimer
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
 from cpudoctor.gui.environments import job_python
+from cpudoctor.gui.inference_tab import InferencePanel
 from cpudoctor.gui.job_runner import JobRunner
 from cpudoctor.gui.model import AppModel
 from cpudoctor.gui.roofline_view import RooflineView
@@ -45,13 +47,17 @@ from cpudoctor.render.env_choice import jobs_text
 from cpudoctor.render.words import reason_of
 
 CAVEAT_COLOUR = "#c98a1a"      # the page's calm amber (status warnings use it too)
-LIVE_TAB, SWEEP_TAB, BENCH_TAB, ROOFLINE_TAB = range(4)
+LIVE_TAB, SWEEP_TAB, BENCH_TAB, ROOFLINE_TAB, INFER_TAB = range(5)
 RUNS_TAB = "R&uns"
 # A page lower than this shows the runs in a tab beside the plots (under them, the plots were 11 px high at 760x520).
 RUNS_IN_TAB_BELOW_PX = 600
 # long title -> the short one a narrow tab bar shows (its tooltip has the long one)
-TAB_TITLES = {"&Live": "&Live", "Thread &sweep": "&Sweep", "&GEMM && int8": "&GEMM", "&Roofline": "&Roofline",
-              RUNS_TAB: RUNS_TAB}
+TAB_TITLES = {"&Live": "&Live", "Thread &sweep": "&Sweep", "&GEMM && int8": "&GEMM", "&Roofline": "&Roof",
+              "&Inference": "&Infer", RUNS_TAB: RUNS_TAB}
+# A page narrower than this has thin side margins: at 760x520 six short tab titles need 333 px, 7 more than the
+# default margins leave the tab bar.
+THIN_SIDES_BELOW_PX = 800
+THIN_SIDE_PX = 2
 
 
 class TrainingPage(QWidget):
@@ -115,6 +121,7 @@ class TrainingPage(QWidget):
 
     def _build(self) -> None:
         root = QHBoxLayout(self)
+        self._root, self._margins = root, root.contentsMargins()
         split = QSplitter(Qt.Orientation.Horizontal)
         split.setChildrenCollapsible(False)
         root.addWidget(split)
@@ -123,7 +130,7 @@ class TrainingPage(QWidget):
         split.setStretchFactor(1, 1)
         split.setSizes([300, 700])           # the plots get the room; the form's combos elide
         self.job_buttons = (self.train_button, self.sweep_button, self.gemm_button, self.quant_button,
-                            self.roofline_tab.measure)
+                            self.roofline_tab.measure, self.infer.run_button)
 
     def _build_left(self) -> QWidget:
         """The form (scrolls in a short window), with Train and Cancel under it, always in view."""
@@ -186,14 +193,17 @@ class TrainingPage(QWidget):
         self.roofline_tab.measure.clicked.connect(self.start_roofline)
         self.roofline_tab.save_requested.connect(self.save_roofline)
         self.tabs.addTab(self.roofline_tab, "&Roofline")
+        self.infer = InferencePanel()                     # its own module: the form, the box plots, the verdict
+        self.infer.run_button.clicked.connect(self.start_infer)
+        self.tabs.addTab(self.infer, "&Inference")
         rv.addWidget(self.tabs, 3)
         self.runs_panel = RunsPanel()
         self.runs_panel.clear_button.clicked.connect(self.clear_runs)
         self.table = self.runs_panel.table
         self._right = rv
+        self.tab_titles = FittedTabTitles(self.tabs, TAB_TITLES)
         self._runs_in_tab: bool | None = None
         self._place_runs(False)
-        self.tab_titles = FittedTabTitles(self.tabs, TAB_TITLES)
         use_row = QHBoxLayout()
         self.best_label = QLabel(words.NO_RUNS)
         self.best_label.setWordWrap(True)
@@ -223,10 +233,13 @@ class TrainingPage(QWidget):
             self._right.insertWidget(self._right.indexOf(self.tabs) + 1, self.runs_panel, 2)
             self.runs_panel.show()
         self.runs_panel.heading.setVisible(not in_tab)       # the tab's title says it
+        self.tab_titles.fit()                                # one tab more or less: long titles or short
 
     def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
         super().resizeEvent(event)
         self._place_runs(event.size().height() < RUNS_IN_TAB_BELOW_PX)
+        m, side = self._margins, THIN_SIDE_PX if event.size().width() < THIN_SIDES_BELOW_PX else None
+        self._root.setContentsMargins(side or m.left(), m.top(), side or m.right(), m.bottom())
 
     # ------------------------------------------------------------------ model
 
@@ -303,6 +316,17 @@ class TrainingPage(QWidget):
         self.tabs.setCurrentIndex(ROOFLINE_TAB)
         self._start("roofline", {})
 
+    def start_infer(self) -> None:
+        try:
+            settings = self.infer.settings()
+        except SettingsError as exc:
+            self._set_status(html.escape(words.settings_problem(str(exc))), "warning")
+            return
+        settings["cwd"] = os.getcwd()
+        self.tabs.setCurrentIndex(INFER_TAB)
+        self.infer.reset()
+        self._start("infer", settings)
+
     def save_roofline(self, path: str | None = None) -> None:
         """The picture shown, as SVG or PNG (by the file's extension); quick: the picture is drawn from data."""
         from cpudoctor.render.pdf import write_picture
@@ -377,6 +401,8 @@ class TrainingPage(QWidget):
             return
         if changed == "sweep":
             self._redraw_sweep()
+        elif job == "infer":
+            self.infer.show_progress(data)
         elif job == "gemm" and data.get("phase") != "partial":
             self.bench.show_result(self.session.preview(self.runner.outcome, self.model.report))
         text = words.progress_text(job, changed, data)
@@ -426,6 +452,8 @@ class TrainingPage(QWidget):
         if job == "sweep":
             self._redraw_sweep()
             self.sweep.show_notes(result, CAVEAT_COLOUR)
+        if job == "infer":
+            self.infer.show_result(run.metrics)
         if self.session.consider(result):
             self._show_best()
         elif self.session.best is None:

@@ -123,7 +123,7 @@ class LabSession:
             self.sweep = SweepSeries()
         self._context = self.context(report, self.started_at)      # read once per job
         args = job_args(job, settings, self._context)
-        if job == "sweep" and report is not None and report.topology.online_cpus:
+        if job in ("sweep", "infer") and report is not None and report.topology.online_cpus:
             args["topology"] = to_data(report.topology)
         return args
 

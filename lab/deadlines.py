@@ -86,6 +86,8 @@ def _work_s(job: str, s: dict[str, Any]) -> float | None:
         return seconds * (2 if s.get("dtype") == "bf16" else 1)   # bf16 is measured against fp32 too
     if job == "sweep":
         return _number(s.get("budget_s"), 45.0)  # the sweep ends within its budget, start-up included
+    if job == "infer":                           # the orchestrator ends within its budget; its workers with it
+        return _number(s.get("budget_s"), 60.0) if "budget_s" in s else None
     if job == "gemm":
         n = _number(s.get("size"), 4096.0)
         points = max(1, len(s.get("backends") or [1, 2, 3, 4])) * max(1, len(s.get("threads") or [1, 2]))

@@ -24,7 +24,7 @@ class NativeSupport:
 
     def job_args(self, job: str) -> dict[str, bool | None]:
         """The facts a child job needs (it cannot probe the CPU itself)."""
-        if job == "gemm":
+        if job in ("gemm", "infer"):
             return {"native_bf16": self.bf16}
         if job == "quant":
             return {"native_int8": self.int8}

@@ -380,6 +380,105 @@ def _read_quant(r: dict[str, Any], progress: list[dict[str, Any]], base: dict[st
                        top1_agreement=r.get("top1_agreement"), engine=r.get("engine"), native=ctx.native)
 
 
+# ----------------------------------------------------------------------------- inference
+
+
+@dataclass
+class InferResult(LabResult):
+    """``bench infer``: every variant with its latency per batch size (spread, distribution, accuracy against
+    fp32), the variants that do not apply with why, and the verdict per batch size (recommended or
+    inconclusive, as the sweep's)."""
+
+    kind: str = "infer"
+    variants: list[dict[str, Any]] = field(default_factory=list)
+    decisions: list[dict[str, Any]] = field(default_factory=list)
+    rounds: int = 0
+    segment_s: float | None = None
+    budget_s: float | None = None
+    max_error: float | None = None
+    model: str | None = None
+    parameters: int | None = None
+    torch_version: str | None = None
+    openmp: str | None = None
+    threads: int | None = None
+    onnxruntime_installed: bool | None = None
+    torchao_installed: bool | None = None
+    main_worker: str | None = None          # why the main worker never got ready (None when it did)
+    elapsed: float | None = None
+
+    @property
+    def recommended(self) -> list[dict[str, Any]]:
+        return [d for d in self.decisions if d.get("verdict") == "recommended" and d.get("variant")]
+
+    @property
+    def verdict(self) -> str:
+        return "recommended" if self.recommended and self.status == "ok" else "inconclusive"
+
+    @property
+    def reason(self) -> str:
+        """The first batch size's reason (each decision carries its own)."""
+        return str(self.decisions[0].get("reason") or "") if self.decisions else words.inconclusive("nothing")
+
+    def measured(self) -> list[dict[str, Any]]:
+        return [v for v in self.variants if v.get("points")]
+
+    def caveats(self) -> list[str]:
+        out = [] if self.status == "ok" else [self.message]
+        if self.main_worker:
+            out.append(f"the model could not be prepared: {self.main_worker}")
+        if self.verdict != "recommended" and self.reason:
+            out.append(self.reason)
+        return [c for c in out if c]
+
+    def metrics(self) -> dict[str, Any]:
+        first = self.recommended[0] if self.recommended else None
+        return {"variants": [_plain_variant(v) for v in self.variants], "decisions": self.decisions,
+                "recommendation": first, "verdict": self.verdict, "reason": self.reason or None,
+                "rounds": self.rounds, "segment_s": self.segment_s, "budget_s": self.budget_s,
+                "max_error": self.max_error, "model": self.model, "parameters": self.parameters,
+                "torch": self.torch_version, "openmp": self.openmp, "threads": self.threads,
+                "onnxruntime_installed": self.onnxruntime_installed, "torchao_installed": self.torchao_installed,
+                "main_worker": self.main_worker, "elapsed": self.elapsed}
+
+
+def _plain_variant(v: dict[str, Any]) -> dict[str, Any]:
+    """A variant as a report keeps it: its change, how it ended, its accuracy, its code and its figures."""
+    keys = ("name", "group", "effort", "status", "reason", "accurate", "accuracy", "compile_s", "export_s",
+            "int8_api", "int8_warnings", "onnxruntime", "env", "cpus", "preload", "preload_path", "worker_threads",
+            "code", "spec")
+    out = {k: v[k] for k in keys if v.get(k) not in (None, "", [], {})}
+    out["points"] = [dict(p) for p in v.get("points") or [] if isinstance(p, dict)]
+    return out
+
+
+def _read_infer(r: dict[str, Any], progress: list[dict[str, Any]], base: dict[str, Any], ctx: Context) -> InferResult:
+    noise = r.get("interference")
+    base = dict(base, interference=Interference.read(noise) if noise else base["interference"])
+    variants = [v for v in r.get("variants") or [] if isinstance(v, dict)]
+    if not variants:           # the orchestrator died: the segments it reported, as figures without a verdict
+        latest: dict[tuple[str, int], dict[str, Any]] = {}
+        for p in progress:
+            if p.get("phase") == "segment" and p.get("variant") and p.get("median_ms"):
+                latest[(p["variant"], p.get("batch") or 1)] = p
+        named: dict[str, dict[str, Any]] = {}
+        for (name, batch), p in latest.items():
+            named.setdefault(name, {"name": name, "status": "ok", "points": []})["points"].append(
+                {"batch": batch, "latency_ms": p["median_ms"]})
+        variants = list(named.values())
+    if base["status"] in ("error", "crashed") and not any(v.get("points") for v in variants):
+        base = dict(base, has_result=False)         # nothing measured: `--into` adds nothing
+    decisions = [d for d in r.get("decisions") or [] if isinstance(d, dict)]
+    if not decisions and r:
+        decisions = [{"batch": None, "verdict": "inconclusive", "reason": words.inconclusive("nothing")}]
+    return InferResult(**base, variants=variants, decisions=decisions, rounds=int(r.get("rounds") or 0),
+                       segment_s=r.get("segment_s"), budget_s=r.get("budget_s"), max_error=r.get("max_error"),
+                       model=r.get("model"), parameters=r.get("parameters"), torch_version=r.get("torch"),
+                       openmp=r.get("openmp"), threads=r.get("threads"),
+                       onnxruntime_installed=r.get("onnxruntime_installed"),
+                       torchao_installed=r.get("torchao_installed"), main_worker=r.get("main_worker"),
+                       elapsed=r.get("elapsed"))
+
+
 # ----------------------------------------------------------------------------- reading an outcome
 
 
@@ -410,7 +509,7 @@ def read_kernels(reports: Any, flags: list[str] | None) -> tuple[list[dict[str, 
 
 
 READERS = {"train": _read_train, "sweep": _read_sweep, "gemm": _read_gemm, "quant": _read_quant,
-           "roofline": read_roofline}
+           "roofline": read_roofline, "infer": _read_infer}
 KINDS = tuple(READERS)
 
 

@@ -35,9 +35,10 @@ from cpudoctor.kits.child.runner import WAIT_SLICE_S as _runner_wait_slice
 # the child jobs themselves. Every other job is a standalone script in lab/jobs/ (JOB_SCRIPTS).
 JOB_MODULES = {
     "sweep": "cpudoctor.lab.sweep",
+    "infer": "cpudoctor.lab.infer",
 }
 MAX_LOG_LINES = 1000    # log lines an outcome keeps (the last ones)
-JOB_SCRIPTS = jobs.JOBS
+JOB_SCRIPTS = tuple(j for j in jobs.JOBS if j not in JOB_MODULES)   # "infer": its workers are lab/jobs/infer.py
 WAIT_SLICE_S = _runner_wait_slice  # re-exported: how often wait() returns to Python (Ctrl-C)
 
 
@@ -284,6 +285,11 @@ class Job:
     def send(self, line: str) -> bool:
         """Write one control line to the child (a serving job's ``measure`` command); False when it is gone."""
         return self._child.send(line)
+
+    def signal(self, sig: int) -> None:
+        """Send ``sig`` to the job's process group and every descendant the kit has seen (nothing once it ended):
+        the inference lab freezes a worker with SIGSTOP while another measures."""
+        self._child.signal(sig)
 
     def request_stop(self) -> None:
         """Stage 1: ask the job to stop (it finishes the step and sends a cancelled result)."""

@@ -57,6 +57,8 @@ def run(job: str, settings: dict[str, Any], *, context: Context | None = None,
     stop = stop or threading.Event()
     if job == "sweep":
         outcome = _run_sweep(settings, on_progress, stop, python, root)
+    elif job == "infer":
+        outcome = _run_infer(job_args(job, settings, context), on_progress, stop, python, root)
     else:
         outcome = _run_child(job, job_args(job, settings, context), on_progress, on_log, stop, python)
     return outcome, read_outcome(job, outcome, settings, context)
@@ -96,3 +98,33 @@ def _run_sweep(settings: dict[str, Any], on_progress, stop: threading.Event, pyt
     status = "cancelled" if result.get("status") == "cancelled" else "ok"
     return JobOutcome(status=status, result=result, progress=progress,
                       elapsed=float(result.get("elapsed") or 0.0))
+
+
+def _run_infer(settings: dict[str, Any], on_progress, stop: threading.Event, python: str | None,
+               root: Path) -> JobOutcome:
+    """The inference lab's orchestrator, in this process (it starts its workers itself), like the sweep."""
+    from cpudoctor.lab.infer import run_infer
+    from cpudoctor.lab.settings import InferSettings
+    from cpudoctor.probes import probe_topology
+
+    args = dict(settings)
+    allowed = args.pop("allowed_cpus", None)
+    started = args.pop("started", None)
+    progress: list[dict[str, Any]] = []
+
+    def seen(data: dict[str, Any]) -> None:
+        progress.append(data)
+        if on_progress is not None:
+            on_progress(data)
+
+    result = run_infer(InferSettings.from_dict(args), probe_topology(root), allowed, on_progress=seen, stop=stop,
+                       started=started, python=python)
+    status = "cancelled" if result.get("status") == "cancelled" else "ok"
+    outcome = JobOutcome(status=status, result=result, progress=progress, elapsed=float(result.get("elapsed") or 0.0))
+    measured = any(v.get("points") for v in result.get("variants") or [])
+    if result.get("main_worker") and not measured and status == "ok":
+        from cpudoctor.kits.child.exitstatus import ExitDiagnosis
+
+        why = f"the model could not be prepared: {result['main_worker']}"
+        outcome.status, outcome.error, outcome.diagnosis = "error", {"message": why}, ExitDiagnosis("error", message=why)
+    return outcome

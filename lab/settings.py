@@ -21,7 +21,7 @@ from cpudoctor.lab.jobs._settings import (DATASETS, DTYPES, GEMM_BACKENDS, MODEL
 
 __all__ = ["DATASETS", "DTYPES", "GEMM_BACKENDS", "MODELS", "OPTIMIZERS", "QUANT_APIS", "SMOOTHING_STEPS",
            "GemmSettings", "QuantSettings", "SettingsError", "SweepSettings", "TrainSettings", "SWEEP_TRAIN_KEYS",
-           "check_cpus", "check_output_path", "check_mnist_dir"]
+           "check_cpus", "check_output_path", "check_mnist_dir", "InferSettings"]
 
 # What a sweep passes on to every training worker; threads, CPUs and run length are the sweep's to choose.
 SWEEP_TRAIN_KEYS = ("model", "data", "mnist_dir", "batch_size", "optimizer", "dtype", "channels_last", "compile")
@@ -117,3 +117,64 @@ def check_output_path(path: str | Path, what: str = "output") -> Path:
     if target.exists() and not os.access(target, os.W_OK):
         raise SettingsError(f"{what} {path}: the file is read-only")
     return target
+
+
+@dataclass
+class InferSettings:
+    """``bench infer``: a model's inference variants, prepared in workers and measured in interleaved segments.
+
+    ``budget_s`` counts from the command's start (start-up and preparation included); ``max_error`` is the
+    largest output error a variant may have against fp32 and still be recommended, relative to the largest
+    magnitude of fp32's outputs (bf16 typically stays under 1 %).
+    """
+
+    source: str = "model"                  # model | module | torchscript | onnx
+    model: str | None = "resnet18"
+    target: str | None = None              # module:callable, or the model file
+    input_shape: list[int] | None = None
+    batches: list[int] = field(default_factory=lambda: [1])
+    budget_s: float = 60.0
+    max_error: float = 0.05
+    int8_api: str = "auto"
+    min_rounds: int = 3
+    quiet_limit: float = 0.10
+    native_bf16: bool | None = None        # from the parent's CPU probe
+    python: str | None = None              # the interpreter the workers run in (default: this one)
+    cwd: str | None = None                 # where a module or a model file is looked up
+
+    def validate(self) -> "InferSettings":
+        from cpudoctor.lab.jobs._settings import InferWorkerSettings
+
+        worker = InferWorkerSettings(source=self.source, model=self.model, target=self.target, cwd=self.cwd,
+                                     input_shape=self.input_shape, batches=self.batches,
+                                     int8_api=self.int8_api).validate()     # the same checks as a worker's
+        self.source, self.model, self.input_shape, self.batches = (worker.source, worker.model, worker.input_shape,
+                                                                   worker.batches)
+        self.int8_api = worker.int8_api
+        if self.source != "model":
+            self.model = None
+        self.budget_s = _positive("budget", self.budget_s)
+        if self.budget_s < 5:
+            raise SettingsError(f"the budget must be at least 5 s (start-up included), not {self.budget_s:g}")
+        try:
+            self.max_error = float(self.max_error)
+        except (TypeError, ValueError):
+            raise SettingsError(f"the accuracy limit must be a number, not {self.max_error!r}") from None
+        if not 0 <= self.max_error <= 10:
+            raise SettingsError(f"the accuracy limit is a relative error between 0 and 10, not {self.max_error:g}")
+        if isinstance(self.min_rounds, bool) or not isinstance(self.min_rounds, int) or self.min_rounds < 1:
+            raise SettingsError(f"min_rounds must be a whole number >= 1, not {self.min_rounds!r}")
+        if not 0 < float(self.quiet_limit) < 1:
+            raise SettingsError(f"quiet_limit is a share of the CPUs, between 0 and 1, not {self.quiet_limit}")
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "InferSettings":
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise SettingsError(f"unknown inference setting(s): {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        return cls(**data).validate()

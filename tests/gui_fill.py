@@ -124,8 +124,10 @@ def _train_lines(steps: int = 60) -> list[dict]:
 
 
 def fill_training(window) -> None:
-    """The Training page after a training run and a thread sweep on a busy machine, run through the page's own
-    code (its session reads the outcomes the lab's jobs would give; no child process runs)."""
+    """The Training page after a thread sweep on a busy machine, an inference benchmark and a training run, run
+    through the page's own code (its session reads the outcomes the lab's jobs would give; no child process runs)."""
+    from lab_samples import infer_run
+
     from cpudoctor.lab.runner import JobOutcome
 
     page = window.pages["Training"]
@@ -147,6 +149,16 @@ def fill_training(window) -> None:
         "status": "ok", "points": [*points, default], "verdict": "inconclusive", "recommendation": None,
         "reason": "inconclusive: 48 % of the CPU went to other programs", "rounds": 4, "variants": 6,
         "budget_s": 45.0, "segment_s": 1.0, "interference": busy}))
+    infer = infer_run()                          # the Inference tab: its box plots, verdict, code and table
+    page.session.begin("infer", dict(infer.settings), report)
+    page.infer.reset()
+    for v in infer.metrics["variants"]:
+        for p in v.get("points") or []:
+            page._on_progress({"phase": "segment", "round": 1, "variant": v["name"], "batch": p["batch"],
+                               "segment_median_ms": p["latency_ms"], "elapsed": 20.0, "budget_s": 60.0})
+    page._on_finished(JobOutcome(status="ok", result={
+        **infer.metrics, "status": "ok",
+        "interference": {"other_share": 0.01, "steal_share": 0.0, "cpus": [0, 1], "wall_s": 30.0}}))
     settings = page.train_settings().to_dict()
     page.session.begin("train", settings, report)
     page.live.reset(page.session.live)

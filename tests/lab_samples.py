@@ -3,7 +3,11 @@ lab/jobs/train.py, through lab/results.py): for the export and PDF tests and the
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from cpudoctor.model import BenchRun
+
+SCENARIOS = Path(__file__).parent / "fixtures" / "scenarios"
 
 
 def sweep_run(share: float = 0.8984) -> BenchRun:
@@ -55,6 +59,14 @@ def train_run() -> BenchRun:
                     metrics={"samples_per_s": 1183.4, "final_loss": 1.626, "train_accuracy": 0.412,
                              "initial_loss": 2.302, "eval_accuracy": 0.6328, "steps": 412, "threads": 2,
                              "elapsed": 20.1, "smoothing_steps": 20, "other_share": 0.021, "quiet": True})
+
+
+def infer_run() -> BenchRun:
+    """``bench infer`` on ResNet-18 at batch 1 as a report keeps it: the zen3-infer-measured scenario's run ('1 thread'
+    recommended, channels_last faster and beyond the accuracy limit, ONNX Runtime and torch.compile skipped)."""
+    from cpudoctor.report_file import load_report
+
+    return next(r for r in load_report(SCENARIOS / "zen3-infer-measured.json").benchmarks if r.kind == "infer")
 
 
 def lab_runs() -> list[BenchRun]:

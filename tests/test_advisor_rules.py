@@ -195,6 +195,7 @@ GOOD_BAD = {
     "THR005": ("zen3-healthy", "zen3-opencv-transforms"),
     "TOPO004": ("zen3-healthy", "threadripper-3990x-windows10-groups"),
     "OS002": ("threadripper-3990x-windows11", "threadripper-3990x-windows10-groups"),
+    "INFER001": ("zen3-healthy", "zen3-infer-measured"),
 }
 # Rules whose "good" case is advice rather than silence (the rule always has something to say).
 ADVICE_WHEN_GOOD = {"PREC001": "bf16 autocast can pay off", "PREC002": "int8 inference can pay off"}

@@ -109,7 +109,7 @@ def test_everything_but_the_window_and_the_jobs_imports_without_qt_or_torch():
     mods = (_modules("cpudoctor", "cpudoctor") + _modules("probes", "cpudoctor.probes", ("cpudoctor.probes.child.scripts",))
             + _modules("advisor", "cpudoctor.advisor")
             + _modules("lab", "cpudoctor.lab", tuple(f"cpudoctor.lab.jobs.{job}" for job in
-                                                     ("train", "gemm", "quant", "models", "data"))))
+                                                     ("train", "gemm", "quant", "models", "data", "infer_models"))))
     mods = [m for m in mods if m != "cpudoctor.__main__"]
     code = (
         "import importlib, sys\n"

@@ -117,6 +117,37 @@ def test_one_finding_reads_the_same_on_every_surface(qtbot):
     assert (data["title"], data["why"], data["fix"]) == (view.title, view.why, view.fix)
 
 
+def test_a_measured_inference_finding_reads_the_same_on_every_surface(qtbot):
+    """INFER001 words a lab measurement (bench infer's pick, its figures, the code that was measured): a Python
+    snippet, the same in every shell, laid out through the one view on every surface and in the real report's
+    pages beside the run it comes from."""
+    from cpudoctor import advisor
+    from cpudoctor.report_file import load_report
+
+    report = load_report(SCENARIOS / "zen3-infer-measured.json")
+    report.findings = advisor.diagnose(report)
+    (f,) = [f for f in report.findings if f.code == "INFER001"]
+    view = finding_view(f)
+    assert view.snippet.shell is None and "torch.set_num_threads(1)" in view.snippet.text
+    assert {finding_view(f, s).snippet.text for s in ("bash", "fish", "powershell", "cmd")} == {view.snippet.text}
+    seen = _surfaces(f, qtbot)
+    # the doctor's text gives a suggestion's why and code with --verbose (its fix line only without)
+    seen["doctor text"] = _words(doctor.render_text(_report(f), [f], "this machine", verbose=True))
+    for surface, words in seen.items():
+        for part in (view.title, view.why, view.fix, view.code):
+            assert _words(part) in words, (surface, part)
+        for line in view.snippet.text.splitlines():
+            assert _words(line) in words, (surface, line)
+    data = json.loads(doctor.render_json(_report(f), [f], "this machine"))["findings"][0]
+    assert (data["title"], data["why"], data["fix"], data["snippet"]) == (view.title, view.why, view.fix,
+                                                                          view.snippet.text)
+    pages = {"text": _words(text.render(report)), "md": _from_markdown(markdown.render(report)),
+             "html": _from_html(render_html(report))}
+    for surface, words in pages.items():
+        for part in (view.title, view.why, view.fix):
+            assert _words(part) in words, (surface, part)
+
+
 def test_the_rule_link_and_the_evidence_are_worded_once(qtbot):
     from cpudoctor.gui.advisor_page import AdvisorPage
     from cpudoctor.gui.model import AppModel

@@ -343,13 +343,13 @@ def test_the_lab_metrics_schema_knows_every_kind_the_lab_writes():
 
 def test_every_real_lab_result_fits_its_schema():
     """The shapes the jobs write (through lab/results.py) all pass: the check refuses damage, not data."""
-    from lab_samples import kernel_run, lab_runs
+    from lab_samples import infer_run, kernel_run, lab_runs
     from roofline_samples import runs
 
     from cpudoctor.model.serde import to_data
     from cpudoctor.report_file import lab_run_problem
 
-    for run in lab_runs() + runs() + [kernel_run()] + sample_report().benchmarks:
+    for run in lab_runs() + runs() + [kernel_run(), infer_run()] + sample_report().benchmarks:
         assert lab_run_problem(to_data(run)) is None, (run.kind, lab_run_problem(to_data(run)))
 
 

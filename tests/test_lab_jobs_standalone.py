@@ -24,7 +24,7 @@ from cpudoctor.lab import jobs
 from cpudoctor.lab.runner import job_command
 
 JOB_FILES = sorted(jobs.FOLDER.glob("*.py"))
-ALLOWED_TOP = {"torch", "numpy", "torchao", "threadpoolctl"}
+ALLOWED_TOP = {"torch", "numpy", "torchao", "threadpoolctl", "onnxruntime"}   # onnxruntime: the inference job
 SIBLINGS = {p.stem for p in JOB_FILES}
 
 

@@ -6,6 +6,7 @@ from cpudoctor.advisor.rules import (  # noqa: F401  (import = registration)
     blas,
     crashes,
     environment,
+    inference,
     isa,
     isa_forecast,
     known_problems,

@@ -1,4 +1,4 @@
-"""``cpudoctor bench train|gemm|sweep|quant|roofline``: the training lab's jobs from a terminal.
+"""``cpudoctor bench train|gemm|sweep|quant|roofline|infer``: the training lab's jobs from a terminal.
 
 Each job runs in a child process (torch is never imported here); the sweep's
 orchestrator runs here and starts its training workers. A progress bar goes
@@ -34,7 +34,8 @@ EXIT_CANCELLED = 130
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("bench", help="measure training speed, GEMM, int8 inference, roofs; sweep thread settings",
+    p = subparsers.add_parser("bench", help="measure training speed, GEMM, int8 and inference latency, roofs; sweep "
+                                            "thread settings",
                               description="Training lab jobs in a child process, with a progress bar on stderr.")
     jobs = p.add_subparsers(dest="job", metavar="JOB", parser_class=type(p))
     jobs.required = True
@@ -121,7 +122,40 @@ def register(subparsers) -> None:
     r.add_argument("--plot", metavar="FILE.svg|png", type=file_name("the picture's file name (.svg or .png)"),
                    help="draw the roofline picture into FILE (SVG or PNG)")
     common(r)
+    _infer_parser(jobs, common)
     p.set_defaults(func=run)
+
+
+def _infer_parser(jobs, common) -> None:
+    from cpudoctor.lab.jobs._settings import INFER_MODELS, INT8_APIS
+
+    i = jobs.add_parser("infer", help="inference latency (p50/p90/p99) and throughput of a model's variants: "
+                                      "threads, inference_mode, channels_last, bf16, int8, torch.compile, ONNX Runtime, "
+                                      "allocators, OpenMP wait policy; recommends the fastest that stays accurate",
+                        description="Measures each variant that applies in interleaved rounds, checks its outputs "
+                                    "against fp32, and recommends the fastest variant within the accuracy limit that "
+                                    "is distinguishable from the runner-up (or says inconclusive, and why).")
+    src = i.add_mutually_exclusive_group()
+    src.add_argument("--model", choices=tuple(INFER_MODELS), default=None,
+                     help="a built-in model (default resnet18): " + "; ".join(f"{k}: {v}" for k, v in INFER_MODELS.items()))
+    src.add_argument("--module", metavar="MODULE:CALLABLE",
+                     help="your model: a callable returning the model, or (model, example input); a module name "
+                          "importable from here, or path/to/file.py:callable")
+    src.add_argument("--torchscript", metavar="FILE", help="a TorchScript file (give --input-shape)")
+    src.add_argument("--onnx", metavar="FILE", help="an ONNX file, run in ONNX Runtime")
+    i.add_argument("--input-shape", type=int_list(1, 1 << 20, 8, "dimensions"), metavar="D1,D2,...",
+                   help="one sample's dimensions without the batch, e.g. 3,224,224 (when the model does not say)")
+    i.add_argument("--batch", type=int_list(1, 4096, 16, "batch sizes"), default=[1],
+                   help="batch sizes, e.g. 1,8 (default 1: latency; larger ones give throughput)")
+    i.add_argument("--budget", type=number(5, 86400, "a number of seconds"), default=60.0,
+                   help="the whole run ends within this many seconds, start-up included (default 60)")
+    i.add_argument("--max-error", type=number(0, 10, "a relative error"), default=0.05,
+                   help="the largest output error against fp32 (relative to fp32's largest output) a variant may "
+                        "have and still be recommended (default 0.05)")
+    i.add_argument("--int8-api", choices=INT8_APIS, default="auto",
+                   help="dynamic int8 API (default auto: torchao when installed, else torch.ao.quantization, "
+                        "deprecated)")
+    common(i)
 
 
 def job_args(args: argparse.Namespace) -> dict[str, Any]:
@@ -130,6 +164,8 @@ def job_args(args: argparse.Namespace) -> dict[str, Any]:
                                         TrainSettings)
 
     try:
+        if args.job == "infer":
+            return _infer_args(args)
         if args.job in ("train", "sweep"):
             train = TrainSettings(
                 model=args.model, data=args.data, mnist_dir=args.mnist_dir, batch_size=args.batch_size,
@@ -159,6 +195,20 @@ def job_args(args: argparse.Namespace) -> dict[str, Any]:
                              min_seconds=args.min_seconds, api=args.api).validate().to_dict()
     except SettingsError as exc:
         raise CliError(str(exc)) from None
+
+
+def _infer_args(args: argparse.Namespace) -> dict[str, Any]:
+    import os
+
+    from cpudoctor.lab.settings import InferSettings
+
+    source, target = "model", None
+    for name in ("module", "torchscript", "onnx"):
+        if getattr(args, name, None):
+            source, target = name, getattr(args, name)
+    return InferSettings(source=source, model=args.model or "resnet18", target=target, input_shape=args.input_shape,
+                         batches=args.batch, budget_s=args.budget, max_error=args.max_error, int8_api=args.int8_api,
+                         cwd=os.getcwd()).validate().to_dict()
 
 
 def _check_machine_fit(args: argparse.Namespace) -> list[str]:
@@ -282,6 +332,11 @@ def _progress_text(job: str, data: dict[str, Any], settings: dict[str, Any]) -> 
             return frac, f"starting {len(data.get('variants') or [])} training workers"
         sps = data.get("segment_samples_per_s")
         return frac, f"round {data.get('round')}: {data.get('variant')}: " + (f"{sps:,.0f} samples/s" if sps else "-")
+    if job == "infer":
+        from cpudoctor.render.infer import progress_line
+
+        frac = data.get("elapsed", 0) / data["budget_s"] if data.get("budget_s") else None
+        return frac, progress_line(data)
     frac = data.get("step", 0) / data["total"] if data.get("total") else None
     if job == "roofline":
         from cpudoctor.render.lab import roofline_progress
@@ -329,7 +384,7 @@ def run(args: argparse.Namespace) -> int:
     from cpudoctor.lab import session
 
     settings = job_args(args)
-    if args.job == "sweep":
+    if args.job in ("sweep", "infer"):
         from cpudoctor.kits.clock import process_started
 
         settings["started"] = process_started()     # --budget counts this command's start-up too

@@ -28,7 +28,7 @@ SEVERITIES: tuple[str, ...] = ("ok", "info", "warning", "error")
 SEVERITY_RANK: dict[str, int] = {s: i for i, s in enumerate(SEVERITIES)}
 # The values of Finding.category, in the order findings are grouped (cpudoctor.render.words titles them).
 CATEGORIES: tuple[str, ...] = ("isa", "torch", "threads", "blas", "topology", "os", "memory", "environment",
-                               "precision", "allocator", "known", "myth", "evidence", "internal")
+                               "precision", "inference", "allocator", "known", "myth", "evidence", "internal")
 
 
 @dataclass

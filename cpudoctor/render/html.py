@@ -335,6 +335,8 @@ def _bench(run: BenchRun, index: int, images: Images, pictures: dict[str, str]) 
     head = f"<h3>{e(kind_title(run.kind))}" + (f" · {e(when(run.started_at))}" if run.started_at else "") + (
         f' · <span class="sev-warning">{e(run.status)}</span>' if run.status != "ok" else "") + "</h3>"
     settings = ('<p class="note">Settings: ' + e(", ".join(settings_text(run.settings))) + "</p>") if run.settings else ""
+    if run.kind == "infer":
+        return head + settings + _infer(run, index, images, pictures)
     scalars = [(k, v) for k, v in run.metrics.items() if not isinstance(v, (list, dict)) and v is not None]
     table = _rows([(metric_label(k), e(metric(k, v))) for k, v in scalars]) if scalars else ""
     charts = []
@@ -359,6 +361,25 @@ def _bench(run: BenchRun, index: int, images: Images, pictures: dict[str, str]) 
                       + "</table></details>")
     note = f'<p class="note">{e(run.note)}</p>' if run.note else ""
     return head + settings + table + "".join(charts) + note
+
+
+def _infer(run: BenchRun, index: int, images: Images, pictures: dict[str, str]) -> str:
+    """An inference run: its verdicts and code, a box plot per batch size, the table (render/infer.py)."""
+    from cpudoctor.render.infer import batches_of, box_plot_svg, html_block
+
+    drawn = []
+    for b in batches_of(run.metrics):
+        svg = box_plot_svg(run.metrics, b)
+        if not svg:
+            continue
+        if images == "inline":
+            drawn.append(f'<div class="map">{svg}</div>')
+        else:
+            name = f"infer{index}_{b}"
+            pictures[name] = svg
+            drawn.append(f'<p><img src="cpudoctor:{name}"></p>')
+    note = f'<p class="note">{e(run.note)}</p>' if run.note else ""
+    return html_block(run.metrics) + "".join(drawn) + note
 
 
 def _notes(report: Report) -> str:

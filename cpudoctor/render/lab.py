@@ -77,7 +77,7 @@ def outcome_text(result) -> str:
     elif result.status != "ok":
         lines.append(f"Stopped: {result.message}.")
     writer = {"train": _train_text, "sweep": _sweep_text, "gemm": _gemm_text, "quant": _quant_text,
-              "roofline": _roofline_text}[result.kind]
+              "roofline": _roofline_text, "infer": _infer_text}[result.kind]
     body = writer(result)
     if not body and result.status != "ok":
         return "\n".join(lines)
@@ -193,6 +193,12 @@ def _gemm_text(r) -> list[str]:
                      f"{plural(m.get('physical_cores') or 0, 'physical core')}")
     lines += [f"note: {n}" for n in r.notes]
     return lines
+
+
+def _infer_text(r) -> list[str]:
+    from cpudoctor.render.infer import text_lines
+
+    return text_lines(r.metrics()) if r.variants else []
 
 
 def _roofline_text(r) -> list[str]:

@@ -31,7 +31,8 @@ from cpudoctor.model import Report, ThreadRecommendation
 # Lab job kinds as the Training page names them.
 KIND_TITLES = {"train": "Micro-training", "sweep": "Thread sweep", "gemm": "GEMM throughput",
                "quant": "Dynamic int8 vs fp32 inference", "peak": "Peak FLOP/s",
-               "roofline": "Roofline: measured roofs and memory bandwidth"}
+               "roofline": "Roofline: measured roofs and memory bandwidth",
+               "infer": "Inference latency per variant"}
 
 
 def when(stamp: str) -> str:
@@ -178,6 +179,13 @@ def benchmarks_lines(report: Report) -> list[str]:
         if run.settings:
             out.append("Settings: " + ", ".join(md_escape(_short(item, 80)) for item in settings_text(run.settings)))
             out.append("")
+        if run.kind == "infer":             # its own table, verdicts and code (render/infer.py)
+            from cpudoctor.render.infer import markdown_lines
+
+            out += markdown_lines(run.metrics, md_escape, md_fence)
+            if run.note:
+                out += [md_escape(run.note), ""]
+            continue
         scalars = [(k, v) for k, v in run.metrics.items() if not isinstance(v, (list, dict)) and v is not None]
         if scalars:
             out += ["| metric | value |", "|---|---|"]

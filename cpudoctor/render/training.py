@@ -21,7 +21,7 @@ from cpudoctor.render.lab import MODEL_LABELS, kernels_lines, metric_definition,
 
 RUN_COLUMNS = ("When", "Job", "Status", "Settings", "Samples/s", "Held-out", "Result", "Note")
 JOB_NAMES = {"train": "training run", "sweep": "thread sweep", "gemm": "GEMM benchmark",
-             "quant": "int8 vs fp32 benchmark", "roofline": "roofline job"}
+             "quant": "int8 vs fp32 benchmark", "roofline": "roofline job", "infer": "inference benchmark"}
 QUIET_LIMIT = 0.10          # as the lab's (lab/results.py): more CPU to others than this is a busy machine
 
 READY = "Ready. Jobs run in a separate process; the window stays responsive."
@@ -129,6 +129,10 @@ def progress_text(job: str, changed: str, data: dict[str, Any], budget_s: float 
         from cpudoctor.render.lab import roofline_progress
 
         return roofline_progress(data)
+    if job == "infer":
+        from cpudoctor.render.infer import progress_line
+
+        return ("Inference: " + progress_line(data)) if progress_line(data) else None
     return None
 
 
@@ -136,13 +140,17 @@ def measured_anything(run: BenchRun) -> bool:
     """True when a run carries a figure (a cancel before the first one leaves only dashes)."""
     m = run.metrics
     return bool(m.get("samples_per_s") or m.get("points") or m.get("final_loss") is not None or m.get("compute")
-                or m.get("memory"))
+                or m.get("memory") or any(isinstance(v, dict) and v.get("points") for v in m.get("variants") or []))
 
 
 def finished_text(job: str, result, message: str, had_progress: bool) -> tuple[str, str]:
     """(plain text, severity) when a job ends: ok, quiet or not, cancelled or stopped."""
     name = job_name(job)
     measured = measured_anything(result.bench_run())
+    if job == "infer" and result.main_worker and not result.measured():
+        return f"The inference benchmark could not prepare the model: {result.main_worker}.", "warning"
+    if result.status == "ok" and job == "infer" and result.verdict != "recommended":
+        return (f"The inference benchmark finished without a recommendation ({result.reason}).", "info")
     short = short_run_text(result.steps, result.startup_s, result.budget_s) if job == "train" else ""
     if result.status == "ok" and short:
         timed = ("its samples/s come from too few steps to compare" if result.samples_per_s
@@ -212,6 +220,9 @@ def settings_text(run: BenchRun) -> str:
     if run.kind == "roofline":
         dtypes = list(dict.fromkeys(c.get("dtype") for c in m.get("compute") or [] if isinstance(c, dict)))
         return f"roofs: {', '.join(d for d in dtypes if d) or 'none'}" + (", memory" if m.get("memory") else "")
+    if run.kind == "infer":
+        what = s.get("model") if s.get("source") in (None, "model") else s.get("target")
+        return f"{what}, batch {', '.join(str(b) for b in s.get('batches') or [1])}, budget {s.get('budget_s', 60):g} s"
     return f"MLP, batch {', '.join(str(b) for b in s.get('batches') or [1, 64])}"
 
 
@@ -282,6 +293,13 @@ def _result_cells(run: BenchRun) -> tuple[str, str, str, str, str, str]:
         res_tip = str(m.get("vnni_note") or "")
     elif run.kind == "roofline":
         res, res_tip = _roofline_cells(m)
+    elif run.kind == "infer":
+        from cpudoctor.render.infer import verdict_line
+
+        decisions = [d for d in m.get("decisions") or [] if isinstance(d, dict)]
+        rec = m.get("recommendation") if isinstance(m.get("recommendation"), dict) else None
+        res = (f"b{rec.get('batch')}: {rec.get('variant')}" if rec else ("inconclusive" if decisions else "—"))
+        res_tip = "\n".join(verdict_line(d) for d in decisions)
     return sps, sps_tip, "—", "", res, res_tip or res
 
 
@@ -308,7 +326,7 @@ def _note_cells(run: BenchRun) -> tuple[str, str]:
     share = _other_share(run)
     if not measured_anything(run) and run.status == "cancelled":
         return "cancelled before its first measurement", note
-    if run.kind in ("sweep", "quant") and run.metrics.get("verdict") not in ("recommended", "measured") \
+    if run.kind in ("sweep", "quant", "infer") and run.metrics.get("verdict") not in ("recommended", "measured") \
             and share is not None and share > QUIET_LIMIT:
         return f"busy machine ({percent(share, fraction=True)} to others): rerun", note or f"measured while {busy(share)}"
     return note, note

@@ -59,6 +59,7 @@ CATEGORIES: dict[str, str] = {
     "memory": "Memory and swap",
     "environment": "WSL, VMs and containers",
     "precision": "Precision (bf16, int8)",
+    "inference": "Inference latency (measured)",
     "allocator": "Memory allocator",
     "known": "Known problems by version",
     "myth": "Myths from tuning guides",

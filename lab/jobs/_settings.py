@@ -315,3 +315,109 @@ class RooflineSettings:
     @classmethod
     def from_dict(cls, data: Dict[str, Any]) -> "RooflineSettings":
         return _from_dict(cls, data, "roofline")
+
+
+# ----------------------------------------------------------------------------- inference
+
+INFER_MODELS = {
+    "resnet18": "ResNet-18 (3x224x224 images, 1000 classes, ~11.7M parameters)",
+    "transformer": "transformer encoder (4 layers, width 256, 128 tokens, ~5.3M parameters)",
+}
+INFER_SOURCES = ("model", "module", "torchscript", "onnx")
+INFER_KINDS = ("eager", "inference", "onnxruntime")
+ORT_LEVELS = ("disable", "basic", "extended", "all")
+INT8_APIS = ("auto", "torchao", "torch.ao")
+MAX_BATCH = 4096
+
+
+def check_variant(spec: Any) -> Dict[str, Any]:
+    """One inference variant as the orchestrator describes it to a worker: what to change against plain fp32.
+
+    ``kind``: eager (autograd on, as a naive serving loop runs), inference (``torch.inference_mode``) or
+    onnxruntime; on top of it ``threads``, ``channels_last``, ``autocast`` ("bf16"), ``int8``, ``compile``,
+    ``ort_threads`` and ``ort_level``. ``same_threads_as``: the variant whose thread count this one repeats when
+    the worker's default equals ``threads`` (measured once, under that name).
+    """
+    if not isinstance(spec, dict) or not isinstance(spec.get("name"), str) or not spec["name"].strip():
+        raise SettingsError("each inference variant needs a name: {\"name\": ..., \"kind\": ...}")
+    known = {"name", "kind", "group", "effort", "threads", "channels_last", "autocast", "int8", "compile",
+             "ort_threads", "ort_level", "same_threads_as"}
+    unknown = sorted(set(spec) - known)
+    if unknown:
+        raise SettingsError(f"unknown inference variant field(s): {', '.join(unknown)}")
+    out = dict(spec)
+    out["kind"] = _check_choice("variant kind", spec.get("kind", "inference"), INFER_KINDS)
+    out["threads"] = _check_int("threads", spec.get("threads"), 1, 4096, allow_none=True)
+    out["ort_threads"] = _check_int("ONNX Runtime threads", spec.get("ort_threads"), 1, 4096, allow_none=True)
+    out["ort_level"] = _check_choice("graph optimisation level", spec.get("ort_level") or "all", ORT_LEVELS)
+    if spec.get("autocast") not in (None, "bf16"):
+        raise SettingsError(f"autocast must be bf16 or absent, not {spec.get('autocast')!r}")
+    for flag in ("channels_last", "int8", "compile"):
+        out[flag] = bool(spec.get(flag))
+    out["effort"] = _check_int("effort", spec.get("effort", 0), 0, 100)
+    return out
+
+
+@dataclass
+class InferWorkerSettings:
+    """One inference worker: a model, its inputs per batch size, and the variants it prepares and measures.
+
+    Variants that need a process of their own (an environment variable read at start-up such as
+    ``OMP_WAIT_POLICY``, an allocator preloaded with ``LD_PRELOAD``, a CPU set, ``torch.compile`` that may
+    outlast the preparation time) get their own worker; the rest share one. ``source``: a built-in ``model``,
+    a ``module`` ("package.module:callable" or "file.py:callable" returning a model, or (model, example input)),
+    a ``torchscript`` or an ``onnx`` file (``target``).
+    """
+
+    source: str = "model"
+    model: Optional[str] = "resnet18"
+    target: Optional[str] = None             # module:callable, or the model file
+    cwd: Optional[str] = None                # a module is imported from here (as `python -m` would)
+    input_shape: Optional[List[int]] = None  # one sample's shape, without the batch dimension
+    batches: List[int] = field(default_factory=lambda: [1])
+    variants: List[Dict[str, Any]] = field(default_factory=list)
+    threads: Optional[int] = None            # this worker's default threads (None: the library's own)
+    cpus: Optional[List[int]] = None         # pin the worker to these CPUs before torch starts
+    native_bf16: Optional[bool] = None       # from the parent's CPU probe
+    int8_api: str = "auto"
+    probe_batch: int = 2                     # samples the accuracy check compares
+    warmup_s: float = 0.1                    # per variant and batch size, after the first call and one more
+    preload: Optional[str] = None            # the allocator this worker was started with (checked in its maps)
+    seed: int = 0
+
+    def validate(self) -> "InferWorkerSettings":
+        self.source = _check_choice("model source", self.source, INFER_SOURCES)
+        if self.source == "model":
+            self.model = _check_choice("model", self.model or "resnet18", INFER_MODELS)
+        elif not self.target or not str(self.target).strip():
+            raise SettingsError(f"a {self.source} model needs its target ("
+                                + ("module:callable" if self.source == "module" else "the model file") + ")")
+        if self.input_shape is not None:
+            if not self.input_shape or len(self.input_shape) > 8:
+                raise SettingsError("the input shape is one sample's dimensions, e.g. 3,224,224 (1 to 8 of them)")
+            self.input_shape = [_check_int("input dimension", d, 1, 1 << 20) for d in self.input_shape]
+        if not self.batches:
+            raise SettingsError("give at least one batch size")
+        self.batches = list(dict.fromkeys(_check_int("batch", b, 1, MAX_BATCH) for b in self.batches))
+        self.variants = [check_variant(v) for v in self.variants]
+        names = [v["name"] for v in self.variants]
+        if len(set(names)) != len(names):
+            raise SettingsError("inference variant names must differ")
+        self.threads = _check_int("threads", self.threads, 1, 4096, allow_none=True)
+        if self.cpus is not None:
+            if not self.cpus:
+                raise SettingsError("the CPU set to pin to is empty")
+            self.cpus = sorted({_check_int("cpu", c, 0, MAX_CPUS - 1) for c in self.cpus})
+        self.native_bf16 = _check_bool(self.native_bf16, allow_none=True)
+        self.int8_api = _check_choice("int8 API", self.int8_api, INT8_APIS)
+        self.probe_batch = _check_int("probe batch", self.probe_batch, 1, 256)
+        self.warmup_s = _check_float("warm-up seconds", self.warmup_s, hi=60)
+        self.seed = _check_int("seed", self.seed, 0)
+        return self
+
+    def to_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> "InferWorkerSettings":
+        return _from_dict(cls, data, "inference worker")
