@@ -19,6 +19,7 @@ from cpudoctor.model.breakdown import TimeBreakdown
 from cpudoctor.model.inspection import Inspection
 from cpudoctor.model.joblogs import OneDnnLog, RecompileLog
 from cpudoctor.model.kernels import KernelCensus
+from cpudoctor.model.memory import JobMemory
 
 
 @dataclass
@@ -42,15 +43,6 @@ class RunObservation:
     dropped_kernel_lines: bool = False    # the job printed more oneDNN lines than are kept: the oldest were dropped
     dropped_recompile_lines: bool = False   # the same for PyTorch's recompilation log
     stop_signal: str | None = None        # what CPU Doctor was sent when ended_by is "terminated": SIGTERM, SIGHUP
-
-
-@dataclass
-class JobMemory:
-    """The job's memory at the end of the window."""
-
-    rss_bytes: int | None = None
-    swap_bytes: int | None = None
-    major_faults_per_s: float | None = None
 
 
 @dataclass
@@ -79,8 +71,15 @@ class JobEvidence:
         """A job ``cpudoctor run`` started and watched to its end."""
         return cls(command=obs.command, pid=obs.pid, breakdown=obs.breakdown, onednn=obs.onednn,
                    recompiles=obs.recompiles, launch_affinity=obs.launch_affinity, env=dict(obs.env),
-                   memory=_memory(obs.process) if obs.process is not None else None, process=obs.process)
+                   memory=_memory(obs.process, obs.exit_code) if obs.process is not None else None,
+                   process=obs.process)
 
 
-def _memory(insp: Inspection) -> JobMemory:
-    return JobMemory(insp.rss_bytes, insp.swap_bytes, insp.major_faults_per_s)
+def _memory(insp: Inspection, exit_code: int | None = None) -> JobMemory:
+    """The job's memory as its process sampler recorded it (a bare one from the process's own figures when the
+    sampler kept none: an inspection saved before the memory facts existed)."""
+    memory = insp.memory if insp.memory is not None else JobMemory(insp.rss_bytes, insp.swap_bytes,
+                                                                   insp.major_faults_per_s)
+    if exit_code is not None:
+        memory.exit_code = exit_code
+    return memory

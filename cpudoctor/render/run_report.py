@@ -55,6 +55,10 @@ def render_text(obs: RunObservation, findings: list[Finding]) -> str:
             out.append(f"  {share:>5}  {r['kind']:<14} {r['impl']:<28} {r['data_type']:<5} x{r['count']}")
     elif "ONEDNN_VERBOSE" in obs.diagnostics:
         out.append("Kernels      oneDNN ran no primitive (fp32 linear layers use MKL; convolutions and bf16 use oneDNN)")
+    if obs.process is not None and obs.process.memory is not None:
+        from cpudoctor.render.job_memory import memory_lines
+
+        out.extend(memory_lines(obs.process.memory))
     if obs.recompiles.recompiles:
         out.append(f"Recompiles   {len(obs.recompiles.recompiles)}"
                    + (" (Dynamo hit its recompile limit)" if obs.recompiles.limit_hit else ""))
@@ -102,6 +106,11 @@ def render_md(obs: RunObservation, findings: list[Finding]) -> str:
         out += ["## Kernels (oneDNN)", "", "| Kind | Implementation | Type | Runs | Time |", "|---|---|---|---:|---:|"]
         out += [f"| {r['kind']} | `{md_escape(r['impl'])}` | {r['data_type']} | {r['count']} | {r['time_ms']:.1f} ms |"
                 for r in rows[:MAX_KERNEL_ROWS]] + [""]
+    if obs.process is not None and obs.process.memory is not None:
+        from cpudoctor.render.job_memory import memory_rows
+
+        out += ["## Memory", "", "| | |", "|---|---|"]
+        out += [f"| {name} | {md_escape(text)} |" for name, text in memory_rows(obs.process.memory)] + [""]
     out += ["## Findings", "", *job_findings.md_lines(findings, none=NONE)]
     return "\n".join(out) + "\n"
 
@@ -132,6 +141,7 @@ def render_json(obs: RunObservation, findings: list[Finding]) -> str:
                                "threads": obs.onednn.threads, "max_isa": obs.onednn.max_isa,
                                "total_ms": round(obs.onednn.total_ms, 3), "groups": kernel_rows(obs)}},
         "recompiles": to_data(obs.recompiles),
+        "memory": to_data(obs.process.memory) if obs.process is not None and obs.process.memory is not None else None,
         "notes": run_notes(obs),
     }
     return json_text(data) + "\n"
