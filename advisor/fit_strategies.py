@@ -83,11 +83,14 @@ def accumulation(plan: FitPlan, shape, line) -> Strategy | None:
     cost = None
     if line:
         a, big = line.seconds_per_sample(micro), line.seconds_per_sample(shape.batch)
-        if a and big:
-            cost = round(a / big - 1, 3)
+        near = {p.batch for p in line.points}
+        if a and big and len({min(near, key=lambda b: abs(b - micro)), min(near, key=lambda b: abs(b - shape.batch))}) == 2:
+            cost = round(a / big - 1, 3)     # measured at two batch sizes, not the same point twice
+    speed_measured = cost is not None
     if cost is None:
         cost = _cost("accumulation")
     return Strategy("accumulation", saves_bytes=max(0, saves), speed_cost=cost, measured=measured,
+                    speed_measured=speed_measured,
                     detail={"batch": shape.batch, "micro_batch": micro, "steps": k},
                     snippet=accumulation_snippet(micro, k))
 
@@ -128,7 +131,8 @@ def checkpointing(plan: FitPlan, shape, line) -> Strategy | None:
     if plan.largest_batch_checkpointed is not None:
         detail["largest_batch"] = plan.largest_batch_checkpointed
     return Strategy("checkpointing", saves_bytes=saves, speed_cost=cost if cost is not None else _cost("checkpointing"),
-                    measured=True, detail=detail, snippet=checkpoint_snippet(m.checkpoint_block))
+                    measured=True, speed_measured=cost is not None, detail=detail,
+                    snippet=checkpoint_snippet(m.checkpoint_block))
 
 
 def _measured_cost(variant: StepLine, line: StepLine) -> float | None:
@@ -188,11 +192,13 @@ def autocast(plan: FitPlan, shape, line) -> Strategy | None:
         return None
     bf = StepLine(m.bf16_points)
     if len(bf.points) < 2:
-        return Strategy("autocast", saves_bytes=None, speed_cost=_measured_cost(bf, line), measured=False,
+        cost = _measured_cost(bf, line)
+        return Strategy("autocast", saves_bytes=None, speed_cost=cost, speed_measured=cost is not None,
                         detail={"native": native}, snippet=autocast_snippet())
     saves = max(0, (line.delta(shape.batch) or 0) - (bf.delta(shape.batch) or 0))
     cost = _measured_cost(bf, line)
-    return Strategy("autocast", saves_bytes=saves, speed_cost=cost, measured=True, applicable=saves > 0,
+    return Strategy("autocast", saves_bytes=saves, speed_cost=cost, measured=True, speed_measured=cost is not None,
+                    applicable=saves > 0,
                     detail={"native": native}, snippet=autocast_snippet())
 
 

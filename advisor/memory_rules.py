@@ -137,7 +137,7 @@ def memory_limit(ev: Evidence) -> list[Finding]:
         why = (f"The job ended with SIGKILL (exit code {mem.exit_code}) and its cgroup counted "
                f"{plural(cg.events_in_window['oom_kill'], 'OOM kill')} while it ran: it needed more than the "
                f"{size(limit)} its cgroup allows{where}. Before it was killed its process held {size(mem.peak_rss_bytes)} "
-               f"at most{_workers_line(mem)}. Nothing of this reaches Python: no traceback, no exception.")
+               f"at most (resident, libraries the cgroup does not charge included){_workers_line(mem)}. Nothing of this reaches Python: no traceback, no exception.")
         return [_finding("error", f"Killed at its cgroup's {size(limit)} memory limit (OOM, exit code 137)", why, fix,
                          snippet, evidence, lang)]
     parts = []

@@ -90,7 +90,8 @@ class Strategy:
     total_bytes: int | None = None            # the need with it applied
     fits: bool | None = None
     speed_cost: float | None = None           # extra time per sample (0.3: 30 % slower; negative: faster)
-    measured: bool = False                    # bytes and cost measured on this model here (else computed/typical)
+    measured: bool = False                    # the bytes measured on this model here (else computed or typical)
+    speed_measured: bool = False              # the speed cost measured here (else a typical figure)
     applicable: bool = True
     detail: dict[str, object] = field(default_factory=dict)   # figures the words need (batch, accumulation, ...)
     snippet: str = ""

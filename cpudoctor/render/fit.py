@@ -36,7 +36,7 @@ def speed_words(s: Strategy) -> str:
     if abs(c) < 0.005:
         return "none"
     word = f"+{percent(c, fraction=True)} time" if c > 0 else f"{percent(-c, fraction=True)} faster"
-    return word + (" (measured)" if s.measured else " (typical)")
+    return word + (" (measured)" if s.speed_measured else " (typical)")
 
 
 def strategy_title(s: Strategy) -> str:

@@ -363,7 +363,9 @@ class Series:
     def _too_much(self, points: List[Dict[str, Any]], n: int, deadline: float) -> str:
         if not points:
             return ""
-        step = _predict(points, n, "step_s") or 0.0
+        # the least disturbed step so far, per sample (a busy machine slows some steps down, never speeds one up)
+        timed = [p["step_s"] / p["batch"] for p in points if p.get("step_s")]
+        step = min(timed) * n if timed else 0.0
         if time.perf_counter() + step * (self.s.steps + 1) > deadline:
             return f"its steps would take about {step * self.s.steps:.1f} s, past the time budget"
         delta = _predict(points, n, "peak_delta_bytes", self.per_sample)
