@@ -157,3 +157,21 @@ def plan_training(t: TrainingMemory, shape: JobShape, budget_: MemoryBudget, sou
                           "size the batch")
     plan.strategies = strategies(plan, shape, None, training=t)
     return plan
+
+
+VARIANTS = ("plain", "checkpoint", "bf16")
+
+
+def need_at(m: ModelMeasurement, batch: int, variant: str = "plain", extra: int = 0,
+            up_to: int | None = None) -> int | None:
+    """The peak resident memory of a training step at ``batch`` from a measurement: the memory before a step plus
+    the step's rise on the ``variant``'s line, plus ``extra`` (a dataset, workers). ``up_to``: use only the batches
+    measured up to it (how well a small measurement extrapolates)."""
+    points = {"plain": m.points, "checkpoint": m.checkpoint_points, "bf16": m.bf16_points}[variant]
+    if up_to is not None:
+        points = [p for p in points if p.batch <= up_to]
+    line = step_line(points, m.saved_bytes_per_sample) if variant == "plain" else StepLine(points)
+    delta = line.delta(batch) if len(line.points) >= (1 if variant == "plain" else 2) else None
+    if delta is None or m.base_bytes is None:
+        return None
+    return m.base_bytes + delta + extra

@@ -287,12 +287,9 @@ def memory_grows(ev: Evidence) -> list[Finding]:
     if mem.growth_per_epoch_bytes and mem.worker_generations >= 2:
         why += f", and {size(mem.growth_per_epoch_bytes)} from one epoch to the next"
     why += ". A training step needs the same memory every time: this is memory kept from each step."
-    limit, kind = mem.limit
-    if limit and rate > 0 and mem.rss_bytes and limit > mem.rss_bytes:
-        minutes = (limit - _held(mem)) / rate / 60 if _held(mem) and limit > _held(mem) else None
-        if minutes is not None:
-            what = {"cgroup": "its cgroup's limit", "wsl2": "the WSL2 VM's memory"}.get(kind, "the machine's memory")
-            why += f" At this rate it reaches {what} ({size(limit)}) in about {minutes:.0f} min."
+    room, what = _room(mem)
+    if room and rate > 0:
+        why += f" At this rate it takes {what} ({size(room)} left) in about {room / rate / 60:.0f} min."
     if not mem.growth_still_rising:
         why += " (It had levelled off by the end: a cache that filled, or data still loading, grows like this too.)"
     fix = ("Keep numbers, not tensors: loss.item() or .detach() for what the loop keeps; no retain_graph=True; "
@@ -307,6 +304,18 @@ def memory_grows(ev: Evidence) -> list[Finding]:
                      {"growth_bytes_per_s": rate, "growth_window_s": mem.growth_window_s, "rss_bytes": mem.rss_bytes,
                       "growth_fit": mem.growth_fit, "growth_per_epoch_bytes": mem.growth_per_epoch_bytes},
                      "python")]
+
+
+def _room(mem: JobMemory) -> tuple[int | None, str]:
+    """How much more the job can take, and what runs out: its cgroup's limit, or the memory available."""
+    limit, kind = mem.limit
+    held = _held(mem)
+    if kind == "cgroup" and limit and held and limit > held:
+        return limit - held, "the rest of its cgroup's limit"
+    available = mem.system.available_bytes if mem.system is not None else None
+    if available:
+        return available, "the WSL2 VM's available memory" if kind == "wsl2" else "the machine's available memory"
+    return None, ""
 
 
 def _need(mem: JobMemory) -> int | None:

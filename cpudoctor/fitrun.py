@@ -202,3 +202,97 @@ def plan_from_run(mem: JobMemory, req: FitRequest, budget_: MemoryBudget) -> Fit
     shape.workers_copy_dataset = bool(workers) and any((w.uss_bytes or 0) > 128 * 2**20 for w in workers)
     plan.strategies = rank([s for s in (shared_dataset(plan, shape), raise_limit(plan), swap(plan)) if s is not None])
     return plan
+
+
+# --- the lab's check: fit's estimate against a measured training run -------------------------------------------
+
+
+@dataclass
+class CheckRow:
+    """One training run against fit's estimate for it."""
+
+    model: str
+    batch: int
+    checkpoint: bool
+    estimate_bytes: int | None = None          # from the batches measured, up to this one when it was measured
+    estimate_small_bytes: int | None = None    # from batches up to a quarter of it only (the extrapolation alone)
+    measured_bytes: int | None = None          # the training process's peak resident memory
+    error: str = ""
+
+    @property
+    def error_share(self) -> float | None:
+        if self.estimate_bytes is None or not self.measured_bytes:
+            return None
+        return self.estimate_bytes / self.measured_bytes - 1
+
+
+def lab_data_bytes(batch: int) -> int:
+    """The lab's synthetic training data (lab/jobs/train.py: max(8192, 16 x batch) 28x28 fp32 images, int64 labels)."""
+    return max(8192, batch * 16) * (28 * 28 * 4 + 8)
+
+
+def lab_train_peak(model: str, batch: int, checkpoint: bool, *, python: str | None = None, steps: int = 3,
+                   stop: threading.Event | None = None) -> int:
+    """The peak resident memory of the lab's training job (lab/jobs/train.py) at ``batch``: its own loop and data,
+    no census and no evaluation, so the peak is the training's."""
+    from cpudoctor.lab.runner import job_command, run_job
+
+    settings = {"model": model, "batch_size": batch, "checkpoint": checkpoint, "steps": steps, "warmup_steps": 1,
+                "seconds": 3600.0, "census": False, "eval_samples": 0}
+    outcome = run_job("train", settings, stop_event=stop or threading.Event(),
+                      argv=job_command("train", settings, python))
+    if outcome.result is None or outcome.result.get("max_rss_mib") is None:
+        raise FitInputError(f"the training run of {model} at batch {batch} failed: {outcome.message}")
+    return int(float(outcome.result["max_rss_mib"]) * 2**20)
+
+
+def lab_check(model: str, batches: list[int], *, checkpoint: bool = True, python: str | None = None,
+              seconds: float = 600.0, path: str | None = None,
+              train_peak: Callable[[int, bool], int] | None = None, data_bytes: Callable[[int], int] | None = None,
+              stop: threading.Event | None = None,
+              on_row: Callable[[CheckRow], None] | None = None) -> list[CheckRow]:
+    """Train ``model`` at each of ``batches`` (and checkpointed) and hold each run's peak against fit's estimate.
+
+    A lab model is trained by the lab's training job; another one by ``train_peak(batch, checkpoint)``. fit
+    measures the model once, up to the largest batch (the estimates for smaller ones are then from measured
+    points, the ``small`` column from those up to a quarter of the batch only).
+    """
+    from cpudoctor.advisor.fit import need_at
+    from cpudoctor.lab.fit import FitError, measure
+
+    batches = sorted(set(batches))
+    lab = train_peak is None
+    if lab:
+        train_peak = lambda b, ck: lab_train_peak(model, b, ck, python=python, stop=stop)  # noqa: E731
+        data_bytes = data_bytes or lab_data_bytes
+    settings = {"model": model, "path": path or os.getcwd(), "optimizer": "adam", "checkpoint": checkpoint,
+                "bf16": False, "seconds": seconds, "batches": _check_batches(batches), "checkpoint_batches": batches}
+    try:
+        _outcome, m = measure(settings, python=python, stop=stop)
+    except FitError as exc:
+        raise FitInputError(f"the model could not be measured: {exc}") from None
+    rows = []
+    for ck in ((False, True) if checkpoint and m.checkpoint_block else (False,)):
+        for b in batches:
+            extra = data_bytes(b) if data_bytes else 0
+            variant = "checkpoint" if ck else "plain"
+            row = CheckRow(model, b, ck, need_at(m, b, variant, extra), need_at(m, b, variant, extra, up_to=b // 4))
+            try:
+                row.measured_bytes = train_peak(b, ck)
+            except FitInputError as exc:
+                row.error = str(exc)
+            rows.append(row)
+            if on_row is not None:
+                on_row(row)
+            if stop is not None and stop.is_set():
+                return rows
+    return rows
+
+
+def _check_batches(batches: list[int]) -> list[int]:
+    """What fit measures for a check: a doubling series from 2 to the largest batch, and each batch checked."""
+    series, n = set(batches), 2
+    while n < max(batches):
+        series.add(n)
+        n *= 2
+    return sorted(series)

@@ -17,7 +17,7 @@ import argparse
 import sys
 import threading
 
-from cpudoctor.argtypes import byte_size, integer, number, output_file, shape
+from cpudoctor.argtypes import byte_size, int_list, integer, number, output_file, shape
 from cpudoctor.commands import CliError, emit, output_format
 
 FORMATS = ("text", "json", "md")
@@ -64,6 +64,9 @@ def register(subparsers) -> None:
     p.add_argument("--no-bf16", dest="bf16", action="store_false", help="do not measure bf16 autocast")
     p.add_argument("--seconds", type=number(5, 3600, "a number of seconds"), default=60.0,
                    help="time budget of the measurement (default 60)")
+    p.add_argument("--check", type=int_list(1, 1 << 20, 16, "batch sizes"), metavar="B1,B2,...",
+                   help="the lab's check: train --model (a lab model) at these batch sizes, with and without "
+                        "checkpointing, and print each run's peak against fit's estimate")
     p.add_argument("--format", "-f", choices=FORMATS, default=None,
                    help="text, json or md (default: from the -o file name's ending, else text)")
     p.add_argument("--output", "-o", metavar="FILE", type=output_file, help="write to FILE instead of stdout")
@@ -92,6 +95,8 @@ def request(args: argparse.Namespace):
 
 def run(args: argparse.Namespace) -> int:
     args.format = output_format(args.output, args.format, FORMATS)
+    if args.check:
+        return check(args)
     req = request(args)
     from cpudoctor.fitrun import FitInputError, run_fit
     from cpudoctor.render.fit import RENDERERS
@@ -108,3 +113,29 @@ def run(args: argparse.Namespace) -> int:
         raise
     emit(RENDERERS[args.format](outcome.plan), args.output)
     return 0 if outcome.plan.fits is not False else 1
+
+
+def check(args: argparse.Namespace) -> int:
+    """``--check``: a lab model trained at each batch size, its peak against fit's estimate."""
+    from cpudoctor.commands import python_choice
+    from cpudoctor.fitrun import FitInputError, lab_check
+    from cpudoctor.lab.jobs._settings import MODELS
+    from cpudoctor.render.fit import render_check
+
+    if (args.model or "").lower() not in MODELS:
+        raise CliError(f"--check trains a lab model: give --model {' or '.join(MODELS)}")
+    python, _why = python_choice(args.python)
+    try:
+        rows = lab_check(args.model.lower(), args.check, checkpoint=args.checkpoint, python=python,
+                         seconds=max(args.seconds, 120.0))
+    except FitInputError as exc:
+        raise CliError(str(exc)) from None
+    if args.format == "json":
+        from cpudoctor.model.report import json_text
+        from cpudoctor.model.serde import to_data
+
+        text = json_text({"kind": "cpudoctor-fit-check", "rows": to_data(rows)}) + "\n"
+    else:
+        text = render_check(rows)
+    emit(text, args.output)
+    return 0 if all(r.error_share is not None and abs(r.error_share) <= 0.15 for r in rows) else 1

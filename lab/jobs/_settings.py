@@ -275,7 +275,8 @@ class FitSettings:
     budget_bytes: Optional[int] = None      # the child's own memory for the measurement (the parent: a share of
                                             # what is available); a batch predicted past it is not run
     threads: Optional[int] = None
-    checkpoint: bool = True                 # also measure with the repeated blocks checkpointed
+    checkpoint: bool = True                 # also measure with the repeated blocks checkpointed ...
+    checkpoint_batches: Optional[List[int]] = None   # ... at these batches (None: the two largest measured)
     bf16: bool = False                      # also measure under bf16 autocast (where the CPU computes bf16 natively)
     steps: int = 2                          # measured steps per batch size (after one unmeasured step)
     seconds: float = 60.0
@@ -303,6 +304,8 @@ class FitSettings:
         self.budget_bytes = _check_int("budget bytes", self.budget_bytes, 1 << 20, allow_none=True)
         self.threads = _check_int("threads", self.threads, 1, 4096, allow_none=True)
         self.checkpoint, self.bf16 = bool(self.checkpoint), bool(self.bf16)
+        if self.checkpoint_batches is not None:
+            self.checkpoint_batches = sorted({_check_int("batch", b, 1, MAX_FIT_BATCH) for b in self.checkpoint_batches})
         self.steps = _check_int("steps", self.steps, 1, 100)
         self.seconds = _check_float("seconds", self.seconds, hi=3600)
         return self

@@ -434,8 +434,9 @@ def measure(s: FitSettings, stop: _jobkit.StopFlag) -> Dict[str, Any]:
         meter.autocast = False
     if s.checkpoint and measured and not stop.is_set():
         block, count = _checkpointing.checkpoint_blocks(sub.model, torch)
+        ck_batches = [b for b in (s.checkpoint_batches or measured) if b <= max(measured)] or measured
         res["checkpoint"] = {"block": block, "blocks": count,
-                             "points": series.run(measured, "checkpoint") if count else []}
+                             "points": series.run(ck_batches, "checkpoint") if count else []}
     res["peak_reset"] = meter.peak_reset
     res["notes"] = series.notes
     res["seconds"] = round(time.perf_counter() - started, 2)
