@@ -136,8 +136,9 @@ def memory_limit(ev: Evidence) -> list[Finding]:
     if killed:
         why = (f"The job ended with SIGKILL (exit code {mem.exit_code}) and its cgroup counted "
                f"{plural(cg.events_in_window['oom_kill'], 'OOM kill')} while it ran: it needed more than the "
-               f"{size(limit)} its cgroup allows{where}. Before it was killed its process held {size(mem.peak_rss_bytes)} "
-               f"at most (resident, libraries the cgroup does not charge included){_workers_line(mem)}. Nothing of this reaches Python: no traceback, no exception.")
+               f"{size(limit)} its cgroup allows{where}. Before it was killed its process held "
+               f"{size(mem.peak_rss_bytes)} at most (resident, libraries the cgroup does not charge included)"
+               f"{_workers_line(mem)}. Nothing of this reaches Python: no traceback, no exception.")
         return [_finding("error", f"Killed at its cgroup's {size(limit)} memory limit (OOM, exit code 137)", why, fix,
                          snippet, evidence, lang)]
     parts = []
@@ -190,8 +191,8 @@ def memory_pressure(ev: Evidence) -> list[Finding]:
         return []
     whose = "its cgroup's" if p.source != "/proc/pressure/memory" else "the machine's"
     why = (f"For {percent(some, fraction=True)} of the {mem.window_s:g} s watched some of the tasks waited for memory, "
-           f"and for {percent(full, fraction=True)} all of them ({whose} pressure stall information, {p.source}). The kernel had to reclaim memory "
-           f"(drop page cache, swap out) before it could allocate.")
+           f"and for {percent(full, fraction=True)} all of them ({whose} pressure stall information, {p.source}). "
+           "The kernel had to reclaim memory (drop page cache, swap out) before it could allocate.")
     available = mem.system.available_bytes if mem.system is not None else None
     if available is not None:
         why += f" {size(available)} was available at the end."

@@ -77,7 +77,11 @@ class JobEvidence:
 
 def _memory(insp: Inspection, exit_code: int | None = None) -> JobMemory:
     """The job's memory as its process sampler recorded it (a bare one from the process's own figures when the
-    sampler kept none: an inspection saved before the memory facts existed)."""
+    sampler kept none: an inspection saved before the memory facts existed).
+
+    What the job's own probe (issue 34's job state) knows of its training joins here, as
+    ``memory.with_training(TrainingMemory(source="probe", ...))``: its parameter, gradient and optimizer-state
+    bytes and its activations per sample make the memory rules' fix a batch size (EVID020)."""
     memory = insp.memory if insp.memory is not None else JobMemory(insp.rss_bytes, insp.swap_bytes,
                                                                    insp.major_faults_per_s)
     if exit_code is not None:
