@@ -235,12 +235,12 @@ RENDERERS = {"text": render_text, "md": render_md, "json": render_json}
 
 def render_check(rows) -> str:
     """The lab's check (``cpudoctor fit --model M --check B1,B2``): each training run's peak against fit's estimate."""
-    out = [f"{'model':<24} {'batch':>6} {'checkpoint':>10} {'estimate':>10} {'measured':>10} {'error':>7}  "
+    out = [f"{'model':<30} {'batch':>6} {'checkpoint':>10} {'estimate':>10} {'measured':>10} {'error':>7}  "
            f"{'from <= batch/4':>15}"]
     for r in rows:
         err = percent(r.error_share, fraction=True, digits=1) if r.error_share is not None else "?"
         small = size(r.estimate_small_bytes, "-")
-        out.append(f"{r.model[:24]:<24} {r.batch:>6} {'yes' if r.checkpoint else 'no':>10} "
+        out.append(f"{r.model[:30]:<30} {r.batch:>6} {'yes' if r.checkpoint else 'no':>10} "
                    f"{size(r.estimate_bytes, '?'):>10} {size(r.measured_bytes, '?'):>10} {err:>7}  {small:>15}"
                    + (f"  ({r.error})" if r.error else ""))
     shares = [abs(r.error_share) for r in rows if r.error_share is not None]
