@@ -1,6 +1,6 @@
 """The job's memory, judged: killed or close to its limit, stalled on memory, workers copying the dataset, growth.
 
-Evidence rules like the others (:data:`cpudoctor.advisor.evidence_rules.EVIDENCE_RULES`, codes EVID020 and up,
+Evidence rules like the others (:data:`cpudoctor.advisor.evidence_rules.EVIDENCE_RULES`, codes EVID030 and up,
 docs/evidence_rules.md), over the job's :class:`~cpudoctor.model.memory.JobMemory` as the process sampler
 recorded it (``run``, ``inspect``, the Inspector). Every ``why`` quotes the job's numbers. Swapping is the
 process rule PROC007's.
@@ -93,7 +93,7 @@ STRATEGIES = ("a smaller batch with gradient accumulation (the same update), act
 # --- the rules ---------------------------------------------------------------------------------------------
 
 
-@evidence_rule("EVID020", "memory-limit", category="memory", severity="error",
+@evidence_rule("EVID030", "memory-limit", category="memory", severity="error",
                title="The job was killed at, or runs close to, its cgroup's memory limit")
 def memory_limit(ev: Evidence) -> list[Finding]:
     """
@@ -161,7 +161,7 @@ def _pressure(mem: JobMemory) -> MemoryPressure | None:
     return mem.system.pressure if mem.system is not None else None
 
 
-@evidence_rule("EVID021", "memory-pressure", category="memory", severity="warning",
+@evidence_rule("EVID031", "memory-pressure", category="memory", severity="warning",
                title="The job stalls waiting for memory")
 def memory_pressure(ev: Evidence) -> list[Finding]:
     """
@@ -203,7 +203,7 @@ def memory_pressure(ev: Evidence) -> list[Finding]:
                       "window_s": mem.window_s})]
 
 
-@evidence_rule("EVID022", "workers-copy-dataset", category="memory", severity="warning",
+@evidence_rule("EVID032", "workers-copy-dataset", category="memory", severity="warning",
                title="DataLoader workers each hold their own copy of the data")
 def workers_copy_dataset(ev: Evidence) -> list[Finding]:
     """
@@ -257,7 +257,7 @@ def workers_copy_dataset(ev: Evidence) -> list[Finding]:
                       if rate is not None else None}, "python")]
 
 
-@evidence_rule("EVID023", "memory-grows", category="memory", severity="warning",
+@evidence_rule("EVID033", "memory-grows", category="memory", severity="warning",
                title="The job's memory keeps growing")
 def memory_grows(ev: Evidence) -> list[Finding]:
     """
@@ -329,7 +329,7 @@ def _need(mem: JobMemory) -> int | None:
     return held
 
 
-@evidence_rule("EVID024", "wsl2-memory-cap", category="memory", severity="error",
+@evidence_rule("EVID034", "wsl2-memory-cap", category="memory", severity="error",
                title="WSL2's memory cap is below what the job needs")
 def wsl2_memory_cap(ev: Evidence) -> list[Finding]:
     """
@@ -377,14 +377,14 @@ def wsl2_memory_cap(ev: Evidence) -> list[Finding]:
                       "swap_in_per_s": sysmem.swap_in_per_s}, "ini")]
 
 
-@evidence_rule("EVID025", "out-of-memory", category="memory", severity="error",
+@evidence_rule("EVID035", "out-of-memory", category="memory", severity="error",
                title="The kernel's OOM killer ended the job: the machine ran out of memory")
 def out_of_memory(ev: Evidence) -> list[Finding]:
     """
     What it checks:
         A job that ended with SIGKILL (exit code 137) while the kernel counted an OOM kill on the machine
-        (``/proc/vmstat`` ``oom_kill``), with no cgroup limit that killed it (EVID020) and outside WSL2
-        (EVID024).
+        (``/proc/vmstat`` ``oom_kill``), with no cgroup limit that killed it (EVID030) and outside WSL2
+        (EVID034).
 
     Why it matters:
         When the machine runs out of memory and swap, the kernel kills the process with the most memory:
@@ -398,9 +398,9 @@ def out_of_memory(ev: Evidence) -> list[Finding]:
     if mem is None or not _killed(mem) or mem.system is None or not mem.system.oom_kills_in_window:
         return []
     if mem.cgroup is not None and mem.cgroup.events_in_window.get("oom_kill"):
-        return []                     # its cgroup's limit killed it: EVID020
+        return []                     # its cgroup's limit killed it: EVID030
     if mem.system.wsl == 2:
-        return []                     # the VM's cap: EVID024
+        return []                     # the VM's cap: EVID034
     total = mem.system.total_bytes
     why = (f"The job ended with SIGKILL (exit code {mem.exit_code}) while the kernel's OOM killer killed "
            f"{plural(mem.system.oom_kills_in_window, 'process', 'processes')} on the machine: it held "

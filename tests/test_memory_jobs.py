@@ -1,11 +1,11 @@
 """Real jobs for the memory rules and ``fit``, run by ``cpudoctor run`` (tests/jobs/mem_*.py). Two slow tests.
 
 1. A job over its cgroup's memory limit (a real memory cgroup, tests/memory_cgroup.py: skipped, saying why,
-   where none can be made) is killed and gets EVID020 with the limit; ``cpudoctor fit`` measures its model
+   where none can be made) is killed and gets EVID030 with the limit; ``cpudoctor fit`` measures its model
    against the limit the run recorded and ranks gradient accumulation first; the job run again with the
    printed accumulation finishes in the same cgroup without the finding.
-2. A job whose DataLoader workers copy a dataset of Python objects gets EVID022, a job that keeps its losses'
-   graphs gets EVID023, and a healthy job neither (memory findings do not depend on other programs' load).
+2. A job whose DataLoader workers copy a dataset of Python objects gets EVID032, a job that keeps its losses'
+   graphs gets EVID033, and a healthy job neither (memory findings do not depend on other programs' load).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def test_a_job_over_its_cgroup_limit_gets_the_finding_and_fits_strategy_lets_it_
         job = [*prefix, sys.executable, str(JOBS / "mem_limited.py"), "--batch", str(BATCH)]
         first, run1 = run_job(tmp_path / "run1.json", *job)
         assert first.returncode == 137, first.stderr[-2000:]
-        limit = next(f for f in run1["findings"] if f["code"] == "EVID020")
+        limit = next(f for f in run1["findings"] if f["code"] == "EVID030")
         assert limit["severity"] == "error" and "600 MiB" in limit["title"] and "exit code 137" in limit["why"]
         assert "cpudoctor fit" in limit["snippet"]
 
@@ -65,13 +65,13 @@ def test_a_job_over_its_cgroup_limit_gets_the_finding_and_fits_strategy_lets_it_
         second, run2 = run_job(tmp_path / "run2.json", *job, "--accum", str(steps))
         assert second.returncode == 0, second.stderr[-2000:]
         assert f"trained 1 steps of batch {BATCH}" in second.stdout
-        assert "EVID020" not in memory_codes(run2) or memory_codes(run2)["EVID020"] != "error"
+        assert "EVID030" not in memory_codes(run2) or memory_codes(run2)["EVID030"] != "error"
 
 
 def test_workers_copying_the_data_and_a_growing_job_get_their_findings_a_healthy_job_none(tmp_path):
     _, workers = run_job(tmp_path / "workers.json", sys.executable, str(JOBS / "mem_workers.py"), "--seconds", "8")
-    assert memory_codes(workers).get("EVID022") == "warning", workers["memory"]["processes"]
+    assert memory_codes(workers).get("EVID032") == "warning", workers["memory"]["processes"]
     _, leak = run_job(tmp_path / "leak.json", sys.executable, str(JOBS / "mem_leak.py"), "--seconds", "8")
-    assert memory_codes(leak).get("EVID023") == "warning", leak["memory"]["samples"][-10:]
+    assert memory_codes(leak).get("EVID033") == "warning", leak["memory"]["samples"][-10:]
     _, healthy = run_job(tmp_path / "healthy.json", sys.executable, str(JOBS / "mem_healthy.py"), "--seconds", "8")
     assert memory_codes(healthy) == {}, healthy["findings"]

@@ -42,7 +42,8 @@ def test_rules_file_matches_its_schema_and_names_known_categories():
     fastjsonschema.compile(load_json("sample_rules.schema.json"))(data)
     cats = {c["id"] for c in data["categories"]}
     libs = {lib["id"] for lib in data["libraries"]}
-    assert {"compute", "openmp_wait", "python", "data", "compile", "memory", "io_sleep", "gil", "other"} == cats
+    assert {"compute", "openmp_wait", "python", "data", "compile", "memory", "io_sleep", "gil", "other",
+            "instrumentation"} == cats
     for r in data["rules"]:
         assert r["category"] in cats, r["id"]
         assert r.get("library") is None or r["library"] in libs, r["id"]
@@ -315,9 +316,9 @@ def test_every_evidence_rule_is_documented():
     assert path.read_text(encoding="utf-8") == render_evidence_rules_md(), (
         "docs/evidence_rules.md is out of date: run `python -m cpudoctor.render.rules evidence > "
         "docs/evidence_rules.md`")
-    # EVID001-009: the time breakdown and the kernels; EVID020 on: the job's memory (advisor/memory_rules.py)
-    assert [r.code for r in EVIDENCE_RULES.all()] == ([f"EVID{i:03d}" for i in range(1, 10)]
-                                                      + [f"EVID{i:03d}" for i in range(20, 26)])
+    # EVID001-009: the time breakdown and the kernels; EVID020-022: against the roof; EVID030-035: the job's memory
+    assert [r.code for r in EVIDENCE_RULES.all()] == [f"EVID{i:03d}" for i in (*range(1, 10), 20, 21, 22,
+                                                                              *range(30, 36))]
     assert label("gil") == "Waiting for the GIL"
 
 

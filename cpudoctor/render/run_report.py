@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from cpudoctor.model.evidence import RunObservation
+from cpudoctor.render import achieved as ach
 from cpudoctor.render import breakdown as bdr
 from cpudoctor.render import job_findings
 from cpudoctor.kits.escape import html_escape as esc, md_escape
@@ -55,6 +56,10 @@ def render_text(obs: RunObservation, findings: list[Finding]) -> str:
             out.append(f"  {share:>5}  {r['kind']:<14} {r['impl']:<28} {r['data_type']:<5} x{r['count']}")
     elif "ONEDNN_VERBOSE" in obs.diagnostics:
         out.append("Kernels      oneDNN ran no primitive (fp32 linear layers use MKL; convolutions and bf16 use oneDNN)")
+    if obs.mkl.calls:
+        out.append(f"             oneMKL: {len(obs.mkl.calls):,} calls, {obs.mkl.total_ms:,.0f} ms "
+                   f"({', '.join(sorted({c.name for c in obs.mkl.calls})[:4])})")
+    out.extend(ach.render_text(obs.achieved))
     if obs.process is not None and obs.process.memory is not None:
         from cpudoctor.render.job_memory import memory_lines
 
@@ -106,6 +111,7 @@ def render_md(obs: RunObservation, findings: list[Finding]) -> str:
         out += ["## Kernels (oneDNN)", "", "| Kind | Implementation | Type | Runs | Time |", "|---|---|---|---:|---:|"]
         out += [f"| {r['kind']} | `{md_escape(r['impl'])}` | {r['data_type']} | {r['count']} | {r['time_ms']:.1f} ms |"
                 for r in rows[:MAX_KERNEL_ROWS]] + [""]
+    out += ach.render_md(obs.achieved)
     if obs.process is not None and obs.process.memory is not None:
         from cpudoctor.render.job_memory import memory_rows
 
@@ -118,8 +124,22 @@ def render_md(obs: RunObservation, findings: list[Finding]) -> str:
 def render_html(obs: RunObservation, findings: list[Finding]) -> str:
     items = job_findings.html(findings, none=NONE)
     bd = bdr.render_html(obs.breakdown) if obs.breakdown is not None else ""
+    roof = ach.render_html(obs.achieved)
     return (f"<html><body><h1>cpudoctor run: <code>{esc(obs.command)}</code></h1><p>{esc(_ended(obs))} after "
-            f"{obs.duration_s:g} s</p>{bd}<h2>Findings</h2>{items}</body></html>\n")
+            f"{obs.duration_s:g} s</p>{bd}{roof}<h2>Findings</h2>{items}</body></html>\n")
+
+
+def render_pdf(obs: RunObservation, findings: list[Finding]) -> bytes:
+    """The run as a PDF (A4): the HTML page's sections, its drawings as vectors (through Qt, render.pdf)."""
+    from cpudoctor.render.pdf import pdf_from_html
+
+    pictures: dict[str, str] = {}
+    bd = bdr.render_html(obs.breakdown) if obs.breakdown is not None else ""
+    roof = ach.render_html(obs.achieved, pictures)
+    page = (f"<html><body><h1>cpudoctor run: <code>{esc(obs.command)}</code></h1><p>{esc(_ended(obs))} after "
+            f"{obs.duration_s:g} s</p>{bd}{roof}<h2>Findings</h2>{job_findings.html(findings, none=NONE)}"
+            "</body></html>")
+    return pdf_from_html(page, pictures, title=f"cpudoctor run: {obs.command}"[:120])
 
 
 def render_json(obs: RunObservation, findings: list[Finding]) -> str:
@@ -139,7 +159,10 @@ def render_json(obs: RunObservation, findings: list[Finding]) -> str:
         "breakdown": breakdown_data(obs.breakdown) if obs.breakdown is not None else None,
         "kernels": {"onednn": {"version": obs.onednn.version, "runtime": obs.onednn.runtime,
                                "threads": obs.onednn.threads, "max_isa": obs.onednn.max_isa,
-                               "total_ms": round(obs.onednn.total_ms, 3), "groups": kernel_rows(obs)}},
+                               "total_ms": round(obs.onednn.total_ms, 3), "groups": kernel_rows(obs)},
+                    "mkl": {"version": obs.mkl.version, "calls": len(obs.mkl.calls),
+                            "total_ms": round(obs.mkl.total_ms, 3)}},
+        "achieved": ach.data(obs.achieved),
         "recompiles": to_data(obs.recompiles),
         "memory": to_data(obs.process.memory) if obs.process is not None and obs.process.memory is not None else None,
         "notes": run_notes(obs),
@@ -147,4 +170,4 @@ def render_json(obs: RunObservation, findings: list[Finding]) -> str:
     return json_text(data) + "\n"
 
 
-RENDERERS = {"text": render_text, "md": render_md, "html": render_html, "json": render_json}
+RENDERERS = {"text": render_text, "md": render_md, "html": render_html, "json": render_json, "pdf": render_pdf}
