@@ -114,8 +114,8 @@ class RuleSet(Generic[In]):
 
     ``noun`` names the rules in messages ("rule", "process rule"); ``prefix``,
     when given, is the only code prefix allowed (``PROC``); ``docs_page`` is the
-    generated page the findings link to; ``load`` is a module imported on first
-    use, whose import registers the rules; ``group_by_category`` orders rules
+    generated page the findings link to; ``load`` is a module (or several) imported
+    on first use, whose import registers the rules; ``group_by_category`` orders rules
     by :data:`CATEGORIES` (else by code); ``scope``, a line under the category in
     ``explain`` text, says what runs them; ``crash_hint`` is what to
     attach when reporting a rule that crashed; ``list_hint`` where to look up
@@ -174,7 +174,7 @@ class RuleSet(Generic[In]):
             raise RuleDefinitionError(f"{code}: the docstring lacks the section(s) {', '.join(missing)}")
 
     def _loaded(self) -> dict[str, Rule]:
-        """The registered rules, after importing the module that registers them (once)."""
+        """The registered rules, after importing the module(s) that register them (once)."""
         if self._load is not None:
             modules, self._load = self._load, None
             for module in (modules,) if isinstance(modules, str) else modules:

@@ -53,8 +53,9 @@ EVIDENCE_RULES: RuleSet[Evidence] = RuleSet(
     scope=("Judges what a job did: `cpudoctor run -- COMMAND`, `cpudoctor inspect PID` and the Inspector page "
            "(EVID007, EVID008: the lab's jobs too, in `bench` and a report's runs)."),
     crash_hint="the output of `cpudoctor run --format json -o run.json -- COMMAND`",
-    # EVID007, EVID008: the kernels a job ran (also a lab job's); EVID020-022: its kernels against the roof
-    load=("cpudoctor.advisor.kernel_rules", "cpudoctor.advisor.roof_rules"),
+    # EVID007, EVID008: the kernels a job ran (also a lab job's); EVID020-022: its kernels against the roof;
+    # EVID030-035: its memory
+    load=("cpudoctor.advisor.kernel_rules", "cpudoctor.advisor.roof_rules", "cpudoctor.advisor.memory_rules"),
 )
 evidence_rule = EVIDENCE_RULES.rule
 

@@ -509,8 +509,9 @@ def worker_thread_explosion(ctx: Context) -> list[Finding]:
 def swapping(ctx: Context) -> list[Finding]:
     """
     What it checks:
-        The process's swap use (VmSwap) and its rate of major page faults (pages read back from
-        disk) over the window.
+        The swap use (VmSwap) of the process and its DataLoader workers, and their rate of major
+        page faults (pages read back from disk or swap) over the window, beside the machine's
+        swap-ins.
 
     Why it matters:
         A page fault that goes to disk costs milliseconds, a million times a cache hit. A
@@ -521,21 +522,29 @@ def swapping(ctx: Context) -> list[Finding]:
         dataset object, prefetch_factor) or add RAM; check other memory users.
     """
     i = ctx.insp
-    swap = i.swap_bytes or 0
-    rate = i.major_faults_per_s or 0.0
+    mem = i.memory
+    swap = (mem.total_swap_bytes if mem is not None and mem.total_swap_bytes is not None else i.swap_bytes) or 0
+    rate = (mem.major_faults_per_s if mem is not None and mem.major_faults_per_s is not None
+            else i.major_faults_per_s) or 0.0
     if swap < 64 * 2**20 and rate < 100:
         return []
     sev = "error" if rate >= 1000 or (i.rss_bytes and swap > i.rss_bytes) else "warning"
+    whose = "the process and its workers" if mem is not None and mem.workers else "the process"
     parts = []
     if swap:
-        parts.append(f"{swap / 2**20:.0f} MiB of the process are swapped out")
+        parts.append(f"{swap / 2**20:.0f} MiB of {whose} are swapped out")
     if rate:
         parts.append(f"{rate:.0f} major page faults per second (pages read back from disk)")
+    swap_in = mem.system.swap_in_per_s if mem is not None and mem.system is not None else None
+    if swap_in:
+        parts.append(f"the machine read {swap_in:.0f} pages a second back from swap")
     why = "; ".join(parts) + ". Each major fault stalls a thread for milliseconds."
-    fix = ("Reduce memory: a smaller batch, fewer DataLoader workers (each keeps a copy of the dataset object), "
-           "a lower prefetch_factor, or more RAM. Check `free -h` for other memory users.")
+    fix = ("Reduce memory: a smaller batch with gradient accumulation, fewer DataLoader workers (each keeps a copy "
+           "of the dataset object), a lower prefetch_factor, or more RAM; `cpudoctor fit` sizes the batch for the "
+           "memory there is. Check `free -h` for other memory users.")
     return [_finding(sev, "The process is swapping", why, fix, "",
-                     ctx.evidence(swap_bytes=swap, major_faults_per_s=rate, rss_bytes=i.rss_bytes))]
+                     ctx.evidence(swap_bytes=swap, major_faults_per_s=rate, rss_bytes=i.rss_bytes,
+                                  swap_in_per_s=swap_in))]
 
 
 @proc_rule("PROC008", "starved-threads", category="threads", severity="warning",

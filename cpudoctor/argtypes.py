@@ -74,3 +74,39 @@ def file_name(what: str = "a file name") -> Callable[[str], str]:
 
 # ``-o FILE`` of every command that prints.
 output_file = file_name("a file name (or - for stdout)")
+
+
+_SIZE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1000, "kib": 1 << 10, "m": 1 << 20, "mb": 1000 ** 2, "mib": 1 << 20,
+               "g": 1 << 30, "gb": 1000 ** 3, "gib": 1 << 30, "t": 1 << 40, "tb": 1000 ** 4, "tib": 1 << 40}
+
+
+def byte_size(lo: int = 1, hi: int = 1 << 50, what: str = "a size") -> Callable[[str], int]:
+    """A size in bytes: ``16G``, ``512M``, ``1.5GiB``, ``800MB``, ``1073741824`` (K/M/G/T alone are binary, as
+    ``free -h`` and docker's ``--memory`` read them)."""
+    def parse(text: str) -> int:
+        raw = text.strip().replace(" ", "").lower()
+        digits = raw.rstrip("abcdefghijklmnopqrstuvwxyz")
+        unit = raw[len(digits):]
+        try:
+            value = float(digits) if digits and len(raw) <= 40 else math.nan
+        except ValueError:
+            value = math.nan
+        if unit not in _SIZE_UNITS or not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what} (give e.g. 16G, 512M or 1.5GiB)")
+        n = int(value * _SIZE_UNITS[unit])
+        if not lo <= n <= hi:
+            raise argparse.ArgumentTypeError(f"{text} is out of range for {what}")
+        return n
+
+    return parse
+
+
+def shape(max_dims: int = 8, what: str = "a shape") -> Callable[[str], list[int]]:
+    """One sample's shape: ``3x224x224``, ``3,224,224`` or ``512``."""
+    def parse(text: str) -> list[int]:
+        parts = [p for p in text.replace(",", "x").replace("*", "x").lower().split("x") if p] if len(text) < 100 else []
+        if not parts or len(parts) > max_dims or not all(p.isdigit() and 0 < int(p) < 1 << 24 for p in parts):
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what} (give one sample's sizes, e.g. 3x224x224)")
+        return [int(p) for p in parts]
+
+    return parse

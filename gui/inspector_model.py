@@ -231,7 +231,11 @@ def process_facts(insp: Inspection) -> list[tuple[str, str]]:
 
 
 def memory_facts(insp: Inspection) -> list[tuple[str, str]]:
-    """The Memory card: (label, value) rows."""
+    """The Memory card: (label, value) rows (render's, as inspect prints them)."""
+    if insp.memory is not None:
+        from cpudoctor.render.job_memory import memory_rows
+
+        return memory_rows(insp.memory)
     return [
         ("Resident (RSS)", _bytes(insp.rss_bytes)),
         ("Swapped out", _bytes(insp.swap_bytes)),

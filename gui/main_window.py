@@ -50,6 +50,7 @@ PAGES: tuple[tuple[str, str], ...] = (
     ("training_page", "TrainingPage"),
     ("advisor_page", "AdvisorPage"),
     ("inspector_page", "InspectorPage"),
+    ("fit_page", "FitPage"),
     ("report_page", "ReportPage"),
 )
 

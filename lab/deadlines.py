@@ -99,4 +99,6 @@ def _work_s(job: str, s: dict[str, Any]) -> float | None:
         per_batch = [max(_number(s.get("min_seconds"), 1.0), 6 * b * hidden ** 2 / (SLOWEST_GFLOPS * 1e9))
                      for b in batches]
         return 2 * sum(per_batch) + 10.0 * len(batches)    # int8 and fp32, each timed
+    if job == "fit":
+        return _number(s.get("seconds"), 60.0)   # the child stops measuring within its budget
     return None

@@ -200,3 +200,24 @@ def fill_window(window, report: Report, read_only: bool = False, label: str = ""
     topo_page.map.set_selection(report.topology.l3_domains[0].cpus)
     if not read_only:
         fill_training(window)
+    fill_fit(window)
+
+
+def fit_plan():
+    """fit's plan for ResNet-18 at batch 256 in a 1 GiB limit, from a recorded measurement (tests/fixtures/fit)."""
+    import json
+
+    from cpudoctor.advisor.fit import JobShape, budget, plan_measured
+    from cpudoctor.lab.fit import read_measurement
+    from cpudoctor.lab.runner import JobOutcome
+
+    res = json.loads((Path(__file__).parent / "fixtures" / "fit" / "resnet18-adam.json").read_text())
+    m = read_measurement(JobOutcome(result=res), {"model": "resnet18"})
+    return plan_measured(m, JobShape(batch=256, workers=4, dataset_bytes=1 << 30), budget(None, None, given=2 << 30))
+
+
+def fill_fit(window) -> None:
+    page = window.pages["Memory fit"]
+    page.model_edit.setText("resnet18")
+    page.batch_spin.setValue(256)
+    page.show_plan(fit_plan())

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from cpudoctor.model import Report
 
 # Order is the order of `cpudoctor --help`.
-COMMANDS: tuple[str, ...] = ("report", "inspect", "run", "doctor", "explain", "envs", "compare", "capture",
+COMMANDS: tuple[str, ...] = ("report", "inspect", "run", "fit", "doctor", "explain", "envs", "compare", "capture",
                              "install_desktop", "bench")
 
 

@@ -28,7 +28,8 @@ from __future__ import annotations
 
 from cpudoctor.knowledge.datafile import DataFile, KnowledgeError
 from cpudoctor.knowledge.files import (ADVISOR_KNOWLEDGE, KNOWN_PROBLEMS, MICROARCHITECTURES, NATIVE_LIBS,
-                                       PEAK_FLOPS, SAMPLE_RULES, SHOWN_SETTINGS, SOFTWARE_FACTS, TORCH_WHEELS, VM_CPU_MODELS)
+                                       PEAK_FLOPS, SAMPLE_RULES, SHOWN_SETTINGS, SOFTWARE_FACTS, TORCH_WHEELS,
+                                       TRAINING_MEMORY, VM_CPU_MODELS)
 from cpudoctor.knowledge.flags import FLAGS, FlagCatalogue
 from cpudoctor.knowledge.floors import FLOORS, Floor, FloorTable, KnownPackage
 from cpudoctor.knowledge.isa import ISA_FORCING, IsaTable
@@ -37,8 +38,9 @@ from cpudoctor.knowledge.levels import LEVELS, PsabiLevels
 # Every data file in resources/, one loader each (a test checks that none is missing).
 ALL: tuple[DataFile, ...] = (FLAGS, LEVELS, FLOORS, MICROARCHITECTURES, VM_CPU_MODELS, KNOWN_PROBLEMS, ISA_FORCING,
                              ADVISOR_KNOWLEDGE, NATIVE_LIBS, PEAK_FLOPS, TORCH_WHEELS, SOFTWARE_FACTS, SHOWN_SETTINGS,
-                             SAMPLE_RULES)
+                             SAMPLE_RULES, TRAINING_MEMORY)
 
 __all__ = ["ADVISOR_KNOWLEDGE", "ALL", "FLAGS", "FLOORS", "ISA_FORCING", "KNOWN_PROBLEMS", "LEVELS", "MICROARCHITECTURES",
-           "NATIVE_LIBS", "PEAK_FLOPS", "SAMPLE_RULES", "SHOWN_SETTINGS", "SOFTWARE_FACTS", "TORCH_WHEELS", "VM_CPU_MODELS", "DataFile",
+           "NATIVE_LIBS", "PEAK_FLOPS", "SAMPLE_RULES", "SHOWN_SETTINGS", "SOFTWARE_FACTS", "TORCH_WHEELS", "TRAINING_MEMORY", "VM_CPU_MODELS",
+           "DataFile",
            "Floor", "FloorTable", "FlagCatalogue", "IsaTable", "KnowledgeError", "KnownPackage", "PsabiLevels"]

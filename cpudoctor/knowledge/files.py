@@ -37,3 +37,6 @@ SHOWN_SETTINGS = DataFile(
 SAMPLE_RULES = DataFile(
     "sample_rules.json", "how a sampled stack is classified (compute kernels by library, OpenMP waiting, Python, "
     "data loading, compilation, memory, I/O and sleep, the GIL); read by probes/process/classify.py")
+TRAINING_MEMORY = DataFile(
+    "training_memory.json", "optimizer states per parameter, the framework's and a DataLoader worker's own memory, "
+    "and what each way of needing less memory costs in speed; read by advisor/fit.py and advisor/memory_rules.py")

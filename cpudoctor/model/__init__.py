@@ -23,6 +23,7 @@ Inspector) has its own plain data beside the report's:
 :mod:`.inspection` one running process: threads, CPUs, libraries, children, peers
 :mod:`.joblogs`    what its libraries logged: oneDNN kernels, recompilations
 :mod:`.evidence`   a run's observation, and the JobEvidence every job rule reads
+:mod:`.memory`     its memory: per process (unique, shared, swap), growth, cgroup, pressure
 =================  ===========================================================
 """
 
@@ -33,9 +34,11 @@ from cpudoctor.model.cpu import ARM_ARCHES, X86_ARCHES, CpuidCheck, CpuInfo, Isa
 from cpudoctor.model.environment import PythonEnv
 from cpudoctor.model.report import (CATEGORIES, REPORT_KIND, SCHEMA_VERSION, SEVERITIES, SEVERITY_RANK, BenchRun,
                                     Finding, Meta, Report, ReportError, ThreadRecommendation, utc_now_iso, worst)
-from cpudoctor.model.evidence import JobEvidence, JobMemory, RunObservation
+from cpudoctor.model.evidence import JobEvidence, RunObservation
 from cpudoctor.model.inspection import (ChildProcess, Inspection, NativeLib, PeerJob, ProcessEntry, ReadProblem,
                                         ThreadInfo, ThreadPlace)
+from cpudoctor.model.memory import (CgroupMemory, JobMemory, MemoryPressure, MemorySample, ProcessMemory,
+                                    SystemMemory, TrainingMemory)
 from cpudoctor.model.joblogs import KernelSummary, OneDnnLog, Primitive, Recompile, RecompileLog
 from cpudoctor.model.serde import SchemaError, from_data, to_data
 from cpudoctor.model.software import (BlasLib, FloorTally, GpuInfo, ImportCheck, ImportOrderCheck, IsaRisk, NumpyInfo,
@@ -43,7 +46,8 @@ from cpudoctor.model.software import (BlasLib, FloorTally, GpuInfo, ImportCheck,
 from cpudoctor.model.topology import (Affinity, Cache, CgroupLimits, Core, CpuKind, L3Domain, NumaNode, Package,
                                       ProcessorGroup, Topology)
 
-__all__ = ["ChildProcess", "Inspection", "JobEvidence", "JobMemory", "KernelSummary", "NativeLib", "OneDnnLog",
+__all__ = ["CgroupMemory", "MemoryPressure", "MemorySample", "ProcessMemory", "SystemMemory", "TrainingMemory",
+           "ChildProcess", "Inspection", "JobEvidence", "JobMemory", "KernelSummary", "NativeLib", "OneDnnLog",
            "PeerJob", "Primitive", "ProcessEntry", "ProcessTime", "ReadProblem", "Recompile", "RecompileLog",
            "RunObservation", "Share", "StackAccess", "ThreadInfo", "ThreadPlace", "ThreadTime", "TimeBreakdown",
            "TopFrame",

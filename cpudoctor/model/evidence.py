@@ -20,6 +20,7 @@ from cpudoctor.model.breakdown import TimeBreakdown
 from cpudoctor.model.inspection import Inspection
 from cpudoctor.model.joblogs import MklLog, OneDnnLog, RecompileLog
 from cpudoctor.model.kernels import KernelCensus
+from cpudoctor.model.memory import JobMemory
 
 
 # Diagnostics ``run`` switches on whose lines go on to the job's output (and are kept too): Python's fault report
@@ -68,15 +69,6 @@ class RunObservation:
 
 
 @dataclass
-class JobMemory:
-    """The job's memory at the end of the window."""
-
-    rss_bytes: int | None = None
-    swap_bytes: int | None = None
-    major_faults_per_s: float | None = None
-
-
-@dataclass
 class JobEvidence:
     """Everything the job rules read about one job (``None``: not seen by this way of watching)."""
 
@@ -107,9 +99,19 @@ class JobEvidence:
         return cls(command=obs.command, pid=obs.pid, breakdown=obs.breakdown, onednn=obs.onednn, mkl=obs.mkl,
                    recompiles=obs.recompiles, launch_affinity=obs.launch_affinity, env=dict(obs.env),
                    achieved=obs.achieved,
-                   memory=_memory(obs.process) if obs.process is not None else None, process=obs.process,
-                   crash=obs.crash, ended_by=obs.ended_by)
+                   memory=_memory(obs.process, obs.exit_code) if obs.process is not None else None,
+                   process=obs.process, crash=obs.crash, ended_by=obs.ended_by)
 
 
-def _memory(insp: Inspection) -> JobMemory:
-    return JobMemory(insp.rss_bytes, insp.swap_bytes, insp.major_faults_per_s)
+def _memory(insp: Inspection, exit_code: int | None = None) -> JobMemory:
+    """The job's memory as its process sampler recorded it (a bare one from the process's own figures when the
+    sampler kept none: an inspection saved before the memory facts existed).
+
+    What the job's own probe (issue 34's job state) knows of its training joins here, as
+    ``memory.with_training(TrainingMemory(source="probe", ...))``: its parameter, gradient and optimizer-state
+    bytes and its activations per sample make the memory rules' fix a batch size (EVID030)."""
+    memory = insp.memory if insp.memory is not None else JobMemory(insp.rss_bytes, insp.swap_bytes,
+                                                                   insp.major_faults_per_s)
+    if exit_code is not None:
+        memory.exit_code = exit_code
+    return memory

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from cpudoctor.model.breakdown import TimeBreakdown
+from cpudoctor.model.memory import JobMemory
 
 
 @dataclass
@@ -119,6 +120,7 @@ class Inspection:
     swap_bytes: int | None = None
     major_faults: int | None = None        # over the window
     major_faults_per_s: float | None = None
+    memory: JobMemory | None = None        # the job's memory in detail: its workers, growth, cgroup, pressure
     topology_known: bool = False
     denied: list[str] = field(default_factory=list)   # what the kernel refused: "environment", "libraries"
     notes: list[str] = field(default_factory=list)

@@ -253,9 +253,14 @@ def render_text(insp, findings) -> str:
         found_by = _FOUND_BY.get(insp.python_found_by, "process")
         out.append(f"Python       {shown_python(insp.python)} (found from its {found_by})")
         out.append(f"             its environment: cpudoctor doctor --python {python_word(insp.python)}")
-    swap = _mib(insp.swap_bytes) if insp.swap_bytes is not None else "?"
-    faults = "?" if insp.major_faults_per_s is None else f"{insp.major_faults_per_s:g}/s"
-    out.append(f"Memory       RSS {_mib(insp.rss_bytes)}; swap {swap}; major page faults {faults}")
+    if insp.memory is not None:
+        from cpudoctor.render.job_memory import memory_lines
+
+        out.extend(memory_lines(insp.memory))
+    else:
+        swap = _mib(insp.swap_bytes) if insp.swap_bytes is not None else "?"
+        faults = "?" if insp.major_faults_per_s is None else f"{insp.major_faults_per_s:g}/s"
+        out.append(f"Memory       RSS {_mib(insp.rss_bytes)}; swap {swap}; major page faults {faults}")
     if insp.time is not None:
         from cpudoctor.render.breakdown import render_text as breakdown_text
 

@@ -90,6 +90,10 @@ def render_text(obs: RunObservation, findings: list[Finding]) -> str:
         out.append(f"             oneMKL: {len(obs.mkl.calls):,} calls, {obs.mkl.total_ms:,.0f} ms "
                    f"({', '.join(sorted({c.name for c in obs.mkl.calls})[:4])})")
     out.extend(ach.render_text(obs.achieved))
+    if obs.process is not None and obs.process.memory is not None:
+        from cpudoctor.render.job_memory import memory_lines
+
+        out.extend(memory_lines(obs.process.memory))
     if obs.recompiles.recompiles:
         out.append(f"Recompiles   {len(obs.recompiles.recompiles)}"
                    + (" (Dynamo hit its recompile limit)" if obs.recompiles.limit_hit else ""))
@@ -140,6 +144,11 @@ def render_md(obs: RunObservation, findings: list[Finding]) -> str:
         out += [f"| {r['kind']} | `{md_escape(r['impl'])}` | {r['data_type']} | {r['count']} | {r['time_ms']:.1f} ms |"
                 for r in rows[:MAX_KERNEL_ROWS]] + [""]
     out += ach.render_md(obs.achieved)
+    if obs.process is not None and obs.process.memory is not None:
+        from cpudoctor.render.job_memory import memory_rows
+
+        out += ["## Memory", "", "| | |", "|---|---|"]
+        out += [f"| {name} | {md_escape(text)} |" for name, text in memory_rows(obs.process.memory)] + [""]
     out += ["## Findings", "", *job_findings.md_lines(findings, none=NONE)]
     return "\n".join(out) + "\n"
 
@@ -189,6 +198,7 @@ def render_json(obs: RunObservation, findings: list[Finding]) -> str:
                             "total_ms": round(obs.mkl.total_ms, 3)}},
         "achieved": ach.data(obs.achieved),
         "recompiles": to_data(obs.recompiles),
+        "memory": to_data(obs.process.memory) if obs.process is not None and obs.process.memory is not None else None,
         "notes": run_notes(obs),
     }
     return json_text(data) + "\n"

@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 
 FOLDER = Path(__file__).resolve().parent
-JOBS = ("train", "gemm", "quant", "roofline", "infer")
+JOBS = ("train", "gemm", "quant", "roofline", "infer", "fit")
 
 
 def script_path(name: str) -> Path:

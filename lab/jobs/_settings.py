@@ -121,6 +121,7 @@ class TrainSettings:
     serve: bool = False                    # a sweep worker: warm up, then measure segments on command
     census: bool = True                    # after warm-up, one unmeasured step per dtype with the libraries'
                                            # verbose reports on (which kernels ran) and two under the profiler
+    checkpoint: bool = False               # activation checkpointing of the model's repeated blocks (_checkpointing)
 
     def validate(self) -> "TrainSettings":
         self.model = _check_choice("model", self.model, MODELS)
@@ -149,6 +150,7 @@ class TrainSettings:
         self.compile = bool(self.compile)
         self.serve = bool(self.serve)
         self.census = bool(self.census)
+        self.checkpoint = bool(self.checkpoint)
         self.compare_fp32 = _check_bool(self.compare_fp32, allow_none=True)
         return self
 
@@ -243,6 +245,77 @@ class QuantSettings:
     @classmethod
     def from_dict(cls, data: Dict[str, Any]) -> "QuantSettings":
         return _from_dict(cls, data, "quantisation")
+
+
+# The optimizers `fit` can build by name (torch.optim), and the input dtypes it can make.
+FIT_OPTIMIZERS = ("adam", "adamw", "sgd", "sgd-momentum", "rmsprop", "adagrad", "adafactor", "none")
+FIT_INPUT_DTYPES = ("float32", "bfloat16", "float16", "int64", "int32")
+MAX_FIT_BATCH = 1 << 20
+
+
+@dataclass
+class FitSettings:
+    """Measure the memory a training step of one model takes, at a few batch sizes (``fit``'s child).
+
+    ``model``: a lab model's name, or ``module:callable`` (imported with ``path`` first on sys.path)
+    returning an ``nn.Module``, or ``(module, make_batch)`` where ``make_batch(n)`` returns the inputs
+    of a batch of ``n``; without ``make_batch``, ``input`` is one sample's shape (``[3, 224, 224]``),
+    of ``input_dtype`` (integers below ``vocab``). ``batches``: the batch sizes measured (None: 1, 2, 4 ...
+    up to ``target_batch`` while the next one fits ``budget_bytes`` and ``seconds``).
+    """
+
+    model: str = "simplecnn"
+    path: Optional[str] = None
+    input: Optional[List[int]] = None
+    input_dtype: str = "float32"
+    vocab: int = 1000
+    optimizer: str = "adam"
+    batches: Optional[List[int]] = None
+    target_batch: Optional[int] = None
+    budget_bytes: Optional[int] = None      # the child's own memory for the measurement (the parent: a share of
+                                            # what is available); a batch predicted past it is not run
+    threads: Optional[int] = None
+    checkpoint: bool = True                 # also measure with the repeated blocks checkpointed ...
+    checkpoint_batches: Optional[List[int]] = None   # ... at these batches (None: the two largest measured)
+    bf16: bool = False                      # also measure under bf16 autocast (where the CPU computes bf16 natively)
+    steps: int = 2                          # measured steps per batch size (after one unmeasured step)
+    seconds: float = 60.0
+
+    def validate(self) -> "FitSettings":
+        if not isinstance(self.model, str) or not self.model.strip() or len(self.model) > 500:
+            raise SettingsError("model must be a lab model's name or module:callable")
+        if self.model.lower() in MODELS:
+            self.model = self.model.lower()
+        elif ":" not in self.model:
+            raise SettingsError(f"model {self.model!r} is neither a lab model ({', '.join(MODELS)}) nor "
+                                "module:callable")
+        if self.input is not None:
+            if not self.input or len(self.input) > 8:
+                raise SettingsError("input is one sample's shape: 1 to 8 sizes, e.g. [3, 224, 224]")
+            self.input = [_check_int("input size", n, 1, 1 << 24) for n in self.input]
+        self.input_dtype = _check_choice("input dtype", self.input_dtype, FIT_INPUT_DTYPES)
+        self.vocab = _check_int("vocab", self.vocab, 1, 1 << 31)
+        self.optimizer = _check_choice("optimizer", self.optimizer, FIT_OPTIMIZERS)
+        if self.batches is not None:
+            if not self.batches:
+                raise SettingsError("give at least one batch size to measure")
+            self.batches = sorted({_check_int("batch", b, 1, MAX_FIT_BATCH) for b in self.batches})
+        self.target_batch = _check_int("target batch", self.target_batch, 1, MAX_FIT_BATCH, allow_none=True)
+        self.budget_bytes = _check_int("budget bytes", self.budget_bytes, 1 << 20, allow_none=True)
+        self.threads = _check_int("threads", self.threads, 1, 4096, allow_none=True)
+        self.checkpoint, self.bf16 = bool(self.checkpoint), bool(self.bf16)
+        if self.checkpoint_batches is not None:
+            self.checkpoint_batches = sorted({_check_int("batch", b, 1, MAX_FIT_BATCH) for b in self.checkpoint_batches})
+        self.steps = _check_int("steps", self.steps, 1, 100)
+        self.seconds = _check_float("seconds", self.seconds, hi=3600)
+        return self
+
+    def to_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> "FitSettings":
+        return _from_dict(cls, data, "fit")
 
 
 ROOF_DTYPES = ("fp32", "bf16", "int8", "fp64")

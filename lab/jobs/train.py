@@ -106,8 +106,10 @@ class Trainer:
         import torch.nn.functional as functional  # noqa: PLC0415
 
         if __package__:
+            from . import _checkpointing
             from .models import build_model, count_parameters
         else:
+            import _checkpointing
             from models import build_model, count_parameters
         self.import_s = time.perf_counter() - t_import
         self.torch = torch
@@ -124,6 +126,9 @@ class Trainer:
         self.y_all = torch.from_numpy(train.labels)
         self.model = build_model(s.model)
         self.parameters = count_parameters(self.model)
+        self.checkpointed: Tuple[Optional[str], int] = (None, 0)
+        if s.checkpoint:
+            self.checkpointed = _checkpointing.checkpoint_blocks(self.model, torch)
         self.fmt = torch.channels_last if s.channels_last else torch.contiguous_format
         if s.channels_last:
             self.model = self.model.to(memory_format=torch.channels_last)
@@ -212,7 +217,8 @@ class Trainer:
             capability = None
         return {"threads": torch.get_num_threads(), "interop_threads": torch.get_num_interop_threads(),
                 "cpus": cpus, "torch": torch.__version__, "cpu_capability": capability,
-                "import_s": round(self.import_s, 3), "parameters": self.parameters}
+                "import_s": round(self.import_s, 3), "parameters": self.parameters,
+                "checkpointed": {"block": self.checkpointed[0], "blocks": self.checkpointed[1]}}
 
 
 class Meter:

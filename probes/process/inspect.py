@@ -30,6 +30,7 @@ from cpudoctor.model.inspection import (ChildProcess, Inspection, NativeLib, Pro
                                         ThreadPlace)
 from cpudoctor.probes.process import procfs
 from cpudoctor.probes.process.interpreter import process_python
+from cpudoctor.probes.process.memory import MemoryWatch
 from cpudoctor.probes.process.peers import find_peer_jobs, snapshot as peer_snapshot
 from cpudoctor.probes.software.envvars import filter_thread_env, preload_names
 
@@ -270,6 +271,7 @@ def inspect_process(
     status = _read_static_facts(insp, root, pid, first.comm)
     late = _LateFacts(insp, root, pid, refresh_s, status, clock()) if refresh_s else None
     sampler = _Sampler(root, pid, first, _children_at_start(insp, root, pid))
+    memory = MemoryWatch(root, pid, clock(), list_children=lambda: _job_descendants(root, pid), clock=clock)
     peers_before = peer_snapshot(root)
     timer = None
     if stacks:
@@ -278,10 +280,11 @@ def inspect_process(
         timer = TimeSampler(pid, root=root, duration=seconds)
         timer.start()
     try:
-        window = _sample_window(sampler, seconds, interval, clock, sleep, should_stop, late)
+        window = _sample_window(sampler, seconds, interval, clock, sleep, should_stop, _each(late, memory.sample))
     finally:
         if timer is not None:
             insp.time = timer.stop()
+    insp.memory = memory.finish(clock())
     _record_window(insp, window)
     _find_peers(insp, root, pid, peers_before, window)
     _summarise_threads(insp, sampler, window)
@@ -289,6 +292,16 @@ def inspect_process(
     _summarise_children(insp, root, pid, sampler, window)
     _place_on_topology(insp, root, topology)
     return insp
+
+
+def _each(*steps: Callable[[float], None] | None) -> Callable[[float], None]:
+    """One per-sample callback calling each of ``steps`` (the late facts, the memory watch) in turn."""
+    def call(now: float) -> None:
+        for step in steps:
+            if step is not None:
+                step(now)
+
+    return call
 
 
 def _read_static_facts(insp: Inspection, root: Path, pid: int, comm: str) -> dict[str, str]:
