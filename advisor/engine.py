@@ -114,8 +114,8 @@ class RuleSet(Generic[In]):
 
     ``noun`` names the rules in messages ("rule", "process rule"); ``prefix``,
     when given, is the only code prefix allowed (``PROC``); ``docs_page`` is the
-    generated page the findings link to; ``load`` is a module imported on first
-    use, whose import registers the rules; ``group_by_category`` orders rules
+    generated page the findings link to; ``load`` is a module (or several) imported
+    on first use, whose import registers the rules; ``group_by_category`` orders rules
     by :data:`CATEGORIES` (else by code); ``scope``, a line under the category in
     ``explain`` text, says what runs them; ``crash_hint`` is what to
     attach when reporting a rule that crashed; ``list_hint`` where to look up
@@ -123,7 +123,7 @@ class RuleSet(Generic[In]):
     """
 
     def __init__(self, noun: str, *, docs_page: str, crash_hint: str, scope: str = "", prefix: str | None = None,
-                 load: str | None = None, redirects: dict[str, str] | None = None,
+                 load: str | tuple[str, ...] | None = None, redirects: dict[str, str] | None = None,
                  group_by_category: bool = True, list_hint: str | None = None):
         self.noun = noun
         self.docs_page = docs_page
@@ -176,8 +176,9 @@ class RuleSet(Generic[In]):
     def _loaded(self) -> dict[str, Rule]:
         """The registered rules, after importing the module that registers them (once)."""
         if self._load is not None:
-            module, self._load = self._load, None
-            importlib.import_module(module)
+            modules, self._load = self._load, None
+            for module in (modules,) if isinstance(modules, str) else modules:
+                importlib.import_module(module)
         return self._rules
 
     # -- lookup ---------------------------------------------------------------------------------

@@ -16,8 +16,15 @@ instructions) are judged in :mod:`cpudoctor.advisor.kernel_rules`, for a lab
 job's census too; :attr:`EVIDENCE_RULES` loads them on first use.
 
 Rules that read the breakdown say nothing when it may not be judged (too few
-samples, an idle job, a machine busy with other programs:
-:mod:`cpudoctor.advisor.job_verdict`): EVID009 says "inconclusive" instead, with the reason.
+samples, an idle job: :mod:`cpudoctor.advisor.job_verdict`): EVID009 says
+"inconclusive" instead, with the reason. On a machine busy with other programs
+the shares of the job's own samples are judged as usual, with the load stated,
+while OpenMP waiting (a comparison with an unloaded machine) is reported as
+"likely", for the user to confirm on a quiet machine. The breakdown is judged on
+the thread that drives the step: the pool's OpenMP waiting while that thread is
+busy elsewhere is its consequence, not the cause (EVID019 names what the driving
+thread did). The job's own state read by its probe (``run``) is judged in
+:mod:`cpudoctor.advisor.state_rules` (EVID010-EVID018), loaded like the kernel rules.
 """
 
 from __future__ import annotations
@@ -26,7 +33,8 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from cpudoctor.advisor.engine import RuleSet
-from cpudoctor.advisor.job_verdict import judge_breakdown, judged, reason
+from cpudoctor.advisor.code_settings import binding_removal, binding_settings, thread_change, thread_setting
+from cpudoctor.advisor.job_verdict import busy, judge_breakdown, judged, load_words, own_shares, reason
 from cpudoctor.kits.cpulist import format_cpulist
 from cpudoctor.kits.plural import plural
 from cpudoctor.model import Finding
@@ -41,13 +49,15 @@ DATA_WAIT = 0.30              # the driving thread spent this share inside DataL
 RECOMPILES = 3                # recompilations of one function that make "keeps compiling"
 COMPILE_SHARE = 0.30          # ... or this share of the time compiling with at least 2 recompiles
 OVERSUBSCRIBED_SHARE = 0.3    # samples with more runnable threads than CPUs (a child running 2+) while children ran
+DRIVER_IN_TEAM = 0.5          # the driving thread spent at least this share in kernels and OpenMP: it drives the team
 
 EVIDENCE_RULES: RuleSet[Evidence] = RuleSet(
     "evidence rule", prefix="EVID", docs_page="docs/evidence_rules.md", group_by_category=False,
     scope=("Judges what a job did: `cpudoctor run -- COMMAND`, `cpudoctor inspect PID` and the Inspector page "
            "(EVID007, EVID008: the lab's jobs too, in `bench` and a report's runs)."),
     crash_hint="the output of `cpudoctor run --format json -o run.json -- COMMAND`",
-    load="cpudoctor.advisor.kernel_rules",     # EVID007, EVID008: the kernels a job ran (also a lab job's)
+    # EVID007, EVID008: the kernels a job ran (also a lab job's); EVID010-EVID019: the job's own state
+    load=("cpudoctor.advisor.kernel_rules", "cpudoctor.advisor.state_rules"),
 )
 evidence_rule = EVIDENCE_RULES.rule
 
@@ -81,8 +91,17 @@ class Evidence(JobEvidence):
         return self.breakdown
 
     def judged(self) -> TimeBreakdown | None:
-        """The breakdown when it may be judged, else None."""
+        """The breakdown when comparisons with an unloaded machine may be judged on it, else None."""
         return judged(self.breakdown)
+
+    def own_shares(self) -> TimeBreakdown | None:
+        """The breakdown when the shares of the job's own samples may be judged (a busy machine too), else None."""
+        return own_shares(self.breakdown)
+
+    def load_sentence(self) -> str:
+        """`` Other programs used 1.6 of the 2 CPUs meanwhile; this share is of the job's own samples.`` or ""."""
+        words = load_words(self.breakdown)
+        return f" {words[:1].upper()}{words[1:]}; this share is of the job's own samples." if words else ""
 
     def cmd(self) -> str:
         cmd = (self.command or "").strip()
@@ -102,6 +121,21 @@ def _pct(x: float) -> str:
 
 def _counted(bd: TimeBreakdown) -> str:
     return f"{bd.samples} samples over {bd.window_s:g} s"
+
+
+def consequence(bd: TimeBreakdown) -> str:
+    """`` The pool threads' OpenMP waiting (48 % of the job's thread time) follows from it: ...`` when there is any."""
+    omp = bd.share(OPENMP)
+    if omp < OPENMP_DOMINATES or drives_team(bd):
+        return ""
+    return (f" The other threads' OpenMP waiting ({_pct(omp)} of the job's thread time) follows from it: the pool "
+            "waits while the thread that drives the step is busy elsewhere, so fewer threads would not help.")
+
+
+def _place(at) -> str:
+    user = at.user_place()
+    file, line = user if user else (at.file, at.line)
+    return f"line {line} of {file}"
 
 
 # --- the rules --------------------------------------------------------------------------------
@@ -124,23 +158,48 @@ def openmp_wait_dominates(ev: Evidence) -> list[Finding]:
         Use fewer threads (OMP_NUM_THREADS, or torch.set_num_threads at the top of the script), down
         to 1 for very small models; measure steps per second before and after.
     """
-    bd = ev.judged()
+    bd = ev.own_shares()
     if bd is None:
         return []
     omp, comp = bd.share(OPENMP), bd.share(COMPUTE)
-    if omp < OPENMP_DOMINATES or omp < comp:
+    if omp < OPENMP_DOMINATES or omp < comp or not drives_team(bd):
         return []
     threads = _compute_threads(bd, ev)
     target = 1 if omp >= 2 * comp or threads <= 2 else max(1, threads // 2)
     why = (f"{_pct(omp)} of the job's thread time was OpenMP waiting (barriers, spinning, team fork/join) and "
-           f"only {_pct(comp)} compute kernels ({_counted(bd)}, {plural(threads, 'compute thread')}). The kernels "
-           "are too short for this many threads to pay off.")
-    fix = (f"Run it with {plural(target, 'thread')}: OMP_NUM_THREADS={target} (or torch.set_num_threads({target}) "
-           "first thing in the script), and compare steps per second.")
-    return [_finding("warning", f"OpenMP waiting takes {_pct(omp)} of the time, kernels {_pct(comp)}", why, fix,
-                     f"OMP_NUM_THREADS={target} {ev.cmd()}",
+           f"only {_pct(comp)} compute kernels ({_counted(bd)}, {plural(threads, 'compute thread')}), while the "
+           f"thread that drives the step spent {_pct(bd.driver_share(OPENMP) + bd.driver_share(COMPUTE))} of its "
+           "time in the team's kernels and barriers. The kernels are too short for this many threads to pay off.")
+    setting = thread_setting(ev.state)
+    if setting is not None:
+        fix, snippet = thread_change(setting, target)
+        fix += " Then compare steps per second."
+        lang = "python"
+    else:
+        fix = (f"Run it with {plural(target, 'thread')}: OMP_NUM_THREADS={target} (or torch.set_num_threads({target}) "
+               "first thing in the script), and compare steps per second.")
+        snippet, lang = f"OMP_NUM_THREADS={target} {ev.cmd()}", "bash"
+    title = f"OpenMP waiting takes {_pct(omp)} of the time, kernels {_pct(comp)}"
+    severity = "warning"
+    if busy(bd):
+        # waiting depends on what other programs did: a team member they displaced holds every barrier
+        severity, title = "info", f"Likely: {title[:1].lower()}{title[1:]} (confirm on a quiet machine)"
+        why += (f" But {load_words(bd)}: a thread they displaced holds every barrier too, so part of the waiting may "
+                "be theirs.")
+        fix += " Confirm on a quiet machine first."
+    return [_finding(severity, title, why, fix, snippet,
                      {"openmp_wait_share": round(omp, 3), "compute_share": round(comp, 3), "threads": threads,
-                      "samples": bd.samples, "suggested_threads": target})]
+                      "samples": bd.samples, "suggested_threads": target, "others_cpus": bd.others_cpus if busy(bd)
+                      else None, "set_at": setting.short_place() if setting else None}, lang=lang)]
+
+
+def drives_team(bd: TimeBreakdown) -> bool:
+    """The thread that drives the step spent most of its time in the thread team's kernels and barriers (so the
+    team's waiting is about the team); unknown (no driving thread sampled) counts as yes."""
+    driver = bd.driver_thread()
+    if driver is None:
+        return True
+    return bd.driver_share(OPENMP) + bd.driver_share(COMPUTE) >= DRIVER_IN_TEAM
 
 
 def _compute_threads(bd: TimeBreakdown, ev: Evidence) -> int:
@@ -174,7 +233,7 @@ def waits_on_data(ev: Evidence) -> list[Finding]:
         and let them work ahead (prefetch_factor); move slow per-sample work (decoding, augmentation)
         into the dataset so the workers do it.
     """
-    bd = ev.judged()
+    bd = ev.own_shares()
     if bd is None:
         return []
     driver = bd.driver_thread()
@@ -184,6 +243,8 @@ def waits_on_data(ev: Evidence) -> list[Finding]:
     if share < DATA_WAIT:
         return []
     workers = [p for p in bd.processes if p.role == "dataloader_worker"]
+    if workers and busy(bd):
+        return []       # waiting for workers that other programs may have slowed: a comparison, not a share
     if workers:
         busy = sum((p.cpu_percent or 0.0) for p in workers) / 100
         state = (f"its {plural(len(workers), 'worker process', 'worker processes')} used {busy:.1f} CPUs together")
@@ -200,8 +261,11 @@ def waits_on_data(ev: Evidence) -> list[Finding]:
                "(samples that wait on disk or network overlap with training even on few CPUs).")
         snippet = (f"loader = DataLoader(dataset, batch_size=..., num_workers={n}, persistent_workers=True,\n"
                    "                    prefetch_factor=4)")
+    loader = next((x for x in (ev.state.loaders if ev.state else []) if x.at is not None), None)
+    where = f" (the DataLoader built at {_place(loader.at)})" if loader is not None else ""
     why = (f"The training loop spent {_pct(share)} of its time ({driver.samples} samples of the main thread over "
-           f"{bd.window_s:g} s) inside DataLoader's next batch; {state}.")
+           f"{bd.window_s:g} s) inside DataLoader's next batch{where}; {state}.{consequence(bd)}"
+           f"{ev.load_sentence()}")
     return [_finding("warning", f"The loop waits for data {_pct(share)} of the time", why, fix, snippet,
                      {"data_wait_share": round(share, 3), "driver_samples": driver.samples,
                       "workers": len(workers)}, lang="python")]
@@ -288,22 +352,35 @@ def children_confined(ev: Evidence) -> list[Finding]:
         return []
     sets = sorted({format_cpulist(p.affinity or []) for p in confined})
     binding = {k: v for k, v in {**ev.env, **(main.thread_vars if main else {})}.items() if k in BINDING_VARS}
-    cause = (f"the binding variable{'s' if len(binding) > 1 else ''} "
-             f"{', '.join(f'{k}={v}' for k, v in binding.items())} pinned the main thread at start-up and the "
-             "children inherited it" if binding else "they inherited a narrower affinity from their parent")
+    in_code = binding_settings(ev.state)       # the script binds itself (its probe saw the lines)
+    if in_code:
+        cause = (f"the script binds itself ({'; '.join(b.where_words() for b in in_code)}): the main thread was "
+                 "pinned and the children inherited it")
+    elif binding:
+        cause = (f"the binding variable{'s' if len(binding) > 1 else ''} "
+                 f"{', '.join(f'{k}={v}' for k, v in binding.items())} pinned the main thread at start-up and the "
+                 "children inherited it")
+    else:
+        cause = "they inherited a narrower affinity from their parent"
     why = (f"{plural(len(confined), 'child process', 'child processes')} (PIDs "
            f"{', '.join(str(p.pid) for p in confined[:6])}) may run only on CPU{'s' if len(sets) > 1 or ',' in sets[0] or '-' in sets[0] else ''} "
            f"{' / '.join(sets)} of the {len(job_cpus)} the job was started with ({format_cpulist(job_cpus)}): {cause}.")
-    unset = " ".join(f"-u {k}" for k in binding) or "-u OMP_PROC_BIND -u OMP_PLACES"
-    fix = ("Unset the OpenMP binding variables and choose the CPUs outside the job (taskset -c / numactl); "
-           "or give each worker every CPU back in worker_init_fn.")
-    snippet = (f"env {unset} taskset -c {format_cpulist(job_cpus)} {ev.cmd()}\n"
-               f"# or in the script: DataLoader(..., worker_init_fn=lambda _: os.sched_setaffinity(0, "
-               f"{{{', '.join(map(str, job_cpus[:16]))}}}))")
+    give_back = (f"DataLoader(..., worker_init_fn=lambda _: os.sched_setaffinity(0, "
+                 f"{{{', '.join(map(str, job_cpus[:16]))}}}))")
+    if in_code:
+        # `env -u` outside cannot undo a variable the script writes itself: the fix is the script's lines
+        fix, code = binding_removal(in_code)
+        snippet, lang = f"{code}\n# or give each worker every CPU back: {give_back}", "python"
+    else:
+        unset = " ".join(f"-u {k}" for k in binding) or "-u OMP_PROC_BIND -u OMP_PLACES"
+        fix = ("Unset the OpenMP binding variables and choose the CPUs outside the job (taskset -c / numactl); "
+               "or give each worker every CPU back in worker_init_fn.")
+        snippet, lang = (f"env {unset} taskset -c {format_cpulist(job_cpus)} {ev.cmd()}\n"
+                         f"# or in the script: {give_back}"), "bash"
     return [_finding("warning", f"{plural(len(confined), 'child process', 'child processes')} confined to "
                      f"{' / '.join(sets)} of {len(job_cpus)} CPUs", why, fix, snippet,
                      {"confined": len(confined), "job_cpus": len(job_cpus), "child_cpus": sets,
-                      "binding": binding or None})]
+                      "binding": binding or None, "set_at": [b.short_place() for b in in_code] or None}, lang=lang)]
 
 
 @evidence_rule("EVID005", "children-oversubscribe", category="threads", severity="warning",
@@ -363,7 +440,7 @@ def python_dominates(ev: Evidence) -> list[Finding]:
         workers, use larger batches, or compile the step (torch.compile). The top Python functions
         in the why show where to start.
     """
-    bd = ev.judged()
+    bd = ev.own_shares()
     if bd is None:
         return []
     driver = bd.driver_thread()
@@ -371,10 +448,11 @@ def python_dominates(ev: Evidence) -> list[Finding]:
     py, comp = shares.get(PYTHON, 0.0), shares.get(COMPUTE, 0.0)
     if py < PYTHON_DOMINATES or py <= comp:
         return []
-    tops = [t for t in bd.top if t.category == PYTHON][:3]
+    tops = [t for t in (bd.driver_python or bd.top) if t.category == PYTHON][:3]
     where = "; ".join(f"{t.frame} {_pct(t.share)}" for t in tops)
     why = (f"The training thread ran Python code {_pct(py)} of its time and compute kernels only {_pct(comp)} "
-           f"({driver.samples if driver else bd.samples} samples over {bd.window_s:g} s)." + (f" Top Python lines: {where}." if where else ""))
+           f"({driver.samples if driver else bd.samples} samples over {bd.window_s:g} s)."
+           + (f" Top Python lines: {where}." if where else "") + consequence(bd) + ev.load_sentence())
     fix = ("Turn the per-element Python work into tensor operations on whole batches, move per-sample work "
            "into the DataLoader's workers, or compile the step with torch.compile.")
     return [_finding("warning", f"Python code takes {_pct(py)} of the time, kernels {_pct(comp)}", why, fix,
@@ -387,15 +465,17 @@ def inconclusive(ev: Evidence) -> list[Finding]:
     """
     What it checks:
         Whether the time breakdown may be judged: enough samples of the training thread, a job
-        that used the CPU, and a machine not busy with other programs.
+        that used the CPU, and how much of the machine other programs used meanwhile.
 
     Why it matters:
-        Shares from a few samples, from a job that was idle, or from a machine where other programs
-        took the CPUs say nothing about the job: the breakdown rules stay silent instead of guessing.
+        Shares from a few samples or from a job that was idle say nothing about the job: the
+        breakdown rules stay silent instead of guessing. On a machine busy with other programs the
+        shares of the job's own samples, its state and its kernels are still judged, but waiting
+        and thread counts depend on the other programs: those findings say "likely".
 
     Fix:
         Sample longer while the job trains (`cpudoctor inspect PID --seconds 20`, or let
-        `cpudoctor run` run longer), and on a quiet machine.
+        `cpudoctor run` run longer); confirm the "likely" findings on a quiet machine.
     """
     bd = ev.breakdown
     if bd is None:
@@ -404,10 +484,19 @@ def inconclusive(ev: Evidence) -> list[Finding]:
     if verdict.conclusive:
         return []
     why = reason(bd, verdict)
+    evidence = {"verdict": verdict.verdict, "cause": verdict.cause, "samples": bd.samples,
+                "others_cpus": bd.others_cpus, "job_cpus": bd.job_cpus}
+    if verdict.verdict == "busy":
+        words = load_words(bd)
+        return [_finding("info", f"Busy machine: {words.replace(' meanwhile', '')}",
+                         f"{why[:1].upper()}{why[1:]}. The shares of the job's own samples (its Python, data loading, "
+                         "kernels and their data types, compiling), its state and its kernels were judged as usual; "
+                         "OpenMP waiting and thread counts depend on what the other programs did, so findings about "
+                         "them say \"likely\".",
+                         "Confirm the \"likely\" findings on a quiet machine, or pin this job to CPUs nothing else "
+                         "uses.", "", evidence)]
     return [_finding("info", f"Inconclusive: {why.split(':')[0]}", why[:1].upper() + why[1:] + ".",
-                     "Sample longer while the job trains, on a quiet machine.", "",
-                     {"verdict": verdict.verdict, "cause": verdict.cause, "samples": bd.samples,
-                      "others_cpus": bd.others_cpus, "job_cpus": bd.job_cpus})]
+                     "Sample longer while the job trains, on a quiet machine.", "", evidence)]
 
 
 def run_evidence_rules(ev: Evidence, only: set[str] | None = None, *, strict: bool = False) -> list[Finding]:

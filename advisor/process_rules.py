@@ -21,6 +21,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
+from cpudoctor.advisor.code_settings import seen_threads, thread_change, thread_setting
 from cpudoctor.advisor.engine import SEVERITY_RANK, RuleSet
 from cpudoctor.advisor.job_command import JobCommand, job_command
 from cpudoctor.advisor.machine import setting
@@ -29,6 +30,7 @@ from cpudoctor.advisor.pinning import affinity_vars_to_clear
 from cpudoctor.advisor.snippets import worker_init_snippet
 from cpudoctor.kits.cpulist import format_cpulist
 from cpudoctor.model.inspection import Inspection, ThreadInfo
+from cpudoctor.model.jobstate import JobState
 from cpudoctor.model import Topology
 from cpudoctor.kits.plural import plural
 from cpudoctor.model import Finding
@@ -60,6 +62,7 @@ resolve = PROCESS_RULES.resolve
 class Context:
     insp: Inspection
     topo: Topology | None
+    state: JobState | None = None       # the job's own state from its probe (`run` only): where it sets threads
 
     @property
     def usable(self) -> int | None:
@@ -207,11 +210,16 @@ def oversubscribed(ctx: Context) -> list[Finding]:
            + (f" (leaving {plural(workers, 'CPU')} for the DataLoader "
               f"{'worker' if workers == 1 else 'workers'})" if workers else "")
            + ", or call torch.set_num_threads(" + str(threads) + ") at the top of the script.")
+    snippet, lang = ctx.relaunch(None, threads), "bash"
+    setting = thread_setting(ctx.state)
+    if setting is not None:          # the script sets the count itself: a variable outside would not win
+        fix, snippet = thread_change(setting, threads)
+        lang = "python"
     return [_finding(sev, f"Oversubscribed: {i.runnable_mean:g} runnable threads on {plural(usable, 'usable CPU')}", why, fix,
-                     ctx.relaunch(None, threads),
+                     snippet,
                      ctx.evidence(runnable_mean=i.runnable_mean, runnable_max=i.runnable_max, usable_cpus=usable,
                                   wait_percent=wait, num_threads=i.num_threads, active_threads=active,
-                                  children=workers))]
+                                  children=workers, set_at=setting.short_place() if setting else None), lang=lang)]
 
 
 ACTIVE_PERCENT = 5.0   # a thread that got this much CPU in the window took part in the work
@@ -590,6 +598,9 @@ def threads_exceed_usable(ctx: Context) -> list[Finding]:
     too_many = {n: ctx.env_int(n) for n in THREAD_VARS if (ctx.env_int(n) or 0) > usable}
     if not too_many:
         return []
+    seen = seen_threads(ctx.state)
+    if thread_setting(ctx.state) is not None and seen is not None and seen <= usable:
+        return []                      # the script sets the count itself and it fits: the variables lose to it
     listed = ", ".join(f"{k}={v}" for k, v in too_many.items())
     why = (f"{listed} but the process may use {plural(usable, 'CPU')}"
            + (f" (cgroup quota {plural(ctx.insp.cpu_quota, 'CPU')})" if ctx.insp.cpu_quota else "")
@@ -867,9 +878,10 @@ def _split_fix(plan: SplitPlan, usable: int, quota: float | None) -> str:
 
 
 def run_process_rules(insp: Inspection, topo: Topology | None = None, only: set[str] | None = None,
-                      *, strict: bool = False) -> list[Finding]:
-    """All (or ``only`` these codes/symbols/categories) process rules over one inspection, worst first."""
-    ctx = Context(insp, topo)
+                      *, strict: bool = False, state: JobState | None = None) -> list[Finding]:
+    """All (or ``only`` these codes/symbols/categories) process rules over one inspection, worst first; ``state``:
+    the job's own state from its probe (``run``), which says where the script sets what a fix would change."""
+    ctx = Context(insp, topo, state)
     found = PROCESS_RULES.run(ctx, only, strict=strict)
     hidden = ctx.job_command()
     for f in found:

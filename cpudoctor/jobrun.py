@@ -68,7 +68,7 @@ def diagnose(job: JobEvidence, machine: Machine) -> list[Finding]:
 
     found: list[Finding] = []
     if job.process is not None:
-        found += run_process_rules(job.process, machine.topology)
+        found += run_process_rules(job.process, machine.topology, state=job.state)
     found += run_evidence_rules(Evidence.of(job, machine.flags))
     return sorted(found, key=lambda f: -SEVERITY_RANK.get(f.severity, 0))
 

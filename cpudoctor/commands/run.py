@@ -33,7 +33,7 @@ def register(subparsers) -> None:
         help="run a training command and explain, from what it did, why it is slow",
         description="Run COMMAND, pass its output and exit code through, and print where its time went "
                     "and what to change (to stderr, or -o FILE).",
-        usage="cpudoctor run [--seconds N] [--python PATH|ENV] [--format text|json|md|html] [-o FILE] "
+        usage="cpudoctor run [--seconds N] [--python PATH|ENV] [--no-probe] [--format text|json|md|html] [-o FILE] "
               "-- COMMAND [ARGS...]",
     )
     p.add_argument("--seconds", "-s", type=_seconds, metavar="N",
@@ -45,6 +45,9 @@ def register(subparsers) -> None:
                    help="text, json, md or html (default: from the -o file name's ending, else text)")
     p.add_argument("--output", "-o", metavar="FILE", type=output_file,
                    help="write the report to FILE instead of stderr")
+    p.add_argument("--no-probe", action="store_true",
+                   help="do not load CPU Doctor's probe into a Python job (it reads the job's torch and Python state "
+                        "from inside: thread settings and the line that set them, modes, dtypes, DataLoaders, steps)")
     p.add_argument("--rate", type=_rate, metavar="HZ", help=argparse.SUPPRESS)
     p.add_argument("argv", nargs=argparse.REMAINDER, metavar="COMMAND", help="the command to run, after --")
     p.set_defaults(func=run)
@@ -94,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     from cpudoctor.jobrun import run_job
     from cpudoctor.render.run_report import RENDERERS
 
-    obs, findings = run_job(argv, seconds=args.seconds, rate=args.rate, display=shlex.join(args.argv[1:] if
+    obs, findings = run_job(argv, seconds=args.seconds, rate=args.rate, probe=not args.no_probe, display=shlex.join(args.argv[1:] if
                             args.argv and args.argv[0] == "--" else args.argv))
     text = RENDERERS[args.format](obs, findings)
     if args.output:

@@ -8,7 +8,8 @@ recompilations, the time breakdown over its whole life, and an
 Inspection. Both become one :class:`JobEvidence`, which the job pipeline
 (:mod:`cpudoctor.jobrun`) hands to the process and evidence rules, so the same
 job gets the same findings however it was watched. The job's own state read
-from inside it (issue 34's probe) joins here as a field of its own.
+from inside it (its probe, :mod:`cpudoctor.model.jobstate`) is a field of its own: only ``run``
+loads the probe, so ``inspect`` leaves it ``None``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 
 from cpudoctor.model.breakdown import TimeBreakdown
 from cpudoctor.model.inspection import Inspection
+from cpudoctor.model.jobstate import JobState
 from cpudoctor.model.joblogs import OneDnnLog, RecompileLog
 from cpudoctor.model.kernels import KernelCensus
 
@@ -40,6 +42,7 @@ class RunObservation:
     process_error: str | None = None      # why its process could not be sampled (the sampler's failure)
     error: str | None = None              # the command could not be started (the system's words)
     dropped_kernel_lines: bool = False    # the job printed more oneDNN lines than are kept: the oldest were dropped
+    state: JobState | None = None         # the job's own state, from its probe (loaded False: why not)
 
 
 @dataclass
@@ -65,6 +68,7 @@ class JobEvidence:
     memory: JobMemory | None = None
     process: Inspection | None = None     # the process facts the process rules judge
     kernels: KernelCensus | None = None   # a lab job's kernel census (a run's: read from ``onednn``)
+    state: JobState | None = None         # run only: what the job is set to, read from inside it (its probe)
 
     @classmethod
     def of_inspection(cls, insp: Inspection) -> "JobEvidence":
@@ -77,7 +81,8 @@ class JobEvidence:
         """A job ``cpudoctor run`` started and watched to its end."""
         return cls(command=obs.command, pid=obs.pid, breakdown=obs.breakdown, onednn=obs.onednn,
                    recompiles=obs.recompiles, launch_affinity=obs.launch_affinity, env=dict(obs.env),
-                   memory=_memory(obs.process) if obs.process is not None else None, process=obs.process)
+                   memory=_memory(obs.process) if obs.process is not None else None, process=obs.process,
+                   state=obs.state)
 
 
 def _memory(insp: Inspection) -> JobMemory:

@@ -127,6 +127,7 @@ def render_json(obs: RunObservation, findings: list[Finding]) -> str:
                                "threads": obs.onednn.threads, "max_isa": obs.onednn.max_isa,
                                "total_ms": round(obs.onednn.total_ms, 3), "groups": kernel_rows(obs)}},
         "recompiles": to_data(obs.recompiles),
+        "state": to_data(obs.state) if obs.state is not None else None,
         "notes": run_notes(obs),
     }
     return json_text(data) + "\n"

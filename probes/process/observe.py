@@ -154,7 +154,7 @@ class JobRun:
 
     def __init__(self, argv: list[str], *, seconds: float | None = None, cwd: str | None = None,
                  env: dict[str, str] | None = None, stdout: BinaryIO | None = None, stderr: BinaryIO | None = None,
-                 rate: int | None = None, sample: bool = True, display: str | None = None):
+                 rate: int | None = None, sample: bool = True, display: str | None = None, probe: bool = True):
         from cpudoctor.probes.process.procfs import redact_paths
 
         self.argv = list(argv)
@@ -165,6 +165,9 @@ class JobRun:
         self.stderr = stderr if stderr is not None else getattr(sys.stderr, "buffer", None)
         self.rate = rate
         self.sample = sample
+        self.probe = probe                      # the job-state probe (probes/process/jobprobe.py), Python jobs only
+        self._channel = None
+        self._probe_off = ""
         self.obs = RunObservation(command=redact_paths(display or " ".join(self.argv))[:400])
         self._proc: subprocess.Popen | None = None
         self._sampler: TimeSampler | None = None
@@ -177,8 +180,11 @@ class JobRun:
         """Launch the job and the samplers; False (with ``obs.error``) when the command cannot start."""
         from cpudoctor.probes.software.envvars import filter_thread_env
 
+        from cpudoctor.probes.process.jobprobe import ProbeChannel
+
         env, added = diagnostic_env(self.base_env)
         self.obs.diagnostics = added
+        env, self._channel, self._probe_off = ProbeChannel.open(self.argv, env, enabled=self.probe)
         self.obs.env = filter_thread_env(self.base_env)
         try:
             self.obs.launch_affinity = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
@@ -193,6 +199,8 @@ class JobRun:
             self.obs.ended_by = "failed"
             self.obs.error = f"cannot start {self.argv[0]!r}: {exc.strerror or exc}"
             self.obs.exit_code = 127 if isinstance(exc, FileNotFoundError) else 126
+            if self._channel is not None:
+                self._channel.close()
             return False
         self.obs.pid = self._proc.pid
         keep_out = (lambda t: is_verbose_line(t)) if "ONEDNN_VERBOSE" in added else (lambda t: False)
@@ -251,7 +259,13 @@ class JobRun:
         self.obs.onednn = parse_onednn_verbose(out.kept)
         self.obs.recompiles = parse_recompiles(err.kept)
         self.obs.dropped_kernel_lines = bool(out.dropped)
+        self.obs.state = self._read_state()
         return self.obs
+
+    def _read_state(self):
+        from cpudoctor.model.jobstate import JobState
+
+        return self._channel.read(self.obs.pid) if self._channel is not None else JobState(why_not=self._probe_off)
 
     def _stop_job(self, already_signalled: bool) -> None:
         proc = self._proc
