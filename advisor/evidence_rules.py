@@ -38,6 +38,7 @@ from cpudoctor.advisor.job_verdict import busy, judge_breakdown, judged, load_wo
 from cpudoctor.kits.cpulist import format_cpulist
 from cpudoctor.kits.plural import plural
 from cpudoctor.model import Finding
+from cpudoctor.kits.format import percent
 from cpudoctor.model.breakdown import COMPILE, COMPUTE, DATA, OPENMP, PYTHON, ProcessTime, TimeBreakdown
 from cpudoctor.model.evidence import JobEvidence
 from cpudoctor.model.kernels import KernelCensus
@@ -115,10 +116,6 @@ def _finding(severity: str, title: str, why: str, fix: str, snippet: str = "", e
                    snippet=snippet, snippet_lang=lang, evidence=ev, fields_used=sorted(ev))
 
 
-def _pct(x: float) -> str:
-    return f"{x * 100:.0f} %"
-
-
 def _counted(bd: TimeBreakdown) -> str:
     return f"{bd.samples} samples over {bd.window_s:g} s"
 
@@ -128,7 +125,7 @@ def consequence(bd: TimeBreakdown) -> str:
     omp = bd.share(OPENMP)
     if omp < OPENMP_DOMINATES or drives_team(bd):
         return ""
-    return (f" The other threads' OpenMP waiting ({_pct(omp)} of the job's thread time) follows from it: the pool "
+    return (f" The other threads' OpenMP waiting ({percent(omp, fraction=True)} of the job's thread time) follows from it: the pool "
             "waits while the thread that drives the step is busy elsewhere, so fewer threads would not help.")
 
 
@@ -166,9 +163,9 @@ def openmp_wait_dominates(ev: Evidence) -> list[Finding]:
         return []
     threads = _compute_threads(bd, ev)
     target = 1 if omp >= 2 * comp or threads <= 2 else max(1, threads // 2)
-    why = (f"{_pct(omp)} of the job's thread time was OpenMP waiting (barriers, spinning, team fork/join) and "
-           f"only {_pct(comp)} compute kernels ({_counted(bd)}, {plural(threads, 'compute thread')}), while the "
-           f"thread that drives the step spent {_pct(bd.driver_share(OPENMP) + bd.driver_share(COMPUTE))} of its "
+    why = (f"{percent(omp, fraction=True)} of the job's thread time was OpenMP waiting (barriers, spinning, team fork/join) and "
+           f"only {percent(comp, fraction=True)} compute kernels ({_counted(bd)}, {plural(threads, 'compute thread')}), while the "
+           f"thread that drives the step spent {percent(bd.driver_share(OPENMP) + bd.driver_share(COMPUTE), fraction=True)} of its "
            "time in the team's kernels and barriers. The kernels are too short for this many threads to pay off.")
     setting = thread_setting(ev.state)
     if setting is not None:
@@ -179,7 +176,7 @@ def openmp_wait_dominates(ev: Evidence) -> list[Finding]:
         fix = (f"Run it with {plural(target, 'thread')}: OMP_NUM_THREADS={target} (or torch.set_num_threads({target}) "
                "first thing in the script), and compare steps per second.")
         snippet, lang = f"OMP_NUM_THREADS={target} {ev.cmd()}", "bash"
-    title = f"OpenMP waiting takes {_pct(omp)} of the time, kernels {_pct(comp)}"
+    title = f"OpenMP waiting takes {percent(omp, fraction=True)} of the time, kernels {percent(comp, fraction=True)}"
     severity = "warning"
     if busy(bd):
         # waiting depends on what other programs did: a team member they displaced holds every barrier
@@ -263,10 +260,10 @@ def waits_on_data(ev: Evidence) -> list[Finding]:
                    "                    prefetch_factor=4)")
     loader = next((x for x in (ev.state.loaders if ev.state else []) if x.at is not None), None)
     where = f" (the DataLoader built at {_place(loader.at)})" if loader is not None else ""
-    why = (f"The training loop spent {_pct(share)} of its time ({driver.samples} samples of the main thread over "
+    why = (f"The training loop spent {percent(share, fraction=True)} of its time ({driver.samples} samples of the main thread over "
            f"{bd.window_s:g} s) inside DataLoader's next batch{where}; {state}.{consequence(bd)}"
            f"{ev.load_sentence()}")
-    return [_finding("warning", f"The loop waits for data {_pct(share)} of the time", why, fix, snippet,
+    return [_finding("warning", f"The loop waits for data {percent(share, fraction=True)} of the time", why, fix, snippet,
                      {"data_wait_share": round(share, 3), "driver_samples": driver.samples,
                       "workers": len(workers)}, lang="python")]
 
@@ -309,7 +306,7 @@ def keeps_compiling(ev: Evidence) -> list[Finding]:
         snippet = "model = torch.compile(model, dynamic=True)"
     why = (f"{worst_fn.split(' (')[0]} was compiled again {len(worst)} times in {bd.window_s if bd else 0:g} s "
            f"({len(rec.recompiles)} recompilations in all): {cause}."
-           + (f" Compiling took {_pct(compile_share)} of the job's time." if compile_share else "")
+           + (f" Compiling took {percent(compile_share, fraction=True)} of the job's time." if compile_share else "")
            + (" Dynamo hit its recompile limit and fell back to running uncompiled." if rec.limit_hit else ""))
     fix = ("Mark the changing dimension dynamic (torch._dynamo.mark_dynamic(x, dim)) or compile with "
            "dynamic=True; or pad inputs to a few fixed sizes (and drop_last=True in the DataLoader).")
@@ -409,7 +406,7 @@ def children_oversubscribe(ev: Evidence) -> list[Finding]:
     if bd.oversubscribed_share < OVERSUBSCRIBED_SHARE:
         return []
     children = [p for p in _children(bd) if (p.max_threads or 0) >= 2]
-    why = (f"In {_pct(bd.oversubscribed_share)} of the samples while its child processes ran, the job had more runnable "
+    why = (f"In {percent(bd.oversubscribed_share, fraction=True)} of the samples while its child processes ran, the job had more runnable "
            f"threads than its {plural(bd.cpus, 'CPU')} ({bd.runnable_mean:g} on average, {bd.runnable_peak} at "
            f"most) while a child process ran two or more of them: {plural(len(children), 'child process', 'child processes')} "
            "sized their thread pools for the whole machine.")
@@ -449,13 +446,13 @@ def python_dominates(ev: Evidence) -> list[Finding]:
     if py < PYTHON_DOMINATES or py <= comp:
         return []
     tops = [t for t in (bd.driver_python or bd.top) if t.category == PYTHON][:3]
-    where = "; ".join(f"{t.frame} {_pct(t.share)}" for t in tops)
-    why = (f"The training thread ran Python code {_pct(py)} of its time and compute kernels only {_pct(comp)} "
+    where = "; ".join(f"{t.frame} {percent(t.share, fraction=True)}" for t in tops)
+    why = (f"The training thread ran Python code {percent(py, fraction=True)} of its time and compute kernels only {percent(comp, fraction=True)} "
            f"({driver.samples if driver else bd.samples} samples over {bd.window_s:g} s)."
            + (f" Top Python lines: {where}." if where else "") + consequence(bd) + ev.load_sentence())
     fix = ("Turn the per-element Python work into tensor operations on whole batches, move per-sample work "
            "into the DataLoader's workers, or compile the step with torch.compile.")
-    return [_finding("warning", f"Python code takes {_pct(py)} of the time, kernels {_pct(comp)}", why, fix,
+    return [_finding("warning", f"Python code takes {percent(py, fraction=True)} of the time, kernels {percent(comp, fraction=True)}", why, fix,
                      "", {"python_share": round(py, 3), "compute_share": round(comp, 3), "samples": bd.samples})]
 
 

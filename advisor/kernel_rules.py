@@ -24,6 +24,7 @@ from typing import Any
 from cpudoctor.advisor import snippets
 from cpudoctor.advisor.evidence_rules import EVIDENCE_RULES, Evidence, evidence_rule
 from cpudoctor.knowledge import ISA_FORCING
+from cpudoctor.kits.format import percent
 from cpudoctor.model import Finding
 from cpudoctor.model.kernels import KernelCensus
 from cpudoctor.probes import kernels as kern
@@ -45,10 +46,6 @@ def _finding(severity: str, title: str, why: str, fix: str, snippet: str = "", e
                    snippet=snippet, snippet_lang=lang, evidence=ev, fields_used=sorted(ev))
 
 
-def _pct(x: float) -> str:
-    return f"{x * 100:.0f} %"
-
-
 def _where(census: KernelCensus) -> str:
     """"in the lab's training run" / "in this job": where the kernels ran, for a title."""
     return f"in the lab's {JOB_WORDS.get(census.lab_job, census.lab_job)}" if census.lab_job else "in this job"
@@ -56,7 +53,7 @@ def _where(census: KernelCensus) -> str:
 
 def _ran(check: kern.KernelCheck) -> str:
     k = check.kernel
-    share = f", {k.share:.0%} of its time" if k.share is not None else ""
+    share = f", {percent(k.share, fraction=True)} of its time" if k.share is not None else ""
     dtype = f" {k.dtype}" if k.dtype else ""
     return f"{k.library} {k.primitive}{dtype}: {k.impl or k.isa}{share}"
 
@@ -145,7 +142,7 @@ def lower_isa_kernels(ev: Evidence) -> list[Finding]:
         return []
     first = below[0]
     why, fix, snippet = _cause_words(first, census.onednn_isa, _command(ev))
-    timed = (f"{_pct(share)} of the timed kernel time ({sum(c.kernel.calls for c in below)} executions, "
+    timed = (f"{percent(share, fraction=True)} of the timed kernel time ({sum(c.kernel.calls for c in below)} executions, "
              f"{sum(c.kernel.ms or 0.0 for c in below):.0f} ms) ran below it: " if share is not None else "")
     seen = "; ".join(_ran(c) for c in below[:4])
     return [_finding(
@@ -195,7 +192,7 @@ def _emulated_kernels(ev: Evidence, census: KernelCensus) -> list[Finding]:
     first = emulated[0]
     dtype = first.kernel.dtype or "bf16"
     seen = "; ".join(_ran(c) for c in emulated[:4])
-    timed = f" ({_pct(share)} of the timed kernel time)" if share is not None else ""
+    timed = f" ({percent(share, fraction=True)} of the timed kernel time)" if share is not None else ""
     evidence = {"emulated_share": round(share, 3) if share is not None else None,
                 "kernels": [_ran(c) for c in emulated][:6], "dtype": dtype, "lab_job": census.lab_job}
     if first.dtype_native_on_cpu and first.kernel.isa == "ref" and first.cause == "library":
@@ -256,12 +253,12 @@ def _emulated_in_stacks(ev: Evidence) -> list[Finding]:
         return []
     types = sorted(slow)
     flags = " / ".join(f for t in types for f in ISA_FORCING.dtype_flags(STACK_DTYPES[t])[:2])
-    why = (f"{_pct(sec / compute)} of the compute kernels' sampled time ({sec:.1f} s) ran PyTorch's generic "
+    why = (f"{percent(sec / compute, fraction=True)} of the compute kernels' sampled time ({sec:.1f} s) ran PyTorch's generic "
            f"{', '.join(types)} kernels (oneDNN has no native {', '.join(types)} kernel on a CPU without {flags}): "
            "every value is converted to fp32 and back, element by element.")
     fix = ("Train in fp32 on this CPU: remove the autocast dtype (or the .half()/.to(torch.float16)); "
            "reduced precision pays off only where the CPU computes it natively.")
-    return [_finding("warning", f"{' and '.join(types)} ran emulated ({_pct(sec / compute)} of kernel time)", why,
+    return [_finding("warning", f"{' and '.join(types)} ran emulated ({percent(sec / compute, fraction=True)} of kernel time)", why,
                      fix, "model = model.float()   # and inputs: x = x.float()",
                      {"emulated_share": round(sec / compute, 3), "types": types}, lang="python")]
 

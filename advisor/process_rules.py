@@ -34,6 +34,7 @@ from cpudoctor.model.jobstate import JobState
 from cpudoctor.model import Topology
 from cpudoctor.kits.plural import plural
 from cpudoctor.model import Finding
+from cpudoctor.kits.format import percent
 
 # A thread counts as busy at a quarter of a CPU over the window: OpenMP workers
 # of a training step sit well above it, idle pools (inter-op, autograd) below.
@@ -559,16 +560,16 @@ def starved_threads(ctx: Context) -> list[Finding]:
     child_cpu = i.children_cpu_percent or 0.0
     if i.children and child_cpu >= 50:
         title = "The training process mostly waits while its DataLoader workers are busy"
-        why = (f"The main process used {i.cpu_percent:.0f}% CPU (of up to {capacity:.0f}% for its {i.num_threads} "
-               f"threads on {plural(usable, 'CPU')}) while its {plural(len(i.children), 'worker')} used {child_cpu:.0f}%: "
+        why = (f"The main process used {percent(i.cpu_percent)} CPU (of up to {percent(capacity)} for its {i.num_threads} "
+               f"threads on {plural(usable, 'CPU')}) while its {plural(len(i.children), 'worker')} used {percent(child_cpu)}: "
                "it is waiting for batches.")
         fix = ("Make data loading faster: more workers if CPUs are spare, persistent_workers=True, "
                "cheaper transforms, or pre-processed data.")
     else:
-        title = f"Only {i.cpu_percent:.0f}% CPU with {i.num_threads} threads: the job is waiting"
-        why = (f"The process used {i.cpu_percent:.0f}% CPU over the window, far below the {capacity:.0f}% its "
+        title = f"Only {percent(i.cpu_percent)} CPU with {i.num_threads} threads: the job is waiting"
+        why = (f"The process used {percent(i.cpu_percent)} CPU over the window, far below the {percent(capacity)} its "
                f"{i.num_threads} threads could use on {plural(usable, 'CPU')}"
-               + (f"; its {len(i.children)} children used {child_cpu:.0f}%" if i.children else "")
+               + (f"; its {len(i.children)} children used {percent(child_cpu)}" if i.children else "")
                + ". It waits on I/O, a lock, a single-threaded step, or data loading in the main process.")
         fix = ("Find the wait: py-spy dump --pid PID shows where each thread is. With num_workers=0, move data "
                "loading to DataLoader workers.")
@@ -786,7 +787,7 @@ def competing_training_jobs(ctx: Context) -> list[Finding]:
     jobs = [Job(i.pid, "this", ctx.allowed(), own, quota_threads(i.cpu_quota))]
     jobs += [Job(p.pid, _peer_role(i, p), sorted(p.affinity or p.shared_cpus), demand[p.pid]) for p in peers]
     plan = plan_split(jobs, ctx.physical_first)
-    listed = "; ".join(f"PID {p.pid} ({p.cpu_percent:g}% CPU, {plural(p.threads or 0, 'thread')}, OMP_NUM_THREADS="
+    listed = "; ".join(f"PID {p.pid} ({percent(p.cpu_percent)} CPU, {plural(p.threads or 0, 'thread')}, OMP_NUM_THREADS="
                        f"{p.omp_num_threads if p.omp_num_threads else ('unset' if p.env_readable else 'unknown')}"
                        f"{_ROLE_WORDS.get(_peer_role(i, p), '')})" for p in peers[:4])
     n_jobs = len(jobs)

@@ -22,7 +22,8 @@ from __future__ import annotations
 import re
 
 from cpudoctor.advisor.code_settings import CodeSetting, binding_settings, seen_threads, thread_change, thread_setting
-from cpudoctor.advisor.evidence_rules import Evidence, _finding, _pct, consequence, drives_team, evidence_rule
+from cpudoctor.advisor.evidence_rules import Evidence, _finding, consequence, drives_team, evidence_rule
+from cpudoctor.kits.format import percent
 from cpudoctor.kits.plural import plural
 from cpudoctor.model import Finding
 from cpudoctor.model.breakdown import COMPUTE, DATA, OPENMP, PYTHON, TimeBreakdown
@@ -117,13 +118,13 @@ def float64_compute(ev: Evidence) -> list[Finding]:
         return []
     seen = []
     if params64 >= FLOAT64_PARAMS:
-        seen.append(f"{_pct(params64)} of the model's {model.parameters:,} parameters ({model.name}) are float64")
+        seen.append(f"{percent(params64, fraction=True)} of the model's {model.parameters:,} parameters ({model.name}) are float64")
     if inputs64:
         seen.append(f"its inputs are {', '.join(model.input_dtypes)}")
     if default64:
         seen.append("PyTorch's default dtype is float64")
     if frames_share >= FLOAT64_FRAMES:
-        seen.append(f"double-precision kernels took {_pct(frames_share)} of the training thread's time "
+        seen.append(f"double-precision kernels took {percent(frames_share, fraction=True)} of the training thread's time "
                     f"({', '.join(f.frame.split(' (')[0] for f in frames[:3])})" + ev.load_sentence().rstrip("."))
     setting = _last_setting(state, "torch.set_default_dtype") if state is not None else None
     if setting is not None and "float64" not in (setting.call.value or "") and "double" not in (setting.call.value or ""):
@@ -572,16 +573,16 @@ def driver_busy_elsewhere(ev: Evidence) -> list[Finding]:
 
 
 def _driver_finding(ev: Evidence, bd: TimeBreakdown, category: str, share: float, outside: float) -> Finding:
-    frames = "; ".join(f"{f.frame} {_pct(f.share)}" for f in bd.driver_native[:4])
-    lines = "; ".join(f"{f.frame} {_pct(f.share)}" for f in bd.driver_python[:3])
-    why = (f"The thread that drives the step spent {_pct(outside)} of its time outside the kernels, most of it "
-           f"({_pct(share)}) in {_CATEGORY_WORDS.get(category, category)}."
+    frames = "; ".join(f"{f.frame} {percent(f.share, fraction=True)}" for f in bd.driver_native[:4])
+    lines = "; ".join(f"{f.frame} {percent(f.share, fraction=True)}" for f in bd.driver_python[:3])
+    why = (f"The thread that drives the step spent {percent(outside, fraction=True)} of its time outside the kernels, most of it "
+           f"({percent(share, fraction=True)}) in {_CATEGORY_WORDS.get(category, category)}."
            + (f" Its top native frames: {frames}." if frames else "")
            + (f" Its top Python lines: {lines}." if lines else "")
            + consequence(bd) + ev.load_sentence())
     fix = _CATEGORY_FIX.get(category, "Follow the driving thread's top frames above: they are where the step's time "
                             "goes.")
-    return _finding("warning", f"The training thread spends {_pct(share)} in "
+    return _finding("warning", f"The training thread spends {percent(share, fraction=True)} in "
                     f"{_CATEGORY_WORDS.get(category, category).split(' (')[0]}", why, fix, "",
                     {"category": category, "driver_share": round(share, 3), "outside_kernels": round(outside, 3),
                      "openmp_wait_share": round(bd.share(OPENMP), 3), "driver_samples": bd.driver_samples})

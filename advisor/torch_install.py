@@ -17,11 +17,10 @@ import subprocess
 from dataclasses import dataclass
 
 from cpudoctor.knowledge import TORCH_WHEELS
-from cpudoctor.model import Report
+from cpudoctor.model import Report, arch_family, canonical_arch
 
 # Distributions PyTorch's index serves, built against each other.
 TORCH_FAMILY = frozenset({"torch", "torch-cpu", "torchvision", "torchaudio"})
-_ARCH_ALIASES = {"amd64": "x86_64", "x64": "x86_64", "arm64": "aarch64", "armv8": "aarch64"}
 
 
 @dataclass(frozen=True)
@@ -31,10 +30,10 @@ class Platform:
 
 
 def normalise_arch(machine: str, os_name: str) -> str:
-    arch = (machine or "").strip().lower()
-    if os_name == "Darwin" and arch in ("arm64", "aarch64"):
+    arch = canonical_arch(machine) or ""
+    if os_name == "Darwin" and arch_family(arch) == "arm":
         return "arm64"                     # Apple's name, as macOS and its wheels spell it
-    return _ARCH_ALIASES.get(arch, arch)
+    return arch
 
 
 def wheel_source(os_name: str, arch: str) -> dict | None:

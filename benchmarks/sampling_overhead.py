@@ -125,7 +125,7 @@ def one(job: str, seconds: float, watched: str | None) -> tuple[float, float]:
         stops = StopWatcher(proc.pid) if WATCH_STOPS else None
         if stops is not None:
             stops.start()
-        pyspy = sampler.stacks._proc.pid if sampler.stacks is not None and sampler.stacks._proc else None
+        pyspy = sampler.stacks.sampler_pid if sampler.stacks is not None else None
         spy_ticks = _ticks(pyspy)
         out = proc.communicate()[0]
         spy_ticks = _ticks(pyspy) - spy_ticks if pyspy else 0

@@ -45,6 +45,7 @@ from pathlib import Path
 
 from cpudoctor import __version__
 from cpudoctor.probes.software.captured import ENVIRONMENT_FILE
+from cpudoctor.kits.rooted import is_live_root
 
 # (glob relative to the root) — the hwloc-gather-topology style fixed list.
 STATIC_GLOBS = (
@@ -370,13 +371,13 @@ def capture(output: Path | str, root: Path | str = Path("/"), force: bool = Fals
     except OSError as exc:                        # a name too long to even look at
         raise CaptureError(f"cannot write {str(output)[:120]}: {exc.strerror}; choose another name") from None
     if not under(root, "proc").is_dir() and not under(root, "sys").is_dir():
-        if str(root) == "/" and sys.platform in ("win32", "darwin"):
+        if is_live_root(root) and sys.platform in ("win32", "darwin"):
             from cpudoctor.probes.platforms import capture_files
 
             files, notes = capture_files("windows" if sys.platform == "win32" else "macos")
             described = environment_report(environment) if environment is not None else None
             return write_native(output, files, sys.platform, force=force, notes=notes, environment=described)
-        if str(root) == "/":
+        if is_live_root(root):
             raise CaptureError(f"capture packs Linux /proc and /sys files; this system ({sys.platform}) has none: "
                                "export a JSON report instead (cpudoctor report --format json -o FILE)")
         raise CaptureError(f"{root} has neither proc/ nor sys/: not a machine tree")
@@ -390,7 +391,7 @@ def capture(output: Path | str, root: Path | str = Path("/"), force: bool = Fals
     cgroup_files = set(_cgroup_paths(root))
     for rel in cgroup_files:
         wanted[rel] = None
-    if trace and str(root) == "/":
+    if trace and is_live_root(root):
         for p in trace_probe_reads():
             rel = p.lstrip("/")
             traced.add(rel)
@@ -463,12 +464,12 @@ def capture(output: Path | str, root: Path | str = Path("/"), force: bool = Fals
     if result.files == 0:
         raise CaptureError(f"nothing to pack: no readable CPU, topology or OS file under {root} "
                            "(run as a user who can read /proc and /sys, or check --root)")
-    if environment is not None and str(root) == "/":
+    if environment is not None and is_live_root(root):
         blobs[f"{TOP}/{ENVIRONMENT_FILE}"], result.environment = environment_report(environment)
     result.scrubbed = scrubbed
     meta = json.dumps({"kind": "cpudoctor-capture", "tool_version": __version__, "machine": platform.machine(),
                        "files": result.files, "links": result.links,
-                       "root": "/" if str(root) == "/" else "<given --root>",
+                       "root": "/" if is_live_root(root) else "<given --root>",
                        "environment": ENVIRONMENT_FILE if result.environment else None,
                        # What was replaced, never the values: file -> {what: how many}.
                        "scrubbed": scrubbed}, indent=2).encode()

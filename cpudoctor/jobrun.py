@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cpudoctor.kits.rooted import is_live_root
 from cpudoctor.model import CpuInfo, Finding, Report, SEVERITY_RANK, Topology
 from cpudoctor.model.evidence import JobEvidence, RunObservation
 from cpudoctor.model.inspection import Inspection
@@ -95,7 +96,7 @@ def inspect_job(pid: int, *, seconds: float, machine: Machine, root: Path = Path
 
         from cpudoctor.probes.process.inspect import inspect_process
 
-        inspect = partial(inspect_process, root=root, stacks=stacks and root == Path("/"))
+        inspect = partial(inspect_process, root=root, stacks=stacks and is_live_root(root))
     insp = inspect(pid, seconds=seconds, topology=machine.topology, should_stop=should_stop)
     return insp, diagnose_inspection(insp, machine)
 
@@ -157,8 +158,9 @@ class WatchedRun:
     def stop(self) -> None:
         self.job.stop()
 
-    def interrupt(self) -> None:
-        self.job.interrupt()
+    def interrupt(self, signal_name: str = "SIGINT") -> None:
+        """Ctrl-C (or SIGTERM/SIGHUP) to CPU Doctor: the job is stopped as :meth:`JobRun.interrupt` says."""
+        self.job.interrupt(signal_name)
 
     def wait(self) -> RunObservation:
         """Until the job ends; then its observation, and its diagnosis in :attr:`findings`."""
@@ -174,13 +176,11 @@ class WatchedRun:
 
 def run_job(argv: list[str], *, machine: Machine | None = None, **job_options) -> tuple[RunObservation, list[Finding]]:
     """Start ``argv``, watch it to its end and diagnose it (``cpudoctor run``): Ctrl-C stops the job and still
-    reports, as :class:`~cpudoctor.probes.process.observe.JobRun` says."""
-    from cpudoctor.probes.process.observe import wait_interruptible
+    reports, as do SIGTERM and SIGHUP (:func:`~cpudoctor.probes.process.observe.run_interruptible`)."""
+    from cpudoctor.probes.process.observe import run_interruptible
 
     run = WatchedRun(argv, machine=machine, **job_options)
-    if not run.start():
-        return run.obs, []
-    obs = wait_interruptible(run)
+    obs = run_interruptible(run)
     return obs, run.findings
 
 

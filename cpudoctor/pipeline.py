@@ -43,9 +43,10 @@ from typing import TYPE_CHECKING, Literal
 from cpudoctor.report_file import load_report
 from cpudoctor import __version__
 from cpudoctor.model import BenchRun, Meta, Report, ThreadRecommendation, utc_now_iso
+from cpudoctor.kits.rooted import is_live_root
 
 if TYPE_CHECKING:
-    from cpudoctor.probes.software.envs import PythonEnv
+    from cpudoctor.model import PythonEnv
 
 STAGES: tuple[str, ...] = ("load", "cpu", "topology", "software-quick", "software-children",
                            "cpuid-cross-check", "advisor")
@@ -81,7 +82,7 @@ class Source:
     def tree(cls, root: Path | str) -> "Source":
         """A captured tree; ``/`` (or a path resolving to it) is this machine."""
         root = Path(root)
-        return cls.this_machine() if _is_slash(root) else cls("tree", root)
+        return cls.this_machine() if is_live_root(root) else cls("tree", root)
 
     @classmethod
     def saved(cls, path: Path | str) -> "Source":
@@ -382,9 +383,3 @@ class _Run:
             self.on_stage(StageResult(name, result, time.perf_counter() - start))
         return result
 
-
-def _is_slash(root: Path) -> bool:
-    try:
-        return root.resolve() == Path("/").resolve()
-    except OSError:
-        return str(root) == "/"

@@ -11,6 +11,7 @@ from PySide6.QtCore import QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QPainter
 from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
+from cpudoctor.kits.format import percent
 from cpudoctor.model.breakdown import Share
 from cpudoctor.render.breakdown import colour, label, share_text
 
@@ -54,7 +55,7 @@ class BreakdownBar(QWidget):
         for s, rect in self.segments():
             fill = QColor(colour(s.category))
             p.fillRect(rect, fill)
-            text = f"{label(s.category)} {s.share * 100:.0f}%"
+            text = f"{label(s.category)} {percent(s.share, fraction=True)}"
             if p.fontMetrics().horizontalAdvance(text) + 8 < rect.width():
                 p.setPen(QColor("#ffffff") if fill.lightnessF() < 0.6 else QColor("#000000"))
                 p.drawText(rect, Qt.AlignmentFlag.AlignCenter, text)

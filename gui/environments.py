@@ -58,7 +58,7 @@ class EnvLookup:
 
     def describe(self, python: str) -> PythonEnv:
         """One interpreter (or environment folder), never raising: ``error`` says why it cannot be used."""
-        ctx = envs_mod._Context.current(self.environ, self.home, self.cwd)
+        ctx = envs_mod.Context.current(self.environ, self.home, self.cwd)
         return envs_mod.describe(Path(python), "chosen in the window", ctx, cache=self.cache)
 
     def default(self) -> tuple[PythonEnv | None, str]:
@@ -69,8 +69,7 @@ class EnvLookup:
 
     def decide(self) -> tuple[PythonEnv | None, str]:
         """The default without ``$CPUDOCTOR_PYTHON`` (when that one cannot be used)."""
-        env = envs_mod.decide(self.environ, self.home, self.cwd, cache=self.cache)
-        return env, envs_mod.why_chosen(env)
+        return envs_mod.decide_why(self.environ, self.home, self.cwd, cache=self.cache)
 
 
 def identity(env: PythonEnv) -> str:

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (QComboBox, QFrame, QHBoxLayout, QHeaderView, QLab
 from cpudoctor.gui.model import AppModel
 from cpudoctor.knowledge import FLAGS, KnowledgeError
 from cpudoctor.render.words import shown_notes
-from cpudoctor.model import Report
+from cpudoctor.model import Report, arch_family
 
 log = logging.getLogger(__name__)
 
@@ -245,7 +245,7 @@ class FlagsPage(QWidget):
 
     def _show_verdict(self, report: Report) -> None:
         isa = report.cpu.isa
-        if report.cpu.flags and (report.cpu.arch or "").lower().startswith(("aarch64", "arm")):
+        if report.cpu.flags and report.cpu.is_arm:
             self._show_arm_verdict(report)
             return
         if not report.cpu.flags:
@@ -303,8 +303,7 @@ def _arm_features(flags: set[str]) -> list[str]:
 
 def _other_arch(category: str, arch: str) -> bool:
     """True for a category that belongs to another architecture than ``arch``."""
-    is_arm = arch.startswith(("aarch64", "arm"))
-    return (category == "arm") != is_arm and category != "other"
+    return (category == "arm") != (arch_family(arch) == "arm") and category != "other"
 
 
 def _bold(item: QStandardItem):

@@ -63,7 +63,7 @@ class Cell:
     tooltip: str = ""
 
 
-def pct(v: float | None) -> str:
+def _cell_percent(v: float | None) -> str:
     """A table cell under a "CPU %" heading: the number alone."""
     return percent(v, DASH, symbol=False)
 
@@ -84,7 +84,7 @@ def process_matches(entry: ProcessEntry, text: str, python_only: bool) -> bool:
 
 def process_row(entry: ProcessEntry) -> list[Cell]:
     other = "" if entry.own else "Another user's process: its environment and libraries need sudo to read"
-    return [_cell(entry.pid, True, other), _cell(pct(entry.cpu_percent), True, other),
+    return [_cell(entry.pid, True, other), _cell(_cell_percent(entry.cpu_percent), True, other),
             _cell(entry.threads, True, other), _cell(_bytes(entry.rss_bytes), True, other),
             _cell(entry.cmdline, False, other or entry.cmdline)]
 
@@ -179,9 +179,9 @@ def thread_rows(insp: Inspection) -> list[list[Cell]]:
     rows = []
     for th in sorted(insp.threads, key=lambda t: -(t.cpu_percent or 0)):
         tip = f"Seen on CPUs {format_cpulist(sorted(th.cpus_seen))}" if th.cpus_seen else ""
-        rows.append([_cell(th.tid, True, tip), _cell(th.name, False, tip), _cell(pct(th.cpu_percent), True, tip),
+        rows.append([_cell(th.tid, True, tip), _cell(th.name, False, tip), _cell(_cell_percent(th.cpu_percent), True, tip),
                      _cell(th.last_cpu, True, tip), _cell(th.l3, True, tip), _cell(th.numa, True, tip),
-                     _cell(th.migrations, True, tip), _cell(pct(th.wait_percent), True, tip),
+                     _cell(th.migrations, True, tip), _cell(_cell_percent(th.wait_percent), True, tip),
                      _cell(state_text(th.state), False, tip)])
     return rows
 
@@ -207,7 +207,7 @@ def env_note(insp: Inspection) -> str:
 
 
 def child_rows(insp: Inspection) -> list[list[Cell]]:
-    return [[_cell(c.pid, True), _cell(c.name), _cell(pct(c.cpu_percent), True), _cell(c.threads, True),
+    return [[_cell(c.pid, True), _cell(c.name), _cell(_cell_percent(c.cpu_percent), True), _cell(c.threads, True),
              _cell(_bytes(c.rss_bytes), True), _cell(c.cmdline, False, c.cmdline)] for c in insp.children]
 
 

@@ -12,6 +12,7 @@ from PySide6.QtGui import QColor, QLinearGradient, QPainter, QPalette, QPen
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from cpudoctor.gui.load_scale import TICKS_PERCENT, stops
+from cpudoctor.kits.format import percent
 
 BAR_W, BAR_H = 120.0, 10.0
 
@@ -75,5 +76,5 @@ class LoadScaleBar(QWidget):
             box = (QRectF(cx, bar.bottom() + 1, 60, tick_h) if pct == TICKS_PERCENT[0] else
                    QRectF(cx - 60, bar.bottom() + 1, 60, tick_h) if pct == TICKS_PERCENT[-1] else
                    QRectF(cx - 30, bar.bottom() + 1, 60, tick_h))
-            p.drawText(box, int(align), f"{pct} %")
+            p.drawText(box, int(align), percent(pct))
         p.end()

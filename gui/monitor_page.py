@@ -30,7 +30,7 @@ from cpudoctor.gui.monitor_model import (GIB, TITLE_SERIES, CpuGroup, MonitorHis
                                           heat_columns, sensor_name, temperature_range)
 from cpudoctor.gui.sampler import DEFAULT_HZ, RATES_HZ
 from cpudoctor.probes.live.sample import Sample
-from cpudoctor.kits.format import clock, size
+from cpudoctor.kits.format import clock, percent, size
 from cpudoctor.render.words import DASH
 from cpudoctor.model import Report
 
@@ -539,8 +539,8 @@ class MonitorPage(QWidget):
 
         self._set_curve(self.total_curve, x, h.total.last(n))
         last = h.last
-        self._tile("load", f"{last.total_percent:.0f} %",
-                   f"busiest CPU {max(last.cpu_percent):.0f} %" if last.cpu_percent else "")
+        self._tile("load", percent(last.total_percent),
+                   f"busiest CPU {percent(max(last.cpu_percent))}" if last.cpu_percent else "")
 
         favg = h.freq_avg.last(n)
         clocks_ok = last.freq_mhz is not None

@@ -25,7 +25,7 @@ from cpudoctor.render.cpu_facts import cpu_facts
 from cpudoctor.render.software import environment_words
 from cpudoctor.render.topology import cpus_text
 from cpudoctor.render.words import DASH, plural, severity, shown_notes
-from cpudoctor.model import Finding, Report
+from cpudoctor.model import Finding, Report, arch_family
 
 UNKNOWN = DASH
 
@@ -463,5 +463,5 @@ def findings_count(problems: list[Finding], passed: int) -> str:
 
 
 def is_arm(arch: str | None) -> bool:
-    """True for 64/32-bit Arm, whose /proc/cpuinfo lists Features instead of x86 flags."""
-    return bool(arch) and arch.lower().startswith(("aarch64", "arm"))
+    """True for 64/32-bit Arm, whose /proc/cpuinfo lists Features instead of x86 flags (the model's answer)."""
+    return arch_family(arch) == "arm"

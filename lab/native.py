@@ -14,8 +14,6 @@ from dataclasses import dataclass, field
 
 from cpudoctor.model import CpuInfo
 
-ARM = ("aarch64", "arm64", "armv8", "arm")
-
 
 @dataclass
 class NativeSupport:
@@ -39,7 +37,7 @@ def native_support(cpu: CpuInfo) -> NativeSupport:
     flags = set(cpu.flags or [])
     if not flags:
         return NativeSupport()
-    arm = (cpu.arch or "").lower().startswith(ARM) or cpu.vendor == "ARM"
+    arm = cpu.is_arm or cpu.vendor == "ARM"
     if arm:
         bf16 = ["BF16 (Armv8.6)"] if "bf16" in flags else []
         int8 = [name for flag, name in (("asimddp", "SDOT dot product"), ("i8mm", "I8MM")) if flag in flags]

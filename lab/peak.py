@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cpudoctor.knowledge import PEAK_FLOPS
+from cpudoctor.kits.format import percent
 
 PRECISIONS = ("fp32", "fp64", "bf16", "int8")
 
@@ -181,6 +182,6 @@ def clock_notes(points: list[dict]) -> list[str]:
     if not over:
         return []
     worst = max(over, key=lambda p: p["utilisation"])
-    return [f"{worst['backend']} at {worst['threads']} thread(s) measured {worst['utilisation']:.0%} of the computed peak: "
+    return [f"{worst['backend']} at {worst['threads']} thread(s) measured {percent(worst['utilisation'], fraction=True)} of the computed peak: "
             f"the cores ran at least {worst['utilisation']:.2f}x the clock assumed (boost), so the percentages are upper "
             "bounds; give the real all-core clock with clock_mhz / --clock-mhz"]

@@ -15,103 +15,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from cpudoctor.lab.native import NativeSupport
-from cpudoctor.lab.peak import MachinePeak
-from cpudoctor.lab.stats import Figure, summarize
 from cpudoctor.lab import verdicts as words
-from cpudoctor.model import BenchRun, ThreadRecommendation
+from cpudoctor.lab.native import NativeSupport
+from cpudoctor.lab.result_base import QUIET_LIMIT, Context, Interference, LabResult
+from cpudoctor.lab.roofline import read_roofline
+from cpudoctor.lab.stats import Figure, summarize
+from cpudoctor.model import ThreadRecommendation
 
-QUIET_LIMIT = 0.10      # above this share of the CPUs taken by other programs a figure is not trusted
-
-
-@dataclass
-class Interference:
-    """The share of the measured CPUs that other programs (``other``) and other VMs (``steal``) took."""
-
-    other_share: float = 0.0
-    steal_share: float = 0.0
-
-    @property
-    def share(self) -> float:
-        return self.other_share + self.steal_share
-
-    def quiet(self, limit: float = QUIET_LIMIT) -> bool:
-        return self.share <= limit
-
-    @classmethod
-    def read(cls, data: dict[str, Any] | None) -> "Interference | None":
-        if not isinstance(data, dict) or data.get("other_share") is None:
-            return None
-        return cls(float(data.get("other_share") or 0), float(data.get("steal_share") or 0))
-
-    @classmethod
-    def worst(cls, records: list[dict[str, Any] | None]) -> "Interference | None":
-        found = [x for x in (cls.read(r) for r in records) if x is not None]
-        return max(found, key=lambda x: x.share) if found else None
-
-
-@dataclass
-class Context:
-    """What the parent knows that a child job cannot: the CPU's native paths and the peak."""
-
-    native: NativeSupport | None = None
-    peak: MachinePeak | None = None
-    started_at: str | None = None
-    quiet_limit: float = QUIET_LIMIT
-    flags: list[str] | None = None          # the CPU's flags (/proc/cpuinfo): what the kernels are compared with
-    machine: dict[str, Any] = field(default_factory=dict)   # L3 size, NUMA nodes, buffer size (gemm, roofline)
-
-
-@dataclass
-class LabResult:
-    """Common to every job: how it ended, with which settings, and how quiet the machine was."""
-
-    kind: str
-    status: str = "ok"                      # ok | cancelled | crashed | error
-    message: str = ""                       # the runner's words for how it ended
-    settings: dict[str, Any] = field(default_factory=dict)
-    started_at: str | None = None
-    interference: Interference | None = None
-    quiet_limit: float = QUIET_LIMIT
-    has_result: bool = True                 # False: the child died before its result; progress only
-    kernels: list[dict[str, Any]] = field(default_factory=list)   # {library, primitive, isa, share, ...}
-    kernel_check: dict[str, Any] | None = None                    # which ran below the CPU or emulated, and why
-
-    @property
-    def quiet(self) -> bool | None:
-        return None if self.interference is None else self.interference.quiet(self.quiet_limit)
-
-    def caveats(self) -> list[str]:
-        """Why a figure may not hold: partial, or measured on a busy machine."""
-        out = []
-        if self.status != "ok":
-            out.append(self.message)
-        if self.interference is not None and not self.interference.quiet(self.quiet_limit):
-            out.append(words.busy_caveat(self.interference.share))
-        return [c for c in out if c]
-
-    def metrics(self) -> dict[str, Any]:
-        raise NotImplementedError
-
-    def bench_run(self) -> BenchRun:
-        metrics = {k: v for k, v in self.metrics().items() if v is not None}
-        if self.interference is not None:
-            metrics["other_share"] = round(self.interference.share, 4)
-            metrics["quiet"] = self.interference.quiet(self.quiet_limit)
-        if self.kernels:
-            metrics["kernels"] = self.kernels
-            if self.kernel_check is not None:
-                metrics["kernel_check"] = self.kernel_check
-        return BenchRun(kind=self.kind, settings=dict(self.settings), metrics=metrics, status=self.status,
-                        started_at=self.started_at, note="; ".join(self.caveats()))
-
-    def recommendation(self) -> ThreadRecommendation | None:
-        return None
-
-    def json_extra(self) -> dict[str, Any]:
-        """What the parent adds to the child's raw result in ``bench --json``: the kernels, judged."""
-        return {"kernels": self.kernels, "kernel_check": self.kernel_check} if self.kernels else {}
-
+__all__ = ["KINDS", "QUIET_LIMIT", "READERS", "Context", "GemmResult", "Interference", "LabResult", "QuantResult",
+           "SweepResult", "TrainResult", "against_roof", "read_kernels", "read_outcome", "separated"]
 
 def _recommendation(threads: int, cpus: list[int] | None, variant: str, samples_per_s: float | None,
                     default_samples_per_s: float | None, model: str | None,
@@ -480,12 +392,6 @@ def _plain_point(p: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _read_roofline(r: dict[str, Any], progress: list[dict[str, Any]], base: dict[str, Any], ctx: Context) -> LabResult:
-    from cpudoctor.lab.roofline import read_roofline
-
-    return read_roofline(r, progress, base, ctx)
-
-
 def read_kernels(reports: Any, flags: list[str] | None) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
     """The kernels a job's census saw (:mod:`cpudoctor.probes.kernels` parses), judged against the CPU's flags."""
     from cpudoctor.probes import kernels
@@ -504,7 +410,7 @@ def read_kernels(reports: Any, flags: list[str] | None) -> tuple[list[dict[str, 
 
 
 READERS = {"train": _read_train, "sweep": _read_sweep, "gemm": _read_gemm, "quant": _read_quant,
-           "roofline": _read_roofline}
+           "roofline": read_roofline}
 KINDS = tuple(READERS)
 
 

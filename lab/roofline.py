@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cpudoctor.lab.peak import MachinePeak
-from cpudoctor.lab.results import QUIET_LIMIT, Context, Interference, LabResult
+from cpudoctor.lab.result_base import QUIET_LIMIT, Context, Interference, LabResult
 
 CLAIM = 0.90            # "about 90 % of the theoretical compute", as the seeds promise on an AMD CPU
 MIN_BUFFER_MIB = 256

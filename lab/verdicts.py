@@ -11,16 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 from cpudoctor.kits.cpulist import format_cpulist
+from cpudoctor.kits.format import percent
 from cpudoctor.kits.plural import plural
 
 
-def percent(share: float | None, unknown: str = "unknown") -> str:
-    """A share of 0..1 as "48 %" (the lab's figures are too noisy for decimals)."""
-    return unknown if share is None else f"{share * 100:.0f} %"
-
-
 def busy(share: float) -> str:
-    return f"{percent(share)} of the CPU went to other programs"
+    return f"{percent(share, fraction=True)} of the CPU went to other programs"
 
 
 def rounds_text(rounds: int, measurements: int = 0) -> str:
@@ -62,7 +58,7 @@ def only_setting(name: str) -> str:
 
 
 def decided(pick: str, runner_up: str, beyond_spread: bool, tolerance: float) -> str:
-    how = "faster beyond both spreads" if beyond_spread else f"as fast within {percent(tolerance)}, with fewer threads"
+    how = "faster beyond both spreads" if beyond_spread else f"as fast within {percent(tolerance, fraction=True)}, with fewer threads"
     return f"{pick} vs {runner_up}: {how}"
 
 

@@ -22,7 +22,7 @@ import pytest
 from conftest import REPO
 from test_envs import make_venv
 
-from cpudoctor.probes.software import envs as envs_mod
+from cpudoctor.probes.software import envs_describe, envs_find
 from cpudoctor.probes.software.envs import EnvError, describe, discover, resolve, training_environment
 
 HANG_S = 90            # a run that takes this long hung (the fixes bound each case to seconds)
@@ -128,7 +128,7 @@ def test_the_default_runs_no_interpreter_when_a_cheap_fact_decides(place, hangin
 def test_a_timeout_is_remembered_and_look_again_asks_again(place, monkeypatch):
     mark = place["base"] / "started"
     fake_env(place["home"] / ".virtualenvs" / "slow", "exec sleep 600\n", mark, conda=False)
-    monkeypatch.setattr(envs_mod, "MIN_TIMEOUT_TO_CACHE_S", 0.0)
+    monkeypatch.setattr(envs_describe, "MIN_TIMEOUT_TO_CACHE_S", 0.0)
     first = {e.name: e for e in discover(**_ctx(place), run_conda=False, cache=place["cache"], deadline=1.0)}
     assert "did not answer within 1 s" in first["slow"].error and starts(mark) == 1
     discover(**_ctx(place), run_conda=False, cache=place["cache"], deadline=1.0)
@@ -226,7 +226,7 @@ def test_a_fifo_named_metadata_hangs_nothing(place):
 
 
 def test_an_over_long_or_binary_line_in_environments_txt_is_skipped_with_a_note(place):
-    real = make_venv(place["base"] / "real", conda=True, numpy="1.26.4")
+    real = make_venv(place["base"] / "real", conda=True, numpy="1.26.4", torch="2.5.1+cpu")
     (place["home"] / ".conda").mkdir()
     (place["home"] / ".conda" / "environments.txt").write_bytes(
         b"/" + b"a" * 100_000 + b"\n\x00\xff\xfe binary\x1b[2J\n" + str(real).encode() + b"\n")
@@ -315,13 +315,59 @@ def test_a_newline_in_a_venv_name_adds_no_row(place):
 # ------------------------------------------------------------------------- issue 26: the app's own environment
 
 
-def test_own_environment_is_never_the_default_while_another_is_usable(place):
-    plain = make_venv(place["home"] / ".virtualenvs" / "plain", numpy="2.1.0")          # no torch; CPU Doctor's has
+def _own_has_torch() -> bool:
+    own = describe(Path(sys.executable), "CPU Doctor", cache=False)
+    return own.own and bool(own.torch)
+
+
+def test_own_environment_is_not_the_default_while_another_with_torch_is_usable(place):
+    venv = make_venv(place["home"] / ".virtualenvs" / "train", torch="2.5.1+cpu")
     env, how = training_environment(**_ctx(place), cache=False)
-    assert env is not None and env.prefix == str(plain) and not env.own and how == "likely"
+    assert env is not None and env.prefix == str(venv) and not env.own and how == "likely"
     listed = discover(**_ctx(place), run_conda=False, cache=False)
     own = [e for e in listed if e.own]
-    assert listed[0].prefix == str(plain) and own and listed.index(own[0]) > 0
+    assert listed[0].prefix == str(venv) and own and listed.index(own[0]) > 0
+
+
+def test_own_environment_with_torch_wins_over_one_without_and_says_so(place):
+    """Issue 40 item 1: started from a venv with torch (``make run``'s), on a fresh home the picker chose the
+    system python3 without torch; an environment with torch now wins, CPU Doctor's own included, and the
+    report line says why."""
+    if not _own_has_torch():
+        pytest.skip("CPU Doctor's own environment has no torch here")
+    plain = make_venv(place["home"] / ".virtualenvs" / "plain", numpy="2.1.0")          # no torch
+    for fast in (False, True):
+        env, how = training_environment(**_ctx(place), cache=False, fast=fast)
+        assert env is not None and env.own and env.torch and how == "own-torch", (fast, env, how)
+    listed = discover(**_ctx(place), run_conda=False, cache=False)
+    assert listed[0].own and [e.prefix for e in listed].index(str(plain)) > 0
+    from cpudoctor.render.env_choice import python_info
+    from cpudoctor.render.software import environment_words
+
+    assert environment_words(python_info(env, how)).endswith(
+        ": CPU Doctor's own, the only environment found with PyTorch")
+
+
+def test_an_activated_environment_without_torch_still_comes_first(place):
+    plain = make_venv(place["home"] / ".virtualenvs" / "plain", numpy="2.1.0")
+    make_venv(place["home"] / ".virtualenvs" / "train", torch="2.5.1+cpu")
+    env, how = training_environment(**_ctx(place, VIRTUAL_ENV=str(plain)), cache=False)
+    assert env is not None and env.prefix == str(plain) and how == "active"
+
+
+def test_a_working_folder_venv_without_torch_loses_to_one_with_torch(place):
+    make_venv(place["project"] / ".venv", numpy="2.1.0")
+    train = make_venv(place["home"] / ".virtualenvs" / "train", torch="2.5.1+cpu")
+    env, how = training_environment(**_ctx(place), cache=False)
+    assert env is not None and env.prefix == str(train) and how == "likely"
+
+
+def test_own_environment_without_torch_loses_to_another_without(place, monkeypatch):
+    own = make_venv(place["base"] / "own")                                             # CPU Doctor's, no torch
+    monkeypatch.setattr(envs_find, "own_prefix", lambda: str(own))
+    plain = make_venv(place["home"] / ".virtualenvs" / "plain", numpy="2.1.0")
+    env, how = training_environment(**_ctx(place), cache=False)
+    assert env is not None and env.prefix == str(plain) and not env.own and how == "likely"
 
 
 def test_only_own_is_said_when_nothing_else_is_there(place):
@@ -383,7 +429,10 @@ def test_a_broken_working_folder_venv_does_not_decide(place):
     """The working folder's .venv decides only when it answers; a broken one falls back to the others."""
     fake_env(place["project"] / ".venv", "echo 'not a python'\n", conda=False)
     (place["project"] / ".venv" / "pyvenv.cfg").write_text("version = 3.11.7\n")        # it looks fine from files
-    plain = make_venv(place["home"] / ".virtualenvs" / "plain", numpy="2.1.0")
+    torch = place["project"] / ".venv" / "lib" / "python3.11" / "site-packages" / "torch"
+    torch.mkdir(parents=True)
+    (torch / "version.py").write_text("__version__ = '2.5.1+cpu'\n")                  # ... torch included
+    plain = make_venv(place["home"] / ".virtualenvs" / "plain", numpy="2.1.0", torch="2.5.1+cpu")
     env, how = training_environment(**_ctx(place), cache=place["cache"])
     assert env is not None and env.prefix == str(plain) and how == "likely"
     active, how = training_environment(**_ctx(place, VIRTUAL_ENV=str(plain)), cache=place["cache"])

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cpudoctor.probes.software import envs as envs_mod
+from cpudoctor.probes.software import envs_describe
 from cpudoctor.probes.software import pyquery
 from cpudoctor.probes.software.envs import EnvError, describe, discover, rank, resolve
 
@@ -169,7 +169,7 @@ def test_bad_interpreters_are_one_clear_line(tmp_path, case, expected):
 
 
 def test_an_interpreter_that_hangs_is_bounded(tmp_path, monkeypatch):
-    monkeypatch.setattr(envs_mod, "QUERY_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(envs_describe, "QUERY_TIMEOUT_S", 0.5)
     hang = script(tmp_path / "python", "exec sleep 30\n")
     env = describe(hang, cache=False)
     assert not env.usable and "did not answer" in env.error
@@ -196,3 +196,18 @@ def test_rank_puts_unusable_last():
     broken = PythonEnv(python="/x/python", prefix="/x", kind="system", name="x", error="no such file")
     plain = PythonEnv(python="/usr/bin/python3", prefix="/usr", kind="system", name="python3", version="3.11.2")
     assert rank([broken, plain])[0] is plain
+
+
+def test_an_environment_is_model_data_with_serde_and_one_record(world):
+    """PythonEnv lives in cpudoctor.model (a result type, not a probe's): it goes to JSON and back exactly, and
+    PythonEnv.record is the one way to the report's PythonInfo (two converters before)."""
+    from cpudoctor.model import PythonEnv, PythonInfo, from_data, to_data
+
+    found = _discover(world)
+    assert all(type(e) is PythonEnv for e in found)
+    data = json.loads(json.dumps(to_data(found)))
+    assert [from_data(PythonEnv, d) for d in data] == found
+    amd = next(e for e in found if e.name == "amd_dl")
+    assert amd.record("likely") == PythonInfo(version=amd.version, implementation=amd.implementation,
+                                              executable=amd.python, env_kind="conda", env_name="amd_dl",
+                                              prefix=amd.prefix, own=False, chosen_by="likely", error=None)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
-from cpudoctor.probes.software import envs
+from cpudoctor.probes.software import envs, envs_find
 
 
 def _exe(path: Path, text: str = "") -> Path:
@@ -51,22 +51,22 @@ def test_windows_conda_installs_venvs_and_the_py_launcher(tmp_path):
     _exe(bin_dir / "py", f"#!/bin/sh\nprintf ' -V:3.12 *        {store}\\n -V:3.11          C:\\\\Program Files\\\\Python311\\\\python.exe\\n'\n")
     environ = {"USERPROFILE": str(home), "LOCALAPPDATA": str(local), "ProgramData": str(programdata),
                "PATH": str(bin_dir)}
-    ctx = envs._Context.current(environ, None, tmp_path)
+    ctx = envs_find.Context.current(environ, None, tmp_path)
     assert ctx.home == home                                  # no HOME on Windows: USERPROFILE
-    found = envs._Found()
-    envs._conda_candidates(ctx, found, run_conda=False, cache=None)
+    found = envs_find.Found()
+    envs_find.conda_candidates(ctx, found, run_conda=False, cache=None)
     conda = found.candidates
     assert {home / "Anaconda3", dl, local / "miniforge3" / "envs" / "forge", programdata / "Miniconda3",
             listed} <= set(conda)
     assert conda[listed] == "~/.conda/environments.txt"
-    found = envs._Found()
-    envs._venv_candidates(ctx, found)
+    found = envs_find.Found()
+    envs_find.venv_candidates(ctx, found)
     venvs = found.candidates
     assert venvs[wrapper].startswith("virtualenvwrapper-win") and venvs[poetry] == "poetry"
-    assert envs._interpreter_of(wrapper) == python            # Scripts\python.exe
-    assert envs._interpreter_of(dl) == dl / "python.exe"
-    found = envs._Found()
-    envs._py_launcher_candidates(ctx, found, cache=None)
+    assert envs_find.interpreter_of(wrapper) == python            # Scripts\python.exe
+    assert envs_find.interpreter_of(dl) == dl / "python.exe"
+    found = envs_find.Found()
+    envs_find.py_launcher_candidates(ctx, found, cache=None)
     assert found.candidates == {store: "py launcher",
                                 Path("C:\\Program Files\\Python311\\python.exe"): "py launcher"}
 
@@ -82,9 +82,9 @@ def test_py_list_formats_of_old_and_new_launchers():
 
 
 def test_no_py_launcher_no_candidates(tmp_path):
-    ctx = envs._Context.current({"PATH": str(tmp_path)}, tmp_path, tmp_path)
-    found = envs._Found()
-    envs._py_launcher_candidates(ctx, found, cache=None)
+    ctx = envs_find.Context.current({"PATH": str(tmp_path)}, tmp_path, tmp_path)
+    found = envs_find.Found()
+    envs_find.py_launcher_candidates(ctx, found, cache=None)
     assert found.candidates == {}
 
 
@@ -94,10 +94,10 @@ def test_a_py_launcher_that_hangs_is_stopped_and_the_default_never_runs_it(tmp_p
     ran = tmp_path / "ran"
     bin_dir = tmp_path / "bin"
     _exe(bin_dir / "py", f"#!/bin/sh\necho x >> '{ran}'\nexec sleep 600\n")
-    monkeypatch.setattr(envs, "PY_LAUNCHER_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(envs_find, "PY_LAUNCHER_TIMEOUT_S", 0.5)
     environ = {"USERPROFILE": str(tmp_path), "PATH": str(bin_dir)}
-    found = envs._Found()
-    envs._py_launcher_candidates(envs._Context.current(environ, tmp_path, tmp_path), found, cache=None)
+    found = envs_find.Found()
+    envs_find.py_launcher_candidates(envs_find.Context.current(environ, tmp_path, tmp_path), found, cache=None)
     assert found.candidates == {} and ran.exists()
     ran.unlink()
     envs.decide(environ=environ, home=tmp_path, cwd=tmp_path, cache=False, ask=False)

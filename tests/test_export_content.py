@@ -276,7 +276,7 @@ def test_new_html_paths_escape_report_data():
 
 def test_pdf_snippets_stay_whole_commands_and_utilisation_is_a_percentage():
     """A printed command must paste back into a shell: continued with ' \\' at a space, never cut mid-word;
-    backend names are not hyphen-wrapped ('torch-/fp32'); utilisation is '31.1%', not 0.3115."""
+    backend names are not hyphen-wrapped ('torch-/fp32'); utilisation is '31.1 %', not 0.3115."""
     from cpudoctor.render.finding_html import _chars_per_line, print_snippet
     from cpudoctor.render.html import build_html
     from cpudoctor.kits.format import metric as fmt_metric
@@ -299,8 +299,8 @@ def test_pdf_snippets_stay_whole_commands_and_utilisation_is_a_percentage():
     page, _pictures = build_html(report, "resources")
     assert "--membind=0 python train.py" not in page.split("numactl", 1)[1].split("\n", 1)[0]
     assert 'white-space:nowrap">torch-fp32</td>' in page
-    assert "31.1%" in page and "0.3115" not in page
-    assert fmt_metric("utilisation", 0.3115) == "31.1%" and fmt_metric("gflops", 400.0) == "400.0"
+    assert "31.1 %" in page and "0.3115" not in page
+    assert fmt_metric("utilisation", 0.3115) == "31.1 %" and fmt_metric("gflops", 400.0) == "400.0"
 
 
 def test_an_export_says_when_its_facts_were_collected_and_when_it_was_written():

@@ -255,7 +255,7 @@ def test_pdf_keeps_words_whole_shows_shares_as_percentages_and_no_heading_alone(
         assert whole in words, whole
     for broken in ("precisio", "thre", "ads", "nomina", "emulate", "PyTorc"):
         assert broken not in words, broken
-    assert "0.8984" not in text and "89.8%" in text and "98.4%" in text         # shares and agreement
+    assert "0.8984" not in text and "89.8 %" in text and "98.4 %" in text         # shares and agreement
     assert "CPU to others" in text and "other share" not in text
     # The last line drawn on each page (pdftotext also lists text the page's clip hides, so words below the
     # text area, where the footer is, are left out): never a heading.

@@ -553,9 +553,9 @@ def test_thread_tracker_and_markers(tmp_path):
     from cpudoctor.render.inspect import thread_markers as markers_by_cpu
 
     labels, load = markers_by_cpu(second)
-    assert labels == {2: ["trainer 55 (100%)"], 3: ["trainer 56 (10%)"]}
+    assert labels == {2: ["trainer 55 (100 %)"], 3: ["trainer 56 (10 %)"]}
     assert load == {2: 100.0, 3: 10.0}
-    assert markers_by_cpu(second, busy_only=True)[0] == {2: ["trainer 55 (100%)"]}
+    assert markers_by_cpu(second, busy_only=True)[0] == {2: ["trainer 55 (100 %)"]}
     fp._meta[55]["starttime"] = 4242                         # PID reused by another program
     fp.set_proc_stat(55)
     assert tracker.poll() is None

@@ -170,7 +170,7 @@ def test_inspect_runs_off_the_ui_thread_and_fills_the_view(qtbot, page):
     assert page.process_card.value("Usable CPUs") == "8"
     assert "a note for the user" in page.notes_label.text()
     # The map got the threads as markers on their CPUs, and their load.
-    assert page.calls["markers"][-1] == {0: ["python 200 (97%)"], 2: ["python 201 (88%)"], 5: ["pt_autograd 202 (0%)"]}
+    assert page.calls["markers"][-1] == {0: ["python 200 (97 %)"], 2: ["python 201 (88 %)"], 5: ["pt_autograd 202 (0 %)"]}
     assert page.calls["loads"][-1][0] == 97.0 and page.calls["loads"][-1][7] == 0.0    # every CPU, 0 = none
     # Copy as text: the CLI's rendering, safe to paste.
     text = page.text()
@@ -187,7 +187,7 @@ def test_live_markers_refresh_while_visible_and_stop_on_exit(qtbot, page):
         page.start_inspection()
     assert page.inspections.live_timer.isActive()
     page.inspections.live_timer.setInterval(20)
-    qtbot.waitUntil(lambda: {1: ["python 200 (99%)"], 6: ["python 201 (50%)"]} in page.calls["markers"],
+    qtbot.waitUntil(lambda: {1: ["python 200 (99 %)"], 6: ["python 201 (50 %)"]} in page.calls["markers"],
                     timeout=30_000)
     # The priming poll (no CPU% yet) never replaced the inspection's markers and load.
     assert {1: ["python 200"], 6: ["python 201"]} not in page.calls["markers"]
@@ -232,7 +232,7 @@ def test_real_topology_map_gets_markers(qtbot):
         page.start_inspection()
     m = page.topology_map
     assert set(m.pu_items) == set(range(8))
-    assert m.pu_items[0].markers == ["python 200 (97%)"] and m.pu_items[2].markers == ["python 201 (88%)"]
+    assert m.pu_items[0].markers == ["python 200 (97 %)"] and m.pu_items[2].markers == ["python 201 (88 %)"]
     assert m.pu_items[3].markers == [] and m.pu_items[0].load == 97.0 and m.pu_items[3].load == 0.0
 
 

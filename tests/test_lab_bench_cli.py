@@ -154,7 +154,7 @@ def test_progress_bar_plain_lines_when_not_a_terminal():
     bar.update(0.5, "step 3")
     bar.update(0.6, "step 4")          # within 2 s: not repeated in a log file
     bar.close()
-    assert buf.getvalue() == "bench train: 50% step 3\n"
+    assert buf.getvalue() == "bench train: 50 % step 3\n"
 
 
 def test_real_short_training_run_as_json(capsys):

@@ -102,7 +102,7 @@ def test_desktop_entry_starts_the_app_itself_when_frozen(frozen_app):
 
 
 def test_frozen_app_is_not_listed_as_an_environment(frozen_app, tmp_path):
-    ctx = envs_mod._Context.current({"HOME": str(tmp_path), "PATH": ""}, home=tmp_path, cwd=tmp_path)
+    ctx = envs_mod.Context.current({"HOME": str(tmp_path), "PATH": ""}, home=tmp_path, cwd=tmp_path)
     assert ctx.own_prefix is None
     found = envs_mod.discover({"HOME": str(tmp_path), "PATH": ""}, home=tmp_path, cwd=tmp_path,
                               run_conda=False, cache=False)

@@ -274,15 +274,17 @@ def test_the_time_breakdowns_process_tree_redacts_argv(tmp_path):
 
 def test_run_json_escapes_controls_and_keeps_the_command(tmp_path):
     """``cpudoctor run --format json``: a command line with a bidi override and a C1 control is written with
-    ``\\u`` escapes (the data survives, nothing raw), like every other JSON CPU Doctor writes."""
+    ``\\u`` escapes (the data survives, nothing raw), like every other JSON CPU Doctor writes. The odd text
+    is the script's name: the command is shown as ``inspect`` shows one, other arguments redacted."""
     import subprocess
     import sys
 
     target = tmp_path / "run.json"
-    odd = "x\u202ey\x9bz\u2028"
+    odd = "x\u202ey\x9bz.py"
+    (tmp_path / odd).write_text("pass\n")
     proc = subprocess.run([sys.executable, "-m", "cpudoctor", "run", "--format", "json", "-o",
-                           str(target), "--", sys.executable, "-c", "pass", odd],
-                          capture_output=True, text=True, timeout=300)
+                           str(target), "--", sys.executable, odd, "\u2028"],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     text = target.read_text()
     assert not UNSAFE.search(text)

@@ -164,7 +164,7 @@ def test_tooltip_names_core_siblings_l3_peers_numa_and_clock(large_map):
     m.set_clocks({40: 2600.0})
     m.set_load({40: 37.0})
     tip = m.pu_tooltip(40)
-    assert "CPU 40" in tip and "NUMA node: 1" in tip and "2.60 GHz" in tip and "load 37%" in tip
+    assert "CPU 40" in tip and "NUMA node: 1" in tip and "2.60 GHz" in tip and "load 37 %" in tip
     assert "L3 #1 peers" in tip and "32-39,41-63" in tip
     epyc = TopologyMap()
     epyc.set_topology(epyc_2x64())

@@ -23,6 +23,7 @@ from typing import Any
 from cpudoctor.commands import CliError, emit, output_format
 from cpudoctor.argtypes import file_name, int_list, integer, number, output_file
 from cpudoctor.kits.cpulist import MAX_CPUS
+from cpudoctor.kits.format import percent
 
 # Bounds shared with lab/settings.py (which checks the same again for the window's jobs).
 _THREADS = integer(1, 4096, "a thread count")
@@ -235,14 +236,14 @@ class ProgressBar:
         frac = min(max(fraction or 0.0, 0.0), 1.0)
         if self.tty:
             bar = "#" * int(frac * 24)
-            line = f"\r{self.title} [{bar:<24}] {frac:4.0%} {text}"
+            line = f"\r{self.title} [{bar:<24}] {percent(frac, fraction=True):>5} {text}"
             pad = max(0, self._width - len(line))
             self._width = len(line)
             self.stream.write(line + " " * pad)
             self.stream.flush()
         elif time.monotonic() - self._last_plain > 2.0:
             self._last_plain = time.monotonic()
-            self.stream.write(f"{self.title}: {frac:.0%} {text}\n")
+            self.stream.write(f"{self.title}: {percent(frac, fraction=True)} {text}\n")
             self.stream.flush()
 
     def close(self) -> None:
@@ -258,7 +259,7 @@ def _progress_text(job: str, data: dict[str, Any], settings: dict[str, Any]) -> 
         if seconds:
             fracs.append(data.get("elapsed", 0) / seconds)
         sps = data.get("samples_per_s")
-        text = f"step {data.get('step')}  loss {data.get('loss') or 0:.3f}  acc {data.get('accuracy') or 0:.0%}"
+        text = f"step {data.get('step')}  loss {data.get('loss') or 0:.3f}  acc {percent(data.get('accuracy') or 0, fraction=True)}"
         return (max(fracs) if fracs else None), text + (f"  {sps:,.0f} samples/s" if sps else "")
     if job == "sweep":
         frac = data.get("elapsed", 0) / data["budget_s"] if data.get("budget_s") else None
@@ -399,11 +400,10 @@ def _environment(args: argparse.Namespace) -> tuple[str | None, str]:
     from cpudoctor.commands import python_choice
     from cpudoctor.probes.software.envs import describe
     from cpudoctor.render.software import environment_words
-    from cpudoctor.probes.software.stack import python_info
 
     python, chosen_by = python_choice(args.python)
-    info = python_info(describe(Path(python or sys.executable), cache=True))
-    info.own, info.chosen_by = python is None, chosen_by
+    info = describe(Path(python or sys.executable), cache=True).record(chosen_by)
+    info.own = python is None
     return python, environment_words(info)
 
 

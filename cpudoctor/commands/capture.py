@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from cpudoctor.commands import CliError, root_arg
 from cpudoctor.argtypes import file_name
+from cpudoctor.kits.rooted import is_live_root
 
 
 def register(subparsers) -> None:
@@ -39,7 +40,7 @@ def run(args) -> int:
         raise CliError(f"-o {args.output}: the capture is a gzip tarball; give a name ending in .tar.gz or .tgz")
     root = root_arg(args.root)
     environment = None
-    if str(root) == "/" and not args.no_environment:
+    if is_live_root(root) and not args.no_environment:
         from cpudoctor.pipeline import chosen_source
         from cpudoctor.probes.software.envs import EnvError
 

@@ -72,14 +72,20 @@ def seconds(s: float | None, unknown: str = UNKNOWN, digits: int = 1) -> str:
     return f"{hours} h {minutes} min" if minutes else f"{hours} h"
 
 
-def percent(value: float | None, unknown: str = UNKNOWN, digits: int = 0, symbol: bool = True) -> str:
-    """A percentage already scaled to 0-100 (CPU load: 100% = one CPU): 37%, 250%.
+def percent(value: float | None, unknown: str = UNKNOWN, digits: int = 0, symbol: bool = True, *,
+            fraction: bool = False) -> str:
+    """A percentage: ``48 %``, ``250 %`` (CPU load: 100 % = one CPU), ``31.2 %`` with ``digits=1``.
 
-    ``symbol=False`` for a table column whose heading carries the unit ("CPU %").
+    The one percent format of CPU Doctor, on every surface (a space before the sign, as the render
+    layer mostly wrote it). ``value`` is already scaled to 0-100, or a share of 1 with ``fraction``
+    (0.48 -> ``48 %``). ``symbol=False`` for a table column whose heading carries the unit ("CPU %").
     """
-    if value is None or not math.isfinite(value):
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return unknown
-    return f"{value:.{digits}f}" + ("%" if symbol else "")
+    shown = value * 100 if fraction else value
+    if not math.isfinite(shown):
+        return unknown
+    return f"{shown:.{digits}f}" + (" %" if symbol else "")
 
 
 def number(v: Any) -> str:
@@ -127,8 +133,8 @@ PERCENT_KEYS = frozenset({"utilisation", "utilization", "efficiency", "other_sha
 
 
 def metric(key: str, value: Any) -> str:
-    """A benchmark metric as a reader expects it: ``utilisation`` 0.3115 -> ``31.2%``, else :func:`number`."""
+    """A benchmark metric as a reader expects it: ``utilisation`` 0.3115 -> ``31.2 %``, else :func:`number`."""
     if str(key) in PERCENT_KEYS and isinstance(value, (int, float)) and not isinstance(value, bool) \
             and math.isfinite(value):
-        return f"{value:.1%}"
+        return percent(value, digits=1, fraction=True)
     return number(value)

@@ -135,6 +135,16 @@ _classes: dict[str, type[RootedPath]] = {}
 _classes_lock = threading.Lock()
 
 
+def is_live_root(root: Path | str) -> bool:
+    """Whether ``root`` is this machine's own ``/`` however it is spelled (``/``, ``//``, ``/proc/..``, a link to
+    it): then the live machine is read, and children, the CPUID check and py-spy describe it too. The one
+    answer to "is this root the live machine?" (a captured tree, or a root that cannot be looked at, is not)."""
+    try:
+        return os.path.realpath(os.path.abspath(os.fspath(root))) == os.path.realpath(os.sep)
+    except (OSError, ValueError, TypeError):
+        return False
+
+
 def _rooted_class(root: Path) -> type[RootedPath] | None:
     """The RootedPath subclass of ``root``; None when ``root`` is the system root itself."""
     given = str(root)
@@ -143,9 +153,9 @@ def _rooted_class(root: Path) -> type[RootedPath] | None:
         cls = _classes.get(absolute)
         if cls is not None:
             return cls
-        real = os.path.realpath(absolute)
-        if real == os.path.realpath(os.sep):
+        if is_live_root(absolute):
             return None
+        real = os.path.realpath(absolute)
         prefixes = tuple(dict.fromkeys(p.replace(os.sep, "/") for p in (given, absolute, real)))
         cls = type("RootedPath", (RootedPath,), {"_prefixes": prefixes, "_jail": real, "_refused": [],
                                                  "_folders": {}, "_lock": threading.Lock()})

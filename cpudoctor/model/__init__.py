@@ -9,7 +9,8 @@ or words anything.
 ================  ============================================================
 :mod:`.cpu`       identity, flags, ISA verdicts, the CPUID cross-check
 :mod:`.topology`  packages, NUMA nodes, L3 domains, cores, affinity, cgroups
-:mod:`.software`  OS, Python, packages, PyTorch build, BLAS, import checks
+:mod:`.software`  OS, Python, packages, PyTorch build, BLAS, import checks (and
+                  :mod:`.environment`: the Python environments ``cpudoctor envs`` lists)
 :mod:`.report`    the Report, findings, benchmark runs, the recommendation
 :mod:`.serde`     dataclasses to JSON data and back, type-checked
 ================  ============================================================
@@ -28,7 +29,8 @@ Inspector) has its own plain data beside the report's:
 from __future__ import annotations
 
 from cpudoctor.model.breakdown import ProcessTime, Share, StackAccess, ThreadTime, TimeBreakdown, TopFrame
-from cpudoctor.model.cpu import ARM_ARCHES, X86_ARCHES, CpuidCheck, CpuInfo, IsaVerdict, arch_family
+from cpudoctor.model.cpu import ARM_ARCHES, X86_ARCHES, CpuidCheck, CpuInfo, IsaVerdict, arch_family, canonical_arch
+from cpudoctor.model.environment import PythonEnv
 from cpudoctor.model.report import (CATEGORIES, REPORT_KIND, SCHEMA_VERSION, SEVERITIES, SEVERITY_RANK, BenchRun,
                                     Finding, Meta, Report, ReportError, ThreadRecommendation, utc_now_iso, worst)
 from cpudoctor.model.evidence import JobEvidence, JobMemory, RunObservation
@@ -48,7 +50,7 @@ __all__ = ["ChildProcess", "Inspection", "JobEvidence", "JobMemory", "KernelSumm
            "ARM_ARCHES", "CATEGORIES", "REPORT_KIND", "SCHEMA_VERSION", "SEVERITIES", "SEVERITY_RANK", "X86_ARCHES",
            "Affinity", "BenchRun", "BlasLib", "Cache", "CgroupLimits", "Core", "CpuInfo", "CpuKind", "CpuidCheck",
            "Finding", "FloorTally", "GpuInfo", "ImportCheck", "ImportOrderCheck", "IsaRisk", "IsaVerdict", "L3Domain",
-           "Meta", "NumaNode", "NumpyInfo", "OsInfo", "Package", "PackageInfo", "ProcessorGroup", "PythonInfo",
+           "Meta", "NumaNode", "NumpyInfo", "OsInfo", "Package", "PackageInfo", "ProcessorGroup", "PythonEnv", "PythonInfo",
            "Report", "ReportError",
-           "SchemaError", "Software", "ThreadRecommendation", "Topology", "TorchBuild", "arch_family", "from_data",
+           "SchemaError", "Software", "ThreadRecommendation", "Topology", "TorchBuild", "arch_family", "canonical_arch", "from_data",
            "to_data", "utc_now_iso", "worst"]

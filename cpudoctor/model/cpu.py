@@ -10,15 +10,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 # Every name an OS gives an x86 machine (``uname -m``, ``platform.machine()`` on Windows, cpuinfo).
-X86_ARCHES = frozenset({"x86_64", "amd64", "i386", "i486", "i586", "i686", "x86"})
-ARM_ARCHES = frozenset({"aarch64", "arm64", "arm", "armv7l", "armv8l"})
+X86_ARCHES = frozenset({"x86_64", "amd64", "x64", "i386", "i486", "i586", "i686", "x86"})
+ARM_ARCHES = frozenset({"aarch64", "arm64", "arm", "armv6l", "armv7l", "armv8", "armv8l"})
+# The names of a 64-bit machine as some OS or tool spells them -> the Linux kernel's (``uname -m``).
+_CANONICAL = {"amd64": "x86_64", "x64": "x86_64", "arm64": "aarch64", "armv8": "aarch64"}
 
 
 def arch_family(arch: str | None) -> str | None:
     """``x86``, ``arm`` or the name itself (``riscv64``, ``ppc64le``); None when unknown.
 
-    The one answer to "is this x86?" for the whole app: an ``arch`` as any OS
-    spells it (``AMD64`` on Windows, ``arm64`` on macOS) is folded here.
+    The one answer to "is this x86?" and "is this Arm?" for the whole app: an
+    ``arch`` as any OS spells it (``AMD64`` on Windows, ``arm64`` on macOS) is
+    folded here.
     """
     if not arch:
         return None
@@ -28,6 +31,15 @@ def arch_family(arch: str | None) -> str | None:
     if low in ARM_ARCHES:
         return "arm"
     return low
+
+
+def canonical_arch(machine: str | None) -> str | None:
+    """``platform.machine()`` (or py-cpuinfo's raw arch) in the Linux kernel's spelling: ``AMD64`` and ``x64``
+    -> ``x86_64``, ``arm64`` -> ``aarch64``; other names lower-cased; None for none."""
+    if not machine:
+        return None
+    low = machine.strip().lower()
+    return _CANONICAL.get(low, low) or None
 
 
 @dataclass
@@ -92,6 +104,12 @@ class CpuInfo:
         """True on x86 (32 or 64 bit), False on any other known architecture, None when unknown."""
         family = self.arch_family
         return None if family is None else family == "x86"
+
+    @property
+    def is_arm(self) -> bool | None:
+        """True on Arm (64 or 32 bit), False on any other known architecture, None when unknown."""
+        family = self.arch_family
+        return None if family is None else family == "arm"
 
 
 @dataclass

@@ -30,7 +30,7 @@ class RunObservation:
     command: str                          # as given, home folders as ~
     pid: int | None = None
     exit_code: int | None = None          # the job's, shell style (128 + signal when killed)
-    ended_by: str = "exit"                # exit | interrupt | seconds | stopped | failed
+    ended_by: str = "exit"                # exit | interrupt | seconds | stopped | terminated | failed
     duration_s: float = 0.0
     breakdown: TimeBreakdown | None = None
     onednn: OneDnnLog = field(default_factory=OneDnnLog)
@@ -42,6 +42,8 @@ class RunObservation:
     process_error: str | None = None      # why its process could not be sampled (the sampler's failure)
     error: str | None = None              # the command could not be started (the system's words)
     dropped_kernel_lines: bool = False    # the job printed more oneDNN lines than are kept: the oldest were dropped
+    dropped_recompile_lines: bool = False   # the same for PyTorch's recompilation log
+    stop_signal: str | None = None        # what CPU Doctor was sent when ended_by is "terminated": SIGTERM, SIGHUP
     state: JobState | None = None         # the job's own state, from its probe (loaded False: why not)
 
 

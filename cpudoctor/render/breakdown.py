@@ -17,6 +17,7 @@ from functools import lru_cache
 
 from cpudoctor.advisor.job_verdict import BreakdownVerdict, judge_breakdown, reason
 from cpudoctor.kits.escape import html_escape as esc, md_escape
+from cpudoctor.kits.format import percent
 from cpudoctor.model.breakdown import Share, StackAccess, TimeBreakdown
 
 BAR_WIDTH = 50
@@ -50,15 +51,11 @@ def library_label(library: str) -> str:
     return _names()[1].get(library, library)
 
 
-def _pct(x: float) -> str:
-    return f"{x * 100:.0f}%"
-
-
 def share_text(s: Share) -> str:
-    """``Compute kernels 62% (MKL 50%, oneDNN 12%)``."""
-    text = f"{label(s.category)} {_pct(s.share)}"
+    """``Compute kernels 62 % (MKL 50 %, oneDNN 12 %)``."""
+    text = f"{label(s.category)} {percent(s.share, fraction=True)}"
     if s.libraries and s.seconds > 0:
-        libs = ", ".join(f"{library_label(lib)} {_pct(s.share * sec / s.seconds)}"
+        libs = ", ".join(f"{library_label(lib)} {percent(s.share * sec / s.seconds, fraction=True)}"
                          for lib, sec in s.libraries.items() if sec > 0)
         text += f" ({libs})"
     return text
@@ -109,14 +106,14 @@ def render_text(bd: TimeBreakdown) -> list[str]:
     out.append("  " + "  ".join(f"{LETTERS.get(s.category, '?')}={label(s.category)}" for s in shares))
     out.append(f"  {'CATEGORY':<34} {'SHARE':>6} {'SECONDS':>8} {'SAMPLES':>8}")
     for s in shares:
-        out.append(f"  {label(s.category):<34} {_pct(s.share):>6} {s.seconds:>8.2f} {s.samples:>8}")
+        out.append(f"  {label(s.category):<34} {percent(s.share, fraction=True):>6} {s.seconds:>8.2f} {s.samples:>8}")
         for lib, sec in s.libraries.items():
             if sec > 0 and s.seconds > 0:
-                out.append(f"    {library_label(lib):<32} {_pct(s.share * sec / s.seconds):>6} {sec:>8.2f}")
+                out.append(f"    {library_label(lib):<32} {percent(s.share * sec / s.seconds, fraction=True):>6} {sec:>8.2f}")
     for p in bd.processes:
         if not p.samples and not p.idle_samples:
             continue
-        cpu = f"{p.cpu_percent:.0f}% CPU" if p.cpu_percent is not None else "CPU ?"
+        cpu = f"{percent(p.cpu_percent)} CPU" if p.cpu_percent is not None else "CPU ?"
         out.append(f"  process {p.pid} {p.name} [{p.role.replace('_', ' ')}] {cpu}, {p.samples} samples: "
                    f"{summary_line_of(p.shares)}")
         rows = [t for t in p.threads if t.samples]
@@ -130,7 +127,7 @@ def render_text(bd: TimeBreakdown) -> list[str]:
     if bd.top:
         out.append("  Top leaf frames:")
         for t in bd.top[:6]:
-            out.append(f"    {_pct(t.share):>4}  {label(t.category):<22} {t.frame[:110]}")
+            out.append(f"    {percent(t.share, fraction=True):>4}  {label(t.category):<22} {t.frame[:110]}")
     verdict = verdict_line(bd)
     if verdict:
         out.append(f"  {verdict}")
@@ -188,7 +185,7 @@ def refusal_text(pid: int, kind: str, detail: str, access: StackAccess | None, a
 
 def summary_line_of(shares: list[Share]) -> str:
     tops = sorted(shares, key=lambda s: -s.share)[:3]
-    return ", ".join(f"{label(s.category)} {_pct(s.share)}" for s in tops) or "-"
+    return ", ".join(f"{label(s.category)} {percent(s.share, fraction=True)}" for s in tops) or "-"
 
 
 def render_md(bd: TimeBreakdown) -> list[str]:
@@ -199,11 +196,11 @@ def render_md(bd: TimeBreakdown) -> list[str]:
            f"`{text_bar(shares)}`", "",
            "| Category | Share | Seconds | Samples |", "|---|---:|---:|---:|"]
     for s in shares:
-        out.append(f"| {md_escape(share_text(s))} | {_pct(s.share)} | {s.seconds:.2f} | {s.samples} |")
+        out.append(f"| {md_escape(share_text(s))} | {percent(s.share, fraction=True)} | {s.seconds:.2f} | {s.samples} |")
     out += ["", "| Process | Role | CPU | Samples | Top categories |", "|---|---|---:|---:|---|"]
     for p in bd.processes:
         if p.samples:
-            cpu = f"{p.cpu_percent:.0f}%" if p.cpu_percent is not None else "?"
+            cpu = percent(p.cpu_percent, "?")
             out.append(f"| {p.pid} {md_escape(p.name)} | {p.role.replace('_', ' ')} | {cpu} | {p.samples} | "
                        f"{md_escape(summary_line_of(p.shares))} |")
     verdict = verdict_line(bd)
@@ -220,7 +217,7 @@ def render_html(bd: TimeBreakdown) -> str:
     segs = "".join(f'<div title="{esc(share_text(s))}" style="width:{s.share * 100:.2f}%;background:{colour(s.category)};'
                    f'height:18px;display:inline-block"></div>' for s in shares)
     rows = "".join(f"<tr><td><span style=\"color:{colour(s.category)}\">&#9632;</span> {esc(share_text(s))}</td>"
-                   f"<td align=right>{_pct(s.share)}</td><td align=right>{s.seconds:.2f}</td>"
+                   f"<td align=right>{percent(s.share, fraction=True)}</td><td align=right>{s.seconds:.2f}</td>"
                    f"<td align=right>{s.samples}</td></tr>" for s in shares)
     verdict = verdict_line(bd)
     note = f"<p><b>{esc(verdict)}</b></p>" if verdict else ""

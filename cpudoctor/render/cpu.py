@@ -44,7 +44,7 @@ def isa_rows(cpu: CpuInfo) -> list[IsaRow]:
     flags = set(cpu.flags)
     if not flags:
         return [IsaRow(WARN, "Instruction sets", "unknown", "No CPU flags could be read, so no verdict is possible.")]
-    if cpu.arch in ("aarch64", "arm"):
+    if cpu.is_arm:
         return _arm_rows(cpu, flags)
     rows = []
     if isa.avx512_usable:

@@ -11,9 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from cpudoctor.probes.software.envs import PythonEnv
-from cpudoctor.model import PythonInfo
-from cpudoctor.probes.software.stack import python_info as env_python_info
+from cpudoctor.model import PythonEnv, PythonInfo
 from cpudoctor.render.envs import home_short, no_official_build
 from cpudoctor.render.software import environment_words
 from cpudoctor.render.words import NO_REASON, reason_of
@@ -45,7 +43,7 @@ def python_info(env: PythonEnv | None, chosen_by: str | None) -> PythonInfo:
     """The report's record of ``env`` (what the pipeline writes into ``software.python``)."""
     if env is None:
         return PythonInfo(env_name=OWN_FALLBACK, own=True, chosen_by=chosen_by)
-    return dataclasses.replace(env_python_info(env), chosen_by=chosen_by)
+    return env.record(chosen_by)
 
 
 def short_words(p: PythonInfo) -> str:
@@ -53,11 +51,26 @@ def short_words(p: PythonInfo) -> str:
     return environment_words(dataclasses.replace(p, chosen_by=None, own=None, error=None))
 
 
+def label(env: PythonEnv) -> str:
+    """One short line for a picker: name, kind, Python and torch."""
+    parts = [env.name, f"({env.kind}"]
+    parts[-1] += f", Python {env.version})" if env.version else ")"
+    if env.torch:
+        parts.append(f"torch {env.torch}")
+    elif env.usable:
+        parts.append("no torch")
+    if env.own:
+        parts.append("— CPU Doctor's own")
+    if env.error:
+        parts.append(f"— {env.error}")
+    return " ".join(parts)
+
+
 def entry_text(env: PythonEnv) -> str:
     """One line of the picker: name, kind, Python, torch (or "no torch"), numpy, CPU Doctor's own marked."""
     if env.usable:
         numpy = f" · numpy {env.numpy}" if env.numpy else ""
-        return env.label() + numpy + (" — active" if env.active and not env.own else "")
+        return label(env) + numpy + (" — active" if env.active and not env.own else "")
     kind = f"{env.kind}, Python {env.version}" if env.version else env.kind
     return f"{env.name} ({kind}) — cannot be used"
 

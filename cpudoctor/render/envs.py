@@ -6,7 +6,7 @@ import json
 import os
 
 from cpudoctor.kits.escape import one_line
-from cpudoctor.probes.software.envs import PythonEnv, to_data
+from cpudoctor.model import PythonEnv, to_data
 from cpudoctor.render.software import _text_table
 
 

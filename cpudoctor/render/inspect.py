@@ -25,11 +25,7 @@ MAX_THREAD_ROWS = 24
 
 
 def _mib(n: int | None) -> str:
-    return size(n, "?")
-
-
-def _pct(v: float | None) -> str:
-    return percent(v, "?")
+    return size(n, '?')
 
 
 def _opt(v: object) -> str:
@@ -147,7 +143,7 @@ def thread_markers(places: list[ThreadPlace] | list[ThreadInfo], busy_only: bool
         pct = p.cpu_percent
         if busy_only and (pct or 0.0) < busy_percent:
             continue
-        text = f"{p.name} {p.tid}" + (f" ({pct:.0f}%)" if pct is not None else "")
+        text = f"{p.name} {p.tid}" + (f" ({percent(pct)})" if pct is not None else "")
         labels.setdefault(cpu, []).append((pct or 0.0, text))
         load[cpu] = min(100.0, load.get(cpu, 0.0) + (pct or 0.0))
     return ({cpu: [t for _, t in sorted(items, key=lambda x: -x[0])] for cpu, items in sorted(labels.items())},
@@ -171,13 +167,13 @@ def render_list(entries, left_out: int = 0, busy_percent: float = 5.0) -> str:
     listed, said in a last line with the option that lists them."""
     lines = [f"{'PID':>7}  {'CPU%':>6}  {'THR':>4}  {'RSS':>9}  COMMAND"]
     for e in entries:
-        lines.append(f"{e.pid:>7}  {_pct(e.cpu_percent):>6}  {_opt(e.threads):>4}  {_mib(e.rss_bytes):>9}  "
+        lines.append(f"{e.pid:>7}  {percent(e.cpu_percent, '?'):>6}  {_opt(e.threads):>4}  {_mib(e.rss_bytes):>9}  "
                      f"{e.cmdline[:100]}")
     if len(lines) == 1:
         lines.append("(no Python process and no busy one)" if left_out else "(no processes found)")
     if left_out:
         lines.append(f"{plural(left_out, 'other process', 'other processes')} (not Python, under "
-                     f"{busy_percent:g} % CPU) not listed: --all lists them")
+                     f"{percent(busy_percent)} CPU) not listed: --all lists them")
     return "\n".join(lines)
 
 
@@ -211,7 +207,7 @@ def render_text(insp, findings) -> str:
     out.append(f"  sampled {insp.window_s or 0:.1f} s ({insp.samples} samples), {status}")
     aff = format_cpulist(insp.affinity) if insp.affinity else "unknown"
     quota = f"cgroup quota {insp.cpu_quota:g} CPUs" if insp.cpu_quota else "no cgroup CPU quota"
-    out.append(f"CPU          {_pct(insp.cpu_percent)} (100% = one CPU) of {_opt(insp.usable_cpus)} usable CPUs "
+    out.append(f"CPU          {percent(insp.cpu_percent, '?')} (100 % = one CPU) of {_opt(insp.usable_cpus)} usable CPUs "
                f"(affinity {aff}; {quota}); nice {_opt(insp.nice)}")
     busy = sum(1 for t in insp.threads if (t.cpu_percent or 0) >= 25)
     wait = "?" if insp.wait_percent is None else f"{insp.wait_percent / 100:.2f} s/s"
@@ -221,12 +217,12 @@ def render_text(insp, findings) -> str:
     out.append(f"  {'TID':>7}  {'NAME':<16} {'CPU%':>5}  {'CPU':>4}  {'CCX':>3}  {'NUMA':>4}  {'MOVES':>5}  "
                f"{'WAIT%':>5}  STATE")
     for t in rows[:MAX_THREAD_ROWS]:
-        out.append(f"  {t.tid:>7}  {t.name[:16]:<16} {_pct(t.cpu_percent):>5}  {_opt(t.last_cpu):>4}  "
+        out.append(f"  {t.tid:>7}  {t.name[:16]:<16} {percent(t.cpu_percent, '?'):>5}  {_opt(t.last_cpu):>4}  "
                    f"{_opt(t.l3):>3}  {_opt(t.numa):>4}  {t.migrations:>5}  "
-                   f"{_pct(t.wait_percent):>5}  {t.state}")
+                   f"{percent(t.wait_percent, '?'):>5}  {t.state}")
     if len(rows) > MAX_THREAD_ROWS:
         rest = rows[MAX_THREAD_ROWS:]
-        out.append(f"  ... {len(rest)} more threads using {_pct(sum(t.cpu_percent or 0 for t in rest))} together")
+        out.append(f"  ... {len(rest)} more threads using {percent(sum(t.cpu_percent or 0 for t in rest), '?')} together")
     if insp.libraries_readable:
         libs = [f"{library_name(lib.library)}: {lib.file}" + (f" [{lib.origin}]" if lib.origin else "") for lib in insp.libraries]
         libs = libs or ["none of the known OpenMP/BLAS/oneDNN/allocator libraries"]
@@ -244,9 +240,9 @@ def render_text(insp, findings) -> str:
     if insp.children:
         n = len(insp.children)
         out.append(f"Children     {plural(n, 'process', 'processes')}, {_opt(insp.children_threads)} threads, "
-                   f"{_pct(insp.children_cpu_percent)} CPU")
+                   f"{percent(insp.children_cpu_percent, '?')} CPU")
         for c in insp.children[:16]:
-            out.append(f"  {c.pid:>7}  {c.name[:16]:<16} {_pct(c.cpu_percent):>5}  {_opt(c.threads):>3} threads  "
+            out.append(f"  {c.pid:>7}  {c.name[:16]:<16} {percent(c.cpu_percent, '?'):>5}  {_opt(c.threads):>3} threads  "
                        f"{_mib(c.rss_bytes)}")
         if len(insp.children) > 16:
             out.append(f"  ... {len(insp.children) - 16} more")

@@ -13,7 +13,8 @@ from typing import Any
 
 from cpudoctor.kits.plural import plural
 from cpudoctor.lab.results import separated
-from cpudoctor.lab.verdicts import busy, cpu_list, factor, percent, rounds_text, threads_words
+from cpudoctor.kits.format import percent
+from cpudoctor.lab.verdicts import busy, cpu_list, factor, rounds_text, threads_words
 
 
 # ----------------------------------------------------------------------------- one definition per metric
@@ -83,8 +84,8 @@ def outcome_text(result) -> str:
     lines += body
     lines += kernels_lines(result.kernels, result.kernel_check)
     if result.interference is not None and result.kind != "sweep":
-        lines.append(f"other programs took {percent(result.interference.share)} of the CPUs measured"
-                     + ("" if result.quiet else f" (more than {percent(result.quiet_limit)}: rerun on an idle machine)"))
+        lines.append(f"other programs took {percent(result.interference.share, fraction=True)} of the CPUs measured"
+                     + ("" if result.quiet else f" (more than {percent(result.quiet_limit, fraction=True)}: rerun on an idle machine)"))
     return "\n".join(lines)
 
 
@@ -114,10 +115,10 @@ def _train_text(r) -> list[str]:
         return lines
     lines.append(f"  loss        {_num(r.initial_loss, '.3f')} -> {_num(r.final_loss, '.3f')} "
                  f"(mean of the last {r.smoothing_steps} steps)")
-    held = f", held-out {percent_1(r.eval_accuracy)}" if r.eval_accuracy is not None else ""
+    held = f", held-out {percent(r.eval_accuracy, '-', digits=1, fraction=True)}" if r.eval_accuracy is not None else ""
     if held and r.eval_samples_done and r.eval_samples_done < (r.settings.get("eval_samples") or 0):
         held += f" ({r.eval_samples_done} of {r.settings['eval_samples']} samples: the budget ended it)"
-    lines.append(f"  accuracy    train {percent_1(r.train_accuracy)} (last {r.smoothing_steps} steps){held}")
+    lines.append(f"  accuracy    train {percent(r.train_accuracy, '-', digits=1, fraction=True)} (last {r.smoothing_steps} steps){held}")
     if r.compile_s is not None:
         lines.append(f"  compile     {r.compile_s} s")
     return lines
@@ -140,10 +141,6 @@ def budget_line(r) -> str:
     return head + (f": {detail}" if detail else "") + ended
 
 
-def percent_1(share: float | None) -> str:
-    return "-" if share is None else f"{share * 100:.1f} %"
-
-
 def _sweep_text(r) -> list[str]:
     width = max([len("variant"), *(len(p["variant"]) for p in r.points)])   # names are never cut
     lines = [f"{'variant':<{width}} {'threads':>7} {'samples/s':>10} {'spread':>15} {'segments':>8} {'others':>7}"]
@@ -157,7 +154,7 @@ def _sweep_text(r) -> list[str]:
         spread = (f"{p['samples_per_s_lo']:,.0f}–{p['samples_per_s_hi']:,.0f}"
                   if p.get("samples_per_s_lo") is not None and (p.get("samples_per_s_n") or 0) > 1 else "-")
         sps = _num(p.get("samples_per_s")) if p.get("samples_per_s") else p.get("status", "")
-        lines.append(f"{head} {sps:>10} {spread:>15} {p.get('segments', 0):>8} {percent(p.get('other_share'), '-'):>7}")
+        lines.append(f"{head} {sps:>10} {spread:>15} {p.get('segments', 0):>8} {percent(p.get('other_share'), '-', fraction=True):>7}")
     rec = r.recommendation()
     if rec is not None:
         lines.append(f"Recommended: {rec.variant} -> torch.set_num_threads({rec.threads})"
@@ -169,7 +166,7 @@ def _sweep_text(r) -> list[str]:
     else:
         lines.append(f"No recommendation: {r.reason or 'inconclusive'}. The advisor keeps its own thread advice.")
     if r.interference is not None:
-        lines.append(f"other programs took {percent(r.interference.share)} of the CPUs measured "
+        lines.append(f"other programs took {percent(r.interference.share, fraction=True)} of the CPUs measured "
                      f"({rounds_text(r.rounds, r.measurements)}, budget {r.budget_s:g} s)")
     lines += [f"failed: {f}" for f in r.failures]
     return lines
@@ -184,8 +181,8 @@ def _gemm_text(r) -> list[str]:
         spread = f"{p['gflops_lo']:,.1f}–{p['gflops_hi']:,.1f}" if p.get("gflops_lo") is not None else "-"
         name = p["backend"] + (" *" if p.get("emulated") else "")
         lines.append(f"{name:<12} {p['threads']:>7} {p.get('size', '-'):>6} {p['gflops']:>10,.1f} {spread:>17} "
-                     f"{_num(p.get('roof_gflops'), ',.1f'):>9} {percent(p.get('of_roof'), '-'):>8} "
-                     f"{_num(p.get('peak_gflops'), ',.1f'):>9} {percent(p.get('utilisation'), '-'):>8}")
+                     f"{_num(p.get('roof_gflops'), ',.1f'):>9} {percent(p.get('of_roof'), '-', fraction=True):>8} "
+                     f"{_num(p.get('peak_gflops'), ',.1f'):>9} {percent(p.get('utilisation'), '-', fraction=True):>8}")
     lines.append("roof = the best in-cache multiply of that precision measured in this job (the measured roof); "
                  "nominal = cores × clock × FLOP/cycle (the nominal peak)")
     if r.emulated:
@@ -210,8 +207,8 @@ def _roofline_text(r) -> list[str]:
             lines.append(f"{c['dtype']:<14} {c['threads']:>7} not measured: {c['error']}")
             continue
         lines.append(f"{c['dtype']:<14} {c['threads']:>7} {c['gflops']:>10,.1f} {_num(c.get('median_gflops'), ',.1f'):>10} "
-                     f"{_num(c.get('nominal_gflops'), ',.1f'):>13} {percent(c.get('of_nominal'), '-'):>17} "
-                     f"{percent(c.get('other_share'), '-'):>7}")
+                     f"{_num(c.get('nominal_gflops'), ',.1f'):>13} {percent(c.get('of_nominal'), '-', fraction=True):>17} "
+                     f"{percent(c.get('other_share'), '-', fraction=True):>7}")
     if r.nominal:
         n = r.nominal[0]
         lines.append(f"nominal peak = cores × clock × FLOP/cycle: clock {_num(n.get('clock_mhz'))} MHz, "
@@ -249,7 +246,7 @@ def kernels_lines(kernels: list[dict[str, Any]], check: dict[str, Any] | None) -
     shown = [k for k in kernels if k.get("primitive") != "reorder"]
     lines = ["kernels (the libraries' own reports):"]
     for k in shown[:12]:
-        share = f", {percent(k['share'])} of its time" if k.get("share") is not None else ""
+        share = f", {percent(k['share'], fraction=True)} of its time" if k.get("share") is not None else ""
         dtype = f" {k['dtype']}" if k.get("dtype") else ""
         isa = k.get("isa") or "instruction set not named"
         impl = k.get("impl")                    # the implementation's own name, when it says more than the kind
@@ -292,7 +289,7 @@ def quant_rows(r) -> list[list[str]]:
     for p in r.points:
         share = _share_of(p)
         rows.append([str(p["batch"]), f"{p['fp32_ms']:.3f}", _ms_spread(p, "fp32"), f"{p['int8_ms']:.3f}",
-                     _ms_spread(p, "int8"), _speedup(p), percent(share, "-")])
+                     _ms_spread(p, "int8"), _speedup(p), percent(share, "-", fraction=True)])
     return rows
 
 
@@ -309,7 +306,7 @@ def _quant_text(r) -> list[str]:
         lines.append(f"verdict: {r.reason}")
     lines.append(f"why: {r.precision_why}")
     lines.append(f"quantisation API: {r.api_words}")
-    lines.append(f"top-1 agreement with fp32 {percent_1(r.top1_agreement)}; engine {r.engine or 'unknown'}")
+    lines.append(f"top-1 agreement with fp32 {percent(r.top1_agreement, '-', digits=1, fraction=True)}; engine {r.engine or 'unknown'}")
     return lines
 
 
@@ -365,7 +362,7 @@ def sweep_notes_html(result, caveat_colour: str = "#c98a1a") -> str:
         head = f"<b style='color:{caveat_colour}'>No recommendation</b> — {e(result.reason)}"
     items = []
     if result.interference is not None:
-        items.append(f"Other programs took {percent(result.interference.share)} of the CPUs measured "
+        items.append(f"Other programs took {percent(result.interference.share, fraction=True)} of the CPUs measured "
                      f"({e(rounds_text(result.rounds, result.measurements))}).")
     if result.failures:
         items.append(f"{e(plural(len(result.failures), 'variant'))} failed: "
@@ -383,9 +380,9 @@ def gemm_html(result) -> str:
         rows.append(f"<tr><td>{name}</td><td align='right'>{p['threads']}</td>"
                     f"<td align='right'>{p.get('size', '—')}</td><td align='right'>{p['gflops']:,.1f}</td>"
                     f"<td align='right'>{spread}</td><td align='right'>{_num(p.get('roof_gflops'), ',.1f').replace('-', '—')}</td>"
-                    f"<td align='right'>{percent(p.get('of_roof'), '—')}</td>"
+                    f"<td align='right'>{percent(p.get('of_roof'), '—', fraction=True)}</td>"
                     f"<td align='right'>{_num(p.get('peak_gflops')).replace('-', '—')}</td>"
-                    f"<td align='right'>{percent(p.get('utilisation'), '—')}</td></tr>")
+                    f"<td align='right'>{percent(p.get('utilisation'), '—', fraction=True)}</td></tr>")
     m = result.machine or {}
     notes = ""
     if m:
@@ -450,7 +447,7 @@ def quant_html(result) -> str:
                     f"<td align='right'>{p['fp32_ms']:.3f}{spread(_ms_range(p, 'fp32'), '.3f')}</td>"
                     f"<td align='right'>{p['int8_ms']:.3f}{spread(_ms_range(p, 'int8'), '.3f')}</td>"
                     f"<td align='right'>{_speedup(p).split(' ')[0]}{spread(speedup_range(p), '.2f')}</td>"
-                    f"<td align='right'>{percent(share, '—')}</td></tr>")
+                    f"<td align='right'>{percent(share, '—', fraction=True)}</td></tr>")
     kind, verdict = quant_verdict(result)
     colour = " style='color:#c98a1a'" if kind == "inconclusive" else ""
     api = e(result.api_words)
@@ -458,4 +455,4 @@ def quant_html(result) -> str:
             "<th>fp32 ms</th><th>int8 ms</th><th>speed-up</th><th>CPU to others</th></tr>" + "".join(rows)
             + "</table><p><small>Each figure: the median; below it the spread of the repeats (p10–p90).</small></p>"
             f"<p{colour}>{e(verdict)}</p><p>Quantisation API: {api}. Top-1 agreement with "
-            f"fp32: {percent_1(result.top1_agreement)}.</p>")
+            f"fp32: {percent(result.top1_agreement, '-', digits=1, fraction=True)}.</p>")

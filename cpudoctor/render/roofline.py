@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from cpudoctor.kits.format import percent as _percent
+from cpudoctor.kits.format import percent
 from cpudoctor.lab.roofline import headline_roof
 
 ELEMENT_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp64": 8, "int8": 1}
@@ -68,11 +68,6 @@ class Picture:
     def ridge(self, roof: Roof) -> float | None:
         """The intensity where the memory roof meets ``roof`` (FLOP/byte)."""
         return roof.gflops / self.memory_gbps if self.memory_gbps else None
-
-
-def share(value: float | None, digits: int = 0) -> str:
-    """A share of 0..1 as "120 %" (the lab's way of writing shares)."""
-    return _percent(None if value is None else value * 100, digits=digits, symbol=False) + " %"
 
 
 def gemm_intensity(n: float, dtype: str) -> float:
@@ -228,11 +223,11 @@ def claim_text(claim: dict[str, Any], nominals: list[dict[str, Any]]) -> str:
     on = f" on {threads} thread{'s' if threads != 1 else ''}" if threads else ""
     text = f"Measured fp32 roof {roof:,.1f} GFLOP/s{on}"
     if nominal and ratio is not None:
-        text += f" = {share(ratio)} of the nominal peak {nominal:,.1f} GFLOP/s{inputs}"
+        text += f" = {percent(ratio, fraction=True)} of the nominal peak {nominal:,.1f} GFLOP/s{inputs}"
         if ratio > 1.0:
             text += ": the cores ran faster than the clock the nominal peak assumes"
-        text += (f". Guides say CPU training reaches about {share(claim.get('claim', 0.9))} of the theoretical "
-                 "compute (the nominal peak): that "
+        text += (f". Guides say CPU training reaches about {percent(claim.get('claim', 0.9), fraction=True)} of the "
+                 "theoretical compute (the nominal peak): that "
                  + ("holds for the roof" if claim.get("holds") else "does not hold even for the roof")
                  + " (the best a matrix multiply reaches here)")
     slower = claim.get("slower_with_more")
@@ -241,13 +236,13 @@ def claim_text(claim: dict[str, Any], nominals: list[dict[str, Any]]) -> str:
         text += (f". {many} threads measured {slower['gflops']:,.1f} GFLOP/s, slower than {few} "
                  f"thread{'s' if few != 1 else ''} ({slower.get('fewer_gflops', 0):,.1f})")
         if slower.get("contended"):
-            text += (f" while other programs took {share(slower.get('other_share'))} of the CPUs: that measurement "
+            text += (f" while other programs took {percent(slower.get('other_share'), fraction=True)} of the CPUs: that measurement "
                      "is not the roof; rerun on an idle machine")
         else:
             text += ": more threads did not help this multiply here (SMT siblings, or a VM's vCPUs sharing cores)"
     if claim.get("best_operator_vs_roof") is not None:
         text += (f"; the micro-training's best operator ({claim.get('best_operator')}) reached "
-                 f"{share(claim['best_operator_vs_roof'], 1)} of the measured roof")
+                 f"{percent(claim['best_operator_vs_roof'], digits=1, fraction=True)} of the measured roof")
     return text + "."
 
 
@@ -295,7 +290,7 @@ def peak_rows(nominal: dict[str, Any] | None, runs: list[Any]) -> list[tuple[str
     if run is not None:
         roof = headline_roof([c for c in run.metrics.get("compute") or [] if c.get("dtype") == "fp32"])
     if roof is not None:
-        ratio = f", {share(roof['of_nominal'])} of the nominal peak" if roof.get("of_nominal") is not None else ""
+        ratio = f", {percent(roof['of_nominal'], fraction=True)} of the nominal peak" if roof.get("of_nominal") is not None else ""
         rows.append(("Measured roof", f"{roof['gflops']:,.0f} GFLOP/s fp32 on {roof['threads']} "
                                       f"thread{'s' if roof['threads'] != 1 else ''}{ratio}",
                      str(roof.get("method") or "") + (f"; measured {run.started_at}" if run.started_at else "")))

@@ -13,6 +13,7 @@ from cpudoctor.model.evidence import RunObservation
 from cpudoctor.render import breakdown as bdr
 from cpudoctor.render import job_findings
 from cpudoctor.kits.escape import html_escape as esc, md_escape
+from cpudoctor.kits.format import percent
 from cpudoctor.render.finding_view import finding_data
 from cpudoctor.model import Finding
 
@@ -24,6 +25,8 @@ def _ended(obs: RunObservation) -> str:
     return {"exit": f"exited with code {obs.exit_code}", "interrupt": f"stopped by Ctrl-C (exit code {obs.exit_code})",
             "seconds": f"stopped after --seconds (exit code {obs.exit_code})",
             "stopped": f"stopped from the window (exit code {obs.exit_code})",
+            "terminated": f"stopped because CPU Doctor was sent {obs.stop_signal or 'a signal to end'} "
+                          f"(exit code {obs.exit_code})",
             "failed": f"could not start: {obs.error}"}.get(obs.ended_by, obs.ended_by)
 
 
@@ -48,8 +51,8 @@ def render_text(obs: RunObservation, findings: list[Finding]) -> str:
         out.append(f"Kernels      oneDNN {log.version or '?'} ({log.runtime or '?'}, {log.threads or '?'} threads, "
                    f"ISA {log.max_isa or '?'}): {sum(r['count'] for r in rows)} executions, {log.total_ms:.0f} ms")
         for r in rows[:MAX_KERNEL_ROWS]:
-            share = f"{r['share'] * 100:.0f}%" if r["share"] is not None else "?"
-            out.append(f"  {share:>4}  {r['kind']:<14} {r['impl']:<28} {r['data_type']:<5} x{r['count']}")
+            share = percent(r["share"], "?", fraction=True)
+            out.append(f"  {share:>5}  {r['kind']:<14} {r['impl']:<28} {r['data_type']:<5} x{r['count']}")
     elif "ONEDNN_VERBOSE" in obs.diagnostics:
         out.append("Kernels      oneDNN ran no primitive (fp32 linear layers use MKL; convolutions and bf16 use oneDNN)")
     if obs.recompiles.recompiles:
@@ -65,6 +68,8 @@ def run_notes(obs: RunObservation) -> list[str]:
     notes = []
     if obs.dropped_kernel_lines:
         notes.append("the job printed more oneDNN lines than CPU Doctor keeps: the oldest were dropped")
+    if obs.dropped_recompile_lines:
+        notes.append("the job logged more recompilations than CPU Doctor keeps: the oldest were dropped")
     if obs.process_error:
         notes.append(f"the job's process could not be sampled ({obs.process_error}): the process rules did not "
                      "judge it")

@@ -69,6 +69,7 @@ _CHOSEN = {
     "working-folder": "the working folder's environment",
     "likely": "the environment you most likely train in",
     "window": "chosen in the window",
+    "own-torch": "the only environment found with PyTorch",
     "only-own": "no other environment with Python 3.8+ was found",
 }
 

@@ -14,9 +14,10 @@ import datetime as _dt
 from typing import Any
 
 from cpudoctor.kits.plural import plural
-from cpudoctor.lab.verdicts import busy, busy_caveat, factor, percent, threads_words
+from cpudoctor.kits.format import percent
+from cpudoctor.lab.verdicts import busy, busy_caveat, factor, threads_words
 from cpudoctor.model import BenchRun, CpuInfo
-from cpudoctor.render.lab import MODEL_LABELS, kernels_lines, metric_definition, percent_1, training_settings_parts
+from cpudoctor.render.lab import MODEL_LABELS, kernels_lines, metric_definition, training_settings_parts
 
 RUN_COLUMNS = ("When", "Job", "Status", "Settings", "Samples/s", "Held-out", "Result", "Note")
 JOB_NAMES = {"train": "training run", "sweep": "thread sweep", "gemm": "GEMM benchmark",
@@ -228,10 +229,10 @@ def _train_cells(run: BenchRun) -> tuple[str, str, str, str, str, str]:
         if m.get("samples_per_s_lo") is not None and m.get("samples_per_s_hi") is not None:
             sps_tip += f"; half-second windows spread {m['samples_per_s_lo']:,.0f}–{m['samples_per_s_hi']:,.0f}"
     steps = int(m.get("smoothing_steps") or 20)
-    held = percent_1(m.get("eval_accuracy")) if m.get("eval_accuracy") is not None else "—"
+    held = percent(m.get("eval_accuracy"), '-', digits=1, fraction=True) if m.get("eval_accuracy") is not None else "—"
     held_tip = metric_definition("eval_accuracy")
     if m.get("train_accuracy") is not None:
-        held_tip += f"; training accuracy (last {steps} steps): {percent_1(m['train_accuracy'])}"
+        held_tip += f"; training accuracy (last {steps} steps): {percent(m['train_accuracy'], '-', digits=1, fraction=True)}"
     bits = []
     if m.get("final_loss") is not None:
         bits.append(f"loss {m['final_loss']:.3f}")
@@ -309,7 +310,7 @@ def _note_cells(run: BenchRun) -> tuple[str, str]:
         return "cancelled before its first measurement", note
     if run.kind in ("sweep", "quant") and run.metrics.get("verdict") not in ("recommended", "measured") \
             and share is not None and share > QUIET_LIMIT:
-        return f"busy machine ({percent(share)} to others): rerun", note or f"measured while {busy(share)}"
+        return f"busy machine ({percent(share, fraction=True)} to others): rerun", note or f"measured while {busy(share)}"
     return note, note
 
 

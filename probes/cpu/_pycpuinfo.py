@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import platform
 
-from cpudoctor.model import CpuInfo, arch_family
+from cpudoctor.model import CpuInfo, arch_family, canonical_arch
 
 
 def normalise_flags(flags: list[str]) -> list[str]:
@@ -28,15 +28,15 @@ def normalise_flags(flags: list[str]) -> list[str]:
 def cpu_from_pycpuinfo(info: dict, cpuid=None) -> CpuInfo:
     """Build a CpuInfo from ``cpuinfo.get_cpu_info()`` output (+ an optional CpuidResult)."""
     from cpudoctor.probes.cpu import isa as _isa
-    from cpudoctor.probes.cpu.identity import _clean_brand, _fill_clocks
-    from cpudoctor.probes.cpu.uarch import decode_arm, decode_brand, decode_x86, vendor_short
+    from cpudoctor.probes.cpu.clocks import fill_clocks
+    from cpudoctor.probes.cpu.uarch import clean_brand, decode_arm, decode_brand, decode_x86, vendor_short
 
     cpu = CpuInfo(source="py-cpuinfo")
     arch_raw = (info.get("arch_string_raw") or platform.machine() or "").lower()
-    cpu.arch = {"amd64": "x86_64", "arm64": "aarch64", "x64": "x86_64"}.get(arch_raw, arch_raw or None)
+    cpu.arch = canonical_arch(arch_raw)
     cpu.vendor_id = info.get("vendor_id_raw") or None
     cpu.vendor = vendor_short(cpu.vendor_id)
-    cpu.brand = _clean_brand(info.get("brand_raw"))
+    cpu.brand = clean_brand(info.get("brand_raw"))
     if cpu.vendor is None and cpu.brand and cpu.brand.startswith("Apple"):
         cpu.vendor = "Apple"
     for key in ("family", "model", "stepping"):
@@ -66,11 +66,11 @@ def cpu_from_pycpuinfo(info: dict, cpuid=None) -> CpuInfo:
     hz = info.get("hz_advertised")
     if isinstance(hz, (list, tuple)) and hz and isinstance(hz[0], (int, float)) and hz[0] > 0:
         cpu.base_mhz, cpu.base_mhz_source = hz[0] / 1e6, "py-cpuinfo advertised clock"
-    _fill_clocks(cpu, None)
+    fill_clocks(cpu, None)
     if flags:
         cpu.isa = _isa.isa_verdict(set(flags), cpu.arch, match)
         cpu.isa.datapath_bits = match.datapath_bits
-    elif cpu.arch == "aarch64":
+    elif cpu.is_arm:
         # macOS on Apple silicon: every arm64 CPU has NEON; py-cpuinfo lists no flags there.
         cpu.isa = _isa.isa_verdict({"asimd", "fp"}, cpu.arch, match)
         cpu.notes.append("py-cpuinfo lists no flags on this platform: ISA verdicts assume the aarch64 baseline (NEON)")
@@ -101,13 +101,10 @@ def probe_live() -> CpuInfo:
 
 def _rosetta() -> bool:
     """macOS: sysctl.proc_translated is 1 for a process translated by Rosetta 2."""
-    import subprocess
     import sys
 
     if sys.platform != "darwin":
         return False
-    try:
-        out = subprocess.run(["sysctl", "-n", "sysctl.proc_translated"], capture_output=True, text=True, timeout=5)
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return out.stdout.strip() == "1"
+    from cpudoctor.kits.child.captured import run_captured
+
+    return run_captured(["sysctl", "-n", "sysctl.proc_translated"], 5.0, what="sysctl").text.strip() == "1"

@@ -17,7 +17,9 @@ import re
 import sys
 from pathlib import Path
 
-from cpudoctor.model.cpu import CpuInfo, arch_family
+from cpudoctor.model.cpu import CpuInfo, arch_family, canonical_arch
+from cpudoctor.probes.cpu.clocks import fill_clocks, fill_current_clock
+from cpudoctor.kits.rooted import is_live_root
 
 
 def probe_cpu(root: Path = Path("/")) -> CpuInfo:
@@ -31,7 +33,7 @@ def probe_cpu(root: Path = Path("/")) -> CpuInfo:
     root = Path(root)
     path = under(root, "/proc/cpuinfo")
     text = read_text(path)
-    if text is None and _is_live(root) and not sys.platform.startswith("linux"):
+    if text is None and is_live_root(root) and not sys.platform.startswith("linux"):
         # Method 2 (macOS, Windows, BSD): py-cpuinfo, only where there is no procfs.
         from cpudoctor.probes.cpu import _pycpuinfo
 
@@ -50,7 +52,7 @@ def cpu_from_cpuinfo_text(text: str | None, root: Path | None = None, path: str 
         cpu.notes.append(f"{path} contains bytes that are not text; those values were ignored")
     if not parsed.processors:
         cpu.notes.append("CPU identity unknown: " + ("no readable cpuinfo" if text is None else "cpuinfo has no usable entries"))
-        _fill_clocks(cpu, root)
+        fill_clocks(cpu, root)
         return cpu
     cpu.source = "procfs"
     cpu.logical_cpus_listed = sum(1 for p in parsed.processors if "processor" in p) or None
@@ -63,8 +65,8 @@ def cpu_from_cpuinfo_text(text: str | None, root: Path | None = None, path: str 
     _fill_flags(cpu, parsed)
     cpu.arch = _arch(cpu, parsed, root, set(cpu.flags), is_arm)
     match = _fill_uarch(cpu)
-    _fill_clocks(cpu, root)
-    _fill_current_clock(cpu, parsed, root)
+    fill_clocks(cpu, root)
+    fill_current_clock(cpu, parsed, root)
     _fill_isa(cpu, root, match)
     return cpu
 
@@ -83,29 +85,14 @@ def _int(text: str | None) -> int | None:
         return None
 
 
-# CPUID brand strings are 48 characters; ARM "Hardware"/"model name" lines are short too.
-# Anything far longer is a damaged or hostile file (a 1 MB name made a window take minutes).
-_BRAND_MAX = 200
-
-
-def _clean_brand(text: str | None) -> str | None:
-    if not text:
-        return None
-    text = "".join(ch for ch in text if ch.isprintable() or ch.isspace())   # no escape sequences
-    brand = " ".join(text.replace("\ufffd", "").split())
-    if len(brand) > _BRAND_MAX:
-        brand = brand[: _BRAND_MAX - 1] + "…"
-    return brand or None
-
-
 def _fill_x86(cpu: CpuInfo, parsed) -> None:
-    from cpudoctor.probes.cpu.uarch import vendor_short
+    from cpudoctor.probes.cpu.uarch import clean_brand, vendor_short
 
     cpu.vendor_id = parsed.first("vendor_id")
     cpu.vendor = vendor_short(cpu.vendor_id)
     if cpu.vendor_id and cpu.vendor is None:
         cpu.notes.append(f"unknown CPU vendor id {cpu.vendor_id!r}")
-    cpu.brand = _clean_brand(parsed.first("model name"))
+    cpu.brand = clean_brand(parsed.first("model name"))
     cpu.family = _int(parsed.first("cpu family"))
     cpu.model = _int(parsed.first("model"))
     cpu.stepping = _int(parsed.first("stepping"))
@@ -115,7 +102,7 @@ def _fill_x86(cpu: CpuInfo, parsed) -> None:
 
 
 def _fill_arm(cpu: CpuInfo, parsed, root: Path | None) -> None:
-    from cpudoctor.probes.cpu.uarch import vendor_short
+    from cpudoctor.probes.cpu.uarch import clean_brand, vendor_short
 
     # Method 1: "CPU implementer" / "CPU part" lines. Method 2: the MIDR_EL1
     # register the kernel exports per CPU, for cpuinfo files that lack them.
@@ -130,7 +117,7 @@ def _fill_arm(cpu: CpuInfo, parsed, root: Path | None) -> None:
     cpu.vendor = vendor_short(cpu.vendor_id)
     cpu.arm_parts = parts
     cpu.arm_variant = variant
-    cpu.brand = _clean_brand(parsed.first("model name", "Hardware"))
+    cpu.brand = clean_brand(parsed.first("model name", "Hardware"))
 
 
 def _midr(root: Path) -> tuple[str | None, list[str], str | None]:
@@ -204,9 +191,9 @@ def _arch(cpu: CpuInfo, parsed, root: Path | None, flags: set[str], is_arm: bool
         described = "x86_64" if "lm" in flags else "i686"
     else:
         described = None
-    if root is not None and _is_live(root):
+    if root is not None and is_live_root(root):
         machine = platform.machine().lower()
-        running = {"amd64": "x86_64", "arm64": "aarch64", "x64": "x86_64"}.get(machine, machine or None)
+        running = canonical_arch(machine)
         if described is None:
             return running
         if running and arch_family(running) != arch_family(described):
@@ -220,7 +207,7 @@ def _arch(cpu: CpuInfo, parsed, root: Path | None, flags: set[str], is_arm: bool
 def _fill_uarch(cpu: CpuInfo):
     from cpudoctor.probes.cpu.uarch import UarchMatch, decode_arm, decode_x86
 
-    if cpu.arch in ("aarch64", "arm"):
+    if cpu.is_arm:
         match = decode_arm(cpu.vendor_id, cpu.arm_parts)
         if match.uarch and cpu.arm_parts:
             # The part that named the chip (the fastest core).
@@ -263,90 +250,6 @@ def _part_of(match, cpu: CpuInfo) -> str | None:
     return None
 
 
-# -- clocks ---------------------------------------------------------------
-
-_BRAND_GHZ = re.compile(r"@\s*([0-9]{1,5}(?:\.[0-9]{1,4})?)\s*([GM])Hz", re.IGNORECASE)
-
-
-def _fill_clocks(cpu: CpuInfo, root: Path | None) -> None:
-    """Base and max clock in MHz.
-
-    Method 1: cpufreq (``cpuinfo_max_freq``, ``base_frequency`` in kHz), per CPU
-    directory and per policy; the maximum over CPUs (hybrid parts: the P-cores).
-    Method 2: ACPI CPPC ``nominal_freq`` (MHz) for the base clock.
-    Method 3: the brand string's "@ 2.40GHz" (Intel prints the base clock there).
-    """
-    if root is not None:
-        max_khz, base_khz, nominal = _sysfs_clocks(root)
-        if max_khz:
-            cpu.max_mhz, cpu.max_mhz_source = max_khz / 1000.0, "cpufreq cpuinfo_max_freq"
-        if base_khz:
-            cpu.base_mhz, cpu.base_mhz_source = base_khz / 1000.0, "cpufreq base_frequency"
-        elif nominal:
-            cpu.base_mhz, cpu.base_mhz_source = float(nominal), "acpi_cppc nominal_freq"
-    if cpu.base_mhz is None and cpu.brand:
-        m = _BRAND_GHZ.search(cpu.brand)
-        if m:
-            value = float(m.group(1)) * (1000.0 if m.group(2).upper() == "G" else 1.0)
-            cpu.base_mhz, cpu.base_mhz_source = value, "brand string"
-    if cpu.max_mhz is not None and cpu.base_mhz is not None and cpu.max_mhz < cpu.base_mhz:
-        # Old kernels without boost information report the base clock as max.
-        cpu.notes.append("cpufreq max clock is below the base clock: boost is off or not reported")
-
-
-def _fill_current_clock(cpu: CpuInfo, parsed, root: Path | None) -> None:
-    """The clock the kernel reported at probe time, averaged over CPUs: a snapshot, not a rating.
-
-    Often the only clock a VM shows (no cpufreq, no "@ 2.40GHz" in the name).
-    Method 1: cpuinfo's "cpu MHz" (x86); method 2: cpufreq ``scaling_cur_freq`` (kHz, Arm).
-    """
-    values: list[float] = []
-    for text in (p.get("cpu MHz") for p in parsed.processors):
-        try:
-            mhz = float(text) if text else 0.0
-        except ValueError:
-            continue
-        if mhz > 0:
-            values.append(mhz)
-    if values:
-        cpu.current_mhz, cpu.current_mhz_source = round(sum(values) / len(values), 1), "cpuinfo cpu MHz"
-        return
-    if root is None:
-        return
-    from cpudoctor.kits.rooted import numbered_dirs, read_int, under
-
-    base = under(root, "/sys/devices/system/cpu")
-    khz = [v for n in numbered_dirs(base, "cpu")
-           for v in (read_int(base / f"cpu{n}" / "cpufreq" / "scaling_cur_freq"),) if v and v > 0]
-    if khz:
-        cpu.current_mhz = round(sum(khz) / len(khz) / 1000.0, 1)
-        cpu.current_mhz_source = "cpufreq scaling_cur_freq"
-
-
-def _sysfs_clocks(root: Path) -> tuple[int | None, int | None, int | None]:
-    from cpudoctor.kits.rooted import numbered_dirs, read_int, under
-
-    base = under(root, "/sys/devices/system/cpu")
-    maxes: list[int] = []
-    bases: list[int] = []
-    nominals: list[int] = []
-    cpus = numbered_dirs(base, "cpu")
-    dirs = [base / f"cpu{n}" / "cpufreq" for n in cpus]
-    dirs += [base / "cpufreq" / f"policy{n}" for n in numbered_dirs(base / "cpufreq", "policy")]
-    for d in dirs:
-        v = read_int(d / "cpuinfo_max_freq")
-        if v and v > 0:
-            maxes.append(v)
-        b = read_int(d / "base_frequency")
-        if b and b > 0:
-            bases.append(b)
-    for n in cpus:
-        nom = read_int(base / f"cpu{n}" / "acpi_cppc" / "nominal_freq")
-        if nom and nom > 0:
-            nominals.append(nom)
-    return (max(maxes) if maxes else None, max(bases) if bases else None, max(nominals) if nominals else None)
-
-
 # -- ISA ------------------------------------------------------------------
 
 def _fill_isa(cpu: CpuInfo, root: Path | None, match=None) -> None:
@@ -381,9 +284,3 @@ def _fill_isa(cpu: CpuInfo, root: Path | None, match=None) -> None:
     if cpu.hypervisor:
         cpu.notes.append("running under a hypervisor: it may mask CPU flags and the vCPU layout may not match the host")
 
-
-def _is_live(root: Path) -> bool:
-    try:
-        return Path(root).resolve() == Path("/")
-    except OSError:
-        return False

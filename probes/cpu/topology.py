@@ -17,7 +17,7 @@ from pathlib import Path
 from cpudoctor.model import CgroupLimits
 from cpudoctor.probes.cgroup import read_cgroup_limits
 from cpudoctor.kits.cpulist import MAX_CPUS, MAX_NUMA_NODES, GarbledValue, cpu_number, format_cpulist, parse_int
-from cpudoctor.kits.rooted import (cap_notes, list_dir, numbered_dirs, read_cpulist, read_cpumask, read_int, read_lines,
+from cpudoctor.kits.rooted import (cap_notes, is_live_root, list_dir, numbered_dirs, read_cpulist, read_cpumask, read_int, read_lines,
     read_size, read_text, shown, under)
 from cpudoctor.model.topology import Cache, Core, CpuKind, L3Domain, NumaNode, Package, Topology
 
@@ -50,7 +50,7 @@ def probe_topology(root: Path = Path("/"), live: bool | None = None) -> Topology
     """
     root = Path(root)
     if live is None:
-        live = _is_live_root(root)
+        live = is_live_root(root)
     cpu_dir = under(root, _CPU_DIR)
     # Method 1: sysfs (Linux). Method 2: /proc/cpuinfo only (dumps, odd
     # containers). Method 3: psutil counts on the live machine (macOS, Windows).
@@ -119,12 +119,6 @@ def _cpuinfo_family(root: Path) -> int | None:
                 return None
     return None
 
-
-def _is_live_root(root: Path) -> bool:
-    try:
-        return root.resolve() == Path("/").resolve()
-    except OSError:
-        return False
 
 
 def _cpu_numbers(cpu_dir: Path, notes: list[str] | None = None) -> list[int]:

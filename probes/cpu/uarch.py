@@ -17,6 +17,22 @@ from typing import Any
 from cpudoctor.knowledge import MICROARCHITECTURES
 
 
+# CPUID brand strings are 48 characters; ARM "Hardware"/"model name" lines are short too.
+# Anything far longer is a damaged or hostile file (a 1 MB name made a window take minutes).
+BRAND_MAX = 200
+
+
+def clean_brand(text: str | None) -> str | None:
+    """A brand string as it may be shown: printable, spaces folded, at most :data:`BRAND_MAX` characters."""
+    if not text:
+        return None
+    text = "".join(ch for ch in text if ch.isprintable() or ch.isspace())   # no escape sequences
+    brand = " ".join(text.replace("\ufffd", "").split())
+    if len(brand) > BRAND_MAX:
+        brand = brand[: BRAND_MAX - 1] + "…"
+    return brand or None
+
+
 @dataclass
 class UarchMatch:
     """The decode of one identity; None fields are unknown."""

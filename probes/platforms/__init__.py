@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+from cpudoctor.kits.rooted import is_live_root
 
 if TYPE_CHECKING:
     from cpudoctor.model import CpuInfo
@@ -57,7 +58,7 @@ def platform_of(root: Path | str = Path("/"), live: bool | None = None) -> Where
 
     root = Path(root)
     if live is None:
-        live = _is_slash(root)
+        live = is_live_root(root)
     if live:
         return Where(_running(), root, True)
     if under(root, WINDOWS_DIR).is_dir():
@@ -101,12 +102,6 @@ def probe_os(root: Path | str = Path("/"), environ: Mapping[str, str] | None = N
     where = platform_of(root)
     return _module(where).os_facts(where, environ)
 
-
-def _is_slash(root: Path) -> bool:
-    try:
-        return root.resolve() == Path("/").resolve()
-    except OSError:
-        return str(root) == "/"
 
 
 def capture_files(platform: str) -> tuple[dict[str, bytes], list[str]]:

@@ -22,7 +22,6 @@ says so, and pinning snippets are not offered.
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
 from typing import TYPE_CHECKING
 
@@ -111,13 +110,13 @@ def run_sysctl() -> tuple[str | None, str | None]:
     """This Mac's ``sysctl`` lines for the keys the report reads (what a capture stores)."""
     if sys.platform != "darwin":
         return None, "sysctl of macOS is only available on a Mac"
-    try:
-        done = subprocess.run(["sysctl", *SYSCTL_KEYS], capture_output=True, text=True, errors="replace",
-                              timeout=SYSCTL_TIMEOUT_S, stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.SubprocessError) as exc:
-        return None, f"sysctl could not run ({type(exc).__name__}: {exc})"
+    from cpudoctor.kits.child.captured import run_captured
+
+    done = run_captured(["sysctl", *SYSCTL_KEYS], SYSCTL_TIMEOUT_S, what="sysctl")
+    if done.status in ("cannot-run", "timeout", "flood"):
+        return None, f"sysctl could not run ({done.error or done.status})"
     # A key this macOS lacks (sysctl.proc_translated before Big Sur) makes sysctl exit 1 after printing the rest.
-    text = "\n".join(line for line in done.stdout.splitlines() if KEEP.match(line))
+    text = "\n".join(line for line in done.text.splitlines() if KEEP.match(line))
     return (text, None) if text else (None, f"sysctl printed nothing (exit status {done.returncode})")
 
 

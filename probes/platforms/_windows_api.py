@@ -11,7 +11,6 @@ reason, never an exception.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from collections.abc import Callable
 
@@ -175,11 +174,11 @@ def powercfg_active_scheme() -> tuple[str | None, str | None]:
     """The text of ``powercfg /getactivescheme`` (the active power plan), or (None, why)."""
     if sys.platform != "win32":
         return None, "powercfg exists on Windows only"
-    try:
-        done = subprocess.run(["powercfg", "/getactivescheme"], capture_output=True, timeout=POWERCFG_TIMEOUT_S,
-                              stdin=subprocess.DEVNULL, creationflags=getattr(subprocess, "CREATE_NO_WINDOW", 0))
-    except (OSError, subprocess.SubprocessError) as exc:
-        return None, f"powercfg could not run ({type(exc).__name__}: {exc})"
+    from cpudoctor.kits.child.captured import run_captured
+
+    done = run_captured(["powercfg", "/getactivescheme"], POWERCFG_TIMEOUT_S, what="powercfg")
+    if done.status in ("cannot-run", "timeout", "flood"):
+        return None, f"powercfg could not run ({done.error or done.status})"
     # powercfg writes in the console's OEM code page; the GUID is ASCII whatever the language.
     try:
         text = done.stdout.decode("oem", errors="replace")     # the "oem" codec exists on Windows only

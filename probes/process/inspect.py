@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from cpudoctor.kits.rooted import read_text
+from cpudoctor.kits.rooted import is_live_root, read_text
 from cpudoctor.model import Topology
 from cpudoctor.model.inspection import (ChildProcess, Inspection, NativeLib, ProcessEntry, ReadProblem, ThreadInfo,
                                         ThreadPlace)
@@ -224,7 +224,7 @@ def _job_descendants(root: Path, pid: int) -> list[int]:
     """
     found = procfs.descendants(root, pid)
     me = os.getpid()
-    if Path(root) != Path("/") or me not in found:
+    if not is_live_root(root) or me not in found:
         return found                 # e.g. a job the inspector started itself keeps all its workers
     mine = {me, *procfs.descendants(root, me)}
     return [c for c in found if c not in mine]

@@ -7,35 +7,48 @@ the kernel, ISA and time of every primitive), PyTorch's recompilation log
 permission to be traced by CPU Doctor's sampler (``prctl(PR_SET_PTRACER)``),
 so that ``run`` needs no extra rights for its own child.
 
-The diagnostics print into the job's own streams; the job's stdout and stderr
-therefore go through a filter that takes out exactly those lines (only the ones
-CPU Doctor switched on: a job that sets ``ONEDNN_VERBOSE`` itself keeps its lines)
-and passes every other byte on unchanged, as it comes (a progress bar's ``\\r``
-included). The job ends by itself, by Ctrl-C (it gets the SIGINT with the
-terminal's process group, as it would without CPU Doctor), or after
-``seconds``: then SIGINT, after a grace period SIGTERM, then SIGKILL.
+The diagnostics print into the job's own streams; such a stream therefore goes
+through a filter (:class:`cpudoctor.kits.child.streams.PassThrough`) that holds
+back exactly the lines those libraries print in their own format (only the ones
+CPU Doctor switched on: a job that sets ``ONEDNN_VERBOSE`` itself keeps its lines,
+and a job's own line that merely contains ``dnnl_verbose,`` is the job's) and
+passes every other byte on unchanged, as it comes (a progress bar's ``\\r``
+included), within bounded memory. A stream with nothing to hold back is the
+job's own: it writes straight to CPU Doctor's stdout (``run -- yes | head`` ends
+when ``head`` does); a filtered stream whose reader goes away is closed, so the
+job gets its SIGPIPE all the same.
+
+The job runs through the kit's runner (:mod:`cpudoctor.kits.child.runner`) in
+its own process group, so every signal reaches its whole tree (a shell's
+children, multiprocessing's workers). It ends by itself, by Ctrl-C (forwarded to
+its group, as the terminal would send it), by SIGTERM or SIGHUP to CPU Doctor
+(stopped the same way), or after ``seconds``: SIGINT, after a grace period
+SIGTERM, then SIGKILL. Should CPU Doctor die without a word (SIGKILL), the job
+gets SIGKILL from the kernel (a parent-death signal) and a small guard ends the
+rest of its group.
 """
 
 from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
 from typing import BinaryIO
 
+from cpudoctor.kits.child.runner import ChildProcess
+from cpudoctor.kits.child.streams import INHERIT, PassThrough
 from cpudoctor.model.evidence import RunObservation
-from cpudoctor.probes.process.onednn_verbose import PREFIXES, is_verbose_line, parse_onednn_verbose
+from cpudoctor.probes.process.onednn_verbose import PREFIXES, parse_onednn_verbose, printed_by_onednn
 from cpudoctor.probes.process.timing import TimeSampler
-from cpudoctor.probes.process.torch_logs import is_recompile_line, parse_recompiles
+from cpudoctor.probes.process.torch_logs import logged_limit, logged_recompile, parse_recompiles
 
 GRACE_S = 5.0                 # after SIGINT, then after SIGTERM
-MAX_KEPT_LINES = 400_000      # diagnostic lines kept for the parsers (older ones are dropped)
 PR_SET_PTRACER = 0x59616D61
 PR_SET_PTRACER_ANY = -1
+# Signals to CPU Doctor that stop the job as Ctrl-C does (ended_by says which).
+STOP_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
 
 
 def diagnostic_env(base: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
@@ -50,77 +63,6 @@ def diagnostic_env(base: dict[str, str]) -> tuple[dict[str, str], dict[str, str]
     return env, added
 
 
-class _Filter:
-    """Copies one stream of the job to ``sink``, keeping the lines ``keep`` picks for CPU Doctor instead.
-
-    Bytes go on as soon as they arrive; only a partial line that could still
-    become a diagnostic line (it starts like one) is held until its end.
-    """
-
-    def __init__(self, source: BinaryIO, sink: BinaryIO | None, keep: Callable[[str], bool],
-                 could_be: Callable[[bytes], bool]):
-        self.source, self.sink, self.keep, self.could_be = source, sink, keep, could_be
-        self.kept: list[str] = []
-        self.dropped = 0
-        self.thread = threading.Thread(target=self._run, name="cpudoctor-run-filter", daemon=True)
-
-    def start(self) -> None:
-        self.thread.start()
-
-    def _write(self, data: bytes) -> None:
-        if not data or self.sink is None:
-            return
-        try:
-            self.sink.write(data)
-            self.sink.flush()
-        except (OSError, ValueError):
-            self.sink = None              # the reader went away: keep draining the job
-
-    def _run(self) -> None:
-        pending = b""
-        fd = self.source.fileno()
-        while True:
-            try:
-                chunk = os.read(fd, 65536)
-            except OSError:
-                chunk = b""
-            if not chunk:
-                break
-            data = pending + chunk
-            pending = b""
-            out = bytearray()
-            start = 0
-            while True:
-                nl = data.find(b"\n", start)
-                if nl < 0:
-                    break
-                line = data[start:nl + 1]
-                start = nl + 1
-                text = line.decode("utf-8", "replace")
-                if self.keep(text):
-                    self._remember(text)
-                else:
-                    out += line
-            rest = data[start:]
-            if rest and self.could_be(rest) and len(rest) < 65536:
-                pending = rest
-            else:
-                out += rest
-            self._write(bytes(out))
-        if pending:
-            text = pending.decode("utf-8", "replace")
-            if self.keep(text):
-                self._remember(text)
-            else:
-                self._write(pending)
-
-    def _remember(self, text: str) -> None:
-        self.kept.append(text)
-        if len(self.kept) > MAX_KEPT_LINES:
-            del self.kept[: len(self.kept) // 4]
-            self.dropped += 1
-
-
 def _could_be_onednn(rest: bytes) -> bool:
     head = rest[:16]
     return any(p.encode().startswith(head) or head.startswith(p.encode())
@@ -128,19 +70,30 @@ def _could_be_onednn(rest: bytes) -> bool:
 
 
 def _could_be_torch_log(rest: bytes) -> bool:
-    # PyTorch's log lines start with the level and the date: "V1201 15:50:06.136000 ..."
-    return len(rest) < 2 or (rest[:1] in (b"V", b"I", b"W", b"E") and rest[1:2].isdigit())
+    # PyTorch's log lines start with the level and the date: "V1201 15:50:06.136000 ..." ("[rank0]:V1201" when
+    # distributed)
+    if rest.startswith(b"[rank") or b"[rank".startswith(rest):
+        rest = rest.split(b"]:", 1)[1] if b"]:" in rest else b""
+    return len(rest) < 2 or (rest[:1] in (b"V", b"I", b"W", b"E", b"D", b"C") and rest[1:2].isdigit())
 
 
-def _allow_tracing() -> None:
-    """In the child before exec: let CPU Doctor's sampler trace it under Yama ptrace_scope=1."""
+def _allow_tracing():
+    """What the child runs before exec: let CPU Doctor's sampler trace it under Yama ptrace_scope=1
+    (prctl looked up here, before the fork: the child only calls it). None off Linux."""
+    if not sys.platform.startswith("linux"):
+        return None
     try:
         import ctypes
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PTRACER, ctypes.c_ulong(PR_SET_PTRACER_ANY & 0xFFFFFFFFFFFFFFFF), 0, 0, 0)
-    except Exception:  # noqa: BLE001 - never stop the job from starting
-        pass
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    anyone = ctypes.c_ulong(PR_SET_PTRACER_ANY & 0xFFFFFFFFFFFFFFFF)
+
+    def allow() -> None:
+        prctl(PR_SET_PTRACER, anyone, 0, 0, 0)      # never stops the job from starting: its result is ignored
+
+    return allow
 
 
 def _exit_code(returncode: int | None) -> int | None:
@@ -150,17 +103,20 @@ def _exit_code(returncode: int | None) -> int | None:
 
 
 class JobRun:
-    """One observed run: :meth:`start`, then :meth:`wait` (or :meth:`interrupt` from another thread)."""
+    """One observed run: :meth:`start`, then :meth:`wait` (or :meth:`interrupt` / :meth:`stop` from another thread).
+
+    ``stdout``/``stderr``: where the job's output goes (None: CPU Doctor's own streams, which a stream
+    with nothing to hold back gets directly).
+    """
 
     def __init__(self, argv: list[str], *, seconds: float | None = None, cwd: str | None = None,
                  env: dict[str, str] | None = None, stdout: BinaryIO | None = None, stderr: BinaryIO | None = None,
                  rate: int | None = None, sample: bool = True, display: str | None = None, probe: bool = True):
-        from cpudoctor.probes.process.procfs import redact_paths
-
         self.argv = list(argv)
         self.seconds = seconds
         self.cwd = cwd
         self.base_env = dict(os.environ if env is None else env)
+        self._own_out, self._own_err = stdout is None, stderr is None
         self.stdout = stdout if stdout is not None else getattr(sys.stdout, "buffer", None)
         self.stderr = stderr if stderr is not None else getattr(sys.stderr, "buffer", None)
         self.rate = rate
@@ -168,12 +124,12 @@ class JobRun:
         self.probe = probe                      # the job-state probe (probes/process/jobprobe.py), Python jobs only
         self._channel = None
         self._probe_off = ""
-        self.obs = RunObservation(command=redact_paths(display or " ".join(self.argv))[:400])
-        self._proc: subprocess.Popen | None = None
+        self.obs = RunObservation(command=shown_command(self.argv, display))
+        self.child: ChildProcess | None = None
         self._sampler: TimeSampler | None = None
-        self._filters: list[_Filter] = []
-        self._interrupted = threading.Event()
-        self._stop_requested = threading.Event()
+        self._out: PassThrough | None = None
+        self._err: PassThrough | None = None
+        self._ended_by: str | None = None
         self._t0 = 0.0
 
     def start(self) -> bool:
@@ -190,114 +146,164 @@ class JobRun:
             self.obs.launch_affinity = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
         except OSError:
             self.obs.launch_affinity = None
+        self._out = self._stream(self.stdout, self._own_out, "ONEDNN_VERBOSE" in added, printed_by_onednn,
+                                 _could_be_onednn)
+        self._err = self._stream(self.stderr, self._own_err, "TORCH_LOGS" in added, logged_recompile,
+                                 _could_be_torch_log, tap=logged_limit)
+        self._flush_own()
         self._t0 = time.monotonic()
-        try:
-            self._proc = subprocess.Popen(self.argv, cwd=self.cwd, env=env, stdin=None, stdout=subprocess.PIPE,
-                                          stderr=subprocess.PIPE,
-                                          preexec_fn=_allow_tracing if sys.platform.startswith("linux") else None)
-        except OSError as exc:
+        self.child = ChildProcess(
+            self.argv, what="the job", env=env, cwd=self.cwd, inherit_stdin=True,
+            stdout=self._out if self._out is not None else INHERIT,
+            stderr=self._err if self._err is not None else INHERIT,
+            own_session=False, interrupt=signal.SIGINT, ask_wait=GRACE_S, term_wait=GRACE_S, timeout=self.seconds,
+            die_with_parent=True, before_exec=_allow_tracing(),
+        ).start()
+        if self._ended_by is not None:
+            self.child.cancel()             # stopped while it was being started
+        end = self.child.end
+        if end is not None and end.start_error:
             self.obs.ended_by = "failed"
-            self.obs.error = f"cannot start {self.argv[0]!r}: {exc.strerror or exc}"
-            self.obs.exit_code = 127 if isinstance(exc, FileNotFoundError) else 126
+            self.obs.error = f"cannot start {self.argv[0]!r}: {end.start_reason or end.start_error}"
+            self.obs.exit_code = 127 if end.start_errno in _NOT_FOUND else 126
             if self._channel is not None:
                 self._channel.close()
             return False
-        self.obs.pid = self._proc.pid
-        keep_out = (lambda t: is_verbose_line(t)) if "ONEDNN_VERBOSE" in added else (lambda t: False)
-        keep_err = (lambda t: is_recompile_line(t)) if "TORCH_LOGS" in added else (lambda t: False)
-        assert self._proc.stdout is not None and self._proc.stderr is not None
-        self._filters = [_Filter(self._proc.stdout, self.stdout, keep_out, _could_be_onednn),
-                         _Filter(self._proc.stderr, self.stderr, keep_err, _could_be_torch_log)]
-        for f in self._filters:
-            f.start()
-        if self.sample:
+        self.obs.pid = self.child.pid
+        if self.sample and self.obs.pid is not None:
             from cpudoctor.probes.process.stacks import RUN_RATE
 
-            self._sampler = TimeSampler(self._proc.pid, observer="run", rate=self.rate or RUN_RATE)
+            self._sampler = TimeSampler(self.obs.pid, observer="run", rate=self.rate or RUN_RATE)
             self._sampler.start()
         return True
 
-    def interrupt(self) -> None:
-        """Ctrl-C: the job got the terminal's SIGINT itself; make sure it did, and stop waiting for it."""
-        self._interrupted.set()
+    @staticmethod
+    def _stream(sink, own: bool, diagnosed: bool, hold, could_be, tap=None) -> PassThrough | None:
+        """The filter for one of the job's streams; None: the job writes to CPU Doctor's own stream directly."""
+        if own and not diagnosed and sink is not None and _has_fd(sink):
+            return None
+        return PassThrough(sink, hold if diagnosed else None, could_be if diagnosed else (lambda _head: False),
+                           tap=tap if diagnosed else None)
+
+    def _flush_own(self) -> None:
+        """What CPU Doctor printed before must come before the job's first byte on a shared stream."""
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError, AttributeError):
+                pass
+
+    def interrupt(self, signal_name: str = "SIGINT") -> None:
+        """Ctrl-C, or SIGTERM/SIGHUP to CPU Doctor (``signal_name``): SIGINT to the job's group (the
+        terminal's own SIGINT no longer reaches it), then SIGTERM and SIGKILL after the grace periods;
+        a second Ctrl-C is forwarded too, as the terminal would send it."""
+        if self._ended_by is None:
+            self._ended_by = "interrupt" if signal_name == "SIGINT" else "terminated"
+            if signal_name != "SIGINT":
+                self.obs.stop_signal = signal_name
+        child = self.child
+        if child is None:
+            return                          # not started yet: start() stops it as soon as it runs
+        if child.stopping:
+            child.signal(signal.SIGINT)
+        else:
+            child.cancel()
 
     def stop(self) -> None:
         """Stop the job from another thread (the window's Stop): SIGINT, then SIGTERM, then SIGKILL."""
-        self._stop_requested.set()
+        if self.child is not None:
+            if self._ended_by is None:
+                self._ended_by = "stopped"
+            self.child.cancel()
 
-    def wait(self, poll: float = 0.2) -> RunObservation:
-        """Until the job exits, is interrupted, or ``seconds`` pass; then stop it in stages and collect."""
-        proc = self._proc
-        if proc is None:
+    def wait(self) -> RunObservation:
+        """Until the job exits, is stopped, or ``seconds`` pass (then stopped in stages); then collect."""
+        child = self.child
+        if child is None or child.end is not None and child.end.start_error:
             return self.obs
-        deadline = self._t0 + self.seconds if self.seconds else None
-        while proc.poll() is None:
-            if self._interrupted.is_set():
-                self.obs.ended_by = "interrupt"
-                self._stop_job(already_signalled=True)
-                break
-            if deadline is not None and time.monotonic() >= deadline:
-                self.obs.ended_by = "seconds"
-                self._stop_job(already_signalled=False)
-                break
-            if self._stop_requested.is_set():
-                self.obs.ended_by = "stopped"
-                self._stop_job(already_signalled=False)
-                break
-            try:
-                proc.wait(poll)
-            except subprocess.TimeoutExpired:
-                pass
-        proc.wait()
-        self.obs.duration_s = round(time.monotonic() - self._t0, 2)
-        self.obs.exit_code = _exit_code(proc.returncode)
+        end = child.wait()
+        self.obs.duration_s = round(end.seconds, 2)
+        self.obs.exit_code = _exit_code(end.returncode)
+        self.obs.ended_by = "seconds" if end.timed_out and self._ended_by is None else self._ended_by or "exit"
         if self._sampler is not None:
             self.obs.breakdown = self._sampler.stop()
-        for f in self._filters:
-            f.thread.join(10)
-        out, err = self._filters
-        self.obs.onednn = parse_onednn_verbose(out.kept)
-        self.obs.recompiles = parse_recompiles(err.kept)
-        self.obs.dropped_kernel_lines = bool(out.dropped)
+        out, err = self._out, self._err
+        self.obs.onednn = parse_onednn_verbose(out.lines() if out is not None else [])
+        self.obs.recompiles = parse_recompiles(err.lines() if err is not None else [])
+        self.obs.dropped_kernel_lines = bool(out is not None and out.dropped)
+        self.obs.dropped_recompile_lines = bool(err is not None and err.dropped)
+        if out is not None and out.sink_gone and self._own_out:
+            _quiet_stdout()
         self.obs.state = self._read_state()
         return self.obs
 
     def _read_state(self):
+        """What the job's probe wrote (JobState with ``why_not`` when it was not loaded)."""
         from cpudoctor.model.jobstate import JobState
 
         return self._channel.read(self.obs.pid) if self._channel is not None else JobState(why_not=self._probe_off)
 
-    def _stop_job(self, already_signalled: bool) -> None:
-        proc = self._proc
-        assert proc is not None
-        stages = [signal.SIGTERM, signal.SIGKILL] if already_signalled else [signal.SIGINT, signal.SIGTERM,
-                                                                             signal.SIGKILL]
-        if already_signalled:
-            try:
-                proc.wait(GRACE_S)
-                return
-            except subprocess.TimeoutExpired:
-                pass
-        for sig in stages:
-            try:
-                proc.send_signal(sig)
-            except OSError:
-                return
-            try:
-                proc.wait(GRACE_S)
-                return
-            except subprocess.TimeoutExpired:
-                continue
+
+_NOT_FOUND = (2,)   # errno ENOENT: no such command (a shell says 127); anything else that stops a start: 126
 
 
-def wait_interruptible(job) -> RunObservation:
-    """``job.wait()`` with Ctrl-C (SIGINT) turned into ``job.interrupt()`` while it waits, on the main thread:
-    the job got the terminal's SIGINT itself; CPU Doctor stops waiting, stops the job in stages and reports."""
-    previous = None
-    if threading.current_thread() is threading.main_thread():
-        previous = signal.signal(signal.SIGINT, lambda *_: job.interrupt())
+def _has_fd(stream) -> bool:
     try:
+        stream.fileno()
+    except (OSError, ValueError, AttributeError):
+        return False
+    return True
+
+
+def _quiet_stdout() -> None:
+    """Our stdout's reader went away (``run -- yes | head``): point it at /dev/null, so the exit's flush of
+    Python's buffer raises nothing (what Python's documentation advises for SIGPIPE)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def shown_command(argv: list[str], display: str | None = None) -> str:
+    """The job's command line as reports show it: every value a flag list does not allow ``<redacted>``
+    (``--api-key=...``, ``--password ...``, a URL's password), as ``inspect`` shows a process; homes as ``~``.
+
+    ``display`` (the command as the user typed it, before ``--python`` replaced the interpreter) is
+    split and redacted the same way."""
+    import shlex
+
+    from cpudoctor.probes.process.procfs import shown_cmdline
+
+    args = argv
+    if display is not None:
+        try:
+            args = shlex.split(display)
+        except ValueError:
+            args = display.split()
+    return shown_cmdline(args, limit=400)
+
+
+def run_interruptible(job) -> RunObservation:
+    """``job.start()`` and ``job.wait()`` (a :class:`JobRun`, or a :class:`cpudoctor.jobrun.WatchedRun` around
+    one), with Ctrl-C, SIGTERM and SIGHUP to CPU Doctor turned into ``job.interrupt(name)`` on the main thread:
+    the job is stopped as :meth:`JobRun.interrupt` says and the report is still made; the previous handlers
+    come back afterwards. A signal that comes while the job starts stops it as soon as it runs."""
+    previous: dict[int, object] = {}
+    if threading.current_thread() is threading.main_thread():
+        for name in STOP_SIGNALS:
+            signum = getattr(signal, name, None)
+            if signum is None:
+                continue
+            try:
+                previous[signum] = signal.signal(signum, lambda *_a, _name=name: job.interrupt(_name))
+            except (OSError, ValueError):
+                continue
+    try:
+        if not job.start():
+            return job.obs
         return job.wait()
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGINT, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)

@@ -54,6 +54,19 @@ def is_verbose_line(line: str) -> bool:
     return line.startswith(PREFIXES)
 
 
+# What oneDNN itself prints with ONEDNN_VERBOSE set: the prefix, the format version, a timestamp
+# (ONEDNN_VERBOSE_TIMESTAMP=1), the component, then a stage ("exec", "create:cache_miss", "info", ...).
+_PRINTED_RE = re.compile(r"(?:onednn|dnnl|mkldnn)_verbose,(?:v\d+,)?(?:\d+(?:\.\d+)?,)?"
+                         r"(?:(?:primitive|graph|common|ukernel),)?"
+                         r"(?:info|exec|create|error|warn|warning|check|debug|api)(?::[a-z_]+)?,")
+
+
+def printed_by_onednn(line: str) -> bool:
+    """``line`` has the exact shape of a line oneDNN's verbose mode prints (``cpudoctor run`` holds back only
+    those; a job's own line that merely starts with or contains ``dnnl_verbose,`` is the job's)."""
+    return _PRINTED_RE.match(line) is not None
+
+
 def _float(text: str) -> float | None:
     try:
         return float(text)

@@ -27,13 +27,16 @@ import os
 import re
 import shutil
 import signal
-import subprocess
 import sys
 import sysconfig
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from cpudoctor.kits.child.captured import run_captured
+from cpudoctor.kits.child.runner import ChildProcess
+from cpudoctor.kits.child.streams import Capture
 
 # Samples a second. With --native py-spy pauses every thread of the job while it unwinds the stacks
 # (libtorch's are deep, and OpenMP threads spin at barriers while their team is being stopped):
@@ -46,6 +49,7 @@ DEFAULT_RATE = 3
 RUN_RATE = 5
 MAX_LINE = 200_000          # a raw line longer than this is dropped (a runaway recursion)
 MAX_LINES = 200_000
+MAX_STDERR = 64_000         # what py-spy says is kept (its last lines: "Samples: N Errors: M", the error)
 
 
 @dataclass(frozen=True)
@@ -203,11 +207,8 @@ def find_pyspy() -> str | None:
 
 
 def pyspy_version(exe: str) -> str:
-    try:
-        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=10).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return "py-spy"
-    return out or "py-spy"
+    out = run_captured([exe, "--version"], 10.0, max_output=4096, what="py-spy").text.strip()
+    return out.splitlines()[0][:80] if out else "py-spy"
 
 
 _DENIED_RE = re.compile(r"(os error (1|13)\b|Permission denied|Operation not permitted|ptrace)", re.IGNORECASE)
@@ -230,7 +231,9 @@ def classify_failure(stderr: str) -> str:
 class StackSampler:
     """One ``py-spy record`` over a process tree: :meth:`start`, then :meth:`stop` (or :meth:`wait`).
 
-    ``duration`` None samples until :meth:`stop` (SIGINT: py-spy writes what it has).
+    ``duration`` None samples until :meth:`stop` (SIGINT: py-spy writes what it has). py-spy runs on the
+    kit's runner (:class:`cpudoctor.kits.child.runner.ChildProcess`): its own session, the last
+    :data:`MAX_STDERR` bytes of what it says kept, stopped in stages.
     """
 
     def __init__(self, pid: int, rate: int = DEFAULT_RATE, duration: float | None = None,
@@ -241,10 +244,10 @@ class StackSampler:
         self.subprocesses = subprocesses
         self.native = native
         self.exe = exe if exe is not None else find_pyspy()
-        self._proc: subprocess.Popen | None = None
+        self._child: ChildProcess | None = None
+        self._err = Capture(MAX_STDERR, over="tail")
         self._dir: tempfile.TemporaryDirectory | None = None
         self._out: Path | None = None
-        self._err = None
         self.started_at: float | None = None
 
     def command(self) -> list[str]:
@@ -260,33 +263,34 @@ class StackSampler:
         return cmd
 
     def start(self) -> bool:
-        """Start py-spy; False (and nothing running) when there is no py-spy."""
+        """Start py-spy; False (and nothing running) when there is no py-spy or it cannot start."""
         if self.exe is None:
             return False
         self._dir = tempfile.TemporaryDirectory(prefix="cpudoctor-stacks-")
         self._out = Path(self._dir.name) / "stacks.txt"
-        self._err = open(Path(self._dir.name) / "stderr.txt", "w+b")   # noqa: SIM115 - closed in _collect
-        try:
-            self._proc = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                          stderr=self._err, start_new_session=True)
-        except OSError:
-            self._proc = None
+        child = ChildProcess(self.command(), what="py-spy", stdout=Capture(MAX_STDERR, over="tail"),
+                             stderr=self._err, interrupt=signal.SIGINT, term_wait=1.0).start()
+        if child.end is not None and child.end.start_error:
+            self._dir.cleanup()
             return False
+        self._child = child
         self.started_at = time.monotonic()
         return True
 
     @property
+    def sampler_pid(self) -> int | None:
+        """py-spy's own pid (it is no part of the job it samples)."""
+        return self._child.pid if self._child is not None else None
+
+    @property
     def running(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
+        return self._child is not None and self._child.running()
 
     def stop(self, timeout: float = 15.0) -> StackRecord:
-        """Ask py-spy to finish (SIGINT: it writes its samples), then collect."""
-        if self._proc is not None and self._proc.poll() is None:
-            try:
-                self._proc.send_signal(signal.SIGINT)
-            except OSError:
-                pass
-        return self.wait(timeout)
+        """Ask py-spy to finish (SIGINT: it writes its samples), then collect; SIGTERM ``timeout`` s later."""
+        if self._child is not None:
+            self._child.cancel(ask_wait=timeout)
+        return self.wait(timeout + 2.0)
 
     def wait(self, timeout: float = 30.0) -> StackRecord:
         """Wait for py-spy to end by itself (duration passed, or the target exited), then collect."""
@@ -294,24 +298,16 @@ class StackSampler:
             return StackRecord(rate_hz=self.rate, error="py-spy is not installed next to CPU Doctor, "
                                "so only thread states were sampled",
                                error_kind="missing")
-        if self._proc is None:
+        if self._child is None:
             return StackRecord(rate_hz=self.rate, error=f"py-spy could not be started ({self.exe})",
                                error_kind="failed")
-        try:
-            self._proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self._proc.kill()
-            self._proc.wait()
-        return self._collect()
+        end = self._child.wait(timeout)
+        return self._collect(end.returncode)
 
-    def _collect(self) -> StackRecord:
-        assert self._proc is not None and self._dir is not None and self._out is not None
+    def _collect(self, returncode: int | None) -> StackRecord:
+        assert self._dir is not None and self._out is not None
         rec = StackRecord(rate_hz=self.rate, sampler=pyspy_version(self.exe or "py-spy"))
-        stderr = ""
-        if self._err is not None:
-            self._err.seek(0)
-            stderr = self._err.read(64_000).decode("utf-8", "replace")
-            self._err.close()
+        stderr = self._err.text()
         m = re.search(r"Samples: (\d+) Errors: (\d+)", stderr)
         if m:
             rec.errors = int(m.group(2))
@@ -325,6 +321,6 @@ class StackSampler:
             rec.error_kind = kind
             last = next((ln.strip() for ln in reversed(stderr.splitlines()) if ln.strip()
                          and not ln.startswith("py-spy> You can use")), "")
-            rec.error = last[:300] or f"py-spy ended with exit code {self._proc.returncode} and no samples"
+            rec.error = last[:300] or f"py-spy ended with exit code {returncode} and no samples"
         self._dir.cleanup()
         return rec

@@ -17,6 +17,7 @@ from cpudoctor.probes.process.attach import access_facts, may_trace
 from cpudoctor.probes.process.breakdown import build_breakdown
 from cpudoctor.probes.process.stacks import DEFAULT_RATE, StackSampler
 from cpudoctor.probes.process.threadstates import DEFAULT_RATE as STATE_RATE, TreeSampler
+from cpudoctor.kits.rooted import is_live_root
 
 
 class TimeSampler:
@@ -27,15 +28,15 @@ class TimeSampler:
         self.pid = pid
         self.root = Path(root)
         self.observer = observer
-        self.stacks = StackSampler(pid, rate=rate, duration=duration) if stacks and Path(root) == Path("/") else None
+        self.stacks = StackSampler(pid, rate=rate, duration=duration) if stacks and is_live_root(root) else None
         self.states = TreeSampler(pid, root=self.root, rate=state_rate, observers=self._observers)
         self._refused = False
 
     def _observers(self) -> list[int]:
         pids = [os.getpid()]
-        proc = getattr(self.stacks, "_proc", None)
-        if proc is not None:
-            pids.append(proc.pid)
+        sampler = self.stacks.sampler_pid if self.stacks is not None else None
+        if sampler is not None:
+            pids.append(sampler)
         return pids
 
     def start(self) -> None:

@@ -29,6 +29,25 @@ def is_recompile_line(line: str) -> bool:
     return any(m in line for m in MARKERS)
 
 
+# The head of every line PyTorch's logging writes (torch/_logging/_internal.py's format): the level and
+# date, the time, the process id, the file and line, then the compile id; distributed runs put
+# "[rank0]:" in front.
+_LOG_HEAD = r"(?:\[rank\d+\]:)?[VIWEDC]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^\]\n]*:\d+\] (?:\[[^\]\n]*\] )*"
+_LOGGED_RECOMPILE_RE = re.compile(_LOG_HEAD + r"\[__recompiles(?:_verbose)?\]")
+_LOGGED_LIMIT_RE = re.compile(_LOG_HEAD + r".*(?:cache_size_limit|recompile_limit)")
+
+
+def logged_recompile(line: str) -> bool:
+    """``line`` is one PyTorch's logging wrote for ``TORCH_LOGS=recompiles`` (``cpudoctor run`` holds back only
+    those: a job's own line that contains ``[__recompiles]`` somewhere is the job's)."""
+    return _LOGGED_RECOMPILE_RE.match(line) is not None
+
+
+def logged_limit(line: str) -> bool:
+    """PyTorch's warning that Dynamo hit its recompile limit (the user sees it; CPU Doctor reads it too)."""
+    return _LOGGED_LIMIT_RE.match(line) is not None
+
+
 def parse_recompiles(lines: Iterable[str]) -> RecompileLog:
     """Recompilation records among ``lines`` (other lines are ignored)."""
     log = RecompileLog()

@@ -7,7 +7,8 @@ JSON of the wrong shape. Each is run with ``-I -S`` (no site, so no ``.pth``
 file or sitecustomize runs, nothing is imported); all of them start at once
 (at most :data:`MAX_PARALLEL` at a time) and share **one deadline**, so twelve
 that never answer cost the deadline once, not ten seconds each. What one prints
-is read up to :data:`MAX_OUTPUT` bytes (then it is stopped), and its answer is
+is read up to :data:`MAX_OUTPUT` bytes (then it is stopped: the kit's
+:mod:`cpudoctor.kits.child.captured` runs them), and its answer is
 accepted only when it has the shape a Python's answer has (:func:`checked`):
 anything else is a one-line reason, never an exception later.
 
@@ -19,21 +20,15 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
-import subprocess
-import threading
-import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any
 
-MAX_PARALLEL = 16              # interpreters started at once (a hanging one only sleeps)
-MAX_OUTPUT = 256 << 10         # a real answer is under 2 KB; a flood is stopped here
-MAX_STDERR = 4096              # the tail kept to explain a failure
+from cpudoctor.kits.child.captured import MAX_OUTPUT, MAX_PARALLEL, MAX_STDERR, Captured, run_all_captured
+
 MAX_TEXT = 4096                # a path or name in an answer
 MAX_SITE_DIRS = 64
-_DRAIN_S = 0.5                 # after the process ended, how long its pipes may take to reach their end
+__all__ = ["MAX_OUTPUT", "MAX_PARALLEL", "MAX_STDERR", "OLD_QUERY", "QUERY", "BadAnswer", "Outcome", "checked",
+           "clean_env", "failure_text", "parse_old", "parse_query", "run_all"]
 
 # Run with -I -S: nothing from the environment is imported; sysconfig and site only compute paths.
 QUERY = r"""
@@ -66,16 +61,8 @@ OLD_QUERY = "import sys; print('%d.%d.%d' % sys.version_info[:3]); print(sys.pre
 _VERSION = re.compile(r"\d{1,4}\.\d{1,4}\.\d{1,6}")
 
 
-@dataclass
-class Outcome:
-    """How one interpreter's run ended."""
-
-    status: str                 # ok (exit 0) | failed (other exit) | timeout | flood | cannot-run | not-run
-    stdout: bytes = b""
-    stderr: bytes = b""
-    returncode: int | None = None
-    seconds: float = 0.0        # how long it ran (a timeout of one that ran briefly says little about it)
-    error: str = ""             # why it could not be started
+# How one interpreter's run ended (status ok | failed | timeout | flood | cannot-run | not-run), what it printed.
+Outcome = Captured
 
 
 def clean_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -86,78 +73,9 @@ def clean_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
 
 def run_all(argvs: Sequence[Sequence[str]], deadline: float, *, env: Mapping[str, str] | None = None,
             max_output: int = MAX_OUTPUT) -> list[Outcome]:
-    """Run every argv, at most :data:`MAX_PARALLEL` at a time, all ended by ``deadline`` (``time.monotonic()``
-    clock); the outcomes in the order of ``argvs``. Never raises for a child's sake."""
-    child_env = clean_env() if env is None else dict(env)
-    if not argvs:
-        return []
-    with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL, len(argvs)), thread_name_prefix="cpudoctor-ask") as pool:
-        futures = [pool.submit(_run_one, list(argv), deadline, child_env, max_output) for argv in argvs]
-        return [f.result() for f in futures]
-
-
-def _run_one(argv: list[str], deadline: float, env: dict[str, str], max_output: int) -> Outcome:
-    if time.monotonic() >= deadline:
-        return Outcome("not-run", error="the deadline passed before it could be started")
-    start = time.monotonic()
-    try:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                env=env, close_fds=True, start_new_session=os.name == "posix")
-    except (OSError, ValueError) as exc:      # ValueError: a NUL byte in the name
-        return Outcome("cannot-run", error=_oserror_text(exc))
-    out = bytearray()
-    err = bytearray()
-    flooded = threading.Event()
-
-    def pump(stream, into: bytearray, cap: int, tail: bool) -> None:
-        try:
-            while True:
-                chunk = stream.read1(65536)
-                if not chunk:
-                    return
-                into += chunk
-                if len(into) > cap:
-                    if tail:
-                        del into[: len(into) - cap]
-                    else:
-                        flooded.set()
-                        _kill(proc)
-                        return
-        except (OSError, ValueError):
-            return
-
-    readers = [threading.Thread(target=pump, args=(proc.stdout, out, max_output, False), daemon=True),
-               threading.Thread(target=pump, args=(proc.stderr, err, MAX_STDERR, True), daemon=True)]
-    for t in readers:
-        t.start()
-    timed_out = False
-    try:
-        proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-    except subprocess.TimeoutExpired:
-        timed_out = True
-    _kill(proc)                                  # the leader, and whatever it left behind in its group
-    proc.wait()
-    seconds = time.monotonic() - start
-    for t in readers:
-        t.join(_DRAIN_S)
-    status = "flood" if flooded.is_set() else "timeout" if timed_out else "ok" if proc.returncode == 0 else "failed"
-    return Outcome(status, bytes(out[:max_output]), bytes(err[-MAX_STDERR:]), proc.returncode, seconds)
-
-
-def _kill(proc: subprocess.Popen) -> None:
-    try:
-        if os.name == "posix":
-            os.killpg(proc.pid, signal.SIGKILL)
-        elif proc.poll() is None:
-            proc.kill()
-    except (OSError, ProcessLookupError):
-        pass
-
-
-def _oserror_text(exc: BaseException) -> str:
-    if isinstance(exc, OSError):
-        return exc.strerror or str(exc)
-    return "its name cannot be run (a NUL byte in it)"
+    """Run every argv on the kit's runner, at most :data:`MAX_PARALLEL` at a time, all ended by ``deadline``
+    (``time.monotonic()`` clock); the outcomes in the order of ``argvs``. Never raises for a child's sake."""
+    return run_all_captured(argvs, deadline, env=clean_env() if env is None else env, max_output=max_output)
 
 
 # --------------------------------------------------------------------------- the answers
@@ -229,7 +147,8 @@ def failure_text(outcome: Outcome, deadline_s: float) -> str:
     if outcome.status == "flood":
         return f"it printed more than {MAX_OUTPUT >> 10} KiB instead of its version (is it a Python?)"
     if outcome.status == "cannot-run":
-        return f"cannot run it ({outcome.error})"
+        error = "its name cannot be run (a NUL byte in it)" if "null byte" in outcome.error else outcome.error
+        return f"cannot run it ({error})"
     if outcome.status == "not-run":
         return "not asked: the time for finding environments ran out first (Look again, or `cpudoctor envs`)"
     last = outcome.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no message"]

@@ -22,12 +22,11 @@ from typing import Any
 
 from cpudoctor.knowledge import FLOORS, SOFTWARE_FACTS
 from cpudoctor.probes.child import cache as childcache
-from cpudoctor.kits.rooted import read_text, under
+from cpudoctor.kits.rooted import is_live_root, read_text, under
 from cpudoctor.kits.child.runner import ChildResult, ChildSpec, run_children
 from cpudoctor.probes.child.scripts import script_argv
 from cpudoctor.model import CpuInfo
 from cpudoctor.probes.cpu.identity import probe_cpu
-from cpudoctor.probes.software.envs import PythonEnv
 from cpudoctor.probes.software.envs import describe as describe_env
 from cpudoctor.probes.software.dists import distributions as safe_distributions
 from cpudoctor.probes.software.envvars import filter_thread_env, preload_names
@@ -40,15 +39,9 @@ from cpudoctor.probes.software.packages import (
     probe_packages,
     probe_python,
 )
-from cpudoctor.model import (BlasLib, CpuidCheck, ImportCheck, ImportOrderCheck, NumpyInfo, PackageInfo, PythonInfo, Software,
+from cpudoctor.model import (BlasLib, CpuidCheck, ImportCheck, ImportOrderCheck, NumpyInfo, PackageInfo, PythonEnv, Software,
     TorchBuild)
 
-
-def _is_live(root: Path) -> bool:
-    try:
-        return root.resolve() == Path("/").resolve()
-    except OSError:
-        return str(root) == "/"
 
 
 def cpu_for_risk(root: Path, cpu: CpuInfo | None = None) -> CpuInfo:
@@ -76,7 +69,7 @@ def cpu_for_risk(root: Path, cpu: CpuInfo | None = None) -> CpuInfo:
                 cpu.arch = "aarch64"  # ARM kernels print "Features", x86 kernels "flags"
     if cpu.arch is None and cpu.flags:
         cpu.arch = "x86_64" if "lm" in cpu.flags else None
-    if cpu.arch is None and _is_live(root):
+    if cpu.arch is None and is_live_root(root):
         cpu.arch = platform.machine() or None
     return cpu
 
@@ -172,7 +165,7 @@ class SoftwareProbe:
                  python: str | None = None, chosen_by: str | None = None, ask: bool = True):
         self.root = Path(root)
         self.target: PythonEnv | None = None    # None: CPU Doctor's own interpreter
-        live = _is_live(self.root)
+        live = is_live_root(self.root)
         self.env = dict(os.environ if environ is None else environ) if live else None
         self.own_environ = environ is None      # this process's environment: libraries may have changed it
         sw = Software()
@@ -198,7 +191,7 @@ class SoftwareProbe:
             sw.python.own, sw.python.prefix = True, sys.prefix
             dists = None                          # this interpreter's own import path
         else:
-            sw.python = python_info(self.target)
+            sw.python = self.target.record()
             dists = safe_distributions(self.target.site_dirs) if self.target.usable else []
             if self.target.from_files and self.target.usable:
                 sw.notes.append(f"the Python environment {self.target.python} was described from its files (a quick "
@@ -289,11 +282,6 @@ def _is_own(python: str) -> bool:
     except OSError:
         return False
 
-
-def python_info(env: PythonEnv) -> PythonInfo:
-    """The report's words for an environment found by :mod:`cpudoctor.probes.software.envs`."""
-    return PythonInfo(version=env.version, implementation=env.implementation, executable=env.python,
-                      env_kind=env.kind, env_name=env.name, prefix=env.prefix, own=env.own, error=env.error)
 
 
 def probe_stack(

@@ -21,6 +21,17 @@ that none of that reaches the app:
   ``setsid``, one that was re-parented to us) is ended and reaped, and only then
   is the end reported, so a death by signal is named as such even after a fork.
 
+The same runner serves every other child (the house test in tests/test_one_answer.py
+allows no other way): a stream may go to a reader of
+:mod:`cpudoctor.kits.child.streams` instead (bytes captured up to a cap, or a
+job's output passed through with some lines held back) or stay ours
+(``INHERIT``); a job run for the user (``cpudoctor run``) keeps our terminal
+in a process group of its own (``own_session=False``), is stopped with SIGINT
+first (``interrupt``) and dies with us (``die_with_parent``: a parent-death
+signal, and a guard process, :mod:`cpudoctor.kits.child.guard`, that ends its
+group should we be SIGKILLed). :mod:`cpudoctor.kits.child.captured` runs short
+programs whose output is the answer, many at once under one deadline.
+
 :func:`run_child` / :func:`run_children` use it for the probe children
 (:mod:`cpudoctor.probes.child.scripts`): their fact objects are merged into
 :attr:`ChildResult.data` and the exit explained by
@@ -47,6 +58,7 @@ from typing import IO, Any
 from cpudoctor.kits.child import tree
 from cpudoctor.kits.child.exitstatus import ExitDiagnosis, diagnose_exit
 from cpudoctor.kits.child.lines import FACTS, MAX_LINE_BYTES, STOP_COMMAND, Message, merge_facts, parse_line
+from cpudoctor.kits.child.streams import INHERIT, Reader, chunks
 
 ASK_WAIT_S = 0.5         # after writing "stop": time to finish the step and send a result
 TERM_WAIT_S = 0.3        # after SIGTERM, before SIGKILL: a lab job's whole stop stays under a second
@@ -73,6 +85,8 @@ class ChildEnd:
     timed_out: bool = False             # the deadline passed while it still ran, so it was stopped
     stop_requested: bool = False        # someone asked it to stop (cancel, stop, or the timeout)
     start_error: str = ""               # why it could not start ("" when it did)
+    start_errno: int | None = None      # ... the OS's error number (ENOENT: no such program), when it gave one
+    start_reason: str = ""              # ... the OS's words alone ("No such file or directory")
     stderr_tail: str = ""
     fault_head: str = ""                # the first lines of a faulthandler report (innermost frames first)
     seconds: float = 0.0
@@ -106,8 +120,32 @@ class ChildProcess:
         sample_interval: float = SAMPLE_INTERVAL_S,
         startup_timeout: float | None = None,
         max_raw_lines: int | None = None,
+        cwd: str | None = None,
+        inherit_stdin: bool = False,
+        stdout: Reader | str | None = None,
+        stderr: Reader | str | None = None,
+        own_session: bool = True,
+        interrupt: int | None = None,
+        die_with_parent: bool = False,
+        before_exec: Callable[[], None] | None = None,
     ):
         self.argv = list(argv)
+        # How it runs: ``stdout``/``stderr`` a Reader (cpudoctor.kits.child.streams) or INHERIT (our own
+        # stream, no pipe); None: stdout is read as the line protocol, stderr kept as a tail.
+        # ``inherit_stdin``: our stdin (a job run for the user), else none, or the control pipe.
+        # ``own_session`` False: its own process group in our session (it keeps the terminal; signals
+        # from the terminal no longer reach it, so the caller forwards them: :meth:`signal`).
+        # ``interrupt``: the signal the first stop stage sends the group (``cpudoctor run``: SIGINT, as
+        # Ctrl-C would), ``ask_wait`` before SIGTERM. ``die_with_parent`` (Linux): the child gets SIGKILL
+        # when the thread that started it ends (PR_SET_PDEATHSIG), so that thread must wait for it.
+        self.cwd = cwd
+        self.inherit_stdin = inherit_stdin
+        self._out_reader = stdout
+        self._err_reader = stderr
+        self.own_session = own_session
+        self.interrupt = interrupt
+        self.die_with_parent = die_with_parent
+        self.before_exec = before_exec
         # Start-up: a child that has not said one protocol line (typed message or facts) within
         # ``startup_timeout`` s, or printed ``max_raw_lines`` lines of plain text first, is not running
         # what we asked for (an interpreter that hangs, or floods stdout): it is stopped, ``ChildEnd.no_start``.
@@ -144,6 +182,7 @@ class ChildProcess:
         self._kill_wait = term_wait             # SIGTERM -> SIGKILL for the stop in progress
         self._peak: int | None = None
         self._subreaper = False
+        self._guard: subprocess.Popen | None = None
 
     # ------------------------------------------------------------------ control
 
@@ -157,31 +196,48 @@ class ChildProcess:
             raise RuntimeError(f"{self.what} was already started")
         self._started_at = time.monotonic()
         self._subreaper = tree.SUBREAPER.acquire()
+        posix = hasattr(os, "killpg")
         try:
             self.popen = subprocess.Popen(
                 self.argv,
-                stdin=subprocess.PIPE if self.control_stdin else subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
+                stdin=subprocess.PIPE if self.control_stdin else None if self.inherit_stdin else subprocess.DEVNULL,
+                stdout=None if self._out_reader == INHERIT else subprocess.PIPE,
+                stderr=None if self._err_reader == INHERIT else subprocess.PIPE,
                 env=tree.environment_with_token(self.env, self._token),
-                start_new_session=True,   # its own session and group: signals reach its helpers, not us
+                cwd=self.cwd,
+                # its own session and group (or its own group in ours): signals reach its helpers, not us
+                start_new_session=self.own_session,
+                process_group=None if self.own_session or not posix else 0,
+                preexec_fn=tree.before_exec(self.die_with_parent, self.before_exec),
                 close_fds=True,
+                # Windows: a console program started from the window opens no console of its own
+                creationflags=0 if self._out_reader == INHERIT else getattr(subprocess, "CREATE_NO_WINDOW", 0),
             )
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, subprocess.SubprocessError) as exc:
             self._release_subreaper()
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            self._finish(ChildEnd(start_error=f"{self.what} could not start: {reason}"))
+            self._finish(ChildEnd(start_error=f"{self.what} could not start: {reason}", start_reason=reason,
+                                  start_errno=exc.errno if isinstance(exc, OSError) else None))
             return self
-        group = self.popen.pid if hasattr(os, "killpg") else None
+        group = self.popen.pid if posix else None
         self._descendants = tree.Descendants(self.popen.pid, self._token, group)
+        if self.die_with_parent and group is not None:
+            self._guard = tree.start_group_guard(group)
         _ACTIVE.add(self)
-        self._spawn(self._read_stdout, self.popen.stdout, reader=True)
-        self._spawn(self._read_stderr, self.popen.stderr, reader=True)
+        for stream, reader, default in ((self.popen.stdout, self._out_reader, self._read_stdout),
+                                        (self.popen.stderr, self._err_reader, self._read_stderr)):
+            if stream is None:
+                continue
+            if isinstance(reader, Reader):
+                self._spawn(self._read_with, reader, stream, reader=True)
+            else:
+                self._spawn(default, stream, reader=True)
         self._spawn(self._supervise)
         return self
 
     def _spawn(self, target: Callable[..., None], *args: Any, reader: bool = False) -> None:
-        thread = threading.Thread(target=target, args=args, daemon=True, name=f"cpudoctor-child-{target.__name__}")
+        thread = threading.Thread(target=target, args=args, daemon=True,
+                                  name=f"cpudoctor-child-{getattr(target, '__name__', 'read')}")
         if reader:
             self._readers.append(thread)
         thread.start()
@@ -228,11 +284,26 @@ class ChildProcess:
         ask = self.ask_wait if ask_wait is None else ask_wait
         term = self.term_wait if term_wait is None else term_wait
         self.request_stop()
+        first = False
         with self._stage_lock:
             if self._term_at is None:
-                self._term_at = time.monotonic() + (ask if self.control_stdin else 0.0)
+                asked = self.control_stdin or self.interrupt is not None
+                self._term_at = time.monotonic() + (ask if asked else 0.0)
                 self._kill_wait = term
+                first = True
+        if first and self.interrupt is not None:
+            self.signal(self.interrupt)
         self._wake.set()
+
+    def signal(self, sig: int) -> None:
+        """Send ``sig`` to the child's group and every descendant seen (a forwarded Ctrl-C); nothing once it ended."""
+        if self._descendants is not None and self.running():
+            self._descendants.signal(sig)
+
+    @property
+    def stopping(self) -> bool:
+        """The stop stages have begun (:meth:`cancel`, :meth:`kill`, or the timeout)."""
+        return self._term_at is not None
 
     def kill(self) -> None:
         """Skip the remaining stages: SIGKILL the child's group now."""
@@ -309,6 +380,7 @@ class ChildProcess:
         exited.close()
         # The child is gone; its helpers may not be, and may still hold its pipes.
         leftovers = self._descendants.end(self.term_wait, subreaper=self._subreaper)
+        tree.release_group_guard(self._guard)
         for reader in self._readers:
             reader.join(DRAIN_S)
         if proc.stdin is not None:
@@ -379,6 +451,14 @@ class ChildProcess:
                     self.cancel()
                     continue
             self._deliver(msg)
+
+    def _read_with(self, reader: Reader, stream: IO[bytes]) -> None:
+        try:
+            reader.read(stream, self)
+        except BaseException:  # noqa: BLE001 - a reader that fails (MemoryError) must not stop the draining
+            pass
+        for _chunk in chunks(stream):   # whatever it left unread: the child must never block on a full pipe
+            pass
 
     def _read_stderr(self, stream: IO[bytes]) -> None:
         for line in _lines(stream):

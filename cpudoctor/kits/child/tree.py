@@ -29,6 +29,7 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -45,6 +46,8 @@ class _OnFirstUse:
 
 
 if TYPE_CHECKING:
+    import subprocess
+
     import psutil
 else:
     psutil = _OnFirstUse()
@@ -111,11 +114,70 @@ class _Subreaper:
 
 
 SUBREAPER = _Subreaper()
+_PR_SET_PDEATHSIG = 1
+
+
+def before_exec(die_with_parent: bool, hook: Callable[[], None] | None = None) -> Callable[[], None] | None:
+    """What a child runs between fork and exec (Popen's ``preexec_fn``), or None when nothing is needed.
+
+    ``die_with_parent`` (Linux): SIGKILL when the thread that forks it ends, however that happens (a
+    SIGKILL to CPU Doctor included); should the parent be gone before that was set, the child ends at
+    once. Everything is looked up before the fork: the child only calls.
+    """
+    prctl = SUBREAPER._prctl if die_with_parent else None
+    if prctl is None and hook is None:
+        return None
+    parent = os.getpid()
+    kill = int(getattr(signal, "SIGKILL", signal.SIGTERM))
+
+    def run() -> None:
+        if prctl is not None:
+            prctl(_PR_SET_PDEATHSIG, kill, 0, 0, 0)
+            if os.getppid() != parent:
+                os._exit(1)
+        if hook is not None:
+            hook()
+
+    return run
 
 
 def is_subreaper() -> bool:
     """Whether this process is a child subreaper now (False where the platform has none)."""
     return SUBREAPER._prctl is not None and SUBREAPER._get()
+
+
+def start_group_guard(group: int) -> "subprocess.Popen | None":
+    """Start :mod:`cpudoctor.kits.child.guard` for ``group``: it ends the group should this process die
+    without :func:`release_group_guard` (None where it cannot start: the job runs unguarded)."""
+    import subprocess
+
+    from cpudoctor.kits.child.own import frozen, own_command
+
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "guard.py")
+    argv = own_command("cpudoctor.kits.child.guard", str(group)) if frozen() else [
+        sys.executable, "-I", "-S", script, str(group)]
+    try:
+        return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True, close_fds=True)
+    except (OSError, ValueError):
+        return None
+
+
+def release_group_guard(guard: "subprocess.Popen | None") -> None:
+    """The guarded group is gone: tell the guard (one byte), and collect it."""
+    if guard is None:
+        return
+    try:
+        assert guard.stdin is not None
+        guard.stdin.write(b"x")
+        guard.stdin.close()
+    except (OSError, ValueError):
+        pass
+    try:
+        guard.wait(5.0)
+    except Exception:  # noqa: BLE001 - subprocess.TimeoutExpired: a guard that hangs is killed, never waited on
+        guard.kill()
+        guard.wait()
 
 
 # ------------------------------------------------------------------ descendants
