@@ -27,7 +27,9 @@ class CodeSetting:
 
     @property
     def by_library(self) -> str | None:
-        return self.at.library if self.at.library not in (None, "python") else None
+        """The package whose code made the call (lightning, transformers), None when the user's code made it, itself
+        or through torch's or the standard library's helpers (``with torch.autograd.detect_anomaly():``)."""
+        return self.at.library if self.at.library not in (None, "python", "torch") else None
 
     def place(self) -> str:
         """``line 12 of ~/proj/train.py`` (the user's line; for a library's call, the user's line that led there)."""
@@ -44,6 +46,12 @@ class CodeSetting:
     def statement(self) -> str:
         """What the line does, as code: ``torch.set_num_threads(8)``, ``os.environ["OMP_PROC_BIND"] = "true"``."""
         c = self.call
+        if c.name == "torch.set_anomaly_enabled":         # reached through torch.autograd's two helpers
+            on = (c.value or "").split(",")[0].strip()
+            return ("with torch.autograd.detect_anomaly():" if self.at.function == "__enter__"
+                    else f"torch.autograd.set_detect_anomaly({on})")
+        if c.name == "torch.backends.mkldnn.enabled":
+            return f"torch.backends.mkldnn.enabled = {c.value}"
         if c.name == "os.environ":
             return f'os.environ["{c.key}"] = "{c.value}"' if c.value is not None else f'del os.environ["{c.key}"]'
         if c.name == "os.sched_setaffinity":

@@ -33,7 +33,8 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from cpudoctor.advisor.engine import RuleSet
-from cpudoctor.advisor.code_settings import binding_removal, binding_settings, thread_change, thread_setting
+from cpudoctor.advisor.code_settings import (binding_removal, binding_settings, seen_threads, thread_change,
+                                             thread_setting)
 from cpudoctor.advisor.job_verdict import busy, judge_breakdown, judged, load_words, own_shares, reason
 from cpudoctor.kits.cpulist import format_cpulist
 from cpudoctor.kits.plural import plural
@@ -99,10 +100,26 @@ class Evidence(JobEvidence):
         """The breakdown when the shares of the job's own samples may be judged (a busy machine too), else None."""
         return own_shares(self.breakdown)
 
-    def load_sentence(self) -> str:
-        """`` Other programs used 1.6 of the 2 CPUs meanwhile; this share is of the job's own samples.`` or ""."""
+    def usable_cpus(self) -> int | None:
+        """The CPUs the job may use: its process's (affinity and quota), else the CPUs it was started with."""
+        if self.process is not None and self.process.usable_cpus:
+            return self.process.usable_cpus
+        if self.launch_affinity:
+            return len(self.launch_affinity)
+        if self.state is not None and self.state.affinity_start:
+            return len(self.state.affinity_start)
+        return None
+
+    def load_note(self) -> str:
+        """`` (other programs used 1.6 of the 2 CPUs meanwhile)`` or "" on a quiet machine."""
         words = load_words(self.breakdown)
-        return f" {words[:1].upper()}{words[1:]}; this share is of the job's own samples." if words else ""
+        return f" ({words})" if words else ""
+
+    def load_sentence(self) -> str:
+        """`` Other programs used 1.6 of the 2 CPUs meanwhile; ...`` or "" on a quiet machine."""
+        words = load_words(self.breakdown)
+        return (f" {words[:1].upper()}{words[1:]}; the share is of the driving thread's own time outside OpenMP "
+                "waiting (which their load makes longer)." if words else "")
 
     def cmd(self) -> str:
         cmd = (self.command or "").strip()
@@ -118,6 +135,17 @@ def _finding(severity: str, title: str, why: str, fix: str, snippet: str = "", e
 
 def _counted(bd: TimeBreakdown) -> str:
     return f"{bd.samples} samples over {bd.window_s:g} s"
+
+
+def own_share(bd: TimeBreakdown, category: str) -> float:
+    """``category``'s share of the driving thread's time; on a busy machine, of its time outside OpenMP waiting,
+    which grows with the other programs' load (a team member they displace holds each barrier) while the thread's
+    own work does not."""
+    share = bd.driver_share(category)
+    if not busy(bd) or category == OPENMP:
+        return share
+    working = 1.0 - bd.driver_share(OPENMP)
+    return min(1.0, share / working) if working > 0.05 else share
 
 
 def consequence(bd: TimeBreakdown) -> str:
@@ -161,13 +189,15 @@ def openmp_wait_dominates(ev: Evidence) -> list[Finding]:
     omp, comp = bd.share(OPENMP), bd.share(COMPUTE)
     if omp < OPENMP_DOMINATES or omp < comp or not drives_team(bd):
         return []
+    setting, usable = thread_setting(ev.state), ev.usable_cpus()
+    if setting is not None and usable is not None and (seen_threads(ev.state) or 0) > usable:
+        return []           # the script sets more threads than CPUs: EVID013 names that line first
     threads = _compute_threads(bd, ev)
     target = 1 if omp >= 2 * comp or threads <= 2 else max(1, threads // 2)
     why = (f"{percent(omp, fraction=True)} of the job's thread time was OpenMP waiting (barriers, spinning, team fork/join) and "
            f"only {percent(comp, fraction=True)} compute kernels ({_counted(bd)}, {plural(threads, 'compute thread')}), while the "
            f"thread that drives the step spent {percent(bd.driver_share(OPENMP) + bd.driver_share(COMPUTE), fraction=True)} of its "
            "time in the team's kernels and barriers. The kernels are too short for this many threads to pay off.")
-    setting = thread_setting(ev.state)
     if setting is not None:
         fix, snippet = thread_change(setting, target)
         fix += " Then compare steps per second."
@@ -180,7 +210,7 @@ def openmp_wait_dominates(ev: Evidence) -> list[Finding]:
     severity = "warning"
     if busy(bd):
         # waiting depends on what other programs did: a team member they displaced holds every barrier
-        severity, title = "info", f"Likely: {title[:1].lower()}{title[1:]} (confirm on a quiet machine)"
+        severity, title = "info", f"Likely: {title} (confirm on a quiet machine)"
         why += (f" But {load_words(bd)}: a thread they displaced holds every barrier too, so part of the waiting may "
                 "be theirs.")
         fix += " Confirm on a quiet machine first."
@@ -236,20 +266,28 @@ def waits_on_data(ev: Evidence) -> list[Finding]:
     driver = bd.driver_thread()
     if driver is None:
         return []
-    share = next((s.share for s in driver.shares if s.category == DATA), 0.0)
+    share = own_share(bd, DATA)
     if share < DATA_WAIT:
         return []
     workers = [p for p in bd.processes if p.role == "dataloader_worker"]
     if workers and busy(bd):
         return []       # waiting for workers that other programs may have slowed: a comparison, not a share
     if workers:
-        busy = sum((p.cpu_percent or 0.0) for p in workers) / 100
-        state = (f"its {plural(len(workers), 'worker process', 'worker processes')} used {busy:.1f} CPUs together")
+        used = sum((p.cpu_percent or 0.0) for p in workers) / 100
+        state = (f"its {plural(len(workers), 'worker process', 'worker processes')} used {used:.1f} CPUs together")
         n = len(workers)
-        fix = (f"The workers do not keep up: give more workers than {n} where CPUs are free, make "
-               "each sample cheaper, and keep them alive (persistent_workers=True) with prefetch_factor=4.")
-        snippet = (f"loader = DataLoader(dataset, batch_size=..., num_workers={n * 2}, persistent_workers=True,\n"
-                   "                    prefetch_factor=4)")
+        usable = ev.usable_cpus()
+        if usable is not None and n >= usable:
+            # no CPU is free for another worker: more of them would only take turns (EVID015)
+            fix = (f"The workers do not keep up and every CPU already has one ({n} workers on "
+                   f"{plural(usable, 'usable CPU')}): make each sample cheaper (pre-process once and cache, lighter "
+                   "transforms, a faster data format), or give the job more CPUs.")
+            snippet = ""
+        else:
+            fix = (f"The workers do not keep up: give more workers than {n} where CPUs are free, make "
+                   "each sample cheaper, and keep them alive (persistent_workers=True) with prefetch_factor=4.")
+            snippet = (f"loader = DataLoader(dataset, batch_size=..., num_workers={n * 2}, persistent_workers=True,\n"
+                       "                    prefetch_factor=4)")
     else:
         state = "it has no worker processes: the training thread loads every batch itself"
         cpus = len(ev.launch_affinity or []) or (bd.online_cpus or 2)
@@ -441,8 +479,10 @@ def python_dominates(ev: Evidence) -> list[Finding]:
     if bd is None:
         return []
     driver = bd.driver_thread()
-    shares = {s.category: s.share for s in (driver.shares if driver else bd.shares)}
-    py, comp = shares.get(PYTHON, 0.0), shares.get(COMPUTE, 0.0)
+    if driver is not None:
+        py, comp = own_share(bd, PYTHON), own_share(bd, COMPUTE)
+    else:
+        py, comp = bd.share(PYTHON), bd.share(COMPUTE)
     if py < PYTHON_DOMINATES or py <= comp:
         return []
     tops = [t for t in (bd.driver_python or bd.top) if t.category == PYTHON][:3]

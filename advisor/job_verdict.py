@@ -49,7 +49,9 @@ class BreakdownVerdict:
 
 def judge_breakdown(bd: TimeBreakdown) -> BreakdownVerdict:
     """Whether ``bd`` may be judged, and why not."""
-    if bd.driver_samples < MIN_DRIVER_SAMPLES and bd.samples < MIN_DRIVER_SAMPLES:
+    # the breakdown is judged on the driving thread: too few samples of it (when stacks were sampled) say nothing
+    seen = bd.driver_samples if bd.stacks_sampled else bd.samples
+    if seen < MIN_DRIVER_SAMPLES:
         return BreakdownVerdict("thin", "few_samples")
     if bd.window_s > 0 and bd.job_cpus is not None and bd.job_cpus < IDLE_JOB_CPUS:
         return BreakdownVerdict("idle", "idle")
@@ -73,6 +75,8 @@ def own_shares(bd: TimeBreakdown | None) -> TimeBreakdown | None:
     machine or a busy one (the load then stated, :func:`load_words`), else None."""
     if bd is None or bd.seconds <= 0:
         return None
+    if bd.stacks_sampled and bd.driver_samples < MIN_DRIVER_SAMPLES:
+        return None             # the driving thread's own shares from a handful of samples say nothing
     return bd if judge_breakdown(bd).verdict in ("ok", "busy") else None
 
 
@@ -93,6 +97,9 @@ def reason(bd: TimeBreakdown, verdict: BreakdownVerdict) -> str:
     if verdict.conclusive:
         return ""
     if verdict.cause == "few_samples":
+        if bd.stacks_sampled and bd.driver_samples < bd.samples:
+            return (f"only {bd.driver_samples} samples of the thread that drives the step in {bd.window_s:g} s: too "
+                    "few to say where its time goes")
         return f"only {bd.samples} samples in {bd.window_s:g} s: too few to say where the time goes"
     if verdict.cause == "idle":
         return (f"the job used {bd.job_cpus:.2f} CPUs on average over {bd.window_s:g} s: it was idle "

@@ -32,7 +32,7 @@ from cpudoctor.model.jobstate import CodeLine, JobState
 FLOAT64_PARAMS = 0.5          # float64 parameters at least this share of the model's
 FLOAT64_FRAMES = 0.10         # or double-precision kernels at least this share of the driving thread's time
 INFERENCE_FORWARDS = 20       # forward calls with no backward pass and no optimizer step: an inference loop
-BUSY_WORKERS_CPUS = 0.25      # DataLoader workers using less than this many CPUs together mostly wait (I/O)
+BUSY_WORKERS = 0.1            # DataLoader workers' main threads running less than this share of their samples mostly wait
 DRIVER_ELSEWHERE = 0.5        # the driving thread's share outside the team's kernels and barriers
 _NUMPY_BLAS = re.compile(r"openblas|libscipy|numpy", re.IGNORECASE)   # NumPy's and SciPy's own BLAS, not torch's
 _DOUBLE_FRAME = re.compile(r"dgemm|dgemv|dsyrk|dtrsm|\bdouble\b|<double>|c10::complex<double>")
@@ -65,15 +65,7 @@ def _where(at: CodeLine | None) -> str:
 
 
 def _usable(ev: Evidence) -> int | None:
-    """The CPUs the job may use: its process's (affinity and quota), else the CPUs it was started with."""
-    if ev.process is not None and ev.process.usable_cpus:
-        return ev.process.usable_cpus
-    if ev.launch_affinity:
-        return len(ev.launch_affinity)
-    state = _state(ev)
-    if state is not None and state.affinity_start:
-        return len(state.affinity_start)
-    return None
+    return ev.usable_cpus()
 
 
 def _last_setting(state: JobState, name: str) -> CodeSetting | None:
@@ -125,7 +117,7 @@ def float64_compute(ev: Evidence) -> list[Finding]:
         seen.append("PyTorch's default dtype is float64")
     if frames_share >= FLOAT64_FRAMES:
         seen.append(f"double-precision kernels took {percent(frames_share, fraction=True)} of the training thread's time "
-                    f"({', '.join(f.frame.split(' (')[0] for f in frames[:3])})" + ev.load_sentence().rstrip("."))
+                    f"({', '.join(_short_frame(f.frame).split(' (')[0] for f in frames[:3])})" + ev.load_note())
     setting = _last_setting(state, "torch.set_default_dtype") if state is not None else None
     if setting is not None and "float64" not in (setting.call.value or "") and "double" not in (setting.call.value or ""):
         setting = None
@@ -191,7 +183,7 @@ def anomaly_detection_on(ev: Evidence) -> list[Finding]:
            "documents as slowing execution (users measured 2-3x slower training).")
     if setting is not None:
         fix = f"Delete {setting.where_words()} (or put it behind a debug switch that is off for real runs)."
-        snippet = f"# {setting.place()}: delete\n# {setting.statement().replace('torch.set_anomaly_enabled', 'torch.autograd.set_detect_anomaly')}"
+        snippet = f"# {setting.place()}: delete\n# {setting.statement()}"
     else:
         fix = "Remove torch.autograd.set_detect_anomaly(True) / the detect_anomaly() block from the training code."
         snippet = "torch.autograd.set_detect_anomaly(False)"
@@ -310,10 +302,10 @@ def threads_set_in_code(ev: Evidence) -> list[Finding]:
     if asked is None or asked <= usable:
         return []
     fix, snippet = thread_change(setting, usable)
-    why = (f"{setting.where_words()[:1].upper()}{setting.where_words()[1:]} sets PyTorch's pool to "
-           f"{plural(asked, 'thread')} (read on the driving thread: {seen if seen is not None else 'not sampled'}), "
-           f"but the job may use {plural(usable, 'CPU')}: the threads time-slice and each barrier waits for one the "
-           "scheduler put aside. A variable set outside the script cannot change it: the call wins.")
+    why = (f"The script sets PyTorch's pool to {plural(asked, 'thread')} ({setting.where_words()}; read on the driving "
+           f"thread: {seen if seen is not None else 'not sampled'}), but the job may use {plural(usable, 'CPU')}: the "
+           "threads time-slice and each barrier waits for one the scheduler put aside. A variable set outside the "
+           "script cannot change it: the call wins.")
     return [_finding("warning", f"{setting.short_place()} sets {plural(asked, 'thread')} on "
                      f"{plural(usable, 'usable CPU')}", why,
                      fix + " (len(os.sched_getaffinity(0)) follows the CPUs the job is given.)", snippet,
@@ -387,8 +379,9 @@ def loader_workers_exceed_cpus(ev: Evidence) -> list[Finding]:
 
     Why it matters:
         Busy workers beyond the CPUs do not load faster: they time-slice with each other and with
-        the training threads, which then wait at every barrier. More workers than CPUs only pays
-        when the workers mostly wait (on disk or network), which the workers' CPU use shows.
+        the training threads, which then wait at every barrier, and each is a copy of the process
+        in memory. More workers than CPUs only pays when the workers mostly wait (on disk or
+        network): then they are seen blocked and the rule stays silent.
 
     Fix:
         Set `num_workers` at the line that builds the loader to at most the usable CPUs (fewer when
@@ -401,27 +394,39 @@ def loader_workers_exceed_cpus(ev: Evidence) -> list[Finding]:
     loaders = [x for x in state.loaders if (x.num_workers or 0) > usable]
     if not loaders:
         return []
-    workers_cpu = None
-    if ev.breakdown is not None:
-        procs = [p for p in ev.breakdown.processes if p.role == "dataloader_worker" and p.cpu_percent is not None]
-        if procs:
-            workers_cpu = sum(p.cpu_percent or 0.0 for p in procs) / 100
-            if workers_cpu < BUSY_WORKERS_CPUS:
-                return []       # the workers mostly wait: more of them than CPUs is how waiting overlaps
+    busy = _workers_busy(ev.breakdown)
+    if busy is not None and busy < BUSY_WORKERS:
+        return []       # the workers mostly wait (on I/O, or for the loop to take their batches): no CPU lost to them
     loader = max(loaders, key=lambda x: x.num_workers or 0)
     place = _where(loader.at)
     why = (f"The DataLoader built {'at ' + place if place else 'by the job'} starts "
            f"{plural(loader.num_workers or 0, 'worker process', 'worker processes')} (batch size "
            f"{loader.batch_size if loader.batch_size is not None else '?'}) for {plural(usable, 'usable CPU')}"
-           + (f"; together they used {workers_cpu:.1f} CPUs" if workers_cpu is not None else "")
-           + ": the busy workers time-slice with each other and with the training threads.")
+           + (f"; they were busy {percent(busy, fraction=True)} of their time" if busy is not None else "")
+           + ": busy workers beyond the CPUs take turns with each other and with the training threads, so they cannot "
+           "load faster than the CPUs allow, and each is a copy of the process in memory.")
     fix = (f"Set num_workers to at most {usable} {'at ' + place if place else 'where the DataLoader is built'}"
            " (or min(8, len(os.sched_getaffinity(0))), which follows the CPUs the job is given).")
     snippet = (f"# {place}:\n" if place else "") + f"loader = DataLoader(dataset, ..., num_workers={usable})"
     return [_finding("warning", f"{plural(loader.num_workers or 0, 'DataLoader worker')} on "
                      f"{plural(usable, 'usable CPU')}", why, fix, snippet,
-                     {"num_workers": loader.num_workers, "usable_cpus": usable, "workers_cpus": workers_cpu,
+                     {"num_workers": loader.num_workers, "usable_cpus": usable,
+                      "workers_busy": round(busy, 3) if busy is not None else None,
                       "built_at": place or None}, lang="python")]
+
+
+def _workers_busy(bd: TimeBreakdown | None) -> float | None:
+    """The share of the DataLoader workers' samples in which their main thread ran (not blocked), or None."""
+    if bd is None:
+        return None
+    running = waiting = 0
+    for p in bd.processes:
+        if p.role != "dataloader_worker":
+            continue
+        for t in p.threads:
+            if t.tid == p.pid:
+                running, waiting = running + t.samples, waiting + t.idle_samples
+    return running / (running + waiting) if running + waiting else None
 
 
 # --- inference -------------------------------------------------------------------------------------------------------
@@ -572,14 +577,24 @@ def driver_busy_elsewhere(ev: Evidence) -> list[Finding]:
     return [_driver_finding(ev, bd, top.category, top.share, outside)]
 
 
+def _short_frame(frame: str, limit: int = 90) -> str:
+    """A frame as a reader needs it: a C++ template's arguments cut (``vectorized_inner_sum<…> (libtorch_cpu.so)``)."""
+    name, _, where = frame.rpartition(" (") if frame.endswith(")") else (frame, "", "")
+    name = name or frame
+    if "<" in name:
+        name = name[:name.index("<")] + "<…>"
+    text = f"{name} ({where}" if where else name
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
 def _driver_finding(ev: Evidence, bd: TimeBreakdown, category: str, share: float, outside: float) -> Finding:
-    frames = "; ".join(f"{f.frame} {percent(f.share, fraction=True)}" for f in bd.driver_native[:4])
-    lines = "; ".join(f"{f.frame} {percent(f.share, fraction=True)}" for f in bd.driver_python[:3])
+    frames = "; ".join(f"{_short_frame(f.frame)} {percent(f.share, fraction=True)}" for f in bd.driver_native[:4])
+    lines = "; ".join(f"{_short_frame(f.frame)} {percent(f.share, fraction=True)}" for f in bd.driver_python[:3])
     why = (f"The thread that drives the step spent {percent(outside, fraction=True)} of its time outside the kernels, most of it "
            f"({percent(share, fraction=True)}) in {_CATEGORY_WORDS.get(category, category)}."
            + (f" Its top native frames: {frames}." if frames else "")
            + (f" Its top Python lines: {lines}." if lines else "")
-           + consequence(bd) + ev.load_sentence())
+           + consequence(bd) + (f" {ev.load_note().strip(' ()').capitalize()}." if ev.load_note() else ""))
     fix = _CATEGORY_FIX.get(category, "Follow the driving thread's top frames above: they are where the step's time "
                             "goes.")
     return _finding("warning", f"The training thread spends {percent(share, fraction=True)} in "

@@ -309,9 +309,11 @@ def thread_time_rows(bd) -> list[list[Cell]]:
     return rows
 
 
-def time_caption(bd) -> str:
-    """The line above the bar: what was sampled, and whether it may be judged."""
-    from cpudoctor.render.breakdown import stacks_line
+def time_caption(bd, state=None) -> str:
+    """The text above the bar: what was sampled, whether it may be judged, the driving thread's own time (its top
+    frames), and the job's own state (a run's probe; an inspection says what needs `run`)."""
+    from cpudoctor.render.breakdown import driver_lines, stacks_line
+    from cpudoctor.render.job_state import summary
 
     if bd is None:
         return "No time breakdown: inspect a process (stacks are sampled with it) or run a script."
@@ -322,7 +324,10 @@ def time_caption(bd) -> str:
         text += f"\n{verdict}"
     if bd.stacks_error_kind:
         text += f"\nStacks: {stacks_line(bd)}"
-    return text
+    driver = driver_lines(bd)
+    if driver:
+        text += "\n" + driver[0] + "; " + "; ".join(" ".join(line.split()) for line in driver[1:3])
+    return text + "\n" + summary(state)
 
 
 def script_command(python: str, script: str, arguments: str) -> list[str]:

@@ -11,7 +11,7 @@ from typing import Any
 
 from cpudoctor.model.evidence import RunObservation
 from cpudoctor.render import breakdown as bdr
-from cpudoctor.render import job_findings
+from cpudoctor.render import job_findings, job_state
 from cpudoctor.kits.escape import html_escape as esc, md_escape
 from cpudoctor.kits.format import percent
 from cpudoctor.render.finding_view import finding_data
@@ -54,10 +54,12 @@ def render_text(obs: RunObservation, findings: list[Finding]) -> str:
             share = percent(r["share"], "?", fraction=True)
             out.append(f"  {share:>5}  {r['kind']:<14} {r['impl']:<28} {r['data_type']:<5} x{r['count']}")
     elif "ONEDNN_VERBOSE" in obs.diagnostics:
-        out.append("Kernels      oneDNN ran no primitive (fp32 linear layers use MKL; convolutions and bf16 use oneDNN)")
+        out.append("Kernels      oneDNN ran no primitive (linear layers' GEMMs run in MKL, whatever their dtype; "
+                   "convolutions and bf16 run in oneDNN)")
     if obs.recompiles.recompiles:
         out.append(f"Recompiles   {len(obs.recompiles.recompiles)}"
                    + (" (Dynamo hit its recompile limit)" if obs.recompiles.limit_hit else ""))
+    out.extend(job_state.text_lines(obs.state))
     out.append("")
     out += job_findings.text_lines(findings, none=NONE)
     out.extend(f"Note: {n}" for n in run_notes(obs))
@@ -102,6 +104,7 @@ def render_md(obs: RunObservation, findings: list[Finding]) -> str:
         out += ["## Kernels (oneDNN)", "", "| Kind | Implementation | Type | Runs | Time |", "|---|---|---|---:|---:|"]
         out += [f"| {r['kind']} | `{md_escape(r['impl'])}` | {r['data_type']} | {r['count']} | {r['time_ms']:.1f} ms |"
                 for r in rows[:MAX_KERNEL_ROWS]] + [""]
+    out += job_state.md_lines(obs.state)
     out += ["## Findings", "", *job_findings.md_lines(findings, none=NONE)]
     return "\n".join(out) + "\n"
 
@@ -110,7 +113,7 @@ def render_html(obs: RunObservation, findings: list[Finding]) -> str:
     items = job_findings.html(findings, none=NONE)
     bd = bdr.render_html(obs.breakdown) if obs.breakdown is not None else ""
     return (f"<html><body><h1>cpudoctor run: <code>{esc(obs.command)}</code></h1><p>{esc(_ended(obs))} after "
-            f"{obs.duration_s:g} s</p>{bd}<h2>Findings</h2>{items}</body></html>\n")
+            f"{obs.duration_s:g} s</p>{bd}{job_state.html(obs.state)}<h2>Findings</h2>{items}</body></html>\n")
 
 
 def render_json(obs: RunObservation, findings: list[Finding]) -> str:

@@ -170,7 +170,9 @@ def build_breakdown(record: StackRecord, states: TreeStates) -> TimeBreakdown:
         elif v.rule == "inductor-compile-worker":
             roles.setdefault(pid, "compile_worker")
         acc = threads[key]
-        if v.startup:
+        if v.startup or (s.tid == pid and s.frames and not any(f.python for f in s.frames)):
+            # importing modules, or a Python process's main thread with no Python frame at all: the interpreter
+            # starting or finishing (the garbage collection at exit), not the job's work; counted apart
             acc.startup += s.count
             continue
         if v.blocking and key != driver and v.category != "gil":
