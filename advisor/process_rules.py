@@ -885,8 +885,13 @@ def run_process_rules(insp: Inspection, topo: Topology | None = None, only: set[
     ctx = Context(insp, topo, state)
     found = PROCESS_RULES.run(ctx, only, strict=strict)
     hidden = ctx.job_command()
+    setting = thread_setting(state)
     for f in found:
         # A relaunch of this job with hidden arguments: the fix says which, and how to supply them.
         if hidden.hidden and f.code != "PROC014" and any(v in f.snippet or v in f.fix for v in hidden.variables):
             f.fix = f"{f.fix} {hidden.note('this job')}".strip()
+        # A relaunch that sets the thread count by variable while the script sets it itself: the line wins
+        if setting is not None and f.snippet_lang == "bash" and "OMP_NUM_THREADS=" in f.snippet:
+            f.fix = (f"{f.fix} The script sets its own thread count ({setting.where_words()}), which wins over "
+                     "OMP_NUM_THREADS in this command: set the same count at that line.").strip()
     return sorted(found, key=lambda f: (-SEVERITY_RANK[f.severity], f.code))

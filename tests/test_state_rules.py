@@ -225,3 +225,18 @@ def test_process_rules_name_the_line_when_the_script_sets_the_threads(code):
     assert f.snippet == f"# line 12 of {TRAIN}:\ntorch.set_num_threads(2)" and "OMP_NUM_THREADS" not in f.snippet
     (plain,) = run_process_rules(insp, None, {code}, strict=True)
     assert "OMP_NUM_THREADS=2" in plain.snippet
+
+
+def test_a_relaunch_that_sets_threads_by_variable_names_the_scripts_own_line_too():
+    """PROC010's relaunch sets OMP_NUM_THREADS; when the script sets its count itself, the fix says the line wins."""
+    from cpudoctor.model.inspection import ThreadInfo
+
+    insp = Inspection(pid=10, usable_cpus=4, affinity=[0, 1, 2, 3], window_s=4.0, samples=20, cmdline="python train.py",
+                      argv=["python", "train.py"],
+                      threads=[ThreadInfo(10 + i, "python", "R", cpu_percent=90.0, last_cpu=i, migrations=12)
+                               for i in range(2)])
+    call = SettingCall("torch.set_num_threads", "2", at=at(12), after_torch=True)
+    (f,) = run_process_rules(insp, None, {"PROC010"}, strict=True, state=state(call))
+    assert "OMP_NUM_THREADS=2" in f.snippet and "torch.set_num_threads(2) at line 12 of" in f.fix
+    (plain,) = run_process_rules(insp, None, {"PROC010"}, strict=True)
+    assert "line 12" not in plain.fix

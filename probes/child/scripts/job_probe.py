@@ -420,6 +420,8 @@ class _Probe:
                            at=self.caller())
             if now >= self.due:
                 self.tick(now)
+                if self.root_hooks and self.flops_done and self.inputs_seen and self.steps >= 10:
+                    self.drop_model_hooks()     # a training loop: its rate is its steps; the forward hooks cost
         except Exception:  # noqa: BLE001
             pass
 
@@ -472,6 +474,17 @@ class _Probe:
         except Exception:  # noqa: BLE001
             self.root_hooks = []
         self.write("model", **_describe_model(model))
+
+    def drop_model_hooks(self):
+        """Once optimizer steps give the job's rate, the model's own hooks (a slower call path on every forward)
+        go; the forward count stops there."""
+        hooks, self.root_hooks = self.root_hooks, []
+        for h in hooks:
+            try:
+                h.remove()
+            except Exception:  # noqa: BLE001
+                pass
+        self.write("forwards_counted", forwards=self.forwards)
 
     def drop_global_hooks(self):
         hooks, self.global_hooks = self.global_hooks, []
