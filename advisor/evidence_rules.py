@@ -58,8 +58,9 @@ EVIDENCE_RULES: RuleSet[Evidence] = RuleSet(
     scope=("Judges what a job did: `cpudoctor run -- COMMAND`, `cpudoctor inspect PID` and the Inspector page "
            "(EVID007, EVID008: the lab's jobs too, in `bench` and a report's runs)."),
     crash_hint="the output of `cpudoctor run --format json -o run.json -- COMMAND`",
-    # EVID007, EVID008: the kernels a job ran (also a lab job's); EVID010-EVID019: the job's own state
-    load=("cpudoctor.advisor.kernel_rules", "cpudoctor.advisor.state_rules"),
+    # EVID007, EVID008: the kernels a job ran (also a lab job's); EVID010-EVID019: the job's own state;
+    # EVID020-022: its kernels against the roof
+    load=("cpudoctor.advisor.kernel_rules", "cpudoctor.advisor.state_rules", "cpudoctor.advisor.roof_rules"),
 )
 evidence_rule = EVIDENCE_RULES.rule
 

@@ -272,16 +272,18 @@ def pin_targets(report: Report) -> list[PinTarget]:
     topo = report.topology
     usable = set(report.topology.affinity.allowed_cpus or topo.online_cpus or [])
     out: list[PinTarget] = []
+    listed: set[tuple[int, ...]] = set()
     nodes = [n for n in topo.numa_nodes if n.cpus]
     if len(nodes) > 1:
         for n in nodes:
             cpus = sorted(set(n.cpus) & usable) if usable else sorted(n.cpus)
             if cpus:
                 out.append(PinTarget("numa", n.id, cpus, f"NUMA node {n.id} ({_cpus_label(cpus)})"))
+                listed.add(tuple(cpus))
     if len(topo.l3_domains) > 1:
         for i, d in enumerate(topo.l3_domains):
             cpus = sorted(set(d.cpus) & usable) if usable else sorted(d.cpus)
-            if cpus and not any(t.cpus == cpus for t in out):  # an L3 per NUMA node (Kunpeng): list it once
+            if cpus and tuple(cpus) not in listed:  # an L3 per NUMA node (Kunpeng): list it once
                 size = f", {cache_size(d.size_bytes)} L3" if d.size_bytes else ""
                 zen = (report.cpu.microarchitecture or "").startswith("zen")   # CCX is a Zen term, not K10's
                 what = f"L3 domain {i} / CCX" if zen and report.cpu.vendor in ("AMD", "Hygon") else f"L3 domain {i}"
@@ -310,15 +312,23 @@ def _pinning_prefix(report: Report, target: PinTarget) -> str:
     return plan.snippet(_pin_kind(report, target, plan)).prefix
 
 
+# Launches listed per snippet: the largest real machines have a few dozen NUMA nodes and L3 domains together;
+# a topology with thousands (a damaged or made-up capture) once took the advisor minutes and said nothing more.
+MAX_LAUNCHES = 64
+
+
 def pinned_launches(report: Report, command: str = "python train.py") -> str:
     """One pinned launch per NUMA node and per CCX, commented; empty when there is one of each."""
     targets = pin_targets(report)
     if not targets:
         return ""
     lines = []
-    for t in targets:
+    for t in targets[:MAX_LAUNCHES]:
         lines.append(f"# {t.label}")
         lines.append(pinned_command(report, t, command))
+    if len(targets) > MAX_LAUNCHES:
+        lines.append(f"# ... and {len(targets) - MAX_LAUNCHES:,} more NUMA nodes and L3 domains: the same launch "
+                     "with their CPUs")
     return "\n".join(lines)
 
 

@@ -93,6 +93,10 @@ CGROUP_FILES = ("cpuset.cpus", "cpuset.cpus.effective", "cpuset.mems", "cpuset.m
                 "memory.max", "memory.high", "cgroup.controllers", "cpuset.effective_cpus", "cpuset.effective_mems",
                 "cpu.cfs_quota_us", "cpu.cfs_period_us", "memory.limit_in_bytes", "cpus", "mems")
 STATUS_KEEP = ("Cpus_allowed", "Mems_allowed")
+# What one capture may pack: a machine of 8,192 CPUs (every one the probes read) is about 60 MB of sysfs
+# text. A tree whose files are larger (sparse files of 16 MiB each in every cpuN folder) is cut off there,
+# with a note, instead of reading for hours.
+MAX_CAPTURE_BYTES = 256 << 20
 CGROUP_FS = {"cgroup", "cgroup2", "cpuset"}
 TOP = "cpudoctor-capture"
 
@@ -125,6 +129,7 @@ class CaptureResult:
                      f"{TOP}/capture.json lists where\n")
         if self.environment:
             text += f"Described the Python environment {self.environment} in {TOP}/{ENVIRONMENT_FILE}\n"
+        text += "".join(f"Note: {line}\n" for line in self.skipped)
         return text + f"Analyse it anywhere: tar xzf {self.path.name} && cpudoctor report --root {TOP}"
 
 
@@ -175,6 +180,27 @@ def _resolve(root: Path, rel: str) -> tuple[str, list[tuple[str, str]]]:
     return "/".join(done), links
 
 
+def _resolve_cached(root: Path, rel: str, folders: dict[str, tuple[str, list[tuple[str, str]]]]
+                    ) -> tuple[str, list[tuple[str, str]]]:
+    """:func:`_resolve`, with each folder resolved once per capture: a file's own name is looked at alone
+    unless it is a link (a capture of thousands of CPUs resolved every folder of every file again)."""
+    folder, _, last = rel.rpartition("/")
+    if not folder or last in ("", ".", ".."):
+        return _resolve(root, rel)
+    if folder not in folders:
+        if len(folders) > 65536:
+            folders.clear()
+        folders[folder] = _resolve(root, folder)
+    done, links = folders[folder]
+    full = os.path.join(root, *done.split("/"), last) if done else os.path.join(root, last)
+    try:
+        if stat.S_ISLNK(os.lstat(full).st_mode) and f"{done}/{last}" not in ("proc/self", "proc/1"):
+            return _resolve(root, rel)
+    except (OSError, ValueError):
+        pass
+    return (f"{done}/{last}" if done else last), list(links)
+
+
 # Identity files of the DMI table: never packed, but their values are scrubbed wherever else they appear
 # (vendors put the serial number into product_version or board_name surprisingly often).
 DMI_IDENTIFIERS = ("product_serial", "board_serial", "chassis_serial", "product_uuid", "board_asset_tag",
@@ -212,15 +238,18 @@ def _link_target_ok(link: str, target: str) -> bool:
 def _glob(root: Path, pattern: str, listed: dict[tuple[str, str], list[str]] | None = None) -> list[str]:
     """Relative paths under ``root`` matching ``pattern`` (fnmatch per component), listed inside the root only.
 
-    ``listed`` remembers each folder's matches across patterns (eight patterns list cpuN folders)."""
+    ``listed`` remembers each folder's matches across patterns (eight patterns list cpuN folders). A path
+    whose last component came from a listing exists; only one ending in a literal name is checked."""
     from cpudoctor.kits.rooted import list_dir, under
 
     listed = {} if listed is None else listed
     found = [""]
+    last_listed = False
     for comp in pattern.split("/"):
         nxt = []
+        last_listed = any(ch in comp for ch in "*?[")
         for rel in found:
-            if not any(ch in comp for ch in "*?["):
+            if not last_listed:
                 nxt.append(f"{rel}/{comp}" if rel else comp)
                 continue
             if (rel, comp) not in listed:
@@ -228,7 +257,7 @@ def _glob(root: Path, pattern: str, listed: dict[tuple[str, str], list[str]] | N
                                                 if fnmatch.fnmatchcase(name, comp)])
             nxt += [f"{rel}/{name}" if rel else name for name in listed[(rel, comp)]]
         found = nxt
-    return sorted(rel for rel in found if under(root, rel).exists())
+    return sorted(found if last_listed else (rel for rel in found if under(root, rel).exists()))
 
 
 _NUMBERED = re.compile(r"([A-Za-z_]+)([0-9]{1,9})")
@@ -362,7 +391,7 @@ def capture(output: Path | str, root: Path | str = Path("/"), force: bool = Fals
     """
     from cpudoctor.fileio import WriteError, atomic_write
     from cpudoctor.privacy import IdentifierScrubber
-    from cpudoctor.kits.rooted import read_bytes, under
+    from cpudoctor.kits.rooted import MAX_READ_BYTES, read_bytes, under
 
     output, root = Path(output).expanduser(), Path(root)
     try:
@@ -402,7 +431,7 @@ def capture(output: Path | str, root: Path | str = Path("/"), force: bool = Fals
     members: dict[str, tarfile.TarInfo] = {}
     blobs: dict[str, bytes] = {}
     scrubbed: dict[str, dict[str, int]] = {}
-    now = time.time()
+    now = int(time.time())          # whole seconds: a fractional mtime costs every member a pax header
 
     def add_dir(rel: str) -> None:
         while rel and f"{TOP}/{rel}" not in members:
@@ -418,8 +447,10 @@ def capture(output: Path | str, root: Path | str = Path("/"), force: bool = Fals
             scrubbed.setdefault(name, {}).update({f"{k} in the name": v for k, v in changes.items()})
         return name
 
+    folders: dict[str, tuple[str, list[tuple[str, str]]]] = {}
+    over = 0
     for rel in wanted:
-        real, links = _resolve(root, rel)
+        real, links = _resolve_cached(root, rel, folders)
         if member_name(real) is None or not (allowed(real) or (rel in cgroup_files and real == rel)):
             continue
         full = under(root, real)
@@ -432,8 +463,12 @@ def capture(output: Path | str, root: Path | str = Path("/"), force: bool = Fals
         if full.is_dir():
             add_dir(real)                 # listed by a probe, or the target of a kept link (cpuN/nodeK)
         elif name not in members:
-            data = read_bytes(full)       # regular files only, size-capped; None when unreadable
+            room = MAX_CAPTURE_BYTES - result.bytes
+            # regular files only, size-capped; None when unreadable
+            data = read_bytes(full, min(MAX_READ_BYTES, room)) if room > 0 else None
             if data is None:
+                if room <= 0 or (room < MAX_READ_BYTES and full.is_file()):
+                    over += 1             # past the capture's budget (a file that fit in MAX_READ_BYTES alone)
                 continue                  # unreadable (permissions, write-only sysfs attribute, a FIFO): skip
             data, changes = scrubber.data(_filter_content(real, data))
             if changes:
@@ -461,6 +496,9 @@ def capture(output: Path | str, root: Path | str = Path("/"), force: bool = Fals
             members[lname] = ti
             result.links += 1
 
+    if over:
+        result.skipped.append(f"{over:,} files were not packed: they would have made the capture larger than "
+                              f"{MAX_CAPTURE_BYTES >> 20} MiB, more than any machine's /proc and /sys")
     if result.files == 0:
         raise CaptureError(f"nothing to pack: no readable CPU, topology or OS file under {root} "
                            "(run as a user who can read /proc and /sys, or check --root)")
@@ -474,7 +512,9 @@ def capture(output: Path | str, root: Path | str = Path("/"), force: bool = Fals
                        # What was replaced, never the values: file -> {what: how many}.
                        "scrubbed": scrubbed}, indent=2).encode()
     buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz", compresslevel=9) as tar:
+    # Level 6 (gzip's own default): the text of a machine with thousands of CPUs compresses almost as well
+    # and twice as fast as at 9.
+    with tarfile.open(fileobj=buf, mode="w:gz", compresslevel=6) as tar:
         info = tarfile.TarInfo(f"{TOP}/capture.json")
         info.size, info.mtime = len(meta), now
         tar.addfile(info, io.BytesIO(meta))
@@ -519,9 +559,11 @@ def write_native(output: Path | str, files: dict[str, bytes], platform_name: str
                        "platform": platform_name, "files": result.files, "links": 0, "root": "/",
                        "environment": ENVIRONMENT_FILE if result.environment else None,
                        "notes": list(notes or []), "scrubbed": {}}, indent=2).encode()
-    now = time.time()
+    now = int(time.time())          # whole seconds: a fractional mtime costs every member a pax header
     buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz", compresslevel=9) as tar:
+    # Level 6 (gzip's own default): the text of a machine with thousands of CPUs compresses almost as well
+    # and twice as fast as at 9.
+    with tarfile.open(fileobj=buf, mode="w:gz", compresslevel=6) as tar:
         folders = sorted({f"{TOP}/{rel.rpartition('/')[0]}" for rel in wanted if "/" in rel} | {TOP})
         for folder in folders:
             info = tarfile.TarInfo(folder)

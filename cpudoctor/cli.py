@@ -141,6 +141,13 @@ def main(argv: list[str] | None = None) -> int:
     except CliError as exc:
         _error(args.command, str(exc))
         return exc.code
+    except ValueError as exc:
+        from cpudoctor.knowledge.datafile import KnowledgeError
+
+        if not isinstance(exc, KnowledgeError):
+            raise
+        _error(args.command, str(exc))      # a damaged installation: one line naming the file, not a traceback
+        return 1
     except KeyboardInterrupt:
         _error(args.command, "interrupted", prefix="")
         return 130

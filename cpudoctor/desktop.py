@@ -118,8 +118,8 @@ def install(env: dict[str, str] | None = None, command: list[str] | None = None)
     try:
         for folder in (p.entry.parent, p.icon.parent):
             folder.mkdir(parents=True, exist_ok=True)
-        atomic_write(p.icon, _icon_bytes())
-        atomic_write(p.entry, text)
+        atomic_write(p.icon, _icon_bytes(), regular_only=True)     # our own files: never written into a device
+        atomic_write(p.entry, text, regular_only=True)
     except (OSError, WriteError) as exc:
         where = getattr(exc, "filename", None) or p.entry.parent
         raise DesktopError(f"cannot install the launcher in {where}: {getattr(exc, 'strerror', None) or exc}; "
@@ -138,16 +138,19 @@ def uninstall(env: dict[str, str] | None = None) -> list[Path]:
             raise DesktopError(f"{p.entry} was not written by CPU Doctor; leaving it alone")
         p.entry.unlink()
         removed.append(p.entry)
-        if p.icon.exists():
+        if p.icon.is_symlink() or p.icon.is_file():        # a device or FIFO named like the icon is not ours
             p.icon.unlink()
             removed.append(p.icon)
     return removed
 
 
 def _read(path: Path) -> str:
+    """The entry's text: a regular file, bounded (a FIFO or a link to /dev/zero there reads as "not ours")."""
+    from cpudoctor.kits.rooted import read_bytes_checked
+
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        return read_bytes_checked(path, 1 << 20).decode("utf-8", errors="replace")
+    except (OSError, ValueError):
         return ""
 
 

@@ -18,6 +18,10 @@ follows shell redirection semantics:
   nothing;
 * a name ending in ``/`` names a folder, never a file.
 
+A file CPU Doctor keeps for itself (the window's settings, its kept lab runs,
+caches) is written with ``regular_only=True``: a device, FIFO or socket there
+(or a link to one) is refused, neither replaced nor written into.
+
 Problems are :class:`WriteError` with a message saying what to do, and
 ``exit_code`` 2 for a bad path (missing folder, permissions, name too long)
 or 1 for an I/O failure (disk full, I/O error).
@@ -68,11 +72,14 @@ def _short(path: Path | str, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit // 2] + "…" + text[-limit // 2:]
 
 
-def atomic_write(path: Path | str, data: bytes | str, overwrite: bool = True, executable: bool = False) -> Path:
+def atomic_write(path: Path | str, data: bytes | str, overwrite: bool = True, executable: bool = False,
+                 regular_only: bool = False) -> Path:
     """Write ``data`` to ``path`` like ``>`` (see the module doc); returns the path written.
 
     ``overwrite=False`` refuses an existing regular file (like the shell's
-    ``noclobber``); devices and FIFOs are always written to. ``executable``: a
+    ``noclobber``); devices and FIFOs are always written to, unless
+    ``regular_only`` (a file of CPU Doctor's own: nobody asked to write into a
+    device, so one found there is left alone and refused). ``executable``: a
     new file is created 0777 through the umask (a launch script), an existing
     one keeps its mode either way.
     """
@@ -94,6 +101,9 @@ def atomic_write(path: Path | str, data: bytes | str, overwrite: bool = True, ex
     if st is not None and stat.S_ISDIR(st.st_mode):
         raise WriteError(errno.EISDIR, f"cannot write {_short(path)}: it is a folder; give a file name")
     if st is not None and not stat.S_ISREG(st.st_mode):
+        if regular_only:
+            raise WriteError(errno.EINVAL, f"cannot write {_short(path)}: it is not a regular file (a device, "
+                                           "named pipe or socket, or a link to one); left as it is")
         _write_special(target, payload, path, st)
         return path
     if st is not None and not overwrite:
@@ -113,6 +123,54 @@ def atomic_write(path: Path | str, data: bytes | str, overwrite: bool = True, ex
         raise _fail(exc, path) from None
     _replace_regular(target, payload, path, st, 0o777 if executable else 0o666)
     return path
+
+
+def check_writable(path: Path | str, what: str = "-o", pipes: bool = True) -> Path:
+    """Refuse now what :func:`atomic_write` would refuse later: for a writer whose result comes at the end of
+    work that cannot be repeated (``run`` writes its diagnosis after the job exited, ``bench --plot`` after
+    the measurement). WriteError says what is wrong, named by ``what`` (the option).
+
+    A folder, a name ending in /, a missing or unwritable folder, a read-only file and a socket are
+    refused; so is a named pipe when ``pipes`` is False (a picture goes to a file). Nothing is created.
+    """
+    text = os.fspath(path)
+    if not text:
+        raise WriteError(errno.ENOENT, f'{what} "": an empty name; give a file name')
+    if text.endswith(("/", os.sep)):
+        raise WriteError(errno.EISDIR, f"{what} {_short(text)}: a name ending in / is a folder; give a file name")
+    target = Path(os.path.realpath(Path(text).expanduser()))
+    try:
+        st = os.stat(target)
+    except (FileNotFoundError, NotADirectoryError):
+        st = None
+    except OSError as exc:
+        raise _fail(exc, Path(text), f"{what}: cannot write") from None
+    if st is not None:
+        kind = ("a folder" if stat.S_ISDIR(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode)
+                else "a named pipe" if stat.S_ISFIFO(st.st_mode) and not pipes else None)
+        if kind:
+            raise WriteError(errno.EISDIR if kind == "a folder" else errno.EINVAL,
+                             f"{what} {_short(text)}: that is {kind}; give a file name")
+        if not os.access(target, os.W_OK):
+            raise WriteError(errno.EACCES, f"{what} {_short(text)}: the file is read-only; choose another name")
+        if not stat.S_ISREG(st.st_mode):
+            return target                         # a device or FIFO: written into, nothing to create
+    folder = target.parent
+    if not folder.is_dir():
+        raise WriteError(errno.ENOENT, f"{what} {_short(text)}: the folder {_short(folder)} does not exist; "
+                                       "create it or choose another")
+    if st is None and not os.access(folder, os.W_OK | os.X_OK):
+        raise WriteError(errno.EACCES, f"{what} {_short(text)}: cannot write in {_short(folder)}; "
+                                       "choose a folder you can write to")
+    return target
+
+
+def same_file(a: Path | str, b: Path | str) -> bool:
+    """Whether two names lead to one file (links resolved, hard links too): ``-o R --into R`` would lose R."""
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return os.path.realpath(Path(os.fspath(a)).expanduser()) == os.path.realpath(Path(os.fspath(b)).expanduser())
 
 
 def _write_special(target: Path, payload: bytes, shown: Path, st: os.stat_result) -> None:

@@ -35,6 +35,7 @@ from cpudoctor.model.inspection import Inspection
 RUN_INSPECT_INTERVAL_S = 0.5     # the process sampler's step while `run` watches a job (its stacks: RUN_RATE)
 RUN_REFRESH_S = 5.0              # how often the libraries, affinity and memory of a starting job are read again
 FOREVER_S = 7 * 24 * 3600.0      # `run` without --seconds: until the job exits
+STOPPED_BY_USER = ("interrupt", "stopped", "terminated")   # ended_by values that skip the quick roof measurement
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,80 @@ def inspect_job(pid: int, *, seconds: float, machine: Machine, root: Path = Path
     return insp, diagnose_inspection(insp, machine)
 
 
+@dataclass(frozen=True)
+class RoofChoice:
+    """Which measured roof a run's kernels are held against (:mod:`cpudoctor.lab.job_roofs`): a saved report's
+    roofline run, else the window's kept runs, else (``measure``) a quick measurement in a child after the job;
+    ``hold=False``: none (the kernels' rates are still counted)."""
+
+    report: Path | None = None
+    measure: bool = True
+    hold: bool = True
+    python: str | None = None          # the interpreter the quick measurement runs in (the job's, when Python)
+    notify: Callable[[str], None] | None = None   # told before a quick measurement starts (the CLI says it)
+
+
+def job_dtypes(obs: RunObservation) -> list[str]:
+    """The dtypes the job's counted kernels computed in (oneDNN's and oneMKL's, in the lab's words)."""
+    from cpudoctor.model.achieved import DTYPES
+
+    seen = [DTYPES.get(p.data_type, p.data_type) for p in obs.onednn.primitives if p.flop]
+    seen += [DTYPES.get(c.dtype, c.dtype) for c in obs.mkl.calls if c.flop]
+    return list(dict.fromkeys(seen))
+
+
+def achieved(obs: RunObservation, machine: Machine, choice: RoofChoice | None = None, steps: int | None = None):
+    """The run's kernels against the measured roof (None when no kernel was timed): the roof found as
+    ``choice`` says, the wall time the verbose lines cover (the run less its start-up)."""
+    from cpudoctor.model.achieved import Roofs, utilisation
+
+    choice = choice or RoofChoice()
+    if not obs.onednn.total_ms and not obs.mkl.total_ms:
+        return None
+    dtypes = job_dtypes(obs)
+    threads = obs.onednn.threads or next((c.threads for c in obs.mkl.calls if c.threads), None)
+    roofs = Roofs()
+    if choice.hold and dtypes:
+        from cpudoctor.lab import job_roofs
+
+        flags = sorted(machine.flags) or None
+        try:
+            # a job the user stopped (Ctrl-C, the window's Stop, SIGTERM) is not kept waiting for a measurement
+            measure = choice.measure and obs.ended_by not in STOPPED_BY_USER
+            roofs = job_roofs.find(dtypes, threads, flags=flags, report=choice.report, measure=measure,
+                                   python=choice.python, notify=choice.notify)
+        except Exception as exc:  # noqa: BLE001 - a saved report that cannot be read: a note, not a failed run
+            roofs = Roofs(source="none", where=f"{choice.report}: {exc}"[:300])
+    # steps: the job's optimizer steps over the observed wall time, when its probe counted them (per-step figures)
+    return utilisation(obs.onednn, obs.mkl, roofs, wall_s=observed_wall(obs), steps=steps)
+
+
+def probe_steps(obs: RunObservation) -> int | None:
+    """The job's optimizer steps over the wall time its kernels were observed, counted by its probe (None when it
+    counted none): all of them, or its step rate times the windows when the verbose lines were on for windows."""
+    state = obs.state
+    if state is None or not state.loaded or not state.steps:
+        return None
+    rate, wall = state.step_rate(), observed_wall(obs)
+    if obs.onednn.observed_s and rate and wall:
+        return max(1, round(rate * wall))
+    return state.steps
+
+
+def observed_wall(obs: RunObservation) -> float | None:
+    """The wall time the verbose lines cover: the job's windows when it switched them on for windows only
+    (probes/child/scripts/verbose_window.py), else the run's wall time less its start-up (importing modules,
+    sampled on the driving thread)."""
+    windows = obs.onednn.observed_s
+    if windows:
+        return windows
+    if not obs.duration_s:
+        return None
+    bd = obs.breakdown
+    startup = bd.startup_samples / bd.stack_rate_hz if bd is not None and bd.stack_rate_hz else 0.0
+    return max(obs.duration_s - startup, obs.duration_s * 0.1)
+
+
 @dataclass
 class _ProcessWatch:
     """The job's process sampled on a thread of its own from its start to its end."""
@@ -119,11 +194,13 @@ class WatchedRun:
     samples one, so the process rules judge it too.
     """
 
-    def __init__(self, argv: list[str], *, machine: Machine | None = None, **job_options):
+    def __init__(self, argv: list[str], *, machine: Machine | None = None, roof: RoofChoice | None = None,
+                 **job_options):
         from cpudoctor.probes.process.observe import JobRun
 
         self.job = JobRun(argv, **job_options)
         self.machine = machine
+        self.roof = roof or RoofChoice()
         self.findings: list[Finding] = []          # after :meth:`wait`
         self._watch = _ProcessWatch()
 
@@ -170,16 +247,19 @@ class WatchedRun:
             self._watch.thread.join(RUN_INSPECT_INTERVAL_S * 4 + 5)
         obs.process, obs.process_error = self._watch.result, self._watch.error
         if obs.ended_by != "failed":
-            self.findings = diagnose_run(obs, self.machine or Machine.of_source())
+            machine = self.machine or Machine.of_source()
+            obs.achieved = achieved(obs, machine, self.roof, steps=probe_steps(obs))
+            self.findings = diagnose_run(obs, machine)
         return obs
 
 
-def run_job(argv: list[str], *, machine: Machine | None = None, **job_options) -> tuple[RunObservation, list[Finding]]:
+def run_job(argv: list[str], *, machine: Machine | None = None, roof: RoofChoice | None = None,
+            **job_options) -> tuple[RunObservation, list[Finding]]:
     """Start ``argv``, watch it to its end and diagnose it (``cpudoctor run``): Ctrl-C stops the job and still
     reports, as do SIGTERM and SIGHUP (:func:`~cpudoctor.probes.process.observe.run_interruptible`)."""
     from cpudoctor.probes.process.observe import run_interruptible
 
-    run = WatchedRun(argv, machine=machine, **job_options)
+    run = WatchedRun(argv, machine=machine, roof=roof, **job_options)
     obs = run_interruptible(run)
     return obs, run.findings
 

@@ -334,6 +334,64 @@ def check(data: Any) -> None:
 
 
 # ---------------------------------------------------------------------------
+# Lab runs: one schema per kind of run
+
+LAB_SCHEMA = "lab_metrics.schema.json"
+# The kinds of run the lab writes (lab/results.KINDS; a test keeps the two equal). Another kind (a newer
+# CPU Doctor's) is checked only for what every run carries.
+LAB_KINDS = ("train", "sweep", "gemm", "quant", "roofline")
+_MAX_RUN_NOTES = 8
+
+
+@lru_cache(maxsize=None)
+def _lab_validator(kind: str):
+    """The compiled schema of one kind of lab run: the parts every run has, and that kind's metrics."""
+    from cpudoctor import resources
+    from cpudoctor.kits.compiled_schema import validator
+
+    defs = resources.load_json(LAB_SCHEMA)["$defs"]
+    schema = {"allOf": [{"$ref": "#/$defs/run"}, {"properties": {"metrics": {"$ref": f"#/$defs/{kind}"}}}],
+              "$defs": defs}
+    return validator(schema, f"lab-{kind}")
+
+
+def lab_run_problem(run: Any) -> str | None:
+    """Why a lab run (a BenchRun as JSON data) cannot be shown: the path in it and what is wrong
+    (``.metrics.points[0].gflops: expected ...``); None when it fits
+    the schema of its kind, so every surface may do arithmetic on its figures."""
+    import fastjsonschema
+
+    if not isinstance(run, dict):
+        return f": expected an object, got {_json_type(run)}"
+    kind = run.get("kind")
+    try:
+        _lab_validator(kind if kind in LAB_KINDS else "other")(run)
+    except fastjsonschema.JsonSchemaValueException as exc:
+        steps = [int(t) if t.isdigit() else t for t in exc.path[1:]]
+        definition = exc.definition if isinstance(exc.definition, dict) else {}
+        return f"{_format_path(steps)[1:]}: {_message(exc.rule, definition.get(exc.rule), exc.value, exc.message)}"
+    return None
+
+
+def check_lab_runs(runs: list[Any], where: str = "$.benchmarks") -> tuple[list[Any], list[str]]:
+    """The runs that fit their kind's schema, and a note for each one left out (at most a few, then a count)."""
+    kept: list[Any] = []
+    notes: list[str] = []
+    for i, run in enumerate(runs):
+        problem = lab_run_problem(run)
+        if problem is None:
+            kept.append(run)
+            continue
+        if len(notes) < _MAX_RUN_NOTES:
+            kind = run.get("kind") if isinstance(run, dict) and isinstance(run.get("kind"), str) else "?"
+            notes.append(f"lab run {i + 1} ({_clip(kind, 20)}) is damaged and is not shown: {where}[{i}]{problem}")
+    left_out = len(runs) - len(kept)
+    if left_out > len(notes):
+        notes.append(f"{left_out - len(notes)} more damaged lab runs are not shown")
+    return kept, notes
+
+
+# ---------------------------------------------------------------------------
 # The Report of a file, a text or parsed JSON
 
 def report_from_dict(data: Any) -> Report:
@@ -352,6 +410,9 @@ def report_from_dict(data: Any) -> Report:
             f"(it reads version {SCHEMA_VERSION}); update CPU Doctor or re-export the report"
         )
     check_schema(data)
+    runs, damaged = check_lab_runs(data["benchmarks"])
+    if damaged:          # the rest of the report stands; the runs that would break every surface are left out
+        data = dict(data, benchmarks=runs, notes=(list(data["notes"]) + damaged)[-MAX_NOTES:])
     try:
         return from_data(Report, data)
     except SchemaError as exc:

@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
             return terminal_report()
 
     guard_pyside_refcount_bug()
-    from PySide6.QtCore import QSettings, QTimer
+    from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 
     from cpudoctor.gui.icons import app_icon
@@ -175,7 +175,9 @@ def main(argv: list[str] | None = None) -> int:
     app.setApplicationVersion(__version__)
     app.setDesktopFileName("cpudoctor")
     app.setWindowIcon(app_icon())
-    settings = QSettings()
+    from cpudoctor.gui.settings_file import window_settings
+
+    settings = window_settings()        # never Qt's own file handling: see gui/settings_file.py
     apply_theme(app, args.theme or remembered_theme(settings))
 
     model = AppModel()

@@ -41,6 +41,10 @@ class TimeTab(QWidget):
         tl.addWidget(self.table, 2)
         self.thread_table = table_factory(im.THREAD_TIME_COLUMNS)
         tl.addWidget(self.thread_table, 2)
+        from cpudoctor.gui.achieved_view import AchievedView
+
+        self.achieved = AchievedView()          # a run's kernels against the roof (hidden until one was counted)
+        tl.addWidget(self.achieved, 3)
         self.output = QPlainTextEdit()
         self.output.setReadOnly(True)
         self.output.setPlaceholderText("The output of a script started with Run a script… appears here.")
@@ -77,7 +81,7 @@ class ScriptRunner(QObject):
 
     def start(self, python: str, script: str, arguments: str = "", seconds: float | None = None) -> str:
         """Start it; "" when started, else what to tell the user."""
-        from cpudoctor.jobrun import WatchedRun
+        from cpudoctor.jobrun import RoofChoice, WatchedRun
 
         if not script or not Path(script).is_file():
             return f"No script to run: {script or 'choose a .py file'}."
@@ -86,7 +90,9 @@ class ScriptRunner(QObject):
         except ValueError as exc:
             return f"The arguments cannot be split: {exc}."
         self.sink = OutputSink()
-        self.job = WatchedRun(argv, machine=self.machine, seconds=seconds, stdout=self.sink, stderr=self.sink,
+        # the roof: the window's kept roofline run, else a quick one in the script's own environment after it
+        self.job = WatchedRun(argv, machine=self.machine, roof=RoofChoice(python=python), seconds=seconds,
+                              stdout=self.sink, stderr=self.sink,
                               cwd=str(Path(script).resolve().parent))
         self._stop.clear()
         run_in_thread(self._run, self.job, on_result=lambda r: self.done.emit(*r), on_error=self.failed.emit,
@@ -170,6 +176,7 @@ class RunScriptMixin:
         self.findings = list(findings)
         self._fill_findings()
         self.time_tab.show_time(obs.breakdown, obs.state)
+        self.time_tab.achieved.show_achieved(obs.achieved)
         self.time_tab.show_output(self.runner.output() if obs.error is None else obs.error)
         self.summary_label.setText(im.run_message(obs))
         self.status_label.setText(im.run_message(obs))

@@ -130,7 +130,11 @@ class MainWindow(QMainWindow):
                  env_lookup: EnvLookup | None = None, parent: QWidget | None = None):
         super().__init__(parent)
         self.model = model or AppModel(self)
-        self.settings = settings if settings is not None else QSettings()
+        if settings is None:            # never Qt's own file handling: see gui/settings_file.py
+            from cpudoctor.gui.settings_file import window_settings
+
+            settings = window_settings()
+        self.settings = settings
         # The Python environment the report and the lab's jobs are about: remembered in the settings;
         # ``env_lookup`` says where to look (tests give a fake home and working folder).
         self.environments = self.model.environments

@@ -5,12 +5,14 @@ so a run measured now, one kept from an earlier session and one in a saved
 report are shown alike (:func:`cpudoctor.render.training.run_cells`).
 :class:`RunStore` keeps the last :data:`KEEP` runs of each machine and
 Python environment in one small JSON file beside the window's settings,
-written atomically; an unreadable file is ignored, never fatal.
+written atomically; an unreadable file is ignored, never fatal. The file is
+read like a saved report (a regular file, bounded, numbers and nesting
+checked) and every run must fit its kind's schema; a file that is not a
+regular file, or too large, is left as it is.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import socket
 from pathlib import Path
@@ -54,19 +56,36 @@ class RunStore:
     def __init__(self, path: Path):
         self.path = Path(path)
 
-    def _read(self) -> dict[str, list]:
+    def _read(self) -> dict[str, list] | None:
+        """The runs by key; {} for no file or a damaged one; None when the file is no regular file of ours
+        (it is then left alone)."""
+        from cpudoctor.kits.rooted import read_bytes_checked
+        from cpudoctor.model import ReportError
+        from cpudoctor.report_file import check_limits, parse
+
         try:
-            if self.path.stat().st_size > MAX_FILE_BYTES:
-                return {}
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            data = parse(read_bytes_checked(self.path, MAX_FILE_BYTES).decode("utf-8"))
+            check_limits(data)
+        except FileNotFoundError:
+            return {}
+        except OSError as exc:           # not a regular file, too large, not ours to read: left alone
+            log.warning("the kept lab runs in %s were not read (%s)", self.path, exc.strerror or exc)
+            return None
+        except (ValueError, ReportError) as exc:      # damaged: the next save starts it afresh
+            log.warning("the kept lab runs in %s are damaged (%s)", self.path, exc)
             return {}
         runs = data.get("runs") if isinstance(data, dict) else None
-        return runs if isinstance(runs, dict) else {}
+        return {k: v for k, v in runs.items() if isinstance(v, list)} if isinstance(runs, dict) else {}
 
     def load(self, key: str) -> list[BenchRun]:
+        from cpudoctor.report_file import lab_run_problem
+
         out = []
-        for item in self._read().get(key) or []:
+        for item in (self._read() or {}).get(key) or []:
+            problem = lab_run_problem(item)
+            if problem is not None:
+                log.info("a kept lab run is damaged (%s): skipped", problem.lstrip(": "))
+                continue
             try:
                 out.append(from_data(BenchRun, item))
             except (TypeError, ValueError) as exc:
@@ -75,15 +94,19 @@ class RunStore:
 
     def save(self, key: str, runs: list[BenchRun]) -> None:
         from cpudoctor.fileio import WriteError, atomic_write
+        from cpudoctor.model.report import json_text
 
         data = self._read()
+        if data is None:
+            return                     # a file that could not be read is not replaced (see the module doc)
         if runs:
             data[key] = [to_data(r) for r in runs[-KEEP:]]
         else:
             data.pop(key, None)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(self.path, json.dumps({"version": 1, "runs": data}, indent=1), overwrite=True)
+            atomic_write(self.path, json_text({"version": 1, "runs": data}, indent=1), overwrite=True,
+                         regular_only=True)
         except (WriteError, OSError) as exc:
             log.warning("lab runs not kept: %s", exc)
 

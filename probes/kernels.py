@@ -51,8 +51,6 @@ ALL_CAP_VARIABLES = tuple(dict.fromkeys(v for names in CAP_VARIABLES.values() fo
 
 # oneDNN's data-type names in the words every surface uses.
 DTYPES = {"f32": "fp32", "bf16": "bf16", "f16": "fp16", "s8": "int8", "u8": "int8", "f64": "fp64", "s32": "int32"}
-_MKL_LINE_RE = re.compile(r"^MKL_VERBOSE\s+(\w+)\((.*?)\)\s+([0-9.]+)(ns|us|ms|s)\b")
-_MKL_UNITS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
 # The code path oneMKL names in its version line (it names none on non-Intel CPUs).
 _MKL_ISA_WORDS = (("Advanced Matrix Extensions", "avx512"), ("AVX-512", "avx512"), ("AVX512", "avx512"),
                   ("AVX2", "avx2"), ("Advanced Vector Extensions (", "avx"), ("SSE4.2", "sse4_2"),
@@ -134,13 +132,13 @@ def mkl_isa(lines: Iterable[str]) -> str | None:
 
 def parse_mkl_verbose(lines: Iterable[str]) -> list[Kernel]:
     """oneMKL's call lines (``MKL_VERBOSE SGEMM(N,N,...) 165.33us CNR:OFF ...``) as one kernel per function."""
+    from cpudoctor.probes.process.mkl_verbose import parse_mkl_verbose as read     # the one parser of the lines
+
     lines = list(lines)
     isa = mkl_isa(lines)
     calls: dict[str, list[float]] = {}
-    for line in lines:
-        m = _MKL_LINE_RE.match(line.strip())
-        if m:
-            calls.setdefault(m.group(1).upper(), []).append(float(m.group(3)) * _MKL_UNITS[m.group(4)])
+    for call in read(lines).calls:
+        calls.setdefault(call.name, []).append(call.time_ms)
     dtype = {"S": "fp32", "D": "fp64", "C": "complex64", "Z": "complex128"}
     return [Kernel(MKL, name, isa, 1.0, name, dtype.get(name[:1]), len(t), round(sum(t), 4))
             for name, t in sorted(calls.items(), key=lambda kv: -sum(kv[1]))]

@@ -3,8 +3,8 @@
 Read through :func:`path` / :func:`read_text` so it works from a wheel, an
 editable install, a zip or the frozen app. The data files (``NAME.json``, each
 with ``NAME.schema.json``) have one reader, :mod:`cpudoctor.knowledge`;
-:func:`load_json` is left for ``report.schema.json``, which
-:mod:`cpudoctor.report_file` reads.
+:func:`load_json` is left for ``report.schema.json`` and
+``lab_metrics.schema.json``, which :mod:`cpudoctor.report_file` reads.
 """
 
 from __future__ import annotations

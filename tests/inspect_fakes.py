@@ -14,9 +14,9 @@ from cpudoctor.model import Core, L3Domain, NumaNode, Topology
 
 def stat_line(pid: int, comm: str, *, state: str = "S", ppid: int = 1, utime: int = 0, stime: int = 0,
               processor: int = 0, num_threads: int = 1, majflt: int = 0, nice: int = 0,
-              starttime: int = 1000, rss_pages: int = 256) -> str:
+              starttime: int = 1000, rss_pages: int = 256, flags: int = 0x400000) -> str:
     fields = {n: 0 for n in range(3, 53)}
-    fields.update({3: state, 4: ppid, 5: pid, 6: pid, 8: -1, 12: majflt, 14: utime, 15: stime,
+    fields.update({3: state, 4: ppid, 5: pid, 6: pid, 8: -1, 9: flags, 12: majflt, 14: utime, 15: stime,
                    18: 20, 19: nice, 20: num_threads, 22: starttime, 24: rss_pages, 39: processor})
     return f"{pid} ({comm}) " + " ".join(str(fields[n]) for n in range(3, 53)) + "\n"
 
@@ -35,7 +35,7 @@ class FakeProc:
                     environ: dict[str, str] | None = None, maps: list[str] | None = None,
                     cpus_allowed: str = "0-7", uid: int = 1000, rss_kib: int = 204800, swap_kib: int = 0,
                     cgroup: str = "0::/user.slice/job.scope\n", threads: dict[int, dict] | None = None,
-                    starttime: int = 1000, majflt: int = 0, nice: int = 0) -> None:
+                    starttime: int = 1000, majflt: int = 0, nice: int = 0, flags: int = 0x400000) -> None:
         d = self.pdir(pid)
         (d / "task").mkdir(parents=True, exist_ok=True)
         threads = threads if threads is not None else {pid: {}}
@@ -54,7 +54,7 @@ class FakeProc:
         )
         (d / "cgroup").write_text(cgroup)
         self._meta = getattr(self, "_meta", {})
-        self._meta[pid] = dict(comm=comm, ppid=ppid, starttime=starttime, nice=nice)
+        self._meta[pid] = dict(comm=comm, ppid=ppid, starttime=starttime, nice=nice, flags=flags)
         total_u = total_s = 0
         for tid, spec in threads.items():
             self.set_thread(pid, tid, **spec)
@@ -65,6 +65,7 @@ class FakeProc:
     def set_proc_stat(self, pid: int, **kw) -> None:
         m = self._meta[pid]
         kw.setdefault("state", "S")
+        kw.setdefault("flags", m["flags"])
         (self.pdir(pid) / "stat").write_text(stat_line(pid, m["comm"], ppid=m["ppid"], starttime=m["starttime"],
                                                        nice=m["nice"], **kw))
 

@@ -59,3 +59,21 @@ def train_run() -> BenchRun:
 
 def lab_runs() -> list[BenchRun]:
     return [train_run(), sweep_run(), gemm_run(), quant_run()]
+
+
+def kernel_run() -> BenchRun:
+    """A training run whose census saw oneDNN run AVX2 kernels on an AVX-512 CPU (capped): kernels and their check,
+    as lab/results.read_kernels records them."""
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from cpudoctor.lab.results import Context, read_outcome
+
+    lines = (Path(__file__).parent / "fixtures/library_reports/zen4-kvm-onednn3.12-ONEDNN_MAX_CPU_ISA-AVX2.log"
+             ).read_text().splitlines()
+    reports = {"onednn": lines, "aten_capability": "AVX512", "caps": {"ONEDNN_MAX_CPU_ISA": "AVX2"}}
+    outcome = SimpleNamespace(status="ok", result={"library_reports": reports, "samples_per_s": 900.0, "steps": 50},
+                              progress=[], message="")
+    flags = ["avx", "avx2", "fma", "avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl", "avx512_bf16",
+             "avx512_vnni"]
+    return read_outcome("train", outcome, {"model": "simplecnn", "dtype": "fp32"}, Context(flags=flags)).bench_run()

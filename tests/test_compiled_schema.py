@@ -95,3 +95,16 @@ def test_saved_reports_are_checked_by_the_cached_schema(tmp_path, monkeypatch):
         assert [p.name.split("-")[0] for p in _files(tmp_path)] == ["report"]
     finally:
         report_file._compiled.cache_clear()
+
+
+@pytest.mark.parametrize("content", [b"[" * 4096, b"\xdb\xff\xff\xff\x7f" * 100, b"", b"cpudoctor-schema-code 1\n" +
+                                     b"0" * 64 + b"[[[["])
+def test_only_bytes_this_module_wrote_are_unmarshalled(tmp_path, content):
+    """marshal trusts its input: "[[[[" in the cache file asked it for a list of 1.5 billion items (13 TB of address
+    space, minutes to give back). A file without the module's header and the digest of what follows is compiled
+    afresh and replaced."""
+    name = tmp_path / f"t-{compiled_schema._digest(SCHEMA, fastjsonschema.VERSION)}{compiled_schema.SUFFIX}"
+    name.write_bytes(content)
+    name.chmod(0o600)
+    assert compiled_schema.validator(SCHEMA, "t", tmp_path)({"n": 1}) == {"n": 1}
+    assert name.read_bytes().startswith(compiled_schema.MAGIC)

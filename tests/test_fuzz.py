@@ -52,6 +52,10 @@ class Leak(AssertionError):
     """Something from outside the tree, or a raw escape sequence, got out."""
 
 
+class Destroyed(AssertionError):
+    """A device node or FIFO the app was pointed at is no longer one (it was replaced by a file)."""
+
+
 @contextlib.contextmanager
 def watchdog(seconds: float = TIMEOUT):
     """Raise Hang in the main thread after ``seconds`` (interrupts a blocking open of a FIFO too)."""
@@ -80,6 +84,9 @@ def counted(family: str):
     except Leak:
         stats["leaks"] += 1
         raise
+    except Destroyed:
+        stats["destroyed"] += 1
+        raise
     except BaseException:
         stats["tracebacks"] += 1
         raise
@@ -90,7 +97,7 @@ def summary():
     """Write the figures of this run for ``make fuzz`` (test-output/ is ignored by git)."""
     yield
     SUMMARY.parent.mkdir(exist_ok=True)
-    figures = {family: {k: c.get(k, 0) for k in ("attempts", "tracebacks", "hangs", "leaks")}
+    figures = {family: {k: c.get(k, 0) for k in ("attempts", "tracebacks", "hangs", "leaks", "destroyed")}
                for family, c in sorted(STATS.items())}
     SUMMARY.write_text(json.dumps({"examples_per_test": EXAMPLES, "families": figures}, indent=2) + "\n")
 
@@ -916,3 +923,405 @@ def test_hostile_text_in_every_sink(data):
             minidom.parseString(page[start:page.index("</svg>", start) + 6].encode("utf-8"))
         back = report_from_dict(json.loads(outputs["json"]))
         assert back.cpu.brand == report.cpu.brand           # JSON escapes, the data survives
+
+
+# ---------------------------------------------------------------------------- family 9: lab-run metrics
+
+METRIC_VALUES = st.one_of(
+    st.sampled_from(['"abc"', "null", "[]", "{}", "-1", "0", "1e18", "-1e18", "true", "false", '""', '"1e999"',
+                     "[1, 2]", "[null]", "[[1]]", '{"a": 1}', str(2 ** 62), str(-2 ** 62), "0.5", "1e-300",
+                     "NaN", "1e400", '"all"', '"fp32"', '"\\" onmouseover=\\"alert(1)"',
+                     json.dumps('x" onmouseover="alert(1)" y="'), json.dumps("<svg onload=alert(1)>")]),
+    RAW_VALUES,
+)
+
+
+def _lab_report() -> dict:
+    from export_samples import sample_report
+    from lab_samples import kernel_run, lab_runs
+    from roofline_samples import runs as roofline_runs
+
+    report = sample_report()
+    report.benchmarks = lab_runs() + roofline_runs() + [kernel_run()] + report.benchmarks
+    return json.loads(report.to_json())
+
+
+_LAB_REPORT: list[dict] = []
+
+
+def _lab_paths() -> list[tuple]:
+    if not _LAB_REPORT:
+        _LAB_REPORT.append(_lab_report())
+    return [p for p in _paths(_LAB_REPORT[0]["benchmarks"], ("benchmarks",))
+            if len(p) > 2 and p[2] in ("metrics", "settings", "kind", "status")]
+
+
+@st.composite
+def lab_run_mutations(draw) -> list[tuple]:
+    """1-4 settings or metrics of the sample lab runs replaced, deleted or added (any JSON, NaN too)."""
+    paths = _lab_paths()
+    return [(draw(st.sampled_from(paths)), draw(st.sampled_from(["replace", "replace", "replace", "delete", "add"])),
+             draw(st.sampled_from(["gflops", "threads", "dtype", "points", "x", "kernels", "compute"])),
+             draw(METRIC_VALUES)) for _ in range(draw(st.integers(1, 4)))]
+
+
+def _mutated_lab_report(mutations: list[tuple]) -> str:
+    data = json.loads(json.dumps(_LAB_REPORT[0]))
+    values = []
+    for n, (path, op, key, raw) in enumerate(mutations):
+        parent = data
+        try:
+            for step in path[:-1]:
+                parent = parent[step]
+            if op == "delete" and isinstance(parent, dict):
+                del parent[path[-1]]
+                continue
+            if op == "add" and isinstance(parent, dict):
+                parent[key] = f"__FUZZ{n}__"
+            else:
+                parent[path[-1]] = f"__FUZZ{n}__"
+        except (KeyError, IndexError, TypeError):
+            continue                                    # an earlier mutation removed the way there
+        values.append((n, raw))
+    text = json.dumps(data)
+    for n, raw in values:
+        text = text.replace(f'"__FUZZ{n}__"', raw, 1)
+    return text
+
+
+@FUZZ
+@given(mutations=lab_run_mutations())
+def test_lab_run_metrics(mutations):
+    """Lab runs of any shape in a saved report: every renderer, the advisor, compare and the window's run table
+    either show a run or leave it out with a note, never a traceback; no value becomes markup."""
+    from export_samples import sample_report
+
+    from cpudoctor import advisor
+    from cpudoctor.compare import RENDERERS, compare
+    from cpudoctor.export import render_export
+    from cpudoctor.model import ReportError
+    from cpudoctor.render.roofline import picture_from_runs, roof_lines
+    from cpudoctor.render.svg_roofline import render_svg
+    from cpudoctor.render.training import no_best_text, run_cells
+
+    text = _mutated_lab_report(mutations)
+    with counted("lab-run metrics"), watchdog():
+        try:
+            report = report_from_json(text)
+        except ReportError as exc:
+            assert "\n" not in str(exc) and len(str(exc)) < 400, exc
+            return
+        left_out = [n for n in report.notes if "is damaged and is not shown" in n]
+        report.findings = advisor.diagnose(report)
+        outputs = {fmt: render_export(report, fmt).decode("utf-8") for fmt in ("md", "text", "json", "html")}
+        for run in report.benchmarks:
+            run_cells(run)
+        no_best_text(report.benchmarks)
+        roof_lines(report.benchmarks)
+        picture = picture_from_runs(report.benchmarks)
+        if picture is not None:
+            outputs["svg"] = render_svg(picture)
+        cmp = compare(sample_report(), report)
+        outputs.update({f"compare-{k}": r(cmp) for k, r in RENDERERS.items()})
+        for where, out in outputs.items():
+            if re.search(r"(?<!\\)<[a-z]+[^<>]*\bon(mouseover|load)=", out, re.I):      # \< is Markdown's escape
+                raise Leak(f"a lab-run value became markup in the {where} output")
+        shown = " ".join(outputs["text"].split())
+        for note in left_out:
+            assert "\n" not in note and note[:60] in shown, note
+
+
+# ---------------------------------------------------------------------------- family 10: persistence files
+
+PERSISTENT = ["settings", "lab-runs.json", "python-envs.json", "software-children.json", "compiled schema",
+              "desktop entry"]
+FILE_KINDS = ["bytes", "json", "valid-damaged", "fifo", "null-node", "zero-node", "dir", "loop", "sparse 3 GB",
+              "deep", "missing"]
+
+
+def _node(folder: Path, name: str, device: tuple[int, int]) -> Path:
+    """A character device made for the example (a FIFO where nodes are not allowed)."""
+    from test_writers_on_devices import make_node
+
+    return make_node(folder, name, device)
+
+
+def _is_node(path: Path) -> bool:
+    mode = os.lstat(path).st_mode
+    return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)
+
+
+def _persistent_file(which: str, work: Path) -> Path:
+    import fastjsonschema
+
+    from cpudoctor.kits import compiled_schema
+    from cpudoctor.probes.child.cache import FILE_NAME
+    from cpudoctor.probes.software.envcache import EnvCache
+
+    return {"settings": work / "config" / "CPU Doctor.conf", "lab-runs.json": work / "config" / "lab-runs.json",
+            "python-envs.json": work / "cache" / EnvCache.FILE, "software-children.json": work / "cache" / FILE_NAME,
+            "compiled schema": work / "cache" / (f"t-{compiled_schema._digest({'type': 'object'}, fastjsonschema.VERSION)}"
+                                                 f"{compiled_schema.SUFFIX}"),
+            "desktop entry": work / "data" / "applications" / "cpudoctor.desktop"}[which]
+
+
+def _plant(path: Path, kind: str, content: bytes, nodes: dict[str, Path]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if kind == "bytes":
+        path.write_bytes(content)
+    elif kind == "json":                       # the right top-level keys, each holding something else
+        text = content.decode("latin-1")
+        path.write_text(json.dumps({"version": 1, "format": 2, "key": "k", "runs": text, "results": [text],
+                                    "answers": {"x": text}, "window": text}))
+    elif kind == "valid-damaged":
+        good = {"version": 1, "format": 2, "key": "k", "runs": {"k": [{"kind": "gemm", "metrics": {"points": [
+            {"gflops": content.decode("latin-1")}]}}]}, "results": [{"returncode": content.decode("latin-1")}]}
+        path.write_text(json.dumps(good))
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind in ("null-node", "zero-node"):
+        path.symlink_to(nodes[kind])
+    elif kind == "dir":
+        path.mkdir()
+    elif kind == "loop":
+        path.symlink_to(path.name)
+    elif kind == "sparse 3 GB":
+        with open(path, "wb") as fh:
+            fh.truncate(3 << 30)
+    elif kind == "deep":
+        path.write_text("[" * 200_000 + "]" * 200_000)
+
+
+def _use_persistent(which: str, path: Path, work: Path) -> None:
+    """Read the file as CPU Doctor does, then write it as CPU Doctor does."""
+    if which == "settings":
+        from cpudoctor.gui.settings_file import WindowSettings
+
+        settings = WindowSettings(path)
+        settings.value("window/geometry")
+        settings.setValue("window/page", "Flags")
+        settings.sync()
+    elif which == "lab-runs.json":
+        from lab_samples import train_run
+
+        from cpudoctor.gui.training_runs import RunStore
+
+        store = RunStore(path)
+        store.load("k")
+        store.save("k", [train_run()])
+    elif which == "python-envs.json":
+        from cpudoctor.probes.software.envcache import EnvCache
+
+        cache = EnvCache(path)
+        cache.get("answers", "x")
+        cache.put("answers", "x", {"version": "3.11"})
+        cache.save()
+    elif which == "software-children.json":
+        from cpudoctor.kits.child.runner import ChildResult, ChildSpec
+        from cpudoctor.probes.child import cache
+
+        cache.load(path.parent, "k", [ChildSpec(["true"], what="x")])
+        cache.save(path.parent, "k", [ChildResult(what="x", returncode=0)])
+    elif which == "compiled schema":
+        from cpudoctor.kits import compiled_schema
+
+        compiled_schema.validator({"type": "object"}, "t", path.parent)({})
+    else:
+        from cpudoctor.desktop import DesktopError, install, uninstall
+
+        env = {"XDG_DATA_HOME": str(work / "data")}
+        with contextlib.suppress(DesktopError):
+            install(env, ["cpudoctor-gui"])
+        with contextlib.suppress(DesktopError):
+            uninstall(env)
+
+
+@FUZZ
+@given(which=st.sampled_from(PERSISTENT), kind=st.sampled_from(FILE_KINDS), content=st.binary(max_size=300))
+def test_persistence_files(qapp, tmp_path_factory, which, kind, content):
+    """The files CPU Doctor keeps between runs (the window's settings, kept lab runs, caches, the desktop
+    entry) of any content or kind: read and written in bounded time, no traceback, and a device node or
+    FIFO there is still one afterwards."""
+    work = tmp_path_factory.mktemp("fuzz-persist")
+    nodes = {"null-node": _node(work, "null", (1, 3)), "zero-node": _node(work, "zero", (1, 5))}
+    path = _persistent_file(which, work)
+    _plant(path, kind, content, nodes)
+    with counted("persistence files"), watchdog():
+        _use_persistent(which, path, work)
+        for name, node in nodes.items():
+            if not _is_node(node):
+                raise Destroyed(f"the {which} writer replaced the {name}")
+        if kind == "fifo" and not _is_node(path):
+            raise Destroyed(f"the {which} writer replaced a FIFO")
+    shutil.rmtree(work, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------- family 11: Windows and macOS captures
+
+WIN_FILES = ["windows/logical-processor-information-ex.bin", "windows/system.json", "windows/cpu.json",
+             "windows/powercfg.txt"]
+
+
+RECORD_SPECS = st.tuples(st.sampled_from(["core", "package", "numa", "cache", "groups", "raw", "many"]),
+                         st.lists(st.tuples(st.integers(0, 65535), st.integers(0, (1 << 64) - 1)), max_size=4),
+                         st.integers(1, 5000), st.integers(0, 2 ** 32 - 1), st.binary(max_size=64))
+
+
+def lpi_records(specs: list[tuple]) -> bytes:
+    """Records of any relationship, size, group count and masks (what a damaged or made-up buffer holds), built
+    from small specs (so a failing example prints in a few lines)."""
+    import struct
+
+    from cpudoctor.probes.platforms import _windows_lpi as lpi
+
+    out = b""
+    for shape, raw_masks, count, number, tail in specs:
+        masks = [lpi.GroupMask(g, m) for g, m in raw_masks]
+        if shape in ("core", "package"):
+            out += lpi.encode_processor(shape, masks, efficiency_class=number % 256) * count
+        elif shape == "numa":
+            out += b"".join(lpi.encode_numa((number + i) % 2 ** 32, masks) for i in range(count))
+        elif shape == "cache":
+            out += lpi.encode_cache(number % 256, ("unified", "data", "trace")[number % 3], number, masks) * min(count, 500)
+        elif shape == "groups":
+            out += lpi.encode_groups([lpi.GroupInfo((number + i) % 256, i % 256, (number * (i + 1)) % (1 << 64))
+                                      for i in range(count)], number % 65536)
+        elif shape == "many":
+            out += lpi.encode_processor("core", [lpi.GroupMask(g % 65536, (1 << 64) - 1) for g in range(count * 13)])
+        else:
+            out += struct.pack("<II", number % 0x10000, number) + tail
+    return out
+
+
+SYSCTL_LINES = st.one_of(
+    st.builds(lambda level, key, value: f"hw.perflevel{level}.{key}: {value}", st.integers(0, 40),
+              st.sampled_from(["physicalcpu", "logicalcpu", "cpusperl2", "cpusperl3", "l2cachesize", "l3cachesize",
+                               "l1dcachesize", "name"]),
+              st.sampled_from(["0", "1", "4096", "65536", "9" * 30, "-1", "x", "", "\x1b[2J"])),
+    st.builds(lambda key, value: f"{key}: {value}",
+              st.sampled_from(["hw.nperflevels", "hw.ncpu", "hw.logicalcpu", "hw.physicalcpu", "hw.cacheconfig",
+                               "hw.cachesize", "hw.packages", "hw.memsize", "machdep.cpu.brand_string",
+                               "machdep.cpu.features", "hw.optional.arm.FEAT_BF16", "kern.osproductversion"]),
+              st.sampled_from(["0", "1", "16", "4096", "1 " * 5000, "99999999999999999999", "-3", "<b>x</b>",
+                               "\u202e", "4096 4096 4096 4096"])),
+    st.text(max_size=80),
+)
+
+
+@st.composite
+def capture_mutation(draw) -> tuple[str, list[tuple[str, object]]]:
+    system = draw(st.sampled_from(["windows", "macos"]))
+    changes: list[tuple[str, bytes]] = []
+    if system == "windows":
+        for _ in range(draw(st.integers(1, 3))):
+            rel = draw(st.sampled_from(WIN_FILES))
+            if rel.endswith(".bin"):
+                changes.append((rel, ("APPEND", draw(st.lists(RECORD_SPECS, min_size=1, max_size=6)))))
+            elif rel.endswith(".json"):
+                raw = draw(RAW_VALUES)
+                key = draw(st.sampled_from(["pycpuinfo", "cpuid", "memory", "affinity", "processor_identifier",
+                                            "version", "flags"]))
+                changes.append((rel, f'{{"{key}": {raw}, "pycpuinfo": {{"flags": {raw}, "family": {raw}}}}}'.encode()))
+            else:
+                changes.append((rel, draw(HOSTILE_TEXT).encode("utf-8", "surrogateescape")))
+    else:
+        lines = draw(st.lists(SYSCTL_LINES, min_size=1, max_size=40))
+        changes.append(("macos/sysctl.txt", "\n".join(lines).encode("utf-8", "surrogateescape")))
+    return system, changes
+
+
+@FUZZ
+@given(case=capture_mutation())
+def test_windows_and_macos_capture_files(tmp_path_factory, case):
+    """A Windows or Mac capture with damaged, made-up or enormous files: the report is made in bounded time, with
+    no more CPUs or nodes than a machine has, no traceback, and no markup or control reaching an output."""
+    from hostile_captures import MACOS, WINDOWS, copy_of
+
+    from cpudoctor import advisor
+    from cpudoctor.export import render_export
+    from cpudoctor.kits.escape import terminal_safe
+    from cpudoctor.pipeline import Source, build_report
+
+    system, changes = case
+    work = tmp_path_factory.mktemp("fuzz-capture")
+    root = copy_of(WINDOWS if system == "windows" else MACOS, work / "capture")
+    for rel, data in changes:
+        path = root / rel
+        if isinstance(data, tuple):
+            path.write_bytes(path.read_bytes() + lpi_records(data[1]))
+        else:
+            path.write_bytes(data)
+    with counted("Windows/macOS capture files"), watchdog():
+        report = build_report(Source.tree(root), children=False, findings=False)
+        report.findings = advisor.diagnose(report)
+        topo = report.topology
+        assert (topo.logical_cpus or 0) <= 8192 and len(topo.numa_nodes) <= 1024
+        text = render_export(report, "text").decode()
+        html = render_export(report, "html").decode()
+        _no_escapes(terminal_safe(text), "terminal")
+        if re.search(r"<b>x</b>", html):
+            raise Leak("capture text became HTML markup")
+        report_from_json(report.to_json())
+    shutil.rmtree(work, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------- family 12: `run` argv and output
+
+RUN_CANARY = "CANARY-run-7f3a-SECRET"
+SECRET_ARGS = st.sampled_from([
+    [f"--api-key={RUN_CANARY}"], ["--password", RUN_CANARY], [f"-p{RUN_CANARY}"], ["--token", RUN_CANARY],
+    [f"https://user:{RUN_CANARY}@example.com/data"], [f"postgres://u:{RUN_CANARY}@db/x"], [f"KEY={RUN_CANARY}"],
+    ["--wandb-key", RUN_CANARY], [f"--hf_token={RUN_CANARY}"], ["--threads", "4", "--secret", RUN_CANARY]])
+OUTPUT_LINES = st.one_of(
+    # The job's own lines that merely look like the libraries' (a line in oneDNN's or PyTorch's exact log format
+    # is the library's as far as anyone can tell, and may be held back): they must all pass through.
+    st.sampled_from(["dnnl_verbose, said the job about its own settings", "the job says [__recompiles] itself",
+                     "onednn_verbose,notes,the job's own line", "\x1b]52;c;aGk=\x07\x1b[2J", "\u202e",
+                     "x" * 70_000, "", "\r", "Traceback (most recent call last):", "\udcff"]),
+    st.text(max_size=60),
+)
+
+
+@FUZZ
+@given(secret=SECRET_ARGS, out_lines=st.lists(OUTPUT_LINES, max_size=6), err_lines=st.lists(OUTPUT_LINES, max_size=6),
+       code=st.sampled_from([0, 0, 1, 3, 42]), fmt=st.sampled_from(["text", "json", "md", "html"]),
+       to_file=st.booleans())
+def test_run_argv_and_output(tmp_path_factory, secret, out_lines, err_lines, code, fmt, to_file):
+    """`cpudoctor run` of a job with a secret on its command line that prints hostile lines: the job's output and
+    exit code pass through, the job's own lines are never held back, the secret reaches no report (stderr or
+    -o, any format), and no control character reaches the terminal from CPU Doctor's report."""
+    import subprocess
+
+    work = tmp_path_factory.mktemp("fuzz-run")
+    script = work / "job.py"
+    payload = {"out": out_lines, "err": err_lines, "code": code}
+    (work / "payload.json").write_text(json.dumps(payload))
+    script.write_text("import json, sys\n"
+                      f"p = json.load(open({str(work / 'payload.json')!r}))\n"
+                      "o, e = sys.stdout.buffer, sys.stderr.buffer\n"
+                      "for line in p['out']: o.write(line.encode('utf-8', 'surrogateescape') + b'\\n')\n"
+                      "for line in p['err']: e.write(line.encode('utf-8', 'surrogateescape') + b'\\n')\n"
+                      "o.flush(); e.flush(); sys.exit(p['code'])\n")
+    target = work / f"report.{ {'text': 'txt', 'json': 'json', 'md': 'md', 'html': 'html'}[fmt] }"
+    argv = [sys.executable, "-m", "cpudoctor", "run", "-f", fmt] + (["-o", str(target)] if to_file else []) + [
+        "--", sys.executable, str(script)] + secret
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    with counted("run argv and output"):
+        try:
+            proc = subprocess.run(argv, capture_output=True, timeout=TIMEOUT * 2, env=env, cwd=work)
+        except subprocess.TimeoutExpired:
+            raise Hang(f"cpudoctor run did not end in {TIMEOUT * 2:g} s") from None
+        expected_out = b"".join(line.encode("utf-8", "surrogateescape") + b"\n" for line in out_lines)
+        assert proc.returncode == code, (proc.returncode, proc.stderr[-2000:])
+        assert proc.stderr.count(b"Traceback") == sum(line.count("Traceback") for line in err_lines), \
+            proc.stderr[-2000:]
+        assert proc.stdout == expected_out, "the job's stdout did not pass through unchanged"
+        for line in err_lines:
+            if line.strip():
+                assert line.encode("utf-8", "surrogateescape") in proc.stderr, f"the job's line {line[:60]!r} was held back"
+        report = (target.read_bytes() if to_file else b"") + proc.stderr
+        if RUN_CANARY.encode() in report:
+            raise Leak("a secret from the job's command line reached the report")
+        if to_file and fmt == "text":
+            _no_escapes(target.read_text(errors="replace"), "run -o")
+    shutil.rmtree(work, ignore_errors=True)

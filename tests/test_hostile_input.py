@@ -193,10 +193,24 @@ def _garble(tree: Path, rel: str, text: str) -> None:
     path.write_text(text)
 
 
+def test_a_mask_file_too_large_to_be_one_is_refused_unread(tmp_path):
+    """A 2 MB shared_cpu_map is no mask a kernel writes: refused before reading, and the collection says so."""
+    from cpudoctor.pipeline import Source, build_report
+
+    tree = tmp_path / "tree"
+    shutil.copytree(machine_root("hwloc-16amd64-8n2c"), tree, symlinks=True)
+    _garble(tree, "sys/devices/system/cpu/cpu0/cache/index2/shared_cpu_map", "f" * 2_000_000)
+    report = build_report(Source.tree(tree), children=False, software=False, findings=False)
+    notes = report.topology.notes + report.notes
+    assert any("shared_cpu_map" in n and "larger than" in n for n in notes), notes
+    assert report.topology.logical_cpus == 16
+
+
 @pytest.mark.parametrize("rel, text, note", [
     ("sys/devices/system/cpu/online", "5-2", "runs backwards"),
     ("sys/devices/system/cpu/online", "0-100000000", "below 65536"),
-    ("sys/devices/system/cpu/cpu0/cache/index2/shared_cpu_map", "f" * 2_000_000, "beyond 65536"),
+    # 2,000,000 CPUs in a mask; a larger file (over kits.rooted.MAX_LIST_BYTES) is refused unread, as below
+    ("sys/devices/system/cpu/cpu0/cache/index2/shared_cpu_map", "f" * 500_000, "beyond 65536"),
     ("sys/devices/system/cpu/cpu0/cache/index2/size", "1e999K", "not a size"),
     ("sys/devices/system/cpu/cpu0/cache/index2/size", "-512K", "not a size"),
     ("sys/devices/system/cpu/cpu0/cache/index2/size", "inf", "not a size"),

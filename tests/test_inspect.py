@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from cpudoctor.probes.process import procfs
+from cpudoctor.probes.process.procfs import PF_KTHREAD
 from cpudoctor.probes.process.inspect import (
     InspectError, classify_libraries, inspect_process, list_processes, locate_cpu,
 )
@@ -338,13 +339,27 @@ def test_missing_pid_and_kernel_thread_and_zombie(tmp_path):
     assert e.kind == "no_such_process" and "no process with PID 4" in inspect_error_text(e)
     assert "pick one from `cpudoctor inspect --list`" in inspect_error_text(e)
     assert "not a process ID" in inspect_error_text(_refusal(0, 0.1, root=tmp_path))
-    fp.add_process(3, "kworker/0:1", ppid=2)
+    fp.add_process(3, "kworker/0:1", ppid=2, flags=PF_KTHREAD | 0x8040)
     assert "kernel thread" in inspect_error_text(_refusal(3, 0.1, root=tmp_path))
     fp.add_process(5, "python")
     fp.set_proc_stat(5, state="Z")
     e = _refusal(5, 0.1, root=tmp_path)
     assert e.kind == "zombie" and "already exited" in inspect_error_text(e)
     assert "needs Linux" in inspect_error_text(_refusal(5, 0.1, root=tmp_path / "nowhere"))
+
+
+def test_pid_2_in_a_pid_namespace_is_a_program(tmp_path):
+    """Inside a container PID 2 (and its children, PPID 2) are ordinary programs: the kernel-thread flag
+    decides, never the number (issue 39: `inspect 2` refused a training job as "a kernel thread")."""
+    fp = FakeProc(tmp_path)
+    fp.add_process(1, "tini", ppid=0, cmdline=["tini", "--", "python", "train.py"])
+    fp.add_process(2, "python", ppid=1, cmdline=["python", "train.py"])
+    fp.add_process(7, "python", ppid=2, cmdline=["python", "-c", "worker"])
+    for pid in (2, 7):
+        insp = inspect_process(pid, 0.05, root=tmp_path, topology=Topology())
+        assert insp.pid == pid
+    entries = list_processes(tmp_path, interval=0.01, exclude_self=False)
+    assert {1, 2, 7} <= {e.pid for e in entries}
 
 
 def test_unreadable_task_dir_is_not_called_an_exit(tmp_path):
@@ -370,7 +385,7 @@ def test_list_processes_fake_tree_python_first(tmp_path):
     fp.add_process(10, "bash", cmdline=["bash"])
     fp.add_process(11, "python3", cmdline=["/home/bob/env/bin/python3", "-m", "train"])
     fp.add_process(12, "java", cmdline=["java", "-jar", "x.jar"])
-    fp.add_process(13, "kthreadd", ppid=0, cmdline=[""])
+    fp.add_process(13, "kthreadd", ppid=0, cmdline=[""], flags=PF_KTHREAD | 0x8040)
     (fp.pdir(13) / "cmdline").write_bytes(b"")
     fp.add_process(14, "python", cmdline=["python", "serve.py"])
     clock = StepClock(lambda n, now: (fp.set_proc_stat(12, utime=50), fp.set_proc_stat(14, utime=10),

@@ -29,8 +29,9 @@ from cpudoctor.knowledge.flags import AVX512_SUBSET_ORDER
 from cpudoctor.model import arch_family
 
 RESOURCES = Path(__file__).resolve().parents[1] / "resources"
-# The saved report's contract, generated from cpudoctor.model and read by cpudoctor.report_file: not knowledge.
-NOT_KNOWLEDGE = {"report.schema.json"}
+# The saved report's contract (generated from cpudoctor.model) and its lab runs' metrics per kind, both read by
+# cpudoctor.report_file: not knowledge.
+NOT_KNOWLEDGE = {"report.schema.json", "lab_metrics.schema.json"}
 
 
 def _data_files() -> set[str]:

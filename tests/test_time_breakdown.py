@@ -42,7 +42,8 @@ def test_rules_file_matches_its_schema_and_names_known_categories():
     fastjsonschema.compile(load_json("sample_rules.schema.json"))(data)
     cats = {c["id"] for c in data["categories"]}
     libs = {lib["id"] for lib in data["libraries"]}
-    assert {"compute", "openmp_wait", "python", "data", "compile", "memory", "io_sleep", "gil", "other"} == cats
+    assert {"compute", "openmp_wait", "python", "data", "compile", "memory", "io_sleep", "gil", "other",
+            "instrumentation"} == cats
     for r in data["rules"]:
         assert r["category"] in cats, r["id"]
         assert r.get("library") is None or r["library"] in libs, r["id"]
@@ -324,7 +325,7 @@ def test_every_evidence_rule_is_documented():
     assert path.read_text(encoding="utf-8") == render_evidence_rules_md(), (
         "docs/evidence_rules.md is out of date: run `python -m cpudoctor.render.rules evidence > "
         "docs/evidence_rules.md`")
-    assert [r.code for r in EVIDENCE_RULES.all()] == [f"EVID{i:03d}" for i in range(1, 20)]
+    assert [r.code for r in EVIDENCE_RULES.all()] == [f"EVID{i:03d}" for i in (*range(1, 20), 20, 21, 22)]
     assert label("gil") == "Waiting for the GIL"
 
 

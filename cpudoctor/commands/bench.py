@@ -118,7 +118,8 @@ def register(subparsers) -> None:
     r.add_argument("--no-memory", action="store_true", help="compute roofs only")
     r.add_argument("--clock-mhz", type=number(1, 100_000, "a clock in MHz"),
                    help="clock for the nominal peak (default: boost, base or /proc/cpuinfo clock)")
-    r.add_argument("--plot", metavar="FILE.svg|png", help="draw the roofline picture into FILE (SVG or PNG)")
+    r.add_argument("--plot", metavar="FILE.svg|png", type=file_name("the picture's file name (.svg or .png)"),
+                   help="draw the roofline picture into FILE (SVG or PNG)")
     common(r)
     p.set_defaults(func=run)
 
@@ -195,7 +196,9 @@ def _check_machine_fit(args: argparse.Namespace) -> list[str]:
 
 
 def _check_outputs(args: argparse.Namespace):
-    """``-o`` and ``--into`` checked before the run; the saved report is read (and validated) now."""
+    """``-o``, ``--plot`` and ``--into`` checked before the run (a measurement is never thrown away at its end);
+    the saved report is read (and validated) now."""
+    from cpudoctor.fileio import WriteError, check_writable, same_file
     from cpudoctor.lab.settings import SettingsError, check_output_path
 
     if args.output is not None and args.output != "-":
@@ -205,13 +208,25 @@ def _check_outputs(args: argparse.Namespace):
             raise CliError(str(exc)) from None
         args.json = output_format(args.output, "json" if args.json else None, ("text", "json"), "--json") == "json"
     plot = getattr(args, "plot", None)
-    if plot:
+    if plot is not None:
         if Path(plot).suffix.lower() not in (".svg", ".png"):
             raise CliError(f"--plot {plot}: the picture is written as SVG or PNG; name the file .svg or .png")
         try:
             check_output_path(plot, "--plot")
+            check_writable(plot, "--plot", pipes=False)
         except SettingsError as exc:
             raise CliError(str(exc)) from None
+        except WriteError as exc:
+            raise CliError(str(exc.strerror or exc)) from None
+    # Two outputs naming one file (after links): the later write would destroy the earlier (-o R --into R
+    # overwrote the report with the figures, then refused to merge into it).
+    named = [(flag, value) for flag, value in (("-o", args.output), ("--plot", plot), ("--into", args.into))
+             if value not in (None, "-")]
+    for i, (flag, value) in enumerate(named):
+        for other, other_value in named[i + 1:]:
+            if same_file(value, other_value):
+                raise CliError(f"{flag} {value} and {other} {other_value} name the same file, and one would "
+                               f"overwrite the other; give {flag} another name")
     if args.into is None:
         return None
     from cpudoctor.commands.into import open_target
@@ -354,10 +369,10 @@ def run(args: argparse.Namespace) -> int:
         text = "\n".join(t for t in (outcome_text(result), findings_text(findings)) if t)
         if text:
             emit(text, args.output)
-    earlier = _runs_in(into) if into is not None and getattr(args, "plot", None) else []
+    earlier = _runs_in(into) if into is not None and getattr(args, "plot", None) is not None else []
     if into is not None:
         _add_to_report(into, result)
-    if getattr(args, "plot", None):
+    if getattr(args, "plot", None) is not None:
         _plot(args.plot, earlier + [result.bench_run()])
     if outcome.status in ("error", "crashed"):
         print(f"cpudoctor bench {args.job}: {outcome.message}", file=sys.stderr)

@@ -78,30 +78,59 @@ def _trusted(st: os.stat_result) -> bool:
     return True
 
 
+# The compiled report schema is about half a megabyte of bytecode; a cache file much larger is not ours.
+MAX_BYTES = 64 << 20
+# Every cache file starts with this line and the SHA-256 of the marshalled code after it: marshal trusts its
+# input (a damaged file of "[[[[" asked it for a list of 1.5 billion items, 13 TB of address space), so only
+# bytes this module wrote are ever unmarshalled.
+MAGIC = b"cpudoctor-schema-code 1\n"
+
+
 def _read(path: Path) -> Any:
+    # Non-blocking, checked on the open file: a FIFO named like the cache file never blocks the command.
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
     try:
-        with open(path, "rb") as fh:
-            if not _trusted(os.fstat(fh.fileno())):
-                return None
-            return marshal.loads(fh.read())
+        fd = os.open(path, flags)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not _trusted(st) or st.st_size > MAX_BYTES:
+            return None
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            data = fh.read(MAX_BYTES + 1)
+        head, digest, payload = data[:len(MAGIC)], data[len(MAGIC):len(MAGIC) + 64], data[len(MAGIC) + 64:]
+        if head != MAGIC or digest != hashlib.sha256(payload).hexdigest().encode():
+            return None
+        return marshal.loads(payload)
     except (OSError, ValueError, EOFError, TypeError):
         return None
+    finally:
+        os.close(fd)
 
 
 def _write(path: Path, code: Any, name: str) -> None:
-    """Atomically, readable by this user only; beyond :data:`KEEP_VERSIONS` the oldest versions are removed."""
+    """Atomically, readable by this user only; beyond :data:`KEEP_VERSIONS` the oldest versions are removed.
+    Only a new name or a regular file is replaced: a device, FIFO or link found there is left as it is."""
     try:
+        try:
+            if not stat.S_ISREG(os.lstat(path).st_mode):
+                return
+        except FileNotFoundError:
+            pass
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{name}-", suffix=".tmp")
         try:
+            payload = marshal.dumps(code)
             with os.fdopen(fd, "wb") as fh:
-                fh.write(marshal.dumps(code))
+                fh.write(MAGIC + hashlib.sha256(payload).hexdigest().encode() + payload)
             os.replace(tmp, path)
         except BaseException:
             os.unlink(tmp)
             raise
         # a few versions stay (two checkouts of different versions share the folder), the oldest go
-        kept = sorted(path.parent.glob(f"{name}-*{SUFFIX}"), key=lambda p: p.stat().st_mtime, reverse=True)
+        kept = sorted((p for p in path.parent.glob(f"{name}-*{SUFFIX}") if p.is_file() and not p.is_symlink()),
+                      key=lambda p: p.stat().st_mtime, reverse=True)
         for old in kept[KEEP_VERSIONS:]:
             old.unlink(missing_ok=True)
     except OSError:

@@ -65,11 +65,19 @@ def _cpu_id(text: str) -> int:
     return value
 
 
-def strict_cpulist(text: str) -> list[int]:
+def _too_many(count: int, most: int | None) -> None:
+    if most is not None and count > most:
+        raise GarbledValue(f"it names {count:,} CPUs, more than the {most:,} it can hold")
+
+
+def strict_cpulist(text: str, most: int | None = None) -> list[int]:
+    """:func:`parse_cpulist` raising GarbledValue; ``most``: more CPUs than that is garbled too, found before
+    the list is expanded (a core's sibling list of ``0-65535`` on each of 8,192 CPUs took a minute)."""
     text = text.replace("\0", "").strip()
     if not text:
         return []
     cpus: set[int] = set()
+    count = 0
     for part in text.split(","):
         part = part.strip()
         if not part:
@@ -83,8 +91,13 @@ def strict_cpulist(text: str) -> list[int]:
             lo, hi = _cpu_id(lo_text), _cpu_id(hi_text)
             if hi < lo:
                 raise GarbledValue(f"the range {lo}-{hi} runs backwards")
-            cpus.update(range(lo, hi + 1, stride))
+            span = range(lo, hi + 1, stride)
+            count += len(span)
+            _too_many(count, most)
+            cpus.update(span)
         else:
+            count += 1
+            _too_many(count, most)
             cpus.add(_cpu_id(part))
     return sorted(cpus)
 
@@ -103,7 +116,8 @@ def parse_cpulist(text: str | None) -> list[int] | None:
         return None
 
 
-def strict_cpumask(text: str) -> list[int]:
+def strict_cpumask(text: str, most: int | None = None) -> list[int]:
+    """:func:`parse_cpumask` raising GarbledValue; ``most`` as in :func:`strict_cpulist`."""
     digits = text.replace("\0", "").strip().replace(",", "")
     if not digits:
         return []
@@ -114,7 +128,9 @@ def strict_cpumask(text: str) -> list[int]:
         raise GarbledValue(f"it names CPUs beyond {MAX_CPUS} ({len(digits)} hex digits)")
     if not significant:
         return []
-    bits = bin(int(significant, 16))[2:]
+    value = int(significant, 16)
+    _too_many(bin(value).count("1"), most)
+    bits = bin(value)[2:]
     top = len(bits) - 1
     return [top - i for i in range(top, -1, -1) if bits[i] == "1"]
 

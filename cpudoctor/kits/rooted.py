@@ -275,8 +275,11 @@ def read_bytes_checked(path: Path, limit: int = MAX_READ_BYTES) -> bytes:
         raise OSError(errno.EINVAL, "not a regular file (a device, FIFO or socket): not read", str(path))
     fd = os.open(real, _O_READ)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             raise OSError(errno.EINVAL, "not a regular file (a device, FIFO or socket): not read", str(path))
+        if st.st_size > limit:         # known without reading (sysfs says 4096, procfs 0: those are read)
+            raise OSError(errno.EFBIG, f"larger than {_mib(limit)}: not read", str(path))
         return read_fd(fd, limit, str(path))
     finally:
         os.close(fd)
@@ -293,7 +296,11 @@ def read_fd(fd: int, limit: int, name: str = "") -> bytes:
         chunks.append(chunk)
         total += len(chunk)
         if total > limit:
-            raise OSError(errno.EFBIG, f"larger than {limit >> 20} MiB: not read", name)
+            raise OSError(errno.EFBIG, f"larger than {_mib(limit)}: not read", name)
+
+
+def _mib(limit: int) -> str:
+    return f"{limit >> 20} MiB" if limit >= 1 << 20 else f"{limit:,} bytes"
 
 
 def read_bytes(path: Path, limit: int = MAX_READ_BYTES) -> bytes | None:
@@ -308,9 +315,16 @@ def read_bytes(path: Path, limit: int = MAX_READ_BYTES) -> bytes | None:
         return None
 
 
-def read_text(path: Path) -> str | None:
+# One value in a sysfs or procfs file (a number, a size, a word) is a few bytes; a CPU list or mask of 65,536
+# CPUs is under 200 kB. Larger files of that kind are refused unread (sparse 15 MB files in every cpuN folder
+# of a tree would otherwise be read whole, 8,192 times).
+MAX_VALUE_BYTES = 4096
+MAX_LIST_BYTES = 1 << 20
+
+
+def read_text(path: Path, limit: int = MAX_READ_BYTES) -> str | None:
     """File text with NUL bytes and surrounding whitespace stripped, or None."""
-    data = read_bytes(path)
+    data = read_bytes(path, limit)
     if data is None:
         return None
     return data.replace(b"\0", b"").decode("utf-8", "replace").strip()
@@ -318,7 +332,7 @@ def read_text(path: Path) -> str | None:
 
 def read_int(path: Path, default: int | None = None) -> int | None:
     """The first word of a file as an integer (decimal, or ``0x`` hex), else ``default``."""
-    text = read_text(path)
+    text = read_text(path, MAX_VALUE_BYTES)
     if not text:
         return default
     try:
@@ -356,14 +370,16 @@ def numbered_dirs(folder: Path, prefix: str, notes: list[str] | None = None,
     return found
 
 
-def read_cpulist(path: Path, notes: list[str] | None = None) -> list[int] | None:
-    """A cpulist file parsed; None when missing, or garbled (then a note in ``notes``)."""
-    return _read_parsed(path, strict_cpulist, "a CPU list", notes)
+def read_cpulist(path: Path, notes: list[str] | None = None, most: int | None = None) -> list[int] | None:
+    """A cpulist file parsed; None when missing, or garbled (then a note in ``notes``); more than ``most``
+    CPUs is garbled too."""
+    return _read_parsed(path, lambda text: strict_cpulist(text, most), "a CPU list", notes)
 
 
-def read_cpumask(path: Path, notes: list[str] | None = None) -> list[int] | None:
-    """A hex cpumask file parsed; None when missing, or garbled (then a note in ``notes``)."""
-    return _read_parsed(path, strict_cpumask, "a CPU mask", notes)
+def read_cpumask(path: Path, notes: list[str] | None = None, most: int | None = None) -> list[int] | None:
+    """A hex cpumask file parsed; None when missing, or garbled (then a note in ``notes``); more than ``most``
+    CPUs is garbled too."""
+    return _read_parsed(path, lambda text: strict_cpumask(text, most), "a CPU mask", notes)
 
 
 def read_size(path: Path, notes: list[str] | None = None) -> int | None:
@@ -387,7 +403,7 @@ def cap_notes(notes: list[str], limit: int = _MAX_NOTES) -> list[str]:
 
 
 def _read_parsed(path: Path, parse, what: str, notes: list[str] | None):
-    text = read_text(path)
+    text = read_text(path, MAX_LIST_BYTES)
     if text is None:
         return None
     try:

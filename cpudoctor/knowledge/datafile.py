@@ -20,12 +20,12 @@ import re
 import threading
 from typing import Any
 
-from cpudoctor import resources
 from cpudoctor.knowledge import validated
+from cpudoctor.knowledge.resource_bytes import read_resource
 
 
 class KnowledgeError(ValueError):
-    """A data file is missing, is not JSON, or does not match its schema."""
+    """A data file is missing, is not JSON, or does not match its schema: ``str()`` is one line naming the file."""
 
 
 class DataFile:
@@ -90,9 +90,10 @@ class DataFile:
 
 def _bytes(name: str) -> bytes:
     try:
-        return resources.read_bytes(name)
-    except (FileNotFoundError, OSError) as exc:
-        raise KnowledgeError(f"resources/{name} cannot be read ({exc}): the installation is incomplete; "
+        return read_resource(name)
+    except (OSError, ValueError) as exc:
+        why = getattr(exc, "strerror", None) or str(exc).split(";")[0]
+        raise KnowledgeError(f"resources/{name} cannot be read ({why}): the installation is damaged or incomplete; "
                              "reinstall CPU Doctor") from None
 
 
@@ -102,6 +103,9 @@ def _parse(name: str, raw: bytes) -> Any:
     except ValueError as exc:
         raise KnowledgeError(f"resources/{name} is not valid JSON ({exc}): the installation is damaged; "
                              "reinstall CPU Doctor") from None
+    except RecursionError:
+        raise KnowledgeError(f"resources/{name} is nested too deeply to be a CPU Doctor data file: the installation "
+                             "is damaged; reinstall CPU Doctor") from None
 
 
 def validate(data: Any, schema: dict[str, Any], name: str) -> None:
@@ -122,3 +126,6 @@ def validate(data: Any, schema: dict[str, Any], name: str) -> None:
         raise KnowledgeError(f"resources/{name} does not match its schema: {where}") from None
     except fastjsonschema.JsonSchemaDefinitionException as exc:
         raise KnowledgeError(f"the schema of resources/{name} is not valid: {exc}") from None
+    except RecursionError:
+        raise KnowledgeError(f"the schema of resources/{name} is nested too deeply: the installation is damaged; "
+                             "reinstall CPU Doctor") from None

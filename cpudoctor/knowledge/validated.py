@@ -23,8 +23,11 @@ from functools import lru_cache
 from typing import Callable, Iterable
 
 from cpudoctor import resources
+from cpudoctor.knowledge.resource_bytes import read_resource
 
 MANIFEST = "knowledge.sha256"
+# Two lines per data file, about 90 bytes each: a list larger than this is not the one the suite wrote.
+MAX_BYTES = 64 << 10
 
 
 def digest(data: bytes) -> str:
@@ -34,9 +37,9 @@ def digest(data: bytes) -> str:
 @lru_cache(maxsize=1)
 def listed() -> dict[str, str]:
     """``{file name: sha256}`` from the list; empty when it is missing or unreadable (then all is validated)."""
-    try:
-        text = resources.read_bytes(MANIFEST).decode("ascii")
-    except (OSError, UnicodeDecodeError):
+    try:           # bounded: a 3 GB list was once read whole; a damaged list only means every file is validated
+        text = read_resource(MANIFEST, MAX_BYTES).decode("ascii")
+    except (OSError, ValueError, UnicodeDecodeError):
         return {}
     out: dict[str, str] = {}
     for line in text.splitlines():

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 # Category ids (resources/sample_rules.json names and orders them; render says them in words).
 COMPUTE, OPENMP, PYTHON, DATA, COMPILE, MEMORY, IO, GIL, OTHER = (
     "compute", "openmp_wait", "python", "data", "compile", "memory", "io_sleep", "gil", "other")
+INSTRUMENTATION = "instrumentation"     # the verbose lines CPU Doctor switched on: counted apart, never a share
 
 
 @dataclass
@@ -90,6 +91,7 @@ class TimeBreakdown:
     samples: int = 0              # counted samples of the job
     idle_samples: int = 0
     startup_samples: int = 0      # importing modules: start-up, not in the shares
+    instrumentation_samples: int = 0   # the libraries writing their verbose lines: the cost of watching, apart
     seconds: float = 0.0
     shares: list[Share] = field(default_factory=list)
     processes: list[ProcessTime] = field(default_factory=list)

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from cpudoctor.model.achieved import Utilisation
 from cpudoctor.model.breakdown import TimeBreakdown
 from cpudoctor.model.inspection import Inspection
 from cpudoctor.model.jobstate import JobState
-from cpudoctor.model.joblogs import OneDnnLog, RecompileLog
+from cpudoctor.model.joblogs import MklLog, OneDnnLog, RecompileLog
 from cpudoctor.model.kernels import KernelCensus
 
 
@@ -34,6 +35,7 @@ class RunObservation:
     duration_s: float = 0.0
     breakdown: TimeBreakdown | None = None
     onednn: OneDnnLog = field(default_factory=OneDnnLog)
+    mkl: MklLog = field(default_factory=MklLog)
     recompiles: RecompileLog = field(default_factory=RecompileLog)
     diagnostics: dict[str, str] = field(default_factory=dict)   # variables CPU Doctor set for the job
     launch_affinity: list[int] | None = None                     # the CPUs the job was started with
@@ -44,6 +46,7 @@ class RunObservation:
     dropped_kernel_lines: bool = False    # the job printed more oneDNN lines than are kept: the oldest were dropped
     dropped_recompile_lines: bool = False   # the same for PyTorch's recompilation log
     stop_signal: str | None = None        # what CPU Doctor was sent when ended_by is "terminated": SIGTERM, SIGHUP
+    achieved: Utilisation | None = None   # its kernels' FLOP/s against the measured roof (jobrun, after the job)
     state: JobState | None = None         # the job's own state, from its probe (loaded False: why not)
 
 
@@ -64,12 +67,14 @@ class JobEvidence:
     pid: int | None = None
     breakdown: TimeBreakdown | None = None
     onednn: OneDnnLog | None = None       # run only: inspect cannot switch oneDNN's verbose output on
+    mkl: MklLog | None = None             # run only: oneMKL's calls (fp32 linear layers), as oneDNN's
     recompiles: RecompileLog | None = None
     launch_affinity: list[int] | None = None   # the CPUs the job was started with (inspect: its affinity now)
     env: dict[str, str] = field(default_factory=dict)   # the job's thread variables as it started
     memory: JobMemory | None = None
     process: Inspection | None = None     # the process facts the process rules judge
     kernels: KernelCensus | None = None   # a lab job's kernel census (a run's: read from ``onednn``)
+    achieved: Utilisation | None = None   # run only: its kernels' achieved FLOP/s against the measured roof
     state: JobState | None = None         # run only: what the job is set to, read from inside it (its probe)
 
     @classmethod
@@ -81,10 +86,10 @@ class JobEvidence:
     @classmethod
     def of_run(cls, obs: RunObservation) -> "JobEvidence":
         """A job ``cpudoctor run`` started and watched to its end."""
-        return cls(command=obs.command, pid=obs.pid, breakdown=obs.breakdown, onednn=obs.onednn,
+        return cls(command=obs.command, pid=obs.pid, breakdown=obs.breakdown, onednn=obs.onednn, mkl=obs.mkl,
                    recompiles=obs.recompiles, launch_affinity=obs.launch_affinity, env=dict(obs.env),
-                   memory=_memory(obs.process) if obs.process is not None else None, process=obs.process,
-                   state=obs.state)
+                   achieved=obs.achieved, state=obs.state,
+                   memory=_memory(obs.process) if obs.process is not None else None, process=obs.process)
 
 
 def _memory(insp: Inspection) -> JobMemory:

@@ -27,6 +27,8 @@ class Primitive:
     time_ms: float | None         # exec only
     stage: str = "exec"           # exec | create
     reference: bool = False       # oneDNN's reference (portable C++) implementation of a computation
+    flop: float | None = None     # arithmetic counted from the shape (None: a kind not counted, or unreadable)
+    bytes: float | None = None    # each operand read or written once (None: unreadable)
 
     @property
     def layout_copy(self) -> bool:
@@ -36,7 +38,8 @@ class Primitive:
     @property
     def data_type(self) -> str:
         """The compute type: the weights' type, else the source's."""
-        return self.dtypes.get("wei") or self.dtypes.get("src") or self.dtypes.get("dst") or "?"
+        return (self.dtypes.get("wei") or self.dtypes.get("src") or self.dtypes.get("dst") or self.dtypes.get("data")
+                or "?")
 
 
 @dataclass
@@ -66,6 +69,23 @@ class OneDnnLog:
     primitives: list[Primitive] = field(default_factory=list)
     lines: int = 0                      # verbose lines read
     dropped: int = 0                    # lines kept out of ``primitives`` (over the limit)
+    windows: list[tuple[str, float]] = field(default_factory=list)   # (on | off | end, monotonic s): the job
+                                        # switched its verbose lines on for windows only (verbose_window.py)
+
+    @property
+    def observed_s(self) -> float | None:
+        """The wall time the verbose lines cover when the job switched them on for windows only (each closed
+        window's length); None when the lines were on all along."""
+        if not self.windows:
+            return None
+        total, opened = 0.0, None
+        for state, t in self.windows:
+            if state == "on":
+                opened = t if opened is None else opened
+            elif opened is not None:
+                total += max(0.0, t - opened)
+                opened = None
+        return total
 
     def summary(self) -> list[KernelSummary]:
         """Executed primitives grouped by kind, implementation and data type, longest total time first."""
@@ -84,6 +104,33 @@ class OneDnnLog:
     @property
     def total_ms(self) -> float:
         return sum(p.time_ms or 0.0 for p in self.primitives if p.stage == "exec")
+
+
+@dataclass
+class MklCall:
+    """One oneMKL call its verbose mode printed (``MKL_VERBOSE SGEMM(N,N,m,n,k,...) 12.3us ... NThr:2``)."""
+
+    name: str                     # SGEMM, DGEMM, SGEMV, SGEMM_BATCH, GEMM_S8U8S32, ...
+    dtype: str                    # f32, f64, s8, bf16 (oneDNN's spelling, as Primitive.dtypes)
+    dims: tuple[int, ...]         # (m, n, k) of a GEMM, (m, n) of a GEMV; () when the line gives none
+    time_ms: float
+    threads: int | None = None    # NThr
+    flop: float | None = None
+    bytes: float | None = None
+
+
+@dataclass
+class MklLog:
+    """What oneMKL's verbose mode (``MKL_VERBOSE=1``) printed while the job ran."""
+
+    version: str | None = None    # the version line, as printed (it names the code path on Intel CPUs)
+    calls: list[MklCall] = field(default_factory=list)
+    lines: int = 0
+    dropped: int = 0
+
+    @property
+    def total_ms(self) -> float:
+        return sum(c.time_ms for c in self.calls)
 
 
 @dataclass

@@ -18,6 +18,7 @@ from functools import lru_cache
 from cpudoctor.advisor.job_verdict import BreakdownVerdict, judge_breakdown, reason
 from cpudoctor.kits.escape import html_escape as esc, md_escape
 from cpudoctor.kits.format import percent
+from cpudoctor.kits.plural import plural
 from cpudoctor.model.breakdown import Share, StackAccess, TimeBreakdown
 
 BAR_WIDTH = 50
@@ -118,7 +119,21 @@ def notes(bd: TimeBreakdown) -> list[str]:
     if not bd.stacks_sampled:
         out.append("no stacks were sampled: the breakdown tells running from waiting only"
                    + (f" ({stacks_line(bd)})" if bd.stacks_error_kind else ""))
+    line = instrumentation_line(bd)
+    if line:
+        out.append(line)
     return out
+
+
+def instrumentation_line(bd: TimeBreakdown) -> str:
+    """The cost of watching, said apart: samples in the libraries' verbose printing are no share of the job."""
+    n = getattr(bd, "instrumentation_samples", 0)
+    if not n:
+        return ""
+    of = n / (bd.samples + n) if bd.samples + n else 0.0
+    return (f"the verbose lines CPU Doctor switched on (oneDNN's, oneMKL's: timing and writing each call's line) took "
+            f"{plural(n, 'sample')}, {percent(of, fraction=True)} of the job's: left out of the shares, not counted as "
+            "its compute")
 
 
 def render_text(bd: TimeBreakdown) -> list[str]:
@@ -236,6 +251,8 @@ def render_md(bd: TimeBreakdown) -> list[str]:
         out += ["", f"**{md_escape(verdict)}**"]
     if bd.stacks_error_kind:
         out += ["", f"Stacks: {md_escape(stacks_line(bd))}"]
+    if instrumentation_line(bd):
+        out += ["", f"Note: {md_escape(instrumentation_line(bd))}."]
     return out
 
 

@@ -44,13 +44,14 @@ _OTHER_HOME = re.compile(r"(?:/home|/Users|/var/home)/([A-Za-z0-9._-]{1,64})/(.+
 
 def python_word(path: str) -> str:
     """The interpreter as one shell word for a suggested command: the real file (controls quoted as bytes),
-    with the home folder written ``~/`` (or ``~user/``) so no home path is printed and the command works."""
+    with the home folder written ``~/`` so no home path is printed. Another user's home is scrubbed like every
+    other path (``~alice/`` named the user in a pasted inspection): ``~/`` too."""
     home = os.path.expanduser("~").rstrip("/")
     if home and path.startswith(home + "/"):
         return "~/" + shell_quote(path[len(home) + 1:])
     m = _OTHER_HOME.fullmatch(path)
     if m:
-        return f"~{m.group(1)}/" + shell_quote(m.group(2))
+        return "~/" + shell_quote(m.group(2))
     return shell_quote(path)
 
 

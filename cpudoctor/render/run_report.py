@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from cpudoctor.model.evidence import RunObservation
+from cpudoctor.render import achieved as ach
 from cpudoctor.render import breakdown as bdr
 from cpudoctor.render import job_findings, job_state
 from cpudoctor.kits.escape import html_escape as esc, md_escape
@@ -56,6 +57,10 @@ def render_text(obs: RunObservation, findings: list[Finding]) -> str:
     elif "ONEDNN_VERBOSE" in obs.diagnostics:
         out.append("Kernels      oneDNN ran no primitive (linear layers' GEMMs run in MKL, whatever their dtype; "
                    "convolutions and bf16 run in oneDNN)")
+    if obs.mkl.calls:
+        out.append(f"             oneMKL: {len(obs.mkl.calls):,} calls, {obs.mkl.total_ms:,.0f} ms "
+                   f"({', '.join(sorted({c.name for c in obs.mkl.calls})[:4])})")
+    out.extend(ach.render_text(obs.achieved))
     if obs.recompiles.recompiles:
         out.append(f"Recompiles   {len(obs.recompiles.recompiles)}"
                    + (" (Dynamo hit its recompile limit)" if obs.recompiles.limit_hit else ""))
@@ -105,6 +110,7 @@ def render_md(obs: RunObservation, findings: list[Finding]) -> str:
         out += [f"| {r['kind']} | `{md_escape(r['impl'])}` | {r['data_type']} | {r['count']} | {r['time_ms']:.1f} ms |"
                 for r in rows[:MAX_KERNEL_ROWS]] + [""]
     out += job_state.md_lines(obs.state)
+    out += ach.render_md(obs.achieved)
     out += ["## Findings", "", *job_findings.md_lines(findings, none=NONE)]
     return "\n".join(out) + "\n"
 
@@ -112,8 +118,22 @@ def render_md(obs: RunObservation, findings: list[Finding]) -> str:
 def render_html(obs: RunObservation, findings: list[Finding]) -> str:
     items = job_findings.html(findings, none=NONE)
     bd = bdr.render_html(obs.breakdown) if obs.breakdown is not None else ""
+    roof = ach.render_html(obs.achieved)
     return (f"<html><body><h1>cpudoctor run: <code>{esc(obs.command)}</code></h1><p>{esc(_ended(obs))} after "
-            f"{obs.duration_s:g} s</p>{bd}{job_state.html(obs.state)}<h2>Findings</h2>{items}</body></html>\n")
+            f"{obs.duration_s:g} s</p>{bd}{roof}{job_state.html(obs.state)}<h2>Findings</h2>{items}</body></html>\n")
+
+
+def render_pdf(obs: RunObservation, findings: list[Finding]) -> bytes:
+    """The run as a PDF (A4): the HTML page's sections, its drawings as vectors (through Qt, render.pdf)."""
+    from cpudoctor.render.pdf import pdf_from_html
+
+    pictures: dict[str, str] = {}
+    bd = bdr.render_html(obs.breakdown) if obs.breakdown is not None else ""
+    roof = ach.render_html(obs.achieved, pictures)
+    page = (f"<html><body><h1>cpudoctor run: <code>{esc(obs.command)}</code></h1><p>{esc(_ended(obs))} after "
+            f"{obs.duration_s:g} s</p>{bd}{roof}{job_state.html(obs.state)}<h2>Findings</h2>"
+            f"{job_findings.html(findings, none=NONE)}</body></html>")
+    return pdf_from_html(page, pictures, title=f"cpudoctor run: {obs.command}"[:120])
 
 
 def render_json(obs: RunObservation, findings: list[Finding]) -> str:
@@ -133,7 +153,10 @@ def render_json(obs: RunObservation, findings: list[Finding]) -> str:
         "breakdown": breakdown_data(obs.breakdown) if obs.breakdown is not None else None,
         "kernels": {"onednn": {"version": obs.onednn.version, "runtime": obs.onednn.runtime,
                                "threads": obs.onednn.threads, "max_isa": obs.onednn.max_isa,
-                               "total_ms": round(obs.onednn.total_ms, 3), "groups": kernel_rows(obs)}},
+                               "total_ms": round(obs.onednn.total_ms, 3), "groups": kernel_rows(obs)},
+                    "mkl": {"version": obs.mkl.version, "calls": len(obs.mkl.calls),
+                            "total_ms": round(obs.mkl.total_ms, 3)}},
+        "achieved": ach.data(obs.achieved),
         "recompiles": to_data(obs.recompiles),
         "state": to_data(obs.state) if obs.state is not None else None,
         "notes": run_notes(obs),
@@ -141,4 +164,4 @@ def render_json(obs: RunObservation, findings: list[Finding]) -> str:
     return json_text(data) + "\n"
 
 
-RENDERERS = {"text": render_text, "md": render_md, "html": render_html, "json": render_json}
+RENDERERS = {"text": render_text, "md": render_md, "html": render_html, "json": render_json, "pdf": render_pdf}

@@ -14,9 +14,8 @@ scales it to its text width.
 from __future__ import annotations
 
 import math
-from html import escape
-
-from cpudoctor.kits.format import wrap
+from cpudoctor.kits.escape import html_escape as escape
+from cpudoctor.kits.format import percent, wrap
 from cpudoctor.render.roofline import Picture, Point, Roof
 
 FONT = "system-ui,-apple-system,'Segoe UI',Roboto,sans-serif"
@@ -60,12 +59,15 @@ class _Axes:
 
 
 def _marker(p: Point, cx: float, cy: float, colour: str) -> str:
-    data = (f'data-kind="{p.kind}" data-x="{p.intensity:.6g}" data-y="{p.gflops:.6g}" '
+    data = (f'data-kind="{escape(p.kind)}" data-x="{p.intensity:.6g}" data-y="{p.gflops:.6g}" '
             f'data-label="{escape(p.label)}" data-dtype="{escape(p.dtype or "")}"')
     tip = f"<title>{escape(p.detail or p.label)}</title>"
     if p.kind == "operator":
         return (f'<rect class="rf-point" {data} x="{cx - 4:.1f}" y="{cy - 4:.1f}" width="8" height="8" '
                 f'fill="{colour}" stroke="#ffffff" stroke-width="1">{tip}</rect>')
+    if p.kind == "job":                        # the user's job: a diamond
+        return (f'<path class="rf-point rf-job" {data} d="M{cx:.1f} {cy - 6:.1f}L{cx + 6:.1f} {cy:.1f}L{cx:.1f} '
+                f'{cy + 6:.1f}L{cx - 6:.1f} {cy:.1f}Z" fill="{colour}" stroke="#27313b" stroke-width="1">{tip}</path>')
     r = 3 if p.kind == "gemm-ladder" else 5
     fill = "#ffffff" if p.kind == "gemm-ladder" else colour
     return (f'<circle class="rf-point" {data} cx="{cx:.1f}" cy="{cy:.1f}" r="{r}" fill="{fill}" '
@@ -119,8 +121,8 @@ def _roof_lines(pic: Picture, ax: _Axes, out: list[str], labels: list[str], take
         start = pic.ridge(roof) or ax.xt[0]
         dash = "" if roof.all_cpus else ' stroke-dasharray="6 4"'
         y = ax.y(roof.gflops)
-        out.append(f'<line class="rf-roof" data-dtype="{roof.dtype}" data-y="{roof.gflops:.6g}" '
-                   f'data-threads="{roof.threads}" x1="{ax.x(max(start, ax.xt[0])):.1f}" x2="{ax.x(x_end):.1f}" '
+        out.append(f'<line class="rf-roof" data-dtype="{escape(roof.dtype)}" data-y="{roof.gflops:.6g}" '
+                   f'data-threads="{escape(roof.threads)}" x1="{ax.x(max(start, ax.xt[0])):.1f}" x2="{ax.x(x_end):.1f}" '
                    f'y1="{y:.1f}" y2="{y:.1f}" stroke="{colour}" stroke-width="{2.5 if roof.all_cpus else 1.5}"{dash}>'
                    f"<title>{escape(roof.label)}</title></line>")
         if roof.all_cpus:
@@ -192,7 +194,7 @@ def render_svg(pic: Picture, width: int = 900, height: int = 600) -> str:
         out.append(_marker(p, cx, cy, colour))
         spot = _place(p.label, cx, cy, taken, box) if p.labelled else None
         if spot is None:
-            if p.kind != "gemm-ladder":
+            if p.kind not in ("gemm-ladder", "job"):      # a job's kernels keep their figures in their tooltips
                 unlabelled.append(p)
             continue
         labels.append(_text(spot[0], spot[1], p.label, "rf-t rf-label"))
@@ -211,7 +213,7 @@ def render_svg(pic: Picture, width: int = 900, height: int = 600) -> str:
 
 def _legend(left: float, y: float, dtypes: list[str]) -> str:
     """The key: the marks, then a colour for each precision the picture draws (none it does not)."""
-    items = [("●", "GEMM run"), ("○", "in-cache multiply"), ("■", "training operator"),
+    items = [("●", "GEMM run"), ("○", "in-cache multiply"), ("■", "training operator"), ("◆", "this job"),
              ("- -", "roof on one core"), ("···", "nominal peak")] + [("—", d) for d in dtypes]
     parts, x = [], left
     for mark, name in items:
@@ -231,3 +233,41 @@ def _below(pic: Picture, unlabelled: list[Point], width: int) -> list[str]:
         more = f" (+{len(unlabelled) - 12} more)" if len(unlabelled) > 12 else ""
         lines += wrap("Also measured: " + listed + more, chars)
     return lines
+
+
+def render_bars(bars: list, width: int = 640) -> str:
+    """Per-layer-kind bars (:func:`cpudoctor.render.achieved.bars`): achieved GFLOP/s filled, the attainable bound
+    (the roofline's, at the kind's intensity) outlined, the compute roof as a tick; a log scale, so 1 % and 60 %
+    are both visible. An empty string when there is nothing to draw."""
+    bars = [b for b in bars if b.achieved > 0]
+    if not bars:
+        return ""
+    label_w, right, row, top = 190, 150, 26, 28
+    values = [v for b in bars for v in (b.achieved, b.roof, b.attainable) if v]
+    lo, hi = math.log10(min(values) / 2), math.log10(max(values) * 1.5)
+    plot_w = width - label_w - right
+
+    def x(v: float) -> float:
+        return label_w + (math.log10(max(v, 1e-12)) - lo) / ((hi - lo) or 1) * plot_w
+
+    height = top + row * len(bars) + 10
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="Achieved rate against the roof" '
+           f'viewBox="0 0 {width} {height}" width="{width}" height="{height}" class="chart achieved-bars">', _STYLE,
+           f'<rect x="0" y="0" width="{width}" height="{height}" fill="#ffffff"/>',
+           f'<text class="rf-h" x="4" y="18">Achieved rate per layer kind against the roof (log scale)</text>']
+    for i, b in enumerate(bars):
+        y = top + i * row
+        colour = DTYPE_COLOURS.get(b.dtype, "#34495e")
+        out.append(f'<text class="rf-t" x="4" y="{y + 15}">{escape(b.label)}</text>')
+        if b.attainable:
+            out.append(f'<rect class="ab-bound" x="{label_w}" y="{y + 3}" width="{x(b.attainable) - label_w:.1f}" '
+                       f'height="16" fill="none" stroke="{colour}" stroke-dasharray="3 2"/>')
+        out.append(f'<rect class="ab-bar" data-gflops="{b.achieved:.6g}" x="{label_w}" y="{y + 5}" '
+                   f'width="{max(1.0, x(b.achieved) - label_w):.1f}" height="12" fill="{colour}">'
+                   f"<title>{escape(b.text)}</title></rect>")
+        if b.roof:
+            out.append(f'<line class="ab-roof" x1="{x(b.roof):.1f}" x2="{x(b.roof):.1f}" y1="{y + 1}" y2="{y + 21}" '
+                       f'stroke="#27313b" stroke-width="2"/>')
+        of = f" ({percent(b.achieved / b.roof, fraction=True)} of roof)" if b.roof else ""
+        out.append(f'<text class="rf-m" x="{width - right + 6}" y="{y + 15}">{b.achieved:,.1f} GFLOP/s{of}</text>')
+    return "".join(out) + "</svg>"

@@ -30,6 +30,8 @@ if TYPE_CHECKING:     # the runner (and psutil under it) is imported by whoever 
 
 FORMAT = 1
 FILE_NAME = "software-children.json"
+# The children's answers are a few kB; a cache file far larger is someone else's (read bounded, like the rest).
+MAX_FILE_BYTES = 4 << 20
 # Variables that differ between shells and terminals but cannot change what a child finds.
 _VOLATILE = ("PWD", "OLDPWD", "SHLVL", "_", "TERM", "COLORTERM", "COLUMNS", "LINES", "PS1", "PS2", "PROMPT_COMMAND",
              "DISPLAY", "WAYLAND_DISPLAY", "WINDOWID", "DBUS_SESSION_BUS_ADDRESS", "SSH_AUTH_SOCK", "SSH_CLIENT",
@@ -120,9 +122,11 @@ def load(folder: Path | None, key: str, specs: Sequence[ChildSpec]) -> list[Chil
     """Cached results for ``key``, rebuilt as ChildResults (diagnosed again, with today's hints)."""
     if folder is None:
         return None
-    try:
-        saved = json.loads((folder / FILE_NAME).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    from cpudoctor.kits.rooted import read_bytes_checked
+
+    try:       # a regular file, bounded: a FIFO or a link to /dev/zero there is no cache, not a hang
+        saved = json.loads(read_bytes_checked(folder / FILE_NAME, MAX_FILE_BYTES))
+    except (OSError, ValueError, RecursionError):
         return None
     if not isinstance(saved, dict) or saved.get("format") != FORMAT or saved.get("key") != key:
         return None
@@ -134,9 +138,12 @@ def load(folder: Path | None, key: str, specs: Sequence[ChildSpec]) -> list[Chil
 
     results: list[ChildResult] = []
     for spec, item in zip(specs, items):
-        if not isinstance(item, dict):
+        if not isinstance(item, dict) or not isinstance(item.get("data") or {}, dict) \
+                or not isinstance(item.get("seconds") or 0, (int, float)) or isinstance(item.get("seconds"), bool):
             return None
         rc = item.get("returncode")
+        if rc is not None and (not isinstance(rc, int) or isinstance(rc, bool)):
+            return None
         res = ChildResult(what=spec.what, returncode=rc, data=dict(item.get("data") or {}),
                           stderr_tail=str(item.get("stderr_tail") or ""), seconds=float(item.get("seconds") or 0.0))
         hint = ""
@@ -159,7 +166,7 @@ def save(folder: Path | None, key: str, results: Sequence[ChildResult]) -> bool:
     }
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        atomic_write(folder / FILE_NAME, json.dumps(payload))
+        atomic_write(folder / FILE_NAME, json.dumps(payload), regular_only=True)
     except (OSError, WriteError):
         return False
     return True

@@ -17,8 +17,8 @@ from pathlib import Path
 from cpudoctor.model import CgroupLimits
 from cpudoctor.probes.cgroup import read_cgroup_limits
 from cpudoctor.kits.cpulist import MAX_CPUS, MAX_NUMA_NODES, GarbledValue, cpu_number, format_cpulist, parse_int
-from cpudoctor.kits.rooted import (cap_notes, is_live_root, list_dir, numbered_dirs, read_cpulist, read_cpumask, read_int, read_lines,
-    read_size, read_text, shown, under)
+from cpudoctor.kits.rooted import (MAX_NUMBERED_DIRS, cap_notes, is_live_root, list_dir, numbered_dirs, read_cpulist,
+    read_cpumask, read_int, read_lines, read_size, read_text, shown, under)
 from cpudoctor.model.topology import Cache, Core, CpuKind, L3Domain, NumaNode, Package, Topology
 
 
@@ -27,6 +27,9 @@ from cpudoctor.model.topology import Cache, Core, CpuKind, L3Domain, NumaNode, P
 
 _CPU_DIR = "/sys/devices/system/cpu"
 _NODE_DIR = "/sys/devices/system/node"
+# A core's hardware threads: SMT8 (POWER, SPARC) is the most any CPU has. A sibling list naming more is garbled:
+# "0-65535" in each of 8,192 CPUs' topology/ took `report --root` a minute to expand and intersect.
+MAX_THREADS_PER_CORE = 16
 
 
 @dataclass
@@ -127,11 +130,12 @@ def _cpu_numbers(cpu_dir: Path, notes: list[str] | None = None) -> list[int]:
 
 
 def _cpuset_file(directory: Path, name: str, mask_name: str | None = None,
-                 notes: list[str] | None = None) -> list[int] | None:
-    """``<name>_list`` (cpulist), else the hex mask ``<mask_name or name>`` in ``directory``."""
-    cpus = read_cpulist(directory / f"{name}_list", notes)
+                 notes: list[str] | None = None, most: int | None = None) -> list[int] | None:
+    """``<name>_list`` (cpulist), else the hex mask ``<mask_name or name>`` in ``directory``; a set of more
+    than ``most`` CPUs is garbled."""
+    cpus = read_cpulist(directory / f"{name}_list", notes, most)
     if cpus is None:
-        cpus = read_cpumask(directory / (mask_name or name), notes)
+        cpus = read_cpumask(directory / (mask_name or name), notes, most)
     return cpus
 
 
@@ -161,9 +165,9 @@ def _read_cpu(cpu_dir: Path, n: int, online: set[int], notes: list[str] | None =
     if package is not None and package < 0:        # some VMs and ARM boards say -1
         package = 0
     die = read_int(topo_dir / "die_id")
-    siblings = _cpuset_file(topo_dir, "core_cpus", notes=notes)
+    siblings = _cpuset_file(topo_dir, "core_cpus", notes=notes, most=MAX_THREADS_PER_CORE)
     if siblings is None:
-        siblings = _cpuset_file(topo_dir, "thread_siblings", notes=notes)
+        siblings = _cpuset_file(topo_dir, "thread_siblings", notes=notes, most=MAX_THREADS_PER_CORE)
     sib = sorted((set(siblings or []) & online) | {n})
     return _Cpu(n, package, die if die is not None and die >= 0 else None, read_int(topo_dir / "core_id"), sib)
 
@@ -242,9 +246,9 @@ def _read_caches(cpu_dir: Path, online: list[int], notes: list[str] | None = Non
             # but edited dumps (64amd64: map says the L2 is shared by the compute
             # unit, list says not) can disagree, and the map is the older, always
             # present file (96em64t has no list at all). So: map first.
-            shared = read_cpumask(idx / "shared_cpu_map", notes)
+            shared = read_cpumask(idx / "shared_cpu_map", notes, MAX_NUMBERED_DIRS)
             if shared is None:
-                shared = read_cpulist(idx / "shared_cpu_list", notes)
+                shared = read_cpulist(idx / "shared_cpu_list", notes, MAX_NUMBERED_DIRS)
             members = frozenset((set(shared or []) & online_set) | {n})
             covered[key].update(members)
             per_level = levels.setdefault(key, {})

@@ -41,6 +41,8 @@ KEEP = re.compile(r"^(hw\.|machdep\.cpu\.|kern\.osproductversion|kern\.osrelease
                   r"kern\.hv_vmm_present|sysctl\.proc_translated)")
 SYSCTL_TIMEOUT_S = 10.0
 MAX_SYSCTL_BYTES = 1 << 20
+# More CPUs than any Mac has by far (the largest has 32): the levels past it are ignored, with a note. A capture
+# claiming 16 levels of 4,096 CPUs each once made a report of 65,536 CPUs and took minutes.
 MAX_CPUS = 4096
 
 # machdep.cpu.* feature names (Intel CPUID words as macOS spells them) -> Linux /proc/cpuinfo names.
@@ -182,6 +184,10 @@ def _from_perflevels(topo: "Topology", values: dict[str, str], levels: int) -> N
         key = f"hw.perflevel{level}."
         logical = _int(values, key + "logicalcpu", MAX_CPUS) or 0
         physical = _int(values, key + "physicalcpu", MAX_CPUS) or logical
+        if first + logical > MAX_CPUS:
+            topo.notes.append(f"performance levels {level} to 0 would bring the CPUs past {MAX_CPUS:,}, more than "
+                              "any Mac has: ignored (the capture is damaged or made up)")
+            break
         if not logical or not physical or logical % physical:
             topo.notes.append(f"performance level {level}: {logical} logical CPUs on {physical} cores cannot be "
                               "split evenly: ignored")

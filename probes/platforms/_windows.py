@@ -66,6 +66,9 @@ def _read_json(where: "Where", rel: str, notes: list[str]) -> dict[str, Any] | N
     except ValueError as exc:
         notes.append(f"{rel} is not JSON ({exc.__class__.__name__}): ignored")
         return None
+    except RecursionError:          # 100,000 nested lists: no capture CPU Doctor wrote
+        notes.append(f"{rel} is nested too deeply to be a capture's file: ignored")
+        return None
     if not isinstance(value, dict):
         notes.append(f"{rel} is not a JSON object: ignored")
         return None
@@ -81,12 +84,19 @@ def lpi_buffer(where: "Where", notes: list[str]) -> bytes | None:
         if why:
             notes.append(why)
         return data
-    from cpudoctor.kits.rooted import read_bytes, under
+    import errno
 
-    data = read_bytes(under(where.root, LPI_FILE), lpi.MAX_BUFFER + 1)
-    if data is None:
+    from cpudoctor.kits.rooted import read_bytes_checked, under
+
+    try:
+        return read_bytes_checked(under(where.root, LPI_FILE), lpi.MAX_BUFFER)
+    except FileNotFoundError:
         notes.append(f"{LPI_FILE} is missing from the capture: topology unknown")
-    return data
+    except (OSError, ValueError) as exc:
+        why = (f"larger than {lpi.MAX_BUFFER >> 20} MiB, far more than any machine's"
+               if getattr(exc, "errno", None) == errno.EFBIG else getattr(exc, "strerror", None) or str(exc))
+        notes.append(f"{LPI_FILE} was not read ({why}): topology unknown")
+    return None
 
 
 def system_facts(where: "Where", notes: list[str]) -> dict[str, Any]:

@@ -38,6 +38,14 @@ report numbers them globally, group by group: group ``g`` starts after the
 on a machine with one group the numbers are the mask bits. A buffer whose
 masks do not fit its group sizes is numbered ``64 * group + bit`` instead.
 Pure functions, no I/O.
+
+Bounds: a buffer is read up to :data:`MAX_BUFFER` bytes and :data:`MAX_RECORDS`
+records; at most :data:`MAX_GROUPS` processor groups (:data:`MAX_CPUS` logical
+processors, as many as the Linux probe reads) and :data:`MAX_NUMA_NODES` nodes
+are kept, each record's masks are merged per group, and a note says what was
+left out. A capture a few hundred kB long once claimed 5,000 NUMA nodes (merged
+by a linear search each), 16,384 groups or records of 65,535 masks each, and
+``report --root`` ran for minutes.
 """
 
 from __future__ import annotations
@@ -58,8 +66,13 @@ RELATION_ALL = 0xFFFF
 LTP_PC_SMT = 1
 CACHE_TYPES = {0: "unified", 1: "instruction", 2: "data", 3: "trace"}
 GROUP_BITS = 64                       # one KAFFINITY mask: at most 64 processors per group
-MAX_BUFFER = 16 << 20                 # 32,768 processors need well under 1 MiB
-MAX_RECORDS = 1 << 17
+MAX_BUFFER = 4 << 20                  # 32,768 processors need well under 1 MiB
+MAX_RECORDS = 1 << 16                 # 8,192 CPUs: a core, three caches and a few more records each
+# As many CPUs as the Linux probe reads (kits.rooted.MAX_NUMBERED_DIRS; Windows itself stops at 2,048), in
+# groups of at most 64; NUMA nodes as on Linux (kits.cpulist.MAX_NUMA_NODES).
+MAX_CPUS = 8192
+MAX_GROUPS = MAX_CPUS // 64
+MAX_NUMA_NODES = 1024
 _HEADER = 8
 _GROUP_AFFINITY = 16
 _GROUP_INFO = 48
@@ -79,7 +92,20 @@ class GroupMask:
     mask: int
 
     def bits(self) -> list[int]:
-        return [b for b in range(GROUP_BITS) if self.mask >> b & 1]
+        return list(_bits(self.mask))
+
+
+def _bits(mask: int) -> tuple[int, ...]:
+    """The set bits of a 64-bit mask, remembered (a machine repeats a few masks thousands of times)."""
+    found = _BITS.get(mask)
+    if found is None:
+        found = tuple(b for b in range(GROUP_BITS) if mask >> b & 1)
+        if len(_BITS) < 1 << 16:
+            _BITS[mask] = found
+    return found
+
+
+_BITS: dict[int, tuple[int, ...]] = {}
 
 
 @dataclass
@@ -130,6 +156,8 @@ class LogicalProcessorInfo:
     records: int = 0
     notes: list[str] = field(default_factory=list)
     _offsets: list[int] | None = None
+    _node_index: dict[int, NumaRecord] = field(default_factory=dict)
+    _dropped: dict[str, int] = field(default_factory=dict)      # what the bounds left out, by kind
 
     # -- processor numbers ----------------------------------------------------------------
     def group_offsets(self) -> list[int]:
@@ -167,7 +195,7 @@ class LogicalProcessorInfo:
     def cpus(self, masks: list[GroupMask]) -> list[int]:
         """Global logical processor numbers of ``masks``, sorted."""
         offsets = self.group_offsets()
-        return sorted({offsets[m.group] + b for m in masks if m.group < len(offsets) for b in m.bits()})
+        return sorted({offsets[m.group] + b for m in masks if m.group < len(offsets) for b in _bits(m.mask)})
 
     def group_of(self, cpu: int) -> tuple[int, int]:
         """(group, bit) of a global processor number."""
@@ -217,53 +245,83 @@ def parse(buffer: bytes) -> LogicalProcessorInfo:
         except struct.error:
             info.notes.append(f"record {info.records - 1} (relationship {relation}) is too short "
                               f"({size} bytes): ignored")
+    words = {"groups": f"processor groups beyond the first {MAX_GROUPS} ({MAX_CPUS:,} CPUs)",
+             "masks": f"group masks naming a group beyond the first {MAX_GROUPS}",
+             "nodes": f"NUMA nodes beyond the first {MAX_NUMA_NODES:,}",
+             "sizes": f"group sizes above {GROUP_BITS} processors",
+             "numbers": f"NUMA node numbers of {MAX_NUMA_NODES:,} or more"}
+    for kind, count in info._dropped.items():
+        info.notes.append(f"{count:,} {words[kind]} were ignored: no machine has that many; the capture is "
+                          "damaged or made up")
     return info
 
 
-def _masks(record: memoryview, relation: int) -> list[GroupMask]:
+def _drop(info: LogicalProcessorInfo, kind: str, count: int = 1) -> None:
+    info._dropped[kind] = info._dropped.get(kind, 0) + count
+
+
+def _masks(info: LogicalProcessorInfo, record: memoryview, relation: int) -> list[GroupMask]:
+    """The record's masks, one per group (masks of the same group merged), groups past MAX_GROUPS dropped."""
     at = _MASK_AT[relation]
     (count,) = struct.unpack_from("<H", record, _COUNT_AT[relation])
     room = max(0, (len(record) - at) // _GROUP_AFFINITY)
     if room == 0:
         raise struct.error("no room for a group mask")
     count = min(count or 1, room)              # 0: Windows 10 and Wine left the field reserved
-    out = []
-    for i in range(count):
-        mask, group = struct.unpack_from("<QH", record, at + i * _GROUP_AFFINITY)
-        out.append(GroupMask(group, mask))
-    return out
+    by_group: dict[int, int] = {}
+    dropped = 0
+    for mask, group in struct.iter_unpack("<QH6x", record[at:at + count * _GROUP_AFFINITY]):
+        if group >= MAX_GROUPS:
+            dropped += 1
+        else:
+            by_group[group] = by_group.get(group, 0) | mask
+    if dropped:
+        _drop(info, "masks", dropped)
+    return [GroupMask(g, m) for g, m in by_group.items()]
 
 
 def _add(info: LogicalProcessorInfo, relation: int, record: memoryview) -> None:
     if relation in _PROCESSOR_KINDS:
         flags, efficiency = struct.unpack_from("<BB", record, _HEADER)
-        rec = ProcessorRecord(_PROCESSOR_KINDS[relation], _masks(record, relation),
+        rec = ProcessorRecord(_PROCESSOR_KINDS[relation], _masks(info, record, relation),
                               smt=bool(flags & LTP_PC_SMT), efficiency_class=efficiency)
         {"core": info.cores, "package": info.packages, "die": info.dies,
          "module": info.modules}[rec.kind].append(rec)
     elif relation == RELATION_CACHE:
         level, assoc, line, size, kind = struct.unpack_from("<BBHII", record, _HEADER)
         info.caches.append(CacheRecord(level, CACHE_TYPES.get(kind, "unknown"), size, line, assoc,
-                                       _masks(record, relation)))
+                                       _masks(info, record, relation)))
     elif relation in (RELATION_NUMA, RELATION_NUMA_EX):
         (node,) = struct.unpack_from("<I", record, _HEADER)
-        masks = _masks(record, relation)
-        existing = next((n for n in info.numa_nodes if n.node == node), None)
+        if node >= MAX_NUMA_NODES:               # a DWORD, but no system numbers a node that high
+            _drop(info, "numbers")
+            return
+        masks = _masks(info, record, relation)
+        existing = info._node_index.get(node)          # looked up by number: thousands of nodes stay linear
         if existing is None:
-            info.numa_nodes.append(NumaRecord(node, masks))
+            if len(info.numa_nodes) >= MAX_NUMA_NODES:
+                _drop(info, "nodes")
+                return
+            existing = info._node_index[node] = NumaRecord(node, masks)
+            info.numa_nodes.append(existing)
         else:                                  # RelationNumaNodeEx repeats a node with all its groups
             existing.masks = list(dict.fromkeys(existing.masks + masks))
     elif relation == RELATION_GROUP:
         maximum, active = struct.unpack_from("<HH", record, _HEADER)
         info.maximum_groups = maximum
         room = max(0, (len(record) - 32) // _GROUP_INFO)
-        for i in range(min(active, room)):
+        for i in range(min(active, room, MAX_GROUPS)):
             at = 32 + i * _GROUP_INFO
             most, act = struct.unpack_from("<BB", record, at)
             (mask,) = struct.unpack_from("<Q", record, at + 40)
+            if most > GROUP_BITS or act > GROUP_BITS:      # a BYTE, but a group holds 64 processors at most
+                _drop(info, "sizes")
+                most, act = min(most, GROUP_BITS), min(act, GROUP_BITS)
             info.groups.append(GroupInfo(most, act, mask))
         if active > room:
             info.notes.append(f"the group record lists {active} groups but holds {room}: the rest are unknown")
+        if min(active, room) > MAX_GROUPS:
+            _drop(info, "groups", min(active, room) - MAX_GROUPS)
     # Other relationships (future ones) are skipped: their Size still moves the walk on.
 
 

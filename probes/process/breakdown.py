@@ -27,8 +27,8 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 
-from cpudoctor.model.breakdown import (COMPILE, COMPUTE, DATA, IO, MEMORY, OPENMP, OTHER, ProcessTime, Share,
-                                       ThreadTime, TimeBreakdown, TopFrame)
+from cpudoctor.model.breakdown import (COMPILE, COMPUTE, DATA, INSTRUMENTATION, IO, MEMORY, OPENMP, OTHER,
+                                       ProcessTime, Share, ThreadTime, TimeBreakdown, TopFrame)
 from cpudoctor.probes.process.classify import Verdict, classify, classify_process, rules
 from cpudoctor.probes.process.stacks import StackRecord
 from cpudoctor.probes.process.threadstates import TreeStates
@@ -46,6 +46,7 @@ class _Acc:
         self.samples: Counter[str] = Counter()
         self.idle = 0
         self.startup = 0
+        self.instrumentation = 0
 
     def add(self, category: str, library: str | None, seconds: float, samples: int) -> None:
         self.seconds[category] += seconds
@@ -63,6 +64,7 @@ class _Acc:
                 self.libs[c][lib] += s
         self.idle += other.idle
         self.startup += other.startup
+        self.instrumentation += other.instrumentation
 
     def total(self) -> float:
         return sum(self.seconds.values())
@@ -174,6 +176,9 @@ def build_breakdown(record: StackRecord, states: TreeStates) -> TimeBreakdown:
             # importing modules, or a Python process's main thread with no Python frame at all: the interpreter
             # starting or finishing (the garbage collection at exit), not the job's work; counted apart
             acc.startup += s.count
+            continue
+        if v.category == INSTRUMENTATION:       # the verbose lines CPU Doctor switched on: the cost of watching
+            acc.instrumentation += s.count
             continue
         if v.blocking and key != driver and v.category != "gil":
             acc.idle += s.count
@@ -353,6 +358,7 @@ def _assemble(bd: TimeBreakdown, states: TreeStates, threads, names, roles, samp
     bd.samples = sum(job.samples.values())
     bd.idle_samples = job.idle
     bd.startup_samples = job.startup
+    bd.instrumentation_samples = job.instrumentation
     bd.seconds = round(job.total(), 3)
     bd.shares = job.shares()
 

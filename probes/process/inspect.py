@@ -191,7 +191,7 @@ def open_process(pid: int, root: Path = Path("/")) -> procfs.TaskStat:
         raise InspectError("unreadable_stat", pid, str(exc)) from None
     if st.state in ("Z", "X", "x"):
         raise InspectError("zombie", pid)
-    if st.ppid == 2 or pid == 2:
+    if st.kernel_thread:       # by its flag, not its PID: PID 2 in a PID namespace is a program
         raise InspectError("kernel_thread", pid)
     return st
 
@@ -678,11 +678,9 @@ def list_processes(
     hz = procfs.CLK_TCK
     entries: list[ProcessEntry] = []
     for pid, st in after.items():
-        if pid in excluded or pid == 2 or st.ppid == 2 or st.state in ("Z", "X"):
+        if pid in excluded or st.kernel_thread or st.state in ("Z", "X"):
             continue
         cmd = procfs.read_cmdline(root, pid)
-        if not cmd and st.ppid in (0, 2):
-            continue                       # kernel thread
         prev = before.get(pid)
         cpu = None
         if prev is not None and prev.starttime == st.starttime and t1 > t0:

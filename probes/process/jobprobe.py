@@ -62,6 +62,8 @@ class ProbeChannel:
             source = script_path("job_probe")
             folder = Path(tempfile.mkdtemp(prefix="cpudoctor-probe-"))
             shutil.copyfile(source, folder / "sitecustomize.py")
+            # run --verbose-windows: the probe switches the verbose lines with verbose_window.py, loaded by path
+            shutil.copyfile(script_path("verbose_window"), folder / "cpudoctor_verbose_window.py")
         except OSError:
             return env, None, "unavailable"
         channel = cls(folder, folder / "state.jsonl")

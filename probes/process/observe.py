@@ -1,8 +1,9 @@
 """Start a command, pass its output and exit code through, and observe it: ``cpudoctor run``'s facts.
 
-The job runs as a child with three low-cost diagnostics switched on where it
+The job runs as a child with these diagnostics switched on where it
 does not already set them: oneDNN's verbose profile (``ONEDNN_VERBOSE=profile_exec``:
-the kernel, ISA and time of every primitive), PyTorch's recompilation log
+the kernel, ISA, shapes and time of every primitive), oneMKL's (``MKL_VERBOSE=1``:
+each GEMM's sizes, time and threads; PyTorch's fp32 linear layers go there), PyTorch's recompilation log
 (``TORCH_LOGS=+recompiles`` added to what is there) and, on Linux, the Yama
 permission to be traced by CPU Doctor's sampler (``prctl(PR_SET_PTRACER)``),
 so that ``run`` needs no extra rights for its own child.
@@ -35,11 +36,13 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import BinaryIO
 
 from cpudoctor.kits.child.runner import ChildProcess
 from cpudoctor.kits.child.streams import INHERIT, PassThrough
 from cpudoctor.model.evidence import RunObservation
+from cpudoctor.probes.process import mkl_verbose
 from cpudoctor.probes.process.onednn_verbose import PREFIXES, parse_onednn_verbose, printed_by_onednn
 from cpudoctor.probes.process.timing import TimeSampler
 from cpudoctor.probes.process.torch_logs import logged_limit, logged_recompile, parse_recompiles
@@ -51,12 +54,20 @@ PR_SET_PTRACER_ANY = -1
 STOP_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
 
 
-def diagnostic_env(base: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
-    """(the job's environment, the variables CPU Doctor added) — nothing the job set is overridden."""
+VERBOSE_WINDOWS = "CPUDOCTOR_VERBOSE_WINDOWS"     # probes/child/scripts/verbose_window.py's plan: "on=2,every=10"
+
+
+def diagnostic_env(base: dict[str, str], windows: str | None = None) -> tuple[dict[str, str], dict[str, str]]:
+    """(the job's environment, the variables CPU Doctor added) — nothing the job set is overridden. ``windows``
+    (``"on=2,every=10"``) asks the job's probe to keep the verbose lines on for those windows only."""
     env = dict(base)
     added: dict[str, str] = {}
+    if windows:
+        env[VERBOSE_WINDOWS] = added[VERBOSE_WINDOWS] = windows
     if "ONEDNN_VERBOSE" not in env and "DNNL_VERBOSE" not in env:
         env["ONEDNN_VERBOSE"] = added["ONEDNN_VERBOSE"] = "profile_exec"
+    if "MKL_VERBOSE" not in env:
+        env["MKL_VERBOSE"] = added["MKL_VERBOSE"] = "1"
     logs = env.get("TORCH_LOGS", "")
     if "recompiles" not in logs:
         env["TORCH_LOGS"] = added["TORCH_LOGS"] = (logs + "," if logs else "") + "+recompiles"
@@ -66,7 +77,14 @@ def diagnostic_env(base: dict[str, str]) -> tuple[dict[str, str], dict[str, str]
 def _could_be_onednn(rest: bytes) -> bool:
     head = rest[:16]
     return any(p.encode().startswith(head) or head.startswith(p.encode())
-               for p in PREFIXES)
+               for p in PREFIXES + (mkl_verbose.PREFIX,))
+
+
+def _keeper(added: dict[str, str]) -> Callable[[str], bool]:
+    """Which of the job's stdout lines are CPU Doctor's to hold back: those in the exact format of the verbose
+    modes it switched on (oneDNN's, oneMKL's); a job's own line that merely starts like one is the job's."""
+    onednn, mkl = "ONEDNN_VERBOSE" in added, "MKL_VERBOSE" in added
+    return lambda t: (onednn and printed_by_onednn(t)) or (mkl and mkl_verbose.printed_by_mkl(t))
 
 
 def _could_be_torch_log(rest: bytes) -> bool:
@@ -111,7 +129,8 @@ class JobRun:
 
     def __init__(self, argv: list[str], *, seconds: float | None = None, cwd: str | None = None,
                  env: dict[str, str] | None = None, stdout: BinaryIO | None = None, stderr: BinaryIO | None = None,
-                 rate: int | None = None, sample: bool = True, display: str | None = None, probe: bool = True):
+                 rate: int | None = None, sample: bool = True, display: str | None = None,
+                 verbose_windows: str | None = None, probe: bool = True):
         self.argv = list(argv)
         self.seconds = seconds
         self.cwd = cwd
@@ -121,6 +140,7 @@ class JobRun:
         self.stderr = stderr if stderr is not None else getattr(sys.stderr, "buffer", None)
         self.rate = rate
         self.sample = sample
+        self.verbose_windows = verbose_windows
         self.probe = probe                      # the job-state probe (probes/process/jobprobe.py), Python jobs only
         self._channel = None
         self._probe_off = ""
@@ -138,7 +158,7 @@ class JobRun:
 
         from cpudoctor.probes.process.jobprobe import ProbeChannel
 
-        env, added = diagnostic_env(self.base_env)
+        env, added = diagnostic_env(self.base_env, self.verbose_windows)
         self.obs.diagnostics = added
         env, self._channel, self._probe_off = ProbeChannel.open(self.argv, env, enabled=self.probe)
         self.obs.env = filter_thread_env(self.base_env)
@@ -146,8 +166,8 @@ class JobRun:
             self.obs.launch_affinity = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
         except OSError:
             self.obs.launch_affinity = None
-        self._out = self._stream(self.stdout, self._own_out, "ONEDNN_VERBOSE" in added, printed_by_onednn,
-                                 _could_be_onednn)
+        self._out = self._stream(self.stdout, self._own_out, "ONEDNN_VERBOSE" in added or "MKL_VERBOSE" in added,
+                                 _keeper(added), _could_be_onednn)
         self._err = self._stream(self.stderr, self._own_err, "TORCH_LOGS" in added, logged_recompile,
                                  _could_be_torch_log, tap=logged_limit)
         self._flush_own()
@@ -229,6 +249,7 @@ class JobRun:
             self.obs.breakdown = self._sampler.stop()
         out, err = self._out, self._err
         self.obs.onednn = parse_onednn_verbose(out.lines() if out is not None else [])
+        self.obs.mkl = mkl_verbose.parse_mkl_verbose(out.lines() if out is not None else [])
         self.obs.recompiles = parse_recompiles(err.lines() if err is not None else [])
         self.obs.dropped_kernel_lines = bool(out is not None and out.dropped)
         self.obs.dropped_recompile_lines = bool(err is not None and err.dropped)

@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from functools import cache
 
 from cpudoctor.model.joblogs import LAYOUT_KINDS, OneDnnLog, Primitive
+from cpudoctor.probes.process.kernel_work import onednn_work
 
 PREFIXES = ("onednn_verbose,", "dnnl_verbose,", "mkldnn_verbose,")
 MAX_LINE = 8192
@@ -27,7 +28,7 @@ MAX_LINE = 8192
 # Legacy spellings in older builds' implementation names.
 _ALIASES = {"avx512_common": "avx512_core", "avx512_mic": "avx512_core", "uni": None, "any": None}
 _REFERENCE_RE = re.compile(r"(^|:)(ref|simple|gemm:ref|ref_[a-z_]+|gemm_ref)(:|$)|^ref", re.IGNORECASE)
-_DTYPE_RE = re.compile(r"\b(?:diff_)?(src|wei|dst|bia)(?:_(?:iter|layer))?[:_](f32|f16|bf16|s8|u8|s32|f64|f8_e5m2|f8_e4m3)\b")
+_DTYPE_RE = re.compile(r"\b(?:diff_)?(src|wei|dst|bia|data)(?:_(?:iter|layer))?[:_](f32|f16|bf16|s8|u8|s32|f64|f8_e5m2|f8_e4m3)\b")
 
 
 @cache
@@ -92,6 +93,9 @@ def parse_line(line: str) -> Primitive | None | dict:
         return None
     if rest[0] == "info":
         text = ",".join(rest[1:])
+        if text.startswith("cpudoctor,window:") and len(rest) >= 4:     # verbose_window.py's markers
+            state, t = rest[2].partition(":")[2], _float(rest[3])
+            return {"window": (state, t)} if state in ("on", "off", "end") and t is not None else None
         if text.startswith("oneDNN ") or text.startswith("DNNL "):
             return {"version": text.split()[1]}
         if text.startswith("cpu,runtime:"):
@@ -122,8 +126,10 @@ def parse_line(line: str) -> Primitive | None | dict:
     dtypes: dict[str, str] = {}
     for m in _DTYPE_RE.finditer(mds):
         dtypes.setdefault(m.group(1), m.group(2))
+    work = onednn_work(kind, prop, dtypes, problem) if stage == "exec" else None
     return Primitive(kind=kind, impl=impl, isa=isa_of(impl), prop=prop, dtypes=dtypes, problem=problem,
-                     time_ms=time_ms if stage == "exec" else None, stage=stage, reference=is_reference(kind, impl))
+                     time_ms=time_ms if stage == "exec" else None, stage=stage, reference=is_reference(kind, impl),
+                     flop=work.flop if work else None, bytes=work.bytes if work else None)
 
 
 def is_reference(kind: str, impl: str) -> bool:
@@ -141,6 +147,10 @@ def parse_onednn_verbose(lines: Iterable[str], limit: int = 200_000) -> OneDnnLo
             continue
         log.lines += 1
         if isinstance(rec, dict):
+            if "window" in rec:
+                if len(log.windows) < limit:
+                    log.windows.append(rec["window"])
+                continue
             for k, v in rec.items():
                 setattr(log, k, v)
         elif len(log.primitives) < limit:

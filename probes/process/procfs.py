@@ -45,10 +45,20 @@ class TaskStat:
     rss_pages: int             # field 24
     processor: int | None      # field 39: CPU the task last ran on (None on ancient kernels)
     minflt: int = 0            # field 10: minor page faults (a first touch of fresh memory)
+    flags: int = 0             # field 9: the kernel's PF_* flags
 
     @property
     def cpu_ticks(self) -> int:
         return self.utime + self.stime
+
+    @property
+    def kernel_thread(self) -> bool:
+        """PF_KTHREAD: what makes a task a kernel thread, whatever its PID (inside a PID namespace PID 2 and
+        its children are ordinary programs; on the host kthreadd is PID 2)."""
+        return bool(self.flags & PF_KTHREAD)
+
+
+PF_KTHREAD = 0x00200000        # include/linux/sched.h
 
 
 class StatParseError(ValueError):
@@ -94,6 +104,7 @@ def parse_stat(text: str) -> TaskStat:
             rss_pages=field_(24),
             processor=field_(39) if len(rest) >= 37 else None,
             minflt=field_(10),
+            flags=field_(9),
         )
     except ValueError as exc:
         raise StatParseError(f"non-numeric field in stat line: {exc}") from None

@@ -82,7 +82,7 @@ class EnvCache:
 
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(self.path, json.dumps({"format": FORMAT, **self.data}))
+            atomic_write(self.path, json.dumps({"format": FORMAT, **self.data}), regular_only=True)
             self.dirty = False
         except (OSError, WriteError):
             pass                            # a read-only home: no cache, same answers

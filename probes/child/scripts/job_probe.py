@@ -44,6 +44,8 @@ import sys
 
 ENV_OUT = "CPUDOCTOR_PROBE_OUT"
 ENV_PATH = "CPUDOCTOR_PROBE_PYTHONPATH"    # the job's own PYTHONPATH (absent: it had none)
+ENV_WINDOWS = "CPUDOCTOR_VERBOSE_WINDOWS"  # verbose_window.py's plan ("on=2,every=10"), set by run --verbose-windows
+WINDOWS_FILE = "cpudoctor_verbose_window.py"   # its copy beside this file in the probe's folder
 MAX_BYTES = 2_000_000          # the whole file
 MAX_LINE = 16_000              # one line
 MAX_CALLS = 400                # recorded setting calls (then counted only)
@@ -88,7 +90,185 @@ def _chain():
         raise
 
 
-class _Probe:
+class _Wrapping:
+    """The wrappers the probe puts around what sets global state: the os module's, then torch's setters, its
+    compile and DataLoader construction (each records the call with the code that made it, through
+    :meth:`_Probe.record`, and returns what the original returns)."""
+
+    def watch_os(self):
+        probe = self
+        putenv, unsetenv = getattr(os, "putenv", None), getattr(os, "unsetenv", None)
+
+        def watched(key):
+            try:
+                k = os.fsdecode(key)
+            except Exception:  # noqa: BLE001
+                return None
+            return k if k.startswith(WATCHED_ENV) else None
+
+        if putenv is not None:
+            def putenv_watched(key, value):
+                putenv(key, value)
+                try:
+                    k = watched(key)
+                    if k:
+                        probe.record("os.environ", os.fsdecode(value), key=k)
+                except Exception:  # noqa: BLE001
+                    pass
+
+            os.putenv = _like(putenv_watched, putenv)
+        if unsetenv is not None:
+            def unsetenv_watched(key):
+                unsetenv(key)
+                try:
+                    k = watched(key)
+                    if k:
+                        probe.record("os.environ", None, key=k)
+                except Exception:  # noqa: BLE001
+                    pass
+
+            os.unsetenv = _like(unsetenv_watched, unsetenv)
+        setaffinity = getattr(os, "sched_setaffinity", None)
+        if setaffinity is not None:
+            def setaffinity_watched(pid, mask):
+                setaffinity(pid, mask)
+                try:
+                    cpus = sorted(int(c) for c in list(mask)[:4096])
+                    probe.record("os.sched_setaffinity", _cpulist(cpus), key=str(pid))
+                except Exception:  # noqa: BLE001
+                    pass
+
+            os.sched_setaffinity = _like(setaffinity_watched, setaffinity)
+
+    def wrap_setter(self, owner, name, label):
+        original = getattr(owner, name, None)
+        if original is None or getattr(original, "_cpudoctor", False):
+            return
+        probe = self
+
+        def setter(*args, **kwargs):
+            try:
+                result = original(*args, **kwargs)
+            except BaseException:
+                try:
+                    probe.record(label, _args_text(args, kwargs), failed=True)
+                except Exception:  # noqa: BLE001
+                    pass
+                raise
+            try:
+                probe.record(label, _args_text(args, kwargs))
+            except Exception:  # noqa: BLE001
+                pass
+            return result
+
+        try:
+            setattr(owner, name, _like(setter, original))
+        except Exception:  # noqa: BLE001
+            pass
+
+    def wrap_mkldnn_switch(self, torch):
+        """``torch.backends.mkldnn.enabled = False`` goes through a descriptor whose setter is replaced here."""
+        try:
+            prop = type(torch.backends.mkldnn).__dict__["enabled"]
+            original = prop.setter
+        except Exception:  # noqa: BLE001
+            return
+        probe = self
+
+        def set_enabled(value):
+            original(value)
+            try:
+                probe.record("torch.backends.mkldnn.enabled", value)
+            except Exception:  # noqa: BLE001
+                pass
+
+        prop.setter = set_enabled
+
+    def start_windows(self, torch):
+        """oneDNN's and oneMKL's verbose lines on for windows only, when run asked (probes/child/scripts/
+        verbose_window.py, copied beside this file), from the moment torch is in."""
+        if not self.windows:
+            return
+        try:
+            import importlib.util
+
+            spec = importlib.util.spec_from_file_location("cpudoctor_verbose_window", os.path.join(_HERE, WINDOWS_FILE))
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            module.install(torch, env={ENV_WINDOWS: self.windows})
+        except Exception:  # noqa: BLE001 - watching must never stop the job
+            pass
+
+    def count_backward(self, torch):
+        """Count backward passes (``Tensor.backward`` goes through ``torch.autograd.backward``; and ``grad``)."""
+        probe = self
+        for name in ("backward", "grad"):
+            original = getattr(torch.autograd, name, None)
+            if original is None or getattr(original, "_cpudoctor", False):
+                continue
+
+            def counted(*args, _original=original, **kwargs):
+                probe.backwards += 1
+                return _original(*args, **kwargs)
+
+            try:
+                setattr(torch.autograd, name, _like(counted, original))
+            except Exception:  # noqa: BLE001
+                pass
+
+    def wrap_compile(self, torch):
+        original = getattr(torch, "compile", None)
+        if original is None:
+            return
+        probe = self
+
+        def compile(*args, **kwargs):
+            try:
+                probe.compiled = True
+                probe.drop_global_hooks()        # before Dynamo sees them: removing them later would recompile
+                probe.record("torch.compile", _args_text(args[1:], kwargs))
+            except Exception:  # noqa: BLE001
+                pass
+            result = original(*args, **kwargs)
+            try:
+                if isinstance(result, torch.nn.Module) and probe.model is None:
+                    probe.choose(result)
+            except Exception:  # noqa: BLE001
+                pass
+            return result
+
+        torch.compile = _like(compile, original)
+
+    def wrap_dataloader(self, torch):
+        try:
+            cls = torch.utils.data.DataLoader
+            original = cls.__init__
+        except Exception:  # noqa: BLE001
+            return
+        probe = self
+
+        def __init__(self, *args, **kwargs):
+            original(self, *args, **kwargs)
+            try:
+                probe.calls += 1
+                if probe.calls <= MAX_CALLS:
+                    context = getattr(self, "multiprocessing_context", None)
+                    probe.write("loader", at=probe.caller(), num_workers=getattr(self, "num_workers", None),
+                                batch_size=getattr(self, "batch_size", None),
+                                pin_memory=getattr(self, "pin_memory", None),
+                                persistent_workers=getattr(self, "persistent_workers", None),
+                                prefetch_factor=getattr(self, "prefetch_factor", None),
+                                context=getattr(context, "_name", None) if context is not None else None,
+                                worker_init=getattr(self, "worker_init_fn", None) is not None,
+                                usable_cpus=len(_affinity() or []) or None)
+            except Exception:  # noqa: BLE001
+                pass
+
+        cls.__init__ = _like(__init__, original)
+
+
+
+class _Probe(_Wrapping):
     def __init__(self, path):
         import time
 
@@ -124,6 +304,7 @@ class _Probe:
         self.compiled = False
         self.inputs_seen = False
         self.optimizers = set()
+        self.windows = os.environ.pop(ENV_WINDOWS, None)     # the job's children do not inherit the plan
 
     # -- writing ------------------------------------------------------------------------------
 
@@ -207,53 +388,6 @@ class _Probe:
         self.write("set", name=name, key=key, value=str(value)[:200], at=self.caller(), torch=self.torch is not None,
                    failed=failed or None)
 
-    # -- the os module: environment and affinity -----------------------------------------------------
-
-    def watch_os(self):
-        probe = self
-        putenv, unsetenv = getattr(os, "putenv", None), getattr(os, "unsetenv", None)
-
-        def watched(key):
-            try:
-                k = os.fsdecode(key)
-            except Exception:  # noqa: BLE001
-                return None
-            return k if k.startswith(WATCHED_ENV) else None
-
-        if putenv is not None:
-            def putenv_watched(key, value):
-                putenv(key, value)
-                try:
-                    k = watched(key)
-                    if k:
-                        probe.record("os.environ", os.fsdecode(value), key=k)
-                except Exception:  # noqa: BLE001
-                    pass
-
-            os.putenv = _like(putenv_watched, putenv)
-        if unsetenv is not None:
-            def unsetenv_watched(key):
-                unsetenv(key)
-                try:
-                    k = watched(key)
-                    if k:
-                        probe.record("os.environ", None, key=k)
-                except Exception:  # noqa: BLE001
-                    pass
-
-            os.unsetenv = _like(unsetenv_watched, unsetenv)
-        setaffinity = getattr(os, "sched_setaffinity", None)
-        if setaffinity is not None:
-            def setaffinity_watched(pid, mask):
-                setaffinity(pid, mask)
-                try:
-                    cpus = sorted(int(c) for c in list(mask)[:4096])
-                    probe.record("os.sched_setaffinity", _cpulist(cpus), key=str(pid))
-                except Exception:  # noqa: BLE001
-                    pass
-
-            os.sched_setaffinity = _like(setaffinity_watched, setaffinity)
-
     # -- torch ----------------------------------------------------------------------------------------
 
     def on_torch(self, torch):
@@ -268,6 +402,7 @@ class _Probe:
                    (torch, "set_float32_matmul_precision"), (torch, "set_default_device")]
         for owner, name in setters:
             self.wrap_setter(owner, name, "torch." + name)
+        self.start_windows(torch)
         self.wrap_mkldnn_switch(torch)
         self.count_backward(torch)
         self.wrap_compile(torch)
@@ -283,117 +418,6 @@ class _Probe:
                                  mod.register_module_forward_hook(self.on_post, always_call=True)]
         except Exception:  # noqa: BLE001
             self.global_hooks = []
-
-    def wrap_setter(self, owner, name, label):
-        original = getattr(owner, name, None)
-        if original is None or getattr(original, "_cpudoctor", False):
-            return
-        probe = self
-
-        def setter(*args, **kwargs):
-            try:
-                result = original(*args, **kwargs)
-            except BaseException:
-                try:
-                    probe.record(label, _args_text(args, kwargs), failed=True)
-                except Exception:  # noqa: BLE001
-                    pass
-                raise
-            try:
-                probe.record(label, _args_text(args, kwargs))
-            except Exception:  # noqa: BLE001
-                pass
-            return result
-
-        try:
-            setattr(owner, name, _like(setter, original))
-        except Exception:  # noqa: BLE001
-            pass
-
-    def count_backward(self, torch):
-        """Count backward passes (``Tensor.backward`` goes through ``torch.autograd.backward``; and ``grad``)."""
-        probe = self
-        for name in ("backward", "grad"):
-            original = getattr(torch.autograd, name, None)
-            if original is None or getattr(original, "_cpudoctor", False):
-                continue
-
-            def counted(*args, _original=original, **kwargs):
-                probe.backwards += 1
-                return _original(*args, **kwargs)
-
-            try:
-                setattr(torch.autograd, name, _like(counted, original))
-            except Exception:  # noqa: BLE001
-                pass
-
-    def wrap_mkldnn_switch(self, torch):
-        """``torch.backends.mkldnn.enabled = False`` goes through a descriptor whose setter is replaced here."""
-        try:
-            prop = type(torch.backends.mkldnn).__dict__["enabled"]
-            original = prop.setter
-        except Exception:  # noqa: BLE001
-            return
-        probe = self
-
-        def set_enabled(value):
-            original(value)
-            try:
-                probe.record("torch.backends.mkldnn.enabled", value)
-            except Exception:  # noqa: BLE001
-                pass
-
-        prop.setter = set_enabled
-
-    def wrap_compile(self, torch):
-        original = getattr(torch, "compile", None)
-        if original is None:
-            return
-        probe = self
-
-        def compile(*args, **kwargs):
-            try:
-                probe.compiled = True
-                probe.drop_global_hooks()        # before Dynamo sees them: removing them later would recompile
-                probe.record("torch.compile", _args_text(args[1:], kwargs))
-            except Exception:  # noqa: BLE001
-                pass
-            result = original(*args, **kwargs)
-            try:
-                if isinstance(result, torch.nn.Module) and probe.model is None:
-                    probe.choose(result)
-            except Exception:  # noqa: BLE001
-                pass
-            return result
-
-        torch.compile = _like(compile, original)
-
-    def wrap_dataloader(self, torch):
-        try:
-            cls = torch.utils.data.DataLoader
-            original = cls.__init__
-        except Exception:  # noqa: BLE001
-            return
-        probe = self
-
-        def __init__(self, *args, **kwargs):
-            original(self, *args, **kwargs)
-            try:
-                probe.calls += 1
-                if probe.calls <= MAX_CALLS:
-                    context = getattr(self, "multiprocessing_context", None)
-                    probe.write("loader", at=probe.caller(), num_workers=getattr(self, "num_workers", None),
-                                batch_size=getattr(self, "batch_size", None),
-                                pin_memory=getattr(self, "pin_memory", None),
-                                persistent_workers=getattr(self, "persistent_workers", None),
-                                prefetch_factor=getattr(self, "prefetch_factor", None),
-                                context=getattr(context, "_name", None) if context is not None else None,
-                                worker_init=getattr(self, "worker_init_fn", None) is not None,
-                                usable_cpus=len(_affinity() or []) or None)
-            except Exception:  # noqa: BLE001
-                pass
-
-        cls.__init__ = _like(__init__, original)
 
     # -- the step: optimizer steps and the outermost forward calls --------------------------------------
 
