@@ -225,3 +225,25 @@ def test_a_real_torch_job_is_read_from_inside(tmp_path):
     assert state.model.called_at.user_place()[1] == 16
     sample = state.latest()
     assert sample.threads == 1 and sample.anomaly and sample.grad and sample.dtype == "float64" and sample.main_thread
+
+
+def test_run_verbose_windows_take_effect_through_the_probe(tmp_path):
+    """``run --verbose-windows`` asks the probe (CPUDOCTOR_VERBOSE_WINDOWS) to switch the libraries' verbose lines
+    for windows when torch is imported: the windows' markers come out on the job's stdout (run's filter keeps them
+    out of the job's output), and the job's children do not inherit the plan."""
+    pytest.importorskip("torch")
+    script = """
+    import os, subprocess, sys, time
+    import torch
+    t = time.monotonic()
+    while time.monotonic() - t < 1.2:
+        torch.randn(64, 64) @ torch.randn(64, 64)
+        time.sleep(0.01)
+    print(subprocess.run([sys.executable, "-c", "import os; print(os.environ.get('CPUDOCTOR_VERBOSE_WINDOWS'))"],
+                         capture_output=True, text=True).stdout.strip())
+    """
+    proc, state = _run(tmp_path, script, env={"CPUDOCTOR_VERBOSE_WINDOWS": "on=0.3,every=0.6"})
+    marks = [ln.split(",")[4] for ln in proc.stdout.splitlines() if ln.startswith("onednn_verbose,v1,info,cpudoctor,")]
+    assert marks[0] == "window:on" and "window:off" in marks and marks[-1] == "window:end", proc.stdout[-2000:]
+    assert "None" in proc.stdout.splitlines()                 # the child's environment has no plan
+    assert state.loaded
