@@ -16,8 +16,15 @@ instructions) are judged in :mod:`cpudoctor.advisor.kernel_rules`, for a lab
 job's census too; :attr:`EVIDENCE_RULES` loads them on first use.
 
 Rules that read the breakdown say nothing when it may not be judged (too few
-samples, an idle job, a machine busy with other programs:
-:mod:`cpudoctor.advisor.job_verdict`): EVID009 says "inconclusive" instead, with the reason.
+samples, an idle job: :mod:`cpudoctor.advisor.job_verdict`): EVID009 says
+"inconclusive" instead, with the reason. On a machine busy with other programs
+the shares of the job's own samples are judged as usual, with the load stated,
+while OpenMP waiting (a comparison with an unloaded machine) is reported as
+"likely", for the user to confirm on a quiet machine. The breakdown is judged on
+the thread that drives the step: the pool's OpenMP waiting while that thread is
+busy elsewhere is its consequence, not the cause (EVID019 names what the driving
+thread did). The job's own state read by its probe (``run``) is judged in
+:mod:`cpudoctor.advisor.state_rules` (EVID010-EVID018), loaded like the kernel rules.
 """
 
 from __future__ import annotations
@@ -27,8 +34,10 @@ from typing import Any
 
 from cpudoctor.advisor import floors
 from cpudoctor.advisor.engine import RuleSet
+from cpudoctor.advisor.code_settings import (binding_removal, binding_settings, seen_threads, thread_change,
+                                             thread_setting, setting_of)
 from cpudoctor.advisor.job_split import cpus_text
-from cpudoctor.advisor.job_verdict import judge_breakdown, judged, reason
+from cpudoctor.advisor.job_verdict import busy, judge_breakdown, judged, load_words, own_shares, reason
 from cpudoctor.advisor.pinning import env_unset
 from cpudoctor.advisor.snippets import WORKER_POOL_WORDS, worker_init_snippet, worker_pools
 from cpudoctor.advisor.thread_vars import thread_count_env, with_thread_count
@@ -47,15 +56,17 @@ DATA_WAIT = 0.30              # the driving thread spent this share inside DataL
 RECOMPILES = 3                # recompilations of one function that make "keeps compiling"
 COMPILE_SHARE = 0.30          # ... or this share of the time compiling with at least 2 recompiles
 OVERSUBSCRIBED_SHARE = 0.3    # samples with more runnable threads than CPUs (a child running 2+) while children ran
+DRIVER_IN_TEAM = 0.5          # the driving thread spent at least this share in kernels and OpenMP: it drives the team
 
 EVIDENCE_RULES: RuleSet[Evidence] = RuleSet(
     "evidence rule", prefix="EVID", docs_page="docs/evidence_rules.md", group_by_category=False,
     scope=("Judges what a job did: `cpudoctor run -- COMMAND`, `cpudoctor inspect PID` and the Inspector page "
            "(EVID007, EVID008: the lab's jobs too, in `bench` and a report's runs)."),
     crash_hint="the output of `cpudoctor run --format json -o run.json -- COMMAND`",
-    # EVID007, EVID008: the kernels a job ran (also a lab job's); EVID020-022: its kernels against the roof;
-    # EVID030-035: its memory
-    load=("cpudoctor.advisor.kernel_rules", "cpudoctor.advisor.roof_rules", "cpudoctor.advisor.memory_rules"),
+    # EVID007, EVID008: the kernels a job ran (also a lab job's); EVID010-EVID019: the job's own state;
+    # EVID020-022: its kernels against the roof; EVID030-035: its memory
+    load=("cpudoctor.advisor.kernel_rules", "cpudoctor.advisor.state_rules", "cpudoctor.advisor.roof_rules",
+          "cpudoctor.advisor.memory_rules"),
 )
 evidence_rule = EVIDENCE_RULES.rule
 
@@ -89,8 +100,33 @@ class Evidence(JobEvidence):
         return self.breakdown
 
     def judged(self) -> TimeBreakdown | None:
-        """The breakdown when it may be judged, else None."""
+        """The breakdown when comparisons with an unloaded machine may be judged on it, else None."""
         return judged(self.breakdown)
+
+    def own_shares(self) -> TimeBreakdown | None:
+        """The breakdown when the shares of the job's own samples may be judged (a busy machine too), else None."""
+        return own_shares(self.breakdown)
+
+    def usable_cpus(self) -> int | None:
+        """The CPUs the job may use: its process's (affinity and quota), else the CPUs it was started with."""
+        if self.process is not None and self.process.usable_cpus:
+            return self.process.usable_cpus
+        if self.launch_affinity:
+            return len(self.launch_affinity)
+        if self.state is not None and self.state.affinity_start:
+            return len(self.state.affinity_start)
+        return None
+
+    def load_note(self) -> str:
+        """`` (other programs used 1.6 of the 2 CPUs meanwhile)`` or "" on a quiet machine."""
+        words = load_words(self.breakdown)
+        return f" ({words})" if words else ""
+
+    def load_sentence(self) -> str:
+        """`` Other programs used 1.6 of the 2 CPUs meanwhile; ...`` or "" on a quiet machine."""
+        words = load_words(self.breakdown)
+        return (f" {words[:1].upper()}{words[1:]}; the share is of the driving thread's own time outside OpenMP "
+                "waiting (which their load makes longer)." if words else "")
 
     def cmd(self) -> str:
         cmd = (self.command or "").strip()
@@ -106,6 +142,32 @@ def _finding(severity: str, title: str, why: str, fix: str, snippet: str = "", e
 
 def _counted(bd: TimeBreakdown) -> str:
     return f"{bd.samples} samples over {bd.window_s:g} s"
+
+
+def own_share(bd: TimeBreakdown, category: str) -> float:
+    """``category``'s share of the driving thread's time; on a busy machine, of its time outside OpenMP waiting,
+    which grows with the other programs' load (a team member they displace holds each barrier) while the thread's
+    own work does not."""
+    share = bd.driver_share(category)
+    if not busy(bd) or category == OPENMP:
+        return share
+    working = 1.0 - bd.driver_share(OPENMP)
+    return min(1.0, share / working) if working > 0.05 else share
+
+
+def consequence(bd: TimeBreakdown) -> str:
+    """`` The pool threads' OpenMP waiting (48 % of the job's thread time) follows from it: ...`` when there is any."""
+    omp = bd.share(OPENMP)
+    if omp < OPENMP_DOMINATES or drives_team(bd):
+        return ""
+    return (f" The other threads' OpenMP waiting ({percent(omp, fraction=True)} of the job's thread time) follows from it: the pool "
+            "waits while the thread that drives the step is busy elsewhere, so fewer threads would not help.")
+
+
+def _place(at) -> str:
+    user = at.user_place()
+    file, line = user if user else (at.file, at.line)
+    return f"line {line} of {file}"
 
 
 # --- the rules --------------------------------------------------------------------------------
@@ -128,28 +190,56 @@ def openmp_wait_dominates(ev: Evidence) -> list[Finding]:
         Use fewer threads (OMP_NUM_THREADS, or torch.set_num_threads at the top of the script), down
         to 1 for very small models; measure steps per second before and after.
     """
-    bd = ev.judged()
+    bd = ev.own_shares()
     if bd is None:
         return []
     omp, comp = bd.share(OPENMP), bd.share(COMPUTE)
-    if omp < OPENMP_DOMINATES or omp < comp:
+    if omp < OPENMP_DOMINATES or omp < comp or not drives_team(bd):
         return []
+    setting, usable = thread_setting(ev.state), ev.usable_cpus()
+    if setting is not None and usable is not None and (seen_threads(ev.state) or 0) > usable:
+        return []           # the script sets more threads than CPUs: EVID013 names that line first
     threads = _compute_threads(bd, ev)
     target = 1 if omp >= 2 * comp or threads <= 2 else max(1, threads // 2)
     why = (f"{percent(omp, fraction=True)} of the job's thread time was OpenMP waiting (barriers, spinning, team fork/join) and "
-           f"only {percent(comp, fraction=True)} compute kernels ({_counted(bd)}, {plural(threads, 'compute thread')}). The kernels "
-           "are too short for this many threads to pay off.")
-    main = bd.process(bd.pid)
-    job_env = {**ev.env, **(main.thread_vars if main else {})}
-    assign, unset = thread_count_env(target, job_env)
-    fix = (f"Run it with {plural(target, 'thread')}: {' '.join(f'{k}={v}' for k, v in assign.items())}"
-           + (f" with {', '.join(unset)} unset" if unset else "")
-           + f" (every pool's count, whatever the shell exports; or torch.set_num_threads({target}) first thing in "
-           "the script), and compare steps per second.")
-    return [_finding("warning", f"OpenMP waiting takes {percent(omp, fraction=True)} of the time, kernels {percent(comp, fraction=True)}", why, fix,
-                     with_thread_count(target, job_env, ev.cmd()),
+           f"only {percent(comp, fraction=True)} compute kernels ({_counted(bd)}, {plural(threads, 'compute thread')}), while the "
+           f"thread that drives the step spent {percent(bd.driver_share(OPENMP) + bd.driver_share(COMPUTE), fraction=True)} of its "
+           "time in the team's kernels and barriers. The kernels are too short for this many threads to pay off.")
+    if setting is not None:
+        # the script's own call wins over any variable set outside: the fix is its line
+        fix, snippet = thread_change(setting, target)
+        fix += " Then compare steps per second."
+        lang = "python"
+    else:
+        main = bd.process(bd.pid)
+        job_env = {**ev.env, **(main.thread_vars if main else {})}
+        assign, unset = thread_count_env(target, job_env)
+        fix = (f"Run it with {plural(target, 'thread')}: {' '.join(f'{k}={v}' for k, v in assign.items())}"
+               + (f" with {', '.join(unset)} unset" if unset else "")
+               + f" (every pool's count, whatever the shell exports; or torch.set_num_threads({target}) first thing in "
+               "the script), and compare steps per second.")
+        snippet, lang = with_thread_count(target, job_env, ev.cmd()), "bash"
+    title = f"OpenMP waiting takes {percent(omp, fraction=True)} of the time, kernels {percent(comp, fraction=True)}"
+    severity = "warning"
+    if busy(bd):
+        # waiting depends on what other programs did: a team member they displaced holds every barrier
+        severity, title = "info", f"Likely: {title} (confirm on a quiet machine)"
+        why += (f" But {load_words(bd)}: a thread they displaced holds every barrier too, so part of the waiting may "
+                "be theirs.")
+        fix += " Confirm on a quiet machine first."
+    return [_finding(severity, title, why, fix, snippet,
                      {"openmp_wait_share": round(omp, 3), "compute_share": round(comp, 3), "threads": threads,
-                      "samples": bd.samples, "suggested_threads": target})]
+                      "samples": bd.samples, "suggested_threads": target, "others_cpus": bd.others_cpus if busy(bd)
+                      else None, "set_at": setting.short_place() if setting else None}, lang=lang)]
+
+
+def drives_team(bd: TimeBreakdown) -> bool:
+    """The thread that drives the step spent most of its time in the thread team's kernels and barriers (so the
+    team's waiting is about the team); unknown (no driving thread sampled) counts as yes."""
+    driver = bd.driver_thread()
+    if driver is None:
+        return True
+    return bd.driver_share(OPENMP) + bd.driver_share(COMPUTE) >= DRIVER_IN_TEAM
 
 
 def _compute_threads(bd: TimeBreakdown, ev: Evidence) -> int:
@@ -183,24 +273,34 @@ def waits_on_data(ev: Evidence) -> list[Finding]:
         and let them work ahead (prefetch_factor); move slow per-sample work (decoding, augmentation)
         into the dataset so the workers do it.
     """
-    bd = ev.judged()
+    bd = ev.own_shares()
     if bd is None:
         return []
     driver = bd.driver_thread()
     if driver is None:
         return []
-    share = next((s.share for s in driver.shares if s.category == DATA), 0.0)
+    share = own_share(bd, DATA)
     if share < DATA_WAIT:
         return []
     workers = [p for p in bd.processes if p.role == "dataloader_worker"]
+    if workers and busy(bd):
+        return []       # waiting for workers that other programs may have slowed: a comparison, not a share
     if workers:
-        busy = sum((p.cpu_percent or 0.0) for p in workers) / 100
-        state = (f"its {plural(len(workers), 'worker process', 'worker processes')} used {busy:.1f} CPUs together")
+        used = sum((p.cpu_percent or 0.0) for p in workers) / 100
+        state = (f"its {plural(len(workers), 'worker process', 'worker processes')} used {used:.1f} CPUs together")
         n = len(workers)
-        fix = (f"The workers do not keep up: give more workers than {n} where CPUs are free, make "
-               "each sample cheaper, and keep them alive (persistent_workers=True) with prefetch_factor=4.")
-        snippet = (f"loader = DataLoader(dataset, batch_size=..., num_workers={n * 2}, persistent_workers=True,\n"
-                   "                    prefetch_factor=4)")
+        usable = ev.usable_cpus()
+        if usable is not None and n >= usable:
+            # no CPU is free for another worker: more of them would only take turns (EVID015)
+            fix = (f"The workers do not keep up and every CPU already has one ({n} workers on "
+                   f"{plural(usable, 'usable CPU')}): make each sample cheaper (pre-process once and cache, lighter "
+                   "transforms, a faster data format), or give the job more CPUs.")
+            snippet = ""
+        else:
+            fix = (f"The workers do not keep up: give more workers than {n} where CPUs are free, make "
+                   "each sample cheaper, and keep them alive (persistent_workers=True) with prefetch_factor=4.")
+            snippet = (f"loader = DataLoader(dataset, batch_size=..., num_workers={n * 2}, persistent_workers=True,\n"
+                       "                    prefetch_factor=4)")
     else:
         state = "it has no worker processes: the training thread loads every batch itself"
         cpus = len(ev.launch_affinity or []) or (bd.online_cpus or 2)
@@ -209,8 +309,11 @@ def waits_on_data(ev: Evidence) -> list[Finding]:
                "(samples that wait on disk or network overlap with training even on few CPUs).")
         snippet = (f"loader = DataLoader(dataset, batch_size=..., num_workers={n}, persistent_workers=True,\n"
                    "                    prefetch_factor=4)")
+    loader = next((x for x in (ev.state.loaders if ev.state else []) if x.at is not None), None)
+    where = f" (the DataLoader built at {_place(loader.at)})" if loader is not None else ""
     why = (f"The training loop spent {percent(share, fraction=True)} of its time ({driver.samples} samples of the main thread over "
-           f"{bd.window_s:g} s) inside DataLoader's next batch; {state}.")
+           f"{bd.window_s:g} s) inside DataLoader's next batch{where}; {state}.{consequence(bd)}"
+           f"{ev.load_sentence()}")
     return [_finding("warning", f"The loop waits for data {percent(share, fraction=True)} of the time", why, fix, snippet,
                      {"data_wait_share": round(share, 3), "driver_samples": driver.samples,
                       "workers": len(workers)}, lang="python")]
@@ -301,9 +404,13 @@ def children_confined(ev: Evidence) -> list[Finding]:
     masks = sorted({tuple(sorted(p.affinity or [])) for p in confined})
     where = " / ".join(cpus_text(list(m)) for m in masks)
     binding = {k: v for k, v in {**ev.env, **(main.thread_vars if main else {})}.items() if k in BINDING_VARS}
+    in_code = binding_settings(ev.state)       # the script binds itself (its probe saw the lines)
     parent_keeps = main is not None and main.affinity is not None and set(job_cpus) <= set(main.affinity)
     setter = mask_setter(ev, confined)
-    if parent_keeps:
+    if in_code and not parent_keeps:
+        cause = (f"the script binds itself ({'; '.join(b.where_words() for b in in_code)}): the main thread was "
+                 "pinned and the children inherited it")
+    elif parent_keeps:
         cause = (f"the main process (PID {bd.pid}) kept all {len(job_cpus)}, so the narrower set was applied in the "
                  "child itself (a library or the worker's own code calling sched_setaffinity there); "
                  + (f"it was set by {setter}" if setter else "what set it could not be seen"))
@@ -321,7 +428,11 @@ def children_confined(ev: Evidence) -> list[Finding]:
            f"{len(job_cpus)} CPUs the job was started with ({format_cpulist(job_cpus)}): {cause}.")
     give_back = (f"DataLoader(..., worker_init_fn=lambda _: os.sched_setaffinity(0, "
                  f"{{{', '.join(map(str, job_cpus[:16]))}}}))")
-    if binding and not parent_keeps:
+    if in_code and not parent_keeps:
+        # `env -u` outside cannot undo a binding the script makes itself: the fix is the script's lines
+        fix, code = binding_removal(in_code)
+        snippet, lang = f"{code}\n# or give each worker every CPU back: {give_back}", "python"
+    elif binding and not parent_keeps:
         fix = ("Unset the OpenMP binding variables that are set and choose the CPUs outside the job (taskset -c / "
                "numactl); or give each worker every CPU back in worker_init_fn.")
         snippet = (f"{env_unset(binding)} taskset -c {format_cpulist(job_cpus)} {ev.cmd()}\n"
@@ -337,19 +448,26 @@ def children_confined(ev: Evidence) -> list[Finding]:
                      {"confined": len(confined), "job_cpus": len(job_cpus),
                       "child_cpus": [format_cpulist(m) for m in masks], "main_cpus": format_cpulist(main.affinity)
                       if main is not None and main.affinity else None, "binding": binding or None,
-                      "set_by": setter}, lang=lang)]
+                      "set_by": setter, "set_at": [b.short_place() for b in in_code] or None}, lang=lang)]
 
 
 def mask_setter(ev: Evidence, confined: list[ProcessTime]) -> str | None:
-    """What narrowed the children's CPU set, in words ("os.sched_setaffinity at train.py:41"), when the job's
-    facts show it; None when they do not.
+    """What narrowed the children's CPU set, in words ("os.sched_setaffinity(4242, {0}) at line 41 of train.py"),
+    when the job's probe saw the call; None when it did not.
 
-    The process facts (/proc, stacks) show a mask, never the call that set it: only a probe inside the job
-    that records its sched_setaffinity calls can (issue 34's in-job probe, which adds them to
-    :class:`~cpudoctor.model.evidence.JobEvidence`). Until that record exists this says None and EVID004
-    says the setter is unknown.
+    The process facts (/proc, stacks) show a mask, never the call that set it: only the probe inside the job
+    records ``os.sched_setaffinity`` calls with their lines (:class:`~cpudoctor.model.jobstate.JobState`). A call
+    on a confined child's PID names it; else the last call that narrowed the main process itself.
     """
-    return None
+    state = ev.state
+    if state is None:
+        return None
+    calls = state.calls_to("os.sched_setaffinity")
+    pids = {str(p.pid) for p in confined}
+    chosen = ([c for c in calls if c.key in pids]
+              or [c for c in calls if c.key in ("0", str(state.pid))])
+    setting = setting_of(chosen[-1]) if chosen else None
+    return setting.where_words() if setting else None
 
 
 @evidence_rule("EVID005", "children-oversubscribe", category="threads", severity="warning",
@@ -426,18 +544,21 @@ def python_dominates(ev: Evidence) -> list[Finding]:
         workers, use larger batches, or compile the step (torch.compile). The top Python functions
         in the why show where to start.
     """
-    bd = ev.judged()
+    bd = ev.own_shares()
     if bd is None:
         return []
     driver = bd.driver_thread()
-    shares = {s.category: s.share for s in (driver.shares if driver else bd.shares)}
-    py, comp = shares.get(PYTHON, 0.0), shares.get(COMPUTE, 0.0)
+    if driver is not None:
+        py, comp = own_share(bd, PYTHON), own_share(bd, COMPUTE)
+    else:
+        py, comp = bd.share(PYTHON), bd.share(COMPUTE)
     if py < PYTHON_DOMINATES or py <= comp:
         return []
-    tops = [t for t in bd.top if t.category == PYTHON][:3]
+    tops = [t for t in (bd.driver_python or bd.top) if t.category == PYTHON][:3]
     where = "; ".join(f"{t.frame} {percent(t.share, fraction=True)}" for t in tops)
     why = (f"The training thread ran Python code {percent(py, fraction=True)} of its time and compute kernels only {percent(comp, fraction=True)} "
-           f"({driver.samples if driver else bd.samples} samples over {bd.window_s:g} s)." + (f" Top Python lines: {where}." if where else ""))
+           f"({driver.samples if driver else bd.samples} samples over {bd.window_s:g} s)."
+           + (f" Top Python lines: {where}." if where else "") + consequence(bd) + ev.load_sentence())
     fix = ("Turn the per-element Python work into tensor operations on whole batches, move per-sample work "
            "into the DataLoader's workers, or compile the step with torch.compile.")
     return [_finding("warning", f"Python code takes {percent(py, fraction=True)} of the time, kernels {percent(comp, fraction=True)}", why, fix,
@@ -620,15 +741,17 @@ def inconclusive(ev: Evidence) -> list[Finding]:
     """
     What it checks:
         Whether the time breakdown may be judged: enough samples of the training thread, a job
-        that used the CPU, and a machine not busy with other programs.
+        that used the CPU, and how much of the machine other programs used meanwhile.
 
     Why it matters:
-        Shares from a few samples, from a job that was idle, or from a machine where other programs
-        took the CPUs say nothing about the job: the breakdown rules stay silent instead of guessing.
+        Shares from a few samples or from a job that was idle say nothing about the job: the
+        breakdown rules stay silent instead of guessing. On a machine busy with other programs the
+        shares of the job's own samples, its state and its kernels are still judged, but waiting
+        and thread counts depend on the other programs: those findings say "likely".
 
     Fix:
         Sample longer while the job trains (`cpudoctor inspect PID --seconds 20`, or let
-        `cpudoctor run` run longer), and on a quiet machine.
+        `cpudoctor run` run longer); confirm the "likely" findings on a quiet machine.
     """
     bd = ev.breakdown
     if bd is None or ev.crash is not None or still_starting(ev) is not None:
@@ -637,10 +760,19 @@ def inconclusive(ev: Evidence) -> list[Finding]:
     if verdict.conclusive:
         return []
     why = reason(bd, verdict)
+    evidence = {"verdict": verdict.verdict, "cause": verdict.cause, "samples": bd.samples,
+                "others_cpus": bd.others_cpus, "job_cpus": bd.job_cpus}
+    if verdict.verdict == "busy":
+        words = load_words(bd)
+        return [_finding("info", f"Busy machine: {words.replace(' meanwhile', '')}",
+                         f"{why[:1].upper()}{why[1:]}. The shares of the job's own samples (its Python, data loading, "
+                         "kernels and their data types, compiling), its state and its kernels were judged as usual; "
+                         "OpenMP waiting and thread counts depend on what the other programs did, so findings about "
+                         "them say \"likely\".",
+                         "Confirm the \"likely\" findings on a quiet machine, or pin this job to CPUs nothing else "
+                         "uses.", "", evidence)]
     return [_finding("info", f"Inconclusive: {why.split(':')[0]}", why[:1].upper() + why[1:] + ".",
-                     "Sample longer while the job trains, on a quiet machine.", "",
-                     {"verdict": verdict.verdict, "cause": verdict.cause, "samples": bd.samples,
-                      "others_cpus": bd.others_cpus, "job_cpus": bd.job_cpus})]
+                     "Sample longer while the job trains, on a quiet machine.", "", evidence)]
 
 
 def run_evidence_rules(ev: Evidence, only: set[str] | None = None, *, strict: bool = False) -> list[Finding]:

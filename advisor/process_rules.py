@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from cpudoctor.advisor.code_settings import seen_threads, thread_change, thread_setting
 from cpudoctor.advisor.engine import SEVERITY_RANK, RuleSet
 from cpudoctor.advisor.job_command import JobCommand, job_command
 from cpudoctor.advisor.machine import setting
@@ -32,6 +33,7 @@ from cpudoctor.advisor.thread_vars import THREAD_VARS, thread_count_env
 from cpudoctor.kits.cpulist import format_cpulist
 from cpudoctor.model.breakdown import COMPILE
 from cpudoctor.model.inspection import Inspection, PeerJob, ThreadInfo
+from cpudoctor.model.jobstate import JobState
 from cpudoctor.model import Topology
 from cpudoctor.kits.plural import plural
 from cpudoctor.model import Finding
@@ -63,6 +65,7 @@ resolve = PROCESS_RULES.resolve
 class Context:
     insp: Inspection
     topo: Topology | None
+    state: JobState | None = None       # the job's own state from its probe (`run` only): where it sets threads
 
     @property
     def usable(self) -> int | None:
@@ -231,11 +234,16 @@ def oversubscribed(ctx: Context) -> list[Finding]:
            + (f" (leaving {plural(workers, 'CPU')} for the DataLoader "
               f"{'worker' if workers == 1 else 'workers'})" if workers and not cpus else "")
            + ", or call torch.set_num_threads(" + str(threads) + ") at the top of the script.")
+    snippet, lang = ctx.relaunch(cpus, threads), "bash"
+    setting = thread_setting(ctx.state)
+    if setting is not None:          # the script sets the count itself: a variable outside would not win
+        fix, snippet = thread_change(setting, threads)
+        lang = "python"
     return [_finding(sev, f"Oversubscribed: {i.runnable_mean:g} runnable threads on {plural(usable, 'usable CPU')}", why, fix,
-                     ctx.relaunch(cpus, threads),
+                     snippet,
                      ctx.evidence(runnable_mean=i.runnable_mean, runnable_max=i.runnable_max, usable_cpus=usable,
                                   wait_percent=wait, num_threads=i.num_threads, active_threads=active,
-                                  children=workers))]
+                                  children=workers, set_at=setting.short_place() if setting else None), lang=lang)]
 
 
 ACTIVE_PERCENT = 5.0   # a thread that got this much CPU in the window took part in the work
@@ -623,6 +631,9 @@ def threads_exceed_usable(ctx: Context) -> list[Finding]:
     too_many = {n: ctx.env_int(n) for n in THREAD_VARS if (ctx.env_int(n) or 0) > usable}
     if not too_many:
         return []
+    seen = seen_threads(ctx.state)
+    if thread_setting(ctx.state) is not None and seen is not None and seen <= usable:
+        return []                      # the script sets the count itself and it fits: the variables lose to it
     listed = ", ".join(f"{k}={v}" for k, v in too_many.items())
     why = (f"{listed} but the process may use {plural(usable, 'CPU')}"
            + (f" (cgroup quota {plural(ctx.insp.cpu_quota, 'CPU')})" if ctx.insp.cpu_quota else "")
@@ -929,13 +940,19 @@ def _split_fix(plan: SplitPlan, usable: int, quota: float | None) -> str:
 
 
 def run_process_rules(insp: Inspection, topo: Topology | None = None, only: set[str] | None = None,
-                      *, strict: bool = False) -> list[Finding]:
-    """All (or ``only`` these codes/symbols/categories) process rules over one inspection, worst first."""
-    ctx = Context(insp, topo)
+                      *, strict: bool = False, state: JobState | None = None) -> list[Finding]:
+    """All (or ``only`` these codes/symbols/categories) process rules over one inspection, worst first; ``state``:
+    the job's own state from its probe (``run``), which says where the script sets what a fix would change."""
+    ctx = Context(insp, topo, state)
     found = PROCESS_RULES.run(ctx, only, strict=strict)
     hidden = ctx.job_command()
+    setting = thread_setting(state)
     for f in found:
         # A relaunch of this job with hidden arguments: the fix says which, and how to supply them.
         if hidden.hidden and f.code != "PROC014" and any(v in f.snippet or v in f.fix for v in hidden.variables):
             f.fix = f"{f.fix} {hidden.note('this job')}".strip()
+        # A relaunch that sets the thread count by variable while the script sets it itself: the line wins
+        if setting is not None and f.snippet_lang == "bash" and "OMP_NUM_THREADS=" in f.snippet:
+            f.fix = (f"{f.fix} The script sets its own thread count ({setting.where_words()}), which wins over "
+                     "OMP_NUM_THREADS in this command: set the same count at that line.").strip()
     return sorted(found, key=lambda f: (-SEVERITY_RANK[f.severity], f.code))

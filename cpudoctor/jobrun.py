@@ -70,7 +70,7 @@ def diagnose(job: JobEvidence, machine: Machine) -> list[Finding]:
 
     found: list[Finding] = []
     if job.process is not None:
-        found += run_process_rules(job.process, machine.topology)
+        found += run_process_rules(job.process, machine.topology, state=job.state)
     found += run_evidence_rules(Evidence.of(job, machine.flags))
     return sorted(found, key=lambda f: -SEVERITY_RANK.get(f.severity, 0))
 
@@ -149,6 +149,18 @@ def achieved(obs: RunObservation, machine: Machine, choice: RoofChoice | None = 
             roofs = Roofs(source="none", where=f"{choice.report}: {exc}"[:300])
     # steps: the job's optimizer steps over the observed wall time, when its probe counted them (per-step figures)
     return utilisation(obs.onednn, obs.mkl, roofs, wall_s=observed_wall(obs), steps=steps)
+
+
+def probe_steps(obs: RunObservation) -> int | None:
+    """The job's optimizer steps over the wall time its kernels were observed, counted by its probe (None when it
+    counted none): all of them, or its step rate times the windows when the verbose lines were on for windows."""
+    state = obs.state
+    if state is None or not state.loaded or not state.steps:
+        return None
+    rate, wall = state.step_rate(), observed_wall(obs)
+    if obs.onednn.observed_s and rate and wall:
+        return max(1, round(rate * wall))
+    return state.steps
 
 
 def observed_wall(obs: RunObservation) -> float | None:
@@ -237,7 +249,7 @@ class WatchedRun:
         obs.process, obs.process_error = self._watch.result, self._watch.error
         if obs.ended_by != "failed":
             machine = self.machine or Machine.of_source()
-            obs.achieved = achieved(obs, machine, self.roof)
+            obs.achieved = achieved(obs, machine, self.roof, steps=probe_steps(obs))
             self.findings = diagnose_run(obs, machine)
         return obs
 

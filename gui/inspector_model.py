@@ -356,9 +356,11 @@ def evidence_findings_html(findings: list[Finding]) -> str:
     return "".join(finding_html(finding_view(f), "widget", evidence=False, copy_href=f"copy:{i}") for i, f in picked)
 
 
-def time_caption(bd) -> str:
-    """The line above the bar: what was sampled, and whether it may be judged."""
-    from cpudoctor.render.breakdown import stacks_line
+def time_caption(bd, state=None) -> str:
+    """The text above the bar: what was sampled, whether it may be judged, the driving thread's own time (its top
+    frames), and the job's own state (a run's probe; an inspection says what needs `run`)."""
+    from cpudoctor.render.breakdown import driver_lines, stacks_line
+    from cpudoctor.render.job_state import summary
 
     if bd is None:
         return "No time breakdown: inspect a process (stacks are sampled with it) or run a script."
@@ -370,7 +372,10 @@ def time_caption(bd) -> str:
         text += f"\n{verdict}"
     if bd.stacks_error_kind:
         text += f"\nStacks: {stacks_line(bd)}"
-    return text
+    driver = driver_lines(bd)
+    if driver:
+        text += "\n" + driver[0] + "; " + "; ".join(" ".join(line.split()) for line in driver[1:3])
+    return text + "\n" + summary(state)
 
 
 def script_command(python: str, script: str, arguments: str) -> list[str]:

@@ -63,9 +63,10 @@ class TimeTab(QWidget):
         tl.addWidget(self.output, 1)
         self.breakdown = None
 
-    def show_time(self, bd) -> None:
+    def show_time(self, bd, state=None) -> None:
+        """``bd``'s bar and tables; ``state``: a run's job state from its probe (None for an inspection)."""
         self.breakdown = bd
-        self.caption.setText(im.time_caption(bd))
+        self.caption.setText(im.time_caption(bd, state))
         self.bar.set_shares(bd.shares if bd is not None else [])
         self._fill(self.table, im.time_rows(bd))
         self._fill(self.thread_table, im.thread_time_rows(bd))
@@ -214,7 +215,7 @@ class RunScriptMixin:
     def _on_ran(self, obs, findings) -> None:
         self.findings = list(findings)
         self._fill_findings()
-        self.time_tab.show_time(obs.breakdown)
+        self.time_tab.show_time(obs.breakdown, obs.state)
         self.time_tab.show_findings(self.findings)
         self.time_tab.achieved.show_achieved(obs.achieved)
         self._forget_process(obs.pid)

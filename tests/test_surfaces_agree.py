@@ -101,14 +101,18 @@ def test_a_saved_report_is_diagnosed_the_same_on_every_surface(capsys, tmp_path,
 
 # --- the job side: one recorded observation on every surface --------------------------------------------------
 
-RECORDED = Path(__file__).resolve().parent / "fixtures" / "jobs" / "conv_capped.json"
+RECORDINGS = Path(__file__).resolve().parent / "fixtures" / "jobs"
+RECORDED = RECORDINGS / "conv_capped.json"
+# threads_in_code.json: tests/jobs/threads_in_code.py recorded with its probe (torch.set_num_threads(8) at line 12 on
+# 2 CPUs): a finding from the job's own state (EVID013) whose fix names the line
+RECORDED_RUNS = ["conv_capped.json", "threads_in_code.json"]
 
 
-def _recorded():
+def _recorded(name: str = "conv_capped.json"):
     from cpudoctor.jobrun import Machine
     from cpudoctor.model import CpuInfo, RunObservation, Topology, from_data
 
-    data = json.loads(RECORDED.read_text(encoding="utf-8"))
+    data = json.loads((RECORDINGS / name).read_text(encoding="utf-8"))
     return (from_data(RunObservation, data["observation"]),
             Machine(from_data(CpuInfo, data["cpu"]), from_data(Topology, data["topology"])))
 
@@ -144,7 +148,8 @@ def test_the_recorded_job_has_findings_of_both_rule_families():
     assert {"PROC009", "EVID007"} <= codes, codes       # the process rules and the evidence rules, one diagnosis
 
 
-def test_every_surface_of_a_run_shows_the_same_findings_in_the_same_words(qtbot):
+@pytest.mark.parametrize("recording", RECORDED_RUNS)
+def test_every_surface_of_a_run_shows_the_same_findings_in_the_same_words(qtbot, recording):
     """``cpudoctor run`` (text, Markdown, HTML, JSON), the Inspector's "Run a script…" and the lab's findings."""
     from cpudoctor.gui.inspector_page import InspectorPage
     from cpudoctor.gui.model import AppModel
@@ -152,7 +157,7 @@ def test_every_surface_of_a_run_shows_the_same_findings_in_the_same_words(qtbot)
     from cpudoctor.render import run_report
     from cpudoctor.render.lab import findings_text
 
-    obs, machine = _recorded()
+    obs, machine = _recorded(recording)
     findings = diagnose_run(obs, machine)
     page = InspectorPage(AppModel())
     qtbot.addWidget(page)
@@ -166,9 +171,11 @@ def test_every_surface_of_a_run_shows_the_same_findings_in_the_same_words(qtbot)
     page.inspections.shutdown()
 
 
-def test_run_and_inspect_give_the_same_job_the_same_findings(qtbot):
+@pytest.mark.parametrize("recording", RECORDED_RUNS)
+def test_run_and_inspect_give_the_same_job_the_same_findings(qtbot, recording):
     """The same process, seen by ``inspect`` (CLI and window) and by ``run``: one diagnosis, the same words.
-    Only ``run`` switches oneDNN's verbose output and the recompile log on, so ``run`` is given what both see."""
+    Only ``run`` switches oneDNN's verbose output and the recompile log on and loads the job's probe, so ``run``
+    is given what both see."""
     from cpudoctor.gui import inspector_model as im
     from cpudoctor.gui.inspector_page import InspectorPage
     from cpudoctor.gui.model import AppModel
@@ -176,10 +183,11 @@ def test_run_and_inspect_give_the_same_job_the_same_findings(qtbot):
     from cpudoctor.model import OneDnnLog, RecompileLog
     from cpudoctor.render import inspect as inspect_page
 
-    obs, machine = _recorded()
+    obs, machine = _recorded(recording)
     insp = dataclasses.replace(obs.process, time=obs.breakdown)      # the job's process and breakdown, as sampled
-    by_run = diagnose_run(dataclasses.replace(obs, onednn=OneDnnLog(), recompiles=RecompileLog()), machine)
-    assert by_run and "PROC009" in {f.code for f in by_run}
+    by_run = diagnose_run(dataclasses.replace(obs, onednn=OneDnnLog(), recompiles=RecompileLog(), state=None),
+                          machine)
+    assert by_run
 
     def sampled(pid, seconds, topology=None, should_stop=None):
         return insp
@@ -196,3 +204,30 @@ def test_run_and_inspect_give_the_same_job_the_same_findings(qtbot):
     data = json.loads(inspect_page.render_json(insp, by_cli))
     assert [(f["code"], f["severity"], f["title"], f["why"], f["fix"]) for f in data["findings"]] == _said(by_run)
     page.inspections.shutdown()
+
+
+def test_a_run_with_the_jobs_state_names_the_line_on_every_surface_and_inspect_says_it_needs_run(qtbot):
+    """The job's own state (run's probe) adds findings inspect cannot have; every run surface shows them, with
+    the script's line, and inspect's text, JSON and the Inspector say that reading them needs `run`."""
+    from cpudoctor.gui import inspector_model as im
+    from cpudoctor.jobrun import diagnose_run, inspect_job
+    from cpudoctor.render import inspect as inspect_page
+    from cpudoctor.render import run_report
+
+    obs, machine = _recorded("threads_in_code.json")
+    by_run = {f.code: f for f in diagnose_run(obs, machine)}
+    f = by_run["EVID013"]
+    assert "line 12 of /home/user/project/tests/jobs/threads_in_code.py" in f.fix
+    assert f.snippet.endswith("torch.set_num_threads(2)") and "OMP_NUM_THREADS" not in f.snippet
+    text = run_report.render_text(obs, list(by_run.values()))
+    assert "torch.set_num_threads(8) (threads_in_code.py:12)" in _plain(text) and "8 intra-op" in text
+    assert json.loads(run_report.render_json(obs, []))["state"]["calls"]
+    insp = dataclasses.replace(obs.process, time=obs.breakdown)
+    _, by_inspect = inspect_job(insp.pid, seconds=1.0, machine=machine, inspect=lambda *a, **k: insp)
+    assert "EVID013" not in {x.code for x in by_inspect}
+    assert set(by_run) - {x.code for x in by_inspect} <= {f"EVID{i:03d}" for i in range(10, 19)}
+    needs_run = "`cpudoctor run -- COMMAND`"
+    assert needs_run in inspect_page.render_text(insp, by_inspect)
+    assert "cpudoctor run" in json.loads(inspect_page.render_json(insp, by_inspect))["inspection"]["state"]["why_not"]
+    assert "Run a script" in im.time_caption(insp.time) and "set_num_threads(8)" in im.time_caption(obs.breakdown,
+                                                                                                   obs.state)

@@ -33,7 +33,7 @@ def register(subparsers) -> None:
         help="run a training command and explain, from what it did, why it is slow",
         description="Run COMMAND, pass its output and exit code through, and print where its time went "
                     "and what to change (to stderr, or -o FILE).",
-        usage="cpudoctor run [--seconds N] [--python PATH|ENV] [--roof REPORT|none] [--plot FILE.svg] "
+        usage="cpudoctor run [--seconds N] [--python PATH|ENV] [--no-probe] [--roof REPORT|none] [--plot FILE.svg] "
               "[--format text|json|md|html|pdf] [-o FILE] -- COMMAND [ARGS...]",
     )
     p.add_argument("--seconds", "-s", type=_seconds, metavar="N",
@@ -45,6 +45,9 @@ def register(subparsers) -> None:
                    help="text, json, md, html or pdf (default: from the -o file name's ending, else text)")
     p.add_argument("--output", "-o", metavar="FILE", type=output_file,
                    help="write the report to FILE instead of stderr")
+    p.add_argument("--no-probe", action="store_true",
+                   help="do not load CPU Doctor's probe into a Python job (it reads the job's torch and Python state "
+                        "from inside: thread settings and the line that set them, modes, dtypes, DataLoaders, steps)")
     p.add_argument("--roof", metavar="REPORT|none",
                    help="hold the job's kernels against the measured roofs of this saved report (`cpudoctor bench "
                         "roofline --into REPORT`); default: the window's kept roofline run, else a quick measurement "
@@ -135,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
     from cpudoctor.jobrun import run_job
     from cpudoctor.render.run_report import RENDERERS
 
-    obs, findings = run_job(argv, seconds=args.seconds, rate=args.rate, roof=roof,
+    obs, findings = run_job(argv, seconds=args.seconds, rate=args.rate, roof=roof, probe=not args.no_probe,
                             verbose_windows=args.verbose_windows, display=shlex.join(
                             args.argv[1:] if args.argv and args.argv[0] == "--" else args.argv))
     text = RENDERERS[args.format](obs, findings)

@@ -112,12 +112,21 @@ class TimeBreakdown:
     reduced_precision: dict[str, float] = field(default_factory=dict)   # f16/bf16 -> seconds in kernels templated on it
     minor_faults: int = 0                 # minor page faults of the stack-sampled threads in the window
     fault_cost_us: float | None = None    # one fault's cost measured here; their time is counted as memory
+    # The driving thread's own time: its innermost named native frames and its innermost Python lines of the
+    # user's code (the library's line when none), each with its share of the driving thread's samples.
+    driver_native: list[TopFrame] = field(default_factory=list)
+    driver_python: list[TopFrame] = field(default_factory=list)
 
     def share(self, category: str) -> float:
         return next((s.share for s in self.shares if s.category == category), 0.0)
 
     def process(self, pid: int) -> ProcessTime | None:
         return next((p for p in self.processes if p.pid == pid), None)
+
+    def driver_share(self, category: str) -> float:
+        """``category``'s share of the driving thread's own samples (0 when it was not sampled)."""
+        driver = self.driver_thread()
+        return next((s.share for s in driver.shares if s.category == category), 0.0) if driver else 0.0
 
     def driver_thread(self) -> ThreadTime | None:
         """The thread that drives the job's loop, when it was sampled."""

@@ -8,7 +8,8 @@ recompilations, the time breakdown over its whole life, and an
 Inspection. Both become one :class:`JobEvidence`, which the job pipeline
 (:mod:`cpudoctor.jobrun`) hands to the process and evidence rules, so the same
 job gets the same findings however it was watched. The job's own state read
-from inside it (issue 34's probe) joins here as a field of its own.
+from inside it (its probe, :mod:`cpudoctor.model.jobstate`) is a field of its own: only ``run``
+loads the probe, so ``inspect`` leaves it ``None``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from cpudoctor.model.achieved import Utilisation
 from cpudoctor.model.breakdown import TimeBreakdown
 from cpudoctor.model.inspection import Inspection
+from cpudoctor.model.jobstate import JobState
 from cpudoctor.model.joblogs import MklLog, OneDnnLog, RecompileLog
 from cpudoctor.model.kernels import KernelCensus
 from cpudoctor.model.memory import JobMemory
@@ -66,6 +68,7 @@ class RunObservation:
     stop_signal: str | None = None        # what CPU Doctor was sent when ended_by is "terminated": SIGTERM, SIGHUP
     crash: JobCrash | None = None         # it died of a signal of its own: which, and where
     achieved: Utilisation | None = None   # its kernels' FLOP/s against the measured roof (jobrun, after the job)
+    state: JobState | None = None         # the job's own state, from its probe (loaded False: why not)
 
 
 @dataclass
@@ -86,6 +89,7 @@ class JobEvidence:
     crash: JobCrash | None = None         # run only: the job died of a signal of its own
     ended_by: str | None = None           # run only: how the watching ended (RunObservation.ended_by); None: a window
     achieved: Utilisation | None = None   # run only: its kernels' achieved FLOP/s against the measured roof
+    state: JobState | None = None         # run only: what the job is set to, read from inside it (its probe)
 
     @classmethod
     def of_inspection(cls, insp: Inspection) -> "JobEvidence":
@@ -98,7 +102,7 @@ class JobEvidence:
         """A job ``cpudoctor run`` started and watched to its end."""
         return cls(command=obs.command, pid=obs.pid, breakdown=obs.breakdown, onednn=obs.onednn, mkl=obs.mkl,
                    recompiles=obs.recompiles, launch_affinity=obs.launch_affinity, env=dict(obs.env),
-                   achieved=obs.achieved,
+                   achieved=obs.achieved, state=obs.state,
                    memory=_memory(obs.process, obs.exit_code) if obs.process is not None else None,
                    process=obs.process, crash=obs.crash, ended_by=obs.ended_by)
 

@@ -85,12 +85,36 @@ def verdict_text(bd: TimeBreakdown, verdict: BreakdownVerdict | None = None) -> 
 
 
 def verdict_line(bd: TimeBreakdown, ended: str = "") -> str:
-    """The caption under the breakdown: why it is inconclusive; ``ended`` (a run that crashed: what happened)
-    replaces the breakdown's own reason, which would call a job that died at once idle."""
+    """The caption under the breakdown: ``Inconclusive: ...`` (too few samples, an idle job), or what a busy machine
+    leaves judged; ``ended`` (a run that crashed: what happened) replaces the breakdown's own reason, which would
+    call a job that died at once idle."""
     if ended:
         return f"Not judged: {ended}."
-    text = verdict_text(bd)
-    return f"Inconclusive: {text}." if text else ""
+    verdict = judge_breakdown(bd)
+    text = verdict_text(bd, verdict)
+    if not text:
+        return ""
+    if verdict.verdict == "busy":
+        return (f"Busy machine: {text}. The shares of the job's own samples are judged as usual; OpenMP waiting and "
+                "thread counts only as \"likely\" (confirm on a quiet machine).")
+    return f"Inconclusive: {text}."
+
+
+DRIVER_ROWS = 4
+
+
+def driver_lines(bd: TimeBreakdown) -> list[str]:
+    """The driving thread's own time: its categories, then its top native frames and Python lines with shares."""
+    driver = bd.driver_thread()
+    if driver is None:
+        return []
+    out = [f"Driving thread {bd.driver} ({driver.samples} samples, the step's critical path): "
+           f"{summary_line_of(driver.shares)}"]
+    for name, frames in (("native frames", bd.driver_native), ("Python lines", bd.driver_python)):
+        for i, f in enumerate(frames[:DRIVER_ROWS]):
+            head = f"{name}:" if i == 0 else ""
+            out.append(f"  {head:<15}{percent(f.share, fraction=True):>5}  {f.frame[:100]}")
+    return out
 
 
 def notes(bd: TimeBreakdown) -> list[str]:
@@ -147,6 +171,7 @@ def render_text(bd: TimeBreakdown, ended: str = "") -> list[str]:
         out.append("  Top leaf frames:")
         for t in bd.top[:6]:
             out.append(f"    {percent(t.share, fraction=True):>4}  {label(t.category):<22} {t.frame[:110]}")
+    out.extend(f"  {line}" for line in driver_lines(bd))
     verdict = verdict_line(bd, ended)
     if verdict:
         out.append(f"  {verdict}")
@@ -222,6 +247,9 @@ def render_md(bd: TimeBreakdown, ended: str = "") -> list[str]:
             cpu = percent(p.cpu_percent, "?")
             out.append(f"| {p.pid} {md_escape(p.name)} | {p.role.replace('_', ' ')} | {cpu} | {p.samples} | "
                        f"{md_escape(summary_line_of(p.shares))} |")
+    driver = driver_lines(bd)
+    if driver:
+        out += ["", md_escape(driver[0]), "", *[f"    {line.strip()}" for line in driver[1:]]]
     verdict = verdict_line(bd, ended)
     if verdict:
         out += ["", f"**{md_escape(verdict)}**"]
@@ -240,8 +268,11 @@ def render_html(bd: TimeBreakdown, ended: str = "") -> str:
     rows = "".join(f"<tr><td><span style=\"color:{colour(s.category)}\">&#9632;</span> {esc(share_text(s))}</td>"
                    f"<td align=right>{percent(s.share, fraction=True)}</td><td align=right>{s.seconds:.2f}</td>"
                    f"<td align=right>{s.samples}</td></tr>" for s in shares)
+    driver = driver_lines(bd)
+    frames = (f"<p>{esc(driver[0])}</p><pre>{esc(chr(10).join(line.strip() for line in driver[1:]))}</pre>"
+              if driver else "")
     verdict = verdict_line(bd, ended)
-    note = f"<p><b>{esc(verdict)}</b></p>" if verdict else ""
+    note = f"{frames}<p><b>{esc(verdict)}</b></p>" if verdict else frames
     stacks = f"<p>Stacks: {esc(stacks_line(bd))}</p>" if bd.stacks_error_kind else ""
     return (f"<h2>Where the time went</h2><p>{bd.window_s:g} s sampled, {bd.samples} samples counted "
             f"({esc(bd.sampler)})</p><div style=\"width:100%;white-space:nowrap\">{segs}</div>"

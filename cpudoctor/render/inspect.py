@@ -16,7 +16,7 @@ import re
 
 from cpudoctor.kits.cpulist import format_cpulist
 from cpudoctor.kits.escape import shell_quote
-from cpudoctor.kits.format import or_unknown, percent, size
+from cpudoctor.kits.format import or_unknown, percent, size, wrap
 from cpudoctor.render import job_findings
 from cpudoctor.render.words import DASH, plural
 from cpudoctor.model.inspection import Inspection, ReadProblem, ThreadInfo, ThreadPlace
@@ -195,6 +195,9 @@ def render_json(insp: Inspection, findings) -> str:
     for lib in data["libraries"]:
         lib["label"] = library_name(lib["library"])
     data["notes"] = inspection_notes(insp)
+    from cpudoctor.render.job_state import OUTSIDE
+
+    data["state"] = {"read": False, "why_not": OUTSIDE}
     if insp.time is not None:
         data["time"] = breakdown_data(insp.time)
     return json_text({"kind": "cpudoctor-inspection", "inspection": data, "findings": to_data(findings)})
@@ -238,6 +241,9 @@ def render_text(insp, findings) -> str:
         out.append("             (as the process started; changes made inside the program are not visible)")
     else:
         out.append(f"Environment  unknown: {env_problem_text(insp)}")
+    from cpudoctor.render.job_state import OUTSIDE
+
+    out.extend(wrap(f"State        {OUTSIDE}", 100, hang=13))
     if insp.children:
         n = len(insp.children)
         out.append(f"Children     {plural(n, 'process', 'processes')}, {_opt(insp.children_threads)} threads, "

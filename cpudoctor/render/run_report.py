@@ -12,7 +12,7 @@ from typing import Any
 from cpudoctor.model.evidence import PASSED_ON_DIAGNOSTICS, RunObservation
 from cpudoctor.render import achieved as ach
 from cpudoctor.render import breakdown as bdr
-from cpudoctor.render import job_findings
+from cpudoctor.render import job_findings, job_state
 from cpudoctor.kits.escape import html_escape as esc, md_escape
 from cpudoctor.kits.format import percent
 from cpudoctor.render.finding_view import finding_data
@@ -85,7 +85,8 @@ def render_text(obs: RunObservation, findings: list[Finding]) -> str:
             share = percent(r["share"], "?", fraction=True)
             out.append(f"  {share:>5}  {r['kind']:<14} {r['impl']:<28} {r['data_type']:<5} x{r['count']}")
     elif "ONEDNN_VERBOSE" in obs.diagnostics:
-        out.append("Kernels      oneDNN ran no primitive (fp32 linear layers use MKL; convolutions and bf16 use oneDNN)")
+        out.append("Kernels      oneDNN ran no primitive (linear layers' GEMMs run in MKL, whatever their dtype; "
+                   "convolutions and bf16 run in oneDNN)")
     if obs.mkl.calls:
         out.append(f"             oneMKL: {len(obs.mkl.calls):,} calls, {obs.mkl.total_ms:,.0f} ms "
                    f"({', '.join(sorted({c.name for c in obs.mkl.calls})[:4])})")
@@ -97,6 +98,7 @@ def render_text(obs: RunObservation, findings: list[Finding]) -> str:
     if obs.recompiles.recompiles:
         out.append(f"Recompiles   {len(obs.recompiles.recompiles)}"
                    + (" (Dynamo hit its recompile limit)" if obs.recompiles.limit_hit else ""))
+    out.extend(job_state.text_lines(obs.state))
     out.append("")
     out += job_findings.text_lines(findings, none=NONE)
     out.extend(f"Note: {n}" for n in run_notes(obs))
@@ -143,6 +145,7 @@ def render_md(obs: RunObservation, findings: list[Finding]) -> str:
         out += ["## Kernels (oneDNN)", "", "| Kind | Implementation | Type | Runs | Time |", "|---|---|---|---:|---:|"]
         out += [f"| {r['kind']} | `{md_escape(r['impl'])}` | {r['data_type']} | {r['count']} | {r['time_ms']:.1f} ms |"
                 for r in rows[:MAX_KERNEL_ROWS]] + [""]
+    out += job_state.md_lines(obs.state)
     out += ach.render_md(obs.achieved)
     if obs.process is not None and obs.process.memory is not None:
         from cpudoctor.render.job_memory import memory_rows
@@ -158,7 +161,7 @@ def render_html(obs: RunObservation, findings: list[Finding]) -> str:
     bd = bdr.render_html(obs.breakdown, crashed_caption(obs)) if obs.breakdown is not None else ""
     roof = ach.render_html(obs.achieved)
     return (f"<html><body><h1>cpudoctor run: <code>{esc(obs.command)}</code></h1><p>{esc(ended_text(obs))} after "
-            f"{obs.duration_s:g} s</p>{bd}{roof}<h2>Findings</h2>{items}</body></html>\n")
+            f"{obs.duration_s:g} s</p>{bd}{roof}{job_state.html(obs.state)}<h2>Findings</h2>{items}</body></html>\n")
 
 
 def render_pdf(obs: RunObservation, findings: list[Finding]) -> bytes:
@@ -169,8 +172,8 @@ def render_pdf(obs: RunObservation, findings: list[Finding]) -> bytes:
     bd = bdr.render_html(obs.breakdown, crashed_caption(obs)) if obs.breakdown is not None else ""
     roof = ach.render_html(obs.achieved, pictures)
     page = (f"<html><body><h1>cpudoctor run: <code>{esc(obs.command)}</code></h1><p>{esc(ended_text(obs))} after "
-            f"{obs.duration_s:g} s</p>{bd}{roof}<h2>Findings</h2>{job_findings.html(findings, none=NONE)}"
-            "</body></html>")
+            f"{obs.duration_s:g} s</p>{bd}{roof}{job_state.html(obs.state)}<h2>Findings</h2>"
+            f"{job_findings.html(findings, none=NONE)}</body></html>")
     return pdf_from_html(page, pictures, title=f"cpudoctor run: {obs.command}"[:120])
 
 
@@ -199,6 +202,7 @@ def render_json(obs: RunObservation, findings: list[Finding]) -> str:
         "achieved": ach.data(obs.achieved),
         "recompiles": to_data(obs.recompiles),
         "memory": to_data(obs.process.memory) if obs.process is not None and obs.process.memory is not None else None,
+        "state": to_data(obs.state) if obs.state is not None else None,
         "notes": run_notes(obs),
     }
     return json_text(data) + "\n"

@@ -24,6 +24,7 @@ a busy machine) is the advisor's (:mod:`cpudoctor.advisor.job_verdict`).
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 
 from cpudoctor.model.breakdown import (COMPILE, COMPUTE, DATA, INSTRUMENTATION, IO, MEMORY, OPENMP, OTHER,
@@ -31,6 +32,9 @@ from cpudoctor.model.breakdown import (COMPILE, COMPUTE, DATA, INSTRUMENTATION, 
 from cpudoctor.probes.process.classify import Verdict, classify, classify_process, rules
 from cpudoctor.probes.process.stacks import StackRecord
 from cpudoctor.probes.process.threadstates import TreeStates
+
+
+DRIVER_TOP = 8          # the driving thread's top native frames and top Python lines kept
 
 
 class _Acc:
@@ -88,6 +92,30 @@ def _leaf_name(frames) -> str:
     return frames[-1].text() if frames else "?"
 
 
+# Library code, the standard library, and CPU Doctor's own probe in the job (its sitecustomize folder)
+_LIBRARY_FILE = re.compile(r"(?:/|^)(?:site|dist)-packages/|/lib/python3\.\d+/|^<frozen |/cpudoctor-probe-[^/]*/")
+
+
+def _native_leaf(frames) -> str | None:
+    """The innermost native frame that names something (a symbol, not a bare address), with its library."""
+    for f in reversed(frames):
+        if f.python:
+            return None
+        if not f.name.startswith("0x"):
+            return f.text()
+    return None
+
+
+def _user_line(frames) -> str | None:
+    """The innermost Python frame of the user's own code (outside site-packages and the standard library), else the
+    innermost Python frame."""
+    python = [f for f in frames if f.python]
+    for f in reversed(python):
+        if not _LIBRARY_FILE.search(f.file):
+            return f.text()
+    return python[-1].text() if python else None
+
+
 def _reduced_type(frames) -> str | None:
     """f16 / bf16 when a native frame of the stack is a kernel instantiated for that type (ATen's own
     fallback kernels run there when oneDNN has no native kernel for it on this CPU)."""
@@ -130,6 +158,8 @@ def build_breakdown(record: StackRecord, states: TreeStates) -> TimeBreakdown:
     leaf_time: Counter[tuple[str, str]] = Counter()
     sampled_pids: set[int] = set()
     typed: Counter[str] = Counter()       # compute seconds by reduced type ("" = a generic GEMM of unknown type)
+    driver_native: dict[str, Counter[str]] = defaultdict(Counter)    # frame -> category -> seconds
+    driver_python: dict[str, Counter[str]] = defaultdict(Counter)
     for s in record.samples:
         pid = s.pid or root
         key = (pid, s.tid)
@@ -142,7 +172,9 @@ def build_breakdown(record: StackRecord, states: TreeStates) -> TimeBreakdown:
         elif v.rule == "inductor-compile-worker":
             roles.setdefault(pid, "compile_worker")
         acc = threads[key]
-        if v.startup:
+        if v.startup or (s.tid == pid and s.frames and not any(f.python for f in s.frames)):
+            # importing modules, or a Python process's main thread with no Python frame at all: the interpreter
+            # starting or finishing (the garbage collection at exit), not the job's work; counted apart
             acc.startup += s.count
             continue
         if v.category == INSTRUMENTATION:       # the verbose lines CPU Doctor switched on: the cost of watching
@@ -153,6 +185,12 @@ def build_breakdown(record: StackRecord, states: TreeStates) -> TimeBreakdown:
             continue
         acc.add(v.category, v.library, s.count * stack_w, s.count)
         leaf_time[(v.category, _leaf_name(s.frames))] += s.count * stack_w
+        if key == driver:
+            native, line = _native_leaf(s.frames), _user_line(s.frames)
+            if native:
+                driver_native[native][v.category] += s.count * stack_w
+            if line:
+                driver_python[line][v.category] += s.count * stack_w
         if v.category == COMPUTE:
             dtype = _reduced_type(s.frames)
             if dtype or any("cpublas" in f.name for f in s.frames[-4:]):
@@ -171,8 +209,18 @@ def build_breakdown(record: StackRecord, states: TreeStates) -> TimeBreakdown:
               for (cat, frame), sec in leaf_time.most_common(10)]
     driver_acc = threads.get(driver)
     bd.driver_samples = sum(driver_acc.samples.values()) if driver_acc else 0
+    own = driver_acc.total() if driver_acc else 0.0
+    if own > 0:
+        bd.driver_native, bd.driver_python = (_top_frames(top, own) for top in (driver_native, driver_python))
     _load_facts(bd, states)
     return bd
+
+
+def _top_frames(frames: dict[str, Counter[str]], own: float) -> list[TopFrame]:
+    """The frames the driving thread spent most time in, each with its main category and share of the thread."""
+    ranked = sorted(frames.items(), key=lambda kv: -sum(kv[1].values()))[:DRIVER_TOP]
+    return [TopFrame(cats.most_common(1)[0][0], frame, round(sum(cats.values()), 3),
+                     round(min(1.0, sum(cats.values()) / own), 4)) for frame, cats in ranked]
 
 
 def _add_page_faults(bd: TimeBreakdown, states: TreeStates, threads, driver) -> None:

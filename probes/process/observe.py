@@ -140,7 +140,7 @@ class JobRun:
     def __init__(self, argv: list[str], *, seconds: float | None = None, cwd: str | None = None,
                  env: dict[str, str] | None = None, stdout: BinaryIO | None = None, stderr: BinaryIO | None = None,
                  rate: int | None = None, sample: bool = True, display: str | None = None,
-                 verbose_windows: str | None = None):
+                 verbose_windows: str | None = None, probe: bool = True):
         self.argv = list(argv)
         self.seconds = seconds
         self.cwd = cwd
@@ -151,6 +151,9 @@ class JobRun:
         self.rate = rate
         self.sample = sample
         self.verbose_windows = verbose_windows
+        self.probe = probe                      # the job-state probe (probes/process/jobprobe.py), Python jobs only
+        self._channel = None
+        self._probe_off = ""
         self.obs = RunObservation(command=shown_command(self.argv, display))
         self.child: ChildProcess | None = None
         self._sampler: TimeSampler | None = None
@@ -164,8 +167,11 @@ class JobRun:
         """Launch the job and the samplers; False (with ``obs.error``) when the command cannot start."""
         from cpudoctor.probes.software.envvars import filter_thread_env
 
+        from cpudoctor.probes.process.jobprobe import ProbeChannel
+
         env, added = diagnostic_env(self.base_env, self.verbose_windows)
         self.obs.diagnostics = added
+        env, self._channel, self._probe_off = ProbeChannel.open(self.argv, env, enabled=self.probe)
         self.obs.env = filter_thread_env(self.base_env)
         try:
             self.obs.launch_affinity = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
@@ -193,6 +199,8 @@ class JobRun:
             self.obs.ended_by = "failed"
             self.obs.error = f"cannot start {self.argv[0]!r}: {end.start_reason or end.start_error}"
             self.obs.exit_code = 127 if end.start_errno in _NOT_FOUND else 126
+            if self._channel is not None:
+                self._channel.close()
             return False
         self.obs.pid = self.child.pid
         if self.sample and self.obs.pid is not None:
@@ -267,7 +275,14 @@ class JobRun:
         self.obs.dropped_recompile_lines = bool(err is not None and err.dropped)
         if out is not None and out.sink_gone and self._own_out:
             _quiet_stdout()
+        self.obs.state = self._read_state()
         return self.obs
+
+    def _read_state(self):
+        """What the job's probe wrote (JobState with ``why_not`` when it was not loaded)."""
+        from cpudoctor.model.jobstate import JobState
+
+        return self._channel.read(self.obs.pid) if self._channel is not None else JobState(why_not=self._probe_off)
 
 
 _NOT_FOUND = (2,)   # errno ENOENT: no such command (a shell says 127); anything else that stops a start: 126

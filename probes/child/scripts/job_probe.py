@@ -1,0 +1,869 @@
+"""CPU Doctor's probe inside a job ``cpudoctor run`` started: the job's own torch and Python state, from inside.
+
+How it gets in: ``run`` puts a private folder first on the job's ``PYTHONPATH``
+holding this file as ``sitecustomize.py``, and Python's ``site`` imports it at
+start, before the script (the way samplers and coverage tools attach). Then it
+
+- takes its folder off ``sys.path``, gives ``PYTHONPATH`` back the job's own
+  value (or unsets it) and takes its own variables out of ``os.environ``, so the
+  job's children and subprocesses see the user's environment (DataLoader workers
+  forked from the job inherit the probe, silenced: they write nothing);
+- chains to the ``sitecustomize`` it shadows (the next one on ``sys.path``: a
+  distribution's or the user's), whose errors reach ``site`` as they would
+  without the probe; ``usercustomize`` is not touched;
+- records, each with the file and line that made it (the first frame outside
+  torch, the standard library's ``os`` and this file; and, when that frame is a
+  library's, the user's line that led there): writes to ``os.environ`` and
+  ``os.putenv`` of thread and binding variables, ``os.sched_setaffinity``;
+- watches for ``import torch`` (a finder on ``sys.meta_path`` that wraps torch's
+  loader and leaves once torch is in: it never imports torch itself) and then
+  wraps the calls that set torch's global state (``set_num_threads``,
+  ``set_num_interop_threads``, ``set_default_dtype``, anomaly detection,
+  ``use_deterministic_algorithms``, ``set_flush_denormal``,
+  ``set_float32_matmul_precision``, ``set_default_device``, oneDNN's switch,
+  ``torch.compile``, DataLoader construction), counts optimizer steps (a global
+  step hook) and the outermost module's forward calls (global forward hooks for
+  the first calls only, then hooks on the model alone), and on the thread that
+  drives the step reads what is thread-local there: grad and inference mode,
+  autocast, anomaly mode, the profiler, tracers, torch function and dispatch
+  modes left on; the model's parameters and dtypes, the inputs' dtypes, and the
+  FLOPs of one forward pass (counted once, on a short one).
+
+It prints nothing, raises nothing into the job (each hook keeps its own
+errors), changes no result (wrappers call the original with the same arguments
+and return what it returns), and reads thread counts only after the job's own
+kernels ran (reading them earlier would fix PyTorch's pool size before a later
+``os.environ`` write in the script could). It writes JSON lines, bounded, to
+the file named by ``CPUDOCTOR_PROBE_OUT``: events as they happen, progress
+about once a second from the step hooks, and a last line at exit.
+Standard library only; Python 3.8 and later.
+"""
+
+import os
+import sys
+
+ENV_OUT = "CPUDOCTOR_PROBE_OUT"
+ENV_PATH = "CPUDOCTOR_PROBE_PYTHONPATH"    # the job's own PYTHONPATH (absent: it had none)
+ENV_WINDOWS = "CPUDOCTOR_VERBOSE_WINDOWS"  # verbose_window.py's plan ("on=2,every=10"), set by run --verbose-windows
+WINDOWS_FILE = "cpudoctor_verbose_window.py"   # its copy beside this file in the probe's folder
+MAX_BYTES = 2_000_000          # the whole file
+MAX_LINE = 16_000              # one line
+MAX_CALLS = 400                # recorded setting calls (then counted only)
+DISCOVERY_CALLS = 6            # outermost forward calls seen through global hooks before the model is chosen
+PROGRESS_S = 1.0               # progress lines at most this often (longer as the file grows)
+SAMPLE_S = 2.0                 # mode samples at most this often
+FLOPS_MAX_FORWARD_S = 0.5      # count FLOPs only on a forward pass shorter than this
+WATCHED_ENV = ("OMP_", "MKL_", "KMP_", "GOMP_", "OPENBLAS_", "BLIS_", "ONEDNN_", "DNNL_", "VECLIB_", "NUMEXPR_")
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_OS_FILES = {os.path.abspath(getattr(os, "__file__", "") or "")}
+_STDLIB = os.path.dirname(os.path.abspath(getattr(os, "__file__", "") or ""))
+
+
+def _restore_environment():
+    """The job's own PYTHONPATH back, our folder off sys.path; returns where to write (None: stay silent)."""
+    out = os.environ.pop(ENV_OUT, None)
+    saved = os.environ.pop(ENV_PATH, None)
+    if saved is not None:
+        os.environ["PYTHONPATH"] = saved
+    elif out is not None:
+        os.environ.pop("PYTHONPATH", None)
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
+    return out
+
+
+def _chain():
+    """Run the sitecustomize this file shadows, as ``site`` would have; its errors are its own (``site`` reports them)."""
+    import importlib.machinery
+    import importlib.util
+
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", [p for p in sys.path
+                                                                      if os.path.abspath(p or ".") != _HERE])
+    if spec is None or spec.loader is None:
+        return
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["sitecustomize"] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop("sitecustomize", None)
+        raise
+
+
+class _Wrapping:
+    """The wrappers the probe puts around what sets global state: the os module's, then torch's setters, its
+    compile and DataLoader construction (each records the call with the code that made it, through
+    :meth:`_Probe.record`, and returns what the original returns)."""
+
+    def watch_os(self):
+        probe = self
+        putenv, unsetenv = getattr(os, "putenv", None), getattr(os, "unsetenv", None)
+
+        def watched(key):
+            try:
+                k = os.fsdecode(key)
+            except Exception:  # noqa: BLE001
+                return None
+            return k if k.startswith(WATCHED_ENV) else None
+
+        if putenv is not None:
+            def putenv_watched(key, value):
+                putenv(key, value)
+                try:
+                    k = watched(key)
+                    if k:
+                        probe.record("os.environ", os.fsdecode(value), key=k)
+                except Exception:  # noqa: BLE001
+                    pass
+
+            os.putenv = _like(putenv_watched, putenv)
+        if unsetenv is not None:
+            def unsetenv_watched(key):
+                unsetenv(key)
+                try:
+                    k = watched(key)
+                    if k:
+                        probe.record("os.environ", None, key=k)
+                except Exception:  # noqa: BLE001
+                    pass
+
+            os.unsetenv = _like(unsetenv_watched, unsetenv)
+        setaffinity = getattr(os, "sched_setaffinity", None)
+        if setaffinity is not None:
+            def setaffinity_watched(pid, mask):
+                setaffinity(pid, mask)
+                try:
+                    cpus = sorted(int(c) for c in list(mask)[:4096])
+                    probe.record("os.sched_setaffinity", _cpulist(cpus), key=str(pid))
+                except Exception:  # noqa: BLE001
+                    pass
+
+            os.sched_setaffinity = _like(setaffinity_watched, setaffinity)
+
+    def wrap_setter(self, owner, name, label):
+        original = getattr(owner, name, None)
+        if original is None or getattr(original, "_cpudoctor", False):
+            return
+        probe = self
+
+        def setter(*args, **kwargs):
+            try:
+                result = original(*args, **kwargs)
+            except BaseException:
+                try:
+                    probe.record(label, _args_text(args, kwargs), failed=True)
+                except Exception:  # noqa: BLE001
+                    pass
+                raise
+            try:
+                probe.record(label, _args_text(args, kwargs))
+            except Exception:  # noqa: BLE001
+                pass
+            return result
+
+        try:
+            setattr(owner, name, _like(setter, original))
+        except Exception:  # noqa: BLE001
+            pass
+
+    def wrap_mkldnn_switch(self, torch):
+        """``torch.backends.mkldnn.enabled = False`` goes through a descriptor whose setter is replaced here."""
+        try:
+            prop = type(torch.backends.mkldnn).__dict__["enabled"]
+            original = prop.setter
+        except Exception:  # noqa: BLE001
+            return
+        probe = self
+
+        def set_enabled(value):
+            original(value)
+            try:
+                probe.record("torch.backends.mkldnn.enabled", value)
+            except Exception:  # noqa: BLE001
+                pass
+
+        prop.setter = set_enabled
+
+    def start_windows(self, torch):
+        """oneDNN's and oneMKL's verbose lines on for windows only, when run asked (probes/child/scripts/
+        verbose_window.py, copied beside this file), from the moment torch is in."""
+        if not self.windows:
+            return
+        try:
+            import importlib.util
+
+            spec = importlib.util.spec_from_file_location("cpudoctor_verbose_window", os.path.join(_HERE, WINDOWS_FILE))
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            module.install(torch, env={ENV_WINDOWS: self.windows})
+        except Exception:  # noqa: BLE001 - watching must never stop the job
+            pass
+
+    def count_backward(self, torch):
+        """Count backward passes (``Tensor.backward`` goes through ``torch.autograd.backward``; and ``grad``)."""
+        probe = self
+        for name in ("backward", "grad"):
+            original = getattr(torch.autograd, name, None)
+            if original is None or getattr(original, "_cpudoctor", False):
+                continue
+
+            def counted(*args, _original=original, **kwargs):
+                probe.backwards += 1
+                return _original(*args, **kwargs)
+
+            try:
+                setattr(torch.autograd, name, _like(counted, original))
+            except Exception:  # noqa: BLE001
+                pass
+
+    def wrap_compile(self, torch):
+        original = getattr(torch, "compile", None)
+        if original is None:
+            return
+        probe = self
+
+        def compile(*args, **kwargs):
+            try:
+                probe.compiled = True
+                probe.drop_global_hooks()        # before Dynamo sees them: removing them later would recompile
+                probe.record("torch.compile", _args_text(args[1:], kwargs))
+            except Exception:  # noqa: BLE001
+                pass
+            result = original(*args, **kwargs)
+            try:
+                if isinstance(result, torch.nn.Module) and probe.model is None:
+                    probe.choose(result)
+            except Exception:  # noqa: BLE001
+                pass
+            return result
+
+        torch.compile = _like(compile, original)
+
+    def wrap_dataloader(self, torch):
+        try:
+            cls = torch.utils.data.DataLoader
+            original = cls.__init__
+        except Exception:  # noqa: BLE001
+            return
+        probe = self
+
+        def __init__(self, *args, **kwargs):
+            original(self, *args, **kwargs)
+            try:
+                probe.calls += 1
+                if probe.calls <= MAX_CALLS:
+                    context = getattr(self, "multiprocessing_context", None)
+                    probe.write("loader", at=probe.caller(), num_workers=getattr(self, "num_workers", None),
+                                batch_size=getattr(self, "batch_size", None),
+                                pin_memory=getattr(self, "pin_memory", None),
+                                persistent_workers=getattr(self, "persistent_workers", None),
+                                prefetch_factor=getattr(self, "prefetch_factor", None),
+                                context=getattr(context, "_name", None) if context is not None else None,
+                                worker_init=getattr(self, "worker_init_fn", None) is not None,
+                                usable_cpus=len(_affinity() or []) or None)
+            except Exception:  # noqa: BLE001
+                pass
+
+        cls.__init__ = _like(__init__, original)
+
+
+
+class _Probe(_Wrapping):
+    def __init__(self, path):
+        import time
+
+        self.time = time
+        self.t0 = time.monotonic()
+        self.path = path
+        self.fd = None
+        self.written = 0
+        self.lines = 0
+        self.calls = 0
+        self.active = True
+        self.torch = None
+        self.torch_dir = None
+        self.steps = 0
+        self.first_step = None
+        self.last_step = None
+        self.forwards = 0
+        self.backwards = 0
+        self.depth = 0
+        self.candidates = {}           # id(module) -> [module, outermost calls]
+        self.model = None
+        self.global_hooks = []
+        self.root_hooks = []
+        self.next_progress = 0.0
+        self.due = 0.0                 # monotonic time before which the step hooks only count
+        self.next_sample = 0.0
+        self.last_modes = None
+        self.samples = 0
+        self.forward_t0 = None
+        self.last_forward_s = None
+        self.flops_done = False
+        self.flops_mode = None
+        self.compiled = False
+        self.inputs_seen = False
+        self.optimizers = set()
+        self.windows = os.environ.pop(ENV_WINDOWS, None)     # the job's children do not inherit the plan
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def now(self):
+        return round(self.time.monotonic() - self.t0, 4)
+
+    def write(self, kind, **data):
+        if not self.active or self.written >= MAX_BYTES:
+            return
+        try:
+            import json
+
+            if self.fd is None:
+                self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0),
+                                  0o600)
+            data["k"] = kind
+            data["pid"] = os.getpid()
+            data["t"] = self.now()
+            line = json.dumps(data, separators=(",", ":"), default=str)
+            if len(line) > MAX_LINE:
+                line = json.dumps({"k": kind, "pid": data["pid"], "t": data["t"], "cut": len(line)})
+            blob = (line + "\n").encode("utf-8", "replace")
+            os.write(self.fd, blob)
+            self.written += len(blob)
+            self.lines += 1
+        except Exception:  # noqa: BLE001 - the probe never raises into the job
+            self.active = False
+
+    def forked(self):
+        """In a forked child (a DataLoader worker): silent; its parent's file and hooks are not its own."""
+        self.active = False
+        self.fd = None
+
+    # -- where a call came from -------------------------------------------------------------------
+
+    def _ours(self, filename):
+        if not filename or filename.startswith("<frozen"):
+            return True
+        path = os.path.abspath(filename)
+        return path.startswith(_HERE) or path in _OS_FILES or os.path.basename(path) in (
+            "_collections_abc.py", "functools.py", "contextlib.py")
+
+    def _library(self, filename):
+        if self.torch_dir and os.path.abspath(filename).startswith(self.torch_dir):
+            return "torch"
+        parts = os.path.abspath(filename).split(os.sep)
+        for marker in ("site-packages", "dist-packages"):
+            if marker in parts:
+                i = parts.index(marker)
+                return parts[i + 1].split(".")[0] if i + 1 < len(parts) else marker
+        if filename.startswith(_STDLIB + os.sep):
+            return "python"
+        return None
+
+    def caller(self):
+        """{file, line, function[, library, user_file, user_line]} of the code that made the call."""
+        try:
+            frame = sys._getframe(1)
+        except ValueError:
+            return None
+        at = None
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            if not self._ours(filename):
+                if at is None:
+                    at = {"file": filename, "line": frame.f_lineno, "function": frame.f_code.co_name}
+                    library = self._library(filename)
+                    if library is None:
+                        return at
+                    at["library"] = library
+                elif self._library(filename) is None:
+                    at["user_file"], at["user_line"] = filename, frame.f_lineno
+                    return at
+            frame = frame.f_back
+        return at
+
+    def record(self, name, value, key=None, failed=False):
+        self.calls += 1
+        if self.calls > MAX_CALLS:
+            return
+        self.write("set", name=name, key=key, value=str(value)[:200], at=self.caller(), torch=self.torch is not None,
+                   failed=failed or None)
+
+    # -- torch ----------------------------------------------------------------------------------------
+
+    def on_torch(self, torch):
+        """Right after ``import torch`` finished: wrap the setters, add the step and forward hooks."""
+        self.torch = torch
+        self.torch_dir = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+        self.write("torch", version=getattr(torch, "__version__", "?"), affinity=_affinity(),
+                   file=torch.__file__)
+        setters = [(torch, "set_num_threads"), (torch, "set_num_interop_threads"), (torch, "set_default_dtype"),
+                   (torch, "set_default_tensor_type"), (torch, "set_anomaly_enabled"),
+                   (torch, "use_deterministic_algorithms"), (torch, "set_flush_denormal"),
+                   (torch, "set_float32_matmul_precision"), (torch, "set_default_device")]
+        for owner, name in setters:
+            self.wrap_setter(owner, name, "torch." + name)
+        self.start_windows(torch)
+        self.wrap_mkldnn_switch(torch)
+        self.count_backward(torch)
+        self.wrap_compile(torch)
+        self.wrap_dataloader(torch)
+        try:
+            # torch.optim deletes its submodules' names: the module is found in sys.modules
+            sys.modules["torch.optim.optimizer"].register_optimizer_step_post_hook(self.on_step)
+        except Exception:  # noqa: BLE001
+            pass
+        try:
+            mod = sys.modules["torch.nn.modules.module"]
+            self.global_hooks = [mod.register_module_forward_pre_hook(self.on_pre),
+                                 mod.register_module_forward_hook(self.on_post, always_call=True)]
+        except Exception:  # noqa: BLE001
+            self.global_hooks = []
+
+    # -- the step: optimizer steps and the outermost forward calls --------------------------------------
+
+    def compiling(self):
+        """Whether Dynamo is tracing this hook (it then traces it as a no-op: no graph break, no guard on it)."""
+        if "torch._dynamo" not in sys.modules:
+            return False
+        try:
+            return self.torch.compiler.is_compiling()
+        except Exception:  # noqa: BLE001
+            return False
+
+    def on_step(self, optimizer, args, kwargs):
+        if self.compiling():
+            return
+        try:
+            now = self.time.monotonic()
+            self.steps += 1
+            self.first_step = self.first_step or now
+            self.last_step = now
+            if id(optimizer) not in self.optimizers and len(self.optimizers) < 8:
+                self.optimizers.add(id(optimizer))
+                self.write("optimizer", name=type(optimizer).__name__, groups=len(optimizer.param_groups),
+                           at=self.caller())
+            if now >= self.due:
+                self.tick(now)
+                if self.root_hooks and self.flops_done and self.inputs_seen and self.steps >= 10:
+                    self.drop_model_hooks()     # a training loop: its rate is its steps; the forward hooks cost
+        except Exception:  # noqa: BLE001
+            pass
+
+    def on_pre(self, module, args):
+        if self.compiling():
+            return None
+        depth = self.depth
+        self.depth = depth + 1
+        if depth == 0:
+            try:
+                entry = self.candidates.get(id(module))
+                if entry is None and len(self.candidates) < 16:
+                    self.candidates[id(module)] = entry = [module, 0]
+                if entry is not None:
+                    entry[1] += 1
+                self.root_pre(module, args)
+            except Exception:  # noqa: BLE001
+                pass
+        return None
+
+    def on_post(self, module, args, output):
+        if self.compiling():
+            return None
+        self.depth = max(0, self.depth - 1)
+        if self.depth == 0:
+            try:
+                self.root_post(module)
+                if sum(n for _, n in self.candidates.values()) >= DISCOVERY_CALLS:
+                    self.choose(None)
+            except Exception:  # noqa: BLE001
+                pass
+        return None
+
+    def choose(self, model):
+        """The model: given (a compiled module), else the outermost module seen with the most parameters; its own
+        hooks replace the global ones (which cost every module call a slower path)."""
+        if model is None:
+            ranked = sorted(self.candidates.values(), key=lambda e: (-_param_count(e[0]), -e[1]))
+            model = ranked[0][0] if ranked else None
+            if ranked:
+                self.forwards = ranked[0][1]          # the model's own outermost calls so far, not the loss's
+        self.drop_global_hooks()
+        self.candidates = {}
+        if model is None or self.model is not None:
+            return
+        self.model = model
+        try:
+            self.root_hooks = [model.register_forward_pre_hook(self.model_pre),
+                               model.register_forward_hook(self.model_post, always_call=True)]
+        except Exception:  # noqa: BLE001
+            self.root_hooks = []
+        self.write("model", **_describe_model(model))
+
+    def drop_model_hooks(self):
+        """Once optimizer steps give the job's rate, the model's own hooks (a slower call path on every forward)
+        go; the forward count stops there."""
+        hooks, self.root_hooks = self.root_hooks, []
+        for h in hooks:
+            try:
+                h.remove()
+            except Exception:  # noqa: BLE001
+                pass
+        self.write("forwards_counted", forwards=self.forwards)
+
+    def drop_global_hooks(self):
+        hooks, self.global_hooks = self.global_hooks, []
+        for h in hooks:
+            try:
+                h.remove()
+            except Exception:  # noqa: BLE001
+                pass
+        self.depth = 0
+
+    def model_pre(self, module, args):
+        if self.compiling():
+            return None
+        try:
+            self.root_pre(module, args)
+        except Exception:  # noqa: BLE001
+            pass
+        return None
+
+    def model_post(self, module, args, output):
+        if self.compiling():
+            return None
+        try:
+            self.root_post(module)
+        except Exception:  # noqa: BLE001
+            pass
+        return None
+
+    def root_pre(self, module, args):
+        if self.flops_done and self.inputs_seen:
+            return
+        self.forward_t0 = self.time.monotonic()
+        if not self.inputs_seen and self.model is module:
+            self.inputs_seen = True
+            self.write("inputs", inputs=_tensors(args, self.torch), at=self.caller())
+        if (not self.flops_done and self.model is module and not self.compiled and self.forwards >= 2
+                and self.last_forward_s is not None and self.last_forward_s < FLOPS_MAX_FORWARD_S):
+            self.flops_done = True
+            self.flops_mode = _flop_mode(self.torch)
+            if self.flops_mode is not None:
+                try:
+                    self.flops_mode.__enter__()
+                except Exception:  # noqa: BLE001
+                    self.flops_mode = None
+
+    def root_post(self, module):
+        if self.model is None or module is self.model:
+            self.forwards += 1
+        now = self.time.monotonic()
+        if now < self.due and self.flops_done and self.flops_mode is None:
+            return
+        if self.flops_mode is not None:
+            mode, self.flops_mode = self.flops_mode, None
+            try:
+                mode.__exit__(None, None, None)
+                self.write("flops", forward=mode.flops, module=type(module).__name__, ops=mode.ops,
+                           grad=self.torch.is_grad_enabled())
+            except Exception:  # noqa: BLE001
+                pass
+        if self.forward_t0 is not None:
+            self.last_forward_s = now - self.forward_t0
+        self.tick(now)
+
+    def tick(self, now):
+        """On the driving thread, after the job's own work: progress and a sample of its modes, when due."""
+        self.due = now + 0.25
+        t = now - self.t0
+        if t >= self.next_progress:
+            every = PROGRESS_S * (1 if self.lines < 600 else 5 if self.lines < 1500 else 30)
+            self.next_progress = t + every
+            self.progress()
+        if t >= self.next_sample and self.samples < 300:
+            self.next_sample = t + SAMPLE_S
+            modes = _modes(self.torch)
+            if modes != self.last_modes:
+                self.last_modes = modes
+                self.samples += 1
+                self.write("modes", **modes)
+
+    def progress(self):
+        first = round(self.first_step - self.t0, 4) if self.first_step else None
+        last = round(self.last_step - self.t0, 4) if self.last_step else None
+        self.write("progress", steps=self.steps, forwards=self.forwards, backwards=self.backwards, first_step=first,
+                   last_step=last)
+
+    def at_exit(self):
+        if not self.active:
+            return
+        self.progress()
+        if self.torch is not None and self.samples < 300:
+            self.write("modes", at_exit=True, **_modes(self.torch))
+        self.write("exit", calls=self.calls, lines=self.lines)
+        try:
+            if self.fd is not None:
+                os.close(self.fd)
+        except OSError:
+            pass
+        self.active = False
+
+
+# --- helpers ---------------------------------------------------------------------------------------------
+
+
+def _like(wrapper, original):
+    """``wrapper`` with ``original``'s name, documentation and signature (help() and inspect see the original)."""
+    for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
+        try:
+            setattr(wrapper, attr, getattr(original, attr))
+        except (AttributeError, TypeError):
+            pass
+    wrapper.__wrapped__ = original
+    wrapper._cpudoctor = True
+    return wrapper
+
+
+def _args_text(args, kwargs):
+    parts = [repr(a)[:60] for a in args[:4]] + ["%s=%s" % (k, repr(v)[:60]) for k, v in list(kwargs.items())[:6]]
+    return ", ".join(parts)
+
+
+def _affinity():
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return None
+
+
+def _cpulist(cpus):
+    out, start, prev = [], None, None
+    for c in cpus:
+        if start is None:
+            start = prev = c
+        elif c == prev + 1:
+            prev = c
+        else:
+            out.append(str(start) if start == prev else "%d-%d" % (start, prev))
+            start = prev = c
+    if start is not None:
+        out.append(str(start) if start == prev else "%d-%d" % (start, prev))
+    return ",".join(out)
+
+
+def _param_count(module):
+    try:
+        n = 0
+        for i, p in enumerate(module.parameters()):
+            if i > 200_000:
+                break
+            n += p.numel()
+        return n
+    except Exception:  # noqa: BLE001
+        return 0
+
+
+def _describe_model(module):
+    dtypes, params, trainable, tensors = {}, 0, 0, 0
+    try:
+        for i, p in enumerate(module.parameters()):
+            if i > 200_000:
+                break
+            n = p.numel()
+            params += n
+            tensors += 1
+            trainable += n if p.requires_grad else 0
+            key = str(p.dtype).replace("torch.", "")
+            dtypes[key] = dtypes.get(key, 0) + n
+    except Exception:  # noqa: BLE001
+        pass
+    return {"name": type(module).__name__, "parameters": params, "trainable": trainable, "tensors": tensors,
+            "dtypes": dtypes, "compiled": type(module).__name__ == "OptimizedModule"}
+
+
+def _tensors(args, torch):
+    out = []
+    for a in list(args)[:8]:
+        if isinstance(a, torch.Tensor):
+            out.append({"dtype": str(a.dtype).replace("torch.", ""), "shape": list(a.shape)[:6],
+                        "grad": bool(a.requires_grad)})
+    return out
+
+
+def _modes(torch):
+    """What the driving thread runs under, read on it (grad, inference mode and autocast are thread-local)."""
+    import threading
+
+    def read(fn, default=None):
+        try:
+            return fn()
+        except Exception:  # noqa: BLE001
+            return default
+
+    def autocast():
+        try:
+            on = torch.is_autocast_enabled("cpu")
+        except TypeError:
+            on = torch.is_autocast_cpu_enabled()
+        if not on:
+            return None
+        try:
+            return str(torch.get_autocast_dtype("cpu")).replace("torch.", "")
+        except TypeError:
+            return str(torch.get_autocast_cpu_dtype()).replace("torch.", "")
+
+    def tool(fn):
+        value = fn()
+        if value is None:
+            return None
+        return "%s.%s" % (getattr(type(value), "__module__", "?"), getattr(value, "__qualname__", type(value).__name__))
+
+    def monitoring():
+        mon = getattr(sys, "monitoring", None)
+        if mon is None:
+            return []
+        return [name for name in (mon.get_tool(i) for i in range(6)) if name]
+
+    def stack(getter):
+        return [type(m).__name__ for m in getter()][:8]
+
+    def modes_of(module, name):
+        return lambda: stack(getattr(sys.modules[module], name))
+
+    out = {
+        "main": threading.current_thread() is threading.main_thread(),
+        "grad": read(torch.is_grad_enabled),
+        "inference": read(torch.is_inference_mode_enabled),
+        "autocast": read(autocast),
+        "anomaly": read(torch.is_anomaly_enabled),
+        "anomaly_nan": read(torch.is_anomaly_check_nan_enabled),
+        "profiler": read(lambda: bool(torch.autograd.profiler._is_profiler_enabled)),
+        "trace": read(lambda: tool(sys.gettrace)),
+        "profile": read(lambda: tool(sys.getprofile)),
+        "monitoring": read(monitoring, []),
+        "threads": read(torch.get_num_threads),
+        "interop": read(torch.get_num_interop_threads),
+        "dtype": read(lambda: str(torch.get_default_dtype()).replace("torch.", "")),
+        "deterministic": read(torch.are_deterministic_algorithms_enabled),
+        "matmul": read(torch.get_float32_matmul_precision),
+        "mkldnn": read(lambda: bool(torch.backends.mkldnn.enabled)),
+        "function_modes": read(modes_of("torch.overrides", "_get_current_function_mode_stack"), []),
+        "dispatch_modes": read(modes_of("torch.utils._python_dispatch", "_get_current_dispatch_mode_stack"), []),
+        "device": read(lambda: str(torch.get_default_device())),
+        "affinity": _cpulist(_affinity() or []),
+        "tracemalloc": read(lambda: sys.modules["tracemalloc"].is_tracing(), False) if "tracemalloc" in sys.modules
+        else False,
+    }
+    return out
+
+
+def _flop_mode(torch):
+    """A dispatch mode counting one forward pass's FLOPs with PyTorch's own formulas (torch.utils.flop_counter)."""
+    try:
+        from torch.utils._python_dispatch import TorchDispatchMode
+        from torch.utils.flop_counter import flop_registry
+    except Exception:  # noqa: BLE001
+        return None
+
+    class FlopCount(TorchDispatchMode):
+        flops = 0
+        ops = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            out = func(*args, **kwargs)
+            formula = flop_registry.get(getattr(func, "_overloadpacket", None))
+            if formula is not None:
+                try:
+                    self.flops += int(formula(*args, **kwargs, out_val=out))
+                    self.ops += 1
+                except Exception:  # noqa: BLE001
+                    pass
+            return out
+
+    return FlopCount()
+
+
+class _TorchWatch:
+    """A finder first on ``sys.meta_path`` that answers nothing itself: for ``torch`` it asks the others, wraps the
+    loader's ``exec_module`` to call the probe when torch's import finished, and leaves."""
+
+    def __init__(self, probe):
+        self.probe = probe
+        self.busy = False
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "torch" or self.busy:
+            return None
+        self.busy = True
+        try:
+            spec = None
+            for finder in sys.meta_path:
+                if finder is self or not hasattr(finder, "find_spec"):
+                    continue
+                spec = finder.find_spec(name, path, target)
+                if spec is not None:
+                    break
+        except Exception:  # noqa: BLE001
+            spec = None
+        finally:
+            self.busy = False
+        self.leave()
+        loader = getattr(spec, "loader", None)
+        original = getattr(loader, "exec_module", None)
+        if original is None:
+            return None
+        probe = self.probe
+
+        def exec_module(module):
+            original(module)
+            try:
+                probe.on_torch(module)
+            except Exception:  # noqa: BLE001
+                pass
+
+        try:
+            loader.exec_module = exec_module
+        except Exception:  # noqa: BLE001
+            return None
+        return spec
+
+    def leave(self):
+        try:
+            sys.meta_path.remove(self)
+        except ValueError:
+            pass
+
+
+def _flags():
+    flags = sys.flags
+    return {"dev_mode": bool(getattr(flags, "dev_mode", False)), "optimize": flags.optimize,
+            "debug_build": hasattr(sys, "gettotalrefcount"), "x": sorted(getattr(sys, "_xoptions", {}))[:12],
+            "malloc": os.environ.get("PYTHONMALLOC"), "tracemalloc": "tracemalloc" in sys.modules
+            and sys.modules["tracemalloc"].is_tracing()}
+
+
+def _start(path):
+    probe = _Probe(path)
+    probe.write("hello", python=sys.version.split()[0], executable=sys.executable, argv=list(getattr(sys, "argv", []))[:8],
+                affinity=_affinity(), flags=_flags(), ppid=os.getppid())
+    probe.watch_os()
+    sys.meta_path.insert(0, _TorchWatch(probe))
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=probe.forked)
+    import atexit
+
+    atexit.register(probe.at_exit)
+
+
+def _main():
+    try:
+        out = _restore_environment()
+        if out:
+            _start(out)
+    except Exception:  # noqa: BLE001 - the probe never stops the job
+        pass
+    _chain()
+
+
+_main()
