@@ -407,7 +407,7 @@ def children_confined(ev: Evidence) -> list[Finding]:
     in_code = binding_settings(ev.state)       # the script binds itself (its probe saw the lines)
     parent_keeps = main is not None and main.affinity is not None and set(job_cpus) <= set(main.affinity)
     setter = mask_setter(ev, confined)
-    if in_code and not parent_keeps:
+    if in_code:             # the probe saw the lines: direct evidence, whatever the main process's mask shows now
         cause = (f"the script binds itself ({'; '.join(b.where_words() for b in in_code)}): the main thread was "
                  "pinned and the children inherited it")
     elif parent_keeps:
@@ -428,7 +428,7 @@ def children_confined(ev: Evidence) -> list[Finding]:
            f"{len(job_cpus)} CPUs the job was started with ({format_cpulist(job_cpus)}): {cause}.")
     give_back = (f"DataLoader(..., worker_init_fn=lambda _: os.sched_setaffinity(0, "
                  f"{{{', '.join(map(str, job_cpus[:16]))}}}))")
-    if in_code and not parent_keeps:
+    if in_code:
         # `env -u` outside cannot undo a binding the script makes itself: the fix is the script's lines
         fix, code = binding_removal(in_code)
         snippet, lang = f"{code}\n# or give each worker every CPU back: {give_back}", "python"

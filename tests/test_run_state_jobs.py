@@ -73,6 +73,7 @@ CASES = [("float64", "EVID010", None), ("anomaly", "EVID011", None), ("threads_i
          ("bind_in_code", "EVID004", None), ("workers_exceed", "EVID015", "--workers")]
 
 
+@pytest.mark.hardware
 @pytest.mark.parametrize("job, code, option", CASES, ids=[c[0] for c in CASES])
 def test_a_mistake_in_the_script_is_named_at_its_line_and_the_printed_fix_removes_it(tmp_path_factory, job, code,
                                                                                      option):

@@ -153,8 +153,9 @@ def test_children_confined_by_the_scripts_own_binding_name_its_lines():
                                     affinity=[0], samples=10))
     (f,) = found("EVID004", evidence(state(*calls), bd))
     assert "the script binds itself" in f.why and "line 4 of" in f.fix and not f.snippet.startswith("env -u")
+    # no probe, no binding variable, the main process kept both CPUs: narrowed inside the child, given back there
     (plain,) = found("EVID004", evidence(None, bd))
-    assert plain.snippet.startswith("env -u OMP_PROC_BIND")                    # no probe: the variable from outside
+    assert "what set it could not be seen" in plain.why and plain.snippet.startswith("DataLoader(")
 
 
 def test_loader_workers_beyond_the_cpus():
@@ -240,3 +241,13 @@ def test_a_relaunch_that_sets_threads_by_variable_names_the_scripts_own_line_too
     assert "OMP_NUM_THREADS=2" in f.snippet and "torch.set_num_threads(2) at line 12 of" in f.fix
     (plain,) = run_process_rules(insp, None, {"PROC010"}, strict=True)
     assert "line 12" not in plain.fix
+
+
+def test_a_child_narrowed_by_a_call_the_probe_saw_names_that_call():
+    """The main process kept its CPUs and the script narrowed a worker by its PID: EVID004 names the line (41.8)."""
+    bd = breakdown({"compute": 0.5, "data": 0.5})
+    bd.processes.append(ProcessTime(11, 10, "python", "python train.py", "dataloader_worker", True, True,
+                                    affinity=[0], samples=10))
+    (f,) = found("EVID004", evidence(state(SettingCall("os.sched_setaffinity", "0", key="11", at=at(9))), bd))
+    assert "it was set by os.sched_setaffinity(11, {0}) at line 9 of" in f.why, f.why
+    assert f.evidence["set_by"].startswith("os.sched_setaffinity(11")

@@ -207,7 +207,8 @@ def test_openmp_finding_quotes_this_runs_numbers():
     bd = build_breakdown(_record({"openmp_wait": 70, "compute": 20, "python": 10}), _states())
     (f,) = [f for f in run_evidence_rules(Evidence(breakdown=bd, command="python t.py"), strict=True)
             if f.code == "EVID001"]
-    assert f.severity == "warning" and f"{bd.samples} samples" in f.why and "OMP_NUM_THREADS=1 python t.py" == f.snippet
+    assert f.severity == "warning" and f"{bd.samples} samples" in f.why and (
+        "OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python t.py" == f.snippet)
 
 
 def test_renderers_show_every_category_once():
