@@ -36,7 +36,8 @@ class FixPlan:
     cpus: tuple[int, ...] | None = None         # CPUs it binds the job to (taskset -c, numactl --physcpubind)
     nodes: tuple[int, ...] | None = None        # NUMA nodes whose CPUs it binds to (numactl --cpunodebind)
     memory: str = ""                            # numactl's memory policy ("bind 1"): not applied by a measurement
-    change: str = ""                            # code: the exact change (the finding's Python snippet)
+    change: str = ""                            # code: the exact change (the finding's Python snippet); outside:
+    #                                             the change to the script the variables stand in for, if any
     reason: str = ""                            # none: why it cannot be checked
 
     @property
@@ -95,6 +96,13 @@ def plan_fix(finding: Finding) -> FixPlan | None:
             return None
         return FixPlan(finding.code, finding.title, NONE, reason="it prints no command or code to apply")
     if finding.snippet_lang == "python":
+        threads = finding.evidence.get("suggested_threads")
+        if isinstance(threads, int) and not isinstance(threads, bool) and threads >= 1:
+            # a thread count written as a change to the script: the same count set from outside is measured (and
+            # when the script sets its own count, the measurement shows the variables do not take effect)
+            env = {name: str(threads) for name in THREAD_VARS}
+            return FixPlan(finding.code, finding.title, OUTSIDE, env=env, change=finding.snippet.strip(),
+                           line=" ".join(f"{k}={v}" for k, v in env.items()) + " <the job's command>")
         return FixPlan(finding.code, finding.title, CODE, change=finding.snippet.strip())
     found = _launch(finding.snippet) if finding.snippet_lang in ("bash", "sh", "") else None
     if found is None:

@@ -159,7 +159,8 @@ def _not_applied(plan: FixPlan, windows: list[Window], states: list[JobState],
 def judge(plan: FixPlan, base: list[Window], fixed: list[Window], states: list[JobState],
           quiet_limit: float = QUIET_LIMIT, cpus: list[int] | None = None) -> FixCheck:
     """One fix's verdict from its windows and the unchanged job's (both lists of this verification's rounds)."""
-    check = FixCheck(plan.code, plan.title, "inconclusive", change=plan.launch_words(), line=plan.line)
+    check = FixCheck(plan.code, plan.title, "inconclusive", change=plan.launch_words(), line=plan.line,
+                     stands_for=plan.change)
     loads = [w.other_share + (w.steal_share or 0.0) for w in base + fixed if w.other_share is not None]
     check.other_share = round(_median(loads), 4) if loads else None
     seen = _not_applied(plan, fixed, states, cpus)
@@ -202,10 +203,12 @@ def _reason(check: FixCheck, busy: bool) -> str:
     rounds = f"{r.n} round{'s' if r.n != 1 else ''}"
     load = (f"; other programs took {percent(check.other_share, fraction=True)} of the CPUs"
             if check.other_share is not None else "")
+    # a busy machine's result holds for it as it was (more threads take a larger share of CPUs others want)
+    confirm = "; measured on a busy machine: confirm on a quieter one" if busy else ""
     if check.status == "faster":
-        return f"x{r.median:.2f} faster (x{r.lo:.2f}-x{r.hi:.2f} over {rounds}{load})"
+        return f"x{r.median:.2f} faster (x{r.lo:.2f}-x{r.hi:.2f} over {rounds}{load}){confirm}"
     if check.status == "slower":
-        return f"x{r.median:.2f}: slower (x{r.lo:.2f}-x{r.hi:.2f} over {rounds}{load})"
+        return f"x{r.median:.2f}: slower (x{r.lo:.2f}-x{r.hi:.2f} over {rounds}{load}){confirm}"
     if check.status == "no_effect":
         return (f"no measurable effect: within {percent(TOLERANCE, fraction=True)} in every round "
                 f"(x{r.lo:.2f}-x{r.hi:.2f}, {rounds})")

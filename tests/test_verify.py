@@ -343,3 +343,31 @@ def test_a_saved_verification_is_a_lab_run_that_compare_and_doctor_from_report_s
     other.benchmarks[0].metrics["EVID007 speed-up"] = 1.0
     changes = {c.item: c for c in compare_reports(report, other, "a.json", "b.json").changes}
     assert changes["verify.EVID007 speed-up"].b == 1.0
+
+
+def test_a_thread_count_written_as_a_script_change_is_measured_from_outside_and_named_when_the_script_wins():
+    code_fix = finding("EVID021", "import torch\ntorch.set_num_threads(1)   # first thing in the script", "python")
+    code_fix.evidence["suggested_threads"] = 1
+    plan = plan_fix(code_fix)
+    assert plan.kind == OUTSIDE and plan.threads == 1 and plan.env["MKL_NUM_THREADS"] == "1"
+    call = SettingCall("torch.set_num_threads", value="8", at=CodeLine("/home/u/threads_in_code.py", 12, "<module>"))
+    windows = FakeWindows({UNCHANGED: lambda n: 10.0, "EVID021": lambda n: 10.0}, threads={"EVID021": 8, UNCHANGED: 8},
+                          calls=[call])
+    ver = verify_job(["python", "threads_in_code.py"], [code_fix], BASE_STATE, env={"PATH": ""}, run_window=windows,
+                     options=VerifyOptions(budget_s=60))
+    check = ver.check_for("EVID021")
+    assert check.status == "not_applied" and check.stands_for.endswith("torch.set_num_threads(1)   # first thing in the script")
+    assert check.reason == ("the fix does not take effect: threads_in_code.py:12 sets it "
+                            "(torch.set_num_threads(8))")
+    from cpudoctor.render.verify import text_lines
+
+    text = "\n".join(text_lines(ver))
+    assert "EVID021  does not take effect: OMP_NUM_THREADS=1" in text and "threads_in_code.py:12 sets it" in text
+
+
+def test_a_speed_up_measured_on_a_busy_machine_says_so():
+    windows = FakeWindows({UNCHANGED: lambda n: 10.0, "EVID001": lambda n: 15.0}, threads={"EVID001": 1}, load=0.7)
+    ver = verify_job(["python", "t.py"], [finding("EVID001", "OMP_NUM_THREADS=1 python t.py")], BASE_STATE,
+                     env=ENV, run_window=windows, options=VerifyOptions(budget_s=120))
+    check = ver.check_for("EVID001")
+    assert check.status == "faster" and check.reason.endswith("measured on a busy machine: confirm on a quieter one")

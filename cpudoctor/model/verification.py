@@ -63,6 +63,8 @@ class FixCheck:
     other_share: float | None = None    # median share of the CPUs other programs took in its windows (both variants)
     reason: str = ""                    # not_applied: the line that wins; others: what the numbers say
     target: str = ""                    # what the fix changes, as the probe saw it in its windows ("threads 1")
+    stands_for: str = ""                # the change to the script whose thread count the variables set (measured
+    #                                     from outside in its place)
 
 
 @dataclass

@@ -56,6 +56,8 @@ def headline(ver: Verification) -> str:
         best = max(faster, key=lambda c: c.ratio.median if c.ratio else 0)
         return (f"{len(faster)} of {len(measured)} measured fix{'es' if len(measured) != 1 else ''} made the job "
                 f"faster; the best: {best.code} {_ratio(best)}")
+    if measured and all(c.status == "not_applied" for c in measured):
+        return "no fix applied from outside the script takes effect: the script sets what they change (see below)"
     if measured and all(c.status in ("no_effect", "slower", "not_applied") for c in measured):
         return "no fix helps: none of the measured fixes made the job measurably faster"
     if measured:
@@ -75,8 +77,10 @@ def _how(ver: Verification) -> str:
     if not ver.windows:
         return ""
     loads = sorted(w.other_share for w in ver.windows if w.other_share is not None)
-    load = (f"; other programs took {percent(loads[0], fraction=True)}-{percent(loads[-1], fraction=True)} of the "
-            "CPUs in the windows") if loads else ""
+    spread = percent(loads[0], fraction=True) if loads and percent(loads[0], fraction=True) == percent(
+        loads[-1], fraction=True) else f"{percent(loads[0], fraction=True)}-{percent(loads[-1], fraction=True)}" \
+        if loads else ""
+    load = f"; other programs took {spread} of the CPUs in the windows" if loads else ""
     stopped = "; stopped before the end (what was measured is shown)" if ver.cancelled else ""
     return (f"{ver.rounds} interleaved round{'s' if ver.rounds != 1 else ''} of {ver.window_s:g} s windows, each a "
             f"fresh run of the job, in {ver.elapsed_s:g} s; rate: {metric_words(ver)}{load}{stopped}")
@@ -91,7 +95,7 @@ def text_lines(ver: Verification | None) -> list[str]:
         out.append(f"  {how}")
     for c in ver.ranked():
         r = row(c)
-        out.append(f"  {c.code:<8} {r['verdict']}" + (f" {r['ratio']}" if r["ratio"] else "")
+        out.append(f"  {c.code:<8} {r['verdict']}" + (f" {r['ratio']}" if r["ratio"] and c.status != "not_applied" else "")
                    + (f": {r['change']}" if r["change"] and c.status not in ("code_change", "not_verified")
                       or c.status == "not_verified" and c.line else ""))
         if c.before and c.after:
@@ -103,6 +107,9 @@ def text_lines(ver: Verification | None) -> list[str]:
             out.append(f"           {c.reason.split(':', 1)[1].strip()}")
         if c.status == "code_change" and c.change:
             out += [f"           | {line}" for line in c.change.splitlines()[:8]]
+        if c.stands_for:
+            out.append("           measured from outside in place of the script change:")
+            out += [f"           | {line}" for line in c.stands_for.splitlines()[:8]]
     if ver.writes and not ver.skipped:
         out.append(f"  the job held open for writing in its folder: {', '.join(ver.writes[:5])} (written again by "
                    "each window)")
