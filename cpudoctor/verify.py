@@ -45,6 +45,7 @@ MIN_BUDGET_S = 20.0
 TOLERANCE = 0.03          # a ratio within 3 % of 1 in every round: no measurable effect
 QUIET_LIMIT = 0.25        # other programs above this share of the CPUs: an unsettled verdict says so
 MIN_ROUNDS = 2
+BUSY_ROUNDS = 3           # rounds a verdict needs when other programs took more than the quiet limit
 TARGET_ROUNDS = 3
 MEASURE_S = 4.0           # seconds of counted work wanted in each window after the start and the warm-up
 MAX_WINDOW_S = 30.0
@@ -184,6 +185,10 @@ def judge(plan: FixPlan, base: list[Window], fixed: list[Window], states: list[J
     # beyond the tolerance in every round, or (the median beyond it) the two figures' ranges apart
     separated_up = r.lo > 1 + TOLERANCE or r.median > 1 + TOLERANCE and check.after.lo > check.before.hi
     separated_down = r.hi < 1 - TOLERANCE or r.median < 1 - TOLERANCE and check.after.hi < check.before.lo
+    busy = check.other_share is not None and check.other_share > quiet_limit
+    if busy and r.n < BUSY_ROUNDS:
+        # on a busy machine two rounds can agree by chance (a burst elsewhere hits one variant's windows twice)
+        separated_up = separated_down = False
     if r.n >= MIN_ROUNDS and r.lo >= 1 - TOLERANCE and r.hi <= 1 + TOLERANCE:
         check.status = "no_effect"
     elif separated_up and not separated_down:
@@ -192,8 +197,9 @@ def judge(plan: FixPlan, base: list[Window], fixed: list[Window], states: list[J
         check.status = "slower"
     else:
         check.status = "inconclusive"
-    busy = check.other_share is not None and check.other_share > quiet_limit
     check.reason = _reason(check, busy)
+    if plan.memory:
+        check.reason += f"; its memory policy (numactl: {plan.memory}) was not applied in the measurement, only its CPUs"
     return check
 
 
@@ -212,8 +218,10 @@ def _reason(check: FixCheck, busy: bool) -> str:
     if check.status == "no_effect":
         return (f"no measurable effect: within {percent(TOLERANCE, fraction=True)} in every round "
                 f"(x{r.lo:.2f}-x{r.hi:.2f}, {rounds})")
-    if r.n < MIN_ROUNDS:
-        return f"inconclusive: only {rounds} fitted in the budget (x{r.median:.2f}); give a longer --budget"
+    if r.n < MIN_ROUNDS or busy and r.n < BUSY_ROUNDS:
+        why = f"; other programs took {percent(check.other_share, fraction=True)} of the CPUs" if busy else ""
+        return (f"inconclusive: only {rounds} fitted in the budget (x{r.median:.2f}{why}); give a longer "
+                f"--budget")
     if busy:
         return (f"inconclusive: other programs took {percent(check.other_share, fraction=True)} of the CPUs and "
                 f"the rounds spread x{r.lo:.2f}-x{r.hi:.2f}; verify on a quieter machine")

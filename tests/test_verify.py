@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -371,3 +372,21 @@ def test_a_speed_up_measured_on_a_busy_machine_says_so():
                      env=ENV, run_window=windows, options=VerifyOptions(budget_s=120))
     check = ver.check_for("EVID001")
     assert check.status == "faster" and check.reason.endswith("measured on a busy machine: confirm on a quieter one")
+
+
+# --------------------------------------------------------------------------------------------- the command line
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["--budget", "60"], "--budget goes with --verify"),
+    (["--yes", "--metric", "x"], "--metric, --yes go with --verify"),
+    (["--verify", "--metric", "([0-9"], "is not a regular expression"),
+    (["--verify", "--no-probe"], "--verify reads the job's rate through its probe"),
+    (["--verify", "--budget", "5"], "out of range"),
+])
+def test_verify_s_options_are_checked_before_the_job_runs(capsys, tmp_path, argv, said):
+    from conftest import run_cli
+
+    marker = tmp_path / "ran"
+    code, out, err = run_cli(capsys, "run", *argv, "--", sys.executable, "-c", f"open({str(marker)!r}, 'w')")
+    assert code == 2 and said in err and not marker.exists()
