@@ -199,7 +199,8 @@ def judge(plan: FixPlan, base: list[Window], fixed: list[Window], states: list[J
         check.status = "inconclusive"
     check.reason = _reason(check, busy)
     if plan.memory:
-        check.reason += f"; its memory policy (numactl: {plan.memory}) was not applied in the measurement, only its CPUs"
+        check.reason += (f"; its memory policy (numactl: {plan.memory}) was not applied in the measurement, only "
+                         "its CPUs")
     return check
 
 
@@ -255,7 +256,8 @@ def _window_record(variant: Variant, rnd: int, run: WindowRun, metric: str, patt
                   why=why if not rate.rate else "")
 
 
-def verify_job(argv: list[str], findings: list[Finding], state: JobState | None, *, options: VerifyOptions | None = None,
+def verify_job(argv: list[str], findings: list[Finding], state: JobState | None, *,
+               options: VerifyOptions | None = None,
                env: dict[str, str] | None = None, topology: Topology | None = None, run_window: RunWindow | None = None,
                cwd: str | None = None, command: str = "", on_progress: Callable[[str], None] | None = None,
                should_stop: Callable[[], bool] | None = None, writes: list[str] | None = None,
@@ -297,7 +299,8 @@ def verify_job(argv: list[str], findings: list[Finding], state: JobState | None,
                        "batches; give --metric REGEX for a rate the job prints (e.g. --metric '([0-9.]+)it/s')")
         for v in variants:
             ver.checks.append(FixCheck(v.name, v.plan.title if v.plan else v.name, "not_verified",
-                                       change=v.plan.launch_words() if v.plan else "", line=v.plan.line if v.plan else "",
+                                       change=v.plan.launch_words() if v.plan else "",
+                                       line=v.plan.line if v.plan else "",
                                        reason="no progress rate to measure it by"))
         return _finish(ver)
     if writes and confirm is not None:

@@ -245,7 +245,9 @@ class RunScriptMixin:
             return False
         self._remember_run(script, arguments, seconds)
         self._set_running(True)
-        self.status_label.setText(f"Running {Path(script).name}" + (f" for up to {seconds:g} s…" if seconds else "…"))
+        then = ", then verifying its fixes" if verify is not None else ""
+        self.status_label.setText(f"Running {Path(script).name}" + (f" for up to {seconds:g} s" if seconds else "")
+                                  + f"{then}…")
         self.model.status_message.emit(self.status_label.text())
         return True
 

@@ -54,7 +54,8 @@ def test_a_relaunch_line_is_applied_from_outside_and_a_python_snippet_is_a_code_
     env_fix = plan_fix(finding("EVID001", "OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 python train.py"))
     assert env_fix.kind == OUTSIDE and env_fix.env == {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     assert env_fix.threads == 1
-    isa = plan_fix(finding("EVID007", "unset ONEDNN_MAX_CPU_ISA\n# or for one run:\nenv -u ONEDNN_MAX_CPU_ISA python x.py"))
+    isa = plan_fix(finding("EVID007", "unset ONEDNN_MAX_CPU_ISA\n# or for one run:\n"
+                                      "env -u ONEDNN_MAX_CPU_ISA python x.py"))
     assert isa.kind == OUTSIDE and isa.unset == ("ONEDNN_MAX_CPU_ISA",) and isa.threads is None
     pin = plan_fix(finding("PROC003", "taskset -c 0-3 python train.py"))
     assert pin.kind == OUTSIDE and pin.cpus == (0, 1, 2, 3)
@@ -117,7 +118,8 @@ def test_the_line_at_exit_does_not_count_as_a_forward_call_s_moment():
 
 def test_a_printed_rate_is_read_with_metric():
     pattern = job_rate.compile_metric(r"([0-9.]+)it/s")
-    lines = [(0.5, "loading"), (1.0, " 10%|#  | 10/100 [00:01<00:09, 3.00it/s]\r 20%|## | 20/100 [00:02<00:08, 9.50it/s]"),
+    lines = [(0.5, "loading"),
+             (1.0, " 10%|#  | 10/100 [00:01<00:09, 3.00it/s]\r 20%|## | 20/100 [00:02<00:08, 9.50it/s]"),
              (3.0, " 30%|###| 30/100 [00:03<00:07, 10.50it/s]"), (4.0, "40% 10.00it/s")]
     r = job_rate.output_rate(lines, pattern, warmup_s=2.0)
     assert r.rate == pytest.approx(10.25) and r.metric == "output" and r.units == 2
@@ -163,7 +165,8 @@ def test_a_fix_that_doubles_the_rate_is_measured_faster_in_interleaved_rounds():
     check = ver.check_for("EVID001")
     assert check.status == "faster" and check.ratio.median == pytest.approx(2.0, rel=0.05)
     assert check.before.n == check.after.n == ver.rounds >= 2
-    assert ver.metric == "steps" and re.match(r"x1\.9\d faster \(x1\.9\d-x2\.00 over \d rounds; other programs took 5 %", check.reason)
+    assert ver.metric == "steps"
+    assert re.match(r"x1\.9\d faster \(x1\.9\d-x2\.00 over \d rounds; other programs took 5 %", check.reason)
     assert windows.order[:4] == [UNCHANGED, "EVID001", "EVID001", UNCHANGED]     # A B, B A: interleaved
     assert all(w.other_share == 0.05 for w in ver.windows)
 
@@ -300,7 +303,8 @@ def test_every_surface_shows_the_measured_table_and_ranks_the_findings_by_it():
     obs, ranked = _verified_run()
     ver = obs.verification
     assert ver.check_for("EVID007").status == "faster" and ver.check_for("PROC009").status == "no_effect"
-    assert ranked[0].code == "EVID007" and [f.code for f in ranked].index("PROC009") > [f.code for f in ranked].index("EVID022")
+    codes = [f.code for f in ranked]
+    assert codes[0] == "EVID007" and codes.index("PROC009") > codes.index("EVID022")
     text = render_text(obs, ranked)
     assert "Verified     1 of 3 measured fixes made the job faster; the best: EVID007 x1.4" in text
     assert "EVID007  faster x1.4" in text and "-u ONEDNN_MAX_CPU_ISA" in text
@@ -357,7 +361,8 @@ def test_a_thread_count_written_as_a_script_change_is_measured_from_outside_and_
     ver = verify_job(["python", "threads_in_code.py"], [code_fix], BASE_STATE, env={"PATH": ""}, run_window=windows,
                      options=VerifyOptions(budget_s=60))
     check = ver.check_for("EVID021")
-    assert check.status == "not_applied" and check.stands_for.endswith("torch.set_num_threads(1)   # first thing in the script")
+    assert check.status == "not_applied"
+    assert check.stands_for.endswith("torch.set_num_threads(1)   # first thing in the script")
     assert check.reason == ("the fix does not take effect: threads_in_code.py:12 sets it "
                             "(torch.set_num_threads(8))")
     from cpudoctor.render.verify import text_lines

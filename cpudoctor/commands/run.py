@@ -61,7 +61,8 @@ def register(subparsers) -> None:
                         "stay on all along")
     p.add_argument("--verify", action="store_true",
                    help="after the diagnosis, measure each fix that can be applied from outside the script on the job "
-                        "itself: the job runs again, unchanged and with the fix, in interleaved windows, and the report "
+                        "itself: the job runs again, unchanged and with the fix, in interleaved windows, and the "
+                        "report "
                         "ranks the findings by the measured effect")
     p.add_argument("--budget", type=_budget, metavar="S", default=None,
                    help=f"seconds --verify may take (default {DEFAULT_BUDGET_S:g})")

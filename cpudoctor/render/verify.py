@@ -67,7 +67,8 @@ def headline(ver: Verification) -> str:
 
 def row(c: FixCheck) -> dict[str, Any]:
     return {"code": c.code, "title": c.title, "verdict": VERDICTS.get(c.status, c.status), "status": c.status,
-            "change": c.change, "before": _rate(c.before) if c.before else "", "after": _rate(c.after) if c.after else "",
+            "change": c.change, "before": _rate(c.before) if c.before else "",
+            "after": _rate(c.after) if c.after else "",
             "ratio": _ratio(c), "windows": f"{c.before.n}+{c.after.n}" if c.before and c.after else "",
             "others": percent(c.other_share, "", fraction=True) if c.other_share is not None else "",
             "reason": c.reason, "target": c.target}
@@ -95,7 +96,8 @@ def text_lines(ver: Verification | None) -> list[str]:
         out.append(f"  {how}")
     for c in ver.ranked():
         r = row(c)
-        out.append(f"  {c.code:<8} {r['verdict']}" + (f" {r['ratio']}" if r["ratio"] and c.status != "not_applied" else "")
+        ratio = f" {r['ratio']}" if r["ratio"] and c.status != "not_applied" else ""
+        out.append(f"  {c.code:<8} {r['verdict']}{ratio}"
                    + (f": {r['change']}" if r["change"] and c.status not in ("code_change", "not_verified")
                       or c.status == "not_verified" and c.line else ""))
         if c.before and c.after:
@@ -143,13 +145,18 @@ def html(ver: Verification | None) -> str:
     how = _how(ver)
     rows = "".join(
         f"<tr><td>{esc(c.code)}</td><td>{esc(r['verdict'])}</td><td>{esc(r['ratio'])}</td><td>{esc(r['before'])}</td>"
-        f"<td>{esc(r['after'])}</td><td>{esc(r['windows'])}</td><td>{esc(r['others'])}</td>"
-        f"<td>{'<pre>' + esc(c.change) + '</pre>' if c.status == 'code_change' else esc('; '.join(x for x in (r['change'], c.reason) if x))}</td></tr>"
-        for c in ver.ranked() for r in [row(c)])
+        f"<td>{esc(r['after'])}</td><td>{esc(r['windows'])}</td><td>{esc(r['others'])}</td><td>{_html_note(c, r)}</td>"
+        "</tr>" for c in ver.ranked() for r in [row(c)])
     table = ("<table><tr><th>Finding</th><th>Verdict</th><th>Ratio</th><th>Rate before</th><th>Rate after</th>"
              f"<th>Windows</th><th>Others</th><th>Change / reason</th></tr>{rows}</table>") if rows else ""
     return (f"<h2>Verified on the job</h2><p>{esc(headline(ver))}</p>" + (f"<p><em>{esc(how)}</em></p>" if how else "")
             + table)
+
+
+def _html_note(c: FixCheck, r: dict[str, Any]) -> str:
+    if c.status == "code_change":
+        return f"<pre>{esc(c.change)}</pre>"
+    return esc("; ".join(x for x in (r["change"], c.reason) if x))
 
 
 def data(ver: Verification | None) -> dict[str, Any] | None:
