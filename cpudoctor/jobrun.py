@@ -231,8 +231,9 @@ class WatchedRun:
         from cpudoctor.probes.process.writes import files_open_for_writing
 
         folder = self.job.cwd or os.getcwd()
+        channel = self.job.probe_channel       # the probe's own file is CPU Doctor's, not the job's
         while not self._watch.done.is_set():
-            for name in files_open_for_writing(pid, folder):
+            for name in files_open_for_writing(pid, folder, exclude=channel.folder if channel is not None else None):
                 if name not in self.writes and len(self.writes) < 20:
                     self.writes.append(name)
             self._watch.done.wait(WRITES_INTERVAL_S)

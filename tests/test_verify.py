@@ -268,6 +268,9 @@ def test_files_open_for_writing_in_the_job_s_folder_are_seen(tmp_path):
     with open(tmp_path / "ckpt.pt", "wb") as out, open(tmp_path / "data.txt", "rb"):
         out.write(b"1")
         seen = files_open_for_writing(os.getpid(), tmp_path)
+        (tmp_path / "cpudoctor-probe-x").mkdir()
+        with open(tmp_path / "cpudoctor-probe-x" / "state.jsonl", "w"):
+            assert files_open_for_writing(os.getpid(), tmp_path, exclude=tmp_path / "cpudoctor-probe-x") == ["ckpt.pt"]
     assert seen == ["ckpt.pt"]
     assert files_open_for_writing(os.getpid(), tmp_path) == []
 

@@ -234,6 +234,11 @@ class JobRun:
             self._sampler.start()
         return True
 
+    @property
+    def probe_channel(self):
+        """The probe's private folder and file for this run (None: no probe)."""
+        return self._channel
+
     def _stderr_tap(self, line: str) -> bool:
         """Lines of the job's stderr that go on and are kept too: Dynamo's recompile-limit warning, Python's
         fault report."""

@@ -53,10 +53,13 @@ def _writable(fdinfo: Path) -> bool:
     return False
 
 
-def files_open_for_writing(pid: int, folder: str | Path, root: Path = Path("/")) -> list[str]:
+def files_open_for_writing(pid: int, folder: str | Path, root: Path = Path("/"),
+                           exclude: str | Path | None = None) -> list[str]:
     """Regular files under ``folder`` that ``pid`` or its descendants hold open for writing now (paths relative
-    to ``folder``, at most :data:`MAX_FILES`); [] when nothing is seen or ``/proc`` cannot be read."""
+    to ``folder``, at most :data:`MAX_FILES`), those under ``exclude`` left out (CPU Doctor's own: the probe's
+    file); [] when nothing is seen or ``/proc`` cannot be read."""
     base = os.path.realpath(str(folder))
+    skip = os.path.realpath(str(exclude)).rstrip("/") + "/" if exclude is not None else None
     found: list[str] = []
     for p in _descendants(pid, root):
         fd_dir = root / "proc" / str(p) / "fd"
@@ -70,6 +73,8 @@ def files_open_for_writing(pid: int, folder: str | Path, root: Path = Path("/"))
             except OSError:
                 continue
             if not target.startswith("/") or not (target == base or target.startswith(base.rstrip("/") + "/")):
+                continue
+            if skip is not None and target.startswith(skip):
                 continue
             try:
                 if not stat.S_ISREG(os.stat(fd_dir / fd).st_mode):
