@@ -46,7 +46,8 @@ TOLERANCE = 0.03          # a ratio within 3 % of 1 in every round: no measurabl
 QUIET_LIMIT = 0.25        # other programs above this share of the CPUs: an unsettled verdict says so
 MIN_ROUNDS = 2
 BUSY_ROUNDS = 3           # rounds a verdict needs when other programs took more than the quiet limit
-TARGET_ROUNDS = 3
+TARGET_ROUNDS = 4         # planned: a window also costs the job's stop and the next one's start, and a busy
+#                           machine needs 3 rounds for a verdict (BUSY_ROUNDS)
 MEASURE_S = 4.0           # seconds of counted work wanted in each window after the start and the warm-up
 MAX_WINDOW_S = 30.0
 MAX_ROUNDS = 12
