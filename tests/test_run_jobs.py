@@ -206,7 +206,7 @@ def test_a_window_that_ends_inside_the_first_compile_says_so(tmp_path):
     from conftest import wait_for
 
     out = tmp_path / "run.json"
-    proc = subprocess.run([sys.executable, "-m", "cpudoctor", "run", "--seconds", "8", "--format", "json", "-o",
+    proc = subprocess.run([sys.executable, "-m", "cpudoctor", "run", "--seconds", "8", "--roof", "none", "--format", "json", "-o",
                            str(out), "--", sys.executable, str(JOBS / "compile_first.py"), "--seconds", "600"],
                           cwd=JOBS, env=os.environ.copy(), capture_output=True, text=True, timeout=300)
     data = json.loads(out.read_text())
