@@ -292,7 +292,7 @@ def verify_job(argv: list[str], findings: list[Finding], state: JobState | None,
     metric = job_rate.choose_metric(state, options.metric_regex)
     ver.metric = metric or ""
     if not variants:
-        ver.skipped = "no printed fix can be applied from outside the script" if not ver.checks else \
+        ver.skipped = "no fix to verify: the diagnosis printed none" if not ver.checks else \
             "none of the printed fixes can be applied from outside the script"
         return _finish(ver)
     if metric is None:
@@ -333,7 +333,7 @@ def verify_job(argv: list[str], findings: list[Finding], state: JobState | None,
     started = time.monotonic()
     spent = 0.0                                     # the windows' own time (a job that ends early frees the rest)
     for rnd in range(MAX_ROUNDS):
-        # another round while the budget holds one of the longest seen so far (the planned one before any ran)
+        # another round while the budget holds one more round as long as the average so far
         if rnd and spent + max(spent / rnd, 0.0) > options.budget_s:
             break
         order = all_variants if rnd % 2 == 0 else list(reversed(all_variants))
