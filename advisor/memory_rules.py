@@ -263,8 +263,9 @@ def memory_grows(ev: Evidence) -> list[Finding]:
     """
     What it checks:
         The trainer's resident memory over the later half of the window (its start-up, loading and first
-        steps left out; with the job's probe, only growth that began after its first optimizer step): a rise
-        of at least 64 MiB and 5 % of its memory, along a straight line (R² 0.6+); and, when its DataLoader starts new workers each epoch, the rise from one epoch to the next.
+        steps left out; with the job's probe, only growth over 5+ steps after its first 5 optimizer steps): a rise
+        of at least 64 MiB and 5 % of its memory, along a straight line (R² 0.6+); and, when its DataLoader
+        starts new workers each epoch, the rise from one epoch to the next.
 
     Why it matters:
         A training step needs the same memory every time: memory that keeps growing is something kept
@@ -309,24 +310,34 @@ def memory_grows(ev: Evidence) -> list[Finding]:
                      "python")]
 
 
-STEPS_SETTLE_S = 1.0     # the first steps still allocate (the allocator's pools, optimizer state): left out too
+SETTLE_STEPS = 5          # the first steps still allocate (the allocator's pools, optimizer state, oneDNN's caches)
 
 
 def _growth_before_training(ev: Evidence, mem: JobMemory) -> bool:
-    """Whether the growth was measured while the job was still starting, by what its probe saw: the later half of
-    a short window on a busy machine can hold `import torch`, the model's build and the first steps (a healthy
-    job beside two busy loops grew 'like a leak' there). The growth counts only when it began after the first
-    optimizer step (and a second of steps); a job whose probe saw neither a step nor a forward call did not
-    train in the window at all. Without a probe the window's later half stands, as the docstring says."""
+    """Whether the growth may hold the job's start-up rather than memory kept from each step, by what its probe saw.
+
+    The later half of a short window on a busy machine can hold `import torch`, the model's build and the first
+    steps (a healthy job beside two busy loops, and a convolution at 1.6 steps/s, grew "like a leak" there). With
+    the probe, the growth counts only when it began after the job's first ``SETTLE_STEPS`` optimizer steps (forward
+    calls for a job that never steps) and spans at least as many more; a job whose probe saw neither a step nor a
+    forward call did not run its loop in the window at all. Without a probe the window's later half stands.
+    """
     state = ev.state
     if state is None or not state.loaded:
         return False
     if state.steps == 0 and state.forwards == 0:
         return True
-    if state.first_step_s is None or not mem.window_s or mem.growth_window_s is None:
+    if not mem.window_s or mem.growth_window_s is None:
         return False
-    began = mem.window_s - mem.growth_window_s          # both seconds from the job's start (the probe's: its import)
-    return began < state.first_step_s + STEPS_SETTLE_S
+    began = mem.window_s - mem.growth_window_s          # both in seconds from the job's start (the probe's: its import)
+    counts = [(p.t_s, p.steps if state.steps else p.forwards) for p in state.progress]
+    if not counts:
+        return state.first_step_s is not None and began < state.first_step_s
+    settled = next((t for t, n in counts if n >= SETTLE_STEPS), None)
+    if settled is None or began < settled:
+        return True
+    at_start = max((n for t, n in counts if t <= began), default=0)
+    return counts[-1][1] - at_start < SETTLE_STEPS
 
 
 def _room(mem: JobMemory) -> tuple[int | None, str]:

@@ -102,19 +102,26 @@ def test_run_and_inspect_diagnose_memory_the_same_way():
     assert [f.code for f in found] == ["EVID032"]
 
 
-def test_growth_measured_before_the_first_step_is_start_up_not_a_leak():
-    """A healthy job beside two busy loops: the later half of its window still held `import torch` and the model's
-    build, and grew 'like a leak'. With the job's probe, growth counts only after its first optimizer step."""
-    from cpudoctor.model.jobstate import JobState
+def test_growth_measured_before_the_first_steps_is_start_up_not_a_leak():
+    """A healthy job beside two busy loops: the later half of its window still held `import torch`, the model's build
+    and its first steps, and grew 'like a leak'. With the job's probe, growth counts after its first 5 steps, over
+    5 more at least."""
+    from cpudoctor.model.jobstate import JobState, Progress
 
     mem = _load("EVID033-bad")[0]
     began = mem.window_s - mem.growth_window_s
+    end = mem.window_s
 
-    def with_state(**kw):
-        return run_evidence_rules(Evidence(memory=mem, state=JobState(loaded=True, **kw)), {"EVID033"}, strict=True)
+    def with_state(points, **kw):
+        progress = [Progress(t, steps=n) for t, n in points]
+        state = JobState(loaded=True, progress=progress, **kw)
+        return [f.code for f in run_evidence_rules(Evidence(memory=mem, state=state), {"EVID033"}, strict=True)]
 
-    assert with_state(steps=5, forwards=5, first_step_s=began + 0.5) == []          # still starting
-    assert with_state(steps=0, forwards=0) == []                                  # never trained in the window
-    assert [f.code for f in with_state(steps=50, forwards=50, first_step_s=max(0.0, began - 3))] == ["EVID033"]
-    assert [f.code for f in with_state(steps=0, forwards=40)] == ["EVID033"]      # a serving loop that keeps memory
+    assert with_state([(began - 2, 2), (began + 0.5, 6), (end, 40)], steps=40, forwards=40) == []   # still settling
+    assert with_state([(began - 2, 30), (end, 32)], steps=32, forwards=32) == []    # two steps: no step to step
+    assert with_state([], steps=0, forwards=0) == []                                # never ran its loop here
+    assert with_state([(began - 2, 10), (end, 60)], steps=60, forwards=60) == ["EVID033"]
+    forwards = [Progress(began - 2, forwards=10), Progress(end, forwards=90)]       # a serving loop keeping memory
+    assert [f.code for f in run_evidence_rules(Evidence(memory=mem, state=JobState(
+        loaded=True, forwards=90, progress=forwards)), {"EVID033"}, strict=True)] == ["EVID033"]
     assert [f.code for f in _run("EVID033", mem)] == ["EVID033"]                  # no probe: the later half stands
