@@ -225,6 +225,15 @@ def test_a_real_torch_job_is_read_from_inside(tmp_path):
     assert state.model.called_at.user_place()[1] == 16
     sample = state.latest()
     assert sample.threads == 1 and sample.anomaly and sample.grad and sample.dtype == "float64" and sample.main_thread
+    # what the training holds, counted from inside: float64 parameters, their gradients at the first step, SGD
+    # without momentum keeps no state; the forward pass at batch 8 saved its input (8 x 32) and the ReLU's output
+    # (8 x 64, which the second Linear saves too: one storage), the weights' transposes are the parameters' own
+    params = (32 * 64 + 64 + 64 * 4 + 4) * 8
+    f = state.forward_memory
+    assert (f.module, f.chosen, f.complete, f.batch, f.param_bytes) == ("Sequential", True, True, 8, params)
+    assert f.saved_bytes == 8 * (32 + 64) * 8 and f.bytes_per_sample == (32 + 64) * 8
+    (step,) = state.step_memory
+    assert (step.optimizer, step.param_bytes, step.grad_bytes, step.state_bytes) == ("SGD", params, params, 0)
 
 
 def test_run_verbose_windows_take_effect_through_the_probe(tmp_path):
