@@ -185,6 +185,15 @@ def test_the_job_writing_into_the_file_cannot_break_the_read(tmp_path):
 
 # --- a real torch job ------------------------------------------------------------------------------------------
 
+
+def _needs_torch() -> None:
+    """Skip without torch, without importing it here: the jobs import it, and a test process that did would fail
+    test_training_page's check that the window's process never imports torch (on the same xdist worker)."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("torch is not installed")
+
 TORCH_JOB = """
 import os
 os.environ["OMP_NUM_THREADS"] = "1"
@@ -207,7 +216,7 @@ print("trained", next(model.parameters()).dtype)
 
 
 def test_a_real_torch_job_is_read_from_inside(tmp_path):
-    pytest.importorskip("torch")
+    _needs_torch()
     proc, state = _run(tmp_path, TORCH_JOB)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout == "trained torch.float64\n" and proc.stderr == ""        # nothing of the probe's shows
@@ -240,7 +249,7 @@ def test_run_verbose_windows_take_effect_through_the_probe(tmp_path):
     """``run --verbose-windows`` asks the probe (CPUDOCTOR_VERBOSE_WINDOWS) to switch the libraries' verbose lines
     for windows when torch is imported: the windows' markers come out on the job's stdout (run's filter keeps them
     out of the job's output), and the job's children do not inherit the plan."""
-    pytest.importorskip("torch")
+    _needs_torch()
     script = """
     import os, subprocess, sys, time
     import torch
