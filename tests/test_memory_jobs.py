@@ -38,9 +38,8 @@ def cpudoctor(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "cpudoctor", *args], capture_output=True, text=True, timeout=timeout)
 
 
-def run_job(out: Path, *argv: str, timeout: float = 240, options: tuple[str, ...] = ()) -> tuple[
-        subprocess.CompletedProcess, dict]:
-    p = cpudoctor("run", "--format", "json", "-o", str(out), *options, "--", *argv, timeout=timeout)
+def run_job(out: Path, *argv: str, timeout: float = 240) -> tuple[subprocess.CompletedProcess, dict]:
+    p = cpudoctor("run", "--roof", "none", "--format", "json", "-o", str(out), "--", *argv, timeout=timeout)
     return p, json.loads(out.read_text())
 
 
@@ -76,8 +75,7 @@ def test_a_job_over_its_cgroup_limit_gets_the_finding_and_fits_strategy_lets_it_
     # the job's probe against fit's measurement of the same model, and fit's plan from the probe's figures against
     # the peak the run reached, at the micro batch (the batch a step holds)
     micro = -(-BATCH // steps)
-    _, run3 = run_job(tmp_path / "run3.json", sys.executable, str(JOBS / "mem_limited.py"), "--batch", str(micro),
-                      options=("--roof", "none"))
+    _, run3 = run_job(tmp_path / "run3.json", sys.executable, str(JOBS / "mem_limited.py"), "--batch", str(micro))
     counted, measured = run3["memory"]["training"], plan["measurement"]
     assert counted["source"] == "probe" and counted["batch_size"] == micro, run3["state"]
     assert counted["param_bytes"] == measured["param_bytes"] and counted["grad_bytes"] == measured["grad_bytes"]
