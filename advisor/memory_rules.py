@@ -91,7 +91,7 @@ def _parts_sentence(mem: JobMemory) -> str:
     total = sum(b for _, b in parts)
     if len(parts) >= 2 and total:
         name, most = max(parts, key=lambda nb: nb[1])
-        text += f"; the largest part is the {name} ({percent(most / total, fraction=True)})"
+        text += f"; of these the largest is the {name} ({percent(most / total, fraction=True)})"
     if not any(name == "activations" for name, _ in parts):
         text += "; its activations were not counted"
     return text + "."

@@ -136,14 +136,14 @@ def _probed(training, peak, limit, exit_code=None, oom=0):
     return mem
 
 
-def test_the_probes_parts_are_named_with_the_largest_and_the_batch_is_fits():
+def test_the_probes_parts_are_named_with_the_largest_and_the_batch_that_fits():
     from cpudoctor.model.memory import TrainingMemory
 
     t = TrainingMemory("probe", 25_000_000, 100 * MiB, 0, 100 * MiB, "adam", 200 * MiB, 6 * MiB, 512)
     f = _run("EVID030", _probed(t, int(1.95 * GiB), 2 * GiB, 137, oom=1))[0]
     assert "parameters 100 MiB, gradients 100 MiB, optimizer state 200 MiB (adam), activations 3 GiB at batch 512 " \
            "(6 MiB per sample)" in f.why
-    assert "the largest part is the activations (88 %)" in f.why
+    assert "of these the largest is the activations (88 %)" in f.why
     # fit's planner: (90 % of 2 GiB - 330 MiB framework - 400 MiB of state) / (6 MiB x 1.3 per sample) -> batch 142
     assert f.fix.startswith("Train batch 512 as 4 steps of 128 ") and "batch 142 is the largest" in f.fix
     assert f.evidence["training"]["activations"] == 512 * 6 * MiB
@@ -156,7 +156,7 @@ def test_a_model_whose_own_state_leaves_no_room_gets_a_smaller_state_not_a_small
 
     t = TrainingMemory("probe", 500_000_000, 2 * GiB, 0, 2 * GiB, "adam", 4 * GiB, 256 * 1024, 8)
     f = _run("EVID030", _probed(t, int(5.9 * GiB), 6 * GiB, 137, oom=1))[0]
-    assert "the largest part is the optimizer state" in f.why
+    assert "of these the largest is the optimizer state" in f.why
     assert "8 GiB of parameters, gradients and optimizer state" in f.fix and "a smaller batch cannot make it fit" in f.fix
     assert "Use bf16 weights (saves 4 GiB)" in f.fix and "Train batch" not in f.fix and "bfloat16" in f.snippet
 
@@ -166,7 +166,7 @@ def test_close_to_the_limit_with_the_probes_sizes_says_the_largest_batch():
 
     t = TrainingMemory("probe", 1_000_000, 4 * MiB, 0, 4 * MiB, "adam", 8 * MiB, 2 * MiB, 64)
     f = _run("EVID030", _probed(t, int(0.9 * GiB), GiB))[0]
-    assert f.severity == "warning" and "the largest part is the activations" in f.why
+    assert f.severity == "warning" and "of these the largest is the activations" in f.why
     assert "fit's estimate for batch 64 is" in f.why and "the largest batch that fits the limit" in f.why
 
 
@@ -177,7 +177,7 @@ def test_the_machines_oom_killer_with_the_probes_sizes_is_sized_too():
     mem.training = TrainingMemory("probe", 25_000_000, 100 * MiB, 0, 100 * MiB, "adam", 200 * MiB, 60 * MiB, 512)
     mem.system = SystemMemory(total_bytes=16 * GiB, available_bytes=0, oom_kills_in_window=1)
     f = _run("EVID035", mem)[0]
-    assert "the largest part is the activations" in f.why and f.fix.startswith("Train batch 512 as ")
+    assert "of these the largest is the activations" in f.why and f.fix.startswith("Train batch 512 as ")
     assert f.snippet_lang == "python"
 
 

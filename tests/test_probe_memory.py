@@ -81,9 +81,9 @@ def test_every_surface_of_run_shows_the_counted_parts_and_the_finding_uses_them(
     findings = diagnose_run(obs, Machine())
     assert JobEvidence.of_run(obs).memory.training.source == "probe"
     limit = next(f for f in findings if f.code == "EVID030")
-    assert "the largest part is the activations" in limit.why and "the largest batch that fits" in limit.why
+    assert "of these the largest is the activations" in limit.why and "the largest batch that fits" in limit.why
     row = ("parameters 4 MiB (1,000,000) and buffers 4 KiB, gradients 4 MiB, optimizer state 8 MiB (adam), "
-           "activations 192 MiB at batch 64 (3 MiB per sample); the largest: activations (92 %)")
+           "activations 192 MiB at batch 64 (3 MiB per sample); of these the largest: activations (92 %)")
     assert row in run_report.render_text(obs, findings)
     assert row in run_report.render_md(obs, findings)
     html = run_report.render_html(obs, findings)
@@ -119,5 +119,5 @@ def test_the_inspectors_run_a_script_shows_the_counted_parts_in_its_memory_card(
     page._on_ran(obs, findings)
     rows = dict(page.memory_card.rows())
     assert "Workers" not in rows and rows["Training"].startswith("parameters 4 MiB (1,000,000)")
-    assert "the largest: activations (92 %)" in rows["Training"]
+    assert "of these the largest: activations (92 %)" in rows["Training"]
     page.inspections.shutdown()

@@ -146,7 +146,7 @@ def training_text(t: TrainingMemory) -> str:
     known = [(n, b) for n, b in training_parts(t) if b]
     if len(known) >= 2:
         name, most = max(known, key=lambda nb: nb[1])
-        text += f"; the largest: {name} ({percent(most / sum(b for _, b in known), fraction=True)})"
+        text += f"; of these the largest: {name} ({percent(most / sum(b for _, b in known), fraction=True)})"
     source = TRAINING_SOURCES.get(t.source)
     return text + (f" ({source})" if source else "")
 
