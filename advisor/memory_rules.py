@@ -93,7 +93,8 @@ def _parts_sentence(mem: JobMemory) -> str:
         name, most = max(parts, key=lambda nb: nb[1])
         text += f"; of these the largest is the {name} ({percent(most / total, fraction=True)})"
     if not any(name == "activations" for name, _ in parts):
-        text += "; its activations were not counted"
+        text += "; its activations were not counted" + (" (checkpointing or other saved-tensor hooks keep them)"
+                                                         if t.activations_unknown == "hooks" else "")
     return text + "."
 
 

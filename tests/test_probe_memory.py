@@ -53,10 +53,18 @@ def test_hostile_memory_lines_are_counted_not_raised():
     assert parse_probe([_line("memory_step", optimizer="SGD")] * 20, 7).step_memory.__len__() == 8
 
 
-def test_an_incomplete_walk_or_nothing_counted_gives_no_activations():
+def test_an_incomplete_walk_a_checkpointed_pass_or_nothing_counted_gives_no_activations():
+    from cpudoctor.render.job_memory import training_text
+
     state = JobState(loaded=True, forward_memory=ForwardMemory(**dict(FORWARD, complete=False)))
     t = training_of(state)
     assert t.activation_bytes_per_sample is None and t.grad_bytes is None and t.param_bytes == 4 * MiB
+    assert t.activations_unknown == "incomplete" and "too large to read in full" in training_text(t)
+    # what checkpointing keeps (each block's inputs, its recomputation) is not in the graph: too low to plan with
+    hooked = training_of(JobState(loaded=True, forward_memory=ForwardMemory(**dict(FORWARD, hooked=12))))
+    assert hooked.activation_bytes_per_sample is None and hooked.activations_unknown == "hooks"
+    assert "kept by checkpointing" in training_text(hooked) and "cpudoctor fit --model" in training_text(hooked)
+    assert parse_probe([_line("memory_forward", hooked=3, **FORWARD)], 7).forward_memory.hooked == 3
     assert training_of(JobState(loaded=True)) is None and training_of(None) is None
     only_steps = JobState(loaded=True, step_memory=[StepMemory("SGD", 10, 40, 40, 0)], loaders=[LoaderInfo(batch_size=16)])
     t = training_of(only_steps)

@@ -144,5 +144,7 @@ def training_of(state: JobState | None) -> TrainingMemory | None:
         optimizer=optimizer.lower() if optimizer else None,
         optimizer_state_bytes=sum(s.state_bytes for s in steps) if steps else None,
         activation_bytes_per_sample=f.bytes_per_sample if f is not None else None,
+        activations_unknown=None if f is None or f.bytes_per_sample is not None else
+        "hooks" if f.hooked else "incomplete" if not f.complete else None,
         batch_size=(f.batch if f is not None and f.batch else None) or loader_batch,
         workers=max(workers) if workers else None)

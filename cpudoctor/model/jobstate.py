@@ -113,11 +113,12 @@ class ForwardMemory:
     saved_tensors: int = 0
     nodes: int = 0                       # the graph's nodes walked
     complete: bool = True                # False: the walk stopped at its bound (the count is a lower bound)
+    hooked: int = 0                      # saved values packed by saved-tensor hooks (checkpointing): theirs, not counted
     chosen: bool = False                 # the pass was the chosen model's (else the first module with parameters)
 
     @property
     def bytes_per_sample(self) -> int | None:
-        if not self.batch or not self.complete:
+        if not self.batch or not self.complete or self.hooked:
             return None
         return -(-self.saved_bytes // self.batch)
 

@@ -118,6 +118,9 @@ def memory_rows(mem: JobMemory) -> list[tuple[str, str]]:
     return rows
 
 
+UNKNOWN_ACTIVATIONS = {"hooks": "? (kept by checkpointing or other saved-tensor hooks: not in the graph the probe "
+                                "reads; cpudoctor fit --model measures them)",
+                       "incomplete": "? (the forward pass's graph was too large to read in full)"}
 TRAINING_SOURCES = {"probe": "counted by the job's probe", "fit": "measured by fit", "given": "given"}
 
 
@@ -136,7 +139,7 @@ def training_text(t: TrainingMemory) -> str:
         params += f" and buffers {_size(t.buffer_bytes)}"
     state = f"optimizer state {_size(t.optimizer_state_bytes)}" + (f" ({t.optimizer})" if t.optimizer else "")
     if t.activation_bytes_per_sample is None:
-        acts = "activations ?"
+        acts = "activations " + UNKNOWN_ACTIVATIONS.get(t.activations_unknown or "", "?")
     elif t.batch_size:
         acts = (f"activations {_size(t.activation_bytes_per_sample * t.batch_size)} at batch {t.batch_size} "
                 f"({_size(t.activation_bytes_per_sample)} per sample)")

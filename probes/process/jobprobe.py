@@ -254,7 +254,8 @@ def _apply(state: JobState, item: dict) -> None:
                 param_bytes=_int(item.get("param_bytes")) or 0, buffer_bytes=_int(item.get("buffer_bytes")) or 0,
                 batch=_int(item.get("batch")) or None, saved_bytes=_int(item.get("saved_bytes")) or 0,
                 saved_tensors=_int(item.get("saved_tensors")) or 0, nodes=_int(item.get("nodes")) or 0,
-                complete=item.get("complete") is True, chosen=item.get("chosen") is True)
+                complete=item.get("complete") is True, chosen=item.get("chosen") is True,
+                hooked=_int(item.get("hooked")) or 0)
     elif kind == "memory_step" and len(state.step_memory) < 8:
         state.step_memory.append(StepMemory(optimizer=_text(item.get("optimizer"), 80) or "",
                                             parameters=_int(item.get("parameters")) or 0,

@@ -286,7 +286,7 @@ class _MemoryCount:
 
     - it changes nothing the job computes: no hook runs during the pass, nothing is unpacked (a saved tensor
       packed by ``torch.utils.checkpoint`` or the job's own ``saved_tensors_hooks`` is seen as what it holds,
-      a checkpoint's holder: nothing, and is not recomputed), autograd's in-place checks and the graph's life
+      a checkpoint's holder, and is not recomputed), autograd's in-place checks and the graph's life
       are the job's own. Counting with ``saved_tensors_hooks`` during the pass (as ``fit``'s child does, on its
       own model) would not: with a pack hook set autograd skips its in-place modification check, an identity
       hook keeps each saved output alive in a reference cycle, and ``torch.func`` transforms refuse to run
@@ -297,6 +297,10 @@ class _MemoryCount:
       output). The fixed part of what is saved is divided in too, so at a small batch the figure per sample
       is a little high; what a step holds at its peak beside them (the activations' gradients, the kernels'
       workspace) is not a saved tensor, and ``fit`` adds it as its planner does.
+
+    What saved-tensor hooks keep (a checkpointed block's inputs and its recomputation, tensors offloaded by the
+    job's own hooks) is not in the graph: such a pass is counted and marked (``hooked``), and its figure is not
+    used as the activations (it would be too low).
 
     The process's peak resident memory over a step would count all of that, but it cannot be read without
     resetting the job's own peak (``/proc/self/clear_refs``, which CPU Doctor's sampler reads too), and
@@ -342,25 +346,27 @@ class _MemoryCount:
         if not params:
             return                    # a loss module, an activation: not the model
         buffers, buffer_bytes = _storages(module.buffers(), torch)
-        saved, tensors, nodes, complete = self.walk(roots, set(params) | set(buffers), torch)
+        saved, tensors, nodes, complete, hooked = self.walk(roots, set(params) | set(buffers), torch)
         self.measured = id(module)
         self.model_done = probe.model is module
         batch = _batch(args, torch) or _batch(outputs, torch)
         self.counted = {"module": type(module).__name__, "parameters": _param_count(module),
                         "param_bytes": param_bytes, "buffer_bytes": buffer_bytes, "batch": batch,
-                        "saved_bytes": saved, "saved_tensors": tensors, "nodes": nodes, "complete": complete}
+                        "saved_bytes": saved, "saved_tensors": tensors, "nodes": nodes, "complete": complete,
+                        "hooked": hooked}
         probe.write("memory_forward", chosen=self.model_done, **self.counted)
 
     def walk(self, roots, skip, torch):
-        """(bytes, tensors, nodes, complete) of what the graph from ``roots`` saved, each storage once."""
+        """(bytes, tensors, nodes, complete, hooked) of what the graph from ``roots`` saved, each storage once;
+        ``hooked``: saved values packed by saved-tensor hooks (checkpointing, offload), whose memory is theirs."""
         clock = self.probe.time.monotonic
         deadline = clock() + GRAPH_MAX_S
         attrs = {}
         counted = {}
-        seen, stack, nodes = set(), list(roots), 0
+        seen, stack, nodes, hooked = set(), list(roots), 0, 0
         while stack:
             if nodes >= GRAPH_MAX_NODES or (nodes % 256 == 0 and clock() > deadline):
-                return sum(counted.values()), len(counted), nodes, False
+                return sum(counted.values()), len(counted), nodes, False, hooked
             node = stack.pop()
             if id(node) in seen:
                 continue
@@ -376,6 +382,8 @@ class _MemoryCount:
                 except Exception:  # noqa: BLE001 - a saved value already freed, or one that is not a tensor
                     continue
                 for item in (value if isinstance(value, (list, tuple)) else (value,)):
+                    if getattr(item, "unpack_hook", None) is not None:
+                        hooked += 1
                     data = getattr(item, "data", None)      # never unpack(): no hook, no recomputation
                     if isinstance(data, torch.Tensor):
                         try:
@@ -388,7 +396,7 @@ class _MemoryCount:
             for nxt in getattr(node, "next_functions", ()):
                 if nxt[0] is not None:
                     stack.append(nxt[0])
-        return sum(counted.values()), len(counted), nodes, True
+        return sum(counted.values()), len(counted), nodes, True, hooked
 
     def after_step(self, optimizer):
         """At an optimizer's first step: its parameters', gradients' and state's bytes (the state exists now)."""
