@@ -456,7 +456,8 @@ def wsl2_memory_cap(ev: Evidence) -> list[Finding]:
         parts.append(f"the job needs {size(need)}, {percent(need / total, fraction=True)} of it")
     if swapping:
         parts.append(f"{sysmem.swap_in_per_s:g} pages a second came back from swap")
-    why = "; ".join(parts).capitalize() + ". WSL2 gets half of Windows' memory by default, whatever the PC has."
+    why = ("; ".join(parts).capitalize() + ". WSL2 gets half of Windows' memory by default, whatever the PC has."
+           + _parts_sentence(mem))
     snippet = ("# %UserProfile%\\.wslconfig on Windows:\n[wsl2]\n"
                f"memory={gib}GB\n# then, in PowerShell: wsl --shutdown")
     return [_finding("error" if killed else "warning", f"WSL2's {size(total)} memory cap is below what the job needs",

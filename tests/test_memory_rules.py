@@ -187,3 +187,12 @@ def test_a_job_killed_before_its_activations_were_counted_says_so():
     t = TrainingMemory("probe", 1_000_000, 4 * MiB, None, 4 * MiB, "adam", 8 * MiB, None, 1024)
     f = _run("EVID030", _probed(t, int(1.95 * GiB), 2 * GiB, 137, oom=1))[0]
     assert "its activations were not counted" in f.why and "cpudoctor fit" in f.snippet
+
+
+def test_the_wsl2_cap_names_the_probes_parts_too():
+    from cpudoctor.model.memory import TrainingMemory
+
+    mem, _ = _load("EVID034-bad")
+    mem.training = TrainingMemory("probe", 25_000_000, 100 * MiB, 0, 100 * MiB, "adam", 200 * MiB, 12 * MiB, 512)
+    f = _run("EVID034", mem)[0]
+    assert "[wsl2]" in f.snippet and "of these the largest is the activations" in f.why
