@@ -159,7 +159,8 @@ def threads_split_small_gemms(ev: Evidence) -> list[Finding]:
                      "the script wins over any variable), or raise the batch size; compare samples per second.",
                      "import torch\ntorch.set_num_threads(1)   # first thing in the script",
                      {"small_share": round(small_ms / total, 3), "calls": len(small), "threads": threads,
-                      "median_mflop": round(median / 1e6, 3), "median_us": round(median_us, 1)})]
+                      "median_mflop": round(median / 1e6, 3), "median_us": round(median_us, 1),
+                      "suggested_threads": 1})]
 
 
 def _gemm_calls(ev: Evidence) -> list[tuple[float, float, int | None]]:

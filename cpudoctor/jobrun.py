@@ -22,6 +22,7 @@ its own CPU. Nothing here writes words: render does (:mod:`cpudoctor.render.run_
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ from cpudoctor.model.inspection import Inspection
 
 RUN_INSPECT_INTERVAL_S = 0.5     # the process sampler's step while `run` watches a job (its stacks: RUN_RATE)
 RUN_REFRESH_S = 5.0              # how often the libraries, affinity and memory of a starting job are read again
+WRITES_INTERVAL_S = 0.5         # how often run --verify looks for the files the job holds open for writing
 FOREVER_S = 7 * 24 * 3600.0      # `run` without --seconds: until the job exits
 STOPPED_BY_USER = ("interrupt", "stopped", "terminated")   # ended_by values that skip the quick roof measurement
 
@@ -196,7 +198,7 @@ class WatchedRun:
     """
 
     def __init__(self, argv: list[str], *, machine: Machine | None = None, roof: RoofChoice | None = None,
-                 **job_options):
+                 watch_writes: bool = False, **job_options):
         from cpudoctor.probes.process.observe import JobRun
 
         self.job = JobRun(argv, **job_options)
@@ -204,6 +206,8 @@ class WatchedRun:
         self.roof = roof or RoofChoice()
         self.findings: list[Finding] = []          # after :meth:`wait`
         self._watch = _ProcessWatch()
+        self.watch_writes = watch_writes           # run --verify: the files it holds open for writing in its folder
+        self.writes: list[str] = []
 
     @property
     def obs(self) -> RunObservation:
@@ -217,7 +221,22 @@ class WatchedRun:
             self._watch.thread = threading.Thread(target=self._watch_process, args=(self.job.obs.pid,),
                                                   name="cpudoctor-run-process", daemon=True)
             self._watch.thread.start()
+            if self.watch_writes:
+                threading.Thread(target=self._watch_writes, args=(self.job.obs.pid,), name="cpudoctor-run-writes",
+                                 daemon=True).start()
         return True
+
+    def _watch_writes(self, pid: int) -> None:
+        """The files under the job's folder it (or a child) holds open for writing, sampled while it runs."""
+        from cpudoctor.probes.process.writes import files_open_for_writing
+
+        folder = self.job.cwd or os.getcwd()
+        channel = self.job.probe_channel       # the probe's own file is CPU Doctor's, not the job's
+        while not self._watch.done.is_set():
+            for name in files_open_for_writing(pid, folder, exclude=channel.folder if channel is not None else None):
+                if name not in self.writes and len(self.writes) < 20:
+                    self.writes.append(name)
+            self._watch.done.wait(WRITES_INTERVAL_S)
 
     def _watch_process(self, pid: int) -> None:
         from cpudoctor.probes.process.inspect import InspectError, inspect_process
@@ -260,11 +279,19 @@ def run_job(argv: list[str], *, machine: Machine | None = None, roof: RoofChoice
             **job_options) -> tuple[RunObservation, list[Finding]]:
     """Start ``argv``, watch it to its end and diagnose it (``cpudoctor run``): Ctrl-C stops the job and still
     reports, as do SIGTERM and SIGHUP (:func:`~cpudoctor.probes.process.observe.run_interruptible`)."""
+    obs, findings, _writes = run_job_watched(argv, machine=machine, roof=roof, **job_options)
+    return obs, findings
+
+
+def run_job_watched(argv: list[str], *, machine: Machine | None = None, roof: RoofChoice | None = None,
+                    watch_writes: bool = False, **job_options) -> tuple[RunObservation, list[Finding], list[str]]:
+    """:func:`run_job`, and the files in the job's folder it held open for writing (``watch_writes``: before
+    ``run --verify`` runs it again)."""
     from cpudoctor.probes.process.observe import run_interruptible
 
-    run = WatchedRun(argv, machine=machine, roof=roof, **job_options)
+    run = WatchedRun(argv, machine=machine, roof=roof, watch_writes=watch_writes, **job_options)
     obs = run_interruptible(run)
-    return obs, run.findings
+    return obs, run.findings, list(run.writes)
 
 
 def diagnose_lab_run(run, machine: Machine) -> list[Finding]:

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QPlainTextEdit, QTextBrowser,
 
 from cpudoctor.gui import inspector_model as im
 from cpudoctor.gui.breakdown_bar import BreakdownBar
-from cpudoctor.gui.run_dialog import OutputSink
+from cpudoctor.gui.run_dialog import VERIFY_BUDGET_S, OutputSink
 from cpudoctor.gui.workers import run_in_thread
 from cpudoctor.render.words import reason_of
 
@@ -87,15 +87,22 @@ class ScriptRunner(QObject):
     failed = Signal(object)
     finished = Signal()
 
+    progress = Signal(str)             # the verification's progress, in words (from the pool thread)
+
     def __init__(self, parent: QObject | None = None):
         super().__init__(parent)
         self.job = None
         self.machine = None           # this machine's CPU and topology (jobrun.Machine); None: read after the run
         self.sink: OutputSink | None = None
         self._stop = threading.Event()
+        self.verify: float | None = None   # the Verify switch's time limit (None: off)
+        self._stopper = None
+        self._argv: list[str] = []
 
-    def start(self, python: str, script: str, arguments: str = "", seconds: float | None = None) -> str:
-        """Start it; "" when started, else what to tell the user."""
+    def start(self, python: str, script: str, arguments: str = "", seconds: float | None = None,
+              verify: float | None = None) -> str:
+        """Start it (``verify``: then measure its fixes on it within that many seconds, as ``cpudoctor run
+        --verify``); "" when started, else what to tell the user."""
         from cpudoctor.jobrun import RoofChoice, WatchedRun
 
         if not script or not Path(script).is_file():
@@ -105,9 +112,10 @@ class ScriptRunner(QObject):
         except ValueError as exc:
             return f"The arguments cannot be split: {exc}."
         self.sink = OutputSink()
+        self.verify, self._argv = verify, argv
         # the roof: the window's kept roofline run, else a quick one in the script's own environment after it
         self.job = WatchedRun(argv, machine=self.machine, roof=RoofChoice(python=python), seconds=seconds,
-                              stdout=self.sink, stderr=self.sink,
+                              stdout=self.sink, stderr=self.sink, watch_writes=verify is not None,
                               cwd=str(Path(script).resolve().parent))
         self._stop.clear()
         run_in_thread(self._run, self.job, on_result=lambda r: self.done.emit(*r), on_error=self.failed.emit,
@@ -116,6 +124,9 @@ class ScriptRunner(QObject):
 
     def stop(self) -> None:
         self._stop.set()
+        stopper = self._stopper
+        if stopper is not None:
+            stopper.stop()
 
     def _run(self, job):
         if not job.start():
@@ -123,8 +134,35 @@ class ScriptRunner(QObject):
         watcher = threading.Thread(target=lambda: self._stop.wait() and job.stop(), daemon=True)
         watcher.start()
         obs = job.wait()
+        stopped = self._stop.is_set()
         self._stop.set()                      # ends the watcher
-        return obs, job.findings
+        findings = job.findings
+        if self.verify is not None and not stopped and obs.ended_by != "failed":
+            findings = self._verify(job, obs, findings)
+        return obs, findings
+
+    def _verify(self, job, obs, findings):
+        """``cpudoctor run --verify`` on the script just run (on this pool thread): the window asks no question, so
+        a script that holds files open for writing in its folder is not run again (the terminal's --yes is the
+        way to verify it anyway)."""
+        from cpudoctor.verify import Stopper, VerifyOptions, rank_findings, real_window, verify_job
+
+        def refuse(files: list[str]) -> str:
+            return (f"not verified: the script held files open for writing in its folder ({', '.join(files[:5])}); "
+                    "verifying runs it several more times. Verify it from a terminal: cpudoctor run --verify --yes")
+
+        self._stopper = Stopper()
+        try:
+            machine = job.machine
+            obs.verification = verify_job(self._argv, findings, obs.state, options=VerifyOptions(budget_s=self.verify),
+                                          topology=machine.topology if machine is not None else None,
+                                          run_window=real_window(self._argv, job.job.cwd, self._stopper),
+                                          cwd=job.job.cwd, command=obs.command, writes=list(job.writes),
+                                          confirm=refuse, should_stop=self._stopper,
+                                          on_progress=self.progress.emit)
+        finally:
+            self._stopper = None
+        return rank_findings(findings, obs.verification)
 
     def output(self) -> str:
         return self.sink.text() if self.sink is not None else ""
@@ -143,6 +181,7 @@ class RunScriptMixin:
         self.runner.failed.connect(
             lambda exc: self._on_inspect_error(f"the script could not be run: {reason_of(exc)}"))
         self.runner.finished.connect(lambda: self._set_running(False))
+        self.runner.progress.connect(self._on_verify_progress)
         self.stop_button.clicked.connect(self.runner.stop)
 
     def running_job(self) -> str:
@@ -160,10 +199,13 @@ class RunScriptMixin:
 
         if self.inspections.busy or self._running:
             return
+        verify = self.runner.verify
         dialog = self.run_dialog = RunScriptDialog(self.job_python(), self, *self.last_run()[:2],
-                                                   seconds=self.last_run()[2])
+                                                   seconds=self.last_run()[2], verify=verify is not None,
+                                                   budget=verify or VERIFY_BUDGET_S)
         if dialog.exec() == _accepted():
-            self.run_script(*dialog.values())
+            verify, budget = dialog.verify_values()
+            self.run_script(*dialog.values(), verify=budget if verify else None)
 
     def last_run(self) -> tuple[str, str, float | None]:
         """(script, arguments, seconds) of the last "Run a script…", this session's or remembered in the settings."""
@@ -190,18 +232,22 @@ class RunScriptMixin:
         """The window's environment's interpreter (CPU Doctor's own when none was chosen)."""
         return self.model.environments.python or sys.executable
 
-    def run_script(self, script: str, arguments: str = "", seconds: float | None = None) -> bool:
-        """Start ``script`` observed (off the UI thread); False with a message when it cannot start."""
+    def run_script(self, script: str, arguments: str = "", seconds: float | None = None,
+                   verify: float | None = None) -> bool:
+        """Start ``script`` observed (off the UI thread; ``verify``: then measure its fixes on it within that many
+        seconds); False with a message when it cannot start."""
         if self.inspections.busy or self._running:
             return False
         self.runner.machine = self.inspections.machine
-        problem = self.runner.start(self.job_python(), script, arguments, seconds)
+        problem = self.runner.start(self.job_python(), script, arguments, seconds, verify=verify)
         if problem:
             self.status_label.setText(problem)
             return False
         self._remember_run(script, arguments, seconds)
         self._set_running(True)
-        self.status_label.setText(f"Running {Path(script).name}" + (f" for up to {seconds:g} s…" if seconds else "…"))
+        then = ", then verifying its fixes" if verify is not None else ""
+        self.status_label.setText(f"Running {Path(script).name}" + (f" for up to {seconds:g} s" if seconds else "")
+                                  + f"{then}…")
         self.model.status_message.emit(self.status_label.text())
         return True
 
@@ -212,9 +258,17 @@ class RunScriptMixin:
         self.stop_button.setEnabled(running)
         self.progress.setVisible(running)
 
+    def _on_verify_progress(self, text: str) -> None:
+        self.status_label.setText(f"Verifying the fixes: {text}…")
+        self.model.status_message.emit(self.status_label.text())
+
     def _on_ran(self, obs, findings) -> None:
         self.findings = list(findings)
         self._fill_findings()
+        if obs.verification is not None:         # the measured table above the findings it ranks
+            from cpudoctor.render.verify import html
+
+            self.findings_view.setHtml(html(obs.verification) + im.findings_html(self.findings))
         self.time_tab.show_time(obs.breakdown, obs.state)
         self.time_tab.show_findings(self.findings)
         self.time_tab.achieved.show_achieved(obs.achieved)

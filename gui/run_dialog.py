@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import threading
 
-from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QFileDialog, QFormLayout, QHBoxLayout, QLabel, QLineEdit,
-                               QPushButton, QSpinBox, QWidget)
+from PySide6.QtWidgets import (QCheckBox, QDialog, QDialogButtonBox, QFileDialog, QFormLayout, QHBoxLayout, QLabel,
+                               QLineEdit, QPushButton, QSpinBox, QWidget)
+
+VERIFY_BUDGET_S = 180           # the Verify switch's time limit the first time (cpudoctor run --verify's default)
 
 
 class RunScriptDialog(QDialog):
     def __init__(self, python: str, parent: QWidget | None = None, script: str = "", arguments: str = "",
-                 seconds: float | None = 60.0):
+                 seconds: float | None = 60.0, verify: bool = False, budget: float = VERIFY_BUDGET_S):
         super().__init__(parent)
         self.setWindowTitle("Run a script")
         form = QFormLayout(self)
@@ -39,6 +41,25 @@ class RunScriptDialog(QDialog):
         self.seconds_spin.setSuffix(" s")
         form.addRow("Stop after:", self.seconds_spin)
         form.addRow("Python:", QLabel(python))
+        row = QHBoxLayout()
+        self.verify_check = QCheckBox("Verify the fixes on the script")
+        self.verify_check.setChecked(verify)
+        self.verify_check.setToolTip(
+            "After the diagnosis, each fix that can be applied from outside the script (thread variables, CPU "
+            "binding, a variable cleared) is measured on the script itself: it runs again, unchanged and with the "
+            "fix, in interleaved windows, and the findings are ranked by the measured effect. A script that holds "
+            "files open for writing in its folder is not run again from here (verify it with cpudoctor run --verify "
+            "--yes).")
+        self.budget_spin = QSpinBox()
+        self.budget_spin.setRange(20, 24 * 3600)
+        self.budget_spin.setValue(int(budget))
+        self.budget_spin.setSuffix(" s at most")
+        self.budget_spin.setEnabled(verify)
+        self.verify_check.toggled.connect(self.budget_spin.setEnabled)
+        row.addWidget(self.verify_check)
+        row.addWidget(self.budget_spin)
+        row.addStretch(1)
+        form.addRow("Verify:", row)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         buttons.button(QDialogButtonBox.StandardButton.Ok).setText("Run")
         buttons.accepted.connect(self.accept)
@@ -53,6 +74,10 @@ class RunScriptDialog(QDialog):
     def values(self) -> tuple[str, str, float | None]:
         seconds = self.seconds_spin.value()
         return self.script_edit.text().strip(), self.args_edit.text().strip(), float(seconds) if seconds else None
+
+    def verify_values(self) -> tuple[bool, float]:
+        """(the Verify switch, its time limit in seconds)."""
+        return self.verify_check.isChecked(), float(self.budget_spin.value())
 
 
 class OutputSink:

@@ -23,6 +23,7 @@ from cpudoctor.model.jobstate import JobState
 from cpudoctor.model.joblogs import MklLog, OneDnnLog, RecompileLog
 from cpudoctor.model.kernels import KernelCensus
 from cpudoctor.model.memory import JobMemory, TrainingMemory
+from cpudoctor.model.verification import Verification
 
 
 # Diagnostics ``run`` switches on whose lines go on to the job's output (and are kept too): Python's fault report
@@ -69,6 +70,7 @@ class RunObservation:
     crash: JobCrash | None = None         # it died of a signal of its own: which, and where
     achieved: Utilisation | None = None   # its kernels' FLOP/s against the measured roof (jobrun, after the job)
     state: JobState | None = None         # the job's own state, from its probe (loaded False: why not)
+    verification: Verification | None = None   # run --verify: each printed fix measured on the job
 
 
 @dataclass

@@ -166,12 +166,17 @@ class ModeSample:
 
 @dataclass
 class Progress:
-    """Optimizer steps and outermost forward calls counted by a moment."""
+    """Optimizer steps, outermost forward calls and DataLoader batches counted by a moment (``t_s``, seconds after
+    the probe started; the line is written on the driving thread right after a step, a forward call or a batch)."""
 
     t_s: float
     steps: int = 0
     forwards: int = 0
     backwards: int = 0
+    last_step_s: float | None = None     # when the last of ``steps`` ended (the exact end of the counted steps)
+    batches: int = 0                     # batches the job's DataLoaders handed it
+    samples: int = 0                     # the samples in them (each batch's size as its sampler said)
+    at_exit: bool = False                # written at the job's exit (``t_s`` is the exit, not a step)
 
 
 @dataclass
@@ -207,6 +212,8 @@ class JobState:
     steps: int = 0
     forwards: int = 0
     backwards: int = 0                   # backward passes (Tensor.backward, torch.autograd.grad)
+    batches: int = 0                     # DataLoader batches the job drew
+    samples_drawn: int = 0               # the samples in them
     first_step_s: float | None = None
     last_step_s: float | None = None
     duration_s: float | None = None      # the probe's last line, in seconds after it started

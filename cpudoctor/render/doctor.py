@@ -117,6 +117,10 @@ def render_text(report: Report, findings: Sequence[Finding], label: str, *, verb
                 lines += wrap(v.fix, WIDTH, 8)
             if verbose and v.evidence:
                 lines += wrap(f"{EVIDENCE}: {v.evidence_text()}", WIDTH, 8)
+    from cpudoctor.render.verify import saved_text_lines
+
+    saved = saved_text_lines(report)
+    lines += ["", *saved] if saved else []
     lines += ["", summary_line(findings)]
     if to_fix(findings):
         lines.append("Run `cpudoctor explain CODE` for the full story of a check.")
@@ -139,6 +143,11 @@ def render_json(report: Report, findings: Sequence[Finding], label: str, *, shel
         "counts": {key: n for key, n in reversed(severity_counts(findings).items())},
         "findings": [finding_data(f, choice) for f in findings],
     }
+    from cpudoctor.render.verify import data as verified_data, saved_verifications
+
+    saved = saved_verifications(report)
+    if saved:
+        data["verified"] = verified_data(saved[-1])
     from cpudoctor.model.report import json_text
 
     return json_text(data)
@@ -165,6 +174,11 @@ def render_md(report: Report, findings: Sequence[Finding], label: str, *, verbos
                 if v.snippet:
                     lines += ["", *md_fence(v.snippet.text, v.snippet.lang, indent="  ")]
         lines.append("")
+    from cpudoctor.render.verify import md_lines, saved_verifications
+
+    saved = saved_verifications(report)
+    if saved:
+        lines += md_lines(saved[-1])
     lines.append(f"_{md_escape(summary_line(findings))}_")
     return "\n".join(lines) + "\n"
 

@@ -13,6 +13,7 @@ from cpudoctor.model.evidence import PASSED_ON_DIAGNOSTICS, RunObservation
 from cpudoctor.render import achieved as ach
 from cpudoctor.render import breakdown as bdr
 from cpudoctor.render import job_findings, job_state
+from cpudoctor.render import verify as verified
 from cpudoctor.kits.escape import html_escape as esc, md_escape
 from cpudoctor.kits.format import percent
 from cpudoctor.render.finding_view import finding_data
@@ -99,6 +100,7 @@ def render_text(obs: RunObservation, findings: list[Finding]) -> str:
         out.append(f"Recompiles   {len(obs.recompiles.recompiles)}"
                    + (" (Dynamo hit its recompile limit)" if obs.recompiles.limit_hit else ""))
     out.extend(job_state.text_lines(obs.state))
+    out.extend(verified.text_lines(obs.verification))
     out.append("")
     out += job_findings.text_lines(findings, none=NONE)
     out.extend(f"Note: {n}" for n in run_notes(obs))
@@ -152,6 +154,8 @@ def render_md(obs: RunObservation, findings: list[Finding]) -> str:
 
         out += ["## Memory", "", "| | |", "|---|---|"]
         out += [f"| {name} | {md_escape(text)} |" for name, text in memory_rows(obs.process.memory)] + [""]
+    if obs.verification is not None:
+        out += verified.md_lines(obs.verification)
     out += ["## Findings", "", *job_findings.md_lines(findings, none=NONE)]
     return "\n".join(out) + "\n"
 
@@ -169,8 +173,8 @@ def render_html(obs: RunObservation, findings: list[Finding]) -> str:
     bd = bdr.render_html(obs.breakdown, crashed_caption(obs)) if obs.breakdown is not None else ""
     roof = ach.render_html(obs.achieved)
     return (f"<html><body><h1>cpudoctor run: <code>{esc(obs.command)}</code></h1><p>{esc(ended_text(obs))} after "
-            f"{obs.duration_s:g} s</p>{bd}{roof}{job_state.html(obs.state)}{_memory_html(obs)}<h2>Findings</h2>"
-            f"{items}</body></html>\n")
+            f"{obs.duration_s:g} s</p>{bd}{roof}{job_state.html(obs.state)}{_memory_html(obs)}"
+            f"{verified.html(obs.verification)}<h2>Findings</h2>{items}</body></html>\n")
 
 
 def render_pdf(obs: RunObservation, findings: list[Finding]) -> bytes:
@@ -181,7 +185,8 @@ def render_pdf(obs: RunObservation, findings: list[Finding]) -> bytes:
     bd = bdr.render_html(obs.breakdown, crashed_caption(obs)) if obs.breakdown is not None else ""
     roof = ach.render_html(obs.achieved, pictures)
     page = (f"<html><body><h1>cpudoctor run: <code>{esc(obs.command)}</code></h1><p>{esc(ended_text(obs))} after "
-            f"{obs.duration_s:g} s</p>{bd}{roof}{job_state.html(obs.state)}{_memory_html(obs)}<h2>Findings</h2>"
+            f"{obs.duration_s:g} s</p>{bd}{roof}{job_state.html(obs.state)}{_memory_html(obs)}"
+            f"{verified.html(obs.verification)}<h2>Findings</h2>"
             f"{job_findings.html(findings, none=NONE)}</body></html>")
     return pdf_from_html(page, pictures, title=f"cpudoctor run: {obs.command}"[:120])
 
@@ -212,6 +217,7 @@ def render_json(obs: RunObservation, findings: list[Finding]) -> str:
         "recompiles": to_data(obs.recompiles),
         "memory": to_data(obs.process.memory) if obs.process is not None and obs.process.memory is not None else None,
         "state": to_data(obs.state) if obs.state is not None else None,
+        "verification": verified.data(obs.verification),
         "notes": run_notes(obs),
     }
     return json_text(data) + "\n"

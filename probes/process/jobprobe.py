@@ -241,12 +241,15 @@ def _apply(state: JobState, item: dict) -> None:
     elif kind == "progress":
         steps, forwards = _int(item.get("steps")) or 0, _int(item.get("forwards")) or 0
         backwards = _int(item.get("backwards")) or 0
+        batches, samples = _int(item.get("batches")) or 0, _int(item.get("samples")) or 0
         state.steps, state.forwards = max(state.steps, steps), max(state.forwards, forwards)
         state.backwards = max(state.backwards, backwards)
+        state.batches, state.samples_drawn = max(state.batches, batches), max(state.samples_drawn, samples)
         state.first_step_s = _num(item.get("first_step")) if state.first_step_s is None else state.first_step_s
         state.last_step_s = _num(item.get("last_step")) or state.last_step_s
         if t is not None and len(state.progress) < MAX_PROGRESS:
-            state.progress.append(Progress(t, steps, forwards, backwards))
+            state.progress.append(Progress(t, steps, forwards, backwards, last_step_s=_num(item.get("last_step")),
+                                           batches=batches, samples=samples))
     elif kind == "memory_forward":
         if state.forward_memory is None or not state.forward_memory.chosen:     # the chosen model's pass stays
             state.forward_memory = ForwardMemory(
@@ -265,6 +268,8 @@ def _apply(state: JobState, item: dict) -> None:
                                             state_tensors=_int(item.get("state_tensors")) or 0))
     elif kind == "exit":
         state.exited = True
+        if state.progress and len(state.progress) < MAX_PROGRESS:
+            state.progress[-1].at_exit = True       # the probe writes its last progress line just before this one
 
 
 def _sample(item: dict, t: float | None) -> ModeSample:

@@ -124,6 +124,25 @@ def _allow_tracing():
     return allow
 
 
+def _before_exec(allow, affinity: list[int] | None):
+    """What the child runs before exec: ``allow`` (the tracing permission), then binding it to ``affinity`` (a
+    relaunch's ``taskset -c``, applied so the job's own interpreter still starts first and loads its probe). A CPU
+    set the system refuses leaves the job where it was: its probe then reports its CPUs as they are."""
+    if affinity is None or not hasattr(os, "sched_setaffinity"):
+        return allow
+    cpus = set(affinity)
+
+    def before() -> None:
+        if allow is not None:
+            allow()
+        try:
+            os.sched_setaffinity(0, cpus)
+        except OSError:
+            pass
+
+    return before
+
+
 def _exit_code(returncode: int | None) -> int | None:
     if returncode is None:
         return None
@@ -140,7 +159,8 @@ class JobRun:
     def __init__(self, argv: list[str], *, seconds: float | None = None, cwd: str | None = None,
                  env: dict[str, str] | None = None, stdout: BinaryIO | None = None, stderr: BinaryIO | None = None,
                  rate: int | None = None, sample: bool = True, display: str | None = None,
-                 verbose_windows: str | None = None, probe: bool = True):
+                 verbose_windows: str | None = None, probe: bool = True, diagnostics: bool = True,
+                 affinity: list[int] | None = None):
         self.argv = list(argv)
         self.seconds = seconds
         self.cwd = cwd
@@ -152,6 +172,8 @@ class JobRun:
         self.sample = sample
         self.verbose_windows = verbose_windows
         self.probe = probe                      # the job-state probe (probes/process/jobprobe.py), Python jobs only
+        self.diagnostics = diagnostics          # False: no verbose lines switched on (run --verify's measured windows)
+        self.affinity = affinity                # the CPUs the job is started on (None: CPU Doctor's own)
         self._channel = None
         self._probe_off = ""
         self.obs = RunObservation(command=shown_command(self.argv, display))
@@ -169,12 +191,14 @@ class JobRun:
 
         from cpudoctor.probes.process.jobprobe import ProbeChannel
 
-        env, added = diagnostic_env(self.base_env, self.verbose_windows)
+        env, added = diagnostic_env(self.base_env, self.verbose_windows) if self.diagnostics else \
+            (dict(self.base_env), {})
         self.obs.diagnostics = added
         env, self._channel, self._probe_off = ProbeChannel.open(self.argv, env, enabled=self.probe)
         self.obs.env = filter_thread_env(self.base_env)
         try:
-            self.obs.launch_affinity = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+            self.obs.launch_affinity = sorted(self.affinity) if self.affinity is not None else \
+                sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
         except OSError:
             self.obs.launch_affinity = None
         self._out = self._stream(self.stdout, self._own_out, "ONEDNN_VERBOSE" in added or "MKL_VERBOSE" in added,
@@ -190,7 +214,7 @@ class JobRun:
             stdout=self._out if self._out is not None else INHERIT,
             stderr=self._err if self._err is not None else INHERIT,
             own_session=False, interrupt=signal.SIGINT, ask_wait=GRACE_S, term_wait=GRACE_S, timeout=self.seconds,
-            die_with_parent=True, before_exec=_allow_tracing(),
+            die_with_parent=True, before_exec=_before_exec(_allow_tracing(), self.affinity),
         ).start()
         if self._ended_by is not None:
             self.child.cancel()             # stopped while it was being started
@@ -209,6 +233,11 @@ class JobRun:
             self._sampler = TimeSampler(self.obs.pid, observer="run", rate=self.rate or RUN_RATE)
             self._sampler.start()
         return True
+
+    @property
+    def probe_channel(self):
+        """The probe's private folder and file for this run (None: no probe)."""
+        return self._channel
 
     def _stderr_tap(self, line: str) -> bool:
         """Lines of the job's stderr that go on and are kept too: Dynamo's recompile-limit warning, Python's

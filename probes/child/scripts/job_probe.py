@@ -272,6 +272,31 @@ class _Wrapping:
                 pass
 
         cls.__init__ = _like(__init__, original)
+        self.wrap_batches(torch)
+
+    def wrap_batches(self, torch):
+        """Count the batches (and their samples) the job's DataLoaders hand it: a rate when no step or model is seen."""
+        try:
+            cls = torch.utils.data.dataloader._BaseDataLoaderIter
+            original = cls.__next__
+        except Exception:  # noqa: BLE001
+            return
+        probe = self
+
+        def __next__(self):
+            batch = original(self)
+            try:
+                sampler = getattr(self, "_index_sampler", None)
+                probe.batches += 1
+                probe.drawn += getattr(sampler, "batch_size", None) or 1
+                now = probe.time.monotonic()
+                if now >= probe.due:
+                    probe.tick(now)
+            except Exception:  # noqa: BLE001
+                pass
+            return batch
+
+        cls.__next__ = _like(__next__, original)
 
 
 
@@ -439,6 +464,8 @@ class _Probe(_Wrapping):
         self.last_step = None
         self.forwards = 0
         self.backwards = 0
+        self.batches = 0               # DataLoader batches drawn (and the samples in them)
+        self.drawn = 0
         self.depth = 0
         self.candidates = {}           # id(module) -> [module, outermost calls]
         self.model = None
@@ -763,7 +790,7 @@ class _Probe(_Wrapping):
         first = round(self.first_step - self.t0, 4) if self.first_step else None
         last = round(self.last_step - self.t0, 4) if self.last_step else None
         self.write("progress", steps=self.steps, forwards=self.forwards, backwards=self.backwards, first_step=first,
-                   last_step=last)
+                   last_step=last, batches=self.batches, samples=self.drawn)
 
     def at_exit(self):
         if not self.active:
