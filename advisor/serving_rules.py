@@ -24,8 +24,8 @@ import os
 from cpudoctor.advisor.code_settings import thread_change, thread_setting
 from cpudoctor.advisor.evidence_rules import Evidence, _finding, drives_team, evidence_rule
 from cpudoctor.advisor.job_verdict import busy, load_words
-from cpudoctor.advisor.serving import (PerRequest, batch_one_threads, per_request, recompiles_per_request,
-                                       requests)
+from cpudoctor.advisor.serving import (REPEATS, PerRequest, batch_one_threads, per_request,
+                                       recompiles_per_request, requests)
 from cpudoctor.advisor.thread_vars import thread_count_env, with_thread_count
 from cpudoctor.kits.format import percent
 from cpudoctor.kits.plural import plural
@@ -261,13 +261,19 @@ def compiled_per_request(ev: Evidence) -> list[Finding]:
     bd = ev.breakdown
     compile_share = bd.share(COMPILE) if bd is not None and bd.seconds > 0 else 0.0
     latency = latency_words(state)
+    logged = len(ev.recompiles.recompiles) if ev.recompiles is not None else 0
     parts = []
     for p in found[:3]:
         s = p.site
         each = f", {_ms(s.seconds / s.calls * 1e3)} each" if s.seconds and s.calls else ""
-        lazy = " (it compiles at the first call of what it returns)" if s.name == "torch.compile" else ""
+        lazy = ""
+        if s.name == "torch.compile":
+            lazy = (f" (it compiles at the first call of what it returns: Dynamo compiled again "
+                    f"{plural(logged, 'time')})" if logged >= REPEATS else
+                    " (Dynamo's cache served each new wrapper of the same model: no recompilation logged)")
         parts.append(f"{s.name} at {_place(s.at) or 'an unknown line'} ran {plural(s.after, 'time')} in "
                      f"{plural(p.requests, 'call')} of the model{each}{lazy}")
+    compiled_again = recompiles is not None or logged >= REPEATS or any(p.site.name != "torch.compile" for p in found)
     if recompiles is not None:
         newest = recompiles.recompiles[-1].guard_failure or "not given"
         parts.append(f"Dynamo compiled again {plural(len(recompiles.recompiles), 'time')} in "
@@ -276,7 +282,9 @@ def compiled_per_request(ev: Evidence) -> list[Finding]:
     why = ("; ".join(parts) + (f"; {latency}" if latency else "")
            + (f". Compilation took {percent(compile_share, fraction=True)} of the job's sampled time" if compile_share
               else "")
-           + ". Every request pays the first-call compilation and no compiled code runs twice.")
+           + (". Every request pays the first-call compilation and no compiled code runs twice." if compiled_again
+              else ". Every request pays for a new compiled wrapper and its guard checks, and a new model (or a "
+              "cache that fills) compiles again."))
     places = list(dict.fromkeys(_place(p.site.at) for p in found if p.site.at is not None))
     fix = ("Compile once, before the loop, and call the compiled model for every request"
            + (f": move {', '.join(places)} out of the request path" if places else

@@ -128,9 +128,15 @@ def test_a_model_traced_per_request_names_the_line():
 def test_torch_compile_per_request_says_it_compiles_at_the_first_call():
     comp = RepeatedCall("torch.compile", "compile", calls=30, after=30, seconds=0.003, forwards_first=1, at=at(9))
     bd = breakdown({"compile": 0.8, "compute": 0.2})
-    (f,) = found("EVID027", evidence(serve(sites=(comp,), forwards=30), bd))
-    assert "compiles at the first call of what it returns" in f.why and "Compilation took 80 %" in f.why
+    ev = evidence(serve(sites=(comp,), forwards=30), bd)
+    ev.recompiles = _recompiles(8, sizes=False)
+    (f,) = found("EVID027", ev)
+    assert "compiles at the first call of what it returns: Dynamo compiled again 8 times" in f.why
+    assert "Compilation took 80 %" in f.why and "pays the first-call compilation" in f.why
     assert "torch.compile(model.eval())" in f.snippet
+    ev.recompiles = None                       # the same model wrapped again: Dynamo's cache held, no recompile
+    (f,) = found("EVID027", ev)
+    assert "no recompilation logged" in f.why and "a new compiled wrapper and its guard checks" in f.why
 
 
 def _recompiles(n: int, sizes: bool) -> RecompileLog:
@@ -162,7 +168,9 @@ def test_the_probes_serving_line_is_read_as_hostile_input():
                 {"name": "torch.jit.trace", "kind": "compile", "calls": -3, "after": "many", "seconds": 1e30,
                  "at": {"file": "/srv/serve.py", "line": 15, "via_file": 12, "via_line": True}},
                 "garbage"]}
-    st = parse_probe([json.dumps(good).encode(), json.dumps({**good, "forward": "fast"}).encode()[:40]], 7)
+    cut = {"k": "serving", "pid": 7, "t": 3.0, "cut": 20000}                  # too long: the probe wrote its size
+    st = parse_probe([json.dumps(good).encode(), json.dumps(cut).encode(),
+                      json.dumps({**good, "forward": "fast"}).encode()[:40]], 7)
     sv = st.serving
     assert sv.calls == 80 and sv.forward.p99_ms == 2.0 and sv.interval.p50_ms == 4.5 and sv.interval.p99_ms is None
     assert [(s.name, s.calls, s.after) for s in sv.sites] == [("torch.load", 80, 79), ("torch.jit.trace", 0, 0)]

@@ -137,8 +137,9 @@ def text_lines(state: JobState | None, width: int = 100) -> list[str]:
     return out
 
 
-OUTSIDE_SHORT = ("State inside the job (threads set in code and where, dtypes, modes, DataLoaders, steps): read only "
-                 "when CPU Doctor starts it (Run a script…, or cpudoctor run).")
+OUTSIDE_SHORT = ("State inside the job (threads set in code and where, dtypes, modes, DataLoaders, steps, a serving "
+                 "loop's latency and what it reloads or compiles per request): read only when CPU Doctor starts it "
+                 "(Run a script…, or cpudoctor run).")
 
 
 def summary(state: JobState | None) -> str:

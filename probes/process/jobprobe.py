@@ -250,7 +250,7 @@ def _apply(state: JobState, item: dict) -> None:
             state.progress.append(Progress(t, steps, forwards, backwards))
     elif kind == "exit":
         state.exited = True
-    elif kind == "serving":
+    elif kind == "serving" and "cut" not in item:      # a line cut for its length keeps the last whole one
         state.serving = _serving(item)
 
 
