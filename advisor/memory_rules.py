@@ -263,8 +263,8 @@ def memory_grows(ev: Evidence) -> list[Finding]:
     """
     What it checks:
         The trainer's resident memory over the later half of the window (its start-up, loading and first
-        steps left out): a rise of at least 64 MiB and 5 % of its memory, along a straight line (R² 0.6+);
-        and, when its DataLoader starts new workers each epoch, the rise from one epoch to the next.
+        steps left out; with the job's probe, only growth that began after its first optimizer step): a rise
+        of at least 64 MiB and 5 % of its memory, along a straight line (R² 0.6+); and, when its DataLoader starts new workers each epoch, the rise from one epoch to the next.
 
     Why it matters:
         A training step needs the same memory every time: memory that keeps growing is something kept
@@ -277,6 +277,8 @@ def memory_grows(ev: Evidence) -> list[Finding]:
     """
     mem = ev.memory
     if mem is None or mem.growth_bytes_per_s is None or not mem.growth_window_s:
+        return []
+    if _growth_before_training(ev, mem):
         return []
     rise = mem.growth_bytes_per_s * mem.growth_window_s
     base = mem.rss_bytes or 0
@@ -305,6 +307,26 @@ def memory_grows(ev: Evidence) -> list[Finding]:
                      {"growth_bytes_per_s": rate, "growth_window_s": mem.growth_window_s, "rss_bytes": mem.rss_bytes,
                       "growth_fit": mem.growth_fit, "growth_per_epoch_bytes": mem.growth_per_epoch_bytes},
                      "python")]
+
+
+STEPS_SETTLE_S = 1.0     # the first steps still allocate (the allocator's pools, optimizer state): left out too
+
+
+def _growth_before_training(ev: Evidence, mem: JobMemory) -> bool:
+    """Whether the growth was measured while the job was still starting, by what its probe saw: the later half of
+    a short window on a busy machine can hold `import torch`, the model's build and the first steps (a healthy
+    job beside two busy loops grew 'like a leak' there). The growth counts only when it began after the first
+    optimizer step (and a second of steps); a job whose probe saw neither a step nor a forward call did not
+    train in the window at all. Without a probe the window's later half stands, as the docstring says."""
+    state = ev.state
+    if state is None or not state.loaded:
+        return False
+    if state.steps == 0 and state.forwards == 0:
+        return True
+    if state.first_step_s is None or not mem.window_s or mem.growth_window_s is None:
+        return False
+    began = mem.window_s - mem.growth_window_s          # both seconds from the job's start (the probe's: its import)
+    return began < state.first_step_s + STEPS_SETTLE_S
 
 
 def _room(mem: JobMemory) -> tuple[int | None, str]:

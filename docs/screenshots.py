@@ -25,7 +25,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 SIZE = (1600, 1000)
 HERO = REPO / "docs" / "screenshot.png"
-PAGES = ("Overview", "Flags", "Topology", "Monitor", "Training", "Advisor", "Inspector", "Report")
+PAGES = ("Overview", "Flags", "Topology", "Monitor", "Training", "Advisor", "Inspector", "Memory fit", "Report")
 STATE_SIZE = (1280, 800)
 
 
@@ -86,7 +86,7 @@ def run_in_display(outdir: Path) -> int:
     for title in PAGES:
         window.show_page(title)
         settle(900)
-        _shoot(display, outdir / f"{title.lower()}.png")
+        _shoot(display, outdir / f"{title.lower().replace(' ', '-')}.png")
     window.close()
     _shoot_states(outdir, new_window, settle, display)
     for leftover in (".screenshots.ini", "lab-runs.json"):
@@ -114,7 +114,11 @@ def _shoot_states(outdir: Path, new_window, settle, display: str) -> None:
     window.pages["Training"].tabs.setCurrentIndex(3)
     settle(700)
     _shoot(display, outdir / "state-training-roofline.png", STATE_SIZE)
-    window.pages["Training"].tabs.setCurrentIndex(0)
+    training = window.pages["Training"]
+    training.tabs.setCurrentIndex(training.tabs.indexOf(training.infer))
+    settle(700)
+    _shoot(display, outdir / "state-training-inference.png", STATE_SIZE)
+    training.tabs.setCurrentIndex(0)
     smallest = (window.minimumSize().width(), window.minimumSize().height())
     window.resize(*smallest)
     for title in ("Training", "Monitor", "Inspector"):

@@ -100,3 +100,21 @@ def test_run_and_inspect_diagnose_memory_the_same_way():
     mem, _ = _load("EVID032-bad")
     found = diagnose(JobEvidence(memory=mem), Machine())
     assert [f.code for f in found] == ["EVID032"]
+
+
+def test_growth_measured_before_the_first_step_is_start_up_not_a_leak():
+    """A healthy job beside two busy loops: the later half of its window still held `import torch` and the model's
+    build, and grew 'like a leak'. With the job's probe, growth counts only after its first optimizer step."""
+    from cpudoctor.model.jobstate import JobState
+
+    mem = _load("EVID033-bad")[0]
+    began = mem.window_s - mem.growth_window_s
+
+    def with_state(**kw):
+        return run_evidence_rules(Evidence(memory=mem, state=JobState(loaded=True, **kw)), {"EVID033"}, strict=True)
+
+    assert with_state(steps=5, forwards=5, first_step_s=began + 0.5) == []          # still starting
+    assert with_state(steps=0, forwards=0) == []                                  # never trained in the window
+    assert [f.code for f in with_state(steps=50, forwards=50, first_step_s=max(0.0, began - 3))] == ["EVID033"]
+    assert [f.code for f in with_state(steps=0, forwards=40)] == ["EVID033"]      # a serving loop that keeps memory
+    assert [f.code for f in _run("EVID033", mem)] == ["EVID033"]                  # no probe: the later half stands

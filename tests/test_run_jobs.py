@@ -206,7 +206,7 @@ def test_a_window_that_ends_inside_the_first_compile_says_so(tmp_path):
     from conftest import wait_for
 
     out = tmp_path / "run.json"
-    proc = subprocess.run([sys.executable, "-m", "cpudoctor", "run", "--seconds", "8", "--format", "json", "-o",
+    proc = subprocess.run([sys.executable, "-m", "cpudoctor", "run", "--seconds", "8", "--roof", "none", "--format", "json", "-o",
                            str(out), "--", sys.executable, str(JOBS / "compile_first.py"), "--seconds", "600"],
                           cwd=JOBS, env=os.environ.copy(), capture_output=True, text=True, timeout=300)
     data = json.loads(out.read_text())
@@ -267,7 +267,8 @@ def test_children_confined_by_inherited_binding(tmp_path_factory):
 def test_children_narrowed_inside_the_job(tmp_path_factory, who):
     """No binding variable: the workers narrow themselves (the main process keeps every CPU), or the main process
     narrows itself before it starts them. EVID004 names the CPU ("CPU 0", not "0 of 2 CPUs"), says the parent kept
-    its CPUs when it did (no "inherited from their parent"), says what set the mask is unknown, unsets nothing;
+    its CPUs when it did (no "inherited from their parent"), names the script's line that narrowed the main process
+    (the job's probe saw it; what narrowed a worker by itself stays unknown), unsets nothing;
     its printed worker_init_fn, run in each worker, gives the CPUs back."""
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) < 2:
@@ -277,9 +278,12 @@ def test_children_narrowed_inside_the_job(tmp_path_factory, who):
     assert f"confined to CPU {cpus[0]} while the job has CPUs " in f["title"] and " of 2 CPUs" not in f["title"]
     if who == "child":
         assert f"kept all {len(cpus)}" in f["why"] and "inherited" not in f["why"]
+        assert "could not be seen" in f["why"]
     else:
-        assert f"inherited CPU {cpus[0]} from the main process" in f["why"] and "binding variable" in f["why"]
-    assert "could not be seen" in f["why"] and "-u " not in f["snippet"] and "unset" not in f["snippet"]
+        # the job's probe saw the main process narrow itself: the line is named, and deleting it is the fix
+        assert re.search(r"os\.sched_setaffinity\(0, \{\d+\}\) at line \d+ of \S*pinned_children\.py", f["why"]), f["why"]
+        assert "line" in f["fix"] and "pinned_children.py" in f["fix"]
+    assert "-u " not in f["snippet"] and "unset" not in f["snippet"]
     give_back = re.search(r"worker_init_fn=(lambda _: .*\))\)$", f["snippet"]).group(1)
     after = run_job(tmp_path_factory, "pinned_children", "--who", who, "--give-back", give_back)
     assert "EVID004" not in after.findings

@@ -41,7 +41,7 @@ def run(tmp_path_factory, job: str, *args: str, busy: bool = False) -> Run:
     if key not in _RUNS:
         out = tmp_path_factory.mktemp("run") / "run.json"
         env = {k: v for k, v in os.environ.items() if not k.startswith(("OMP_", "MKL_", "ONEDNN_", "KMP_"))}
-        proc = subprocess.run([sys.executable, "-m", "cpudoctor", "run", "--rate", "25", "--format", "json", "-o",
+        proc = subprocess.run([sys.executable, "-m", "cpudoctor", "run", "--rate", "25", "--roof", "none", "--format", "json", "-o",
                                str(out), "--", sys.executable, str(JOBS / f"{job}.py"), "--seconds", BUSY_SECONDS if busy else SECONDS,
                                *args],
                               cwd=JOBS, env=env, capture_output=True, text=True, timeout=300)

@@ -406,33 +406,35 @@ def run(args: argparse.Namespace) -> int:
         outcome, result = session.run(args.job, settings, context=context, stop=ctrl_c.event, on_log=on_log,
                                       python=python,
                                       on_progress=lambda d: bar.update(*_progress_text(args.job, d, settings)))
-    bar.close()
-    findings = evidence_findings(result, context.flags)
-    if args.json:
-        from cpudoctor.model.serde import to_data
+        # the handler stays until the result is written: a second press while the partial result is printed
+        # (or added to --into) must not turn into a KeyboardInterrupt that loses it
+        bar.close()
+        findings = evidence_findings(result, context.flags)
+        if args.json:
+            from cpudoctor.model.serde import to_data
 
-        raw = dict(outcome.result, **result.json_extra()) if outcome.result is not None else None
-        emit(json.dumps({"job": args.job, "environment": environment, "status": outcome.status,
-                         "message": outcome.message,
-                         "result": raw, "progress": outcome.progress,
-                         "bench_run": to_data(result.bench_run()),
-                         "recommendation": to_data(result.recommendation()),
-                         "findings": to_data(findings)}, indent=2), args.output)
-    else:
-        from cpudoctor.render.lab import findings_text, outcome_text
+            raw = dict(outcome.result, **result.json_extra()) if outcome.result is not None else None
+            emit(json.dumps({"job": args.job, "environment": environment, "status": outcome.status,
+                             "message": outcome.message,
+                             "result": raw, "progress": outcome.progress,
+                             "bench_run": to_data(result.bench_run()),
+                             "recommendation": to_data(result.recommendation()),
+                             "findings": to_data(findings)}, indent=2), args.output)
+        else:
+            from cpudoctor.render.lab import findings_text, outcome_text
 
-        text = "\n".join(t for t in (outcome_text(result), findings_text(findings)) if t)
-        if text:
-            emit(text, args.output)
-    earlier = _runs_in(into) if into is not None and getattr(args, "plot", None) is not None else []
-    if into is not None:
-        _add_to_report(into, result)
-    if getattr(args, "plot", None) is not None:
-        _plot(args.plot, earlier + [result.bench_run()])
-    if outcome.status in ("error", "crashed"):
-        print(f"cpudoctor bench {args.job}: {outcome.message}", file=sys.stderr)
-        return EXIT_FAILED
-    return EXIT_CANCELLED if outcome.status == "cancelled" else 0
+            text = "\n".join(t for t in (outcome_text(result), findings_text(findings)) if t)
+            if text:
+                emit(text, args.output)
+        earlier = _runs_in(into) if into is not None and getattr(args, "plot", None) is not None else []
+        if into is not None:
+            _add_to_report(into, result)
+        if getattr(args, "plot", None) is not None:
+            _plot(args.plot, earlier + [result.bench_run()])
+        if outcome.status in ("error", "crashed"):
+            print(f"cpudoctor bench {args.job}: {outcome.message}", file=sys.stderr)
+            return EXIT_FAILED
+        return EXIT_CANCELLED if outcome.status == "cancelled" else 0
 
 
 def evidence_findings(result, flags: list[str] | None) -> list:
