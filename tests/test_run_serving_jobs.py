@@ -49,6 +49,7 @@ CASES = [("serve_grad", "EVID016", "1", None), ("serve_threads", "EVID025", "4",
          ("serve_reload", "EVID026", "1", None), ("serve_compile", "EVID027", "1", None)]
 
 
+@pytest.mark.hardware
 @pytest.mark.parametrize("job, code, seconds, option", CASES, ids=[c[0] for c in CASES])
 def test_a_serving_loops_mistake_is_named_with_its_numbers_and_the_printed_fix_removes_it(tmp_path, job, code,
                                                                                        seconds, option):
