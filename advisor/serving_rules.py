@@ -207,7 +207,7 @@ def model_loaded_per_request(ev: Evidence) -> list[Finding]:
     forward = _p50(state)
     each_ms = sum(p.site.seconds / p.site.calls for p in timed) * 1e3 if timed else None   # one of each, per request
     why = ("; ".join(_site_words(p) for p in found[:3]) + (f"; {latency}" if latency else "")
-           + (f". The loading took {_ms(each_ms)} per request"
+           + (f". Loading it once took {_ms(each_ms)}"
               + (f", {each_ms / forward:.0f}x the model's own call" if forward and each_ms and each_ms > forward else "")
               if each_ms else "")
            + ". Every request reads (or builds) the whole model again before it can run it, and a fresh model "
@@ -220,7 +220,8 @@ def model_loaded_per_request(ev: Evidence) -> list[Finding]:
                "model = build_model()\nmodel.load_state_dict(torch.load(path))\nmodel.eval()\n\n"
                "def handle(x):                # per request: only the call\n"
                "    with torch.inference_mode():\n        return model(x)")
-    return [_finding("warning", f"The model is loaded again for {percent(worst.ratio, fraction=True)} of the "
+    again = "loaded again" if worst.site.kind == "load" else "built again"
+    return [_finding("warning", f"The model is {again} for {percent(worst.ratio, fraction=True)} of the "
                      f"requests ({_short(worst.site.at)})", why, fix, snippet,
                      {"loads": worst.site.after, "requests": worst.requests, "per_request": round(worst.ratio, 3),
                       "load_ms": round(each_ms, 3) if each_ms else None, "p50_ms": _p50(state),
