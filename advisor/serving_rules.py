@@ -20,6 +20,7 @@ names it to confirm.
 from __future__ import annotations
 
 import os
+import re
 
 from cpudoctor.advisor.code_settings import thread_change, thread_setting
 from cpudoctor.advisor.evidence_rules import Evidence, _finding, drives_team, evidence_rule
@@ -77,6 +78,35 @@ def latency_words(state: JobState) -> str:
     if i is not None and i.p50_ms is not None and f.p50_ms is not None and i.p50_ms > 1.5 * f.p50_ms:
         text += f", and one call started every {_ms(i.p50_ms)} (p50): the rest of each request is outside the model"
     return text
+
+
+_FRAME_PLACE = re.compile(r"\(([^()]*):(\d+)\)$")
+
+
+def lines_share(ev: Evidence, found: list[PerRequest]) -> str:
+    """`` The thread that calls the model spent 82 % of its samples on these lines.`` from the driving thread's top
+    Python lines, when its samples may be judged (its own samples: a busy machine too)."""
+    bd = ev.own_shares()
+    if bd is None or not bd.driver_python:
+        return ""
+    places = set()
+    for p in found:
+        at = p.site.at
+        if at is None:
+            continue
+        user = at.user_place()
+        for file, line in ((at.file, at.line), user or (None, None), (at.via_file, at.via_line)):
+            if file and line:
+                places.add((os.path.basename(file), line))
+    share = 0.0
+    for frame in bd.driver_python:
+        m = _FRAME_PLACE.search(frame.frame)
+        if m and (os.path.basename(m.group(1)), int(m.group(2))) in places:
+            share += frame.share
+    if share < 0.05:
+        return ""
+    return (f" The thread that calls the model spent {percent(share, fraction=True)} of its samples on these lines"
+            f" ({bd.driver_samples} samples{ev.load_note()}).")
 
 
 def _bench_hint(state: JobState, at: CodeLine | None = None) -> str:
@@ -211,7 +241,7 @@ def model_loaded_per_request(ev: Evidence) -> list[Finding]:
               + (f", {each_ms / forward:.0f}x the model's own call" if forward and each_ms and each_ms > forward else "")
               if each_ms else "")
            + ". Every request reads (or builds) the whole model again before it can run it, and a fresh model "
-           "starts cold.")
+           "starts cold." + lines_share(ev, found))
     places = list(dict.fromkeys(_place(p.site.at) for p in found if p.site.at is not None))
     fix = ("Load and build the model once, before the loop, and reuse it for every request"
            + (f": move {', '.join(places)} out of the request path" if places else "")
@@ -285,7 +315,7 @@ def compiled_per_request(ev: Evidence) -> list[Finding]:
               else "")
            + (". Every request pays the first-call compilation and no compiled code runs twice." if compiled_again
               else ". Every request pays for a new compiled wrapper and its guard checks, and a new model (or a "
-              "cache that fills) compiles again."))
+              "cache that fills) compiles again.") + lines_share(ev, found))
     places = list(dict.fromkeys(_place(p.site.at) for p in found if p.site.at is not None))
     fix = ("Compile once, before the loop, and call the compiled model for every request"
            + (f": move {', '.join(places)} out of the request path" if places else

@@ -37,6 +37,10 @@ BUSY_WORKERS = 0.1            # DataLoader workers' main threads running less th
 DRIVER_ELSEWHERE = 0.5        # the driving thread's share outside the team's kernels and barriers
 _NUMPY_BLAS = re.compile(r"openblas|libscipy|numpy", re.IGNORECASE)   # NumPy's and SciPy's own BLAS, not torch's
 _DOUBLE_FRAME = re.compile(r"dgemm|dgemv|dsyrk|dtrsm|\bdouble\b|<double>|c10::complex<double>")
+# Random-number kernels take their bounds as double while they fill float32 tensors (a model built again per
+# request spends its time in uniform_kernel(..., double, double, ...) initialising its weights): not float64 compute
+_RNG_FRAME = re.compile(r"uniform_kernel|normal_kernel|random_kernel|random_from_to|bernoulli|exponential_kernel|"
+                        r"cauchy_kernel|geometric_kernel|log_normal_kernel|CPUGeneratorImpl")
 
 _CATEGORY_WORDS = {PYTHON: "Python code", DATA: "data loading", "memory": "memory allocation and page faults",
                    "io_sleep": "blocking calls (I/O, sleep, a lock or a queue)", "gil": "waiting for the GIL",
@@ -104,7 +108,7 @@ def float64_compute(ev: Evidence) -> list[Finding]:
     default64 = bool(sample and sample.dtype == "float64")
     bd = ev.own_shares()
     frames = [f for f in (bd.driver_native if bd is not None else []) if f.category == COMPUTE
-              and _DOUBLE_FRAME.search(f.frame)]
+              and _DOUBLE_FRAME.search(f.frame) and not _RNG_FRAME.search(f.frame)]
     frames_share = sum(f.share for f in frames)
     if params64 < FLOAT64_PARAMS and not inputs64 and frames_share < FLOAT64_FRAMES and not (
             default64 and model is None):

@@ -105,6 +105,11 @@ def test_a_model_loaded_and_built_per_request_names_each_line():
     assert (f"line 24 of {TRAIN}" in f.fix and "line 11 of /home/user/project/model.py (in build(), called from "
             f"line 23 of {TRAIN})" in f.fix)
     assert "model.load_state_dict(torch.load(path))" in f.snippet
+    bd = breakdown({"compute": 0.6, "python": 0.3, "io_sleep": 0.1},
+                   python=[("compute", "build (/home/user/project/model.py:11)", 0.49),
+                           ("compute", f"handle ({TRAIN}:24)", 0.33), ("compute", f"handle ({TRAIN}:27)", 0.1)])
+    (f,) = found("EVID026", evidence(serve(sites=RELOAD, forwards=79), bd))
+    assert f.why.endswith("The thread that calls the model spent 82 % of its samples on these lines (60 samples).")
     (built,) = found("EVID026", evidence(serve(sites=RELOAD[2:], forwards=79)))   # built again, weights kept
     assert built.title == "The model is built again for 99 % of the requests (model.py:11)"
 
