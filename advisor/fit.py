@@ -96,17 +96,18 @@ def training_parts(t: TrainingMemory, shape: JobShape) -> list[NeedPart]:
     params = (t.param_bytes if t.param_bytes is not None else 4 * (t.parameters or 0)) + (t.buffer_bytes or 0)
     grads = t.grad_bytes if t.grad_bytes is not None else params
     states = t.optimizer_state_bytes
-    how_states = "given"
+    how_states = "counted" if t.source == "probe" else "given"
     if states is None:
         n = optimizer_states(t.optimizer)
         states, how_states = (n or 0) * (t.param_bytes or 4 * (t.parameters or 0)), "computed"
-    source = "given" if t.source == "probe" else "computed"
+    source = "counted" if t.source == "probe" else "computed"        # the probe counted them in the job
     parts = [NeedPart("framework", int(k["framework_bytes"]["value"]), "assumed"),
              NeedPart("parameters", params, source), NeedPart("optimizer", states, how_states),
              NeedPart("gradients", grads, source)]
     if t.activation_bytes_per_sample is not None:
         act = t.activation_bytes_per_sample * shape.batch
-        parts += [NeedPart("activations", act, "given"), NeedPart("workspace", int(act * WORKSPACE_SHARE), "assumed")]
+        parts += [NeedPart("activations", act, "counted" if t.source == "probe" else "given"),
+                  NeedPart("workspace", int(act * WORKSPACE_SHARE), "assumed")]
     return parts + _extras(shape)
 
 

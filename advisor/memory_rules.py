@@ -6,9 +6,11 @@ recorded it (``run``, ``inspect``, the Inspector). Every ``why`` quotes the job'
 process rule PROC007's.
 
 When the job's own state says what its training holds (its probe: :class:`~cpudoctor.model.memory.TrainingMemory`),
-the fix of a job over its limit is computed here with ``fit``'s planner (:mod:`cpudoctor.advisor.fit`): the
-largest batch that fits and the gradient accumulation that keeps the update. Without it, the fix names the
-strategies in the order ``fit`` ranks them and the ``cpudoctor fit`` command that sizes them for the model.
+the why names each part and the largest, and the fix of a job over its limit (EVID030, EVID035) is computed
+here with ``fit``'s planner (:mod:`cpudoctor.advisor.fit`, the estimator ``fit --from-run`` uses): the largest
+batch that fits and the gradient accumulation that keeps the update, or, when the model's own state leaves no
+room for any batch, the strategy that shrinks it. Without it, the fix names the strategies in the order ``fit``
+ranks them and the ``cpudoctor fit`` command that sizes them for the model.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from cpudoctor.advisor.fit_strategies import accumulation_snippet, shared_datase
 from cpudoctor.kits.format import percent, size
 from cpudoctor.kits.plural import plural
 from cpudoctor.model import Finding
-from cpudoctor.model.memory import JobMemory, MemoryPressure
+from cpudoctor.model.fit import FitPlan
+from cpudoctor.model.memory import JobMemory, MemoryPressure, TrainingMemory
 
 NEAR_LIMIT = 0.85            # the job's peak at this share of its cgroup limit is close to it
 PSI_SOME = 0.10              # some of the job's tasks stalled on memory this share of the window ...
@@ -67,22 +70,75 @@ def _fit_command(mem: JobMemory, limit: int | None) -> str:
             f"cpudoctor fit --model MODULE:CALLABLE --batch {batch}{memory}")
 
 
-def _sized_fix(mem: JobMemory, limit: int) -> tuple[str, str] | None:
-    """With the job's own sizes (its probe): the batch that fits under ``limit`` and the accumulation to keep the
-    update, as ``fit`` plans it; None when they are not known."""
+def _parts(t: TrainingMemory) -> list[tuple[str, int]]:
+    """What the training holds by its probe's count, part by part (the activations at its batch), known parts only."""
+    params = None if t.param_bytes is None else t.param_bytes + (t.buffer_bytes or 0)
+    acts = t.activation_bytes_per_sample * t.batch_size if t.activation_bytes_per_sample and t.batch_size else None
+    return [(n, b) for n, b in (("parameters", params), ("gradients", t.grad_bytes),
+                                 ("optimizer state", t.optimizer_state_bytes), ("activations", acts)) if b is not None]
+
+
+def _parts_sentence(mem: JobMemory) -> str:
+    """The why's sentence on what the job's probe counted, and which part is the largest ("" when nothing)."""
     t = mem.training
-    if t is None or not t.batch_size or not t.activation_bytes_per_sample:
+    parts = _parts(t) if t is not None and t.source == "probe" else []
+    if not parts:
+        return ""
+    words = ", ".join(f"{name} {size(b)}" + (f" ({t.optimizer})" if name == "optimizer state" and t.optimizer else "")
+                      + (f" at batch {t.batch_size} ({size(t.activation_bytes_per_sample)} per sample)"
+                         if name == "activations" else "") for name, b in parts)
+    text = f" The job's probe counted what its training holds: {words}"
+    total = sum(b for _, b in parts)
+    if len(parts) >= 2 and total:
+        name, most = max(parts, key=lambda nb: nb[1])
+        text += f"; of these the largest is the {name} ({percent(most / total, fraction=True)})"
+    if not any(name == "activations" for name, _ in parts):
+        text += "; its activations were not counted" + (" (checkpointing or other saved-tensor hooks keep them)"
+                                                         if t.activations_unknown == "hooks" else "")
+    return text + "."
+
+
+def _plan(mem: JobMemory, limit: int) -> FitPlan | None:
+    """``fit``'s plan for the job's own sizes (its probe) under ``limit``: the same estimator ``fit --from-run`` uses."""
+    t = mem.training
+    if t is None or not t.batch_size:
         return None
-    plan = plan_training(t, JobShape(batch=t.batch_size, workers=t.workers or 0, dataset_bytes=t.dataset_bytes),
+    return plan_training(t, JobShape(batch=t.batch_size, workers=t.workers or 0, dataset_bytes=t.dataset_bytes),
                          budget(None, None, given=limit), source="probe")
-    b = plan.largest_batch
-    if not b or b >= t.batch_size:
+
+
+STATE_FIXES = {"optimizer": "an optimizer with smaller state", "bf16-weights": "bf16 weights",
+               "offload": "parameters and optimizer state offloaded with DeepSpeed ZeRO-Offload/Infinity"}
+
+
+def _sized_fix(mem: JobMemory, limit: int) -> tuple[str, str, str] | None:
+    """With the job's own sizes (its probe): (fix, snippet, its language) as ``fit`` plans it under ``limit``: the
+    batch that fits and the accumulation that keeps the update when the activations are what grows; when the
+    model's own state (parameters, gradients, optimizer state) leaves no room for any batch, the strategy that
+    shrinks that state. None when the sizes are not known or the batch fits."""
+    t = mem.training
+    plan = _plan(mem, limit)
+    if t is None or plan is None:
         return None
-    steps = math.ceil(t.batch_size / b)
-    micro = math.ceil(t.batch_size / steps)
-    return (f"Train batch {t.batch_size} as {steps} steps of {micro} with gradient accumulation (the same update): "
-            f"about {size(plan.total_bytes)} is needed at batch {t.batch_size}, {size(limit)} is the limit.",
-            accumulation_snippet(micro, steps))
+    b = plan.largest_batch
+    if t.activation_bytes_per_sample and b and b < t.batch_size:
+        steps = math.ceil(t.batch_size / b)
+        micro = math.ceil(t.batch_size / steps)
+        return (f"Train batch {t.batch_size} as {steps} steps of {micro} with gradient accumulation (the same "
+                f"update): fit's estimate is about {size(plan.total_bytes)} at batch {t.batch_size}, and batch {b} "
+                f"is the largest that fits the {size(limit)} limit with its margin.",
+                accumulation_snippet(micro, steps), "python")
+    state = sum(bytes_ for name, bytes_ in _parts(t) if name != "activations")
+    acts = t.activation_bytes_per_sample * t.batch_size if t.activation_bytes_per_sample else None
+    if (b == 0 or (acts is None and state >= 0.5 * limit)) and state:
+        best = next((s for s in plan.strategies if s.id in STATE_FIXES), None)
+        if best is not None:
+            saves = f" (saves {size(best.saves_bytes)})" if best.saves_bytes else ""
+            return (f"The model's own state, {size(state)} of parameters, gradients and optimizer state, leaves no "
+                    f"room for a batch under the {size(limit)} limit: a smaller batch cannot make it fit. Use "
+                    f"{STATE_FIXES[best.id]}{saves}; `cpudoctor fit --from-run run.json` ranks the others.",
+                    best.snippet, best.snippet_lang)
+    return None
 
 
 STRATEGIES = ("a smaller batch with gradient accumulation (the same update), activation checkpointing of the "
@@ -113,6 +169,10 @@ def memory_limit(ev: Evidence) -> list[Finding]:
         Need less memory (a smaller batch with gradient accumulation, activation checkpointing, fewer
         workers), sized with ``cpudoctor fit --model MODULE:CALLABLE --batch N --memory LIMIT``; or raise
         the limit (``docker run --memory``, ``systemd-run -p MemoryMax=``, the pod's ``limits.memory``).
+        When ``run``'s probe counted the job's parameters, gradients, optimizer state and activations, the
+        finding names the largest part and fit's planner sizes the fix: the batch that fits with the
+        gradient accumulation that keeps the update, or, when the model's own state leaves no room for any
+        batch, the strategy that shrinks that state.
     """
     mem = ev.memory
     cg = mem.cgroup if mem is not None else None
@@ -131,14 +191,17 @@ def memory_limit(ev: Evidence) -> list[Finding]:
     sized = _sized_fix(mem, limit)
     fix = sized[0] if sized else f"Need less memory: {STRATEGIES}; or raise the limit."
     snippet = sized[1] if sized else _fit_command(mem, limit)
-    lang = "python" if sized else "bash"
+    lang = sized[2] if sized else "bash"
+    counted = _parts_sentence(mem)
+    if counted:
+        evidence["training"] = {name: b for name, b in _parts(mem.training)}
     where = f" (set at {cg.limit_at})" if cg.limit_at else ""
     if killed:
         why = (f"The job ended with SIGKILL (exit code {mem.exit_code}) and its cgroup counted "
                f"{plural(cg.events_in_window['oom_kill'], 'OOM kill')} while it ran: it needed more than the "
                f"{size(limit)} its cgroup allows{where}. Before it was killed its process held "
                f"{size(mem.peak_rss_bytes)} at most (resident, libraries the cgroup does not charge included)"
-               f"{_workers_line(mem)}. Nothing of this reaches Python: no traceback, no exception.")
+               f"{_workers_line(mem)}. Nothing of this reaches Python: no traceback, no exception.{counted}")
         return [_finding("error", f"Killed at its cgroup's {size(limit)} memory limit (OOM, exit code 137)", why, fix,
                          snippet, evidence, lang)]
     parts = []
@@ -149,7 +212,11 @@ def memory_limit(ev: Evidence) -> list[Finding]:
         parts.append(f"the kernel throttled it {plural(high, 'time')} over memory.high "
                      f"({size(cg.high_bytes)})")
     why = ("; ".join(parts).capitalize() + ". Over the limit the kernel kills it (SIGKILL, exit code 137, no "
-           "traceback); close to it, allocations wait while the kernel reclaims memory.")
+           "traceback); close to it, allocations wait while the kernel reclaims memory." + counted)
+    plan = _plan(mem, limit) if counted else None
+    if plan is not None and plan.largest_batch and not sized and mem.training.activation_bytes_per_sample:
+        why += (f" fit's estimate for batch {mem.training.batch_size} is {size(plan.total_bytes)}; the largest batch "
+                f"that fits the limit with its margin is {plan.largest_batch}.")
     return [_finding("warning", f"Close to its cgroup's memory limit: {size(held)} of {size(limit)}", why, fix, snippet,
                      evidence, lang)]
 
@@ -263,8 +330,9 @@ def memory_grows(ev: Evidence) -> list[Finding]:
     """
     What it checks:
         The trainer's resident memory over the later half of the window (its start-up, loading and first
-        steps left out; with the job's probe, only growth that began after its first optimizer step): a rise
-        of at least 64 MiB and 5 % of its memory, along a straight line (R² 0.6+); and, when its DataLoader starts new workers each epoch, the rise from one epoch to the next.
+        steps left out; with the job's probe, only growth over 5+ steps after its first 5 optimizer steps): a rise
+        of at least 64 MiB and 5 % of its memory, along a straight line (R² 0.6+); and, when its DataLoader
+        starts new workers each epoch, the rise from one epoch to the next.
 
     Why it matters:
         A training step needs the same memory every time: memory that keeps growing is something kept
@@ -309,24 +377,34 @@ def memory_grows(ev: Evidence) -> list[Finding]:
                      "python")]
 
 
-STEPS_SETTLE_S = 1.0     # the first steps still allocate (the allocator's pools, optimizer state): left out too
+SETTLE_STEPS = 5          # the first steps still allocate (the allocator's pools, optimizer state, oneDNN's caches)
 
 
 def _growth_before_training(ev: Evidence, mem: JobMemory) -> bool:
-    """Whether the growth was measured while the job was still starting, by what its probe saw: the later half of
-    a short window on a busy machine can hold `import torch`, the model's build and the first steps (a healthy
-    job beside two busy loops grew 'like a leak' there). The growth counts only when it began after the first
-    optimizer step (and a second of steps); a job whose probe saw neither a step nor a forward call did not
-    train in the window at all. Without a probe the window's later half stands, as the docstring says."""
+    """Whether the growth may hold the job's start-up rather than memory kept from each step, by what its probe saw.
+
+    The later half of a short window on a busy machine can hold `import torch`, the model's build and the first
+    steps (a healthy job beside two busy loops, and a convolution at 1.6 steps/s, grew "like a leak" there). With
+    the probe, the growth counts only when it began after the job's first ``SETTLE_STEPS`` optimizer steps (forward
+    calls for a job that never steps) and spans at least as many more; a job whose probe saw neither a step nor a
+    forward call did not run its loop in the window at all. Without a probe the window's later half stands.
+    """
     state = ev.state
     if state is None or not state.loaded:
         return False
     if state.steps == 0 and state.forwards == 0:
         return True
-    if state.first_step_s is None or not mem.window_s or mem.growth_window_s is None:
+    if not mem.window_s or mem.growth_window_s is None:
         return False
-    began = mem.window_s - mem.growth_window_s          # both seconds from the job's start (the probe's: its import)
-    return began < state.first_step_s + STEPS_SETTLE_S
+    began = mem.window_s - mem.growth_window_s          # both in seconds from the job's start (the probe's: its import)
+    counts = [(p.t_s, p.steps if state.steps else p.forwards) for p in state.progress]
+    if not counts:
+        return state.first_step_s is not None and began < state.first_step_s
+    settled = next((t for t, n in counts if n >= SETTLE_STEPS), None)
+    if settled is None or began < settled:
+        return True
+    at_start = max((n for t, n in counts if t <= began), default=0)
+    return counts[-1][1] - at_start < SETTLE_STEPS
 
 
 def _room(mem: JobMemory) -> tuple[int | None, str]:
@@ -389,7 +467,8 @@ def wsl2_memory_cap(ev: Evidence) -> list[Finding]:
         parts.append(f"the job needs {size(need)}, {percent(need / total, fraction=True)} of it")
     if swapping:
         parts.append(f"{sysmem.swap_in_per_s:g} pages a second came back from swap")
-    why = "; ".join(parts).capitalize() + ". WSL2 gets half of Windows' memory by default, whatever the PC has."
+    why = ("; ".join(parts).capitalize() + ". WSL2 gets half of Windows' memory by default, whatever the PC has."
+           + _parts_sentence(mem))
     snippet = ("# %UserProfile%\\.wslconfig on Windows:\n[wsl2]\n"
                f"memory={gib}GB\n# then, in PowerShell: wsl --shutdown")
     return [_finding("error" if killed else "warning", f"WSL2's {size(total)} memory cap is below what the job needs",
@@ -413,8 +492,9 @@ def out_of_memory(ev: Evidence) -> list[Finding]:
         the training job, without a traceback. It comes back at the same step each time.
 
     Fix:
-        Need less memory (``cpudoctor fit`` sizes the batch for the memory here and ranks the strategies),
-        stop other memory users; swap or zram only as a last resort.
+        Need less memory (``cpudoctor fit`` sizes the batch for the memory here and ranks the strategies;
+        with ``run``'s probe's counts, the finding sizes it as EVID030 does), stop other memory users; swap
+        or zram only as a last resort.
     """
     mem = ev.memory
     if mem is None or not _killed(mem) or mem.system is None or not mem.system.oom_kills_in_window:
@@ -426,8 +506,11 @@ def out_of_memory(ev: Evidence) -> list[Finding]:
     total = mem.system.total_bytes
     why = (f"The job ended with SIGKILL (exit code {mem.exit_code}) while the kernel's OOM killer killed "
            f"{plural(mem.system.oom_kills_in_window, 'process', 'processes')} on the machine: it held "
-           f"{size(_held(mem))} at most{_workers_line(mem)}" + (f" of {size(total)}" if total else "") + ".")
-    return [_finding("error", "Killed by the OOM killer: the machine ran out of memory", why,
-                     f"Need less memory: {STRATEGIES}; or stop other memory users.", _fit_command(mem, total),
+           f"{size(_held(mem))} at most{_workers_line(mem)}" + (f" of {size(total)}" if total else "") + "."
+           + _parts_sentence(mem))
+    sized = _sized_fix(mem, total) if total else None
+    fix = sized[0] if sized else f"Need less memory: {STRATEGIES}; or stop other memory users."
+    return [_finding("error", "Killed by the OOM killer: the machine ran out of memory", why, fix,
+                     sized[1] if sized else _fit_command(mem, total),
                      {"held_bytes": _held(mem), "total_bytes": total, "oom_kills": mem.system.oom_kills_in_window,
-                      "exit_code": mem.exit_code})]
+                      "exit_code": mem.exit_code}, sized[2] if sized else "bash")]

@@ -99,15 +99,25 @@ def read_run(path: str) -> dict[str, Any]:
 
 
 def run_memory(data: dict[str, Any]) -> JobMemory | None:
+    """The saved run's memory, with what the job's probe counted of its training (kept in the memory, or read from
+    the run's probe state when the memory was saved without it)."""
+    from cpudoctor.model.evidence import training_of
+    from cpudoctor.model.jobstate import JobState
     from cpudoctor.model.serde import SchemaError, from_data
 
     raw = data.get("memory")
     if raw is None:
         return None
     try:
-        return from_data(JobMemory, raw)
+        mem = from_data(JobMemory, raw)
     except SchemaError as exc:
         raise FitInputError(f"the run's memory facts are damaged: {exc}") from None
+    if mem.training is None and isinstance(data.get("state"), dict):
+        try:
+            mem.with_training(training_of(from_data(JobState, data["state"])))
+        except SchemaError:
+            pass                  # the probe's state damaged: the run's memory alone, as for a run without it
+    return mem
 
 
 def _shape(req: FitRequest, batch: int, mem: JobMemory | None = None):
@@ -159,7 +169,8 @@ def run_fit(req: FitRequest, *, root: Path = Path("/"), stop: threading.Event | 
         plan = plan_measured(measured, _shape(req, batch, mem), budget_)
     elif mem is not None and mem.training is not None:
         t = mem.training
-        plan = plan_training(t, _shape(req, req.batch or t.batch_size or 1, mem), budget_, source="run")
+        plan = plan_training(t, _shape(req, req.batch or t.batch_size or 1, mem), budget_,
+                             source="probe" if t.source == "probe" else "run")
     elif mem is not None:
         plan = plan_from_run(mem, req, budget_)
     elif req.params:

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from cpudoctor.kits.rooted import is_live_root
 from cpudoctor.model import CpuInfo, Finding, Report, SEVERITY_RANK, Topology
-from cpudoctor.model.evidence import JobEvidence, RunObservation
+from cpudoctor.model.evidence import JobEvidence, RunObservation, training_of
 from cpudoctor.model.inspection import Inspection
 
 RUN_INSPECT_INTERVAL_S = 0.5     # the process sampler's step while `run` watches a job (its stacks: RUN_RATE)
@@ -247,6 +247,8 @@ class WatchedRun:
         if self._watch.thread is not None:
             self._watch.thread.join(RUN_INSPECT_INTERVAL_S * 4 + 5)
         obs.process, obs.process_error = self._watch.result, self._watch.error
+        if obs.process is not None and obs.process.memory is not None and obs.process.memory.training is None:
+            obs.process.memory.with_training(training_of(obs.state))   # every surface shows what the probe counted
         if obs.ended_by != "failed":
             machine = self.machine or Machine.of_source()
             obs.achieved = achieved(obs, machine, self.roof, steps=probe_steps(obs))

@@ -218,6 +218,7 @@ class RunScriptMixin:
         self.time_tab.show_time(obs.breakdown, obs.state)
         self.time_tab.show_findings(self.findings)
         self.time_tab.achieved.show_achieved(obs.achieved)
+        self._show_run_memory(obs)
         self._forget_process(obs.pid)
         self.time_tab.show_output(self.runner.output() if obs.error is None else obs.error)
         self.summary_label.setText(im.run_message(obs))
@@ -225,6 +226,14 @@ class RunScriptMixin:
         self.model.status_message.emit(self.status_label.text())
         self.run_done.emit(obs)
 
+
+    def _show_run_memory(self, obs) -> None:
+        """The Memory card: the script's memory over its life, with what its probe counted of its training."""
+        if obs.process is None or obs.process.memory is None:
+            return
+        self.memory_card.clear()                 # rows the previous process had (workers, cgroup) do not stay
+        for label, text in im.memory_facts(obs.process):
+            self.memory_card.set(label, text)
 
     def _forget_process(self, pid: int | None) -> None:
         """The script's process has ended: out of the list, the selection and the PID field, and the list read

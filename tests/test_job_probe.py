@@ -185,6 +185,15 @@ def test_the_job_writing_into_the_file_cannot_break_the_read(tmp_path):
 
 # --- a real torch job ------------------------------------------------------------------------------------------
 
+
+def _needs_torch() -> None:
+    """Skip without torch, without importing it here: the jobs import it, and a test process that did would fail
+    test_training_page's check that the window's process never imports torch (on the same xdist worker)."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("torch is not installed")
+
 TORCH_JOB = """
 import os
 os.environ["OMP_NUM_THREADS"] = "1"
@@ -207,7 +216,7 @@ print("trained", next(model.parameters()).dtype)
 
 
 def test_a_real_torch_job_is_read_from_inside(tmp_path):
-    pytest.importorskip("torch")
+    _needs_torch()
     proc, state = _run(tmp_path, TORCH_JOB)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout == "trained torch.float64\n" and proc.stderr == ""        # nothing of the probe's shows
@@ -225,13 +234,22 @@ def test_a_real_torch_job_is_read_from_inside(tmp_path):
     assert state.model.called_at.user_place()[1] == 16
     sample = state.latest()
     assert sample.threads == 1 and sample.anomaly and sample.grad and sample.dtype == "float64" and sample.main_thread
+    # what the training holds, counted from inside: float64 parameters, their gradients at the first step, SGD
+    # without momentum keeps no state; the forward pass at batch 8 saved its input (8 x 32) and the ReLU's output
+    # (8 x 64, which the second Linear saves too: one storage), the weights' transposes are the parameters' own
+    params = (32 * 64 + 64 + 64 * 4 + 4) * 8
+    f = state.forward_memory
+    assert (f.module, f.chosen, f.complete, f.batch, f.param_bytes) == ("Sequential", True, True, 8, params)
+    assert f.saved_bytes == 8 * (32 + 64) * 8 and f.bytes_per_sample == (32 + 64) * 8
+    (step,) = state.step_memory
+    assert (step.optimizer, step.param_bytes, step.grad_bytes, step.state_bytes) == ("SGD", params, params, 0)
 
 
 def test_run_verbose_windows_take_effect_through_the_probe(tmp_path):
     """``run --verbose-windows`` asks the probe (CPUDOCTOR_VERBOSE_WINDOWS) to switch the libraries' verbose lines
     for windows when torch is imported: the windows' markers come out on the job's stdout (run's filter keeps them
     out of the job's output), and the job's children do not inherit the plan."""
-    pytest.importorskip("torch")
+    _needs_torch()
     script = """
     import os, subprocess, sys, time
     import torch

@@ -3,9 +3,14 @@
 1. A job over its cgroup's memory limit (a real memory cgroup, tests/memory_cgroup.py: skipped, saying why,
    where none can be made) is killed and gets EVID030 with the limit; ``cpudoctor fit`` measures its model
    against the limit the run recorded and ranks gradient accumulation first; the job run again with the
-   printed accumulation finishes in the same cgroup without the finding.
+   printed accumulation finishes in the same cgroup without the finding. One step of its micro batch run
+   outside the cgroup (the cgroup's entering interpreter execs the job, and the probe, by design, stays out
+   of what a job's process starts): what the job's probe counted (parameters, gradients, activations per
+   sample) agrees with fit's measurement of the model, and fit's plan from those figures (``--from-run``)
+   with the run's measured peak, within 15 %.
 2. A job whose DataLoader workers copy a dataset of Python objects gets EVID032, a job that keeps its losses'
-   graphs gets EVID033, and a healthy job neither (memory findings do not depend on other programs' load).
+   graphs gets EVID033, and a healthy job neither (memory findings do not depend on other programs' load); the
+   healthy job's probe counts its training's bytes exactly.
 """
 
 from __future__ import annotations
@@ -39,8 +44,8 @@ def run_job(out: Path, *argv: str, timeout: float = 240) -> tuple[subprocess.Com
 
 
 def memory_codes(data: dict) -> dict[str, str]:
-    return {f["code"]: f["severity"] for f in data["findings"] if f["category"] == "memory" or
-            f["code"].startswith("EVID02")}
+    """The memory findings (EVID030-035, PROC007's swapping): EVID020-024 are the kernels' and the crash's."""
+    return {f["code"]: f["severity"] for f in data["findings"] if f["category"] == "memory"}
 
 
 def test_a_job_over_its_cgroup_limit_gets_the_finding_and_fits_strategy_lets_it_finish(tmp_path):
@@ -67,6 +72,21 @@ def test_a_job_over_its_cgroup_limit_gets_the_finding_and_fits_strategy_lets_it_
         assert f"trained 1 steps of batch {BATCH}" in second.stdout
         assert "EVID030" not in memory_codes(run2) or memory_codes(run2)["EVID030"] != "error"
 
+    # the job's probe against fit's measurement of the same model, and fit's plan from the probe's figures against
+    # the peak the run reached, at the micro batch (the batch a step holds)
+    micro = -(-BATCH // steps)
+    _, run3 = run_job(tmp_path / "run3.json", sys.executable, str(JOBS / "mem_limited.py"), "--batch", str(micro))
+    counted, measured = run3["memory"]["training"], plan["measurement"]
+    assert counted["source"] == "probe" and counted["batch_size"] == micro, run3["state"]
+    assert counted["param_bytes"] == measured["param_bytes"] and counted["grad_bytes"] == measured["grad_bytes"]
+    per_sample = measured["saved_bytes_per_sample"] + measured["saved_fixed_bytes"] / counted["batch_size"]
+    assert abs(counted["activation_bytes_per_sample"] / per_sample - 1) < 0.15, (counted, measured)
+    again = cpudoctor("fit", "--from-run", str(tmp_path / "run3.json"), "--format", "json")
+    probe_plan = json.loads(again.stdout)["plan"]
+    assert probe_plan["source"] == "probe", again.stderr[-2000:]
+    peak = run3["memory"]["peak_rss_bytes"]
+    assert abs(probe_plan["total_bytes"] / peak - 1) < 0.15, (probe_plan["parts"], peak)
+
 
 def test_workers_copying_the_data_and_a_growing_job_get_their_findings_a_healthy_job_none(tmp_path):
     _, workers = run_job(tmp_path / "workers.json", sys.executable, str(JOBS / "mem_workers.py"), "--seconds", "8")
@@ -75,3 +95,10 @@ def test_workers_copying_the_data_and_a_growing_job_get_their_findings_a_healthy
     assert memory_codes(leak).get("EVID033") == "warning", leak["memory"]["samples"][-10:]
     _, healthy = run_job(tmp_path / "healthy.json", sys.executable, str(JOBS / "mem_healthy.py"), "--seconds", "8")
     assert memory_codes(healthy) == {}, healthy["findings"]
+    # its probe's count: 256-512-10 fp32 parameters, their gradients, Adam's two moments (and a step scalar per
+    # tensor); a forward pass at batch 64 saves its input (256 floats a sample) and the ReLU's output (512)
+    t = healthy["memory"]["training"]
+    params = (256 * 512 + 512 + 512 * 10 + 10) * 4
+    assert (t["source"], t["param_bytes"], t["grad_bytes"], t["optimizer"]) == ("probe", params, params, "adam")
+    assert t["optimizer_state_bytes"] == 2 * params + 4 * 4 and t["batch_size"] == 64 and t["workers"] == 2
+    assert t["activation_bytes_per_sample"] == (256 + 512) * 4

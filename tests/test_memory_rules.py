@@ -102,19 +102,104 @@ def test_run_and_inspect_diagnose_memory_the_same_way():
     assert [f.code for f in found] == ["EVID032"]
 
 
-def test_growth_measured_before_the_first_step_is_start_up_not_a_leak():
-    """A healthy job beside two busy loops: the later half of its window still held `import torch` and the model's
-    build, and grew 'like a leak'. With the job's probe, growth counts only after its first optimizer step."""
-    from cpudoctor.model.jobstate import JobState
+def test_growth_measured_before_the_first_steps_is_start_up_not_a_leak():
+    """A healthy job beside two busy loops: the later half of its window still held `import torch`, the model's build
+    and its first steps, and grew 'like a leak'. With the job's probe, growth counts after its first 5 steps, over
+    5 more at least."""
+    from cpudoctor.model.jobstate import JobState, Progress
 
     mem = _load("EVID033-bad")[0]
     began = mem.window_s - mem.growth_window_s
+    end = mem.window_s
 
-    def with_state(**kw):
-        return run_evidence_rules(Evidence(memory=mem, state=JobState(loaded=True, **kw)), {"EVID033"}, strict=True)
+    def with_state(points, **kw):
+        progress = [Progress(t, steps=n) for t, n in points]
+        state = JobState(loaded=True, progress=progress, **kw)
+        return [f.code for f in run_evidence_rules(Evidence(memory=mem, state=state), {"EVID033"}, strict=True)]
 
-    assert with_state(steps=5, forwards=5, first_step_s=began + 0.5) == []          # still starting
-    assert with_state(steps=0, forwards=0) == []                                  # never trained in the window
-    assert [f.code for f in with_state(steps=50, forwards=50, first_step_s=max(0.0, began - 3))] == ["EVID033"]
-    assert [f.code for f in with_state(steps=0, forwards=40)] == ["EVID033"]      # a serving loop that keeps memory
+    assert with_state([(began - 2, 2), (began + 0.5, 6), (end, 40)], steps=40, forwards=40) == []   # still settling
+    assert with_state([(began - 2, 30), (end, 32)], steps=32, forwards=32) == []    # two steps: no step to step
+    assert with_state([], steps=0, forwards=0) == []                                # never ran its loop here
+    assert with_state([(began - 2, 10), (end, 60)], steps=60, forwards=60) == ["EVID033"]
+    forwards = [Progress(began - 2, forwards=10), Progress(end, forwards=90)]       # a serving loop keeping memory
+    assert [f.code for f in run_evidence_rules(Evidence(memory=mem, state=JobState(
+        loaded=True, forwards=90, progress=forwards)), {"EVID033"}, strict=True)] == ["EVID033"]
     assert [f.code for f in _run("EVID033", mem)] == ["EVID033"]                  # no probe: the later half stands
+
+
+# --- with what the job's probe counted ------------------------------------------------------------------------
+
+MiB, GiB = 1 << 20, 1 << 30
+
+
+def _probed(training, peak, limit, exit_code=None, oom=0):
+    from cpudoctor.model.memory import CgroupMemory
+
+    mem, _ = _load("EVID030-bad")
+    mem.training = training
+    mem.peak_total_bytes = mem.peak_rss_bytes = peak
+    mem.exit_code = exit_code
+    mem.cgroup = CgroupMemory("/train", 2, limit, current_bytes=0, events_in_window={"oom_kill": oom} if oom else {})
+    return mem
+
+
+def test_the_probes_parts_are_named_with_the_largest_and_the_batch_that_fits():
+    from cpudoctor.model.memory import TrainingMemory
+
+    t = TrainingMemory("probe", 25_000_000, 100 * MiB, 0, 100 * MiB, "adam", 200 * MiB, 6 * MiB, 512)
+    f = _run("EVID030", _probed(t, int(1.95 * GiB), 2 * GiB, 137, oom=1))[0]
+    assert "parameters 100 MiB, gradients 100 MiB, optimizer state 200 MiB (adam), activations 3 GiB at batch 512 " \
+           "(6 MiB per sample)" in f.why
+    assert "of these the largest is the activations (88 %)" in f.why
+    # fit's planner: (90 % of 2 GiB - 330 MiB framework - 400 MiB of state) / (6 MiB x 1.3 per sample) -> batch 142
+    assert f.fix.startswith("Train batch 512 as 4 steps of 128 ") and "batch 142 is the largest" in f.fix
+    assert f.evidence["training"]["activations"] == 512 * 6 * MiB
+
+
+def test_a_model_whose_own_state_leaves_no_room_gets_a_smaller_state_not_a_smaller_batch():
+    """500 M fp32 parameters under Adam: 2 + 2 + 4 GiB before any activation, 6 GiB allowed: fit ranks first the
+    state strategy that makes it fit (bf16 weights halve parameters and gradients; SGD's momentum alone would not)."""
+    from cpudoctor.model.memory import TrainingMemory
+
+    t = TrainingMemory("probe", 500_000_000, 2 * GiB, 0, 2 * GiB, "adam", 4 * GiB, 256 * 1024, 8)
+    f = _run("EVID030", _probed(t, int(5.9 * GiB), 6 * GiB, 137, oom=1))[0]
+    assert "of these the largest is the optimizer state" in f.why
+    assert "8 GiB of parameters, gradients and optimizer state" in f.fix and "a smaller batch cannot make it fit" in f.fix
+    assert "Use bf16 weights (saves 4 GiB)" in f.fix and "Train batch" not in f.fix and "bfloat16" in f.snippet
+
+
+def test_close_to_the_limit_with_the_probes_sizes_says_the_largest_batch():
+    from cpudoctor.model.memory import TrainingMemory
+
+    t = TrainingMemory("probe", 1_000_000, 4 * MiB, 0, 4 * MiB, "adam", 8 * MiB, 2 * MiB, 64)
+    f = _run("EVID030", _probed(t, int(0.9 * GiB), GiB))[0]
+    assert f.severity == "warning" and "of these the largest is the activations" in f.why
+    assert "fit's estimate for batch 64 is" in f.why and "the largest batch that fits the limit" in f.why
+
+
+def test_the_machines_oom_killer_with_the_probes_sizes_is_sized_too():
+    from cpudoctor.model.memory import SystemMemory, TrainingMemory
+
+    mem, _ = _load("EVID035-bad")
+    mem.training = TrainingMemory("probe", 25_000_000, 100 * MiB, 0, 100 * MiB, "adam", 200 * MiB, 60 * MiB, 512)
+    mem.system = SystemMemory(total_bytes=16 * GiB, available_bytes=0, oom_kills_in_window=1)
+    f = _run("EVID035", mem)[0]
+    assert "of these the largest is the activations" in f.why and f.fix.startswith("Train batch 512 as ")
+    assert f.snippet_lang == "python"
+
+
+def test_a_job_killed_before_its_activations_were_counted_says_so():
+    from cpudoctor.model.memory import TrainingMemory
+
+    t = TrainingMemory("probe", 1_000_000, 4 * MiB, None, 4 * MiB, "adam", 8 * MiB, None, 1024)
+    f = _run("EVID030", _probed(t, int(1.95 * GiB), 2 * GiB, 137, oom=1))[0]
+    assert "its activations were not counted" in f.why and "cpudoctor fit" in f.snippet
+
+
+def test_the_wsl2_cap_names_the_probes_parts_too():
+    from cpudoctor.model.memory import TrainingMemory
+
+    mem, _ = _load("EVID034-bad")
+    mem.training = TrainingMemory("probe", 25_000_000, 100 * MiB, 0, 100 * MiB, "adam", 200 * MiB, 12 * MiB, 512)
+    f = _run("EVID034", mem)[0]
+    assert "[wsl2]" in f.snippet and "of these the largest is the activations" in f.why

@@ -22,7 +22,7 @@ from cpudoctor.model.inspection import Inspection
 from cpudoctor.model.jobstate import JobState
 from cpudoctor.model.joblogs import MklLog, OneDnnLog, RecompileLog
 from cpudoctor.model.kernels import KernelCensus
-from cpudoctor.model.memory import JobMemory
+from cpudoctor.model.memory import JobMemory, TrainingMemory
 
 
 # Diagnostics ``run`` switches on whose lines go on to the job's output (and are kept too): Python's fault report
@@ -103,19 +103,48 @@ class JobEvidence:
         return cls(command=obs.command, pid=obs.pid, breakdown=obs.breakdown, onednn=obs.onednn, mkl=obs.mkl,
                    recompiles=obs.recompiles, launch_affinity=obs.launch_affinity, env=dict(obs.env),
                    achieved=obs.achieved, state=obs.state,
-                   memory=_memory(obs.process, obs.exit_code) if obs.process is not None else None,
+                   memory=_memory(obs.process, obs.exit_code, obs.state) if obs.process is not None else None,
                    process=obs.process, crash=obs.crash, ended_by=obs.ended_by)
 
 
-def _memory(insp: Inspection, exit_code: int | None = None) -> JobMemory:
+def _memory(insp: Inspection, exit_code: int | None = None, state: JobState | None = None) -> JobMemory:
     """The job's memory as its process sampler recorded it (a bare one from the process's own figures when the
     sampler kept none: an inspection saved before the memory facts existed).
 
-    What the job's own probe (issue 34's job state) knows of its training joins here, as
-    ``memory.with_training(TrainingMemory(source="probe", ...))``: its parameter, gradient and optimizer-state
-    bytes and its activations per sample make the memory rules' fix a batch size (EVID030)."""
+    What the job's own probe knows of its training joins here (:func:`training_of`): its parameter, gradient and
+    optimizer-state bytes and its activations per sample make the memory rules' fix a batch size (EVID030)."""
     memory = insp.memory if insp.memory is not None else JobMemory(insp.rss_bytes, insp.swap_bytes,
                                                                    insp.major_faults_per_s)
     if exit_code is not None:
         memory.exit_code = exit_code
+    if memory.training is None:
+        memory.with_training(training_of(state))
     return memory
+
+
+def training_of(state: JobState | None) -> TrainingMemory | None:
+    """What the job's probe counted of its training, as ``fit`` plans with it (None: it counted nothing).
+
+    Parameters and buffers are the counted model's (else its optimizers' parameters); gradients and optimizer
+    state are each optimizer's at its first step, summed; activations per sample are the saved tensors of the
+    counted forward pass over its batch, which is the batch a step holds (with gradient accumulation, the micro
+    batch). Workers are the most any of its DataLoaders started."""
+    if state is None or not state.loaded or (state.forward_memory is None and not state.step_memory):
+        return None
+    f, steps = state.forward_memory, state.step_memory
+    loader_batch = next((ld.batch_size for ld in state.loaders if ld.batch_size), None)
+    workers = [ld.num_workers for ld in state.loaders if ld.num_workers is not None]
+    optimizer = steps[0].optimizer if steps else (state.optimizers[0] if state.optimizers else None)
+    return TrainingMemory(
+        source="probe",
+        parameters=f.parameters if f is not None else sum(s.parameters for s in steps),
+        param_bytes=f.param_bytes if f is not None else sum(s.param_bytes for s in steps),
+        buffer_bytes=f.buffer_bytes if f is not None else None,
+        grad_bytes=sum(s.grad_bytes for s in steps) if steps else None,
+        optimizer=optimizer.lower() if optimizer else None,
+        optimizer_state_bytes=sum(s.state_bytes for s in steps) if steps else None,
+        activation_bytes_per_sample=f.bytes_per_sample if f is not None else None,
+        activations_unknown=None if f is None or f.bytes_per_sample is not None else
+        "hooks" if f.hooked else "incomplete" if not f.complete else None,
+        batch_size=(f.batch if f is not None and f.batch else None) or loader_batch,
+        workers=max(workers) if workers else None)

@@ -5,7 +5,8 @@
 ``probes/child/scripts/job_probe.py``). It records the calls that set the job's
 global state with the file and line that made them, the DataLoaders it built,
 its optimizer steps and forward calls, the model's parameters and FLOPs, and
-samples of the modes the driving thread ran under. The rules judge it
+samples of the modes the driving thread ran under, and what its training holds
+(parameters, gradients, optimizer state, the activations of one forward pass). The rules judge it
 (:mod:`cpudoctor.advisor.state_rules`); render words it. ``None`` means not seen.
 """
 
@@ -98,6 +99,42 @@ class ModelInfo:
     @property
     def main_dtype(self) -> str | None:
         return max(self.dtypes, key=self.dtypes.get) if self.dtypes else None
+
+
+@dataclass
+class ForwardMemory:
+    """The activations autograd saved in one forward pass of the model, read from the graph it built (the probe's
+    ``_MemoryCount``: each storage once, the module's parameters and buffers left out), and the module's sizes."""
+
+    module: str = ""
+    parameters: int = 0
+    param_bytes: int = 0
+    buffer_bytes: int = 0
+    batch: int | None = None             # the first dimension of the pass's first tensor input (else its output)
+    saved_bytes: int = 0
+    saved_tensors: int = 0
+    nodes: int = 0                       # the graph's nodes walked
+    complete: bool = True                # False: the walk stopped at its bound (the count is a lower bound)
+    hooked: int = 0                      # saved values packed by saved-tensor hooks (checkpointing): theirs, not counted
+    chosen: bool = False                 # the pass was the chosen model's (else the first module with parameters)
+
+    @property
+    def bytes_per_sample(self) -> int | None:
+        if not self.batch or not self.complete or self.hooked:
+            return None
+        return -(-self.saved_bytes // self.batch)
+
+
+@dataclass
+class StepMemory:
+    """One optimizer at its first step: its parameters, their gradients and its state (created by that step)."""
+
+    optimizer: str = ""
+    parameters: int = 0
+    param_bytes: int = 0
+    grad_bytes: int = 0
+    state_bytes: int = 0
+    state_tensors: int = 0
 
 
 @dataclass
@@ -219,6 +256,8 @@ class JobState:
     last_step_s: float | None = None
     duration_s: float | None = None      # the probe's last line, in seconds after it started
     exited: bool = False                 # the probe wrote its last line at the job's exit
+    forward_memory: ForwardMemory | None = None   # the activations of one counted forward pass
+    step_memory: list[StepMemory] = field(default_factory=list)   # each optimizer at its first step
     other_pids: list[int] = field(default_factory=list)   # other Python processes of the job that loaded it
     bad_lines: int = 0                   # lines that were not the probe's (garbage, cut, too long)
     truncated: bool = False              # the file was longer than CPU Doctor reads

@@ -124,6 +124,7 @@ class TrainingMemory:
     batch_size: int | None = None
     workers: int | None = None                 # DataLoader workers
     dataset_bytes: int | None = None           # the dataset held in memory, when known
+    activations_unknown: str | None = None     # why the probe's count is not used: hooks (checkpointing) | incomplete
 
 
 @dataclass

@@ -7,7 +7,8 @@ their Markdown, and the Inspector's Memory card.
 from __future__ import annotations
 
 from cpudoctor.kits.format import percent, size
-from cpudoctor.model.memory import JobMemory, MemoryPressure
+from cpudoctor.kits.escape import html_escape
+from cpudoctor.model.memory import JobMemory, MemoryPressure, TrainingMemory
 from cpudoctor.render.words import plural
 
 UNKNOWN = "?"
@@ -113,11 +114,51 @@ def memory_rows(mem: JobMemory) -> list[tuple[str, str]]:
         if text:
             rows.append((label, text))
     if mem.training is not None:
-        t = mem.training
-        rows.append(("Training", f"parameters {_size(t.param_bytes)}, gradients {_size(t.grad_bytes)}, "
-                                 f"optimizer state {_size(t.optimizer_state_bytes)}, activations "
-                                 f"{_size(t.activation_bytes_per_sample)} per sample"))
+        rows.append(("Training", training_text(mem.training)))
     return rows
+
+
+UNKNOWN_ACTIVATIONS = {"hooks": "? (kept by checkpointing or other saved-tensor hooks: not in the graph the probe "
+                                "reads; cpudoctor fit --model measures them)",
+                       "incomplete": "? (the forward pass's graph was too large to read in full)"}
+TRAINING_SOURCES = {"probe": "counted by the job's probe", "fit": "measured by fit", "given": "given"}
+
+
+def training_parts(t: TrainingMemory) -> list[tuple[str, int | None]]:
+    """(what, bytes) of what the training holds at its batch: the parts the memory rules name too."""
+    params = None if t.param_bytes is None else t.param_bytes + (t.buffer_bytes or 0)
+    acts = t.activation_bytes_per_sample * t.batch_size if t.activation_bytes_per_sample and t.batch_size else None
+    return [("parameters", params), ("gradients", t.grad_bytes), ("optimizer state", t.optimizer_state_bytes),
+            ("activations", acts)]
+
+
+def training_text(t: TrainingMemory) -> str:
+    """One line: each part's bytes, the activations per sample at the batch, and which part is the largest."""
+    params = f"parameters {_size(t.param_bytes)}" + (f" ({t.parameters:,})" if t.parameters else "")
+    if t.buffer_bytes:
+        params += f" and buffers {_size(t.buffer_bytes)}"
+    state = f"optimizer state {_size(t.optimizer_state_bytes)}" + (f" ({t.optimizer})" if t.optimizer else "")
+    if t.activation_bytes_per_sample is None:
+        acts = "activations " + UNKNOWN_ACTIVATIONS.get(t.activations_unknown or "", "?")
+    elif t.batch_size:
+        acts = (f"activations {_size(t.activation_bytes_per_sample * t.batch_size)} at batch {t.batch_size} "
+                f"({_size(t.activation_bytes_per_sample)} per sample)")
+    else:
+        acts = f"activations {_size(t.activation_bytes_per_sample)} per sample"
+    text = f"{params}, gradients {_size(t.grad_bytes)}, {state}, {acts}"
+    known = [(n, b) for n, b in training_parts(t) if b]
+    if len(known) >= 2:
+        name, most = max(known, key=lambda nb: nb[1])
+        text += f"; of these the largest: {name} ({percent(most / sum(b for _, b in known), fraction=True)})"
+    source = TRAINING_SOURCES.get(t.source)
+    return text + (f" ({source})" if source else "")
+
+
+def memory_html(mem: JobMemory) -> str:
+    """The memory section of an HTML page (``run``'s HTML and PDF): the same rows as a table."""
+    rows = "".join(f"<tr><th align=\"left\">{html_escape(name)}</th><td>{html_escape(text)}</td></tr>"
+                   for name, text in memory_rows(mem))
+    return f"<h2>Memory</h2><table>{rows}</table>"
 
 
 def memory_lines(mem: JobMemory, label: str = "Memory") -> list[str]:

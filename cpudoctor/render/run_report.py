@@ -156,12 +156,21 @@ def render_md(obs: RunObservation, findings: list[Finding]) -> str:
     return "\n".join(out) + "\n"
 
 
+def _memory_html(obs: RunObservation) -> str:
+    if obs.process is None or obs.process.memory is None:
+        return ""
+    from cpudoctor.render.job_memory import memory_html
+
+    return memory_html(obs.process.memory)
+
+
 def render_html(obs: RunObservation, findings: list[Finding]) -> str:
     items = job_findings.html(findings, none=NONE)
     bd = bdr.render_html(obs.breakdown, crashed_caption(obs)) if obs.breakdown is not None else ""
     roof = ach.render_html(obs.achieved)
     return (f"<html><body><h1>cpudoctor run: <code>{esc(obs.command)}</code></h1><p>{esc(ended_text(obs))} after "
-            f"{obs.duration_s:g} s</p>{bd}{roof}{job_state.html(obs.state)}<h2>Findings</h2>{items}</body></html>\n")
+            f"{obs.duration_s:g} s</p>{bd}{roof}{job_state.html(obs.state)}{_memory_html(obs)}<h2>Findings</h2>"
+            f"{items}</body></html>\n")
 
 
 def render_pdf(obs: RunObservation, findings: list[Finding]) -> bytes:
@@ -172,7 +181,7 @@ def render_pdf(obs: RunObservation, findings: list[Finding]) -> bytes:
     bd = bdr.render_html(obs.breakdown, crashed_caption(obs)) if obs.breakdown is not None else ""
     roof = ach.render_html(obs.achieved, pictures)
     page = (f"<html><body><h1>cpudoctor run: <code>{esc(obs.command)}</code></h1><p>{esc(ended_text(obs))} after "
-            f"{obs.duration_s:g} s</p>{bd}{roof}{job_state.html(obs.state)}<h2>Findings</h2>"
+            f"{obs.duration_s:g} s</p>{bd}{roof}{job_state.html(obs.state)}{_memory_html(obs)}<h2>Findings</h2>"
             f"{job_findings.html(findings, none=NONE)}</body></html>")
     return pdf_from_html(page, pictures, title=f"cpudoctor run: {obs.command}"[:120])
 

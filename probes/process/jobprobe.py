@@ -25,8 +25,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from cpudoctor.model.jobstate import (CodeLine, JobState, Latency, LoaderInfo, ModeSample, ModelInfo, Progress,
-                                      PythonFlags, RepeatedCall, Serving, SettingCall)
+from cpudoctor.model.jobstate import (CodeLine, ForwardMemory, JobState, Latency, LoaderInfo, ModeSample, ModelInfo,
+                                      Progress, PythonFlags, RepeatedCall, Serving, SettingCall, StepMemory)
 
 ENV_OUT = "CPUDOCTOR_PROBE_OUT"
 ENV_PATH = "CPUDOCTOR_PROBE_PYTHONPATH"
@@ -248,6 +248,22 @@ def _apply(state: JobState, item: dict) -> None:
         state.last_step_s = _num(item.get("last_step")) or state.last_step_s
         if t is not None and len(state.progress) < MAX_PROGRESS:
             state.progress.append(Progress(t, steps, forwards, backwards))
+    elif kind == "memory_forward":
+        if state.forward_memory is None or not state.forward_memory.chosen:     # the chosen model's pass stays
+            state.forward_memory = ForwardMemory(
+                module=_text(item.get("module"), 120) or "", parameters=_int(item.get("parameters")) or 0,
+                param_bytes=_int(item.get("param_bytes")) or 0, buffer_bytes=_int(item.get("buffer_bytes")) or 0,
+                batch=_int(item.get("batch")) or None, saved_bytes=_int(item.get("saved_bytes")) or 0,
+                saved_tensors=_int(item.get("saved_tensors")) or 0, nodes=_int(item.get("nodes")) or 0,
+                complete=item.get("complete") is True, chosen=item.get("chosen") is True,
+                hooked=_int(item.get("hooked")) or 0)
+    elif kind == "memory_step" and len(state.step_memory) < 8:
+        state.step_memory.append(StepMemory(optimizer=_text(item.get("optimizer"), 80) or "",
+                                            parameters=_int(item.get("parameters")) or 0,
+                                            param_bytes=_int(item.get("param_bytes")) or 0,
+                                            grad_bytes=_int(item.get("grad_bytes")) or 0,
+                                            state_bytes=_int(item.get("state_bytes")) or 0,
+                                            state_tensors=_int(item.get("state_tensors")) or 0))
     elif kind == "exit":
         state.exited = True
     elif kind == "serving" and "cut" not in item:      # a line cut for its length keeps the last whole one

@@ -29,7 +29,11 @@ start, before the script (the way samplers and coverage tools attach). Then it
   drives the step reads what is thread-local there: grad and inference mode,
   autocast, anomaly mode, the profiler, tracers, torch function and dispatch
   modes left on; the model's parameters and dtypes, the inputs' dtypes, and the
-  FLOPs of one forward pass (counted once, on a short one).
+  FLOPs of one forward pass (counted once, on a short one);
+- counts what the training holds (:class:`_MemoryCount`): the model's parameter
+  and buffer bytes and the activations autograd saved in one forward pass (read
+  from its graph after the pass, changing nothing), and at each optimizer's first
+  step its gradients' and its state's bytes.
 
 It prints nothing, raises nothing into the job (each hook keeps its own
 errors), changes no result (wrappers call the original with the same arguments
@@ -55,6 +59,9 @@ DISCOVERY_CALLS = 6            # outermost forward calls seen through global hoo
 PROGRESS_S = 1.0               # progress lines at most this often (longer as the file grows)
 SAMPLE_S = 2.0                 # mode samples at most this often
 FLOPS_MAX_FORWARD_S = 0.5      # count FLOPs only on a forward pass shorter than this
+GRAPH_MAX_NODES = 200_000      # the autograd graph walked for the saved activations, at most ...
+GRAPH_MAX_S = 1.0              # ... and for this long (then the count is marked incomplete)
+MAX_TENSORS = 200_000          # parameters or optimizer-state tensors summed at most
 WATCHED_ENV = ("OMP_", "MKL_", "KMP_", "GOMP_", "OPENBLAS_", "BLIS_", "ONEDNN_", "DNNL_", "VECLIB_", "NUMEXPR_")
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -573,6 +580,151 @@ def _percentiles(values):
     return {"n": n, "p50": at(0.5), "p90": at(0.9), "p99": at(0.99), "mean": round(sum(s) / n * 1e3, 4)}
 
 
+class _MemoryCount:
+    """What the job's training holds, counted once from inside it: parameters, buffers, gradients, optimizer state
+    and the activations of one forward pass.
+
+    Activations are the tensors autograd saved for the backward pass of one measured forward pass of the model
+    (the outermost module with parameters, in grad mode): read right after that pass from the graph it built,
+    walking ``grad_fn.next_functions`` and reading each node's ``_raw_saved_*`` through ``SavedTensor.data``,
+    each storage once, the module's parameters and buffers left out. Why this way:
+
+    - it changes nothing the job computes: no hook runs during the pass, nothing is unpacked (a saved tensor
+      packed by ``torch.utils.checkpoint`` or the job's own ``saved_tensors_hooks`` is seen as what it holds,
+      a checkpoint's holder, and is not recomputed), autograd's in-place checks and the graph's life
+      are the job's own. Counting with ``saved_tensors_hooks`` during the pass (as ``fit``'s child does, on its
+      own model) would not: with a pack hook set autograd skips its in-place modification check, an identity
+      hook keeps each saved output alive in a reference cycle, and ``torch.func`` transforms refuse to run
+      under one;
+    - it is cheap: one walk of one graph (a node per operator) on the driving thread, once;
+    - it is the quantity ``fit`` plans with (:class:`TrainingMemory`'s activations per sample): the saved
+      tensors divided by the batch of that pass (the first dimension of its first tensor input, else of its
+      output). The fixed part of what is saved is divided in too, so at a small batch the figure per sample
+      is a little high; what a step holds at its peak beside them (the activations' gradients, the kernels'
+      workspace) is not a saved tensor, and ``fit`` adds it as its planner does.
+
+    What saved-tensor hooks keep (a checkpointed block's inputs and its recomputation, tensors offloaded by the
+    job's own hooks) is not in the graph: such a pass is counted and marked (``hooked``), and its figure is not
+    used as the activations (it would be too low).
+
+    The process's peak resident memory over a step would count all of that, but it cannot be read without
+    resetting the job's own peak (``/proc/self/clear_refs``, which CPU Doctor's sampler reads too), and
+    PyTorch keeps no allocator statistics for the CPU.
+
+    Gradients and optimizer state exist only after a backward pass and a step (Adam creates its state at its
+    first step): they are summed at each optimizer's first step, from its parameter groups and its ``state``.
+    """
+
+    def __init__(self, probe):
+        self.probe = probe
+        self.measured = None          # id() of the module whose forward pass was counted
+        self.counted = None           # what was written of it
+        self.model_done = False       # the chosen model's own pass was counted (or cannot be)
+        self.optimizers = set()
+
+    @property
+    def done(self):
+        return self.model_done
+
+    def chosen(self, model):
+        """The probe chose ``model``: its pass, counted before, is written again as the model's; one counted on
+        another module does not stand for it (the model's next pass is counted)."""
+        self.model_done = self.measured == id(model)
+        if self.model_done and self.counted is not None:
+            self.probe.write("memory_forward", **dict(self.counted, chosen=True))
+
+    def after_forward(self, module, args, output):
+        """After an outermost forward pass: count its saved activations, once (again for the chosen model)."""
+        probe = self.probe
+        if self.model_done or not probe.active or self.measured == id(module):
+            return
+        if probe.model is not None and module is not probe.model:
+            return
+        torch = probe.torch
+        if not torch.is_grad_enabled() or torch.is_inference_mode_enabled():
+            return
+        outputs = _output_tensors(output, torch)
+        roots = [t.grad_fn for t in outputs if t.grad_fn is not None]
+        if not roots:
+            return
+        params, param_bytes = _storages(module.parameters(), torch)
+        if not params:
+            return                    # a loss module, an activation: not the model
+        buffers, buffer_bytes = _storages(module.buffers(), torch)
+        saved, tensors, nodes, complete, hooked = self.walk(roots, set(params) | set(buffers), torch)
+        self.measured = id(module)
+        self.model_done = probe.model is module
+        batch = _batch(args, torch) or _batch(outputs, torch)
+        self.counted = {"module": type(module).__name__, "parameters": _param_count(module),
+                        "param_bytes": param_bytes, "buffer_bytes": buffer_bytes, "batch": batch,
+                        "saved_bytes": saved, "saved_tensors": tensors, "nodes": nodes, "complete": complete,
+                        "hooked": hooked}
+        probe.write("memory_forward", chosen=self.model_done, **self.counted)
+
+    def walk(self, roots, skip, torch):
+        """(bytes, tensors, nodes, complete, hooked) of what the graph from ``roots`` saved, each storage once;
+        ``hooked``: saved values packed by saved-tensor hooks (checkpointing, offload), whose memory is theirs."""
+        clock = self.probe.time.monotonic
+        deadline = clock() + GRAPH_MAX_S
+        attrs = {}
+        counted = {}
+        seen, stack, nodes, hooked = set(), list(roots), 0, 0
+        while stack:
+            if nodes >= GRAPH_MAX_NODES or (nodes % 256 == 0 and clock() > deadline):
+                return sum(counted.values()), len(counted), nodes, False, hooked
+            node = stack.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            nodes += 1
+            kind = type(node)
+            names = attrs.get(kind)
+            if names is None:
+                names = attrs[kind] = [a for a in dir(node) if a.startswith("_raw_saved_")]
+            for name in names:
+                try:
+                    value = getattr(node, name)
+                except Exception:  # noqa: BLE001 - a saved value already freed, or one that is not a tensor
+                    continue
+                for item in (value if isinstance(value, (list, tuple)) else (value,)):
+                    if getattr(item, "unpack_hook", None) is not None:
+                        hooked += 1
+                    data = getattr(item, "data", None)      # never unpack(): no hook, no recomputation
+                    if isinstance(data, torch.Tensor):
+                        try:
+                            storage = data.untyped_storage()
+                            ptr = storage.data_ptr()
+                            if ptr and ptr not in skip:
+                                counted[ptr] = storage.nbytes()
+                        except Exception:  # noqa: BLE001 - no storage (sparse, nested, a subclass)
+                            pass
+            for nxt in getattr(node, "next_functions", ()):
+                if nxt[0] is not None:
+                    stack.append(nxt[0])
+        return sum(counted.values()), len(counted), nodes, True, hooked
+
+    def after_step(self, optimizer):
+        """At an optimizer's first step: its parameters', gradients' and state's bytes (the state exists now)."""
+        if id(optimizer) in self.optimizers or len(self.optimizers) >= 8 or not self.probe.active:
+            return
+        self.optimizers.add(id(optimizer))
+        torch = self.probe.torch
+        params = [p for group in optimizer.param_groups for p in group.get("params", ())][:MAX_TENSORS]
+        _, param_bytes = _storages(params, torch)
+        _, grad_bytes = _storages([p.grad for p in params if getattr(p, "grad", None) is not None], torch)
+        state = []
+        for i, entry in enumerate(optimizer.state.values()):
+            if i >= MAX_TENSORS:
+                break
+            if isinstance(entry, dict):
+                state.extend(v for v in entry.values() if isinstance(v, torch.Tensor))
+        _, state_bytes = _storages(state, torch)
+        unique = {id(p): p for p in params}
+        self.probe.write("memory_step", optimizer=type(optimizer).__name__,
+                         parameters=sum(p.numel() for p in unique.values()), param_bytes=param_bytes,
+                         grad_bytes=grad_bytes, state_bytes=state_bytes, state_tensors=len(state))
+
+
 class _Probe(_Wrapping):
     def __init__(self, path):
         import time
@@ -609,6 +761,7 @@ class _Probe(_Wrapping):
         self.compiled = False
         self.inputs_seen = False
         self.optimizers = set()
+        self.memory = _MemoryCount(self)
         self.windows = os.environ.pop(ENV_WINDOWS, None)     # the job's children do not inherit the plan
         self.serving = _Serving(self)   # per-request evidence of a serving loop
 
@@ -752,9 +905,11 @@ class _Probe(_Wrapping):
                 self.optimizers.add(id(optimizer))
                 self.write("optimizer", name=type(optimizer).__name__, groups=len(optimizer.param_groups),
                            at=self.caller())
+                self.count_step_memory(optimizer)
             if now >= self.due:
                 self.tick(now)
-                if self.root_hooks and self.flops_done and self.inputs_seen and self.steps >= 10:
+                if self.root_hooks and self.flops_done and self.inputs_seen and self.steps >= 10 and (
+                        self.memory.done or self.steps >= 50):
                     self.drop_model_hooks()     # a training loop: its rate is its steps; the forward hooks cost
         except Exception:  # noqa: BLE001
             pass
@@ -783,6 +938,7 @@ class _Probe(_Wrapping):
         if self.depth == 0:
             try:
                 self.root_post(module)
+                self.count_forward_memory(module, args, output)     # after the FLOP count's mode is off
                 if sum(n for _, n in self.candidates.values()) >= DISCOVERY_CALLS:
                     self.choose(None)
             except Exception:  # noqa: BLE001
@@ -802,6 +958,7 @@ class _Probe(_Wrapping):
         if model is None or self.model is not None:
             return
         self.model = model
+        self.memory.chosen(model)
         try:
             self.root_hooks = [model.register_forward_pre_hook(self.model_pre),
                                model.register_forward_hook(self.model_post, always_call=True)]
@@ -819,6 +976,19 @@ class _Probe(_Wrapping):
             except Exception:  # noqa: BLE001
                 pass
         self.write("forwards_counted", forwards=self.forwards)
+
+    def count_forward_memory(self, module, args, output):
+        """The saved activations of an outermost forward pass (:class:`_MemoryCount`), its errors its own."""
+        try:
+            self.memory.after_forward(module, args, output)
+        except Exception:  # noqa: BLE001
+            self.memory.model_done = True         # counted once at most, even when counting fails
+
+    def count_step_memory(self, optimizer):
+        try:
+            self.memory.after_step(optimizer)
+        except Exception:  # noqa: BLE001
+            pass
 
     def drop_global_hooks(self):
         hooks, self.global_hooks = self.global_hooks, []
@@ -843,6 +1013,7 @@ class _Probe(_Wrapping):
             return None
         try:
             self.root_post(module)
+            self.count_forward_memory(module, args, output)
         except Exception:  # noqa: BLE001
             pass
         return None
@@ -975,6 +1146,48 @@ def _param_count(module):
         return n
     except Exception:  # noqa: BLE001
         return 0
+
+
+def _storages(tensors, torch):
+    """({storage pointer: bytes}, their sum) of ``tensors``, each storage once (views and tied weights share one)."""
+    out = {}
+    for i, t in enumerate(tensors):
+        if i >= MAX_TENSORS:
+            break
+        try:
+            if isinstance(t, torch.Tensor):
+                storage = t.untyped_storage()
+                if storage.data_ptr():
+                    out[storage.data_ptr()] = storage.nbytes()
+        except Exception:  # noqa: BLE001 - meta, sparse or subclass tensors have no plain storage
+            pass
+    return out, sum(out.values())
+
+
+def _output_tensors(output, torch, depth=0):
+    """The tensors in a forward pass's output (a tensor, a tuple or list, a dict or ModelOutput), a few levels deep."""
+    if isinstance(output, torch.Tensor):
+        return [output]
+    if depth > 3:
+        return []
+    if isinstance(output, dict):
+        items = list(output.values())[:32]
+    elif isinstance(output, (list, tuple)):
+        items = list(output)[:32]
+    else:
+        return []
+    out = []
+    for item in items:
+        out.extend(_output_tensors(item, torch, depth + 1))
+    return out
+
+
+def _batch(tensors, torch):
+    """The first dimension of the first tensor with one: the batch of a forward pass."""
+    for t in list(tensors)[:8]:
+        if isinstance(t, torch.Tensor) and t.dim() >= 1 and t.shape[0] > 0:
+            return int(t.shape[0])
+    return None
 
 
 def _describe_model(module):
