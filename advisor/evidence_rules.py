@@ -39,6 +39,7 @@ from cpudoctor.advisor.code_settings import (binding_removal, binding_settings, 
 from cpudoctor.advisor.job_split import cpus_text
 from cpudoctor.advisor.job_verdict import busy, judge_breakdown, judged, load_words, own_shares, reason
 from cpudoctor.advisor.pinning import env_unset
+from cpudoctor.advisor.serving import batch_one_threads, compiles_per_request
 from cpudoctor.advisor.snippets import WORKER_POOL_WORDS, worker_init_snippet, worker_pools
 from cpudoctor.advisor.thread_vars import thread_count_env, with_thread_count
 from cpudoctor.kits.cpulist import format_cpulist
@@ -64,9 +65,9 @@ EVIDENCE_RULES: RuleSet[Evidence] = RuleSet(
            "(EVID007, EVID008: the lab's jobs too, in `bench` and a report's runs)."),
     crash_hint="the output of `cpudoctor run --format json -o run.json -- COMMAND`",
     # EVID007, EVID008: the kernels a job ran (also a lab job's); EVID010-EVID019: the job's own state;
-    # EVID020-022: its kernels against the roof; EVID030-035: its memory
+    # EVID020-022: its kernels against the roof; EVID025-027: a serving loop's requests; EVID030-035: its memory
     load=("cpudoctor.advisor.kernel_rules", "cpudoctor.advisor.state_rules", "cpudoctor.advisor.roof_rules",
-          "cpudoctor.advisor.memory_rules"),
+          "cpudoctor.advisor.memory_rules", "cpudoctor.advisor.serving_rules"),
 )
 evidence_rule = EVIDENCE_RULES.rule
 
@@ -199,6 +200,8 @@ def openmp_wait_dominates(ev: Evidence) -> list[Finding]:
     setting, usable = thread_setting(ev.state), ev.usable_cpus()
     if setting is not None and usable is not None and (seen_threads(ev.state) or 0) > usable:
         return []           # the script sets more threads than CPUs: EVID013 names that line first
+    if batch_one_threads(ev.state, usable) is not None:
+        return []           # an inference loop at batch 1 on every CPU: EVID025 says it with the job's latency
     threads = _compute_threads(bd, ev)
     target = 1 if omp >= 2 * comp or threads <= 2 else max(1, threads // 2)
     why = (f"{percent(omp, fraction=True)} of the job's thread time was OpenMP waiting (barriers, spinning, team fork/join) and "
@@ -340,8 +343,8 @@ def keeps_compiling(ev: Evidence) -> list[Finding]:
     """
     rec = ev.recompiles
     bd = ev.breakdown
-    if rec is None or not rec.recompiles:
-        return []
+    if rec is None or not rec.recompiles or compiles_per_request(ev.state, rec):
+        return []           # compiled again per request (not a size that changed): EVID027 names the line
     worst_fn, worst = max(rec.by_function().items(), key=lambda kv: len(kv[1]))
     compile_share = bd.share(COMPILE) if bd is not None and bd.seconds > 0 else 0.0
     if len(worst) < RECOMPILES and not (len(rec.recompiles) >= 2 and compile_share >= COMPILE_SHARE):

@@ -21,6 +21,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from cpudoctor.advisor.code_settings import thread_change, thread_setting
 from cpudoctor.advisor.evidence_rules import Evidence, evidence_rule
 from cpudoctor.kits.format import percent
 from cpudoctor.model import Finding
@@ -135,8 +136,9 @@ def threads_split_small_gemms(ev: Evidence) -> list[Finding]:
 
     Fix:
         Run the job on one thread (torch.set_num_threads(1) at the top of the script, or
-        OMP_NUM_THREADS=1 when the script sets none), or raise the batch size so each call has work
-        to share; compare samples per second.
+        OMP_NUM_THREADS=1 when the script sets none; at the line that sets the count when the script
+        sets it, named in the finding), or raise the batch size so each call has work to share;
+        compare samples per second.
     """
     u = ev.achieved
     if u is None:
@@ -154,13 +156,19 @@ def threads_split_small_gemms(ev: Evidence) -> list[Finding]:
            f"{median / 1e6:,.2f} MFLOP ({median_us:,.0f} µs a call{_load(ev)}) split over {threads} threads: each "
            "call is too short to share, so the threads fork, wait at a barrier and pass data between caches for "
            "work one core does alone.")
+    fix = ("Run this job on one thread: torch.set_num_threads(1) first thing in the script (a call in the script wins "
+           "over any variable), or raise the batch size; compare samples per second.")
+    snippet = "import torch\ntorch.set_num_threads(1)   # first thing in the script"
+    setting = thread_setting(ev.state)
+    if setting is not None:
+        # the script sets its count itself: a call first thing would be overridden by that line; change it there
+        fix, snippet = thread_change(setting, 1)
+        fix += " Or raise the batch size; compare samples per second."
     return [_finding("warning", f"Small GEMMs ({median / 1e6:,.2f} MFLOP a call) were split over {threads} threads",
-                     why, "Run this job on one thread: torch.set_num_threads(1) first thing in the script (a call in "
-                     "the script wins over any variable), or raise the batch size; compare samples per second.",
-                     "import torch\ntorch.set_num_threads(1)   # first thing in the script",
+                     why, fix, snippet,
                      {"small_share": round(small_ms / total, 3), "calls": len(small), "threads": threads,
                       "median_mflop": round(median / 1e6, 3), "median_us": round(median_us, 1),
-                      "suggested_threads": 1})]
+                      "suggested_threads": 1, "set_at": setting.short_place() if setting else None})]
 
 
 def _gemm_calls(ev: Evidence) -> list[tuple[float, float, int | None]]:

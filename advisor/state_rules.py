@@ -23,6 +23,8 @@ import re
 
 from cpudoctor.advisor.code_settings import CodeSetting, binding_settings, seen_threads, thread_change, thread_setting
 from cpudoctor.advisor.evidence_rules import Evidence, _finding, consequence, drives_team, evidence_rule
+from cpudoctor.advisor.serving import INFERENCE_FORWARDS
+from cpudoctor.advisor.serving_rules import latency_words
 from cpudoctor.kits.format import percent
 from cpudoctor.kits.plural import plural
 from cpudoctor.model import Finding
@@ -31,11 +33,14 @@ from cpudoctor.model.jobstate import CodeLine, JobState
 
 FLOAT64_PARAMS = 0.5          # float64 parameters at least this share of the model's
 FLOAT64_FRAMES = 0.10         # or double-precision kernels at least this share of the driving thread's time
-INFERENCE_FORWARDS = 20       # forward calls with no backward pass and no optimizer step: an inference loop
 BUSY_WORKERS = 0.1            # DataLoader workers' main threads running less than this share of their samples mostly wait
 DRIVER_ELSEWHERE = 0.5        # the driving thread's share outside the team's kernels and barriers
 _NUMPY_BLAS = re.compile(r"openblas|libscipy|numpy", re.IGNORECASE)   # NumPy's and SciPy's own BLAS, not torch's
 _DOUBLE_FRAME = re.compile(r"dgemm|dgemv|dsyrk|dtrsm|\bdouble\b|<double>|c10::complex<double>")
+# Random-number kernels take their bounds as double while they fill float32 tensors (a model built again per
+# request spends its time in uniform_kernel(..., double, double, ...) initialising its weights): not float64 compute
+_RNG_FRAME = re.compile(r"uniform_kernel|normal_kernel|random_kernel|random_from_to|bernoulli|exponential_kernel|"
+                        r"cauchy_kernel|geometric_kernel|log_normal_kernel|CPUGeneratorImpl")
 
 _CATEGORY_WORDS = {PYTHON: "Python code", DATA: "data loading", "memory": "memory allocation and page faults",
                    "io_sleep": "blocking calls (I/O, sleep, a lock or a queue)", "gil": "waiting for the GIL",
@@ -103,7 +108,7 @@ def float64_compute(ev: Evidence) -> list[Finding]:
     default64 = bool(sample and sample.dtype == "float64")
     bd = ev.own_shares()
     frames = [f for f in (bd.driver_native if bd is not None else []) if f.category == COMPUTE
-              and _DOUBLE_FRAME.search(f.frame)]
+              and _DOUBLE_FRAME.search(f.frame) and not _RNG_FRAME.search(f.frame)]
     frames_share = sum(f.share for f in frames)
     if params64 < FLOAT64_PARAMS and not inputs64 and frames_share < FLOAT64_FRAMES and not (
             default64 and model is None):
@@ -439,7 +444,8 @@ def grad_in_inference_loop(ev: Evidence) -> list[Finding]:
     What it checks:
         A job that calls its model many times without any backward pass or optimizer step, while
         the driving thread had grad mode on and inference mode off and the model has trainable
-        parameters (all read by the job's probe).
+        parameters (all read by the job's probe), with the latency of the model's calls as the
+        probe timed them (p50, p99 of its last calls): a serving loop's cost per request.
 
     Why it matters:
         With grad mode on, every operation of the forward pass saves its inputs and builds a graph
@@ -448,7 +454,8 @@ def grad_in_inference_loop(ev: Evidence) -> list[Finding]:
 
     Fix:
         Run the loop under `with torch.inference_mode():` (or `torch.no_grad()` when tensors made
-        there are later used in autograd), and call `model.eval()`.
+        there are later used in autograd), and call `model.eval()`; `cpudoctor bench infer` measures
+        what inference mode gives the model on this CPU (p50/p99 beside the plain call).
     """
     state = _state(ev)
     if state is None or state.model is None or not state.model.trainable:
@@ -463,14 +470,18 @@ def grad_in_inference_loop(ev: Evidence) -> list[Finding]:
     why = (f"The job called {state.model.name} {state.forwards:,} times with no backward pass and no optimizer step, "
            f"and grad mode was on in {len(recording)} of {len(samples)} samples of the driving thread"
            + (f" (the model is called at {place})" if place else "")
+           + (f"; {latency_words(state)}" if latency_words(state) else "")
            + ": each forward pass saved its inputs and built an autograd graph for a backward pass that never came.")
+    forward = state.serving.forward if state.serving is not None else None
     return [_finding("warning", f"{state.forwards:,} forward calls building autograd graphs, no backward pass", why,
                      "Run the loop under torch.inference_mode() (torch.no_grad() if its tensors later enter autograd), "
-                     "with the model in eval mode.",
+                     "with the model in eval mode; `cpudoctor bench infer` measures what it gives this model "
+                     "(p50/p99 beside the plain call).",
                      (f"# around the loop that calls the model ({place}):\n" if place else "")
                      + "model.eval()\nwith torch.inference_mode():\n    out = model(x)",
                      {"forwards": state.forwards, "samples_recording": len(recording), "samples": len(samples),
-                      "called_at": place or None}, lang="python")]
+                      "called_at": place or None, "p50_ms": forward.p50_ms if forward else None,
+                      "p99_ms": forward.p99_ms if forward else None}, lang="python")]
 
 
 # --- other global switches -------------------------------------------------------------------------------------

@@ -57,6 +57,11 @@ def cases() -> list[Case]:
         Case("threads_in_code", ("EVID013",), fixed_args=("--threads", ncpu)),
         Case("bind_in_code", ("EVID004", "EVID014")),
         Case("workers_exceed", ("EVID015",), fixed_args=("--workers", ncpu)),
+        # serving loops (requests of one sample; steps/s are requests per second)
+        Case("serve_grad", ("EVID016",)),
+        Case("serve_threads", ("EVID025",), fixed_args=("--threads", "1")),
+        Case("serve_reload", ("EVID026",)),
+        Case("serve_compile", ("EVID027",)),
     ]
 
 

@@ -220,6 +220,20 @@ def test_the_findings_quote_the_jobs_numbers():
     assert run_evidence_rules(ev, {"EVID021"}, strict=True) == []
 
 
+def test_small_gemms_split_in_a_script_that_sets_its_count_name_that_line():
+    """torch.set_num_threads(1) "first thing in the script" does nothing when a later line of the script sets the
+    count itself (tests/jobs/serve_threads.py): the fix is that line."""
+    import dataclasses
+
+    from cpudoctor.model.jobstate import CodeLine, JobState, SettingCall
+
+    call = SettingCall("torch.set_num_threads", "2", at=CodeLine("/srv/serve.py", 10, "<module>"), after_torch=True)
+    ev = dataclasses.replace(evidence("mlp-batch8-fp32.log"), state=JobState(loaded=True, calls=[call]))
+    (split,) = run_evidence_rules(ev, {"EVID021"}, strict=True)
+    assert "line 10 of /srv/serve.py" in split.fix and split.snippet == "# line 10 of /srv/serve.py:\ntorch.set_num_threads(1)"
+    assert split.evidence["set_at"] == "serve.py:10"
+
+
 def test_no_verbose_lines_no_roof_findings():
     assert run_evidence_rules(Evidence(cpu_flags={"avx2"}), {"EVID020", "EVID021", "EVID022"}, strict=True) == []
 

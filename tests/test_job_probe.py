@@ -265,3 +265,76 @@ def test_run_verbose_windows_take_effect_through_the_probe(tmp_path):
     assert marks[0] == "window:on" and "window:off" in marks and marks[-1] == "window:end", proc.stdout[-2000:]
     assert "None" in proc.stdout.splitlines()                 # the child's environment has no plan
     assert state.loaded
+
+
+SERVING_JOB = """
+import os
+import torch
+torch.manual_seed(0)
+def build():
+    return torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))  # built
+here = os.path.dirname(os.path.abspath(__file__))
+path = os.path.join(here, "m.pt")
+torch.save(build().state_dict(), path)
+torch.save({"x": torch.ones(2), "label": torch.zeros(1)}, path + ".sample")
+x = torch.randn(1, 16)
+out = []
+for i in range(25):
+    model = build()                                  # rebuilt
+    model.load_state_dict(torch.load(path))          # reloaded
+    sample = torch.load(path + ".sample")
+    with torch.inference_mode():
+        out.append(model(x).sum().item())
+scripted = torch.jit.script(model)                   # scripted
+for i in range(4):
+    traced = torch.jit.trace(model, x)               # traced
+    out.append(traced(x).sum().item() + scripted(x).sum().item())
+print(" ".join(f"{v:.6f}" for v in out))
+"""
+
+
+def test_a_serving_loop_is_counted_per_request_and_runs_as_without_the_probe(tmp_path):
+    """The probe counts what a serving loop loads, builds and compiles per request, with the lines, follows the
+    rebuilt model, leaves TorchScript's tracing and scripting alone (its hooks would change the graph), does not
+    count a sample's tensors as a model, and the job's output is the same as without it."""
+    pytest.importorskip("torch")
+    proc, state = _run(tmp_path, SERVING_JOB)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    plain = subprocess.run([sys.executable, str(tmp_path / "train.py")], capture_output=True, text=True, timeout=120,
+                           env={k: v for k, v in os.environ.items() if not k.startswith("CPUDOCTOR_")})
+    assert (proc.stdout, proc.stderr) == (plain.stdout, plain.stderr) and len(proc.stdout.split()) == 29
+    text = SERVING_JOB.splitlines()
+    line = {mark: next(i for i, t in enumerate(text, 1) if f"# {mark}" in t) for mark in
+            ("built", "rebuilt", "reloaded", "scripted", "traced")}
+    sites = {(s.name, s.at.line): s for s in state.serving.sites}
+    assert set(sites) == {("torch.load", line["reloaded"]), ("Module.load_state_dict", line["reloaded"]),
+                          ("model built", line["built"]), ("torch.jit.script", line["scripted"]),
+                          ("torch.jit.trace", line["traced"])}, sites
+    assert sites[("torch.load", line["reloaded"])].calls == 25 and sites[("torch.load", line["reloaded"])].after >= 23
+    built = sites[("model built", line["built"])]
+    assert built.after >= 23 and built.at.function == "build" and built.at.via_line == line["rebuilt"]
+    assert sites[("torch.jit.trace", line["traced"])].after == 4
+    # every rebuilt model's call and the traced ones (followed), not the scripted module's (it takes no hooks)
+    assert state.serving.calls == 25 + 4 and state.forwards >= 20
+    assert state.serving.forward.n >= 20 and state.serving.forward.p50_ms > 0
+
+
+TORCHSCRIPT_JOB = """
+import torch
+model = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+x = torch.randn(1, 16)
+traced = [torch.jit.trace(model, x) for _ in range(3)]        # while the probe's global hooks look for the model
+for i in range(10):
+    model(x)
+scripted = torch.jit.script(model)                           # the model now carries the probe's hooks
+print(all(torch.equal(t(x), model(x)) for t in traced), torch.equal(scripted(x), model(x)))
+"""
+
+
+def test_torchscript_traces_and_scripts_the_model_as_without_the_probe(tmp_path):
+    """The probe's forward hooks do nothing while TorchScript traces (they changed the graph: "Tracing failed
+    sanity checks"), and torch.jit.script gets the model without them (it tried to compile them)."""
+    pytest.importorskip("torch")
+    proc, state = _run(tmp_path, TORCHSCRIPT_JOB)
+    assert (proc.returncode, proc.stdout) == (0, "True True\n"), proc.stderr[-2000:]
+    assert state.model is not None and state.model.name == "Sequential" and state.forwards >= 10

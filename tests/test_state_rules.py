@@ -94,6 +94,12 @@ def test_float64_seen_only_in_the_driving_threads_kernels():
     assert "double-precision kernels took 60 %" in f.why and "model.float()" in f.fix
     fp32 = breakdown({"compute": 0.7, "python": 0.3}, native=[("compute", "mkl_blas_avx512_sgemm_kernel (x.so)", 0.6)])
     assert found("EVID010", evidence(None, fp32)) == []
+    # a model built per request initialises float32 weights in a random kernel whose bounds are double
+    init = breakdown({"compute": 0.7, "python": 0.3}, native=[(
+        "compute", "c10::function_ref<void (char**, long const*, long, long)>::callback_fn<at::TensorIteratorBase::"
+        "loop_2d_from_1d<at::native::AVX2::cpu_serial_kernel<at::native::templates::cpu::(anonymous namespace)::"
+        "uniform_kernel<at::CPUGeneratorImpl*>(at::TensorIteratorBase&, double, double, at::CPUGeneratorImpl*)", 0.3)])
+    assert found("EVID010", evidence(None, init)) == []
 
 
 def test_anomaly_detection_left_on():

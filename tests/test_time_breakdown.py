@@ -327,8 +327,8 @@ def test_every_evidence_rule_is_documented():
         "docs/evidence_rules.md is out of date: run `python -m cpudoctor.render.rules evidence > "
         "docs/evidence_rules.md`")
     # EVID001-009: the time breakdown and the kernels; EVID010-019: the job's own state; EVID020-022: against the
-    # roof; EVID023-024: a crash, a window before training; EVID030-035: the job's memory
-    assert [r.code for r in EVIDENCE_RULES.all()] == [f"EVID{i:03d}" for i in (*range(1, 25), *range(30, 36))]
+    # roof; EVID023-024: a crash, a window before training; EVID025-027: a serving loop; EVID030-035: the job's memory
+    assert [r.code for r in EVIDENCE_RULES.all()] == [f"EVID{i:03d}" for i in (*range(1, 28), *range(30, 36))]
     assert label("gil") == "Waiting for the GIL"
 
 

@@ -31,6 +31,8 @@ class CodeLine:
     library: str | None = None          # torch, numpy, lightning, python (the standard library); None: the user's
     user_file: str | None = None
     user_line: int | None = None
+    via_file: str | None = None         # the user's own function made it: the user's line that called the function
+    via_line: int | None = None
 
     @property
     def in_user_code(self) -> bool:
@@ -180,6 +182,48 @@ class Progress:
 
 
 @dataclass
+class Latency:
+    """Percentiles of the model's recent calls, in milliseconds (the probe keeps the last 2,048)."""
+
+    n: int = 0
+    p50_ms: float | None = None
+    p90_ms: float | None = None
+    p99_ms: float | None = None
+    mean_ms: float | None = None
+
+
+@dataclass
+class RepeatedCall:
+    """One place in the code that loads, builds or compiles a model, and how often it did."""
+
+    name: str                            # torch.load | torch.jit.load | Module.load_state_dict | model built |
+                                         # torch.compile | torch.jit.script | torch.jit.trace
+    kind: str                            # load | build | compile
+    calls: int = 0
+    after: int = 0                       # calls made after the model first ran (inside the loop)
+    seconds: float = 0.0                 # the calls' own time (a build: not timed; torch.compile compiles later,
+                                         # at the first call of what it returns)
+    forwards_first: int | None = None    # the model's calls counted when the first of ``after`` came
+    at: CodeLine | None = None
+
+
+@dataclass
+class Serving:
+    """What a loop that calls its model pays per call (per request, for a server): the model's forward
+    durations, the intervals between the starts of its calls, and the places that load, build or compile a
+    model with their counts."""
+
+    calls: int = 0                       # the model's calls timed
+    forward: Latency | None = None
+    interval: Latency | None = None
+    sites: list[RepeatedCall] = field(default_factory=list)
+
+    def repeated(self, kind: str) -> list[RepeatedCall]:
+        """The sites of ``kind`` called inside the loop, most calls first."""
+        return sorted((s for s in self.sites if s.kind == kind and s.after), key=lambda s: -s.after)
+
+
+@dataclass
 class PythonFlags:
     dev_mode: bool = False
     optimize: int = 0
@@ -207,6 +251,7 @@ class JobState:
     optimizers: list[str] = field(default_factory=list)
     optimizer_at: CodeLine | None = None
     model: ModelInfo | None = None
+    serving: Serving | None = None       # the model's call latencies and the loads, builds, compiles in its loop
     samples: list[ModeSample] = field(default_factory=list)
     progress: list[Progress] = field(default_factory=list)
     steps: int = 0
@@ -244,6 +289,18 @@ class JobState:
 
     def env_writes(self, *keys: str) -> list[SettingCall]:
         return [c for c in self.calls if c.name == "os.environ" and c.key in keys]
+
+    def inference_loop(self, minimum: int) -> bool:
+        """The job called its model at least ``minimum`` times and never trained (no backward pass, no step)."""
+        return self.loaded and self.forwards >= minimum and not self.steps and not self.backwards
+
+    def request_batch(self) -> int | None:
+        """The batch its model was called with: the first input's first dimension, else a DataLoader's batch size."""
+        model = self.model
+        if model is not None and model.input_shapes and model.input_shapes[0]:
+            return model.input_shapes[0][0]
+        sizes = [x.batch_size for x in self.loaders if x.batch_size is not None]
+        return sizes[0] if sizes else None
 
     def step_rate(self) -> float | None:
         """Optimizer steps per second between the first and the last step seen."""

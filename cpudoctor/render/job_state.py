@@ -25,8 +25,9 @@ WHY_NOT = {
 }
 OUTSIDE = ("seen from outside: the thread variables the job started with, its threads, CPUs (affinity, quota) and "
            "libraries; what the script sets in its own code and where (threads, binding, dtypes, modes such as "
-           "anomaly detection or grad mode, DataLoaders, optimizer steps, FLOPs) is read inside the job by "
-           "`cpudoctor run -- COMMAND`")
+           "anomaly detection or grad mode, DataLoaders, optimizer steps, FLOPs), and what a serving loop pays per "
+           "request (its model's call latency, the model loaded, built or compiled again and where) is read inside "
+           "the job by `cpudoctor run -- COMMAND`")
 
 
 def place(at: CodeLine | None) -> str:
@@ -119,6 +120,9 @@ def text_lines(state: JobState | None, width: int = 100) -> list[str]:
     if state.optimizers:
         loop.append(", ".join(state.optimizers))
     row("loop", "; ".join(loop))
+    serving = serving_text(state)
+    if serving:
+        row("requests", serving)
     for x in state.loaders[:4]:
         row("DataLoader", f"{x.num_workers if x.num_workers is not None else '?'} workers, batch "
                           f"{x.batch_size if x.batch_size is not None else '?'}"
@@ -133,8 +137,9 @@ def text_lines(state: JobState | None, width: int = 100) -> list[str]:
     return out
 
 
-OUTSIDE_SHORT = ("State inside the job (threads set in code and where, dtypes, modes, DataLoaders, steps): read only "
-                 "when CPU Doctor starts it (Run a script…, or cpudoctor run).")
+OUTSIDE_SHORT = ("State inside the job (threads set in code and where, dtypes, modes, DataLoaders, steps, a serving "
+                 "loop's latency and what it reloads or compiles per request): read only when CPU Doctor starts it "
+                 "(Run a script…, or cpudoctor run).")
 
 
 def summary(state: JobState | None) -> str:
@@ -154,6 +159,32 @@ def summary(state: JobState | None) -> str:
     settings = _settings(state)
     text = "State (read inside the job by its probe): " + "; ".join(parts)
     return text + (f". Set in code: {'; '.join(settings[:4])}" if settings else "") + "."
+
+
+def serving_text(state: JobState) -> str:
+    """``model call p50 0.25 ms, p90 0.4 ms, p99 26 ms (last 2,048 calls); a call every 0.3 ms (p50); torch.load ×78
+    (serve.py:24, 1.9 ms each)``: the model's call latency and what the loop loads, builds or compiles again."""
+    serving = state.serving
+    if serving is None:
+        return ""
+    parts = []
+    f, i = serving.forward, serving.interval
+    if f is not None:
+        parts.append(f"model call p50 {_ms(f.p50_ms)}, p90 {_ms(f.p90_ms)}, p99 {_ms(f.p99_ms)} (last {f.n:,} calls)")
+    if i is not None:
+        parts.append(f"a call every {_ms(i.p50_ms)} (p50)")
+    for site in sorted(serving.sites, key=lambda s: -s.after)[:4]:
+        if not site.after:
+            continue
+        each = f", {_ms(site.seconds / site.calls * 1e3)} each" if site.seconds and site.calls else ""
+        parts.append(f"{site.name} ×{site.after} in the loop ({place(site.at)}{each})")
+    return "; ".join(parts)
+
+
+def _ms(value: float | None) -> str:
+    if value is None:
+        return "?"
+    return f"{value:.2g} ms" if value < 10 else f"{value:,.0f} ms"
 
 
 def flops_text(flops: int) -> str:

@@ -25,8 +25,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from cpudoctor.model.jobstate import (CodeLine, ForwardMemory, JobState, LoaderInfo, ModeSample, ModelInfo, Progress,
-                                      PythonFlags, SettingCall, StepMemory)
+from cpudoctor.model.jobstate import (CodeLine, ForwardMemory, JobState, Latency, LoaderInfo, ModeSample, ModelInfo,
+                                      Progress, PythonFlags, RepeatedCall, Serving, SettingCall, StepMemory)
 
 ENV_OUT = "CPUDOCTOR_PROBE_OUT"
 ENV_PATH = "CPUDOCTOR_PROBE_PYTHONPATH"
@@ -37,6 +37,7 @@ MAX_CALLS = 400
 MAX_SAMPLES = 300
 MAX_PROGRESS = 4_000
 MAX_LOADERS = 32
+MAX_SITES = 32                          # places that load, build or compile a model
 ISOLATING_FLAGS = ("-I", "-E", "-S")    # an interpreter started so ignores PYTHONPATH or site
 
 
@@ -270,6 +271,8 @@ def _apply(state: JobState, item: dict) -> None:
         state.exited = True
         if state.progress and len(state.progress) < MAX_PROGRESS:
             state.progress[-1].at_exit = True       # the probe writes its last progress line just before this one
+    elif kind == "serving" and "cut" not in item:      # a line cut for its length keeps the last whole one
+        state.serving = _serving(item)
 
 
 def _sample(item: dict, t: float | None) -> ModeSample:
@@ -288,16 +291,38 @@ def _sample(item: dict, t: float | None) -> ModeSample:
                       tracemalloc=bool(item.get("tracemalloc")))
 
 
+def _serving(item: dict) -> Serving:
+    """A ``serving`` line (each one holds the figures so far: the last one wins)."""
+    sites = []
+    for s in _list(item.get("sites"))[:MAX_SITES]:
+        if not isinstance(s, dict) or s.get("kind") not in ("load", "build", "compile"):
+            continue
+        sites.append(RepeatedCall(name=_text(s.get("name"), 80) or "?", kind=s["kind"], calls=_int(s.get("calls")) or 0,
+                                  after=_int(s.get("after")) or 0, seconds=_num(s.get("seconds")) or 0.0,
+                                  forwards_first=_int(s.get("forwards_first")), at=_code_line(s.get("at"))))
+    return Serving(calls=_int(item.get("calls")) or 0, forward=_latency(item.get("forward")),
+                   interval=_latency(item.get("interval")), sites=sites)
+
+
+def _latency(value) -> Latency | None:
+    if not isinstance(value, dict) or not _int(value.get("n")):
+        return None
+    return Latency(n=value["n"], p50_ms=_num(value.get("p50")), p90_ms=_num(value.get("p90")),
+                   p99_ms=_num(value.get("p99")), mean_ms=_num(value.get("mean")))
+
+
 def _code_line(value) -> CodeLine | None:
     if not isinstance(value, dict) or not isinstance(value.get("file"), str) or not _is_int(value.get("line")):
         return None
     from cpudoctor.probes.process.procfs import redact_paths
 
-    user_file = value.get("user_file")
+    user_file, via_file = value.get("user_file"), value.get("via_file")
     return CodeLine(file=redact_paths(value["file"][:400]), line=value["line"],
                     function=_text(value.get("function"), 120) or "", library=_text(value.get("library"), 80),
                     user_file=redact_paths(user_file[:400]) if isinstance(user_file, str) else None,
-                    user_line=value.get("user_line") if _is_int(value.get("user_line")) else None)
+                    user_line=value.get("user_line") if _is_int(value.get("user_line")) else None,
+                    via_file=redact_paths(via_file[:400]) if isinstance(via_file, str) else None,
+                    via_line=value.get("via_line") if _is_int(value.get("via_line")) else None)
 
 
 def _is_int(v) -> bool:

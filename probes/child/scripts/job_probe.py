@@ -21,7 +21,9 @@ start, before the script (the way samplers and coverage tools attach). Then it
   ``set_num_interop_threads``, ``set_default_dtype``, anomaly detection,
   ``use_deterministic_algorithms``, ``set_flush_denormal``,
   ``set_float32_matmul_precision``, ``set_default_device``, oneDNN's switch,
-  ``torch.compile``, DataLoader construction), counts optimizer steps (a global
+  ``torch.compile``, DataLoader construction), times the model's calls and counts
+  what a serving loop loads, builds or compiles per request (:class:`_Serving`),
+  counts optimizer steps (a global
   step hook) and the outermost module's forward calls (global forward hooks for
   the first calls only, then hooks on the model alone), and on the thread that
   drives the step reads what is thread-local there: grad and inference mode,
@@ -300,6 +302,309 @@ class _Wrapping:
 
 
 
+class _Serving:
+    """What a serving loop pays per request, counted inside the job (``run``'s evidence for an inference loop):
+
+    - the outermost model's forward durations and the intervals between the starts of its calls (the last
+      ``KEEP`` of each: percentiles of the loop as it runs now, not of its warm-up);
+    - the calls that load a model (``torch.load`` of a module or a state dict, ``torch.jit.load``,
+      ``Module.load_state_dict``), build one (parameters or submodules registered on a new module after the
+      model first ran: its class's ``__init__``, a ``from_pretrained``), or compile one (``torch.compile``,
+      ``torch.jit.script``, ``torch.jit.trace``), each site (its file and line) with its calls, the calls made
+      after the model first ran, and the seconds they took.
+
+    A model built again is followed (the forward hooks move to the new instance at its first call), so its
+    calls are still counted. ``torch.jit.script`` gets the model without the probe's hooks (it would try to
+    compile them) and has them back after. Every wrapper calls the original with the same arguments and
+    returns what it returns; nothing here raises into the job.
+    """
+
+    KEEP = 2048
+    MAX_SITES = 32
+    FOLLOW_CALLS = 256          # outermost calls watched for the rebuilt model's first call before giving up
+
+    def __init__(self, probe):
+        self.probe = probe
+        self.clock = probe.time.monotonic
+        self.durations = []
+        self.intervals = []
+        self.n = 0
+        self.t_start = None
+        self.last_start = None
+        self.sites = {}
+        self.inside = 0            # depth of the wrapped load/compile calls (their nested calls are theirs)
+        self.building = False      # a build counted since the model's last call
+        self.follow_hook = None
+        self.follow_seen = 0
+        self.reported = None
+        self.results_of = {}       # id(what compiling returned) -> id(the module compiled), the last 64
+
+    # -- the model's calls ----------------------------------------------------------------------------
+
+    def enter(self):
+        now = self.clock()
+        if self.last_start is not None and self.n > 1:
+            self._keep(self.intervals, now - self.last_start)
+        self.last_start = self.t_start = now
+
+    def leave(self, keep=True):
+        """The model's call ended; its duration is kept unless it is the process's first call (libraries' lazy
+        start-up) or one the probe slowed (``keep`` False: its FLOPs were counted)."""
+        if self.t_start is not None:
+            if keep and self.n:
+                self._keep(self.durations, self.clock() - self.t_start)
+            self.t_start = None
+            self.n += 1
+        self.building = False
+
+    def _keep(self, ring, value):
+        if len(ring) < self.KEEP:
+            ring.append(value)
+        else:
+            ring[self.n % self.KEEP] = value
+
+    # -- installing the wrappers when torch is in ---------------------------------------------------------
+
+    def install(self, torch):
+        self.torch = torch
+        self.wrap(torch, "load", "torch.load", "load", self.loaded_model)
+        self.wrap(torch.jit, "load", "torch.jit.load", "load")
+        self.wrap(torch.nn.Module, "load_state_dict", "Module.load_state_dict", "load")
+        self.wrap(torch, "compile", "torch.compile", "compile")
+        self.wrap(torch.jit, "script", "torch.jit.script", "compile", unhook=True, frames_up=2)
+        self.wrap(torch.jit, "trace", "torch.jit.trace", "compile")
+        try:
+            mod = sys.modules["torch.nn.modules.module"]
+            mod.register_module_module_registration_hook(self.registered)
+            mod.register_module_parameter_registration_hook(self.registered)
+        except Exception:  # noqa: BLE001
+            pass
+
+    def wrap(self, owner, name, label, kind, counts=None, unhook=False, frames_up=None):
+        """``owner.name`` counted as ``label``; ``frames_up``: the position of the original's ``_frames_up``
+        argument (``torch.jit.script`` resolves a class's names in its caller's frame: one more frame up, past this
+        wrapper)."""
+        original = getattr(owner, name, None)
+        if original is None or getattr(original, "_cpudoctor_serving", False):
+            return
+        serving = self
+
+        def wrapped(*args, **kwargs):
+            if serving.inside:
+                return original(*args, **kwargs)
+            if frames_up is not None and len(args) <= frames_up:
+                kwargs["_frames_up"] = kwargs.get("_frames_up", 0) + 1
+            serving.inside += 1
+            hooks = serving.unhook(args[0] if args else None) if unhook else None
+            if kind == "compile":
+                serving.unfollow()          # a global hook Dynamo saw would recompile when it goes
+            t0 = serving.clock()
+            try:
+                result = original(*args, **kwargs)
+            finally:
+                serving.inside -= 1
+                if hooks:
+                    serving.rehook(hooks)
+            try:
+                if counts is None or counts(result):
+                    serving.count(label, kind, serving.clock() - t0)
+                if kind == "compile":
+                    serving.adopt(args[0] if args else None, result)
+            except Exception:  # noqa: BLE001
+                pass
+            return result
+
+        try:
+            wrapped = _like(wrapped, original)
+            wrapped._cpudoctor_serving = True
+            setattr(owner, name, wrapped)
+        except Exception:  # noqa: BLE001
+            pass
+
+    def loaded_model(self, obj):
+        """``torch.load`` read a model: a module, a state dict (tensors under parameter-like names), or a
+        checkpoint holding one; a sample's tensors (a dataset's files) are not counted."""
+        torch = self.torch
+        if isinstance(obj, torch.nn.Module):
+            return True
+        if not isinstance(obj, dict):
+            return False
+        if any(isinstance(obj.get(k), dict) and self.loaded_model(obj[k])
+               for k in ("state_dict", "model", "model_state_dict") if k in obj):
+            return True
+        keys = [k for k, v in list(obj.items())[:256] if isinstance(v, torch.Tensor) and isinstance(k, str)]
+        return any(k.endswith(("weight", "bias", "running_mean")) for k in keys)
+
+    def adopt(self, source, result):
+        """What compiling the model returned is what the loop calls: the forward hooks move to it (a scripted
+        module takes no hooks: its calls go uncounted)."""
+        probe = self.probe
+        torch = self.torch
+        if isinstance(source, torch.nn.Module) and isinstance(result, torch.nn.Module):
+            if len(self.results_of) >= 64:
+                self.results_of.clear()
+            self.results_of[id(result)] = id(source)
+        model = probe.model
+        if (model is None or source is None or not (source is model or self.results_of.get(id(model)) == id(source))
+                or not probe.root_hooks
+                or not isinstance(result, torch.nn.Module) or isinstance(result, torch.jit.RecursiveScriptModule)):
+            return
+        if type(result).__name__ != "TopLevelTracedModule" and type(result).__name__ != "OptimizedModule":
+            return
+        for h in probe.root_hooks:
+            h.remove()
+        probe.model = result
+        self.rehook(result)
+
+    def unhook(self, module):
+        """The probe's hooks off the module about to be scripted (``torch.jit.script`` compiles a module's
+        hooks, and would fail on the probe's); returns what to put back."""
+        probe = self.probe
+        if module is None or module is not probe.model or not probe.root_hooks:
+            return None
+        for h in probe.root_hooks:
+            h.remove()
+        probe.root_hooks = []
+        return module
+
+    def rehook(self, module):
+        probe = self.probe
+        try:
+            probe.root_hooks = [module.register_forward_pre_hook(probe.model_pre),
+                                module.register_forward_hook(probe.model_post, always_call=True)]
+        except Exception:  # noqa: BLE001
+            probe.root_hooks = []
+
+    # -- counting -----------------------------------------------------------------------------------------
+
+    def count(self, label, kind, seconds, at=None):
+        probe = self.probe
+        at = at or probe.caller()
+        key = (label, (at or {}).get("file"), (at or {}).get("line"))
+        site = self.sites.get(key)
+        if site is None:
+            if len(self.sites) >= self.MAX_SITES:
+                return
+            site = self.sites[key] = {"name": label, "kind": kind, "at": at, "calls": 0, "after": 0,
+                                      "seconds": 0.0, "forwards_first": None}
+        site["calls"] += 1
+        site["seconds"] += seconds
+        # inside the loop: after the model first ran; a compile made again counts too (what the loop calls may be
+        # a scripted module, whose calls the probe cannot count)
+        if probe.forwards >= 1 or (kind == "compile" and site["calls"] > 1):
+            site["after"] += 1
+            if site["forwards_first"] is None:
+                site["forwards_first"] = probe.forwards
+
+    def registered(self, module, name, value):
+        """A parameter or submodule registered: a module being built. The first registration after the model's
+        last call counts one build of a model, at the line that built it; the forward hooks then follow the new
+        instance."""
+        if self.inside or self.building or self.probe.forwards < 1 or not self.probe.active:
+            return None
+        try:
+            if type(module).__name__ in ("OptimizedModule", "RecursiveScriptModule", "TopLevelTracedModule"):
+                return None
+            self.building = True
+            self.count("model built", "build", 0.0, at=self.builder())
+            self.follow()
+        except Exception:  # noqa: BLE001
+            pass
+        return None
+
+    def builder(self):
+        """The line that built the module: the first frame outside torch, the probe and the modules' own
+        ``__init__`` (a class's constructor is not where the loop builds it); a library's call gets the user's
+        line that led there."""
+        probe = self.probe
+        frame = sys._getframe(2)
+        at = None
+        while frame is not None:
+            code = frame.f_code
+            inside_init = code.co_name == "__init__" and isinstance(frame.f_locals.get("self"), self.torch.nn.Module)
+            if not probe._ours(code.co_filename) and not inside_init:
+                library = probe._library(code.co_filename)
+                if at is None and library != "torch":
+                    at = {"file": code.co_filename, "line": frame.f_lineno, "function": code.co_name}
+                    if library is not None:
+                        at["library"] = library
+                    elif code.co_name == "<module>":
+                        return at
+                elif at is not None and library is None:
+                    # a library's call: the user's line that led there; the user's own function: the line that
+                    # called it (the loop's line, where a build_model() helper is called per request)
+                    if at.get("library"):
+                        at["user_file"], at["user_line"] = code.co_filename, frame.f_lineno
+                    else:
+                        at["via_file"], at["via_line"] = code.co_filename, frame.f_lineno
+                    return at
+            frame = frame.f_back
+        return at
+
+    def follow(self):
+        """Watch the next outermost calls for a new instance of the model's class: its hooks move there."""
+        probe = self.probe
+        if self.follow_hook is not None or probe.model is None or not probe.root_hooks:
+            return
+        try:
+            mod = sys.modules["torch.nn.modules.module"]
+            self.follow_seen = 0
+            self.follow_hook = mod.register_module_forward_pre_hook(self.follow_pre)
+        except Exception:  # noqa: BLE001
+            self.follow_hook = None
+
+    def follow_pre(self, module, args):
+        probe = self.probe
+        if probe.compiling():
+            return None
+        try:
+            self.follow_seen += 1
+            model = probe.model
+            if model is None or module is model or not probe.root_hooks or self.follow_seen > self.FOLLOW_CALLS:
+                self.unfollow()
+            elif type(module) is type(model):
+                for h in probe.root_hooks:
+                    h.remove()
+                probe.model = module
+                self.rehook(module)
+                self.unfollow()
+                probe.model_pre(module, args)      # this call's own hooks were chosen before the move
+        except Exception:  # noqa: BLE001
+            self.unfollow()
+        return None
+
+    def unfollow(self):
+        hook, self.follow_hook = self.follow_hook, None
+        if hook is not None:
+            hook.remove()
+
+    # -- writing --------------------------------------------------------------------------------------------
+
+    def report(self):
+        """A ``serving`` line (the figures so far) when anything changed since the last one."""
+        mark = (self.n, sum(s["calls"] for s in self.sites.values()))
+        if mark == self.reported or (not self.n and not self.sites):
+            return
+        self.reported = mark
+        top = sorted(self.sites.values(), key=lambda s: -s["after"])[:12]       # the line stays under MAX_LINE
+        sites = [{**s, "seconds": round(s["seconds"], 6)} for s in top]
+        self.probe.write("serving", calls=self.n, forward=_percentiles(self.durations),
+                         interval=_percentiles(self.intervals), sites=sites)
+
+
+def _percentiles(values):
+    """{n, p50, p90, p99, mean} of ``values`` (seconds) in milliseconds, or None."""
+    if not values:
+        return None
+    s = sorted(values)
+    n = len(s)
+
+    def at(q):
+        return round(s[min(n - 1, int(q * n))] * 1e3, 4)
+
+    return {"n": n, "p50": at(0.5), "p90": at(0.9), "p99": at(0.99), "mean": round(sum(s) / n * 1e3, 4)}
+
+
 class _MemoryCount:
     """What the job's training holds, counted once from inside it: parameters, buffers, gradients, optimizer state
     and the activations of one forward pass.
@@ -485,6 +790,7 @@ class _Probe(_Wrapping):
         self.optimizers = set()
         self.memory = _MemoryCount(self)
         self.windows = os.environ.pop(ENV_WINDOWS, None)     # the job's children do not inherit the plan
+        self.serving = _Serving(self)   # per-request evidence of a serving loop
 
     # -- writing ------------------------------------------------------------------------------
 
@@ -587,6 +893,7 @@ class _Probe(_Wrapping):
         self.count_backward(torch)
         self.wrap_compile(torch)
         self.wrap_dataloader(torch)
+        self.serving.install(torch)
         try:
             # torch.optim deletes its submodules' names: the module is found in sys.modules
             sys.modules["torch.optim.optimizer"].register_optimizer_step_post_hook(self.on_step)
@@ -602,7 +909,10 @@ class _Probe(_Wrapping):
     # -- the step: optimizer steps and the outermost forward calls --------------------------------------
 
     def compiling(self):
-        """Whether Dynamo is tracing this hook (it then traces it as a no-op: no graph break, no guard on it)."""
+        """Whether Dynamo is tracing this hook (it then traces it as a no-op: no graph break, no guard on it), or
+        TorchScript is tracing or scripting the model (the hooks would change its graph)."""
+        if self.serving.inside:
+            return True
         if "torch._dynamo" not in sys.modules:
             return False
         try:
@@ -736,6 +1046,8 @@ class _Probe(_Wrapping):
         return None
 
     def root_pre(self, module, args):
+        if self.model is None or module is self.model:
+            self.serving.enter()
         if self.flops_done and self.inputs_seen:
             return
         self.forward_t0 = self.time.monotonic()
@@ -755,6 +1067,7 @@ class _Probe(_Wrapping):
     def root_post(self, module):
         if self.model is None or module is self.model:
             self.forwards += 1
+            self.serving.leave(keep=self.flops_mode is None)
         now = self.time.monotonic()
         if now < self.due and self.flops_done and self.flops_mode is None:
             return
@@ -791,6 +1104,7 @@ class _Probe(_Wrapping):
         last = round(self.last_step - self.t0, 4) if self.last_step else None
         self.write("progress", steps=self.steps, forwards=self.forwards, backwards=self.backwards, first_step=first,
                    last_step=last, batches=self.batches, samples=self.drawn)
+        self.serving.report()
 
     def at_exit(self):
         if not self.active:
