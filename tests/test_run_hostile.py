@@ -279,3 +279,54 @@ def test_secrets_on_the_jobs_command_line_are_redacted(tmp_path, fmt):
         assert not [s for s in secrets if s in text], text[-3000:]
         shown = text.replace("&lt;", "<").replace("&gt;", ">").replace("\\<", "<").replace("\\>", ">")
         assert "job.py" in shown and "--api-key=<redacted>" in shown and "--password <redacted>" in shown, shown[:500]
+
+
+def test_a_slow_sink_gets_the_jobs_last_bytes_after_it_exits():
+    """The job's output reaches its sink whole even when copying its last bytes outlasts the drain's patience (a
+    busy machine, a slow terminal): a reader busy with what it read is waited for; only one blocked on an empty
+    pipe is left behind. `make fuzz` found a job's final newline lost when CPU Doctor exited, under load."""
+    import time
+
+    from cpudoctor.kits.child import runner
+    from cpudoctor.kits.child.runner import ChildProcess
+    from cpudoctor.kits.child.streams import PassThrough
+
+    class SlowSink:
+        def __init__(self):
+            self.data = bytearray()
+
+        def write(self, b: bytes) -> None:
+            if b"the end" in b:
+                time.sleep(runner.DRAIN_S + 1.0)    # the last write outlasts the drain's patience
+            self.data += b
+
+    sink = SlowSink()
+    code = "import sys; o = sys.stdout.buffer; o.write(b'x' * 100000 + b' the end\\n'); o.flush()\n"
+    child = ChildProcess([sys.executable, "-c", code], stdout=PassThrough(sink), what="a chatty job")
+    child.start()
+    end = child.wait(120)
+    assert end.returncode == 0
+    assert len(sink.data) == 100000 + len(b" the end\n") and sink.data.endswith(b" the end\n")
+
+
+def test_a_pipe_held_open_outside_the_tree_is_left_after_the_drain():
+    """A daemon that left the job's tree keeps the pipe open: the run still ends, DRAIN_S after the tree is gone."""
+    import time
+
+    from cpudoctor.kits.child import runner
+    from cpudoctor.kits.child.runner import ChildProcess
+    from cpudoctor.kits.child.streams import PassThrough
+
+    code = ("import os, sys, time\n"
+            "if os.fork() == 0:\n"
+            "    os.setsid()\n"
+            "    if os.fork() == 0:\n"
+            "        time.sleep(8); os._exit(0)\n"           # holds stdout, outside the job's group and session
+            "    os._exit(0)\n"
+            "print('done', flush=True)\n")
+    child = ChildProcess([sys.executable, "-c", code], stdout=PassThrough(None), what="a job with a daemon")
+    started = time.monotonic()
+    child.start()
+    child.wait(60)
+    assert time.monotonic() - started < 8 - 1, "the run waited for the daemon's pipe"
+    assert runner.DRAIN_S < 8

@@ -58,13 +58,14 @@ from typing import IO, Any
 from cpudoctor.kits.child import tree
 from cpudoctor.kits.child.exitstatus import ExitDiagnosis, diagnose_exit
 from cpudoctor.kits.child.lines import FACTS, MAX_LINE_BYTES, STOP_COMMAND, Message, merge_facts, parse_line
-from cpudoctor.kits.child.streams import INHERIT, Reader, chunks
+from cpudoctor.kits.child.streams import INHERIT, Reader, chunks, waiting_since
 
 ASK_WAIT_S = 0.5         # after writing "stop": time to finish the step and send a result
 TERM_WAIT_S = 0.3        # after SIGTERM, before SIGKILL: a lab job's whole stop stays under a second
 SAMPLE_INTERVAL_S = 0.2  # how often the process tree is listed and its memory summed
 WAIT_SLICE_S = 0.2       # a waiting caller returns to Python this often, so Ctrl-C is seen while a child runs
-DRAIN_S = 2.0            # after the tree is gone, how long the readers may take to reach the end of the pipes
+DRAIN_S = 2.0            # after the tree is gone, how long a reader may wait on an empty pipe before it is left behind
+DRAIN_MAX_S = 60.0       # ... and how long the drain may take at most, bytes or not
 _STAGE_TICK = 0.05       # the supervisor looks at the stop stages at least this often
 _TAIL = 2000             # characters of stderr a probe result keeps for its error message
 _STDERR_LINES = 60
@@ -382,7 +383,7 @@ class ChildProcess:
         leftovers = self._descendants.end(self.term_wait, subreaper=self._subreaper)
         tree.release_group_guard(self._guard)
         for reader in self._readers:
-            reader.join(DRAIN_S)
+            _drain(reader)
         if proc.stdin is not None:
             try:
                 proc.stdin.close()
@@ -483,6 +484,23 @@ class ChildProcess:
                 self.on_end(end)
         finally:
             self._done.set()
+
+
+def _drain(reader: threading.Thread) -> None:
+    """Wait for a reader to reach the end of its pipe once the child's tree is gone.
+
+    A reader still copying the job's last bytes to a slow sink, or not yet scheduled on a busy machine, is waited
+    for: a job's last line must not be lost when CPU Doctor exits (`make fuzz` lost the final newline of a long
+    line under load when every reader had 2 s). Only a reader blocked for :data:`DRAIN_S` on an empty pipe (held
+    open by a process that left the tree) is left behind; the whole drain ends by :data:`DRAIN_MAX_S`.
+    """
+    start = time.monotonic()
+    while reader.is_alive():
+        reader.join(0.05)
+        now = time.monotonic()
+        since = waiting_since(reader.ident)
+        if now - start > DRAIN_MAX_S or (since is not None and now - max(since, start) > DRAIN_S):
+            return
 
 
 class _ExitWatch:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from typing import IO, Any, Final, Protocol
@@ -47,17 +48,45 @@ class Reader:
         raise NotImplementedError
 
 
+_blocked: dict[int, tuple[float, int]] = {}   # reading thread -> (when its current read began, the pipe's fd)
+
+
+def waiting_since(thread_id: int | None) -> float | None:
+    """When the thread ``thread_id`` began waiting for bytes that have not come (``time.monotonic``); None while it
+    is busy with what it read (copying it to a slow sink), between reads, or when bytes are already waiting for it.
+
+    The runner's drain reads it: a reader blocked with nothing to read after the child's tree is gone waits on a
+    pipe some process outside the tree still holds; any other reader is still making progress.
+    """
+    entry = _blocked.get(thread_id) if thread_id is not None else None
+    if entry is None:
+        return None
+    since, fd = entry
+    try:
+        import fcntl
+        import termios
+
+        pending = int.from_bytes(fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"), "little")
+    except (ImportError, OSError, ValueError):
+        pending = 0
+    return None if pending else since
+
+
 def chunks(stream: IO[bytes]):
     """The bytes of ``stream`` as they arrive, until its end (or until it is closed under us)."""
     try:
         fd = stream.fileno()
     except (OSError, ValueError):       # closed already (its reader went away)
         return
+    me = threading.get_ident()
     while True:
+        _blocked[me] = (time.monotonic(), fd)
         try:
             chunk = os.read(fd, READ_CHUNK)
         except (OSError, ValueError):
             return
+        finally:
+            _blocked.pop(me, None)
         if not chunk:
             return
         yield chunk
