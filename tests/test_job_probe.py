@@ -297,7 +297,7 @@ def test_a_serving_loop_is_counted_per_request_and_runs_as_without_the_probe(tmp
     """The probe counts what a serving loop loads, builds and compiles per request, with the lines, follows the
     rebuilt model, leaves TorchScript's tracing and scripting alone (its hooks would change the graph), does not
     count a sample's tensors as a model, and the job's output is the same as without it."""
-    pytest.importorskip("torch")
+    _needs_torch()
     proc, state = _run(tmp_path, SERVING_JOB)
     assert proc.returncode == 0, proc.stderr[-3000:]
     plain = subprocess.run([sys.executable, str(tmp_path / "train.py")], capture_output=True, text=True, timeout=120,
@@ -334,7 +334,7 @@ print(all(torch.equal(t(x), model(x)) for t in traced), torch.equal(scripted(x),
 def test_torchscript_traces_and_scripts_the_model_as_without_the_probe(tmp_path):
     """The probe's forward hooks do nothing while TorchScript traces (they changed the graph: "Tracing failed
     sanity checks"), and torch.jit.script gets the model without them (it tried to compile them)."""
-    pytest.importorskip("torch")
+    _needs_torch()
     proc, state = _run(tmp_path, TORCHSCRIPT_JOB)
     assert (proc.returncode, proc.stdout) == (0, "True True\n"), proc.stderr[-2000:]
     assert state.model is not None and state.model.name == "Sequential" and state.forwards >= 10
