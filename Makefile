@@ -35,13 +35,15 @@ run:
 	@$(MAKE) --no-print-directory $(APP_STAMP)
 	$(VENV)/bin/cpudoctor
 
-# Two passes: the quick tests on TEST_WORKERS processes (pytest-xdist), then the slow ones (real training,
-# sampled jobs, sweeps) one at a time, because they measure the machine and a second test beside them is
-# the interference they would report. Exit code 5 (nothing selected, e.g. PYTEST_ARGS names one file) is fine.
+# Two passes: the quick tests on TEST_WORKERS processes (pytest-xdist), with the slow ones that measure
+# nothing of the machine (marked `alongside`: emulated CPUs, fresh venvs, crashes); then the other slow ones
+# (real training, sampled jobs, sweeps) one at a time, because they measure the machine and a second test
+# beside them is the interference they would report. Exit code 5 (nothing selected, e.g. PYTEST_ARGS names
+# one file) is fine.
 TEST_WORKERS ?= 2
 test: $(STAMP)
-	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -m "not slow" -n $(TEST_WORKERS) $(PYTEST_ARGS) || [ $$? -eq 5 ]
-	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -m slow $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -m "not slow or alongside" -n $(TEST_WORKERS) $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -m "slow and not alongside" $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 # The layer contracts alone (pyproject.toml [tool.importlinter]); `make test` runs them too.
 imports: $(STAMP)

@@ -74,6 +74,7 @@ def test_the_onnx_model_bytes_are_protobuf():
 
 
 @pytest.mark.slow
+@pytest.mark.alongside
 @pytest.mark.parametrize("module", ["numpy", "torch", "cv2", "onnxruntime", "scipy", "tensorflow", "jax"])
 def test_each_installed_packages_workload_runs_in_its_child(module):
     if importlib.util.find_spec(module) is None:

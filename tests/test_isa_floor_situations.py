@@ -39,6 +39,7 @@ def by_code(report):
 
 
 @pytest.mark.slow
+@pytest.mark.alongside
 def test_numpy_24_below_its_floor_then_the_printed_fix(tmp_path, corpus):
     wheels = tmp_path / "wheels"
     for version in ("2.3.5", "2.4.0"):
@@ -66,6 +67,7 @@ def test_numpy_24_below_its_floor_then_the_printed_fix(tmp_path, corpus):
 
 
 @pytest.mark.slow
+@pytest.mark.alongside
 def test_a_package_whose_current_releases_run_is_told_to_upgrade(tmp_path, corpus):
     """torch 1.6.0 shipped AVX in its default path (pytorch#43300): on a CPU without AVX the fix is an upgrade."""
     wheels = tmp_path / "wheels"

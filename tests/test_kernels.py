@@ -258,6 +258,7 @@ AVX512_CORE = {"avx512f", "avx512bw", "avx512dq", "avx512vl"}
 
 @pytest.mark.hardware
 @pytest.mark.slow
+@pytest.mark.alongside
 def test_bench_train_names_the_kernels_this_cpu_runs_and_a_cap_below_it(tmp_path, capsys, monkeypatch):
     """Independent source: /proc/cpuinfo. AVX-512 kernels on an AVX-512 CPU, AVX2 on an AVX2 one; with
     ONEDNN_MAX_CPU_ISA=AVX2 exported, AVX2 kernels, and EVID007 says so where the CPU has more than AVX2."""
@@ -306,6 +307,7 @@ print(json.dumps(census.report()))
 
 @pytest.mark.hardware
 @pytest.mark.slow
+@pytest.mark.alongside
 def test_an_emulated_cpu_runs_narrower_kernels_and_the_finding_says_why(tmp_path):
     """qemu-x86_64 emulates an older CPU for a real torch step; the kernels it reports are judged against this
     machine's /proc/cpuinfo (which qemu's user mode leaves as the host's): below it, cause "hidden" (the

@@ -143,6 +143,7 @@ def test_captured_tree_stays_silent_on_versions(corpus):
 # ------------------------------------------------------------------ real situations
 
 @pytest.mark.slow
+@pytest.mark.alongside
 def test_openvino_regression_on_zen4_from_a_real_install_then_the_printed_fix(tmp_path, corpus):
     """pip installs OpenVINO 2025.3.0 (a fake wheel, real metadata) for a Zen 4 CPU; the printed pin clears it."""
     wheels = tmp_path / "wheels"
@@ -164,6 +165,7 @@ def test_openvino_regression_on_zen4_from_a_real_install_then_the_printed_fix(tm
 
 
 @pytest.mark.slow
+@pytest.mark.alongside
 def test_pypi_openblas_on_a_96_cpu_machine_then_the_printed_cap(corpus):
     """The OpenBLAS this venv's NumPy really loads (threadpoolctl), on a 96-CPU machine's topology."""
     import numpy  # noqa: F401 - loads its OpenBLAS so threadpoolctl can see it

@@ -86,6 +86,7 @@ def envs(tmp_path_factory):
 
 
 @pytest.mark.slow
+@pytest.mark.alongside
 def test_report_describes_the_chosen_environment(envs):
     out = _cli("report", "--python", str(envs["numpy_only"]), "--format", "json", cwd=envs["base"],
                home=envs["base"])
@@ -101,6 +102,7 @@ def test_report_describes_the_chosen_environment(envs):
 
 
 @pytest.mark.slow
+@pytest.mark.alongside
 def test_children_run_in_the_target_and_never_share_answers(envs, tmp_path):
     """The torch facts come from the target's (fake) torch; the cache keeps the two environments apart."""
     target = probe_software(python=str(envs["old_torch"]), cache=tmp_path)
@@ -132,6 +134,7 @@ def test_python_with_a_captured_tree_or_saved_report_is_a_usage_error(envs, tmp_
 
 
 @pytest.mark.slow
+@pytest.mark.alongside
 def test_an_interpreter_that_hangs_at_start_costs_a_timeout_not_the_report(tmp_path):
     hang = venv_with(tmp_path / "hangs", numpy="1.26.4", sitecustomize="import time\ntime.sleep(600)\n")
     sw = probe_software(python=str(hang), timeout=3.0, cache=False)
@@ -159,6 +162,7 @@ def _pythons_38_plus() -> list[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.alongside
 @pytest.mark.parametrize("script, args, expect", [
     ("import_check.py", ["json"], "seconds"),
     ("torch_facts.py", [], "torch"),                  # its facts, or torch_error where it is not installed
@@ -179,6 +183,7 @@ def test_child_scripts_run_on_every_python_38_plus_found_here(script, args, expe
 
 
 @pytest.mark.slow
+@pytest.mark.alongside
 def test_the_training_job_runs_in_a_second_real_venv(tmp_path):
     """`bench train --python OTHER` trains in that interpreter: a second real venv that sees this torch through
     a .pth file (as a shared site folder would). The job runs there by path and imports nothing of CPU Doctor

@@ -38,6 +38,7 @@ def test_the_words_name_the_api_used_and_the_current_one():
 
 
 @pytest.mark.slow
+@pytest.mark.alongside
 def test_prec002_recommends_torchao_and_knows_whether_the_environment_has_it(tmp_path):
     """A throw-away venv without torchao, then with it (pip installs a wheel with its metadata)."""
     wheels = tmp_path / "wheels"
@@ -60,6 +61,7 @@ def test_prec002_recommends_torchao_and_knows_whether_the_environment_has_it(tmp
 
 
 @pytest.mark.slow
+@pytest.mark.alongside
 def test_bench_quant_names_the_api_it_used_without_repeating_torchs_warning():
     need_module("torch")
     out = subprocess.run([sys.executable, "-m", "cpudoctor", "bench", "quant", "--batches", "1", "--quiet"],

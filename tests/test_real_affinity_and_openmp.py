@@ -30,7 +30,7 @@ from real_situations import (
     run_shell,
 )
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.alongside]
 
 
 def _findings(report, code):

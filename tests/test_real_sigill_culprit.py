@@ -31,7 +31,7 @@ from cpudoctor.probes.software.importcheck import to_import_check
 from cpudoctor.probes.software.isarisk import assess
 from cpudoctor.model.software import PackageInfo
 
-pytestmark = [pytest.mark.slow,
+pytestmark = [pytest.mark.slow, pytest.mark.alongside,
               pytest.mark.skipif(QEMU is None or platform.machine() != "x86_64",
                                  reason="needs qemu-x86_64 (qemu-user) on an x86-64 machine")]
 MODEL = "kvm64"

@@ -21,7 +21,7 @@ from cpudoctor.kits.child.runner import ChildSpec, run_child
 from cpudoctor.probes.child.scripts import script_argv
 from cpudoctor.probes.software.stack import _numpy_info, probe_software
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.alongside]
 
 OPENCV = ("cv2", "opencv")
 

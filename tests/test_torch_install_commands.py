@@ -96,6 +96,7 @@ def test_only_torch_install_builds_an_index_url():
 
 @pytest.mark.hardware
 @pytest.mark.slow
+@pytest.mark.alongside
 def test_isa004_fresh_venv_for_a_torch_that_fails_to_import_installs_the_cpu_build(tmp_path):
     """A real failing ``import torch`` (a broken install), the printed fresh-venv fix run as printed."""
     wheels = tmp_path / "wheels"

@@ -126,6 +126,7 @@ needs_qemu = pytest.mark.skipif(QEMU is None, reason="qemu-x86_64 (qemu-user) is
 
 @needs_qemu
 @pytest.mark.slow
+@pytest.mark.alongside
 def test_qemu64_guest_is_caught_and_host_model_fixes_it(tmp_path):
     """qemu64 (QEMU's default model) for real: the finding, NumPy 2.4 dying, and the fix making both go away."""
     import numpy
@@ -154,6 +155,7 @@ def test_qemu64_guest_is_caught_and_host_model_fixes_it(tmp_path):
 @pytest.mark.hardware
 @needs_qemu
 @pytest.mark.slow
+@pytest.mark.alongside
 def test_emulated_cpuid_disagrees_with_the_host_cpuinfo():
     """Under qemu-user the CPUID cross-check sees the emulated CPU while /proc/cpuinfo shows the host."""
     from cpudoctor.probes.cpu import cpuid_check

@@ -236,6 +236,7 @@ def test_the_win32_size_dance_is_bounded():
 
 
 @pytest.mark.slow
+@pytest.mark.alongside
 def test_wine_still_answers_what_the_fixtures_say(tmp_path):
     """Runs the recorder with --check on a few trees: Wine's buffer today equals the committed one."""
     record = _recorder()
