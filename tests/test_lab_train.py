@@ -58,6 +58,7 @@ def test_settings_validation_messages():
 
 
 @pytest.mark.slow
+@pytest.mark.alongside
 @pytest.mark.parametrize("extra", [{"dtype": "bf16"}, {"channels_last": True}, {"model": "lenet5"},
                                    {"optimizer": "sgd", "cpus": "first"}])
 @pytest.mark.hardware
@@ -94,6 +95,7 @@ def test_run_pinned_to_one_cpu_this_process_may_use():
 
 
 @pytest.mark.slow
+@pytest.mark.alongside
 def test_resnet18_has_eleven_million_parameters():
     out = runner.run_job("train", {"model": "resnet18", "steps": 2, "seconds": None, "batch_size": 4,
                                    "warmup_steps": 0, "eval_samples": 0}, timeout=120)
@@ -102,6 +104,7 @@ def test_resnet18_has_eleven_million_parameters():
 
 
 @pytest.mark.slow
+@pytest.mark.alongside
 def test_torch_compile_runs_or_fails_calmly():
     out = runner.run_job("train", {"steps": 6, "seconds": None, "batch_size": 16, "compile": True, "threads": 1,
                                    "eval_samples": 0, "warmup_steps": 2}, timeout=300)

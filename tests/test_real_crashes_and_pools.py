@@ -62,6 +62,7 @@ def _qemu_for_openblas() -> str:
     return qemu
 
 
+@pytest.mark.alongside          # qemu-emulated imports: nothing of this machine is measured
 def test_forced_openblas_core_the_cpu_lacks_crashes_numpy_not_torch_and_unsetting_fixes_it():
     qemu = _qemu_for_openblas()
     environ = clean_environ(OPENBLAS_CORETYPE="SkylakeX")
@@ -93,6 +94,7 @@ def test_forced_openblas_core_the_cpu_lacks_crashes_numpy_not_torch_and_unsettin
     assert data["stage"] == "done" and "numpy" in data["workloads"]
 
 
+@pytest.mark.alongside          # qemu-emulated imports: nothing of this machine is measured
 def test_forced_openblas_core_kills_every_import_order_with_numpy_and_omp001_blames_no_openmp_runtime():
     """Issue 26: the doctor's import-order child dies in numpy's first product too; that is KERNEL001's cause."""
     qemu = _qemu_for_openblas()

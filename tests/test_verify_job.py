@@ -42,7 +42,7 @@ def test_verify_measures_the_printed_thread_fix_on_the_tiny_job(tmp_path):
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("OMP_", "MKL_", "ONEDNN_"))}
     environ["CPUDOCTOR_TEST_MARK"] = mark
     proc = subprocess.run([sys.executable, "-m", "cpudoctor", "run", "--roof", "none", "--seconds", "8", "--verify",
-                           "--budget", "40", "--yes", "--format", "json", "-o", str(out), "--",
+                           "--budget", "30", "--yes", "--format", "json", "-o", str(out), "--",
                            sys.executable, str(JOBS / "tiny_threads.py"), "--seconds", "60"],
                           cwd=JOBS, env=environ, capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL)
     assert out.exists(), proc.stderr[-3000:]
