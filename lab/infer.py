@@ -40,7 +40,7 @@ from cpudoctor.lab import protocol
 from cpudoctor.lab import verdicts as words
 from cpudoctor.lab.infer_code import variant_code
 from cpudoctor.lab.jobs._cpumeter import CpuMeter
-from cpudoctor.lab.settings import InferSettings, SettingsError
+from cpudoctor.lab.settings import InferSettings
 from cpudoctor.lab.stats import Figure, summarize, tied
 from cpudoctor.lab.sweep import interference_share
 from cpudoctor.lab.variants import _cores, thread_ladder, usable_cpus
@@ -819,29 +819,9 @@ def _recommendation(batch: int, verdict: str, reason: str, d: dict[str, Any],
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m cpudoctor.lab.infer --json-args '{...}' --control stdin``: the window's way to run it."""
-    from cpudoctor.lab.jobs import _jobkit
+    from cpudoctor.lab.orchestrator import orchestrator_main
 
-    started = time.monotonic() - _jobkit.process_age()
-    args, stop = _jobkit.parse_job_argv(argv)
-    root = Path(args.pop("root", "/"))
-    topo_data = args.pop("topology", None)
-    allowed = args.pop("allowed_cpus", None)
-    try:
-        settings = InferSettings.from_dict(args)
-    except (SettingsError, TypeError) as exc:
-        _jobkit.error(str(exc), kind="settings")
-        return 2
-    if topo_data is not None:
-        from cpudoctor.model.serde import from_data
-
-        topology = from_data(Topology, topo_data)
-    else:
-        from cpudoctor.probes import probe_topology
-
-        topology = probe_topology(root)
-    run_infer(settings, topology, allowed, on_progress=lambda d: _jobkit.progress(**d), stop=stop,
-              on_result=lambda r: _jobkit.result(**r), started=started)
-    return 0
+    return orchestrator_main(argv, InferSettings, run_infer)
 
 
 if __name__ == "__main__":

@@ -25,10 +25,9 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable
 
-from cpudoctor.lab.settings import SettingsError, SweepSettings
+from cpudoctor.lab.settings import SweepSettings
 from cpudoctor.lab.stats import Figure, summarize, tied
 from cpudoctor.lab.jobs._cpumeter import CpuMeter
 from cpudoctor.lab.variants import Variant, derive_variants, usable_cpus
@@ -375,29 +374,9 @@ def _best(decision: Decision) -> dict[str, Any] | None:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m cpudoctor.lab.sweep --json-args '{...}' --control stdin``: the GUI's way to run a sweep."""
-    from cpudoctor.lab.jobs import _jobkit
+    from cpudoctor.lab.orchestrator import orchestrator_main
 
-    started = time.monotonic() - _jobkit.process_age()          # the budget counts the start-up too
-    args, stop = _jobkit.parse_job_argv(argv)
-    root = Path(args.pop("root", "/"))
-    topo_data = args.pop("topology", None)
-    allowed = args.pop("allowed_cpus", None)
-    try:
-        settings = SweepSettings.from_dict(args)
-    except (SettingsError, TypeError) as exc:
-        _jobkit.error(str(exc), kind="settings")
-        return 2
-    if topo_data is not None:
-        from cpudoctor.model.serde import from_data
-
-        topology = from_data(Topology, topo_data)
-    else:
-        from cpudoctor.probes import probe_topology
-
-        topology = probe_topology(root)
-    run_sweep(settings, topology, allowed, on_progress=lambda d: _jobkit.progress(**d), stop=stop,
-              on_result=lambda r: _jobkit.result(**r), started=started)
-    return 0
+    return orchestrator_main(argv, SweepSettings, run_sweep)
 
 
 if __name__ == "__main__":
