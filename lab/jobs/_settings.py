@@ -44,6 +44,20 @@ class SettingsError(JobError):
     exit_code = 2
 
 
+def pin_cpus(cpus: Optional[List[int]]) -> Optional[List[int]]:
+    """Pin this process to ``cpus`` (Linux only); returns the CPU set in force (the training and inference jobs'
+    ``cpus`` setting)."""
+    if cpus is None:
+        return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    if not hasattr(os, "sched_setaffinity"):
+        raise SettingsError("pinning to a CPU set needs Linux (os.sched_setaffinity is missing here)")
+    try:
+        os.sched_setaffinity(0, cpus)
+    except OSError as exc:
+        raise SettingsError(f"cannot pin to CPUs {cpus}: {exc.strerror} (are they online and allowed?)") from None
+    return sorted(os.sched_getaffinity(0))
+
+
 def _check_int(name: str, value: Any, lo: int, hi: Optional[int] = None, allow_none: bool = False) -> Optional[int]:
     if value is None and allow_none:
         return None

@@ -34,12 +34,12 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 if __package__:
     from . import _cpumeter, _jobkit
-    from ._settings import InferWorkerSettings, SettingsError
+    from ._settings import InferWorkerSettings, pin_cpus
 else:  # a standalone script: ``python -I`` leaves the script's folder off sys.path
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import _cpumeter
     import _jobkit
-    from _settings import InferWorkerSettings, SettingsError
+    from _settings import InferWorkerSettings, pin_cpus
 
 MIN_WARMUP_CALLS = 1
 SAMPLE_POINTS = 240          # latencies kept per variant and batch for the drawings (evenly spaced in time)
@@ -62,18 +62,6 @@ def _has_module(name: str) -> bool:
         return importlib.util.find_spec(name) is not None
     except (ImportError, ValueError):
         return False
-
-
-def _pin(cpus: Optional[List[int]]) -> Optional[List[int]]:
-    if cpus is None:
-        return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
-    if not hasattr(os, "sched_setaffinity"):
-        raise SettingsError("pinning to a CPU set needs Linux (os.sched_setaffinity is missing here)")
-    try:
-        os.sched_setaffinity(0, cpus)
-    except OSError as exc:
-        raise SettingsError(f"cannot pin to CPUs {cpus}: {exc.strerror} (are they online and allowed?)") from None
-    return sorted(os.sched_getaffinity(0))
 
 
 def loaded_libraries() -> List[str]:
@@ -586,7 +574,7 @@ def _reference(source: Source, probe: Any, torch: Any) -> Any:
 
 def run(args: Dict[str, Any], stop: _jobkit.StopFlag) -> Dict[str, Any]:
     s = InferWorkerSettings.from_dict(args)
-    cpus = _pin(s.cpus)
+    cpus = pin_cpus(s.cpus)
     source = load_source(s)
     torch = sys.modules.get("torch")
     if torch is not None and s.threads:

@@ -38,14 +38,14 @@ from typing import Any, Dict, List, Optional, Tuple
 
 if __package__:
     from . import _cpumeter, _jobkit, _libreports, _opprofile
-    from ._settings import SMOOTHING_STEPS, SettingsError, TrainSettings
+    from ._settings import SMOOTHING_STEPS, TrainSettings, pin_cpus
 else:  # a standalone script: ``python -I`` leaves the script's folder off sys.path
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import _cpumeter
     import _jobkit
     import _libreports
     import _opprofile
-    from _settings import SMOOTHING_STEPS, SettingsError, TrainSettings
+    from _settings import SMOOTHING_STEPS, TrainSettings, pin_cpus
 
 WINDOW_S = 0.5        # length of one window; a bf16 run alternates bf16 and fp32 windows
 EVAL_CHUNK = 256      # held-out samples per forward pass
@@ -56,19 +56,6 @@ class CompileError(_jobkit.JobError):
 
     kind = "compile"
     exit_code = 3
-
-
-def _pin(cpus: Optional[List[int]]) -> Optional[List[int]]:
-    """Pin this process to ``cpus`` (Linux only); returns the CPU set in force."""
-    if cpus is None:
-        return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
-    if not hasattr(os, "sched_setaffinity"):
-        raise SettingsError("pinning to a CPU set needs Linux (os.sched_setaffinity is missing here)")
-    try:
-        os.sched_setaffinity(0, cpus)
-    except OSError as exc:
-        raise SettingsError(f"cannot pin to CPUs {cpus}: {exc.strerror} (are they online and allowed?)") from None
-    return sorted(os.sched_getaffinity(0))
 
 
 def _load_data(s: TrainSettings):
@@ -510,7 +497,7 @@ def _accuracy(recent) -> Optional[float]:
 
 def run(args: Dict[str, Any], stop: _jobkit.StopFlag) -> Dict[str, Any]:
     s = TrainSettings.from_dict(args)
-    cpus = _pin(s.cpus)
+    cpus = pin_cpus(s.cpus)
     if s.serve:
         return serve(Trainer(s, *_load_data(s)), s, stop, cpus)
     budget = Budget(s.seconds)
