@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -76,6 +78,22 @@ def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
         code = exc.code
     out, err = capsys.readouterr()
     return code, out, err
+
+
+@contextlib.contextmanager
+def alarm(seconds: float, error: type[BaseException] = TimeoutError, words: str = "no answer after"):
+    """Raise ``error`` in the main thread after ``seconds`` (it interrupts a blocking open of a FIFO too): a test
+    fails instead of hanging; never a timing assertion on a good run."""
+    def fire(*_):
+        raise error(f"{words} {seconds:g} s")
+
+    old = signal.signal(signal.SIGALRM, fire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
 
 
 def wait_for(condition, timeout: float = 30.0, what: str = "the condition", interval: float = 0.01):

@@ -19,7 +19,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import stat
 import sys
 import tarfile
@@ -31,7 +30,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import REPO, machine_root
+from conftest import REPO, alarm, machine_root
 from cpudoctor.report_file import load_report, report_from_json
 
 EXAMPLES = int(os.environ.get("CPUDOCTOR_FUZZ_EXAMPLES", "8"))
@@ -56,19 +55,9 @@ class Destroyed(AssertionError):
     """A device node or FIFO the app was pointed at is no longer one (it was replaced by a file)."""
 
 
-@contextlib.contextmanager
 def watchdog(seconds: float = TIMEOUT):
     """Raise Hang in the main thread after ``seconds`` (interrupts a blocking open of a FIFO too)."""
-    def fire(*_):
-        raise Hang(f"no answer after {seconds:g} s")
-
-    old = signal.signal(signal.SIGALRM, fire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
+    return alarm(seconds, Hang)
 
 
 @contextlib.contextmanager

@@ -11,33 +11,21 @@ the measurement. (Items 1 and 11: tests/test_writers_on_devices.py; 16: tests/te
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
 import sys
 from pathlib import Path
 from xml.dom import minidom
 
 import pytest
 
-from conftest import machine_root, run_cli
+from conftest import alarm, machine_root, run_cli
 from export_samples import sample_report
 
 
-@contextlib.contextmanager
 def deadline(seconds: float):
     """Fail instead of running on (these cases ran for minutes); never a timing assertion on a good run."""
-    def fire(*_):
-        raise TimeoutError(f"still running after {seconds:g} s")
-
-    old = signal.signal(signal.SIGALRM, fire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
+    return alarm(seconds, TimeoutError, "still running after")
 
 
 @pytest.fixture

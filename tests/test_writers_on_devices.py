@@ -20,13 +20,12 @@ import contextlib
 import errno
 import json
 import os
-import signal
 import stat
 from pathlib import Path
 
 import pytest
 
-from conftest import machine_root
+from conftest import alarm, machine_root
 
 ONE_LINE_ERRORS: tuple[type[BaseException], ...] = ()
 
@@ -61,19 +60,9 @@ def is_node(path: Path) -> bool:
     return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)
 
 
-@contextlib.contextmanager
 def deadline(seconds: float = 60.0):
     """Fail instead of hanging (a FIFO opened for reading blocks until a writer comes)."""
-    def fire(*_):
-        raise TimeoutError(f"no answer after {seconds:g} s")
-
-    old = signal.signal(signal.SIGALRM, fire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
+    return alarm(seconds)
 
 
 # ---------------------------------------------------------------------------- the writers
