@@ -102,6 +102,7 @@ class InspectorPage(RunScriptMixin, QWidget):
         # The inspections and the live markers' timer: the page only shows what the model reports.
         self.inspections = im.InspectorModel(self)
         self.inspection: Inspection | None = None
+        self.shown_run = None                  # the RunObservation of "Run a script…" when it is what is shown
         self.findings: list[Finding] = []
         self._listed_once = False
         self._build()
@@ -436,6 +437,7 @@ class InspectorPage(RunScriptMixin, QWidget):
 
     def show_inspection(self, insp: Inspection, findings: list[Finding]) -> None:
         self.inspection = insp
+        self.shown_run = None
         self.findings = list(findings)
         self.copy_all_button.setEnabled(True)
         self.summary_label.setText(im.summary_html(insp, self.findings))
@@ -506,14 +508,21 @@ class InspectorPage(RunScriptMixin, QWidget):
         self.notes_label.setText(im.notes_text(insp))
 
     def text(self) -> str:
-        """The inspection as plain text (what Copy puts on the clipboard)."""
+        """What is shown as plain text (what Copy puts on the clipboard): the script's run report when a run was
+        the last thing shown (its verification table and ranked findings as `cpudoctor run` prints them), else the
+        inspection."""
+        if self.shown_run is not None:
+            from cpudoctor.render.run_report import render_text as run_text
+
+            return terminal_safe(run_text(self.shown_run, self.findings))
         if self.inspection is None:
             return ""
         return terminal_safe(render_text(self.inspection, self.findings))   # a process name may hold ESC
 
     def copy_all(self) -> None:
         QGuiApplication.clipboard().setText(self.text())
-        self.model.status_message.emit("Inspection copied to the clipboard")
+        what = "The run's report" if self.shown_run is not None else "Inspection"
+        self.model.status_message.emit(f"{what} copied to the clipboard")
 
     # -- live markers --
 

@@ -264,6 +264,8 @@ class RunScriptMixin:
 
     def _on_ran(self, obs, findings) -> None:
         self.findings = list(findings)
+        self.shown_run = obs                     # Copy as text now copies the run's report
+        self.copy_all_button.setEnabled(True)
         self._fill_findings()
         if obs.verification is not None:         # the measured table above the findings it ranks
             from cpudoctor.render.verify import html

@@ -58,6 +58,11 @@ def test_run_a_script_with_verify_shows_the_measured_table(qtbot, tmp_path, monk
         html = page.findings_view.toHtml()
         assert "Verified on the job" in html and "faster" in html
         assert progress and progress[0].startswith("round 1")
+        # Copy as text is the run's report as `cpudoctor run` prints it: the measured table and the ranked findings
+        assert page.copy_all_button.isEnabled()
+        text = page.text()
+        table = text.split("Verified", 1)[1] if "Verified" in text else ""
+        assert f"{measured[0].code:<8} faster" in table, text
         qtbot.waitUntil(lambda: page.run_button.isEnabled(), timeout=30_000)
     finally:
         page.inspections.shutdown()
