@@ -175,6 +175,11 @@ def main(argv: list[str] | None = None) -> int:
     app.setApplicationVersion(__version__)
     app.setDesktopFileName("cpudoctor")
     app.setWindowIcon(app_icon())
+    # Python's cycle collector on the main thread only: run on a worker thread (a preview rendering) it can delete
+    # a Qt object while the main thread deletes another, and PySide deadlocks the two (the window hung for good).
+    from pyqtgraph.util.garbage_collector import GarbageCollector
+
+    collector = GarbageCollector(interval=1.0)
     from cpudoctor.gui.settings_file import window_settings
 
     settings = window_settings()        # never Qt's own file handling: see gui/settings_file.py
@@ -198,6 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     tick = QTimer(window)
     tick.timeout.connect(lambda: None)
     tick.start(500)
+    window._garbage_collector = collector          # lives as long as the window
 
     if args.screenshot:
         def grab() -> None:

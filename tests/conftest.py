@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import signal
@@ -110,3 +111,27 @@ def wait_for(condition, timeout: float = 30.0, what: str = "the condition", inte
         if time.monotonic() > deadline:
             pytest.fail(f"{what} did not happen within {timeout:g} s")
         time.sleep(interval)
+
+
+# Python's cyclic garbage collector runs in whichever thread allocates when its threshold is passed. A window's
+# worker thread (a report's preview rendering) collected a Qt menu a GUI test had left, while the main thread was
+# deleting Qt objects too: PySide 6.11 deadlocked the two (one held Qt's object lock and waited for the GIL, the
+# other held the GIL and waited for the lock) and a test worker hung for good. The window itself collects on its
+# main thread only (gui/app.py, pyqtgraph's GarbageCollector); the suite does the same: no automatic collection,
+# and between tests the collection Python would have made, on the main thread.
+_GC_THRESHOLDS = gc.get_threshold()
+gc.disable()
+
+
+@pytest.fixture(autouse=True)
+def _collect_garbage_on_the_main_thread():
+    yield
+    if gc.isenabled():                           # a test switched it back on: not ours to keep off
+        return
+    young, middle, old = gc.get_count()
+    if young > _GC_THRESHOLDS[0]:
+        gc.collect(0)
+        if middle > _GC_THRESHOLDS[1]:
+            gc.collect(1)
+            if old > _GC_THRESHOLDS[2]:
+                gc.collect(2)

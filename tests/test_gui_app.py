@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -229,3 +230,36 @@ def test_dark_theme_check_boxes_are_visible(qapp):
         qapp.setStyleSheet("")
         qapp.setStyle(style)
         qapp.setPalette(palette)
+
+
+def test_the_window_collects_garbage_cycles_on_its_main_thread_only(tmp_path):
+    """PySide deadlocked a worker thread whose allocation set off Python's cycle collector (it deleted a Qt object
+    while the main thread deleted another). The real window, with a thread making cyclic garbage beside it: every
+    collection runs on the main thread, and collections do run (pyqtgraph's GarbageCollector on a timer)."""
+    shot = tmp_path / "shot.png"
+    script = ("import gc, sys, threading, time\n"
+              "from cpudoctor.gui import main_window as w\n"
+              "seen, churning = [], threading.Event()\n"
+              "gc.callbacks.append(lambda phase, info: churning.is_set() and phase == 'start'"
+              " and seen.append(threading.current_thread().name))\n"
+              "def churn():\n"
+              "    churning.set()\n"
+              "    while True:\n"
+              "        for _ in range(2000):\n"
+              "            a = []; a.append(a)\n"
+              "        time.sleep(0.002)\n"
+              "show = w.MainWindow.show\n"
+              "def shown(self):\n"
+              "    show(self)\n"
+              "    threading.Thread(target=churn, name='churn', daemon=True).start()\n"
+              "w.MainWindow.show = shown\n"
+              "from cpudoctor.gui.app import main\n"
+              f"code = main(['--screenshot', {str(shot)!r}, '--screenshot-delay', '2500', '--no-children'])\n"
+              "import json; print(json.dumps([sorted(set(seen)), len(seen), gc.isenabled()]))\n"
+              "sys.stdout.flush()\n"
+              "import os; os._exit(code)\n")
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr[-3000:]
+    threads, count, enabled = json.loads(out.stdout.strip().splitlines()[-1])
+    assert threads == ["MainThread"] and count >= 1 and not enabled, out.stdout
