@@ -263,8 +263,9 @@ def _message(kind: str, expected: Any, value: Any, fallback: str) -> str:
         return f"a string of {len(value):,} characters, longer than {expected}"
     if kind == "maxItems":
         return f"a list of {len(value):,} entries, more than {expected}"
-    if kind == "pattern":
-        return f"{_shown(value)} does not match {expected}"
+    if kind == "pattern":       # not echoed: what fails a pattern is what must not reach a report (markup, escapes)
+        return f"a string of {len(value):,} characters that does not match {expected}" if isinstance(value, str) \
+            else f"{_json_type(value)} that does not match {expected}"
     if kind == "anyOf":
         return f"{_json_type(value)} fits none of the allowed forms"
     return _clip(fallback, 160)
@@ -340,6 +341,7 @@ LAB_SCHEMA = "lab_metrics.schema.json"
 # The kinds of run the lab writes (lab/results.KINDS; a test keeps the two equal). Another kind (a newer
 # CPU Doctor's) is checked only for what every run carries.
 LAB_KINDS = ("train", "sweep", "gemm", "quant", "roofline", "infer")
+_KIND_NAME = re.compile(r"[a-z][a-z0-9_-]{0,39}")     # the schema's pattern for a run's kind
 _MAX_RUN_NOTES = 8
 
 
@@ -383,7 +385,8 @@ def check_lab_runs(runs: list[Any], where: str = "$.benchmarks") -> tuple[list[A
             kept.append(run)
             continue
         if len(notes) < _MAX_RUN_NOTES:
-            kind = run.get("kind") if isinstance(run, dict) and isinstance(run.get("kind"), str) else "?"
+            kind = run.get("kind") if isinstance(run, dict) else None
+            kind = kind if isinstance(kind, str) and _KIND_NAME.fullmatch(kind) else "?"   # never the damage itself
             notes.append(f"lab run {i + 1} ({_clip(kind, 20)}) is damaged and is not shown: {where}[{i}]{problem}")
     left_out = len(runs) - len(kept)
     if left_out > len(notes):

@@ -289,3 +289,15 @@ def test_run_json_escapes_controls_and_keeps_the_command(tmp_path):
     text = target.read_text()
     assert not UNSAFE.search(text)
     assert odd in json.loads(text)["command"]
+
+
+def test_a_string_escape_that_never_ends_takes_its_line_only():
+    """A lone SOS/OSC/DCS byte (a lab run named "\\x98" in a damaged report) once took the whole rest of the
+    report: its other runs and the notes saying what was left out. A terminal would wait for the string's end;
+    stripped, the introducer is gone and the next lines are plain text again."""
+    from cpudoctor.kits.escape import strip_controls
+
+    for start in ("\x98", "\x9d", "\x90", "\x1b]", "\x1bP", "\x1b_"):
+        assert strip_controls(f"kind {start}junk\nnext line\nNotes") == "kind \nnext line\nNotes"
+    assert strip_controls("a\x1b]52;c;aGk=\x07b\nc") == "ab\nc"          # ended strings go as before
+    assert strip_controls("a\x9d0;title\x9cb") == "ab"

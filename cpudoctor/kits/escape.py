@@ -24,11 +24,12 @@ import re
 from html import escape as _html_escape
 from typing import Any
 
-# CSI (ESC [ ... final byte), OSC/DCS/SOS/PM/APC strings (ended by BEL or ESC \ or the C1 ST),
+# CSI (ESC [ ... final byte), OSC/DCS/SOS/PM/APC strings (ended by BEL or ESC \ or the C1 ST, an unended one at
+# its line's end: a lone SOS byte in a lab run's name once took the rest of the whole report, notes and all),
 # then any other two-byte escape; the C1 forms (0x9B CSI, 0x9D OSC) likewise.
 _ESCAPE_SEQ = re.compile(
     r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
-    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f]).*?(?:\x07|\x1b\\|\x9c|$)"
+    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\n]*?(?:\x07|\x1b\\|\x9c|(?=\n)|$)"
     r"|\x1b[ -/]*[0-~]?",
     re.DOTALL,
 )
