@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -330,3 +331,84 @@ def test_a_pipe_held_open_outside_the_tree_is_left_after_the_drain():
     child.wait(60)
     assert time.monotonic() - started < 8 - 1, "the run waited for the daemon's pipe"
     assert runner.DRAIN_S < 8
+
+
+def test_a_raw_sink_that_takes_part_of_a_write_gets_the_rest():
+    """CPU Doctor's own stdout is an unbuffered FileIO under ``python -u`` / PYTHONUNBUFFERED: a write interrupted
+    by a signal takes part of the bytes and says so; the pass-through writes the rest."""
+    from cpudoctor.kits.child.streams import PassThrough
+
+    class Stingy:
+        def __init__(self):
+            self.data = bytearray()
+
+        def write(self, b) -> int:
+            took = bytes(b[:1000])
+            self.data += took
+            return len(took)
+
+    sink = Stingy()
+    read, write = os.pipe()
+    line = b"y" * 70_000 + b"\n"
+    os.write(write, line[:60_000])
+    with os.fdopen(read, "rb", buffering=0) as stream:
+        writer = threading.Thread(target=lambda: (os.write(write, line[60_000:]), os.close(write)))
+        writer.start()
+        PassThrough(sink).read(stream, child=None)
+        writer.join()
+    assert bytes(sink.data) == line
+
+
+def test_an_unbuffered_job_interrupted_while_its_pipe_is_full_loses_nothing():
+    """`make fuzz` lost 8,192 bytes of a job's 70 kB line under `cpudoctor run`: the job's pipe was full (the
+    terminal read slowly), its stack sampler stopped the job's threads, the blocked write returned with part of its
+    bytes written, and Python's unbuffered stdout (PYTHONUNBUFFERED, `python -u`) handed the short count to a job
+    that did not retry. Here the interruptions are a signal the job handles, 100 a second, while CPU Doctor's own
+    sink stalls for a second: with the job's pipe widened, its 300 kB write never blocks, so is never cut."""
+    import signal
+    import time
+
+    from cpudoctor.kits.child.runner import ChildProcess
+    from cpudoctor.kits.child.streams import PassThrough
+
+    class StallingSink:
+        def __init__(self):
+            self.data = bytearray()
+
+        def write(self, b) -> int:
+            if not self.data:
+                time.sleep(1.0)                     # the terminal is slow to read at first
+            self.data += bytes(b)
+            return len(b)
+
+    code = ("import signal, sys, time\n"
+            "signal.signal(signal.SIGUSR1, lambda *a: None)\n"
+            "print('ready', flush=True)\n"
+            "time.sleep(0.2)\n"
+            "o = sys.stdout.buffer\n"                     # a FileIO: unbuffered
+            "o.write(b'z' * 300000 + b'\\n')\n"          # its count ignored, as jobs do
+            "o.write(b'done\\n')\n")
+    sink = StallingSink()
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    child = ChildProcess([sys.executable, "-c", code], stdout=PassThrough(sink), what="an unbuffered job",
+                         env=env).start()
+
+    def handles_usr1() -> bool:
+        try:
+            status = Path(f"/proc/{child.popen.pid}/status").read_text()
+        except OSError:
+            return False
+        caught = next((int(l.split()[1], 16) for l in status.splitlines() if l.startswith("SigCgt:")), 0)
+        return bool(caught >> (signal.SIGUSR1 - 1) & 1)
+
+    assert wait_until(handles_usr1, 30), "the job never handled SIGUSR1"
+    end_at = time.monotonic() + 3.0
+    while time.monotonic() < end_at and child.running():
+        try:
+            os.kill(child.popen.pid, signal.SIGUSR1)
+        except ProcessLookupError:
+            break
+        time.sleep(0.01)
+    end = child.wait(60)
+    assert end.returncode == 0
+    assert bytes(sink.data) == b"ready\n" + b"z" * 300000 + b"\ndone\n", len(sink.data)

@@ -58,7 +58,7 @@ from typing import IO, Any
 from cpudoctor.kits.child import tree
 from cpudoctor.kits.child.exitstatus import ExitDiagnosis, diagnose_exit
 from cpudoctor.kits.child.lines import FACTS, MAX_LINE_BYTES, STOP_COMMAND, Message, merge_facts, parse_line
-from cpudoctor.kits.child.streams import INHERIT, Reader, chunks, waiting_since
+from cpudoctor.kits.child.streams import INHERIT, PassThrough, Reader, chunks, waiting_since, widen_pipe
 
 ASK_WAIT_S = 0.5         # after writing "stop": time to finish the step and send a result
 TERM_WAIT_S = 0.3        # after SIGTERM, before SIGKILL: a lab job's whole stop stays under a second
@@ -230,6 +230,8 @@ class ChildProcess:
             if stream is None:
                 continue
             if isinstance(reader, Reader):
+                if isinstance(reader, PassThrough):
+                    widen_pipe(stream)            # a job's writes must not block (and be cut) while it is sampled
                 self._spawn(self._read_with, reader, stream, reader=True)
             else:
                 self._spawn(default, stream, reader=True)

@@ -131,6 +131,47 @@ Hold = Callable[[str], bool]          # the head of a line (its first HEAD_BYTES
 CouldBe = Callable[[bytes], bool]     # the first bytes of a line -> it may still become one to hold
 
 
+def _write_all(sink: Any, data: bytes) -> None:
+    """Write all of ``data``: a raw sink (``sys.stdout.buffer`` is an unbuffered FileIO under ``python -u`` or
+    ``PYTHONUNBUFFERED``, as in many training containers) may take part of it, when a signal interrupts a write
+    that blocked on a full pipe, and say how much; the rest is written too (a buffered sink takes all or raises)."""
+    view = memoryview(data)
+    while view:
+        n = sink.write(view)
+        if n is None:                     # a non-blocking sink that could take nothing now
+            time.sleep(0.001)
+            continue
+        if not isinstance(n, int) or n >= len(view):
+            return
+        view = view[n:]
+
+
+def widen_pipe(stream: IO[bytes]) -> int | None:
+    """Make the pipe under ``stream`` as large as the system allows a user (``/proc/sys/fs/pipe-max-size``, 1 MiB
+    by default; Linux only); its new size, or None where it cannot be changed.
+
+    A job whose pipe is full blocks in its write; ``cpudoctor run``'s stack sampler stops the job's threads many
+    times a second (py-spy needs them still to unwind native frames), and a write so interrupted returns with part
+    of its bytes written. Python's unbuffered stdout (``python -u``, ``PYTHONUNBUFFERED``) hands that short count
+    back to the job, whose ``print`` and ``write`` do not retry: 8,192 bytes of a job's 70 kB line were lost so.
+    With room for what the job writes while our reader catches up, its writes do not block, and are not cut."""
+    try:
+        import fcntl
+    except ImportError:
+        return None
+    setsize = getattr(fcntl, "F_SETPIPE_SZ", 1031)
+    try:
+        with open("/proc/sys/fs/pipe-max-size", "rb") as fh:
+            size = int(fh.read(32).strip() or 0)
+    except (OSError, ValueError):
+        size = 1 << 20
+    size = max(1 << 16, min(size, 1 << 20))
+    try:
+        return fcntl.fcntl(stream.fileno(), setsize, size)
+    except (OSError, ValueError):         # over the user's pipe quota, or not a pipe: the default stays
+        return None
+
+
 class PassThrough(Reader):
     """Copy a stream to ``sink`` as it comes, holding back the lines ``hold`` picks (see the module docstring).
 
@@ -219,7 +260,7 @@ class PassThrough(Reader):
         if sink is None:
             return not self.sink_gone
         try:
-            sink.write(data)
+            _write_all(sink, data)
             flush = getattr(sink, "flush", None)
             if flush is not None:
                 flush()
