@@ -315,6 +315,9 @@ def _pinning_prefix(report: Report, target: PinTarget) -> str:
 # Launches listed per snippet: the largest real machines have a few dozen NUMA nodes and L3 domains together;
 # a topology with thousands (a damaged or made-up capture) once took the advisor minutes and said nothing more.
 MAX_LAUNCHES = 64
+# ... and characters: a node's CPUs scattered one by one make a taskset list kilobytes long, and 64 of them a
+# 147 kB snippet, more than a saved report may hold in a field (the report could not be read back).
+MAX_LAUNCH_CHARS = 16_384
 
 
 def pinned_launches(report: Report, command: str = "python train.py") -> str:
@@ -322,12 +325,18 @@ def pinned_launches(report: Report, command: str = "python train.py") -> str:
     targets = pin_targets(report)
     if not targets:
         return ""
-    lines = []
+    lines: list[str] = []
+    size = shown = 0
     for t in targets[:MAX_LAUNCHES]:
-        lines.append(f"# {t.label}")
-        lines.append(pinned_command(report, t, command))
-    if len(targets) > MAX_LAUNCHES:
-        lines.append(f"# ... and {len(targets) - MAX_LAUNCHES:,} more NUMA nodes and L3 domains: the same launch "
+        pair = [f"# {t.label}", pinned_command(report, t, command)]
+        added = sum(len(line) + 1 for line in pair)
+        if shown and size + added > MAX_LAUNCH_CHARS:
+            break
+        lines += pair
+        size += added
+        shown += 1
+    if len(targets) > shown:
+        lines.append(f"# ... and {len(targets) - shown:,} more NUMA nodes and L3 domains: the same launch "
                      "with their CPUs")
     return "\n".join(lines)
 

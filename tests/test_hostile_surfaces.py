@@ -209,6 +209,29 @@ def test_pinned_launches_stop_at_a_readable_number():
     assert "more NUMA nodes and L3 domains" in text
 
 
+def test_pinned_launches_of_scattered_cpus_fit_a_reports_field():
+    """`make fuzz`: a capture whose L3 domains each held every 64th CPU of 8,192 made taskset lists kilobytes long;
+    64 of them were a 147 kB snippet, and the report CPU Doctor wrote could not be read back (65,536 a field)."""
+    from cpudoctor.advisor import snippets
+    from cpudoctor.model.topology import L3Domain
+    from cpudoctor import advisor
+    from cpudoctor.report_file import MAX_STRING, report_from_json
+
+    report = sample_report()
+    topo = report.topology
+    cpus = list(range(8192))
+    topo.online_cpus = cpus
+    topo.logical_cpus = len(cpus)
+    topo.affinity.allowed_cpus = cpus
+    topo.l3_domains = [L3Domain(cpus[i::64], 1 << 20) for i in range(64)]
+    text = snippets.pinned_launches(report)
+    assert len(text) <= snippets.MAX_LAUNCH_CHARS + 200 < MAX_STRING
+    assert "more NUMA nodes and L3 domains" in text
+    report.findings = advisor.diagnose(report)
+    assert all(len(f.snippet) < MAX_STRING for f in report.findings)
+    report_from_json(report.to_json())                  # what CPU Doctor writes, it reads back
+
+
 # ---------------------------------------------------------------------------- item 12: a tree of many CPUs
 
 
