@@ -145,6 +145,7 @@ def test_script_errors_have_no_traceback(argv, fragment):
 
 @pytest.mark.hardware
 @pytest.mark.slow
+@pytest.mark.alongside
 def test_full_live_report_runs_the_cpuid_cross_check():
     """Without --fast the live report runs its child checks; on x86 the CPUID cross-check adds no emulation warning."""
     proc = subprocess.run([str(SCRIPT), "report", "--format", "json"], capture_output=True, text=True, timeout=300)

@@ -492,6 +492,7 @@ QEMU_MODELS = {
 
 @pytest.mark.hardware
 @pytest.mark.slow
+@pytest.mark.alongside
 @pytest.mark.parametrize("model", sorted(QEMU_MODELS))
 def test_cpuid_child_under_qemu_sees_the_emulated_cpu_not_the_host(model):
     """qemu-user runs the CPUID child as another CPU while /proc/cpuinfo still describes this host: the

@@ -19,7 +19,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "test-output"
 
-pytestmark = [pytest.mark.xvfb, pytest.mark.slow]
+pytestmark = [pytest.mark.xvfb, pytest.mark.slow, pytest.mark.alongside]   # a real window: measures nothing
 
 
 def _free_display() -> int:

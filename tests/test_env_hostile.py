@@ -101,6 +101,7 @@ def hanging(place):
 
 
 @pytest.mark.slow
+@pytest.mark.alongside
 def test_hanging_interpreters_cost_doctor_fast_nothing_and_envs_one_deadline_once(place, hanging):
     out = cli("doctor", "--fast", home=place["home"], cwd=place["project"], cache=place["cache"])
     assert out.returncode in (0, 1) and "Traceback" not in out.stderr, out.stderr[-2000:]
@@ -164,6 +165,7 @@ def test_an_answer_of_the_wrong_shape_is_one_line_everywhere_and_stays_one(place
 
 
 @pytest.mark.slow
+@pytest.mark.alongside
 def test_wrong_answers_through_the_cli(place):
     python = _answering(place, '{"version": "3.11.2", "prefix": "/x", "site": 5}')
     one_line_error(cli("doctor", "--fast", "--python", str(python), home=place["home"], cwd=place["project"],
@@ -178,6 +180,7 @@ def test_wrong_answers_through_the_cli(place):
 
 
 @pytest.mark.slow
+@pytest.mark.alongside
 @pytest.mark.parametrize("where", ["interpreter", "conda"])
 def test_a_flood_is_cut_off_not_buffered(place, where):
     flood = fake_python(place["base"] / "bin" / "flood", "exec yes\n")
@@ -194,6 +197,7 @@ def test_a_flood_is_cut_off_not_buffered(place, where):
 
 
 @pytest.mark.slow
+@pytest.mark.alongside
 def test_an_8_gb_sparse_metadata_is_not_read(place):
     venv = make_venv(place["project"] / ".venv")
     site = next(venv.glob("lib/python3*/site-packages"))
@@ -211,6 +215,7 @@ def test_an_8_gb_sparse_metadata_is_not_read(place):
 
 
 @pytest.mark.slow
+@pytest.mark.alongside
 def test_a_fifo_named_metadata_hangs_nothing(place):
     venv = make_venv(place["home"] / ".virtualenvs" / "fifo", numpy="1.26.4")
     site = next(venv.glob("lib/python3*/site-packages"))
@@ -239,6 +244,7 @@ def test_an_over_long_or_binary_line_in_environments_txt_is_skipped_with_a_note(
 
 
 @pytest.mark.slow
+@pytest.mark.alongside
 def test_bad_environments_txt_lines_through_the_cli(place):
     (place["home"] / ".conda").mkdir()
     (place["home"] / ".conda" / "environments.txt").write_bytes(b"/" + b"x" * 100_000 + b"\n\xff\x00\n")
@@ -293,6 +299,7 @@ def test_an_interpreter_that_cannot_be_read_is_an_env_error(place, monkeypatch):
 
 
 @pytest.mark.slow
+@pytest.mark.alongside
 def test_a_100000_character_python_is_exit_2(place):
     one_line_error(cli("doctor", "--fast", "--python", "y" * 100_000, home=place["home"], cwd=place["project"],
                        cache=place["cache"]))
@@ -391,6 +398,7 @@ def test_addsitedir_pth_files_are_followed_without_running_them(place):
 
 
 @pytest.mark.slow
+@pytest.mark.alongside
 def test_addsitedir_pth_through_the_cli(place):
     venv = make_venv(place["base"] / "shared-user")
     shared = place["base"] / "shared"

@@ -160,6 +160,7 @@ def test_terminal_report_is_the_doctor_page(monkeypatch, capsys):
 
 
 @pytest.mark.slow
+@pytest.mark.alongside
 def test_terminal_fallback_for_real(tmp_path):
     """A child process with no display at all: real report text on stdout, advice on stderr, no Qt abort."""
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}

@@ -325,6 +325,7 @@ def test_the_onnx_runtime_variant_says_why_when_onnx_runtime_is_absent(monkeypat
 
 
 @pytest.mark.slow
+@pytest.mark.alongside
 def test_a_real_run_never_recommends_its_broken_variant(tmp_path):
     """One short real ``bench infer`` (budget 20 s): a user module whose channels_last variant is fast and wrong."""
     import subprocess

@@ -52,6 +52,7 @@ def test_a_job_that_exits_with_an_error_is_not_a_crash():
 
 
 @pytest.mark.slow
+@pytest.mark.alongside
 def test_sigill_in_numpy_on_an_older_cpu_names_numpy_its_floor_and_the_release_that_runs(tmp_path):
     """Issue 41 items 1 and 5, for real: the job imports NumPy 2.4 on QEMU's kvm64 (no x86-64-v2) and dies of
     SIGILL. The run, judged against that CPU (a kvm64 guest's tree), names numpy, its version and floor, and the

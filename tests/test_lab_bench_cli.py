@@ -170,6 +170,7 @@ WITH_DEFAULT_SIGINT = ("import runpy, signal, sys; signal.signal(signal.SIGINT, 
 
 
 @pytest.mark.slow
+@pytest.mark.alongside
 def test_ctrl_c_twice_prints_partial_results_and_exits_130():
     """Ctrl-C reaches the whole process group: the job ignores it, the CLI stops it in stages; a second press
     while it stops changes nothing."""

@@ -41,6 +41,7 @@ def _env(home: Path) -> dict[str, str]:
 
 
 @pytest.mark.slow
+@pytest.mark.alongside
 def test_doctor_runs_its_children_with_an_unwritable_home(unwritable_home, tmp_path):
     """The full report: the children run (their cache cannot be written) and the JSON is complete."""
     proc = subprocess.run([sys.executable, "-m", "cpudoctor", "doctor", "--format", "json"], capture_output=True,

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.alongside]   # its measured verdict skips unless faster; the rest holds on any load
 
 JOBS = Path(__file__).resolve().parent / "jobs"
 
