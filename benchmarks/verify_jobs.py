@@ -6,8 +6,10 @@ The jobs of tests/jobs set up wrong in a way a fix from outside the script can c
 * ``confined``: DataLoader workers forked onto the main thread's one CPU (started with ``OMP_PROC_BIND=true``;
   fix: unset the binding, choose CPUs with taskset);
 * ``conv-capped``: convolutions with oneDNN capped below the CPU (``ONEDNN_MAX_CPU_ISA=AVX2``; fix: lift the cap);
-* ``pinned``: the healthy job started on one CPU of the machine's CPUs (``taskset -c 0``: one CCX of two on a
-  bigger machine; fix: a relaunch on every usable CPU);
+* ``pinned``: a job whose main process narrows itself to its first CPU before it starts its workers
+  (``pinned_children.py --who parent``: one CCX of two on a bigger machine); the fix is the script's line;
+* ``pinned-launch``: the healthy job started by a launch line that pins it (``taskset -c 0 python healthy.py``):
+  the user's own choice of CPUs, which CPU Doctor respects (no finding);
 * ``healthy``: a mid-sized MLP; its report must say that no fix helps.
 
 Printed per job: the wall time of the whole ``run --verify`` (diagnosis and verification), the verdict line, and
@@ -30,12 +32,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 JOBS = REPO / "tests" / "jobs"
 
-# name -> (script, its arguments, variables it starts with, CPUs it starts on)
+# name -> (script, its arguments, variables it starts with, CPUs its launch line pins it to)
 CASES: dict[str, tuple[str, list[str], dict[str, str], str | None]] = {
     "tiny_threads": ("tiny_threads.py", [], {}, None),
     "confined": ("confined.py", [], {"OMP_PROC_BIND": "true"}, None),
     "conv-capped": ("conv.py", [], {"ONEDNN_MAX_CPU_ISA": "AVX2"}, None),
-    "pinned": ("healthy.py", [], {}, "0"),
+    "pinned": ("pinned_children.py", ["--who", "parent"], {}, None),
+    "pinned-launch": ("healthy.py", [], {}, "0"),
     "healthy": ("healthy.py", [], {}, None),
 }
 
@@ -44,12 +47,12 @@ def run_verify(name: str, budget: float) -> tuple[dict, float]:
     script, extra, env_add, cpus = CASES[name]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OMP_", "MKL_", "ONEDNN_", "KMP_", "GOMP_"))}
     env.update(env_add)
-    prefix = ["taskset", "-c", cpus] if cpus else []
+    pinned = ["taskset", "-c", cpus] if cpus else []             # the job's own launch line, CPU Doctor unpinned
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "run.json"
-        argv = prefix + [sys.executable, "-m", "cpudoctor", "run", "--roof", "none", "--seconds", "10", "--verify",
+        argv = [sys.executable, "-m", "cpudoctor", "run", "--roof", "none", "--seconds", "10", "--verify",
                          "--yes", "--budget", str(budget), "--format", "json", "-o", str(out), "--",
-                         sys.executable, str(JOBS / script), "--seconds", "600", *extra]
+                         *pinned, sys.executable, str(JOBS / script), "--seconds", "600", *extra]
         began = time.monotonic()
         proc = subprocess.run(argv, cwd=JOBS, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL,
                               timeout=budget + 300)

@@ -292,8 +292,8 @@ def verify_job(argv: list[str], findings: list[Finding], state: JobState | None,
     metric = job_rate.choose_metric(state, options.metric_regex)
     ver.metric = metric or ""
     if not variants:
-        ver.skipped = "no fix to verify: the diagnosis printed none" if not ver.checks else \
-            "none of the printed fixes can be applied from outside the script"
+        ver.skipped = ("no fix helps: the diagnosis found nothing to fix, so the job was not run again"
+                       if not ver.checks else "none of the printed fixes can be applied from outside the script")
         return _finish(ver)
     if metric is None:
         ver.skipped = ("no progress rate: the job's probe counted no optimizer steps, forward calls or DataLoader "

@@ -204,7 +204,7 @@ def test_code_changes_are_listed_with_the_change_and_a_healthy_job_has_nothing_t
     assert ver.checks[0].status == "code_change" and "torch.set_num_threads(2)" in ver.checks[0].change
     assert ver.skipped.startswith("none of the printed fixes") and ver.windows == []
     healthy = verify_job(["python", "t.py"], [], BASE_STATE, env=ENV, run_window=FakeWindows({}))
-    assert healthy.skipped == "no fix to verify: the diagnosis printed none" and not healthy.checks
+    assert healthy.skipped == "no fix helps: the diagnosis found nothing to fix, so the job was not run again" and not healthy.checks
 
 
 def test_a_fix_already_in_place_is_not_run_and_no_rate_says_what_to_give():
