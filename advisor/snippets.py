@@ -322,7 +322,12 @@ MAX_LAUNCH_CHARS = 16_384
 
 def pinned_launches(report: Report, command: str = "python train.py") -> str:
     """One pinned launch per NUMA node and per CCX, commented; empty when there is one of each."""
-    targets = pin_targets(report)
+    return launch_lines(report, pin_targets(report), command)
+
+
+def launch_lines(report: Report, targets: list[PinTarget], command: str = "python train.py") -> str:
+    """A commented pinned launch per target, at most :data:`MAX_LAUNCHES` and :data:`MAX_LAUNCH_CHARS` of them,
+    then how many more; empty for no target. Every snippet listing launches per place goes through here."""
     if not targets:
         return ""
     lines: list[str] = []

@@ -471,3 +471,26 @@ def test_check_writable_refuses_what_atomic_write_would(tmp_path):
     with pytest.raises(WriteError, match="named pipe"):
         check_writable(fifo, "--plot", pipes=False)
     assert sys.platform != "win32"
+
+
+def test_the_offline_node_launches_of_scattered_cpus_fit_a_reports_field():
+    """The same bound for TOPO's CPUs-without-memory finding, which listed a launch per node without any: 64 nodes
+    of scattered CPUs beside CPUs of no node made a snippet no saved report could hold."""
+    from cpudoctor import advisor
+    from cpudoctor.advisor import snippets
+    from cpudoctor.model.topology import NumaNode
+    from cpudoctor.report_file import MAX_STRING, report_from_json
+
+    report = sample_report()
+    topo = report.topology
+    cpus = list(range(8192))
+    topo.online_cpus = cpus
+    topo.logical_cpus = len(cpus)
+    topo.affinity.allowed_cpus = cpus
+    topo.numa_nodes = [NumaNode(i, cpus[i:8000:64], [10] * 64) for i in range(64)]     # 192 CPUs of no node
+    report.findings = advisor.diagnose(report)
+    offline = [f for f in report.findings if "no local memory" in f.title]
+    assert offline and "more NUMA nodes and L3 domains" in offline[0].snippet
+    assert all(len(f.snippet) <= snippets.MAX_LAUNCH_CHARS + 200 for f in offline)
+    assert all(len(f.snippet) < MAX_STRING for f in report.findings)
+    report_from_json(report.to_json())

@@ -90,7 +90,7 @@ def _nodeless(f: Facts, nodes, usable: list[int] | None) -> list[Finding]:
     targets = [snippets.PinTarget("numa", n.id, sorted(set(n.cpus) & set(usable)),
                                   f"NUMA node {n.id} (CPUs {format_cpulist(sorted(set(n.cpus) & set(usable)))})")
                for n in local]
-    snippet = "\n".join(f"# {t.label}\n{snippets.pinned_command(f.report, t)}" for t in targets)
+    snippet = snippets.launch_lines(f.report, targets)
     where = ", ".join(str(n.id) for n in local)
     return [f.finding(
         "warning", f"{len(orphans)} of {len(usable)} CPUs have no local memory (their NUMA node is offline)",

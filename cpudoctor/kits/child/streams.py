@@ -21,7 +21,9 @@ A child may also keep a stream of ours (:data:`INHERIT`): no pipe at all.
 
 from __future__ import annotations
 
+import io
 import os
+import select
 import threading
 import time
 from collections import deque
@@ -132,17 +134,19 @@ CouldBe = Callable[[bytes], bool]     # the first bytes of a line -> it may stil
 
 
 def _write_all(sink: Any, data: bytes) -> None:
-    """Write all of ``data``: a raw sink (``sys.stdout.buffer`` is an unbuffered FileIO under ``python -u`` or
+    """Write all of ``data``. A raw sink (``sys.stdout.buffer`` is an unbuffered FileIO under ``python -u`` or
     ``PYTHONUNBUFFERED``, as in many training containers) may take part of it, when a signal interrupts a write
-    that blocked on a full pipe, and say how much; the rest is written too (a buffered sink takes all or raises)."""
+    that blocked on a full pipe, and says how much: the rest is written too. Any other sink (a buffered writer, a
+    file-like object of the caller's) takes all or raises, whatever its ``write`` returns."""
+    if not isinstance(sink, io.RawIOBase):
+        sink.write(data)
+        return
     view = memoryview(data)
     while view:
         n = sink.write(view)
-        if n is None:                     # a non-blocking sink that could take nothing now
-            time.sleep(0.001)
+        if n is None:                     # non-blocking and full: wait until it takes more
+            select.select([], [sink], [], 1.0)
             continue
-        if not isinstance(n, int) or n >= len(view):
-            return
         view = view[n:]
 
 
