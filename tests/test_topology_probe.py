@@ -404,6 +404,27 @@ def test_tree_holds_every_core_once(name):
     assert sorted(pus) == topo.online_cpus
 
 
+def test_repeated_objects_of_one_kind_are_siblings_not_a_chain():
+    """`make fuzz`: a Windows capture repeating one cache record 700 times nested each L3 in the one before, a tree
+    770 deep that drawing the HTML topology walked for over 30 s. Equal sets of one kind sit side by side."""
+    from dataclasses import replace
+
+    from cpudoctor.render.svg_topology import render_svg
+
+    topo = corpus_topology("hwloc-32amd64-4s2n4c-cgroup2")
+    first = topo.l3_domains[0]
+    topo = replace(topo, l3_domains=list(topo.l3_domains) + [replace(first) for _ in range(700)])
+    tree = build_tree(topo)
+
+    def depth(node) -> int:
+        return 1 + max((depth(c) for c in node.children), default=0)
+
+    assert depth(tree) <= 5
+    copies = [n for n in tree.walk() if n.kind == "l3" and n.cpus == first.cpus]
+    assert len(copies) == 701 and all(not any(c.kind == "l3" for c in n.children) for n in copies)
+    assert "<svg" in render_svg(topo)
+
+
 def test_tree_nesting_follows_the_machine():
     # IBM x3950: each NUMA node spans 4 packages.
     tree = build_tree(corpus_topology("hwloc-96em64t-4no4pa3ca2co"))

@@ -95,17 +95,23 @@ def build_tree(topo: Topology) -> Node:
     for i, c in enumerate(topo.core_list):
         objects.append(Node("core", i, f"Core {c.core_id}", list(c.cpus)))
     # Equal sets nest in rank order (Package 0 > NUMA node 0 with the same CPUs), as in lstopo.
+    # Two objects of one kind with the same CPUs (a damaged capture repeats an L3 record 700 times) are siblings,
+    # not one inside the other: nested, they made a tree 700 deep that drawing it walked for minutes.
     objects.sort(key=lambda o: (-len(o.cpus), _RANK[o.kind], o.cpus[:1]))
-    placed: list[tuple[frozenset[int], Node]] = []
+    by_cpu: dict[int, list[tuple[frozenset[int], Node]]] = {}     # CPU -> the placed objects holding it, in order
     for obj in objects:
         cpus = frozenset(obj.cpus)
         parent, best = machine, None
-        for pset, pnode in placed:       # smallest containing; at equal size the later (lower) one
+        # smallest containing (every container holds the object's first CPU); at equal size the later (lower) one
+        for pset, pnode in by_cpu.get(obj.cpus[0], ()) if obj.cpus else ():
+            if pnode.kind == obj.kind and pset == cpus:
+                continue
             if cpus <= pset and (best is None or len(pset) <= best):
                 parent, best = pnode, len(pset)
         parent.children.append(obj)
         if obj.kind != "core":
-            placed.append((cpus, obj))
+            for cpu in cpus:
+                by_cpu.setdefault(cpu, []).append((cpus, obj))
     for node in machine.walk():
         node.children.sort(key=lambda o: (o.cpus[:1] or [1 << 30], _RANK[o.kind]))
     for nid in topo.cpuless_numa_nodes:
