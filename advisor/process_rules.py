@@ -18,7 +18,7 @@ variables, in front of the process's own (redacted) command line.
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -66,6 +66,8 @@ class Context:
     insp: Inspection
     topo: Topology | None
     state: JobState | None = None       # the job's own state from its probe (`run` only): where it sets threads
+    # relaunch lines that left the thread count to the script's own line -> the count the rule wanted
+    counts_left: dict[str, int] = field(default_factory=dict)
 
     @property
     def usable(self) -> int | None:
@@ -144,13 +146,20 @@ class Context:
         variable is cleared, its environment was not read.
         """
         env, counts_unset = thread_count_env(threads, None if other is not None else self.insp.env)
+        if other is None and thread_setting(self.state) is not None:
+            # the script sets its own count: a variable here would not win (run_process_rules says which line does)
+            env, counts_unset = {}, []
         env.update(extra_env or {})
         binding = affinity_vars_to_clear(None) if other is not None else self.binding_vars()
         unset = " ".join(f"-u {name}" for name in [*binding, *counts_unset] if name not in env)
-        env_part = "env " + (unset + " " if unset else "") + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+        assigned = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+        env_part = " ".join(["env", *(x for x in (unset, assigned) if x)]) if unset or assigned else ""
         prefix = launch_prefix(self.topo, cpus, numa_node) if cpus else ""
         command = other.text if other is not None else self.command()
-        return " ".join(p for p in (prefix, env_part, command) if p)
+        line = " ".join(p for p in (prefix, env_part, command) if p)
+        if other is None and thread_setting(self.state) is not None:
+            self.counts_left[line] = threads
+        return line
 
 
 def launch_prefix(topo: Topology | None, cpus: list[int], numa_node: int | None = None) -> str:
@@ -951,8 +960,10 @@ def run_process_rules(insp: Inspection, topo: Topology | None = None, only: set[
         # A relaunch of this job with hidden arguments: the fix says which, and how to supply them.
         if hidden.hidden and f.code != "PROC014" and any(v in f.snippet or v in f.fix for v in hidden.variables):
             f.fix = f"{f.fix} {hidden.note('this job')}".strip()
-        # A relaunch that sets the thread count by variable while the script sets it itself: the line wins
-        if setting is not None and f.snippet_lang == "bash" and "OMP_NUM_THREADS=" in f.snippet:
-            f.fix = (f"{f.fix} The script sets its own thread count ({setting.where_words()}), which wins over "
-                     "OMP_NUM_THREADS in this command: set the same count at that line.").strip()
+        # A relaunch while the script sets the thread count itself: the command sets no count (the line would win
+        # over it), and the fix says to set the count there
+        wanted = next((n for line, n in ctx.counts_left.items() if line in f.snippet), None)
+        if setting is not None and f.snippet_lang == "bash" and wanted is not None:
+            f.fix = (f"{f.fix} The script sets its own thread count ({setting.where_words()}), which would win over "
+                     f"OMP_NUM_THREADS: set {wanted} at that line.").strip()
     return sorted(found, key=lambda f: (-SEVERITY_RANK[f.severity], f.code))

@@ -235,7 +235,9 @@ def test_process_rules_name_the_line_when_the_script_sets_the_threads(code):
 
 
 def test_a_relaunch_that_sets_threads_by_variable_names_the_scripts_own_line_too():
-    """PROC010's relaunch sets OMP_NUM_THREADS; when the script sets its count itself, the fix says the line wins."""
+    """PROC010's relaunch sets OMP_NUM_THREADS; when the script sets its count itself the command sets none (the line
+    would beat it: `make test` caught `taskset -c 0 env OMP_NUM_THREADS=1 ... python threads_in_code.py`), and the
+    fix says to set the count at that line."""
     from cpudoctor.model.inspection import ThreadInfo
 
     insp = Inspection(pid=10, usable_cpus=4, affinity=[0, 1, 2, 3], window_s=4.0, samples=20, cmdline="python train.py",
@@ -244,9 +246,10 @@ def test_a_relaunch_that_sets_threads_by_variable_names_the_scripts_own_line_too
                                for i in range(2)])
     call = SettingCall("torch.set_num_threads", "2", at=at(12), after_torch=True)
     (f,) = run_process_rules(insp, None, {"PROC010"}, strict=True, state=state(call))
-    assert "OMP_NUM_THREADS=2" in f.snippet and "torch.set_num_threads(2) at line 12 of" in f.fix
+    assert "OMP_NUM_THREADS" not in f.snippet and "taskset" in f.snippet and "env  " not in f.snippet
+    assert "torch.set_num_threads(2) at line 12 of" in f.fix and "set 2 at that line" in f.fix
     (plain,) = run_process_rules(insp, None, {"PROC010"}, strict=True)
-    assert "line 12" not in plain.fix
+    assert "line 12" not in plain.fix and "OMP_NUM_THREADS=2" in plain.snippet
 
 
 def test_a_child_narrowed_by_a_call_the_probe_saw_names_that_call():
