@@ -209,6 +209,16 @@ def test_pinned_launches_stop_at_a_readable_number():
     assert "more NUMA nodes and L3 domains" in text
 
 
+def _report_of_8192_cpus():
+    """The sample report on a machine of 8,192 online CPUs, all usable: the most a topology may hold."""
+    report = sample_report()
+    cpus = list(range(8192))
+    report.topology.online_cpus = cpus
+    report.topology.logical_cpus = len(cpus)
+    report.topology.affinity.allowed_cpus = cpus
+    return report, cpus
+
+
 def test_pinned_launches_of_scattered_cpus_fit_a_reports_field():
     """`make fuzz`: a capture whose L3 domains each held every 64th CPU of 8,192 made taskset lists kilobytes long;
     64 of them were a 147 kB snippet, and the report CPU Doctor wrote could not be read back (65,536 a field)."""
@@ -217,12 +227,8 @@ def test_pinned_launches_of_scattered_cpus_fit_a_reports_field():
     from cpudoctor import advisor
     from cpudoctor.report_file import MAX_STRING, report_from_json
 
-    report = sample_report()
+    report, cpus = _report_of_8192_cpus()
     topo = report.topology
-    cpus = list(range(8192))
-    topo.online_cpus = cpus
-    topo.logical_cpus = len(cpus)
-    topo.affinity.allowed_cpus = cpus
     topo.l3_domains = [L3Domain(cpus[i::64], 1 << 20) for i in range(64)]
     text = snippets.pinned_launches(report)
     assert len(text) <= snippets.MAX_LAUNCH_CHARS + 200 < MAX_STRING
@@ -481,12 +487,8 @@ def test_the_offline_node_launches_of_scattered_cpus_fit_a_reports_field():
     from cpudoctor.model.topology import NumaNode
     from cpudoctor.report_file import MAX_STRING, report_from_json
 
-    report = sample_report()
+    report, cpus = _report_of_8192_cpus()
     topo = report.topology
-    cpus = list(range(8192))
-    topo.online_cpus = cpus
-    topo.logical_cpus = len(cpus)
-    topo.affinity.allowed_cpus = cpus
     topo.numa_nodes = [NumaNode(i, cpus[i:8000:64], [10] * 64) for i in range(64)]     # 192 CPUs of no node
     report.findings = advisor.diagnose(report)
     offline = [f for f in report.findings if "no local memory" in f.title]
