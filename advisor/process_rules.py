@@ -146,8 +146,9 @@ class Context:
         variable is cleared, its environment was not read.
         """
         env, counts_unset = thread_count_env(threads, None if other is not None else self.insp.env)
-        if other is None and thread_setting(self.state) is not None:
-            # the script sets its own count: a variable here would not win (run_process_rules says which line does)
+        # the script sets its own count: a variable here would not win (run_process_rules says which line does)
+        count_in_script = other is None and thread_setting(self.state) is not None
+        if count_in_script:
             env, counts_unset = {}, []
         env.update(extra_env or {})
         binding = affinity_vars_to_clear(None) if other is not None else self.binding_vars()
@@ -157,7 +158,7 @@ class Context:
         prefix = launch_prefix(self.topo, cpus, numa_node) if cpus else ""
         command = other.text if other is not None else self.command()
         line = " ".join(p for p in (prefix, env_part, command) if p)
-        if other is None and thread_setting(self.state) is not None:
+        if count_in_script:
             self.counts_left[line] = threads
         return line
 

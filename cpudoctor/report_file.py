@@ -341,8 +341,15 @@ LAB_SCHEMA = "lab_metrics.schema.json"
 # The kinds of run the lab writes (lab/results.KINDS; a test keeps the two equal). Another kind (a newer
 # CPU Doctor's) is checked only for what every run carries.
 LAB_KINDS = ("train", "sweep", "gemm", "quant", "roofline", "infer")
-_KIND_NAME = re.compile(r"[a-z][a-z0-9_-]{0,39}")     # the schema's pattern for a run's kind
 _MAX_RUN_NOTES = 8
+
+
+@lru_cache(maxsize=None)
+def _kind_name() -> re.Pattern[str]:
+    """The schema's own pattern for a run's kind (resources/lab_metrics.schema.json), not a copy of it."""
+    from cpudoctor import resources
+
+    return re.compile(resources.load_json(LAB_SCHEMA)["$defs"]["run"]["properties"]["kind"]["pattern"])
 
 
 @lru_cache(maxsize=None)
@@ -386,7 +393,7 @@ def check_lab_runs(runs: list[Any], where: str = "$.benchmarks") -> tuple[list[A
             continue
         if len(notes) < _MAX_RUN_NOTES:
             kind = run.get("kind") if isinstance(run, dict) else None
-            kind = kind if isinstance(kind, str) and _KIND_NAME.fullmatch(kind) else "?"   # never the damage itself
+            kind = kind if isinstance(kind, str) and _kind_name().search(kind) else "?"   # never the damage itself
             notes.append(f"lab run {i + 1} ({_clip(kind, 20)}) is damaged and is not shown: {where}[{i}]{problem}")
     left_out = len(runs) - len(kept)
     if left_out > len(notes):
