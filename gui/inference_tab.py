@@ -28,6 +28,7 @@ from cpudoctor.render import infer as words
 
 OK_COLOUR = "#4a90c2"
 WRONG_COLOUR = "#d9534f"
+FRESH_COLOUR = words.FRESH_COLOUR      # the pick in new processes of its own
 # (label, source, model): the choices of the model box; a file or module asks for its target
 SOURCES = (("ResNet-18 (built in, 3×224×224)", "model", "resnet18"),
            ("Transformer encoder (built in, 128 tokens)", "model", "transformer"),
@@ -248,20 +249,28 @@ class InferencePanel(QWidget):
                             v.get("accurate") is False))
         return out
 
+    def fresh_rows(self) -> list[tuple[str, dict[str, Any]]]:
+        """The pick at the chosen batch measured again in new processes of its own (drawn below the variants)."""
+        batch = self.batch_choice.currentData()
+        return words.fresh_rows(self.metrics, batch) if self.metrics is not None and batch is not None else []
+
     def _draw(self) -> None:
         rows = self.rows()
+        fresh = self.fresh_rows()
         self.plot.clear()
         if not rows:
             return
         values = [x for _, p, dots, _ in rows for x in dots + [p.get(k) for k in ("p10_ms", "p90_ms", "p99_ms",
                                                                                   "latency_ms") if p]
                   if isinstance(x, (int, float)) and x > 0]
+        values += [x for _, f in fresh for x in (f.get("latency_ms_lo"), f.get("latency_ms_hi"), f.get("latency_ms"))
+                   if isinstance(x, (int, float)) and not isinstance(x, bool) and 0 < x < 86_400_000]
         if not values:
             return
         log = max(values) / min(values) > 10
         # our own log scale (the plot's log mode would transform some items twice and others not at all)
         tx = (lambda v: math.log10(v)) if log else (lambda v: v)
-        n = len(rows)
+        n = len(rows) + len(fresh)
         rng = np.random.default_rng(0)
         for i, (name, p, dots, wrong) in enumerate(rows):
             y = n - 1 - i                       # the first variant on top
@@ -282,7 +291,21 @@ class InferencePanel(QWidget):
                     x99 = tx(p["p99_ms"])
                     self.plot.addItem(pg.PlotDataItem([x99, x99], [y - 0.15, y + 0.15],
                                                       pen=pg.mkPen(colour, width=1.5, style=Qt.PenStyle.DashLine)))
+        low, high = min(values), max(values)
+        for j, (_label, f) in enumerate(fresh):
+            y = n - 1 - (len(rows) + j)
+            pen = pg.mkPen(FRESH_COLOUR, width=2)
+            dots = [x for x in f.get("segment_ms") or [] if isinstance(x, (int, float)) and low * 0.9 <= x <= high * 1.1]
+            if dots:
+                self.plot.addItem(pg.ScatterPlotItem(x=[tx(d) for d in dots], y=[y] * len(dots), size=5, pen=None,
+                                                     brush=pg.mkBrush(FRESH_COLOUR + "77")))
+            lo_, hi_ = f.get("latency_ms_lo"), f.get("latency_ms_hi")
+            if isinstance(lo_, (int, float)) and isinstance(hi_, (int, float)) and low <= lo_ <= hi_ <= high:
+                self.plot.addItem(pg.PlotDataItem([tx(lo_), tx(hi_)], [y, y], pen=pen))
+            x50 = tx(f["latency_ms"])
+            self.plot.addItem(pg.PlotDataItem([x50, x50], [y - 0.25, y + 0.25], pen=pg.mkPen(FRESH_COLOUR, width=3)))
         labels = [name if len(name) <= 32 else name[:31] + "…" for name, *_r in rows]
+        labels += [label if len(label) <= 32 else label[:31] + "…" for label, _f in fresh]
         axis = self.plot.getPlotItem().getAxis("left")
         axis.setTicks([[(n - 1 - i, label) for i, label in enumerate(labels)]])
         axis.setWidth(int(self.fontMetrics().horizontalAdvance(max(labels, key=len))) + 12)

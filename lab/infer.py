@@ -29,14 +29,14 @@ import shutil
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
 from cpudoctor.kits.cpulist import format_cpulist
 from cpudoctor.kits.format import percent
 from cpudoctor.kits.plural import plural
-from cpudoctor.lab import protocol
+from cpudoctor.lab import infer_fresh, protocol
 from cpudoctor.lab import verdicts as words
 from cpudoctor.lab.infer_code import variant_code
 from cpudoctor.lab.jobs._cpumeter import CpuMeter
@@ -52,6 +52,8 @@ MIN_SEGMENT_S = 0.05
 MAX_SEGMENT_S = 1.0
 SETTLE_S = 0.05          # pause between segments: the last variant's thread pool stops spinning
 REPORT_S = 4.0           # kept at the end of the budget: the workers' distributions (2 s at most), then their end
+FRESH_MIN_S = 6.0        # the least time worth starting the check in new processes with (start, prepare, measure)
+FRESH_END_S = 1.5        # kept at the end of the budget: the new processes' end
 SUMMARY_S = 2.0
 TIE_TOLERANCE = 0.03     # within 3 % of the fastest, the simpler change wins
 PRECISE = 0.10
@@ -438,6 +440,9 @@ def run_infer(settings: InferSettings, topology: Topology, allowed: list[int] | 
         for w in workers.values():
             w.request_stop()
     state["whole"] = meter.since(whole)
+    if state["status"] == "ok" and state["cells"] and not stop.is_set():
+        _reap(list(workers.values()))       # the new processes start on a machine the lab's workers have left
+        _fresh(settings, workers, stop, emit, start, state, python or settings.python)
     result = _result(settings, the_plan, workers, state, time.monotonic() - start)
     if on_result is not None:
         on_result(result)
@@ -580,7 +585,7 @@ def _measure(settings: InferSettings, workers: dict[str, InferWorker], stop, emi
     if not cells:
         return
     hard = start + settings.budget_s * 1.05
-    end = start + settings.budget_s - REPORT_S
+    end = start + settings.budget_s - REPORT_S - fresh_reserve(settings.budget_s)
     left = end - time.monotonic()
     segment = min(MAX_SEGMENT_S, max(MIN_SEGMENT_S, left / (len(cells) * TARGET_ROUNDS) - SETTLE_S))
     state["segment_s"] = round(segment, 3)
@@ -639,6 +644,44 @@ def _measure(settings: InferSettings, workers: dict[str, InferWorker], stop, emi
             noise = interference_share([r for c in measured.values() for r in c.interference])
             if noise and noise["share"] > BUSY_STOP * settings.quiet_limit:
                 return
+
+
+def fresh_reserve(budget_s: float) -> float:
+    """The seconds the interleaved rounds leave for the check in new processes when they would run to the end:
+    :data:`infer_fresh.SHARE` of the budget, or none when that is too short to start a process and measure
+    (a short budget is spent ranking; the check then runs only when the rounds settle early)."""
+    share = infer_fresh.SHARE * budget_s
+    return share if share >= FRESH_MIN_S else 0.0
+
+
+def _fresh(settings: InferSettings, workers: dict[str, InferWorker], stop, emit, start: float,
+           state: dict[str, Any], python: str | None) -> None:
+    """Each batch size's pick, measured again in new processes of its own (:mod:`cpudoctor.lab.infer_fresh`)."""
+    facts = _variant_facts(workers)
+    picks = [infer_fresh.Pick(d["pick"], b, facts[d["pick"]]["spec"], facts[d["pick"]]["worker"].plan)
+             for b, d in _decisions(settings, workers, state["cells"]).items() if d.get("pick") in facts]
+    if not picks:
+        return
+    until = start + settings.budget_s - FRESH_END_S
+    left = until - time.monotonic()
+    if left < FRESH_MIN_S:
+        state["fresh_skipped"] = {(p.variant, p.batch): (
+            f"the interleaved rounds left {max(0.0, left):.0f} s of the {settings.budget_s:g} s budget, and starting "
+            f"new processes and measuring them needs about {FRESH_MIN_S:.0f} s (rerun with a larger --budget)")
+            for p in picks}
+        return
+    def said(data: dict[str, Any]) -> None:
+        emit({**data, "budget_s": settings.budget_s})
+
+    said({"phase": "fresh", "elapsed": round(time.monotonic() - start, 3), "variants": sorted({p.variant for p in picks})})
+
+    def make(wp: WorkerPlan, batches: list[int]) -> InferWorker:
+        return InferWorker(wp, replace(settings, batches=batches), python)
+
+    outcome = infer_fresh.check(picks, make, until, stop, said, started=start)
+    state["fresh"] = outcome.cells
+    state["fresh_skipped"] = outcome.skipped
+    state["fresh_segment_s"] = outcome.segment_s
 
 
 def _collect_summaries(workers: dict[str, InferWorker], start: float, settings: InferSettings) -> None:
@@ -701,7 +744,8 @@ def _result(settings: InferSettings, the_plan: Plan, workers: dict[str, InferWor
                 "cpus": w.plan.cpus, "preload": w.plan.preload, "preload_path": w.plan.preload_path,
                 "worker_threads": (w.ready or {}).get("threads"), "accuracy": accuracy, "accurate": ok,
                 **{k: prepared[k] for k in ("compile_s", "export_s", "prepare_s", "int8_api", "int8_warnings",
-                                            "torchao_installed", "onnxruntime", "ort_level", "same_as")
+                                            "mha_fastpath_off", "torchao_installed", "onnxruntime", "ort_level",
+                                            "same_as")
                    if prepared.get(k) is not None},
             }
             points = []
@@ -736,7 +780,9 @@ def _result(settings: InferSettings, the_plan: Plan, workers: dict[str, InferWor
         verdict, reason = _verdict(settings, state, d, noise, any(c.medians for c in measured.values()))
         if state.get("cut_off"):
             reason = f"{reason}; {state['cut_off']}"
-        recs.append(_recommendation(b, verdict, reason, d, variants))
+        rec = _recommendation(b, verdict, reason, d, variants)
+        rec.update(_fresh_fields(d.get("pick"), b, state, measured))
+        recs.append(rec)
     return {
         "status": state["status"],
         "variants": variants,
@@ -759,6 +805,23 @@ def _result(settings: InferSettings, the_plan: Plan, workers: dict[str, InferWor
         "elapsed": round(elapsed, 3),
         "settings": {k: v for k, v in settings.to_dict().items() if k not in ("python",)},
     }
+
+
+def _fresh_fields(pick: str | None, batch: int, state: dict[str, Any],
+                 measured: dict[tuple[str, int], Cell]) -> dict[str, Any]:
+    """A decision's ``fresh`` figure (its pick in new processes of its own) or ``fresh_skipped``, the reason."""
+    if not pick:
+        return {}
+    cell = (state.get("fresh") or {}).get((pick, batch))
+    lab = measured.get((pick, batch))
+    fields = cell.fields(lab.figure if lab else None, infer_fresh.PROCESSES, state.get("fresh_segment_s")) \
+        if cell is not None else {}
+    why = (state.get("fresh_skipped") or {}).get((pick, batch))
+    if fields and not why:
+        return {"fresh": fields}
+    if why:
+        return {"fresh_skipped": why}
+    return {}
 
 
 def _median_share(records: list[dict[str, Any]]) -> float | None:

@@ -89,6 +89,9 @@ def variant_code(variant: dict[str, Any], *, torch_version: str | None = None, o
         call = "with torch.inference_mode():\n    y = model(x.contiguous(memory_format=torch.channels_last))"
     if spec.get("int8"):
         setup = _join(setup, _int8_setup(variant.get("int8_api"), torch_version))
+        if variant.get("mha_fastpath_off"):
+            setup = _join(setup, "torch.backends.mha.set_fastpath_enabled(False)  # nn.Transformer's fused path "
+                                 "cannot take a quantised Linear")
     if spec.get("compile"):
         took = variant.get("compile_s")
         note = f" (took {took:.1f} s here)" if isinstance(took, (int, float)) else ""

@@ -162,8 +162,10 @@ ACCURATE = {"checked": True, "nonfinite": False, "max_abs": 1e-6, "max_rel": 1e-
 BROKEN = {"checked": True, "nonfinite": False, "max_abs": 3.0, "max_rel": 0.9, "top1_agreement": 0.0}
 
 
-def fake_run(quiet: bool = True, broken_fastest: bool = True, max_error: float = 0.05) -> dict:
-    """A finished run's result, built by the orchestrator's own bookkeeping from made-up segments."""
+def fake_run(quiet: bool = True, broken_fastest: bool = True, max_error: float = 0.05,
+             fresh: dict[int, list[float]] | None = None, fresh_skipped: str | None = None) -> dict:
+    """A finished run's result, built by the orchestrator's own bookkeeping from made-up segments; ``fresh``: the
+    segment medians (per new process) of the pick, '1 thread' at batch 1, measured again in new processes."""
     s = settings(native_bf16=False, max_error=max_error)
     p = plan(s, make_topology(2), compiler=None, allocators={}, env={})
     main = next(w for w in p.workers if w.key == infer.MAIN)
@@ -202,6 +204,14 @@ def fake_run(quiet: bool = True, broken_fastest: bool = True, max_error: float =
     for key in workers:
         if key not in (infer.MAIN, "KMP_BLOCKTIME=0"):
             state["unprepared"][key] = "not prepared within the 27 s the budget leaves for start-up and preparation"
+    if fresh is not None:
+        from cpudoctor.lab.infer_fresh import FreshCell
+
+        state["fresh"] = {("1 thread", 1): FreshCell("1 thread", 1, fresh, [
+            {"cpus": [0, 1], "wall_s": 0.5, "other_share": share, "steal_share": 0.0}] * 4, 400)}
+        state["fresh_segment_s"] = 0.5
+    if fresh_skipped:
+        state["fresh_skipped"] = {("1 thread", 1): fresh_skipped}
     return infer._result(s, p, workers, state, 41.0)
 
 
@@ -421,3 +431,45 @@ def test_the_worker_compares_outputs_and_summarises_latencies_without_torch():
     d = job.distribution([0.001 * k for k in range(1, 1001)])
     assert d["calls"] == 1000 and d["p50_ms"] == pytest.approx(500.5) and d["p99_ms"] == pytest.approx(990.01)
     assert len(d["sample_ms"]) == job.SAMPLE_POINTS and d["min_ms"] == 1.0 and d["max_ms"] == 1000.0
+
+
+INT8_TRANSFORMER = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import torch
+import infer as job
+layer = torch.nn.TransformerEncoderLayer(32, 2, dim_feedforward=64, dropout=0.0, batch_first=True)
+model = torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False).eval()
+source = job.Source(model, lambda b: torch.randn(b, 8, 32, generator=torch.Generator().manual_seed(0)), True, "t")
+builder = job.Builder(source, job.InferWorkerSettings(int8_api="torch.ao").validate(), 2, "/tmp")
+v = job.Variant({"name": "int8 dynamic", "kind": "inference", "int8": True})
+builder.build(v, {})
+x = source.make_input(2)
+y = v.call(x)
+print(json.dumps({"shape": list(y.shape), "fastpath_after": torch.backends.mha.get_fastpath_enabled(),
+                  "facts": {k: v.facts[k] for k in ("mha_fastpath_off", "int8_api")}}))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.alongside
+def test_int8_of_a_transformer_encoder_runs_with_the_fused_path_off_and_its_code_says_so():
+    """torch 2.13's nn.TransformerEncoderLayer checks ``linear1.weight.device`` on its fused path; a dynamically
+    quantised Linear's weight is a method, so the int8 variant failed at its first call ("'function' object has no
+    attribute 'device'") on the built-in transformer. The worker turns the path off around the int8 call only, and
+    the printed code does the same."""
+    import subprocess
+    import sys
+
+    from cpudoctor.lab.infer_code import variant_code
+
+    jobs = Path(infer.__file__).parent / "jobs"
+    done = subprocess.run([sys.executable, "-c", INT8_TRANSFORMER, str(jobs)], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["shape"] == [2, 8, 32] and got["fastpath_after"] is True       # other variants keep the fused path
+    assert got["facts"] == {"mha_fastpath_off": True, "int8_api": "torch.ao"}
+    code = variant_code({"spec": {"int8": True}, "int8_api": "torch.ao", "mha_fastpath_off": True})
+    assert "torch.backends.mha.set_fastpath_enabled(False)" in code.setup
+    assert "set_fastpath_enabled" not in variant_code({"spec": {"int8": True}, "int8_api": "torch.ao"}).setup

@@ -117,3 +117,21 @@ def test_a_model_that_cannot_be_prepared_is_said_in_one_line(qtbot, page, tmp_pa
     with qtbot.waitSignal(page.runner.finished, timeout=20_000):
         page.infer.run_button.click()
     assert "could not prepare the model: /usr/bin/python3 cannot import torch" in page.status.text()
+
+
+def test_the_pick_in_new_processes_is_drawn_below_the_variants(qtbot):
+    from cpudoctor.lab.results import read_outcome
+    from test_infer_lab import outcome
+
+    tab = InferencePanel()
+    qtbot.addWidget(tab)
+    plain = read_outcome("infer", outcome(fake_run()), None).metrics()
+    tab.show_result(plain)
+    assert tab.fresh_rows() == []
+    without = len(tab.plot.getPlotItem().items)
+    tab.show_result(read_outcome("infer", outcome(fake_run(fresh={0: [12.1, 12.4], 1: [12.0, 12.3]})), None).metrics())
+    [(label, fresh)] = tab.fresh_rows()
+    assert label == "1 thread · new processes" and fresh["latency_ms_lo"] == 12.0
+    assert len(tab.plot.getPlotItem().items) == without + 3                  # its segments, its range, its median
+    ticks = tab.plot.getPlotItem().getAxis("left")._tickLevels[0]
+    assert ticks[-1] == (0, "1 thread · new processes")                       # the bottom row

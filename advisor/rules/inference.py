@@ -41,8 +41,9 @@ def inference_variant(report: Report) -> list[Finding]:
         The latest ``cpudoctor bench infer`` run saved in the report (``bench infer --into``, or the
         Training page's Inference tab): per batch size, the variant the lab recommends (the fastest
         whose outputs stay within the accuracy limit against fp32, faster than the runner-up beyond
-        both spreads in interleaved rounds) or why it recommends none, and any faster variant that
-        was marked as beyond the accuracy limit.
+        both spreads in interleaved rounds) or why it recommends none, any faster variant that
+        was marked as beyond the accuracy limit, and the pick's latency measured again in new
+        processes holding it alone (the figure a serving script that applies it should see).
 
     Why it matters:
         Inference latency on a CPU depends on settings no rule of thumb predicts for a given model and
@@ -85,6 +86,7 @@ def inference_variant(report: Report) -> list[Finding]:
         measured = f"'{d['variant']}' ran {d.get('latency_ms')} ms per call at batch {d.get('batch')}{spread}"
         if _num(gain):
             measured += f", {gain:.2f}× the plain fp32 call"
+        measured += _fresh(d)
         if _num(gain) and gain < WORTH:
             out.append(f.finding("ok", f"Inference of {model}: the plain fp32 call is about as fast as it gets here",
                                  why=f"{measured}; decided: {d.get('reason')}.{marked}"))
@@ -96,6 +98,24 @@ def inference_variant(report: Report) -> list[Finding]:
             fix="Apply this in the serving script (the code the lab measured).",
             snippet=_code(d), snippet_lang="python"))
     return out
+
+
+def _fresh(d: dict[str, Any]) -> str:
+    """The pick measured again in new processes holding it alone, as a serving script runs it (the figure to
+    expect after applying the fix), or why it was not."""
+    fresh = d.get("fresh") if isinstance(d.get("fresh"), dict) else {}
+    if _num(fresh.get("latency_ms")):
+        spread = (f" ({fresh['latency_ms_lo']}–{fresh['latency_ms_hi']} ms)"
+                  if _num(fresh.get("latency_ms_lo")) and _num(fresh.get("latency_ms_hi")) else "")
+        n = fresh.get("measured_processes") if _num(fresh.get("measured_processes")) else "new"
+        text = f"; in {n} new processes holding it alone, as a serving script runs it: {fresh['latency_ms']} ms{spread}"
+        if fresh.get("offset") in ("slower", "faster") and _num(fresh.get("vs_lab")):
+            text += (f", {abs(fresh['vs_lab'] - 1) * 100:.0f} % {fresh['offset']} than beside the other variants "
+                     "(expect this figure)")
+        return text
+    if isinstance(d.get("fresh_skipped"), str) and d["fresh_skipped"]:
+        return f"; not measured again in new processes: {d['fresh_skipped']}"
+    return ""
 
 
 def _rerun(run: BenchRun) -> str:

@@ -17,6 +17,7 @@ from cpudoctor.lab.verdicts import quant_api
 
 STATUS_WORDS = {"skipped": "does not apply", "error": "failed", "unprepared": "not prepared", "same": "same setting"}
 COLUMNS = ("variant", "p50 ms", "spread", "p90 ms", "p99 ms", "samples/s", "max error", "others")
+FRESH_COLOUR = "#2e8b57"
 FONT = "system-ui,-apple-system,'Segoe UI',Roboto,sans-serif"
 
 
@@ -100,6 +101,8 @@ def row(variant: dict[str, Any], batch: int, limit: Any = None) -> list[str]:
             percent(p.get("other_share"), "-", fraction=True)]
 
 
+FRESH_NOTE = ("new processes of its own: the pick prepared again in processes holding it alone, as a serving script "
+              "does, timed in alternating segments; their spread is the whole range of those segments' medians")
 FEW_CALLS = 100
 FEW_CALLS_NOTE = f"* fewer than {FEW_CALLS} calls: the p99 is about the slowest call"
 
@@ -125,12 +128,48 @@ def verdict_line(d: dict[str, Any]) -> str:
         gain = ""
         if _num(d.get("vs_eager_fp32")):
             gain = f", {d['vs_eager_fp32']:.2f}× the plain fp32 call"
-        text = f"{head}: use '{d['variant']}', {ms(d.get('latency_ms'))} ms median{spread}{gain}"
+        text = f"{head}: use '{d['variant']}', {ms(d.get('latency_ms'))} ms median{spread}{gain}{fresh_text(d)}"
         if d.get("faster_beyond_accuracy"):
             text += ("; faster but beyond the accuracy limit: " + ", ".join(f"'{n}'" for n in d["faster_beyond_accuracy"]))
         return text
     best = f"; fastest measured: '{d['best_measured']}', {ms(d.get('latency_ms'))} ms" if d.get("best_measured") else ""
-    return f"{head}: no recommendation ({d.get('reason') or 'inconclusive'}){best}"
+    return f"{head}: no recommendation ({d.get('reason') or 'inconclusive'}){best}{fresh_text(d) if best else ''}"
+
+
+def fresh_text(d: dict[str, Any]) -> str:
+    """"; in 2 new processes of its own: 15.3 ms (15.0–15.7)": the pick as a serving script runs it (the lab
+    measured it again in processes holding it alone), or why it was not; "" for a run without that check."""
+    fresh = d.get("fresh")
+    if isinstance(fresh, dict) and _latency(fresh.get("latency_ms")):
+        n = fresh.get("measured_processes") if _num(fresh.get("measured_processes")) else fresh.get("processes")
+        where = f"in {int(n)} new processes of its own" if _num(n) and n > 1 else "in a new process of its own"
+        spread = (f" ({ms(fresh.get('latency_ms_lo'))}–{ms(fresh.get('latency_ms_hi'))})"
+                  if _num(fresh.get("latency_ms_lo")) and _num(fresh.get("latency_ms_hi")) else "")
+        text = f"; {where}: {ms(fresh['latency_ms'])} ms{spread}"
+        ratio = fresh.get("vs_lab")
+        if fresh.get("offset") in ("slower", "faster") and _num(ratio):
+            text += (f", {percent(abs(ratio - 1), fraction=True)} {fresh['offset']} than beside the other variants "
+                     "(expect this figure in a script)")
+        if _num(fresh.get("other_share")) and fresh["other_share"] >= FRESH_BUSY:
+            text += f", while other programs took {percent(fresh['other_share'], fraction=True)} of the CPUs"
+        return text
+    if isinstance(d.get("fresh_skipped"), str) and d["fresh_skipped"]:
+        return f"; not measured again in new processes of its own: {d['fresh_skipped']}"
+    return ""
+
+
+def fresh_rows(metrics: dict[str, Any], batch: int) -> list[tuple[str, dict[str, Any]]]:
+    """(row label, fresh figure) for the drawings: the pick at ``batch`` measured in new processes of its own."""
+    d = decision_of(metrics, batch)
+    fresh = d.get("fresh") if isinstance(d, dict) else None
+    name = (d or {}).get("variant") or (d or {}).get("best_measured")
+    if not isinstance(fresh, dict) or not isinstance(name, str) or not _latency(fresh.get("latency_ms")):
+        return []
+    return [(f"{name} · new processes", fresh)]
+
+
+FRESH_LEGEND = "green: the pick in new processes of its own (line: range of segment medians)"
+FRESH_BUSY = 0.10        # the lab's default quiet limit: above it, the fresh figure says how busy the CPUs were
 
 
 def code_block(code: dict[str, Any] | None) -> str:
@@ -201,6 +240,11 @@ def progress_line(data: dict[str, Any]) -> str:
     if phase == "segment":
         return (f"round {data.get('round')}: '{data.get('variant')}' batch {data.get('batch')}: "
                 f"{ms(data.get('segment_median_ms'))} ms")
+    if phase == "fresh" and isinstance(data.get("variants"), list):
+        return "measuring " + ", ".join(f"'{v}'" for v in data["variants"]) + " again in new processes of its own"
+    if phase == "fresh":
+        return (f"new process {data.get('process')}: '{data.get('variant')}' batch {data.get('batch')}: "
+                f"{ms(data.get('segment_median_ms'))} ms")
     return ""
 
 
@@ -217,6 +261,8 @@ def text_lines(metrics: dict[str, Any]) -> list[str]:
                   for r in rows]
     lines.append("spread: the middle half of the segments' medians (interleaved rounds); max error: against fp32 on "
                  "the same inputs, of fp32's largest output")
+    if any(isinstance(d, dict) and isinstance(d.get("fresh"), dict) for d in metrics.get("decisions") or []):
+        lines.append(FRESH_NOTE)
     if any_few_calls(metrics):
         lines.append(FEW_CALLS_NOTE)
     lines += [f"  {n}" for n in notes(metrics)]
@@ -309,13 +355,17 @@ def box_plot_svg(metrics: dict[str, Any], batch: int, width: int = 640) -> str:
     rows = [(v, p) for v, p in rows if p and _latency(p.get("latency_ms"))]
     if not rows:
         return ""
+    fresh = fresh_rows(metrics, batch)
     values = [x for _, p in rows for x in (p.get("p10_ms"), p.get("p90_ms"), p.get("p99_ms"), p.get("latency_ms"),
                                            p.get("min_ms")) if _latency(x)]
+    values += [x for _, f in fresh for x in (f.get("latency_ms_lo"), f.get("latency_ms_hi"), f.get("latency_ms"))
+               if _latency(x)]
     lo, hi = min(values), max(values)
     log = hi / lo > 10 if lo > 0 else False
     label_w = min(300, 7 * max(len(v["name"]) for v, _ in rows) + 12)
     row_h, top, bottom = 22, 30, 34
-    height = top + row_h * len(rows) + bottom
+    label_w = max(label_w, min(300, 7 * max((len(label) for label, _ in fresh), default=0) + 12))
+    height = top + row_h * (len(rows) + len(fresh)) + bottom + (14 if fresh else 0)
     span = width - label_w - 20
 
     def sx(v: float) -> float:
@@ -349,13 +399,28 @@ def box_plot_svg(metrics: dict[str, Any], batch: int, width: int = 640) -> str:
         if _latency(p.get("p99_ms")):
             out.append(f'<line x1="{sx(p["p99_ms"]):.1f}" x2="{sx(p["p99_ms"]):.1f}" y1="{y - 4:.1f}" y2="{y + 4:.1f}" '
                        f'stroke="{colour}" stroke-dasharray="2 1"/>')
-    axis_y = top + row_h * len(rows) + 4
+    for j, (label, f) in enumerate(fresh):
+        y = top + (len(rows) + j) * row_h + row_h / 2
+        out.append(f'<text x="{label_w - 6}" y="{y + 4:.1f}" text-anchor="end">{esc(label)}</text>')
+        for s in (f.get("segment_ms") if isinstance(f.get("segment_ms"), list) else [])[:240]:
+            if _latency(s) and lo * 0.9 <= s <= hi * 1.1:
+                out.append(f'<circle cx="{sx(s):.1f}" cy="{y:.1f}" r="1.6" fill="{FRESH_COLOUR}" fill-opacity="0.4"/>')
+        lo_, hi_ = f.get("latency_ms_lo"), f.get("latency_ms_hi")
+        if _latency(lo_) and _latency(hi_):
+            out.append(f'<line x1="{sx(lo_):.1f}" x2="{sx(hi_):.1f}" y1="{y:.1f}" y2="{y:.1f}" stroke="{FRESH_COLOUR}" '
+                       'stroke-width="2"/>')
+        out.append(f'<line x1="{sx(f["latency_ms"]):.1f}" x2="{sx(f["latency_ms"]):.1f}" y1="{y - 7:.1f}" '
+                   f'y2="{y + 7:.1f}" stroke="{FRESH_COLOUR}" stroke-width="2"><title>{esc(label)}: '
+                   f'{ms(f["latency_ms"])} ms</title></line>')
+    axis_y = top + row_h * (len(rows) + len(fresh)) + 4
     out.append(f'<line x1="{label_w}" x2="{label_w + span}" y1="{axis_y}" y2="{axis_y}" stroke="#888"/>')
     ticks = log_ticks(lo, hi) if log else [hi * 1.05 * k / 4 for k in range(5)]
     for t in ticks:
         out.append(f'<text x="{sx(t):.1f}" y="{axis_y + 14}" text-anchor="middle" fill="#666">{ms(t)}</text>')
     out.append(f'<text x="4" y="{height - 4}" fill="#666">box p25–p75 · line p50 · whiskers p10–p90 · dashed p99 · '
                'dots: sampled calls · red: beyond the accuracy limit</text>')
+    if fresh:
+        out.append(f'<text x="4" y="{height - 20}" fill="#666">{esc(FRESH_LEGEND)}</text>')
     out.append("</svg>")
     return "".join(out)
 

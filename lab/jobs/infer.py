@@ -377,6 +377,28 @@ def _export_onnx(source: Source, folder: str, torch: Any) -> str:
     raise Skipped("the model could not be exported to ONNX (" + "; ".join(errors) + ")")
 
 
+# Layers whose fused inference path (torch.backends.mha's "fast path") reads ``linear1.weight.device``: a
+# dynamically quantised Linear has a ``weight()`` method instead, so the int8 model's first call fails with
+# "AttributeError: 'function' object has no attribute 'device'" (torch 2.13) unless the fast path is off.
+FUSED_TRANSFORMER_LAYERS = {"TransformerEncoderLayer", "TransformerDecoderLayer"}
+
+
+def _without_mha_fastpath(call: Callable[[Any], Any], torch: Any) -> Callable[[Any], Any]:
+    """``call`` with nn.Transformer's fused path off during it (the flag is process-wide; other variants in this
+    worker keep it)."""
+    mha = torch.backends.mha
+
+    def wrapped(x: Any) -> Any:
+        was = mha.get_fastpath_enabled()
+        mha.set_fastpath_enabled(False)
+        try:
+            return call(x)
+        finally:
+            mha.set_fastpath_enabled(was)
+
+    return wrapped
+
+
 ORT_LEVEL_NAMES = {"disable": "ORT_DISABLE_ALL", "basic": "ORT_ENABLE_BASIC", "extended": "ORT_ENABLE_EXTENDED",
                    "all": "ORT_ENABLE_ALL"}
 
@@ -423,6 +445,10 @@ class Builder:
                 raise Skipped("dynamic int8 quantisation works on an nn.Module, not on a TorchScript file")
             model, api, said = _quantize(model, self.s.int8_api)
             v.facts.update(int8_api=api, int8_warnings=said, torchao_installed=_has_module("torchao"))
+            fastpath_off = api != "torchao" and bool(self.kinds & FUSED_TRANSFORMER_LAYERS) and \
+                hasattr(getattr(torch.backends, "mha", None), "set_fastpath_enabled")
+            if fastpath_off:
+                v.facts["mha_fastpath_off"] = True
         if spec.get("autocast") == "bf16" and self.s.native_bf16 is False:
             raise Skipped("this CPU has no native bf16 (no AVX512_BF16 or AMX-BF16): autocast would emulate it")
         if spec.get("compile"):
@@ -432,7 +458,7 @@ class Builder:
         grad = spec["kind"] == "eager"
         autocast = spec.get("autocast") == "bf16"
 
-        def call(x: Any, model: Any = model, convert: Any = convert) -> Any:
+        def run(x: Any, model: Any = model, convert: Any = convert) -> Any:
             if convert is not None:
                 x = convert(x)
             args = x if isinstance(x, tuple) else (x,)
@@ -444,7 +470,7 @@ class Builder:
                         return model(*args)
                 return model(*args)
 
-        v.call = call
+        v.call = run if not v.facts.get("mha_fastpath_off") else _without_mha_fastpath(run, torch)
 
     def _build_ort(self, v: Variant) -> None:
         if not _has_module("onnxruntime"):
