@@ -295,7 +295,8 @@ class InferencePanel(QWidget):
         for j, (_label, f) in enumerate(fresh):
             y = n - 1 - (len(rows) + j)
             pen = pg.mkPen(FRESH_COLOUR, width=2)
-            dots = [x for x in f.get("segment_ms") or [] if isinstance(x, (int, float)) and low * 0.9 <= x <= high * 1.1]
+            dots = [x for x in f.get("segment_ms") or []
+                    if isinstance(x, (int, float)) and low * 0.9 <= x <= high * 1.1]
             if dots:
                 self.plot.addItem(pg.ScatterPlotItem(x=[tx(d) for d in dots], y=[y] * len(dots), size=5, pen=None,
                                                      brush=pg.mkBrush(FRESH_COLOUR + "77")))

@@ -673,7 +673,8 @@ def _fresh(settings: InferSettings, workers: dict[str, InferWorker], stop, emit,
     def said(data: dict[str, Any]) -> None:
         emit({**data, "budget_s": settings.budget_s})
 
-    said({"phase": "fresh", "elapsed": round(time.monotonic() - start, 3), "variants": sorted({p.variant for p in picks})})
+    said({"phase": "fresh", "elapsed": round(time.monotonic() - start, 3),
+          "variants": sorted({p.variant for p in picks})})
 
     def make(wp: WorkerPlan, batches: list[int]) -> InferWorker:
         return InferWorker(wp, replace(settings, batches=batches), python)

@@ -444,8 +444,8 @@ class InferResult(LabResult):
 def _plain_variant(v: dict[str, Any]) -> dict[str, Any]:
     """A variant as a report keeps it: its change, how it ended, its accuracy, its code and its figures."""
     keys = ("name", "group", "effort", "status", "reason", "accurate", "accuracy", "compile_s", "export_s",
-            "int8_api", "int8_warnings", "mha_fastpath_off", "onnxruntime", "env", "cpus", "preload", "preload_path", "worker_threads",
-            "code", "spec")
+            "int8_api", "int8_warnings", "mha_fastpath_off", "onnxruntime", "env", "cpus", "preload", "preload_path",
+            "worker_threads", "code", "spec")
     out = {k: v[k] for k in keys if v.get(k) not in (None, "", [], {})}
     out["points"] = [dict(p) for p in v.get("points") or [] if isinstance(p, dict)]
     return out

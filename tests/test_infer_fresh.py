@@ -75,7 +75,8 @@ def picks() -> list[Pick]:
     jemalloc = WorkerPlan("jemalloc (LD_PRELOAD)", [infer._spec("jemalloc (LD_PRELOAD)", "allocator", 3)],
                           env={"LD_PRELOAD": "/usr/lib/libjemalloc.so.2"}, preload="jemalloc",
                           preload_path="/usr/lib/libjemalloc.so.2", cpus=[0, 1])
-    return [Pick("1 thread", 1, main.variants[0], main), Pick("jemalloc (LD_PRELOAD)", 8, jemalloc.variants[0], jemalloc)]
+    return [Pick("1 thread", 1, main.variants[0], main),
+            Pick("jemalloc (LD_PRELOAD)", 8, jemalloc.variants[0], jemalloc)]
 
 
 def test_each_pick_runs_alone_in_two_new_processes_started_like_its_own_worker():
@@ -191,8 +192,8 @@ def test_a_pick_not_measured_again_says_why_on_the_verdict():
     result = fake_run(fresh_skipped="the interleaved rounds left 2 s of the 60 s budget")
     run = read_outcome("infer", outcome(result), None).bench_run()
     text = "\n".join(text_lines(run.metrics))
-    assert ("use '1 thread'" in text and
-            "not measured again in new processes of its own: the interleaved rounds left 2 s of the 60 s budget" in text)
+    assert "use '1 thread'" in text
+    assert "not measured again in new processes of its own: the interleaved rounds left 2 s of the 60 s budget" in text
     found = advisor.diagnose(with_lab_result(Report(), run), only={"INFER001"})
     assert "not measured again in new processes: the interleaved rounds left 2 s" in found[0].why
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from cpudoctor.advisor.engine import Facts, rule
+from cpudoctor.kits.format import percent
 from cpudoctor.model import BenchRun, Finding, Report
 
 # A recommendation this much faster than the plain fp32 call is worth saying as a warning-free suggestion;
@@ -107,11 +108,11 @@ def _fresh(d: dict[str, Any]) -> str:
     if _num(fresh.get("latency_ms")):
         spread = (f" ({fresh['latency_ms_lo']}–{fresh['latency_ms_hi']} ms)"
                   if _num(fresh.get("latency_ms_lo")) and _num(fresh.get("latency_ms_hi")) else "")
-        n = fresh.get("measured_processes") if _num(fresh.get("measured_processes")) else "new"
-        text = f"; in {n} new processes holding it alone, as a serving script runs it: {fresh['latency_ms']} ms{spread}"
+        n = f"{fresh['measured_processes']} " if _num(fresh.get("measured_processes")) else ""
+        text = f"; in {n}new processes holding it alone, as a serving script runs it: {fresh['latency_ms']} ms{spread}"
         if fresh.get("offset") in ("slower", "faster") and _num(fresh.get("vs_lab")):
-            text += (f", {abs(fresh['vs_lab'] - 1) * 100:.0f} % {fresh['offset']} than beside the other variants "
-                     "(expect this figure)")
+            text += (f", {percent(abs(fresh['vs_lab'] - 1), fraction=True)} {fresh['offset']} than beside the other "
+                     "variants (expect this figure)")
         return text
     if isinstance(d.get("fresh_skipped"), str) and d["fresh_skipped"]:
         return f"; not measured again in new processes: {d['fresh_skipped']}"
