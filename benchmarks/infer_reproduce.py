@@ -6,7 +6,8 @@ timed from outside; then the recommended variant's own code (``setup`` and ``cal
 the way its ``command`` says: environment variables, LD_PRELOAD, taskset) pasted into a plain script that
 builds the same model and times ``call`` at batch 1 for a few seconds, three times. The bar: each plain
 script's median latency lies within the recommendation's spread. That is the figure the lab measured in new
-processes holding the pick alone (``fresh``: the whole range of their segments' medians); the interleaved
+processes holding the pick alone (``fresh``: the whole range of their segments' medians, widened by the drift
+the interleaved rounds saw of the pick); the interleaved
 rounds' spread (the middle half of the segments' medians in the long-lived workers) is shown beside it, and
 was the bar before the lab measured in new processes. When the run was inconclusive (a busy machine), its
 fastest measured variant is checked the same way and labelled so. Every row says how busy the machine was
@@ -119,6 +120,8 @@ def main() -> int:
                 "lab_ms": point.get("latency_ms"), "lab_lo": lo, "lab_hi": hi,
                 "fresh_ms": fresh.get("latency_ms"), "fresh_lo": flo, "fresh_hi": fhi,
                 "fresh_processes": fresh.get("process_ms"), "fresh_skipped": decision.get("fresh_skipped"),
+                "fresh_measured": [fresh.get("measured_ms_lo"), fresh.get("measured_ms_hi")],
+                "drift": [fresh.get("drift_lo"), fresh.get("drift_hi")],
                 "plain_ms": [round(x, 2) for x in p50s], "plain_median": round(med, 2) if med else None,
                 "plain_within": sum(1 for x in p50s if flo is not None and flo <= x <= fhi),
                 "within": (flo is not None and bool(p50s) and all(flo <= x <= fhi for x in p50s)),
@@ -138,6 +141,9 @@ def main() -> int:
         print(f"{r['model']:<12} {r['wall_s']:>5.1f}s {str(r['verdict']):<13} {str(r['variant']):<18} {fresh:<27} "
               f"{', '.join(map(str, r['plain_ms'])):<20} {r['plain_within']}/{len(r['plain_ms']):<6} {lab:<22} "
               f"{others:>7} {r['load_before']:>4}->{r['load_after']:<4}")
+        if r["fresh_ms"]:
+            print(f"{'':<12} new processes alone: {r['fresh_measured'][0]}–{r['fresh_measured'][1]} ms; drift over the "
+                  f"rounds ×{r['drift'][0]}–×{r['drift'][1]}")
         if r["fresh_skipped"]:
             print(f"{'':<12} not measured in new processes: {r['fresh_skipped']}")
         print(f"{'':<12} {r['measured']} variants measured; {r['reason'] or 'recommended'}"

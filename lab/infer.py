@@ -815,7 +815,7 @@ def _fresh_fields(pick: str | None, batch: int, state: dict[str, Any],
         return {}
     cell = (state.get("fresh") or {}).get((pick, batch))
     lab = measured.get((pick, batch))
-    fields = cell.fields(lab.figure if lab else None, infer_fresh.PROCESSES, state.get("fresh_segment_s")) \
+    fields = cell.fields(lab.medians if lab else [], infer_fresh.PROCESSES, state.get("fresh_segment_s")) \
         if cell is not None else {}
     why = (state.get("fresh_skipped") or {}).get((pick, batch))
     if fields and not why:

@@ -7,9 +7,10 @@ a serving script holds one variant, in a process started for it. So once the rou
 batch size is prepared again in :data:`PROCESSES` new workers started the way its own worker was (its
 environment, CPU set, preloaded allocator) holding that variant only, and timed in alternating segments of
 :data:`SEGMENT_S`. Its figure is the median of those segments' medians, and its spread their whole range
-(min to max): latency drifts over seconds on a shared or virtual machine (3-second medians of one process
-here ranged 4.08 to 4.40 ms, fresh processes 4.10 to 4.36 ms), and the spread must hold the script started
-next, not only the middle half of what the lab saw.
+(min to max): latency drifts over seconds on a shared or virtual machine with no other program on its CPUs
+(measured here: 1-second medians of one ResNet-18 process went from 18.4 to 22.6 ms and back; 3-second
+medians of one transformer process ranged 4.08 to 4.40 ms, fresh processes 4.10 to 4.36 ms), and the spread
+must hold the script started next, not only the middle half of what the lab saw.
 
 Nothing here starts a process itself: :func:`check` takes the workers the orchestrator makes
 (:class:`cpudoctor.lab.infer.InferWorker` or anything with its methods), so it is testable without a child.
@@ -27,11 +28,14 @@ from cpudoctor.lab.stats import Figure, summarize
 from cpudoctor.lab.sweep import interference_share
 
 PROCESSES = 2            # new processes per pick: one more than the lab's, so a process-bound offset shows
-SEGMENT_S = 0.5          # per segment: long enough that one segment's median is a serving figure
-ROUNDS = 4               # segments per process and pick (alternating between the processes)
+SEGMENT_S = 0.6          # per segment: long enough that one segment's median is a serving figure
+ROUNDS = 8               # segments per process and pick at most (alternating between the processes): the check
+                         # spans about 10 s, because latency drifts over seconds (a shared cache, a host's clock)
+                         # and a 4 s check missed the slow spells a script started next met
 MIN_SEGMENT_S = 0.1
 SETTLE_S = 0.05
-SHARE = 0.2              # of the budget the interleaved rounds leave for this check when they would run to the end
+SHARE = 0.25             # of the budget the interleaved rounds leave for this check when they would run to the end
+MIN_DRIFT_SEGMENTS = 3   # interleaved segments of the pick needed before their extremes say how latency drifts
 OFFSET = 0.10            # the fresh figure and the lab's differ by more than this beyond both spreads: said
 
 
@@ -77,22 +81,36 @@ class FreshCell:
     def figure(self) -> Figure | None:
         return summarize([m for ms in self.medians.values() for m in ms], whole_range=True)
 
-    def fields(self, lab: Figure | None, processes: int, segment_s: float | None) -> dict[str, Any]:
-        """The pick's ``fresh`` entry in a decision: figure, spread, per-process medians, the ratio to the lab's."""
+    def fields(self, lab_medians: list[float], processes: int, segment_s: float | None) -> dict[str, Any]:
+        """The pick's ``fresh`` entry in a decision: its figure, the range to expect, per-process medians, and how
+        it compares with the interleaved rounds (``lab_medians``: the pick's segment medians there).
+
+        The level comes from the new processes; the range to expect is theirs, widened by how far the pick's
+        latency drifted over the whole run (its interleaved segments' extremes, relative to their median, applied
+        to this level): 10 s of new processes see one stretch of a drift that the rounds saw for longer.
+        """
         fig = self.figure
         if fig is None:
             return {}
         per_process = [round(statistics.median(ms), 4) for _, ms in sorted(self.medians.items()) if ms]
         out: dict[str, Any] = {**fig.to_fields("latency_ms"), "processes": processes,
                                "measured_processes": len(per_process), "process_ms": per_process,
+                               "measured_ms_lo": round(fig.lo, 3), "measured_ms_hi": round(fig.hi, 3),
                                "segment_ms": [round(m, 4) for _, ms in sorted(self.medians.items()) for m in ms],
                                "segments": fig.n, "calls": self.calls, "segment_s": segment_s}
         share = interference_share(self.interference)
         if share is not None:
             out["other_share"] = share["share"]
+        lab = summarize(lab_medians)
         if lab is not None and lab.median > 0:
             out["vs_lab"] = round(fig.median / lab.median, 3)
             out["offset"] = _offset(fig, lab)
+            extremes = summarize(lab_medians, whole_range=True)
+            if extremes is not None and extremes.n >= MIN_DRIFT_SEGMENTS:
+                down, up = extremes.lo / extremes.median, extremes.hi / extremes.median
+                out.update(drift_lo=round(down, 4), drift_hi=round(up, 4),
+                           latency_ms_lo=round(min(fig.lo, fig.median * down), 3),
+                           latency_ms_hi=round(max(fig.hi, fig.median * up), 3))
         return out
 
 

@@ -111,11 +111,11 @@ def test_each_pick_runs_alone_in_two_new_processes_started_like_its_own_worker()
 
 def test_the_processes_alternate_and_the_order_turns_each_round():
     log: list = []
-    out = check(picks()[:1], lambda plan, batches: FakeWorker(plan, batches, [5.0] * 8, log),
+    out = check(picks()[:1], lambda plan, batches: FakeWorker(plan, batches, [5.0] * infer_fresh.ROUNDS, log),
                 time.monotonic() + 30, threading.Event())
     keys = [key for key, *_ in log]
     assert keys[:4] == ["main · fresh 1", "main · fresh 2", "main · fresh 2", "main · fresh 1"]
-    assert out.cells[("1 thread", 1)].figure == Figure(5.0, 5.0, 5.0, 8)
+    assert out.cells[("1 thread", 1)].figure == Figure(5.0, 5.0, 5.0, 2 * infer_fresh.ROUNDS)
 
 
 @pytest.mark.parametrize("ready, status, failure, why", [
@@ -145,17 +145,38 @@ def test_no_time_left_or_a_stop_measures_nothing_and_says_so():
 
 
 def test_the_reserve_is_kept_only_where_a_check_fits():
-    assert infer.fresh_reserve(60) == pytest.approx(12.0)
-    assert infer.fresh_reserve(20) == 0.0          # 4 s would start processes it cannot measure: ranking gets it
+    assert infer.fresh_reserve(60) == pytest.approx(15.0)
+    assert infer.fresh_reserve(20) == 0.0          # 5 s would start processes it cannot measure: ranking gets it
 
 
 def test_a_fresh_figure_apart_from_the_lab_says_which_to_expect():
-    lab = Figure(12.0, 11.9, 12.1, 6)
+    lab = [11.9, 12.0, 12.1, 12.0, 11.95, 12.05]
     slower = FreshCell("x", 1, {0: [14.0, 14.2], 1: [13.9, 14.1]}).fields(lab, 2, 0.5)
     assert slower["offset"] == "slower" and slower["vs_lab"] == pytest.approx(14.05 / 12.0, abs=1e-3)
     assert slower["process_ms"] == [14.1, 14.0] and slower["segment_ms"] == [14.0, 14.2, 13.9, 14.1]
     near = FreshCell("x", 1, {0: [12.0, 12.6], 1: [11.5, 12.2]}).fields(lab, 2, 0.5)
     assert near["offset"] is None and (near["latency_ms_lo"], near["latency_ms_hi"]) == (11.5, 12.6)
+
+
+def test_the_range_to_expect_takes_the_drift_the_whole_run_saw():
+    """Ten seconds of new processes see one stretch of a drift; the rounds saw the pick for longer. Its extremes
+    there, relative to their median, widen the range at the new processes' level (not at the lab's)."""
+    from cpudoctor.render.infer import fresh_text
+
+    lab = [18.0, 18.2, 21.6, 18.1, 17.1, 18.0]                  # a slow spell and a fast one, median 18.05
+    f = FreshCell("x", 1, {0: [19.0, 19.2], 1: [19.1, 18.9]}).fields(lab, 2, 0.6)
+    assert (f["measured_ms_lo"], f["measured_ms_hi"]) == (18.9, 19.2)
+    assert f["drift_lo"] == pytest.approx(17.1 / 18.05, abs=1e-4) and f["drift_hi"] == pytest.approx(21.6 / 18.05,
+                                                                                                     abs=1e-4)
+    assert f["latency_ms_lo"] == pytest.approx(19.05 * 17.1 / 18.05, abs=1e-3)
+    assert f["latency_ms_hi"] == pytest.approx(19.05 * 21.6 / 18.05, abs=1e-3)
+    said = fresh_text({"fresh": f})
+    assert said.startswith("; in 2 new processes of its own: 19.1 ms (18.9–19.2); expect 18.0–22.8 ms, as its "
+                           "latency drifted 5 % down and 20 % up over the interleaved rounds")
+    steady = FreshCell("x", 1, {0: [19.0, 19.2], 1: [19.1, 18.9]}).fields([18.0, 18.05, 18.1], 2, 0.6)
+    assert (steady["latency_ms_lo"], steady["latency_ms_hi"]) == (18.9, 19.2)         # inside: nothing to widen
+    few = FreshCell("x", 1, {0: [19.0], 1: [19.1]}).fields([18.0, 25.0], 2, 0.6)
+    assert "drift_lo" not in few and few["latency_ms_hi"] == 19.1                     # two segments say no drift
 
 
 def test_the_fresh_figure_reaches_every_surface():
@@ -206,3 +227,15 @@ def test_a_damaged_fresh_figure_is_left_out(value):
     run = to_data(read_outcome("infer", outcome(fake_run(fresh={0: [12.0], 1: [12.2]})), None).bench_run())
     run["metrics"]["decisions"][0]["fresh"]["latency_ms"] = json.loads(value)
     assert lab_run_problem(run)
+
+
+def test_a_wide_spread_on_idle_cpus_is_called_drift_and_a_busy_one_names_the_others():
+    from cpudoctor.render.infer import fresh_text
+
+    drift = {"fresh": {"latency_ms": 19.0, "latency_ms_lo": 17.6, "latency_ms_hi": 22.6, "processes": 2,
+                       "other_share": 0.02}}
+    assert "a 26 % range with no other program on these CPUs" in fresh_text(drift)
+    busy = {"fresh": {**drift["fresh"], "other_share": 0.4}}
+    assert "while other programs took 40 % of the CPUs" in fresh_text(busy) and "range with" not in fresh_text(busy)
+    steady = {"fresh": {"latency_ms": 19.0, "latency_ms_lo": 18.8, "latency_ms_hi": 19.3, "other_share": 0.0}}
+    assert fresh_text(steady) == "; in a new process of its own: 19.0 ms (18.8–19.3)"

@@ -102,7 +102,8 @@ def row(variant: dict[str, Any], batch: int, limit: Any = None) -> list[str]:
 
 
 FRESH_NOTE = ("new processes of its own: the pick prepared again in processes holding it alone, as a serving script "
-              "does, timed in alternating segments; their spread is the whole range of those segments' medians")
+              "does, timed in alternating segments; their spread is the whole range of those segments' medians, and "
+              "the range to expect widens it by how far the pick's latency drifted over the interleaved rounds")
 FEW_CALLS = 100
 FEW_CALLS_NOTE = f"* fewer than {FEW_CALLS} calls: the p99 is about the slowest call"
 
@@ -138,20 +139,32 @@ def verdict_line(d: dict[str, Any]) -> str:
 
 def fresh_text(d: dict[str, Any]) -> str:
     """"; in 2 new processes of its own: 15.3 ms (15.0–15.7)": the pick as a serving script runs it (the lab
-    measured it again in processes holding it alone), or why it was not; "" for a run without that check."""
+    measured it again in processes holding it alone), with the range to expect when the run saw its latency
+    drift further, or why it was not measured again; "" for a run without that check."""
     fresh = d.get("fresh")
     if isinstance(fresh, dict) and _latency(fresh.get("latency_ms")):
         n = fresh.get("measured_processes") if _num(fresh.get("measured_processes")) else fresh.get("processes")
         where = f"in {int(n)} new processes of its own" if _num(n) and n > 1 else "in a new process of its own"
-        spread = (f" ({ms(fresh.get('latency_ms_lo'))}–{ms(fresh.get('latency_ms_hi'))})"
-                  if _num(fresh.get("latency_ms_lo")) and _num(fresh.get("latency_ms_hi")) else "")
-        text = f"; {where}: {ms(fresh['latency_ms'])} ms{spread}"
+        lo, hi = fresh.get("latency_ms_lo"), fresh.get("latency_ms_hi")
+        mlo, mhi = fresh.get("measured_ms_lo"), fresh.get("measured_ms_hi")
+        text = f"; {where}: {ms(fresh['latency_ms'])} ms"
+        if all(_latency(v) for v in (lo, hi, mlo, mhi)) and (lo < mlo or hi > mhi):
+            text += f" ({ms(mlo)}–{ms(mhi)}); expect {ms(lo)}–{ms(hi)} ms"
+            down, up = fresh.get("drift_lo"), fresh.get("drift_hi")
+            if _num(down) and _num(up):
+                text += (f", as its latency drifted {percent(max(0.0, 1 - down), fraction=True)} down and "
+                         f"{percent(max(0.0, up - 1), fraction=True)} up over the interleaved rounds")
+        elif _latency(lo) and _latency(hi):
+            text += f" ({ms(lo)}–{ms(hi)})"
         ratio = fresh.get("vs_lab")
         if fresh.get("offset") in ("slower", "faster") and _num(ratio):
             text += (f", {percent(abs(ratio - 1), fraction=True)} {fresh['offset']} than beside the other variants "
                      "(expect this figure in a script)")
         if _num(fresh.get("other_share")) and fresh["other_share"] >= FRESH_BUSY:
             text += f", while other programs took {percent(fresh['other_share'], fraction=True)} of the CPUs"
+        elif _drift(fresh) >= FRESH_DRIFT:
+            text += (f", a {percent(_drift(fresh), fraction=True)} range with no other program on these CPUs (clock "
+                     "or shared-cache changes this machine cannot see)")
         return text
     if isinstance(d.get("fresh_skipped"), str) and d["fresh_skipped"]:
         return f"; not measured again in new processes of its own: {d['fresh_skipped']}"
@@ -170,6 +183,13 @@ def fresh_rows(metrics: dict[str, Any], batch: int) -> list[tuple[str, dict[str,
 
 FRESH_LEGEND = "green: the pick in new processes of its own (line: range of segment medians)"
 FRESH_BUSY = 0.10        # the lab's default quiet limit: above it, the fresh figure says how busy the CPUs were
+FRESH_DRIFT = 0.10       # a spread this wide on otherwise idle CPUs is said: the latency drifts here
+
+
+def _drift(fresh: dict[str, Any]) -> float:
+    """(hi - lo) / median of the fresh figure; 0 when a figure is missing."""
+    lo, hi, med = fresh.get("latency_ms_lo"), fresh.get("latency_ms_hi"), fresh.get("latency_ms")
+    return (hi - lo) / med if all(_latency(v) for v in (lo, hi, med)) and hi >= lo else 0.0
 
 
 def code_block(code: dict[str, Any] | None) -> str:
