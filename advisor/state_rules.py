@@ -386,7 +386,9 @@ def loader_workers_exceed_cpus(ev: Evidence) -> list[Finding]:
         Busy workers beyond the CPUs do not load faster: they time-slice with each other and with
         the training threads, which then wait at every barrier, and each is a copy of the process
         in memory. More workers than CPUs only pays when the workers mostly wait (on disk or
-        network): then they are seen blocked and the rule stays silent.
+        network): then they are seen blocked there and the rule stays silent. A worker blocked on
+        its queue of indices was not asked for a batch, which says nothing of I/O: those samples
+        are left out of the share.
 
     Fix:
         Set `num_workers` at the line that builds the loader to at most the usable CPUs (fewer when
@@ -407,7 +409,7 @@ def loader_workers_exceed_cpus(ev: Evidence) -> list[Finding]:
     why = (f"The DataLoader built {'at ' + place if place else 'by the job'} starts "
            f"{plural(loader.num_workers or 0, 'worker process', 'worker processes')} (batch size "
            f"{loader.batch_size if loader.batch_size is not None else '?'}) for {plural(usable, 'usable CPU')}"
-           + (f"; they were busy {percent(busy, fraction=True)} of their time" if busy is not None else "")
+           + (f"; they were busy {percent(busy, fraction=True)} of the time they had work" if busy is not None else "")
            + ": busy workers beyond the CPUs take turns with each other and with the training threads, so they cannot "
            "load faster than the CPUs allow, and each is a copy of the process in memory.")
     fix = (f"Set num_workers to at most {usable} {'at ' + place if place else 'where the DataLoader is built'}"
@@ -421,7 +423,13 @@ def loader_workers_exceed_cpus(ev: Evidence) -> list[Finding]:
 
 
 def _workers_busy(bd: TimeBreakdown | None) -> float | None:
-    """The share of the DataLoader workers' samples in which their main thread ran (not blocked), or None."""
+    """The share of the DataLoader workers' samples with work to do in which their main thread ran, or None.
+
+    A worker blocked on its queue of indices was not asked for anything (before the first batch, after the last,
+    or while the loop was slower than the workers): that says nothing about whether it waits on I/O, the one case
+    where more workers than CPUs pays. Counting it would let a short run, most of whose window is start-up, pass
+    busy workers off as waiting ones. None when no sample of theirs had work (the state alone decides then).
+    """
     if bd is None:
         return None
     running = waiting = 0
@@ -430,7 +438,8 @@ def _workers_busy(bd: TimeBreakdown | None) -> float | None:
             continue
         for t in p.threads:
             if t.tid == p.pid:
-                running, waiting = running + t.samples, waiting + t.idle_samples
+                running += t.samples
+                waiting += max(0, t.idle_samples - t.work_wait_samples)
     return running / (running + waiting) if running + waiting else None
 
 

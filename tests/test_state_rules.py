@@ -171,6 +171,32 @@ def test_loader_workers_beyond_the_cpus():
     assert found("EVID015", evidence(state(loaders=[dataclasses.replace(loader, num_workers=2)]))) == []
 
 
+def _with_workers(n: int, running: int, idle: int, work_wait: int) -> TimeBreakdown:
+    """A breakdown with ``n`` DataLoader workers whose main threads had these sample counts each."""
+    bd = breakdown({"compute": 0.5, "data": 0.5})
+    for i in range(n):
+        pid = 20 + i
+        main = ThreadTime(pid, pid, "MainThread", "python", "stacks", samples=running, idle_samples=idle,
+                          work_wait_samples=work_wait)
+        bd.processes.append(ProcessTime(pid, 10, "python", "python train.py", "dataloader_worker", True, True,
+                                        samples=running, idle_samples=idle, threads=[main]))
+    return bd
+
+
+def test_loader_workers_beyond_the_cpus_judged_on_the_time_they_had_work():
+    loader = LoaderInfo(num_workers=8, batch_size=16, at=at(25))
+    st = state(loaders=[loader])
+    # blocked on disk or network most of the time they had work: more workers than CPUs pays, silent
+    assert found("EVID015", evidence(st, _with_workers(8, running=5, idle=95, work_wait=0))) == []
+    # the same idle samples, but waiting for their next index (a short run's start and end, a slow loop): they ran
+    # whenever they had work, so they take turns on the CPUs
+    (f,) = found("EVID015", evidence(st, _with_workers(8, running=5, idle=95, work_wait=95)))
+    assert "busy 100 % of the time they had work" in f.why and f.evidence["workers_busy"] == 1.0
+    # never asked for anything at all in the window: the loader's settings alone decide
+    (f,) = found("EVID015", evidence(st, _with_workers(8, running=0, idle=40, work_wait=40)))
+    assert f.evidence.get("workers_busy") is None and "of the time they had work" not in f.why
+
+
 def test_an_inference_loop_that_records_autograd():
     bad = state(steps=0, backwards=0, forwards=500)
     (f,) = found("EVID016", evidence(bad))

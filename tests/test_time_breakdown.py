@@ -349,3 +349,48 @@ def test_a_reduced_dtype_in_reference_code_is_one_finding():
     assert [f.code for f in found if f.code in ("EVID007", "EVID008")] == ["EVID008"]
     (f,) = [f for f in found if f.code == "EVID008"]
     assert "reference code" in f.title and "ref:any" in f.why and "fp32 or bf16" in f.fix
+
+
+# --- DataLoader workers: idle for want of requests, or waiting on I/O --------------------------------------------
+
+MP = "/py/lib/python3.11/multiprocessing"
+WORKER = f"{SITE}/torch/utils/data/_utils/worker.py"
+# a worker blocked on its queue of indices (as py-spy dumps it): nobody asked it for a batch
+ASKED_NOTHING = stack(py("_bootstrap", f"{MP}/process.py"), py("_worker_loop", WORKER, 334),
+                      py("get", f"{MP}/queues.py", 113), py("_poll", f"{MP}/connection.py", 440),
+                      py("wait", f"{MP}/connection.py", 947), f"poll ({LIBC})")
+# a worker blocked reading a file inside the dataset: waiting on I/O with work in hand
+READING = stack(py("_bootstrap", f"{MP}/process.py"), py("_worker_loop", WORKER, 349),
+                py("fetch", f"{SITE}/torch/utils/data/_utils/fetch.py", 52), py("__getitem__", "train.py", 30),
+                py("read", "/py/lib/python3.11/_pyio.py", 9), f"read ({LIBC})")
+DECODING = stack(py("_bootstrap", f"{MP}/process.py"), py("_worker_loop", WORKER, 349),
+                 py("fetch", f"{SITE}/torch/utils/data/_utils/fetch.py", 52), py("__getitem__", "train.py", 31))
+
+
+def test_a_worker_waiting_for_its_next_index_is_told_from_one_waiting_on_io():
+    from cpudoctor.probes.process.classify import waits_for_work
+
+    assert waits_for_work(ASKED_NOTHING) and classify(ASKED_NOTHING).blocking
+    assert not waits_for_work(READING) and classify(READING).blocking
+    assert not waits_for_work(DECODING)
+    # a queue read elsewhere (the training loop's own queue) is no worker loop waiting for work
+    assert not waits_for_work(stack(py("main", "train.py"), py("get", f"{MP}/queues.py"), f"poll ({LIBC})"))
+
+
+def test_worker_samples_count_their_waits_for_work_apart():
+    from cpudoctor.probes.process.stacks import StackSample
+
+    st = _states()
+    st.processes[20] = ProcState(20, 10, "python", is_python=True, affinity=[0, 1], cpu_seconds=1.0)
+    st.threads[(20, 20)] = ThreadState(20, 20, "python", running=10, waiting=10)
+    by = {c: f for c, _, f in CASES}
+    record = StackRecord(samples=[StackSample((10,), 10, "MainThread", by["compute"], 50),
+                                  StackSample((10, 20), 20, "MainThread", DECODING, 10),
+                                  StackSample((10, 20), 20, "MainThread", READING, 4),
+                                  StackSample((10, 20), 20, "MainThread", ASKED_NOTHING, 30)],
+                         rate_hz=50, sampler="py-spy test")
+    bd = build_breakdown(record, st)
+    worker = bd.process(20)
+    assert worker.role == "dataloader_worker"
+    (main,) = [t for t in worker.threads if t.tid == 20]
+    assert (main.samples, main.idle_samples, main.work_wait_samples) == (10, 34, 30)

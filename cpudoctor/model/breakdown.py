@@ -37,6 +37,9 @@ class ThreadTime:
     source: str                   # stacks | states
     samples: int = 0              # counted samples
     idle_samples: int = 0         # blocked samples of a helper thread (not in the shares)
+    # of those, a worker loop blocked on its queue of work (a DataLoader worker waiting for its next index):
+    # idle for want of requests, not waiting on a disk or the network
+    work_wait_samples: int = 0
     seconds: float = 0.0
     shares: list[Share] = field(default_factory=list)
 

@@ -29,7 +29,7 @@ from collections import Counter, defaultdict
 
 from cpudoctor.model.breakdown import (COMPILE, COMPUTE, DATA, INSTRUMENTATION, IO, MEMORY, OPENMP, OTHER,
                                        ProcessTime, Share, ThreadTime, TimeBreakdown, TopFrame)
-from cpudoctor.probes.process.classify import Verdict, classify, classify_process, rules
+from cpudoctor.probes.process.classify import Verdict, classify, classify_process, rules, waits_for_work
 from cpudoctor.probes.process.stacks import StackRecord
 from cpudoctor.probes.process.threadstates import TreeStates
 
@@ -45,6 +45,7 @@ class _Acc:
         self.libs: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
         self.samples: Counter[str] = Counter()
         self.idle = 0
+        self.work_wait = 0          # of idle: a worker loop blocked on its queue of work (see ThreadTime)
         self.startup = 0
         self.instrumentation = 0
 
@@ -63,6 +64,7 @@ class _Acc:
             for lib, s in libs.items():
                 self.libs[c][lib] += s
         self.idle += other.idle
+        self.work_wait += other.work_wait
         self.startup += other.startup
         self.instrumentation += other.instrumentation
 
@@ -182,6 +184,8 @@ def build_breakdown(record: StackRecord, states: TreeStates) -> TimeBreakdown:
             continue
         if v.blocking and key != driver and v.category != "gil":
             acc.idle += s.count
+            if waits_for_work(s.frames):
+                acc.work_wait += s.count
             continue
         acc.add(v.category, v.library, s.count * stack_w, s.count)
         leaf_time[(v.category, _leaf_name(s.frames))] += s.count * stack_w
@@ -346,6 +350,7 @@ def _assemble(bd: TimeBreakdown, states: TreeStates, threads, names, roles, samp
             role_t = "driver" if key == driver else ("python" if key in stacked else "native")
             tt = ThreadTime(pid, tid, names.get(key, str(tid)), role_t, "stacks" if key in stacked else "states",
                             samples=sum(acc.samples.values()), idle_samples=acc.idle,
+                            work_wait_samples=acc.work_wait,
                             seconds=round(acc.total(), 3), shares=acc.shares())
             pt.threads.append(tt)
             proc_acc.merge(acc)

@@ -41,6 +41,8 @@ class Rules:
     rules: tuple[Rule, ...]
     blocking: re.Pattern[str]
     leaf_window: int
+    # a worker loop blocked on its queue of work: (loop file, loop frame, queue file); None: never
+    work_wait: tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]] | None = None
 
     def category_ids(self) -> list[str]:
         return list(self.categories)
@@ -72,7 +74,14 @@ def rules() -> Rules:
                          _compile(r.get("process")), bool(r.get("startup"))) for r in data["rules"]),
         blocking=re.compile(data["blocking"]["frame"]),
         leaf_window=int(data["leaf_window"]),
+        work_wait=_work_wait(data.get("waiting_for_work")),
     )
+
+
+def _work_wait(data: dict | None) -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]] | None:
+    if not data:
+        return None
+    return re.compile(data["loop_file"]), re.compile(data["loop_frame"]), re.compile(data["queue_file"])
 
 
 def _frame_matches(rule: Rule, f: Frame) -> bool:
@@ -102,6 +111,23 @@ def is_blocking(frames: tuple[Frame, ...], r: Rules | None = None) -> bool:
     r = r or rules()
     window = _meaningful(frames)[-r.leaf_window:]
     return any(not f.python and r.blocking.search(f.name) for f in window)
+
+
+def waits_for_work(frames: tuple[Frame, ...], r: Rules | None = None) -> bool:
+    """A worker loop blocked on its queue of work (a DataLoader worker waiting for its next index).
+
+    Such a worker is idle because nobody asked it for anything (the loop is slower than the workers, or
+    not stepping yet), unlike one blocked reading a file: the two must not be told apart by "blocked" alone.
+    """
+    r = r or rules()
+    if r.work_wait is None:
+        return False
+    loop_file, loop_frame, queue_file = r.work_wait
+    python = [f for f in frames if f.python]
+    for outer, inner in zip(python, python[1:]):
+        if loop_file.search(outer.file) and loop_frame.search(outer.name):
+            return bool(queue_file.search(inner.file))
+    return False
 
 
 def classify(frames: tuple[Frame, ...], process: str = "", r: Rules | None = None) -> Verdict:
