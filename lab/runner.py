@@ -207,8 +207,8 @@ def _deadline_passed(end: ChildEnd, what: str, program: str | None) -> ExitDiagn
             f"not be a Python; check it with: {one_line(program or 'python')} -c 'print(1)')"))
     if end.no_start == "flooded":
         return ExitDiagnosis("no_start", message=(
-            f"{what} did not start: {interpreter} printed {end.raw_lines:,} lines that are not CPU Doctor's job "
-            "protocol and was stopped (a wrapper script, or a sitecustomize printing to stdout?)"))
+            f"{what} did not start: {interpreter} printed more than {end.raw_lines - 1:,} lines that are not CPU "
+            "Doctor's job protocol and was stopped (a wrapper script, or a sitecustomize printing to stdout?)"))
     if end.timed_out:
         return ExitDiagnosis("deadline", message=(
             f"{what} ran past its deadline, far beyond what its settings ask, and was stopped after "

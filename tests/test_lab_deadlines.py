@@ -112,7 +112,10 @@ def test_a_real_job_says_it_started_before_importing_torch(tmp_path):
 
 
 @pytest.mark.parametrize("mode, words", [("exec sleep 3600", "said nothing"),
-                                         ("exec yes", "not CPU Doctor's job protocol")])
+                                         # stopped at the limit, not after draining millions more lines with
+                                         # the stop signals starved of the GIL (it took 2 to 40 s)
+                                         ("exec yes", "printed more than 10,000 lines that are not CPU Doctor's "
+                                                      "job protocol")])
 def test_bench_with_an_interpreter_that_never_starts_the_job_ends(mode, words, tmp_path):
     python = _fake_python(tmp_path, mode)
     env = {**os.environ, "CPUDOCTOR_LAB_STARTUP_S": "3", "CPUDOCTOR_PYTHON": str(python)}

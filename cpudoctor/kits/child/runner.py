@@ -447,13 +447,16 @@ class ChildProcess:
                 self._spoke = True
             elif not self._spoke:
                 self._raw_lines += 1
-                if self._no_start:
-                    continue                       # being stopped for its flood: not another line of it
                 if self.max_raw_lines is not None and self._raw_lines > self.max_raw_lines:
+                    # It never spoke the protocol, so there is nothing to ask: SIGTERM now. And no more parsing:
+                    # a reader parsing a flood line by line holds the GIL so tightly that the thread sending the
+                    # signals crawled (a `yes` took 2 to 40 s to stop, and its count ran into the millions).
                     self._no_start = "flooded"
-                    self.cancel()
-                    continue
+                    self.cancel(ask_wait=0.0)
+                    break
             self._deliver(msg)
+        for _chunk in chunks(stream):       # the rest of a flood, in big reads: the child never blocks on a full pipe
+            pass
 
     def _read_with(self, reader: Reader, stream: IO[bytes]) -> None:
         try:
