@@ -9,8 +9,8 @@
    sample) agrees with fit's measurement of the model, and fit's plan from those figures (``--from-run``)
    with the run's measured peak, within 15 %.
 2. A job whose DataLoader workers copy a dataset of Python objects gets EVID032, a job that keeps its losses'
-   graphs gets EVID033, and a healthy job neither (memory findings do not depend on other programs' load); the
-   healthy job's probe counts its training's bytes exactly.
+   graphs gets EVID033, and a healthy job neither; the healthy job's probe counts its training's bytes exactly.
+   The workers' copies grow with how far they read (so with the CPU they get): that job runs alone.
 """
 
 from __future__ import annotations
@@ -48,6 +48,9 @@ def memory_codes(data: dict) -> dict[str, str]:
     return {f["code"]: f["severity"] for f in data["findings"] if f["category"] == "memory"}
 
 
+# The limit, the kill, fit's measurement and the probe's counts are bytes, which other programs' load does not change:
+# make test runs it in its parallel pass. The workers' copies below grow with how far the workers read, so with load.
+@pytest.mark.alongside
 def test_a_job_over_its_cgroup_limit_gets_the_finding_and_fits_strategy_lets_it_finish(tmp_path):
     with limited(LIMIT) as prefix:
         job = [*prefix, sys.executable, str(JOBS / "mem_limited.py"), "--batch", str(BATCH)]
@@ -89,11 +92,19 @@ def test_a_job_over_its_cgroup_limit_gets_the_finding_and_fits_strategy_lets_it_
 
 
 def test_workers_copying_the_data_and_a_growing_job_get_their_findings_a_healthy_job_none(tmp_path):
-    _, workers = run_job(tmp_path / "workers.json", sys.executable, str(JOBS / "mem_workers.py"), "--seconds", "8")
+    # The workers' copies grow with how far they read, so that job runs alone. The leak paces itself (20 steps a
+    # second, little CPU) and runs beside the healthy job, which still gets no finding with a growing job beside it.
+    # (All three at once, beside make test's parallel pass, left the workers too little CPU to copy 128 MiB each.)
+    from concurrent.futures import ThreadPoolExecutor
+
+    def job(name: str) -> dict:
+        return run_job(tmp_path / f"{name}.json", sys.executable, str(JOBS / f"{name}.py"), "--seconds", "8")[1]
+
+    workers = job("mem_workers")
     assert memory_codes(workers).get("EVID032") == "warning", workers["memory"]["processes"]
-    _, leak = run_job(tmp_path / "leak.json", sys.executable, str(JOBS / "mem_leak.py"), "--seconds", "8")
+    with ThreadPoolExecutor(2) as pool:
+        leak, healthy = pool.map(job, ("mem_leak", "mem_healthy"))
     assert memory_codes(leak).get("EVID033") == "warning", leak["memory"]["samples"][-10:]
-    _, healthy = run_job(tmp_path / "healthy.json", sys.executable, str(JOBS / "mem_healthy.py"), "--seconds", "8")
     assert memory_codes(healthy) == {}, healthy["findings"]
     # its probe's count: 256-512-10 fp32 parameters, their gradients, Adam's two moments (and a step scalar per
     # tensor); a forward pass at batch 64 saves its input (256 floats a sample) and the ReLU's output (512)

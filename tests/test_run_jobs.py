@@ -190,6 +190,7 @@ def test_loop_waiting_on_its_data(tmp_path_factory):
     assert any(p["role"] == "dataloader_worker" for p in after.bd["processes"])
 
 
+@pytest.mark.alongside             # the recompiles come from the job's own log, whatever else runs
 def test_model_that_keeps_recompiling(tmp_path_factory):
     before = run_job(tmp_path_factory, "recompile")
     f = before.findings["EVID003"]

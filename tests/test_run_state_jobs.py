@@ -8,7 +8,8 @@ code and changed as printed changes the thread count the probe reads.
 
 Then a machine busy with two loops of other programs: a job whose cause is in its own samples or state still gets
 its warning there (the load stated), and the healthy job gets none. Runs are short (2 s of training) and shared
-between assertions; this is the suite's one file of them (CI's time is counted).
+between assertions; this is the suite's one file of them (CI's time is counted). The mistakes are read from the
+job's state, which no load hides: they run in make test's parallel pass (``alongside``), the busy loops alone.
 """
 
 from __future__ import annotations
@@ -73,7 +74,10 @@ CASES = [("float64", "EVID010", None), ("anomaly", "EVID011", None), ("threads_i
          ("bind_in_code", "EVID004", None), ("workers_exceed", "EVID015", "--workers")]
 
 
+# alongside (make test's parallel pass): each finding here is read from the job's own state, whatever else runs;
+# the load-sensitive runs below (beside the busy loops) stay in the serial pass
 @pytest.mark.hardware
+@pytest.mark.alongside
 @pytest.mark.parametrize("job, code, option", CASES, ids=[c[0] for c in CASES])
 def test_a_mistake_in_the_script_is_named_at_its_line_and_the_printed_fix_removes_it(tmp_path_factory, job, code,
                                                                                      option):
