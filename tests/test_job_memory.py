@@ -192,3 +192,31 @@ def test_memory_here_reads_this_process_cgroup_and_wsl(tmp_path):
     assert (system.total_bytes, system.available_bytes, system.wsl) == (8 * GiB, 6 * GiB, 2)
     assert cg.limit_bytes == 5 * GiB
     del fake
+
+
+def test_a_job_that_enters_its_cgroup_after_it_started_is_followed_there(tmp_path):
+    """A wrapper that moves itself into a limited cgroup and then execs the job (cgexec, systemd-run --scope, a
+    container's entry point): the watch began in the parent's cgroup, with no limit. The limit that kills the job
+    is the new cgroup's, and only the OOM kill after the move is the job's (make test caught `run` missing EVID030
+    when the move came after the watch began, on a busy machine)."""
+    fake = FakeProc(tmp_path)
+    machine(tmp_path, total=16 * GiB, available=10 * GiB)
+    fake.add_process(100, cgroup="0::/user.slice\n")
+    cgroup_v2(tmp_path, "user.slice", limit=None, current=GiB)
+    cgroup_v2(tmp_path, "user.slice/limited", limit=600 * MiB, current=100 * MiB)
+    events = tmp_path / "sys/fs/cgroup/user.slice/limited/memory.events"
+    events.write_text("high 0\nmax 0\noom 2\noom_kill 2\n")          # earlier jobs' kills there: not this one's
+    write_memory(fake.pdir(100), rss=200 * MiB, shared=10 * MiB)
+
+    def step(n, t):
+        if n == 3:
+            (fake.pdir(100) / "cgroup").write_text("0::/user.slice/limited\n")
+        if n == 10:
+            events.write_text("high 0\nmax 5\noom 3\noom_kill 3\n")
+
+    clock = StepClock(step)
+    insp = inspect_process(100, seconds=8.0, root=tmp_path, interval=0.5, clock=clock, sleep=clock.sleep)
+    mem = insp.memory
+    assert mem.cgroup.path == "/user.slice/limited" and mem.cgroup.limit_bytes == 600 * MiB
+    assert mem.cgroup.events_in_window == {"max": 5, "oom": 1, "oom_kill": 1}
+    assert any("moved to memory cgroup /user.slice/limited" in n and "from /user.slice" in n for n in mem.notes)

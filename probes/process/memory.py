@@ -69,6 +69,7 @@ class MemoryWatch:
         self.notes: list[str] = []
         self.vmstat0 = memfiles.read_vmstat(self.root)
         self.psi0 = memfiles.read_psi(self.root, "/proc/pressure/memory")
+        self._cg_text = self._cgroup_text()
         self.place = memfiles.cgroup_place(self.root, pid)
         self.cg0 = memfiles.read_cgroup_memory(self.root, self.place) if self.place else None
         self.cg_psi0 = self._cgroup_psi()
@@ -106,6 +107,7 @@ class MemoryWatch:
 
     def sample(self, now: float) -> None:
         """Read each process's status; every ``smaps_every`` seconds also its USS/PSS and the list of workers."""
+        self._follow_cgroup(now)
         smaps = self._last_smaps is None or now - self._last_smaps >= max(self.smaps_every,
                                                                           self._smaps_cost / SMAPS_COST_SHARE)
         if smaps and self._last_smaps is not None:
@@ -154,6 +156,29 @@ class MemoryWatch:
         if len(self.samples) > MAX_SAMPLES:
             self.samples = self.samples[::2]          # keep the whole window, at half the density
             self._stride *= 2
+
+    def _cgroup_text(self) -> str:
+        return read_text(under(self.root, f"/proc/{self.pid}/cgroup")) or ""
+
+    def _follow_cgroup(self, now: float) -> None:
+        """The job's memory cgroup read again: a wrapper that enters one and then execs the job (cgexec,
+        ``systemd-run --scope``, a container's entry point) moves the job after the watch began, and the limit
+        that kills it is the new cgroup's. Its events count from the move (the ones before were not the job's).
+        One small file a sample; the cgroup's own files only when it changed."""
+        text = self._cgroup_text()
+        if not text or text == self._cg_text:
+            return
+        self._cg_text = text
+        place = memfiles.cgroup_place(self.root, self.pid)
+        if place is None or (self.place is not None and (place.path, place.version) == (self.place.path,
+                                                                                          self.place.version)):
+            return
+        was = self.place.path if self.place is not None else None
+        self.place = place
+        self.cg0 = memfiles.read_cgroup_memory(self.root, place)
+        self.cg_psi0 = self._cgroup_psi()
+        self.notes.append(f"the job moved to memory cgroup {place.path} {now - self.t0:.1f} s into the window"
+                          + (f" (from {was})" if was else "") + ": its limit and events are that cgroup's, from then")
 
     def _cgroup_psi(self) -> memfiles.PsiReading | None:
         if self.place is None or self.place.psi_dir is None:
