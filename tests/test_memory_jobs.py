@@ -48,9 +48,6 @@ def memory_codes(data: dict) -> dict[str, str]:
     return {f["code"]: f["severity"] for f in data["findings"] if f["category"] == "memory"}
 
 
-# The limit, the kill, fit's measurement and the probe's counts are bytes, which other programs' load does not change:
-# make test runs it in its parallel pass. The workers' copies below grow with how far the workers read, so with load.
-@pytest.mark.alongside
 def test_a_job_over_its_cgroup_limit_gets_the_finding_and_fits_strategy_lets_it_finish(tmp_path):
     with limited(LIMIT) as prefix:
         job = [*prefix, sys.executable, str(JOBS / "mem_limited.py"), "--batch", str(BATCH)]
